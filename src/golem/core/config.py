@@ -1,0 +1,182 @@
+"""golem's configuration: one set of pydantic models for file, environment and flags.
+
+Layering, lowest first: model defaults < golem.toml in the user's config dir < golem.toml in
+the project directory < ``GOLEM_*`` environment variables < CLI flags (``overrides``).
+Nested keys use ``__`` in environment variables: ``GOLEM_ENGINE__DEFAULTS__MEMORY=1g``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+from golem.core.errors import ConfigError
+from golem.core.spec import BoxSpec
+
+__all__ = [
+    "BackendConfig",
+    "EngineConfig",
+    "GolemConfig",
+    "ProcessBackendConfig",
+    "config_files",
+    "default_state_dir",
+    "load_config",
+]
+
+DEFAULT_HOST_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+
+
+def default_state_dir() -> Path:
+    """Where golem keeps box records and workspaces: /var/lib/golem for root, else XDG."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/golem")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "golem"
+
+
+class ProcessBackendConfig(BaseModel):
+    """The bubblewrap backend: no daemon, namespaces + seccomp + cgroups."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["process"] = "process"
+    bwrap: str = Field("bwrap", description="The bubblewrap executable.")
+    run_as: str = Field(
+        "nobody",
+        description="Host user that bubblewrap runs as when golem runs as root, so that a "
+        "box never holds root's permissions on the host.",
+    )
+    host_paths: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_HOST_PATHS),
+        description="Host directories visible read-only when no image is given.",
+    )
+    seccomp: bool = Field(True, description="Load golem's default-deny seccomp filter.")
+    cgroups: Literal["auto", "off"] = Field(
+        "auto", description="Enforce memory/pids/cpu with cgroups (v2 or v1) when available."
+    )
+    python: str = Field("python3", description="Interpreter in the box that runs the supervisor.")
+
+
+BackendConfig = ProcessBackendConfig
+"""Union of the backend configs, discriminated by ``type``."""
+
+
+class EngineConfig(BaseModel):
+    """The sandbox engine: which backend, and the defaults of every box."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: BackendConfig = Field(default_factory=ProcessBackendConfig)
+    defaults: BoxSpec = Field(default_factory=BoxSpec)
+
+
+class GolemConfig(BaseSettings):
+    """The whole configuration; ``golem config schema`` prints its JSON Schema."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GOLEM_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        nested_model_default_partial_update=True,
+    )
+
+    state_dir: Path = Field(default_factory=default_state_dir)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings)
+
+
+def config_files(project_dir: Path | None = None) -> list[Path]:
+    """golem.toml files that exist, lowest priority first (user's, then the project's)."""
+    user_dir = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "golem"
+    candidates = [user_dir / "golem.toml", (project_dir or Path.cwd()) / "golem.toml"]
+    seen: list[Path] = []
+    for path in candidates:
+        if path.is_file() and path.resolve() not in [p.resolve() for p in seen]:
+            seen.append(path)
+    return seen
+
+
+def _deep_merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}; fix the TOML syntax there") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def _explain(exc: ValidationError, sources: Sequence[str]) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "config"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown option; see `golem config schema` for the valid ones"
+        problems.append(f"{where}: {message}")
+    origin = ", ".join(sources) if sources else "defaults"
+    return "invalid configuration (" + origin + "): " + "; ".join(problems)
+
+
+def load_config(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    files: Sequence[Path] | None = None,
+    project_dir: Path | None = None,
+) -> GolemConfig:
+    """Build the effective configuration from files, environment and ``overrides``."""
+    paths = list(files) if files is not None else config_files(project_dir)
+    data: dict[str, Any] = {}
+    for path in paths:
+        data = _deep_merge(data, _read_toml(path))
+    env_values = _env_layer()
+    merged = _deep_merge(_deep_merge(data, env_values), overrides or {})
+    sources = [str(p) for p in paths]
+    if env_values:
+        sources.append("GOLEM_* environment")
+    if overrides:
+        sources.append("command-line flags")
+    try:
+        return GolemConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, sources)) from exc
+
+
+def _env_layer() -> dict[str, Any]:
+    """GOLEM_* variables as a nested mapping, parsed by pydantic-settings' own rules."""
+    try:
+        return dict(EnvSettingsSource(GolemConfig)())
+    except SettingsError as exc:
+        raise ConfigError(f"invalid GOLEM_* environment variable: {exc}") from exc

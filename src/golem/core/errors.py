@@ -1,0 +1,117 @@
+"""The one error hierarchy of golem; every message says what the user can do next.
+
+GolemError
+ +-- ConfigError                 bad option, file or environment variable (exit code 2)
+ +-- SandboxError
+ |    +-- BackendUnavailable     bubblewrap or a kernel feature is missing
+ |    +-- ImageNotFound          the image (or image directory) does not exist
+ |    +-- RuntimeNotAvailable    the image lacks the interpreter a request needs
+ |    +-- InvalidRequest         a request that cannot run (bad workdir, cmd and code...)
+ |    +-- SetupFailed            the session's setup script failed
+ |    +-- SessionNotFound        no live box with that id
+ |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
+ |    +-- ProtocolError          the supervisor spoke something unexpected
+ +-- ExecTimeout (also TimeoutError)   a file transfer or call exceeded its time
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailable",
+    "BoxCrashed",
+    "ConfigError",
+    "ExecTimeout",
+    "GolemError",
+    "ImageNotFound",
+    "InvalidRequest",
+    "ProtocolError",
+    "RuntimeNotAvailable",
+    "SandboxError",
+    "SessionNotFound",
+    "SetupFailed",
+]
+
+
+class GolemError(Exception):
+    """Root of every error golem raises on purpose.
+
+    ``exit_code`` is what the CLI exits with; ``http_status`` what the API answers.
+    """
+
+    exit_code: int = 1
+    http_status: int = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(GolemError):
+    """An option, config file or environment variable is invalid."""
+
+    exit_code = 2
+    http_status = 422
+
+
+class SandboxError(GolemError):
+    """Something about a box failed."""
+
+
+class BackendUnavailable(SandboxError):
+    """The backend cannot run on this machine (a tool or kernel feature is missing)."""
+
+    exit_code = 2
+    http_status = 503
+
+
+class ImageNotFound(SandboxError):
+    """The requested image does not exist."""
+
+    exit_code = 2
+    http_status = 404
+
+
+class RuntimeNotAvailable(SandboxError):
+    """The image lacks the interpreter that the request needs."""
+
+    exit_code = 2
+    http_status = 422
+
+
+class InvalidRequest(SandboxError):
+    """A request that cannot run as given."""
+
+    exit_code = 2
+    http_status = 422
+
+
+class SetupFailed(SandboxError):
+    """The session's setup script exited non-zero."""
+
+    http_status = 424
+
+    def __init__(self, message: str, *, exit_code: int | None = None, output: str = "") -> None:
+        super().__init__(message)
+        self.script_exit_code = exit_code
+        self.output = output
+
+
+class SessionNotFound(SandboxError):
+    """No live box has that id."""
+
+    exit_code = 2
+    http_status = 404
+
+
+class BoxCrashed(SandboxError):
+    """The box or its supervisor went away while a call was running."""
+
+
+class ProtocolError(SandboxError):
+    """The supervisor sent something the client does not understand."""
+
+
+class ExecTimeout(GolemError, TimeoutError):
+    """An operation on a box took longer than allowed."""
+
+    http_status = 504

@@ -1,0 +1,70 @@
+"""Typed events: one discriminated union that flows from the box up to every consumer."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ErrorEvent",
+    "ExecEvent",
+    "ExitEvent",
+    "OutputEvent",
+    "Phase",
+    "ResourceUsage",
+]
+
+Phase = Literal["setup", "code"]
+"""``setup`` for a session's setup script, ``code`` for the calls made in the box."""
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    time: float = Field(default_factory=time.time, description="Unix time of the event.")
+    phase: Phase = "code"
+
+
+class ResourceUsage(BaseModel):
+    """What a call consumed, measured by the box."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cpu_user_seconds: float = 0.0
+    cpu_system_seconds: float = 0.0
+    peak_memory_bytes: int = 0
+
+
+class OutputEvent(_Event):
+    """A chunk of a call's standard output or standard error (secrets already masked)."""
+
+    type: Literal["stdout", "stderr"]
+    data: str
+
+
+class ExitEvent(_Event):
+    """The call ended; always the last event of a call that started."""
+
+    type: Literal["exit"] = "exit"
+    exit_code: int
+    signal: int | None = None
+    duration: float
+    timed_out: bool = False
+    idle_timed_out: bool = False
+    truncated: bool = False
+    oom_killed: bool = False
+    usage: ResourceUsage = ResourceUsage()
+
+
+class ErrorEvent(_Event):
+    """Something went wrong around the call (it could not start, the box failed, ...)."""
+
+    type: Literal["error"] = "error"
+    message: str
+    kind: str = "error"
+
+
+ExecEvent = Annotated[OutputEvent | ExitEvent | ErrorEvent, Field(discriminator="type")]
+"""Any event of a call in a box."""

@@ -1,0 +1,102 @@
+"""BoxSpec: what a box is made of. The same model serves config files, the API and the CLI."""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from golem.core.sizes import ByteSize
+
+__all__ = ["WORKSPACE", "BoxSpec", "NetworkMode", "resolve_workdir"]
+
+WORKSPACE = "/workspace"
+NetworkMode = Literal["none", "host"]
+
+
+def resolve_workdir(workdir: str) -> str:
+    """Return ``workdir`` as an absolute path inside /workspace, or raise ValueError."""
+    path = posixpath.normpath(posixpath.join(WORKSPACE, workdir))
+    if path != WORKSPACE and not path.startswith(WORKSPACE + "/"):
+        raise ValueError(
+            f"workdir {workdir!r} resolves to {path}, outside {WORKSPACE}; "
+            f"give a path inside {WORKSPACE}"
+        )
+    return path
+
+
+class BoxSpec(BaseModel):
+    """Everything that defines a box. Defaults are the safe choice for unattended agents."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    image: str | None = Field(
+        None,
+        description="Process backend: a root file system directory (None = the host's, "
+        "read-only and reduced to system directories). Docker: an image name.",
+    )
+    workdir: str = Field(WORKSPACE, description="Default working directory, inside /workspace.")
+    env: dict[str, str] = Field(default_factory=dict, description="Environment of every call.")
+    cpus: float | None = Field(1.0, gt=0, description="CPU cores (cgroup quota); None = no cap.")
+    memory: ByteSize | None = Field(
+        512 * 1024**2, description="Memory limit, e.g. '512m'; None = no cap."
+    )
+    pids: int | None = Field(256, ge=8, description="Maximum processes and threads in the box.")
+    timeout: float = Field(300.0, gt=0, description="Default time limit of a call, seconds.")
+    idle_timeout: float | None = Field(
+        None, gt=0, description="Kill a call that prints nothing for this many seconds."
+    )
+    max_output_bytes: ByteSize = Field(
+        4 * 1024**2, ge=1, description="Cap on a call's stdout+stderr; past it, truncated."
+    )
+    workspace: Path | None = Field(
+        None, description="Host directory bound as /workspace; None = a private tmpfs."
+    )
+    workspace_size: ByteSize = Field(1024**3, description="Size of the /workspace tmpfs.")
+    tmp_size: ByteSize = Field(256 * 1024**2, description="Size of the /tmp tmpfs.")
+    read_only_root: bool = Field(True, description="Mount the root file system read-only.")
+    user: str = Field("1000:1000", description="uid[:gid] inside the box, or 'root'.")
+    network: NetworkMode = Field("none", description="'none' (no route out) or 'host'.")
+    secrets: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Environment variables whose values are masked as *** in all output.",
+    )
+    setup: str | None = Field(None, description="Shell script run once when the box starts.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels.")
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir_inside_workspace(cls, value: str) -> str:
+        return resolve_workdir(value)
+
+    @field_validator("user")
+    @classmethod
+    def _user_is_ids(cls, value: str) -> str:
+        if value == "root":
+            return value
+        parts = value.split(":")
+        if len(parts) > 2 or not all(p.isdigit() for p in parts):
+            raise ValueError(f"user {value!r} must be 'root' or numeric uid[:gid], e.g. 1000:1000")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, item in value.items():
+            if not name or "=" in name or "\0" in name or "\0" in item:
+                raise ValueError(f"{name!r} is not a valid environment variable")
+        return value
+
+    @property
+    def uid_gid(self) -> tuple[int, int]:
+        """The numeric (uid, gid) that calls run as inside the box."""
+        if self.user == "root":
+            return 0, 0
+        uid, _, gid = self.user.partition(":")
+        return int(uid), int(gid or uid)
+
+    def secret_values(self) -> dict[str, str]:
+        """The secrets in clear, for the box's environment only."""
+        return {name: secret.get_secret_value() for name, secret in self.secrets.items()}

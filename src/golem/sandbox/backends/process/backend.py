@@ -1,0 +1,263 @@
+"""The process backend: each box is a bubblewrap sandbox whose first process is the supervisor.
+
+When golem runs as root, bubblewrap itself runs as an unprivileged host user (``run_as``),
+so the box never holds root's permissions on host files, even mapped through its user
+namespace. Limits come from cgroups when the machine allows, with rlimits as a second line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pwd
+import resource
+import shutil
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+from golem.core.config import ProcessBackendConfig
+from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest
+from golem.core.spec import BoxSpec
+from golem.sandbox.backends.process.bwrap import BOX_PATH, BwrapLayout, bwrap_argv
+from golem.sandbox.backends.process.cgroups import BoxCgroup, CgroupLimits
+from golem.sandbox.backends.process.seccomp import compile_filter
+from golem.sandbox.records import BoxRecord, process_alive, process_start_time
+from golem.sandbox.supervisor import supervisor_source
+
+__all__ = ["ProcessBackend", "ProcessBox"]
+
+STDERR_TAIL = 4000
+
+
+class ProcessBox:
+    """A running bubblewrap box."""
+
+    def __init__(self, process: asyncio.subprocess.Process, cgroup: BoxCgroup | None) -> None:
+        assert process.stdout is not None and process.stdin is not None
+        self.process = process
+        self.reader: asyncio.StreamReader = process.stdout
+        self.writer: asyncio.StreamWriter = process.stdin
+        self.cgroup = cgroup
+        self._stderr = bytearray()
+        self._stderr_task = asyncio.create_task(self._collect_stderr())
+        self._stopped = False
+
+    async def _collect_stderr(self) -> None:
+        assert self.process.stderr is not None
+        while chunk := await self.process.stderr.read(65536):
+            self._stderr += chunk
+            del self._stderr[:-STDERR_TAIL]
+
+    def describe_loss(self) -> str:
+        """bubblewrap's own words, when it failed, or how the box ended."""
+        text = self._stderr.decode(errors="replace").strip()
+        code = self.process.returncode
+        reason = "the box exited" if code is None else f"the box exited with status {code}"
+        return f"{reason}: {text}" if text else reason
+
+    def oom_kills(self) -> int:
+        """OOM kills counted by the box's memory cgroup."""
+        return self.cgroup.oom_kills() if self.cgroup else 0
+
+    def peak_memory(self) -> int:
+        """Peak memory of the box's cgroup."""
+        return self.cgroup.peak_memory() if self.cgroup else 0
+
+    async def stop(self) -> None:
+        """Kill bubblewrap and everything in the box, and remove its cgroups."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        await self.process.wait()
+        self._stderr_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._stderr_task
+        if self.cgroup is not None:
+            await asyncio.to_thread(self.cgroup.remove)
+
+
+def _preexec(
+    cgroup_fds: list[int], rlimits: list[tuple[int, int]], ids: tuple[int, int] | None
+) -> Callable[[], None]:
+    """Runs in the forked child before bwrap starts: join cgroups, cap, drop privileges."""
+
+    def setup() -> None:
+        pid = str(os.getpid()).encode()
+        for fd in cgroup_fds:
+            os.write(fd, pid)
+        for which, value in rlimits:
+            _soft, hard = resource.getrlimit(which)
+            capped = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (capped, capped))
+        if ids is not None:
+            uid, gid = ids
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+
+    return setup
+
+
+class ProcessBackend:
+    """Starts boxes with bubblewrap on this machine."""
+
+    name = "process"
+
+    def __init__(self, config: ProcessBackendConfig) -> None:
+        self.config = config
+
+    def check(self) -> None:
+        """Fail with what to install when bubblewrap or python3 is missing."""
+        if shutil.which(self.config.bwrap) is None:
+            raise BackendUnavailable(
+                f"bubblewrap ({self.config.bwrap}) is not installed; run scripts/setup "
+                "or `apt-get install bubblewrap`, or choose --backend docker"
+            )
+
+    def _host_ids(self) -> tuple[int, int] | None:
+        if os.geteuid() != 0:
+            return None
+        try:
+            entry = pwd.getpwnam(self.config.run_as)
+        except KeyError:
+            raise BackendUnavailable(
+                f"host user {self.config.run_as!r} (engine.backend.run_as) does not exist; "
+                "create it or name another unprivileged user"
+            ) from None
+        if entry.pw_uid == 0:
+            raise BackendUnavailable("engine.backend.run_as must not be a root user")
+        return entry.pw_uid, entry.pw_gid
+
+    def _layout(self, spec: BoxSpec, ids: tuple[int, int] | None, seccomp_fd: int | None) -> BwrapLayout:
+        if not spec.read_only_root:
+            raise InvalidRequest(
+                "the process backend keeps the root file system read-only; write to "
+                "/workspace or /tmp, or use --backend docker for a writable root"
+            )
+        root = None
+        if spec.image is not None:
+            root = Path(spec.image)
+            if not root.is_dir():
+                raise ImageNotFound(
+                    f"image {spec.image!r} is not a directory; the process backend takes a "
+                    "root file system directory (or no --image for the host's system)"
+                )
+            for mount_point in ("proc", "dev", "tmp", "workspace"):
+                if not (root / mount_point).is_dir():
+                    raise ImageNotFound(
+                        f"image directory {root} has no /{mount_point}; create it "
+                        f"(mkdir {root / mount_point}) so the box can mount it"
+                    )
+        workspace = spec.workspace
+        if workspace is not None:
+            if not workspace.is_dir():
+                raise InvalidRequest(f"workspace {workspace} is not a directory; create it first")
+            if ids is not None:
+                _check_writable(workspace, ids, self.config.run_as)
+        return BwrapLayout(
+            root=root,
+            host_paths=tuple(self.config.host_paths),
+            workspace=workspace,
+            seccomp_fd=seccomp_fd,
+        )
+
+    async def start(self, spec: BoxSpec, record: BoxRecord) -> ProcessBox:
+        """Start bubblewrap with the supervisor as the box's command."""
+        self.check()
+        ids = self._host_ids()
+        seccomp_fd = _memfd("golem-seccomp", compile_filter()) if self.config.seccomp else None
+        try:
+            layout = self._layout(spec, ids, seccomp_fd)
+            cgroup = None
+            if self.config.cgroups == "auto":
+                limits = CgroupLimits(memory=spec.memory, pids=spec.pids, cpus=spec.cpus)
+                cgroup = await asyncio.to_thread(BoxCgroup.create, record.id, limits)
+            record.state = {
+                "cgroup_version": cgroup.version if cgroup else None,
+                "cgroup_dirs": [str(d) for d in cgroup.dirs] if cgroup else [],
+            }
+            command = [self.config.python, "-I", "-S", "-u", "-c", supervisor_source()]
+            argv = bwrap_argv(self.config.bwrap, spec, layout, command)
+            process = await self._spawn(argv, spec, cgroup, ids, seccomp_fd)
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+        record.state.update(pid=process.pid, pid_start=process_start_time(process.pid))
+        return ProcessBox(process, cgroup)
+
+    async def _spawn(
+        self,
+        argv: list[str],
+        spec: BoxSpec,
+        cgroup: BoxCgroup | None,
+        ids: tuple[int, int] | None,
+        seccomp_fd: int | None,
+    ) -> asyncio.subprocess.Process:
+        cgroup_fds = cgroup.open_procs() if cgroup else []
+        rlimits = [(resource.RLIMIT_CORE, 0)]
+        if cgroup is None:  # second line only: rlimits count per host user, not per box
+            if spec.memory is not None:
+                rlimits.append((resource.RLIMIT_AS, spec.memory))
+            if spec.pids is not None:
+                rlimits.append((resource.RLIMIT_NPROC, spec.pids))
+        env = {"PATH": BOX_PATH, "LANG": "C.UTF-8", "GOLEM_WORKSPACE": "/workspace"}
+        try:
+            return await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                cwd="/",
+                pass_fds=[seccomp_fd] if seccomp_fd is not None else [],
+                preexec_fn=_preexec(cgroup_fds, rlimits, ids),  # noqa: PLW1509
+                start_new_session=True,
+                limit=1 << 20,
+            )
+        except OSError as exc:
+            if cgroup is not None:
+                cgroup.remove()
+            raise BackendUnavailable(f"cannot start bubblewrap: {exc}") from exc
+        finally:
+            for fd in cgroup_fds:
+                os.close(fd)
+
+    async def cleanup(self, record: BoxRecord) -> None:
+        """Kill an orphan's processes and remove its cgroups."""
+        pid = record.state.get("pid")
+        if isinstance(pid, int) and process_alive(pid, record.state.get("pid_start")):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        dirs = record.state.get("cgroup_dirs") or []
+        version = record.state.get("cgroup_version")
+        if dirs and version:
+            await asyncio.to_thread(BoxCgroup.from_dirs(version, dirs).remove)
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name)  # close-on-exec; pass_fds hands it to bwrap alone
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _check_writable(path: Path, ids: tuple[int, int], user: str) -> None:
+    info = path.stat()
+    uid, gid = ids
+    writable = (
+        (info.st_uid == uid and info.st_mode & 0o200)
+        or (info.st_gid == gid and info.st_mode & 0o020)
+        or info.st_mode & 0o002
+    )
+    if not writable:
+        raise InvalidRequest(
+            f"workspace {path} is not writable by host user {user!r} that boxes run as; "
+            f"`chown -R {user} {path}` or set engine.backend.run_as"
+        )

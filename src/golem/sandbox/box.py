@@ -1,0 +1,365 @@
+"""Box: a live sandbox and everything one can do in it (exec, stream, files, processes).
+
+This is the only exec path: ``execute`` collects ``stream``, background processes and the
+interactive shell use the same request messages, and every backend hands the same pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import signal as signals
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from golem.core.errors import (
+    BoxCrashed,
+    ExecTimeout,
+    InvalidRequest,
+    RuntimeNotAvailable,
+    SandboxError,
+)
+from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, Phase, ResourceUsage
+from golem.core.spec import BoxSpec, resolve_workdir
+from golem.sandbox.contracts import StartedBox
+from golem.sandbox.files import BoxFiles
+from golem.sandbox.masking import SecretMasker
+from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
+from golem.sandbox.supervisor import Frame, SupervisorClient
+
+__all__ = ["Box", "as_request"]
+
+HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
+STDIN_CHUNK = 64 * 1024
+SPAWN_FAILED = 127
+
+
+def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
+    """Accept a request, a shell string or an argv list."""
+    if isinstance(request, ExecRequest):
+        return request
+    if isinstance(request, str):
+        return ExecRequest(cmd=request)
+    return ExecRequest(cmd=list(request))
+
+
+class _OutputDecoder:
+    """Masks secrets and decodes UTF-8 incrementally for one output stream."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self.masker = SecretMasker(secrets)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes) -> str:
+        return self.decoder.decode(self.masker.feed(data))
+
+    def flush(self) -> str:
+        return self.decoder.decode(self.masker.flush(), final=True)
+
+
+class Box(BoxFiles):
+    """A running box. Get one from ``Engine.session`` or ``Engine.create_session``."""
+
+    def __init__(
+        self, box_id: str, spec: BoxSpec, client: SupervisorClient, started: StartedBox
+    ) -> None:
+        super().__init__(client)
+        self.id = box_id
+        self.spec = spec
+        self._client = client
+        self._started = started
+        self._secrets = [v for v in spec.secret_values().values() if v]
+        self.closed = False
+
+    @property
+    def runtimes(self) -> dict[str, str]:
+        """Interpreters found in the box (name -> path)."""
+        return dict(self._client.hello.runtimes) if self._client.hello else {}
+
+    def mask(self, text: str) -> str:
+        """``text`` with this box's secrets replaced by ``***``."""
+        return SecretMasker(self._secrets).mask_text(text)
+
+    async def execute(self, request: ExecRequest | str | Sequence[str]) -> ExecResult:
+        """Run a call to completion and return its result (files, output, limits hit)."""
+        return await self._collect(as_request(request), "code")
+
+    async def _collect(self, request: ExecRequest, phase: Phase) -> ExecResult:
+        stdout: list[str] = []
+        stderr: list[str] = []
+        exit_event: ExitEvent | None = None
+        async for event in self.stream(request, phase=phase):
+            if isinstance(event, OutputEvent):
+                (stdout if event.type == "stdout" else stderr).append(event.data)
+            elif isinstance(event, ExitEvent):
+                exit_event = event
+            else:
+                stderr.append(event.message + "\n")
+        assert exit_event is not None  # stream ends with an exit event or raises
+        files = {}
+        for path in request.return_files:
+            files[path] = await self.get_file(self._in_workdir(request, path))
+        return ExecResult(
+            stdout="".join(stdout),
+            stderr="".join(stderr),
+            exit_code=exit_event.exit_code,
+            signal=exit_event.signal,
+            duration=exit_event.duration,
+            truncated=exit_event.truncated,
+            timed_out=exit_event.timed_out,
+            idle_timed_out=exit_event.idle_timed_out,
+            oom_killed=exit_event.oom_killed,
+            usage=exit_event.usage,
+            files=files,
+        )
+
+    async def stream(
+        self, request: ExecRequest | str | Sequence[str], *, phase: Phase = "code"
+    ) -> AsyncIterator[ExecEvent]:
+        """Run a call and yield its output as it comes, then one exit event."""
+        request = as_request(request)
+        message, payload = await self._prepare(request)
+        call_id = self._client.new_id()
+        message["id"] = call_id
+        queue = self._client.open(call_id)
+        finished = False
+        try:
+            oom_before = self._started.oom_kills()
+            await self._client.send(message, payload)
+            if request.stdin is not None:
+                await self._feed_stdin(call_id, request.stdin)
+            async for event in self._events(queue, request, phase, oom_before):
+                yield event
+            finished = True
+        finally:
+            self._client.close_call(call_id)
+            if not finished and self._client.lost is None:
+                with contextlib.suppress(SandboxError):
+                    await self._client.send(
+                        {"op": "signal", "id": call_id, "signal": signals.SIGKILL}
+                    )
+
+    async def _prepare(
+        self, request: ExecRequest, *, background: bool = False, pty: bool = False
+    ) -> tuple[dict[str, Any], bytes]:
+        if self.closed:
+            raise SandboxError(f"box {self.id} is closed; start a new session")
+        try:
+            workdir = resolve_workdir(request.workdir or self.spec.workdir)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+        argv = request.argv()
+        if request.runtime is not None and request.runtime not in self.runtimes:
+            available = ", ".join(sorted(self.runtimes)) or "none"
+            raise RuntimeNotAvailable(
+                f"the box's image has no {request.runtime} runtime (found: {available}); "
+                "choose an image that has it or another --runtime"
+            )
+        for path, content in request.files.items():
+            await self.put_file(self._in_workdir(request, path), content)
+        timeout = request.timeout or (None if background else self.spec.timeout)
+        message: dict[str, Any] = {
+            "op": "exec",
+            "argv": argv,
+            "env": request.env,
+            "cwd": workdir,
+            "timeout": timeout,
+            "idle_timeout": request.idle_timeout or self.spec.idle_timeout,
+            "max_output": self.spec.max_output_bytes,
+            "stdin": "pipe" if (request.stdin is not None or pty) else "null",
+            "background": background,
+            "pty": pty,
+        }
+        payload = b""
+        if request.code is not None:
+            message["runtime"] = request.runtime
+            payload = request.code.encode()
+        return message, payload
+
+    def _in_workdir(self, request: ExecRequest, path: str) -> str:
+        if path.startswith("/"):
+            return path
+        return resolve_workdir(f"{request.workdir or self.spec.workdir}/{path}")
+
+    async def _feed_stdin(self, call_id: str, data: bytes) -> None:
+        for start in range(0, len(data), STDIN_CHUNK):
+            chunk = data[start : start + STDIN_CHUNK]
+            await self._client.send({"op": "stdin", "id": call_id}, chunk)
+        await self._client.send({"op": "stdin_close", "id": call_id})
+
+    async def _events(
+        self,
+        queue: asyncio.Queue[Frame | None],
+        request: ExecRequest,
+        phase: Phase,
+        oom_before: int,
+    ) -> AsyncIterator[ExecEvent]:
+        outputs = {"stdout": _OutputDecoder(self._secrets), "stderr": _OutputDecoder(self._secrets)}
+        limit = (request.timeout or self.spec.timeout) + HOST_GRACE
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        received = 0
+        while True:
+            try:
+                frame = await asyncio.wait_for(queue.get(), max(deadline - loop.time(), 0))
+            except TimeoutError:
+                await self._started.stop()
+                raise ExecTimeout(
+                    f"box {self.id} did not end a call within {limit:.0f}s although its "
+                    "supervisor was told to; the box was stopped"
+                ) from None
+            if frame is None:
+                reason = self.mask(self._client.lost or self._started.describe_loss())
+                yield ErrorEvent(message=reason, kind="box_crashed", phase=phase)
+                raise BoxCrashed(f"box {self.id} went away during a call: {reason}")
+            message, data = frame
+            op = message.get("op")
+            if op == "out" and message.get("stream") in outputs:
+                received += len(data)
+                if received > self.spec.max_output_bytes:  # a supervisor that ignores its cap
+                    continue
+                text = outputs[message["stream"]].feed(data)
+                if text:
+                    yield OutputEvent(type=message["stream"], data=text, phase=phase)
+            elif op == "error":
+                async for event in self._start_failed(message, phase):
+                    yield event
+                return
+            elif op == "exit":
+                for stream, decoder in outputs.items():
+                    if text := decoder.flush():
+                        yield OutputEvent(type=stream, data=text, phase=phase)  # type: ignore[arg-type]
+                yield self._exit_event(message, phase, oom_before)
+                return
+
+    async def _start_failed(
+        self, message: dict[str, Any], phase: Phase
+    ) -> AsyncIterator[ExecEvent]:
+        text = self.mask(str(message.get("message", "the call could not start")))
+        if message.get("kind") == "Invalid":
+            raise InvalidRequest(text)
+        yield ErrorEvent(message=text, kind=str(message.get("kind", "error")), phase=phase)
+        yield ExitEvent(exit_code=SPAWN_FAILED, duration=0.0, phase=phase)
+
+    def _exit_event(self, message: dict[str, Any], phase: Phase, oom_before: int) -> ExitEvent:
+        killed = message.get("signal") == signals.SIGKILL
+        oom = killed and not message.get("timed_out") and self._started.oom_kills() > oom_before
+        return ExitEvent(
+            exit_code=int(message["exit_code"]),
+            signal=message.get("signal"),
+            duration=float(message.get("duration", 0.0)),
+            timed_out=bool(message.get("timed_out")),
+            idle_timed_out=bool(message.get("idle_timed_out")),
+            truncated=bool(message.get("truncated")),
+            oom_killed=oom,
+            usage=ResourceUsage(
+                cpu_user_seconds=float(message.get("cpu_user", 0.0)),
+                cpu_system_seconds=float(message.get("cpu_system", 0.0)),
+                peak_memory_bytes=int(message.get("max_rss_kb", 0)) * 1024,
+            ),
+            phase=phase,
+        )
+
+    # Background processes -------------------------------------------------------------
+
+    async def start(self, request: ExecRequest | str | Sequence[str]) -> BackgroundProcess:
+        """Start a process that runs on in the background; its output is kept in the box."""
+        message, payload = await self._prepare(as_request(request), background=True)
+        message["id"] = self._client.new_id()
+        reply, _ = await self._client.request(message, payload)
+        return BackgroundProcess(
+            id=message["id"], argv=message["argv"], pid=int(reply["pid"]), running=True
+        )
+
+    async def processes(self) -> list[BackgroundProcess]:
+        """Background processes of this box, running or finished."""
+        reply, _ = await self._client.request({"op": "procs"})
+        return [BackgroundProcess.model_validate(p) for p in reply["procs"]]
+
+    async def read_output(self, process_id: str, offset: int = 0) -> ProcessOutput:
+        """A background process's output from ``offset`` on (secrets masked)."""
+        reply, data = await self._client.request(
+            {"op": "proc_output", "target": process_id, "offset": offset}
+        )
+        exit_info = reply.get("exit") or {}
+        return ProcessOutput(
+            data=self.mask(data.decode(errors="replace")),
+            offset=int(reply["offset"]),
+            running=bool(reply["running"]),
+            exit_code=exit_info.get("exit_code"),
+            truncated=bool(reply.get("truncated")),
+        )
+
+    async def signal(self, process_id: str, signal: int = signals.SIGTERM) -> None:
+        """Send a signal to a background process and its process group."""
+        reply_id = self._client.new_id()
+        await self._client.request(
+            {"op": "signal", "id": reply_id, "reply": reply_id, "target": process_id,
+             "signal": int(signal)}
+        )
+
+    async def wait(self, process_id: str, timeout: float | None = None) -> int | None:
+        """Wait for a background process to end; its exit code, or None on timeout."""
+        reply, _ = await self._client.request(
+            {"op": "wait", "target": process_id, "timeout": timeout}
+        )
+        exit_info = reply.get("exit")
+        return int(exit_info["exit_code"]) if exit_info else None
+
+    async def forget(self, process_id: str) -> None:
+        """Kill a background process if it runs and drop its output."""
+        await self._client.request({"op": "forget", "target": process_id})
+
+    # Interactive -------------------------------------------------------------------------
+
+    async def open_pty(self, request: ExecRequest | str | Sequence[str]) -> Terminal:
+        """Start a call on a pseudo-terminal in the box, for an interactive shell."""
+        message, payload = await self._prepare(as_request(request), pty=True)
+        message["id"] = self._client.new_id()
+        message["timeout"] = None
+        queue = self._client.open(message["id"])
+        await self._client.send(message, payload)
+        return Terminal(self._client, message["id"], queue, self._secrets)
+
+
+class Terminal:
+    """An interactive call on a pty: write keystrokes, read the screen's bytes, resize."""
+
+    def __init__(
+        self,
+        client: SupervisorClient,
+        call_id: str,
+        queue: asyncio.Queue[Frame | None],
+        secrets: Sequence[str],
+    ) -> None:
+        self._client = client
+        self.id = call_id
+        self._queue = queue
+        self._masker = SecretMasker(secrets)
+        self.exit_code: int | None = None
+
+    async def write(self, data: bytes) -> None:
+        """Send keystrokes."""
+        await self._client.send({"op": "stdin", "id": self.id}, data)
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Tell the pty its window size."""
+        await self._client.send({"op": "resize", "id": self.id, "rows": rows, "cols": cols})
+
+    async def read(self) -> bytes | None:
+        """Next output bytes (secrets masked), or None once the call has ended."""
+        while self.exit_code is None:
+            frame = await self._queue.get()
+            if frame is None:
+                self.exit_code = -1
+                break
+            message, data = frame
+            if message.get("op") == "out":
+                if masked := self._masker.feed(data):
+                    return masked
+            elif message.get("op") in ("exit", "error"):
+                self.exit_code = int(message.get("exit_code", SPAWN_FAILED))
+        tail = self._masker.flush()
+        self._client.close_call(self.id)
+        return tail or None

@@ -1,0 +1,245 @@
+"""Engine: starts boxes through a backend, keeps sessions, runs one-off calls, prunes orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from golem.core.config import GolemConfig, load_config
+from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
+from golem.core.events import ExecEvent, ExitEvent, OutputEvent
+from golem.core.ids import new_id
+from golem.core.spec import BoxSpec
+from golem.sandbox.backends import make_backend
+from golem.sandbox.box import Box, as_request
+from golem.sandbox.contracts import Backend, StartedBox
+from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
+from golem.sandbox.records import BoxRecord, BoxRegistry
+from golem.sandbox.supervisor import SupervisorClient
+
+__all__ = ["Engine", "EventSink"]
+
+START_TIMEOUT = 30.0
+BOX_HOME = "/tmp/home"
+SETUP_OUTPUT_TAIL = 2000
+
+EventSink = Callable[[ExecEvent], None]
+"""Receives setup-phase events of a session."""
+
+
+class Engine:
+    """The sandbox engine. Use as ``async with Engine(config) as engine:``.
+
+    ``session`` keeps one box for many calls; ``execute`` and ``stream`` run one call in
+    a fresh box. Boxes left by a crashed process are found and removed by ``prune``.
+    """
+
+    def __init__(self, config: GolemConfig | None = None, *, backend: Backend | None = None):
+        self.config = config or load_config()
+        self.backend = backend or make_backend(self.config.engine.backend)
+        self.registry = BoxRegistry(self.config.state_dir)
+        self._boxes: dict[str, tuple[Box, StartedBox]] = {}
+
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    def spec(self, spec: BoxSpec | Mapping[str, Any] | None = None, **overrides: Any) -> BoxSpec:
+        """A BoxSpec from the configured defaults, with ``spec`` and ``overrides`` applied."""
+        if isinstance(spec, BoxSpec) and not overrides:
+            return spec
+        base = self.config.engine.defaults.model_dump(exclude_unset=False)
+        given = spec.model_dump(exclude_unset=True) if isinstance(spec, BoxSpec) else dict(spec or {})
+        try:
+            return BoxSpec.model_validate({**base, **given, **overrides})
+        except ValidationError as exc:
+            raise ConfigError(f"invalid box spec: {exc.errors()[0]['msg']}") from exc
+
+    async def create_session(
+        self,
+        spec: BoxSpec | Mapping[str, Any] | None = None,
+        *,
+        on_event: EventSink | None = None,
+    ) -> Box:
+        """Start a box that stays until ``remove_session`` (or ``close``)."""
+        spec = self.spec(spec)
+        self.backend.check()
+        record = self.registry.new_record(
+            new_id("box"), self.backend.name, image=spec.image, labels=spec.labels
+        )
+        self.registry.save(record)
+        started: StartedBox | None = None
+        try:
+            started = await self.backend.start(spec, record)
+            self.registry.save(record)
+            client = SupervisorClient(
+                started.reader, started.writer, describe_loss=started.describe_loss
+            )
+            await client.start(START_TIMEOUT)
+            box = Box(record.id, spec, client, started)
+            self._boxes[record.id] = (box, started)
+            await client.request({"op": "configure", "env": self._box_env(spec)})
+            if spec.setup:
+                await self._run_setup(box, spec.setup, on_event)
+        except BaseException:
+            self._boxes.pop(record.id, None)
+            if started is not None:
+                await started.stop()
+            self.registry.remove(record.id)
+            raise
+        return box
+
+    @staticmethod
+    def _box_env(spec: BoxSpec) -> dict[str, str]:
+        return {"HOME": BOX_HOME, **spec.env, **spec.secret_values()}
+
+    async def _run_setup(self, box: Box, script: str, on_event: EventSink | None) -> None:
+        tail = ""
+        exit_event: ExitEvent | None = None
+        async for event in box.stream(ExecRequest(cmd=["/bin/sh", "-c", script]), phase="setup"):
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, OutputEvent):
+                tail = (tail + event.data)[-SETUP_OUTPUT_TAIL:]
+            elif isinstance(event, ExitEvent):
+                exit_event = event
+        if exit_event is None or exit_event.exit_code != 0:
+            code = exit_event.exit_code if exit_event else None
+            detail = tail.strip().splitlines()[-1] if tail.strip() else "no output"
+            raise SetupFailed(
+                f"the setup script failed with exit code {code} ({detail}); "
+                "fix the spec's setup script",
+                exit_code=code,
+                output=tail,
+            )
+
+    def get_session(self, box_id: str) -> Box:
+        """A new handle on a live session of this engine (reconnecting to it)."""
+        entry = self._boxes.get(box_id)
+        if entry is None:
+            raise SessionNotFound(f"no live session {box_id!r} in this engine; see `golem sessions ls`")
+        box, started = entry
+        handle = Box(box.id, box.spec, box._client, started)  # noqa: SLF001 - same layer
+        return handle
+
+    async def remove_session(self, box_id: str) -> None:
+        """Stop a box: one of this engine's, or an orphan recorded by a dead process."""
+        entry = self._boxes.pop(box_id, None)
+        if entry is not None:
+            box, started = entry
+            box.closed = True
+            await box._client.close()  # noqa: SLF001 - same layer
+            await started.stop()
+            self.registry.remove(box_id)
+            return
+        record = self.registry.load(box_id)
+        if record is None:
+            raise SessionNotFound(f"no box {box_id!r}; see `golem sessions ls`")
+        if record.owner_alive:
+            raise GolemError(
+                f"box {box_id} belongs to running process {record.owner_pid}; "
+                "stop it there, or end that process and run `golem prune`"
+            )
+        await self._cleanup(record)
+
+    @contextlib.asynccontextmanager
+    async def session(
+        self,
+        spec: BoxSpec | Mapping[str, Any] | None = None,
+        *,
+        on_event: EventSink | None = None,
+    ) -> AsyncIterator[Box]:
+        """``async with engine.session(spec) as box:`` one box for many calls."""
+        box = await self.create_session(spec, on_event=on_event)
+        try:
+            yield box
+        finally:
+            await self.remove_session(box.id)
+
+    async def execute(
+        self,
+        request: ExecRequest | str | Sequence[str],
+        spec: BoxSpec | Mapping[str, Any] | None = None,
+    ) -> ExecResult:
+        """Run one call in a fresh box that is removed afterwards."""
+        async with self.session(spec) as box:
+            return await box.execute(request)
+
+    async def stream(
+        self,
+        request: ExecRequest | str | Sequence[str],
+        spec: BoxSpec | Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[ExecEvent]:
+        """Run one call in a fresh box, yielding setup events, then the call's events."""
+        setup_events: asyncio.Queue[ExecEvent] = asyncio.Queue()
+        try:
+            box = await self.create_session(spec, on_event=setup_events.put_nowait)
+        except SetupFailed:
+            while not setup_events.empty():
+                yield setup_events.get_nowait()
+            raise
+        try:
+            while not setup_events.empty():
+                yield setup_events.get_nowait()
+            async for event in box.stream(as_request(request)):
+                yield event
+        finally:
+            await self.remove_session(box.id)
+
+    def boxes(self) -> list[BoxInfo]:
+        """Every box recorded in the state directory, this engine's and others'."""
+        return [
+            BoxInfo(
+                id=r.id,
+                backend=r.backend,
+                owner_pid=r.owner_pid,
+                owner_alive=r.owner_alive,
+                created=r.created,
+                image=r.image,
+                labels=r.labels,
+            )
+            for r in self.registry.all()
+        ]
+
+    async def prune(self) -> list[BoxInfo]:
+        """Remove every box whose owner process is gone; returns what was removed."""
+        removed = []
+        for info in self.boxes():
+            if info.owner_alive or info.id in self._boxes:
+                continue
+            record = self.registry.load(info.id)
+            if record is not None:
+                await self._cleanup(record)
+                removed.append(info)
+        return removed
+
+    async def _cleanup(self, record: BoxRecord) -> None:
+        if record.backend == self.backend.name:
+            await self.backend.cleanup(record)
+        else:
+            await make_backend_for(record.backend, self.config).cleanup(record)
+        self.registry.remove(record.id)
+
+    async def close(self) -> None:
+        """Stop every session of this engine."""
+        for box_id in list(self._boxes):
+            with contextlib.suppress(GolemError):
+                await self.remove_session(box_id)
+
+
+def make_backend_for(name: str, config: GolemConfig) -> Backend:
+    """A backend by name with this config's settings, for cleaning up its boxes."""
+    from golem.core.config import ProcessBackendConfig
+
+    if name == "process":
+        backend_config = config.engine.backend
+        if backend_config.type != "process":
+            backend_config = ProcessBackendConfig()
+        return make_backend(backend_config)
+    raise ConfigError(f"box records name an unknown backend {name!r}; delete them by hand")

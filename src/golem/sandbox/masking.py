@@ -1,0 +1,62 @@
+"""Secret masking for byte streams, correct when a secret is split across chunks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["MASK", "SecretMasker"]
+
+MASK = b"***"
+
+
+class SecretMasker:
+    """Replaces every secret in a stream with ``***``.
+
+    Feed chunks with :meth:`feed`; bytes that might be the start of a secret are held back
+    until the next chunk (or :meth:`flush`) shows whether they are.
+    """
+
+    def __init__(self, secrets: Iterable[str | bytes]) -> None:
+        values = {s.encode() if isinstance(s, str) else s for s in secrets}
+        self._secrets = sorted((v for v in values if v), key=len, reverse=True)
+        self._pattern = (
+            re.compile(b"|".join(re.escape(s) for s in self._secrets)) if self._secrets else None
+        )
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """Return the masked bytes that are safe to emit now."""
+        if self._pattern is None:
+            return chunk
+        data = self._pending + chunk
+        cut = len(data) - self._partial_suffix(data)
+        for match in self._pattern.finditer(data):
+            if match.start() < cut < match.end():
+                cut = match.start()
+                break
+        self._pending = data[cut:]
+        return self._pattern.sub(MASK, data[:cut])
+
+    def flush(self) -> bytes:
+        """Return what is held back at the end of the stream, masked."""
+        data, self._pending = self._pending, b""
+        return self._pattern.sub(MASK, data) if self._pattern else data
+
+    def mask(self, data: bytes) -> bytes:
+        """Mask a complete piece of output in one go."""
+        return self._pattern.sub(MASK, data) if self._pattern else data
+
+    def mask_text(self, text: str) -> str:
+        """Mask a complete string (error messages and the like)."""
+        return self.mask(text.encode()).decode(errors="replace") if self._pattern else text
+
+    def _partial_suffix(self, data: bytes) -> int:
+        """Length of the longest suffix of ``data`` that is a proper prefix of a secret."""
+        longest = 0
+        for secret in self._secrets:
+            for size in range(min(len(secret) - 1, len(data)), longest, -1):
+                if data.endswith(secret[:size]):
+                    longest = size
+                    break
+        return longest

@@ -1,0 +1,157 @@
+"""Requests, results and records of the sandbox engine (the schema of every interface)."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from golem.core.events import ResourceUsage
+
+__all__ = [
+    "RUNTIME_BY_SUFFIX",
+    "BackgroundProcess",
+    "BoxInfo",
+    "ExecRequest",
+    "ExecResult",
+    "ProcessOutput",
+    "Runtime",
+    "runtime_for_filename",
+]
+
+Runtime = Literal["python", "node", "bash", "sh"]
+RUNTIME_BY_SUFFIX: dict[str, Runtime] = {
+    ".py": "python",
+    ".js": "node",
+    ".mjs": "node",
+    ".cjs": "node",
+    ".sh": "sh",
+    ".bash": "bash",
+}
+RUNTIME_PROGRAM: dict[str, str] = {"python": "python3", "node": "node", "bash": "bash", "sh": "sh"}
+
+
+def runtime_for_filename(filename: str) -> Runtime:
+    """Pick the runtime for a script from its file extension."""
+    suffix = posixpath.splitext(filename)[1].lower()
+    runtime = RUNTIME_BY_SUFFIX.get(suffix)
+    if runtime is None:
+        known = ", ".join(sorted(RUNTIME_BY_SUFFIX))
+        raise ValueError(
+            f"cannot tell the runtime of {filename!r} from its extension ({known}); "
+            "give one with runtime= or --runtime"
+        )
+    return runtime
+
+
+class ExecRequest(BaseModel):
+    """One call in a box: exactly one of ``cmd`` or ``code`` (with a runtime)."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
+    cmd: list[str] | str | None = Field(
+        None, description="argv list, or a string run by /bin/sh -c."
+    )
+    code: str | None = Field(None, description="Source code run by ``runtime``.")
+    runtime: Runtime | None = Field(None, description="Interpreter for ``code``.")
+    filename: str | None = Field(
+        None, description="Name of the script ``code`` came from; picks the runtime."
+    )
+    stdin: bytes | None = Field(None, description="Bytes fed to the call's standard input.")
+    env: dict[str, str] = Field(default_factory=dict)
+    workdir: str | None = Field(None, description="Inside /workspace; default: the spec's.")
+    timeout: float | None = Field(None, gt=0, description="Seconds; default: the spec's.")
+    idle_timeout: float | None = Field(None, gt=0, description="Kill after N silent seconds.")
+    files: dict[str, bytes] = Field(
+        default_factory=dict, description="Files written into the box before the call."
+    )
+    return_files: list[str] = Field(
+        default_factory=list, description="Files read back from the box after the call."
+    )
+
+    @model_validator(mode="after")
+    def _one_of_cmd_or_code(self) -> ExecRequest:
+        if (self.cmd is None) == (self.code is None):
+            raise ValueError("give exactly one of cmd or code")
+        if self.cmd is not None and not self.cmd:
+            raise ValueError("cmd is empty; give a command to run")
+        if self.code is not None and self.runtime is None:
+            if self.filename is None:
+                raise ValueError("code needs a runtime (python, node, bash, sh)")
+            self.runtime = runtime_for_filename(self.filename)
+        return self
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"{name!r} is not a valid environment variable name")
+        return value
+
+    def argv(self) -> list[str]:
+        """The argv that runs this request (for ``code``, the script path is appended)."""
+        if self.code is not None:
+            assert self.runtime is not None  # set by the validator
+            return [RUNTIME_PROGRAM[self.runtime]]
+        if isinstance(self.cmd, str):
+            return ["/bin/sh", "-c", self.cmd]
+        assert self.cmd is not None
+        return list(self.cmd)
+
+
+class ExecResult(BaseModel):
+    """The outcome of a call, with its output (secrets masked)."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    signal: int | None = None
+    duration: float
+    truncated: bool = False
+    timed_out: bool = False
+    idle_timed_out: bool = False
+    oom_killed: bool = False
+    usage: ResourceUsage = ResourceUsage()
+    files: dict[str, bytes] = Field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the call exited 0 and hit no limit."""
+        return self.exit_code == 0 and not (self.timed_out or self.idle_timed_out)
+
+
+class BackgroundProcess(BaseModel):
+    """A process started with ``Box.start`` that runs on while other calls happen."""
+
+    id: str
+    argv: list[str]
+    pid: int
+    running: bool
+    exit_code: int | None = None
+    output_bytes: int = 0
+
+
+class ProcessOutput(BaseModel):
+    """Output of a background process since an offset (stdout and stderr interleaved)."""
+
+    data: str
+    offset: int
+    running: bool
+    exit_code: int | None = None
+    truncated: bool = False
+
+
+class BoxInfo(BaseModel):
+    """A box golem knows of (live or left behind), as recorded in the state directory."""
+
+    id: str
+    backend: str
+    owner_pid: int
+    owner_alive: bool
+    created: float
+    image: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,181 @@
+"""Host side of the supervisor protocol: frames over a byte pipe, routed by call id.
+
+Everything the supervisor says is treated as untrusted: a process in the box can kill or
+impersonate it, so frame sizes are capped and malformed frames end the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from golem.core.errors import BoxCrashed, ExecTimeout, ProtocolError
+
+__all__ = ["Frame", "Hello", "SupervisorClient"]
+
+HEADER = struct.Struct(">II")
+MAX_JSON = 8 * 1024 * 1024
+MAX_PAYLOAD = 64 * 1024 * 1024
+
+Frame = tuple[dict[str, Any], bytes]
+"""A decoded frame: the JSON message and its raw payload."""
+
+
+class Hello(BaseModel):
+    """What the supervisor reports when the connection opens."""
+
+    version: int
+    pid: int
+    uid: int
+    gid: int
+    python: str
+    runtimes: dict[str, str]
+
+
+class SupervisorClient:
+    """Multiplexes calls over one supervisor pipe; each call id gets its own queue."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        describe_loss: Callable[[], str] | None = None,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._describe_loss = describe_loss or (lambda: "the box's supervisor exited")
+        self._queues: dict[str, asyncio.Queue[Frame | None]] = {}
+        self._ids = itertools.count(1)
+        self._reader_task: asyncio.Task[None] | None = None
+        self._lost: str | None = None
+        self.hello: Hello | None = None
+
+    async def start(self, timeout: float) -> Hello:
+        """Start routing frames and complete the hello handshake."""
+        self._reader_task = asyncio.create_task(self._route())
+        try:
+            reply = await asyncio.wait_for(self.request({"op": "hello"}), timeout)
+        except TimeoutError as exc:
+            raise ExecTimeout(
+                f"the box did not answer within {timeout:.0f}s of starting; "
+                "check that its image has a working python3"
+            ) from exc
+        self.hello = Hello.model_validate(reply[0])
+        return self.hello
+
+    @property
+    def lost(self) -> str | None:
+        """Why the connection ended, or None while it is up."""
+        return self._lost
+
+    def new_id(self) -> str:
+        """A fresh call id, unique on this connection."""
+        return f"c{next(self._ids)}"
+
+    def open(self, call_id: str) -> asyncio.Queue[Frame | None]:
+        """Register a call id; its frames (then ``None`` if the box goes away) arrive here."""
+        queue: asyncio.Queue[Frame | None] = asyncio.Queue()
+        if self._lost is not None:
+            queue.put_nowait(None)
+        self._queues[call_id] = queue
+        return queue
+
+    def close_call(self, call_id: str) -> None:
+        """Stop routing frames for a call; late frames for it are dropped."""
+        self._queues.pop(call_id, None)
+
+    async def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
+        """Send one frame (a whole frame is written at once, so frames never interleave)."""
+        if self._lost is not None:
+            raise BoxCrashed(self._lost)
+        body = json.dumps(message, separators=(",", ":")).encode()
+        self._writer.write(HEADER.pack(len(body), len(payload)) + body + payload)
+        try:
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            raise BoxCrashed(self._lost or self._describe_loss()) from exc
+
+    async def request(self, message: dict[str, Any], payload: bytes = b"") -> Frame:
+        """Send a request and return its single reply; an ``error`` reply is raised."""
+        call_id = message.setdefault("id", self.new_id())
+        queue = self.open(call_id)
+        try:
+            await self.send(message, payload)
+            frame = await queue.get()
+        finally:
+            self.close_call(call_id)
+        if frame is None:
+            raise BoxCrashed(self._lost or self._describe_loss())
+        raise_if_error(frame)
+        return frame
+
+    async def close(self) -> None:
+        """Close the pipe and stop the router."""
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader_task
+        self._fail_all("the box was closed")
+
+    async def _route(self) -> None:
+        try:
+            while True:
+                frame = await self._read_frame()
+                if frame is None:
+                    break
+                queue = self._queues.get(str(frame[0].get("id")))
+                if queue is not None:
+                    queue.put_nowait(frame)
+        except (ProtocolError, ConnectionError) as exc:
+            self._fail_all(f"{self._describe_loss()} ({exc})")
+            return
+        self._fail_all(self._describe_loss())
+
+    async def _read_frame(self) -> Frame | None:
+        try:
+            header = await self._reader.readexactly(HEADER.size)
+        except asyncio.IncompleteReadError:
+            return None
+        json_len, payload_len = HEADER.unpack(header)
+        if json_len > MAX_JSON or payload_len > MAX_PAYLOAD:
+            raise ProtocolError(f"oversized frame ({json_len}+{payload_len} bytes)")
+        try:
+            body = await self._reader.readexactly(json_len)
+            payload = await self._reader.readexactly(payload_len) if payload_len else b""
+            message = json.loads(body)
+        except asyncio.IncompleteReadError:
+            return None
+        except ValueError as exc:
+            raise ProtocolError(f"malformed frame: {exc}") from exc
+        if not isinstance(message, dict):
+            raise ProtocolError("a frame's message is not a JSON object")
+        return message, payload
+
+    def _fail_all(self, reason: str) -> None:
+        if self._lost is None:
+            self._lost = reason
+        for queue in self._queues.values():
+            queue.put_nowait(None)
+
+
+def raise_if_error(frame: Frame) -> None:
+    """Turn an ``error`` frame into the matching GolemError."""
+    message = frame[0]
+    if message.get("op") != "error":
+        return
+    from golem.core.errors import InvalidRequest, SandboxError
+
+    text = str(message.get("message", "unknown error"))
+    if message.get("kind") == "Invalid":
+        raise InvalidRequest(text)
+    raise SandboxError(f"{message.get('kind', 'error')} in the box: {text}")
