@@ -135,7 +135,8 @@ class ProcessBackend:
             raise BackendUnavailable("engine.backend.run_as must not be a root user")
         return entry.pw_uid, entry.pw_gid
 
-    def _layout(self, spec: BoxSpec, ids: tuple[int, int] | None, seccomp_fd: int | None) -> BwrapLayout:
+    def _layout(self, spec: BoxSpec, ids: tuple[int, int] | None) -> BwrapLayout:
+        """Check the spec's directories: they must exist and be reachable by bubblewrap."""
         if not spec.read_only_root:
             raise InvalidRequest(
                 "the process backend keeps the root file system read-only; write to "
@@ -161,6 +162,10 @@ class ProcessBackend:
                 raise InvalidRequest(f"workspace {workspace} is not a directory; create it first")
             if ids is not None:
                 _check_writable(workspace, ids, self.config.run_as)
+        for directory in (root, workspace):
+            if directory is not None and ids is not None:
+                _check_reachable(directory, ids, self.config.run_as)
+        seccomp_fd = _memfd("golem-seccomp", compile_filter()) if self.config.seccomp else None
         return BwrapLayout(
             root=root,
             host_paths=tuple(self.config.host_paths),
@@ -172,9 +177,8 @@ class ProcessBackend:
         """Start bubblewrap with the supervisor as the box's command."""
         self.check()
         ids = self._host_ids()
-        seccomp_fd = _memfd("golem-seccomp", compile_filter()) if self.config.seccomp else None
+        layout = self._layout(spec, ids)
         try:
-            layout = self._layout(spec, ids, seccomp_fd)
             cgroup = None
             if self.config.cgroups == "auto":
                 limits = CgroupLimits(memory=spec.memory, pids=spec.pids, cpus=spec.cpus)
@@ -185,10 +189,10 @@ class ProcessBackend:
             }
             command = [self.config.python, "-I", "-S", "-u", "-c", supervisor_source()]
             argv = bwrap_argv(self.config.bwrap, spec, layout, command)
-            process = await self._spawn(argv, spec, cgroup, ids, seccomp_fd)
+            process = await self._spawn(argv, spec, cgroup, ids, layout.seccomp_fd)
         finally:
-            if seccomp_fd is not None:
-                os.close(seccomp_fd)
+            if layout.seccomp_fd is not None:
+                os.close(layout.seccomp_fd)
         record.state.update(pid=process.pid, pid_start=process_start_time(process.pid))
         return ProcessBox(process, cgroup)
 
@@ -248,15 +252,28 @@ def _memfd(name: str, data: bytes) -> int:
     return fd
 
 
-def _check_writable(path: Path, ids: tuple[int, int], user: str) -> None:
-    info = path.stat()
+def _permits(info: os.stat_result, ids: tuple[int, int], bits: int) -> bool:
+    """Whether uid/gid ``ids`` get ``bits`` (a mask of r=4, w=2, x=1) on a file."""
     uid, gid = ids
-    writable = (
-        (info.st_uid == uid and info.st_mode & 0o200)
-        or (info.st_gid == gid and info.st_mode & 0o020)
-        or info.st_mode & 0o002
-    )
-    if not writable:
+    if info.st_uid == uid:
+        return bool(info.st_mode >> 6 & bits)
+    if info.st_gid == gid:
+        return bool(info.st_mode >> 3 & bits)
+    return bool(info.st_mode & bits)
+
+
+def _check_reachable(path: Path, ids: tuple[int, int], user: str) -> None:
+    for parent in reversed(path.resolve().parents):
+        if not _permits(parent.stat(), ids, 1):
+            raise InvalidRequest(
+                f"{path} is not reachable by host user {user!r} that runs boxes: {parent} "
+                f"has mode {parent.stat().st_mode & 0o777:04o}; move it, `chmod o+x {parent}`, "
+                "or set engine.backend.run_as"
+            )
+
+
+def _check_writable(path: Path, ids: tuple[int, int], user: str) -> None:
+    if not _permits(path.stat(), ids, 3):
         raise InvalidRequest(
             f"workspace {path} is not writable by host user {user!r} that boxes run as; "
             f"`chown -R {user} {path}` or set engine.backend.run_as"

@@ -1,0 +1,5 @@
+"""golem.cli: the `golem` command (typer + rich)."""
+
+from golem.cli.app import app, main
+
+__all__ = ["app", "main"]

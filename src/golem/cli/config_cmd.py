@@ -1,0 +1,28 @@
+"""`golem config show|schema`: the effective configuration and its JSON Schema."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from golem.core.config import GolemConfig, config_files, load_config
+
+__all__ = ["config_app"]
+
+config_app = typer.Typer(help="Inspect golem's configuration.", no_args_is_help=True)
+
+
+@config_app.command("show")
+def show_command() -> None:
+    """Print the effective configuration (files < GOLEM_* env), secrets masked."""
+    config = load_config()
+    files = [str(p) for p in config_files()]
+    typer.echo(f"# from: {', '.join(files) if files else 'defaults'} + GOLEM_* environment")
+    typer.echo(json.dumps(config.model_dump(mode="json"), indent=2))
+
+
+@config_app.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of golem.toml (the same models as env vars and flags)."""
+    typer.echo(json.dumps(GolemConfig.model_json_schema(), indent=2))

@@ -1,0 +1,118 @@
+"""`golem exec`: run code, a script or a command in a fresh box, streaming its output."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import typer
+from pydantic import ValidationError
+
+from golem.cli import options
+from golem.core.errors import InvalidRequest
+from golem.sandbox import Engine, ExecRequest, ExitEvent, OutputEvent
+from golem.sandbox.models import RUNTIME_BY_SUFFIX
+
+__all__ = ["build_request", "exec_command"]
+
+
+def _stdin_bytes() -> bytes | None:
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    try:
+        data = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        return None
+    return data or None
+
+
+def build_request(
+    args: list[str], code: str | None, runtime: str | None, stdin: bytes | None
+) -> ExecRequest:
+    """Turn `-c CODE`, `FILE` or `CMD...` into a request, with a clear error for misuse."""
+    fields: dict[str, object] = {"stdin": stdin}
+    if code is not None:
+        if args:
+            raise InvalidRequest("give either -c CODE or a command, not both")
+        fields.update(code=code, runtime=runtime or "python")
+    elif len(args) == 1 and Path(args[0]).suffix in RUNTIME_BY_SUFFIX and Path(args[0]).is_file():
+        script = Path(args[0])
+        fields.update(code=script.read_text(), filename=script.name, runtime=runtime)
+    elif args:
+        if runtime is not None:
+            raise InvalidRequest("--runtime goes with -c CODE or a script FILE, not a command")
+        fields.update(cmd=args)
+    else:
+        raise InvalidRequest("nothing to run: give -c CODE, a script FILE, or -- CMD...")
+    try:
+        return ExecRequest.model_validate(fields)
+    except ValidationError as exc:
+        raise InvalidRequest(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+
+
+def exec_command(
+    args: list[str] = typer.Argument(None, help="A script FILE, or -- CMD ARGS..."),
+    code: str | None = typer.Option(None, "-c", "--code", help="Code to run with --runtime."),
+    runtime: str | None = typer.Option(None, "--runtime", help="python, node, bash or sh."),
+    json_output: bool = typer.Option(False, "--json", help="Print the ExecResult as JSON."),
+    backend: str | None = options.BACKEND,
+    image: str | None = options.IMAGE,
+    network: str | None = options.NETWORK,
+    memory: str | None = options.MEMORY,
+    cpus: float | None = options.CPUS,
+    pids: int | None = options.PIDS,
+    timeout: float | None = options.TIMEOUT,
+    env: list[str] | None = options.ENV,
+    secret: list[str] | None = options.SECRET,
+    workspace: Path | None = options.WORKSPACE,
+    workdir: str | None = options.WORKDIR,
+    config_file: Path | None = options.CONFIG,
+) -> None:
+    """Run code, a script or a command in a fresh box; exit with its exit code."""
+    flags = options.BoxFlags(
+        backend, image, network, memory, cpus, pids, timeout, env, secret, workspace, config_file,
+        workdir,
+    )
+    config = flags.load()
+    request = build_request(list(args or []), code, runtime, _stdin_bytes())
+    runner = _run_json if json_output else _run_streaming
+    raise typer.Exit(asyncio.run(runner(Engine(config), request)))
+
+
+async def _run_json(engine: Engine, request: ExecRequest) -> int:
+    async with engine:
+        result = await engine.execute(request)
+    sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    return result.exit_code
+
+
+async def _run_streaming(engine: Engine, request: ExecRequest) -> int:
+    exit_code = 1
+    async with engine:
+        async for event in engine.stream(request):
+            if isinstance(event, OutputEvent):
+                target = sys.stdout if event.type == "stdout" else sys.stderr
+                target.write(event.data)
+                target.flush()
+            elif isinstance(event, ExitEvent):
+                exit_code = event.exit_code
+                _report_limits(event)
+            else:
+                sys.stderr.write(f"golem: {event.message}\n")
+    return exit_code
+
+
+def _report_limits(event: ExitEvent) -> None:
+    notes = []
+    if event.timed_out:
+        notes.append(f"timed out after {event.duration:.1f}s")
+    if event.idle_timed_out:
+        notes.append("killed after printing nothing for too long (idle timeout)")
+    if event.oom_killed:
+        notes.append("killed for exceeding its memory limit")
+    if event.truncated:
+        notes.append("output truncated at the output limit")
+    if notes and os.environ.get("GOLEM_QUIET") is None:
+        sys.stderr.write("golem: " + "; ".join(notes) + "\n")

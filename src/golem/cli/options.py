@@ -1,0 +1,90 @@
+"""Flags shared by commands that start boxes, and how they become config overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from golem.core.config import GolemConfig, load_config
+from golem.core.errors import ConfigError
+
+__all__ = ["BoxFlags", "parse_pairs"]
+
+
+def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
+    """``["K=V", ...]`` to a dict, with a clear error for a malformed pair."""
+    result: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"{flag} {pair!r} must look like NAME=VALUE")
+        result[name] = value
+    return result
+
+
+class BoxFlags:
+    """The box options of `golem exec` and `golem shell`."""
+
+    def __init__(
+        self,
+        backend: str | None,
+        image: str | None,
+        network: str | None,
+        memory: str | None,
+        cpus: float | None,
+        pids: int | None,
+        timeout: float | None,
+        env: list[str] | None,
+        secret: list[str] | None,
+        workspace: Path | None,
+        config_file: Path | None,
+        workdir: str | None = None,
+    ) -> None:
+        self.defaults: dict[str, Any] = {
+            key: value
+            for key, value in {
+                "image": image,
+                "network": network,
+                "memory": memory,
+                "cpus": cpus,
+                "pids": pids,
+                "timeout": timeout,
+                "workspace": str(workspace) if workspace else None,
+                "workdir": workdir,
+            }.items()
+            if value is not None
+        }
+        if env:
+            self.defaults["env"] = parse_pairs(env, "--env")
+        if secret:
+            self.defaults["secrets"] = parse_pairs(secret, "--secret")
+        self.backend = backend
+        self.config_file = config_file
+
+    def load(self) -> GolemConfig:
+        """The effective configuration with these flags on top."""
+        engine: dict[str, Any] = {"defaults": self.defaults}
+        if self.backend:
+            engine["backend"] = {"type": self.backend}
+        files = None
+        if self.config_file is not None:
+            if not self.config_file.is_file():
+                raise ConfigError(f"config file {self.config_file} does not exist")
+            files = [self.config_file]
+        return load_config({"engine": engine}, files=files)
+
+
+BACKEND = typer.Option(None, "--backend", help="process (bubblewrap) or docker.")
+IMAGE = typer.Option(None, "--image", help="Image: a root directory (process) or image name.")
+NETWORK = typer.Option(None, "--network", help="none (default) or host.")
+MEMORY = typer.Option(None, "--memory", help="Memory limit, e.g. 256m.")
+CPUS = typer.Option(None, "--cpus", help="CPU cores, e.g. 1 or 0.5.")
+PIDS = typer.Option(None, "--pids", help="Maximum processes in the box.")
+TIMEOUT = typer.Option(None, "--timeout", help="Seconds before the call is killed.")
+ENV = typer.Option(None, "--env", "-e", help="NAME=VALUE for the box (repeatable).")
+SECRET = typer.Option(None, "--secret", help="NAME=VALUE, masked as *** in all output.")
+WORKSPACE = typer.Option(None, "--workspace", help="Host directory bound as /workspace.")
+WORKDIR = typer.Option(None, "--workdir", "-w", help="Working directory inside /workspace.")
+CONFIG = typer.Option(None, "--config", help="Read this golem.toml instead of the usual ones.")

@@ -1,0 +1,60 @@
+"""`golem sessions ls|rm` and `golem prune`: boxes recorded in the state directory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from golem.core.config import load_config
+from golem.sandbox import BoxInfo, Engine
+
+__all__ = ["prune_command", "sessions_app"]
+
+sessions_app = typer.Typer(help="List and remove boxes.", no_args_is_help=True)
+
+
+def _age(created: float) -> str:
+    seconds = int(time.time() - created)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds}s"
+
+
+def _table(boxes: list[BoxInfo]) -> Table:
+    table = Table("ID", "BACKEND", "OWNER", "STATE", "AGE", "IMAGE", box=None)
+    for info in boxes:
+        state = "live" if info.owner_alive else "[yellow]orphan[/]"
+        table.add_row(
+            info.id, info.backend, str(info.owner_pid), state, _age(info.created), info.image or "-"
+        )
+    return table
+
+
+@sessions_app.command("ls")
+def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List every box golem knows of, live or orphaned."""
+    boxes = Engine(load_config()).boxes()
+    if json_output:
+        typer.echo(json.dumps([b.model_dump(mode="json") for b in boxes], indent=2))
+    elif boxes:
+        Console().print(_table(boxes))
+    else:
+        typer.echo("no boxes")
+
+
+@sessions_app.command("rm")
+def remove_command(box_id: str = typer.Argument(..., help="The box id (see `sessions ls`).")) -> None:
+    """Remove a box left behind by a process that is gone."""
+    asyncio.run(Engine(load_config()).remove_session(box_id))
+    typer.echo(f"removed {box_id}")
+
+
+def prune_command() -> None:
+    """Remove every box whose owning process is gone, and report what was removed."""
+    removed = asyncio.run(Engine(load_config()).prune())
+    for info in removed:
+        typer.echo(f"removed {info.id} ({info.backend}, owner pid {info.owner_pid} gone)")
+    typer.echo(f"pruned {len(removed)} box(es)")

@@ -1,0 +1,102 @@
+"""`golem shell`: an interactive shell on a real pseudo-terminal inside a box."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import termios
+import tty
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from golem.cli import options
+from golem.core.errors import InvalidRequest
+from golem.sandbox import Box, Engine, ExecRequest
+from golem.sandbox.box import Terminal
+
+__all__ = ["shell_command"]
+
+
+def shell_command(
+    backend: str | None = options.BACKEND,
+    image: str | None = options.IMAGE,
+    network: str | None = options.NETWORK,
+    memory: str | None = options.MEMORY,
+    cpus: float | None = options.CPUS,
+    pids: int | None = options.PIDS,
+    env: list[str] | None = options.ENV,
+    secret: list[str] | None = options.SECRET,
+    workspace: Path | None = options.WORKSPACE,
+    config_file: Path | None = options.CONFIG,
+) -> None:
+    """Open an interactive shell in a fresh box (needs a terminal)."""
+    if not os.isatty(sys.stdin.fileno()):
+        raise InvalidRequest("golem shell needs a terminal on standard input; use golem exec")
+    flags = options.BoxFlags(
+        backend, image, network, memory, cpus, pids, None, env, secret, workspace, config_file
+    )
+    raise typer.Exit(asyncio.run(_shell(Engine(flags.load()))))
+
+
+async def _shell(engine: Engine) -> int:
+    async with engine, engine.session() as box:
+        terminal = await box.open_pty(_shell_request(box))
+        with _raw_terminal():
+            await _resize(terminal)
+            return await _pump(terminal)
+
+
+def _shell_request(box: Box) -> ExecRequest:
+    program = "/bin/bash" if "bash" in box.runtimes else "/bin/sh"
+    env = {"TERM": os.environ.get("TERM", "xterm-256color"), "PS1": r"golem:\w\$ "}
+    return ExecRequest(cmd=[program, "-i"], env=env, timeout=None)
+
+
+@contextlib.contextmanager
+def _raw_terminal() -> Iterator[None]:
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+async def _resize(terminal: Terminal) -> None:
+    size = shutil.get_terminal_size()
+    await terminal.resize(size.lines, size.columns)
+
+
+async def _pump(terminal: Terminal) -> int:
+    loop = asyncio.get_running_loop()
+    stdin_fd = sys.stdin.fileno()
+    pending: set[asyncio.Task[None]] = set()
+
+    def on_input() -> None:
+        data = os.read(stdin_fd, 4096)
+        if data:
+            task = loop.create_task(terminal.write(data))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+    def on_winch() -> None:
+        task = loop.create_task(_resize(terminal))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    loop.add_reader(stdin_fd, on_input)
+    loop.add_signal_handler(signal.SIGWINCH, on_winch)
+    try:
+        while (data := await terminal.read()) is not None:
+            os.write(sys.stdout.fileno(), data)
+    finally:
+        loop.remove_reader(stdin_fd)
+        loop.remove_signal_handler(signal.SIGWINCH)
+    return terminal.exit_code or 0

@@ -1,0 +1,190 @@
+"""Calls in real bubblewrap boxes: every request and spec option does what it says."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem.core import InvalidRequest, RuntimeNotAvailable
+from golem.sandbox import Box, Engine, ExecRequest, ExitEvent, OutputEvent
+from tests.sandbox.minimal_image import build_minimal_image
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(scope="module")
+def minimal_image() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="golem-image-"))
+    root.chmod(0o755)
+    yield build_minimal_image(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_shell_string_and_argv_both_run(box: Box) -> None:
+    assert (await box.execute("echo $((6*7))")).stdout == "42\n"
+    assert (await box.execute(["printf", "%s|", "a b", "c"])).stdout == "a b|c|"
+
+
+async def test_exit_code_stdout_and_stderr_are_separate(box: Box) -> None:
+    result = await box.execute("echo out; echo err >&2; exit 3")
+    assert (result.stdout, result.stderr, result.exit_code) == ("out\n", "err\n", 3)
+    assert not result.ok
+
+
+@pytest.mark.parametrize(
+    ("runtime", "code"),
+    [
+        ("python", "print(6 * 7)"),
+        ("node", "console.log(6 * 7)"),
+        ("bash", "echo $((6 * 7))"),
+        ("sh", "expr 6 \\* 7"),
+    ],
+)
+async def test_code_runs_with_each_runtime(box: Box, runtime: str, code: str) -> None:
+    result = await box.execute(ExecRequest(code=code, runtime=runtime))  # type: ignore[arg-type]
+    assert result.stdout == "42\n", result.stderr
+
+
+async def test_runtime_is_detected_from_the_file_name(box: Box) -> None:
+    result = await box.execute(ExecRequest(code="console.log('js')", filename="tool.js"))
+    assert result.stdout == "js\n"
+
+
+def test_request_needs_exactly_one_of_cmd_or_code() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        ExecRequest(cmd="ls", code="print(1)", runtime="python")
+    with pytest.raises(ValueError, match="runtime"):
+        ExecRequest(code="print(1)")
+    with pytest.raises(ValueError, match="extension"):
+        ExecRequest(code="x", filename="notes.txt")
+
+
+async def test_stdin_env_and_workdir(box: Box) -> None:
+    result = await box.execute(
+        ExecRequest(cmd="cat; echo $GREETING; pwd", stdin=b"piped\n", env={"GREETING": "hi"},
+                    workdir="sub/dir")
+    )
+    assert result.stdout == "piped\nhi\n/workspace/sub/dir\n"
+
+
+async def test_workdir_outside_workspace_is_refused(box: Box) -> None:
+    with pytest.raises(InvalidRequest, match="outside /workspace"):
+        await box.execute(ExecRequest(cmd="true", workdir="../../etc"))
+
+
+async def test_workdir_symlink_out_of_workspace_is_refused(box: Box) -> None:
+    await box.execute("ln -s /etc /workspace/escape")
+    with pytest.raises(InvalidRequest, match="outside /workspace"):
+        await box.execute(ExecRequest(cmd="true", workdir="escape"))
+
+
+async def test_files_are_written_before_and_returned_after(box: Box) -> None:
+    result = await box.execute(
+        ExecRequest(
+            cmd="cat in.txt > out.bin; printf '\\377\\000' >> out.bin",
+            files={"in.txt": b"data"},
+            return_files=["out.bin"],
+        )
+    )
+    assert result.files == {"out.bin": b"data\xff\x00"}
+
+
+async def test_timeout_kills_and_is_reported(engine: Engine) -> None:
+    async with engine.session(engine.spec(timeout=1)) as box:
+        result = await box.execute("sleep 30")
+    assert result.timed_out and result.exit_code == 137 and result.signal == 9
+
+
+async def test_idle_timeout_kills_a_silent_call(box: Box) -> None:
+    result = await box.execute(ExecRequest(cmd="echo start; sleep 30", idle_timeout=1))
+    assert result.idle_timed_out and not result.timed_out
+    assert result.stdout == "start\n"
+
+
+async def test_output_cap_truncates_and_is_reported(engine: Engine) -> None:
+    async with engine.session(engine.spec(max_output_bytes="1k")) as box:
+        result = await box.execute("head -c 100000 /dev/zero | tr '\\0' x")
+    assert result.truncated and len(result.stdout) == 1024 and result.exit_code == 0
+
+
+async def test_usage_is_measured(box: Box) -> None:
+    result = await box.execute(ExecRequest(code="x = bytearray(64 << 20)", runtime="python"))
+    assert result.usage.peak_memory_bytes >= 64 << 20
+    assert result.usage.cpu_user_seconds + result.usage.cpu_system_seconds > 0
+
+
+async def test_root_is_read_only_and_user_is_not_root(box: Box) -> None:
+    result = await box.execute("id -u; touch /usr/x 2>&1; touch /workspace/ok /tmp/ok && echo w")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "1000"
+    assert "Read-only file system" in lines[1]
+    assert lines[-1] == "w"
+
+
+async def test_user_root_maps_to_root_inside_only(engine: Engine) -> None:
+    async with engine.session(engine.spec(user="root")) as box:
+        result = await box.execute("id -u; grep CapEff /proc/self/status")
+    assert result.stdout.splitlines() == ["0", "CapEff:\t0000000000000000"]
+
+
+async def test_process_backend_refuses_a_writable_root(engine: Engine) -> None:
+    with pytest.raises(InvalidRequest, match="read-only"):
+        await engine.execute("true", engine.spec(read_only_root=False))
+
+
+async def test_workspace_size_is_enforced(engine: Engine) -> None:
+    async with engine.session(engine.spec(workspace_size="1m")) as box:
+        result = await box.execute("head -c 2000000 /dev/zero > /workspace/big")
+    assert result.exit_code != 0 and "No space left" in result.stderr
+
+
+async def test_host_workspace_directory_is_shared(engine: Engine, box_owned_dir: Path) -> None:
+    (box_owned_dir / "hello.txt").write_text("from host")
+    result = await engine.execute(
+        "cat hello.txt; echo from box > made.txt", engine.spec(workspace=box_owned_dir)
+    )
+    assert result.stdout == "from host"
+    assert (box_owned_dir / "made.txt").read_text() == "from box\n"
+
+
+async def test_unreachable_workspace_is_refused_with_a_fix(engine: Engine, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root runs boxes as another host user")
+    hidden = tmp_path / "private"
+    hidden.mkdir()
+    tmp_path.chmod(0o700)
+    with pytest.raises(InvalidRequest, match="not reachable by host user 'nobody'.*chmod o\\+x"):
+        await engine.execute("true", engine.spec(workspace=hidden))
+
+
+async def test_command_not_found_is_exit_127_with_a_message(box: Box) -> None:
+    result = await box.execute(["no-such-program"])
+    assert result.exit_code == 127 and "command not found" in result.stderr
+
+
+async def test_image_directory_is_the_root(engine: Engine, minimal_image: Path) -> None:
+    async with engine.session(engine.spec(image=str(minimal_image))) as box:
+        assert set(box.runtimes) == {"python", "sh"}
+        result = await box.execute("test -e /usr/bin/node || echo no-node")
+        assert result.stdout == "no-node\n"
+        with pytest.raises(RuntimeNotAvailable, match="no node runtime"):
+            await box.execute(ExecRequest(code="1", runtime="node"))
+
+
+async def test_stream_yields_output_then_exit(box: Box) -> None:
+    events = [e async for e in box.stream("echo a; echo b >&2")]
+    assert [type(e) for e in events][-1] is ExitEvent
+    output = {(e.type, e.data) for e in events if isinstance(e, OutputEvent)}
+    assert output == {("stdout", "a\n"), ("stderr", "b\n")}
+    assert all(e.phase == "code" for e in events)
+
+
+async def test_output_split_inside_a_utf8_character_decodes(box: Box) -> None:
+    code = "import sys,os\nb='é€'.encode()\nos.write(1,b[:1]);os.write(1,b[1:])"
+    result = await box.execute(ExecRequest(code=code, runtime="python"))
+    assert result.stdout == "é€"
