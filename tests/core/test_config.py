@@ -20,16 +20,15 @@ def test_defaults_are_safe_for_unattended_agents() -> None:
     assert spec.network == "none"
     assert spec.read_only_root is True
     assert spec.uid_gid != (0, 0)
-    assert spec.memory is not None and spec.pids is not None
+    assert spec.memory is not None
+    assert spec.pids is not None
 
 
 def test_layers_override_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     user = _write(tmp_path / "user.toml", "[engine.defaults]\nmemory='1g'\ncpus=3\npids=99\n")
     project = _write(tmp_path / "project.toml", "[engine.defaults]\ncpus=2\npids=77\n")
     monkeypatch.setenv("GOLEM_ENGINE__DEFAULTS__PIDS", "55")
-    config = load_config(
-        {"engine": {"defaults": {"timeout": 9}}}, files=[user, project]
-    )
+    config = load_config({"engine": {"defaults": {"timeout": 9}}}, files=[user, project])
     spec = config.engine.defaults
     assert spec.memory == parse_size("1g")  # only the user file sets it
     assert spec.cpus == 2  # project beats user
@@ -82,7 +81,8 @@ def test_json_schema_describes_every_option() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "size"), [("512k", 512 * 1024), ("256m", 256 * 1024**2), ("1.5g", 1536 * 1024**2), (7, 7)]
+    ("text", "size"),
+    [("512k", 512 * 1024), ("256m", 256 * 1024**2), ("1.5g", 1536 * 1024**2), (7, 7)],
 )
 def test_sizes_parse(text: str | int, size: int) -> None:
     assert parse_size(text) == size

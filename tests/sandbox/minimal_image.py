@@ -11,15 +11,25 @@ import sys
 from pathlib import Path
 
 SKIP_STDLIB = shutil.ignore_patterns(
-    "test", "tests", "__pycache__", "idlelib", "tkinter", "ensurepip", "lib2to3", "turtledemo",
-    "site-packages", "dist-packages",
+    "test",
+    "tests",
+    "__pycache__",
+    "idlelib",
+    "tkinter",
+    "ensurepip",
+    "lib2to3",
+    "turtledemo",
+    "site-packages",
+    "dist-packages",
 )
 
 
 def _libraries(binaries: list[Path]) -> set[Path]:
     found: set[Path] = set()
     for binary in binaries:
-        output = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
+        output = subprocess.run(
+            ["ldd", str(binary)], capture_output=True, text=True, check=True
+        ).stdout
         for line in output.splitlines():
             parts = line.split()
             path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]

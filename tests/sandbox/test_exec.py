@@ -66,8 +66,12 @@ def test_request_needs_exactly_one_of_cmd_or_code() -> None:
 
 async def test_stdin_env_and_workdir(box: Box) -> None:
     result = await box.execute(
-        ExecRequest(cmd="cat; echo $GREETING; pwd", stdin=b"piped\n", env={"GREETING": "hi"},
-                    workdir="sub/dir")
+        ExecRequest(
+            cmd="cat; echo $GREETING; pwd",
+            stdin=b"piped\n",
+            env={"GREETING": "hi"},
+            workdir="sub/dir",
+        )
     )
     assert result.stdout == "piped\nhi\n/workspace/sub/dir\n"
 
@@ -97,19 +101,24 @@ async def test_files_are_written_before_and_returned_after(box: Box) -> None:
 async def test_timeout_kills_and_is_reported(engine: Engine) -> None:
     async with engine.session(engine.spec(timeout=1)) as box:
         result = await box.execute("sleep 30")
-    assert result.timed_out and result.exit_code == 137 and result.signal == 9
+    assert result.timed_out
+    assert result.exit_code == 137
+    assert result.signal == 9
 
 
 async def test_idle_timeout_kills_a_silent_call(box: Box) -> None:
     result = await box.execute(ExecRequest(cmd="echo start; sleep 30", idle_timeout=1))
-    assert result.idle_timed_out and not result.timed_out
+    assert result.idle_timed_out
+    assert not result.timed_out
     assert result.stdout == "start\n"
 
 
 async def test_output_cap_truncates_and_is_reported(engine: Engine) -> None:
     async with engine.session(engine.spec(max_output_bytes="1k")) as box:
         result = await box.execute("head -c 100000 /dev/zero | tr '\\0' x")
-    assert result.truncated and len(result.stdout) == 1024 and result.exit_code == 0
+    assert result.truncated
+    assert len(result.stdout) == 1024
+    assert result.exit_code == 0
 
 
 async def test_usage_is_measured(box: Box) -> None:
@@ -140,7 +149,8 @@ async def test_process_backend_refuses_a_writable_root(engine: Engine) -> None:
 async def test_workspace_size_is_enforced(engine: Engine) -> None:
     async with engine.session(engine.spec(workspace_size="1m")) as box:
         result = await box.execute("head -c 2000000 /dev/zero > /workspace/big")
-    assert result.exit_code != 0 and "No space left" in result.stderr
+    assert result.exit_code != 0
+    assert "No space left" in result.stderr
 
 
 async def test_host_workspace_directory_is_shared(engine: Engine, box_owned_dir: Path) -> None:
@@ -158,13 +168,14 @@ async def test_unreachable_workspace_is_refused_with_a_fix(engine: Engine, tmp_p
     hidden = tmp_path / "private"
     hidden.mkdir()
     tmp_path.chmod(0o700)
-    with pytest.raises(InvalidRequest, match="not reachable by host user 'nobody'.*chmod o\\+x"):
+    with pytest.raises(InvalidRequest, match=r"not reachable by host user 'nobody'.*chmod o\+x"):
         await engine.execute("true", engine.spec(workspace=hidden))
 
 
 async def test_command_not_found_is_exit_127_with_a_message(box: Box) -> None:
     result = await box.execute(["no-such-program"])
-    assert result.exit_code == 127 and "command not found" in result.stderr
+    assert result.exit_code == 127
+    assert "command not found" in result.stderr
 
 
 async def test_image_directory_is_the_root(engine: Engine, minimal_image: Path) -> None:

@@ -72,7 +72,17 @@ def exec_command(
 ) -> None:
     """Run code, a script or a command in a fresh box; exit with its exit code."""
     flags = options.BoxFlags(
-        backend, image, network, memory, cpus, pids, timeout, env, secret, workspace, config_file,
+        backend,
+        image,
+        network,
+        memory,
+        cpus,
+        pids,
+        timeout,
+        env,
+        secret,
+        workspace,
+        config_file,
         workdir,
     )
     config = flags.load()

@@ -46,7 +46,9 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
 
 
 @sessions_app.command("rm")
-def remove_command(box_id: str = typer.Argument(..., help="The box id (see `sessions ls`).")) -> None:
+def remove_command(
+    box_id: str = typer.Argument(..., help="The box id (see `sessions ls`)."),
+) -> None:
     """Remove a box left behind by a process that is gone."""
     asyncio.run(Engine(load_config()).remove_session(box_id))
     typer.echo(f"removed {box_id}")

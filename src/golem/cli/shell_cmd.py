@@ -62,7 +62,7 @@ def _shell_request(box: Box) -> ExecRequest:
 def _raw_terminal() -> Iterator[None]:
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    tty.setraw(fd)
+    tty.setraw(fd, termios.TCSANOW)  # keep what the user typed ahead
     try:
         yield
     finally:

@@ -16,7 +16,8 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE
 def parse_size(value: str | int) -> int:
     """Parse ``"256m"``, ``"1.5g"``, ``"100MiB"`` or a plain integer into bytes."""
     if isinstance(value, bool):
-        raise ValueError("a size must be a number of bytes or a string such as '256m'")
+        # ValueError, not TypeError: pydantic turns only ValueError into a validation error
+        raise ValueError("a size must be a number of bytes or a string such as '256m'")  # noqa: TRY004
     if isinstance(value, int):
         if value < 0:
             raise ValueError("a size cannot be negative")

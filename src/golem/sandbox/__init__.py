@@ -1,8 +1,8 @@
 """golem.sandbox: isolated boxes where every command of a run executes.
 
-    async with Engine(config) as engine:
-        async with engine.session(engine.spec(memory="1g")) as box:
-            result = await box.execute("pytest -q")
+async with Engine(config) as engine:
+    async with engine.session(engine.spec(memory="1g")) as box:
+        result = await box.execute("pytest -q")
 """
 
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, ResourceUsage

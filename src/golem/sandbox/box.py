@@ -229,7 +229,7 @@ class Box(BoxFiles):
             elif op == "exit":
                 for stream, decoder in outputs.items():
                     if text := decoder.flush():
-                        yield OutputEvent(type=stream, data=text, phase=phase)  # type: ignore[arg-type]
+                        yield OutputEvent(type=stream, data=text, phase=phase)
                 yield self._exit_event(message, phase, oom_before)
                 return
 
@@ -295,8 +295,13 @@ class Box(BoxFiles):
         """Send a signal to a background process and its process group."""
         reply_id = self._client.new_id()
         await self._client.request(
-            {"op": "signal", "id": reply_id, "reply": reply_id, "target": process_id,
-             "signal": int(signal)}
+            {
+                "op": "signal",
+                "id": reply_id,
+                "reply": reply_id,
+                "target": process_id,
+                "signal": int(signal),
+            }
         )
 
     async def wait(self, process_id: str, timeout: float | None = None) -> int | None:

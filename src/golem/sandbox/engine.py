@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from golem.core.config import GolemConfig, load_config
+from golem.core.config import GolemConfig, ProcessBackendConfig, load_config
 from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
 from golem.core.events import ExecEvent, ExitEvent, OutputEvent
 from golem.core.ids import new_id
@@ -55,7 +55,9 @@ class Engine:
         if isinstance(spec, BoxSpec) and not overrides:
             return spec
         base = self.config.engine.defaults.model_dump(exclude_unset=False)
-        given = spec.model_dump(exclude_unset=True) if isinstance(spec, BoxSpec) else dict(spec or {})
+        given = (
+            spec.model_dump(exclude_unset=True) if isinstance(spec, BoxSpec) else dict(spec or {})
+        )
         try:
             return BoxSpec.model_validate({**base, **given, **overrides})
         except ValidationError as exc:
@@ -123,10 +125,11 @@ class Engine:
         """A new handle on a live session of this engine (reconnecting to it)."""
         entry = self._boxes.get(box_id)
         if entry is None:
-            raise SessionNotFound(f"no live session {box_id!r} in this engine; see `golem sessions ls`")
+            raise SessionNotFound(
+                f"no live session {box_id!r} in this engine; see `golem sessions ls`"
+            )
         box, started = entry
-        handle = Box(box.id, box.spec, box._client, started)  # noqa: SLF001 - same layer
-        return handle
+        return Box(box.id, box.spec, box._client, started)
 
     async def remove_session(self, box_id: str) -> None:
         """Stop a box: one of this engine's, or an orphan recorded by a dead process."""
@@ -134,7 +137,7 @@ class Engine:
         if entry is not None:
             box, started = entry
             box.closed = True
-            await box._client.close()  # noqa: SLF001 - same layer
+            await box._client.close()
             await started.stop()
             self.registry.remove(box_id)
             return
@@ -235,8 +238,6 @@ class Engine:
 
 def make_backend_for(name: str, config: GolemConfig) -> Backend:
     """A backend by name with this config's settings, for cleaning up its boxes."""
-    from golem.core.config import ProcessBackendConfig
-
     if name == "process":
         backend_config = config.engine.backend
         if backend_config.type != "process":

@@ -152,5 +152,13 @@ def _write_tar(source: Path, sink: IO[bytes]) -> None:
 
 
 def _extract_tar(spool: IO[bytes], destination: Path) -> None:
-    with tarfile.open(fileobj=spool, mode="r|") as archive:
-        archive.extractall(destination, filter="data")
+    try:
+        with tarfile.open(fileobj=spool, mode="r|") as archive:
+            archive.extractall(destination, filter="data")
+    except tarfile.FilterError as exc:
+        raise SandboxError(
+            f"refused an unsafe entry from the box ({exc}); entries before it were copied "
+            f"to {destination}"
+        ) from exc
+    except tarfile.TarError as exc:
+        raise SandboxError(f"the box sent a broken archive: {exc}") from exc

@@ -11,7 +11,7 @@ __all__ = ["make_backend"]
 def make_backend(config: BackendConfig) -> Backend:
     """The backend a config names, importing only that one."""
     if config.type == "process":
-        from golem.sandbox.backends.process import ProcessBackend
+        from golem.sandbox.backends.process import ProcessBackend  # noqa: PLC0415 - lazy
 
         return ProcessBackend(config)
     raise NotImplementedError(config.type)  # pragma: no cover - the union is exhaustive

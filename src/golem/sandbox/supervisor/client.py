@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from golem.core.errors import BoxCrashed, ExecTimeout, ProtocolError
+from golem.core.errors import BoxCrashed, ExecTimeout, InvalidRequest, ProtocolError, SandboxError
 
 __all__ = ["Frame", "Hello", "SupervisorClient"]
 
@@ -173,8 +173,6 @@ def raise_if_error(frame: Frame) -> None:
     message = frame[0]
     if message.get("op") != "error":
         return
-    from golem.core.errors import InvalidRequest, SandboxError
-
     text = str(message.get("message", "unknown error"))
     if message.get("kind") == "Invalid":
         raise InvalidRequest(text)

@@ -9,6 +9,7 @@ signals, timeouts, output caps and file transfer live here once, for every backe
 This file is copied into boxes verbatim; it must not import anything outside the stdlib.
 """
 
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -104,10 +105,8 @@ def child_setup():
 
 
 def kill_group(pgid, sig=signal.SIGKILL):
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Call:
@@ -156,7 +155,7 @@ class Call:
         cwd = os.path.realpath(self.cwd)
         root = self.sup.workspace_root
         if root and not (cwd == root or cwd.startswith(root + "/")):
-            raise Invalid("workdir %s resolves to %s, outside %s" % (self.cwd, cwd, root))
+            raise Invalid(f"workdir {self.cwd} resolves to {cwd}, outside {root}")
         if not os.path.isdir(cwd):
             os.makedirs(cwd, exist_ok=True)
         if self.use_pty:
@@ -211,10 +210,8 @@ class Call:
                 self.last_output = time.monotonic()
                 self._emit(stream, data)
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     def _emit(self, stream, data):
         with self.lock:
@@ -255,10 +252,8 @@ class Call:
         # A reader still blocked belongs to an escaped process holding the pipe; it is left
         # to end on its own and whatever it reads now is dropped (exit_msg is set below).
         if self.stdin_w is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self.stdin_w)
-            except OSError:
-                pass
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = 128 + sig if sig is not None else os.WEXITSTATUS(status)
         self.exit_msg = {
@@ -289,10 +284,8 @@ class Call:
 
     def close_stdin(self):
         if self.stdin_w is not None and self.pty_master is None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self.stdin_w)
-            except OSError:
-                pass
             self.stdin_w = None
         elif self.pty_master is not None:
             self.write_stdin(b"\x04")
@@ -317,7 +310,7 @@ def spawn(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd, ctty=False):
     """fork+exec with the given descriptors; raises SpawnError if the program cannot start."""
     program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
     if program is None:
-        raise SpawnError("%s: command not found" % (argv[0],))
+        raise SpawnError(f"{argv[0]}: command not found")
     err_r, err_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: only async-signal-safe-ish work until exec
@@ -335,7 +328,7 @@ def spawn(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd, ctty=False):
             os.execve(program, argv, env)
         except BaseException as exc:  # report to the parent, never return into its code
             try:
-                os.write(err_w, ("%s: %s" % (type(exc).__name__, exc)).encode()[:4000])
+                os.write(err_w, (f"{type(exc).__name__}: {exc}").encode()[:4000])
             finally:
                 os._exit(127)
     os.close(err_w)
@@ -348,7 +341,7 @@ def spawn(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd, ctty=False):
     os.close(err_r)
     if message:
         os.waitpid(pid, 0)
-        raise SpawnError("%s: %s" % (argv[0], message.decode(errors="replace")))
+        raise SpawnError("{}: {}".format(argv[0], message.decode(errors="replace")))
     return pid
 
 
@@ -445,15 +438,19 @@ class Supervisor:
                 self.dispatch(msg, payload)
             except Exception as exc:
                 self.channel.send(
-                    {"op": "error", "id": msg.get("id"), "kind": type(exc).__name__,
-                     "message": str(exc)}
+                    {
+                        "op": "error",
+                        "id": msg.get("id"),
+                        "kind": type(exc).__name__,
+                        "message": str(exc),
+                    }
                 )
 
     def dispatch(self, msg, payload):
         op = msg.get("op")
         handler = getattr(self, "op_" + str(op), None)
         if handler is None:
-            raise ValueError("unknown op %r" % (op,))
+            raise ValueError(f"unknown op {op!r}")
         handler(msg, payload)
 
     def op_hello(self, msg, payload):
@@ -463,9 +460,16 @@ class Supervisor:
             if found:
                 runtimes[name] = found
         self.channel.send(
-            {"op": "hello", "id": msg.get("id"), "version": PROTOCOL_VERSION, "pid": os.getpid(),
-             "uid": os.getuid(), "gid": os.getgid(), "python": sys.version.split()[0],
-             "runtimes": runtimes}
+            {
+                "op": "hello",
+                "id": msg.get("id"),
+                "version": PROTOCOL_VERSION,
+                "pid": os.getpid(),
+                "uid": os.getuid(),
+                "gid": os.getgid(),
+                "python": sys.version.split()[0],
+                "runtimes": runtimes,
+            }
         )
 
     def op_configure(self, msg, payload):
@@ -480,7 +484,7 @@ class Supervisor:
         call = Call(self, msg, payload)
         with self.calls_lock:
             if call.id in self.calls:
-                raise ValueError("a call with id %r is already running" % (call.id,))
+                raise ValueError(f"a call with id {call.id!r} is already running")
             self.calls[call.id] = call
         try:
             call.start()
@@ -493,7 +497,7 @@ class Supervisor:
     def _call(self, msg):
         call = self.calls.get(msg.get("target", msg.get("id")))
         if call is None:
-            raise KeyError("no process with id %r" % (msg.get("target", msg.get("id")),))
+            raise KeyError("no process with id {!r}".format(msg.get("target", msg.get("id"))))
         return call
 
     def op_stdin(self, msg, payload):
@@ -530,9 +534,14 @@ class Supervisor:
             data = bytes(call.buffer[start:])
             offset = call.buffer_offset + len(call.buffer)
         self.channel.send(
-            {"op": "proc_output", "id": msg.get("id"), "offset": offset,
-             "running": not call.done.is_set(), "exit": call.exit_msg,
-             "truncated": call.truncated},
+            {
+                "op": "proc_output",
+                "id": msg.get("id"),
+                "offset": offset,
+                "running": not call.done.is_set(),
+                "exit": call.exit_msg,
+                "truncated": call.truncated,
+            },
             data,
         )
 
@@ -566,7 +575,7 @@ class Supervisor:
     def op_end(self, msg, payload):
         transfer = self.transfers.pop(msg["id"], None)
         if transfer is None:
-            raise KeyError("no transfer with id %r" % (msg["id"],))
+            raise KeyError("no transfer with id {!r}".format(msg["id"]))
         transfer.finish()
         self.channel.send({"op": "done", "id": msg["id"]})
 
@@ -610,20 +619,16 @@ class Supervisor:
         me = os.getpid()
         for entry in os.listdir("/proc"):
             if entry.isdigit() and int(entry) not in (1, me):
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(int(entry), signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
         for root in msg.get("paths") or []:
             for name in os.listdir(root):
                 target = os.path.join(root, name)
                 if os.path.isdir(target) and not os.path.islink(target):
                     shutil.rmtree(target, ignore_errors=True)
                 else:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.unlink(target)
-                    except OSError:
-                        pass
         self.env = dict(self.base_env)
         self.channel.send({"op": "done", "id": msg.get("id")})
 

@@ -35,7 +35,8 @@ class ProcessBox:
     """A running bubblewrap box."""
 
     def __init__(self, process: asyncio.subprocess.Process, cgroup: BoxCgroup | None) -> None:
-        assert process.stdout is not None and process.stdin is not None
+        assert process.stdout is not None
+        assert process.stdin is not None
         self.process = process
         self.reader: asyncio.StreamReader = process.stdout
         self.writer: asyncio.StreamWriter = process.stdin
@@ -221,7 +222,7 @@ class ProcessBackend:
                 env=env,
                 cwd="/",
                 pass_fds=[seccomp_fd] if seccomp_fd is not None else [],
-                preexec_fn=_preexec(cgroup_fds, rlimits, ids),  # noqa: PLW1509
+                preexec_fn=_preexec(cgroup_fds, rlimits, ids),
                 start_new_session=True,
                 limit=1 << 20,
             )

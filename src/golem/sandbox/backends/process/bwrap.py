@@ -34,9 +34,7 @@ def _host_root_args(host_paths: tuple[str, ...]) -> list[str]:
     return args
 
 
-def bwrap_argv(
-    bwrap: str, spec: BoxSpec, layout: BwrapLayout, command: list[str]
-) -> list[str]:
+def bwrap_argv(bwrap: str, spec: BoxSpec, layout: BwrapLayout, command: list[str]) -> list[str]:
     """Arguments that start ``command`` as the first process of a box made from ``spec``."""
     uid, gid = spec.uid_gid
     args = [

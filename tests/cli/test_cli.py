@@ -1,0 +1,187 @@
+"""The `golem` command as a user runs it: a real process, real boxes, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture
+def golem_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
+    env.update(GOLEM_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
+    return env
+
+
+def golem(
+    env: dict[str, str], *args: str, stdin: bytes = b"", cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "golem", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_exec_streams_output_and_exits_with_the_box_exit_code(golem_env: dict[str, str]) -> None:
+    done = golem(golem_env, "exec", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+    assert (done.stdout, done.stderr, done.returncode) == (b"out\n", b"err\n", 3)
+
+
+def test_exec_code_script_file_and_stdin(golem_env: dict[str, str], tmp_path: Path) -> None:
+    assert golem(golem_env, "exec", "-c", "print(6*7)").stdout == b"42\n"
+    script = tmp_path / "hello.js"
+    script.write_text("console.log('from node')")
+    assert golem(golem_env, "exec", str(script)).stdout == b"from node\n"
+    assert golem(golem_env, "exec", "--", "cat", stdin=b"piped").stdout == b"piped"
+
+
+def test_exec_json_prints_the_result(golem_env: dict[str, str]) -> None:
+    done = golem(
+        golem_env,
+        "exec",
+        "--json",
+        "--secret",
+        "TOKEN=hunter22",
+        "--",
+        "sh",
+        "-c",
+        "echo $TOKEN; exit 5",
+    )
+    result = json.loads(done.stdout)
+    assert done.returncode == 5
+    assert result["exit_code"] == 5
+    assert result["stdout"] == "***\n"
+    assert b"hunter22" not in done.stdout + done.stderr
+
+
+def test_exec_applies_limits_and_env_flags(golem_env: dict[str, str]) -> None:
+    done = golem(
+        golem_env,
+        "exec",
+        "--json",
+        "--timeout",
+        "1",
+        "--env",
+        "A=1",
+        "--memory",
+        "64m",
+        "--pids",
+        "32",
+        "--cpus",
+        "0.5",
+        "--",
+        "sh",
+        "-c",
+        "echo $A; sleep 20",
+    )
+    result = json.loads(done.stdout)
+    assert result["stdout"] == "1\n"
+    assert result["timed_out"]
+    assert done.returncode == 137
+
+
+def test_exec_network_host_flag_reaches_host_interfaces(golem_env: dict[str, str]) -> None:
+    none = golem(golem_env, "exec", "--", "cat", "/proc/net/dev")
+    host = golem(golem_env, "exec", "--network", "host", "--", "cat", "/proc/net/dev")
+    assert none.stdout.count(b":") == 1  # only lo
+    assert host.stdout.count(b":") >= none.stdout.count(b":")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["exec", "--memory", "lots", "--", "true"], b"not a size"),
+        (["exec", "--workdir", "/etc", "--", "true"], b"outside /workspace"),
+        (["exec", "--image", "/no/such/dir", "--", "true"], b"is not a directory"),
+        (["exec", "--runtime", "node", "--", "true"], b"--runtime goes with"),
+        (["exec"], b"nothing to run"),
+        (["exec", "--env", "NOEQUALS", "--", "true"], b"NAME=VALUE"),
+        (["exec", "--network", "everywhere", "--", "true"], b"network"),
+        (["sessions", "rm", "box-000000000000"], b"no box"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_no_traceback(
+    golem_env: dict[str, str], args: list[str], message: bytes
+) -> None:
+    done = golem(golem_env, *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert b"Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_missing_bubblewrap_is_explained(golem_env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "golem.toml"
+    config.write_text('[engine.backend]\ntype = "process"\nbwrap = "/nonexistent/bwrap"\n')
+    done = golem(golem_env, "exec", "--config", str(config), "--", "true")
+    assert done.returncode == 2
+    assert b"bubblewrap" in done.stderr
+    assert b"apt-get install bubblewrap" in done.stderr
+
+
+def test_config_show_and_schema(golem_env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "golem.toml").write_text("[engine.defaults]\npids = 99\n")
+    shown = golem(
+        {**golem_env, "GOLEM_ENGINE__DEFAULTS__CPUS": "2"}, "config", "show", cwd=tmp_path
+    )
+    config = json.loads(shown.stdout.split(b"\n", 1)[1])
+    assert config["engine"]["defaults"]["pids"] == 99
+    assert config["engine"]["defaults"]["cpus"] == 2
+    schema = json.loads(golem(golem_env, "config", "schema").stdout)
+    assert "engine" in schema["properties"]
+
+
+def test_sessions_ls_and_prune_on_an_empty_state(golem_env: dict[str, str]) -> None:
+    assert golem(golem_env, "sessions", "ls").stdout == b"no boxes\n"
+    assert json.loads(golem(golem_env, "sessions", "ls", "--json").stdout) == []
+    assert golem(golem_env, "prune").stdout == b"pruned 0 box(es)\n"
+
+
+def _read_until(leader: int, marker: bytes) -> bytes:
+    output = b""
+    while marker not in output:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        output += chunk
+    return output
+
+
+def test_shell_gives_an_interactive_tty(golem_env: dict[str, str]) -> None:
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "golem", "shell"],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=golem_env,
+        close_fds=True,
+    ) as process:
+        os.close(follower)
+        assert b"$ " in _read_until(leader, b"$ ")  # the box's prompt
+        os.write(leader, b"tty && echo answer=$((6*7)) && exit 7\r")
+        output = _read_until(leader, b"answer=42")
+        assert process.wait(timeout=60) == 7
+    os.close(leader)
+    assert b"answer=42" in output
+    assert b"/dev/pts/" in output

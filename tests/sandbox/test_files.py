@@ -1,0 +1,84 @@
+"""File transfer in and out of real boxes: binary safe, streamed, and safe on the host."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from golem.core import SandboxError
+from golem.sandbox import Box
+
+pytestmark = pytest.mark.bwrap
+
+ALL_BYTES = bytes(range(256)) * 4
+
+
+async def test_put_and_get_file_are_binary_safe(box: Box) -> None:
+    await box.put_file("data/blob.bin", ALL_BYTES, mode=0o600)
+    assert await box.get_file("/workspace/data/blob.bin") == ALL_BYTES
+    result = await box.execute("stat -c %a data/blob.bin")
+    assert result.stdout == "600\n"
+
+
+async def test_large_file_round_trips_through_disk(box: Box, tmp_path: Path) -> None:
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(1 << 20) * 24)  # 24 MiB, sent and received in chunks
+    await box.put_file("big.bin", source)
+    check = await box.execute("sha256sum big.bin")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    assert check.stdout.split()[0] == digest
+    copy = tmp_path / "copy.bin"
+    assert await box.get_file_to("big.bin", copy) == source.stat().st_size
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == digest
+
+
+async def test_stream_file_yields_chunks(box: Box) -> None:
+    await box.execute("head -c 1000000 /dev/zero > zeros")
+    chunks = [chunk async for chunk in box.stream_file("zeros")]
+    assert len(chunks) > 1
+    assert sum(map(len, chunks)) == 1_000_000
+
+
+async def test_put_dir_and_get_dir_keep_the_tree(box: Box, tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    (source / "pkg" / "sub").mkdir(parents=True)
+    (source / "pkg" / "sub" / "mod.py").write_text("x = 1\n")
+    (source / "README").write_bytes(ALL_BYTES)
+    (source / "link").symlink_to("README")
+    await box.put_dir(source, "project")
+    listing = await box.execute("cd project && find . | sort && readlink link")
+    assert listing.stdout.split() == [
+        ".",
+        "./README",
+        "./link",
+        "./pkg",
+        "./pkg/sub",
+        "./pkg/sub/mod.py",
+        "README",
+    ]
+    await box.execute("echo new > project/pkg/new.txt")
+    back = tmp_path / "back"
+    await box.get_dir("project", back)
+    assert (back / "pkg" / "new.txt").read_text() == "new\n"
+    assert (back / "README").read_bytes() == ALL_BYTES
+
+
+async def test_get_dir_refuses_links_out_of_the_destination(box: Box, tmp_path: Path) -> None:
+    await box.execute("mkdir evil && ln -s /etc/passwd evil/passwd && ln -s ../../.. evil/up")
+    with pytest.raises(SandboxError, match="unsafe"):
+        await box.get_dir("evil", tmp_path / "out")
+    assert not (tmp_path / "out" / "passwd").exists()
+
+
+async def test_missing_file_is_a_clear_error(box: Box) -> None:
+    with pytest.raises(SandboxError, match="No such file"):
+        await box.get_file("nope.txt")
+
+
+async def test_writing_to_the_read_only_root_fails_cleanly(box: Box) -> None:
+    with pytest.raises(SandboxError, match="Read-only file system"):
+        await box.put_file("/usr/evil", b"x" * 1_000_000)
+    assert (await box.execute("echo still-fine")).stdout == "still-fine\n"

@@ -1,0 +1,105 @@
+"""Sessions: persistence across calls, setup scripts, background processes, reconnection."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from golem.core import SessionNotFound, SetupFailed
+from golem.sandbox import Box, Engine, ExecEvent, SyncEngine
+
+pytestmark = pytest.mark.bwrap
+
+
+async def test_session_keeps_state_between_calls(box: Box) -> None:
+    await box.execute("echo kept > state.txt")
+    assert (await box.execute("cat state.txt")).stdout == "kept\n"
+
+
+async def test_fresh_box_per_execute_forgets_state(engine: Engine) -> None:
+    await engine.execute("echo gone > /workspace/state.txt")
+    result = await engine.execute("cat /workspace/state.txt")
+    assert result.exit_code != 0
+
+
+async def test_setup_runs_once_with_setup_phase_events(engine: Engine) -> None:
+    events: list[ExecEvent] = []
+    spec = engine.spec(setup="echo prepared >> /workspace/setup.log")
+    async with engine.session(spec, on_event=events.append) as box:
+        await box.execute("true")
+        assert (await box.execute("cat setup.log")).stdout == "prepared\n"
+    assert events
+    assert all(e.phase == "setup" for e in events)
+    assert any(getattr(e, "data", "") == "prepared\n" for e in events) is False  # redirected
+
+
+async def test_failing_setup_raises_and_leaves_no_box(engine: Engine) -> None:
+    events: list[ExecEvent] = []
+    spec = engine.spec(setup="echo broken dependency >&2; exit 4")
+    with pytest.raises(SetupFailed, match=r"exit code 4.*broken dependency") as info:
+        await engine.create_session(spec, on_event=events.append)
+    assert info.value.script_exit_code == 4
+    assert [e.type for e in events][-1] == "exit"
+    assert events[-1].phase == "setup"
+    assert engine.boxes() == []
+
+
+async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> None:
+    spec = engine.spec(setup="echo setting-up")
+    events = [e async for e in engine.stream("echo running", spec)]
+    phases = [(e.phase, getattr(e, "data", None)) for e in events if e.type == "stdout"]
+    assert phases == [("setup", "setting-up\n"), ("code", "running\n")]
+
+
+async def test_sessions_are_recorded_while_alive(engine: Engine) -> None:
+    async with engine.session() as box:
+        [info] = engine.boxes()
+        assert info.id == box.id
+        assert info.owner_alive
+        assert info.backend == "process"
+    assert engine.boxes() == []
+
+
+async def test_background_process_survives_reconnect(engine: Engine) -> None:
+    async with engine.session() as box:
+        process = await box.start("echo ready; read line; echo got $line; sleep 1000")
+        again = engine.get_session(box.id)  # a new handle, as after a reconnect
+        [listed] = await again.processes()
+        assert listed.id == process.id
+        assert listed.running
+        output = await again.read_output(process.id)
+        while "ready" not in output.data:  # wait on the box, not on the clock
+            output = await again.read_output(process.id)
+        await again.signal(process.id, signal.SIGKILL)
+        assert await again.wait(process.id, timeout=30) == 128 + signal.SIGKILL
+        final = await again.read_output(process.id)
+        assert not final.running
+        assert final.exit_code == 137
+
+
+async def test_background_output_is_read_incrementally(box: Box) -> None:
+    process = await box.start("echo one; echo two")
+    assert await box.wait(process.id, timeout=30) == 0
+    first = await box.read_output(process.id)
+    assert first.data == "one\ntwo\n"
+    rest = await box.read_output(process.id, offset=first.offset)
+    assert rest.data == ""
+    await box.forget(process.id)
+    assert await box.processes() == []
+
+
+async def test_unknown_session_is_a_clear_error(engine: Engine) -> None:
+    with pytest.raises(SessionNotFound, match="sessions ls"):
+        engine.get_session("box-000000000000")
+    with pytest.raises(SessionNotFound):
+        await engine.remove_session("box-000000000000")
+
+
+def test_sync_engine_wraps_the_async_one(config) -> None:  # type: ignore[no-untyped-def]
+    with SyncEngine(config) as engine:
+        assert engine.execute("echo sync").stdout == "sync\n"
+        with engine.session() as box:
+            box.put_file("f.txt", b"abc")
+            assert box.execute("cat f.txt").stdout == "abc"
+            assert box.get_file("f.txt") == b"abc"
