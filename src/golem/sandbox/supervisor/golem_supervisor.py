@@ -9,21 +9,17 @@ signals, timeouts, output caps and file transfer live here once, for every backe
 This file is copied into boxes verbatim; it must not import anything outside the stdlib.
 """
 
-import contextlib
 import ctypes
-import fcntl
 import json
 import os
-import pty
-import selectors
-import shutil
+import select
 import signal
 import struct
 import sys
-import tarfile
-import termios
 import threading
 import time
+
+# tarfile, pty, termios and fcntl are imported where used: a box starts faster without them.
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">II")
@@ -106,8 +102,10 @@ def child_setup():
 
 
 def kill_group(pgid, sig=signal.SIGKILL):
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    try:
         os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Call:
@@ -182,6 +180,8 @@ class Call:
         self.outputs = {out_r: "stdout", err_r: "stderr"}
 
     def _start_pty(self, cwd):
+        import pty
+
         master, slave = pty.openpty()
         try:
             self.pid = spawn(self.argv, cwd, self.env, slave, slave, slave, ctty=True)
@@ -227,48 +227,52 @@ class Call:
         kill_group(self.pgid)
 
     def _run(self):
-        """One thread per call: its output pipes and its exit, multiplexed with select."""
-        selector = selectors.DefaultSelector()
-        for fd, stream in self.outputs.items():
-            selector.register(fd, selectors.EVENT_READ, stream)
+        """One thread per call: its output pipes and its exit, multiplexed with poll."""
+        poller = select.poll()
+        watched = dict(self.outputs)
         exit_fd = exit_watch(self.pid)
-        selector.register(exit_fd, selectors.EVENT_READ, None)
+        watched[exit_fd] = None
+        for fd in watched:
+            poller.register(fd, select.POLLIN)
         status = usage = None
         drain_until = None
-        while len(selector.get_map()) > 0:
+        while watched:
             now = time.monotonic()
             if drain_until is not None and now >= drain_until:
                 break  # an escaped process holds the pipes; stop listening to it
-            for key, _ in selector.select(self._next_timeout(now, drain_until)):
-                if key.data is None:
+            timeout = self._next_timeout(now, drain_until)
+            for fd, _ in poller.poll(None if timeout is None else timeout * 1000):
+                stream = watched.get(fd)
+                if fd == exit_fd:
                     _, status, usage = os.wait4(self.pid, 0)
                     self.duration = time.monotonic() - self.started
                     kill_group(self.pgid)  # leftovers must not hold the call's pipes open
-                    selector.unregister(key.fd)
-                    os.close(key.fd)
                     drain_until = time.monotonic() + DRAIN_AFTER_EXIT
-                    continue
-                try:
-                    data = os.read(key.fd, CHUNK)
-                except OSError:
-                    data = b""  # EIO on a pty whose child exited
+                    data = b""
+                else:
+                    try:
+                        data = os.read(fd, CHUNK)
+                    except OSError:
+                        data = b""  # EIO on a pty whose child exited
                 if data:
                     self.last_output = time.monotonic()
-                    self._emit(key.data, data)
+                    self._emit(stream, data)
                 else:
-                    selector.unregister(key.fd)
-                    os.close(key.fd)
+                    poller.unregister(fd)
+                    del watched[fd]
+                    os.close(fd)
             if status is None:
                 self._check_limits(time.monotonic())
-        for key in list(selector.get_map().values()):
-            os.close(key.fd)
-        selector.close()
+        for fd in watched:
+            os.close(fd)
         self._finish(status, usage)
 
     def _finish(self, status, usage):
         if self.stdin_w is not None:
-            with contextlib.suppress(OSError):
+            try:
                 os.close(self.stdin_w)
+            except OSError:
+                pass
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = 128 + sig if sig is not None else os.WEXITSTATUS(status)
         self.exit_msg = {
@@ -299,8 +303,10 @@ class Call:
 
     def close_stdin(self):
         if self.stdin_w is not None and self.pty_master is None:
-            with contextlib.suppress(OSError):
+            try:
                 os.close(self.stdin_w)
+            except OSError:
+                pass
             self.stdin_w = None
         elif self.pty_master is not None:
             self.write_stdin(b"\x04")
@@ -308,6 +314,9 @@ class Call:
     def resize(self, rows, cols):
         if self.pty_master is None:
             return
+        import fcntl
+        import termios
+
         fcntl.ioctl(self.pty_master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def describe(self):
@@ -338,8 +347,17 @@ def exit_watch(pid):
     return read_fd
 
 
+def which(program, path):
+    """The first executable ``program`` on ``path`` (shutil.which without its imports)."""
+    for directory in (path or os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory, program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def resolve(argv, env):
-    program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
+    program = argv[0] if "/" in argv[0] else which(argv[0], env.get("PATH"))
     if program is None:
         raise SpawnError(f"{argv[0]}: command not found")
     return program
@@ -380,6 +398,9 @@ def spawn_fast(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd):
 
 def spawn(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd, ctty=False):
     """fork+exec (for a pty: the child must take it as its terminal); raises SpawnError."""
+    import fcntl  # before fork: a child must not take the import lock
+    import termios
+
     program = resolve(argv, env)
     err_r, err_w = os.pipe()
     pid = os.fork()
@@ -436,6 +457,8 @@ class Transfer:
             self.thread.start()
 
     def _extract(self, read_fd):
+        import tarfile
+
         with os.fdopen(read_fd, "rb") as source:
             try:
                 with tarfile.open(fileobj=source, mode="r|*") as archive:
@@ -526,7 +549,7 @@ class Supervisor:
     def op_hello(self, msg, payload):
         runtimes = {}
         for name, program in RUNTIMES.items():
-            found = shutil.which(program, path=self.env.get("PATH"))
+            found = which(program, self.env.get("PATH"))
             if found:
                 runtimes[name] = found
         self.channel.send(
@@ -666,6 +689,8 @@ class Supervisor:
                             break
                         self.channel.send({"op": "chunk", "id": call_id}, data)
             else:
+                import tarfile
+
                 if not os.path.exists(path):
                     raise FileNotFoundError(2, "No such file or directory", path)
                 self.channel.send({"op": "meta", "id": call_id})
@@ -689,16 +714,22 @@ class Supervisor:
         me = os.getpid()
         for entry in os.listdir("/proc"):
             if entry.isdigit() and int(entry) not in (1, me):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
+                try:
                     os.kill(int(entry), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         for root in msg.get("paths") or []:
             for name in os.listdir(root):
                 target = os.path.join(root, name)
                 if os.path.isdir(target) and not os.path.islink(target):
+                    import shutil
+
                     shutil.rmtree(target, ignore_errors=True)
                 else:
-                    with contextlib.suppress(OSError):
+                    try:
                         os.unlink(target)
+                    except OSError:
+                        pass
         self.env = dict(self.base_env)
         self.channel.send({"op": "done", "id": msg.get("id")})
 
