@@ -243,8 +243,9 @@ class Box(BoxFiles):
         yield ExitEvent(exit_code=SPAWN_FAILED, duration=0.0, phase=phase)
 
     def _exit_event(self, message: dict[str, Any], phase: Phase, oom_before: int) -> ExitEvent:
-        killed = message.get("signal") == signals.SIGKILL
-        oom = killed and not message.get("timed_out") and self._started.oom_kills() > oom_before
+        # The kernel may have killed a child of the call (a shell's python, say): any OOM
+        # kill in the box while the call ran counts for it.
+        oom = not message.get("timed_out") and self._started.oom_kills() > oom_before
         return ExitEvent(
             exit_code=int(message["exit_code"]),
             signal=message.get("signal"),

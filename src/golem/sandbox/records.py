@@ -29,10 +29,20 @@ def process_start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def _process_state(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[0]
+
+
 def process_alive(pid: int, start_time: int | None) -> bool:
-    """True while ``pid`` is the same process that had ``start_time``."""
+    """True while ``pid`` is the same process that had ``start_time`` (zombies are dead)."""
     current = process_start_time(pid)
-    return current is not None and (start_time is None or current == start_time)
+    if current is None or (start_time is not None and current != start_time):
+        return False
+    return _process_state(pid) not in (None, "Z", "X")
 
 
 class BoxRecord(BaseModel):
