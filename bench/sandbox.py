@@ -46,14 +46,12 @@ BWRAP = [
     "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
     "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "true",
 ]  # fmt: skip
-SUBPROCESS, BWRAP_FLOOR, PYTHON_FLOOR = "floor: subprocess true", "floor: bwrap true", (
-    "floor: subprocess python3 -c pass"
-)
-NEW_BOX, IN_BOX, PYTHON_IN_BOX = (
-    "golem: new box + true",
-    "golem: true in box",
-    "golem: python3 -c pass in box",
-)
+SUBPROCESS = "floor: subprocess true"
+BWRAP_FLOOR = "floor: bwrap true"
+PYTHON_FLOOR = "floor: subprocess python3 -c pass"
+NEW_BOX = "golem: new box + true"
+IN_BOX = "golem: true in box"
+PYTHON_IN_BOX = "golem: python3 -c pass in box"
 PERSISTENT_TARGET_MS = 2.0
 NEW_BOX_TARGET_RATIO = 1.5
 
@@ -80,6 +78,8 @@ def run_floor(argv: list[str]) -> int:
 
 
 def floor(argv: list[str]) -> Case:
+    """A case that runs ``argv`` bare."""
+
     async def case() -> int:
         return run_floor(argv)  # blocking on purpose: the floor has no thread hop
 
@@ -204,8 +204,9 @@ def main() -> None:
     if shutil.which("bwrap") is None:
         parser.error("bubblewrap (bwrap) is not installed")
     report = run_all(args.runs, args.warmup)
-    print(json.dumps(report, indent=2) if args.json else "", end="\n" if args.json else "")
-    if not args.json:
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
         print_table(report)
 
 
