@@ -85,7 +85,7 @@ async def test_fork_bomb_is_contained_and_host_stays_responsive(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known bug: a process that escapes its call's process group with setsid survives until the box ends (docs/sandbox.md); needs per-call tracking (cgroup per call or subreaper)",
+    reason="known bug: when the call's thread cannot start (pids nearly exhausted), op_exec reports exit 127 but never kills or reaps the spawned process; start the thread before spawning, or kill_group+waitpid in op_exec's except",
 )
 async def test_call_that_cannot_be_tracked_is_not_left_running(engine: Engine) -> None:
     """With one pid left, the supervisor forks the call but cannot start its threads."""
@@ -395,7 +395,7 @@ sys.exit(7)
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the injected code is x86-64")
 @pytest.mark.xfail(
     strict=True,
-    reason="known bug: bubblewrap's pid 1 holds the supervisor's pipe and is dumpable, so a box process can write frames through /proc/1/fd; needs --as-pid-1 with the supervisor reaping orphans",
+    reason="known bug: bubblewrap's pid 1 holds the supervisor's pipes on fds 0/1 and its memory is writable from the box (/proc/1/mem); pass the channel on fds >= 3 (pass_fds) with bwrap stdin/stdout on /dev/null, so only the non-dumpable supervisor holds it",
 )
 async def test_box_process_cannot_forge_call_results(box: Box) -> None:
     result = await box.execute(ExecRequest(code=FORGE, runtime="python"))
