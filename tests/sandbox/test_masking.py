@@ -51,3 +51,26 @@ def test_secret_never_survives_any_chunking(prefix: bytes, suffix: bytes, cuts: 
     output = _masked_stream(_split(data, cuts), [SECRET, b"other-secret"])
     assert SECRET not in output
     assert output == SecretMasker([SECRET, b"other-secret"]).mask(data)
+
+
+@given(
+    prefix=st.binary(max_size=30),
+    suffix=st.binary(max_size=30),
+    cuts=st.lists(st.integers(min_value=0, max_value=100), max_size=6),
+)
+def test_window_reads_at_any_offsets_never_reveal_a_secret(
+    prefix: bytes, suffix: bytes, cuts: list[int]
+) -> None:
+    stream = prefix + SECRET + suffix
+    masker = SecretMasker([SECRET])
+    offset, pieces = 0, []
+    for grown in sorted(min(c, len(stream)) for c in cuts):  # the log as it grows
+        start = max(offset - masker.longest + 1, 0)
+        piece, offset = masker.window(stream[start:grown], start, offset, final=False)
+        pieces.append(piece)
+    start = max(offset - masker.longest + 1, 0)
+    piece, offset = masker.window(stream[start:], start, offset, final=True)
+    pieces.append(piece)
+    assert SECRET not in b"".join(pieces)
+    assert b"".join(pieces) == masker.mask(stream)
+    assert offset == len(stream)

@@ -58,6 +58,18 @@ class _OutputDecoder:
         return self.decoder.decode(self.masker.flush(), final=True)
 
 
+def _complete_utf8_end(data: bytes) -> int:
+    """Length of ``data`` without a trailing, incomplete UTF-8 sequence."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # the lead byte of the last sequence (or ASCII)
+            needed = (
+                1 if byte < 0x80 else 2 if byte >= 0xC0 and byte < 0xE0 else 3 if byte < 0xF0 else 4
+            )
+            return len(data) - back if back < needed else len(data)
+    return len(data)
+
+
 class Box(BoxFiles):
     """A running box. Get one from ``Engine.session`` or ``Engine.create_session``."""
 
@@ -210,7 +222,7 @@ class Box(BoxFiles):
                     "supervisor was told to; the box was stopped"
                 ) from None
             if frame is None:
-                reason = self.mask(self._client.lost or self._started.describe_loss())
+                reason = self.mask(self._client.lost or "the box went away")
                 yield ErrorEvent(message=reason, kind="box_crashed", phase=phase)
                 raise BoxCrashed(f"box {self.id} went away during a call: {reason}")
             message, data = frame
@@ -279,14 +291,25 @@ class Box(BoxFiles):
         return [BackgroundProcess.model_validate(p) for p in reply["procs"]]
 
     async def read_output(self, process_id: str, offset: int = 0) -> ProcessOutput:
-        """A background process's output from ``offset`` on (secrets masked)."""
+        """A background process's output from ``offset`` on (secrets masked).
+
+        Pass the returned ``offset`` to the next read. While the process runs, a tail that
+        could begin a secret or a UTF-8 character is kept for the next read.
+        """
+        masker = SecretMasker(self._secrets)
+        overlap = max(masker.longest - 1, 0)
         reply, data = await self._client.request(
-            {"op": "proc_output", "target": process_id, "offset": offset}
+            {"op": "proc_output", "target": process_id, "offset": max(offset - overlap, 0)}
         )
+        final = not reply["running"]
+        start = int(reply["offset"]) - len(data)
+        if not final:
+            data = data[: _complete_utf8_end(data)]
+        text, next_offset = masker.window(data, start, offset, final)
         exit_info = reply.get("exit") or {}
         return ProcessOutput(
-            data=self.mask(data.decode(errors="replace")),
-            offset=int(reply["offset"]),
+            data=text.decode(errors="replace"),
+            offset=next_offset,
             running=bool(reply["running"]),
             exit_code=exit_info.get("exit_code"),
             truncated=bool(reply.get("truncated")),

@@ -51,6 +51,39 @@ class SecretMasker:
         """Mask a complete string (error messages and the like)."""
         return self.mask(text.encode()).decode(errors="replace") if self._pattern else text
 
+    @property
+    def longest(self) -> int:
+        """Length in bytes of the longest secret (0 without secrets)."""
+        return len(self._secrets[0]) if self._secrets else 0
+
+    def window(self, data: bytes, start: int, offset: int, final: bool) -> tuple[bytes, int]:
+        """Mask a window of a stream read at random offsets (a background process's log).
+
+        ``data`` holds the stream from byte ``start`` on; the caller has already been given
+        everything before ``offset``. Returns what is safe to give from ``offset`` on, and
+        the offset to continue from: unless ``final``, a tail that may begin a secret is
+        held back. Read again from up to ``longest - 1`` bytes before ``offset`` so that a
+        secret straddling ``offset`` is seen whole.
+        """
+        matches = list(self._pattern.finditer(data)) if self._pattern else []
+        cut = len(data) if final else len(data) - self._partial_suffix(data)
+        for match in matches:
+            if match.start() < cut < match.end():
+                cut = match.start()
+        skip = max(offset - start, 0)
+        out = bytearray()
+        position = skip
+        for match in matches:
+            if match.end() <= skip:
+                continue
+            if match.start() >= cut:
+                break
+            out += data[position : match.start()]
+            out += MASK
+            position = match.end()
+        out += data[position:cut]
+        return bytes(out), start + max(cut, skip)
+
     def _partial_suffix(self, data: bytes) -> int:
         """Length of the longest suffix of ``data`` that is a proper prefix of a secret."""
         longest = 0

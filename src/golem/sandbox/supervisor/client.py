@@ -51,7 +51,7 @@ class SupervisorClient:
     ) -> None:
         self._reader = reader
         self._writer = writer
-        self._describe_loss = describe_loss or (lambda: "the box's supervisor exited")
+        self._describe_start_failure = describe_loss or (lambda: "the box's supervisor exited")
         self._queues: dict[str, asyncio.Queue[Frame | None]] = {}
         self._ids = itertools.count(1)
         self._reader_task: asyncio.Task[None] | None = None
@@ -70,6 +70,16 @@ class SupervisorClient:
             ) from exc
         self.hello = Hello.model_validate(reply[0])
         return self.hello
+
+    def _describe_loss(self) -> str:
+        # Before hello, the backend's own words (bubblewrap's errors) explain a failed
+        # start. After it, that text could come from the box's processes: do not relay it.
+        if self.hello is None:
+            return self._describe_start_failure()
+        return (
+            "the box's supervisor went away (the box was stopped, ran out of memory, or a "
+            "process in it killed the supervisor)"
+        )
 
     @property
     def lost(self) -> str | None:

@@ -162,7 +162,15 @@ class Call:
         else:
             self._start_pipes(cwd)
         self.pgid = self.pid
-        threading.Thread(target=self._run, daemon=True).start()
+        try:
+            threading.Thread(target=self._run, daemon=True).start()
+        except BaseException:  # no thread to watch it (pids exhausted): it must not live on
+            kill_group(self.pgid)
+            os.waitpid(self.pid, 0)
+            for fd in [*list(self.outputs), self.stdin_w]:
+                if fd is not None:
+                    os.close(fd)
+            raise
 
     def _start_pipes(self, cwd):
         out_r, out_w = os.pipe()
@@ -375,6 +383,10 @@ def spawn_fast(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd):
         (os.POSIX_SPAWN_DUP2, stderr_fd, 2),
     ]
     os.chdir(cwd)
+    # The child inherits oom_score_adj at spawn: raise ours around it so the call is first
+    # in line for the OOM killer from its first instruction (lowering it back to the value
+    # we had is allowed without privileges).
+    set_oom_score_adj(1000)
     try:
         pid = os.posix_spawn(
             program,
@@ -387,13 +399,20 @@ def spawn_fast(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd):
     except OSError as exc:
         raise SpawnError(f"{argv[0]}: {exc.strerror}") from None
     finally:
+        set_oom_score_adj(0)
         os.chdir("/")
-    try:  # first in line for the OOM killer, before the supervisor
-        with open(f"/proc/{pid}/oom_score_adj", "w") as handle:
-            handle.write("1000")
-    except OSError:
-        pass
     return pid
+
+
+OOM_SCORE_FD = []  # opened in main() while still dumpable; /proc/self is ours then
+
+
+def set_oom_score_adj(value):
+    for fd in OOM_SCORE_FD:
+        try:
+            os.write(fd, str(value).encode())
+        except OSError:
+            pass
 
 
 def spawn(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd, ctty=False):
@@ -735,15 +754,26 @@ class Supervisor:
 
 
 def main():
+    try:
+        OOM_SCORE_FD.append(os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC))
+    except OSError:
+        pass
     set_no_dumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     # Reap nothing ourselves but our own calls; pid 1 of the box reaps orphans.
-    fd_in = os.dup(0)
-    fd_out = os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.close(null)
+    if len(sys.argv) == 3:
+        # The channel on its own descriptors: the box's pid 1 (bubblewrap's init, whose
+        # memory box processes can write) must never hold it. See docs/protocol.md.
+        fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
+        for fd in (fd_in, fd_out):
+            os.set_inheritable(fd, False)
+    else:
+        fd_in = os.dup(0)
+        fd_out = os.dup(1)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.close(null)
     Supervisor(Channel(fd_in, fd_out)).serve()
     os._exit(0)
 

@@ -22,6 +22,7 @@ from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest
 from golem.core.spec import BoxSpec
 from golem.sandbox.backends.process.bwrap import BOX_PATH, BwrapLayout, bwrap_argv
 from golem.sandbox.backends.process.cgroups import BoxCgroup, CgroupLimits
+from golem.sandbox.backends.process.channel import PipeChannel
 from golem.sandbox.backends.process.seccomp import compile_filter
 from golem.sandbox.records import BoxRecord, process_alive, process_start_time
 from golem.sandbox.supervisor import supervisor_source
@@ -34,12 +35,14 @@ STDERR_TAIL = 4000
 class ProcessBox:
     """A running bubblewrap box."""
 
-    def __init__(self, process: asyncio.subprocess.Process, cgroup: BoxCgroup | None) -> None:
-        assert process.stdout is not None
-        assert process.stdin is not None
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        streams: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        cgroup: BoxCgroup | None,
+    ) -> None:
         self.process = process
-        self.reader: asyncio.StreamReader = process.stdout
-        self.writer: asyncio.StreamWriter = process.stdin
+        self.reader, self.writer = streams
         self.cgroup = cgroup
         self._stderr = bytearray()
         self._stderr_task = asyncio.create_task(self._collect_stderr())
@@ -179,6 +182,7 @@ class ProcessBackend:
         self.check()
         ids = self._host_ids()
         layout = self._layout(spec, ids)
+        channel = PipeChannel.create()
         try:
             cgroup = None
             if self.config.cgroups == "auto":
@@ -189,13 +193,19 @@ class ProcessBackend:
                 "cgroup_dirs": [str(d) for d in cgroup.dirs] if cgroup else [],
             }
             command = [self.config.python, "-I", "-S", "-u", "-c", supervisor_source()]
+            command += [str(fd) for fd in channel.box_fds]
             argv = bwrap_argv(self.config.bwrap, spec, layout, command)
-            process = await self._spawn(argv, spec, cgroup, ids, layout.seccomp_fd)
+            inherited = [*channel.box_fds, *([layout.seccomp_fd] if layout.seccomp_fd else [])]
+            process = await self._spawn(argv, spec, cgroup, ids, inherited)
+        except BaseException:
+            channel.close_all()
+            raise
         finally:
             if layout.seccomp_fd is not None:
                 os.close(layout.seccomp_fd)
+        channel.close_box_ends()
         record.state.update(pid=process.pid, pid_start=process_start_time(process.pid))
-        return ProcessBox(process, cgroup)
+        return ProcessBox(process, await channel.host_streams(), cgroup)
 
     async def _spawn(
         self,
@@ -203,7 +213,7 @@ class ProcessBackend:
         spec: BoxSpec,
         cgroup: BoxCgroup | None,
         ids: tuple[int, int] | None,
-        seccomp_fd: int | None,
+        inherited: list[int],
     ) -> asyncio.subprocess.Process:
         cgroup_fds = cgroup.open_procs() if cgroup else []
         rlimits = [(resource.RLIMIT_CORE, 0)]
@@ -216,12 +226,12 @@ class ProcessBackend:
         try:
             return await asyncio.create_subprocess_exec(
                 *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
                 cwd="/",
-                pass_fds=[seccomp_fd] if seccomp_fd is not None else [],
+                pass_fds=inherited,
                 preexec_fn=_preexec(cgroup_fds, rlimits, ids),
                 start_new_session=True,
                 limit=1 << 20,
