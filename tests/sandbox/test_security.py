@@ -7,7 +7,9 @@ host and the engine come out of it intact.
 from __future__ import annotations
 
 import asyncio
+import os
 import platform
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ CAP = 64 * 1024
 
 PS = """
 import os
+import signal
 for pid in filter(str.isdigit, os.listdir("/proc")):
     if int(pid) == os.getpid():
         continue
@@ -197,7 +200,7 @@ async def test_host_processes_and_environment_are_invisible(
         environ = await box.execute("cat /proc/[0-9]*/environ | tr '\\0' '\\n'; env")
     assert not any("pytest" in args for _, _, args in seen)
     assert len(seen) <= 4
-    assert seen[0][1] == "bwrap"  # pid 1 is the box's own init
+    assert seen[0][1] == "python3"  # pid 1 is the box's supervisor
     assert "PATH=" in environ.stdout
     assert "host-only-7f3a" not in environ.stdout
 
@@ -338,12 +341,21 @@ async def test_secret_split_across_background_reads_is_not_revealed(secret_box: 
 # The host trusts nothing from the box ---------------------------------------------------
 
 
-async def test_killing_the_supervisor_raises_box_crashed_and_engine_survives(
-    engine: Engine,
-) -> None:
-    with pytest.raises(BoxCrashed, match="went away"):
-        async with engine.session(engine.spec(timeout=10)) as box:
-            await box.execute("kill -9 -1; echo survived")
+async def test_box_processes_cannot_kill_the_supervisor(engine: Engine) -> None:
+    """The supervisor is the box's pid 1: signals from inside the box do not reach it."""
+    async with engine.session(engine.spec(timeout=10)) as box:
+        result = await box.execute("kill -9 1; kill -9 -1; echo survived")
+        assert (await box.execute("echo still-here")).stdout == "still-here\n"
+    assert result.stdout == "survived\n"
+
+
+async def test_a_dead_box_raises_box_crashed_and_engine_survives(engine: Engine) -> None:
+    async with engine.session(engine.spec(timeout=10)) as box:
+        record = engine.registry.load(box.id)
+        assert record is not None
+        os.killpg(record.state["pid"], signal.SIGKILL)  # the box dies under the call
+        with pytest.raises(BoxCrashed, match="went away"):
+            await box.execute("sleep 5")
     assert engine.boxes() == []
     async with engine.session() as box:
         assert (await box.execute("echo ok")).stdout == "ok\n"

@@ -31,6 +31,58 @@ RUNTIMES = {"python": "python3", "node": "node", "bash": "bash", "sh": "sh"}
 CODE_SUFFIX = {"python": ".py", "node": ".js", "bash": ".sh", "sh": ".sh"}
 
 
+# Children whose status a call's thread collects; the orphan reaper leaves them alone.
+WAITED = set()
+REAP_LOCK = threading.Lock()
+CHILD_EXITED = threading.Event()
+
+
+def reap_orphans():
+    """As the box's pid 1 we inherit orphans; reap the zombies among them."""
+    me = os.getpid()
+    with REAP_LOCK:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me or int(entry) in WAITED:
+                continue
+            try:
+                with open("/proc/" + entry + "/stat") as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if fields[0] == "Z" and int(fields[1]) == me:
+                try:
+                    os.waitpid(int(entry), os.WNOHANG)
+                except ChildProcessError:
+                    pass
+
+
+def reaper():
+    while True:
+        CHILD_EXITED.wait(5.0)
+        CHILD_EXITED.clear()
+        try:
+            reap_orphans()
+        except Exception as exc:  # never let the reaper die: zombies would fill the box
+            sys.stderr.write(f"golem supervisor: reaper: {exc!r}\n")
+
+
+def box_pids():
+    """Every live process of the box but ourselves (zombies are not alive)."""
+    me = os.getpid()
+    alive = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            try:
+                with open("/proc/" + entry + "/stat") as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            if stat[stat.rindex(")") + 2] != "Z":
+                alive.append(int(entry))
+    return alive
+
+
 class Invalid(Exception):
     """A request that cannot run as given (the host raises InvalidRequest)."""
 
@@ -167,6 +219,7 @@ class Call:
         except BaseException:  # no thread to watch it (pids exhausted): it must not live on
             kill_group(self.pgid)
             os.waitpid(self.pid, 0)
+            WAITED.discard(self.pid)
             for fd in [*list(self.outputs), self.stdin_w]:
                 if fd is not None:
                     os.close(fd)
@@ -180,7 +233,9 @@ class Call:
         else:
             in_r, in_w = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), None
         try:
-            self.pid = spawn_fast(self.argv, cwd, self.env, in_r, out_w, err_w)
+            with REAP_LOCK:
+                self.pid = spawn_fast(self.argv, cwd, self.env, in_r, out_w, err_w)
+                WAITED.add(self.pid)
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
@@ -192,7 +247,9 @@ class Call:
 
         master, slave = pty.openpty()
         try:
-            self.pid = spawn(self.argv, cwd, self.env, slave, slave, slave, ctty=True)
+            with REAP_LOCK:
+                self.pid = spawn(self.argv, cwd, self.env, slave, slave, slave, ctty=True)
+                WAITED.add(self.pid)
         finally:
             os.close(slave)
         self.pty_master = master
@@ -253,6 +310,7 @@ class Call:
                 stream = watched.get(fd)
                 if fd == exit_fd:
                     _, status, usage = os.wait4(self.pid, 0)
+                    WAITED.discard(self.pid)
                     self.duration = time.monotonic() - self.started
                     kill_group(self.pgid)  # leftovers must not hold the call's pipes open
                     drain_until = time.monotonic() + DRAIN_AFTER_EXIT
@@ -730,13 +788,19 @@ class Supervisor:
             self.calls.clear()
         for call in calls:
             kill_group(call.pgid)
-        me = os.getpid()
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) not in (1, me):
+        for _ in range(1000):  # a process forking while we kill shows up next round
+            alive = box_pids()
+            if not alive:
+                break
+            for pid in alive:
                 try:
-                    os.kill(int(entry), signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+            time.sleep(0.001)
+        for call in calls:
+            call.done.wait(DRAIN_AFTER_EXIT)
+        remove_sysv_ipc()
         for root in msg.get("paths") or []:
             for name in os.listdir(root):
                 target = os.path.join(root, name)
@@ -753,6 +817,23 @@ class Supervisor:
         self.channel.send({"op": "done", "id": msg.get("id")})
 
 
+def remove_sysv_ipc():
+    """Remove every System V shared memory segment, semaphore set and message queue."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        try:
+            with open("/proc/sysvipc/" + kind) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            ipc_id = int(row.split()[1])
+            if kind == "sem":
+                remove(ipc_id, 0, 0)  # IPC_RMID = 0
+            else:
+                remove(ipc_id, 0, None)
+
+
 def main():
     try:
         OOM_SCORE_FD.append(os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC))
@@ -760,7 +841,9 @@ def main():
         pass
     set_no_dumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    # Reap nothing ourselves but our own calls; pid 1 of the box reaps orphans.
+    if os.getpid() == 1:  # the box's init: orphans come to us
+        signal.signal(signal.SIGCHLD, lambda *_: CHILD_EXITED.set())
+        threading.Thread(target=reaper, daemon=True).start()
     if len(sys.argv) == 3:
         # The channel on its own descriptors: the box's pid 1 (bubblewrap's init, whose
         # memory box processes can write) must never hold it. See docs/protocol.md.

@@ -48,6 +48,7 @@ def bwrap_argv(bwrap: str, spec: BoxSpec, layout: BwrapLayout, command: list[str
         str(gid),
         "--disable-userns",
         "--unshare-pid",
+        "--as-pid-1",  # the supervisor is init: no process the box can write sits above it
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup",
