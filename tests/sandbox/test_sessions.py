@@ -58,6 +58,8 @@ async def test_sessions_are_recorded_while_alive(engine: Engine) -> None:
         assert info.id == box.id
         assert info.owner_alive
         assert info.backend == "process"
+    assert {b.id for b in engine.boxes()} <= engine.pool.ids()  # wiped into the pool
+    await engine.close()
     assert engine.boxes() == []
 
 

@@ -4,6 +4,7 @@ from golem.core.config import (
     BackendConfig,
     EngineConfig,
     GolemConfig,
+    PoolConfig,
     ProcessBackendConfig,
     load_config,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "NetworkMode",
     "OutputEvent",
     "Phase",
+    "PoolConfig",
     "ProcessBackendConfig",
     "ProtocolError",
     "ResourceUsage",

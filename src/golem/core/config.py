@@ -29,6 +29,7 @@ __all__ = [
     "BackendConfig",
     "EngineConfig",
     "GolemConfig",
+    "PoolConfig",
     "ProcessBackendConfig",
     "config_files",
     "default_state_dir",
@@ -73,13 +74,30 @@ BackendConfig = ProcessBackendConfig
 """Union of the backend configs, discriminated by ``type``."""
 
 
+class PoolConfig(BaseModel):
+    """Warm boxes: started ahead of need, and wiped after use to serve the next session.
+
+    ``fast`` wipes a box when it is released, so the next session gets it at once;
+    ``secure`` keeps released boxes aside and wipes them again as they are handed out.
+    A wipe kills every process, empties /workspace, /tmp and /dev/shm, removes System V
+    IPC objects and resets the environment. Boxes with a host workspace are never pooled.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Literal["fast", "secure"] = "fast"
+    clean: int = Field(2, ge=0, description="Ready boxes kept per box shape (0: no pool).")
+    dirty: int = Field(2, ge=0, description="Released boxes kept aside (secure strategy).")
+
+
 class EngineConfig(BaseModel):
-    """The sandbox engine: which backend, and the defaults of every box."""
+    """The sandbox engine: which backend, the defaults of every box, the warm pool."""
 
     model_config = ConfigDict(extra="forbid")
 
     backend: BackendConfig = Field(default_factory=ProcessBackendConfig)
     defaults: BoxSpec = Field(default_factory=BoxSpec)
+    pool: PoolConfig = Field(default_factory=PoolConfig)
 
 
 class GolemConfig(BaseSettings):

@@ -18,6 +18,7 @@ from golem.sandbox.backends import make_backend
 from golem.sandbox.box import Box, as_request
 from golem.sandbox.contracts import Backend, StartedBox
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
+from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
 from golem.sandbox.supervisor import SupervisorClient
 
@@ -42,7 +43,8 @@ class Engine:
         self.config = config or load_config()
         self.backend = backend or make_backend(self.config.engine.backend)
         self.registry = BoxRegistry(self.config.state_dir)
-        self._boxes: dict[str, tuple[Box, StartedBox]] = {}
+        self.pool = WarmPool(self.config.engine.pool)
+        self._boxes: dict[str, tuple[Box, LiveBox]] = {}
 
     async def __aenter__(self) -> Engine:
         return self
@@ -63,15 +65,55 @@ class Engine:
         except ValidationError as exc:
             raise ConfigError(f"invalid box spec: {exc.errors()[0]['msg']}") from exc
 
+    async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
+        """Get ready: with ``prewarm``, fill the pool for ``specs`` (default: the defaults)."""
+        self.backend.check()
+        if not (prewarm and self.pool.enabled):
+            return
+        for spec in specs or [self.spec()]:
+            shape = shape_of(spec)
+            if shape is None:
+                continue
+            missing = self.pool.config.clean - self.pool.ready(shape)
+            boxes = await asyncio.gather(*(self._start_box(spec) for _ in range(missing)))
+            for live in boxes:
+                self.pool.put_clean(live)
+
     async def create_session(
         self,
         spec: BoxSpec | Mapping[str, Any] | None = None,
         *,
         on_event: EventSink | None = None,
     ) -> Box:
-        """Start a box that stays until ``remove_session`` (or ``close``)."""
+        """A box that stays until ``remove_session`` (or ``close``): from the pool or new."""
         spec = self.spec(spec)
         self.backend.check()
+        live = await self._acquire(spec)
+        box = Box(live.record.id, spec, live.client, live.started)
+        self._boxes[live.record.id] = (box, live)
+        try:
+            await live.client.request({"op": "configure", "env": self._box_env(spec)})
+            if spec.setup:
+                await self._run_setup(box, spec.setup, on_event)
+        except BaseException:
+            self._boxes.pop(live.record.id, None)
+            await self._stop(live)
+            raise
+        return box
+
+    async def _acquire(self, spec: BoxSpec) -> LiveBox:
+        shape = shape_of(spec) if self.pool.enabled else None
+        while shape is not None and (taken := self.pool.take(shape)) is not None:
+            live, needs_wipe = taken
+            if needs_wipe and not await wipe(live):
+                await self._stop(live)
+                continue
+            live.record.labels = spec.labels
+            self.registry.save(live.record)
+            return live
+        return await self._start_box(spec)
+
+    async def _start_box(self, spec: BoxSpec) -> LiveBox:
         record = self.registry.new_record(
             new_id("box"), self.backend.name, image=spec.image, labels=spec.labels
         )
@@ -84,18 +126,17 @@ class Engine:
                 started.reader, started.writer, describe_loss=started.describe_loss
             )
             await client.start(START_TIMEOUT)
-            box = Box(record.id, spec, client, started)
-            self._boxes[record.id] = (box, started)
-            await client.request({"op": "configure", "env": self._box_env(spec)})
-            if spec.setup:
-                await self._run_setup(box, spec.setup, on_event)
         except BaseException:
-            self._boxes.pop(record.id, None)
             if started is not None:
                 await started.stop()
             self.registry.remove(record.id)
             raise
-        return box
+        return LiveBox(record, started, client, shape_of(spec))
+
+    async def _stop(self, live: LiveBox) -> None:
+        await live.client.close()
+        await live.started.stop()
+        self.registry.remove(live.record.id)
 
     @staticmethod
     def _box_env(spec: BoxSpec) -> dict[str, str]:
@@ -128,18 +169,17 @@ class Engine:
             raise SessionNotFound(
                 f"no live session {box_id!r} in this engine; see `golem sessions ls`"
             )
-        box, started = entry
-        return Box(box.id, box.spec, box._client, started)
+        box, live = entry
+        return Box(box.id, box.spec, live.client, live.started)
 
     async def remove_session(self, box_id: str) -> None:
-        """Stop a box: one of this engine's, or an orphan recorded by a dead process."""
+        """End a session: its box is wiped back into the pool, or stopped. Also removes an
+        orphan recorded by a dead process."""
         entry = self._boxes.pop(box_id, None)
         if entry is not None:
-            box, started = entry
+            box, live = entry
             box.closed = True
-            await box._client.close()
-            await started.stop()
-            self.registry.remove(box_id)
+            await self._release(live)
             return
         record = self.registry.load(box_id)
         if record is None:
@@ -214,7 +254,7 @@ class Engine:
         """Remove every box whose owner process is gone; returns what was removed."""
         removed = []
         for info in self.boxes():
-            if info.owner_alive or info.id in self._boxes:
+            if info.owner_alive or info.id in self._boxes or info.id in self.pool.ids():
                 continue
             record = self.registry.load(info.id)
             if record is not None:
@@ -229,11 +269,34 @@ class Engine:
             await make_backend_for(record.backend, self.config).cleanup(record)
         self.registry.remove(record.id)
 
+    async def _release(self, live: LiveBox) -> None:
+        shape = live.shape
+        keep = (
+            shape is not None
+            and self.pool.enabled
+            and live.client.lost is None
+            and self.pool.wants(shape)
+        )
+        if not keep:
+            await self._stop(live)
+        elif self.pool.config.strategy == "secure":
+            self.pool.put_dirty(live)
+        elif await wipe(live):
+            self.pool.put_clean(live)
+        else:
+            await self._stop(live)
+
     async def close(self) -> None:
-        """Stop every session of this engine."""
-        for box_id in list(self._boxes):
+        """Stop every session and every pooled box of this engine."""
+        entries = list(self._boxes.values())
+        self._boxes.clear()
+        for box, live in entries:
+            box.closed = True
             with contextlib.suppress(GolemError):
-                await self.remove_session(box_id)
+                await self._stop(live)
+        for live in self.pool.drain():
+            with contextlib.suppress(GolemError):
+                await self._stop(live)
 
 
 def make_backend_for(name: str, config: GolemConfig) -> Backend:

@@ -34,7 +34,6 @@ CODE_SUFFIX = {"python": ".py", "node": ".js", "bash": ".sh", "sh": ".sh"}
 # Children whose status a call's thread collects; the orphan reaper leaves them alone.
 WAITED = set()
 REAP_LOCK = threading.Lock()
-CHILD_EXITED = threading.Event()
 
 
 def reap_orphans():
@@ -57,10 +56,19 @@ def reap_orphans():
                     pass
 
 
-def reaper():
+def reaper(wakeup_fd):
+    """Reap after each SIGCHLD (and every few seconds regardless).
+
+    The signal only writes a byte to ``wakeup_fd`` (signal.set_wakeup_fd, done in C): a
+    Python handler that took a lock could be re-entered by the next SIGCHLD and deadlock.
+    """
     while True:
-        CHILD_EXITED.wait(5.0)
-        CHILD_EXITED.clear()
+        ready, _, _ = select.select([wakeup_fd], [], [], 5.0)
+        if ready:
+            try:
+                os.read(wakeup_fd, 4096)
+            except BlockingIOError:
+                pass
         try:
             reap_orphans()
         except Exception as exc:  # never let the reaper die: zombies would fill the box
@@ -842,8 +850,12 @@ def main():
     set_no_dumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     if os.getpid() == 1:  # the box's init: orphans come to us
-        signal.signal(signal.SIGCHLD, lambda *_: CHILD_EXITED.set())
-        threading.Thread(target=reaper, daemon=True).start()
+        wakeup_read, wakeup_write = os.pipe()
+        os.set_blocking(wakeup_read, False)
+        os.set_blocking(wakeup_write, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
+        threading.Thread(target=reaper, args=(wakeup_read,), daemon=True).start()
     if len(sys.argv) == 3:
         # The channel on its own descriptors: the box's pid 1 (bubblewrap's init, whose
         # memory box processes can write) must never hold it. See docs/protocol.md.
