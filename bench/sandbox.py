@@ -10,8 +10,11 @@ case once, interleaved, so that load from elsewhere on the machine hits all case
   as the current user (when that is root, golem itself runs bubblewrap as ``run_as``);
 * floor ``subprocess python3``: ``python3 -c pass``, python3 found on the box's PATH (the
   interpreter calls in the box get, not whatever shim the host's PATH has first);
-* golem ``new box + true``: ``engine.execute(["true"])``: box record, cgroups, seccomp,
-  bubblewrap, supervisor start-up, hello, configure, the call and the teardown;
+* golem ``new box + true``: ``engine.execute(["true"])`` with the default warm pool: a
+  wiped box of the same shape is configured, runs the call, and is wiped again on release;
+* golem ``new box + true (cold)``: the same with the pool off (``pool.clean = 0``): box
+  record, cgroups, seccomp, bubblewrap, supervisor start-up, hello, configure, the call
+  and the teardown;
 * golem ``true in box``: ``box.execute(["true"])`` in one long-lived box;
 * golem ``python3 -c pass in box``: the same with ``python3 -c pass``.
 
@@ -50,6 +53,7 @@ SUBPROCESS = "floor: subprocess true"
 BWRAP_FLOOR = "floor: bwrap true"
 PYTHON_FLOOR = "floor: subprocess python3 -c pass"
 NEW_BOX = "golem: new box + true"
+COLD_BOX = "golem: new box + true (cold)"
 IN_BOX = "golem: true in box"
 PYTHON_IN_BOX = "golem: python3 -c pass in box"
 PERSISTENT_TARGET_MS = 2.0
@@ -100,10 +104,14 @@ async def all_cases(state_dir: str, runs: int, warmup: int) -> dict[str, Stats]:
     """Floors and golem cases; golem uses the default box spec (cgroups, seccomp on)."""
     host_python = [shutil.which("python3", path=BOX_PATH) or "python3", *PYTHON[1:]]
     config = load_config({"state_dir": state_dir}, files=[])
-    async with Engine(config) as engine, engine.session() as box:
+    cold = load_config({"state_dir": state_dir, "engine": {"pool": {"clean": 0}}}, files=[])
+    async with Engine(config) as engine, Engine(cold) as cold_engine, engine.session() as box:
 
         async def new_box() -> int:
             return (await engine.execute(TRUE)).exit_code
+
+        async def cold_box() -> int:
+            return (await cold_engine.execute(TRUE)).exit_code
 
         async def in_box() -> int:
             return (await box.execute(TRUE)).exit_code
@@ -116,6 +124,7 @@ async def all_cases(state_dir: str, runs: int, warmup: int) -> dict[str, Stats]:
             BWRAP_FLOOR: floor(BWRAP),
             PYTHON_FLOOR: floor(host_python),
             NEW_BOX: new_box,
+            COLD_BOX: cold_box,
             IN_BOX: in_box,
             PYTHON_IN_BOX: python_in_box,
         }
@@ -130,6 +139,7 @@ def run_all(runs: int, warmup: int) -> dict[str, Any]:
     overhead = cases[IN_BOX]["p50"] - cases[SUBPROCESS]["p50"]
     ratio = cases[NEW_BOX]["p50"] / cases[BWRAP_FLOOR]["p50"]
     python_overhead = cases[PYTHON_IN_BOX]["p50"] - cases[PYTHON_FLOOR]["p50"]
+    cold_ratio = cases[COLD_BOX]["p50"] / cases[BWRAP_FLOOR]["p50"]
     return {
         "machine": {
             "cpus": os.cpu_count(),
@@ -154,6 +164,7 @@ def run_all(runs: int, warmup: int) -> dict[str, Any]:
             },
         },
         "persistent_python_minus_bare_python_p50_ms": python_overhead,
+        "cold_box_over_bwrap_p50": cold_ratio,
     }
 
 
@@ -182,6 +193,7 @@ def print_table(report: dict[str, Any]) -> None:
         f"new box p50 / bare bwrap p50:       {new['value']:6.2f}x "
         f"(target <= {new['target']}x: {'met' if new['met'] else 'NOT met'})"
     )
+    print(f"cold new box p50 / bare bwrap p50:  {report['cold_box_over_bwrap_p50']:6.2f}x")
     python_overhead = report["persistent_python_minus_bare_python_p50_ms"]
     print(f"python3 in box p50 - bare p50:      {python_overhead:+6.2f} ms")
     if machine["uid"] == 0:

@@ -1,0 +1,121 @@
+"""The warm pool: boxes are reused only after a wipe that leaves nothing of the last session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golem.core import load_config
+from golem.sandbox import Engine, ExecRequest
+from golem.sandbox.pool import shape_of
+
+pytestmark = pytest.mark.bwrap
+
+
+def _engine(tmp_path: Path, **pool: Any) -> Engine:
+    config = load_config({"state_dir": str(tmp_path / "state"), "engine": {"pool": pool}}, files=[])
+    return Engine(config)
+
+
+@pytest.fixture
+async def pooled(tmp_path: Path) -> AsyncIterator[Engine]:
+    async with _engine(tmp_path, clean=2) as engine:
+        yield engine
+
+
+async def test_a_released_box_serves_the_next_session_of_its_shape(pooled: Engine) -> None:
+    async with pooled.session() as first:
+        pass
+    async with pooled.session() as second:
+        assert second.id == first.id
+        assert (await second.execute("echo reused")).stdout == "reused\n"
+
+
+LEAVE_TRACES = (
+    "echo t > /tmp/trace; echo w > /workspace/trace; echo s > /dev/shm/trace; "
+    "mkdir -p /workspace/deep/er; ipcmk -M 4096 >/dev/null; ipcmk -Q >/dev/null; "
+    "ipcmk -S 1 >/dev/null"
+)
+CHECK_TRACES = (
+    "ls -A /workspace /dev/shm; ls -A /tmp | grep -v '^home$' | grep -v '^.golem-code$'; "
+    "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -o 'sleep 100[0]' ; "
+    "env | grep -E 'ONE_USE|TOKEN'; tail -n +2 -q /proc/sysvipc/shm /proc/sysvipc/msg "
+    "/proc/sysvipc/sem; true"
+)
+
+
+@pytest.mark.parametrize("strategy", ["fast", "secure"])
+async def test_nothing_of_one_session_reaches_the_next(tmp_path: Path, strategy: str) -> None:
+    async with _engine(tmp_path, clean=1, dirty=1, strategy=strategy) as engine:
+        spec = engine.spec(env={"ONE_USE": "x"}, secrets={"TOKEN": "s3cret-one-use"})
+        async with engine.session(spec) as first:
+            await first.start("sleep 1000")
+            assert (await first.execute(LEAVE_TRACES)).exit_code == 0
+            dirty = await first.execute(CHECK_TRACES)
+            assert "trace" in dirty.stdout  # the check can see traces when they are there
+            assert "sleep 1000" in dirty.stdout
+        async with engine.session() as second:
+            assert second.id == first.id
+            clean = await second.execute(CHECK_TRACES)
+            assert await second.processes() == []
+    assert clean.stdout == "/dev/shm:\n\n/workspace:\n"
+
+
+async def test_boxes_of_different_shapes_are_not_shared(pooled: Engine) -> None:
+    async with pooled.session(pooled.spec(memory="256m")) as small:
+        pass
+    async with pooled.session(pooled.spec(memory="300m")) as other:
+        assert other.id != small.id
+
+
+async def test_boxes_with_a_host_workspace_are_never_pooled(
+    pooled: Engine, box_owned_dir: Path
+) -> None:
+    spec = pooled.spec(workspace=box_owned_dir)
+    assert shape_of(spec) is None
+    async with pooled.session(spec):
+        pass
+    assert pooled.boxes() == []
+    assert (box_owned_dir).exists()
+
+
+async def test_prewarm_fills_the_pool_and_sessions_take_from_it(pooled: Engine) -> None:
+    await pooled.start(prewarm=True)
+    warm = {info.id for info in pooled.boxes()}
+    assert len(warm) == 2
+    async with pooled.session() as box:
+        assert box.id in warm
+        assert (await box.execute("echo warm")).stdout == "warm\n"
+
+
+async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
+    async with pooled.session() as box:
+        record = pooled.registry.load(box.id)
+        assert record is not None
+        os.killpg(record.state["pid"], signal.SIGKILL)
+    assert pooled.boxes() == []
+    async with pooled.session() as fresh:
+        assert fresh.id != box.id
+        assert (await fresh.execute("echo ok")).stdout == "ok\n"
+
+
+async def test_twenty_concurrent_sessions_from_a_pool_of_five(tmp_path: Path) -> None:
+    async with _engine(tmp_path, clean=5) as engine:
+        await engine.start(prewarm=True)
+
+        async def one(index: int) -> str:
+            async with engine.session() as box:
+                return (await box.execute(ExecRequest(cmd=f"echo {index}"))).stdout
+
+        outputs = await asyncio.gather(*(one(i) for i in range(20)))
+        assert outputs == [f"{i}\n" for i in range(20)]
+        assert len(engine.boxes()) <= 5
+        dirs = [d for r in engine.registry.all() for d in r.state["cgroup_dirs"]]
+    assert engine.boxes() == []
+    assert not any(Path(d).exists() for d in dirs)
