@@ -92,3 +92,15 @@ def test_sizes_parse(text: str | int, size: int) -> None:
 def test_bad_sizes_are_refused(text: str) -> None:
     with pytest.raises(ValueError, match="size"):
         parse_size(text)
+
+
+def test_pool_options_come_from_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path / "golem.toml", '[engine.pool]\nstrategy = "secure"\nclean = 4\n')
+    pool = load_config(files=[path]).engine.pool
+    assert (pool.strategy, pool.clean, pool.dirty) == ("secure", 4, 2)
+
+
+def test_unknown_pool_strategy_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path / "golem.toml", '[engine.pool]\nstrategy = "lazy"\n')
+    with pytest.raises(ConfigError, match=r"engine\.pool\.strategy"):
+        load_config(files=[path])

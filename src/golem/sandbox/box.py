@@ -112,19 +112,8 @@ class Box(BoxFiles):
         files = {}
         for path in request.return_files:
             files[path] = await self.get_file(self._in_workdir(request, path))
-        return ExecResult(
-            stdout="".join(stdout),
-            stderr="".join(stderr),
-            exit_code=exit_event.exit_code,
-            signal=exit_event.signal,
-            duration=exit_event.duration,
-            truncated=exit_event.truncated,
-            timed_out=exit_event.timed_out,
-            idle_timed_out=exit_event.idle_timed_out,
-            oom_killed=exit_event.oom_killed,
-            usage=exit_event.usage,
-            files=files,
-        )
+        outcome = exit_event.model_dump(exclude={"type", "time", "phase"})
+        return ExecResult(stdout="".join(stdout), stderr="".join(stderr), files=files, **outcome)
 
     async def stream(
         self, request: ExecRequest | str | Sequence[str], *, phase: Phase = "code"
