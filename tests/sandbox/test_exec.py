@@ -199,3 +199,22 @@ async def test_output_split_inside_a_utf8_character_decodes(box: Box) -> None:
     code = "import sys,os\nb='é€'.encode()\nos.write(1,b[:1]);os.write(1,b[1:])"
     result = await box.execute(ExecRequest(code=code, runtime="python"))
     assert result.stdout == "é€"
+
+
+async def test_cpu_memory_and_pids_limits_reach_the_cgroup(engine: Engine) -> None:
+    async with engine.session(engine.spec(cpus=0.5, memory="96m", pids=40)) as box:
+        record = engine.registry.load(box.id)
+        assert record is not None
+        dirs = [Path(d) for d in record.state["cgroup_dirs"]]
+        if record.state["cgroup_version"] == "v2":
+            [group] = dirs
+            assert (group / "cpu.max").read_text().split() == ["50000", "100000"]
+            assert int((group / "memory.max").read_text()) == 96 << 20
+            assert int((group / "pids.max").read_text()) == 40
+        else:
+            memory, pids, cpu = dirs
+            assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50000
+            assert int((memory / "memory.limit_in_bytes").read_text()) == 96 << 20
+            assert int((pids / "pids.max").read_text()) == 40
+        result = await box.execute("cat /proc/self/cgroup")
+        assert box.id not in result.stdout  # its own cgroup namespace: it sees itself as /
