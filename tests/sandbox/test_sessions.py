@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
 
 import pytest
 
 from golem.core import SessionNotFound, SetupFailed
-from golem.sandbox import Box, Engine, ExecEvent, SyncEngine
+from golem.sandbox import Box, Engine, ExecEvent, ExecRequest, SyncEngine
 
 pytestmark = pytest.mark.bwrap
 
@@ -105,3 +107,26 @@ def test_sync_engine_wraps_the_async_one(config) -> None:  # type: ignore[no-unt
             box.put_file("f.txt", b"abc")
             assert box.execute("cat f.txt").stdout == "abc"
             assert box.get_file("f.txt") == b"abc"
+
+
+async def test_a_call_that_ignores_its_stdin_does_not_hold_up_the_box(box: Box) -> None:
+    stuck = asyncio.ensure_future(
+        box.execute(ExecRequest(cmd="sleep 1000", stdin=b"x" * (4 << 20), timeout=250))
+    )
+    quick = asyncio.ensure_future(box.execute("echo quick"))
+    # 30 s only guards against a hang: before the fix, nothing finished for 250 s.
+    done, _ = await asyncio.wait({stuck, quick}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    assert done == {quick}
+    assert quick.result().stdout == "quick\n"
+    stuck.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await stuck
+    assert (await box.execute("echo after")).stdout == "after\n"
+
+
+async def test_pty_calls_are_first_for_the_oom_killer(box: Box) -> None:
+    terminal = await box.open_pty("cat /proc/self/oom_score_adj")
+    output = b""
+    while (chunk := await terminal.read()) is not None:
+        output += chunk
+    assert output.strip() == b"1000"

@@ -100,7 +100,7 @@ class SpawnError(Exception):
 
 
 class Channel:
-    """Frames in from fd 0 and out to fd 1; writes from many threads are serialised."""
+    """Frames in from ``fd_in``, out to ``fd_out``; writes from many threads are serialised."""
 
     def __init__(self, fd_in, fd_out):
         self.fd_in = fd_in
@@ -150,13 +150,8 @@ def set_no_dumpable():
 
 
 def child_setup():
-    """Runs in each child before exec: own session, first in line for the OOM killer."""
+    """Runs in a forked child before exec: its own session, default signal dispositions."""
     os.setsid()
-    try:
-        with open("/proc/self/oom_score_adj", "w") as handle:
-            handle.write("1000")
-    except OSError:
-        pass
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
 
@@ -191,6 +186,7 @@ class Call:
         self.buffer_offset = 0  # bytes dropped from the front of buffer
         self.exit_msg = None
         self.stdin_w = None
+        self.stdin_queue = None  # set when the call gets stdin: a writer thread owns stdin_w
         self.pty_master = None
         self.argv = self._argv(msg, payload)
         self.cwd = msg.get("cwd") or "/"
@@ -342,11 +338,7 @@ class Call:
         self._finish(status, usage)
 
     def _finish(self, status, usage):
-        if self.stdin_w is not None:
-            try:
-                os.close(self.stdin_w)
-            except OSError:
-                pass
+        self.close_stdin(eof=False)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = 128 + sig if sig is not None else os.WEXITSTATUS(status)
         self.exit_msg = {
@@ -366,24 +358,49 @@ class Call:
         self.sup.finished(self)
 
     def write_stdin(self, data):
+        """Queue bytes for the call's stdin; a call that does not read blocks only itself."""
         if self.stdin_w is None:
             return
+        if self.stdin_queue is None:
+            import queue
+
+            self.stdin_queue = queue.SimpleQueue()
+            threading.Thread(target=self._write_stdin, daemon=True).start()
+        self.stdin_queue.put(data)
+
+    def _write_stdin(self):
+        fd = self.stdin_w
+        broken = False
+        while True:
+            data = self.stdin_queue.get()
+            if data is None:
+                break
+            try:
+                view = memoryview(data)
+                while view and not broken:
+                    view = view[os.write(fd, view) :]
+            except OSError:
+                broken = True  # the reader is gone; keep draining until told to close
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.stdin_w, view) :]
+            os.close(fd)
         except OSError:
             pass
 
-    def close_stdin(self):
-        if self.stdin_w is not None and self.pty_master is None:
+    def close_stdin(self, eof=True):
+        """End the call's stdin (on a pty, ``eof`` sends ^D instead of closing it)."""
+        if self.stdin_w is None:
+            return
+        if self.pty_master is not None and eof:
+            self.write_stdin(b"\x04")
+            return
+        if self.stdin_queue is not None:
+            self.stdin_queue.put(None)  # the writer thread closes it after what is queued
+        else:
             try:
                 os.close(self.stdin_w)
             except OSError:
                 pass
-            self.stdin_w = None
-        elif self.pty_master is not None:
-            self.write_stdin(b"\x04")
+        self.stdin_w = None
 
     def resize(self, rows, cols):
         if self.pty_master is None:
@@ -488,7 +505,14 @@ def spawn(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd, ctty=False):
 
     program = resolve(argv, env)
     err_r, err_w = os.pipe()
-    pid = os.fork()
+    set_oom_score_adj(1000)  # inherited by the child, as in spawn_fast
+    try:
+        pid = os.fork()
+    except OSError:
+        set_oom_score_adj(0)
+        raise
+    if pid != 0:
+        set_oom_score_adj(0)
     if pid == 0:  # child: only async-signal-safe-ish work until exec
         try:
             os.close(err_r)
