@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from golem.core import load_config
+from golem.core import SandboxError, load_config
 from golem.sandbox import Engine, ExecRequest
 from golem.sandbox.pool import shape_of
 
@@ -119,3 +119,18 @@ async def test_twenty_concurrent_sessions_from_a_pool_of_five(tmp_path: Path) ->
         dirs = [d for r in engine.registry.all() for d in r.state["cgroup_dirs"]]
     assert engine.boxes() == []
     assert not any(Path(d).exists() for d in dirs)
+
+
+async def test_handles_of_an_ended_session_cannot_reach_the_reused_box(pooled: Engine) -> None:
+    async with pooled.session() as first:
+        kept = pooled.get_session(first.id)
+    async with pooled.session() as second:
+        assert second.id == first.id
+        await second.put_file("mine.txt", b"second's")
+        for stale in (first, kept):
+            assert stale.closed
+            with pytest.raises(SandboxError, match=r"session of box .* has ended"):
+                await stale.execute("rm -f mine.txt")
+            with pytest.raises(SandboxError, match="has ended"):
+                await stale.get_file("mine.txt")
+        assert await second.get_file("mine.txt") == b"second's"

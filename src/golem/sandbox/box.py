@@ -26,7 +26,7 @@ from golem.sandbox.contracts import StartedBox
 from golem.sandbox.files import BoxFiles
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
-from golem.sandbox.supervisor import Frame, SupervisorClient
+from golem.sandbox.supervisor import Frame, SessionClient
 
 __all__ = ["Box", "as_request"]
 
@@ -74,7 +74,7 @@ class Box(BoxFiles):
     """A running box. Get one from ``Engine.session`` or ``Engine.create_session``."""
 
     def __init__(
-        self, box_id: str, spec: BoxSpec, client: SupervisorClient, started: StartedBox
+        self, box_id: str, spec: BoxSpec, client: SessionClient, started: StartedBox
     ) -> None:
         super().__init__(client)
         self.id = box_id
@@ -82,7 +82,11 @@ class Box(BoxFiles):
         self._client = client
         self._started = started
         self._secrets = [v for v in spec.secret_values().values() if v]
-        self.closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once the session has ended (for every handle of it)."""
+        return not self._client.active
 
     @property
     def runtimes(self) -> dict[str, str]:
@@ -144,8 +148,6 @@ class Box(BoxFiles):
     async def _prepare(
         self, request: ExecRequest, *, background: bool = False, pty: bool = False
     ) -> tuple[dict[str, Any], bytes]:
-        if self.closed:
-            raise SandboxError(f"box {self.id} is closed; start a new session")
         try:
             workdir = resolve_workdir(request.workdir or self.spec.workdir)
         except ValueError as exc:
@@ -346,7 +348,7 @@ class Terminal:
 
     def __init__(
         self,
-        client: SupervisorClient,
+        client: SessionClient,
         call_id: str,
         queue: asyncio.Queue[Frame | None],
         secrets: Sequence[str],

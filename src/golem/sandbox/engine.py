@@ -20,7 +20,7 @@ from golem.sandbox.contracts import Backend, StartedBox
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
-from golem.sandbox.supervisor import SupervisorClient
+from golem.sandbox.supervisor import SessionClient, SupervisorClient
 
 __all__ = ["Engine", "EventSink"]
 
@@ -89,7 +89,7 @@ class Engine:
         spec = self.spec(spec)
         self.backend.check()
         live = await self._acquire(spec)
-        box = Box(live.record.id, spec, live.client, live.started)
+        box = Box(live.record.id, spec, SessionClient(live.client, live.record.id), live.started)
         self._boxes[live.record.id] = (box, live)
         try:
             await live.client.request({"op": "configure", "env": self._box_env(spec)})
@@ -170,7 +170,7 @@ class Engine:
                 f"no live session {box_id!r} in this engine; see `golem sessions ls`"
             )
         box, live = entry
-        return Box(box.id, box.spec, live.client, live.started)
+        return Box(box.id, box.spec, box._client, live.started)
 
     async def remove_session(self, box_id: str) -> None:
         """End a session: its box is wiped back into the pool, or stopped. Also removes an
@@ -178,7 +178,7 @@ class Engine:
         entry = self._boxes.pop(box_id, None)
         if entry is not None:
             box, live = entry
-            box.closed = True
+            box._client.end()
             await self._release(live)
             return
         record = self.registry.load(box_id)
@@ -270,18 +270,18 @@ class Engine:
         self.registry.remove(record.id)
 
     async def _release(self, live: LiveBox) -> None:
+        """Wipe a box back into the pool when the pool wants one of its shape, else stop it."""
         shape = live.shape
-        keep = (
-            shape is not None
-            and self.pool.enabled
-            and live.client.lost is None
-            and self.pool.wants(shape)
-        )
-        if not keep:
+        if shape is None or not self.pool.enabled or live.client.lost is not None:
             await self._stop(live)
-        elif self.pool.config.strategy == "secure":
+        elif self.pool.config.strategy == "secure" and self.pool.wants(shape):
             self.pool.put_dirty(live)
-        elif await wipe(live):
+        elif (
+            self.pool.config.strategy == "fast"
+            and self.pool.wants(shape)
+            and await wipe(live)
+            and self.pool.wants(shape)  # other releases may have filled it during the wipe
+        ):
             self.pool.put_clean(live)
         else:
             await self._stop(live)
@@ -291,7 +291,7 @@ class Engine:
         entries = list(self._boxes.values())
         self._boxes.clear()
         for box, live in entries:
-            box.closed = True
+            box._client.end()
             with contextlib.suppress(GolemError):
                 await self._stop(live)
         for live in self.pool.drain():

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from golem.core.errors import BoxCrashed, SandboxError
 from golem.core.spec import WORKSPACE
-from golem.sandbox.supervisor import Frame, SupervisorClient
+from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
 
 __all__ = ["BoxFiles"]
@@ -48,7 +48,7 @@ async def _chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> Async
 class BoxFiles:
     """put/get of files and directories through a box's supervisor."""
 
-    def __init__(self, client: SupervisorClient) -> None:
+    def __init__(self, client: SessionClient) -> None:
         self._files_client = client
 
     async def put_file(
@@ -133,7 +133,7 @@ class BoxFiles:
             client.close_call(call_id)
 
 
-async def _reply(client: SupervisorClient, queue: asyncio.Queue[Frame | None]) -> Frame:
+async def _reply(client: SessionClient, queue: asyncio.Queue[Frame | None]) -> Frame:
     frame = await queue.get()
     if frame is None:
         raise BoxCrashed(client.lost or "the box went away during a file transfer")

@@ -5,9 +5,16 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from golem.sandbox.supervisor.client import Frame, Hello, SupervisorClient
+from golem.sandbox.supervisor.client import Frame, Hello, SessionClient, SupervisorClient
 
-__all__ = ["PROTOCOL_VERSION", "Frame", "Hello", "SupervisorClient", "supervisor_source"]
+__all__ = [
+    "PROTOCOL_VERSION",
+    "Frame",
+    "Hello",
+    "SessionClient",
+    "SupervisorClient",
+    "supervisor_source",
+]
 
 PROTOCOL_VERSION = 1
 

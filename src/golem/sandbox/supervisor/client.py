@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from golem.core.errors import BoxCrashed, ExecTimeout, InvalidRequest, ProtocolError, SandboxError
 
-__all__ = ["Frame", "Hello", "SupervisorClient"]
+__all__ = ["Frame", "Hello", "SessionClient", "SupervisorClient"]
 
 HEADER = struct.Struct(">II")
 MAX_JSON = 8 * 1024 * 1024
@@ -187,3 +187,57 @@ def raise_if_error(frame: Frame) -> None:
     if message.get("kind") == "Invalid":
         raise InvalidRequest(text)
     raise SandboxError(f"{message.get('kind', 'error')} in the box: {text}")
+
+
+class SessionClient:
+    """One session's view of a box's connection, shared by every handle of that session.
+
+    A pooled box outlives its sessions; once a session ends, its handles must not reach
+    the box that now serves somebody else, so every request goes through ``end``'s check.
+    """
+
+    def __init__(self, client: SupervisorClient, box_id: str) -> None:
+        self._client = client
+        self._box_id = box_id
+        self.active = True
+
+    def end(self) -> None:
+        """Refuse everything from now on."""
+        self.active = False
+
+    def _check(self) -> None:
+        if not self.active:
+            raise SandboxError(f"the session of box {self._box_id} has ended; start a new one")
+
+    @property
+    def hello(self) -> Hello | None:
+        """The box's hello."""
+        return self._client.hello
+
+    @property
+    def lost(self) -> str | None:
+        """Why the connection ended, or None."""
+        return self._client.lost
+
+    def new_id(self) -> str:
+        """A fresh call id."""
+        return self._client.new_id()
+
+    def open(self, call_id: str) -> asyncio.Queue[Frame | None]:
+        """Register a call id (see SupervisorClient.open)."""
+        self._check()
+        return self._client.open(call_id)
+
+    def close_call(self, call_id: str) -> None:
+        """Stop routing a call's frames."""
+        self._client.close_call(call_id)
+
+    async def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
+        """Send a frame, while the session lasts."""
+        self._check()
+        await self._client.send(message, payload)
+
+    async def request(self, message: dict[str, Any], payload: bytes = b"") -> Frame:
+        """Send a request and wait for its reply, while the session lasts."""
+        self._check()
+        return await self._client.request(message, payload)
