@@ -36,7 +36,8 @@ class Engine:
     """The sandbox engine. Use as ``async with Engine(config) as engine:``.
 
     ``session`` keeps one box for many calls; ``execute`` and ``stream`` run one call in
-    a fresh box. Boxes left by a crashed process are found and removed by ``prune``.
+    a box of its own (a new one, or a pooled one wiped since its last session). Boxes left
+    by a crashed process are found and removed by ``prune``.
     """
 
     def __init__(self, config: GolemConfig | None = None, *, backend: Backend | None = None):
@@ -75,9 +76,15 @@ class Engine:
             if shape is None:
                 continue
             missing = self.pool.config.clean - self.pool.ready(shape)
-            boxes = await asyncio.gather(*(self._start_box(spec) for _ in range(missing)))
-            for live in boxes:
-                self.pool.put_clean(live)
+            results = await asyncio.gather(
+                *(self._start_box(spec) for _ in range(missing)), return_exceptions=True
+            )
+            for result in results:
+                if isinstance(result, LiveBox):
+                    self.pool.put_clean(result)
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
 
     async def create_session(
         self,
@@ -210,7 +217,7 @@ class Engine:
         request: ExecRequest | str | Sequence[str],
         spec: BoxSpec | Mapping[str, Any] | None = None,
     ) -> ExecResult:
-        """Run one call in a fresh box that is removed afterwards."""
+        """Run one call in a box of its own, released (wiped or stopped) afterwards."""
         async with self.session(spec) as box:
             return await box.execute(request)
 
@@ -219,7 +226,7 @@ class Engine:
         request: ExecRequest | str | Sequence[str],
         spec: BoxSpec | Mapping[str, Any] | None = None,
     ) -> AsyncIterator[ExecEvent]:
-        """Run one call in a fresh box, yielding setup events, then the call's events."""
+        """Run one call in a box of its own, yielding setup events, then the call's events."""
         setup_events: asyncio.Queue[ExecEvent] = asyncio.Queue()
         try:
             box = await self.create_session(spec, on_event=setup_events.put_nowait)
@@ -271,6 +278,13 @@ class Engine:
 
     async def _release(self, live: LiveBox) -> None:
         """Wipe a box back into the pool when the pool wants one of its shape, else stop it."""
+        try:
+            await self._pool_or_stop(live)
+        except BaseException:  # cancelled or failed mid-wipe: never leave the box running
+            await self._stop(live)
+            raise
+
+    async def _pool_or_stop(self, live: LiveBox) -> None:
         shape = live.shape
         if shape is None or not self.pool.enabled or live.client.lost is not None:
             await self._stop(live)
