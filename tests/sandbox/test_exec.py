@@ -218,3 +218,21 @@ async def test_cpu_memory_and_pids_limits_reach_the_cgroup(engine: Engine) -> No
             assert int((pids / "pids.max").read_text()) == 40
         result = await box.execute("cat /proc/self/cgroup")
         assert box.id not in result.stdout  # its own cgroup namespace: it sees itself as /
+
+
+async def test_without_cgroups_rlimits_still_cap_memory(tmp_path: Path) -> None:
+    from golem.core import load_config
+
+    config = load_config(
+        {"state_dir": str(tmp_path / "state"), "engine": {"backend": {"cgroups": "off"}}},
+        files=[],
+    )
+    async with Engine(config) as engine, engine.session(engine.spec(memory="128m")) as box:
+        record = engine.registry.load(box.id)
+        assert record is not None
+        assert record.state["cgroup_dirs"] == []
+        limits = await box.execute("grep 'Max address space' /proc/self/limits")
+        assert str(128 << 20) in limits.stdout
+        hog = await box.execute(ExecRequest(code="x = bytearray(400 << 20)", runtime="python"))
+        assert hog.exit_code != 0
+        assert "MemoryError" in hog.stderr

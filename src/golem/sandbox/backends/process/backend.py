@@ -218,6 +218,7 @@ class ProcessBackend:
         env = {"PATH": BOX_PATH, "LANG": "C.UTF-8", "GOLEM_WORKSPACE": "/workspace"}
         launcher = _launcher(cgroup, ids)
         preexec = None
+        cgroup_fds: list[int] = []
         if launcher is None:  # no cgroups (or no setpriv): rlimits through preexec_fn
             rlimits = [(resource.RLIMIT_CORE, 0)]
             if cgroup is None:  # a second line only: rlimits count per host user
@@ -225,7 +226,8 @@ class ProcessBackend:
                     rlimits.append((resource.RLIMIT_AS, spec.memory))
                 if spec.pids is not None:
                     rlimits.append((resource.RLIMIT_NPROC, spec.pids))
-            preexec = _preexec(cgroup.open_procs() if cgroup else [], rlimits, ids)
+            cgroup_fds = cgroup.open_procs() if cgroup else []
+            preexec = _preexec(cgroup_fds, rlimits, ids)
         try:
             return await asyncio.create_subprocess_exec(
                 *(launcher or []),
@@ -244,6 +246,9 @@ class ProcessBackend:
             if cgroup is not None:
                 cgroup.remove()
             raise BackendUnavailable(f"cannot start bubblewrap: {exc}") from exc
+        finally:
+            for fd in cgroup_fds:
+                os.close(fd)
 
     async def cleanup(self, record: BoxRecord) -> None:
         """Kill an orphan's processes and remove its cgroups."""
