@@ -6,6 +6,8 @@ CI (``CI`` set) such a skip is turned into a failure, so CI can never pass by sk
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 import pwd
 import shutil
@@ -13,17 +15,52 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import docker
+import docker.errors
 import pytest
 
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Box, Engine
+from golem.sandbox.images import bootstrap
 
 ENFORCED_MARKERS = ("bwrap", "docker")
+
+
+BOTH_BACKENDS = [
+    pytest.param("process", marks=pytest.mark.bwrap),
+    pytest.param("docker", marks=pytest.mark.docker),
+]
+"""Give a module ``backend = backend_fixture(BOTH_BACKENDS)`` to run its tests on both."""
+
+
+@functools.cache
+def docker_reachable() -> bool:
+    try:
+        docker.APIClient(version="auto", timeout=5).ping()
+    except docker.errors.DockerException:
+        return False
+    return True
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("bwrap") and shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed (scripts/setup installs it)")
+    if item.get_closest_marker("docker") and not docker_reachable():
+        pytest.skip("no container engine answers (scripts/ensure-dockerd starts dockerd)")
+
+
+@pytest.fixture
+def backend() -> str:
+    """The backend a test runs on; modules that test both override this fixture."""
+    return "process"
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    """golem's devbox image, bootstrapped from Debian's packages once (cached by hash)."""
+    built = asyncio.run(bootstrap("devbox", api=docker.APIClient(version="auto")))
+    assert built.tag is not None
+    return built.tag
 
 
 @pytest.hookimpl(wrapper=True)
@@ -37,9 +74,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> GolemConfig:
+def config(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> GolemConfig:
     """Default configuration with a private state directory and no config files."""
-    return load_config({"state_dir": str(tmp_path / "state")}, files=[])
+    overrides: dict[str, object] = {"state_dir": str(tmp_path / "state")}
+    if backend == "docker":
+        image = request.getfixturevalue("docker_image")
+        overrides["engine"] = {"backend": {"type": "docker", "image": image}}
+    return load_config(overrides, files=[])
 
 
 @pytest.fixture

@@ -12,9 +12,16 @@ import pytest
 
 from golem.core import InvalidRequest, RuntimeNotAvailable
 from golem.sandbox import Box, Engine, ExecRequest, ExitEvent, OutputEvent
+from tests.conftest import BOTH_BACKENDS
 from tests.sandbox.minimal_image import build_minimal_image
 
 pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(params=BOTH_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on both backends unless it pins one."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +148,7 @@ async def test_user_root_maps_to_root_inside_only(engine: Engine) -> None:
     assert result.stdout.splitlines() == ["0", "CapEff:\t0000000000000000"]
 
 
+@pytest.mark.parametrize("backend", ["process"])
 async def test_process_backend_refuses_a_writable_root(engine: Engine) -> None:
     with pytest.raises(InvalidRequest, match="read-only"):
         await engine.execute("true", engine.spec(read_only_root=False))
@@ -153,6 +161,7 @@ async def test_workspace_size_is_enforced(engine: Engine) -> None:
     assert "No space left" in result.stderr
 
 
+@pytest.mark.parametrize("backend", ["process"])
 async def test_host_workspace_directory_is_shared(engine: Engine, box_owned_dir: Path) -> None:
     (box_owned_dir / "hello.txt").write_text("from host")
     result = await engine.execute(
@@ -162,6 +171,7 @@ async def test_host_workspace_directory_is_shared(engine: Engine, box_owned_dir:
     assert (box_owned_dir / "made.txt").read_text() == "from box\n"
 
 
+@pytest.mark.parametrize("backend", ["process"])
 async def test_unreachable_workspace_is_refused_with_a_fix(engine: Engine, tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("only root runs boxes as another host user")
@@ -178,6 +188,7 @@ async def test_command_not_found_is_exit_127_with_a_message(box: Box) -> None:
     assert "command not found" in result.stderr
 
 
+@pytest.mark.parametrize("backend", ["process"])
 async def test_image_directory_is_the_root(engine: Engine, minimal_image: Path) -> None:
     async with engine.session(engine.spec(image=str(minimal_image))) as box:
         assert set(box.runtimes) == {"python", "sh"}
@@ -201,6 +212,7 @@ async def test_output_split_inside_a_utf8_character_decodes(box: Box) -> None:
     assert result.stdout == "é€"
 
 
+@pytest.mark.parametrize("backend", ["process"])
 async def test_cpu_memory_and_pids_limits_reach_the_cgroup(engine: Engine) -> None:
     async with engine.session(engine.spec(cpus=0.5, memory="96m", pids=40)) as box:
         record = engine.registry.load(box.id)

@@ -10,8 +10,16 @@ import pytest
 
 from golem.core import SandboxError
 from golem.sandbox import Box
+from tests.conftest import BOTH_BACKENDS
 
 pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(params=BOTH_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on both backends unless it pins one."""
+    return str(request.param)
+
 
 ALL_BYTES = bytes(range(256)) * 4
 

@@ -10,8 +10,15 @@ import pytest
 
 from golem.core import SessionNotFound, SetupFailed
 from golem.sandbox import Box, Engine, ExecEvent, ExecRequest, SyncEngine
+from tests.conftest import BOTH_BACKENDS
 
 pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(params=BOTH_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on both backends unless it pins one."""
+    return str(request.param)
 
 
 async def test_session_keeps_state_between_calls(box: Box) -> None:
@@ -54,12 +61,12 @@ async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> 
     assert phases == [("setup", "setting-up\n"), ("code", "running\n")]
 
 
-async def test_sessions_are_recorded_while_alive(engine: Engine) -> None:
+async def test_sessions_are_recorded_while_alive(engine: Engine, backend: str) -> None:
     async with engine.session() as box:
         [info] = engine.boxes()
         assert info.id == box.id
         assert info.owner_alive
-        assert info.backend == "process"
+        assert info.backend == backend
     assert {b.id for b in engine.boxes()} <= engine.pool.ids()  # wiped into the pool
     await engine.close()
     assert engine.boxes() == []

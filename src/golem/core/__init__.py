@@ -2,6 +2,7 @@
 
 from golem.core.config import (
     BackendConfig,
+    DockerBackendConfig,
     EngineConfig,
     GolemConfig,
     PoolConfig,
@@ -35,6 +36,7 @@ __all__ = [
     "BoxSpec",
     "ByteSize",
     "ConfigError",
+    "DockerBackendConfig",
     "EngineConfig",
     "ErrorEvent",
     "ExecEvent",

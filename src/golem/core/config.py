@@ -11,9 +11,9 @@ import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -27,6 +27,7 @@ from golem.core.spec import BoxSpec
 
 __all__ = [
     "BackendConfig",
+    "DockerBackendConfig",
     "EngineConfig",
     "GolemConfig",
     "PoolConfig",
@@ -70,8 +71,42 @@ class ProcessBackendConfig(BaseModel):
     python: str = Field("python3", description="Interpreter in the box that runs the supervisor.")
 
 
-BackendConfig = ProcessBackendConfig
-"""Union of the backend configs, discriminated by ``type``."""
+class DockerBackendConfig(BaseModel):
+    """The Docker backend: the Docker Engine API (or Podman's compatible socket)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["docker"] = "docker"
+    docker_host: str | None = Field(
+        None,
+        description="Engine socket, e.g. unix:///run/podman/podman.sock; None: DOCKER_HOST "
+        "or the default socket.",
+    )
+    oci_runtime: str | None = Field(
+        None, description="OCI runtime the engine knows, e.g. runsc for gVisor."
+    )
+    image: str = Field(
+        "golem/devbox:latest",
+        description="Image of boxes whose spec names none (`golem image bootstrap` builds it).",
+    )
+    python: str = Field("python3", description="Interpreter in the image for the supervisor.")
+
+
+def _backend_type(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return str(value.get("type", "process"))
+    return str(getattr(value, "type", "process"))
+
+
+BackendConfig = Annotated[
+    Annotated[ProcessBackendConfig, Tag("process")] | Annotated[DockerBackendConfig, Tag("docker")],
+    Discriminator(
+        _backend_type,
+        custom_error_type="backend_type",
+        custom_error_message="the backend type must be process or docker",
+    ),
+]
+"""Union of the backend configs, discriminated by ``type`` (``process`` when omitted)."""
 
 
 class PoolConfig(BaseModel):

@@ -51,6 +51,10 @@ class Backend(Protocol):
         """Start a box whose first process is the supervisor; fill ``record.state``."""
         ...
 
+    def close(self) -> None:
+        """Release what the backend holds (a connection to an engine); boxes stay."""
+        ...
+
     async def cleanup(self, record: BoxRecord) -> None:
         """Remove whatever an orphaned box of this backend left behind."""
         ...

@@ -9,7 +9,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from golem.core.config import GolemConfig, ProcessBackendConfig, load_config
+from golem.core.config import (
+    DockerBackendConfig,
+    GolemConfig,
+    ProcessBackendConfig,
+    load_config,
+)
 from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
 from golem.core.events import ExecEvent, ExitEvent, OutputEvent
 from golem.core.ids import new_id
@@ -273,7 +278,11 @@ class Engine:
         if record.backend == self.backend.name:
             await self.backend.cleanup(record)
         else:
-            await make_backend_for(record.backend, self.config).cleanup(record)
+            other = make_backend_for(record.backend, self.config)
+            try:
+                await other.cleanup(record)
+            finally:
+                other.close()
         self.registry.remove(record.id)
 
     async def _release(self, live: LiveBox) -> None:
@@ -311,13 +320,16 @@ class Engine:
         for live in self.pool.drain():
             with contextlib.suppress(GolemError):
                 await self._stop(live)
+        self.backend.close()
 
 
 def make_backend_for(name: str, config: GolemConfig) -> Backend:
     """A backend by name with this config's settings, for cleaning up its boxes."""
+    configured = config.engine.backend
+    if configured.type == name:
+        return make_backend(configured)
     if name == "process":
-        backend_config = config.engine.backend
-        if backend_config.type != "process":
-            backend_config = ProcessBackendConfig()
-        return make_backend(backend_config)
+        return make_backend(ProcessBackendConfig())
+    if name == "docker":
+        return make_backend(DockerBackendConfig())
     raise ConfigError(f"box records name an unknown backend {name!r}; delete them by hand")

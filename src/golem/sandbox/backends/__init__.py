@@ -14,4 +14,6 @@ def make_backend(config: BackendConfig) -> Backend:
         from golem.sandbox.backends.process import ProcessBackend  # noqa: PLC0415 - lazy
 
         return ProcessBackend(config)
-    raise NotImplementedError(config.type)  # pragma: no cover - the union is exhaustive
+    from golem.sandbox.backends.docker import DockerBackend  # noqa: PLC0415 - lazy
+
+    return DockerBackend(config)

@@ -117,6 +117,9 @@ class ProcessBackend:
     def __init__(self, config: ProcessBackendConfig) -> None:
         self.config = config
 
+    def close(self) -> None:
+        """Nothing to release: the process backend holds no connection."""
+
     def check(self) -> None:
         """Fail with what to install when bubblewrap or python3 is missing."""
         if shutil.which(self.config.bwrap) is None:

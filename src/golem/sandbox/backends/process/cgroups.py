@@ -97,6 +97,21 @@ class BoxCgroup:
         return None
 
     @classmethod
+    def of_process(cls, pid: int) -> BoxCgroup | None:
+        """The memory cgroup another manager (a container engine) put ``pid`` in."""
+        try:
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            _, names, path = line.split(":", 2)
+            if "memory" in names.split(","):
+                return cls("v1", [ROOT / "memory" / path.lstrip("/")])
+            if names == "" and (ROOT / "cgroup.controllers").is_file():
+                return cls("v2", [ROOT / path.lstrip("/")])
+        return None
+
+    @classmethod
     def from_dirs(cls, version: str, dirs: list[str]) -> BoxCgroup:
         """Rebuild from a box record (for prune)."""
         return cls(version, [Path(d) for d in dirs])

@@ -1,0 +1,76 @@
+"""`golem image bootstrap|ls`: golem's base images, built from Debian's packages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from golem.core.config import DockerBackendConfig, load_config
+from golem.sandbox.backends.docker import DockerBackend
+from golem.sandbox.images import FLAVOURS, HASH_LABEL, bootstrap
+
+__all__ = ["image_app"]
+
+image_app = typer.Typer(help="Build and list box images.", no_args_is_help=True)
+
+
+def _docker(docker_host: str | None) -> DockerBackend:
+    config = load_config().engine.backend
+    if not isinstance(config, DockerBackendConfig):
+        config = DockerBackendConfig()
+    if docker_host:
+        config = config.model_copy(update={"docker_host": docker_host})
+    backend = DockerBackend(config)
+    backend.check()
+    return backend
+
+
+@image_app.command("bootstrap")
+def bootstrap_command(
+    flavour: str = typer.Option("devbox", "--flavour", help=f"One of: {', '.join(FLAVOURS)}."),
+    docker: bool = typer.Option(True, "--docker/--no-docker", help="Import into the engine."),
+    rootfs: bool = typer.Option(
+        True, "--rootfs/--no-rootfs", help="Keep a root directory for the process backend."
+    ),
+    docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
+) -> None:
+    """Build a base image with mmdebstrap; skipped when its content hash exists."""
+    config = load_config()
+    api = _docker(docker_host).api if docker else None
+    images_dir = config.state_dir / "images" if rootfs else None
+    built = asyncio.run(bootstrap(flavour, api=api, images_dir=images_dir))
+    verb = "built" if built.built else "up to date"
+    typer.echo(f"{flavour} {verb} (hash {built.hash[:12]})")
+    if built.tag:
+        typer.echo(f"  docker image: {built.tag}")
+    if built.rootfs:
+        typer.echo(f"  process image directory: {built.rootfs}")
+
+
+@image_app.command("ls")
+def list_command(
+    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+    docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
+) -> None:
+    """List golem's images in the engine."""
+    api = _docker(docker_host).api
+    rows = [
+        {
+            "tag": (image.get("RepoTags") or ["<none>"])[0],
+            "hash": (image.get("Labels") or {}).get(HASH_LABEL, "")[:12],
+            "flavour": (image.get("Labels") or {}).get("golem.flavour", ""),
+            "size": int(image.get("Size", 0)),
+        }
+        for image in api.images(filters={"label": HASH_LABEL})
+    ]
+    if json_output:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("TAG", "FLAVOUR", "HASH", "SIZE", box=None)
+    for row in rows:
+        table.add_row(row["tag"], row["flavour"], row["hash"], f"{row['size'] // 2**20} MiB")
+    Console().print(table)

@@ -1,0 +1,207 @@
+"""The docker backend: each box is a container whose pid 1 is golem's supervisor.
+
+Talks to the Docker Engine API through the docker SDK, so Podman's compatible socket works
+the same (``docker_host``). Hardening by default: read-only root, sized tmpfs /workspace and
+/tmp, a non-root user, all capabilities dropped, no new privileges, the engine's default
+seccomp profile (never replaced), pids/memory/cpu limits, no engine socket in the box.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any
+
+import docker
+from docker.errors import APIError, DockerException
+from docker.errors import ImageNotFound as DockerImageNotFound
+
+from golem.core.config import DockerBackendConfig
+from golem.core.errors import BackendUnavailable, ImageNotFound, SandboxError
+from golem.core.spec import WORKSPACE, BoxSpec
+from golem.sandbox.backends.docker.attach import AttachedStreams, open_attach
+from golem.sandbox.backends.process.bwrap import BOX_PATH
+from golem.sandbox.backends.process.cgroups import BoxCgroup
+from golem.sandbox.records import BoxRecord
+from golem.sandbox.supervisor import supervisor_source
+
+__all__ = ["DockerBackend", "DockerBox"]
+
+LABEL = "golem.box"
+SHM_SIZE = 64 * 1024**2
+
+
+class DockerBox:
+    """A running container box."""
+
+    def __init__(self, api: docker.APIClient, container_id: str, streams: AttachedStreams) -> None:
+        self.api = api
+        self.container_id = container_id
+        self.streams = streams
+        self.reader = streams.reader
+        self.writer = streams.writer
+        self._cgroup: BoxCgroup | None = None
+        self._stopped = False
+
+    def attach_cgroup(self, host_pid: int) -> None:
+        """Find the container's memory cgroup (for OOM counts), when it is on this host."""
+        self._cgroup = BoxCgroup.of_process(host_pid) if host_pid else None
+
+    def describe_loss(self) -> str:
+        """The container's state and the tail of its log, for a box that failed to start."""
+        try:
+            state = self.api.inspect_container(self.container_id)["State"]
+            logs = self.api.logs(self.container_id, stdout=False, stderr=True, tail=20)
+        except DockerException as exc:
+            return f"the container is gone ({exc})"
+        text = logs.decode(errors="replace").strip()
+        reason = f"the container exited with status {state.get('ExitCode')}"
+        return f"{reason}: {text}" if text else reason
+
+    def oom_kills(self) -> int:
+        """OOM kills counted by the container's memory cgroup (0 when not on this host)."""
+        return self._cgroup.oom_kills() if self._cgroup else 0
+
+    def peak_memory(self) -> int:
+        """Peak memory of the container's cgroup."""
+        return self._cgroup.peak_memory() if self._cgroup else 0
+
+    async def stop(self) -> None:
+        """Remove the container (with everything in it)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        await self.streams.close()
+        with contextlib.suppress(DockerException):
+            await asyncio.to_thread(self.api.remove_container, self.container_id, force=True)
+
+
+class DockerBackend:
+    """Starts boxes as containers."""
+
+    name = "docker"
+
+    def __init__(self, config: DockerBackendConfig) -> None:
+        self.config = config
+        self._api: docker.APIClient | None = None
+
+    @property
+    def api(self) -> docker.APIClient:
+        """The low-level client, connected on first use."""
+        if self._api is None:
+            try:
+                self._api = docker.APIClient(base_url=self._base_url(), version="auto")
+            except DockerException as exc:
+                raise BackendUnavailable(
+                    f"cannot reach a container engine at {self._base_url()}: {exc}; start "
+                    "dockerd (or podman's socket) or set engine.backend.docker_host"
+                ) from exc
+        return self._api
+
+    def _base_url(self) -> str:
+        return (
+            self.config.docker_host
+            or os.environ.get("DOCKER_HOST")
+            or "unix:///var/run/docker.sock"
+        )
+
+    def close(self) -> None:
+        """Close the connection to the engine."""
+        if self._api is not None:
+            self._api.close()
+            self._api = None
+
+    def check(self) -> None:
+        """Fail with what to do when no engine answers."""
+        try:
+            self.api.ping()
+        except DockerException as exc:
+            raise BackendUnavailable(
+                f"the container engine at {self._base_url()} does not answer ({exc}); start "
+                "dockerd or set engine.backend.docker_host"
+            ) from exc
+
+    def _host_config(self, spec: BoxSpec) -> dict[str, Any]:
+        uid, gid = spec.uid_gid
+        tmpfs = {"/tmp": f"size={spec.tmp_size},mode=1777"}
+        binds = {}
+        if spec.workspace is not None:
+            binds[str(spec.workspace)] = {"bind": WORKSPACE, "mode": "rw"}
+        else:
+            tmpfs[WORKSPACE] = f"size={spec.workspace_size},mode=755,uid={uid},gid={gid}"
+        limits: dict[str, Any] = {}
+        if spec.memory is not None:
+            limits.update(mem_limit=spec.memory, memswap_limit=spec.memory)
+        if spec.cpus is not None:
+            limits["nano_cpus"] = int(spec.cpus * 1e9)
+        config: dict[str, Any] = self.api.create_host_config(
+            read_only=spec.read_only_root,
+            tmpfs=tmpfs,
+            binds=binds or None,
+            shm_size=SHM_SIZE,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=spec.pids,
+            network_mode="none" if spec.network == "none" else "host",
+            runtime=self.config.oci_runtime,
+            init=False,  # the supervisor is pid 1 and reaps orphans
+            **limits,
+        )
+        return config
+
+    def _create(self, spec: BoxSpec, record: BoxRecord) -> str:
+        uid, gid = spec.uid_gid
+        image = spec.image or self.config.image
+        labels = {
+            LABEL: record.id,
+            "golem.owner_pid": str(record.owner_pid),
+            "golem.created": str(int(record.created)),
+        }
+        try:
+            container = self.api.create_container(
+                image,
+                command=[self.config.python, "-I", "-S", "-u", "-c", supervisor_source()],
+                user=f"{uid}:{gid}",
+                stdin_open=True,
+                tty=False,
+                environment={"PATH": BOX_PATH, "LANG": "C.UTF-8", "GOLEM_WORKSPACE": WORKSPACE},
+                working_dir=WORKSPACE,
+                hostname="golem",
+                labels=labels,
+                host_config=self._host_config(spec),
+            )
+        except DockerImageNotFound:
+            raise ImageNotFound(
+                f"image {image!r} is not in the engine; build it (`golem image bootstrap` for "
+                "golem's own) or name another with --image"
+            ) from None
+        except APIError as exc:
+            raise SandboxError(f"the engine refused the box: {exc.explanation or exc}") from exc
+        return str(container["Id"])
+
+    async def start(self, spec: BoxSpec, record: BoxRecord) -> DockerBox:
+        """Create the container, attach to its stdio, then start it."""
+        container_id = await asyncio.to_thread(self._create, spec, record)
+        record.state = {"container": container_id, "docker_host": self._base_url()}
+        try:
+            socket = await asyncio.to_thread(
+                self.api.attach_socket,
+                container_id,
+                params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1},
+            )
+            box = DockerBox(self.api, container_id, await open_attach(socket))
+            await asyncio.to_thread(self.api.start, container_id)
+            info = await asyncio.to_thread(self.api.inspect_container, container_id)
+        except BaseException:
+            with contextlib.suppress(DockerException):
+                await asyncio.to_thread(self.api.remove_container, container_id, force=True)
+            raise
+        box.attach_cgroup(int(info["State"].get("Pid") or 0))
+        return box
+
+    async def cleanup(self, record: BoxRecord) -> None:
+        """Remove an orphan's container."""
+        container_id = record.state.get("container") or record.id
+        with contextlib.suppress(DockerException):
+            await asyncio.to_thread(self.api.remove_container, container_id, force=True)

@@ -1,0 +1,137 @@
+"""Base images built from Debian's packages, for machines that cannot pull from a registry.
+
+``bootstrap`` runs mmdebstrap for a flavour (``minimal``: python3 for the supervisor;
+``devbox``: python3, git, build tools, node) and imports the result into the container
+engine, labelled with a content hash of everything that went into it. A build whose hash
+is already there is skipped. The same root file system, unpacked, serves the process
+backend as an image directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from golem.core.errors import BackendUnavailable, SandboxError
+from golem.sandbox.supervisor import PROTOCOL_VERSION
+
+__all__ = ["FLAVOURS", "BuiltImage", "Flavour", "bootstrap", "image_hash"]
+
+Flavour = Literal["minimal", "devbox"]
+FLAVOURS: dict[str, list[str]] = {
+    "minimal": ["python3"],
+    "devbox": [
+        "python3", "python3-venv", "python3-pip", "git", "build-essential", "nodejs", "npm",
+        "curl", "ca-certificates", "make", "procps",
+    ],
+}  # fmt: skip
+SUITE = "bookworm"
+RECIPE = 1  # bump when the way images are made changes
+HASH_LABEL = "golem.hash"
+# Mount points every golem box needs, created in the image itself.
+CUSTOMIZE = 'mkdir -p "$1/workspace" "$1/proc" "$1/dev" "$1/tmp" && chmod 1777 "$1/tmp"'
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    """Where a bootstrapped image is: its engine tag and/or its root directory."""
+
+    flavour: str
+    hash: str
+    tag: str | None
+    rootfs: Path | None
+    built: bool  # False when an image with this hash existed already
+
+
+def image_hash(flavour: str) -> str:
+    """Content hash of a flavour: packages, suite, recipe, supervisor protocol."""
+    recipe = {
+        "flavour": flavour,
+        "packages": sorted(FLAVOURS[flavour]),
+        "suite": SUITE,
+        "recipe": RECIPE,
+        "supervisor": PROTOCOL_VERSION,
+        "customize": CUSTOMIZE,
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+
+
+def _mmdebstrap(flavour: str, target: Path) -> None:
+    tool = shutil.which("mmdebstrap")
+    if tool is None:
+        raise BackendUnavailable(
+            "mmdebstrap is not installed; run scripts/setup or `apt-get install mmdebstrap`"
+        )
+    argv = [
+        tool, "--quiet", "--variant=apt", f"--include={','.join(FLAVOURS[flavour])}",
+        f"--customize-hook={CUSTOMIZE}", SUITE, str(target),
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-5:]
+        raise SandboxError(f"mmdebstrap failed for {flavour}: {' | '.join(tail)}")
+
+
+def _find_tag(api: object, digest: str) -> str | None:
+    images = api.images(filters={"label": f"{HASH_LABEL}={digest}"})  # type: ignore[attr-defined]
+    for image in images:
+        for tag in image.get("RepoTags") or []:
+            return str(tag)
+    return None
+
+
+def _import(api: object, tarball: Path, flavour: str, digest: str) -> str:
+    repository = f"golem/{flavour}"
+    changes = [f"LABEL {HASH_LABEL}={digest}", f"LABEL golem.flavour={flavour}"]
+    api.import_image(  # type: ignore[attr-defined]
+        src=str(tarball), repository=repository, tag=digest[:12], changes=changes
+    )
+    api.tag(f"{repository}:{digest[:12]}", repository, "latest")  # type: ignore[attr-defined]
+    return f"{repository}:{digest[:12]}"
+
+
+def _unpack(tarball: Path, rootfs: Path) -> None:
+    partial = rootfs.with_name(rootfs.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    subprocess.run(["tar", "--numeric-owner", "-xpf", str(tarball), "-C", str(partial)], check=True)
+    partial.chmod(0o755)
+    partial.rename(rootfs)
+
+
+def _build(flavour: str, api: object | None, images_dir: Path | None) -> BuiltImage:
+    if flavour not in FLAVOURS:
+        raise SandboxError(f"unknown flavour {flavour!r}; choose one of {', '.join(FLAVOURS)}")
+    digest = image_hash(flavour)
+    tag = _find_tag(api, digest) if api is not None else None
+    rootfs = images_dir / f"{flavour}-{digest[:12]}" if images_dir is not None else None
+    need_tag = api is not None and tag is None
+    need_rootfs = rootfs is not None and not rootfs.is_dir()
+    if not (need_tag or need_rootfs):
+        return BuiltImage(flavour, digest, tag, rootfs, built=False)
+    with tempfile.TemporaryDirectory(prefix="golem-image-") as scratch:
+        tarball = Path(scratch) / "rootfs.tar"
+        _mmdebstrap(flavour, tarball)
+        if need_tag:
+            tag = _import(api, tarball, flavour, digest)
+        if need_rootfs:
+            assert rootfs is not None
+            _unpack(tarball, rootfs)
+    return BuiltImage(flavour, digest, tag, rootfs, built=True)
+
+
+async def bootstrap(
+    flavour: str, *, api: object | None = None, images_dir: Path | None = None
+) -> BuiltImage:
+    """Build ``flavour`` into the engine behind ``api`` and/or as a directory under
+    ``images_dir``; skipped where an image of the same content hash exists."""
+    if images_dir is not None:
+        images_dir.mkdir(parents=True, exist_ok=True, mode=0o755)
+    return await asyncio.to_thread(_build, flavour, api, images_dir)
