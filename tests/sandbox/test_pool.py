@@ -5,27 +5,49 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
-from golem.core import SandboxError, load_config
+from golem.core import GolemConfig, PoolConfig, SandboxError
 from golem.sandbox import Engine, ExecRequest
 from golem.sandbox.pool import shape_of
+from tests.conftest import BOTH_BACKENDS
 
 pytestmark = pytest.mark.bwrap
 
 
-def _engine(tmp_path: Path, **pool: Any) -> Engine:
-    config = load_config({"state_dir": str(tmp_path / "state"), "engine": {"pool": pool}}, files=[])
-    return Engine(config)
+def kill_box_from_outside(state: dict[str, Any]) -> None:
+    """Kill a box behind golem's back: its bubblewrap, or its container."""
+    if "container" in state:
+        with docker.APIClient(version="auto") as api:
+            api.kill(state["container"])
+    else:
+        os.killpg(state["pid"], signal.SIGKILL)
+
+
+@pytest.fixture(params=BOTH_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture
-async def pooled(tmp_path: Path) -> AsyncIterator[Engine]:
-    async with _engine(tmp_path, clean=2) as engine:
+def pool_engine(config: GolemConfig) -> Callable[..., Engine]:
+    """An engine on the test's backend with the given pool settings."""
+
+    def make(**pool: Any) -> Engine:
+        engine = config.engine.model_copy(update={"pool": PoolConfig(**pool)})
+        return Engine(config.model_copy(update={"engine": engine}))
+
+    return make
+
+
+@pytest.fixture
+async def pooled(pool_engine: Callable[..., Engine]) -> AsyncIterator[Engine]:
+    async with pool_engine(clean=2) as engine:
         yield engine
 
 
@@ -51,8 +73,10 @@ CHECK_TRACES = (
 
 
 @pytest.mark.parametrize("strategy", ["fast", "secure"])
-async def test_nothing_of_one_session_reaches_the_next(tmp_path: Path, strategy: str) -> None:
-    async with _engine(tmp_path, clean=1, dirty=1, strategy=strategy) as engine:
+async def test_nothing_of_one_session_reaches_the_next(
+    pool_engine: Callable[..., Engine], strategy: str
+) -> None:
+    async with pool_engine(clean=1, dirty=1, strategy=strategy) as engine:
         spec = engine.spec(env={"ONE_USE": "x"}, secrets={"TOKEN": "s3cret-one-use"})
         async with engine.session(spec) as first:
             await first.start("sleep 1000")
@@ -74,6 +98,7 @@ async def test_boxes_of_different_shapes_are_not_shared(pooled: Engine) -> None:
         assert other.id != small.id
 
 
+@pytest.mark.parametrize("backend", ["process"])
 async def test_boxes_with_a_host_workspace_are_never_pooled(
     pooled: Engine, box_owned_dir: Path
 ) -> None:
@@ -98,15 +123,17 @@ async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
     async with pooled.session() as box:
         record = pooled.registry.load(box.id)
         assert record is not None
-        os.killpg(record.state["pid"], signal.SIGKILL)
+        kill_box_from_outside(record.state)
     assert pooled.boxes() == []
     async with pooled.session() as fresh:
         assert fresh.id != box.id
         assert (await fresh.execute("echo ok")).stdout == "ok\n"
 
 
-async def test_twenty_concurrent_sessions_from_a_pool_of_five(tmp_path: Path) -> None:
-    async with _engine(tmp_path, clean=5) as engine:
+async def test_twenty_concurrent_sessions_from_a_pool_of_five(
+    pool_engine: Callable[..., Engine],
+) -> None:
+    async with pool_engine(clean=5) as engine:
         await engine.start(prewarm=True)
 
         async def one(index: int) -> str:
@@ -116,7 +143,7 @@ async def test_twenty_concurrent_sessions_from_a_pool_of_five(tmp_path: Path) ->
         outputs = await asyncio.gather(*(one(i) for i in range(20)))
         assert outputs == [f"{i}\n" for i in range(20)]
         assert len(engine.boxes()) <= 5
-        dirs = [d for r in engine.registry.all() for d in r.state["cgroup_dirs"]]
+        dirs = [d for r in engine.registry.all() for d in r.state.get("cgroup_dirs", [])]
     assert engine.boxes() == []
     assert not any(Path(d).exists() for d in dirs)
 
