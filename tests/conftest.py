@@ -23,20 +23,30 @@ from golem.core import GolemConfig, load_config
 from golem.sandbox import Box, Engine
 from golem.sandbox.images import bootstrap
 
-ENFORCED_MARKERS = ("bwrap", "docker")
+ENFORCED_MARKERS = ("bwrap", "docker", "podman")
+PODMAN_SOCKET = "unix:///run/podman/podman.sock"
+ENGINES = {"docker": None, "podman": PODMAN_SOCKET}  # backend name -> engine socket
 
 
 BOTH_BACKENDS = [
     pytest.param("process", marks=pytest.mark.bwrap),
     pytest.param("docker", marks=pytest.mark.docker),
+    pytest.param("podman", marks=pytest.mark.podman),
 ]
-"""Give a module ``backend = backend_fixture(BOTH_BACKENDS)`` to run its tests on both."""
+"""Backends a module's ``backend`` fixture can be parametrized over: bubblewrap, the
+docker backend on dockerd, and the same backend on Podman's Docker-compatible socket."""
+
+
+def engine_api(backend: str) -> docker.APIClient:
+    """A client for the engine behind a container backend (docker or podman)."""
+    return docker.APIClient(base_url=ENGINES[backend], version="auto", timeout=30)
 
 
 @functools.cache
-def docker_reachable() -> bool:
+def engine_reachable(backend: str) -> bool:
     try:
-        docker.APIClient(version="auto", timeout=5).ping()
+        with engine_api(backend) as api:
+            api.ping()
     except docker.errors.DockerException:
         return False
     return True
@@ -45,8 +55,10 @@ def docker_reachable() -> bool:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("bwrap") and shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed (scripts/setup installs it)")
-    if item.get_closest_marker("docker") and not docker_reachable():
+    if item.get_closest_marker("docker") and not engine_reachable("docker"):
         pytest.skip("no container engine answers (scripts/ensure-dockerd starts dockerd)")
+    if item.get_closest_marker("podman") and not engine_reachable("podman"):
+        pytest.skip("podman's socket does not answer (scripts/ensure-podman starts it)")
 
 
 @pytest.fixture
@@ -55,12 +67,20 @@ def backend() -> str:
     return "process"
 
 
-@pytest.fixture(scope="session")
-def docker_image() -> str:
-    """golem's devbox image, bootstrapped from Debian's packages once (cached by hash)."""
-    built = asyncio.run(bootstrap("devbox", api=docker.APIClient(version="auto")))
+@functools.cache
+def devbox_image(backend: str) -> str:
+    """golem's devbox image in an engine, bootstrapped from Debian's packages once (and
+    skipped by content hash when the engine has it already)."""
+    with engine_api(backend) as api:
+        built = asyncio.run(bootstrap("devbox", api=api))
     assert built.tag is not None
     return built.tag
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    """The devbox image in dockerd."""
+    return devbox_image("docker")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -77,9 +97,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 def config(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> GolemConfig:
     """Default configuration with a private state directory and no config files."""
     overrides: dict[str, object] = {"state_dir": str(tmp_path / "state")}
-    if backend == "docker":
-        image = request.getfixturevalue("docker_image")
-        overrides["engine"] = {"backend": {"type": "docker", "image": image}}
+    if backend in ENGINES:
+        image = devbox_image(backend)
+        engine = {"type": "docker", "image": image, "docker_host": ENGINES[backend]}
+        overrides["engine"] = {"backend": engine}
     return load_config(overrides, files=[])
 
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 from asyncio.subprocess import PIPE
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
@@ -13,20 +14,18 @@ import pytest
 
 from golem.core import GolemConfig, ImageNotFound
 from golem.sandbox import Engine, ExecRequest
+from tests.conftest import BOTH_BACKENDS, engine_api
 
-pytestmark = pytest.mark.docker
+
+@pytest.fixture(params=[p for p in BOTH_BACKENDS if p.values[0] != "process"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture
-def backend() -> str:
-    return "docker"
-
-
-@pytest.fixture
-def api() -> docker.APIClient:
-    client = docker.APIClient(version="auto")
-    yield client
-    client.close()
+def api(backend: str) -> Iterator[docker.APIClient]:
+    with engine_api(backend) as client:
+        yield client
 
 
 async def test_box_is_hardened_as_seen_from_inside(engine: Engine) -> None:
@@ -102,13 +101,14 @@ asyncio.run(main())
 
 
 async def test_a_killed_owner_leaves_no_container_after_prune(
-    config: GolemConfig, api: docker.APIClient, docker_image: str, tmp_path: Path
+    config: GolemConfig, api: docker.APIClient, backend: str, tmp_path: Path
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
     env |= {
         "GOLEM_STATE_DIR": str(config.state_dir),
         "GOLEM_ENGINE__BACKEND__TYPE": "docker",
-        "GOLEM_ENGINE__BACKEND__IMAGE": docker_image,
+        "GOLEM_ENGINE__BACKEND__IMAGE": config.engine.backend.image,  # type: ignore[union-attr]
+        "GOLEM_ENGINE__BACKEND__DOCKER_HOST": config.engine.backend.docker_host or "",  # type: ignore[union-attr]
         "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
     }
     owner = await asyncio.create_subprocess_exec(

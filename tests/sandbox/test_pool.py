@@ -23,7 +23,7 @@ pytestmark = pytest.mark.bwrap
 def kill_box_from_outside(state: dict[str, Any]) -> None:
     """Kill a box behind golem's back: its bubblewrap, or its container."""
     if "container" in state:
-        with docker.APIClient(version="auto") as api:
+        with docker.APIClient(base_url=state["docker_host"], version="auto") as api:
             api.kill(state["container"])
     else:
         os.killpg(state["pid"], signal.SIGKILL)

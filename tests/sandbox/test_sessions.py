@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from golem.core import SessionNotFound, SetupFailed
+from golem.core import GolemConfig, SessionNotFound, SetupFailed
 from golem.sandbox import Box, Engine, ExecEvent, ExecRequest, SyncEngine
 from tests.conftest import BOTH_BACKENDS
 
@@ -61,12 +61,12 @@ async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> 
     assert phases == [("setup", "setting-up\n"), ("code", "running\n")]
 
 
-async def test_sessions_are_recorded_while_alive(engine: Engine, backend: str) -> None:
+async def test_sessions_are_recorded_while_alive(engine: Engine, config: GolemConfig) -> None:
     async with engine.session() as box:
         [info] = engine.boxes()
         assert info.id == box.id
         assert info.owner_alive
-        assert info.backend == backend
+        assert info.backend == config.engine.backend.type
     assert {b.id for b in engine.boxes()} <= engine.pool.ids()  # wiped into the pool
     await engine.close()
     assert engine.boxes() == []

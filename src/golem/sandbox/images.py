@@ -80,21 +80,29 @@ def _mmdebstrap(flavour: str, target: Path) -> None:
 
 
 def _find_tag(api: object, digest: str) -> str | None:
+    """The image's tag carrying its short hash, as the engine spells it."""
     images = api.images(filters={"label": f"{HASH_LABEL}={digest}"})  # type: ignore[attr-defined]
-    for image in images:
-        for tag in image.get("RepoTags") or []:
-            return str(tag)
-    return None
+    tags = [str(t) for image in images for t in image.get("RepoTags") or []]
+    exact = [t for t in tags if t.endswith(":" + digest[:12])]
+    candidates = exact or tags
+    return candidates[0] if candidates else None
 
 
 def _import(api: object, tarball: Path, flavour: str, digest: str) -> str:
+    """Import the root file system and tag it (by image id: Podman qualifies short names)."""
     repository = f"golem/{flavour}"
     changes = [f"LABEL {HASH_LABEL}={digest}", f"LABEL golem.flavour={flavour}"]
-    api.import_image(  # type: ignore[attr-defined]
-        src=str(tarball), repository=repository, tag=digest[:12], changes=changes
-    )
-    api.tag(f"{repository}:{digest[:12]}", repository, "latest")  # type: ignore[attr-defined]
-    return f"{repository}:{digest[:12]}"
+    api.import_image(src=str(tarball), changes=changes)  # type: ignore[attr-defined]
+    images = api.images(filters={"label": f"{HASH_LABEL}={digest}"})  # type: ignore[attr-defined]
+    if not images:
+        raise SandboxError(f"the engine did not keep the imported {flavour} image")
+    image_id = images[0]["Id"]
+    for name in (digest[:12], "latest"):
+        api.tag(image_id, repository, name)  # type: ignore[attr-defined]
+    found = _find_tag(api, digest)
+    if found is None:
+        raise SandboxError(f"the engine lost the tags of the imported {flavour} image")
+    return found
 
 
 def _unpack(tarball: Path, rootfs: Path) -> None:

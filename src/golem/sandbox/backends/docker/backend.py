@@ -85,6 +85,7 @@ class DockerBackend:
     def __init__(self, config: DockerBackendConfig) -> None:
         self.config = config
         self._api: docker.APIClient | None = None
+        self._podman: bool | None = None
 
     @property
     def api(self) -> docker.APIClient:
@@ -106,6 +107,12 @@ class DockerBackend:
             or "unix:///var/run/docker.sock"
         )
 
+    def _is_podman(self) -> bool:
+        if self._podman is None:
+            components = self.api.version().get("Components") or []
+            self._podman = any("podman" in str(c.get("Name", "")).lower() for c in components)
+        return self._podman
+
     def close(self) -> None:
         """Close the connection to the engine."""
         if self._api is not None:
@@ -124,12 +131,16 @@ class DockerBackend:
 
     def _host_config(self, spec: BoxSpec) -> dict[str, Any]:
         uid, gid = spec.uid_gid
-        tmpfs = {"/tmp": f"size={spec.tmp_size},mode=1777"}
+        # Podman ignores tmpfs mode= and refuses uid=; its U option hands the mount to the
+        # container's user instead.
+        podman = self._is_podman()
+        tmpfs = {"/tmp": f"size={spec.tmp_size}," + ("U" if podman else "mode=1777")}
         binds = {}
         if spec.workspace is not None:
             binds[str(spec.workspace)] = {"bind": WORKSPACE, "mode": "rw"}
         else:
-            tmpfs[WORKSPACE] = f"size={spec.workspace_size},mode=755,uid={uid},gid={gid}"
+            owner = "U" if podman else f"mode=755,uid={uid},gid={gid}"
+            tmpfs[WORKSPACE] = f"size={spec.workspace_size},{owner}"
         limits: dict[str, Any] = {}
         if spec.memory is not None:
             limits.update(mem_limit=spec.memory, memswap_limit=spec.memory)
@@ -182,6 +193,15 @@ class DockerBackend:
 
     async def start(self, spec: BoxSpec, record: BoxRecord) -> DockerBox:
         """Create the container, attach to its stdio, then start it."""
+        try:
+            return await self._start(spec, record)
+        except DockerException as exc:
+            explanation = getattr(exc, "explanation", None) or exc
+            raise SandboxError(
+                f"the container engine could not start the box: {explanation}"
+            ) from exc
+
+    async def _start(self, spec: BoxSpec, record: BoxRecord) -> DockerBox:
         container_id = await asyncio.to_thread(self._create, spec, record)
         record.state = {"container": container_id, "docker_host": self._base_url()}
         try:
