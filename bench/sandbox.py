@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import golem
+from docker_cases import docker_cases, docker_targets  # bench/ is on sys.path
 from golem.core import load_config
 from golem.sandbox import Engine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
@@ -131,11 +132,16 @@ async def all_cases(state_dir: str, runs: int, warmup: int) -> dict[str, Stats]:
         return await measure(cases, runs, warmup)
 
 
-def run_all(runs: int, warmup: int) -> dict[str, Any]:
+def run_all(runs: int, warmup: int, docker_image: str | None) -> dict[str, Any]:
     """Every case, and the differences and ratios against the targets."""
     load_before = os.getloadavg()[0]
+    docker_report = None
     with tempfile.TemporaryDirectory(prefix="golem-bench-") as state_dir:
         cases = asyncio.run(all_cases(state_dir, runs, warmup))
+        if docker_image is not None:
+            measured = asyncio.run(docker_cases(state_dir, docker_image, measure, runs, warmup))
+            docker_report = {"image": docker_image, "cases": measured}
+            docker_report["targets"] = docker_targets(measured)
     overhead = cases[IN_BOX]["p50"] - cases[SUBPROCESS]["p50"]
     ratio = cases[NEW_BOX]["p50"] / cases[BWRAP_FLOOR]["p50"]
     python_overhead = cases[PYTHON_IN_BOX]["p50"] - cases[PYTHON_FLOOR]["p50"]
@@ -165,6 +171,7 @@ def run_all(runs: int, warmup: int) -> dict[str, Any]:
         },
         "persistent_python_minus_bare_python_p50_ms": python_overhead,
         "cold_box_over_bwrap_p50": cold_ratio,
+        "docker": docker_report,
     }
 
 
@@ -177,11 +184,7 @@ def print_table(report: dict[str, Any]) -> None:
         f"{report['runs']} interleaved rounds ({report['warmup']} warm-up), {machine['cpus']} "
         f"CPUs, Python {machine['python']}, uid {machine['uid']}, load average {load}"
     )
-    width = max(len(name) for name in report["cases"])
-    print(f"{'case':<{width}}  {'p50 ms':>8}  {'p99 ms':>8}  {'mean ms':>8}  {'min ms':>8}")
-    for name, s in report["cases"].items():
-        figures = "  ".join(f"{s[key]:8.2f}" for key in ("p50", "p99", "mean", "min"))
-        print(f"{name:<{width}}  {figures}")
+    print_cases(report["cases"])
     over = report["targets"]["persistent_true_minus_subprocess_p50_ms"]
     new = report["targets"]["new_box_over_bwrap_p50"]
     print()
@@ -198,6 +201,22 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"python3 in box p50 - bare p50:      {python_overhead:+6.2f} ms")
     if machine["uid"] == 0:
         print("note: the bwrap floor runs as root; golem runs bubblewrap as its run_as user")
+    if report["docker"] is not None:
+        print(f"\ndocker backend, image {report['docker']['image']}")
+        print_cases(report["docker"]["cases"])
+        print()
+        for name, target in report["docker"]["targets"].items():
+            verdict = "met" if target["met"] else "NOT met"
+            print(f"{name}: {target['value']:.3f} (target <= {target['target']:.2f}: {verdict})")
+
+
+def print_cases(cases: dict[str, Stats]) -> None:
+    """One row per case."""
+    width = max(len(name) for name in cases)
+    print(f"{'case':<{width}}  {'p50 ms':>8}  {'p99 ms':>8}  {'mean ms':>8}  {'min ms':>8}")
+    for name, s in cases.items():
+        figures = "  ".join(f"{s[key]:8.2f}" for key in ("p50", "p99", "mean", "min"))
+        print(f"{name:<{width}}  {figures}")
 
 
 def main() -> None:
@@ -205,12 +224,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=MIN_RUNS, help="timed rounds (>= 200)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed rounds first")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--docker-image", default="golem/devbox:latest", help="image for the docker cases"
+    )
+    parser.add_argument("--no-docker", action="store_true", help="skip the docker cases")
     args = parser.parse_args()
     if args.runs < MIN_RUNS:
         parser.error(f"--runs must be at least {MIN_RUNS}, for a meaningful p99")
     if shutil.which("bwrap") is None:
         parser.error("bubblewrap (bwrap) is not installed")
-    report = run_all(args.runs, args.warmup)
+    report = run_all(args.runs, args.warmup, None if args.no_docker else args.docker_image)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
