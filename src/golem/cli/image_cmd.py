@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import docker
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from golem.core.config import DockerBackendConfig, load_config
+from golem.core.config import DockerBackendConfig, ImageRecipe, load_config
 from golem.sandbox.backends.docker import DockerBackend
+from golem.sandbox.image_build import build_image
 from golem.sandbox.images import FLAVOURS, HASH_LABEL, bootstrap
 
 __all__ = ["image_app"]
@@ -49,6 +51,29 @@ def bootstrap_command(
         typer.echo(f"  docker image: {built.tag}")
     if built.rootfs:
         typer.echo(f"  process image directory: {built.rootfs}")
+
+
+@image_app.command("build")
+def build_command(
+    tag: str = typer.Option(..., "--tag", help="Name of the image, e.g. my-org/devbox:1."),
+    base: str = typer.Option("golem/devbox:latest", "--base", help="Image to start from."),
+    install: list[str] | None = typer.Option(
+        None, "--install", help="Debian package, or pip:NAME / npm:NAME (repeatable)."
+    ),
+    setup: str | None = typer.Option(None, "--setup", help="Shell script run as root."),
+    docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
+) -> None:
+    """Build a devbox image; skipped when one with the same content hash exists."""
+    recipe = ImageRecipe(tag=tag, base=base, install=install or [], setup=setup)
+    backend = _docker(docker_host)
+    client = docker.DockerClient(base_url=backend.base_url, version="auto")
+    try:
+        result = asyncio.run(build_image(client, recipe))
+    finally:
+        client.close()
+        backend.close()
+    verb = "built" if result.built else "up to date"
+    typer.echo(f"{result.tag} {verb} (hash {result.hash[:12]})")
 
 
 @image_app.command("ls")

@@ -30,6 +30,7 @@ __all__ = [
     "DockerBackendConfig",
     "EngineConfig",
     "GolemConfig",
+    "ImageRecipe",
     "PoolConfig",
     "ProcessBackendConfig",
     "config_files",
@@ -109,6 +110,19 @@ BackendConfig = Annotated[
 """Union of the backend configs, discriminated by ``type`` (``process`` when omitted)."""
 
 
+class ImageRecipe(BaseModel):
+    """A devbox image: a base, packages and a setup script (``[[images]]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tag: str = Field(description="Name of the image to build, e.g. my-org/python-devbox:1.")
+    base: str = Field("golem/devbox:latest", description="Image to start from.")
+    install: list[str] = Field(
+        default_factory=list, description="Debian packages, or pip:NAME / npm:NAME."
+    )
+    setup: str | None = Field(None, description="Shell script run as root after installing.")
+
+
 class PoolConfig(BaseModel):
     """Warm boxes: started ahead of need, and wiped after use to serve the next session.
 
@@ -147,6 +161,9 @@ class GolemConfig(BaseSettings):
 
     state_dir: Path = Field(default_factory=default_state_dir)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    images: list[ImageRecipe] = Field(
+        default_factory=list, description="Images `golem setup` builds ([[images]])."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -100,6 +100,11 @@ class DockerBackend:
                 ) from exc
         return self._api
 
+    @property
+    def base_url(self) -> str:
+        """The engine socket this backend talks to."""
+        return self._base_url()
+
     def _base_url(self) -> str:
         return (
             self.config.docker_host
