@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,22 +56,28 @@ async def test_bootstrap_is_skipped_when_its_hash_exists(docker_image: str) -> N
 async def test_a_recipe_builds_once_and_its_image_runs(
     client: docker.DockerClient, docker_image: str, engine: Engine
 ) -> None:
+    nonce = uuid.uuid4().hex  # a recipe no earlier run has built
     recipe = ImageRecipe(
-        tag="golem-test/recipe:1", base=docker_image, install=["cowsay"],
-        setup="echo made-by-recipe > /etc/golem-recipe",
+        tag=f"golem-test/recipe:{nonce[:8]}", base=docker_image, install=["cowsay"],
+        setup=f"echo made-by-recipe > /etc/golem-recipe # {nonce}",
     )  # fmt: skip
-    first = await build_image(client, recipe)
-    second = await build_image(client, recipe)
-    changed = await build_image(
-        client, recipe.model_copy(update={"setup": "true", "tag": "golem-test/recipe:2"})
-    )
-    assert (second.built, second.hash) == (False, first.hash)
-    assert changed.hash != first.hash
-    assert changed.built
-    result = await engine.execute(
-        "cat /etc/golem-recipe; /usr/games/cowsay hi | head -2", engine.spec(image=recipe.tag)
-    )
-    assert result.stdout.splitlines()[:2] == ["made-by-recipe", " ____"]
+    changed_recipe = recipe.model_copy(update={"setup": f"true # {nonce}", "tag": "t:" + nonce[:8]})
+    try:
+        first = await build_image(client, recipe)
+        second = await build_image(client, recipe)
+        changed = await build_image(client, changed_recipe)
+        assert first.built
+        assert (second.built, second.hash) == (False, first.hash)
+        assert changed.built
+        assert changed.hash != first.hash
+        result = await engine.execute(
+            "cat /etc/golem-recipe; /usr/games/cowsay hi | head -2", engine.spec(image=recipe.tag)
+        )
+        assert result.stdout.splitlines()[:2] == ["made-by-recipe", " ____"]
+    finally:
+        for tag in (recipe.tag, changed_recipe.tag):
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                client.images.remove(tag, force=True)
 
 
 async def test_a_failing_recipe_says_why(client: docker.DockerClient, docker_image: str) -> None:
