@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,22 @@ async def test_handles_of_an_ended_session_cannot_reach_the_reused_box(pooled: E
             with pytest.raises(SandboxError, match="has ended"):
                 await stale.get_file("mine.txt")
         assert await second.get_file("mine.txt") == b"second's"
+
+
+async def test_idle_pooled_boxes_are_reaped(pooled: Engine) -> None:
+    async with pooled.session() as box:
+        pass
+    assert await pooled.reap() == []  # just released: not idle for long
+    later = time.time() + pooled.pool.config.max_idle + 1  # type: ignore[operator]
+    assert await pooled.reap(now=later) == [box.id]
+    assert pooled.boxes() == []
+
+
+async def test_boxes_past_their_age_are_stopped_and_their_sessions_end(pooled: Engine) -> None:
+    box = await pooled.create_session()
+    later = time.time() + pooled.pool.config.max_age + 1  # type: ignore[operator]
+    assert await pooled.reap(now=later) == [box.id]
+    assert box.closed
+    with pytest.raises(SandboxError, match="has ended"):
+        await box.execute("true")
+    assert pooled.boxes() == []

@@ -137,6 +137,12 @@ class PoolConfig(BaseModel):
     strategy: Literal["fast", "secure"] = "fast"
     clean: int = Field(2, ge=0, description="Ready boxes kept per box shape (0: no pool).")
     dirty: int = Field(2, ge=0, description="Released boxes kept aside (secure strategy).")
+    max_idle: float | None = Field(
+        600.0, gt=0, description="Seconds a pooled box may wait before it is stopped."
+    )
+    max_age: float | None = Field(
+        7200.0, gt=0, description="Seconds any box may live; older ones are stopped."
+    )
 
 
 class EngineConfig(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from golem.sandbox.supervisor import SessionClient, SupervisorClient
 __all__ = ["Engine", "EventSink"]
 
 START_TIMEOUT = 30.0
+REAP_INTERVAL = 30.0
 BOX_HOME = "/tmp/home"
 SETUP_OUTPUT_TAIL = 2000
 
@@ -51,6 +53,7 @@ class Engine:
         self.registry = BoxRegistry(self.config.state_dir)
         self.pool = WarmPool(self.config.engine.pool)
         self._boxes: dict[str, tuple[Box, LiveBox]] = {}
+        self._reaper: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Engine:
         return self
@@ -72,8 +75,11 @@ class Engine:
             raise ConfigError(f"invalid box spec: {exc.errors()[0]['msg']}") from exc
 
     async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
-        """Get ready: with ``prewarm``, fill the pool for ``specs`` (default: the defaults)."""
+        """Get ready for a long life: reap old and idle boxes every so often, and with
+        ``prewarm`` fill the pool for ``specs`` (default: the configured defaults)."""
         self.backend.check()
+        if self._reaper is None:
+            self._reaper = asyncio.create_task(self._reap_forever())
         if not (prewarm and self.pool.enabled):
             return
         for spec in specs or [self.spec()]:
@@ -309,8 +315,35 @@ class Engine:
         else:
             await self._stop(live)
 
+    async def reap(self, *, now: float | None = None) -> list[str]:
+        """Stop pooled boxes idle past ``pool.max_idle`` and every box older than
+        ``pool.max_age`` (their sessions end); returns the ids stopped."""
+        now = time.time() if now is None else now
+        stopped = self.pool.expired(now)
+        max_age = self.pool.config.max_age
+        if max_age is not None:
+            for box_id, (box, live) in list(self._boxes.items()):
+                if now - live.record.created > max_age:
+                    self._boxes.pop(box_id)
+                    box._client.end()
+                    stopped.append(live)
+        for live in stopped:
+            with contextlib.suppress(GolemError):
+                await self._stop(live)
+        return [live.record.id for live in stopped]
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_INTERVAL)
+            await self.reap()
+
     async def close(self) -> None:
         """Stop every session and every pooled box of this engine."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
         entries = list(self._boxes.values())
         self._boxes.clear()
         for box, live in entries:

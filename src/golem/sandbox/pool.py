@@ -10,6 +10,7 @@ a box that fails either is stopped, never handed out.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 
 from golem.core.config import PoolConfig
@@ -46,6 +47,7 @@ class LiveBox:
     started: StartedBox
     client: SupervisorClient
     shape: str | None
+    pooled_at: float = 0.0  # when it last went into the pool
 
 
 def shape_of(spec: BoxSpec) -> str | None:
@@ -100,12 +102,32 @@ class WarmPool:
     def put_clean(self, box: LiveBox) -> None:
         """Keep a wiped or fresh box, ready to hand out."""
         assert box.shape is not None
+        box.pooled_at = time.time()
         self._clean.setdefault(box.shape, []).append(box)
 
     def put_dirty(self, box: LiveBox) -> None:
         """Keep a released box, to be wiped when handed out (secure strategy)."""
         assert box.shape is not None
+        box.pooled_at = time.time()
         self._dirty.setdefault(box.shape, []).append(box)
+
+    def expired(self, now: float) -> list[LiveBox]:
+        """Take out the boxes idle longer than ``max_idle`` or older than ``max_age``."""
+        gone: list[LiveBox] = []
+        for groups in (self._clean, self._dirty):
+            for shape, boxes in groups.items():
+                keep: list[LiveBox] = []
+                for box in boxes:
+                    (gone if self._too_old(box, now) else keep).append(box)
+                groups[shape] = keep
+        return gone
+
+    def _too_old(self, box: LiveBox, now: float) -> bool:
+        idle, age = self.config.max_idle, self.config.max_age
+        return bool(
+            (idle is not None and now - box.pooled_at > idle)
+            or (age is not None and now - box.record.created > age)
+        )
 
     def drain(self) -> list[LiveBox]:
         """Take every pooled box out (to stop them)."""
