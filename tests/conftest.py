@@ -11,9 +11,11 @@ import functools
 import os
 import pwd
 import shutil
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -59,6 +61,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("no container engine answers (scripts/ensure-dockerd starts dockerd)")
     if item.get_closest_marker("podman") and not engine_reachable("podman"):
         pytest.skip("podman's socket does not answer (scripts/ensure-podman starts it)")
+
+
+def kill_box_from_outside(state: dict[str, Any]) -> None:
+    """Kill a box behind golem's back: its bubblewrap, or its container."""
+    if "container" in state:
+        with docker.APIClient(base_url=state["docker_host"], version="auto") as api:
+            api.kill(state["container"])
+    else:
+        os.killpg(state["pid"], signal.SIGKILL)
 
 
 @pytest.fixture

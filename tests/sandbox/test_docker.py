@@ -12,7 +12,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from golem.core import GolemConfig, ImageNotFound
+from golem.core import GolemConfig, ImageNotFound, SandboxError
 from golem.sandbox import Engine, ExecRequest
 from tests.conftest import BOTH_BACKENDS, engine_api
 
@@ -124,3 +124,19 @@ async def test_a_killed_owner_leaves_no_container_after_prune(
         removed = await engine.prune()
     assert [info.id for info in removed] == [box_id]
     assert api.containers(all=True, filters=labelled) == []
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker)])
+async def test_the_oci_runtime_is_passed_through(config: GolemConfig) -> None:
+    """dockerd honours the runtime; Podman's compatible API ignores it (docs/docker.md)."""
+    for name, works in (("runc", True), ("no-such-runtime", False)):
+        engine_config = config.engine.backend.model_copy(update={"oci_runtime": name})
+        changed = config.model_copy(
+            update={"engine": config.engine.model_copy(update={"backend": engine_config})}
+        )
+        async with Engine(changed) as engine:
+            if works:
+                assert (await engine.execute("echo ran")).stdout == "ran\n"
+            else:
+                with pytest.raises(SandboxError, match=name):
+                    await engine.execute("true")

@@ -3,31 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from golem.core import GolemConfig, PoolConfig, SandboxError
 from golem.sandbox import Engine, ExecRequest
 from golem.sandbox.pool import shape_of
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, kill_box_from_outside
 
 pytestmark = pytest.mark.bwrap
-
-
-def kill_box_from_outside(state: dict[str, Any]) -> None:
-    """Kill a box behind golem's back: its bubblewrap, or its container."""
-    if "container" in state:
-        with docker.APIClient(base_url=state["docker_host"], version="auto") as api:
-            api.kill(state["container"])
-    else:
-        os.killpg(state["pid"], signal.SIGKILL)
 
 
 @pytest.fixture(params=BOTH_BACKENDS)

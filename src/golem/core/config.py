@@ -91,6 +91,11 @@ class DockerBackendConfig(BaseModel):
         description="Image of boxes whose spec names none (`golem image bootstrap` builds it).",
     )
     python: str = Field("python3", description="Interpreter in the image for the supervisor.")
+    seccomp: Literal["golem", "engine"] = Field(
+        "golem",
+        description="golem: golem's default-deny profile, the same as the process backend's "
+        "and stricter than the engine's; engine: the engine's own default profile.",
+    )
 
 
 def _backend_type(value: Any) -> str:

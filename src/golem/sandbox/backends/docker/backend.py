@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -23,6 +25,7 @@ from golem.core.spec import WORKSPACE, BoxSpec
 from golem.sandbox.backends.docker.attach import AttachedStreams, open_attach
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.sandbox.backends.process.cgroups import BoxCgroup
+from golem.sandbox.backends.process.seccomp import engine_profile
 from golem.sandbox.records import BoxRecord
 from golem.sandbox.supervisor import supervisor_source
 
@@ -157,7 +160,7 @@ class DockerBackend:
             binds=binds or None,
             shm_size=SHM_SIZE,
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
+            security_opt=self._security_options(),
             pids_limit=spec.pids,
             network_mode="none" if spec.network == "none" else "host",
             runtime=self.config.oci_runtime,
@@ -165,6 +168,14 @@ class DockerBackend:
             **limits,
         )
         return config
+
+    def _security_options(self) -> list[str]:
+        options = ["no-new-privileges"]
+        if self.config.seccomp == "golem":
+            # dockerd takes the profile inline; Podman's API takes a path on its host.
+            profile = _profile_file() if self._is_podman() else engine_profile()
+            options.append(f"seccomp={profile}")
+        return options
 
     def _create(self, spec: BoxSpec, record: BoxRecord) -> str:
         uid, gid = spec.uid_gid
@@ -230,3 +241,22 @@ class DockerBackend:
         container_id = record.state.get("container") or record.id
         with contextlib.suppress(DockerException):
             await asyncio.to_thread(self.api.remove_container, container_id, force=True)
+
+
+def _profile_file() -> str:
+    """golem's seccomp profile as a file, in a directory only this user can write."""
+    base = (
+        Path("/run/golem")
+        if os.geteuid() == 0
+        else Path(os.environ.get("XDG_RUNTIME_DIR") or Path.home() / ".cache") / "golem"
+    )
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if base.stat().st_uid != os.geteuid() or base.stat().st_mode & 0o022:
+        raise SandboxError(f"{base} is not private to this user; remove it and try again")
+    profile = engine_profile()
+    path = base / f"seccomp-{hashlib.sha256(profile.encode()).hexdigest()[:12]}.json"
+    if not path.exists():
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(profile)
+        partial.replace(path)
+    return str(path)
