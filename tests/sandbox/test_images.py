@@ -107,4 +107,8 @@ def test_golem_setup_builds_the_images_of_golem_toml(docker_image: str, tmp_path
     listed = subprocess.run(
         [*run, "image", "ls", "--json"], env=env, capture_output=True, check=True
     )
-    assert "golem-test/from-toml:1" in {row["tag"] for row in json.loads(listed.stdout)}
+    try:
+        assert "golem-test/from-toml:1" in {row["tag"] for row in json.loads(listed.stdout)}
+    finally:
+        with docker.APIClient(version="auto") as api:
+            api.remove_image("golem-test/from-toml:1", force=True)

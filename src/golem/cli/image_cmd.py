@@ -10,25 +10,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from golem.core.config import DockerBackendConfig, ImageRecipe, load_config
-from golem.sandbox.backends.docker import DockerBackend
+from golem.cli.options import docker_backend
+from golem.core.config import ImageRecipe, load_config
 from golem.sandbox.image_build import build_image
 from golem.sandbox.images import FLAVOURS, HASH_LABEL, bootstrap
 
 __all__ = ["image_app"]
 
 image_app = typer.Typer(help="Build and list box images.", no_args_is_help=True)
-
-
-def _docker(docker_host: str | None) -> DockerBackend:
-    config = load_config().engine.backend
-    if not isinstance(config, DockerBackendConfig):
-        config = DockerBackendConfig()
-    if docker_host:
-        config = config.model_copy(update={"docker_host": docker_host})
-    backend = DockerBackend(config)
-    backend.check()
-    return backend
 
 
 @image_app.command("bootstrap")
@@ -42,7 +31,7 @@ def bootstrap_command(
 ) -> None:
     """Build a base image with mmdebstrap; skipped when its content hash exists."""
     config = load_config()
-    api = _docker(docker_host).api if docker else None
+    api = docker_backend(docker_host).api if docker else None
     images_dir = config.state_dir / "images" if rootfs else None
     built = asyncio.run(bootstrap(flavour, api=api, images_dir=images_dir))
     verb = "built" if built.built else "up to date"
@@ -65,7 +54,7 @@ def build_command(
 ) -> None:
     """Build a devbox image; skipped when one with the same content hash exists."""
     recipe = ImageRecipe(tag=tag, base=base, install=install or [], setup=setup)
-    backend = _docker(docker_host)
+    backend = docker_backend(docker_host)
     client = docker.DockerClient(base_url=backend.base_url, version="auto")
     try:
         result = asyncio.run(build_image(client, recipe))
@@ -82,15 +71,16 @@ def list_command(
     docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
 ) -> None:
     """List golem's images in the engine."""
-    api = _docker(docker_host).api
+    api = docker_backend(docker_host).api
     rows = [
         {
             "tag": (image.get("RepoTags") or ["<none>"])[0],
             "hash": (image.get("Labels") or {}).get(HASH_LABEL, "")[:12],
-            "flavour": (image.get("Labels") or {}).get("golem.flavour", ""),
+            "flavour": (image.get("Labels") or {}).get("golem.flavour", "recipe"),
             "size": int(image.get("Size", 0)),
         }
         for image in api.images(filters={"label": HASH_LABEL})
+        if any(tag != "<none>:<none>" for tag in image.get("RepoTags") or [])
     ]
     if json_output:
         typer.echo(json.dumps(rows, indent=2))

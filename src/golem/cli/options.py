@@ -7,10 +7,11 @@ from typing import Any
 
 import typer
 
-from golem.core.config import GolemConfig, load_config
+from golem.core.config import DockerBackendConfig, GolemConfig, load_config
 from golem.core.errors import ConfigError
+from golem.sandbox.backends.docker import DockerBackend
 
-__all__ = ["BoxFlags", "parse_pairs"]
+__all__ = ["BoxFlags", "docker_backend", "parse_pairs"]
 
 
 def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
@@ -22,6 +23,18 @@ def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
             raise ConfigError(f"{flag} {pair!r} must look like NAME=VALUE")
         result[name] = value
     return result
+
+
+def docker_backend(docker_host: str | None) -> DockerBackend:
+    """The docker backend as configured (or with defaults), ``--docker-host`` on top."""
+    config = load_config().engine.backend
+    if not isinstance(config, DockerBackendConfig):
+        config = DockerBackendConfig()
+    if docker_host:
+        config = config.model_copy(update={"docker_host": docker_host})
+    backend = DockerBackend(config)
+    backend.check()
+    return backend
 
 
 class BoxFlags:

@@ -7,8 +7,8 @@ import asyncio
 import docker
 import typer
 
-from golem.core.config import DockerBackendConfig, load_config
-from golem.sandbox.backends.docker import DockerBackend
+from golem.cli.options import docker_backend
+from golem.core.config import load_config
 from golem.sandbox.image_build import build_image
 from golem.sandbox.images import bootstrap
 
@@ -23,13 +23,7 @@ def setup_command(
     Safe on every deploy: images whose content hash exists are skipped.
     """
     config = load_config()
-    backend_config = config.engine.backend
-    if not isinstance(backend_config, DockerBackendConfig):
-        backend_config = DockerBackendConfig()
-    if docker_host:
-        backend_config = backend_config.model_copy(update={"docker_host": docker_host})
-    backend = DockerBackend(backend_config)
-    backend.check()
+    backend = docker_backend(docker_host)
     client = docker.DockerClient(base_url=backend.base_url, version="auto")
     try:
         devbox = asyncio.run(bootstrap("devbox", api=backend.api))

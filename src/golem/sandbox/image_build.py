@@ -104,7 +104,8 @@ def _build(client: docker.DockerClient, recipe: ImageRecipe) -> BuildResult:
                 f"building {recipe.tag} failed (exit {status.get('StatusCode')}): {logs}"
             )
         repository, tag = parse_repository_tag(recipe.tag)
-        labels = {**(base.labels or {}), HASH_LABEL: digest, "golem.base": recipe.base}
+        inherited = {k: v for k, v in (base.labels or {}).items() if not k.startswith("golem.")}
+        labels = {**inherited, HASH_LABEL: digest, "golem.base": recipe.base}
         container.commit(repository=repository, tag=tag or "latest", conf={"Labels": labels})
     finally:
         container.remove(force=True)
