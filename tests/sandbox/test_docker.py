@@ -140,3 +140,20 @@ async def test_the_oci_runtime_is_passed_through(config: GolemConfig) -> None:
             else:
                 with pytest.raises(SandboxError, match=name):
                     await engine.execute("true")
+
+
+async def test_prune_finds_a_container_by_its_record_alone(
+    config: GolemConfig, api: docker.APIClient
+) -> None:
+    """A container whose record never got its state (golem died in between) is pruned."""
+    async with Engine(config) as engine:
+        box = await engine.create_session()
+        record = engine.registry.load(box.id)
+        assert record is not None
+        record.state = {}
+        record.owner_pid, record.owner_start = 2**22 + 1, None  # an owner that never ran
+        engine.registry.save(record)
+        async with Engine(config) as other:  # as `golem prune` from another process
+            removed = await other.prune()
+        assert [info.id for info in removed] == [box.id]
+        assert api.containers(all=True, filters={"label": f"golem.box={box.id}"}) == []

@@ -195,6 +195,7 @@ class DockerBackend:
                 environment={"PATH": BOX_PATH, "LANG": "C.UTF-8", "GOLEM_WORKSPACE": WORKSPACE},
                 working_dir=WORKSPACE,
                 hostname="golem",
+                name=record.id,  # so prune finds it by the record alone, even unsaved state
                 labels=labels,
                 host_config=self._host_config(spec),
             )
@@ -220,16 +221,20 @@ class DockerBackend:
     async def _start(self, spec: BoxSpec, record: BoxRecord) -> DockerBox:
         container_id = await asyncio.to_thread(self._create, spec, record)
         record.state = {"container": container_id, "docker_host": self._base_url()}
+        streams: AttachedStreams | None = None
         try:
             socket = await asyncio.to_thread(
                 self.api.attach_socket,
                 container_id,
                 params={"stdin": 1, "stdout": 1, "stderr": 0, "stream": 1},
             )
-            box = DockerBox(self.api, container_id, await open_attach(socket))
+            streams = await open_attach(socket)
+            box = DockerBox(self.api, container_id, streams)
             await asyncio.to_thread(self.api.start, container_id)
             info = await asyncio.to_thread(self.api.inspect_container, container_id)
         except BaseException:
+            if streams is not None:
+                await streams.close()
             with contextlib.suppress(DockerException):
                 await asyncio.to_thread(self.api.remove_container, container_id, force=True)
             raise
