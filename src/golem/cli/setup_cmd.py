@@ -18,7 +18,7 @@ __all__ = ["setup_command"]
 def setup_command(
     docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
 ) -> None:
-    """Bootstrap golem's devbox image if missing and build every [[images]] entry.
+    """Bootstrap golem's devbox image if missing and build every image recipe of golem.toml.
 
     Safe on every deploy: images whose content hash exists are skipped.
     """
