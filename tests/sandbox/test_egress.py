@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from golem.sandbox.egress import EgressPolicy, EgressProxy
+from golem.sandbox.egress.proxy import Resolver
 
 
 def policy(**fields: object) -> EgressPolicy:
@@ -144,21 +145,27 @@ async def test_refused_destinations_get_403_and_are_logged(
     assert [(e.allowed, e.rule) for e in proxy.log] == [(False, rule)]
 
 
+async def through_proxy_with(
+    resolver: Resolver, rules: EgressPolicy, socket: Path, request: bytes
+) -> tuple[EgressProxy, bytes]:
+    """One request through a proxy whose name lookups ``resolver`` answers."""
+    proxy = EgressProxy(rules, resolver=resolver)
+    await proxy.start(socket)
+    try:
+        return proxy, await exchange(socket, request)
+    finally:
+        await proxy.close()
+
+
 async def test_every_address_of_a_name_must_pass(tmp_path: Path, upstream: int) -> None:
     async def split_answer(host: str, port: int) -> list[str]:
         return ["127.0.0.1", "10.0.0.7"]  # one allowed by CIDR, one private
 
-    proxy = EgressProxy(
-        policy(allow=[r"^split\.test$"], allow_cidrs=["127.0.0.0/8"], ports=[upstream]),
-        resolver=split_answer,
-    )
-    await proxy.start(tmp_path / "split.sock")
-    try:
-        reply = await exchange(
-            tmp_path / "split.sock", f"CONNECT split.test:{upstream} HTTP/1.1\r\n\r\n".encode()
-        )
-    finally:
-        await proxy.close()
+    rules = policy(allow=[r"^split\.test$"], allow_cidrs=["127.0.0.0/8"], ports=[upstream])
+    proxy, reply = await through_proxy_with(
+        split_answer, rules, tmp_path / "split.sock",
+        f"CONNECT split.test:{upstream} HTTP/1.1\r\n\r\n".encode(),
+    )  # fmt: skip
     assert reply.startswith(b"HTTP/1.1 403")
     assert proxy.log[0].rule == "address 10.0.0.7 in 10.0.0.0/8"
 
@@ -175,17 +182,11 @@ async def test_a_rebinding_name_reaches_only_the_address_that_was_checked(
         lookups.append(host)
         return answers[len(lookups) - 1]
 
-    proxy = EgressProxy(
-        policy(allow=[r"^rebind\.test$"], allow_cidrs=["127.0.0.0/8"], ports=[upstream]),
-        resolver=rebinding,
-    )
-    await proxy.start(tmp_path / "rebind.sock")
-    try:
-        reply = await exchange(
-            tmp_path / "rebind.sock", f"CONNECT rebind.test:{upstream} HTTP/1.1\r\n\r\nhi".encode()
-        )
-    finally:
-        await proxy.close()
+    rules = policy(allow=[r"^rebind\.test$"], allow_cidrs=["127.0.0.0/8"], ports=[upstream])
+    proxy, reply = await through_proxy_with(
+        rebinding, rules, tmp_path / "rebind.sock",
+        f"CONNECT rebind.test:{upstream} HTTP/1.1\r\n\r\nhi".encode(),
+    )  # fmt: skip
     assert reply.endswith(b"echo:hi")  # reached the checked 127.0.0.1 upstream
     assert lookups == ["rebind.test"]
     assert proxy.log[0].address == "127.0.0.1"

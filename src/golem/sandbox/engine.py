@@ -54,6 +54,7 @@ class Engine:
         self.pool = WarmPool(self.config.engine.pool)
         self._boxes: dict[str, tuple[Box, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._backend_checked = False
 
     async def __aenter__(self) -> Engine:
         return self
@@ -77,7 +78,7 @@ class Engine:
     async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
         """Get ready for a long life: reap old and idle boxes every so often, and with
         ``prewarm`` fill the pool for ``specs`` (default: the configured defaults)."""
-        self.backend.check()
+        self._check_backend()
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
         if not (prewarm and self.pool.enabled):
@@ -97,6 +98,13 @@ class Engine:
                 if isinstance(result, BaseException):
                     raise result
 
+    def _check_backend(self) -> None:
+        """Once per engine: a clear error when the backend cannot run here (a docker ping is
+        blocking I/O, not for every session; later failures surface as box errors)."""
+        if not self._backend_checked:
+            self.backend.check()
+            self._backend_checked = True
+
     async def create_session(
         self,
         spec: BoxSpec | Mapping[str, Any] | None = None,
@@ -105,7 +113,7 @@ class Engine:
     ) -> Box:
         """A box that stays until ``remove_session`` (or ``close``): from the pool or new."""
         spec = self.spec(spec)
-        self.backend.check()
+        self._check_backend()
         live = await self._acquire(spec)
         box = Box(live.record.id, spec, SessionClient(live.client, live.record.id), live.started)
         self._boxes[live.record.id] = (box, live)
