@@ -18,6 +18,11 @@ from golem.core.errors import (
     GolemError,
     ImageNotFound,
     InvalidRequest,
+    ModelAuthError,
+    ModelError,
+    ModelRateLimited,
+    ModelRequestRejected,
+    ModelUnavailable,
     ProtocolError,
     RuntimeNotAvailable,
     SandboxError,
@@ -26,6 +31,7 @@ from golem.core.errors import (
 )
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, Phase, ResourceUsage
 from golem.core.ids import new_id
+from golem.core.model_config import ModelPrice, ModelsConfig, ProviderConfig
 from golem.core.sizes import ByteSize, format_size, parse_size
 from golem.core.spec import WORKSPACE, BoxSpec, NetworkMode, resolve_workdir
 
@@ -48,12 +54,20 @@ __all__ = [
     "ImageNotFound",
     "ImageRecipe",
     "InvalidRequest",
+    "ModelAuthError",
+    "ModelError",
+    "ModelPrice",
+    "ModelRateLimited",
+    "ModelRequestRejected",
+    "ModelUnavailable",
+    "ModelsConfig",
     "NetworkMode",
     "OutputEvent",
     "Phase",
     "PoolConfig",
     "ProcessBackendConfig",
     "ProtocolError",
+    "ProviderConfig",
     "ResourceUsage",
     "RuntimeNotAvailable",
     "SandboxError",

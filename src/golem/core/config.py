@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from golem.core.errors import ConfigError
+from golem.core.model_config import ModelsConfig
 from golem.core.spec import BoxSpec
 
 __all__ = [
@@ -175,6 +176,7 @@ class GolemConfig(BaseSettings):
     images: list[ImageRecipe] = Field(
         default_factory=list, description="Images `golem setup` builds ([[images]])."
     )
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
 
     @classmethod
     def settings_customise_sources(

@@ -12,6 +12,11 @@ GolemError
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
  |    +-- ProtocolError          the supervisor spoke something unexpected
  +-- ExecTimeout (also TimeoutError)   a file transfer or call exceeded its time
+ +-- ModelError                  a model provider gave no usable answer (after retries)
+      +-- ModelUnavailable       cannot reach the provider, or 5xx/overloaded after retries
+      +-- ModelRateLimited       429 after retries
+      +-- ModelAuthError         the API key is missing or refused (401/403)
+      +-- ModelRequestRejected   the provider refused the request as invalid (400/404/422)
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ __all__ = [
     "GolemError",
     "ImageNotFound",
     "InvalidRequest",
+    "ModelAuthError",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelRequestRejected",
+    "ModelUnavailable",
     "ProtocolError",
     "RuntimeNotAvailable",
     "SandboxError",
@@ -115,3 +125,35 @@ class ExecTimeout(GolemError, TimeoutError):
     """An operation on a box took longer than allowed."""
 
     http_status = 504
+
+
+class ModelError(GolemError):
+    """A model provider gave no usable answer."""
+
+    http_status = 502
+
+
+class ModelUnavailable(ModelError):
+    """The provider could not be reached, or kept failing (5xx, overloaded)."""
+
+    http_status = 503
+
+
+class ModelRateLimited(ModelError):
+    """The provider kept answering 429 after every retry."""
+
+    http_status = 429
+
+
+class ModelAuthError(ModelError):
+    """The provider refused the API key, or none was found."""
+
+    exit_code = 2
+    http_status = 401
+
+
+class ModelRequestRejected(ModelError):
+    """The provider refused the request itself (bad parameters, unknown model)."""
+
+    exit_code = 2
+    http_status = 422

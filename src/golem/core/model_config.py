@@ -1,0 +1,61 @@
+"""Configuration of model providers and prices (``[models]`` in golem.toml)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ModelPrice", "ModelsConfig", "ProviderConfig"]
+
+
+class ProviderConfig(BaseModel):
+    """How to reach one provider. Keys are read from the environment, never from files
+    that could be committed: name the variable that holds it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = Field(None, description="API base URL; None: the SDK's default.")
+    api_key_env: str = Field(description="Environment variable that holds the API key.")
+    max_retries: int = Field(
+        4, ge=0, description="Retries on 429, 5xx and overloaded, with backoff."
+    )
+    timeout: float = Field(600.0, gt=0, description="Seconds one model call may take.")
+
+
+class ModelPrice(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_read: float = Field(0.0, ge=0)
+    cache_write: float = Field(0.0, ge=0)
+
+
+class ModelsConfig(BaseModel):
+    """Model providers, the default model, and prices that extend the built-in table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default: str = Field(
+        "anthropic/claude-sonnet-4-5",
+        description="Model of agent steps that name none: provider/model, or scripted:PATH.",
+    )
+    anthropic: ProviderConfig = Field(
+        default_factory=lambda: ProviderConfig(api_key_env="ANTHROPIC_API_KEY")
+    )
+    openai: ProviderConfig = Field(
+        default_factory=lambda: ProviderConfig(api_key_env="OPENAI_API_KEY")
+    )
+    openai_compatible: ProviderConfig = Field(
+        default_factory=lambda: ProviderConfig(
+            api_key_env="OPENAI_COMPATIBLE_API_KEY", base_url="http://127.0.0.1:11434/v1"
+        ),
+        description="Ollama, vLLM, LM Studio, Docker Model Runner: any server with the "
+        "OpenAI Chat Completions API (openai-compatible/<model>).",
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description='Prices by model string, e.g. "openai/gpt-5"; they override and extend '
+        "golem's built-in table.",
+    )
