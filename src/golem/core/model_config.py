@@ -15,6 +15,12 @@ class ProviderConfig(BaseModel):
 
     base_url: str | None = Field(None, description="API base URL; None: the SDK's default.")
     api_key_env: str = Field(description="Environment variable that holds the API key.")
+    api_key_required: bool = Field(
+        True,
+        description="Refuse to start without the key. Local servers (Ollama, LM Studio, "
+        "Docker Model Runner) need none: set false and the key is sent only when the "
+        "variable is set.",
+    )
     max_retries: int = Field(
         4, ge=0, description="Retries on 429, 5xx and overloaded, with backoff."
     )
@@ -49,7 +55,9 @@ class ModelsConfig(BaseModel):
     )
     openai_compatible: ProviderConfig = Field(
         default_factory=lambda: ProviderConfig(
-            api_key_env="OPENAI_COMPATIBLE_API_KEY", base_url="http://127.0.0.1:11434/v1"
+            api_key_env="OPENAI_COMPATIBLE_API_KEY",
+            api_key_required=False,
+            base_url="http://127.0.0.1:11434/v1",
         ),
         description="Ollama, vLLM, LM Studio, Docker Model Runner: any server with the "
         "OpenAI Chat Completions API (openai-compatible/<model>).",

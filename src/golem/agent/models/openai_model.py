@@ -1,0 +1,131 @@
+"""OpenAI models, and any server that speaks the OpenAI Chat Completions API, streamed,
+with the official SDK (``openai/<model>`` and ``openai-compatible/<model>``)."""
+
+from __future__ import annotations
+
+import httpx2
+import openai
+from openai import AsyncOpenAI
+
+from golem.agent.contracts import DeltaSink, Price
+from golem.agent.messages import ModelRequest, ModelResponse
+from golem.agent.models.failures import (
+    Endpoint,
+    failure_kind,
+    model_error,
+    stream_broken,
+    unreachable,
+)
+from golem.agent.models.openai_wire import OpenAIReply, openai_messages, openai_tools
+from golem.agent.models.retry import retry_broken_streams
+from golem.core.errors import ModelUnavailable
+from golem.core.model_config import ProviderConfig
+
+__all__ = ["OpenAIModel"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "no-key"
+"""Sent to compatible servers that need no key: the SDK refuses an empty one, and must
+not fall back to $OPENAI_API_KEY (a real key would leak to a third-party server)."""
+
+
+class OpenAIModel:
+    """A model behind the Chat Completions API; see the Model protocol.
+
+    ``compatible=True`` is for other servers with that API (Ollama, vLLM, LM Studio,
+    Docker Model Runner): the model string says ``openai-compatible/``, errors point at
+    ``[models.openai_compatible]``, and the output cap is sent as ``max_tokens``, which
+    they all understand, instead of OpenAI's ``max_completion_tokens``. Each call opens
+    its own SDK client and closes it.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        provider: ProviderConfig | None = None,
+        price: Price | None = None,
+        compatible: bool = False,
+    ) -> None:
+        prefix, section = (
+            ("openai-compatible", "models.openai_compatible")
+            if compatible
+            else ("openai", "models.openai")
+        )
+        self.name = f"{prefix}/{model}"
+        self.model = model
+        self.price = price
+        self.compatible = compatible
+        self._api_key = api_key or NO_KEY
+        self._provider = provider or ProviderConfig(api_key_env="OPENAI_API_KEY")
+        self._endpoint = Endpoint(
+            model=self.name,
+            section=section,
+            key_env=self._provider.api_key_env,
+            base_url=self._provider.base_url or DEFAULT_BASE_URL,
+            max_retries=self._provider.max_retries,
+        )
+
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        """One streamed Chat Completions call; see ``Model.complete``. A stream that fails
+        midway is retried from the start, so ``on_delta`` may see the start of the reply
+        again."""
+        async with self._client() as client:
+            try:
+                return await retry_broken_streams(
+                    lambda: self._stream(client, request, on_delta),
+                    max_retries=self._provider.max_retries,
+                    is_transient=_broken_stream,
+                )
+            except openai.APIStatusError as exc:
+                raise model_error(self._endpoint, exc.status_code, exc.body) from exc
+            except openai.APIConnectionError as exc:
+                raise unreachable(self._endpoint, exc) from exc
+            except openai.APIError as exc:
+                raise model_error(self._endpoint, None, exc.body or exc.message) from exc
+            except (httpx2.TransportError, ModelUnavailable) as exc:
+                raise stream_broken(self._endpoint, str(exc) or repr(exc)) from exc
+
+    def _client(self) -> AsyncOpenAI:
+        return AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self._provider.base_url,
+            max_retries=self._provider.max_retries,
+            timeout=self._provider.timeout,
+        )
+
+    async def _stream(
+        self, client: AsyncOpenAI, request: ModelRequest, on_delta: DeltaSink | None
+    ) -> ModelResponse:
+        reply = OpenAIReply(on_delta=on_delta)
+        stream = await client.chat.completions.create(
+            model=self.model,
+            messages=openai_messages(request.system, request.messages),
+            tools=openai_tools(request.tools) if request.tools else openai.omit,
+            temperature=request.temperature if request.temperature is not None else openai.omit,
+            stream=True,
+            stream_options={"include_usage": True},
+            max_tokens=request.max_tokens if self.compatible else openai.omit,
+            max_completion_tokens=openai.omit if self.compatible else request.max_tokens,
+        )
+        async with stream:
+            async for chunk in stream:
+                reply.feed(chunk)
+        return reply.response(self.price)
+
+
+def _broken_stream(exc: Exception) -> bool:
+    """A stream that began with 200 and then failed in a way a new attempt may cure: an
+    error chunk of a transient type, a cut connection. Error statuses and connection
+    failures were retried by the SDK already."""
+    if isinstance(exc, openai.APIStatusError | openai.APIConnectionError):
+        return False
+    if isinstance(exc, openai.APIError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        error_type = body.get("type")
+        kind = failure_kind(None, error_type if isinstance(error_type, str) else None)
+        return kind in ("rate_limited", "unavailable")
+    return isinstance(exc, httpx2.TransportError | ModelUnavailable)
