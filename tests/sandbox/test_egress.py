@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from golem.sandbox.egress import EgressPolicy, EgressProxy
-from golem.sandbox.egress.proxy import Resolver
+from golem.core.network import EgressPolicy
+from golem.sandbox.egress import EgressProxy, Resolver
 
 
 def policy(**fields: object) -> EgressPolicy:

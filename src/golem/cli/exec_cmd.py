@@ -9,9 +9,12 @@ from pathlib import Path
 
 import typer
 from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
 
 from golem.cli import options
 from golem.core.errors import InvalidRequest
+from golem.core.events import NetworkEvent
 from golem.sandbox import Engine, ExecRequest, ExitEvent, OutputEvent
 from golem.sandbox.models import RUNTIME_BY_SUFFIX
 
@@ -60,6 +63,13 @@ def exec_command(
     backend: str | None = options.BACKEND,
     image: str | None = options.IMAGE,
     network: str | None = options.NETWORK,
+    allow: list[str] | None = options.ALLOW,
+    deny: list[str] | None = options.DENY,
+    allow_cidr: list[str] | None = options.ALLOW_CIDR,
+    allow_port: list[int] | None = options.ALLOW_PORT,
+    net_log: bool = typer.Option(
+        False, "--net-log", help="Print the egress proxy's decisions after the run."
+    ),
     memory: str | None = options.MEMORY,
     cpus: float | None = options.CPUS,
     pids: int | None = options.PIDS,
@@ -84,11 +94,16 @@ def exec_command(
         workspace,
         config_file,
         workdir,
+        allow=allow,
+        deny=deny,
+        allow_cidr=allow_cidr,
+        allow_port=allow_port,
     )
     config = flags.load()
     request = build_request(list(args or []), code, runtime, _stdin_bytes())
-    runner = _run_json if json_output else _run_streaming
-    raise typer.Exit(asyncio.run(runner(Engine(config), request)))
+    if json_output:
+        raise typer.Exit(asyncio.run(_run_json(Engine(config), request)))
+    raise typer.Exit(asyncio.run(_run_streaming(Engine(config), request, net_log=net_log)))
 
 
 async def _run_json(engine: Engine, request: ExecRequest) -> int:
@@ -98,8 +113,9 @@ async def _run_json(engine: Engine, request: ExecRequest) -> int:
     return result.exit_code
 
 
-async def _run_streaming(engine: Engine, request: ExecRequest) -> int:
+async def _run_streaming(engine: Engine, request: ExecRequest, *, net_log: bool) -> int:
     exit_code = 1
+    decisions: list[NetworkEvent] = []
     async with engine:
         async for event in engine.stream(request):
             if isinstance(event, OutputEvent):
@@ -109,9 +125,35 @@ async def _run_streaming(engine: Engine, request: ExecRequest) -> int:
             elif isinstance(event, ExitEvent):
                 exit_code = event.exit_code
                 _report_limits(event)
+            elif isinstance(event, NetworkEvent):
+                decisions.append(event)
             else:
                 sys.stderr.write(f"golem: {event.message}\n")
+    if net_log:
+        print_network_log(decisions)
     return exit_code
+
+
+def print_network_log(decisions: list[NetworkEvent]) -> None:
+    """The egress proxy's decisions as a table on stderr."""
+    table = Table("DECISION", "HOST", "PORT", "RULE", "ADDRESS", "UP", "DOWN", box=None)
+    for event in decisions:
+        verdict = "[green]allowed[/]" if event.allowed else "[red]refused[/]"
+        if event.brokered:
+            verdict += f" +{event.brokered}"
+        table.add_row(
+            verdict,
+            event.host,
+            str(event.port),
+            event.rule,
+            event.address or "-",
+            str(event.bytes_up),
+            str(event.bytes_down),
+        )
+    console = Console(stderr=True)
+    console.print(f"golem: network log ({len(decisions)} decisions)")
+    if decisions:
+        console.print(table)
 
 
 def _report_limits(event: ExitEvent) -> None:

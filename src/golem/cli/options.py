@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Console
 
 from golem.core.config import DockerBackendConfig, GolemConfig, load_config
 from golem.core.errors import ConfigError
 from golem.sandbox.backends.docker import DockerBackend
 
-__all__ = ["BoxFlags", "docker_backend", "parse_pairs"]
+__all__ = ["BoxFlags", "docker_backend", "parse_pairs", "warn_host_network"]
 
 
 def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
@@ -54,6 +55,11 @@ class BoxFlags:
         workspace: Path | None,
         config_file: Path | None,
         workdir: str | None = None,
+        *,
+        allow: list[str] | None = None,
+        deny: list[str] | None = None,
+        allow_cidr: list[str] | None = None,
+        allow_port: list[int] | None = None,
     ) -> None:
         self.defaults: dict[str, Any] = {
             key: value
@@ -73,6 +79,9 @@ class BoxFlags:
             self.defaults["env"] = parse_pairs(env, "--env")
         if secret:
             self.defaults["secrets"] = parse_pairs(secret, "--secret")
+        egress = {"allow": allow, "deny": deny, "allow_cidrs": allow_cidr, "ports": allow_port}
+        if any(egress.values()):
+            self.defaults["egress"] = {k: v for k, v in egress.items() if v}
         self.backend = backend
         self.config_file = config_file
 
@@ -86,12 +95,41 @@ class BoxFlags:
             if not self.config_file.is_file():
                 raise ConfigError(f"config file {self.config_file} does not exist")
             files = [self.config_file]
-        return load_config({"engine": engine}, files=files)
+        config = load_config({"engine": engine}, files=files)
+        network = config.engine.defaults.network
+        if self.defaults.get("egress") and network != "filtered":
+            raise ConfigError(
+                "--allow, --deny, --allow-cidr and --allow-port need --network filtered "
+                f"(the network is {network!r})"
+            )
+        if network == "host":
+            warn_host_network()
+        return config
+
+
+def warn_host_network() -> None:
+    """Say loudly that a box shares the host's network."""
+    Console(stderr=True).print(
+        "[bold red]golem: WARNING: network=host gives the box the host's network, with no "
+        "filtering and no log; use it for trusted work only, or --network filtered.[/]"
+    )
 
 
 BACKEND = typer.Option(None, "--backend", help="process (bubblewrap) or docker.")
 IMAGE = typer.Option(None, "--image", help="Image: a root directory (process) or image name.")
-NETWORK = typer.Option(None, "--network", help="none (default) or host.")
+NETWORK = typer.Option(
+    None, "--network", help="none (default), filtered (only --allow hosts, via a proxy) or host."
+)
+ALLOW = typer.Option(
+    None, "--allow", help=r"With --network filtered: a host name regex, e.g. '^pypi\.org$'."
+)
+ALLOW_PORT = typer.Option(
+    None, "--allow-port", help="A port the box may reach (repeatable; default 80 and 443)."
+)
+DENY = typer.Option(None, "--deny", help="Host name regex refused even if allowed.")
+ALLOW_CIDR = typer.Option(
+    None, "--allow-cidr", help="Private address range the box may reach, e.g. 10.1.0.0/16."
+)
 MEMORY = typer.Option(None, "--memory", help="Memory limit, e.g. 256m.")
 CPUS = typer.Option(None, "--cpus", help="CPU cores, e.g. 1 or 0.5.")
 PIDS = typer.Option(None, "--pids", help="Maximum processes in the box.")

@@ -27,6 +27,10 @@ def shell_command(
     backend: str | None = options.BACKEND,
     image: str | None = options.IMAGE,
     network: str | None = options.NETWORK,
+    allow: list[str] | None = options.ALLOW,
+    deny: list[str] | None = options.DENY,
+    allow_cidr: list[str] | None = options.ALLOW_CIDR,
+    allow_port: list[int] | None = options.ALLOW_PORT,
     memory: str | None = options.MEMORY,
     cpus: float | None = options.CPUS,
     pids: int | None = options.PIDS,
@@ -39,7 +43,21 @@ def shell_command(
     if not os.isatty(sys.stdin.fileno()):
         raise InvalidRequest("golem shell needs a terminal on standard input; use golem exec")
     flags = options.BoxFlags(
-        backend, image, network, memory, cpus, pids, None, env, secret, workspace, config_file
+        backend,
+        image,
+        network,
+        memory,
+        cpus,
+        pids,
+        None,
+        env,
+        secret,
+        workspace,
+        config_file,
+        allow=allow,
+        deny=deny,
+        allow_cidr=allow_cidr,
+        allow_port=allow_port,
     )
     raise typer.Exit(asyncio.run(_shell(Engine(flags.load()))))
 

@@ -29,9 +29,18 @@ from golem.core.errors import (
     SessionNotFound,
     SetupFailed,
 )
-from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, Phase, ResourceUsage
+from golem.core.events import (
+    ErrorEvent,
+    ExecEvent,
+    ExitEvent,
+    NetworkEvent,
+    OutputEvent,
+    Phase,
+    ResourceUsage,
+)
 from golem.core.ids import new_id
 from golem.core.model_config import ModelPrice, ModelsConfig, ProviderConfig
+from golem.core.network import Credential, Decision, EgressPolicy, NetworkConfig
 from golem.core.sizes import ByteSize, format_size, parse_size
 from golem.core.spec import WORKSPACE, BoxSpec, NetworkMode, resolve_workdir
 
@@ -43,7 +52,10 @@ __all__ = [
     "BoxSpec",
     "ByteSize",
     "ConfigError",
+    "Credential",
+    "Decision",
     "DockerBackendConfig",
+    "EgressPolicy",
     "EngineConfig",
     "ErrorEvent",
     "ExecEvent",
@@ -61,6 +73,8 @@ __all__ = [
     "ModelRequestRejected",
     "ModelUnavailable",
     "ModelsConfig",
+    "NetworkConfig",
+    "NetworkEvent",
     "NetworkMode",
     "OutputEvent",
     "Phase",

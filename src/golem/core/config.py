@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -24,6 +32,7 @@ from pydantic_settings import (
 
 from golem.core.errors import ConfigError
 from golem.core.model_config import ModelsConfig
+from golem.core.network import Credential, NetworkConfig
 from golem.core.spec import BoxSpec
 
 __all__ = [
@@ -159,6 +168,7 @@ class EngineConfig(BaseModel):
     backend: BackendConfig = Field(default_factory=ProcessBackendConfig)
     defaults: BoxSpec = Field(default_factory=BoxSpec)
     pool: PoolConfig = Field(default_factory=PoolConfig)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
 
 
 class GolemConfig(BaseSettings):
@@ -177,6 +187,19 @@ class GolemConfig(BaseSettings):
         default_factory=list, description="Images `golem setup` builds ([[images]])."
     )
     models: ModelsConfig = Field(default_factory=ModelsConfig)
+    credentials: list[Credential] = Field(
+        default_factory=list,
+        description="Credentials the egress proxy adds for filtered boxes ([[credentials]]).",
+    )
+
+    @field_validator("credentials")
+    @classmethod
+    def _unique_credential_names(cls, credentials: list[Credential]) -> list[Credential]:
+        names = [c.name for c in credentials]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"credential names must be unique: {', '.join(duplicates)}")
+        return credentials
 
     @classmethod
     def settings_customise_sources(

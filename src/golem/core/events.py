@@ -11,6 +11,7 @@ __all__ = [
     "ErrorEvent",
     "ExecEvent",
     "ExitEvent",
+    "NetworkEvent",
     "OutputEvent",
     "Phase",
     "ResourceUsage",
@@ -66,5 +67,25 @@ class ErrorEvent(_Event):
     kind: str = "error"
 
 
-ExecEvent = Annotated[OutputEvent | ExitEvent | ErrorEvent, Field(discriminator="type")]
+class NetworkEvent(_Event):
+    """A decision of the egress proxy of a ``filtered`` box, sent when it is made. The
+    session's log (and an ExecResult) holds the same entries with the bytes moved each way
+    counted up to when it is read."""
+
+    type: Literal["net"] = "net"
+    index: int = Field(0, description="Position in the session's network log.")
+    host: str
+    port: int
+    allowed: bool
+    rule: str = Field(description="What decided: 'allow <regex>', 'deny <regex>', ...")
+    address: str | None = Field(None, description="The checked address it connected to.")
+    method: str | None = Field(None, description="CONNECT, or the plain HTTP method.")
+    brokered: str | None = Field(None, description="Credential the proxy added, by name.")
+    bytes_up: int = 0
+    bytes_down: int = 0
+
+
+ExecEvent = Annotated[
+    OutputEvent | ExitEvent | ErrorEvent | NetworkEvent, Field(discriminator="type")
+]
 """Any event of a call in a box."""

@@ -8,12 +8,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from golem.core.network import EgressPolicy
 from golem.core.sizes import ByteSize
 
 __all__ = ["WORKSPACE", "BoxSpec", "NetworkMode", "resolve_workdir"]
 
 WORKSPACE = "/workspace"
-NetworkMode = Literal["none", "host"]
+NetworkMode = Literal["none", "filtered", "host"]
+"""``none``: no route out; ``filtered``: only through golem's egress proxy, by ``egress``;
+``host``: the host's network, for trusted work only."""
 
 
 def resolve_workdir(workdir: str) -> str:
@@ -58,7 +61,14 @@ class BoxSpec(BaseModel):
     tmp_size: ByteSize = Field(256 * 1024**2, description="Size of the /tmp tmpfs.")
     read_only_root: bool = Field(True, description="Mount the root file system read-only.")
     user: str = Field("1000:1000", description="uid[:gid] inside the box, or 'root'.")
-    network: NetworkMode = Field("none", description="'none' (no route out) or 'host'.")
+    network: NetworkMode = Field(
+        "none",
+        description="'none' (no route out), 'filtered' (only what `egress` allows, through "
+        "golem's proxy) or 'host' (the host's network: trusted work only).",
+    )
+    egress: EgressPolicy = Field(
+        default_factory=EgressPolicy, description="What a 'filtered' box may reach."
+    )
     secrets: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="Environment variables whose values are masked as *** in all output.",

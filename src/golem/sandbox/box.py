@@ -10,7 +10,7 @@ import asyncio
 import codecs
 import contextlib
 import signal as signals
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from golem.core.errors import (
@@ -20,12 +20,21 @@ from golem.core.errors import (
     RuntimeNotAvailable,
     SandboxError,
 )
-from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, Phase, ResourceUsage
+from golem.core.events import (
+    ErrorEvent,
+    ExecEvent,
+    ExitEvent,
+    NetworkEvent,
+    OutputEvent,
+    Phase,
+    ResourceUsage,
+)
 from golem.core.spec import BoxSpec, resolve_workdir
 from golem.sandbox.contracts import StartedBox
 from golem.sandbox.files import BoxFiles
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
+from golem.sandbox.network import BoxNetwork
 from golem.sandbox.supervisor import Frame, SessionClient
 
 __all__ = ["Box", "as_request"]
@@ -74,14 +83,27 @@ class Box(BoxFiles):
     """A running box. Get one from ``Engine.session`` or ``Engine.create_session``."""
 
     def __init__(
-        self, box_id: str, spec: BoxSpec, client: SessionClient, started: StartedBox
+        self,
+        box_id: str,
+        spec: BoxSpec,
+        client: SessionClient,
+        started: StartedBox,
+        *,
+        network: BoxNetwork | None = None,
     ) -> None:
         super().__init__(client)
         self.id = box_id
         self.spec = spec
         self._client = client
         self._started = started
-        self._secrets = [v for v in spec.secret_values().values() if v]
+        self._network = network
+        brokered = network.secrets if network is not None else []
+        self._secrets = [v for v in [*spec.secret_values().values(), *brokered] if v]
+
+    @property
+    def network_log(self) -> list[NetworkEvent]:
+        """Every decision of this session's egress proxy so far (``filtered`` boxes)."""
+        return list(self._network.proxy.log) if self._network is not None else []
 
     @property
     def closed(self) -> bool:
@@ -104,20 +126,31 @@ class Box(BoxFiles):
     async def _collect(self, request: ExecRequest, phase: Phase) -> ExecResult:
         stdout: list[str] = []
         stderr: list[str] = []
+        network: list[NetworkEvent] = []
         exit_event: ExitEvent | None = None
         async for event in self.stream(request, phase=phase):
             if isinstance(event, OutputEvent):
                 (stdout if event.type == "stdout" else stderr).append(event.data)
             elif isinstance(event, ExitEvent):
                 exit_event = event
+            elif isinstance(event, NetworkEvent):
+                network.append(event)
             else:
                 stderr.append(event.message + "\n")
         assert exit_event is not None  # stream ends with an exit event or raises
+        if self._network is not None:  # the bytes each connection moved until now
+            network = [self._network.proxy.current(event) for event in network]
         files = {}
         for path in request.return_files:
             files[path] = await self.get_file(self._in_workdir(request, path))
         outcome = exit_event.model_dump(exclude={"type", "time", "phase"})
-        return ExecResult(stdout="".join(stdout), stderr="".join(stderr), files=files, **outcome)
+        return ExecResult(
+            stdout="".join(stdout),
+            stderr="".join(stderr),
+            files=files,
+            network=network,
+            **outcome,
+        )
 
     async def stream(
         self, request: ExecRequest | str | Sequence[str], *, phase: Phase = "code"
@@ -128,6 +161,7 @@ class Box(BoxFiles):
         call_id = self._client.new_id()
         message["id"] = call_id
         queue = self._client.open(call_id)
+        unsubscribe = self._subscribe_network(queue)
         finished = False
         try:
             oom_before = self._started.oom_kills()
@@ -138,12 +172,22 @@ class Box(BoxFiles):
                 yield event
             finished = True
         finally:
+            unsubscribe()
             self._client.close_call(call_id)
             if not finished and self._client.lost is None:
                 with contextlib.suppress(SandboxError):
                     await self._client.send(
                         {"op": "signal", "id": call_id, "signal": signals.SIGKILL}
                     )
+
+    def _subscribe_network(self, queue: asyncio.Queue[Frame | None]) -> Callable[[], None]:
+        """Route the proxy's decisions into a call's queue while it runs. They travel as
+        Python objects, which no frame from the box can carry, so they cannot be forged."""
+        if self._network is None:
+            return lambda: None
+        return self._network.proxy.subscribe(
+            lambda event: queue.put_nowait(({"op": "net", "event": event}, b""))
+        )
 
     async def _prepare(
         self, request: ExecRequest, *, background: bool = False, pty: bool = False
@@ -218,7 +262,9 @@ class Box(BoxFiles):
                 raise BoxCrashed(f"box {self.id} went away during a call: {reason}")
             message, data = frame
             op = message.get("op")
-            if op == "out" and message.get("stream") in outputs:
+            if op == "net" and isinstance(message.get("event"), NetworkEvent):
+                yield message["event"].model_copy(update={"phase": phase})
+            elif op == "out" and message.get("stream") in outputs:
                 received += len(data)
                 if received > self.spec.max_output_bytes:  # a supervisor that ignores its cap
                     continue

@@ -7,12 +7,26 @@ never runs commands itself: exec, streaming, files and limits are the supervisor
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from golem.core.spec import BoxSpec
 from golem.sandbox.records import BoxRecord
 
-__all__ = ["Backend", "StartedBox"]
+__all__ = ["Backend", "Mount", "StartedBox"]
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path bound read-only into a box (the egress socket's directory, say)."""
+
+    source: Path
+    target: str
+    optional: bool = False
+    """Skip it where the target does not exist in the box's root (the process backend
+    cannot create mount points in a read-only image)."""
 
 
 class StartedBox(Protocol):
@@ -47,8 +61,11 @@ class Backend(Protocol):
         """Raise BackendUnavailable, with what to install, when this machine cannot run it."""
         ...
 
-    async def start(self, spec: BoxSpec, record: BoxRecord) -> StartedBox:
-        """Start a box whose first process is the supervisor; fill ``record.state``."""
+    async def start(
+        self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount] = ()
+    ) -> StartedBox:
+        """Start a box whose first process is the supervisor, with ``mounts`` bound
+        read-only; fill ``record.state``."""
         ...
 
     def close(self) -> None:

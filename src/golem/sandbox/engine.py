@@ -24,6 +24,7 @@ from golem.sandbox.backends import make_backend
 from golem.sandbox.box import Box, as_request
 from golem.sandbox.contracts import Backend, StartedBox
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
+from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
@@ -55,6 +56,7 @@ class Engine:
         self._boxes: dict[str, tuple[Box, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._backend_checked = False
+        self._egress: EgressService | None = None
 
     async def __aenter__(self) -> Engine:
         return self
@@ -115,10 +117,19 @@ class Engine:
         spec = self.spec(spec)
         self._check_backend()
         live = await self._acquire(spec)
-        box = Box(live.record.id, spec, SessionClient(live.client, live.record.id), live.started)
+        env = self._box_env(spec)
+        if live.network is not None:
+            env.update(live.network.configure(spec.egress))
+        box = Box(
+            live.record.id,
+            spec,
+            SessionClient(live.client, live.record.id),
+            live.started,
+            network=live.network,
+        )
         self._boxes[live.record.id] = (box, live)
         try:
-            await live.client.request({"op": "configure", "env": self._box_env(spec)})
+            await live.client.request({"op": "configure", "env": env})
             if spec.setup:
                 await self._run_setup(box, spec.setup, on_event)
         except BaseException:
@@ -145,23 +156,39 @@ class Engine:
         )
         self.registry.save(record)
         started: StartedBox | None = None
+        network = None
         try:
-            started = await self.backend.start(spec, record)
+            if spec.network == "filtered":
+                network = await self._egress_service().open(record.id)
+            mounts = network.mounts() if network is not None else []
+            started = await self.backend.start(spec, record, mounts)
             self.registry.save(record)
             client = SupervisorClient(
                 started.reader, started.writer, describe_loss=started.describe_loss
             )
             await client.start(START_TIMEOUT)
+            if network is not None:
+                port = self.config.engine.network.proxy_port
+                await client.request({"op": "bridge", "port": port, "path": BOX_SOCKET})
         except BaseException:
             if started is not None:
                 await started.stop()
+            if network is not None:
+                await network.close()
             self.registry.remove(record.id)
             raise
-        return LiveBox(record, started, client, shape_of(spec))
+        return LiveBox(record, started, client, shape_of(spec), network)
+
+    def _egress_service(self) -> EgressService:
+        if self._egress is None:
+            self._egress = EgressService(self.config)
+        return self._egress
 
     async def _stop(self, live: LiveBox) -> None:
         await live.client.close()
         await live.started.stop()
+        if live.network is not None:
+            await live.network.close()
         self.registry.remove(live.record.id)
 
     @staticmethod
@@ -297,6 +324,7 @@ class Engine:
                 await other.cleanup(record)
             finally:
                 other.close()
+        EgressService.remove_leftovers(self.config.engine.network, record.id)
         self.registry.remove(record.id)
 
     async def _release(self, live: LiveBox) -> None:
@@ -361,6 +389,8 @@ class Engine:
         for live in self.pool.drain():
             with contextlib.suppress(GolemError):
                 await self._stop(live)
+        if self._egress is not None:
+            self._egress.close()
         self.backend.close()
 
 

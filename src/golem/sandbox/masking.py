@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["MASK", "SecretMasker"]
 
@@ -17,8 +17,13 @@ class SecretMasker:
     until the next chunk (or :meth:`flush`) shows whether they are.
     """
 
-    def __init__(self, secrets: Iterable[str | bytes]) -> None:
+    def __init__(self, secrets: Iterable[str | bytes], *, keep_length: bool = False) -> None:
+        """``keep_length`` masks each secret with as many ``*`` as it has bytes, so the
+        length of what passes is unchanged (an HTTP body with a Content-Length)."""
         values = {s.encode() if isinstance(s, str) else s for s in secrets}
+        self._replace: bytes | Callable[[re.Match[bytes]], bytes] = (
+            (lambda match: b"*" * len(match.group())) if keep_length else MASK
+        )
         self._secrets = sorted((v for v in values if v), key=len, reverse=True)
         self._pattern = (
             re.compile(b"|".join(re.escape(s) for s in self._secrets)) if self._secrets else None
@@ -36,16 +41,16 @@ class SecretMasker:
                 cut = match.start()
                 break
         self._pending = data[cut:]
-        return self._pattern.sub(MASK, data[:cut])
+        return self._pattern.sub(self._replace, data[:cut])
 
     def flush(self) -> bytes:
         """Return what is held back at the end of the stream, masked."""
         data, self._pending = self._pending, b""
-        return self._pattern.sub(MASK, data) if self._pattern else data
+        return self._pattern.sub(self._replace, data) if self._pattern else data
 
     def mask(self, data: bytes) -> bytes:
         """Mask a complete piece of output in one go."""
-        return self._pattern.sub(MASK, data) if self._pattern else data
+        return self._pattern.sub(self._replace, data) if self._pattern else data
 
     def mask_text(self, text: str) -> str:
         """Mask a complete string (error messages and the like)."""
@@ -79,7 +84,7 @@ class SecretMasker:
             if match.start() >= cut:
                 break
             out += data[position : match.start()]
-            out += MASK
+            out += self._replace if isinstance(self._replace, bytes) else self._replace(match)
             position = match.end()
         out += data[position:cut]
         return bytes(out), start + max(cut, skip)

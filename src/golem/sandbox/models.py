@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from golem.core.events import ResourceUsage
+from golem.core.events import NetworkEvent, ResourceUsage
 
 __all__ = [
     "RUNTIME_BY_SUFFIX",
@@ -117,6 +117,10 @@ class ExecResult(BaseModel):
     oom_killed: bool = False
     usage: ResourceUsage = ResourceUsage()
     files: dict[str, bytes] = Field(default_factory=dict)
+    network: list[NetworkEvent] = Field(
+        default_factory=list,
+        description="Decisions of the egress proxy during the call (filtered boxes).",
+    )
 
     @property
     def ok(self) -> bool:

@@ -17,6 +17,7 @@ from golem.core.config import PoolConfig
 from golem.core.errors import GolemError
 from golem.core.spec import BoxSpec
 from golem.sandbox.contracts import StartedBox
+from golem.sandbox.network import BoxNetwork
 from golem.sandbox.records import BoxRecord
 from golem.sandbox.supervisor import SupervisorClient
 
@@ -47,6 +48,7 @@ class LiveBox:
     started: StartedBox
     client: SupervisorClient
     shape: str | None
+    network: BoxNetwork | None = None  # filtered boxes: their proxy
     pooled_at: float = 0.0  # when it last went into the pool
 
 

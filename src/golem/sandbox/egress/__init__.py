@@ -1,6 +1,18 @@
-"""Filtered network: the egress policy and the host-side proxy that enforces it."""
+"""Filtered network: the host-side egress proxy, its resolver, TLS and credential broker."""
 
-from golem.sandbox.egress.policy import ALWAYS_REFUSED, Decision, EgressPolicy
-from golem.sandbox.egress.proxy import EgressProxy, NetLogEntry
+from golem.sandbox.egress.broker import CredentialBroker, read_credential_values
+from golem.sandbox.egress.proxy import EgressProxy, Refused
+from golem.sandbox.egress.resolve import Resolver, host_addresses, make_resolver
+from golem.sandbox.egress.tls import EgressCA, upstream_context
 
-__all__ = ["ALWAYS_REFUSED", "Decision", "EgressPolicy", "EgressProxy", "NetLogEntry"]
+__all__ = [
+    "CredentialBroker",
+    "EgressCA",
+    "EgressProxy",
+    "Refused",
+    "Resolver",
+    "host_addresses",
+    "make_resolver",
+    "read_credential_values",
+    "upstream_context",
+]

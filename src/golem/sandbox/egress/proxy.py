@@ -1,9 +1,13 @@
-"""The host-side egress proxy: HTTP CONNECT and plain HTTP, decided by an EgressPolicy.
+"""The host-side egress proxy of a ``filtered`` box, decided by an EgressPolicy.
 
 A box in ``filtered`` mode has no route out; its only way is this proxy, reached through a
-unix socket. For each request the proxy checks the name, resolves it once, checks every
-address, connects to a checked address, and logs the decision with the bytes moved.
-No part of a request is ever handed to a shell.
+unix socket mounted into the box. ``CONNECT`` tunnels bytes untouched, except to hosts a
+brokered credential applies to: those tunnels are terminated with golem's CA so the
+credential can be put in. Plain-HTTP requests (absolute form, or the ``/_golem/<name>``
+route of a credential) are relayed one by one, each decided on its own. For every
+destination the proxy checks the name, resolves it once, checks every address, connects
+to an address it checked, and logs the decision with the bytes moved. No part of a request
+is ever handed to a shell.
 """
 
 from __future__ import annotations
@@ -11,199 +15,354 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import time
-from collections.abc import Awaitable, Callable
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel
+import h11
 
-from golem.sandbox.egress.policy import Decision, EgressPolicy, host_addresses
+from golem.core.events import NetworkEvent
+from golem.core.network import EgressPolicy, IPAddress
+from golem.sandbox.egress.broker import ROUTE_PREFIX, Brokered, CredentialBroker
+from golem.sandbox.egress.http import CHUNK, HttpSide, Traffic, Upstream, relay, send_error
+from golem.sandbox.egress.resolve import Resolver, host_addresses, system_resolver
+from golem.sandbox.egress.tls import EgressCA
 
-__all__ = ["EgressProxy", "NetLogEntry", "Resolver", "system_resolver"]
+__all__ = ["EgressProxy", "Refused"]
 
 MAX_HEAD = 64 * 1024
-CHUNK = 64 * 1024
 CONNECT_TIMEOUT = 10.0
+Listener = Callable[[NetworkEvent], None]
 
 
-Resolver = Callable[[str, int], Awaitable[list[str]]]
-"""Turns a host name and port into addresses; the proxy asks once per request."""
+class Refused(Exception):
+    """A destination the policy refuses, or one that cannot be reached."""
 
-
-async def system_resolver(host: str, port: int) -> list[str]:
-    """The host's resolver (getaddrinfo), addresses without zone ids."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=1)  # SOCK_STREAM
-    return [str(info[4][0]).split("%")[0] for info in infos]
-
-
-class NetLogEntry(BaseModel):
-    """One decision of the proxy."""
-
-    time: float
-    host: str
-    port: int
-    allowed: bool
-    rule: str
-    address: str | None = None
-    bytes_up: int = 0
-    bytes_down: int = 0
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, decision: Decision, *, logged: bool = False) -> None:
-        super().__init__(decision.rule)
+    def __init__(self, status: int, rule: str) -> None:
+        super().__init__(rule)
         self.status = status
-        self.decision = decision
-        self.logged = logged
+        self.rule = rule
+
+
+@dataclass
+class _Logged:
+    """A log entry and the traffic counted on it since."""
+
+    event: NetworkEvent
+    traffic: Traffic
+
+    def snapshot(self) -> NetworkEvent:
+        return self.event.model_copy(
+            update={"bytes_up": self.traffic.up, "bytes_down": self.traffic.down}
+        )
+
+
+@dataclass
+class _Route:
+    """Where one plain-HTTP request goes."""
+
+    upstream: Upstream
+    target: bytes
+    applied: list[Brokered]
+    traffic: Traffic
 
 
 class EgressProxy:
-    """Serves one box (or one engine): ``await proxy.start(path)``, ``await proxy.close()``."""
+    """Serves one box: ``await proxy.start(path)``; ``configure`` per session; ``close``."""
 
     def __init__(
         self,
         policy: EgressPolicy,
         *,
-        on_entry: Callable[[NetLogEntry], None] | None = None,
         resolver: Resolver | None = None,
+        ca: EgressCA | None = None,
+        upstream_tls: ssl.SSLContext | None = None,
+        own_addresses: frozenset[IPAddress] | None = None,
     ) -> None:
         self.policy = policy
+        self.broker = CredentialBroker([], {})
         self._resolve = resolver or system_resolver
-        self.log: list[NetLogEntry] = []
-        self._on_entry = on_entry
-        self._own = host_addresses()
+        self._ca = ca
+        self._upstream_tls = upstream_tls or ssl.create_default_context()
+        self._own = host_addresses() if own_addresses is None else own_addresses
+        self._log: list[_Logged] = []
+        self._listeners: list[Listener] = []
         self._server: asyncio.AbstractServer | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
+
+    def configure(self, policy: EgressPolicy, broker: CredentialBroker) -> None:
+        """Start a new session: its policy and credentials, an empty log, and no
+        connection of the previous session left open."""
+        if broker and self._ca is None:
+            raise ValueError("brokered credentials need a CA to terminate TLS with")
+        self.drop_connections()
+        self.policy, self.broker = policy, broker
+        self._log = []
+
+    @property
+    def log(self) -> list[NetworkEvent]:
+        """This session's decisions, with the bytes moved so far."""
+        return [logged.snapshot() for logged in self._log]
+
+    def current(self, event: NetworkEvent) -> NetworkEvent:
+        """The log's entry for ``event`` as it stands now (its bytes counted so far)."""
+        if 0 <= event.index < len(self._log):
+            logged = self._log[event.index]
+            if logged.event.time == event.time and logged.event.host == event.host:
+                return logged.snapshot()
+        return event
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every logged decision from now on; returns the undo."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
     async def start(self, socket_path: Path) -> None:
         """Listen on a unix socket."""
-        self._server = await asyncio.start_unix_server(self._serve, path=str(socket_path))
+        self._server = await asyncio.start_unix_server(
+            self._serve, path=str(socket_path), limit=MAX_HEAD
+        )
 
     async def start_tcp(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        """Listen on TCP (for the host side of tests and benchmarks); returns the port."""
-        self._server = await asyncio.start_server(self._serve, host, port)
+        """Listen on TCP (the host side of tests and benchmarks); returns the port."""
+        self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_HEAD)
         return int(self._server.sockets[0].getsockname()[1])
 
+    def drop_connections(self) -> None:
+        """Close every open connection."""
+        for writer in list(self._open):
+            with contextlib.suppress(Exception):
+                writer.close()
+        self._open.clear()
+
     async def close(self) -> None:
-        """Stop listening and drop open tunnels."""
+        """Stop listening, drop open connections and end their handlers."""
         if self._server is not None:
             self._server.close()
+            self.drop_connections()
+            for task in list(self._handlers):
+                task.cancel()
+            await asyncio.gather(*self._handlers, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
 
+    def _record(self, entry: NetworkEvent) -> Traffic:
+        """Log a decision as it is made; the returned counter keeps its bytes."""
+        logged = _Logged(entry.model_copy(update={"index": len(self._log)}), Traffic())
+        self._log.append(logged)
+        for listener in list(self._listeners):
+            listener(logged.event)
+        return logged.traffic
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        self._open.add(writer)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
-            await self._handle(head, reader, writer)
-        except _Refused as refused:
-            if not refused.logged:
-                self._refuse_entry("?", 0, refused.status, refused.decision)
-            await _refuse(writer, refused.status, refused.decision)
+            if head[:8].upper() == b"CONNECT ":
+                await self._connect(head, reader, writer)
+            else:
+                box = HttpSide(reader, writer, h11.SERVER)
+                box.h11.receive_data(head)
+                await self._plain(box)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
             pass
+        except (h11.ProtocolError, ssl.SSLError, OSError, TimeoutError):
+            pass  # a broken client or upstream ends its own connection only
+        except asyncio.CancelledError:
+            pass  # close() ends handlers; asyncio's server must not see them cancelled
         finally:
+            self._handlers.discard(task)
+            self._open.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def _handle(
-        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        method, target, rest = _request_line(head)
-        if method == "CONNECT":
-            host, port = _split_host_port(target, default=443)
-        else:
-            url = urlsplit(target)
-            if url.scheme != "http" or not url.hostname:
-                raise self._refuse_entry("?", 0, 400, Decision(False, "not a proxy request"))
-            host, port = url.hostname, url.port or 80
-        entry = NetLogEntry(time=time.time(), host=host, port=port, allowed=False, rule="")
-        address = await self._decide(entry)
-        try:
-            upstream_reader, upstream_writer = await asyncio.wait_for(
-                asyncio.open_connection(address, port), CONNECT_TIMEOUT
-            )
-        except (OSError, TimeoutError):
-            raise _Refused(502, Decision(False, "upstream unreachable"), logged=True) from None
-        if method == "CONNECT":
-            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        else:
-            upstream_writer.write(_origin_form(method, target, rest))
-            entry.bytes_up += len(head)
-        await _pipe_both(reader, writer, upstream_reader, upstream_writer, entry)
-
-    async def _decide(self, entry: NetLogEntry) -> str:
-        decision = self.policy.check_name(entry.host, entry.port)
+    async def _decide(
+        self, host: str, port: int, method: str, brokered: list[Brokered]
+    ) -> tuple[str, Traffic]:
+        """Check the name, resolve it once, check every address; log the decision.
+        Returns the address to connect to and the counter of the connection's bytes."""
+        entry = NetworkEvent(
+            host=host, port=port, allowed=False, rule="", method=method,
+            brokered=_names(brokered) or None,
+        )  # fmt: skip
+        decision = self.policy.check_name(host, port)
         if not decision.allowed:
-            raise self._refuse_entry(entry.host, entry.port, 403, decision, entry)
+            raise self._refuse(entry, 403, decision.rule)
         try:
-            addresses = [
-                ipaddress.ip_address(a) for a in await self._resolve(entry.host, entry.port)
-            ]
+            answers = await self._resolve(host, port)
+            addresses = [ipaddress.ip_address(a) for a in answers]
         except (OSError, ValueError):
             addresses = []
         if not addresses:
-            raise self._refuse_entry(
-                entry.host, entry.port, 502, Decision(False, "name does not resolve"), entry
-            )
+            raise self._refuse(entry, 502, "name does not resolve")
         for address in addresses:  # every address must pass: no split answers
             verdict = self.policy.check_address(address, self._own)
             if not verdict.allowed:
-                raise self._refuse_entry(entry.host, entry.port, 403, verdict, entry)
-        entry.allowed, entry.rule, entry.address = True, decision.rule, str(addresses[0])
-        self._record(entry)
-        return str(addresses[0])
+                raise self._refuse(entry, 403, verdict.rule)
+        chosen = str(addresses[0])
+        allowed = {"allowed": True, "rule": decision.rule, "address": chosen}
+        return chosen, self._record(entry.model_copy(update=allowed))
 
-    def _refuse_entry(
-        self, host: str, port: int, status: int, decision: Decision,
-        entry: NetLogEntry | None = None,
-    ) -> _Refused:  # fmt: skip
-        entry = entry or NetLogEntry(time=time.time(), host=host, port=port, allowed=False, rule="")
-        entry.allowed, entry.rule = False, decision.rule
-        self._record(entry)
-        return _Refused(status, decision, logged=True)
+    def _refuse(self, entry: NetworkEvent, status: int, rule: str) -> Refused:
+        self._record(entry.model_copy(update={"allowed": False, "rule": rule}))
+        return Refused(status, rule)
 
-    def _record(self, entry: NetLogEntry) -> None:
-        self.log.append(entry)
-        if self._on_entry is not None:
-            self._on_entry(entry)
+    # CONNECT -------------------------------------------------------------------------
 
+    async def _connect(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            host, port = self._connect_target(head)
+            applied = self.broker.for_host(host)
+            address, traffic = await self._decide(host, port, "CONNECT", applied)
+        except Refused as refused:
+            await _refuse_raw(writer, refused)
+            return
+        if applied:
+            upstream_at = Upstream(address, port, host, self._upstream_tls)
+            await self._terminate(upstream_at, applied, traffic, reader, writer)
+            return
+        try:
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(address, port, limit=CHUNK), CONNECT_TIMEOUT
+            )
+        except (OSError, TimeoutError):
+            await _refuse_raw(writer, Refused(502, "upstream unreachable"))
+            return
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await _pipe_both(reader, writer, up_reader, up_writer, traffic)
 
-def _request_line(head: bytes) -> tuple[str, str, bytes]:
-    line, _, rest = head.partition(b"\r\n")
-    parts = line.decode("latin-1").split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-        raise _Refused(400, Decision(False, "malformed request"))
-    return parts[0].upper(), parts[1], rest
-
-
-def _split_host_port(target: str, default: int) -> tuple[str, int]:
-    host, sep, port = target.rpartition(":")
-    if not sep or "]" in port:
-        return target.strip("[]"), default
-    try:
+    def _connect_target(self, head: bytes) -> tuple[str, int]:
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = line.split(" ")
+        host, sep, port = parts[1].rpartition(":") if len(parts) == 3 else ("", "", "")
+        if not sep or not port.isdigit() or not host or not parts[2].startswith("HTTP/"):
+            raise self._malformed("malformed CONNECT: use CONNECT host:port HTTP/1.1")
         return host.strip("[]"), int(port)
-    except ValueError:
-        raise _Refused(400, Decision(False, "malformed port")) from None
+
+    def _malformed(self, rule: str) -> Refused:
+        entry = NetworkEvent(host="?", port=0, allowed=False, rule="")
+        return self._refuse(entry, 400, rule)
+
+    async def _terminate(
+        self,
+        upstream_at: Upstream,
+        applied: list[Brokered],
+        traffic: Traffic,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """Answer the CONNECT, speak TLS to the box as the host, relay its requests."""
+        assert self._ca is not None
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+        await writer.start_tls(self._ca.server_context(upstream_at.host))
+        box = HttpSide(reader, writer, h11.SERVER)
+        upstream: HttpSide | None = None
+        try:
+            while isinstance(request := await box.next_event(), h11.Request):
+                upstream = await _ready(upstream, upstream_at)
+                await relay(box, request, request.target, upstream, upstream_at, applied, traffic)
+                if not box.reusable():
+                    break
+                box.h11.start_next_cycle()
+        finally:
+            if upstream is not None:
+                upstream.close()
+
+    # Plain HTTP ----------------------------------------------------------------------
+
+    async def _plain(self, box: HttpSide) -> None:
+        """Relay plain-HTTP requests one by one, each decided on its own."""
+        upstream: HttpSide | None = None
+        try:
+            while True:
+                try:
+                    request = await box.next_event()
+                except h11.RemoteProtocolError:
+                    self._malformed("malformed HTTP request")
+                    await send_error(box, 400, "refused (malformed HTTP request)")
+                    return
+                if not isinstance(request, h11.Request):
+                    return
+                try:
+                    route = await self._route(request)
+                except Refused as refused:
+                    await send_error(box, refused.status, f"refused ({refused.rule})")
+                    return
+                if upstream is not None and upstream.at != route.upstream:
+                    upstream.close()
+                    upstream = None
+                try:
+                    upstream = await _ready(upstream, route.upstream)
+                except (OSError, TimeoutError) as exc:
+                    await send_error(box, 502, f"upstream unreachable ({exc.__class__.__name__})")
+                    return
+                await relay(
+                    box, request, route.target, upstream, route.upstream, route.applied,
+                    route.traffic,
+                )  # fmt: skip
+                if not box.reusable():
+                    return
+                box.h11.start_next_cycle()
+        finally:
+            if upstream is not None:
+                upstream.close()
+
+    async def _route(self, request: h11.Request) -> _Route:
+        """Decide where a plain-HTTP request goes: a credential's route, or the URL."""
+        method = request.method.decode("latin-1")
+        target = request.target.decode("latin-1")
+        tls: ssl.SSLContext | None = None
+        if target.startswith(ROUTE_PREFIX):
+            name, _, rest = target.removeprefix(ROUTE_PREFIX).partition("/")
+            item = self.broker.by_route(name)
+            if item is None or item.credential.upstream is None:
+                raise self._malformed(f"no credential route {name!r}")
+            base = urlsplit(item.credential.upstream)
+            url = urlsplit(base.geturl().rstrip("/") + "/" + rest)
+            tls = self._upstream_tls if base.scheme == "https" else None
+            applied = [item]
+        else:
+            url = urlsplit(target)
+            if url.scheme != "http" or not url.hostname:
+                raise self._malformed("not a proxy request: use an absolute http:// URL")
+            applied = self.broker.for_host(url.hostname)
+        host = url.hostname or ""
+        port = url.port or (443 if tls is not None else 80)
+        address, traffic = await self._decide(host, port, method, applied)
+        origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        return _Route(Upstream(address, port, host, tls), origin.encode(), applied, traffic)
 
 
-def _origin_form(method: str, target: str, rest: bytes) -> bytes:
-    url = urlsplit(target)
-    path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-    headers = [
-        line
-        for line in rest.split(b"\r\n")
-        if line and not line.lower().startswith((b"proxy-", b"connection:"))
-    ]
-    lines = [f"{method} {path} HTTP/1.1".encode(), *headers, b"Connection: close", b"", b""]
-    return b"\r\n".join(lines)
+async def _ready(upstream: HttpSide | None, upstream_at: Upstream) -> HttpSide:
+    """The open upstream connection when it can take another request, else a new one."""
+    if upstream is not None and upstream.reusable():
+        upstream.h11.start_next_cycle()
+        return upstream
+    if upstream is not None:
+        upstream.close()
+    return await upstream_at.connect()
 
 
-async def _refuse(writer: asyncio.StreamWriter, status: int, decision: Decision) -> None:
-    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}[status]
-    body = f"golem egress: refused ({decision.rule})\n".encode()
+def _names(applied: list[Brokered]) -> str:
+    return ",".join(item.credential.name for item in applied)
+
+
+async def _refuse_raw(writer: asyncio.StreamWriter, refused: Refused) -> None:
+    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway"}
+    body = f"golem egress: refused ({refused.rule})\n".encode()
     writer.write(
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        f"HTTP/1.1 {refused.status} {reason.get(refused.status, 'Error')}\r\n"
+        f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n".encode()
         + body
     )
     with contextlib.suppress(ConnectionError):
@@ -215,17 +374,17 @@ async def _pipe_both(
     box_writer: asyncio.StreamWriter,
     up_reader: asyncio.StreamReader,
     up_writer: asyncio.StreamWriter,
-    entry: NetLogEntry,
+    traffic: Traffic,
 ) -> None:
     async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, up: bool) -> None:
         with contextlib.suppress(ConnectionError):
             while data := await source.read(CHUNK):
+                if up:
+                    traffic.up += len(data)
+                else:
+                    traffic.down += len(data)
                 sink.write(data)
                 await sink.drain()
-                if up:
-                    entry.bytes_up += len(data)
-                else:
-                    entry.bytes_down += len(data)
         with contextlib.suppress(Exception):
             if sink.can_write_eof():
                 sink.write_eof()

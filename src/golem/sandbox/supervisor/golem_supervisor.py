@@ -545,6 +545,68 @@ def spawn(argv, cwd, env, stdin_fd, stdout_fd, stderr_fd, ctty=False):
     return pid
 
 
+BRIDGE_CHUNK = 256 * 1024
+BRIDGE_MAX_CONNECTIONS = 64
+
+
+def bridge_pump(source, sink):
+    """Copy one direction until its end; an error ends both directions."""
+    import socket
+
+    try:
+        while True:
+            data = source.recv(BRIDGE_CHUNK)
+            if not data:
+                break
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def bridge_connection(conn, path, slots):
+    """One box connection to the loopback port, joined to a new one to the proxy."""
+    import socket
+
+    proxy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        proxy.connect(path)
+        other = threading.Thread(target=bridge_pump, args=(proxy, conn), daemon=True)
+        other.start()
+        bridge_pump(conn, proxy)
+        other.join()
+    except (OSError, RuntimeError):
+        pass
+    finally:
+        conn.close()
+        proxy.close()
+        slots.release()
+
+
+def bridge_accept(listener, path):
+    """Accept box connections on the loopback port for as long as the box lives."""
+    slots = threading.BoundedSemaphore(BRIDGE_MAX_CONNECTIONS)
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            continue
+        if not slots.acquire(blocking=False):
+            conn.close()  # a box holding every slot only starves itself
+            continue
+        try:
+            threading.Thread(
+                target=bridge_connection, args=(conn, path, slots), daemon=True
+            ).start()
+        except RuntimeError:  # no threads left (pids limit)
+            conn.close()
+            slots.release()
+
+
 class Transfer:
     """A put in progress: chunks from the host written to a file or a tar extractor."""
 
@@ -680,6 +742,20 @@ class Supervisor:
         home = self.env.get("HOME")
         if home:
             os.makedirs(home, exist_ok=True)
+        self.channel.send({"op": "done", "id": msg.get("id")})
+
+    def op_bridge(self, msg, payload):
+        """Listen on 127.0.0.1:port and join each connection to the unix socket ``path``
+        (the host's egress proxy): the only way out of a ``filtered`` box."""
+        import socket
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", int(msg["port"])))
+        listener.listen(128)
+        threading.Thread(
+            target=bridge_accept, args=(listener, str(msg["path"])), daemon=True
+        ).start()
         self.channel.send({"op": "done", "id": msg.get("id")})
 
     def op_exec(self, msg, payload):

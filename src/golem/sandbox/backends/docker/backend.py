@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from golem.sandbox.backends.docker.attach import AttachedStreams, open_attach
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.sandbox.backends.process.cgroups import BoxCgroup
 from golem.sandbox.backends.process.seccomp import engine_profile
+from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord
 from golem.sandbox.supervisor import supervisor_source
 
@@ -137,7 +139,7 @@ class DockerBackend:
                 "dockerd or set engine.backend.docker_host"
             ) from exc
 
-    def _host_config(self, spec: BoxSpec) -> dict[str, Any]:
+    def _host_config(self, spec: BoxSpec, mounts: Sequence[Mount]) -> dict[str, Any]:
         uid, gid = spec.uid_gid
         # Podman ignores tmpfs mode= and refuses uid=; its U option hands the mount to the
         # container's user instead.
@@ -149,6 +151,8 @@ class DockerBackend:
         else:
             owner = "U" if podman else f"mode=755,uid={uid},gid={gid}"
             tmpfs[WORKSPACE] = f"size={spec.workspace_size},{owner}"
+        for mount in mounts:
+            binds[str(mount.source)] = {"bind": mount.target, "mode": "ro"}
         limits: dict[str, Any] = {}
         if spec.memory is not None:
             limits.update(mem_limit=spec.memory, memswap_limit=spec.memory)
@@ -162,7 +166,7 @@ class DockerBackend:
             cap_drop=["ALL"],
             security_opt=self._security_options(),
             pids_limit=spec.pids,
-            network_mode="none" if spec.network == "none" else "host",
+            network_mode="host" if spec.network == "host" else "none",
             runtime=self.config.oci_runtime,
             init=False,  # the supervisor is pid 1 and reaps orphans
             **limits,
@@ -177,7 +181,7 @@ class DockerBackend:
             options.append(f"seccomp={profile}")
         return options
 
-    def _create(self, spec: BoxSpec, record: BoxRecord) -> str:
+    def _create(self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount]) -> str:
         uid, gid = spec.uid_gid
         image = spec.image or self.config.image
         labels = {
@@ -197,7 +201,7 @@ class DockerBackend:
                 hostname="golem",
                 name=record.id,  # so prune finds it by the record alone, even unsaved state
                 labels=labels,
-                host_config=self._host_config(spec),
+                host_config=self._host_config(spec, mounts),
             )
         except DockerImageNotFound:
             raise ImageNotFound(
@@ -208,18 +212,20 @@ class DockerBackend:
             raise SandboxError(f"the engine refused the box: {exc.explanation or exc}") from exc
         return str(container["Id"])
 
-    async def start(self, spec: BoxSpec, record: BoxRecord) -> DockerBox:
+    async def start(
+        self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount] = ()
+    ) -> DockerBox:
         """Create the container, attach to its stdio, then start it."""
         try:
-            return await self._start(spec, record)
+            return await self._start(spec, record, mounts)
         except DockerException as exc:
             explanation = getattr(exc, "explanation", None) or exc
             raise SandboxError(
                 f"the container engine could not start the box: {explanation}"
             ) from exc
 
-    async def _start(self, spec: BoxSpec, record: BoxRecord) -> DockerBox:
-        container_id = await asyncio.to_thread(self._create, spec, record)
+    async def _start(self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount]) -> DockerBox:
+        container_id = await asyncio.to_thread(self._create, spec, record, mounts)
         record.state = {"container": container_id, "docker_host": self._base_url()}
         streams: AttachedStreams | None = None
         try:

@@ -14,7 +14,7 @@ import pwd
 import resource
 import shutil
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from golem.core.config import ProcessBackendConfig
@@ -24,6 +24,7 @@ from golem.sandbox.backends.process.bwrap import BOX_PATH, BwrapLayout, bwrap_ar
 from golem.sandbox.backends.process.cgroups import BoxCgroup, CgroupLimits
 from golem.sandbox.backends.process.channel import PipeChannel
 from golem.sandbox.backends.process.seccomp import compile_filter
+from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord, process_alive, process_start_time
 from golem.sandbox.supervisor import supervisor_source
 
@@ -142,7 +143,9 @@ class ProcessBackend:
             raise BackendUnavailable("engine.backend.run_as must not be a root user")
         return entry.pw_uid, entry.pw_gid
 
-    def _layout(self, spec: BoxSpec, ids: tuple[int, int] | None) -> BwrapLayout:
+    def _layout(
+        self, spec: BoxSpec, ids: tuple[int, int] | None, mounts: Sequence[Mount]
+    ) -> BwrapLayout:
         """Check the spec's directories: they must exist and be reachable by bubblewrap."""
         if not spec.read_only_root:
             raise InvalidRequest(
@@ -172,19 +175,34 @@ class ProcessBackend:
         for directory in (root, workspace):
             if directory is not None and ids is not None:
                 _check_reachable(directory, ids, self.config.run_as)
+        for mount in mounts:
+            if ids is not None:
+                _check_reachable(mount.source, ids, self.config.run_as)
+        kept = tuple(m for m in mounts if not m.optional or self._in_root(root, m.target))
         seccomp_fd = _memfd("golem-seccomp", compile_filter()) if self.config.seccomp else None
         return BwrapLayout(
             root=root,
             host_paths=tuple(self.config.host_paths),
             workspace=workspace,
             seccomp_fd=seccomp_fd,
+            mounts=kept,
         )
 
-    async def start(self, spec: BoxSpec, record: BoxRecord) -> ProcessBox:
+    def _in_root(self, root: Path | None, target: str) -> bool:
+        """Whether ``target`` exists in the box's root (an image, or the host's paths)."""
+        if root is not None:
+            return (root / target.lstrip("/")).exists()
+        return Path(target).exists() and any(
+            target.startswith(path.rstrip("/") + "/") for path in self.config.host_paths
+        )
+
+    async def start(
+        self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount] = ()
+    ) -> ProcessBox:
         """Start bubblewrap with the supervisor as the box's command."""
         self.check()
         ids = self._host_ids()
-        layout = self._layout(spec, ids)
+        layout = self._layout(spec, ids, mounts)
         channel = PipeChannel.create()
         try:
             cgroup = None

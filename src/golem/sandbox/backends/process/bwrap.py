@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from golem.core.spec import WORKSPACE, BoxSpec
+from golem.sandbox.contracts import Mount
 
 __all__ = ["BOX_PATH", "BwrapLayout", "bwrap_argv"]
 
 BOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHM_SIZE = 64 * 1024**2
+RUN_SIZE = 1024**2
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class BwrapLayout:
     host_paths: tuple[str, ...]
     workspace: Path | None  # host directory bound read-write at /workspace
     seccomp_fd: int | None
+    mounts: tuple[Mount, ...] = ()  # bound read-only; optional ones already filtered
 
 
 def _host_root_args(host_paths: tuple[str, ...]) -> list[str]:
@@ -31,6 +34,19 @@ def _host_root_args(host_paths: tuple[str, ...]) -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    return args
+
+
+def _mount_args(mounts: tuple[Mount, ...]) -> list[str]:
+    """Read-only binds; those under /run go on a small tmpfs there (an image's /run is
+    read-only, so mount points could not be made in it)."""
+    args: list[str] = []
+    if any(m.target.startswith("/run/") for m in mounts):
+        args += ["--size", str(RUN_SIZE), "--perms", "0755", "--tmpfs", "/run"]
+    for mount in mounts:
+        args += ["--ro-bind", str(mount.source), mount.target]
+    if any(m.target.startswith("/run/") for m in mounts):
+        args += ["--remount-ro", "/run"]
     return args
 
 
@@ -57,10 +73,10 @@ def bwrap_argv(bwrap: str, spec: BoxSpec, layout: BwrapLayout, command: list[str
         "--cap-drop",
         "ALL",
     ]
-    if spec.network == "none":
-        args.append("--unshare-net")
-    else:
+    if spec.network == "host":
         args.append("--share-net")
+    else:  # none, and filtered: only lo, and the proxy through a mounted socket
+        args.append("--unshare-net")
     if layout.root is not None:
         args += ["--ro-bind", str(layout.root), "/"]
     else:
@@ -72,6 +88,7 @@ def bwrap_argv(bwrap: str, spec: BoxSpec, layout: BwrapLayout, command: list[str
         args += ["--bind", str(layout.workspace), WORKSPACE]
     else:
         args += ["--size", str(spec.workspace_size), "--perms", "0755", "--tmpfs", WORKSPACE]
+    args += _mount_args(layout.mounts)
     args += ["--remount-ro", "/", "--remount-ro", "/dev"]
     args += ["--chdir", WORKSPACE]
     if layout.seccomp_fd is not None:

@@ -1,0 +1,202 @@
+"""HTTP/1.1 relaying through the proxy, parsed by h11 on both sides.
+
+Plain-HTTP requests and the requests inside a terminated TLS tunnel pass through here one
+at a time: each is decided, its headers rewritten (credentials in, proxy headers out), its
+body streamed upstream, and the answer streamed back with real credential values masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from dataclasses import dataclass
+
+import h11
+
+from golem.sandbox.egress.broker import (
+    Brokered,
+    response_masker,
+    rewrite_request_headers,
+)
+
+__all__ = ["HttpSide", "Traffic", "Upstream", "relay", "send_error"]
+
+CHUNK = 256 * 1024
+MAX_HEAD = 64 * 1024
+CONNECT_TIMEOUT = 10.0
+HOP_BY_HOP = {
+    b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate",
+    b"proxy-authorization", b"te", b"trailer", b"upgrade",
+}  # fmt: skip
+
+
+class HttpSide:
+    """One end of a relayed exchange: a stream pair and its h11 state machine."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        role: type[h11.CLIENT] | type[h11.SERVER],
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.h11 = h11.Connection(role, max_incomplete_event_size=MAX_HEAD)
+        self.at: Upstream | None = None  # for a connection to an upstream: where it goes
+
+    async def next_event(self) -> object:
+        """The next parsed event (an h11 event, or ``h11.PAUSED``), reading as needed;
+        h11's protocol errors propagate."""
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(await self.reader.read(CHUNK))
+
+    def serialise(self, event: h11.Event) -> bytes:
+        """The bytes of an event (count them before writing: a reader may act at once)."""
+        return self.h11.send(event) or b""
+
+    async def write(self, data: bytes) -> None:
+        """Write bytes and wait until the buffer drains."""
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def send(self, event: h11.Event) -> None:
+        """Serialise and write an event."""
+        await self.write(self.serialise(event))
+
+    def reusable(self) -> bool:
+        """Whether another exchange may follow on this connection."""
+        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+
+    def close(self) -> None:
+        """Close the connection."""
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+@dataclass
+class Traffic:
+    """Bytes moved on a logged connection, box to upstream and back."""
+
+    up: int = 0
+    down: int = 0
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where an exchange goes: the checked address, and TLS with the name it verifies."""
+
+    address: str
+    port: int
+    host: str
+    tls: ssl.SSLContext | None
+
+    @property
+    def authority(self) -> str:
+        """``host`` or ``host:port`` as the Host header spells it."""
+        default = 443 if self.tls is not None else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+    async def connect(self) -> HttpSide:
+        """Open a connection (TLS verified against ``host``)."""
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(
+                self.address,
+                self.port,
+                ssl=self.tls,
+                server_hostname=self.host if self.tls is not None else None,
+                limit=CHUNK,
+            ),
+            CONNECT_TIMEOUT,
+        )
+        side = HttpSide(reader, writer, h11.CLIENT)
+        side.at = self
+        return side
+
+
+async def send_error(box: HttpSide, status: int, text: str) -> None:
+    """Answer the box with an error and make the connection close afterwards."""
+    body = f"golem egress: {text}\n".encode()
+    headers = [
+        (b"Content-Type", b"text/plain"),
+        (b"Content-Length", str(len(body)).encode()),
+        (b"Connection", b"close"),
+    ]
+    with contextlib.suppress(h11.LocalProtocolError, ConnectionError):
+        await box.send(h11.Response(status_code=status, headers=headers))
+        await box.send(h11.Data(data=body))
+        await box.send(h11.EndOfMessage())
+
+
+async def relay(
+    box: HttpSide,
+    request: h11.Request,
+    target: bytes,
+    upstream: HttpSide,
+    upstream_at: Upstream,
+    applied: list[Brokered],
+    traffic: Traffic,
+) -> None:
+    """One request from the box to the upstream and its answer back, counted in
+    ``traffic`` as it goes."""
+    headers = rewrite_request_headers(
+        [(k, v) for k, v in request.headers if k.lower() not in HOP_BY_HOP],
+        applied,
+        upstream_at.authority,
+    )
+    request_head = h11.Request(method=request.method, target=target, headers=headers)
+    await _upward(upstream, request_head, traffic)
+    if box.h11.they_are_waiting_for_100_continue:
+        await box.send(h11.InformationalResponse(status_code=100, headers=[]))
+    while True:
+        event = await box.next_event()
+        if isinstance(event, h11.Data):
+            await _upward(upstream, h11.Data(data=event.data), traffic)
+        elif isinstance(event, h11.EndOfMessage):
+            await _upward(upstream, h11.EndOfMessage(), traffic)
+            break
+        else:
+            raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} in a request")
+    await _answer(box, upstream, applied, traffic)
+
+
+async def _answer(
+    box: HttpSide, upstream: HttpSide, applied: list[Brokered], traffic: Traffic
+) -> None:
+    masker = response_masker(applied)
+    while True:
+        event = await upstream.next_event()
+        if isinstance(event, h11.InformationalResponse):
+            continue  # the proxy answered any 100-continue itself
+        if isinstance(event, h11.Response):
+            headers = [(k, masker.mask(v)) for k, v in event.headers if k.lower() not in HOP_BY_HOP]
+            response = h11.Response(
+                status_code=event.status_code, headers=headers, reason=event.reason
+            )
+            await _downward(box, response, traffic)
+        elif isinstance(event, h11.Data):
+            if masked := masker.feed(bytes(event.data)):
+                await _downward(box, h11.Data(data=masked), traffic)
+        elif isinstance(event, h11.EndOfMessage):
+            if tail := masker.flush():
+                await _downward(box, h11.Data(data=tail), traffic)
+            await _downward(box, h11.EndOfMessage(), traffic)
+            return
+        else:
+            raise h11.RemoteProtocolError("the upstream closed the connection mid-answer")
+
+
+async def _upward(upstream: HttpSide, event: h11.Event, traffic: Traffic) -> None:
+    data = upstream.serialise(event)
+    traffic.up += len(data)
+    await upstream.write(data)
+
+
+async def _downward(box: HttpSide, event: h11.Event, traffic: Traffic) -> None:
+    data = box.serialise(event)
+    traffic.down += len(data)
+    await box.write(data)

@@ -1,0 +1,165 @@
+"""The network of ``filtered`` boxes: a proxy per box, reached through a mounted socket.
+
+Each filtered box gets a host directory holding its proxy's unix socket (and, when
+credentials are brokered, golem's CA and a CA bundle), bound read-only at /run/golem in the
+box. The supervisor bridges a loopback port in the box to that socket, and the box's
+environment points HTTP(S)_PROXY there. The box itself has no route out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import ssl
+from pathlib import Path
+
+from golem.core.config import GolemConfig
+from golem.core.errors import ConfigError
+from golem.core.network import EgressPolicy, NetworkConfig
+from golem.sandbox.contracts import Mount
+from golem.sandbox.egress import (
+    CredentialBroker,
+    EgressCA,
+    EgressProxy,
+    host_addresses,
+    make_resolver,
+    read_credential_values,
+    upstream_context,
+)
+
+__all__ = ["BOX_NETWORK_DIR", "BOX_SOCKET", "BoxNetwork", "EgressService"]
+
+BOX_NETWORK_DIR = "/run/golem"
+BOX_SOCKET = f"{BOX_NETWORK_DIR}/egress.sock"
+BOX_CA = f"{BOX_NETWORK_DIR}/golem-ca.pem"
+BOX_BUNDLE = f"{BOX_NETWORK_DIR}/ca-certificates.crt"
+SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+TRUST_VARIABLES = ("SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
+
+
+def _system_bundle() -> bytes:
+    for candidate in (ssl.get_default_verify_paths().cafile, SYSTEM_BUNDLE):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate).read_bytes()
+    return b""
+
+
+class BoxNetwork:
+    """One filtered box's proxy, socket directory and what the box needs to use them."""
+
+    def __init__(
+        self, directory: Path, proxy: EgressProxy, service: EgressService, trusted: bool
+    ) -> None:
+        self.directory = directory
+        self.proxy = proxy
+        self._service = service
+        self._trusted = trusted
+        self.secrets: list[str] = []
+
+    def mounts(self) -> list[Mount]:
+        """The socket directory at /run/golem; golem's CA over the system bundle too."""
+        mounts = [Mount(self.directory, BOX_NETWORK_DIR)]
+        if self._trusted:
+            mounts.append(Mount(self.directory / "ca-certificates.crt", SYSTEM_BUNDLE, True))
+        return mounts
+
+    def configure(self, policy: EgressPolicy) -> dict[str, str]:
+        """Start a session with ``policy`` and fresh sentinels; returns the box's env."""
+        broker = self._service.broker()
+        self.proxy.configure(policy, broker)
+        self.secrets = broker.values
+        port = self._service.config.proxy_port
+        url = f"http://127.0.0.1:{port}"
+        env: dict[str, str] = {}
+        for name in ("HTTP_PROXY", "HTTPS_PROXY"):
+            env[name] = env[name.lower()] = url
+        env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
+        if self._trusted:
+            env.update(dict.fromkeys(TRUST_VARIABLES, BOX_BUNDLE))
+            env.update(GIT_SSL_CAINFO=BOX_BUNDLE, NODE_EXTRA_CA_CERTS=BOX_CA)
+        env.update(broker.box_env(port))
+        return env
+
+    async def close(self) -> None:
+        """Stop the proxy and remove the directory."""
+        await self.proxy.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class EgressService:
+    """What the engine's filtered boxes share: resolver, credentials, CA (made on first
+    need), the host's own addresses, and where sockets live."""
+
+    def __init__(self, config: GolemConfig) -> None:
+        self.config: NetworkConfig = config.engine.network
+        self._credentials = list(config.credentials)
+        self._values: dict[str, str] | None = None
+        self._resolver = make_resolver(self.config)
+        self._ca: EgressCA | None = None
+        self._own = host_addresses()
+        self._upstream_tls: ssl.SSLContext | None = None
+
+    def broker(self) -> CredentialBroker:
+        """The configured credentials with fresh sentinels (values read once)."""
+        if self._values is None:
+            self._values = read_credential_values(self._credentials)
+        return CredentialBroker(self._credentials, self._values)
+
+    def _runtime_dir(self) -> Path:
+        base = self.config.runtime_dir
+        base.mkdir(parents=True, exist_ok=True)
+        info = base.stat()
+        if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            raise ConfigError(
+                f"{base} (engine.network.runtime_dir) must be owned by this user and not "
+                "writable by others; remove it or choose another"
+            )
+        base.chmod(0o711)  # boxes' users may pass through, not list
+        return base
+
+    async def open(self, box_id: str) -> BoxNetwork:
+        """A proxy for a new box, listening in a directory of its own."""
+        trusted = bool(self._credentials)
+        if trusted:
+            self.broker()  # a missing credential value fails before any box starts
+        if trusted and self._ca is None:
+            self._ca = EgressCA()
+        if self._upstream_tls is None:
+            self._upstream_tls = upstream_context(self.config.upstream_ca)
+        directory = self._runtime_dir() / box_id
+        directory.mkdir(mode=0o755)
+        directory.chmod(0o755)
+        proxy = EgressProxy(
+            EgressPolicy(),
+            resolver=self._resolver,
+            ca=self._ca,
+            upstream_tls=self._upstream_tls,
+            own_addresses=self._own,
+        )
+        try:
+            if self._ca is not None:
+                (directory / "golem-ca.pem").write_bytes(self._ca.pem)
+                (directory / "ca-certificates.crt").write_bytes(_system_bundle() + self._ca.pem)
+                for name in ("golem-ca.pem", "ca-certificates.crt"):
+                    (directory / name).chmod(0o644)
+            socket = directory / "egress.sock"
+            await proxy.start(socket)
+            socket.chmod(0o666)  # the box's user, whatever its uid on the host
+        except BaseException:
+            await proxy.close()
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        return BoxNetwork(directory, proxy, self, trusted)
+
+    def close(self) -> None:
+        """Forget the CA's leaf keys."""
+        if self._ca is not None:
+            self._ca.close()
+            self._ca = None
+
+    @staticmethod
+    def remove_leftovers(config: NetworkConfig, box_id: str) -> None:
+        """Remove the socket directory of a box whose owner died."""
+        with contextlib.suppress(OSError):
+            shutil.rmtree(config.runtime_dir / box_id)
