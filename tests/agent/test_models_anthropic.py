@@ -17,6 +17,7 @@ from tests.agent.wire import (
     FAST_RETRY,
     TEST_KEY,
     AnthropicServer,
+    Reply,
     WireServer,
     models_config,
 )
@@ -319,6 +320,19 @@ async def test_a_connection_cut_mid_stream_is_retried(anthropic_server: Anthropi
     response = await model_for(anthropic_server).complete(ASK)
 
     assert response.message.content == "A whole reply."
+    assert len(anthropic_server.requests) == 2
+
+
+async def test_a_stream_that_ends_before_message_stop_is_retried_then_unavailable(
+    anthropic_server: AnthropicServer,
+) -> None:
+    whole = stream_reply(Text("A whole reply."))
+    assert whole.events is not None
+    anthropic_server.otherwise(Reply.stream(list(whole.events[:4])))
+
+    with pytest.raises(ModelUnavailable, match=r"broke off mid-reply.*before message_stop"):
+        await model_for(anthropic_server, max_retries=1).complete(ASK)
+
     assert len(anthropic_server.requests) == 2
 
 

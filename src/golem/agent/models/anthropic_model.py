@@ -78,8 +78,8 @@ class AnthropicModel:
                 raise model_error(self._endpoint, exc.status_code, exc.body) from exc
             except anthropic.APIConnectionError as exc:
                 raise unreachable(self._endpoint, exc) from exc
-            except (httpx2.TransportError, ModelUnavailable) as exc:
-                raise stream_broken(self._endpoint, str(exc) or repr(exc)) from exc
+            except ModelUnavailable as exc:
+                raise stream_broken(self._endpoint, exc.message) from exc
 
     def _client(self) -> AsyncAnthropic:
         return AsyncAnthropic(
@@ -106,8 +106,12 @@ class AnthropicModel:
             stream=True,
         )
         async with stream:
-            async for event in stream:
-                reply.feed(event)
+            try:
+                async for event in stream:
+                    reply.feed(event)
+            except (httpx2.TransportError, anthropic.APIConnectionError) as exc:
+                # Raised mid-stream, after the SDK's retries: golem retries it.
+                raise ModelUnavailable(f"the stream broke: {exc!r}") from exc
         return reply.response(self.price)
 
 
@@ -119,4 +123,4 @@ def _broken_stream(exc: Exception) -> bool:
         if exc.status_code >= 400:
             return False
         return failure_kind(None, exc.type) in ("rate_limited", "unavailable")
-    return isinstance(exc, httpx2.TransportError | ModelUnavailable)
+    return isinstance(exc, ModelUnavailable)

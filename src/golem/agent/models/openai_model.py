@@ -3,7 +3,6 @@ with the official SDK (``openai/<model>`` and ``openai-compatible/<model>``)."""
 
 from __future__ import annotations
 
-import httpx2
 import openai
 from openai import AsyncOpenAI
 
@@ -86,8 +85,8 @@ class OpenAIModel:
                 raise unreachable(self._endpoint, exc) from exc
             except openai.APIError as exc:
                 raise model_error(self._endpoint, None, exc.body or exc.message) from exc
-            except (httpx2.TransportError, ModelUnavailable) as exc:
-                raise stream_broken(self._endpoint, str(exc) or repr(exc)) from exc
+            except ModelUnavailable as exc:
+                raise stream_broken(self._endpoint, exc.message) from exc
 
     def _client(self) -> AsyncOpenAI:
         return AsyncOpenAI(
@@ -112,15 +111,19 @@ class OpenAIModel:
             max_completion_tokens=openai.omit if self.compatible else request.max_tokens,
         )
         async with stream:
-            async for chunk in stream:
-                reply.feed(chunk)
+            try:
+                async for chunk in stream:
+                    reply.feed(chunk)
+            except openai.APIConnectionError as exc:
+                # Raised mid-stream, after the SDK's retries: golem retries it.
+                raise ModelUnavailable(f"the stream broke: {exc.__cause__!r}") from exc
         return reply.response(self.price)
 
 
 def _broken_stream(exc: Exception) -> bool:
     """A stream that began with 200 and then failed in a way a new attempt may cure: an
-    error chunk of a transient type, a cut connection. Error statuses and connection
-    failures were retried by the SDK already."""
+    error chunk of a transient type, a cut connection (ModelUnavailable). Error statuses
+    and failures to connect were retried by the SDK already."""
     if isinstance(exc, openai.APIStatusError | openai.APIConnectionError):
         return False
     if isinstance(exc, openai.APIError):
@@ -128,4 +131,4 @@ def _broken_stream(exc: Exception) -> bool:
         error_type = body.get("type")
         kind = failure_kind(None, error_type if isinstance(error_type, str) else None)
         return kind in ("rate_limited", "unavailable")
-    return isinstance(exc, httpx2.TransportError | ModelUnavailable)
+    return isinstance(exc, ModelUnavailable)
