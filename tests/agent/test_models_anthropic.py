@@ -336,6 +336,17 @@ async def test_a_stream_that_ends_before_message_stop_is_retried_then_unavailabl
     assert len(anthropic_server.requests) == 2
 
 
+async def test_a_stalled_stream_is_cut_off_at_the_providers_timeout(
+    anthropic_server: AnthropicServer,
+) -> None:
+    anthropic_server.push(stream_reply(Text("Never finished."), hold_after=2))
+    config = models_config(anthropic=anthropic_server)
+    config.anthropic.timeout = 0.3
+
+    with pytest.raises(ModelUnavailable, match=r"within 0\.3 s.*raise timeout"):
+        await make_model("anthropic/claude-haiku-4-5", config).complete(ASK)
+
+
 async def test_an_unreachable_server_is_model_unavailable_naming_the_url(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

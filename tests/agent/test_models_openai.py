@@ -298,6 +298,17 @@ async def test_a_stream_that_ends_without_finishing_is_retried(
     assert len(openai_server.requests) == 2
 
 
+async def test_a_stalled_stream_is_cut_off_at_the_providers_timeout(
+    openai_server: OpenAIServer,
+) -> None:
+    openai_server.push(stream_reply("Never finished.", hold_after=2))
+    config = models_config(openai=openai_server)
+    config.openai.timeout = 0.3
+
+    with pytest.raises(ModelUnavailable, match=r"within 0\.3 s.*raise timeout"):
+        await make_model("openai/gpt-5-mini", config).complete(ASK)
+
+
 async def test_a_refused_key_is_model_auth_error_naming_the_variable(
     openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -118,13 +118,14 @@ def stream_reply(
     error: tuple[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
     cut_after: int | None = None,
+    hold_after: int | None = None,
 ) -> Reply:
     """A streamed message: message_start, each block as content_block_start, deltas and
     content_block_stop (with a ping after the first), message_delta with the stop reason
     and output tokens, message_stop. ``stop_reason`` defaults to tool_use when a block is
     a ToolUse, else end_turn. ``error=(type, message)`` replaces message_delta and
     message_stop by an ``event: error`` (what Anthropic sends when it is overloaded
-    mid-stream)."""
+    mid-stream). ``cut_after`` and ``hold_after`` are Reply's."""
     usage = usage or AnthropicUsage()
     if stop_reason is None:
         stop_reason = "tool_use" if any(isinstance(b, ToolUse) for b in blocks) else "end_turn"
@@ -136,7 +137,7 @@ def stream_reply(
     if error is not None:
         error_type, message = error
         events.append(sse(_error_body(error_type, message), "error"))
-        return Reply.stream(events, headers, cut_after)
+        return Reply.stream(events, headers, cut_after, hold_after)
     delta = {
         "type": "message_delta",
         "delta": {"stop_reason": stop_reason, "stop_sequence": None},
@@ -144,7 +145,7 @@ def stream_reply(
     }
     events.append(sse(delta, "message_delta"))
     events.append(sse({"type": "message_stop"}, "message_stop"))
-    return Reply.stream(events, headers, cut_after)
+    return Reply.stream(events, headers, cut_after, hold_after)
 
 
 def message_reply(

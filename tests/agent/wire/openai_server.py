@@ -118,13 +118,15 @@ def stream_reply(
     chunk: int = 5,
     error: Mapping[str, Any] | None = None,
     cut_after: int | None = None,
+    hold_after: int | None = None,
 ) -> Reply:
     """A streamed completion: a role chunk, the text (or refusal) in parts of ``chunk``
     characters, the tool calls (the first chunk of each with id and name, then argument
     parts, parallel calls interleaved by index), a chunk with the finish reason, a usage
     chunk with no choices, ``[DONE]``. ``finish_reason`` defaults to tool_calls when there
     are tool calls, else stop. ``error`` sends ``{"error": error}`` as a data chunk in
-    place of the finish (what a server does when it fails mid-stream)."""
+    place of the finish (what a server does when it fails mid-stream). ``cut_after`` and
+    ``hold_after`` are Reply's."""
     usage = usage or OpenAIUsage()
     if finish_reason is None:
         finish_reason = "tool_calls" if tool_calls else "stop"
@@ -134,11 +136,11 @@ def stream_reply(
     events += [sse(_chunk(model, {"tool_calls": [part]})) for part in _tool_call_parts(tool_calls)]
     if error is not None:
         events.append(sse({"error": dict(error)}))
-        return Reply.stream(events, cut_after=cut_after)
+        return Reply.stream(events, cut_after=cut_after, hold_after=hold_after)
     events.append(sse(_chunk(model, {}, finish_reason)))
     events.append(sse({**_chunk(model, None), "usage": _usage_json(usage)}))
     events.append(sse("[DONE]"))
-    return Reply.stream(events, cut_after=cut_after)
+    return Reply.stream(events, cut_after=cut_after, hold_after=hold_after)
 
 
 def completion_reply(

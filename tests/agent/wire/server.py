@@ -17,6 +17,7 @@ Streams use chunked transfer encoding, one chunk per SSE frame, as the real APIs
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -63,6 +64,9 @@ class Reply:
     cut_after: int | None = None
     """For streams: drop the connection after this many events, without ending the
     chunked body (a connection that breaks mid-stream)."""
+    hold_after: int | None = None
+    """For streams: after this many events, send nothing more until the server's
+    ``release`` event is set (a provider that stalls; ``stop`` releases it)."""
 
     @classmethod
     def json(
@@ -81,12 +85,14 @@ class Reply:
         events: list[bytes],
         headers: Mapping[str, str] | None = None,
         cut_after: int | None = None,
+        hold_after: int | None = None,
     ) -> Reply:
         """A server-sent event stream."""
         return cls(
             headers={"content-type": "text/event-stream", **(headers or {})},
             events=tuple(events),
             cut_after=cut_after,
+            hold_after=hold_after,
         )
 
 
@@ -105,11 +111,13 @@ class WireServer:
     ``start``) and stopped by leaving it (or ``stop``)."""
 
     def __init__(self) -> None:
+        self.release = threading.Event()
+        """Set to let replies with ``hold_after`` go on; ``stop`` sets it."""
         self._lock = threading.Lock()
         self._replies: deque[ReplySource] = deque()
         self._otherwise: ReplySource | None = None
         self._requests: list[RecordedRequest] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _HTTPServer(self)
         # A short poll interval makes stop() quick: shutdown waits for the next poll.
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -145,6 +153,7 @@ class WireServer:
 
     def stop(self) -> None:
         """Stop serving and close the listening socket."""
+        self.release.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join()
@@ -182,54 +191,62 @@ class WireServer:
         return source(request) if callable(source) else source
 
 
-def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _HTTPServer(ThreadingHTTPServer):
+    """The stdlib server, knowing the WireServer it answers for."""
 
-        def do_POST(self) -> None:
-            self._serve()
+    def __init__(self, wire: WireServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.wire = wire
 
-        def do_GET(self) -> None:
-            self._serve()
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients that hang up (a timed-out SDK call) are expected; anything else is
+        reported as usual."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: tests assert on ``requests`` instead."""
 
-        def _serve(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            request = RecordedRequest(
-                method=self.command,
-                path=self.path,
-                headers={name.lower(): value for name, value in self.headers.items()},
-                body=self.rfile.read(length),
-                received_at=time.monotonic(),
-            )
-            reply = server._answer(request)
-            if reply.events is None:
-                self._send_whole(reply)
-            else:
-                self._send_stream(reply, reply.events)
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
 
-        def _send_whole(self, reply: Reply) -> None:
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests assert on ``requests`` instead."""
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        request = RecordedRequest(
+            method=self.command,
+            path=self.path,
+            headers={name.lower(): value for name, value in self.headers.items()},
+            body=self.rfile.read(length),
+            received_at=time.monotonic(),
+        )
+        reply = self.server.wire._answer(request)
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if reply.events is None:
             self.send_header("content-length", str(len(reply.body)))
             self.end_headers()
             self.wfile.write(reply.body)
-
-        def _send_stream(self, reply: Reply, events: tuple[bytes, ...]) -> None:
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
+        else:
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
-            for sent, event in enumerate(events):
-                if reply.cut_after is not None and sent >= reply.cut_after:
-                    self.close_connection = True
-                    return
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
+            self._send_events(reply, reply.events)
 
-    return Handler
+    def _send_events(self, reply: Reply, events: tuple[bytes, ...]) -> None:
+        for sent, event in enumerate(events):
+            if reply.cut_after is not None and sent >= reply.cut_after:
+                self.close_connection = True
+                return
+            if sent == reply.hold_after:
+                self.server.wire.release.wait()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")

@@ -24,6 +24,7 @@ __all__ = [
     "failure_kind",
     "model_error",
     "stream_broken",
+    "timed_out",
     "unreachable",
 ]
 
@@ -119,6 +120,14 @@ def stream_broken(endpoint: Endpoint, detail: str) -> ModelUnavailable:
         f"{endpoint.model}: the connection to {endpoint.base_url} broke off mid-reply "
         f"({detail}; tried {endpoint.max_retries + 1} times). Try again later; if it "
         "persists, look for a proxy that cuts long responses."
+    )
+
+
+def timed_out(endpoint: Endpoint, seconds: float) -> ModelUnavailable:
+    """The error for a call that took longer than the provider's ``timeout``."""
+    return ModelUnavailable(
+        f"{endpoint.model}: no complete reply within {seconds:g} s (retries included). "
+        f"Try again later, or raise timeout under [{endpoint.section}] in golem.toml."
     )
 
 

@@ -3,6 +3,8 @@ with the official SDK (``openai/<model>`` and ``openai-compatible/<model>``)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import openai
 from openai import AsyncOpenAI
 
@@ -13,6 +15,7 @@ from golem.agent.models.failures import (
     failure_kind,
     model_error,
     stream_broken,
+    timed_out,
     unreachable,
 )
 from golem.agent.models.openai_wire import OpenAIReply, openai_messages, openai_tools
@@ -71,22 +74,25 @@ class OpenAIModel:
     ) -> ModelResponse:
         """One streamed Chat Completions call; see ``Model.complete``. A stream that fails
         midway is retried from the start, so ``on_delta`` may see the start of the reply
-        again."""
-        async with self._client() as client:
-            try:
+        again. The whole call, retries included, is cut off after the provider's
+        ``timeout``."""
+        try:
+            async with asyncio.timeout(self._provider.timeout), self._client() as client:
                 return await retry_broken_streams(
                     lambda: self._stream(client, request, on_delta),
                     max_retries=self._provider.max_retries,
                     is_transient=_broken_stream,
                 )
-            except openai.APIStatusError as exc:
-                raise model_error(self._endpoint, exc.status_code, exc.body) from exc
-            except openai.APIConnectionError as exc:
-                raise unreachable(self._endpoint, exc) from exc
-            except openai.APIError as exc:
-                raise model_error(self._endpoint, None, exc.body or exc.message) from exc
-            except ModelUnavailable as exc:
-                raise stream_broken(self._endpoint, exc.message) from exc
+        except TimeoutError as exc:
+            raise timed_out(self._endpoint, self._provider.timeout) from exc
+        except openai.APIStatusError as exc:
+            raise model_error(self._endpoint, exc.status_code, exc.body) from exc
+        except openai.APIConnectionError as exc:
+            raise unreachable(self._endpoint, exc) from exc
+        except openai.APIError as exc:
+            raise model_error(self._endpoint, None, exc.body or exc.message) from exc
+        except ModelUnavailable as exc:
+            raise stream_broken(self._endpoint, exc.message) from exc
 
     def _client(self) -> AsyncOpenAI:
         return AsyncOpenAI(
