@@ -1,6 +1,6 @@
 """golem.agent.tools: the coding tools an agent calls; each runs in the session's box.
 
-tools = make_tools(["readonly"])            # or ["read", "edit", "bash", "finish"], "all"
+tools = make_tools(["readonly"])  # or "all", "files", ["read", "edit", "bash", "finish"]
 result = await tools[0].run(box, {"path": "README.md"})
 
 Problems the model can fix (bad arguments, a missing file, an ambiguous edit) come back as

@@ -6,14 +6,17 @@ whitespace is ignored, then lines that are merely similar (difflib)."""
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["Candidate", "closest", "has_line_numbers", "line_at", "occurrences"]
 
 FUZZY_CUTOFF = 0.6
-FUZZY_MAX_LINES = 20000  # files longer than this get the whitespace check only
+SHORTLIST = 20  # windows that difflib compares in full
+TOKEN = re.compile(r"\w+|[^\w\s]")
 LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t")
 
 
@@ -62,8 +65,6 @@ def closest(text: str, old: str, limit: int = 3) -> list[Candidate]:
     exact = _whitespace_matches(lines, wanted)
     if exact:
         return exact[:limit]
-    if len(lines) > FUZZY_MAX_LINES:
-        return []
     return _similar(lines, wanted, limit)
 
 
@@ -104,24 +105,47 @@ def _whitespace_matches(lines: Sequence[str], wanted: Sequence[str]) -> list[Can
 
 
 def _similar(lines: Sequence[str], wanted: Sequence[str], limit: int) -> list[Candidate]:
-    """The best non-overlapping windows of ``len(wanted)`` lines by difflib's ratio."""
-    size = len(wanted)
+    """The best non-overlapping windows of ``len(wanted)`` lines by difflib's ratio,
+    among the windows that share the most tokens with ``wanted``."""
+    size = min(len(wanted), len(lines))
     stripped = [line.strip() for line in lines]
     matcher = difflib.SequenceMatcher(None, autojunk=False)
     matcher.set_seq2("\n".join(line.strip() for line in wanted))
     scored: list[tuple[float, int]] = []
-    for first in range(max(len(lines) - size + 1, 1)):
+    for first in _shortlist(lines, wanted):
         matcher.set_seq1("\n".join(stripped[first : first + size]))
-        if matcher.real_quick_ratio() < FUZZY_CUTOFF or matcher.quick_ratio() < FUZZY_CUTOFF:
-            continue
-        score = matcher.ratio()
-        if score >= FUZZY_CUTOFF:
+        if (score := matcher.ratio()) >= FUZZY_CUTOFF:
             scored.append((score, first))
     chosen: list[Candidate] = []
     for score, first in sorted(scored, key=lambda item: (-item[0], item[1])):
-        last = min(first + size, len(lines))
-        if all(last <= c.first - 1 or first >= c.last for c in chosen):
+        last = first + size
+        if all(last < c.first or first >= c.last for c in chosen):
             chosen.append(Candidate(first + 1, last, score, whitespace_only=False))
         if len(chosen) == limit:
             break
     return chosen
+
+
+def _shortlist(lines: Sequence[str], wanted: Sequence[str]) -> list[int]:
+    """First lines of the windows that share the most tokens with ``wanted`` (a rolling
+    Dice coefficient over token counts: linear in the file, unlike difflib)."""
+    want = Counter(token for line in wanted for token in TOKEN.findall(line))
+    want_total = sum(want.values())
+    tokens = [TOKEN.findall(line) for line in lines]
+    size = min(len(wanted), len(lines))
+    have: Counter[str] = Counter()
+    common = total = 0
+    scores: list[tuple[float, int]] = []
+    for index, line_tokens in enumerate(tokens):
+        for token in line_tokens:
+            common += have[token] < want[token]
+            have[token] += 1
+        total += len(line_tokens)
+        if index >= size:
+            for token in tokens[index - size]:
+                have[token] -= 1
+                common -= have[token] < want[token]
+            total -= len(tokens[index - size])
+        if index >= size - 1 and total + want_total:
+            scores.append((2 * common / (total + want_total), index - size + 1))
+    return [first for _, first in heapq.nlargest(SHORTLIST, scores)]

@@ -35,11 +35,11 @@ TOOLSETS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "all": tuple(TOOLS),
         "readonly": ("read", "grep", "glob", "ls", "finish"),
-        "edit": ("read", "write", "edit", "grep", "glob", "ls", "finish"),
+        "files": ("read", "write", "edit", "grep", "glob", "ls", "finish"),
     }
 )
-"""Named subsets: ``all``; ``readonly`` (look, never change); ``edit`` (change files but
-run no commands)."""
+"""Named subsets: ``all``; ``readonly`` (look, never change); ``files`` (change files but
+run no commands). No toolset shares a name with a tool."""
 
 
 def make_tools(names: str | Sequence[str]) -> list[Tool]:

@@ -61,9 +61,9 @@ class GrepTool(BoxTool[GrepArguments]):
         }
         reply = await call_in_box(box, request, self.timeout)
         workdir = box.spec.workdir
-        where = shown(root, workdir)
         total = reply["total"]
         if not total:
+            where = shown(root, workdir).replace(".", "the working directory", root == workdir)
             return ToolResult(f"No matches for {arguments.pattern!r} in {where}.")
         matches = sorted(reply["matches"], key=lambda match: (match[0], match[1]))
         lines = [f"{shown(path, workdir)}:{number}: {text}" for path, number, text in matches]
