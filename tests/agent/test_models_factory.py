@@ -18,8 +18,9 @@ from golem.agent.models import (
     make_model,
     price_for,
 )
+from golem.core import load_config
 from golem.core.errors import ConfigError, ModelAuthError
-from golem.core.model_config import ModelPrice, ModelsConfig, ProviderConfig
+from golem.core.model_config import AnthropicConfig, ModelPrice, ModelsConfig
 
 
 @pytest.fixture
@@ -100,7 +101,7 @@ def test_a_missing_key_variable_is_model_auth_error_saying_what_to_set(
 def test_the_key_variable_is_the_one_the_config_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("MY_CLAUDE_KEY", raising=False)
-    config = ModelsConfig(anthropic=ProviderConfig(api_key_env="MY_CLAUDE_KEY"))
+    config = ModelsConfig(anthropic=AnthropicConfig(api_key_env="MY_CLAUDE_KEY"))
 
     with pytest.raises(ModelAuthError, match="MY_CLAUDE_KEY"):
         make_model("anthropic/claude-haiku-4-5", config)
@@ -205,3 +206,26 @@ def test_cost_bills_each_kind_of_token_at_its_rate() -> None:
     price = Price(input=3, output=15, cache_read=0.3, cache_write=3.75)
 
     assert cost_usd(usage, price) == pytest.approx(2 * 3 + 15 + 10 * 0.3 + 3.75)
+
+
+def test_a_golem_toml_section_that_sets_some_keys_keeps_the_other_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toml = tmp_path / "golem.toml"
+    toml.write_text(
+        "[models.openai_compatible]\n"
+        'base_url = "http://127.0.0.1:1234/v1"\n'
+        "[models.anthropic]\n"
+        "max_retries = 1\n"
+        "[models.prices]\n"
+        '"openai-compatible/qwen3:8b" = { input = 0.05, output = 0.1 }\n'
+    )
+    monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+
+    config = load_config(files=[toml]).models
+    model = make_model("openai-compatible/qwen3:8b", config)
+
+    assert config.openai_compatible.api_key_env == "OPENAI_COMPATIBLE_API_KEY"
+    assert config.openai_compatible.api_key_required is False
+    assert (config.anthropic.api_key_env, config.anthropic.max_retries) == ("ANTHROPIC_API_KEY", 1)
+    assert model.price == Price(input=0.05, output=0.1)

@@ -225,3 +225,39 @@ async def test_a_scripted_model_can_be_built_from_responses_directly() -> None:
     assert model.turns_left == 1
     assert (await model.complete(ASK)).message.content == "hi"
     assert model.turns_left == 0
+
+
+DOCS = Path(__file__).parents[2] / "docs" / "models.md"
+
+
+def docs_block(language: str, after: str) -> str:
+    """The first ```language block after the heading ``after`` in docs/models.md."""
+    text = DOCS.read_text().split(after, 1)[1]
+    return text.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+async def test_the_documented_yaml_example_replays(tmp_path: Path) -> None:
+    path = write(tmp_path, docs_block("yaml", "### YAML scripts"))
+    model = make_model(f"scripted:{path}")
+
+    turns = [await model.complete(ASK) for _ in range(4)]
+
+    assert [c.name for t in turns for c in t.message.tool_calls] == [
+        "read",
+        "edit",
+        "bash",
+        "bash",
+        "finish",
+    ]
+    assert turns[1].message.tool_calls[1].id == "run-tests"
+    assert turns[2].message.tool_calls[0].error is not None
+    assert turns[0].cost_usd == pytest.approx((1200 * 3 + 40 * 15) / 1e6)
+
+
+async def test_the_documented_trajectory_line_replays(tmp_path: Path) -> None:
+    path = write(tmp_path, docs_block("json", "### Replaying a trajectory"), "run.jsonl")
+
+    response = await make_model(f"scripted:{path}").complete(ASK)
+
+    assert response.message.tool_calls[0].arguments == {"path": "a.py"}
+    assert response.cost_usd == 0.0032

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ModelPrice", "ModelsConfig", "ProviderConfig"]
+__all__ = [
+    "AnthropicConfig",
+    "ModelPrice",
+    "ModelsConfig",
+    "OpenAICompatibleConfig",
+    "OpenAIConfig",
+    "ProviderConfig",
+]
 
 
 class ProviderConfig(BaseModel):
@@ -27,6 +34,39 @@ class ProviderConfig(BaseModel):
     timeout: float = Field(600.0, gt=0, description="Seconds one model call may take.")
 
 
+class AnthropicConfig(ProviderConfig):
+    """``[models.anthropic]``: a section that sets only some keys keeps these defaults."""
+
+    api_key_env: str = Field(
+        "ANTHROPIC_API_KEY", description="Environment variable that holds the API key."
+    )
+
+
+class OpenAIConfig(ProviderConfig):
+    """``[models.openai]``."""
+
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable that holds the API key."
+    )
+
+
+class OpenAICompatibleConfig(ProviderConfig):
+    """``[models.openai_compatible]``: Ollama on this machine unless told otherwise."""
+
+    base_url: str | None = Field(
+        "http://127.0.0.1:11434/v1",
+        description="API base URL: Ollama's by default; vLLM http://HOST:8000/v1, "
+        "LM Studio http://127.0.0.1:1234/v1.",
+    )
+    api_key_env: str = Field(
+        "OPENAI_COMPATIBLE_API_KEY",
+        description="Environment variable that holds the API key, if the server needs one.",
+    )
+    api_key_required: bool = Field(
+        False, description="Local servers need no key; set true for one that does."
+    )
+
+
 class ModelPrice(BaseModel):
     """US dollars per million tokens."""
 
@@ -47,18 +87,10 @@ class ModelsConfig(BaseModel):
         "anthropic/claude-sonnet-4-5",
         description="Model of agent steps that name none: provider/model, or scripted:PATH.",
     )
-    anthropic: ProviderConfig = Field(
-        default_factory=lambda: ProviderConfig(api_key_env="ANTHROPIC_API_KEY")
-    )
-    openai: ProviderConfig = Field(
-        default_factory=lambda: ProviderConfig(api_key_env="OPENAI_API_KEY")
-    )
-    openai_compatible: ProviderConfig = Field(
-        default_factory=lambda: ProviderConfig(
-            api_key_env="OPENAI_COMPATIBLE_API_KEY",
-            api_key_required=False,
-            base_url="http://127.0.0.1:11434/v1",
-        ),
+    anthropic: AnthropicConfig = Field(default_factory=AnthropicConfig)
+    openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
+    openai_compatible: OpenAICompatibleConfig = Field(
+        default_factory=OpenAICompatibleConfig,
         description="Ollama, vLLM, LM Studio, Docker Model Runner: any server with the "
         "OpenAI Chat Completions API (openai-compatible/<model>).",
     )

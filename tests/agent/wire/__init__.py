@@ -17,7 +17,14 @@ the official SDKs (model providers, the agent loop, end-to-end runs).
 
 from __future__ import annotations
 
-from golem.core.model_config import ModelsConfig, ProviderConfig
+from typing import Any
+
+from golem.core.model_config import (
+    AnthropicConfig,
+    ModelsConfig,
+    OpenAICompatibleConfig,
+    OpenAIConfig,
+)
 from tests.agent.wire.anthropic_server import AnthropicServer
 from tests.agent.wire.openai_server import OpenAIServer
 from tests.agent.wire.server import FAST_RETRY, RecordedRequest, Reply, WireServer, sse
@@ -52,14 +59,17 @@ def models_config(
     servers, keys read from ``ANTHROPIC_KEY_ENV`` and ``OPENAI_KEY_ENV``, and few
     retries so that tests of failures stay fast."""
 
-    def provider(server: AnthropicServer | OpenAIServer | None, key_env: str) -> ProviderConfig:
+    def settings(server: AnthropicServer | OpenAIServer | None, key_env: str) -> dict[str, Any]:
         base_url = server.base_url if server is not None else None
-        return ProviderConfig(
-            api_key_env=key_env, base_url=base_url, max_retries=max_retries, timeout=30
-        )
+        return {
+            "api_key_env": key_env,
+            "base_url": base_url,
+            "max_retries": max_retries,
+            "timeout": 30,
+        }
 
     return ModelsConfig(
-        anthropic=provider(anthropic, ANTHROPIC_KEY_ENV),
-        openai=provider(openai, OPENAI_KEY_ENV),
-        openai_compatible=provider(openai, OPENAI_KEY_ENV),
+        anthropic=AnthropicConfig(**settings(anthropic, ANTHROPIC_KEY_ENV)),
+        openai=OpenAIConfig(**settings(openai, OPENAI_KEY_ENV)),
+        openai_compatible=OpenAICompatibleConfig(**settings(openai, OPENAI_KEY_ENV)),
     )

@@ -26,7 +26,7 @@ from golem.agent.models.failures import (
 )
 from golem.agent.models.retry import retry_broken_streams
 from golem.core.errors import ModelUnavailable
-from golem.core.model_config import ProviderConfig
+from golem.core.model_config import AnthropicConfig, ProviderConfig
 
 __all__ = ["AnthropicModel"]
 
@@ -55,7 +55,7 @@ class AnthropicModel:
         self.model = model
         self.price = price
         self._api_key = api_key or NO_KEY
-        self._provider = provider or ProviderConfig(api_key_env="ANTHROPIC_API_KEY")
+        self._provider = provider or AnthropicConfig()
         self._endpoint = Endpoint(
             model=self.name,
             section="models.anthropic",

@@ -21,7 +21,7 @@ from golem.agent.models.failures import (
 from golem.agent.models.openai_wire import OpenAIReply, openai_messages, openai_tools
 from golem.agent.models.retry import retry_broken_streams
 from golem.core.errors import ModelUnavailable
-from golem.core.model_config import ProviderConfig
+from golem.core.model_config import OpenAICompatibleConfig, OpenAIConfig, ProviderConfig
 
 __all__ = ["OpenAIModel"]
 
@@ -60,7 +60,7 @@ class OpenAIModel:
         self.price = price
         self.compatible = compatible
         self._api_key = api_key or NO_KEY
-        self._provider = provider or ProviderConfig(api_key_env="OPENAI_API_KEY")
+        self._provider = provider or (OpenAICompatibleConfig() if compatible else OpenAIConfig())
         self._endpoint = Endpoint(
             model=self.name,
             section=section,
