@@ -182,9 +182,10 @@ class WireServer:
     def _answer(self, request: RecordedRequest) -> Reply:
         with self._lock:
             self._requests.append(request)
-            refusal = self.check(request)
-            if refusal is not None:
-                return refusal
+        refusal = self.check(request)
+        if refusal is not None:
+            return refusal
+        with self._lock:
             source = self._replies.popleft() if self._replies else self._otherwise
         if source is None:
             return self.no_reply_left(request)
