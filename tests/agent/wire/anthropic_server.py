@@ -17,6 +17,7 @@ from tests.agent.wire.server import RecordedRequest, Reply, WireServer, sse
 __all__ = [
     "MODEL",
     "AnthropicServer",
+    "AnthropicUsage",
     "Text",
     "ToolUse",
     "error_reply",
