@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import golem.agent.tools as tools_package
 from golem.agent import ToolResult
 from golem.agent.tools import TOOLS, TOOLSETS, GrepTool, ReadTool, make_tools
 from golem.core import ConfigError
@@ -343,6 +344,17 @@ async def test_bash_keeps_head_and_tail_of_long_output_and_saves_all_of_it(box: 
     assert found.output.endswith(":123456: 123456")
 
 
+async def test_bash_says_when_output_passed_the_box_cap(engine: Engine) -> None:
+    async with engine.session(engine.spec(max_output_bytes="256k")) as box:
+        result = await call(box, "bash", command="seq 1 200000; echo done >&2")
+        assert result.output.endswith(
+            "[exit code 0]\n[output passed the box's cap of 256.0 KiB; what came after it "
+            "was dropped]"
+        )
+        assert "all the output that was kept is in /tmp/golem-tool-output/" in result.output
+        assert "done" not in result.output
+
+
 async def test_tools_act_in_the_box_and_never_on_the_host(box: Box) -> None:
     marker = f"/tmp/golem-host-check-{uuid.uuid4().hex}"
     ran = await call(box, "bash", command=f"echo inside > {marker}.bash")
@@ -522,6 +534,16 @@ async def test_bad_arguments_become_error_results_naming_the_fields(
     assert lines[-1].startswith(f"expected: {name}(")
 
 
+async def test_names_and_text_a_file_system_cannot_take_are_handled(box: Box) -> None:
+    nul = await call(box, "read", path="a\0b")
+    assert nul == ToolResult(
+        "the path 'a\\x00b' contains a NUL character; no file has such a name", is_error=True
+    )
+    surrogate = await call(box, "write", path="odd.txt", content="\udc80x")
+    assert not surrogate.is_error
+    assert await box.get_file("odd.txt") == b"?x"
+
+
 def test_each_spec_is_the_json_schema_of_its_arguments() -> None:
     for tool in make_tools(["all"]):
         parameters = tool.spec.parameters
@@ -545,6 +567,13 @@ def test_each_spec_is_the_json_schema_of_its_arguments() -> None:
 async def test_finish_hands_back_the_summary_as_finished(box: Box) -> None:
     result = await call(box, "finish", summary="Fixed the failing test.")
     assert result == ToolResult("Fixed the failing test.", finished=True)
+
+
+def test_the_package_exports_every_tool_and_every_name_it_lists() -> None:
+    for name in tools_package.__all__:
+        assert getattr(tools_package, name) is not None
+    for factory in TOOLS.values():
+        assert getattr(factory, "__name__", "") in tools_package.__all__
 
 
 def test_the_in_box_script_is_python_3_8_syntax() -> None:

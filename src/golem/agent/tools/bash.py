@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from golem.agent.contracts import ToolResult
 from golem.agent.tools.base import BoxTool, ToolProblem
 from golem.agent.tools.boxcall import put_text
-from golem.agent.tools.text import count, human_size
+from golem.agent.tools.text import count, human_size, utf8
 from golem.core import ErrorEvent, ExitEvent, OutputEvent, new_id
 from golem.sandbox import Box, ExecRequest
 
@@ -73,21 +73,22 @@ class BashTool(BoxTool[BashArguments]):
             elif isinstance(event, ExitEvent):
                 outcome = event
         assert outcome is not None  # a stream ends with its exit event or raises
-        output = await self._clipped(box, "".join(chunks))
+        output = await self._clipped(box, "".join(chunks), outcome.truncated)
         status = _status(outcome, timeout, arguments.idle_timeout, box)
         failed = outcome.exit_code != 0 or outcome.timed_out or outcome.idle_timed_out
         return ToolResult(f"{output}{status}", is_error=failed)
 
-    async def _clipped(self, box: Box, output: str) -> str:
+    async def _clipped(self, box: Box, output: str, truncated: bool) -> str:
         """The output, or its head and tail with the full text saved in the box."""
         if not output:
             return "(no output)\n"
-        if len(output.encode()) <= self.head_bytes + self.tail_bytes:
+        if len(utf8(output)) <= self.head_bytes + self.tail_bytes:
             return output if output.endswith("\n") else output + "\n"
         log = f"{self.log_dir}/{new_id('bash')}.log"
         try:
             await put_text(box, log, output)
-            saved = f"the full output is in {log}"
+            kept = "all the output that was kept" if truncated else "the full output"
+            saved = f"{kept} is in {log}"
         except ToolProblem as exc:
             saved = f"the full output could not be saved ({exc.message})"
         return clip(output, self.head_bytes, self.tail_bytes, saved)
@@ -96,7 +97,7 @@ class BashTool(BoxTool[BashArguments]):
 def clip(text: str, head: int, tail: int, saved: str) -> str:
     """The first ``head`` and last ``tail`` bytes of ``text`` (cut at line ends where one
     is near), with a line in between saying what was left out and where it is."""
-    data = text.encode()
+    data = utf8(text)
     first = data[:head]
     if (cut := first.rfind(b"\n")) >= head // 2:
         first = first[: cut + 1]

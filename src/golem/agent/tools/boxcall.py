@@ -10,6 +10,7 @@ from typing import Any
 
 from golem.agent.tools.base import ToolProblem
 from golem.agent.tools.paths import shown
+from golem.agent.tools.text import utf8
 from golem.core import BoxCrashed, SandboxError
 from golem.sandbox import Box, ExecRequest
 
@@ -77,7 +78,7 @@ async def get_bytes(box: Box, path: str) -> bytes:
 async def put_text(box: Box, path: str, text: str) -> None:
     """Write ``text`` to a file in the box (parent directories are made)."""
     try:
-        await box.put_file(path, text.encode())
+        await box.put_file(path, utf8(text))
     except SandboxError as exc:
         _reraise_unless_fixable(box, exc)
         where = shown(path, box.spec.workdir)

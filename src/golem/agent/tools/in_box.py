@@ -295,21 +295,21 @@ def op_grep(request: dict[str, Any]) -> dict[str, Any]:
     glob = request.get("glob")
     only = compile_glob(glob, "/" not in glob) if glob else None
     matches: list[list[Any]] = []
-    total = files = binary = 0
+    total = files = 0
     for path in _files_under(root):
         if only is not None and path != root and not only.match(os.path.relpath(path, root)):
             continue
         keep = request["max_matches"] - len(matches)
         found = _grep_file(path, regex, keep, request["max_line"])
         if found is None:
-            binary += 1
             continue
         matches += found[0]
         files += found[1] > 0
         total += found[1]
         if total >= COUNT_LIMIT:
             break
-    return {"matches": matches, "total": total, "files": files, "binary": binary}
+    stopped = total >= COUNT_LIMIT
+    return {"matches": matches, "total": total, "files": files, "stopped": stopped}
 
 
 def _split_static(root: str, pattern: str) -> tuple[str, str, bool]:
@@ -352,7 +352,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     except FileNotFoundError as exc:
         path = exc.filename or request.get("path", "")
         return {"missing": path, "suggestions": suggest(path, request["workdir"])}
-    except Refused as exc:
+    except (Refused, ValueError) as exc:  # ValueError: a name the file system cannot take
         return {"error": str(exc)}
     except OSError as exc:
         reason = REASONS.get(exc.errno or 0, exc.strerror or str(exc))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
+from golem.agent.tools.base import ToolProblem
 from golem.sandbox import Box
 
 __all__ = ["resolve", "shown"]
@@ -11,6 +12,8 @@ __all__ = ["resolve", "shown"]
 
 def resolve(box: Box, path: str) -> str:
     """``path`` as an absolute path in the box; relative paths start at its workdir."""
+    if "\0" in path:
+        raise ToolProblem(f"the path {path!r} contains a NUL character; no file has such a name")
     return posixpath.normpath(posixpath.join(box.spec.workdir, path))
 
 

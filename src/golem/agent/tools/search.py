@@ -68,6 +68,8 @@ class GrepTool(BoxTool[GrepArguments]):
         matches = sorted(reply["matches"], key=lambda match: (match[0], match[1]))
         lines = [f"{shown(path, workdir)}:{number}: {text}" for path, number, text in matches]
         head = f"{count(total, 'match', 'matches')} in {count(reply['files'], 'file')}"
+        if reply["stopped"]:
+            head = f"at least {head} (counting stopped there)"
         if total > len(lines):
             head += f" (the first {len(lines)} shown; narrow the pattern, path or glob)"
         return ToolResult(f"{head}:\n" + "\n".join(lines))

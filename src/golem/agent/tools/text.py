@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["count", "human_size", "line_count", "numbered", "split_lines"]
+__all__ = ["count", "human_size", "line_count", "numbered", "split_lines", "utf8"]
 
 
 def numbered(lines: Sequence[str], first: int) -> str:
@@ -40,3 +40,8 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8; lone surrogates (JSON allows them) become ``?``."""
+    return text.encode("utf-8", "replace")

@@ -10,7 +10,7 @@ from golem.agent.contracts import ToolResult
 from golem.agent.tools.base import BoxTool, ToolProblem
 from golem.agent.tools.boxcall import call_in_box, put_text
 from golem.agent.tools.paths import resolve, shown
-from golem.agent.tools.text import count, human_size, line_count
+from golem.agent.tools.text import count, human_size, line_count, utf8
 from golem.sandbox import Box
 
 __all__ = ["WriteArguments", "WriteTool", "check_writable"]
@@ -43,7 +43,7 @@ class WriteTool(BoxTool[WriteArguments]):
         probe = await call_in_box(box, {"op": "probe", "path": path}, self.timeout)
         check_writable(name, probe, box.spec.workdir)
         await put_text(box, path, arguments.content)
-        size = len(arguments.content.encode())
+        size = len(utf8(arguments.content))
         wrote = f"{count(line_count(arguments.content), 'line')}, {human_size(size)}"
         if probe["kind"] == "missing":
             return ToolResult(f"Created {name} ({wrote}).")
