@@ -17,6 +17,7 @@ import pytest
 import golem.agent.tools as tools_package
 from golem.agent import ToolResult
 from golem.agent.tools import TOOLS, TOOLSETS, GrepTool, ReadTool, make_tools
+from golem.agent.tools.bash import clip
 from golem.core import ConfigError
 from golem.sandbox import Box, Engine
 from tests.sandbox.minimal_image import build_minimal_image
@@ -322,6 +323,25 @@ async def test_bash_idle_timeout_kills_a_silent_command(box: Box) -> None:
     result = await call(box, "bash", command="echo begun; sleep 60", idle_timeout=1)
     assert result.is_error
     assert result.output.endswith("[no output for 1s (idle timeout); the command was killed]")
+
+
+async def test_bash_names_the_box_idle_timeout_when_it_kills(engine: Engine) -> None:
+    async with engine.session(engine.spec(idle_timeout=1)) as box:
+        result = await call(box, "bash", command="sleep 60")
+        assert result.output == (
+            "(no output)\n[no output for 1s (idle timeout); the command was killed]"
+        )
+
+
+def test_clip_keeps_whole_lines_and_says_what_it_left_out() -> None:
+    text = "".join(f"{n:04}\n" for n in range(1000))  # 5000 bytes
+    clipped = clip(text, 100, 200, "saved nowhere")
+    assert clipped.startswith("0000\n0001\n")
+    assert "0019\n[... 940 lines (4.6 KiB) left out here; saved nowhere ...]\n0960\n" in clipped
+    assert clipped.endswith("0999\n")
+    one_line = clip("x" * 1000, 100, 200, "saved nowhere")
+    note = "[... 0 lines (700 bytes) left out here; saved nowhere ...]"
+    assert one_line == f"{'x' * 100}\n{note}\n{'x' * 200}\n"
 
 
 async def test_bash_commands_get_an_empty_stdin(box: Box) -> None:

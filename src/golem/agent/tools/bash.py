@@ -74,7 +74,8 @@ class BashTool(BoxTool[BashArguments]):
                 outcome = event
         assert outcome is not None  # a stream ends with its exit event or raises
         output = await self._clipped(box, "".join(chunks), outcome.truncated)
-        status = _status(outcome, timeout, arguments.idle_timeout, box)
+        idle = arguments.idle_timeout or box.spec.idle_timeout
+        status = _status(outcome, timeout, idle, box)
         failed = outcome.exit_code != 0 or outcome.timed_out or outcome.idle_timed_out
         return ToolResult(f"{output}{status}", is_error=failed)
 
@@ -101,12 +102,16 @@ def clip(text: str, head: int, tail: int, saved: str) -> str:
     first = data[:head]
     if (cut := first.rfind(b"\n")) >= head // 2:
         first = first[: cut + 1]
-    last = data[len(data) - tail :]
-    if 0 <= (cut := last.find(b"\n")) < tail // 2:
+    start = len(data) - tail
+    last = data[start:]
+    mid_line = data[start - 1 : start] != b"\n"
+    if mid_line and 0 <= (cut := last.find(b"\n")) < tail // 2:
         last = last[cut + 1 :]
     left_out = data[len(first) : len(data) - len(last)]
     lines = count(left_out.count(b"\n"), "line")
     note = f"[... {lines} ({human_size(len(left_out))}) left out here; {saved} ...]\n"
+    if not first.endswith(b"\n"):
+        note = "\n" + note
     ending = "" if last.endswith(b"\n") else "\n"
     return f"{first.decode(errors='ignore')}{note}{last.decode(errors='ignore')}{ending}"
 
@@ -115,7 +120,8 @@ def _status(outcome: ExitEvent, timeout: float, idle: float | None, box: Box) ->
     if outcome.timed_out:
         ending = f"[timed out after {timeout:g}s; the command was killed]"
     elif outcome.idle_timed_out:
-        ending = f"[no output for {idle:g}s (idle timeout); the command was killed]"
+        silence = f"for {idle:g}s " if idle else ""
+        ending = f"[no output {silence}(idle timeout); the command was killed]"
     elif outcome.oom_killed:
         ending = f"[killed: out of memory (exit code {outcome.exit_code})]"
     elif outcome.signal is not None:
