@@ -10,6 +10,7 @@ import asyncio
 import functools
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import tempfile
@@ -24,8 +25,10 @@ import pytest
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Box, Engine
 from golem.sandbox.images import bootstrap
+from tests.sandbox.nethosts import NetHosts, start_test_network
 
 ENFORCED_MARKERS = ("bwrap", "docker", "podman")
+PRIVATE_PASSWORD = "pw-" + secrets.token_hex(8)
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 ENGINES = {"docker": None, "podman": PODMAN_SOCKET}  # backend name -> engine socket
 
@@ -151,3 +154,12 @@ def box_owned_dir(reachable_dir: Path) -> Path:
         user = pwd.getpwnam("nobody")
         os.chown(directory, user.pw_uid, user.pw_gid)
     return directory
+
+
+@pytest.fixture(scope="session")
+def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetHosts]:
+    """The network tests' own hosts (tests/sandbox/nethosts.py): HTTP and HTTPS servers, a
+    DNS server, git repositories and a package index; /private/ needs PRIVATE_PASSWORD."""
+    hosts = start_test_network(tmp_path_factory.mktemp("net"), private_password=PRIVATE_PASSWORD)
+    yield next(hosts)
+    next(hosts, None)

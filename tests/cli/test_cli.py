@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sandbox.nethosts import NetHosts
+
 pytestmark = pytest.mark.bwrap
 
 
@@ -99,6 +101,43 @@ def test_exec_network_host_flag_reaches_host_interfaces(golem_env: dict[str, str
     host = golem(golem_env, "exec", "--network", "host", "--", "cat", "/proc/net/dev")
     assert none.stdout.count(b":") == 1  # only lo
     assert host.stdout.count(b":") >= none.stdout.count(b":")
+    assert b"WARNING: network=host" in host.stderr
+    assert b"WARNING" not in none.stderr
+
+
+def filtered(env: dict[str, str], net: NetHosts, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`golem exec --network filtered` allowing allowed.test, asking the test DNS server."""
+    env = {**env, "GOLEM_ENGINE__NETWORK__NAMESERVERS": json.dumps([net.dns.address])}
+    policy = ["--allow", r"^allowed\.test$", "--allow-cidr", "127.0.0.2/32"]
+    policy += ["--allow-port", str(net.plain.port)]
+    return golem(env, "exec", "--network", "filtered", *policy, *args)
+
+
+def test_exec_filtered_network_prints_its_log_on_request(
+    golem_env: dict[str, str], net: NetHosts
+) -> None:
+    port = net.plain.port
+    script = f"curl -s http://allowed.test:{port}/hello.txt; curl -s http://unlisted.test:{port}/"
+    done = filtered(golem_env, net, "--net-log", "--", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(b"hello from the allowed host\n")
+    assert b"refused (not in allow list)" in done.stdout
+    log = done.stderr.decode()
+    assert "network log (2 decisions)" in log
+    assert "allowed   allowed.test" in log
+    assert "refused   unlisted.test" in log
+
+
+def test_exec_json_carries_the_network_log(golem_env: dict[str, str], net: NetHosts) -> None:
+    url = f"http://allowed.test:{net.plain.port}/hello.txt"
+    done = filtered(golem_env, net, "--json", "--", "curl", "-s", url)
+    [entry] = json.loads(done.stdout)["network"]
+    assert (entry["host"], entry["allowed"], entry["address"]) == (
+        "allowed.test",
+        True,
+        "127.0.0.2",
+    )
+    assert entry["bytes_down"] > 0
 
 
 @pytest.mark.parametrize(
@@ -111,6 +150,10 @@ def test_exec_network_host_flag_reaches_host_interfaces(golem_env: dict[str, str
         (["exec"], b"nothing to run"),
         (["exec", "--env", "NOEQUALS", "--", "true"], b"NAME=VALUE"),
         (["exec", "--network", "everywhere", "--", "true"], b"network"),
+        (["exec", "--allow", "x", "--", "true"], b"need --network filtered"),
+        (["exec", "--network", "filtered", "--allow", "(", "--", "true"], b"regular expression"),
+        (["exec", "--network", "filtered", "--allow-cidr", "10.0/99", "--", "true"], b"range"),
+        (["exec", "--network", "filtered", "--allow-port", "70000", "--", "true"], b"TCP port"),
         (["sessions", "rm", "box-000000000000"], b"no box"),
     ],
 )

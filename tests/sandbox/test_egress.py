@@ -97,25 +97,6 @@ async def exchange(path: Path, request: bytes) -> bytes:
     return reply
 
 
-async def test_plain_http_to_an_allowed_host_goes_through_and_is_logged(
-    proxy_for, upstream: int
-) -> None:  # type: ignore[no-untyped-def]
-    proxy, path = await proxy_for(policy(allow_cidrs=["127.0.0.0/8"], ports=[upstream]))
-    reply = await exchange(
-        path,
-        f"GET http://127.0.0.1:{upstream}/x?q=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        "Proxy-Authorization: secret\r\n\r\n".encode(),
-    )
-    assert reply.startswith(b"HTTP/1.1 200 OK")
-    assert b"GET /x?q=1 HTTP/1.1" in reply  # origin form upstream
-    assert b"Proxy-Authorization" not in reply  # proxy headers stay at the proxy
-    [entry] = proxy.log
-    assert (entry.host, entry.port, entry.allowed, entry.rule) == (
-        "127.0.0.1", upstream, True, "allow_cidrs",
-    )  # fmt: skip
-    assert entry.bytes_down == len(reply)
-
-
 async def test_connect_tunnels_bytes_both_ways(proxy_for, upstream: int) -> None:  # type: ignore[no-untyped-def]
     proxy, path = await proxy_for(policy(allow_cidrs=["127.0.0.0/8"], ports=[upstream]))
     reply = await exchange(path, f"CONNECT 127.0.0.1:{upstream} HTTP/1.1\r\n\r\nping".encode())

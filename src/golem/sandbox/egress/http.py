@@ -144,7 +144,7 @@ async def relay(
     """One request from the box to the upstream and its answer back, counted in
     ``traffic`` as it goes."""
     headers = rewrite_request_headers(
-        [(k, v) for k, v in request.headers if k.lower() not in HOP_BY_HOP],
+        [(k, v) for k, v in request.headers.raw_items() if k.lower() not in HOP_BY_HOP],
         applied,
         upstream_at.authority,
     )

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
+import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,16 +26,25 @@ from urllib.parse import urlsplit
 import h11
 
 from golem.core.events import NetworkEvent
-from golem.core.network import EgressPolicy, IPAddress
+from golem.core.network import EgressPolicy, IPAddress, NetworkConfig
 from golem.sandbox.egress.broker import ROUTE_PREFIX, Brokered, CredentialBroker
-from golem.sandbox.egress.http import CHUNK, HttpSide, Traffic, Upstream, relay, send_error
-from golem.sandbox.egress.resolve import Resolver, host_addresses, system_resolver
+from golem.sandbox.egress.http import (
+    HOP_BY_HOP,
+    HttpSide,
+    Traffic,
+    Upstream,
+    relay,
+    send_error,
+)
+from golem.sandbox.egress.resolve import Resolver, host_addresses, make_resolver
+from golem.sandbox.egress.splice import splice_tunnel
 from golem.sandbox.egress.tls import EgressCA
 
 __all__ = ["EgressProxy", "Refused"]
 
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 10.0
+ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
 Listener = Callable[[NetworkEvent], None]
 
 
@@ -83,7 +94,7 @@ class EgressProxy:
     ) -> None:
         self.policy = policy
         self.broker = CredentialBroker([], {})
-        self._resolve = resolver or system_resolver
+        self._resolve = resolver or make_resolver(NetworkConfig())
         self._ca = ca
         self._upstream_tls = upstream_tls or ssl.create_default_context()
         self._own = host_addresses() if own_addresses is None else own_addresses
@@ -91,6 +102,7 @@ class EgressProxy:
         self._listeners: list[Listener] = []
         self._server: asyncio.AbstractServer | None = None
         self._open: set[asyncio.StreamWriter] = set()
+        self._tunnels: set[socket.socket] = set()
         self._handlers: set[asyncio.Task[None]] = set()
 
     def configure(self, policy: EgressPolicy, broker: CredentialBroker) -> None:
@@ -137,6 +149,9 @@ class EgressProxy:
             with contextlib.suppress(Exception):
                 writer.close()
         self._open.clear()
+        for tunnel in list(self._tunnels):  # their handlers see the end and close them
+            with contextlib.suppress(OSError):
+                tunnel.shutdown(socket.SHUT_RDWR)
 
     async def close(self) -> None:
         """Stop listening, drop open connections and end their handlers."""
@@ -230,14 +245,17 @@ class EgressProxy:
             await self._terminate(upstream_at, applied, traffic, reader, writer)
             return
         try:
-            up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(address, port, limit=CHUNK), CONNECT_TIMEOUT
-            )
+            upstream = await _open_socket(address, port)
         except (OSError, TimeoutError):
             await _refuse_raw(writer, Refused(502, "upstream unreachable"))
             return
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        await _pipe_both(reader, writer, up_reader, up_writer, traffic)
+        box, first = _take_socket(reader, writer)
+        self._tunnels.add(box)
+        try:
+            await asyncio.get_running_loop().sock_sendall(box, ESTABLISHED)
+            await splice_tunnel(box, upstream, traffic, first)
+        finally:
+            self._tunnels.discard(box)
 
     def _connect_target(self, head: bytes) -> tuple[str, int]:
         line = head.split(b"\r\n", 1)[0].decode("latin-1")
@@ -261,7 +279,7 @@ class EgressProxy:
     ) -> None:
         """Answer the CONNECT, speak TLS to the box as the host, relay its requests."""
         assert self._ca is not None
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        writer.write(ESTABLISHED)
         await writer.drain()
         await writer.start_tls(self._ca.server_context(upstream_at.host))
         box = HttpSide(reader, writer, h11.SERVER)
@@ -280,8 +298,12 @@ class EgressProxy:
     # Plain HTTP ----------------------------------------------------------------------
 
     async def _plain(self, box: HttpSide) -> None:
-        """Relay plain-HTTP requests one by one, each decided on its own."""
+        """Relay plain-HTTP requests one by one, each decided on its own. A connection
+        whose first request is to a host no credential applies to is relayed raw after
+        that request's head (with ``Connection: close``): one request per connection,
+        at the speed of a tunnel."""
         upstream: HttpSide | None = None
+        first = True
         try:
             while True:
                 try:
@@ -297,6 +319,10 @@ class EgressProxy:
                 except Refused as refused:
                     await send_error(box, refused.status, f"refused ({refused.rule})")
                     return
+                if first and not route.applied and route.upstream.tls is None:
+                    await self._forward_raw(box, request, route)
+                    return
+                first = False
                 if upstream is not None and upstream.at != route.upstream:
                     upstream.close()
                     upstream = None
@@ -315,6 +341,32 @@ class EgressProxy:
         finally:
             if upstream is not None:
                 upstream.close()
+
+    async def _forward_raw(self, box: HttpSide, request: h11.Request, route: _Route) -> None:
+        """Send the request's head upstream, then splice both ways until either ends."""
+        try:
+            upstream = await _open_socket(route.upstream.address, route.upstream.port)
+        except (OSError, TimeoutError) as exc:
+            await send_error(box, 502, f"upstream unreachable ({exc.__class__.__name__})")
+            return
+        client = h11.Connection(h11.CLIENT)
+        headers = [(k, v) for k, v in request.headers.raw_items() if k.lower() not in HOP_BY_HOP]
+        head = client.send(
+            h11.Request(
+                method=request.method,
+                target=route.target,
+                headers=[*headers, (b"Connection", b"close")],
+            )
+        )
+        buffered, _ = box.h11.trailing_data  # the body's start, already read by h11
+        sock, unread = _take_socket(box.reader, box.writer)
+        self._tunnels.add(sock)
+        try:
+            await splice_tunnel(
+                sock, upstream, route.traffic, head + buffered + unread, close_after_answer=True
+            )
+        finally:
+            self._tunnels.discard(sock)
 
     async def _route(self, request: h11.Request) -> _Route:
         """Decide where a plain-HTTP request goes: a credential's route, or the URL."""
@@ -356,6 +408,37 @@ def _names(applied: list[Brokered]) -> str:
     return ",".join(item.credential.name for item in applied)
 
 
+async def _open_socket(address: str, port: int) -> socket.socket:
+    """A non-blocking TCP connection to a checked address."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        await asyncio.wait_for(
+            asyncio.get_running_loop().sock_connect(sock, (address, port)), CONNECT_TIMEOUT
+        )
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _take_socket(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> tuple[socket.socket, bytes]:
+    """Take a connection away from asyncio's transport (for splice): a duplicate of its
+    socket, and what the client sent that the reader already buffered."""
+    transport = writer.transport
+    transport.pause_reading()  # type: ignore[attr-defined]
+    # StreamReader has no public way to hand over its buffer; its attribute is stable.
+    first = bytes(getattr(reader, "_buffer", b""))
+    raw = writer.get_extra_info("socket")
+    sock = socket.socket(fileno=os.dup(raw.fileno()))
+    sock.setblocking(False)
+    transport.abort()  # closes the transport's descriptor only; ours stays open
+    return sock, first
+
+
 async def _refuse_raw(writer: asyncio.StreamWriter, refused: Refused) -> None:
     reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway"}
     body = f"golem egress: refused ({refused.rule})\n".encode()
@@ -367,30 +450,3 @@ async def _refuse_raw(writer: asyncio.StreamWriter, refused: Refused) -> None:
     )
     with contextlib.suppress(ConnectionError):
         await writer.drain()
-
-
-async def _pipe_both(
-    box_reader: asyncio.StreamReader,
-    box_writer: asyncio.StreamWriter,
-    up_reader: asyncio.StreamReader,
-    up_writer: asyncio.StreamWriter,
-    traffic: Traffic,
-) -> None:
-    async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, up: bool) -> None:
-        with contextlib.suppress(ConnectionError):
-            while data := await source.read(CHUNK):
-                if up:
-                    traffic.up += len(data)
-                else:
-                    traffic.down += len(data)
-                sink.write(data)
-                await sink.drain()
-        with contextlib.suppress(Exception):
-            if sink.can_write_eof():
-                sink.write_eof()
-
-    try:
-        await asyncio.gather(pump(box_reader, up_writer, True), pump(up_reader, box_writer, False))
-    finally:
-        with contextlib.suppress(Exception):
-            up_writer.close()
