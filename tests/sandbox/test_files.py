@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from golem.core import SandboxError
-from golem.sandbox import Box
+from golem.sandbox import Box, Engine
 from tests.conftest import BOTH_BACKENDS
 
 pytestmark = pytest.mark.bwrap
@@ -29,6 +29,20 @@ async def test_put_and_get_file_are_binary_safe(box: Box) -> None:
     assert await box.get_file("/workspace/data/blob.bin") == ALL_BYTES
     result = await box.execute("stat -c %a data/blob.bin")
     assert result.stdout == "600\n"
+
+
+async def test_a_file_mode_of_zero_is_kept(box: Box) -> None:
+    await box.put_file("locked", b"x", mode=0)
+    assert (await box.execute("stat -c %a locked")).stdout == "0\n"
+
+
+async def test_relative_file_paths_start_at_the_boxs_working_directory(engine: Engine) -> None:
+    async with engine.session(engine.spec(workdir="project")) as box:
+        await box.put_file("notes.txt", b"here")
+        result = await box.execute("pwd; cat notes.txt")
+        assert result.stdout == "/workspace/project\nhere"
+        assert await box.get_file("notes.txt") == b"here"
+        assert await box.get_file("/workspace/project/notes.txt") == b"here"
 
 
 async def test_large_file_round_trips_through_disk(box: Box, tmp_path: Path) -> None:

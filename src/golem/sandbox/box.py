@@ -91,7 +91,7 @@ class Box(BoxFiles):
         *,
         network: BoxNetwork | None = None,
     ) -> None:
-        super().__init__(client)
+        super().__init__(client, spec.workdir)
         self.id = box_id
         self.spec = spec
         self._client = client

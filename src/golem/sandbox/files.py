@@ -25,9 +25,9 @@ CHUNK = 256 * 1024
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 
-def box_path(path: str) -> str:
-    """Relative paths are relative to /workspace."""
-    return path if path.startswith("/") else f"{WORKSPACE}/{path}"
+def box_path(path: str, workdir: str = WORKSPACE) -> str:
+    """Relative paths are relative to the box's working directory (/workspace by default)."""
+    return path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
 
 
 async def _chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncIterator[bytes]:
@@ -48,15 +48,16 @@ async def _chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> Async
 class BoxFiles:
     """put/get of files and directories through a box's supervisor."""
 
-    def __init__(self, client: SessionClient) -> None:
+    def __init__(self, client: SessionClient, workdir: str = WORKSPACE) -> None:
         self._files_client = client
+        self._workdir = workdir
 
     async def put_file(
         self, path: str, source: bytes | str | Path | AsyncIterable[bytes], mode: int = 0o644
     ) -> None:
         """Write ``source`` (bytes, text, a host file or an async byte stream) to ``path``."""
         await self._upload(
-            {"op": "put", "path": box_path(path), "format": "raw", "mode": mode},
+            {"op": "put", "path": box_path(path, self._workdir), "format": "raw", "mode": mode},
             _chunks_of(source),
         )
 
@@ -75,7 +76,9 @@ class BoxFiles:
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
         """A file's content in chunks as it arrives."""
-        async for chunk in self._download({"op": "get", "path": box_path(path), "format": "raw"}):
+        async for chunk in self._download(
+            {"op": "get", "path": box_path(path, self._workdir), "format": "raw"}
+        ):
             yield chunk
 
     async def put_dir(self, source: Path, path: str) -> None:
@@ -86,7 +89,8 @@ class BoxFiles:
             await asyncio.to_thread(_write_tar, source, spool)
             spool.seek(0)
             await self._upload(
-                {"op": "put", "path": box_path(path), "format": "tar"}, _read_spool(spool)
+                {"op": "put", "path": box_path(path, self._workdir), "format": "tar"},
+                _read_spool(spool),
             )
 
     async def get_dir(self, path: str, destination: Path) -> None:
@@ -94,7 +98,7 @@ class BoxFiles:
         destination.mkdir(parents=True, exist_ok=True)
         with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
             async for chunk in self._download(
-                {"op": "get", "path": box_path(path), "format": "tar"}
+                {"op": "get", "path": box_path(path, self._workdir), "format": "tar"}
             ):
                 await asyncio.to_thread(spool.write, chunk)
             spool.seek(0)

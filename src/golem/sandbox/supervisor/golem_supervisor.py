@@ -619,7 +619,8 @@ class Transfer:
         parent = self.path if self.format == "tar" else os.path.dirname(self.path)
         os.makedirs(parent or "/", exist_ok=True)
         if self.format == "raw":
-            mode = int(msg.get("mode") or 0o644)
+            mode = msg.get("mode")
+            mode = 0o644 if mode is None else int(mode)
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
             self.thread = None
         else:
