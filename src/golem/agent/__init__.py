@@ -1,9 +1,27 @@
 """golem.agent: model providers, coding tools that act in a box, the agent loop, budgets.
 
-The loop runs on the host; only tool calls run in the box, so model keys never enter a box.
+The loop runs on the host; only tool calls run in the box, so model keys never enter a box::
+
+    model = make_model("anthropic/claude-opus-4-5", config.models)
+    agent = Agent(model, make_tools("all"), budget=Budget(usd=2.0))
+    outcome = await agent.run(box, "Fix the failing test", trajectory=Path("run.jsonl"))
 """
 
+from golem.agent.budget import Budget, BudgetExceeded, BudgetMeter
 from golem.agent.contracts import DeltaSink, Model, Price, Tool, ToolResult
+from golem.agent.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentOutcome,
+    AgentStarted,
+    ModelAnswered,
+    ModelCalled,
+    ModelDelta,
+    OutcomeStatus,
+    ToolFinished,
+    ToolStarted,
+)
+from golem.agent.loop import Agent, EventSink
 from golem.agent.messages import (
     Message,
     ModelRequest,
@@ -13,18 +31,42 @@ from golem.agent.messages import (
     ToolSpec,
     Usage,
 )
+from golem.agent.models import make_model, price_for
+from golem.agent.tools import TOOLSETS, make_tools
+from golem.agent.trajectory import TrajectoryWriter, read_trajectory
 
 __all__ = [
+    "TOOLSETS",
+    "Agent",
+    "AgentEvent",
+    "AgentFinished",
+    "AgentOutcome",
+    "AgentStarted",
+    "Budget",
+    "BudgetExceeded",
+    "BudgetMeter",
     "DeltaSink",
+    "EventSink",
     "Message",
     "Model",
+    "ModelAnswered",
+    "ModelCalled",
+    "ModelDelta",
     "ModelRequest",
     "ModelResponse",
+    "OutcomeStatus",
     "Price",
     "StopReason",
     "Tool",
     "ToolCall",
+    "ToolFinished",
     "ToolResult",
     "ToolSpec",
+    "ToolStarted",
+    "TrajectoryWriter",
     "Usage",
+    "make_model",
+    "make_tools",
+    "price_for",
+    "read_trajectory",
 ]

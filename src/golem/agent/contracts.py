@@ -31,7 +31,7 @@ class Price:
 
 class Model(Protocol):
     """A language model behind one provider, chosen by a string such as
-    ``anthropic/claude-sonnet-4-5``."""
+    ``anthropic/claude-opus-4-5``."""
 
     name: str
     """The string it was chosen by."""

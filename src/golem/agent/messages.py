@@ -69,7 +69,9 @@ class ToolSpec(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens one model call (or a sum of calls) consumed."""
+    """Tokens one model call (or a sum of calls) consumed. ``input_tokens`` counts uncached
+    input only; cache reads and writes are counted apart (Anthropic's convention; OpenAI's
+    cached tokens are moved out of its input count)."""
 
     model_config = ConfigDict(extra="forbid")
 

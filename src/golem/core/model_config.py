@@ -84,7 +84,7 @@ class ModelsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     default: str = Field(
-        "anthropic/claude-sonnet-4-5",
+        "anthropic/claude-opus-4-5",
         description="Model of agent steps that name none: provider/model, or scripted:PATH.",
     )
     anthropic: AnthropicConfig = Field(default_factory=AnthropicConfig)

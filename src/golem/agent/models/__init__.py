@@ -1,7 +1,7 @@
 """golem.agent.models: model providers chosen by a string, their prices, and the scripted
 model.
 
-``make_model("anthropic/claude-sonnet-4-5", config.models)`` gives a Model; so do
+``make_model("anthropic/claude-opus-4-5", config.models)`` gives a Model; so do
 ``openai/<model>``, ``openai-compatible/<model>`` and ``scripted:PATH``. The provider
 classes are importable from here too, but their SDKs are loaded only on first use.
 """

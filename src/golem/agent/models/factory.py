@@ -18,7 +18,7 @@ PROVIDERS = ("anthropic", "openai", "openai-compatible")
 """Providers a model string may name before the slash."""
 
 _FORMS = (
-    "anthropic/<model> (e.g. anthropic/claude-sonnet-4-5), openai/<model> (e.g. "
+    "anthropic/<model> (e.g. anthropic/claude-opus-4-5), openai/<model> (e.g. "
     "openai/gpt-5), openai-compatible/<model> (Ollama, vLLM, LM Studio, Docker Model "
     "Runner, at [models.openai_compatible] base_url), or scripted:PATH"
 )

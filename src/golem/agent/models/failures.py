@@ -41,7 +41,7 @@ class Endpoint:
     """The provider a model string reaches, as error messages name it."""
 
     model: str
-    """The model string, e.g. ``anthropic/claude-sonnet-4-5``."""
+    """The model string, e.g. ``anthropic/claude-opus-4-5``."""
     section: str
     """Its golem.toml section, e.g. ``models.anthropic``."""
     key_env: str

@@ -1,0 +1,124 @@
+"""What an agent run reports: typed events, one discriminated union, and the outcome.
+
+The same events drive live display, are written to the trajectory (JSONL, one event per
+line; text deltas excepted), and can be replayed: ``scripted:run.jsonl`` answers with the
+``model_response`` events of a recorded run.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from golem.agent.budget import Budget
+from golem.agent.messages import Message, ModelResponse, ToolCall, Usage
+
+__all__ = [
+    "AgentEvent",
+    "AgentFinished",
+    "AgentOutcome",
+    "AgentStarted",
+    "ModelAnswered",
+    "ModelCalled",
+    "ModelDelta",
+    "OutcomeStatus",
+    "ToolFinished",
+    "ToolStarted",
+]
+
+OutcomeStatus = Literal["done", "budget_exhausted", "stuck", "error"]
+
+
+class AgentOutcome(BaseModel):
+    """How a run ended: ``done`` (the agent called finish), ``budget_exhausted``,
+    ``stuck`` (it repeated a failing action) or ``error`` (the model failed or refused)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: OutcomeStatus
+    summary: str = Field(description="The agent's own summary, or what stopped it.")
+    reason: str = Field(description="Why the run ended, for a person.")
+    usage: Usage
+    cost_usd: float
+    turns: int
+    duration: float
+    trajectory: Path | None = None
+
+
+class _AgentEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    time: float = Field(default_factory=time.time)
+
+
+class AgentStarted(_AgentEvent):
+    """A run begins: its task, model, tools, budget and system prompt."""
+
+    type: Literal["agent_start"] = "agent_start"
+    task: str
+    model: str
+    tools: list[str]
+    budget: Budget
+    system: str
+
+
+class ModelCalled(_AgentEvent):
+    """A model call goes out: the messages added since the last call, and its cap."""
+
+    type: Literal["model_request"] = "model_request"
+    turn: int
+    new_messages: list[Message]
+    max_tokens: int
+
+
+class ModelDelta(_AgentEvent):
+    """Text of the reply as it streams in (live display only; not in the trajectory)."""
+
+    type: Literal["model_delta"] = "model_delta"
+    turn: int
+    text: str
+
+
+class ModelAnswered(_AgentEvent):
+    """The model's reply, with usage and the run's cost so far."""
+
+    type: Literal["model_response"] = "model_response"
+    turn: int
+    response: ModelResponse
+    cost_so_far: float
+
+
+class ToolStarted(_AgentEvent):
+    """A tool call is about to run in the box."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call: ToolCall
+
+
+class ToolFinished(_AgentEvent):
+    """A tool call's observation, as the model will read it."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    output: str
+    is_error: bool
+    duration: float
+
+
+class AgentFinished(_AgentEvent):
+    """The run's outcome."""
+
+    type: Literal["agent_outcome"] = "agent_outcome"
+    outcome: AgentOutcome
+
+
+AgentEvent = Annotated[
+    AgentStarted | ModelCalled | ModelDelta | ModelAnswered | ToolStarted | ToolFinished
+    | AgentFinished,
+    Field(discriminator="type"),
+]  # fmt: skip
+"""Any event of an agent run."""

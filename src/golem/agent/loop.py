@@ -1,0 +1,263 @@
+"""The agent loop: the model proposes tool calls, the box runs them, until the agent
+finishes, a budget would be crossed, it repeats a failing action, or the model fails.
+
+The loop runs on the host; only tool calls reach the box, so model keys never enter one.
+Everything it does is an event (``golem.agent.events``), written to the trajectory when a
+path is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from golem.agent.budget import Budget, BudgetExceeded, BudgetMeter
+from golem.agent.contracts import Model, Tool, ToolResult
+from golem.agent.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentOutcome,
+    AgentStarted,
+    ModelAnswered,
+    ModelCalled,
+    ModelDelta,
+    OutcomeStatus,
+    ToolFinished,
+    ToolStarted,
+)
+from golem.agent.messages import Message, ModelRequest, ModelResponse, ToolCall
+from golem.agent.prompt import NUDGE, system_prompt, task_message
+from golem.agent.trajectory import TrajectoryWriter
+from golem.core.errors import ConfigError, ModelError
+from golem.sandbox import Box
+
+__all__ = ["Agent", "EventSink"]
+
+EventSink = Callable[[AgentEvent], None]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """Why a run ends."""
+
+    status: OutcomeStatus
+    reason: str
+    summary: str = ""
+
+
+class Agent:
+    """One agent: a model, the tools it may call, and the limits it works within."""
+
+    def __init__(
+        self,
+        model: Model,
+        tools: Sequence[Tool],
+        *,
+        budget: Budget | None = None,
+        max_tokens: int = 8192,
+        stuck_after: int = 3,
+        on_event: EventSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.tools = {tool.spec.name: tool for tool in tools}
+        self.budget = budget or Budget()
+        self.max_tokens = max_tokens
+        self.stuck_after = stuck_after
+        self._sinks: list[EventSink] = [on_event] if on_event else []
+        self._clock = clock
+        if self.budget.usd is not None and model.price is None:
+            raise ConfigError(
+                f"model {model.name} has no price, so a dollar budget cannot be held; add "
+                f"its price under [models.prices] in golem.toml, or drop the dollar budget"
+            )
+
+    def _emit(self, event: AgentEvent) -> None:
+        for sink in self._sinks:
+            sink(event)
+
+    async def run(
+        self,
+        box: Box,
+        task: str,
+        *,
+        context: str = "",
+        trajectory: Path | None = None,
+    ) -> AgentOutcome:
+        """Work on ``task`` in ``box`` until the run ends; never raises for the model's or
+        the tools' failures (they end the run as ``error`` or become observations)."""
+        writer = TrajectoryWriter(trajectory) if trajectory is not None else None
+        if writer is not None:
+            self._sinks.append(writer)
+        meter = BudgetMeter(self.budget, self.model.price, self._clock)
+        system = system_prompt(box.spec.workdir, context)
+        self._emit(
+            AgentStarted(
+                task=task,
+                model=self.model.name,
+                tools=list(self.tools),
+                budget=self.budget,
+                system=system,
+            )
+        )
+        try:
+            stop = await self._work(box, system, task, meter)
+        finally:
+            if writer is not None:
+                self._sinks.remove(writer)
+        outcome = AgentOutcome(
+            status=stop.status,
+            summary=stop.summary or stop.reason,
+            reason=stop.reason,
+            usage=meter.usage,
+            cost_usd=meter.cost_usd,
+            turns=meter.turns,
+            duration=meter.elapsed,
+            trajectory=trajectory,
+        )
+        if writer is not None:
+            writer(AgentFinished(outcome=outcome))
+            writer.close()
+        self._emit(AgentFinished(outcome=outcome))
+        return outcome
+
+    async def _work(self, box: Box, system: str, task: str, meter: BudgetMeter) -> _Stop:
+        talk = _Conversation(system, [Message(role="user", content=task_message(task))])
+        try:
+            while (stop := await self._turn(box, talk, meter)) is None:
+                pass
+        except BudgetExceeded as exc:
+            return _Stop("budget_exhausted", exc.reason, talk.last_text())
+        except ModelError as exc:
+            return _Stop("error", f"the model failed: {exc.message}", talk.last_text())
+        return stop
+
+    async def _turn(self, box: Box, talk: _Conversation, meter: BudgetMeter) -> _Stop | None:
+        """One model call and the tool calls it asks for; a _Stop when the run ends."""
+        specs = [tool.spec for tool in self.tools.values()]
+        request = meter.admit(
+            ModelRequest(
+                system=talk.system, messages=talk.messages, tools=specs, max_tokens=self.max_tokens
+            )
+        )
+        self._emit(
+            ModelCalled(
+                turn=meter.turns + 1,
+                new_messages=talk.messages[talk.recorded :],
+                max_tokens=request.max_tokens,
+            )
+        )
+        response = await self._call(request, meter)
+        talk.messages.append(response.message)
+        talk.recorded = len(talk.messages)
+        if response.stop_reason == "refusal":
+            return _Stop("error", f"the model refused: {response.message.content}")
+        if not response.message.tool_calls:
+            if talk.nudged:
+                return _Stop("done", "the model ended without a tool call", talk.last_text())
+            talk.nudged = True
+            talk.messages.append(Message(role="user", content=NUDGE))
+            return None
+        talk.nudged = False
+        for call in response.message.tool_calls:
+            result = await self._run_tool(box, call, meter)
+            talk.messages.append(
+                Message(
+                    role="tool", content=result.output, tool_call_id=call.id,
+                    is_error=result.is_error,
+                )
+            )  # fmt: skip
+            if result.finished:
+                return _Stop("done", "the agent called finish", result.output)
+            if stuck := self._stuck(talk.recent, call, result):
+                return stuck
+        return None
+
+    async def _call(self, request: ModelRequest, meter: BudgetMeter) -> ModelResponse:
+        turn = meter.turns + 1
+
+        def delta(text: str) -> None:
+            self._emit(ModelDelta(turn=turn, text=text))
+
+        response = await _bounded(self.model.complete(request, delta), meter)
+        meter.charge(request, response)
+        self._emit(ModelAnswered(turn=turn, response=response, cost_so_far=meter.cost_usd))
+        return response
+
+    async def _run_tool(self, box: Box, call: ToolCall, meter: BudgetMeter) -> ToolResult:
+        """Run one call; every failure is an observation the model can read."""
+        self._emit(ToolStarted(call=call))
+        started = time.monotonic()
+        tool = self.tools.get(call.name)
+        if call.error is not None:
+            result = ToolResult(f"the arguments were not valid JSON: {call.error}", True)
+        elif tool is None:
+            names = ", ".join(self.tools)
+            result = ToolResult(f"there is no tool {call.name!r}; the tools are: {names}", True)
+        else:
+            try:
+                result = await _bounded(tool.run(box, call.arguments), meter)
+            except BudgetExceeded:
+                raise
+            except Exception as exc:  # a tool's crash is the model's observation
+                result = ToolResult(f"the tool failed: {type(exc).__name__}: {exc}", True)
+        self._emit(
+            ToolFinished(
+                call_id=call.id,
+                name=call.name,
+                output=result.output,
+                is_error=result.is_error,
+                duration=time.monotonic() - started,
+            )
+        )
+        return result
+
+    def _stuck(
+        self, recent: list[tuple[str, bool]], call: ToolCall, result: ToolResult
+    ) -> _Stop | None:
+        """A stop for a run that keeps making the same failing call."""
+        key = call.name + json.dumps(call.arguments, sort_keys=True, default=str)
+        recent.append((key, result.is_error))
+        last = recent[-self.stuck_after :]
+        if len(last) == self.stuck_after and all(err and k == key for k, err in last):
+            return _Stop(
+                "stuck",
+                f"the same failing {call.name} call was made {self.stuck_after} times in a row",
+                f"stuck repeating {call.name} {json.dumps(call.arguments)[:200]}: "
+                f"{result.output[-500:]}",
+            )
+        return None
+
+
+async def _bounded(work: Awaitable[T], meter: BudgetMeter) -> T:
+    """Await ``work`` within the wall-clock budget that is left."""
+    meter.check_time()
+    try:
+        return await asyncio.wait_for(work, meter.remaining_seconds())
+    except TimeoutError:
+        meter.check_time()  # BudgetExceeded when the budget is what ran out
+        raise
+
+
+@dataclass
+class _Conversation:
+    """What a run has said so far."""
+
+    system: str
+    messages: list[Message]
+    recorded: int = 0  # messages already in the trajectory
+    recent: list[tuple[str, bool]] = field(default_factory=list)  # (call, failed)
+    nudged: bool = False
+
+    def last_text(self) -> str:
+        """The last thing the assistant said, for a run that ended without finish."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.content.strip():
+                return message.content.strip()
+        return ""
