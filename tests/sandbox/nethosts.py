@@ -242,6 +242,25 @@ def make_package_index(root: Path, name: str = "golemdemo", version: str = "1.0"
     return root / "simple"
 
 
+def make_npm_registry(root: Path, name: str = "golemdemo", version: str = "1.0.0") -> Path:
+    """A static npm registry at ``root/npm``: one package document (no tarball fetch)."""
+    registry = root / "npm"
+    registry.mkdir(parents=True)
+    document = {
+        "name": name,
+        "dist-tags": {"latest": version},
+        "versions": {
+            version: {
+                "name": name,
+                "version": version,
+                "dist": {"tarball": f"http://unused.invalid/{name}-{version}.tgz"},
+            }
+        },
+    }
+    (registry / name).write_text(json.dumps(document))
+    return registry
+
+
 def _digest(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
@@ -277,6 +296,7 @@ def start_test_network(root: Path, private_password: str) -> Iterator[NetHosts]:
     private.mkdir()
     make_git_repository(private, "repo")
     make_package_index(site)
+    make_npm_registry(site)
     internal_site = root / "internal"
     internal_site.mkdir()
     (internal_site / "hello.txt").write_text("INTERNAL SECRET PAGE\n")

@@ -127,6 +127,15 @@ async def test_pip_downloads_from_a_local_index_over_http_and_https(
     assert result.stdout.count("golemdemo-1.0-py3-none-any.whl") == 2
 
 
+async def test_npm_reads_a_registry_through_the_proxy(box: Box, net: NetHosts) -> None:
+    result = await box.execute(
+        "npm view golemdemo version --no-update-notifier --cache /tmp/npm-cache "
+        f"--registry http://allowed.test:{net.plain.port}/npm/"
+    )
+    assert result.stdout.strip() == "1.0.0", result.stderr
+    assert [(e.host, e.allowed) for e in result.network] == [("allowed.test", True)]
+
+
 async def test_python_urllib_goes_through_the_proxy_unchanged(box: Box, net: NetHosts) -> None:
     code = (
         "import urllib.request\n"
