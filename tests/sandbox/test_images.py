@@ -80,6 +80,31 @@ async def test_a_recipe_builds_once_and_its_image_runs(
                 client.images.remove(tag, force=True)
 
 
+async def test_a_build_trusts_the_hosts_cas_and_the_image_keeps_none_of_it(
+    client: docker.DockerClient, docker_image: str, engine: Engine
+) -> None:
+    """Behind a TLS-inspecting gateway, pip and npm in a build need the host's CAs: the
+    build sees the host's bundle through the usual variables; the image keeps neither."""
+    nonce = uuid.uuid4().hex
+    recipe = ImageRecipe(
+        tag=f"golem-test/trust:{nonce[:8]}", base=docker_image,
+        setup='test -s "$SSL_CERT_FILE" && test "$PIP_CERT" = "$NODE_EXTRA_CA_CERTS" && '
+        f"echo trusted > /etc/golem-trust # {nonce}",
+    )  # fmt: skip
+    try:
+        await build_image(client, recipe)
+        image_env = client.images.get(recipe.tag).attrs["Config"]["Env"] or []
+        assert not [v for v in image_env if v.startswith(("SSL_CERT_FILE", "PIP_CERT"))]
+        result = await engine.execute(
+            "cat /etc/golem-trust; ls /tmp/golem-host-ca.crt", engine.spec(image=recipe.tag)
+        )
+        assert result.stdout == "trusted\n"
+        assert "No such file" in result.stderr
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(recipe.tag, force=True)
+
+
 async def test_a_failing_recipe_says_why(client: docker.DockerClient, docker_image: str) -> None:
     recipe = ImageRecipe(
         tag="golem-test/broken:1", base=docker_image, setup="echo nope >&2; exit 3"

@@ -28,18 +28,22 @@ from golem.sandbox.egress import (
     upstream_context,
 )
 
-__all__ = ["BOX_NETWORK_DIR", "BOX_SOCKET", "BoxNetwork", "EgressService"]
+__all__ = ["BOX_NETWORK_DIR", "BOX_SOCKET", "BoxNetwork", "EgressService", "host_ca_bundle"]
 
 BOX_NETWORK_DIR = "/run/golem"
 BOX_SOCKET = f"{BOX_NETWORK_DIR}/egress.sock"
-BOX_CA = f"{BOX_NETWORK_DIR}/golem-ca.pem"
 BOX_BUNDLE = f"{BOX_NETWORK_DIR}/ca-certificates.crt"
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-TRUST_VARIABLES = ("SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
+TRUST_VARIABLES = (
+    "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO",
+    "NODE_EXTRA_CA_CERTS",
+)  # fmt: skip
+"""Variables that point a box's TLS clients at /run/golem/ca-certificates.crt."""
 
 
-def _system_bundle() -> bytes:
-    for candidate in (ssl.get_default_verify_paths().cafile, SYSTEM_BUNDLE):
+def host_ca_bundle() -> bytes:
+    """The host's CA bundle: what the host trusts, a TLS-inspecting gateway included."""
+    for candidate in (SYSTEM_BUNDLE, ssl.get_default_verify_paths().cafile):
         if candidate and Path(candidate).is_file():
             return Path(candidate).read_bytes()
     return b""
@@ -48,21 +52,18 @@ def _system_bundle() -> bytes:
 class BoxNetwork:
     """One filtered box's proxy, socket directory and what the box needs to use them."""
 
-    def __init__(
-        self, directory: Path, proxy: EgressProxy, service: EgressService, trusted: bool
-    ) -> None:
+    def __init__(self, directory: Path, proxy: EgressProxy, service: EgressService) -> None:
         self.directory = directory
         self.proxy = proxy
         self._service = service
-        self._trusted = trusted
         self.secrets: list[str] = []
 
     def mounts(self) -> list[Mount]:
-        """The socket directory at /run/golem; golem's CA over the system bundle too."""
-        mounts = [Mount(self.directory, BOX_NETWORK_DIR)]
-        if self._trusted:
-            mounts.append(Mount(self.directory / "ca-certificates.crt", SYSTEM_BUNDLE, True))
-        return mounts
+        """The socket directory at /run/golem, and the CA bundle over the box's own."""
+        return [
+            Mount(self.directory, BOX_NETWORK_DIR),
+            Mount(self.directory / "ca-certificates.crt", SYSTEM_BUNDLE, optional=True),
+        ]
 
     def configure(self, policy: EgressPolicy) -> dict[str, str]:
         """Start a session with ``policy`` and fresh sentinels; returns the box's env."""
@@ -75,9 +76,7 @@ class BoxNetwork:
         for name in ("HTTP_PROXY", "HTTPS_PROXY"):
             env[name] = env[name.lower()] = url
         env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
-        if self._trusted:
-            env.update(dict.fromkeys(TRUST_VARIABLES, BOX_BUNDLE))
-            env.update(GIT_SSL_CAINFO=BOX_BUNDLE, NODE_EXTRA_CA_CERTS=BOX_CA)
+        env.update(dict.fromkeys(TRUST_VARIABLES, BOX_BUNDLE))
         env.update(broker.box_env(port))
         return env
 
@@ -119,12 +118,12 @@ class EgressService:
         return base
 
     async def open(self, box_id: str) -> BoxNetwork:
-        """A proxy for a new box, listening in a directory of its own."""
-        trusted = bool(self._credentials)
-        if trusted:
+        """A proxy for a new box, listening in a directory of its own, with the CA bundle
+        its TLS clients trust: the host's, plus golem's CA when credentials are brokered."""
+        if self._credentials:
             self.broker()  # a missing credential value fails before any box starts
-        if trusted and self._ca is None:
-            self._ca = EgressCA()
+            if self._ca is None:
+                self._ca = EgressCA()
         if self._upstream_tls is None:
             self._upstream_tls = upstream_context(self.config.upstream_ca)
         directory = self._runtime_dir() / box_id
@@ -138,11 +137,14 @@ class EgressService:
             own_addresses=self._own,
         )
         try:
+            golem_ca = b""
             if self._ca is not None:
-                (directory / "golem-ca.pem").write_bytes(self._ca.pem)
-                (directory / "ca-certificates.crt").write_bytes(_system_bundle() + self._ca.pem)
-                for name in ("golem-ca.pem", "ca-certificates.crt"):
-                    (directory / name).chmod(0o644)
+                golem_ca = self._ca.pem
+                (directory / "golem-ca.pem").write_bytes(golem_ca)
+                (directory / "golem-ca.pem").chmod(0o644)
+            bundle = directory / "ca-certificates.crt"
+            bundle.write_bytes(host_ca_bundle() + golem_ca)
+            bundle.chmod(0o644)
             socket = directory / "egress.sock"
             await proxy.start(socket)
             socket.chmod(0o666)  # the box's user, whatever its uid on the host
@@ -150,7 +152,7 @@ class EgressService:
             await proxy.close()
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        return BoxNetwork(directory, proxy, self, trusted)
+        return BoxNetwork(directory, proxy, self)
 
     def close(self) -> None:
         """Forget the CA's leaf keys."""
