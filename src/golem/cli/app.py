@@ -9,7 +9,16 @@ from rich.console import Console
 from rich.text import Text
 
 from golem import __version__
-from golem.cli import config_cmd, exec_cmd, image_cmd, sessions_cmd, setup_cmd, shell_cmd
+from golem.cli import (
+    agent_cmd,
+    config_cmd,
+    exec_cmd,
+    image_cmd,
+    sessions_cmd,
+    setup_cmd,
+    shell_cmd,
+    trajectory_cmd,
+)
 from golem.core.errors import GolemError
 
 __all__ = ["app", "main"]
@@ -25,9 +34,11 @@ app.command("exec")(exec_cmd.exec_command)
 app.command("shell")(shell_cmd.shell_command)
 app.command("prune")(sessions_cmd.prune_command)
 app.command("setup")(setup_cmd.setup_command)
+app.command("agent")(agent_cmd.agent_command)
 app.add_typer(sessions_cmd.sessions_app, name="sessions")
 app.add_typer(config_cmd.config_app, name="config")
 app.add_typer(image_cmd.image_app, name="image")
+app.add_typer(trajectory_cmd.trajectory_app, name="trajectory")
 
 
 def _version(value: bool) -> None:

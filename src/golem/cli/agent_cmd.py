@@ -1,0 +1,113 @@
+"""`golem agent`: the bare agent loop on a directory, in a box; then the diff it made.
+
+The directory is copied into a fresh box, the agent works there (every command in the box,
+the model called from the host), and the result is copied back: the directory changes
+exactly where the agent changed files (``--dry-run`` only shows the diff).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from golem.agent import Agent, Budget, make_model, make_tools
+from golem.agent.events import AgentOutcome
+from golem.cli import options
+from golem.cli.progress import AgentProgress
+from golem.cli.tree_sync import apply_changes, compare_trees, render_diff, without_ignored
+from golem.core.config import GolemConfig
+from golem.core.errors import InvalidRequest
+from golem.core.ids import new_id
+from golem.sandbox import Engine
+
+__all__ = ["agent_command"]
+
+
+def agent_command(
+    task: str = typer.Argument(..., help="What the agent should do."),
+    workspace: Path = typer.Option(
+        ..., "--workspace", help="The directory to work on (copied into the box and back)."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="provider/model or scripted:PATH; default: [models] default."
+    ),
+    tools: list[str] | None = typer.Option(
+        None, "--tools", help="Tools or toolsets (all, files, readonly); default: all."
+    ),
+    budget_usd: float | None = typer.Option(None, "--budget-usd", help="Dollar budget."),
+    max_turns: int = typer.Option(50, "--max-turns", help="Model calls at most."),
+    max_seconds: float | None = typer.Option(None, "--max-seconds", help="Wall-clock budget."),
+    trajectory: Path | None = typer.Option(
+        None, "--trajectory", help="Where to write the trajectory (default: state dir)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff, change nothing."),
+    backend: str | None = options.BACKEND,
+    image: str | None = options.IMAGE,
+    memory: str | None = options.MEMORY,
+    cpus: float | None = options.CPUS,
+    timeout: float | None = options.TIMEOUT,
+    config_file: Path | None = options.CONFIG,
+) -> None:
+    """Run the agent on a directory in a box and show the diff it made."""
+    if not workspace.is_dir():
+        raise InvalidRequest(f"--workspace {workspace} is not a directory")
+    flags = options.BoxFlags(
+        backend, image, None, memory, cpus, None, timeout, None, None, None, config_file
+    )
+    config = flags.load()
+    budget = Budget(turns=max_turns, usd=budget_usd, wall_seconds=max_seconds)
+    chosen_tools = make_tools(tools or ["all"])
+    agent = Agent(
+        make_model(model or config.models.default, config.models),
+        chosen_tools,
+        budget=budget,
+        on_event=AgentProgress(Console(stderr=True)),
+    )
+    path = trajectory or _trajectory_path(config)
+    outcome = asyncio.run(_run(Engine(config), agent, workspace, task, path, dry_run=dry_run))
+    raise typer.Exit(0 if outcome.status == "done" else 1)
+
+
+def _trajectory_path(config: GolemConfig) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return config.state_dir / "trajectories" / f"{stamp}-{new_id('agent')}.jsonl"
+
+
+async def _run(
+    engine: Engine, agent: Agent, workspace: Path, task: str, path: Path, *, dry_run: bool
+) -> AgentOutcome:
+    console = Console(stderr=True)
+    # No bytecode files: an edit that keeps a file's size within the second of a test run
+    # would leave Python running the stale .pyc (and they are not changes to keep).
+    spec = engine.spec(env={**engine.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"})
+    async with engine, engine.session(spec) as box:
+        await box.put_dir(workspace, ".")
+        outcome = await agent.run(box, task, trajectory=path)
+        with tempfile.TemporaryDirectory(prefix="golem-agent-") as scratch:
+            result = Path(scratch)
+            await box.get_dir(".", result)
+            _report_changes(workspace, result, dry_run=dry_run)
+    console.print(f"trajectory: {path}")
+    return outcome
+
+
+def _report_changes(workspace: Path, result: Path, *, dry_run: bool) -> None:
+    changes = without_ignored(compare_trees(workspace, result), workspace)
+    sys.stdout.write(render_diff(changes, workspace, result))
+    sys.stdout.flush()
+    console = Console(stderr=True)
+    if not changes:
+        console.print("no files changed")
+        return
+    summary = ", ".join(f"{c.kind} {c.path}" for c in changes)
+    if dry_run:
+        console.print(f"[yellow]dry run[/]: {len(changes)} file(s) would change: {summary}")
+    else:
+        apply_changes(changes, result, workspace)
+        console.print(f"{len(changes)} file(s) changed in {workspace}: {summary}")

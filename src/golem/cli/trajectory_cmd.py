@@ -1,0 +1,85 @@
+"""`golem trajectory show FILE`: a recorded agent run, rendered for a person."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+
+from golem.agent.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentStarted,
+    ModelAnswered,
+    ModelCalled,
+    ToolFinished,
+    ToolStarted,
+)
+from golem.agent.trajectory import read_trajectory
+from golem.cli.progress import describe_call
+
+__all__ = ["trajectory_app"]
+
+trajectory_app = typer.Typer(help="Read recorded agent runs.", no_args_is_help=True)
+
+
+@trajectory_app.command("show")
+def show_command(
+    path: Path = typer.Argument(..., help="A trajectory file (.jsonl)."),
+    full: bool = typer.Option(False, "--full", help="Whole tool outputs and messages."),
+) -> None:
+    """Render a trajectory: the task, each turn's words and tool calls, the outcome."""
+    events, notes = read_trajectory(path)
+    console = Console(highlight=False)
+    limit = None if full else 12
+    for event in events:
+        _render(console, event, limit)
+    for note in notes:
+        console.print(f"[dim]{escape(note)}[/]")
+
+
+def _clip(text: str, limit: int | None) -> str:
+    lines = text.rstrip().splitlines()
+    if limit is None or len(lines) <= limit:
+        return "\n".join(lines)
+    return "\n".join(lines[:limit]) + f"\n… {len(lines) - limit} more lines (--full shows all)"
+
+
+def _render(console: Console, event: AgentEvent, limit: int | None) -> None:
+    if isinstance(event, AgentStarted):
+        budget = ", ".join(
+            f"{k}={v}" for k, v in event.budget.model_dump().items() if v is not None
+        )
+        console.print(Panel(escape(event.task.strip()), title=f"task · {escape(event.model)}"))
+        console.print(f"[dim]tools: {', '.join(event.tools)} · budget: {budget}[/]")
+    elif isinstance(event, ModelCalled):
+        console.rule(f"turn {event.turn}", style="dim")
+    elif isinstance(event, ModelAnswered):
+        message = event.response.message
+        if message.content.strip():
+            console.print(f"[cyan]{escape(_clip(message.content, limit))}[/]")
+        usage = event.response.usage
+        console.print(
+            f"[dim]{usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens} in"
+            f" / {usage.output_tokens} out · ${event.cost_so_far:.4f} so far · "
+            f"{event.response.stop_reason}[/]"
+        )
+    elif isinstance(event, ToolStarted):
+        console.print(f"[bold]→ {escape(describe_call(event.call.name, event.call.arguments))}[/]")
+    elif isinstance(event, ToolFinished):
+        style = "red" if event.is_error else "green"
+        console.print(
+            Panel(escape(_clip(event.output, limit)) or "(no output)", border_style=style)
+        )
+    elif isinstance(event, AgentFinished):
+        outcome = event.outcome
+        console.rule(f"{outcome.status}", style="green" if outcome.status == "done" else "red")
+        console.print(escape(outcome.summary))
+        console.print(
+            f"[dim]{outcome.reason} · {outcome.turns} turns · {outcome.duration:.1f}s · "
+            f"${outcome.cost_usd:.4f} · {outcome.usage.input_tokens} in / "
+            f"{outcome.usage.output_tokens} out[/]"
+        )

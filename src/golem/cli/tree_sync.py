@@ -1,0 +1,113 @@
+"""What changed between two directory trees, shown as a diff and applied to the first.
+
+`golem agent` copies a directory into a box and the result back out; the host directory
+then changes exactly where the agent changed files, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["TreeChange", "apply_changes", "compare_trees", "render_diff", "without_ignored"]
+
+SKIPPED = frozenset({".git", "__pycache__"})
+Kind = Literal["added", "deleted", "modified"]
+
+
+@dataclass(frozen=True)
+class TreeChange:
+    """One file that differs: its path relative to the tree, and how."""
+
+    path: str
+    kind: Kind
+    mode: int | None = None  # the new file's permission bits
+
+
+def _files(root: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED)
+        for name in names:
+            path = Path(directory) / name
+            if path.is_file() and not path.is_symlink():
+                found[path.relative_to(root).as_posix()] = path
+    return found
+
+
+def compare_trees(before: Path, after: Path) -> list[TreeChange]:
+    """Files added, deleted or modified from ``before`` to ``after`` (``.git`` skipped)."""
+    old, new = _files(before), _files(after)
+    changes: list[TreeChange] = []
+    for path in sorted(old.keys() | new.keys()):
+        if path not in new:
+            changes.append(TreeChange(path, "deleted"))
+        elif path not in old:
+            changes.append(TreeChange(path, "added", new[path].stat().st_mode & 0o777))
+        elif old[path].read_bytes() != new[path].read_bytes() or (
+            old[path].stat().st_mode & 0o111 != new[path].stat().st_mode & 0o111
+        ):
+            changes.append(TreeChange(path, "modified", new[path].stat().st_mode & 0o777))
+    return changes
+
+
+def without_ignored(changes: list[TreeChange], repo: Path) -> list[TreeChange]:
+    """The changes git would not ignore, when ``repo`` is a git work tree (caches and build
+    output the agent's commands left are not changes to the repository)."""
+    if not changes or not (repo / ".git").exists():
+        return changes
+    done = subprocess.run(
+        ["git", "-C", str(repo), "check-ignore", "--no-index", "--stdin", "-z"],
+        input="\0".join(c.path for c in changes).encode(),
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode not in (0, 1):  # 1: nothing ignored
+        return changes
+    ignored = set(done.stdout.decode().split("\0"))
+    return [change for change in changes if change.path not in ignored]
+
+
+def apply_changes(changes: list[TreeChange], source: Path, target: Path) -> None:
+    """Make ``target`` match ``source`` for the changed files only."""
+    for change in changes:
+        destination = target / change.path
+        if change.kind == "deleted":
+            destination.unlink(missing_ok=True)
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / change.path, destination)
+        if change.mode is not None:
+            destination.chmod(change.mode)
+
+
+def _text(path: Path) -> list[str] | None:
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode().splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return None
+
+
+def render_diff(changes: list[TreeChange], before: Path, after: Path) -> str:
+    """A unified diff of the changes (binary files named, not shown)."""
+    parts: list[str] = []
+    for change in changes:
+        old, new = _text(before / change.path), _text(after / change.path)
+        if old is None or new is None:
+            parts.append(f"Binary file {change.path} {change.kind}\n")
+            continue
+        source = "/dev/null" if change.kind == "added" else f"a/{change.path}"
+        target = "/dev/null" if change.kind == "deleted" else f"b/{change.path}"
+        lines = difflib.unified_diff(old, new, source, target)
+        parts.append("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+    return "".join(parts)

@@ -1,0 +1,137 @@
+"""`golem agent` and `golem trajectory show` as a user runs them, in real boxes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+
+pytestmark = pytest.mark.bwrap
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    target = tmp_path / "calculator"
+    shutil.copytree(EXAMPLES / "calculator", target)
+    return target
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def unittest_passes(repo: Path) -> bool:
+    done = subprocess.run(
+        ["python3", "-B", "-m", "unittest"], cwd=repo, capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
+def test_agent_fixes_a_directory_and_changes_only_what_it_edited(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+) -> None:
+    before = snapshot(repo)
+    done = golem(golem_env, "agent", "--model", FIX, "--workspace", str(repo), "Fix the tests")
+    assert done.returncode == 0, done.stderr
+    diff = done.stdout.decode()
+    assert "-    return a - b\n+    return a + b\n" in diff
+    after = snapshot(repo)
+    assert [p for p in after if after[p] != before.get(p)] == ["calculator.py"]
+    assert set(after) == set(before)  # no __pycache__ or anything else came back
+    assert unittest_passes(repo)
+    assert b"done after 5 turns" in done.stderr
+    assert b"1 file(s) changed" in done.stderr
+
+
+def test_agent_dry_run_shows_the_diff_and_changes_nothing(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+) -> None:
+    before = snapshot(repo)
+    done = golem(
+        golem_env, "agent", "--dry-run", "--model", FIX, "--workspace", str(repo), "Fix it"
+    )
+    assert done.returncode == 0
+    assert b"+    return a + b" in done.stdout
+    assert snapshot(repo) == before
+    assert b"dry run" in done.stderr
+
+
+def test_files_git_ignores_do_not_come_back(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+    tmp_path: Path,
+) -> None:
+    (repo / ".gitignore").write_text("build/\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    script = tmp_path / "build.yaml"
+    script.write_text(
+        "turns:\n"
+        "  - tool_calls:\n"
+        "      - {name: bash, arguments: {command: 'mkdir -p build && echo o > build/out "
+        "&& echo n > notes.txt'}}\n"
+        "  - tool_calls: [{name: finish, arguments: {summary: built}}]\n"
+    )
+    done = golem(
+        golem_env, "agent", "--model", f"scripted:{script}", "--workspace", str(repo), "Build"
+    )
+    assert done.returncode == 0, done.stderr
+    assert (repo / "notes.txt").read_text() == "n\n"
+    assert not (repo / "build").exists()
+
+
+def test_a_run_that_exhausts_its_budget_exits_1_and_says_why(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+) -> None:
+    done = golem(
+        golem_env, "agent", "--max-turns", "2", "--model", FIX, "--workspace", str(repo), "Fix"
+    )
+    assert done.returncode == 1
+    assert b"budget_exhausted after 2 turns" in done.stderr
+    assert b"turn budget of 2" in done.stderr
+
+
+def test_trajectory_show_renders_a_recorded_run(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+    tmp_path: Path,
+) -> None:
+    recorded = tmp_path / "run.jsonl"
+    args = ["--trajectory", str(recorded), "--model", FIX, "--workspace", str(repo)]
+    assert golem(golem_env, "agent", *args, "Fix the tests").returncode == 0
+    shown = golem(golem_env, "trajectory", "show", str(recorded)).stdout.decode()
+    assert "Fix the tests" in shown
+    assert "turn 5" in shown
+    assert "→ edit calculator.py" in shown
+    assert "AssertionError: -1 != 5" in shown
+    assert "done" in shown
+    assert "it now adds them" in shown
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent", "--workspace", "/no/such/dir", "x"], b"is not a directory"),
+        (["agent", "--model", "nosuch/model", "--workspace", ".", "x"], b"model"),
+        (["agent", "--tools", "teleport", "--workspace", ".", "x"], b"teleport"),
+        (["trajectory", "show", "/no/such.jsonl"], b"cannot read trajectory"),
+    ],
+)
+def test_bad_agent_input_is_one_line_exit_2(
+    golem_env: dict[str, str],  # noqa: F811
+    args: list[str],
+    message: bytes,
+) -> None:
+    done = golem(golem_env, *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert b"Traceback" not in done.stderr
