@@ -1,0 +1,132 @@
+"""The forge layer's contracts: issues in, pull requests out, wherever the repository lives.
+
+A ``Forge`` reads issues and opens pull requests (GitHub's REST API, or golem's own store
+for the ``local`` forge). Git itself (clone, branch, commit, push) runs on the host through
+``golem.forge.git``; tokens never enter a box.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CheckResult",
+    "Forge",
+    "Issue",
+    "IssueComment",
+    "PullRequest",
+    "PullRequestDraft",
+    "PullRequestStore",
+]
+
+
+class IssueComment(BaseModel):
+    """One comment of an issue's discussion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    author: str = ""
+    body: str
+    created: str | None = None
+
+
+class Issue(BaseModel):
+    """A task as a forge (or a local file) states it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    body: str = ""
+    comments: list[IssueComment] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+    url: str | None = None
+    number: int | None = None
+    repo: str | None = Field(None, description="owner/name on its forge, when known.")
+
+
+class CheckResult(BaseModel):
+    """One of the repository's own checks (lint, build, test) as run in the box."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="setup, lint, build or test (or a blueprint's own name).")
+    command: str
+    passed: bool
+    exit_code: int
+    duration: float
+    output_tail: str = Field("", description="The end of its output, secrets masked.")
+    timed_out: bool = False
+
+
+class PullRequestDraft(BaseModel):
+    """What golem asks a forge to open."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo: str = Field(description="owner/name (GitHub), or the repository's path or URL.")
+    base: str
+    head: str = Field(description="The pushed branch.")
+    title: str
+    body: str
+    draft: bool = False
+    labels: list[str] = Field(default_factory=list)
+    issue: int | None = Field(None, description="The issue it resolves, if any.")
+
+
+class PullRequest(BaseModel):
+    """A pull request as opened."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str
+    number: int
+    url: str
+    repo: str
+    base: str
+    head: str
+    title: str
+    body: str
+    draft: bool = False
+    labels: list[str] = Field(default_factory=list)
+    created: float = Field(default_factory=time.time)
+    diff: str = Field("", description="Kept by the local forge; empty elsewhere.")
+    checks: list[CheckResult] = Field(default_factory=list)
+
+
+class PullRequestStore(Protocol):
+    """Where the ``local`` forge keeps its pull requests (golem's store)."""
+
+    def add_pull_request(self, pr: PullRequest) -> PullRequest:
+        """Keep ``pr``, giving it the next number of its repository; returns it."""
+        ...
+
+    def list_pull_requests(self, repo: str | None = None) -> list[PullRequest]:
+        """Pull requests, newest first (of one repository, when given)."""
+        ...
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequest | None:
+        """One pull request, or None."""
+        ...
+
+
+class Forge(Protocol):
+    """A place issues come from and pull requests go to."""
+
+    name: str
+
+    async def fetch_issue(self, ref: str) -> Issue:
+        """An issue by URL, ``owner/name#N``, or (local forge) a file path."""
+        ...
+
+    async def open_pull_request(
+        self, draft: PullRequestDraft, *, diff: str = "", checks: list[CheckResult] | None = None
+    ) -> PullRequest:
+        """Open a pull request for a pushed branch, with its labels."""
+        ...
+
+    async def comment(self, issue: Issue, body: str) -> None:
+        """Comment on an issue (the PR, or why golem escalated)."""
+        ...
