@@ -182,6 +182,11 @@ class GolemConfig(BaseSettings):
     )
 
     state_dir: Path = Field(default_factory=default_state_dir)
+    database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of golem's store (GOLEM_DATABASE_URL), e.g. "
+        "postgresql+psycopg://golem@db/golem; None: a SQLite file in state_dir.",
+    )
     engine: EngineConfig = Field(default_factory=EngineConfig)
     images: list[ImageRecipe] = Field(
         default_factory=list, description="Images `golem setup` builds ([[images]])."

@@ -1,0 +1,54 @@
+"""golem.blueprint: graphs of deterministic steps and agent loops, loaded from YAML, run
+to a pull request with state saved after every node."""
+
+from typing import TYPE_CHECKING
+
+from golem.blueprint.contracts import RunStore
+from golem.blueprint.events import RunEvent
+from golem.blueprint.loader import BUILTINS, load_blueprint, parse_blueprint
+from golem.blueprint.model import (
+    AgentNode,
+    AgentSettings,
+    Blueprint,
+    BoxNode,
+    GateNode,
+    HostNode,
+    LoopNode,
+    Node,
+)
+from golem.blueprint.show import draw
+from golem.blueprint.state import RunRequest, RunState, RunStatus
+
+if TYPE_CHECKING:
+    from golem.blueprint.runner import Runner
+
+__all__ = [
+    "BUILTINS",
+    "AgentNode",
+    "AgentSettings",
+    "Blueprint",
+    "BoxNode",
+    "GateNode",
+    "HostNode",
+    "LoopNode",
+    "Node",
+    "RunEvent",
+    "RunRequest",
+    "RunState",
+    "RunStatus",
+    "RunStore",
+    "Runner",
+    "draw",
+    "load_blueprint",
+    "parse_blueprint",
+]
+
+
+def __getattr__(name: str) -> object:
+    """The Runner, imported when first asked for: it brings the context, forge, agent and
+    sandbox layers with it, which loading or checking a blueprint does not need."""
+    if name == "Runner":
+        from golem.blueprint.runner import Runner  # noqa: PLC0415
+
+        return Runner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

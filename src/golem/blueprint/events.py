@@ -1,0 +1,121 @@
+"""What a run reports: one discriminated union of events, persisted in the store in order,
+streamed to the CLI and (later) over SSE. An agent step's events travel wrapped, with the
+node they belong to."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from golem.agent.events import AgentEvent
+from golem.forge import CheckResult, PullRequest
+
+__all__ = [
+    "AgentStep",
+    "CheckFinished",
+    "GateDecided",
+    "GateWaiting",
+    "NodeFinished",
+    "NodeStarted",
+    "RunEvent",
+    "RunFinished",
+    "RunNote",
+    "RunStarted",
+]
+
+
+class _RunEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    time: float = Field(default_factory=time.time)
+    run_id: str
+
+
+class RunStarted(_RunEvent):
+    """A run begins (or resumes)."""
+
+    type: Literal["run_start"] = "run_start"
+    blueprint: str
+    resumed: bool = False
+
+
+class NodeStarted(_RunEvent):
+    """A node begins."""
+
+    type: Literal["node_start"] = "node_start"
+    node: str
+    kind: str
+
+
+class NodeFinished(_RunEvent):
+    """A node ended with an outcome."""
+
+    type: Literal["node_end"] = "node_end"
+    node: str
+    outcome: str
+    detail: str = ""
+    duration: float
+
+
+class CheckFinished(_RunEvent):
+    """One of the repository's checks ran in the box."""
+
+    type: Literal["check"] = "check"
+    node: str
+    round: int
+    check: CheckResult
+
+
+class GateWaiting(_RunEvent):
+    """A gate asks a person."""
+
+    type: Literal["gate_wait"] = "gate_wait"
+    node: str
+    message: str
+    deadline: float | None
+
+
+class GateDecided(_RunEvent):
+    """A gate was approved or rejected, by a person or by its timeout."""
+
+    type: Literal["gate_decision"] = "gate_decision"
+    node: str
+    decision: str
+    decided_by: str
+
+
+class RunNote(_RunEvent):
+    """Something a person should know: the conventions chosen, the context gathered."""
+
+    type: Literal["note"] = "note"
+    node: str | None = None
+    message: str
+
+
+class AgentStep(_RunEvent):
+    """An event of an agent step."""
+
+    type: Literal["agent"] = "agent"
+    node: str
+    event: AgentEvent
+
+
+class RunFinished(_RunEvent):
+    """The run is over."""
+
+    type: Literal["run_end"] = "run_end"
+    status: str
+    summary: str = ""
+    pr: PullRequest | None = None
+    cost_usd: float = 0.0
+    duration: float = 0.0
+
+
+RunEvent = Annotated[
+    RunStarted | NodeStarted | NodeFinished | CheckFinished | GateWaiting | GateDecided
+    | RunNote | AgentStep | RunFinished,
+    Field(discriminator="type"),
+]  # fmt: skip
+"""Any event of a run."""

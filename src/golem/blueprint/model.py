@@ -1,0 +1,194 @@
+"""Blueprints: a graph of deterministic steps and agent loops, as data.
+
+A blueprint is a list of nodes; each node does one thing and ends with an outcome
+(``success`` or ``failure``; a gate ends ``approved`` or ``rejected``), and its ``next``
+names the node to go to, for every outcome or per outcome. ``end`` ends the run. The same
+model is loaded from YAML (``golem.blueprint.load_blueprint``) or built in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from golem.agent.budget import Budget
+
+__all__ = [
+    "END",
+    "OUTCOMES",
+    "AgentNode",
+    "AgentSettings",
+    "Blueprint",
+    "BoxNode",
+    "GateNode",
+    "HostAction",
+    "HostNode",
+    "LoopNode",
+    "Node",
+    "Outcome",
+]
+
+END = "end"
+Outcome = Literal["success", "failure", "approved", "rejected"]
+OUTCOMES: tuple[str, ...] = ("success", "failure", "approved", "rejected")
+HostAction = Literal["prepare", "hydrate", "ship", "escalate"]
+CHECKS = ("setup", "lint", "build", "test")
+
+
+class _Node(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Unique name of the node, used by edges.")
+    next: str | dict[Outcome, str] = Field(
+        END, description="Node to go to next: one for every outcome, or one per outcome."
+    )
+    timeout: float | None = Field(None, gt=0, description="Seconds the node may take.")
+
+    @field_validator("id")
+    @classmethod
+    def _simple_id(cls, value: str) -> str:
+        if not value.replace("_", "").replace("-", "").isalnum() or value == END:
+            raise ValueError(f"node id {value!r}: use letters, digits, - and _ (not 'end')")
+        return value
+
+    def successor(self, outcome: Outcome) -> str | None:
+        """The node after this one ends with ``outcome``; None when no edge says."""
+        if isinstance(self.next, str):
+            return self.next
+        return self.next.get(outcome)
+
+    def targets(self) -> list[str]:
+        """Every node this one may lead to."""
+        return [self.next] if isinstance(self.next, str) else list(self.next.values())
+
+
+class HostNode(_Node):
+    """Deterministic work on the host: ``prepare`` (clone or fetch, branch), ``hydrate``
+    (gather context), ``ship`` (commit, push, open the PR), ``escalate`` (the same, marked
+    for a human, with what still fails)."""
+
+    kind: Literal["host"] = "host"
+    action: HostAction
+
+
+class BoxNode(_Node):
+    """Deterministic commands in the run's box: the repository's own ``check`` (setup,
+    lint, build, test), or explicit commands. Succeeds when every command exits 0."""
+
+    kind: Literal["box"] = "box"
+    check: Literal["setup", "lint", "build", "test"] | None = None
+    run: list[str] = Field(default_factory=list, description="Shell commands, in order.")
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> BoxNode:
+        if (self.check is None) == (not self.run):
+            raise ValueError(f"box node {self.id!r}: give either check or run")
+        return self
+
+
+class AgentSettings(BaseModel):
+    """How an agent step works: its prompt, tools, model, budget, or an external CLI."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(description="Template: {{ task }}, {{ failures }}, {{ round }}, ...")
+    tools: list[str] = Field(default_factory=lambda: ["all"], description="Tools/toolsets.")
+    model: str | None = Field(None, description="provider/model; default: the run's.")
+    budget: Budget = Field(default_factory=Budget)
+    external: str | None = Field(
+        None, description="Run an external CLI agent instead: claude, codex, pi, aider, goose."
+    )
+
+
+class AgentNode(_Node, AgentSettings):
+    """An agent loop in the run's box. Succeeds when the agent finishes."""
+
+    kind: Literal["agent"] = "agent"
+
+
+class GateNode(_Node):
+    """Waits for a person to approve or reject (``golem runs approve|reject``), at most
+    ``timeout`` seconds; then ends with ``default``."""
+
+    kind: Literal["gate"] = "gate"
+    message: str = Field("Approve to continue.", description="What the person is asked.")
+    timeout: float | None = Field(3600.0, gt=0)
+    default: Literal["approved", "rejected"] = "rejected"
+
+
+class LoopNode(_Node):
+    """Verify, then fix and verify again until green or ``max_rounds`` fix rounds:
+    ``success`` when the checks pass, ``failure`` when they still fail after the cap."""
+
+    kind: Literal["loop"] = "loop"
+    checks: list[str] = Field(
+        default_factory=lambda: ["lint", "build", "test"],
+        description="The repository's checks (lint, build, test) or shell commands.",
+    )
+    fix: AgentSettings
+    max_rounds: int = Field(2, ge=0, le=20)
+
+
+Node = Annotated[HostNode | BoxNode | AgentNode | GateNode | LoopNode, Field(discriminator="kind")]
+"""Any node of a blueprint."""
+
+
+class Blueprint(BaseModel):
+    """A named graph of nodes; the run starts at ``start`` (default: the first node)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    start: str | None = None
+    budget: Budget = Field(
+        default_factory=lambda: Budget(turns=None),
+        description="For the whole run: every agent step draws on it.",
+    )
+    box: dict[str, object] = Field(
+        default_factory=dict, description="BoxSpec fields for the run's box (memory, network...)."
+    )
+    max_steps: int = Field(100, ge=1, description="Nodes a run may execute, cycles included.")
+    nodes: list[Node] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _graph_is_sound(self) -> Blueprint:
+        ids = [node.id for node in self.nodes]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"node ids must be unique: {', '.join(twice)}")
+        known = {*ids, END}
+        for node in self.nodes:
+            for target in node.targets():
+                if target not in known:
+                    raise ValueError(f"node {node.id!r} leads to unknown node {target!r}")
+        if self.start is not None and self.start not in ids:
+            raise ValueError(f"start {self.start!r} is not a node")
+        unreachable = sorted(set(ids) - self._reachable())
+        if unreachable:
+            raise ValueError(f"nodes no edge reaches: {', '.join(map(repr, unreachable))}")
+        return self
+
+    def _reachable(self) -> set[str]:
+        seen: set[str] = set()
+        todo = [self.first]
+        while todo:
+            current = todo.pop()
+            if current in seen or current == END:
+                continue
+            seen.add(current)
+            todo.extend(self.node(current).targets())
+        return seen
+
+    @property
+    def first(self) -> str:
+        """The node a run starts at."""
+        return self.start or self.nodes[0].id
+
+    def node(self, node_id: str) -> Node:
+        """A node by id."""
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)

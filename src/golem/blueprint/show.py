@@ -1,0 +1,58 @@
+"""A blueprint's graph as text: one line per node, with what it does and where it leads."""
+
+from __future__ import annotations
+
+from golem.blueprint.model import (
+    END,
+    AgentNode,
+    Blueprint,
+    BoxNode,
+    GateNode,
+    HostNode,
+    LoopNode,
+    Node,
+)
+
+__all__ = ["describe_node", "draw"]
+
+
+def describe_node(node: Node) -> str:
+    """What a node does, in a few words."""
+    if isinstance(node, HostNode):
+        return f"host: {node.action}"
+    if isinstance(node, BoxNode):
+        return f"box: {node.check} check" if node.check else f"box: {' && '.join(node.run)}"
+    if isinstance(node, AgentNode):
+        who = f"external {node.external}" if node.external else ", ".join(node.tools)
+        return f"agent ({who})"
+    if isinstance(node, GateNode):
+        timeout = f"{node.timeout:g}s" if node.timeout is not None else "no timeout"
+        return f"gate: waits for a person, {timeout}, then {node.default}"
+    assert isinstance(node, LoopNode)
+    return f"loop: {', '.join(node.checks)}; fix with an agent, at most {node.max_rounds} rounds"
+
+
+def _edges(node: Node) -> str:
+    if isinstance(node.next, str):
+        return f"-> {node.next}"
+    return "  ".join(f"{outcome} -> {target}" for outcome, target in node.next.items())
+
+
+def draw(blueprint: Blueprint) -> str:
+    """The graph, from the first node on, each node once; cycles show as edges back."""
+    lines = [f"{blueprint.name}: {blueprint.description}".rstrip(": ")]
+    width = max(len(node.id) for node in blueprint.nodes)
+    order: list[str] = []
+    todo = [blueprint.first]
+    while todo:  # depth first, first edge first: the happy path, then the branches
+        current = todo.pop()
+        if current == END or current in order:
+            continue
+        order.append(current)
+        todo.extend(reversed(blueprint.node(current).targets()))
+    for node_id in order:
+        node = blueprint.node(node_id)
+        marker = ">" if node_id == blueprint.first else " "
+        lines.append(f"{marker} {node_id:<{width}}  {describe_node(node)}")
+        lines.append(f"  {'':<{width}}    {_edges(node)}")
+    return "\n".join(lines)

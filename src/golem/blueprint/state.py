@@ -1,0 +1,112 @@
+"""A run's request and its persisted state: enough to show it, resume it or clean it up."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from golem.agent.messages import Usage
+from golem.context import RepoConventions
+from golem.forge import CheckResult, Issue, PullRequest
+
+__all__ = [
+    "FINAL",
+    "GateState",
+    "NodeRecord",
+    "RunRequest",
+    "RunState",
+    "RunStatus",
+]
+
+RunStatus = Literal["queued", "running", "waiting", "succeeded", "escalated", "failed", "cancelled"]
+"""``waiting``: at a gate; ``succeeded``: a PR opened; ``escalated``: a PR or branch marked
+for a human; ``failed``: it could not go on (the reason is in ``error``)."""
+FINAL: frozenset[str] = frozenset({"succeeded", "escalated", "failed", "cancelled"})
+
+
+class RunRequest(BaseModel):
+    """What ``golem run`` (or the API) asks for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo: str = Field(description="A git URL or a local repository path.")
+    task: str | None = Field(None, description="What to do, in words.")
+    issue: str | None = Field(None, description="An issue URL, owner/name#N, or a file.")
+    blueprint: str = Field("minion", description="A built-in blueprint or a YAML file.")
+    model: str | None = Field(None, description="provider/model; default: [models] default.")
+    forge: Literal["github", "local"] = "local"
+    budget_usd: float | None = Field(None, gt=0, description="Dollars for the whole run.")
+    base: str | None = Field(None, description="Base branch; default: the remote's default.")
+
+
+class NodeRecord(BaseModel):
+    """One node that ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node: str
+    kind: str
+    outcome: str
+    started: float
+    ended: float
+    detail: str = ""
+
+
+class GateState(BaseModel):
+    """A gate waiting for a person, and what was decided."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node: str
+    message: str
+    asked: float
+    deadline: float | None
+    decision: Literal["approved", "rejected"] | None = None
+    decided_by: Literal["person", "timeout"] | None = None
+
+
+class RunState(BaseModel):
+    """Everything about a run, saved after every node."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: RunStatus = "queued"
+    request: RunRequest
+    blueprint: str = Field(description="The blueprint's name.")
+    blueprint_source: str = Field(description="Its YAML, so a resumed run runs the same one.")
+    created: float = Field(default_factory=time.time)
+    updated: float = Field(default_factory=time.time)
+    owner_pid: int | None = None
+    owner_start: int | None = None
+    current: str | None = Field(None, description="The node to run next (or running).")
+    steps: list[NodeRecord] = Field(default_factory=list)
+    workspace: str = Field("", description="The host checkout the run works on.")
+    branch: str = ""
+    base: str = ""
+    title: str = Field("", description="The task's first line, or the issue's title.")
+    issue: Issue | None = None
+    task_text: str = Field("", description="The whole task, issue included.")
+    conventions: RepoConventions | None = None
+    context: str = Field("", description="The hydrated context the agent steps get.")
+    context_tokens: int = 0
+    checks: list[CheckResult] = Field(default_factory=list)
+    rounds: int = Field(0, description="Fix rounds used.")
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    turns: int = 0
+    summary: str = Field("", description="What the agent says it did.")
+    commit: str | None = None
+    diff_stat: str = ""
+    pr: PullRequest | None = None
+    gate: GateState | None = None
+    trajectories: list[str] = Field(default_factory=list)
+    error: str | None = None
+    cancel_requested: bool = False
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run is over."""
+        return self.status in FINAL

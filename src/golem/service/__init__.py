@@ -1,0 +1,2 @@
+"""golem.service: the store (SQLite or PostgreSQL), and later the HTTP API, job queue,
+dashboard and webhooks."""

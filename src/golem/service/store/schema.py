@@ -1,0 +1,60 @@
+"""The store's tables (SQLAlchemy Core). Changes go through an Alembic migration too."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = ["metadata", "pull_requests", "run_events", "runs"]
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant", String(64), nullable=False, server_default="default"),
+    Column("status", String(16), nullable=False),
+    Column("created", Float, nullable=False),
+    Column("updated", Float, nullable=False),
+    Column("state", Text, nullable=False),  # RunState as JSON
+    Column("cancel_requested", Boolean, nullable=False, server_default="0"),
+    Column("gate_decision", String(16), nullable=True),
+    Index("ix_runs_tenant_created", "tenant", "created"),
+    Index("ix_runs_status", "status"),
+)
+
+run_events = Table(
+    "run_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("time", Float, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("data", Text, nullable=False),  # the event as JSON
+    UniqueConstraint("run_id", "seq", name="uq_run_events_run_seq"),
+)
+
+pull_requests = Table(
+    "pull_requests",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant", String(64), nullable=False, server_default="default"),
+    Column("repo", String(512), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("created", Float, nullable=False),
+    Column("data", Text, nullable=False),  # the PullRequest as JSON
+    UniqueConstraint("repo", "number", name="uq_pull_requests_repo_number"),
+)
