@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "CheckResult",
     "Forge",
+    "ForgeComment",
     "Issue",
     "IssueComment",
     "PullRequest",
@@ -94,13 +95,36 @@ class PullRequest(BaseModel):
     created: float = Field(default_factory=time.time)
     diff: str = Field("", description="Kept by the local forge; empty elsewhere.")
     checks: list[CheckResult] = Field(default_factory=list)
+    issue: int | None = Field(None, description="The issue it resolves, if any.")
+
+    def as_issue(self) -> Issue:
+        """The pull request as an issue, to ``Forge.comment`` on it (a pull request's
+        discussion is an issue's, on GitHub and in the local forge alike)."""
+        return Issue(
+            title=self.title, body=self.body, url=self.url, number=self.number, repo=self.repo
+        )
+
+
+class ForgeComment(BaseModel):
+    """A comment golem made, as the local forge keeps it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target: str = Field(
+        description="What it is on: ``repo#number`` when the issue has both, else its url."
+    )
+    body: str
+    created: float = Field(default_factory=time.time)
 
 
 class PullRequestStore(Protocol):
     """Where the ``local`` forge keeps its pull requests (golem's store)."""
 
     def add_pull_request(self, pr: PullRequest) -> PullRequest:
-        """Keep ``pr``, giving it the next number of its repository; returns it."""
+        """Keep ``pr``, giving it the next number of its repository; returns it.
+
+        ``{number}`` in ``pr.url`` is replaced by that number (the local forge's urls
+        name it)."""
         ...
 
     def list_pull_requests(self, repo: str | None = None) -> list[PullRequest]:
@@ -109,6 +133,14 @@ class PullRequestStore(Protocol):
 
     def get_pull_request(self, repo: str, number: int) -> PullRequest | None:
         """One pull request, or None."""
+        ...
+
+    def add_comment(self, comment: ForgeComment) -> ForgeComment:
+        """Keep a comment golem made; returns it."""
+        ...
+
+    def list_comments(self, target: str | None = None) -> list[ForgeComment]:
+        """Comments, oldest first (on one issue or pull request, when given)."""
         ...
 
 

@@ -1,0 +1,88 @@
+"""Tokens on the host: how git gets one without it reaching argv, a URL or a message.
+
+A ``GitAuth`` hands git an ``http.<origin>.extraHeader`` through ``GIT_CONFIG_*``
+environment variables, scoped to the origin (scheme, host, port) of the remote it was made
+for: if the remote is later pointed elsewhere (the box can write ``.git/config``), git does
+not send the header there. ``mask`` removes a token, and the header value that carries it,
+from any text.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from golem.core.errors import ConfigError
+
+__all__ = ["MASK", "GitAuth", "mask", "origin_of"]
+
+MASK = "***"
+
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]/`` of an HTTP(S) URL, without any user or password."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}/"
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class GitAuth:
+    """A token for git's HTTPS remotes at one origin (GitHub's ``x-access-token`` basic
+    auth, which every major forge accepts for its tokens)."""
+
+    token: str = field(repr=False)
+    url: str
+    """The remote (or any URL on its origin) the token is for."""
+    username: str = "x-access-token"
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme == "https":
+            return
+        if parts.scheme == "http" and _is_loopback(parts.hostname or ""):
+            return
+        raise ConfigError(
+            f"a token is only sent over HTTPS (or plain HTTP to this machine), not to "
+            f"{origin_of(self.url) if parts.scheme else self.url!r}: use the remote's https:// "
+            "URL, or drop the token and let the host's git credentials (ssh) do it"
+        )
+
+    @property
+    def header(self) -> str:
+        """The ``Authorization`` header line git sends."""
+        pair = f"{self.username}:{self.token}".encode()
+        return f"Authorization: Basic {base64.b64encode(pair).decode()}"
+
+    def git_config(self) -> list[tuple[str, str]]:
+        """The config entries that make git send the token to this origin only."""
+        return [(f"http.{origin_of(self.url)}.extraHeader", self.header)]
+
+    def secrets(self) -> list[str]:
+        """Every form of the token that could show up in git's output."""
+        return [self.token, self.header.split(" ", 2)[2]]
+
+
+def mask(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret replaced by ``***`` (longest first, so that a secret
+    containing another is masked whole)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text

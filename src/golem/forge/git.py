@@ -1,0 +1,302 @@
+"""A git repository on the host: clone, branch, commit, push, and what a change touched.
+
+Every method runs git as a subprocess (``golem.forge.gitcmd``); tokens reach git through
+the environment only (``GitAuth``), and the repository's own config is checked before each
+command so that a box that wrote ``.git/config`` cannot make host git run anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from golem.forge.auth import GitAuth
+from golem.forge.diffstat import DiffStat, parse_numstat, parse_status_paths
+from golem.forge.errors import GitError
+from golem.forge.gitcmd import (
+    GitOutput,
+    check_ref_name,
+    check_repository_config,
+    git_environment,
+    needs_safe_directory,
+    run_git,
+)
+
+__all__ = ["GitRepo"]
+
+TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+
+
+class GitRepo:
+    """A working tree at ``path``, worked on with the host's git.
+
+    ``auth`` gives git a token for HTTPS remotes on its origin; without it, the host's own
+    git config and credential helpers answer. ``timeout`` bounds each git command.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        auth: GitAuth | None = None,
+        git: str = "git",
+        timeout: float = 600.0,
+    ) -> None:
+        self.path = Path(path).absolute()
+        self.auth = auth
+        self.git = git
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"GitRepo({str(self.path)!r})"
+
+    @classmethod
+    async def clone(
+        cls,
+        source: str | Path,
+        dest: str | Path,
+        *,
+        branch: str | None = None,
+        depth: int | None = None,
+        auth: GitAuth | None = None,
+        git: str = "git",
+        timeout: float = 600.0,
+    ) -> GitRepo:
+        """Clone ``source`` (a URL, a working tree or a bare repository) into ``dest``,
+        which must not exist or be empty; ``branch`` checks out that branch. Local
+        sources are copied, never hard-linked: the box may write the clone's objects."""
+        repo = cls(dest, auth=auth, git=git, timeout=timeout)
+        local = Path(source).expanduser()
+        is_local = not _looks_like_url(str(source)) and local.exists()
+        args = ["clone", "--quiet", "--no-hardlinks"]
+        if branch is not None:
+            args += ["--branch", check_ref_name(branch)]
+        if depth is not None:
+            args += ["--depth", str(depth)]
+            if is_local:
+                args.append("--no-local")
+        origin = str(local.absolute()) if is_local else str(source)
+        args += ["--", origin, str(repo.path)]
+        foreign = is_local and needs_safe_directory(local)
+        safe = [local.absolute(), local.resolve()] if foreign else []
+        await repo._run(args, cwd=None, remote=True, safe_directories=safe)
+        return repo
+
+    async def head(self) -> str | None:
+        """The commit checked out, or None in a repository with no commit yet."""
+        return await self._resolve("HEAD")
+
+    async def current_branch(self) -> str | None:
+        """The branch checked out, or None when HEAD is detached."""
+        out = await self._git(["symbolic-ref", "--quiet", "--short", "HEAD"], check=False)
+        return out.text if out.returncode == 0 else None
+
+    async def checkout_branch(self, name: str, start: str | None = None) -> None:
+        """Check out branch ``name`` at ``start`` (default: HEAD), creating it, or moving
+        it there if it exists. Uncommitted changes are carried along."""
+        check_ref_name(name)
+        commit = await self._resolve(start or "HEAD")
+        if commit is None and start is not None:
+            raise GitError(f"cannot branch {name} from {start!r}: no such commit or branch")
+        if commit is None:
+            await self._git(["symbolic-ref", "HEAD", f"refs/heads/{name}"])
+            return
+        await self._git(["checkout", "--quiet", "-B", name, commit, "--"])
+
+    async def commit_all(
+        self,
+        message: str,
+        author_name: str,
+        author_email: str,
+        *,
+        trailers: Mapping[str, str] | None = None,
+    ) -> str | None:
+        """Stage every change (new, modified and deleted files, ``.gitignore`` honoured)
+        and commit it as this author; returns the new commit, or None when nothing
+        changed. ``trailers`` (``{"Golem-Run": "r-1"}``) end the message, for
+        ``find_commit``."""
+        full = _with_trailers(message, trailers or {})
+        await self._git(["add", "--all"])
+        staged = await self._git(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
+        if staged.returncode == 0:
+            return None
+        identity = {
+            "GIT_AUTHOR_NAME": author_name,
+            "GIT_AUTHOR_EMAIL": author_email,
+            "GIT_COMMITTER_NAME": author_name,
+            "GIT_COMMITTER_EMAIL": author_email,
+        }
+        await self._git(
+            ["commit", "--quiet", "--no-verify", "--cleanup=strip", "--file=-"],
+            stdin=full.encode(),
+            extra_env=identity,
+        )
+        return await self.head()
+
+    async def push(self, branch: str, remote: str = "origin", *, force: bool = False) -> None:
+        """Push ``branch`` to the same name on ``remote``; ``force`` replaces it there
+        unless it moved since it was last fetched (``--force-with-lease``)."""
+        ref = f"refs/heads/{check_ref_name(branch)}"
+        args = ["push", "--quiet"]
+        if force:
+            args.append("--force-with-lease")
+        await self._git([*args, "--", remote, f"{ref}:{ref}"], remote=True)
+
+    async def fetch(self, remote: str = "origin", branch: str | None = None) -> None:
+        """Fetch ``remote`` (only ``branch``, when given) into its remote-tracking refs."""
+        args = ["fetch", "--quiet", "--", remote]
+        if branch is not None:
+            name = check_ref_name(branch)
+            args.append(f"+refs/heads/{name}:refs/remotes/{remote}/{name}")
+        await self._git(args, remote=True)
+
+    async def diff(self, base: str) -> str:
+        """The committed change since ``base`` forked: ``git diff base...HEAD``."""
+        out = await self._git(["diff", *DIFF_OPTIONS, "--end-of-options", f"{base}...HEAD", "--"])
+        return out.stdout.decode("utf-8", "replace")
+
+    async def diff_stat(self, base: str) -> DiffStat:
+        """Files and line counts of ``diff(base)``, renames detected."""
+        args = ["diff", *DIFF_OPTIONS, "--numstat", "-z", "-M"]
+        out = await self._git([*args, "--end-of-options", f"{base}...HEAD", "--"])
+        return parse_numstat(out.stdout.decode("utf-8", "surrogateescape"))
+
+    async def changed_paths(self, base: str | None = None) -> list[str]:
+        """Paths the committed change since ``base`` touched; without ``base``, paths
+        with uncommitted changes (untracked files included, ignored ones not)."""
+        if base is None:
+            out = await self._git(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
+            return parse_status_paths(out.stdout.decode("utf-8", "surrogateescape"))
+        args = ["diff", *DIFF_OPTIONS, "--name-only", "-z", "--end-of-options"]
+        out = await self._git([*args, f"{base}...HEAD", "--"])
+        return [path for path in out.stdout.decode("utf-8", "surrogateescape").split("\0") if path]
+
+    async def is_clean(self) -> bool:
+        """Whether nothing is modified, staged or untracked (ignored files aside)."""
+        out = await self._git(["status", "--porcelain=v1", "-z", "--untracked-files=normal"])
+        return not out.stdout
+
+    async def default_branch(self, remote: str = "origin") -> str:
+        """The remote's default branch: as recorded by the clone, else asked of it."""
+        ref = f"refs/remotes/{remote}/HEAD"
+        out = await self._git(["symbolic-ref", "--quiet", ref], check=False)
+        if out.returncode == 0 and out.text.startswith(f"refs/remotes/{remote}/"):
+            return out.text.removeprefix(f"refs/remotes/{remote}/")
+        out = await self._git(["ls-remote", "--symref", "--", remote, "HEAD"], remote=True)
+        for line in out.text.splitlines():
+            target, _, name = line.partition("\t")
+            if target.startswith("ref: refs/heads/") and name == "HEAD":
+                return target.removeprefix("ref: refs/heads/")
+        raise GitError(
+            f"remote {remote!r} has no default branch (an empty repository?): push a first "
+            "branch to it, or name the base branch explicitly"
+        )
+
+    async def remote_url(self, remote: str = "origin") -> str | None:
+        """The URL of ``remote``, or None when there is no such remote."""
+        out = await self._git(["remote", "get-url", "--", remote], check=False)
+        return out.text if out.returncode == 0 else None
+
+    async def find_commit(
+        self, line: str, *, rev: str = "HEAD", base: str | None = None
+    ) -> str | None:
+        """The newest commit on ``rev`` (after ``base``, when given) whose message has
+        ``line`` as one of its lines, such as a trailer ``Golem-Run: r-1``; None if no
+        commit has it, or ``rev`` does not exist."""
+        if await self._resolve(rev) is None:
+            return None
+        wanted = line.strip()
+        args = ["log", "-z", "--format=%H%n%B", "--fixed-strings", f"--grep={wanted}"]
+        revs = [rev] if base is None else [rev, f"^{base}"]
+        out = await self._git([*args, "--end-of-options", *revs, "--"])
+        for record in out.stdout.decode("utf-8", "replace").split("\0"):
+            sha, _, body = record.strip("\n").partition("\n")
+            if sha and any(candidate.strip() == wanted for candidate in body.splitlines()):
+                return sha
+        return None
+
+    async def has_commit_with(
+        self, line: str, *, rev: str = "HEAD", base: str | None = None
+    ) -> bool:
+        """Whether ``find_commit`` finds one: a resumed run checks this before it commits."""
+        return await self.find_commit(line, rev=rev, base=base) is not None
+
+    async def _resolve(self, rev: str) -> str | None:
+        args = ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"]
+        out = await self._git(args, check=False)
+        return out.text if out.returncode == 0 else None
+
+    async def _git(
+        self,
+        args: Sequence[str],
+        *,
+        check: bool = True,
+        remote: bool = False,
+        stdin: bytes | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> GitOutput:
+        """Run a git command in this repository, after checking its config is safe."""
+        safe = [self.path, self.path.resolve()] if self._foreign() else []
+        listing = await self._run(
+            ["config", "--local", "--list", "-z"], cwd=self.path, safe_directories=safe
+        )
+        check_repository_config(self.path, listing.stdout)
+        return await self._run(
+            args,
+            cwd=self.path,
+            check=check,
+            remote=remote,
+            stdin=stdin,
+            extra_env=extra_env,
+            safe_directories=safe,
+        )
+
+    def _foreign(self) -> bool:
+        return needs_safe_directory(self.path) or needs_safe_directory(self.path / ".git")
+
+    async def _run(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path | None,
+        check: bool = True,
+        remote: bool = False,
+        stdin: bytes | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        safe_directories: Sequence[Path] = (),
+    ) -> GitOutput:
+        config = self.auth.git_config() if self.auth is not None else []
+        env = git_environment(config, safe_directories=safe_directories, extra=extra_env)
+        if cwd is not None and not cwd.is_dir():
+            raise GitError(f"{cwd} does not exist: clone the repository there first")
+        return await run_git(
+            self.git,
+            args,
+            cwd=cwd,
+            env=env,
+            secrets=self.auth.secrets() if self.auth is not None else (),
+            stdin=stdin,
+            timeout=self.timeout,
+            check=check,
+            remote=remote,
+        )
+
+
+DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv")
+
+
+def _looks_like_url(source: str) -> bool:
+    return "://" in source or re.match(r"^[\w.-]+@[\w.-]+:", source) is not None
+
+
+def _with_trailers(message: str, trailers: Mapping[str, str]) -> str:
+    for key, value in trailers.items():
+        if not TRAILER_KEY.match(key) or "\n" in value:
+            raise GitError(
+                f"trailer {key!r}: {value!r} cannot be written: keys are letters, digits and "
+                "'-', values a single line"
+            )
+    lines = [f"{key}: {value}" for key, value in trailers.items()]
+    body = message.strip()
+    return f"{body}\n\n" + "\n".join(lines) + "\n" if lines else body + "\n"

@@ -1,0 +1,281 @@
+"""Running git on the host: one subprocess per command, argv lists only, never a shell.
+
+Every command gets ``GIT_TERMINAL_PROMPT=0``, English messages, and golem's own config
+through ``GIT_CONFIG_*`` variables (command scope, which outranks the repository's own
+config): hooks off, fsmonitor off, the ``ext::`` transport off, a token's header when one
+is given, and ``safe.directory`` for a repository another user owns. Failures become
+``GitError``s whose text has every token masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from golem.forge.auth import mask
+from golem.forge.errors import GitError, GitPushRejected, GitRemoteError, UnsafeRepository
+
+__all__ = [
+    "GitOutput",
+    "check_repository_config",
+    "git_environment",
+    "needs_safe_directory",
+    "run_git",
+]
+
+# The workspace's .git is writable by the box: nothing in it may make host git run code.
+PROTECTIVE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("protocol.ext.allow", "never"),
+)
+
+# Variables that would point git at another repository than the one asked for.
+REPOSITORY_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_COMMON_DIR",
+)
+
+SAFE_KEYS = frozenset(
+    {
+        "core.repositoryformatversion",
+        "core.filemode",
+        "core.bare",
+        "core.logallrefupdates",
+        "core.ignorecase",
+        "core.precomposeunicode",
+        "core.symlinks",
+        "core.autocrlf",
+        "core.eol",
+        "core.safecrlf",
+        "core.sparsecheckout",
+        "core.sparsecheckoutcone",
+        "core.quotepath",
+        "extensions.objectformat",
+        "extensions.partialclone",
+        "index.version",
+        "init.defaultbranch",
+        "user.name",
+        "user.email",
+        "pull.rebase",
+        "pull.ff",
+        "gc.auto",
+        "lfs.repositoryformatversion",
+    }
+)
+SAFE_SUBSECTION_KEYS = {
+    "remote": frozenset({"url", "pushurl", "fetch", "tagopt", "promisor", "partialclonefilter"}),
+    "branch": frozenset({"remote", "merge", "rebase"}),
+}
+
+
+@dataclass(frozen=True)
+class GitOutput:
+    """What a git command printed."""
+
+    stdout: bytes
+    stderr: str
+    returncode: int
+
+    @property
+    def text(self) -> str:
+        """stdout as text, without its final newline (paths keep undecodable bytes)."""
+        return self.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")
+
+
+def needs_safe_directory(path: Path) -> bool:
+    """Whether git would call ``path`` of dubious ownership (another user owns it)."""
+    try:
+        return path.stat().st_uid != os.geteuid()
+    except OSError:
+        return False
+
+
+def git_environment(
+    config: Iterable[tuple[str, str]] = (),
+    *,
+    safe_directories: Iterable[Path] = (),
+    extra: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one git command: the host's (its git config and credential
+    helpers included), golem's config entries appended after any the host set."""
+    env = dict(os.environ if base is None else base)
+    for name in REPOSITORY_VARIABLES:
+        env.pop(name, None)
+    entries = list(PROTECTIVE_CONFIG) + list(config)
+    entries += [("safe.directory", str(path)) for path in safe_directories]
+    count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    for key, value in entries:
+        env[f"GIT_CONFIG_KEY_{count}"] = key
+        env[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    env.pop("LANGUAGE", None)
+    env.update(extra or {})
+    return env
+
+
+async def run_git(
+    git: str,
+    args: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: Mapping[str, str],
+    secrets: Sequence[str] = (),
+    stdin: bytes | None = None,
+    timeout: float = 600.0,
+    check: bool = True,
+    remote: bool = False,
+) -> GitOutput:
+    """Run ``git args`` and return its output; with ``check``, a non-zero exit raises a
+    ``GitError`` (for a command that talks to a ``remote``: the fitting subclass)."""
+    argv = [git, *args]
+    shown = mask(" ".join(["git", *args]), secrets)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise GitError(
+            f"cannot run {git!r} ({exc.strerror}): install git, or check the configured path",
+            command=shown,
+        ) from exc
+    try:
+        async with asyncio.timeout(timeout):
+            stdout, stderr_bytes = await process.communicate(stdin)
+    except TimeoutError as exc:
+        raise GitError(
+            f"{shown} took longer than {timeout:g} s and was stopped: check the network and "
+            "the remote, or raise the git timeout",
+            command=shown,
+        ) from exc
+    finally:
+        if process.returncode is None:
+            # git's helpers (ssh, git-remote-https) share its session: end them all.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+    stderr = mask(stderr_bytes.decode("utf-8", "replace"), secrets)
+    result = GitOutput(stdout, stderr, process.returncode or 0)
+    if check and result.returncode != 0:
+        raise classify_failure(shown, result, remote=remote)
+    return result
+
+
+def _said(stderr: str, limit: int = 600) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    text = " | ".join(lines[-6:])
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+REMOTE_PATTERNS = (
+    ("could not read username", "credentials"),
+    ("authentication failed", "credentials"),
+    ("terminal prompts disabled", "credentials"),
+    ("returned error: 401", "credentials"),
+    ("returned error: 403", "credentials"),
+    ("permission denied (publickey", "credentials"),
+    ("no such remote", "missing"),
+    ("does not exist", "missing"),
+    ("does not appear to be a git repository", "missing"),
+    ("repository not found", "missing"),
+    ("not found", "missing"),
+    ("could not resolve host", "unreachable"),
+    ("unable to access", "unreachable"),
+    ("could not read from remote repository", "unreachable"),
+    ("connection refused", "unreachable"),
+)
+
+REMOTE_ADVICE = {
+    "credentials": "git could not authenticate: give golem a token for HTTPS remotes, or set "
+    "up the host's git credentials (a credential helper, or an ssh key for ssh remotes)",
+    "missing": "no such remote or repository: check the remote's name and URL, and that the "
+    "repository exists and the credentials can see it",
+    "unreachable": "git cannot reach the remote: check the URL, the network and any proxy",
+}
+
+
+def classify_failure(command: str, result: GitOutput, *, remote: bool = False) -> GitError:
+    """The ``GitError`` that says what went wrong with ``command`` and what to do."""
+    kind, advice = _diagnose(result.stderr.lower()) if remote else (GitError, "")
+    said = f"(git said: {_said(result.stderr)})"
+    message = (
+        f"{command}: {advice} {said}"
+        if advice
+        else (f"{command} failed with exit code {result.returncode} {said}")
+    )
+    return kind(message, command=command, returncode=result.returncode, output=result.stderr)
+
+
+def _diagnose(stderr: str) -> tuple[type[GitError], str]:
+    if "[rejected]" in stderr or "non-fast-forward" in stderr or "fetch first" in stderr:
+        return GitPushRejected, (
+            "the remote has commits this branch lacks (not a fast-forward); fetch and rebase "
+            "onto it, or push with force to replace it"
+        )
+    if "[remote rejected]" in stderr or "pre-receive hook declined" in stderr:
+        return GitPushRejected, (
+            "the remote refused the push (a hook or a branch protection rule); read its "
+            "reason, then push to another branch or change the rule"
+        )
+    for pattern, kind in REMOTE_PATTERNS:
+        if pattern in stderr:
+            return GitRemoteError, REMOTE_ADVICE[kind]
+    return GitError, ""
+
+
+def _is_safe_key(key: str) -> bool:
+    if key in SAFE_KEYS:
+        return True
+    section, _, rest = key.partition(".")
+    subsection, _, name = rest.rpartition(".")
+    return bool(subsection) and name.lower() in SAFE_SUBSECTION_KEYS.get(section, frozenset())
+
+
+def check_repository_config(path: Path, config_listing: bytes) -> None:
+    """Refuse a repository whose own config (``git config --local --list -z``) sets a key
+    outside the plain ones a clone writes: hooks, filters, pagers, helpers and includes
+    would run commands on the host, and the box can write that file."""
+    entries = [entry for entry in config_listing.split(b"\0") if entry]
+    keys = [entry.split(b"\n", 1)[0].decode("utf-8", "replace") for entry in entries]
+    unsafe = sorted({key for key in keys if not _is_safe_key(key)})
+    if unsafe:
+        shown = ", ".join(unsafe[:8]) + (" ..." if len(unsafe) > 8 else "")
+        raise UnsafeRepository(
+            f"{path}/.git/config sets {shown}, which golem does not let the repository set: "
+            "such keys can make git run commands on the host, and the box can write that "
+            "file. Remove them (git config --local --unset KEY) or clone the repository again"
+        )
+
+
+_FORBIDDEN_REF = re.compile(r"(^[-.])|(\.\.)|[\x00-\x20~^:?*\[\\]|(@\{)|(\.lock$)|(/$)|(^@$)")
+
+
+def check_ref_name(name: str) -> str:
+    """``name`` if it is a valid branch name that cannot be read as an option."""
+    if not name or _FORBIDDEN_REF.search(name):
+        raise GitError(
+            f"{name!r} is not a usable branch name: use letters, digits, '-', '_', '.' and "
+            "'/', not starting with '-' or '.'"
+        )
+    return name
