@@ -1,5 +1,6 @@
 """A local server that speaks the OpenAI Chat Completions API
-(``POST /v1/chat/completions``).
+(``POST /v1/chat/completions``), and the Responses API (``POST /v1/responses``) whose
+replies ``tests.agent.wire.openai_responses`` builds.
 
 Build replies with ``stream_reply`` (``data:`` chunks with ``choices[].delta``, tool calls
 by index, a final usage chunk, ``data: [DONE]``), ``completion_reply`` (a whole JSON
@@ -28,6 +29,7 @@ __all__ = [
 
 MODEL = "gpt-5-mini-2025-08-07"
 """The model the replies name unless told otherwise."""
+ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
 
 
 @dataclass(frozen=True)
@@ -71,13 +73,13 @@ class OpenAIServer(WireServer):
 
     def check(self, request: RecordedRequest) -> Reply | None:
         """401 for a missing or wrong key, 404 for anything but POST
-        /v1/chat/completions."""
+        /v1/chat/completions or /v1/responses."""
         key = self.api_key
         if key is not None and request.headers.get("authorization") != f"Bearer {key}":
             return error_reply(
                 401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
             )
-        if request.method != "POST" or request.path.split("?")[0] != "/v1/chat/completions":
+        if request.method != "POST" or request.path.split("?")[0] not in ENDPOINTS:
             return error_reply(404, f"Unknown path {request.path}", "invalid_request_error")
         return None
 

@@ -1,0 +1,206 @@
+"""ExternalAgent: a CLI coding agent (Claude Code, Codex, pi, aider, goose or any other)
+run in its one-shot mode inside the box, with the same ``run`` as golem's own Agent.
+
+The CLI reaches its model only through the box's egress proxy, which swaps the sentinel
+key in the box for the real one; golem refuses boxes where that is not so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shlex
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+from golem.agent.budget import Budget
+from golem.agent.events import (
+    AgentEvent,
+    AgentFinished,
+    AgentOutcome,
+    AgentStarted,
+    OutcomeStatus,
+)
+from golem.agent.external.builtins import BUILTINS
+from golem.agent.external.events import ExternalEvent, ExternalEventSink, ExternalOutput
+from golem.agent.external.parsers import OutputParser, make_parser
+from golem.agent.external.plan import Invocation, plan_call
+from golem.agent.external.preflight import check_box, probe_box
+from golem.agent.external.prompt import external_prompt
+from golem.agent.external.stream import Ended, run_call
+from golem.agent.external.template import ExternalTemplate
+from golem.agent.models import cost_usd, price_for
+from golem.agent.trajectory import TrajectoryWriter
+from golem.core.errors import ConfigError, GolemError
+from golem.core.model_config import ModelsConfig
+from golem.sandbox import Box
+
+__all__ = ["RUN_ROOT", "ExternalAgent"]
+
+RUN_ROOT = "/tmp/golem-external"
+"""Where each run gets a fresh directory in the box (its prompt file, CLI config)."""
+
+
+class ExternalAgent:
+    """A CLI agent in the box: ``kind`` is ``claude``, ``codex``, ``pi``, ``aider``,
+    ``goose``, or an ExternalTemplate for any other CLI."""
+
+    def __init__(
+        self,
+        kind: str | ExternalTemplate,
+        *,
+        model: str | None = None,
+        budget: Budget | None = None,
+        on_event: ExternalEventSink | None = None,
+        extra_args: Sequence[str] = (),
+        timeout: float | None = None,
+        models: ModelsConfig | None = None,
+    ) -> None:
+        if isinstance(kind, ExternalTemplate):
+            self.template = kind
+        elif kind in BUILTINS:
+            self.template = BUILTINS[kind]
+        else:
+            raise ConfigError(
+                f"no external agent {kind!r}; choose one of {', '.join(BUILTINS)}, or "
+                "describe the CLI with an ExternalTemplate"
+            )
+        self.model = model
+        self.budget = budget or Budget()
+        self.extra_args = list(extra_args)
+        self.timeout = timeout
+        """The call's own time limit (None: the box's call timeout); the budget's wall
+        clock shortens it."""
+        self.models = models
+        """Prices for usage a CLI reports without a cost ([models.prices])."""
+        self._sinks: list[ExternalEventSink] = [on_event] if on_event else []
+
+    @property
+    def name(self) -> str:
+        """The CLI and model, as events show them: ``claude`` or ``claude/<model>``."""
+        return f"{self.template.name}/{self.model}" if self.model else self.template.name
+
+    async def run(
+        self,
+        box: Box,
+        task: str,
+        *,
+        context: str = "",
+        trajectory: Path | None = None,
+    ) -> AgentOutcome:
+        """Run the CLI on ``task`` in ``box`` until it ends or its time is up. Raises
+        ConfigError (or RuntimeNotAvailable) before anything runs when the box is not fit
+        for it; the CLI's own failures end the run as ``error``."""
+        check_box(box, self.template)
+        box_env = await probe_box(box, self.template)
+        run_dir = f"{RUN_ROOT}/{secrets.token_hex(8)}"
+        prompt = external_prompt(task, context)
+        call = plan_call(
+            self.template, task=task, prompt=prompt, model=self.model, budget=self.budget,
+            run_dir=run_dir, box_env=box_env, extra_args=self.extra_args,
+            timeout=self.timeout or box.spec.timeout,
+        )  # fmt: skip
+        writer = TrajectoryWriter(trajectory) if trajectory is not None else None
+        sinks = [*self._sinks, *([_writing(writer)] if writer else [])]
+
+        def emit(event: ExternalEvent) -> None:
+            for sink in sinks:
+                sink(event)
+
+        started = time.monotonic()
+        try:
+            emit(
+                AgentStarted(
+                    task=task, model=self.name, tools=[], budget=self.budget, system=prompt
+                )
+            )
+            emit(ExternalOutput(stream="golem", line="$ " + shlex.join(call.command)))
+            parser = make_parser(self.template.output)
+            ended = await self._run_call(box, call, parser, emit)
+            outcome = self._outcome(call, parser, ended, time.monotonic() - started, trajectory)
+            emit(AgentFinished(outcome=outcome))
+        finally:
+            if writer is not None:
+                writer.close()
+            with contextlib.suppress(GolemError):
+                await box.execute(["rm", "-rf", run_dir])
+        return outcome
+
+    async def _run_call(
+        self, box: Box, call: Invocation, parser: OutputParser, emit: ExternalEventSink
+    ) -> Ended:
+        for path, content in call.files.items():
+            try:
+                await box.put_file(path, content, mode=0o600)
+            except GolemError as exc:
+                return Ended(failure=f"golem could not write {path} in the box: {exc.message}")
+        return await run_call(box, call, parser, emit)
+
+    def _outcome(
+        self,
+        call: Invocation,
+        parser: OutputParser,
+        ended: Ended,
+        duration: float,
+        trajectory: Path | None,
+    ) -> AgentOutcome:
+        status, summary, reason = _ending(self.template.name, call, parser, ended)
+        cost = parser.cost_usd if parser.cost_usd is not None else self._priced(parser)
+        if self.budget.usd is not None and cost > self.budget.usd:
+            reason += (
+                f"; it spent ${cost:.4f}, more than the dollar budget of ${self.budget.usd:g} "
+                "(golem cannot stop an external CLI between its model calls)"
+            )
+        return AgentOutcome(
+            status=status,
+            summary=summary or reason,
+            reason=reason,
+            usage=parser.usage,
+            cost_usd=cost,
+            turns=parser.turns,
+            duration=duration,
+            trajectory=trajectory,
+        )
+
+    def _priced(self, parser: OutputParser) -> float:
+        """The cost of the usage the CLI reported, from golem's price table."""
+        model = parser.model or self.model
+        if self.template.provider is None or not model:
+            return 0.0
+        name = model if "/" in model else f"{self.template.provider}/{model}"
+        return cost_usd(parser.usage, price_for(name, self.models))
+
+
+def _ending(
+    name: str, call: Invocation, parser: OutputParser, ended: Ended
+) -> tuple[OutcomeStatus, str, str]:
+    """(status, summary, reason) of a run from how the process ended and what it said."""
+    last = parser.last_text
+    if ended.failure is not None:
+        return "error", last, f"{name} could not run to its end: {ended.failure}"
+    if ended.timed_out:
+        if call.limited_by_budget:
+            spent = f"wall-clock budget of {call.timeout:g}s spent; golem stopped {name}"
+            return "budget_exhausted", last, spent
+        return "error", last, f"the call's time limit of {call.timeout:g}s ended {name}"
+    if parser.final is not None:
+        status, summary, reason = parser.final.status, parser.final.summary, parser.final.reason
+    elif ended.exit_code == 0:
+        status, summary, reason = "done", last, f"{name} exited with code 0"
+    else:
+        tail = ended.stderr_tail.strip()[-500:] or "no error output"
+        status, summary = "error", last
+        reason = f"{name} exited with code {ended.exit_code}: {tail}"
+    if ended.truncated:
+        reason += (
+            "; its output passed the box's output cap (max_output_bytes) and the rest was dropped"
+        )
+    return status, summary, reason
+
+
+def _writing(writer: TrajectoryWriter) -> ExternalEventSink:
+    """The trajectory as a sink of external events: it writes any event as one JSON
+    line, ExternalOutput included (read_trajectory skips those with a note)."""
+    return lambda event: writer(cast(AgentEvent, event))
