@@ -2,5 +2,29 @@
 agent starts; and the repository's own setup, lint, build and test commands."""
 
 from golem.context.contracts import ContextSection, HydratedContext, RepoConventions, SectionKind
+from golem.context.conventions import CONVENTIONS_FILE, ConventionsFile, load_conventions
+from golem.context.hydrate import DEFAULT_BUDGET_TOKENS, hydrate
+from golem.context.issue import NamedFile, files_named, render_issue
+from golem.context.repo_map import RepoMap, build_repo_map
+from golem.context.rules import RuleFile, find_rule_files
+from golem.context.tokens import estimate_tokens
 
-__all__ = ["ContextSection", "HydratedContext", "RepoConventions", "SectionKind"]
+__all__ = [
+    "CONVENTIONS_FILE",
+    "DEFAULT_BUDGET_TOKENS",
+    "ContextSection",
+    "ConventionsFile",
+    "HydratedContext",
+    "NamedFile",
+    "RepoConventions",
+    "RepoMap",
+    "RuleFile",
+    "SectionKind",
+    "build_repo_map",
+    "estimate_tokens",
+    "files_named",
+    "find_rule_files",
+    "hydrate",
+    "load_conventions",
+    "render_issue",
+]
