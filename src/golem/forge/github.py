@@ -1,0 +1,192 @@
+"""The ``github`` forge: issues read from, and pull requests opened on, GitHub's REST API."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from golem.forge.config import GITHUB_API, GitHubConfig
+from golem.forge.contracts import (
+    CheckResult,
+    Issue,
+    IssueComment,
+    PullRequest,
+    PullRequestDraft,
+)
+from golem.forge.errors import ForgeError, ForgeRequestRejected, PullRequestExists
+from golem.forge.github_api import GitHubAPI, GitHubReply
+from golem.forge.refs import IssueRef, parse_issue_ref, split_repo
+
+__all__ = ["GitHubForge"]
+
+log = logging.getLogger(__name__)
+
+WEB_HOSTS = frozenset({"github.com", "www.github.com"})
+
+
+class GitHubForge:
+    """Issues and pull requests on GitHub (or a GitHub Enterprise server, by ``api_url``).
+
+    The token comes from the variable ``config.token_env`` names (or ``token``); reading
+    public issues works without one. ``labels`` are added to every pull request. Give a
+    ``transport`` (``httpx.MockTransport``) to answer requests in process; ``backoff`` is
+    the first wait (seconds) before retrying a 5xx.
+    """
+
+    name = "github"
+
+    def __init__(
+        self,
+        config: GitHubConfig | None = None,
+        *,
+        token: str | None = None,
+        labels: Sequence[str] = (),
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff: float = 1.0,
+    ) -> None:
+        self.config = config or GitHubConfig()
+        self.labels = list(labels)
+        self.api = GitHubAPI(self.config, token=token, transport=transport, backoff=backoff)
+
+    async def fetch_issue(self, ref: str) -> Issue:
+        """The issue (or pull request) ``ref`` names, with every comment, oldest first."""
+        issue_ref = self._parse(ref)
+        path = f"/repos/{issue_ref.repo}/issues/{issue_ref.number}"
+        what = f"issue {issue_ref}"
+        data = await self.api.call("GET", path, what)
+        comments = await self.api.paginate(f"{path}/comments", f"the comments of {what}")
+        return Issue(
+            title=data["title"],
+            body=data.get("body") or "",
+            comments=[_comment(c) for c in comments],
+            labels=[_label_name(label) for label in data.get("labels") or []],
+            url=data.get("html_url"),
+            number=data["number"],
+            repo=issue_ref.repo,
+        )
+
+    async def open_pull_request(
+        self, draft: PullRequestDraft, *, diff: str = "", checks: list[CheckResult] | None = None
+    ) -> PullRequest:
+        """Open a pull request for the pushed ``draft.head`` and add its labels. ``diff`` and
+        ``checks`` stay with golem (the body should tell the checks). A repository without
+        draft pull requests gets a ready one, marked by its labels. Raises
+        ``PullRequestExists`` (with ``existing``) when one is open for the branch."""
+        owner, name = split_repo(draft.repo)
+        repo = f"{owner}/{name}"
+        payload = {
+            "title": draft.title,
+            "head": draft.head,
+            "base": draft.base,
+            "body": draft.body,
+            "draft": draft.draft,
+        }
+        what = f"a pull request from {draft.head} into {draft.base} of {repo}"
+        try:
+            data = await self._create(repo, payload, what)
+        except PullRequestExists as exc:
+            exc.existing = await self.find_pull_request(repo, draft.head)
+            if exc.existing is not None:
+                exc.message = f"{exc.message}; it is {exc.existing.url}"
+                exc.args = (exc.message,)
+            raise
+        pr = _pull_request(data, repo, issue=draft.issue)
+        labels = [*self.labels, *(x for x in draft.labels if x not in self.labels)]
+        if labels:
+            pr.labels = await self._add_labels(repo, pr.number, labels)
+        return pr
+
+    async def comment(self, issue: Issue, body: str) -> None:
+        """Comment on an issue or pull request (``PullRequest.as_issue()``)."""
+        if issue.repo is None or issue.number is None:
+            raise ForgeRequestRejected(
+                f"cannot comment on {issue.url or issue.title!r} on GitHub: it has no "
+                "repository and number (an issue read from a local file?)"
+            )
+        owner, name = split_repo(issue.repo)
+        path = f"/repos/{owner}/{name}/issues/{issue.number}/comments"
+        await self.api.call(
+            "POST", path, f"a comment on {issue.repo}#{issue.number}", json={"body": body}
+        )
+
+    async def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> list[str]:
+        """Add ``labels`` to issue or pull request ``number``; returns all its labels."""
+        owner, name = split_repo(repo)
+        path = f"/repos/{owner}/{name}/issues/{number}/labels"
+        data = await self.api.call(
+            "POST", path, f"labels on {owner}/{name}#{number}", json={"labels": list(labels)}
+        )
+        return [_label_name(label) for label in data or []]
+
+    async def find_pull_request(self, repo: str, head: str) -> PullRequest | None:
+        """The open pull request from branch ``head`` (``owner:branch`` for a fork), or
+        None."""
+        owner, name = split_repo(repo)
+        qualified = head if ":" in head else f"{owner}:{head}"
+        data = await self.api.call(
+            "GET",
+            f"/repos/{owner}/{name}/pulls",
+            f"the pull requests of {owner}/{name}",
+            params={"head": qualified, "state": "open"},
+        )
+        return _pull_request(data[0], f"{owner}/{name}") if data else None
+
+    async def _create(self, repo: str, payload: dict[str, Any], what: str) -> GitHubReply:
+        try:
+            return await self.api.call("POST", f"/repos/{repo}/pulls", what, json=payload)
+        except PullRequestExists:
+            raise
+        except ForgeRequestRejected as exc:
+            if not (payload["draft"] and "draft" in exc.message.lower()):
+                raise
+            log.warning("%s: draft pull requests are not available; opening a ready one", repo)
+            ready = {**payload, "draft": False}
+            return await self.api.call("POST", f"/repos/{repo}/pulls", what, json=ready)
+
+    async def _add_labels(self, repo: str, number: int, labels: list[str]) -> list[str]:
+        try:
+            return await self.add_labels(repo, number, labels)
+        except ForgeError as exc:
+            # The pull request is open: losing it over its labels would lose more.
+            log.warning("%s#%d opened, but its labels were not added: %s", repo, number, exc)
+            return []
+
+    def _parse(self, ref: str) -> IssueRef:
+        issue_ref = parse_issue_ref(ref)
+        on_github = self.config.api_url.rstrip("/") == GITHUB_API
+        if issue_ref.host is not None and on_github and issue_ref.host not in WEB_HOSTS:
+            raise ForgeRequestRejected(
+                f"{ref} is not on github.com: for a GitHub Enterprise server, set "
+                f"forge.github.api_url to https://{issue_ref.host}/api/v3"
+            )
+        return issue_ref
+
+
+def _label_name(label: Any) -> str:
+    return str(label["name"]) if isinstance(label, dict) else str(label)
+
+
+def _comment(data: Any) -> IssueComment:
+    user = data.get("user") or {}
+    return IssueComment(
+        author=user.get("login") or "", body=data.get("body") or "", created=data.get("created_at")
+    )
+
+
+def _pull_request(data: Any, repo: str, *, issue: int | None = None) -> PullRequest:
+    return PullRequest(
+        provider="github",
+        number=data["number"],
+        url=data["html_url"],
+        repo=repo,
+        base=data["base"]["ref"],
+        head=data["head"]["ref"],
+        title=data["title"],
+        body=data.get("body") or "",
+        draft=bool(data.get("draft")),
+        labels=[_label_name(label) for label in data.get("labels") or []],
+        issue=issue,
+    )

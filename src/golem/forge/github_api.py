@@ -1,0 +1,261 @@
+"""GitHub's REST API over httpx: retries, pagination, and GitHub's errors as ForgeErrors.
+
+Retried: 502/503/504 and network errors (with doubling backoff), and rate limits whose
+wait (``Retry-After``, or ``x-ratelimit-reset`` when ``x-ratelimit-remaining`` is 0) is at
+most ``max_wait``. Everything else becomes the fitting ``ForgeError`` at once, with
+GitHub's own message and what to do next. The token is sent as ``Authorization: Bearer``
+to the API's origin only; pagination links elsewhere are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from golem.forge.config import GitHubConfig
+from golem.forge.errors import (
+    ForgeAuthError,
+    ForgeError,
+    ForgeNotFound,
+    ForgeRateLimited,
+    ForgeRequestRejected,
+    ForgeUnavailable,
+    PullRequestExists,
+)
+
+__all__ = ["GitHubAPI", "GitHubReply"]
+
+API_VERSION = "2022-11-28"
+RETRIED_STATUSES = frozenset({502, 503, 504})
+MAX_PAGES = 50
+GitHubReply = Any
+"""A decoded JSON reply of GitHub's API."""
+
+
+class GitHubAPI:
+    """A client of one GitHub API (github.com's, or a GitHub Enterprise server's)."""
+
+    def __init__(
+        self,
+        config: GitHubConfig,
+        *,
+        token: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff: float = 1.0,
+    ) -> None:
+        self.config = config
+        self._token = token if token is not None else config.token()
+        self._transport = transport
+        self.backoff = backoff
+
+    @property
+    def has_token(self) -> bool:
+        """Whether requests carry a token."""
+        return self._token is not None
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> GitHubReply:
+        """One request; its JSON reply. ``what`` names the target in error messages."""
+        async with self._client() as client:
+            response = await self._send(client, method, path, what, json=json, params=params)
+        return response.json() if response.content else None
+
+    async def paginate(
+        self, path: str, what: str, params: Mapping[str, str | int] | None = None
+    ) -> list[GitHubReply]:
+        """Every item of a list endpoint, following ``Link: <...>; rel="next"``."""
+        items: list[GitHubReply] = []
+        url: str | None = path
+        query: Mapping[str, str | int] | None = {"per_page": 100, **(params or {})}
+        async with self._client() as client:
+            for _ in range(MAX_PAGES):
+                if url is None:
+                    break
+                response = await self._send(client, "GET", url, what, params=query)
+                items.extend(response.json())
+                url, query = self._next_page(response), None
+        return items
+
+    def _client(self) -> httpx.AsyncClient:
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": "golem",
+        }
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {self._token}"
+        return httpx.AsyncClient(
+            base_url=self.config.api_url,
+            headers=headers,
+            timeout=self.config.timeout,
+            transport=self._transport,
+            follow_redirects=True,
+        )
+
+    def _next_page(self, response: httpx.Response) -> str | None:
+        link = response.links.get("next", {}).get("url")
+        if link is None:
+            return None
+        if _origin(httpx.URL(link)) != _origin(httpx.URL(self.config.api_url)):
+            raise ForgeError(
+                f"GitHub's next page {link!r} is on another host than {self.config.api_url}: "
+                "golem does not send the token there; check forge.github.api_url"
+            )
+        return link
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        method: str,
+        url: str,
+        what: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> httpx.Response:
+        attempt = 0
+        while True:
+            try:
+                response = await client.request(method, url, json=json, params=params)
+            except httpx.TransportError as exc:
+                if attempt >= self.config.max_retries:
+                    raise ForgeUnavailable(
+                        f"cannot reach GitHub at {self.config.api_url} ({type(exc).__name__}: "
+                        f"{exc}): check the network, any proxy, and forge.github.api_url"
+                    ) from exc
+                await asyncio.sleep(self.backoff * 2.0**attempt)
+                attempt += 1
+                continue
+            if response.status_code < 400:
+                return response
+            delay = self._retry_delay(response, attempt)
+            if delay is None:
+                raise self.error(response, what)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
+        """Seconds to wait before trying again, or None to give up now."""
+        if attempt >= self.config.max_retries:
+            return None
+        status = response.status_code
+        if status in RETRIED_STATUSES:
+            return self.backoff * 2.0**attempt
+        if status not in (403, 429):
+            return None
+        wait = _rate_limit_wait(response)
+        return wait if wait is not None and wait <= self.config.max_wait else None
+
+    def error(self, response: httpx.Response, what: str) -> ForgeError:
+        """The ForgeError for GitHub's error ``response`` to a request about ``what``."""
+        status = response.status_code
+        said = f"GitHub said {status}: {_detail(response)}"
+        if status in (401, 403, 429):
+            return self._access_error(response, what, said)
+        if status in (404, 410):
+            return ForgeNotFound(
+                f"GitHub has no {what} ({said}), or the token in ${self.config.token_env} "
+                "cannot see it (private repositories answer 404): check the name and the "
+                "token's access"
+            )
+        if status == 422:
+            return _rejection(what, _detail(response), said)
+        if status >= 500:
+            return ForgeUnavailable(f"GitHub failed {what} ({said}) after retries; try later")
+        return ForgeRequestRejected(f"GitHub refused {what} ({said})")
+
+    def _access_error(self, response: httpx.Response, what: str, said: str) -> ForgeError:
+        env = f"${self.config.token_env}"
+        status = response.status_code
+        if status == 401 and not self.has_token:
+            return ForgeAuthError(f"GitHub wants a token for {what} ({said}): set {env}")
+        if status == 401:
+            return ForgeAuthError(
+                f"GitHub refused the token in {env} for {what} ({said}): it is wrong, expired "
+                "or revoked; set a valid one"
+            )
+        if status == 429 or _rate_limit_wait(response) is not None:
+            return ForgeRateLimited(
+                f"GitHub's rate limit stopped {what} ({said}) {_reset_note(response)}; wait, "
+                + ("or use a token with a higher limit" if self.has_token else f"or set {env}")
+            )
+        return ForgeAuthError(
+            f"GitHub refused {what} ({said}): the token in {env} lacks a permission it "
+            "needs (issues and pull requests: read and write; contents: read)"
+        )
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
+def _rejection(what: str, detail: str, said: str) -> ForgeRequestRejected:
+    lowered = detail.lower()
+    if "pull request already exists" in lowered:
+        return PullRequestExists(
+            f"{what}: a pull request for this branch is already open ({said}); update it, "
+            "or push to a new branch"
+        )
+    if "no commits between" in lowered:
+        return ForgeRequestRejected(
+            f"GitHub refused {what} ({said}): push the branch with its commits first, and "
+            "check the base branch"
+        )
+    return ForgeRequestRejected(f"GitHub refused {what} ({said})")
+
+
+def _detail(response: httpx.Response) -> str:
+    """GitHub's ``message``, its ``errors`` and ``documentation_url``, as one line."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or response.reason_phrase
+    if not isinstance(body, dict):
+        return str(body)[:300]
+    parts = [str(body.get("message") or response.reason_phrase)]
+    for error in body.get("errors") or []:
+        if isinstance(error, dict):
+            fields = [str(error.get(k)) for k in ("resource", "field", "code") if error.get(k)]
+            parts.append(str(error.get("message") or " ".join(fields)))
+        else:
+            parts.append(str(error))
+    text = "; ".join(parts)
+    if body.get("documentation_url"):
+        text += f" (see {body['documentation_url']})"
+    return text
+
+
+def _rate_limit_wait(response: httpx.Response) -> float | None:
+    """Seconds GitHub asks to wait, for a rate-limit answer; None if it is not one."""
+    headers = response.headers
+    if "retry-after" in headers:
+        try:
+            return max(0.0, float(headers["retry-after"]))
+        except ValueError:
+            return 60.0
+    if headers.get("x-ratelimit-remaining") == "0":
+        try:
+            return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
+        except (KeyError, ValueError):
+            return 60.0
+    if "secondary rate limit" in _detail(response).lower():
+        return 60.0  # GitHub's advice when it names no wait
+    return None
+
+
+def _reset_note(response: httpx.Response) -> str:
+    reset = response.headers.get("x-ratelimit-reset")
+    if reset is None or not reset.isdigit():
+        return "(no reset time given)"
+    return f"until {time.strftime('%H:%M:%S UTC', time.gmtime(int(reset)))}"

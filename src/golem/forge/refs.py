@@ -1,0 +1,63 @@
+"""Issue references as people write them: ``https://github.com/o/r/issues/12``, ``o/r#12``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from golem.forge.errors import ForgeRequestRejected, IssueNotReadable
+
+__all__ = ["IssueRef", "parse_issue_ref", "split_repo"]
+
+NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,99})"
+SHORT = re.compile(rf"^({NAME})/({NAME})#(\d+)$")
+WEB_PATH = re.compile(rf"^/({NAME})/({NAME})/(?:issues|pull|pulls)/(\d+)/?$")
+REPO = re.compile(rf"^({NAME})/({NAME})$")
+
+
+@dataclass(frozen=True)
+class IssueRef:
+    """An issue (or pull request) on a forge: ``owner/name#number``, and the web host it
+    was named on, if a URL named it."""
+
+    owner: str
+    name: str
+    number: int
+    host: str | None = None
+
+    @property
+    def repo(self) -> str:
+        """``owner/name``."""
+        return f"{self.owner}/{self.name}"
+
+    def __str__(self) -> str:
+        return f"{self.repo}#{self.number}"
+
+
+def parse_issue_ref(ref: str) -> IssueRef:
+    """Parse ``https://HOST/o/r/issues/N`` (or ``/pull/N``) or ``o/r#N``."""
+    text = ref.strip()
+    if short := SHORT.match(text):
+        return IssueRef(short[1], short[2], int(short[3]))
+    parts = urlsplit(text)
+    web = WEB_PATH.match(parts.path)
+    if parts.scheme in ("http", "https") and parts.hostname and web:
+        return IssueRef(web[1], web[2], int(web[3]), parts.hostname)
+    raise IssueNotReadable(
+        f"{ref!r} is not an issue reference: write https://github.com/OWNER/REPO/issues/N "
+        "or OWNER/REPO#N (or give the local forge a .md, .yaml or .json file)"
+    )
+
+
+def split_repo(repo: str) -> tuple[str, str]:
+    """``owner/name`` (a trailing ``.git`` or a github URL allowed) as its two parts."""
+    text = repo.strip().removesuffix(".git").removesuffix("/")
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https"):
+        text = parts.path.strip("/")
+    if match := REPO.match(text):
+        return match[1], match[2]
+    raise ForgeRequestRejected(
+        f"{repo!r} does not name a GitHub repository: write OWNER/REPO or its https:// URL"
+    )
