@@ -236,6 +236,23 @@ async def test_pi_works_in_the_box_through_the_proxy(
     assert any('"type":"agent_end"' in line for line in stdout)
     assert {r.headers["x-api-key"] for r in anthropic_server.requests} == {TEST_KEY}
     assert len(anthropic_server.requests) == 2
+    assert [e for e in lines(events, "golem") if "refused" in e] == []
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(BUILD_TIMEOUT)
+async def test_golem_stops_pi_when_its_turns_are_used_up(
+    pi_image: str, anthropic_server: AnthropicServer, tmp_path: Path
+) -> None:
+    """pi has no turn limit of its own: golem kills it once the tools of its last allowed
+    reply have run. pi may have sent its next request by the time the kill lands."""
+    anthropic_server.otherwise(stream_reply(ToolUse("bash", {"command": "true"})))
+    config = external_config(tmp_path, [anthropic_credential(anthropic_server)], pi_image)
+    async with open_box(config, anthropic_server) as box:
+        outcome = await ExternalAgent("pi", budget=Budget(turns=1)).run(box, "Loop")
+    assert (outcome.status, outcome.turns) == ("budget_exhausted", 1)
+    assert outcome.reason == "turn budget of 1 model calls used; golem stopped pi"
+    assert len(anthropic_server.requests) in (1, 2)
 
 
 @pytest.mark.docker
@@ -267,6 +284,8 @@ async def test_aider_edits_a_file_in_the_box_through_the_proxy(
     assert outcome.usage.output_tokens > 0
     assert {r.headers["x-api-key"] for r in anthropic_server.requests} == {TEST_KEY}
     assert len(anthropic_server.requests) == 1
+    refused = [e for e in lines(events, "golem") if "refused" in e]
+    assert [e.split()[3] for e in refused] == ["raw.githubusercontent.com:443"]  # model info
 
 
 # A custom CLI through a template ---------------------------------------------------------
@@ -377,6 +396,70 @@ async def test_the_wall_clock_budget_stops_a_cli_that_runs_on(tmp_path: Path) ->
     assert lines(events, "stdout") == ["started"]
 
 
+FAKE_PI = """\
+import json, os
+reply = {"role": "assistant", "model": "m", "stopReason": "toolUse",
+         "content": [{"type": "toolCall", "id": "t1", "name": "bash", "arguments": {}}],
+         "usage": {"input": 10, "output": 5, "cost": {"total": 0.5}}}
+for event in (
+    {"type": "message_end", "message": reply},
+    {"type": "tool_execution_start", "toolCallId": "t1", "toolName": "bash", "args": {}},
+    {"type": "tool_execution_end", "toolCallId": "t1", "toolName": "bash", "isError": False,
+     "result": {"content": [{"type": "text", "text": "ok"}]}},
+):
+    print(json.dumps(event), flush=True)
+fifo = os.path.join(os.environ["FAKE_RUN_DIR"], "next-call")
+os.mkfifo(fifo)
+open(fifo).read()  # stands for the next model call, which golem must not let happen
+print("the next reply")
+"""
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize(
+    ("budget", "reason"),
+    [
+        (Budget(turns=1), "turn budget of 1 model calls used; golem stopped fakepi"),
+        (Budget(turns=None, usd=0.25), "dollar budget of $0.25 spent ($0.5000); golem stopped "
+         "fakepi"),
+    ],
+)  # fmt: skip
+async def test_golem_stops_a_cli_before_a_model_call_its_budget_has_no_room_for(
+    budget: Budget, reason: str, tmp_path: Path
+) -> None:
+    template = ExternalTemplate(
+        name="fakepi", argv=["python3", "{run_dir}/cli.py"], files={"cli.py": FAKE_PI},
+        env={"FAKE_RUN_DIR": "{run_dir}"}, output="pi",
+    )  # fmt: skip
+    events: list[ExternalEvent] = []
+    async with open_box(external_config(tmp_path, [])) as box:
+        outcome = await ExternalAgent(template, budget=budget, on_event=events.append).run(
+            box, "Go"
+        )
+        processes = await box.execute(["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"])
+    assert (outcome.status, outcome.reason, outcome.turns) == ("budget_exhausted", reason, 1)
+    assert outcome.cost_usd == 0.5
+    assert "cli.py" not in processes.stdout  # killed, not left waiting
+    assert "the next reply" not in lines(events, "stdout")
+    assert [type(e) for e in events if not isinstance(e, ExternalOutput)] == [
+        AgentStarted, ModelAnswered, ToolStarted, ToolFinished, AgentFinished,
+    ]  # fmt: skip
+
+
+@pytest.mark.bwrap
+async def test_dropped_lines_never_leave_the_box_and_the_exit_code_survives_the_filter(
+    tmp_path: Path,
+) -> None:
+    script = "printf 'keep 1\\nDROP me\\nkeep 2\\n'; echo trouble >&2; exit 3"
+    template = ExternalTemplate(name="noisy", argv=["sh", "-c", script], drop_stdout="^DROP")
+    events: list[ExternalEvent] = []
+    async with open_box(external_config(tmp_path, [])) as box:
+        outcome = await ExternalAgent(template, on_event=events.append).run(box, "Go")
+    assert lines(events, "stdout") == ["keep 1", "keep 2"]
+    assert (outcome.status, outcome.reason) == ("error", "noisy exited with code 3: trouble")
+    assert outcome.summary == "keep 1\nkeep 2"
+
+
 # Boxes unfit for an external agent ------------------------------------------------------
 
 
@@ -429,3 +512,16 @@ async def test_a_real_key_in_the_box_is_refused(tmp_path: Path) -> None:
 def test_an_unknown_agent_kind_is_refused_with_the_choices() -> None:
     with pytest.raises(ConfigError, match="choose one of claude, codex, pi, aider, goose"):
         ExternalAgent("cursor")
+
+
+def test_a_template_must_name_its_cli_plainly() -> None:
+    with pytest.raises(ValueError, match="argv\\[0\\] '\\{run_dir\\}/cli' names the CLI"):
+        ExternalTemplate(name="bad", argv=["{run_dir}/cli"])
+
+
+@pytest.mark.bwrap
+async def test_a_template_that_needs_a_model_says_so(tmp_path: Path) -> None:
+    template = ExternalTemplate(name="picky", argv=["sh", "-c", "true", "{model}"])
+    async with open_box(external_config(tmp_path, [])) as box:
+        with pytest.raises(ConfigError, match="uses \\{model\\}, but no model was given"):
+            await ExternalAgent(template).run(box, "Go")

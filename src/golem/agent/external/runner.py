@@ -136,7 +136,7 @@ class ExternalAgent:
                 await box.put_file(path, content, mode=0o600)
             except GolemError as exc:
                 return Ended(failure=f"golem could not write {path} in the box: {exc.message}")
-        return await run_call(box, call, parser, emit)
+        return await run_call(box, call, parser, emit, lambda: self._limit(parser))
 
     def _outcome(
         self,
@@ -148,10 +148,10 @@ class ExternalAgent:
     ) -> AgentOutcome:
         status, summary, reason = _ending(self.template.name, call, parser, ended)
         cost = parser.cost_usd if parser.cost_usd is not None else self._priced(parser)
-        if self.budget.usd is not None and cost > self.budget.usd:
+        if self.budget.usd is not None and cost > self.budget.usd and ended.stopped is None:
             reason += (
                 f"; it spent ${cost:.4f}, more than the dollar budget of ${self.budget.usd:g} "
-                "(golem cannot stop an external CLI between its model calls)"
+                "(golem cannot stop a CLI in the middle of a model call)"
             )
         return AgentOutcome(
             status=status,
@@ -163,6 +163,23 @@ class ExternalAgent:
             duration=duration,
             trajectory=trajectory,
         )
+
+    def _limit(self, parser: OutputParser) -> str | None:
+        """Why golem must stop the CLI now: a budget the CLI cannot hold itself is spent
+        and its next step would be another model call."""
+        if not parser.awaiting_model:
+            return None
+        budget, name = self.budget, self.template.name
+        turns = budget.turns
+        if turns is not None and not self.template.turns_args and parser.turns >= turns:
+            return f"turn budget of {turns} model calls used; golem stopped {name}"
+        if budget.usd is not None and not self.template.usd_args:
+            spent = parser.cost_usd if parser.cost_usd is not None else self._priced(parser)
+            if spent >= budget.usd:
+                return (
+                    f"dollar budget of ${budget.usd:g} spent (${spent:.4f}); golem stopped {name}"
+                )
+        return None
 
     def _priced(self, parser: OutputParser) -> float:
         """The cost of the usage the CLI reported, from golem's price table."""
@@ -178,6 +195,8 @@ def _ending(
 ) -> tuple[OutcomeStatus, str, str]:
     """(status, summary, reason) of a run from how the process ended and what it said."""
     last = parser.last_text
+    if ended.stopped is not None:
+        return "budget_exhausted", last, ended.stopped
     if ended.failure is not None:
         return "error", last, f"{name} could not run to its end: {ended.failure}"
     if ended.timed_out:

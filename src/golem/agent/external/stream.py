@@ -1,20 +1,24 @@
 """Runs the CLI in the box and turns what it prints into events as it arrives: every line
-as an ExternalOutput, and standard output also through the template's parser."""
+as an ExternalOutput, and standard output also through the template's parser. A watcher
+may stop the CLI between lines (a budget golem holds for it is spent)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 from golem.agent.external.events import ExternalEvent, ExternalOutput, OutputStream
 from golem.agent.external.parsers import OutputParser
 from golem.agent.external.plan import Invocation
 from golem.core import GolemError, NetworkEvent
-from golem.sandbox import Box, ErrorEvent, ExecRequest, ExitEvent, OutputEvent
+from golem.sandbox import Box, ErrorEvent, ExecEvent, ExecRequest, ExitEvent, OutputEvent
 
-__all__ = ["Ended", "run_call"]
+__all__ = ["Ended", "Watcher", "run_call"]
 
 STDERR_TAIL = 2000
+
+Watcher = Callable[[], "str | None"]
+"""Asked after each line of standard output: a reason to stop the CLI now, or None."""
 
 
 @dataclass
@@ -26,6 +30,8 @@ class Ended:
     truncated: bool = False
     failure: str | None = None
     """Why the CLI could not run or the box failed under it, if so."""
+    stopped: str | None = None
+    """Why golem stopped the CLI, if it did."""
     stderr_tail: str = ""
 
 
@@ -37,11 +43,52 @@ class _Lines:
 
     def feed(self, text: str) -> list[str]:
         *lines, self._partial = (self._partial + text).split("\n")
-        return lines
+        return [line.removesuffix("\r") for line in lines]
 
     def flush(self) -> list[str]:
         rest, self._partial = self._partial, ""
-        return [rest] if rest else []
+        return [rest.removesuffix("\r")] if rest else []
+
+
+class _Reader:
+    """The state of one call's reading: partial lines, the parser, how it ended."""
+
+    def __init__(self, parser: OutputParser, emit: Callable[[ExternalEvent], None]) -> None:
+        self.parser = parser
+        self.emit = emit
+        self.ended = Ended()
+        self.lines = {"stdout": _Lines(), "stderr": _Lines()}
+
+    def deliver(self, stream: OutputStream, text: str) -> None:
+        self.emit(ExternalOutput(stream=stream, line=text))
+        if stream == "stdout":
+            for event in self.parser.feed(text):
+                self.emit(event)
+        else:
+            self.ended.stderr_tail = (self.ended.stderr_tail + text + "\n")[-STDERR_TAIL:]
+
+    def take(self, event: ExecEvent, watch: Watcher) -> bool:
+        """Handle one event of the call; False when golem must stop the CLI."""
+        if isinstance(event, OutputEvent):
+            for line in self.lines[event.type].feed(event.data):
+                self.deliver(event.type, line)
+                if event.type == "stdout" and (reason := watch()) is not None:
+                    self.ended.stopped = reason
+                    return False
+        elif isinstance(event, NetworkEvent) and not event.allowed:
+            where = f"{event.method} {event.host}:{event.port}"
+            self.deliver("golem", f"egress refused {where} ({event.rule})")
+        elif isinstance(event, ErrorEvent):
+            self.ended.failure = event.message
+        elif isinstance(event, ExitEvent):
+            self.ended.exit_code, self.ended.timed_out = event.exit_code, event.timed_out
+            self.ended.truncated = event.truncated
+        return True
+
+    def flush(self) -> None:
+        for stream in ("stdout", "stderr"):
+            for line in self.lines[stream].flush():
+                self.deliver(stream, line)
 
 
 async def run_call(
@@ -49,36 +96,22 @@ async def run_call(
     call: Invocation,
     parser: OutputParser,
     emit: Callable[[ExternalEvent], None],
+    watch: Watcher = lambda: None,
 ) -> Ended:
-    """Run ``call`` in ``box`` to its end, emitting events as lines arrive."""
-    ended = Ended()
-    lines = {"stdout": _Lines(), "stderr": _Lines()}
-
-    def deliver(stream: OutputStream, text: str) -> None:
-        emit(ExternalOutput(stream=stream, line=text))
-        if stream == "stdout":
-            for event in parser.feed(text):
-                emit(event)
-        else:
-            ended.stderr_tail = (ended.stderr_tail + text + "\n")[-STDERR_TAIL:]
-
+    """Run ``call`` in ``box`` to its end (or until ``watch`` gives a reason to stop it,
+    when the call is killed), emitting events as lines arrive."""
+    reader = _Reader(parser, emit)
     request = ExecRequest(cmd=call.argv, env=call.env, stdin=call.stdin, timeout=call.timeout)
+    events = box.stream(request)
     try:
-        async for event in box.stream(request):
-            if isinstance(event, OutputEvent):
-                for line in lines[event.type].feed(event.data):
-                    deliver(event.type, line)
-            elif isinstance(event, NetworkEvent) and not event.allowed:
-                where = f"{event.method} {event.host}:{event.port}"
-                deliver("golem", f"egress refused {where} ({event.rule})")
-            elif isinstance(event, ErrorEvent):
-                ended.failure = event.message
-            elif isinstance(event, ExitEvent):
-                ended.exit_code, ended.timed_out = event.exit_code, event.timed_out
-                ended.truncated = event.truncated
+        async for event in events:
+            if not reader.take(event, watch):
+                break
     except GolemError as exc:  # the box went away or stopped answering
-        ended.failure = exc.message
-    for stream in ("stdout", "stderr"):
-        for line in lines[stream].flush():
-            deliver(stream, line)
-    return ended
+        reader.ended.failure = exc.message
+    finally:
+        if isinstance(events, AsyncGenerator):  # closing a stream early kills its call
+            await events.aclose()
+    if reader.ended.stopped is None:
+        reader.flush()
+    return reader.ended

@@ -132,6 +132,16 @@ class ExternalTemplate(BaseModel):
         "", description="An [[images]] entry that installs the CLI, for the error when missing."
     )
 
+    @field_validator("argv")
+    @classmethod
+    def _program_is_plain(cls, value: list[str]) -> list[str]:
+        if value and PLACEHOLDER.search(value[0]):
+            raise ValueError(
+                f"argv[0] {value[0]!r} names the CLI, which golem looks up before the run: "
+                "it may not hold placeholders (run an interpreter on '{run_dir}/script')"
+            )
+        return value
+
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:

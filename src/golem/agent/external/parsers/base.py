@@ -47,6 +47,7 @@ class OutputParser:
         self.model = ""
         """The model the CLI named in its last reply, if it did."""
         self._tools: dict[str, tuple[str, float]] = {}  # call id -> (name, started)
+        self._tools_done = False
 
     def feed(self, line: str) -> list[AgentEvent]:
         """Golem events for one line of standard output (none for a line that is not a
@@ -80,6 +81,7 @@ class OutputParser:
         if text.strip():
             self.last_text = text.strip()[-SUMMARY_CHARS:]
         self.model = model or self.model
+        self._tools_done = False
         if stop is None:
             stop = "tool_use" if calls else "end_turn"
         response = ModelResponse(
@@ -96,6 +98,7 @@ class OutputParser:
     def tool_started(self, call: ToolCall) -> ToolStarted:
         """The CLI starts one of its tools."""
         self._tools[call.id] = (call.name, time.monotonic())
+        self._tools_done = False
         return ToolStarted(call=call)
 
     def tool_finished(
@@ -103,6 +106,7 @@ class OutputParser:
     ) -> ToolFinished:
         """One of the CLI's tools finished (``name`` when it was never seen starting)."""
         started_name, started = self._tools.pop(call_id, (name, time.monotonic()))
+        self._tools_done = not self._tools
         return ToolFinished(
             call_id=call_id,
             name=started_name or name,
@@ -110,6 +114,12 @@ class OutputParser:
             is_error=is_error,
             duration=time.monotonic() - started,
         )
+
+    @property
+    def awaiting_model(self) -> bool:
+        """Whether the CLI's next step is a model call: the tools of its last reply have
+        all finished and it has not answered since."""
+        return self._tools_done
 
     def started(self, call_id: str) -> bool:
         """Whether the call was seen starting and has not finished."""
