@@ -41,7 +41,7 @@ from tests.agent.external_support import (
     openai_credential,
 )
 from tests.agent.wire import TEST_KEY, AnthropicServer, OpenAIServer
-from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
+from tests.agent.wire.anthropic_server import AnthropicUsage, Text, ToolUse, stream_reply
 from tests.agent.wire.openai_responses import FunctionCall, OutputText, responses_stream_reply
 
 BUILD_TIMEOUT = 900
@@ -166,6 +166,26 @@ async def test_claude_code_stops_at_the_turn_budget(
         outcome = await ExternalAgent("claude", budget=Budget(turns=2)).run(box, "Loop")
     assert outcome.status == "budget_exhausted"
     assert "turn limit" in outcome.reason
+    assert len(anthropic_server.requests) == 2
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(BUILD_TIMEOUT)
+async def test_claude_code_holds_the_dollar_budget_after_each_call(
+    claude_image: str, anthropic_server: AnthropicServer, tmp_path: Path
+) -> None:
+    """Claude Code checks --max-budget-usd after each call: the call that crosses the
+    budget is the last, and the outcome says it went over."""
+    usage = AnthropicUsage(input_tokens=1000, output_tokens=1000)  # $0.018 a call at sonnet's
+    anthropic_server.otherwise(stream_reply(ToolUse("Bash", {"command": "true"}), usage=usage))
+    config = external_config(tmp_path, [anthropic_credential(anthropic_server)], claude_image)
+    agent = ExternalAgent("claude", model="claude-sonnet-4-5", budget=Budget(usd=0.02))
+    async with open_box(config, anthropic_server) as box:
+        outcome = await agent.run(box, "Loop")
+    assert outcome.status == "budget_exhausted"
+    assert outcome.reason.startswith("Claude Code hit its dollar limit; it spent $0.0360, more")
+    assert (outcome.turns, outcome.cost_usd) == (2, pytest.approx(0.036))
+    assert outcome.usage.input_tokens == outcome.usage.output_tokens == 2000
     assert len(anthropic_server.requests) == 2
 
 

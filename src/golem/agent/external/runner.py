@@ -151,7 +151,7 @@ class ExternalAgent:
         if self.budget.usd is not None and cost > self.budget.usd and ended.stopped is None:
             reason += (
                 f"; it spent ${cost:.4f}, more than the dollar budget of ${self.budget.usd:g} "
-                "(golem cannot stop a CLI in the middle of a model call)"
+                "(an external CLI's spending is seen only after each of its model calls)"
             )
         return AgentOutcome(
             status=status,

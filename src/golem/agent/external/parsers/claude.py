@@ -36,6 +36,23 @@ def usage_of(value: Any) -> Usage:
     )
 
 
+def _model_usage(value: Any) -> Usage | None:
+    """The run's usage summed over ``modelUsage`` (per model, camelCase): the whole run's,
+    where ``usage`` may be only the last call's (it is when a limit ended the run)."""
+    if not isinstance(value, dict) or not value:
+        return None
+    total = Usage()
+    for entry in value.values():
+        if isinstance(entry, dict):
+            total = total + Usage(
+                input_tokens=number(entry.get("inputTokens")),
+                output_tokens=number(entry.get("outputTokens")),
+                cache_read_tokens=number(entry.get("cacheReadInputTokens")),
+                cache_write_tokens=number(entry.get("cacheCreationInputTokens")),
+            )
+    return total
+
+
 class ClaudeParser(OutputParser):
     """Maps stream-json onto golem's events."""
 
@@ -98,7 +115,7 @@ class ClaudeParser(OutputParser):
         ]
 
     def _result(self, value: dict[str, Any]) -> None:
-        self.usage = usage_of(value.get("usage"))
+        self.usage = _model_usage(value.get("modelUsage")) or usage_of(value.get("usage"))
         cost = value.get("total_cost_usd")
         if isinstance(cost, (int, float)):
             self.cost_usd = float(cost)
