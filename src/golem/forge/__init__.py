@@ -1,6 +1,13 @@
-"""golem.forge: git on the host, and the forges issues come from and pull requests go to."""
+"""golem.forge: git on the host, and the forges issues come from and pull requests go to.
+
+``make_forge`` chooses a forge (``github`` or ``local``); ``GitRepo`` runs git on the host;
+``MemoryPullRequestStore`` is an in-memory store for tests and demos.
+"""
+
+from typing import TYPE_CHECKING
 
 from golem.forge.auth import GitAuth
+from golem.forge.config import ForgeConfig, GitHubConfig, git_auth
 from golem.forge.contracts import (
     CheckResult,
     Forge,
@@ -26,7 +33,14 @@ from golem.forge.errors import (
     PullRequestExists,
     UnsafeRepository,
 )
+from golem.forge.factory import make_forge
 from golem.forge.git import GitRepo
+from golem.forge.local import LocalForge
+from golem.forge.memory import MemoryPullRequestStore
+from golem.forge.refs import IssueRef, parse_issue_ref
+
+if TYPE_CHECKING:
+    from golem.forge.github import GitHubForge
 
 __all__ = [
     "CheckResult",
@@ -35,6 +49,7 @@ __all__ = [
     "Forge",
     "ForgeAuthError",
     "ForgeComment",
+    "ForgeConfig",
     "ForgeError",
     "ForgeNotFound",
     "ForgeRateLimited",
@@ -42,15 +57,32 @@ __all__ = [
     "ForgeUnavailable",
     "GitAuth",
     "GitError",
+    "GitHubConfig",
+    "GitHubForge",
     "GitPushRejected",
     "GitRemoteError",
     "GitRepo",
     "Issue",
     "IssueComment",
     "IssueNotReadable",
+    "IssueRef",
+    "LocalForge",
+    "MemoryPullRequestStore",
     "PullRequest",
     "PullRequestDraft",
     "PullRequestExists",
     "PullRequestStore",
     "UnsafeRepository",
+    "git_auth",
+    "make_forge",
+    "parse_issue_ref",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """GitHubForge, imported when first asked for (it brings httpx)."""
+    if name == "GitHubForge":
+        from golem.forge.github import GitHubForge  # noqa: PLC0415
+
+        return GitHubForge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

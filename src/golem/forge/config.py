@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from golem.forge.auth import GitAuth
 
-__all__ = ["ForgeConfig", "GitHubConfig"]
+__all__ = ["ForgeConfig", "GitHubConfig", "git_auth"]
 
 GITHUB_API = "https://api.github.com"
 
@@ -81,3 +81,8 @@ class ForgeConfig(BaseModel):
         if urlsplit(remote_url).hostname != self.github.git_host():
             return None
         return GitAuth(token, remote_url)
+
+
+def git_auth(config: ForgeConfig, remote_url: str) -> GitAuth | None:
+    """``config.git_auth(remote_url)``: the token git gets for that remote, or None."""
+    return config.git_auth(remote_url)

@@ -1,0 +1,33 @@
+"""Choosing a forge by name; the concrete class is imported when chosen."""
+
+from __future__ import annotations
+
+from golem.core.errors import ConfigError
+from golem.forge.config import ForgeConfig
+from golem.forge.contracts import Forge, PullRequestStore
+
+__all__ = ["FORGES", "make_forge"]
+
+FORGES = ("github", "local")
+
+
+def make_forge(
+    name: str | None, config: ForgeConfig, store: PullRequestStore | None = None
+) -> Forge:
+    """The forge called ``name`` (None: ``config.provider``): ``github`` (its token from
+    ``config.github.token_env``) or ``local`` (pull requests kept in ``store``)."""
+    chosen = name or config.provider
+    if chosen == "github":
+        from golem.forge.github import GitHubForge  # noqa: PLC0415 (httpx only when chosen)
+
+        return GitHubForge(config.github, labels=config.labels)
+    if chosen == "local":
+        if store is None:
+            raise ConfigError(
+                "the local forge keeps pull requests in golem's store: give make_forge one "
+                "(golem.forge.MemoryPullRequestStore for tests and demos)"
+            )
+        from golem.forge.local import LocalForge  # noqa: PLC0415
+
+        return LocalForge(store, labels=config.labels)
+    raise ConfigError(f"no forge called {chosen!r}: choose one of {', '.join(FORGES)}")

@@ -1,0 +1,117 @@
+"""The ``local`` forge: issues from files, pull requests and comments kept in golem's store.
+
+Nothing leaves the machine: a pull request is a record (title, body, branches, labels,
+the diff and each check's result) numbered per repository, with a url like
+``golem://local/<repo>/pulls/<n>``; ``golem prs ls|show`` reads them back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+from golem.forge.contracts import (
+    CheckResult,
+    ForgeComment,
+    Issue,
+    PullRequest,
+    PullRequestDraft,
+    PullRequestStore,
+)
+from golem.forge.errors import ForgeRequestRejected, PullRequestExists
+from golem.forge.issue_files import read_issue_file
+
+__all__ = ["LocalForge", "comment_target", "local_pull_request_url"]
+
+
+def local_pull_request_url(repo: str, number: int | str = "{number}") -> str:
+    """``golem://local/<repo>/pulls/<number>`` (``{number}`` until the store numbers it)."""
+    return f"golem://local/{quote(repo.strip('/'), safe='/:@')}/pulls/{number}"
+
+
+def comment_target(issue: Issue) -> str:
+    """What a comment on ``issue`` is filed under: ``repo#number``, else its url."""
+    if issue.repo is not None and issue.number is not None:
+        return f"{issue.repo}#{issue.number}"
+    if issue.url is not None:
+        return issue.url
+    raise ForgeRequestRejected(
+        f"cannot comment on {issue.title!r}: it has neither a repository and number nor a "
+        "url; read it with fetch_issue first"
+    )
+
+
+class LocalForge:
+    """Issues from local files; pull requests and comments in ``store``.
+
+    ``labels`` are added to every pull request; relative issue paths are read from
+    ``base_dir`` (default: the current directory).
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        store: PullRequestStore,
+        *,
+        labels: Sequence[str] = (),
+        base_dir: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.labels = list(labels)
+        self.base_dir = base_dir
+
+    async def fetch_issue(self, ref: str) -> Issue:
+        """The issue in file ``ref``: markdown (``# Title`` then the body), or YAML or
+        JSON with title, body, comments and labels."""
+        path = Path(ref).expanduser()
+        if self.base_dir is not None and not path.is_absolute():
+            path = self.base_dir / path
+        return read_issue_file(path)
+
+    async def open_pull_request(
+        self, draft: PullRequestDraft, *, diff: str = "", checks: list[CheckResult] | None = None
+    ) -> PullRequest:
+        """Record a pull request with its diff and checks. Like GitHub, refuses a second
+        one for the same branch (``PullRequestExists`` with ``existing``)."""
+        for existing in self.store.list_pull_requests(draft.repo):
+            if existing.head == draft.head:
+                raise PullRequestExists(
+                    f"a pull request for {draft.head} of {draft.repo} is already open: "
+                    f"{existing.url}; update it, or push to a new branch",
+                    existing=existing,
+                )
+        labels = [*self.labels, *(x for x in draft.labels if x not in self.labels)]
+        pr = PullRequest(
+            provider=self.name,
+            number=0,
+            url=local_pull_request_url(draft.repo),
+            repo=draft.repo,
+            base=draft.base,
+            head=draft.head,
+            title=draft.title,
+            body=draft.body,
+            draft=draft.draft,
+            labels=labels,
+            diff=diff,
+            checks=list(checks or []),
+            issue=draft.issue,
+        )
+        return self.store.add_pull_request(pr)
+
+    async def comment(self, issue: Issue, body: str) -> None:
+        """Record a comment on an issue, or on a pull request (``PullRequest.as_issue()``)."""
+        self.store.add_comment(ForgeComment(target=comment_target(issue), body=body))
+
+    def pull_requests(self, repo: str | None = None) -> list[PullRequest]:
+        """The recorded pull requests, newest first (of one repository, when given)."""
+        return self.store.list_pull_requests(repo)
+
+    def pull_request(self, repo: str, number: int) -> PullRequest | None:
+        """One recorded pull request, or None."""
+        return self.store.get_pull_request(repo, number)
+
+    def comments(self, issue: Issue | None = None) -> list[ForgeComment]:
+        """Recorded comments, oldest first (on one issue or pull request, when given)."""
+        return self.store.list_comments(None if issue is None else comment_target(issue))
