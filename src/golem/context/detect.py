@@ -87,7 +87,7 @@ def _nothing(repo: Path) -> str:
             "no commands found: no .golem.toml, pyproject.toml, package.json, Makefile, "
             "tox.ini or noxfile.py"
         )
-    return f"no commands found: no .golem.toml, and {', '.join(seen)} name no command"
+    return f"no commands found: no .golem.toml, and none in {', '.join(seen)}"
 
 
 def _text(repo: Path, name: str) -> str | None:

@@ -9,11 +9,16 @@ budget, detail goes in this order, each step only as far as needed:
 2. the definitions themselves (the file name stays);
 3. whole directories, collapsed to one line ``name/ (N files)``, deepest first.
 
-Within a step, the least relevant files go first: those outside the working directory
-before those inside, files whose path and definitions share no word with the task before
-those that do, deeper before shallower, then by path. Files the task names (``keep``) and
-the directories holding them are never cut. The idea comes from aider's repo map, which
-ranks definitions by references; this one ranks by cheap, predictable signals instead.
+Within steps 1 and 2, the least relevant files go first: files whose path and definitions
+share fewer words with the task, then files outside the working directory, deeper before
+shallower, then by path. In step 3, directories outside the working directory go before
+those inside it. Files the task names (``keep``) and the directories holding them are cut
+last: only when everything else is down to collapsed directories do their members, then
+their definitions go (hydration gives these files' text anyway). A map still over the
+budget after that says so (``fits``).
+
+The idea comes from aider's repo map, which ranks definitions by how often they are
+referenced; this one ranks by cheap signals that are easy to predict instead.
 """
 
 from __future__ import annotations
@@ -115,8 +120,10 @@ def build_repo_map(
     budget = budget_tokens * BYTES_PER_TOKEN - _size(_frame(len(paths), []))
     total = _subtree_costs(root, {})
     left_out: list[str] = []
-    total = _reduce_files(files, total, budget, left_out)
+    total = _reduce_files([item for item in files if not item.kept], total, budget, left_out)
     total = _collapse_dirs(root, files, workdir, total, budget, left_out)
+    named = [item for item in files if item.kept]  # the last resort: given whole elsewhere
+    total = _reduce_files(named, total, budget, left_out, whose="named ")
     text = "\n".join(_frame(len(paths), _render(root)))
     return RepoMap(text, estimate_tokens(text), len(paths), tuple(left_out), total <= budget)
 
@@ -169,8 +176,10 @@ def _tree(files: list[_File]) -> _Dir:
     return root
 
 
-def _reduce_files(files: list[_File], total: int, budget: int, left_out: list[str]) -> int:
-    order = sorted((item for item in files if not item.kept), key=lambda item: item.rank)
+def _reduce_files(
+    files: list[_File], total: int, budget: int, left_out: list[str], *, whose: str = ""
+) -> int:
+    order = sorted(files, key=lambda item: item.rank)
     for level, what in ((1, "class members"), (0, "definitions")):
         cut = 0
         for item in order:
@@ -181,7 +190,7 @@ def _reduce_files(files: list[_File], total: int, budget: int, left_out: list[st
                 cut += 1
             item.level = min(item.level, level)
         if cut:
-            left_out.append(f"repo map: {what} in {cut} file{'s' * (cut != 1)}")
+            left_out.append(f"repo map: {what} in {cut} {whose}file{'s' * (cut != 1)}")
     return total
 
 
