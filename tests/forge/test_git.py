@@ -337,3 +337,51 @@ async def test_git_missing_from_the_host_is_a_clear_error(origin: Path, tmp_path
 def test_shutil_finds_git() -> None:
     assert shutil.which("git") is not None
     assert stat.S_ISREG(Path(shutil.which("git") or "").stat().st_mode)
+
+
+async def test_a_clone_url_with_a_token_in_it_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match="carries a password or token") as caught:
+        await GitRepo.clone("https://x-access-token:ghp_secret@github.com/o/r.git", tmp_path / "w")
+    assert "ghp_secret" not in str(caught.value)
+
+
+async def test_a_diff_against_an_unknown_base_says_to_fetch_it(
+    origin: Path, tmp_path: Path
+) -> None:
+    repo = await GitRepo.clone(origin, tmp_path / "work")
+
+    with pytest.raises(GitError, match="no such branch or commit: fetch it"):
+        await repo.diff("origin/nope")
+
+
+async def test_a_stale_index_lock_says_how_to_clear_it(origin: Path, tmp_path: Path) -> None:
+    repo = await GitRepo.clone(origin, tmp_path / "work")
+    (repo.path / ".git" / "index.lock").write_text("")
+    (repo.path / "a.txt").write_text("a\n")
+
+    with pytest.raises(GitError, match=r"delete \.git/index\.lock"):
+        await repo.commit_all("a", *AUTHOR)
+
+
+async def test_a_git_that_hangs_is_stopped_with_its_children(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    hanging = tmp_path / "hanging-git"
+    hanging.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
+    hanging.chmod(0o755)
+
+    with pytest.raises(GitError, match=r"took longer than 0\.5 s"):
+        await GitRepo.clone(
+            "https://example.invalid/r.git", tmp_path / "w", git=str(hanging), timeout=0.5
+        )
+
+    # No pid file: git was stopped before its child started, so nothing was left behind.
+    assert not pid_file.exists() or not _running(int(pid_file.read_text()))
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is alive (a zombie waiting for its reaper is not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from golem.forge.auth import GitAuth
 from golem.forge.diffstat import DiffStat, parse_numstat, parse_status_paths
@@ -67,6 +68,12 @@ class GitRepo:
         which must not exist or be empty; ``branch`` checks out that branch. Local
         sources are copied, never hard-linked: the box may write the clone's objects."""
         repo = cls(dest, auth=auth, git=git, timeout=timeout)
+        if urlsplit(str(source)).password is not None:
+            raise GitError(
+                "the clone URL carries a password or token, which would be kept in "
+                ".git/config and shown in process lists: clone the plain URL and give the "
+                "token through the forge's token_env (token_for_git) or a credential helper"
+            )
         local = Path(source).expanduser()
         is_local = not _looks_like_url(str(source)) and local.exists()
         args = ["clone", "--quiet", "--no-hardlinks"]

@@ -116,7 +116,7 @@ def git_environment(
         env.pop(name, None)
     entries = list(PROTECTIVE_CONFIG) + list(config)
     entries += [("safe.directory", str(path)) for path in safe_directories]
-    count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    count = int(env["GIT_CONFIG_COUNT"]) if env.get("GIT_CONFIG_COUNT", "").isdigit() else 0
     for key, value in entries:
         env[f"GIT_CONFIG_KEY_{count}"] = key
         env[f"GIT_CONFIG_VALUE_{count}"] = value
@@ -215,14 +215,26 @@ REMOTE_ADVICE = {
 }
 
 
+LOCAL_ADVICE = (
+    ("index.lock", "another git process holds the index, or one was killed: if none is "
+     "running in this repository, delete .git/index.lock"),
+    ("unknown revision", "no such branch or commit: fetch it, or check its name"),
+    ("bad revision", "no such branch or commit: fetch it, or check its name"),
+    ("not a git repository", "this directory is not a git repository: clone one there first"),
+)  # fmt: skip
+
+
 def classify_failure(command: str, result: GitOutput, *, remote: bool = False) -> GitError:
     """The ``GitError`` that says what went wrong with ``command`` and what to do."""
-    kind, advice = _diagnose(result.stderr.lower()) if remote else (GitError, "")
+    lowered = result.stderr.lower()
+    kind, advice = _diagnose(lowered) if remote else (GitError, "")
+    if not advice:
+        advice = next((text for pattern, text in LOCAL_ADVICE if pattern in lowered), "")
     said = f"(git said: {_said(result.stderr)})"
     message = (
         f"{command}: {advice} {said}"
         if advice
-        else (f"{command} failed with exit code {result.returncode} {said}")
+        else f"{command} failed with exit code {result.returncode} {said}"
     )
     return kind(message, command=command, returncode=result.returncode, output=result.stderr)
 
