@@ -37,6 +37,9 @@ class OutputParser:
     usage, cost, the last thing the agent said) and reads nothing: plain text CLIs use it
     as it is; JSON-lines readers override ``on_json``."""
 
+    reads_json = False
+    """Whether standard output is JSON lines (else every line is text, JSON-looking or not)."""
+
     def __init__(self) -> None:
         self.turns = 0
         self.usage = Usage()
@@ -50,8 +53,10 @@ class OutputParser:
         self._tools_done = False
 
     def feed(self, line: str) -> list[AgentEvent]:
-        """Golem events for one line of standard output (none for a line that is not a
-        JSON object)."""
+        """Golem events for one line of standard output: JSON objects go to ``on_json``
+        when the CLI prints JSON lines, anything else to ``on_text``."""
+        if not self.reads_json:
+            return self.on_text(line)
         try:
             value = json.loads(line)
         except ValueError:

@@ -56,6 +56,8 @@ def _model_usage(value: Any) -> Usage | None:
 class ClaudeParser(OutputParser):
     """Maps stream-json onto golem's events."""
 
+    reads_json = True
+
     def __init__(self) -> None:
         super().__init__()
         self._message_id: str | None = None  # the assistant message of the current turn

@@ -57,6 +57,8 @@ def _observation(item: dict[str, Any]) -> tuple[str, bool]:
 class CodexParser(OutputParser):
     """Maps codex's JSON events onto golem's."""
 
+    reads_json = True
+
     def __init__(self) -> None:
         super().__init__()
         self._in_turn = False  # the current model reply has produced items already

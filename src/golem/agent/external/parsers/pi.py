@@ -40,6 +40,8 @@ def _usage_of(value: Any) -> tuple[Usage, float]:
 class PiParser(OutputParser):
     """Maps pi's session events onto golem's."""
 
+    reads_json = True
+
     def __init__(self) -> None:
         super().__init__()
         self._error = ""  # the last reply's error, when pi stopped on one
