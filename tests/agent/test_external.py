@@ -545,3 +545,12 @@ async def test_a_template_that_needs_a_model_says_so(tmp_path: Path) -> None:
     async with open_box(external_config(tmp_path, [])) as box:
         with pytest.raises(ConfigError, match="uses \\{model\\}, but no model was given"):
             await ExternalAgent(template).run(box, "Go")
+
+
+def test_the_package_exports_every_name_it_lists_and_every_builtin_and_parser() -> None:
+    from golem.agent import external
+
+    for name in external.__all__:
+        assert getattr(external, name) is not None
+    assert set(external.BUILTINS) == {"claude", "codex", "pi", "aider", "goose"}
+    assert {t.output for t in external.BUILTINS.values()} <= set(external.PARSERS)
