@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import tomllib
+from pathlib import Path
+
 import pytest
 
 import golem.forge
@@ -76,3 +80,13 @@ def test_every_public_name_is_exported() -> None:
     for name in golem.forge.__all__:
         assert getattr(golem.forge, name) is not None
     assert sorted(golem.forge.__all__) == sorted(set(golem.forge.__all__))
+
+
+def test_the_documented_forge_section_is_the_default() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "forge.md").read_text()
+    block = re.search(r"```toml\n(\[forge\].*?)```", text, re.DOTALL)
+    assert block is not None
+
+    documented = ForgeConfig.model_validate(tomllib.loads(block[1])["forge"])
+
+    assert documented == ForgeConfig()
