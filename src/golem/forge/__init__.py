@@ -6,8 +6,8 @@
 
 from typing import TYPE_CHECKING
 
-from golem.forge.auth import GitAuth
-from golem.forge.config import ForgeConfig, GitHubConfig, git_auth
+from golem.forge.auth import GitAuth, git_auth
+from golem.forge.config import ForgeConfig, GitHubConfig
 from golem.forge.contracts import (
     CheckResult,
     Forge,

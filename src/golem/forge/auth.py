@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from golem.core.errors import ConfigError
+from golem.forge.config import ForgeConfig
 
-__all__ = ["MASK", "GitAuth", "mask", "origin_of"]
+__all__ = ["MASK", "GitAuth", "git_auth", "mask", "origin_of"]
 
 MASK = "***"
 
@@ -86,3 +87,15 @@ def mask(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
+
+
+def git_auth(config: ForgeConfig, remote_url: str) -> GitAuth | None:
+    """The token git gets for ``remote_url``: GitHub's, when ``token_for_git`` is set,
+    the token is there and the remote is on GitHub's host (``api_url``'s, or github.com
+    for api.github.com); else None, and the host's own credentials answer."""
+    token = config.github.token()
+    if not config.github.token_for_git or token is None:
+        return None
+    if urlsplit(remote_url).hostname != config.github.git_host():
+        return None
+    return GitAuth(token, remote_url)

@@ -1,4 +1,7 @@
-"""Configuration of the forges and of git on the host (``[forge]`` in golem.toml)."""
+"""Configuration of the forges and of git on the host (``[forge]`` in golem.toml).
+
+Plain pydantic models with no import from the rest of golem, so that they can live in
+``golem.core`` beside the other sections of ``GolemConfig``."""
 
 from __future__ import annotations
 
@@ -8,9 +11,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from golem.forge.auth import GitAuth
-
-__all__ = ["ForgeConfig", "GitHubConfig", "git_auth"]
+__all__ = ["ForgeConfig", "GitHubConfig"]
 
 GITHUB_API = "https://api.github.com"
 
@@ -70,19 +71,3 @@ class ForgeConfig(BaseModel):
     )
     git_timeout: float = Field(600.0, gt=0, description="Seconds one git command may take.")
     github: GitHubConfig = Field(default_factory=GitHubConfig)
-
-    def git_auth(self, remote_url: str) -> GitAuth | None:
-        """The token git gets for ``remote_url``: GitHub's, when ``token_for_git`` is set,
-        the token is there and the remote is on GitHub's host (``api_url``'s, or
-        github.com for api.github.com); else None, and the host's credentials answer."""
-        token = self.github.token()
-        if not self.github.token_for_git or token is None:
-            return None
-        if urlsplit(remote_url).hostname != self.github.git_host():
-            return None
-        return GitAuth(token, remote_url)
-
-
-def git_auth(config: ForgeConfig, remote_url: str) -> GitAuth | None:
-    """``config.git_auth(remote_url)``: the token git gets for that remote, or None."""
-    return config.git_auth(remote_url)
