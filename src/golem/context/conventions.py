@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from golem.context.contracts import RepoConventions
 from golem.context.detect import detect_conventions
-from golem.context.files import file_in_repo
+from golem.context.files import file_in_repo, read_bytes
 from golem.core import ConfigError
 
 __all__ = ["CONVENTIONS_FILE", "ConventionsFile", "load_conventions"]
@@ -104,7 +104,10 @@ def load_conventions(repo: str | os.PathLike[str]) -> RepoConventions:
 
 def _parse(path: Path, real: Path) -> ConventionsFile:
     fix = "Fix it (its format is in docs/context.md), or remove it to let golem detect them."
-    data = real.read_bytes()[: MAX_FILE_BYTES + 1]
+    read = read_bytes(real, MAX_FILE_BYTES + 1)
+    if read is None:
+        raise ConfigError(f"{path} cannot be read. {fix}")
+    data = read[0]
     if len(data) > MAX_FILE_BYTES:
         raise ConfigError(f"{path} is larger than {MAX_FILE_BYTES} bytes. {fix}")
     try:

@@ -21,7 +21,9 @@ __all__ = [
     "SKIPPED_DIRS",
     "FileText",
     "file_in_repo",
+    "file_under",
     "list_repo_files",
+    "read_bytes",
     "read_text",
     "relative_workdir",
 ]
@@ -74,27 +76,28 @@ def relative_workdir(repo: Path, workdir: str | os.PathLike[str]) -> str:
 def file_in_repo(repo: Path, rel: str) -> Path | None:
     """The real path of the regular file ``rel`` of ``repo``, or None when it does not
     exist, is not a regular file, or (through a symlink or ``..``) lies outside the repo."""
-    root = repo.resolve()
-    candidate = root / rel
+    return file_under(os.path.realpath(repo), rel)
+
+
+def file_under(root: str, rel: str) -> Path | None:
+    """``file_in_repo`` for a repository whose real path ``root`` is already known."""
+    real = os.path.realpath(os.path.join(root, rel))
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        return None
     try:
-        real = candidate.resolve(strict=True)
-        mode = real.stat().st_mode
-    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        mode = os.stat(real).st_mode
+    except (OSError, ValueError):
         return None
-    if not real.is_relative_to(root) or not stat.S_ISREG(mode):
-        return None
-    return real
+    return Path(real) if stat.S_ISREG(mode) else None
 
 
 def read_text(path: Path, max_bytes: int) -> FileText | None:
     """At most ``max_bytes`` of ``path`` as text (cut on a line boundary when capped), or
     None for a binary file (a NUL byte in its first 8 KiB) or one that cannot be read."""
-    try:
-        with path.open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            data = handle.read(max_bytes + 1)
-    except OSError:
+    read = read_bytes(path, max_bytes + 1)
+    if read is None:
         return None
+    data, size = read
     if b"\0" in data[:8192]:
         return None
     truncated = len(data) > max_bytes
@@ -107,12 +110,32 @@ def read_text(path: Path, max_bytes: int) -> FileText | None:
     return FileText(text=text, size=max(size, len(data)), truncated=truncated)
 
 
+def read_bytes(path: Path, max_bytes: int) -> tuple[bytes, int] | None:
+    """At most ``max_bytes`` of the regular file ``path``, and its size; None when it
+    cannot be read or is not a regular file."""
+    # Opened without following a symlink or blocking on a FIFO, then checked again: the
+    # file may have been swapped since ``file_in_repo`` looked at it.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        try:
+            return handle.read(max_bytes), info.st_size
+        except OSError:
+            return None
+
+
 def list_repo_files(repo: Path) -> list[str]:
     """The repository's files as sorted POSIX paths relative to ``repo``: what git tracks
-    plus untracked files it does not ignore when ``repo`` is in a git work tree, otherwise a
-    walk that skips hidden directories; vendored and generated files left out either way."""
+    plus untracked files it does not ignore when ``repo`` is in a git work tree (and git
+    lists anything), otherwise a walk that skips hidden directories; vendored and generated
+    files left out either way."""
     listed = _git_files(repo)
-    if listed is None:
+    if not listed:  # not in a work tree, or one that ignores all of this directory
         listed = _walk_files(repo)
     kept = [path for path in listed if not _skipped(path)]
     return sorted(set(kept))[:MAX_FILES]

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from golem.context.files import file_in_repo, list_repo_files, read_text
+from golem.context.files import file_under, list_repo_files, read_text
 from golem.context.outline import OUTLINED_SUFFIXES, Definition, outline
 from golem.context.tokens import BYTES_PER_TOKEN, estimate_tokens
 
@@ -67,6 +67,11 @@ class _File:
     kept: bool
     rank: tuple[bool, int, bool, int, str] = (False, 0, False, 0, "")
     level: int = 2  # 2: definitions and members, 1: definitions, 0: the name only
+    costs: tuple[int, ...] = ()
+
+    def define(self, definitions: list[Definition]) -> None:
+        self.definitions = definitions
+        self.costs = ()
 
     def lines(self, level: int | None = None) -> list[str]:
         level = self.level if level is None else level
@@ -78,7 +83,9 @@ class _File:
         return out
 
     def cost(self, level: int | None = None) -> int:
-        return _size(self.lines(level))
+        if not self.costs:
+            self.costs = tuple(_size(self.lines(each)) for each in (0, 1, 2))
+        return self.costs[self.level if level is None else level]
 
 
 @dataclass
@@ -112,15 +119,17 @@ def build_repo_map(
     """The map of ``repo`` within ``budget_tokens`` (estimated), keeping the files in
     ``keep`` in full; ``workdir`` and the words of ``mentions`` (the task) rank the rest."""
     paths = list_repo_files(Path(repo))
-    files = _read_files(Path(repo), paths, set(keep))
     words = {word.lower() for word in WORD.findall(mentions)}
-    for item in files:
-        item.rank = _rank(item, words, workdir)
+    files = [_File(path, path.count("/"), [], path in keep) for path in paths]
     root = _tree(files)
     budget = budget_tokens * BYTES_PER_TOKEN - _size(_frame(len(paths), []))
+    unread = _read_outlines(Path(repo), files, words, workdir, budget - _subtree_costs(root, {}))
+    for item in files:
+        item.rank = _rank(item, words, workdir)
     total = _subtree_costs(root, {})
     left_out: list[str] = []
-    total = _reduce_files([item for item in files if not item.kept], total, budget, left_out)
+    others = [item for item in files if not item.kept]
+    total = _reduce_files(others, total, budget, left_out, unread=unread)
     total = _collapse_dirs(root, files, workdir, total, budget, left_out)
     named = [item for item in files if item.kept]  # the last resort: given whole elsewhere
     total = _reduce_files(named, total, budget, left_out, whose="named ")
@@ -136,27 +145,44 @@ def _frame(count: int, body: list[str]) -> list[str]:
     return ["```text", LEGEND.format(count=count), *body, "```"]
 
 
-def _read_files(repo: Path, paths: list[str], keep: set[str]) -> list[_File]:
-    files = [_File(path, path.count("/"), [], path in keep) for path in paths]
-    outlined = [item for item in files if PurePosixPath(item.path).suffix in OUTLINED_SUFFIXES]
-    outlined.sort(key=lambda item: (not item.kept, item.depth, item.path))
-    read = 0
-    for item in outlined:
-        real = file_in_repo(repo, item.path)
-        if real is None or read > OUTLINE_READ_BYTES:
+def _read_outlines(repo: Path, files: list[_File], words: set[str], workdir: str, room: int) -> int:
+    """Outline source files, named ones first, then by how relevant their path looks, until
+    the outlines could fill twice the room the bare tree leaves (the rest would be cut
+    anyway); how many were left unread."""
+    root = os.path.realpath(repo)
+    candidates = [item for item in files if PurePosixPath(item.path).suffix in OUTLINED_SUFFIXES]
+    candidates.sort(
+        key=lambda item: (
+            not item.kept,
+            -len(_path_words(item.path) & words),
+            bool(workdir) and not item.path.startswith(f"{workdir}/"),
+            item.depth,
+            item.path,
+        )
+    )
+    spent = read = unread = 0
+    for item in candidates:
+        if not item.kept and (spent > 2 * room or read > OUTLINE_READ_BYTES):
+            unread += 1
             continue
-        text = read_text(real, OUTLINE_MAX_BYTES)
+        real = file_under(root, item.path)
+        text = read_text(real, OUTLINE_MAX_BYTES) if real is not None else None
         if text is None or text.truncated:
             continue
         read += text.size
-        item.definitions = outline(item.path, text.text)
-    return files
+        item.define(outline(item.path, text.text))
+        spent += item.cost(2) - item.cost(0)
+    return unread
+
+
+def _path_words(path: str) -> set[str]:
+    return {word.lower() for word in WORD.findall(path)}
 
 
 def _rank(item: _File, words: set[str], workdir: str) -> tuple[bool, int, bool, int, str]:
     """Sorts least relevant first: kept last, then by shared words, working directory,
     depth (deeper first), path."""
-    own = {PurePosixPath(item.path).stem.lower()}
+    own = _path_words(item.path)
     for definition in item.definitions:
         own.update(word.lower() for word in WORD.findall(definition.signature))
     in_workdir = not workdir or item.path.startswith(f"{workdir}/")
@@ -177,11 +203,19 @@ def _tree(files: list[_File]) -> _Dir:
 
 
 def _reduce_files(
-    files: list[_File], total: int, budget: int, left_out: list[str], *, whose: str = ""
+    files: list[_File],
+    total: int,
+    budget: int,
+    left_out: list[str],
+    *,
+    whose: str = "",
+    unread: int = 0,
 ) -> int:
+    """Lower files' detail, least relevant first, until ``total`` fits ``budget``; files
+    left ``unread`` by ``_read_outlines`` count as files whose definitions were cut."""
     order = sorted(files, key=lambda item: item.rank)
     for level, what in ((1, "class members"), (0, "definitions")):
-        cut = 0
+        cut = unread if level == 0 else 0
         for item in order:
             if total <= budget:
                 break
