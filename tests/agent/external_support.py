@@ -14,6 +14,7 @@ from typing import Any
 
 import docker
 
+from golem.agent.external import ExternalEvent, ExternalOutput
 from golem.core import GolemConfig, ImageRecipe, load_config
 from golem.sandbox import Box, BoxSpec, Engine
 from golem.sandbox.image_build import build_image
@@ -27,6 +28,8 @@ __all__ = [
     "cli_image",
     "cli_spec",
     "external_config",
+    "lines",
+    "of_type",
     "open_box",
     "openai_credential",
 ]
@@ -142,3 +145,13 @@ async def open_box(
         engine.session(cli_spec(engine, *servers, **changes)) as box,
     ):
         yield box
+
+
+def of_type(events: list[ExternalEvent], kind: type[Any]) -> list[Any]:
+    """The events of one type."""
+    return [e for e in events if isinstance(e, kind)]
+
+
+def lines(events: list[ExternalEvent], stream: str) -> list[str]:
+    """The lines of one stream (stdout, stderr, golem), in order."""
+    return [e.line for e in events if isinstance(e, ExternalOutput) and e.stream == stream]
