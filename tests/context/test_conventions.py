@@ -279,3 +279,17 @@ def test_broken_build_files_are_passed_over(make_repo: MakeRepo) -> None:
     assert load_conventions(repo) == RepoConventions(
         source="no commands found: no .golem.toml, and none in package.json, pyproject.toml"
     )
+
+
+def test_the_golem_toml_example_in_the_docs_loads(make_repo: MakeRepo) -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "context.md").read_text()
+    example = docs.split("```toml\n", 1)[1].split("```", 1)[0]
+    repo = make_repo({".golem.toml": example})
+
+    assert load_conventions(repo) == RepoConventions(
+        setup=["python3 -m pip install -e '.[dev]'"],
+        lint=["ruff check .", "mypy"],
+        test=["python3 -m pytest -q"],
+        image="golem/python:3.11",
+        source="from .golem.toml",
+    )
