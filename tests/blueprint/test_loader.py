@@ -70,6 +70,9 @@ def test_a_blueprint_file_loads_with_its_edges(tmp_path: Path) -> None:
         (GOOD.replace("run: [make test]", "run: []"), "give either check or run"),
         ("name: x\nnodes: [\n", "bp.yaml:3: not valid YAML"),
         ("- just\n- a list\n", "bp.yaml:1: a blueprint is a mapping"),
+        ("box: {secrets: {T: x}}\n" + GOOD, "bp.yaml:1: box: box.secrets would keep secret values"),
+        ("box: {workspace: /x}\n" + GOOD, "box.workspace is set by the run itself"),
+        ("box: {memroy: 1g}\n" + GOOD, "box.memroy is not a box setting"),
     ],
 )  # fmt: skip
 def test_mistakes_name_the_file_and_line(text: str, expected: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from golem.blueprint.events import NodeStarted, RunNote
 from golem.blueprint.state import GateState, RunRequest, RunState
 from golem.core import load_config
-from golem.forge import CheckResult, PullRequest
+from golem.forge import CheckResult, ForgeComment, PullRequest
 from golem.service.store import SqlStore, StoreError, database_url
 
 
@@ -110,6 +110,14 @@ def test_pull_requests_are_numbered_per_repository(store: SqlStore) -> None:
     assert found is not None
     assert found.checks[0].passed
     assert store.get_pull_request("a", 9) is None
+
+
+def test_comments_are_kept_per_target_oldest_first(store: SqlStore) -> None:
+    store.add_comment(ForgeComment(target="a#1", body="first", created=1.0))
+    store.add_comment(ForgeComment(target="b#2", body="elsewhere", created=2.0))
+    store.add_comment(ForgeComment(target="a#1", body="second", created=3.0))
+    assert [c.body for c in store.list_comments("a#1")] == ["first", "second"]
+    assert len(store.list_comments()) == 3
 
 
 def test_opening_an_existing_database_again_keeps_its_data(tmp_path: Path) -> None:

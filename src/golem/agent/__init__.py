@@ -14,6 +14,7 @@ from golem.agent.events import (
     AgentFinished,
     AgentOutcome,
     AgentStarted,
+    ExternalOutput,
     ModelAnswered,
     ModelCalled,
     ModelDelta,
@@ -21,6 +22,7 @@ from golem.agent.events import (
     ToolFinished,
     ToolStarted,
 )
+from golem.agent.external import ExternalAgent, ExternalTemplate
 from golem.agent.loop import Agent, EventSink
 from golem.agent.messages import (
     Message,
@@ -47,6 +49,9 @@ __all__ = [
     "BudgetMeter",
     "DeltaSink",
     "EventSink",
+    "ExternalAgent",
+    "ExternalOutput",
+    "ExternalTemplate",
     "Message",
     "Model",
     "ModelAnswered",

@@ -21,10 +21,12 @@ __all__ = [
     "AgentFinished",
     "AgentOutcome",
     "AgentStarted",
+    "ExternalOutput",
     "ModelAnswered",
     "ModelCalled",
     "ModelDelta",
     "OutcomeStatus",
+    "OutputStream",
     "ToolFinished",
     "ToolStarted",
 ]
@@ -109,6 +111,19 @@ class ToolFinished(_AgentEvent):
     duration: float
 
 
+OutputStream = Literal["stdout", "stderr", "golem"]
+"""Where an external agent's line came from: its standard output or error, or golem itself
+(the command it ran, egress refusals, why it stopped the CLI)."""
+
+
+class ExternalOutput(_AgentEvent):
+    """One line an external CLI agent printed, as it arrived (secrets masked by the box)."""
+
+    type: Literal["external_output"] = "external_output"
+    stream: OutputStream
+    line: str
+
+
 class AgentFinished(_AgentEvent):
     """The run's outcome."""
 
@@ -118,7 +133,7 @@ class AgentFinished(_AgentEvent):
 
 AgentEvent = Annotated[
     AgentStarted | ModelCalled | ModelDelta | ModelAnswered | ToolStarted | ToolFinished
-    | AgentFinished,
+    | ExternalOutput | AgentFinished,
     Field(discriminator="type"),
 ]  # fmt: skip
-"""Any event of an agent run."""
+"""Any event of an agent run (the built-in loop's, or an external CLI agent's)."""

@@ -108,6 +108,10 @@ class Agent:
         )
         try:
             stop = await self._work(box, system, task, meter)
+        except BaseException:  # cancelled: the trajectory keeps what happened so far
+            if writer is not None:
+                writer.close()
+            raise
         finally:
             if writer is not None:
                 self._sinks.remove(writer)

@@ -89,7 +89,7 @@ def _line(lines: dict[Path_, int], path: Path_) -> int:
 def _explain(exc: ValidationError, origin: str, lines: dict[Path_, int], data: Any) -> str:
     problems = []
     for error in exc.errors():
-        path = tuple(p for p in error["loc"] if p not in _KINDS)
+        path = _without_tag(tuple(error["loc"]))
         line = _line(lines, path)
         message = error["msg"].removeprefix("Value error, ")
         node_id = _node_id_in(message, data)
@@ -103,6 +103,13 @@ def _explain(exc: ValidationError, origin: str, lines: dict[Path_, int], data: A
 
 
 _KINDS = ("host", "box", "agent", "gate", "loop")
+
+
+def _without_tag(loc: Path_) -> Path_:
+    """pydantic puts the union's tag after a node's index (nodes.2.box.run): drop it."""
+    if len(loc) > 2 and loc[0] == "nodes" and isinstance(loc[1], int) and loc[2] in _KINDS:
+        return (*loc[:2], *loc[3:])
+    return loc
 
 
 def _node_id_in(message: str, data: Any) -> int | None:

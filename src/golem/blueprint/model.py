@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golem.agent.budget import Budget
+from golem.core.spec import BoxSpec
 
 __all__ = [
     "END",
@@ -147,10 +148,32 @@ class Blueprint(BaseModel):
         description="For the whole run: every agent step draws on it.",
     )
     box: dict[str, object] = Field(
-        default_factory=dict, description="BoxSpec fields for the run's box (memory, network...)."
+        default_factory=dict,
+        description="BoxSpec fields for the run's box (memory, network, egress, image...), "
+        "and secrets_env: host variables whose values the box gets as masked secrets.",
     )
     max_steps: int = Field(100, ge=1, description="Nodes a run may execute, cycles included.")
     nodes: list[Node] = Field(min_length=1)
+
+    @field_validator("box")
+    @classmethod
+    def _box_fields(cls, box: dict[str, object]) -> dict[str, object]:
+        if "secrets" in box:
+            raise ValueError(
+                "box.secrets would keep secret values in the blueprint (and in every run's "
+                "state): name host environment variables in box.secrets_env instead"
+            )
+        managed = {"workspace", "workdir", "labels"} & box.keys()
+        if managed:
+            raise ValueError(f"box.{sorted(managed)[0]} is set by the run itself; leave it out")
+        known = set(BoxSpec.model_fields) | {"secrets_env"}
+        unknown = sorted(set(box) - known)
+        if unknown:
+            raise ValueError(f"box.{unknown[0]} is not a box setting (see BoxSpec)")
+        names = box.get("secrets_env", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("box.secrets_env is a list of environment variable names")
+        return box
 
     @model_validator(mode="after")
     def _graph_is_sound(self) -> Blueprint:

@@ -36,7 +36,9 @@ class RunRequest(BaseModel):
     issue: str | None = Field(None, description="An issue URL, owner/name#N, or a file.")
     blueprint: str = Field("minion", description="A built-in blueprint or a YAML file.")
     model: str | None = Field(None, description="provider/model; default: [models] default.")
-    forge: Literal["github", "local"] = "local"
+    forge: Literal["github", "local"] | None = Field(
+        None, description="Where the PR goes; default: [forge] provider."
+    )
     budget_usd: float | None = Field(None, gt=0, description="Dollars for the whole run.")
     base: str | None = Field(None, description="Base branch; default: the remote's default.")
 

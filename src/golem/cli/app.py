@@ -11,9 +11,13 @@ from rich.text import Text
 from golem import __version__
 from golem.cli import (
     agent_cmd,
+    blueprint_cmd,
     config_cmd,
     exec_cmd,
     image_cmd,
+    prs_cmd,
+    run_cmd,
+    runs_cmd,
     sessions_cmd,
     setup_cmd,
     shell_cmd,
@@ -34,10 +38,14 @@ app.command("exec")(exec_cmd.exec_command)
 app.command("shell")(shell_cmd.shell_command)
 app.command("prune")(sessions_cmd.prune_command)
 app.command("setup")(setup_cmd.setup_command)
+app.command("run")(run_cmd.run_command)
 app.command("agent")(agent_cmd.agent_command)
 app.add_typer(sessions_cmd.sessions_app, name="sessions")
 app.add_typer(config_cmd.config_app, name="config")
 app.add_typer(image_cmd.image_app, name="image")
+app.add_typer(runs_cmd.runs_app, name="runs")
+app.add_typer(prs_cmd.prs_app, name="prs")
+app.add_typer(blueprint_cmd.blueprint_app, name="blueprint")
 app.add_typer(trajectory_cmd.trajectory_app, name="trajectory")
 
 

@@ -9,6 +9,7 @@ from golem.agent.events import (
     AgentEvent,
     AgentFinished,
     AgentStarted,
+    ExternalOutput,
     ModelAnswered,
     ModelDelta,
     ToolFinished,
@@ -63,6 +64,9 @@ class AgentProgress:
         elif isinstance(event, ToolFinished):
             mark = "[red]✗[/]" if event.is_error else "[green]✓[/]"
             self.console.print(f"    {mark} {escape(first_line(event.output))}", highlight=False)
+        elif isinstance(event, ExternalOutput):
+            style = "dim" if event.stream != "golem" else "yellow"
+            self.console.print(f"  [{style}]{escape(event.line)}[/]", highlight=False)
         elif isinstance(event, AgentFinished):
             self._finished(event)
 

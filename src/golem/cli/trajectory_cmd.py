@@ -13,6 +13,7 @@ from golem.agent.events import (
     AgentEvent,
     AgentFinished,
     AgentStarted,
+    ExternalOutput,
     ModelAnswered,
     ModelCalled,
     ToolFinished,
@@ -74,6 +75,8 @@ def _render(console: Console, event: AgentEvent, limit: int | None) -> None:
         console.print(
             Panel(escape(_clip(event.output, limit)) or "(no output)", border_style=style)
         )
+    elif isinstance(event, ExternalOutput):
+        console.print(f"[dim]{event.stream}: {escape(event.line)}[/]")
     elif isinstance(event, AgentFinished):
         outcome = event.outcome
         console.rule(f"{outcome.status}", style="green" if outcome.status == "done" else "red")

@@ -31,6 +31,7 @@ from pydantic_settings import (
 )
 
 from golem.core.errors import ConfigError
+from golem.core.forge_config import ForgeConfig
 from golem.core.model_config import ModelsConfig
 from golem.core.network import Credential, NetworkConfig
 from golem.core.spec import BoxSpec
@@ -192,6 +193,7 @@ class GolemConfig(BaseSettings):
         default_factory=list, description="Images `golem setup` builds ([[images]])."
     )
     models: ModelsConfig = Field(default_factory=ModelsConfig)
+    forge: ForgeConfig = Field(default_factory=ForgeConfig)
     credentials: list[Credential] = Field(
         default_factory=list,
         description="Credentials the egress proxy adds for filtered boxes ([[credentials]]).",

@@ -339,7 +339,11 @@ class Engine:
         shape = live.shape
         if shape is None or not self.pool.enabled or live.client.lost is not None:
             await self._stop(live)
-        elif self.pool.config.strategy == "secure" and self.pool.wants(shape):
+            return
+        if live.record.labels:  # a pooled box belongs to no session: drop the last one's
+            live.record.labels = {}
+            self.registry.save(live.record)
+        if self.pool.config.strategy == "secure" and self.pool.wants(shape):
             self.pool.put_dirty(live)
         elif (
             self.pool.config.strategy == "fast"

@@ -13,11 +13,9 @@ import shlex
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
 
 from golem.agent.budget import Budget
 from golem.agent.events import (
-    AgentEvent,
     AgentFinished,
     AgentOutcome,
     AgentStarted,
@@ -220,6 +218,6 @@ def _ending(
 
 
 def _writing(writer: TrajectoryWriter) -> ExternalEventSink:
-    """The trajectory as a sink of external events: it writes any event as one JSON
-    line, ExternalOutput included (read_trajectory skips those with a note)."""
-    return lambda event: writer(cast(AgentEvent, event))
+    """The trajectory as a sink of external events: one JSON line each, ExternalOutput
+    included."""
+    return writer

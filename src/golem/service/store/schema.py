@@ -16,7 +16,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["metadata", "pull_requests", "run_events", "runs"]
+__all__ = ["forge_comments", "metadata", "pull_requests", "run_events", "runs"]
 
 metadata = MetaData()
 
@@ -57,4 +57,15 @@ pull_requests = Table(
     Column("created", Float, nullable=False),
     Column("data", Text, nullable=False),  # the PullRequest as JSON
     UniqueConstraint("repo", "number", name="uq_pull_requests_repo_number"),
+)
+
+forge_comments = Table(
+    "forge_comments",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant", String(64), nullable=False, server_default="default"),
+    Column("target", String(512), nullable=False),
+    Column("created", Float, nullable=False),
+    Column("body", Text, nullable=False),
+    Index("ix_forge_comments_target", "target"),
 )

@@ -25,8 +25,8 @@ from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, GolemError
-from golem.forge import PullRequest
-from golem.service.store.schema import pull_requests, run_events, runs
+from golem.forge import ForgeComment, PullRequest
+from golem.service.store.schema import forge_comments, pull_requests, run_events, runs
 
 __all__ = ["SqlStore", "StoreError", "database_url"]
 
@@ -228,6 +228,28 @@ class SqlStore:
                 )
             ).first()
         return PullRequest.model_validate_json(row.data) if row is not None else None
+
+    def add_comment(self, comment: ForgeComment) -> ForgeComment:
+        """Keep a comment the local forge made; returns it."""
+        with self._begin() as db:
+            db.execute(
+                insert(forge_comments).values(
+                    tenant=self.tenant,
+                    target=comment.target,
+                    created=comment.created,
+                    body=comment.body,
+                )
+            )
+        return comment
+
+    def list_comments(self, target: str | None = None) -> list[ForgeComment]:
+        """Comments, oldest first (on one issue or pull request, when given)."""
+        query = select(forge_comments).where(forge_comments.c.tenant == self.tenant)
+        if target is not None:
+            query = query.where(forge_comments.c.target == target)
+        with self._begin() as db:
+            rows = db.execute(query.order_by(forge_comments.c.id)).all()
+        return [ForgeComment(target=r.target, body=r.body, created=r.created) for r in rows]
 
     @contextlib.contextmanager
     def _begin(self) -> Iterator[Connection]:

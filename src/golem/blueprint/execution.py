@@ -1,0 +1,211 @@
+"""One run in progress: its state, its box, its events and what its budget has left.
+
+Steps (golem.blueprint.steps) get an Execution and nothing else; the runner owns its life.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from golem.agent import Budget, Model, make_model
+from golem.agent.events import AgentEvent, ModelDelta
+from golem.agent.messages import Usage
+from golem.blueprint.contracts import RunStore
+from golem.blueprint.events import AgentStep, RunEvent, RunNote
+from golem.blueprint.model import Blueprint
+from golem.blueprint.state import RunState
+from golem.blueprint.workspace import copy_into_box, sync_from_box
+from golem.core.config import GolemConfig
+from golem.core.errors import ConfigError, GolemError
+from golem.forge import Forge
+from golem.sandbox import Box, Engine
+
+__all__ = ["Execution", "RunBudgetSpent"]
+
+EventSink = Callable[[RunEvent], None]
+
+
+class RunBudgetSpent(GolemError):
+    """The run's own budget has nothing left for another agent step."""
+
+
+class Execution:
+    """A run being executed by this process."""
+
+    def __init__(
+        self,
+        state: RunState,
+        blueprint: Blueprint,
+        *,
+        config: GolemConfig,
+        store: RunStore,
+        engine: Engine,
+        forge: Forge,
+        on_event: EventSink | None = None,
+    ) -> None:
+        self.state = state
+        self.blueprint = blueprint
+        self.config = config
+        self.store = store
+        self.engine = engine
+        self.forge = forge
+        self._on_event = on_event
+        self._box: Box | None = None
+        self._models: dict[str, Model] = {}
+
+    @property
+    def workspace(self) -> Path:
+        """The run's checkout on the host."""
+        return Path(self.state.workspace)
+
+    @property
+    def run_dir(self) -> Path:
+        """Where the run keeps its checkout and trajectories."""
+        return self.config.state_dir / "runs" / self.state.id
+
+    def emit(self, event: RunEvent) -> None:
+        """Keep an event in the store and show it."""
+        self.store.append_event(self.state.id, event)
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def note(self, message: str, node: str | None = None) -> None:
+        """Tell the person watching (and the store) something worth knowing."""
+        self.emit(RunNote(run_id=self.state.id, node=node, message=message))
+
+    def agent_sink(self, node: str) -> Callable[[AgentEvent], None]:
+        """Where an agent step's events go: wrapped with their node, deltas only shown."""
+
+        def sink(event: AgentEvent) -> None:
+            wrapped = AgentStep(run_id=self.state.id, node=node, event=event)
+            if isinstance(event, ModelDelta):
+                if self._on_event is not None:
+                    self._on_event(wrapped)
+                return
+            self.emit(wrapped)
+
+        return sink
+
+    def save(self) -> None:
+        """Persist the state."""
+        self.store.save_run(self.state)
+
+    # The box ----------------------------------------------------------------------------
+
+    async def box(self) -> Box:
+        """The run's box, started (with the checkout copied in) when first needed."""
+        if self._box is None:
+            overrides = dict(self.blueprint.box)
+            if self.state.conventions is not None and self.state.conventions.image:
+                overrides.setdefault("image", self.state.conventions.image)
+            env = {**self.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"}
+            extra = overrides.pop("env", None)
+            if isinstance(extra, dict):
+                env.update({str(k): str(v) for k, v in extra.items()})
+            overrides["secrets"] = _host_secrets(overrides.pop("secrets_env", []))
+            spec = self.engine.spec(
+                overrides, env=env, labels={"golem.run": self.state.id}, workdir="/workspace"
+            )
+            box = await self.engine.create_session(spec)
+            try:
+                await copy_into_box(box, self.workspace)
+            except BaseException:
+                await self.engine.remove_session(box.id)
+                raise
+            self._box = box
+        return self._box
+
+    async def sync(self) -> list[str]:
+        """Bring the box's changes back to the host checkout."""
+        if self._box is None:
+            return []
+        return await sync_from_box(self._box, self.workspace)
+
+    async def close(self) -> None:
+        """Remove the run's box."""
+        if self._box is not None:
+            box, self._box = self._box, None
+            await self.engine.remove_session(box.id)
+
+    # Models and budgets -------------------------------------------------------------------
+
+    def model(self, name: str | None) -> Model:
+        """The model of an agent step: its own, the run's, or the configured default; one
+        instance per name for the run (a scripted model goes on where it left off)."""
+        chosen = name or self.state.request.model or self.config.models.default
+        if chosen not in self._models:
+            self._models[chosen] = make_model(chosen, self.config.models)
+        return self._models[chosen]
+
+    def run_budget(self) -> Budget:
+        """The run-wide budget: the blueprint's, with the request's dollars."""
+        budget = self.blueprint.budget
+        if self.state.request.budget_usd is not None:
+            budget = budget.model_copy(update={"usd": self.state.request.budget_usd})
+        return budget
+
+    def step_budget(self, own: Budget) -> Budget:
+        """An agent step's budget: its own, cut to what the run's budget has left."""
+        run = self.run_budget()
+        elapsed = sum(step.ended - step.started for step in self.state.steps)
+        left = {
+            "turns": None if run.turns is None else run.turns - self.state.turns,
+            "input_tokens": _left(run.input_tokens, self.state.usage, "input"),
+            "output_tokens": _left(run.output_tokens, self.state.usage, "output"),
+            "usd": None if run.usd is None else run.usd - self.state.cost_usd,
+            "wall_seconds": None if run.wall_seconds is None else run.wall_seconds - elapsed,
+        }
+        spent = [name for name, value in left.items() if value is not None and value <= 0]
+        if spent:
+            raise RunBudgetSpent(f"the run's {', '.join(spent)} budget is spent")
+        merged = {name: _least(getattr(own, name), value) for name, value in left.items()}
+        return Budget.model_validate({k: _as_type(k, v) for k, v in merged.items()})
+
+    def charge(self, usage: Usage, cost: float, turns: int) -> None:
+        """Add an agent step's spending to the run."""
+        self.state.usage = self.state.usage + usage
+        self.state.cost_usd += cost
+        self.state.turns += turns
+
+    def trajectory_path(self, node: str) -> Path:
+        """A new trajectory file for a step of this run."""
+        count = sum(1 for step in self.state.steps if step.node == node)
+        stamp = int(time.time())
+        return self.run_dir / f"trajectory-{node}-{count + 1}-{stamp}.jsonl"
+
+
+def _host_secrets(names: object) -> dict[str, str]:
+    """The values of host variables a blueprint names as the box's secrets."""
+    assert isinstance(names, list)
+    missing = [name for name in names if not os.environ.get(str(name))]
+    if missing:
+        raise ConfigError(
+            f"the blueprint's box.secrets_env names {', '.join(missing)}, which this "
+            "process's environment does not set; export them where golem runs"
+        )
+    return {str(name): os.environ[str(name)] for name in names}
+
+
+def _left(limit: int | None, usage: Usage, kind: str) -> int | None:
+    if limit is None:
+        return None
+    if kind == "output":
+        return limit - usage.output_tokens
+    return limit - (usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens)
+
+
+def _least(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _as_type(name: str, value: float | None) -> float | int | None:
+    if value is None or name in ("usd", "wall_seconds"):
+        return value
+    return int(value)

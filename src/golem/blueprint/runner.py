@@ -1,0 +1,224 @@
+"""The runner: executes a blueprint's nodes in order, saving the run after each one.
+
+A run is owned by the process that runs it (its pid and start time are in the state). A
+cancel request in the store stops it at once; a run whose owner died is resumed by
+``resume``: its box was pruned, a new one gets the host checkout (which holds the result of
+the last finished node), and the node that was running starts again. Whatever happens, the
+run's box is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable
+
+from golem.blueprint.contracts import RunStore
+from golem.blueprint.events import NodeFinished, NodeStarted, RunEvent, RunFinished, RunStarted
+from golem.blueprint.execution import Execution
+from golem.blueprint.loader import blueprint_text, parse_blueprint
+from golem.blueprint.model import (
+    END,
+    AgentNode,
+    Blueprint,
+    BoxNode,
+    GateNode,
+    HostNode,
+    Node,
+    Outcome,
+)
+from golem.blueprint.state import NodeRecord, RunRequest, RunState
+from golem.blueprint.steps.agent import run_agent_node
+from golem.blueprint.steps.checks import run_box_node
+from golem.blueprint.steps.gate import run_gate
+from golem.blueprint.steps.host import run_host
+from golem.blueprint.steps.loop import run_loop
+from golem.core.config import GolemConfig
+from golem.core.errors import GolemError, InvalidRequest
+from golem.core.ids import new_id
+from golem.forge import Forge, PullRequestStore, make_forge
+from golem.sandbox import Engine
+from golem.sandbox.records import process_alive, process_start_time
+
+__all__ = ["Runner"]
+
+EventSink = Callable[[RunEvent], None]
+POLL = 0.25
+
+
+class Runner:
+    """Runs blueprints. Dependencies come in: the engine, the store, the forge."""
+
+    def __init__(
+        self,
+        config: GolemConfig,
+        *,
+        engine: Engine,
+        store: RunStore,
+        pull_requests: PullRequestStore | None = None,
+        forge: Forge | None = None,
+        on_event: EventSink | None = None,
+        poll: float = POLL,
+    ) -> None:
+        """``forge`` serves every run when given; otherwise each run gets the one its
+        request names, with ``pull_requests`` keeping the local forge's."""
+        self.config = config
+        self.engine = engine
+        self.store = store
+        self.pull_requests = pull_requests
+        self.forge = forge
+        self.on_event = on_event
+        self.poll = poll
+
+    def submit(self, request: RunRequest) -> RunState:
+        """Record a new run (queued); its blueprint is checked and kept with it."""
+        if not (request.task or request.issue):
+            raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
+        source, origin = blueprint_text(request.blueprint)
+        blueprint = parse_blueprint(source, origin)
+        state = RunState(
+            id=new_id("run"), request=request, blueprint=blueprint.name, blueprint_source=source
+        )
+        state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
+        state.current = blueprint.first
+        self.store.create_run(state)
+        return state
+
+    async def start(self, request: RunRequest) -> RunState:
+        """Submit a run and run it to its end."""
+        return await self.run(self.submit(request).id)
+
+    async def resume(self, run_id: str) -> RunState:
+        """Go on with a run whose runner died: prune its box, run from its current node."""
+        state = self._load(run_id)
+        if state.finished:
+            return state
+        if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
+            raise InvalidRequest(
+                f"run {run_id} is being run by process {state.owner_pid}; "
+                "cancel it with `golem runs cancel` or wait for it"
+            )
+        await self.engine.prune()
+        return await self.run(run_id, resumed=True)
+
+    def _load(self, run_id: str) -> RunState:
+        state = self.store.load_run(run_id)
+        if state is None:
+            raise InvalidRequest(f"no run {run_id!r}; see `golem runs ls`")
+        return state
+
+    async def run(self, run_id: str, *, resumed: bool = False) -> RunState:
+        """Run from the run's current node to its end (or a cancel)."""
+        state = self._load(run_id)
+        if state.finished:
+            return state
+        blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
+        state.owner_pid = os.getpid()
+        state.owner_start = process_start_time(state.owner_pid)
+        state.status = "running"
+        forge = self.forge or make_forge(state.request.forge, self.config.forge, self.pull_requests)
+        ex = Execution(
+            state, blueprint, config=self.config, store=self.store, engine=self.engine,
+            forge=forge, on_event=self.on_event,
+        )  # fmt: skip
+        ex.save()
+        ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))
+        started = time.monotonic()
+        work = asyncio.ensure_future(self._nodes(ex, blueprint))
+        watcher = asyncio.ensure_future(self._watch_cancel(run_id, work))
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not watcher.done() or watcher.result() is not True:
+                raise  # cancelled from outside: the caller's decision, not a cancel request
+            state.status = "cancelled"
+            state.error = "cancelled on request"
+        except GolemError as exc:
+            state.status = "failed"
+            state.error = exc.message
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            await _quietly(ex.close())
+            state.owner_pid = None
+            ex.save()
+        ex.emit(
+            RunFinished(
+                run_id=run_id, status=state.status, summary=state.summary, pr=state.pr,
+                cost_usd=state.cost_usd, duration=time.monotonic() - started,
+            )
+        )  # fmt: skip
+        return state
+
+    async def _watch_cancel(self, run_id: str, work: asyncio.Future[None]) -> bool:
+        """Cancel ``work`` when the store says the run should stop; True if it did."""
+        while not work.done():
+            current = self.store.load_run(run_id)
+            if current is not None and current.cancel_requested:
+                work.cancel()
+                return True
+            await asyncio.sleep(self.poll)
+        return False
+
+    async def _nodes(self, ex: Execution, blueprint: Blueprint) -> None:
+        state = ex.state
+        steps = 0
+        while state.current is not None and state.current != END:
+            steps += 1
+            if steps > blueprint.max_steps:
+                raise InvalidRequest(
+                    f"the run executed {blueprint.max_steps} nodes without ending; raise the "
+                    "blueprint's max_steps or break its cycle"
+                )
+            node = blueprint.node(state.current)
+            outcome, detail, began = await self._node(ex, node)
+            state.steps.append(
+                NodeRecord(node=node.id, kind=node.kind, outcome=outcome, started=began,
+                           ended=time.time(), detail=detail)
+            )  # fmt: skip
+            following = node.successor(outcome)
+            if following is None:
+                raise InvalidRequest(f"node {node.id!r} has no edge for outcome {outcome!r}")
+            state.current = following
+            ex.save()
+        if state.status == "running":
+            state.status = "succeeded"
+        state.current = None
+
+    async def _node(self, ex: Execution, node: Node) -> tuple[Outcome, str, float]:
+        began = time.time()
+        ex.emit(NodeStarted(run_id=ex.state.id, node=node.id, kind=node.kind))
+        limit = None if isinstance(node, GateNode) else node.timeout  # a gate's is its wait
+        try:
+            outcome, detail = await asyncio.wait_for(self._dispatch(ex, node), limit)
+        except TimeoutError:
+            await ex.sync()
+            outcome, detail = "failure", f"timed out after {node.timeout:g}s"
+        ex.emit(
+            NodeFinished(
+                run_id=ex.state.id, node=node.id, outcome=outcome, detail=detail,
+                duration=time.time() - began,
+            )
+        )  # fmt: skip
+        return outcome, detail, began
+
+    async def _dispatch(self, ex: Execution, node: Node) -> tuple[Outcome, str]:
+        if isinstance(node, HostNode):
+            return await run_host(ex, node)
+        if isinstance(node, BoxNode):
+            return await run_box_node(ex, node)
+        if isinstance(node, AgentNode):
+            return await run_agent_node(ex, node)
+        if isinstance(node, GateNode):
+            decision = await run_gate(ex, node, self.poll)
+            return decision, decision
+        looped = await run_loop(ex, node)
+        return looped, f"{ex.state.rounds} fix round(s)"
+
+
+async def _quietly(work: object) -> None:
+    with contextlib.suppress(Exception):
+        await work  # type: ignore[misc]

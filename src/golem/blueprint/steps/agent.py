@@ -1,0 +1,69 @@
+"""Agent steps: the built-in loop (or an external CLI agent) in the run's box."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from golem.agent import Agent, make_tools
+from golem.agent.events import AgentOutcome
+from golem.blueprint.execution import Execution, RunBudgetSpent
+from golem.blueprint.model import AgentNode, AgentSettings
+from golem.blueprint.template import render
+
+__all__ = ["run_agent", "run_agent_node", "template_values"]
+
+
+def template_values(ex: Execution, **extra: object) -> dict[str, object]:
+    """What a prompt template may name."""
+    return {
+        "task": ex.state.task_text,
+        "repo": ex.state.request.repo,
+        "branch": ex.state.branch,
+        **extra,
+    }
+
+
+async def run_agent(
+    ex: Execution, node: str, settings: AgentSettings, **values: object
+) -> AgentOutcome | None:
+    """Run an agent step and bring its changes back; None when the run's budget has
+    nothing left for it (a note says so)."""
+    try:
+        budget = ex.step_budget(settings.budget)
+    except RunBudgetSpent as spent:
+        ex.note(f"{node}: not started: {spent.message}", node)
+        return None
+    box = await ex.box()
+    prompt = render(settings.prompt, template_values(ex, **values))
+    trajectory = ex.trajectory_path(node)
+    ex.state.trajectories.append(str(trajectory))
+    ex.save()
+    sink = ex.agent_sink(node)
+    if settings.external is not None:
+        from golem.agent.external import ExternalAgent  # noqa: PLC0415 - optional CLIs
+
+        runner = ExternalAgent(
+            settings.external, model=settings.model, budget=budget, on_event=sink
+        )
+        outcome = await runner.run(box, prompt, context=ex.state.context, trajectory=trajectory)
+    else:
+        agent = Agent(
+            ex.model(settings.model), make_tools(settings.tools), budget=budget, on_event=sink
+        )
+        outcome = await agent.run(box, prompt, context=ex.state.context, trajectory=trajectory)
+    ex.charge(outcome.usage, outcome.cost_usd, outcome.turns)
+    if outcome.status == "done":
+        ex.state.summary = outcome.summary
+    await ex.sync()
+    return outcome
+
+
+async def run_agent_node(
+    ex: Execution, node: AgentNode
+) -> tuple[Literal["success", "failure"], str]:
+    """An agent node: ``success`` when the agent finished."""
+    outcome = await run_agent(ex, node.id, node)
+    if outcome is None:
+        return "failure", "the run's budget is spent"
+    result: Literal["success", "failure"] = "success" if outcome.status == "done" else "failure"
+    return result, f"{outcome.status}: {outcome.reason}"

@@ -1,0 +1,86 @@
+"""The repository's own checks (setup, lint, build, test), run in the run's box."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from golem.blueprint.events import CheckFinished
+from golem.blueprint.execution import Execution
+from golem.blueprint.model import BoxNode
+from golem.forge import CheckResult
+from golem.sandbox import ExecRequest
+
+__all__ = ["CHECK_TIMEOUT", "commands_of", "describe_failures", "run_box_node", "run_checks"]
+
+CHECK_TIMEOUT = 1800.0
+TAIL = 4000
+
+
+def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
+    """(check name, command) pairs: a name of the repo's conventions expands to its
+    commands; anything else is a shell command of its own."""
+    conventions = ex.state.conventions
+    pairs: list[tuple[str, str]] = []
+    for name in names:
+        if name in ("setup", "lint", "build", "test"):
+            commands = getattr(conventions, name) if conventions is not None else []
+            pairs.extend((name, command) for command in commands)
+        else:
+            pairs.append((name, name))
+    return pairs
+
+
+async def run_checks(
+    ex: Execution,
+    node: str,
+    names: list[str],
+    *,
+    round_: int = 0,
+    stop_at_failure: bool = False,
+    timeout: float | None = None,
+) -> list[CheckResult]:
+    """Run the checks in the box; each result is an event."""
+    box = await ex.box()
+    results: list[CheckResult] = []
+    for name, command in commands_of(ex, names):
+        request = ExecRequest(cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT)
+        outcome = await box.execute(request)
+        output = (outcome.stdout + outcome.stderr).strip()
+        result = CheckResult(
+            name=name,
+            command=command,
+            passed=outcome.ok,
+            exit_code=outcome.exit_code,
+            duration=outcome.duration,
+            output_tail=output[-TAIL:],
+            timed_out=outcome.timed_out,
+        )
+        results.append(result)
+        ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
+        if stop_at_failure and not result.passed:
+            break
+    return results
+
+
+async def run_box_node(ex: Execution, node: BoxNode) -> tuple[Literal["success", "failure"], str]:
+    """A box node: its commands in order, stopping at the first that fails."""
+    names: list[str] = [node.check] if node.check else list(node.run)
+    results = await run_checks(ex, node.id, names, stop_at_failure=True)
+    await ex.sync()
+    failed = [result.name for result in results if not result.passed]
+    if failed:
+        return "failure", f"failed: {', '.join(failed)}"
+    return "success", f"{len(results)} command(s) passed"
+
+
+def describe_failures(results: list[CheckResult]) -> str:
+    """The failing checks as the fix prompt and the escalation show them."""
+    parts = []
+    for result in results:
+        if result.passed:
+            continue
+        how = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        parts.append(
+            f"### {result.name}: `{result.command}` ({how})\n\n```\n{result.output_tail}\n```"
+        )
+    return "\n\n".join(parts) or "(no failing checks)"

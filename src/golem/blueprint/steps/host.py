@@ -1,0 +1,196 @@
+"""Host steps: prepare the checkout, gather context, ship or escalate. Git and the forge run
+on the host with the host's credentials; nothing here runs in a box."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Literal
+
+from golem.blueprint.execution import Execution
+from golem.blueprint.model import HostNode
+from golem.blueprint.steps.checks import describe_failures
+from golem.context import hydrate, load_conventions, render_issue
+from golem.forge import GitRepo, PullRequestDraft, git_auth
+
+__all__ = ["run_host"]
+
+CONTEXT_BUDGET = 12_000
+TRAILER = "Golem-Run"
+Result = tuple[Literal["success", "failure"], str]
+
+
+async def run_host(ex: Execution, node: HostNode) -> Result:
+    """Run a host action."""
+    if node.action == "prepare":
+        return await _prepare(ex)
+    if node.action == "hydrate":
+        return await _hydrate(ex, node.id)
+    return await _ship(ex, escalate=node.action == "escalate")
+
+
+def _slug(text: str) -> str:
+    words = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return words[:40].rstrip("-") or "task"
+
+
+async def _prepare(ex: Execution) -> Result:
+    """Clone (or reuse) the checkout, read the task or issue, make the branch."""
+    state = ex.state
+    request = state.request
+    if request.issue:
+        issue = await ex.forge.fetch_issue(request.issue)
+        state.title = issue.title
+        state.task_text = render_issue(issue)
+        state.issue = issue
+    else:
+        assert request.task is not None
+        state.title = request.task.strip().splitlines()[0][:120]
+        state.task_text = request.task.strip()
+    workspace = ex.workspace
+    if (workspace / ".git").exists():
+        repo = _repo(ex)  # a resumed run keeps its checkout
+    else:
+        workspace.parent.mkdir(parents=True, exist_ok=True)
+        forge = ex.config.forge
+        repo = await GitRepo.clone(
+            request.repo, workspace, auth=git_auth(forge, request.repo), timeout=forge.git_timeout
+        )
+    state.base = state.base or request.base or await repo.default_branch()
+    state.branch = state.branch or f"golem/{_slug(state.title)}-{state.id[-6:]}"
+    await repo.checkout_branch(state.branch, start=state.base)
+    state.conventions = await asyncio.to_thread(load_conventions, workspace)
+    ex.note(f"checks: {state.conventions.source}", "prepare")
+    ex.save()
+    return "success", f"{state.branch} from {state.base}"
+
+
+async def _hydrate(ex: Execution, node: str) -> Result:
+    """Gather the rule files, the issue, the files it names and a repo map (file reads and
+    git on a whole tree: in a thread, off the event loop)."""
+    state = ex.state
+    context = await asyncio.to_thread(
+        hydrate,
+        ex.workspace,
+        ex.workspace,
+        task=state.task_text,
+        issue=state.issue,
+        budget_tokens=CONTEXT_BUDGET,
+    )
+    state.context = context.render()
+    state.context_tokens = context.tokens
+    kinds = ", ".join(f"{s.kind}:{s.title}" for s in context.sections) or "nothing"
+    dropped = f"; left out: {', '.join(context.dropped)}" if context.dropped else ""
+    ex.note(f"context: {context.tokens} tokens ({kinds}){dropped}", node)
+    ex.save()
+    return "success", f"{context.tokens} tokens"
+
+
+def _repo(ex: Execution) -> GitRepo:
+    forge = ex.config.forge
+    return GitRepo(
+        ex.workspace, auth=git_auth(forge, ex.state.request.repo), timeout=forge.git_timeout
+    )
+
+
+async def _ship(ex: Execution, *, escalate: bool) -> Result:
+    """Commit, push and open the pull request (marked for a human when escalating). Each
+    part is done once: a resumed run finds its commit by its trailer and its PR in state."""
+    state = ex.state
+    repo = _repo(ex)
+    if state.pr is not None:
+        return "success", state.pr.url
+    trailer = f"{TRAILER}: {state.id}"
+    state.commit = await repo.find_commit(trailer, base=state.base)
+    if state.commit is None:
+        state.commit = await repo.commit_all(
+            _commit_message(ex, escalate=escalate),
+            ex.config.forge.author_name,
+            ex.config.forge.author_email,
+            trailers={TRAILER: state.id},
+        )
+        ex.save()
+    if state.commit is None:
+        if escalate:
+            state.status = "escalated"
+            why = state.error or "the agent changed nothing"
+            await _comment(ex, f"golem could not make a change for this issue: {why}.")
+            return "success", "nothing to push"
+        return "failure", "the agent changed nothing: nothing to ship"
+    state.diff_stat = (await repo.diff_stat(state.base)).summary()
+    await repo.push(state.branch)
+    draft = PullRequestDraft(
+        repo=_repo_name(ex),
+        base=state.base,
+        head=state.branch,
+        title=_title(ex, escalate=escalate),
+        body=_body(ex, escalate=escalate),
+        draft=escalate,
+        labels=list(ex.config.forge.escalation_labels) if escalate else [],
+        issue=state.issue.number if state.issue is not None else None,
+    )
+    state.pr = await ex.forge.open_pull_request(
+        draft, diff=await repo.diff(state.base), checks=state.checks
+    )
+    if escalate:
+        state.status = "escalated"
+    ex.save()
+    await _comment(
+        ex, f"golem opened {state.pr.url}" + (" for a human to finish" if escalate else "")
+    )
+    return "success", state.pr.url
+
+
+async def _comment(ex: Execution, text: str) -> None:
+    if ex.state.issue is not None:
+        await ex.forge.comment(ex.state.issue, text)
+
+
+def _repo_name(ex: Execution) -> str:
+    issue = ex.state.issue
+    if issue is not None and issue.repo:
+        return issue.repo
+    return ex.state.request.repo
+
+
+def _kind(ex: Execution) -> str:
+    words = ex.state.task_text.lower()
+    return "fix" if re.search(r"\b(fix|bug|fail|broken|error|crash)", words) else "feat"
+
+
+def _title(ex: Execution, *, escalate: bool) -> str:
+    title = f"{_kind(ex)}: {ex.state.title[:1].lower()}{ex.state.title[1:]}"
+    return f"[needs a human] {title}" if escalate else title
+
+
+def _commit_message(ex: Execution, *, escalate: bool) -> str:
+    body = ex.state.summary or "(the agent gave no summary)"
+    note = "\n\nThe repository's checks still fail; see the pull request." if escalate else ""
+    return f"{_title(ex, escalate=False)}\n\n{body}{note}\n"
+
+
+def _body(ex: Execution, *, escalate: bool) -> str:
+    state = ex.state
+    lines = ["## Summary", "", state.summary or "(the agent gave no summary)", ""]
+    if escalate:
+        lines += ["## What still fails", "", describe_failures(state.checks), ""]
+    lines += ["## Checks", "", "| check | command | result | time |", "| --- | --- | --- | --- |"]
+    for check in state.checks:
+        result = "passed" if check.passed else f"failed (exit {check.exit_code})"
+        lines.append(f"| {check.name} | `{check.command}` | {result} | {check.duration:.1f}s |")
+    if not state.checks:
+        lines.append("| (none) | | | |")
+    lines += [
+        "",
+        f"Fix rounds used: {state.rounds} · cost: ${state.cost_usd:.4f} · "
+        f"{state.turns} model turns",
+        "",
+        "Trajectories (on the golem host):",
+        *[f"- `{path}`" for path in state.trajectories],
+        "",
+        f"Opened by golem run `{state.id}`"
+        + (f" for #{state.issue.number}." if state.issue and state.issue.number else "."),
+    ]
+    if state.issue is not None and state.issue.number and not escalate:
+        lines.append(f"\nCloses #{state.issue.number}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,69 @@
+"""`golem prs ls|show`: pull requests the local forge opened."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+from rich.table import Table
+
+from golem.core.config import load_config
+from golem.core.errors import InvalidRequest
+from golem.service.store import SqlStore
+
+__all__ = ["prs_app"]
+
+prs_app = typer.Typer(help="Pull requests of the local forge.")
+
+
+@prs_app.command("ls")
+def list_command(
+    repo: str | None = typer.Option(None, "--repo", help="Only this repository's."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Pull requests, newest first."""
+    prs = SqlStore.open(load_config()).list_pull_requests(repo)
+    if json_output:
+        typer.echo(json.dumps([pr.model_dump(mode="json") for pr in prs], indent=2))
+        return
+    if not prs:
+        typer.echo("no pull requests")
+        return
+    table = Table("#", "REPO", "BRANCH", "TITLE", "CHECKS", box=None)
+    for pr in prs:
+        passed = sum(1 for c in pr.checks if c.passed)
+        state = "draft, " if pr.draft else ""
+        table.add_row(
+            str(pr.number), escape(pr.repo), escape(pr.head), escape(pr.title),
+            f"{state}{passed}/{len(pr.checks)} passed",
+        )  # fmt: skip
+    Console().print(table)
+
+
+@prs_app.command("show")
+def show_command(
+    number: int = typer.Argument(..., help="The pull request's number."),
+    repo: str | None = typer.Option(None, "--repo", help="Its repository, if several."),
+) -> None:
+    """One pull request: title, body, checks and diff."""
+    prs = [p for p in SqlStore.open(load_config()).list_pull_requests(repo) if p.number == number]
+    if not prs:
+        raise InvalidRequest(f"no pull request #{number}; see `golem prs ls`")
+    if len(prs) > 1:
+        repos = ", ".join(p.repo for p in prs)
+        raise InvalidRequest(f"#{number} exists in several repositories ({repos}); add --repo")
+    pr = prs[0]
+    console = Console()
+    draft = " (draft)" if pr.draft else ""
+    console.print(f"[bold]#{pr.number} {escape(pr.title)}[/]{draft}")
+    console.print(f"{escape(pr.url)} · {escape(pr.head)} -> {escape(pr.base)}")
+    if pr.labels:
+        console.print("labels: " + ", ".join(pr.labels))
+    console.rule()
+    console.print(escape(pr.body))
+    console.rule()
+    if pr.diff:
+        console.print(Syntax(pr.diff, "diff", theme="ansi_dark", background_color="default"))

@@ -1,0 +1,90 @@
+"""`golem run`: a task in, a pull request out (or a branch and an escalation)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from golem.blueprint import Runner, RunRequest, RunState
+from golem.cli import options
+from golem.cli.run_progress import RunProgress, print_report
+from golem.core.config import GolemConfig
+from golem.core.errors import InvalidRequest
+from golem.sandbox import Engine
+from golem.service.store import SqlStore
+
+__all__ = ["EXIT_CODES", "run_command", "run_with_progress"]
+
+EXIT_CODES = {"succeeded": 0, "failed": 1, "escalated": 3, "cancelled": 4}
+"""What `golem run` and `golem runs resume` exit with, by the run's final status."""
+
+
+def run_command(
+    repo: str = typer.Option(..., "--repo", help="A git URL or a local repository path."),
+    task: str | None = typer.Option(None, "--task", help="What to do, in words."),
+    issue: str | None = typer.Option(
+        None, "--issue", help="An issue: URL, owner/name#N, or a file."
+    ),
+    blueprint: str = typer.Option("minion", "--blueprint", help="minion, or a YAML file."),
+    model: str | None = typer.Option(None, "--model", help="provider/model or scripted:PATH."),
+    forge: str | None = typer.Option(
+        None, "--forge", help="github or local (default: [forge] provider)."
+    ),
+    budget_usd: float | None = typer.Option(None, "--budget-usd", help="Dollars for the run."),
+    base: str | None = typer.Option(None, "--base", help="Base branch (default: the repo's)."),
+    backend: str | None = options.BACKEND,
+    image: str | None = options.IMAGE,
+    config_file: Path | None = options.CONFIG,
+) -> None:
+    """Run a blueprint on a repository and end with a pull request."""
+    if (task is None) == (issue is None):
+        raise InvalidRequest("give exactly one of --task or --issue")
+    flags = options.BoxFlags(
+        backend, image, None, None, None, None, None, None, None, None, config_file
+    )
+    config = flags.load()
+    try:
+        request = RunRequest.model_validate(
+            {"repo": _repo(repo), "task": task, "issue": issue, "blueprint": blueprint,
+             "model": model, "forge": forge, "budget_usd": budget_usd, "base": base}
+        )  # fmt: skip
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise InvalidRequest(f"--{where.replace('_', '-')}: {error['msg']}") from None
+    state = run_with_progress(config, lambda runner: runner.start(request))
+    raise typer.Exit(EXIT_CODES.get(state.status, 1))
+
+
+def _repo(value: str) -> str:
+    """A local path made absolute (the run's checkout is cloned from it later)."""
+    path = Path(value)
+    return str(path.resolve()) if path.exists() else value
+
+
+def run_with_progress(config: GolemConfig, work: object) -> RunState:
+    """Run ``work(runner)`` with live progress on stderr and the report on stdout."""
+    store = SqlStore.open(config)
+    console = Console(stderr=True)
+
+    async def main() -> RunState:
+        async with Engine(config) as engine:
+            runner = Runner(
+                config,
+                engine=engine,
+                store=store,
+                pull_requests=store,
+                on_event=RunProgress(console),
+            )
+            return await work(runner)  # type: ignore[operator, no-any-return]
+
+    try:
+        state = asyncio.run(main())
+    finally:
+        store.close()
+    print_report(Console(), state)
+    return state

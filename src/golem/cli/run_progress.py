@@ -1,0 +1,121 @@
+"""Live progress of a run on a terminal, and its final report."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from golem.agent.events import AgentFinished, AgentStarted, ModelAnswered
+from golem.blueprint.events import (
+    AgentStep,
+    CheckFinished,
+    GateDecided,
+    GateWaiting,
+    NodeFinished,
+    NodeStarted,
+    RunEvent,
+    RunNote,
+    RunStarted,
+)
+from golem.blueprint.state import RunState
+from golem.cli.progress import AgentProgress, first_line
+
+__all__ = ["RunProgress", "print_report"]
+
+
+class RunProgress:
+    """An event sink: a line per node, check and agent action, and after each node a
+    status line: node, fix round, tokens, cost, elapsed."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.agent = AgentProgress(console)
+        self.started = time.monotonic()
+        self.tokens = 0
+        self.cost = 0.0
+        self.round = 0
+
+    def __call__(self, event: RunEvent) -> None:
+        """Print one event."""
+        if isinstance(event, AgentStep):
+            self._agent(event)
+        elif isinstance(event, RunStarted):
+            again = " (resumed)" if event.resumed else ""
+            self.console.print(f"[bold]golem run[/] {event.run_id} · {event.blueprint}{again}")
+        elif isinstance(event, NodeStarted):
+            self.console.print(f"[bold blue]▸ {event.node}[/] [dim]({event.kind})[/]")
+        elif isinstance(event, CheckFinished):
+            self._check(event)
+        elif isinstance(event, NodeFinished):
+            self._node_finished(event)
+        elif isinstance(event, GateWaiting):
+            self.console.print(
+                f"  [yellow]waiting for a person[/]: {escape(event.message)} "
+                f"(golem runs approve|reject {event.run_id})"
+            )
+        elif isinstance(event, GateDecided):
+            self.console.print(f"  gate {event.decision} by {event.decided_by}")
+        elif isinstance(event, RunNote):
+            self.console.print(f"  [dim]· {escape(event.message)}[/]")
+
+    def _agent(self, step: AgentStep) -> None:
+        event = step.event
+        if isinstance(event, AgentStarted | AgentFinished):
+            return
+        if isinstance(event, ModelAnswered):
+            usage = event.response.usage
+            self.tokens += (
+                usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+                + usage.output_tokens
+            )  # fmt: skip
+            self.cost += event.response.cost_usd
+        self.agent(event)
+
+    def _check(self, event: CheckFinished) -> None:
+        check = event.check
+        mark = "[green]✓[/]" if check.passed else "[red]✗[/]"
+        self.round = event.round
+        detail = "" if check.passed else f" exit {check.exit_code}: {first_line(check.output_tail)}"
+        self.console.print(
+            f"  {mark} {check.name} [dim]{escape(check.command)}[/] {check.duration:.1f}s"
+            f"{escape(detail)}",
+            highlight=False,
+        )
+
+    def _node_finished(self, event: NodeFinished) -> None:
+        colour = "green" if event.outcome in ("success", "approved") else "red"
+        elapsed = time.monotonic() - self.started
+        self.console.print(
+            f"[{colour}]◂ {event.node} {event.outcome}[/] [dim]{escape(event.detail)} · "
+            f"round {self.round} · {self.tokens / 1000:.1f}k tokens · ${self.cost:.4f} · "
+            f"{int(elapsed) // 60}:{int(elapsed) % 60:02d} elapsed[/]"
+        )
+
+
+def print_report(console: Console, state: RunState) -> None:
+    """The run's outcome: PR, diff stat, checks, rounds, cost, duration, trajectories."""
+    colour = {"succeeded": "green", "escalated": "yellow"}.get(state.status, "red")
+    console.rule(f"[bold {colour}]{state.status}[/] · {state.id}")
+    if state.pr is not None:
+        kind = "draft PR (needs a human)" if state.pr.draft else "PR"
+        console.print(f"{kind}: [bold]{state.pr.url}[/]  {escape(state.pr.title)}")
+    if state.error:
+        console.print(f"[red]{escape(state.error)}[/]")
+    if state.diff_stat:
+        console.print(escape(state.diff_stat.rstrip()))
+    if state.checks:
+        table = Table("CHECK", "COMMAND", "RESULT", "TIME", box=None)
+        for check in state.checks:
+            result = "[green]passed[/]" if check.passed else f"[red]failed ({check.exit_code})[/]"
+            table.add_row(check.name, escape(check.command), result, f"{check.duration:.1f}s")
+        console.print(table)
+    duration = (state.steps[-1].ended - state.steps[0].started) if state.steps else 0.0
+    console.print(
+        f"fix rounds: {state.rounds} · cost: ${state.cost_usd:.4f} · turns: {state.turns} · "
+        f"duration: {duration:.1f}s"
+    )
+    for path in state.trajectories:
+        console.print(f"[dim]trajectory: {path}[/]")

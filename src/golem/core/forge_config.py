@@ -1,0 +1,70 @@
+"""Configuration of the forges and of git on the host (``[forge]`` in golem.toml)."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ForgeConfig", "GitHubConfig"]
+
+GITHUB_API = "https://api.github.com"
+
+
+class GitHubConfig(BaseModel):
+    """``[forge.github]``: how to reach GitHub (or a GitHub Enterprise server)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token_env: str = Field(
+        "GITHUB_TOKEN",
+        description="Environment variable that holds the token (never the token itself).",
+    )
+    api_url: str = Field(
+        GITHUB_API,
+        description="REST API base URL; GitHub Enterprise Server: https://HOST/api/v3.",
+    )
+    token_for_git: bool = Field(
+        False,
+        description="Also give git the token for HTTPS pushes and clones; otherwise git uses "
+        "the host's own credentials (helpers, ssh keys).",
+    )
+    max_retries: int = Field(
+        3, ge=0, description="Retries on 502/503/504, network errors and secondary limits."
+    )
+    max_wait: float = Field(
+        60.0, ge=0, description="Longest Retry-After (seconds) golem waits before giving up."
+    )
+    timeout: float = Field(30.0, gt=0, description="Seconds one API request may take.")
+
+    def git_host(self) -> str | None:
+        """The host git remotes of this GitHub live on."""
+        host = urlsplit(self.api_url).hostname
+        return "github.com" if host == "api.github.com" else host
+
+    def token(self) -> str | None:
+        """The token from ``token_env``, or None when it is unset or empty."""
+        return os.environ.get(self.token_env) or None
+
+
+class ForgeConfig(BaseModel):
+    """``[forge]``: where pull requests go, and how golem commits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["github", "local"] = Field(
+        "local", description="The forge used when a run names none."
+    )
+    author_name: str = Field("golem", description="Author and committer of golem's commits.")
+    author_email: str = Field("golem@localhost", description="Their email address.")
+    labels: list[str] = Field(
+        default_factory=list, description="Labels every pull request golem opens gets."
+    )
+    escalation_labels: list[str] = Field(
+        default_factory=lambda: ["needs-human"],
+        description="Labels of a pull request handed to a human (checks still fail).",
+    )
+    git_timeout: float = Field(600.0, gt=0, description="Seconds one git command may take.")
+    github: GitHubConfig = Field(default_factory=GitHubConfig)

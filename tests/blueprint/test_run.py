@@ -1,0 +1,210 @@
+"""`golem run` end to end, with scripted models against local bare git repositories, in
+real boxes: green at once, green in the second fix round, escalated after the cap, gates,
+cancelling, and secrets that never reach a PR, a commit, a trajectory or the run's events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import Runner, RunRequest, RunState
+from golem.blueprint.events import GateWaiting, NodeStarted, RunEvent
+from golem.core import GolemConfig
+from golem.sandbox import Engine
+from golem.service.store import SqlStore
+from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
+
+pytestmark = pytest.mark.bwrap
+
+SCRIPTS = Path(__file__).parent / "scripts"
+FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+TASK = "Fix the failing tests of the calculator"
+
+MakeRunner = Callable[..., Runner]
+
+
+@pytest.fixture
+def store(config: GolemConfig) -> SqlStore:
+    return SqlStore.open(config)
+
+
+@pytest.fixture
+def make_runner(config: GolemConfig, engine: Engine, store: SqlStore) -> MakeRunner:
+    def make(on_event: Callable[[RunEvent], None] | None = None) -> Runner:
+        return Runner(
+            config, engine=engine, store=store, pull_requests=store, on_event=on_event, poll=0.05
+        )
+
+    return make
+
+
+@pytest.fixture
+def remote(reachable_dir: Path) -> Path:
+    return make_remote(reachable_dir)
+
+
+def boxes_of(engine: Engine, state: RunState) -> list[str]:
+    """Boxes still serving the run (a pooled box carries no session's labels)."""
+    return [b.id for b in engine.boxes() if b.labels.get("golem.run") == state.id]
+
+
+def request(remote: Path, model: str = FIX, **fields: object) -> RunRequest:
+    return RunRequest.model_validate({"repo": str(remote), "task": TASK, "model": model, **fields})
+
+
+async def test_green_on_the_first_try_opens_a_pull_request(
+    make_runner: MakeRunner, remote: Path, store: SqlStore, engine: Engine
+) -> None:
+    state = await make_runner().start(request(remote))
+    assert state.status == "succeeded", state.error
+    assert [step.node for step in state.steps] == [
+        "prepare", "hydrate", "setup", "implement", "verify", "ship",
+    ]  # fmt: skip
+    assert (state.rounds, [c.passed for c in state.checks]) == (0, [True])
+    [commit] = branch_commits(remote, state.branch)
+    assert commit.startswith("fix: fix the failing tests of the calculator")
+    assert f"Golem-Run: {state.id}" in commit
+    assert state.pr is not None
+    [pr] = store.list_pull_requests()
+    assert (pr.number, pr.head, pr.base, pr.draft) == (1, state.branch, "main", False)
+    assert "+    return a + b" in pr.diff
+    assert "| test | `python3 -m unittest -v` | passed |" in pr.body
+    assert "Fix rounds used: 0" in pr.body
+    assert all(Path(t).is_file() for t in state.trajectories)
+    assert boxes_of(engine, state) == []  # its box is gone (or wiped back into the pool)
+
+
+async def test_red_then_green_in_the_second_fix_round(
+    make_runner: MakeRunner, remote: Path, store: SqlStore
+) -> None:
+    state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'round2.yaml'}"))
+    assert state.status == "succeeded", state.error
+    assert state.rounds == 2
+    [pr] = store.list_pull_requests()
+    assert "Fix rounds used: 2" in pr.body
+    assert pr.body.count("| test |") == 1
+    assert len(branch_commits(remote, state.branch)) == 1
+    assert state.summary == "add() adds its arguments"
+
+
+async def test_still_red_after_the_cap_escalates_to_a_person(
+    make_runner: MakeRunner, remote: Path, store: SqlStore
+) -> None:
+    state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'never.yaml'}"))
+    assert state.status == "escalated"
+    assert state.rounds == 2
+    assert [step.node for step in state.steps][-2:] == ["verify", "escalate"]
+    [pr] = store.list_pull_requests()
+    assert pr.draft
+    assert "needs-human" in pr.labels
+    assert pr.title.startswith("[needs a human]")
+    assert "## What still fails" in pr.body
+    assert "AssertionError" in pr.body
+    assert len(branch_commits(remote, state.branch)) == 1  # the branch is pushed for them
+
+
+GATED = """\
+name: gated
+nodes:
+  - {id: prepare, kind: host, action: prepare, next: implement}
+  - {id: implement, kind: agent, prompt: "{{ task }}", next: approve}
+  - id: approve
+    kind: gate
+    message: Ship it?
+    timeout: TIMEOUT
+    default: rejected
+    next: {approved: ship, rejected: escalate}
+  - {id: ship, kind: host, action: ship}
+  - {id: escalate, kind: host, action: escalate}
+"""
+
+
+def gated(tmp_path: Path, timeout: float) -> str:
+    path = tmp_path / "gated.yaml"
+    path.write_text(GATED.replace("TIMEOUT", str(timeout)))
+    return str(path)
+
+
+async def test_a_gate_approved_by_a_person_lets_the_run_ship(
+    make_runner: MakeRunner, remote: Path, store: SqlStore, tmp_path: Path
+) -> None:
+    def approve_when_asked(event: RunEvent) -> None:
+        if isinstance(event, GateWaiting):
+            store.decide_gate(event.run_id, "approved")
+
+    runner = make_runner(approve_when_asked)
+    state = await runner.start(request(remote, blueprint=gated(tmp_path, 600)))
+    assert state.status == "succeeded"
+    assert [(s.node, s.outcome) for s in state.steps][-2:] == [
+        ("approve", "approved"), ("ship", "success"),
+    ]  # fmt: skip
+
+
+async def test_a_gate_nobody_answers_ends_with_its_default(
+    make_runner: MakeRunner, remote: Path, tmp_path: Path
+) -> None:
+    state = await make_runner().start(request(remote, blueprint=gated(tmp_path, 0.2)))
+    assert state.status == "escalated"
+    assert [(s.node, s.outcome) for s in state.steps][-2:] == [
+        ("approve", "rejected"), ("escalate", "success"),
+    ]  # fmt: skip
+
+
+async def test_cancelling_mid_run_stops_it_and_leaves_no_box(
+    make_runner: MakeRunner, remote: Path, store: SqlStore, engine: Engine
+) -> None:
+    def cancel_at_implement(event: RunEvent) -> None:
+        if isinstance(event, NodeStarted) and event.node == "implement":
+            store.request_cancel(event.run_id)
+
+    runner = make_runner(cancel_at_implement)
+    slow = f"scripted:{SCRIPTS / 'slow.yaml'}"
+    state = await asyncio.wait_for(runner.start(request(remote, slow)), 60)
+    assert state.status == "cancelled"
+    assert state.current == "implement"
+    assert boxes_of(engine, state) == []
+    assert store.list_pull_requests() == []
+
+
+async def test_secrets_reach_no_pr_commit_trajectory_or_event(
+    make_runner: MakeRunner,
+    remote: Path,
+    store: SqlStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "deploy-secret-0123456789"  # noqa: S105 - a test value
+    monkeypatch.setenv("DEPLOY_TOKEN", secret)
+    blueprint = tmp_path / "leaky.yaml"
+    source = (Path(__file__).parents[2] / "src/golem/blueprint/builtin/minion.yaml").read_text()
+    blueprint.write_text(source.replace("nodes:", "box: {secrets_env: [DEPLOY_TOKEN]}\nnodes:", 1))
+    leaky = f"scripted:{SCRIPTS / 'leaky.yaml'}"
+    state = await make_runner().start(request(remote, leaky, blueprint=str(blueprint)))
+    assert state.status == "succeeded", state.error
+    [pr] = store.list_pull_requests()
+    places = {
+        "pr": pr.body + pr.diff + pr.title,
+        "commits": "\n".join(branch_commits(remote, state.branch)),
+        "trajectories": "".join(Path(t).read_text() for t in state.trajectories),
+        "events": "".join(e.model_dump_json() for _, e in store.events(state.id)),
+        "state": store.load_run(state.id).model_dump_json(),  # type: ignore[union-attr]
+    }
+    assert {name: secret in text for name, text in places.items()} == dict.fromkeys(places, False)
+    assert "token=***" in places["trajectories"]
+
+
+async def test_a_run_without_task_or_issue_is_refused(
+    make_runner: MakeRunner, remote: Path
+) -> None:
+    from golem.core import InvalidRequest
+
+    with pytest.raises(InvalidRequest, match="--task or --issue"):
+        make_runner().submit(RunRequest(repo=str(remote)))
+
+
+def test_states_serialise_for_the_store(remote: Path) -> None:
+    state = RunState(id="run-x", request=request(remote), blueprint="minion", blueprint_source="")
+    assert RunState.model_validate_json(state.model_dump_json()) == state
