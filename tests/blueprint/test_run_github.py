@@ -1,0 +1,94 @@
+"""`golem run` from a GitHub issue to a GitHub pull request, against a loopback server that
+speaks GitHub's REST API: the issue and its discussion feed the agent, the PR and the
+comment come back, labels mark an escalation, and the token goes nowhere but the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import Runner, RunRequest, RunState
+from golem.core import GolemConfig, load_config
+from golem.sandbox import Engine
+from golem.service.store import SqlStore
+from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
+from tests.forge.github_server import GitHubServer
+
+pytestmark = pytest.mark.bwrap
+
+TOKEN = "ghp_golemtest0123456789abcdef"  # noqa: S105 - a test token
+REPO = "octo/calculator"
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
+    monkeypatch.setenv("GOLEM_TEST_GITHUB_TOKEN", TOKEN)
+    with GitHubServer(token=TOKEN) as server:
+        server.add_issue(
+            REPO, 7, "add() subtracts its arguments",
+            body="`add(2, 3)` gives -1. See calculator.py.",
+            comments=["test_calculator.py shows it too"],
+        )  # fmt: skip
+        yield server
+
+
+@pytest.fixture
+def config(config: GolemConfig, github: GitHubServer) -> GolemConfig:
+    data = config.model_dump(mode="json")
+    data["forge"] = {
+        "provider": "github",
+        "github": {"api_url": github.api_url, "token_env": "GOLEM_TEST_GITHUB_TOKEN"},
+    }
+    return load_config(data, files=[])
+
+
+async def run(
+    config: GolemConfig, engine: Engine, remote: Path, model: str
+) -> tuple[RunState, SqlStore]:
+    store = SqlStore.open(config)
+    runner = Runner(config, engine=engine, store=store, pull_requests=store, poll=0.05)
+    request = RunRequest(repo=str(remote), issue=f"{REPO}#7", model=model, forge="github")
+    return await runner.start(request), store
+
+
+async def test_an_issue_becomes_a_pull_request_and_a_comment(
+    config: GolemConfig, engine: Engine, github: GitHubServer, reachable_dir: Path
+) -> None:
+    remote = make_remote(reachable_dir)
+    state, store = await run(config, engine, remote, f"scripted:{EXAMPLES / 'calculator-fix.yaml'}")
+    assert state.status == "succeeded", state.error
+    assert state.title == "add() subtracts its arguments"
+    assert "test_calculator.py shows it too" in state.task_text  # the discussion came along
+    [pr] = github.pulls(REPO)
+    assert (pr["head"]["ref"], pr["base"]["ref"], pr["draft"]) == (state.branch, "main", False)
+    assert "Closes #7" in pr["body"]
+    assert "| test | `python3 -m unittest -v` | passed |" in pr["body"]
+    assert github.comments(REPO, 7)[-1]["body"].startswith(f"golem opened {pr['html_url']}")
+    assert state.pr is not None
+    assert state.pr.url == pr["html_url"]
+    assert all(r.headers.get("authorization") == f"Bearer {TOKEN}" for r in github.requests)
+    leaks = {
+        "pr": pr["body"] + pr["title"],
+        "commit": "\n".join(branch_commits(remote, state.branch)),
+        "trajectories": "".join(Path(t).read_text() for t in state.trajectories),
+        "events": "".join(e.model_dump_json() for _, e in store.events(state.id)),
+        "state": store.load_run(state.id).model_dump_json(),
+    }
+    assert [name for name, text in leaks.items() if TOKEN in text] == []
+
+
+async def test_an_escalation_is_a_labelled_draft_saying_what_fails(
+    config: GolemConfig, engine: Engine, github: GitHubServer, reachable_dir: Path
+) -> None:
+    remote = make_remote(reachable_dir)
+    state, _ = await run(config, engine, remote, f"scripted:{SCRIPTS / 'never.yaml'}")
+    assert state.status == "escalated"
+    [pr] = github.pulls(REPO)
+    assert pr["draft"]
+    assert github.labels(REPO, pr["number"]) == ["needs-human"]
+    assert "## What still fails" in pr["body"]
+    assert "Closes #7" not in pr["body"]
+    assert "for a human to finish" in github.comments(REPO, 7)[-1]["body"]
