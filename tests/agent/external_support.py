@@ -23,7 +23,6 @@ from tests.conftest import devbox_image
 
 __all__ = [
     "CLI_PACKAGES",
-    "SCAN",
     "anthropic_credential",
     "cli_image",
     "cli_spec",
@@ -41,33 +40,6 @@ CLI_PACKAGES = {
     "aider": ["pip:aider-chat==0.86.2"],
 }
 """The CLI versions whose flags and output golem's built-in templates were written for."""
-
-SCAN = """\
-import os, sys
-needle = (sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read())[::-1].encode()
-me = str(os.getpid())
-hits = []
-for pid in os.listdir("/proc"):
-    if pid.isdigit() and pid != me:
-        for part in ("environ", "cmdline"):
-            try:
-                if needle in open(f"/proc/{pid}/{part}", "rb").read():
-                    hits.append(f"/proc/{pid}/{part}")
-            except OSError:
-                pass
-for top in ("/run/golem", "/tmp", "/workspace", "/etc/ssl", "/dev/shm"):
-    for root, _, files in os.walk(top):
-        for name in files:
-            try:
-                if needle in open(os.path.join(root, name), "rb").read():
-                    hits.append(os.path.join(root, name))
-            except OSError:
-                pass
-print(hits)
-"""
-"""Prints every /proc environ and cmdline, and every file where a box keeps things, that
-holds a value. It is given the value reversed (as its argument, or on stdin), so that its
-own command line cannot be a hit."""
 
 
 @functools.cache

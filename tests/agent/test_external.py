@@ -26,9 +26,8 @@ from golem.agent.external import (
     ExternalEvent,
     ExternalOutput,
 )
-from golem.sandbox import Box, ExecRequest
+from golem.sandbox import Box
 from tests.agent.external_support import (
-    SCAN,
     anthropic_credential,
     cli_image,
     external_config,
@@ -40,6 +39,7 @@ from tests.agent.external_support import (
 from tests.agent.wire import TEST_KEY, AnthropicServer, OpenAIServer
 from tests.agent.wire.anthropic_server import AnthropicUsage, Text, ToolUse, stream_reply
 from tests.agent.wire.openai_responses import FunctionCall, OutputText, responses_stream_reply
+from tests.traces import SCAN, traces_in_box
 
 BUILD_TIMEOUT = 900
 """Seconds for a test that may build a CLI image first (npm or pip installs)."""
@@ -48,10 +48,7 @@ BUILD_TIMEOUT = 900
 async def assert_no_trace_of_the_key(box: Box, events: list[ExternalEvent], path: Path) -> None:
     """The real key is in no process environment or command line, file, event or line of
     output of the box, nor in the trajectory; the box holds a sentinel instead."""
-    scan = await box.execute(
-        ExecRequest(code=SCAN, runtime="python", stdin=TEST_KEY[::-1].encode())
-    )
-    assert scan.stdout == "[]\n", scan.stderr
+    assert await traces_in_box(box, TEST_KEY) == []
     env = await box.execute("env")
     assert TEST_KEY not in env.stdout
     assert re.search(r"^\w+_API_KEY=golem-sentinel-", env.stdout, re.MULTILINE)
@@ -137,10 +134,8 @@ async def test_claude_code_works_in_the_box_through_the_proxy_and_never_sees_the
     assert "Do not commit, push or create branches" in first
 
     recorded, notes = read_trajectory(trajectory)
-    assert [type(e) for e in recorded] == [
-        type(e) for e in events if not isinstance(e, ExternalOutput)
-    ]
-    assert len(notes) == len(of_type(events, ExternalOutput))
+    assert [type(e) for e in recorded] == [type(e) for e in events]  # raw lines included
+    assert notes == []
 
 
 @pytest.mark.docker

@@ -19,6 +19,7 @@ from golem.core import GolemConfig, NetworkEvent, load_config
 from golem.sandbox import Box, Engine, ExecRequest, OutputEvent
 from tests.conftest import BOTH_BACKENDS, PRIVATE_PASSWORD
 from tests.sandbox.nethosts import PRIVATE_USER, NetHosts
+from tests.traces import traces_in_box
 
 SECRET = "golem-real-" + secrets.token_hex(16)
 
@@ -256,31 +257,7 @@ async def test_no_trace_of_a_brokered_value_is_in_the_box(box: Box, net: NetHost
     await box.execute(
         f'curl -sS -m 20 https://brokered.test:{net.secure.port}/echo -H "x-t: $BROKERED_TOKEN"'
     )
-    scan = """
-import os, sys
-needle = sys.stdin.buffer.read()
-me = str(os.getpid())
-hits = []
-for pid in os.listdir("/proc"):
-    if pid.isdigit() and pid != me:
-        for part in ("environ", "cmdline"):
-            try:
-                if needle in open(f"/proc/{pid}/{part}", "rb").read():
-                    hits.append(f"/proc/{pid}/{part}")
-            except OSError:
-                pass
-for top in ("/run/golem", "/tmp", "/workspace", "/etc/ssl", "/dev/shm"):
-    for root, _, files in os.walk(top):
-        for name in files:
-            try:
-                if needle in open(os.path.join(root, name), "rb").read():
-                    hits.append(os.path.join(root, name))
-            except OSError:
-                pass
-print(hits)
-"""
-    result = await box.execute(ExecRequest(code=scan, runtime="python", stdin=SECRET.encode()))
-    assert result.stdout == "[]\n", result.stderr
+    assert await traces_in_box(box, SECRET) == []
     env = await box.execute("env")
     assert "BROKERED_TOKEN=golem-sentinel-" in env.stdout
 

@@ -7,7 +7,6 @@ interactive shell use the same request messages, and every backend hands the sam
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import signal as signals
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -31,17 +30,18 @@ from golem.core.events import (
 )
 from golem.core.spec import BoxSpec, resolve_workdir
 from golem.sandbox.contracts import StartedBox
+from golem.sandbox.decoding import OutputDecoder, complete_utf8_end
 from golem.sandbox.files import BoxFiles
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.network import BoxNetwork
 from golem.sandbox.supervisor import Frame, SessionClient
+from golem.sandbox.terminal import SPAWN_FAILED, Terminal
 
-__all__ = ["Box", "as_request"]
+__all__ = ["Box", "Terminal", "as_request"]
 
 HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
 STDIN_CHUNK = 64 * 1024
-SPAWN_FAILED = 127
 
 
 def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
@@ -51,32 +51,6 @@ def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
     if isinstance(request, str):
         return ExecRequest(cmd=request)
     return ExecRequest(cmd=list(request))
-
-
-class _OutputDecoder:
-    """Masks secrets and decodes UTF-8 incrementally for one output stream."""
-
-    def __init__(self, secrets: Sequence[str]) -> None:
-        self.masker = SecretMasker(secrets)
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def feed(self, data: bytes) -> str:
-        return self.decoder.decode(self.masker.feed(data))
-
-    def flush(self) -> str:
-        return self.decoder.decode(self.masker.flush(), final=True)
-
-
-def _complete_utf8_end(data: bytes) -> int:
-    """Length of ``data`` without a trailing, incomplete UTF-8 sequence."""
-    for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 != 0x80:  # the lead byte of the last sequence (or ASCII)
-            needed = (
-                1 if byte < 0x80 else 2 if byte >= 0xC0 and byte < 0xE0 else 3 if byte < 0xF0 else 4
-            )
-            return len(data) - back if back < needed else len(data)
-    return len(data)
 
 
 class Box(BoxFiles):
@@ -242,7 +216,7 @@ class Box(BoxFiles):
         phase: Phase,
         oom_before: int,
     ) -> AsyncIterator[ExecEvent]:
-        outputs = {"stdout": _OutputDecoder(self._secrets), "stderr": _OutputDecoder(self._secrets)}
+        outputs = {"stdout": OutputDecoder(self._secrets), "stderr": OutputDecoder(self._secrets)}
         limit = (request.timeout or self.spec.timeout) + HOST_GRACE
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
@@ -341,7 +315,7 @@ class Box(BoxFiles):
         final = not reply["running"]
         start = int(reply["offset"]) - len(data)
         if not final:
-            data = data[: _complete_utf8_end(data)]
+            data = data[: complete_utf8_end(data)]
         text, next_offset = masker.window(data, start, offset, final)
         exit_info = reply.get("exit") or {}
         return ProcessOutput(
@@ -387,45 +361,3 @@ class Box(BoxFiles):
         queue = self._client.open(message["id"])
         await self._client.send(message, payload)
         return Terminal(self._client, message["id"], queue, self._secrets)
-
-
-class Terminal:
-    """An interactive call on a pty: write keystrokes, read the screen's bytes, resize."""
-
-    def __init__(
-        self,
-        client: SessionClient,
-        call_id: str,
-        queue: asyncio.Queue[Frame | None],
-        secrets: Sequence[str],
-    ) -> None:
-        self._client = client
-        self.id = call_id
-        self._queue = queue
-        self._masker = SecretMasker(secrets)
-        self.exit_code: int | None = None
-
-    async def write(self, data: bytes) -> None:
-        """Send keystrokes."""
-        await self._client.send({"op": "stdin", "id": self.id}, data)
-
-    async def resize(self, rows: int, cols: int) -> None:
-        """Tell the pty its window size."""
-        await self._client.send({"op": "resize", "id": self.id, "rows": rows, "cols": cols})
-
-    async def read(self) -> bytes | None:
-        """Next output bytes (secrets masked), or None once the call has ended."""
-        while self.exit_code is None:
-            frame = await self._queue.get()
-            if frame is None:
-                self.exit_code = -1
-                break
-            message, data = frame
-            if message.get("op") == "out":
-                if masked := self._masker.feed(data):
-                    return masked
-            elif message.get("op") in ("exit", "error"):
-                self.exit_code = int(message.get("exit_code", SPAWN_FAILED))
-        tail = self._masker.flush()
-        self._client.close_call(self.id)
-        return tail or None

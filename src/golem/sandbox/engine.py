@@ -11,16 +11,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from golem.core.config import (
-    DockerBackendConfig,
     GolemConfig,
-    ProcessBackendConfig,
     load_config,
 )
 from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
 from golem.core.events import ExecEvent, ExitEvent, OutputEvent
 from golem.core.ids import new_id
 from golem.core.spec import BoxSpec
-from golem.sandbox.backends import make_backend
+from golem.sandbox.backends import make_backend, make_backend_for
 from golem.sandbox.box import Box, as_request
 from golem.sandbox.contracts import Backend, StartedBox
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
@@ -396,15 +394,3 @@ class Engine:
         if self._egress is not None:
             self._egress.close()
         self.backend.close()
-
-
-def make_backend_for(name: str, config: GolemConfig) -> Backend:
-    """A backend by name with this config's settings, for cleaning up its boxes."""
-    configured = config.engine.backend
-    if configured.type == name:
-        return make_backend(configured)
-    if name == "process":
-        return make_backend(ProcessBackendConfig())
-    if name == "docker":
-        return make_backend(DockerBackendConfig())
-    raise ConfigError(f"box records name an unknown backend {name!r}; delete them by hand")

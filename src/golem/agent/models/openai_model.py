@@ -3,23 +3,14 @@ with the official SDK (``openai/<model>`` and ``openai-compatible/<model>``)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import openai
 from openai import AsyncOpenAI
 
 from golem.agent.contracts import DeltaSink, Price
 from golem.agent.messages import ModelRequest, ModelResponse
-from golem.agent.models.failures import (
-    Endpoint,
-    failure_kind,
-    model_error,
-    stream_broken,
-    timed_out,
-    unreachable,
-)
+from golem.agent.models.failures import Endpoint, failure_kind
 from golem.agent.models.openai_wire import OpenAIReply, openai_messages, openai_tools
-from golem.agent.models.retry import retry_broken_streams
+from golem.agent.models.retry import SdkErrors, streamed_call
 from golem.core.errors import ModelUnavailable
 from golem.core.model_config import OpenAICompatibleConfig, OpenAIConfig, ProviderConfig
 
@@ -76,23 +67,18 @@ class OpenAIModel:
         midway is retried from the start, so ``on_delta`` may see the start of the reply
         again. The whole call, retries included, is cut off after the provider's
         ``timeout``."""
-        try:
-            async with asyncio.timeout(self._provider.timeout), self._client() as client:
-                return await retry_broken_streams(
-                    lambda: self._stream(client, request, on_delta),
-                    max_retries=self._provider.max_retries,
-                    is_transient=_broken_stream,
-                )
-        except TimeoutError as exc:
-            raise timed_out(self._endpoint, self._provider.timeout) from exc
-        except openai.APIStatusError as exc:
-            raise model_error(self._endpoint, exc.status_code, exc.body) from exc
-        except openai.APIConnectionError as exc:
-            raise unreachable(self._endpoint, exc) from exc
-        except openai.APIError as exc:
-            raise model_error(self._endpoint, None, exc.body or exc.message) from exc
-        except ModelUnavailable as exc:
-            raise stream_broken(self._endpoint, exc.message) from exc
+        return await streamed_call(
+            self._endpoint,
+            self._provider,
+            self._client,
+            lambda client: self._stream(client, request, on_delta),
+            errors=SdkErrors(
+                status=openai.APIStatusError,
+                connection=openai.APIConnectionError,
+                other=openai.APIError,
+            ),
+            is_transient=_broken_stream,
+        )
 
     def _client(self) -> AsyncOpenAI:
         return AsyncOpenAI(

@@ -12,11 +12,25 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import TypeVar
 
-__all__ = ["backoff_delay", "retry_broken_streams"]
+from golem.agent.messages import ModelResponse
+from golem.agent.models.failures import (
+    Endpoint,
+    model_error,
+    stream_broken,
+    timed_out,
+    unreachable,
+)
+from golem.core.errors import ModelUnavailable
+from golem.core.model_config import ProviderConfig
+
+__all__ = ["SdkErrors", "backoff_delay", "retry_broken_streams", "streamed_call"]
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0
@@ -46,3 +60,50 @@ async def retry_broken_streams(
                 raise
         await asyncio.sleep(backoff_delay(retry))
         retry += 1
+
+
+@dataclass(frozen=True)
+class SdkErrors:
+    """One SDK's exception classes that golem translates into ModelErrors."""
+
+    status: type[Exception]
+    """An error status (has ``status_code`` and ``body``)."""
+    connection: type[Exception]
+    """No connection after the SDK's own retries."""
+    other: type[Exception] | None = None
+    """Any other error of the SDK (has ``body`` and ``message``), e.g. an error chunk."""
+
+
+async def streamed_call(
+    endpoint: Endpoint,
+    provider: ProviderConfig,
+    open_client: Callable[[], AbstractAsyncContextManager[C]],
+    stream: Callable[[C], Awaitable[ModelResponse]],
+    *,
+    errors: SdkErrors,
+    is_transient: Callable[[Exception], bool],
+) -> ModelResponse:
+    """One model call for either provider: a client of its own, broken streams retried,
+    the whole call cut at the provider's timeout, every SDK failure translated."""
+    try:
+        async with asyncio.timeout(provider.timeout), open_client() as client:
+            return await retry_broken_streams(
+                lambda: stream(client), max_retries=provider.max_retries, is_transient=is_transient
+            )
+    except TimeoutError as exc:
+        raise timed_out(endpoint, provider.timeout) from exc
+    except ModelUnavailable as exc:
+        raise stream_broken(endpoint, exc.message) from exc
+    except Exception as exc:
+        raise _translated(endpoint, exc, errors) from exc
+
+
+def _translated(endpoint: Endpoint, exc: Exception, errors: SdkErrors) -> Exception:
+    if isinstance(exc, errors.status):
+        return model_error(endpoint, getattr(exc, "status_code", None), getattr(exc, "body", None))
+    if isinstance(exc, errors.connection):
+        return unreachable(endpoint, exc)
+    if errors.other is not None and isinstance(exc, errors.other):
+        body = getattr(exc, "body", None) or getattr(exc, "message", str(exc))
+        return model_error(endpoint, None, body)
+    return exc

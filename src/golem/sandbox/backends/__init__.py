@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from golem.core.config import BackendConfig
+from golem.core.config import (
+    BackendConfig,
+    DockerBackendConfig,
+    GolemConfig,
+    ProcessBackendConfig,
+)
+from golem.core.errors import ConfigError
 from golem.sandbox.contracts import Backend
 
-__all__ = ["make_backend"]
+__all__ = ["make_backend", "make_backend_for"]
 
 
 def make_backend(config: BackendConfig) -> Backend:
@@ -17,3 +23,15 @@ def make_backend(config: BackendConfig) -> Backend:
     from golem.sandbox.backends.docker import DockerBackend  # noqa: PLC0415 - lazy
 
     return DockerBackend(config)
+
+
+def make_backend_for(name: str, config: GolemConfig) -> Backend:
+    """A backend by name with this config's settings, for cleaning up its boxes."""
+    configured = config.engine.backend
+    if configured.type == name:
+        return make_backend(configured)
+    if name == "process":
+        return make_backend(ProcessBackendConfig())
+    if name == "docker":
+        return make_backend(DockerBackendConfig())
+    raise ConfigError(f"box records name an unknown backend {name!r}; delete them by hand")

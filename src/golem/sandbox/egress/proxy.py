@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import os
 import socket
 import ssl
 from collections.abc import Callable
@@ -36,38 +35,17 @@ from golem.sandbox.egress.http import (
     relay,
     send_error,
 )
+from golem.sandbox.egress.log import Logged, Refused
 from golem.sandbox.egress.resolve import Resolver, host_addresses, make_resolver
+from golem.sandbox.egress.sockets import open_socket, refuse_raw, take_socket
 from golem.sandbox.egress.splice import splice_tunnel
 from golem.sandbox.egress.tls import EgressCA
 
 __all__ = ["EgressProxy", "Refused"]
 
 MAX_HEAD = 64 * 1024
-CONNECT_TIMEOUT = 10.0
 ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
 Listener = Callable[[NetworkEvent], None]
-
-
-class Refused(Exception):
-    """A destination the policy refuses, or one that cannot be reached."""
-
-    def __init__(self, status: int, rule: str) -> None:
-        super().__init__(rule)
-        self.status = status
-        self.rule = rule
-
-
-@dataclass
-class _Logged:
-    """A log entry and the traffic counted on it since."""
-
-    event: NetworkEvent
-    traffic: Traffic
-
-    def snapshot(self) -> NetworkEvent:
-        return self.event.model_copy(
-            update={"bytes_up": self.traffic.up, "bytes_down": self.traffic.down}
-        )
 
 
 @dataclass
@@ -98,7 +76,7 @@ class EgressProxy:
         self._ca = ca
         self._upstream_tls = upstream_tls or ssl.create_default_context()
         self._own = host_addresses() if own_addresses is None else own_addresses
-        self._log: list[_Logged] = []
+        self._log: list[Logged] = []
         self._listeners: list[Listener] = []
         self._server: asyncio.AbstractServer | None = None
         self._open: set[asyncio.StreamWriter] = set()
@@ -166,7 +144,7 @@ class EgressProxy:
 
     def _record(self, entry: NetworkEvent) -> Traffic:
         """Log a decision as it is made; the returned counter keeps its bytes."""
-        logged = _Logged(entry.model_copy(update={"index": len(self._log)}), Traffic())
+        logged = Logged(entry.model_copy(update={"index": len(self._log)}), Traffic())
         self._log.append(logged)
         for listener in list(self._listeners):
             listener(logged.event)
@@ -238,18 +216,18 @@ class EgressProxy:
             applied = self.broker.for_host(host)
             address, traffic = await self._decide(host, port, "CONNECT", applied)
         except Refused as refused:
-            await _refuse_raw(writer, refused)
+            await refuse_raw(writer, refused.status, refused.rule)
             return
         if applied:
             upstream_at = Upstream(address, port, host, self._upstream_tls)
             await self._terminate(upstream_at, applied, traffic, reader, writer)
             return
         try:
-            upstream = await _open_socket(address, port)
+            upstream = await open_socket(address, port)
         except (OSError, TimeoutError):
-            await _refuse_raw(writer, Refused(502, "upstream unreachable"))
+            await refuse_raw(writer, 502, "upstream unreachable")
             return
-        box, first = _take_socket(reader, writer)
+        box, first = take_socket(reader, writer)
         self._tunnels.add(box)
         try:
             await asyncio.get_running_loop().sock_sendall(box, ESTABLISHED)
@@ -345,7 +323,7 @@ class EgressProxy:
     async def _forward_raw(self, box: HttpSide, request: h11.Request, route: _Route) -> None:
         """Send the request's head upstream, then splice both ways until either ends."""
         try:
-            upstream = await _open_socket(route.upstream.address, route.upstream.port)
+            upstream = await open_socket(route.upstream.address, route.upstream.port)
         except (OSError, TimeoutError) as exc:
             await send_error(box, 502, f"upstream unreachable ({exc.__class__.__name__})")
             return
@@ -359,7 +337,7 @@ class EgressProxy:
             )
         )
         buffered, _ = box.h11.trailing_data  # the body's start, already read by h11
-        sock, unread = _take_socket(box.reader, box.writer)
+        sock, unread = take_socket(box.reader, box.writer)
         self._tunnels.add(sock)
         try:
             await splice_tunnel(
@@ -406,47 +384,3 @@ async def _ready(upstream: HttpSide | None, upstream_at: Upstream) -> HttpSide:
 
 def _names(applied: list[Brokered]) -> str:
     return ",".join(item.credential.name for item in applied)
-
-
-async def _open_socket(address: str, port: int) -> socket.socket:
-    """A non-blocking TCP connection to a checked address."""
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setblocking(False)
-    try:
-        await asyncio.wait_for(
-            asyncio.get_running_loop().sock_connect(sock, (address, port)), CONNECT_TIMEOUT
-        )
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-def _take_socket(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> tuple[socket.socket, bytes]:
-    """Take a connection away from asyncio's transport (for splice): a duplicate of its
-    socket, and what the client sent that the reader already buffered."""
-    transport = writer.transport
-    transport.pause_reading()  # type: ignore[attr-defined]
-    # StreamReader has no public way to hand over its buffer; its attribute is stable.
-    first = bytes(getattr(reader, "_buffer", b""))
-    raw = writer.get_extra_info("socket")
-    sock = socket.socket(fileno=os.dup(raw.fileno()))
-    sock.setblocking(False)
-    transport.abort()  # closes the transport's descriptor only; ours stays open
-    return sock, first
-
-
-async def _refuse_raw(writer: asyncio.StreamWriter, refused: Refused) -> None:
-    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway"}
-    body = f"golem egress: refused ({refused.rule})\n".encode()
-    writer.write(
-        f"HTTP/1.1 {refused.status} {reason.get(refused.status, 'Error')}\r\n"
-        f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n".encode()
-        + body
-    )
-    with contextlib.suppress(ConnectionError):
-        await writer.drain()

@@ -1,0 +1,33 @@
+"""The proxy's log entries and refusals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from golem.core.events import NetworkEvent
+from golem.sandbox.egress.http import Traffic
+
+__all__ = ["Logged", "Refused"]
+
+
+class Refused(Exception):
+    """A destination the policy refuses, or one that cannot be reached."""
+
+    def __init__(self, status: int, rule: str) -> None:
+        super().__init__(rule)
+        self.status = status
+        self.rule = rule
+
+
+@dataclass
+class Logged:
+    """A decision as logged, and the traffic counted on its connection since."""
+
+    event: NetworkEvent
+    traffic: Traffic
+
+    def snapshot(self) -> NetworkEvent:
+        """The entry with the bytes moved so far."""
+        return self.event.model_copy(
+            update={"bytes_up": self.traffic.up, "bytes_down": self.traffic.down}
+        )

@@ -1,0 +1,55 @@
+"""Terminal: an interactive call on a pty in a box (``golem shell``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from golem.sandbox.masking import SecretMasker
+from golem.sandbox.supervisor import Frame, SessionClient
+
+__all__ = ["SPAWN_FAILED", "Terminal"]
+
+SPAWN_FAILED = 127
+
+
+class Terminal:
+    """An interactive call on a pty: write keystrokes, read the screen's bytes, resize."""
+
+    def __init__(
+        self,
+        client: SessionClient,
+        call_id: str,
+        queue: asyncio.Queue[Frame | None],
+        secrets: Sequence[str],
+    ) -> None:
+        self._client = client
+        self.id = call_id
+        self._queue = queue
+        self._masker = SecretMasker(secrets)
+        self.exit_code: int | None = None
+
+    async def write(self, data: bytes) -> None:
+        """Send keystrokes."""
+        await self._client.send({"op": "stdin", "id": self.id}, data)
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Tell the pty its window size."""
+        await self._client.send({"op": "resize", "id": self.id, "rows": rows, "cols": cols})
+
+    async def read(self) -> bytes | None:
+        """Next output bytes (secrets masked), or None once the call has ended."""
+        while self.exit_code is None:
+            frame = await self._queue.get()
+            if frame is None:
+                self.exit_code = -1
+                break
+            message, data = frame
+            if message.get("op") == "out":
+                if masked := self._masker.feed(data):
+                    return masked
+            elif message.get("op") in ("exit", "error"):
+                self.exit_code = int(message.get("exit_code", SPAWN_FAILED))
+        tail = self._masker.flush()
+        self._client.close_call(self.id)
+        return tail or None
