@@ -34,6 +34,7 @@ from golem.core.errors import ConfigError
 from golem.core.forge_config import ForgeConfig
 from golem.core.model_config import ModelsConfig
 from golem.core.network import Credential, NetworkConfig
+from golem.core.server_config import ServerConfig
 from golem.core.spec import BoxSpec
 
 __all__ = [
@@ -194,6 +195,7 @@ class GolemConfig(BaseSettings):
     )
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
     credentials: list[Credential] = Field(
         default_factory=list,
         description="Credentials the egress proxy adds for filtered boxes ([[credentials]]).",

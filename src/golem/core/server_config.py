@@ -1,0 +1,105 @@
+"""Configuration of `golem serve` (``[server]`` in golem.toml): where it listens, how much it
+runs at once, what each role of API key may ask for, and the GitHub trigger."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from golem.core.sizes import ByteSize
+
+__all__ = ["GitHubTriggerConfig", "RolePolicy", "ServerConfig", "default_policies"]
+
+Role = Literal["user", "trusted", "admin"]
+
+
+class RolePolicy(BaseModel):
+    """What a key of one role may ask of the server's boxes. A request beyond it is
+    refused with an error naming this policy, never quietly lowered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_memory: ByteSize | None = Field(4 * 1024**3, description="Largest memory limit.")
+    max_cpus: float | None = Field(4.0, gt=0, description="Most CPU cores.")
+    max_pids: int | None = Field(1024, ge=8, description="Most processes per box.")
+    max_timeout: float | None = Field(3600.0, gt=0, description="Longest call, seconds.")
+    max_workspace_size: ByteSize | None = Field(8 * 1024**3, description="Largest /workspace.")
+    networks: list[Literal["none", "filtered", "host"]] = Field(
+        default_factory=lambda: ["none", "filtered"], description="Network modes allowed."
+    )
+    images: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions of images a box may name; empty: only the "
+        "server's default image.",
+    )
+    host_workspace: bool = Field(False, description="May bind a host directory as /workspace.")
+    writable_root: bool = Field(False, description="May ask for a writable root file system.")
+    root_user: bool = Field(False, description="May run as root inside the box.")
+    max_sessions: int = Field(16, ge=0, description="Sessions a tenant may hold at once.")
+
+
+def default_policies() -> dict[str, RolePolicy]:
+    """``user``: safe for anyone; ``trusted`` and ``admin``: any image, host network,
+    host workspaces, no caps on limits."""
+    open_policy = RolePolicy(
+        max_memory=None, max_cpus=None, max_pids=None, max_timeout=None,
+        max_workspace_size=None, networks=["none", "filtered", "host"], images=[".*"],
+        host_workspace=True, writable_root=True, root_user=True, max_sessions=64,
+    )  # fmt: skip
+    return {"user": RolePolicy(), "trusted": open_policy, "admin": open_policy}
+
+
+class GitHubTriggerConfig(BaseModel):
+    """``[server.github]``: runs started by GitHub's webhooks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    secret_env: str = Field(
+        "GOLEM_GITHUB_WEBHOOK_SECRET",
+        description="Variable holding the webhook secret; unset: the endpoint refuses all.",
+    )
+    label: str = Field("golem", description="An issue given this label starts a run.")
+    handle: str = Field("@golem", description="A comment mentioning this starts a run.")
+    tenant: str = Field("default", description="Tenant that owns the runs it starts.")
+    blueprint: str = Field("minion", description="Blueprint of those runs.")
+    model: str | None = Field(None, description="Their model; default: [models] default.")
+    repo_url: str = Field(
+        "https://github.com/{repo}.git",
+        description="How to clone a repository named owner/name ({repo}).",
+    )
+
+
+class ServerConfig(BaseModel):
+    """``[server]``: `golem serve`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field("127.0.0.1", description="Address to listen on.")
+    port: int = Field(8765, gt=0, lt=65536)
+    admin_key_env: str = Field(
+        "GOLEM_ADMIN_KEY", description="Variable holding the admin key (never the key itself)."
+    )
+    max_runs: int = Field(2, ge=1, description="Runs executed at once by this server.")
+    max_sessions: int = Field(32, ge=1, description="Sessions (boxes) at once, all tenants.")
+    max_queued: int = Field(100, ge=0, description="Queued runs before submissions overflow.")
+    overflow: Literal["queue", "reject"] = Field(
+        "reject",
+        description="Past max_queued (runs) or max_sessions (sessions): reject: 429 with "
+        "Retry-After; queue: a session request waits for a free slot.",
+    )
+    retry_after: int = Field(30, ge=1, description="Seconds a 429 tells the client to wait.")
+    policies: dict[str, RolePolicy] = Field(
+        default_factory=default_policies, description="What each role may ask for."
+    )
+    github: GitHubTriggerConfig = Field(default_factory=GitHubTriggerConfig)
+
+    @field_validator("policies")
+    @classmethod
+    def _every_role(cls, policies: dict[str, RolePolicy]) -> dict[str, RolePolicy]:
+        defaults = default_policies()
+        missing = sorted(set(defaults) - set(policies))
+        unknown = sorted(set(policies) - set(defaults))
+        if unknown:
+            raise ValueError(f"unknown roles {', '.join(unknown)}: use user, trusted, admin")
+        return {**{role: defaults[role] for role in missing}, **policies}
