@@ -8,10 +8,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from golem.core.sizes import ByteSize
+from golem.core.spec import NetworkMode
 
 __all__ = ["GitHubTriggerConfig", "RolePolicy", "ServerConfig", "default_policies"]
 
 Role = Literal["user", "trusted", "admin"]
+
+
+def _contained_networks() -> list[NetworkMode]:
+    return ["none", "filtered"]
 
 
 class RolePolicy(BaseModel):
@@ -25,8 +30,8 @@ class RolePolicy(BaseModel):
     max_pids: int | None = Field(1024, ge=8, description="Most processes per box.")
     max_timeout: float | None = Field(3600.0, gt=0, description="Longest call, seconds.")
     max_workspace_size: ByteSize | None = Field(8 * 1024**3, description="Largest /workspace.")
-    networks: list[Literal["none", "filtered", "host"]] = Field(
-        default_factory=lambda: ["none", "filtered"], description="Network modes allowed."
+    networks: list[NetworkMode] = Field(
+        default_factory=_contained_networks, description="Network modes allowed."
     )
     images: list[str] = Field(
         default_factory=list,
