@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,3 +249,25 @@ async def test_without_cgroups_rlimits_still_cap_memory(tmp_path: Path) -> None:
         hog = await box.execute(ExecRequest(code="x = bytearray(400 << 20)", runtime="python"))
         assert hog.exit_code != 0
         assert "MemoryError" in hog.stderr
+
+
+async def test_an_interactive_call_reads_stdin_as_it_comes_and_takes_signals(box: Box) -> None:
+    """Box.interact keeps stdin open: each line written is answered before the next is
+    sent; a signal ends a call that would wait forever."""
+    async with box.interact("while read line; do echo got:$line; done; echo eof") as call:
+        events = call.events()
+        await call.write(b"one\n")
+        first = await anext(events)
+        assert (first.type, getattr(first, "data", "")) == ("stdout", "got:one\n")
+        await call.write(b"two\n")
+        assert getattr(await anext(events), "data", "") == "got:two\n"
+        await call.close_stdin()
+        rest = [event async for event in events]
+    assert "".join(getattr(e, "data", "") for e in rest) == "eof\n"
+    assert rest[-1].type == "exit"
+    async with box.interact(["sleep", "600"]) as call:
+        events = call.events()
+        await call.signal(signal.SIGTERM)
+        [ended] = [event async for event in events]
+    assert isinstance(ended, ExitEvent)
+    assert ended.signal == signal.SIGTERM

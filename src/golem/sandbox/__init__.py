@@ -7,7 +7,7 @@ async with Engine(config) as engine:
 
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, ResourceUsage
 from golem.core.spec import BoxSpec
-from golem.sandbox.box import Box, Terminal
+from golem.sandbox.box import Box, Interaction, Terminal
 from golem.sandbox.contracts import Backend, StartedBox
 from golem.sandbox.engine import Engine
 from golem.sandbox.masking import SecretMasker
@@ -33,6 +33,7 @@ __all__ = [
     "ExecRequest",
     "ExecResult",
     "ExitEvent",
+    "Interaction",
     "OutputEvent",
     "ProcessOutput",
     "ResourceUsage",

@@ -32,16 +32,16 @@ from golem.core.spec import BoxSpec, resolve_workdir
 from golem.sandbox.contracts import StartedBox
 from golem.sandbox.decoding import OutputDecoder, complete_utf8_end
 from golem.sandbox.files import BoxFiles
+from golem.sandbox.interaction import Interaction
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.network import BoxNetwork
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.terminal import SPAWN_FAILED, Terminal
 
-__all__ = ["Box", "Terminal", "as_request"]
+__all__ = ["Box", "Interaction", "Terminal", "as_request"]
 
 HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
-STDIN_CHUNK = 64 * 1024
 
 
 def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
@@ -131,24 +131,41 @@ class Box(BoxFiles):
     ) -> AsyncIterator[ExecEvent]:
         """Run a call and yield its output as it comes, then one exit event."""
         request = as_request(request)
-        message, payload = await self._prepare(request)
+        async with self._call(request, phase, keep_stdin=False) as call:
+            if request.stdin is not None:
+                await call.write(request.stdin)
+                await call.close_stdin()
+            async for event in call.events():
+                yield event
+
+    def interact(
+        self, request: ExecRequest | str | Sequence[str]
+    ) -> contextlib.AbstractAsyncContextManager[Interaction]:
+        """A call whose stdin stays open: ``async with box.interact(req) as call:`` then
+        ``call.write``, ``call.close_stdin``, ``call.signal`` while reading
+        ``call.events()``. Leaving the block kills a call that has not ended."""
+        return self._call(as_request(request), "code", keep_stdin=True)
+
+    @contextlib.asynccontextmanager
+    async def _call(
+        self, request: ExecRequest, phase: Phase, *, keep_stdin: bool
+    ) -> AsyncIterator[Interaction]:
+        message, payload = await self._prepare(request, keep_stdin=keep_stdin)
         call_id = self._client.new_id()
         message["id"] = call_id
         queue = self._client.open(call_id)
         unsubscribe = self._subscribe_network(queue)
-        finished = False
+        oom_before = self._started.oom_kills()
+        call = Interaction(
+            self._client, call_id, lambda: self._events(queue, request, phase, oom_before)
+        )
         try:
-            oom_before = self._started.oom_kills()
             await self._client.send(message, payload)
-            if request.stdin is not None:
-                await self._feed_stdin(call_id, request.stdin)
-            async for event in self._events(queue, request, phase, oom_before):
-                yield event
-            finished = True
+            yield call
         finally:
             unsubscribe()
             self._client.close_call(call_id)
-            if not finished and self._client.lost is None:
+            if not call.finished and self._client.lost is None:
                 with contextlib.suppress(SandboxError):
                     await self._client.send(
                         {"op": "signal", "id": call_id, "signal": signals.SIGKILL}
@@ -164,7 +181,12 @@ class Box(BoxFiles):
         )
 
     async def _prepare(
-        self, request: ExecRequest, *, background: bool = False, pty: bool = False
+        self,
+        request: ExecRequest,
+        *,
+        background: bool = False,
+        pty: bool = False,
+        keep_stdin: bool = False,
     ) -> tuple[dict[str, Any], bytes]:
         try:
             workdir = resolve_workdir(request.workdir or self.spec.workdir)
@@ -188,7 +210,7 @@ class Box(BoxFiles):
             "timeout": timeout,
             "idle_timeout": request.idle_timeout or self.spec.idle_timeout,
             "max_output": self.spec.max_output_bytes,
-            "stdin": "pipe" if (request.stdin is not None or pty) else "null",
+            "stdin": "pipe" if (request.stdin is not None or pty or keep_stdin) else "null",
             "background": background,
             "pty": pty,
         }
@@ -202,12 +224,6 @@ class Box(BoxFiles):
         if path.startswith("/"):
             return path
         return resolve_workdir(f"{request.workdir or self.spec.workdir}/{path}")
-
-    async def _feed_stdin(self, call_id: str, data: bytes) -> None:
-        for start in range(0, len(data), STDIN_CHUNK):
-            chunk = data[start : start + STDIN_CHUNK]
-            await self._client.send({"op": "stdin", "id": call_id}, chunk)
-        await self._client.send({"op": "stdin_close", "id": call_id})
 
     async def _events(
         self,

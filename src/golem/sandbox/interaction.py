@@ -1,0 +1,51 @@
+"""A call in a box as it runs: its events, and, for an interactive call, its stdin and
+signals (the API's WebSocket). Box.stream and Box.interact both go through it."""
+
+from __future__ import annotations
+
+import signal as signals
+from collections.abc import AsyncIterator, Callable
+
+from golem.core.events import ExecEvent, ExitEvent
+from golem.sandbox.supervisor import SessionClient
+
+__all__ = ["STDIN_CHUNK", "Interaction"]
+
+STDIN_CHUNK = 64 * 1024
+
+
+class Interaction:
+    """One running call: read its events; write its stdin, close it, signal it."""
+
+    def __init__(
+        self,
+        client: SessionClient,
+        call_id: str,
+        events: Callable[[], AsyncIterator[ExecEvent]],
+    ) -> None:
+        self._client = client
+        self.id = call_id
+        self._events = events
+        self.finished = False
+
+    async def events(self) -> AsyncIterator[ExecEvent]:
+        """The call's events: output as it comes, then its exit."""
+        async for event in self._events():
+            if isinstance(event, ExitEvent):
+                self.finished = True
+            yield event
+
+    async def write(self, data: bytes) -> None:
+        """Send bytes to the call's stdin."""
+        for start in range(0, len(data), STDIN_CHUNK):
+            await self._client.send(
+                {"op": "stdin", "id": self.id}, data[start : start + STDIN_CHUNK]
+            )
+
+    async def close_stdin(self) -> None:
+        """End the call's stdin (EOF)."""
+        await self._client.send({"op": "stdin_close", "id": self.id})
+
+    async def signal(self, number: int = signals.SIGTERM) -> None:
+        """Send a signal to the call's process group."""
+        await self._client.send({"op": "signal", "id": self.id, "signal": int(number)})
