@@ -1,7 +1,8 @@
 """Shared fixtures: a real engine on a temporary state directory, real bubblewrap boxes.
 
-Tests marked ``bwrap`` (or ``docker``) skip locally when the machine lacks the tool; under
-CI (``CI`` set) such a skip is turned into a failure, so CI can never pass by skipping.
+Tests marked ``bwrap`` (or ``docker``, ``podman``, ``postgres``) skip locally when the machine
+lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI can never
+pass by skipping.
 """
 
 from __future__ import annotations
@@ -20,17 +21,25 @@ from typing import Any
 
 import docker
 import docker.errors
+import psycopg
 import pytest
+from psycopg import sql
+from sqlalchemy.engine import make_url
 
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Box, Engine
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
-ENFORCED_MARKERS = ("bwrap", "docker", "podman")
+ENFORCED_MARKERS = ("bwrap", "docker", "podman", "postgres")
 PRIVATE_PASSWORD = "pw-" + secrets.token_hex(8)
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 ENGINES = {"docker": None, "podman": PODMAN_SOCKET}  # backend name -> engine socket
+POSTGRES_URL = os.environ.get(
+    "GOLEM_TEST_POSTGRES_URL", "postgresql+psycopg://golem:golem@127.0.0.1:55432/golem_test"
+)
+"""A PostgreSQL database whose role may create databases: scripts/check exports it after
+scripts/ensure-postgres; without it, the cluster that script starts."""
 
 
 BOTH_BACKENDS = [
@@ -57,6 +66,27 @@ def engine_reachable(backend: str) -> bool:
     return True
 
 
+def _libpq(url: str) -> str:
+    """A SQLAlchemy URL as libpq's connection string."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@functools.cache
+def postgres_reachable() -> bool:
+    try:
+        with psycopg.connect(_libpq(POSTGRES_URL), connect_timeout=5):
+            pass
+    except psycopg.Error:
+        return False
+    return True
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("bwrap") and shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed (scripts/setup installs it)")
@@ -64,6 +94,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("no container engine answers (scripts/ensure-dockerd starts dockerd)")
     if item.get_closest_marker("podman") and not engine_reachable("podman"):
         pytest.skip("podman's socket does not answer (scripts/ensure-podman starts it)")
+    if item.get_closest_marker("postgres") and not postgres_reachable():
+        pytest.skip("no PostgreSQL answers at GOLEM_TEST_POSTGRES_URL (scripts/ensure-postgres)")
 
 
 def kill_box_from_outside(state: dict[str, Any]) -> None:
@@ -163,3 +195,18 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetHosts]:
     hosts = start_test_network(tmp_path_factory.mktemp("net"), private_password=PRIVATE_PASSWORD)
     yield next(hosts)
     next(hosts, None)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A SQLAlchemy URL of a new, empty PostgreSQL database of this test's own, dropped (with
+    whatever connections are left) after it. A test using it is marked ``postgres``; one that
+    asks for it by ``request.getfixturevalue`` must carry that marker itself."""
+    name = f"golem_test_{secrets.token_hex(6)}"
+    with psycopg.connect(_libpq(POSTGRES_URL), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(_libpq(POSTGRES_URL), autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

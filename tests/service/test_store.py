@@ -1,5 +1,6 @@
-"""golem's SQL store on a real SQLite file: runs, their events, gate decisions and cancel
-requests from other processes, and the local forge's pull requests."""
+"""golem's SQL store on a real SQLite file and a real PostgreSQL database (every test that
+takes ``store`` or ``db_url`` runs on both): runs, their events, gate decisions and cancel
+requests from other processes, the local forge's pull requests, and tenants."""
 
 from __future__ import annotations
 
@@ -9,24 +10,19 @@ from pathlib import Path
 import pytest
 
 from golem.blueprint.events import NodeStarted, RunNote
-from golem.blueprint.state import GateState, RunRequest, RunState
+from golem.blueprint.state import GateState
 from golem.core import load_config
 from golem.forge import CheckResult, ForgeComment, PullRequest
-from golem.service.store import SqlStore, StoreError, database_url
+from golem.service.store import RunNotFound, SqlStore, StoreError, database_url
+from tests.service.runs import new_run
 
 
-def new_run(run_id: str = "run-000000000001") -> RunState:
-    return RunState(
-        id=run_id,
-        request=RunRequest(repo="/srv/repo", task="fix it"),
-        blueprint="minion",
-        blueprint_source="name: minion\n",
-    )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> SqlStore:
-    return SqlStore(f"sqlite:///{tmp_path / 'golem.db'}")
+def pull_request(repo: str) -> PullRequest:
+    return PullRequest(
+        provider="local", number=0, url=f"golem://local/{repo}/pulls/{{number}}", repo=repo,
+        base="main", head="golem/x", title="fix: x", body="b", diff="+x",
+        checks=[CheckResult(name="test", command="t", passed=True, exit_code=0, duration=1)],
+    )  # fmt: skip
 
 
 def test_a_run_round_trips_and_lists_newest_first(store: SqlStore) -> None:
@@ -43,13 +39,26 @@ def test_a_run_round_trips_and_lists_newest_first(store: SqlStore) -> None:
     assert store.load_run("run-nope") is None
 
 
+def test_floats_booleans_text_and_large_states_round_trip_exactly(store: SqlStore) -> None:
+    state = new_run("run-1", created=1_700_000_000.123456)
+    state.cost_usd = 0.1 + 0.2
+    state.context = "naïve café ✓ 🦀 \x00 end\n" * 200_000  # 5 MB, with a NUL
+    store.create_run(state)
+    store.request_cancel("run-1")
+    loaded = store.load_run("run-1")
+    assert loaded is not None
+    assert loaded.cost_usd == 0.1 + 0.2
+    assert loaded.created == 1_700_000_000.123456
+    assert loaded.context == state.context
+    assert loaded.cancel_requested is True
+    assert store.list_runs()[0].cancel_requested is True
+
+
 def _cancel_from_another_process(url: str) -> None:
     SqlStore(url).request_cancel("run-1")
 
 
-def test_a_cancel_from_another_process_survives_the_runners_saves(
-    store: SqlStore, tmp_path: Path
-) -> None:
+def test_a_cancel_from_another_process_survives_the_runners_saves(store: SqlStore) -> None:
     state = new_run("run-1")
     store.create_run(state)
     process = multiprocessing.get_context("spawn").Process(
@@ -92,17 +101,15 @@ def test_events_are_numbered_per_run_and_read_from_an_offset(store: SqlStore) ->
     assert [seq for seq, _ in store.events("run-1", after=1)] == [2]
 
 
-def test_pull_requests_are_numbered_per_repository(store: SqlStore) -> None:
-    def pr(repo: str) -> PullRequest:
-        return PullRequest(
-            provider="local", number=0, url=f"golem://local/{repo}/pulls/{{number}}", repo=repo,
-            base="main", head="golem/x", title="fix: x", body="b", diff="+x",
-            checks=[CheckResult(name="test", command="t", passed=True, exit_code=0, duration=1)],
-        )  # fmt: skip
+def test_an_event_for_an_unknown_run_is_refused(store: SqlStore) -> None:
+    with pytest.raises(RunNotFound, match="no run 'run-nope'"):
+        store.append_event("run-nope", RunNote(run_id="run-nope", message="lost"))
 
-    one = store.add_pull_request(pr("a"))
-    two = store.add_pull_request(pr("a"))
-    other = store.add_pull_request(pr("b"))
+
+def test_pull_requests_are_numbered_per_repository(store: SqlStore) -> None:
+    one = store.add_pull_request(pull_request("a"))
+    two = store.add_pull_request(pull_request("a"))
+    other = store.add_pull_request(pull_request("b"))
     assert (one.number, two.number, other.number) == (1, 2, 1)
     assert two.url == "golem://local/a/pulls/2"
     assert [p.number for p in store.list_pull_requests("a")] == [2, 1]
@@ -115,15 +122,65 @@ def test_pull_requests_are_numbered_per_repository(store: SqlStore) -> None:
 def test_comments_are_kept_per_target_oldest_first(store: SqlStore) -> None:
     store.add_comment(ForgeComment(target="a#1", body="first", created=1.0))
     store.add_comment(ForgeComment(target="b#2", body="elsewhere", created=2.0))
-    store.add_comment(ForgeComment(target="a#1", body="second", created=3.0))
-    assert [c.body for c in store.list_comments("a#1")] == ["first", "second"]
+    store.add_comment(ForgeComment(target="a#1", body="second ✓ \x00", created=3.0))
+    assert [c.body for c in store.list_comments("a#1")] == ["first", "second ✓ \ufffd"]
     assert len(store.list_comments()) == 3
 
 
-def test_opening_an_existing_database_again_keeps_its_data(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'golem.db'}"
-    SqlStore(url).create_run(new_run("run-1"))
-    assert SqlStore(url).load_run("run-1") is not None  # migrations ran once, data kept
+def test_a_tenant_sees_and_changes_only_its_own_records(db_url: str) -> None:
+    acme = SqlStore(db_url, tenant="acme")
+    other = SqlStore(db_url, tenant="other")
+    everyone = SqlStore(db_url, tenant=None)
+    acme.create_run(new_run("run-a"))
+    acme.append_event("run-a", RunNote(run_id="run-a", message="acme's"))
+    acme.add_pull_request(pull_request("repo"))
+    acme.add_comment(ForgeComment(target="repo#1", body="acme's"))
+    other.create_run(new_run("run-o"))
+
+    assert other.load_run("run-a") is None
+    assert [r.id for r in other.list_runs()] == ["run-o"]
+    assert other.events("run-a") == []
+    assert other.list_pull_requests() == []
+    assert other.get_pull_request("repo", 1) is None
+    assert other.list_comments() == []
+    assert other.run_tenant("run-a") is None
+    other.request_cancel("run-a")
+    other.decide_gate("run-a", "rejected")
+    stolen = new_run("run-a")
+    stolen.status = "failed"
+    other.save_run(stolen)
+    with pytest.raises(RunNotFound):
+        other.append_event("run-a", RunNote(run_id="run-a", message="other's"))
+
+    mine = acme.load_run("run-a")
+    assert mine is not None
+    assert (mine.status, mine.cancel_requested) == ("queued", False)
+    assert [seq for seq, _ in acme.events("run-a")] == [1]
+    assert {r.id for r in everyone.list_runs()} == {"run-a", "run-o"}
+    assert everyone.run_tenant("run-a") == "acme"
+    assert [r.id for r in everyone.for_tenant("other").list_runs()] == ["run-o"]
+    for store in (acme, other, everyone):
+        store.close()
+
+
+def test_a_store_for_all_tenants_does_not_create_records(db_url: str) -> None:
+    everyone = SqlStore(db_url, tenant=None)
+    with pytest.raises(StoreError, match="for_tenant"):
+        everyone.create_run(new_run("run-1"))
+    with pytest.raises(StoreError, match="for_tenant"):
+        everyone.add_pull_request(pull_request("a"))
+    everyone.for_tenant("acme").create_run(new_run("run-1"))
+    assert everyone.run_tenant("run-1") == "acme"
+    everyone.close()
+
+
+def test_opening_an_existing_database_again_keeps_its_data(db_url: str) -> None:
+    first = SqlStore(db_url)
+    first.create_run(new_run("run-1"))
+    first.close()
+    again = SqlStore(db_url)
+    assert again.load_run("run-1") is not None  # migrations ran once, data kept
+    again.close()
 
 
 def test_the_default_database_is_a_file_in_the_state_dir(tmp_path: Path) -> None:
@@ -134,3 +191,11 @@ def test_the_default_database_is_a_file_in_the_state_dir(tmp_path: Path) -> None
 def test_an_unusable_database_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="cannot prepare database"):
         SqlStore(f"sqlite:///{tmp_path / 'missing-dir' / 'golem.db'}")
+
+
+def test_an_unreachable_postgresql_is_a_clear_error_without_its_password() -> None:
+    url = "postgresql+psycopg://golem:s3cret@127.0.0.1:1/golem?connect_timeout=5"
+    with pytest.raises(StoreError, match="cannot prepare database") as caught:
+        SqlStore(url)
+    assert "s3cret" not in str(caught.value)
+    assert "127.0.0.1:1" in str(caught.value)

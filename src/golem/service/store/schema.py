@@ -14,9 +14,10 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
-__all__ = ["forge_comments", "metadata", "pull_requests", "run_events", "runs"]
+__all__ = ["api_keys", "forge_comments", "metadata", "pull_requests", "run_events", "runs"]
 
 metadata = MetaData()
 
@@ -31,8 +32,10 @@ runs = Table(
     Column("state", Text, nullable=False),  # RunState as JSON
     Column("cancel_requested", Boolean, nullable=False, server_default="0"),
     Column("gate_decision", String(16), nullable=True),
+    Column("owner", String(128), nullable=True),  # host:pid of the server that claimed it
     Index("ix_runs_tenant_created", "tenant", "created"),
     Index("ix_runs_status", "status"),
+    Index("ix_runs_status_created", "status", "created"),
 )
 
 run_events = Table(
@@ -68,4 +71,17 @@ forge_comments = Table(
     Column("created", Float, nullable=False),
     Column("body", Text, nullable=False),
     Index("ix_forge_comments_target", "target"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("tenant", String(64), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("name", String(200), nullable=False, server_default=""),
+    Column("hash", String(64), nullable=False),  # SHA-256 of the key's secret
+    Column("created", Float, nullable=False),
+    Column("revoked", Boolean, nullable=False, server_default=false()),
+    Index("ix_api_keys_tenant", "tenant"),
 )
