@@ -295,13 +295,13 @@ async def test_a_pooled_box_gets_each_sessions_policy_and_an_empty_log(
     url = f"http://allowed.test:{net.plain.port}/hello.txt"
     async with engine.session(engine.spec(network="filtered", egress=policy(net))) as first:
         assert (await first.execute(f"curl -s -m 20 {url}")).stdout.startswith("hello")
-        assert len(first.network_log) == 1
+        assert len(await first.network_log()) == 1
     strict = policy(net, allow=[r"^nothing\.test$"])
     async with engine.session(engine.spec(network="filtered", egress=strict)) as second:
         assert second.id == first.id  # the same box, wiped and handed out again
         result = await second.execute(f"curl -s -m 20 {url}")
         assert "refused (not in allow list)" in result.stdout
-        assert [e.allowed for e in second.network_log] == [False]
+        assert [e.allowed for e in await second.network_log()] == [False]
 
 
 async def test_filtered_boxes_without_a_policy_reach_nothing(engine: Engine, net: NetHosts) -> None:

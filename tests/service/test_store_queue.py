@@ -19,7 +19,9 @@ def test_the_tenant_with_fewer_runs_in_progress_goes_first(db_url: str) -> None:
     second = everyone.claim_next_run("host:1")
     third = everyone.claim_next_run("host:1")
     assert [r.id for r in (first, second, third) if r] == ["run-busy-0", "run-quiet", "run-busy-1"]
-    assert first is not None and first.status == "running" and first.owner_server == "host:1"
+    assert first is not None
+    assert first.status == "running"
+    assert first.owner_server == "host:1"
     assert everyone.count_runs("running") == 3
     assert busy.count_runs("queued") == 1
     assert quiet.count_runs("queued") == 0
@@ -58,7 +60,8 @@ def test_a_run_in_progress_is_requeued_without_its_owner(store: SqlStore) -> Non
     assert store.requeue_run("run-1") is False  # queued, not in progress
     assert store.list_active_runs() == []
     reclaimed = store.claim_next_run("host:2")
-    assert reclaimed is not None and reclaimed.owner_server == "host:2"
+    assert reclaimed is not None
+    assert reclaimed.owner_server == "host:2"
 
 
 def test_a_queued_run_is_cancelled_before_it_starts_and_never_claimed(store: SqlStore) -> None:
@@ -77,6 +80,7 @@ def test_another_tenant_cannot_cancel_or_requeue_a_run(db_url: str) -> None:
     assert acme.claim_next_run("host:1") is not None
     assert other.requeue_run("run-1") is False
     loaded = acme.load_run("run-1")
-    assert loaded is not None and loaded.status == "running"
+    assert loaded is not None
+    assert loaded.status == "running"
     acme.close()
     other.close()

@@ -83,6 +83,7 @@ class RunState(BaseModel):
     updated: float = Field(default_factory=time.time)
     owner_pid: int | None = None
     owner_start: int | None = None
+    owner_server: str | None = Field(None, description="host:pid of the server running it.")
     current: str | None = Field(None, description="The node to run next (or running).")
     steps: list[NodeRecord] = Field(default_factory=list)
     workspace: str = Field("", description="The host checkout the run works on.")

@@ -18,6 +18,7 @@ from golem.cli import (
     prs_cmd,
     run_cmd,
     runs_cmd,
+    serve_cmd,
     sessions_cmd,
     setup_cmd,
     shell_cmd,
@@ -40,12 +41,14 @@ app.command("prune")(sessions_cmd.prune_command)
 app.command("setup")(setup_cmd.setup_command)
 app.command("run")(run_cmd.run_command)
 app.command("agent")(agent_cmd.agent_command)
+app.command("serve")(serve_cmd.serve_command)
 app.add_typer(sessions_cmd.sessions_app, name="sessions")
 app.add_typer(config_cmd.config_app, name="config")
 app.add_typer(image_cmd.image_app, name="image")
 app.add_typer(runs_cmd.runs_app, name="runs")
 app.add_typer(prs_cmd.prs_app, name="prs")
 app.add_typer(blueprint_cmd.blueprint_app, name="blueprint")
+app.add_typer(serve_cmd.keys_app, name="keys")
 app.add_typer(trajectory_cmd.trajectory_app, name="trajectory")
 
 

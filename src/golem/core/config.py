@@ -34,7 +34,7 @@ from golem.core.errors import ConfigError
 from golem.core.forge_config import ForgeConfig
 from golem.core.model_config import ModelsConfig
 from golem.core.network import Credential, NetworkConfig
-from golem.core.server_config import ServerConfig
+from golem.core.server_config import RemoteConfig, ServerConfig
 from golem.core.spec import BoxSpec
 
 __all__ = [
@@ -196,6 +196,7 @@ class GolemConfig(BaseSettings):
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
+    remote: RemoteConfig = Field(default_factory=RemoteConfig)
     credentials: list[Credential] = Field(
         default_factory=list,
         description="Credentials the egress proxy adds for filtered boxes ([[credentials]]).",

@@ -10,7 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from golem.core.sizes import ByteSize
 from golem.core.spec import NetworkMode
 
-__all__ = ["GitHubTriggerConfig", "RolePolicy", "ServerConfig", "default_policies"]
+__all__ = [
+    "GitHubTriggerConfig",
+    "RemoteConfig",
+    "RolePolicy",
+    "ServerConfig",
+    "default_policies",
+]
 
 Role = Literal["user", "trusted", "admin"]
 
@@ -108,3 +114,13 @@ class ServerConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown roles {', '.join(unknown)}: use user, trusted, admin")
         return {**{role: defaults[role] for role in missing}, **policies}
+
+
+class RemoteConfig(BaseModel):
+    """``[remote]``: use a golem server's engine instead of this machine's (RemoteEngine)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(None, description="The server, e.g. http://golem:8765; None: local.")
+    key_env: str = Field("GOLEM_API_KEY", description="Variable holding the API key.")
+    timeout: float = Field(600.0, gt=0, description="Seconds one request may take.")

@@ -74,8 +74,7 @@ class Box(BoxFiles):
         brokered = network.secrets if network is not None else []
         self._secrets = [v for v in [*spec.secret_values().values(), *brokered] if v]
 
-    @property
-    def network_log(self) -> list[NetworkEvent]:
+    async def network_log(self) -> list[NetworkEvent]:
         """Every decision of this session's egress proxy so far (``filtered`` boxes)."""
         return list(self._network.proxy.log) if self._network is not None else []
 

@@ -19,7 +19,7 @@ from golem.core.spec import WORKSPACE
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
 
-__all__ = ["BoxFiles"]
+__all__ = ["BoxFiles", "extract_tar", "write_tar"]
 
 CHUNK = 256 * 1024
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
@@ -86,23 +86,33 @@ class BoxFiles:
         if not source.is_dir():
             raise SandboxError(f"{source} is not a directory")
         with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
-            await asyncio.to_thread(_write_tar, source, spool)
+            await asyncio.to_thread(write_tar, source, spool)
             spool.seek(0)
-            await self._upload(
-                {"op": "put", "path": box_path(path, self._workdir), "format": "tar"},
-                _read_spool(spool),
-            )
+            await self.put_archive(path, _read_spool(spool))
+
+    async def put_archive(self, path: str, chunks: AsyncIterable[bytes]) -> None:
+        """Unpack a tar stream into the directory ``path`` of the box (the box extracts it
+        with tarfile's ``data`` filter: no links out, no devices, no absolute paths)."""
+        await self._upload(
+            {"op": "put", "path": box_path(path, self._workdir), "format": "tar"},
+            _chunks_of(chunks),
+        )
+
+    async def stream_archive(self, path: str) -> AsyncIterator[bytes]:
+        """A directory of the box as a tar stream, in chunks as it arrives."""
+        async for chunk in self._download(
+            {"op": "get", "path": box_path(path, self._workdir), "format": "tar"}
+        ):
+            yield chunk
 
     async def get_dir(self, path: str, destination: Path) -> None:
         """Copy a directory of the box into ``destination`` on the host."""
         destination.mkdir(parents=True, exist_ok=True)
         with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
-            async for chunk in self._download(
-                {"op": "get", "path": box_path(path, self._workdir), "format": "tar"}
-            ):
+            async for chunk in self.stream_archive(path):
                 await asyncio.to_thread(spool.write, chunk)
             spool.seek(0)
-            await asyncio.to_thread(_extract_tar, spool, destination)
+            await asyncio.to_thread(extract_tar, spool, destination)
 
     async def _upload(self, message: dict[str, Any], chunks: AsyncIterator[bytes]) -> None:
         client = self._files_client
@@ -149,13 +159,15 @@ async def _read_spool(spool: IO[bytes]) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def _write_tar(source: Path, sink: IO[bytes]) -> None:
+def write_tar(source: Path, sink: IO[bytes]) -> None:
+    """A host directory's content as a tar stream."""
     with tarfile.open(fileobj=sink, mode="w|") as archive:
         for child in sorted(source.iterdir()):
             archive.add(child, arcname=child.name)
 
 
-def _extract_tar(spool: IO[bytes], destination: Path) -> None:
+def extract_tar(spool: IO[bytes], destination: Path) -> None:
+    """Unpack a tar stream that came from a box (untrusted: the ``data`` filter)."""
     try:
         with tarfile.open(fileobj=spool, mode="r|") as archive:
             archive.extractall(destination, filter="data")

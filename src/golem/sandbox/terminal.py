@@ -33,6 +33,10 @@ class Terminal:
         """Send keystrokes."""
         await self._client.send({"op": "stdin", "id": self.id}, data)
 
+    async def signal(self, number: int) -> None:
+        """Send a signal to the call's process group."""
+        await self._client.send({"op": "signal", "id": self.id, "signal": int(number)})
+
     async def resize(self, rows: int, cols: int) -> None:
         """Tell the pty its window size."""
         await self._client.send({"op": "resize", "id": self.id, "rows": rows, "cols": cols})

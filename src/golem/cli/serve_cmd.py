@@ -1,0 +1,114 @@
+"""`golem serve` and `golem keys`: the HTTP API server, and its API keys."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import typer
+import uvicorn
+from rich.console import Console
+from rich.table import Table
+
+from golem.cli import options
+from golem.core.config import GolemConfig, load_config
+from golem.core.errors import ConfigError, InvalidRequest
+from golem.service.app import create_app
+from golem.service.keys import KeyStore
+from golem.service.store import SqlStore
+
+__all__ = ["keys_app", "serve_command"]
+
+
+def _load(config_file: Path | None) -> GolemConfig:
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"config file {config_file} does not exist")
+    return load_config(files=[config_file] if config_file is not None else None)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound now so that a busy port is a clear error and port 0
+    picks a free one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; choose another with --port "
+            "or [server] port"
+        ) from exc
+    listener.listen(2048)
+    listener.set_inheritable(True)
+    return listener
+
+
+def serve_command(
+    host: str | None = typer.Option(None, "--host", help="Address (default: [server] host)."),
+    port: int | None = typer.Option(
+        None, "--port", help="Port (default: [server] port; 0 picks a free one)."
+    ),
+    config_file: Path | None = options.CONFIG,
+) -> None:
+    """Serve the HTTP API, the job queue and the dashboard until stopped."""
+    config = _load(config_file)
+    server = config.server
+    listener = _listen(host or server.host, server.port if port is None else port)
+    bound_host, bound_port = listener.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    Console(stderr=True).print(
+        f"golem serve: http://{shown}:{bound_port} (API /v1, docs /docs, dashboard /)",
+        highlight=False,
+    )
+    settings = uvicorn.Config(
+        create_app(config), log_level="info", ws="websockets-sansio", timeout_graceful_shutdown=10
+    )
+    uvicorn.Server(settings).run(sockets=[listener])
+
+
+keys_app = typer.Typer(help="API keys of the server (run on the server's host).")
+
+
+def _keys() -> KeyStore:
+    config = load_config()
+    return KeyStore(SqlStore.open(config), config.server.admin_key_env)
+
+
+@keys_app.command("create")
+def create_command(
+    tenant: str = typer.Option(..., "--tenant", help="The tenant the key acts for."),
+    role: str = typer.Option("user", "--role", help="user, trusted or admin."),
+    name: str = typer.Option("", "--name", help="What the key is for."),
+) -> None:
+    """Make a key; it is printed once and stored only as a hash."""
+    if role not in ("user", "trusted", "admin"):
+        raise InvalidRequest(f"--role {role!r}: choose user, trusted or admin")
+    key, plaintext = _keys().create(tenant, role, name)  # type: ignore[arg-type]
+    typer.echo(plaintext)
+    Console(stderr=True).print(
+        f"key {key.id} for tenant {key.tenant} ({key.role}); keep it: it is not shown again"
+    )
+
+
+@keys_app.command("ls")
+def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Every key (never their secrets)."""
+    keys = _keys().list()
+    if json_output:
+        typer.echo(json.dumps([k.model_dump() for k in keys], indent=2))
+        return
+    table = Table("ID", "TENANT", "ROLE", "NAME", "REVOKED", box=None)
+    for key in keys:
+        table.add_row(key.id, key.tenant, key.role, key.name, "yes" if key.revoked else "")
+    Console().print(table)
+
+
+@keys_app.command("revoke")
+def revoke_command(key_id: str = typer.Argument(...)) -> None:
+    """Revoke a key."""
+    if not _keys().revoke(key_id):
+        raise InvalidRequest(f"no key {key_id!r}; see `golem keys ls`")
+    typer.echo(f"revoked {key_id}")

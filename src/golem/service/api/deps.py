@@ -1,0 +1,57 @@
+"""Dependencies of every route: the server's state, and who the request acts for."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from golem.service.keys import Principal
+from golem.service.problems import Problem
+from golem.service.state import ServerState
+
+__all__ = ["Admin", "Caller", "State", "caller", "server_state"]
+
+_bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer <key>")
+_header = APIKeyHeader(name="X-Golem-Key", auto_error=False, description="Or the key here.")
+
+
+def server_state(request: Request) -> ServerState:
+    """The server's state (``app.state.golem``)."""
+    state: ServerState = request.app.state.golem
+    return state
+
+
+State = Annotated[ServerState, Depends(server_state)]
+
+
+def caller(
+    state: State,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    header: Annotated[str | None, Depends(_header)],
+) -> Principal:
+    """The principal of the request's key; 401 without a valid one."""
+    presented = bearer.credentials if bearer is not None else header
+    challenge = {"WWW-Authenticate": 'Bearer realm="golem"'}
+    if not presented:
+        raise Problem(
+            401, "an API key is needed: send Authorization: Bearer <key>", headers=challenge
+        )
+    principal = state.keys.authenticate(presented)
+    if principal is None:
+        raise Problem(401, "the API key is not valid, or was revoked", headers=challenge)
+    return principal
+
+
+Caller = Annotated[Principal, Depends(caller)]
+
+
+def admin(principal: Caller) -> Principal:
+    """Only the admin role may pass."""
+    if principal.role != "admin":
+        raise Problem(403, "this needs an admin key (role admin)")
+    return principal
+
+
+Admin = Annotated[Principal, Depends(admin)]

@@ -1,0 +1,174 @@
+"""Runs over HTTP: submit, list, show, cancel, answer a gate, follow the events; and the
+pull requests the local forge opened. Everything is the caller's tenant's only."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, status
+from pydantic import BaseModel
+from sse_starlette import EventSourceResponse
+
+from golem.blueprint import RunRequest, RunState, load_blueprint
+from golem.forge import PullRequest
+from golem.service.api.deps import Caller, State
+from golem.service.keys import Principal
+from golem.service.problems import Problem
+from golem.service.state import ServerState
+from golem.service.store import SqlStore
+
+__all__ = ["GateDecision", "router"]
+
+router = APIRouter(prefix="/v1", tags=["runs"])
+FOLLOW_POLL = 1.0
+
+
+class GateDecision(BaseModel):
+    """A person's answer to the gate a run waits at."""
+
+    decision: Literal["approved", "rejected"]
+
+
+def _store(state: ServerState, principal: Principal) -> SqlStore:
+    return state.store.for_tenant(principal.tenant)
+
+
+def _run(store: SqlStore, run_id: str) -> RunState:
+    run = store.load_run(run_id)
+    if run is None:
+        raise Problem(404, f"no run {run_id!r}")
+    return run
+
+
+def _capacity(state: ServerState) -> None:
+    server = state.config.server
+    queued = state.store.count_runs("queued")
+    busy = state.store.count_runs("running") + state.store.count_runs("waiting")
+    full = (
+        queued >= server.max_queued
+        if server.overflow == "queue"
+        else busy + queued >= server.max_runs
+    )
+    if full:
+        reason = (
+            f"{queued} runs wait already (server.max_queued)"
+            if server.overflow == "queue"
+            else f"all {server.max_runs} runners are busy (server.max_runs)"
+        )
+        raise Problem(
+            429,
+            f"the server is full: {reason}; try again in {server.retry_after}s",
+            headers={"Retry-After": str(server.retry_after)},
+        )
+
+
+@router.post("/runs", status_code=status.HTTP_202_ACCEPTED)
+async def submit_run(request: RunRequest, principal: Caller, state: State) -> RunState:
+    """Queue a run: a blueprint on a repository, for a task or an issue."""
+    from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
+
+    if request.blueprint not in ("minion",) and principal.role == "user":
+        raise Problem(403, "blueprint files on the server's disk need a trusted key")
+    load_blueprint(request.blueprint)  # a bad blueprint is the caller's error, now
+    _capacity(state)
+    store = _store(state, principal)
+    runner = Runner(state.config, engine=state.engine, store=store, pull_requests=store)
+    run = runner.submit(request)
+    state.queue.submitted()
+    return run
+
+
+@router.get("/runs")
+async def list_runs(
+    principal: Caller, state: State, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> list[RunState]:
+    """This tenant's runs, newest first."""
+    return _store(state, principal).list_runs(limit)
+
+
+@router.get("/runs/{run_id}")
+async def get_run(run_id: str, principal: Caller, state: State) -> RunState:
+    """One run."""
+    return _run(_store(state, principal), run_id)
+
+
+@router.post("/runs/{run_id}/cancel")
+async def cancel_run(run_id: str, principal: Caller, state: State) -> RunState:
+    """Stop a run: queued, it never starts; running, its runner stops and removes its box."""
+    store = _store(state, principal)
+    run = _run(store, run_id)
+    if run.finished:
+        raise Problem(409, f"run {run_id} has already ended ({run.status})")
+    store.request_cancel(run_id)
+    if run.status == "queued":
+        store.cancel_queued(run_id)
+    return _run(store, run_id)
+
+
+@router.post("/runs/{run_id}/gate")
+async def decide_gate(run_id: str, body: GateDecision, principal: Caller, state: State) -> RunState:
+    """Approve or reject the gate a run waits at."""
+    store = _store(state, principal)
+    run = _run(store, run_id)
+    if run.status != "waiting" or run.gate is None:
+        raise Problem(409, f"run {run_id} is not waiting at a gate ({run.status})")
+    store.decide_gate(run_id, body.decision)
+    return _run(store, run_id)
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def follow_run(
+    run_id: str,
+    principal: Caller,
+    state: State,
+    after: Annotated[int, Query(ge=0)] = 0,
+    last_event_id: Annotated[int | None, Header(ge=0)] = None,
+) -> EventSourceResponse:
+    """The run's events as server-sent events (id: its number in the run), live until the
+    run ends; reconnect with Last-Event-ID (or ``after``) to go on where you left."""
+    store = _store(state, principal)
+    _run(store, run_id)
+    start = last_event_id if last_event_id is not None else after
+    return EventSourceResponse(_events(state, store, run_id, start))
+
+
+async def _events(
+    state: ServerState, store: SqlStore, run_id: str, seen: int
+) -> AsyncIterator[dict[str, str]]:
+    changed = state.queue.hub.changed(run_id)
+    while True:
+        changed.clear()
+        for seq, event in store.events(run_id, after=seen):
+            seen = seq
+            yield {"id": str(seq), "event": event.type, "data": event.model_dump_json()}
+        current = store.load_run(run_id)
+        if current is None or (current.finished and not store.events(run_id, after=seen)):
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), FOLLOW_POLL)
+
+
+@router.get("/prs", tags=["pull requests"])
+async def list_pull_requests(
+    principal: Caller, state: State, repo: Annotated[str | None, Query()] = None
+) -> list[PullRequest]:
+    """Pull requests the local forge opened for this tenant, newest first."""
+    return _store(state, principal).list_pull_requests(repo)
+
+
+@router.get("/prs/{number}", tags=["pull requests"])
+async def get_pull_request(
+    number: int, principal: Caller, state: State, repo: Annotated[str, Query(min_length=1)]
+) -> PullRequest:
+    """One pull request of a repository."""
+    pr = _store(state, principal).get_pull_request(repo, number)
+    if pr is None:
+        raise Problem(404, f"no pull request #{number} in {repo!r}")
+    return pr

@@ -1,0 +1,283 @@
+"""The engine over HTTP: sessions, calls (plain, streamed as server-sent events, or over a
+WebSocket with stdin and signals), files, background processes, one-shot calls."""
+
+from __future__ import annotations
+
+import signal as signals
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request, status
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette import EventSourceResponse
+
+from golem.core.events import ExecEvent, NetworkEvent
+from golem.core.spec import BoxSpec
+from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
+from golem.service.api.deps import Caller, State
+from golem.service.sessions import HeldSession
+
+__all__ = ["ExecOnce", "SessionCreate", "SessionInfo", "router"]
+
+router = APIRouter(prefix="/v1", tags=["sessions"])
+
+
+class SessionCreate(BaseModel):
+    """A session's box: BoxSpec fields over the server's defaults, within the key's policy."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec: dict[str, Any] = Field(default_factory=dict, description="BoxSpec fields.")
+
+
+class SessionInfo(BaseModel):
+    """A session as the API shows it (secrets redacted)."""
+
+    id: str
+    created: float
+    spec: BoxSpec
+    runtimes: dict[str, str]
+
+    @classmethod
+    def of(cls, held: HeldSession) -> SessionInfo:
+        """The info of a held session."""
+        box = held.box
+        return cls(id=box.id, created=held.created, spec=box.spec, runtimes=box.runtimes)
+
+
+class ExecOnce(BaseModel):
+    """A call in a box of its own (from the pool), released when it ends."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request: ExecRequest
+    spec: dict[str, Any] = Field(default_factory=dict, description="BoxSpec fields.")
+
+
+class SignalBody(BaseModel):
+    """A signal to send."""
+
+    signal: int = Field(int(signals.SIGTERM), ge=1, le=64)
+
+
+class WaitBody(BaseModel):
+    """How long to wait for a background process."""
+
+    timeout: float | None = Field(None, gt=0, le=3600)
+
+
+class WaitResult(BaseModel):
+    """A background process's exit code, or None while it runs."""
+
+    exit_code: int | None
+
+
+def _sse(events: AsyncIterator[ExecEvent]) -> EventSourceResponse:
+    async def frames() -> AsyncIterator[dict[str, str]]:
+        async for event in events:
+            yield {"event": event.type, "data": event.model_dump_json()}
+
+    return EventSourceResponse(frames())
+
+
+@router.post("/sessions", status_code=status.HTTP_201_CREATED)
+async def create_session(body: SessionCreate, principal: Caller, state: State) -> SessionInfo:
+    """Start a session: a box for many calls, until it is deleted."""
+    return SessionInfo.of(await state.sessions.open(principal, body.spec))
+
+
+@router.get("/sessions")
+async def list_sessions(principal: Caller, state: State) -> list[SessionInfo]:
+    """This tenant's sessions."""
+    return [SessionInfo.of(held) for held in state.sessions.list(principal)]
+
+
+@router.get("/sessions/{session_id}")
+async def get_session(session_id: str, principal: Caller, state: State) -> SessionInfo:
+    """One session."""
+    return SessionInfo.of(state.sessions.get(principal, session_id))
+
+
+@router.delete("/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_session(session_id: str, principal: Caller, state: State) -> None:
+    """End a session (its box is wiped for reuse or stopped)."""
+    await state.sessions.close(principal, session_id)
+
+
+def _box(state: State, principal: Caller, session_id: str) -> Box:
+    return state.sessions.get(principal, session_id).box
+
+
+@router.post("/sessions/{session_id}/exec")
+async def execute(
+    session_id: str, request: ExecRequest, principal: Caller, state: State
+) -> ExecResult:
+    """Run a call to its end; its result."""
+    return await _box(state, principal, session_id).execute(request)
+
+
+@router.post(
+    "/sessions/{session_id}/exec/stream",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def stream(
+    session_id: str, request: ExecRequest, principal: Caller, state: State
+) -> EventSourceResponse:
+    """Run a call; its events as server-sent events (event: the type; data: the event)."""
+    return _sse(_box(state, principal, session_id).stream(request))
+
+
+@router.put("/sessions/{session_id}/files", status_code=status.HTTP_204_NO_CONTENT)
+async def put_file(
+    session_id: str,
+    request: Request,
+    principal: Caller,
+    state: State,
+    path: Annotated[str, Query(min_length=1)],
+    mode: Annotated[int, Query(ge=0, le=0o7777)] = 0o644,
+) -> None:
+    """Write the request body to a file in the box."""
+    await _box(state, principal, session_id).put_file(path, request.stream(), mode)
+
+
+@router.get(
+    "/sessions/{session_id}/files",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/octet-stream": {}}}},
+)
+async def get_file(
+    session_id: str, principal: Caller, state: State, path: Annotated[str, Query(min_length=1)]
+) -> StreamingResponse:
+    """A file of the box, streamed."""
+    box = _box(state, principal, session_id)
+    chunks = box.stream_file(path)
+    first = await anext(aiter(chunks), b"")  # a missing file fails here, as a 4xx
+    return StreamingResponse(_again(first, chunks), media_type="application/octet-stream")
+
+
+async def _again(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if first:
+        yield first
+    async for chunk in rest:
+        yield chunk
+
+
+@router.put("/sessions/{session_id}/archive", status_code=status.HTTP_204_NO_CONTENT)
+async def put_archive(
+    session_id: str,
+    request: Request,
+    principal: Caller,
+    state: State,
+    path: Annotated[str, Query(min_length=1)],
+) -> None:
+    """Unpack the request body (a tar stream) into a directory of the box."""
+    await _box(state, principal, session_id).put_archive(path, request.stream())
+
+
+@router.get(
+    "/sessions/{session_id}/archive",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-tar": {}}}},
+)
+async def get_archive(
+    session_id: str, principal: Caller, state: State, path: Annotated[str, Query(min_length=1)]
+) -> StreamingResponse:
+    """A directory of the box as a tar stream."""
+    chunks = _box(state, principal, session_id).stream_archive(path)
+    first = await anext(aiter(chunks), b"")
+    return StreamingResponse(_again(first, chunks), media_type="application/x-tar")
+
+
+@router.post("/sessions/{session_id}/processes", status_code=status.HTTP_201_CREATED)
+async def start_process(
+    session_id: str, request: ExecRequest, principal: Caller, state: State
+) -> BackgroundProcess:
+    """Start a background process."""
+    return await _box(state, principal, session_id).start(request)
+
+
+@router.get("/sessions/{session_id}/processes")
+async def list_processes(
+    session_id: str, principal: Caller, state: State
+) -> list[BackgroundProcess]:
+    """The session's background processes."""
+    return await _box(state, principal, session_id).processes()
+
+
+@router.get("/sessions/{session_id}/processes/{process_id}/output")
+async def process_output(
+    session_id: str,
+    process_id: str,
+    principal: Caller,
+    state: State,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> ProcessOutput:
+    """A background process's output from ``offset`` on."""
+    return await _box(state, principal, session_id).read_output(process_id, offset)
+
+
+@router.post(
+    "/sessions/{session_id}/processes/{process_id}/signal",
+    status_code=status.HTTP_204_NO_CONTENT,
+)
+async def signal_process(
+    session_id: str, process_id: str, body: SignalBody, principal: Caller, state: State
+) -> None:
+    """Send a signal to a background process."""
+    await _box(state, principal, session_id).signal(process_id, body.signal)
+
+
+@router.post("/sessions/{session_id}/processes/{process_id}/wait")
+async def wait_process(
+    session_id: str, process_id: str, body: WaitBody, principal: Caller, state: State
+) -> WaitResult:
+    """Wait (at most ``timeout``) for a background process to end."""
+    code = await _box(state, principal, session_id).wait(process_id, body.timeout)
+    return WaitResult(exit_code=code)
+
+
+@router.delete(
+    "/sessions/{session_id}/processes/{process_id}", status_code=status.HTTP_204_NO_CONTENT
+)
+async def forget_process(session_id: str, process_id: str, principal: Caller, state: State) -> None:
+    """Kill a background process if it runs, and drop its output."""
+    await _box(state, principal, session_id).forget(process_id)
+
+
+@router.get("/sessions/{session_id}/network")
+async def network_log(session_id: str, principal: Caller, state: State) -> list[NetworkEvent]:
+    """The egress proxy's decisions for this session (filtered boxes)."""
+    return await _box(state, principal, session_id).network_log()
+
+
+@router.post("/exec")
+async def execute_once(body: ExecOnce, principal: Caller, state: State) -> ExecResult:
+    """A call in a box of its own, released when it ends."""
+    held = await state.sessions.open(principal, body.spec)
+    try:
+        return await held.box.execute(body.request)
+    finally:
+        await state.sessions.close(principal, held.box.id)
+
+
+@router.post(
+    "/exec/stream",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def stream_once(
+    body: Annotated[ExecOnce, Body()], principal: Caller, state: State
+) -> EventSourceResponse:
+    """A call in a box of its own, its events as server-sent events."""
+    held = await state.sessions.open(principal, body.spec)
+
+    async def events() -> AsyncIterator[ExecEvent]:
+        try:
+            async for event in held.box.stream(body.request):
+                yield event
+        finally:
+            await state.sessions.close(principal, held.box.id)
+
+    return _sse(events())

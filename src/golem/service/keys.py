@@ -1,0 +1,115 @@
+"""API keys: each belongs to one tenant and has a role; only a hash of it is stored.
+
+A key reads ``golem_<id>_<secret>``: the id finds its row, the secret (256 random bits) is
+compared by its SHA-256, in constant time. A slow password hash would add nothing to a
+secret that long. The admin key comes from an environment variable, never from a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from sqlalchemy import insert, select, update
+
+from golem.core.errors import InvalidRequest
+from golem.service.store import SqlStore
+from golem.service.store.schema import api_keys
+
+__all__ = ["ADMIN_TENANT", "ApiKey", "KeyStore", "Principal", "Role"]
+
+Role = Literal["user", "trusted", "admin"]
+ADMIN_TENANT = "admin"
+PREFIX = "golem_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts for: a tenant, and what its key's role allows."""
+
+    tenant: str
+    role: Role
+    key_id: str
+
+
+class ApiKey(BaseModel):
+    """A key as listed (never its secret)."""
+
+    id: str
+    tenant: str
+    role: Role
+    name: str = ""
+    created: float = Field(default_factory=time.time)
+    revoked: bool = False
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _valid_tenant(tenant: str) -> str:
+    if not tenant or len(tenant) > 64 or not all(c.isalnum() or c in "-_." for c in tenant):
+        raise InvalidRequest(f"tenant {tenant!r}: use 1-64 letters, digits, '-', '_' or '.'")
+    return tenant
+
+
+class KeyStore:
+    """Keys in golem's store, and the admin key from the environment."""
+
+    def __init__(self, store: SqlStore, admin_key_env: str = "GOLEM_ADMIN_KEY") -> None:
+        self._store = store
+        self._admin_env = admin_key_env
+
+    def create(self, tenant: str, role: Role, name: str = "") -> tuple[ApiKey, str]:
+        """A new key; returns it and its plaintext, which is shown this once."""
+        key = ApiKey(id=secrets.token_hex(6), tenant=_valid_tenant(tenant), role=role, name=name)
+        secret = secrets.token_urlsafe(32)
+        with self._store.transaction(write=True) as db:
+            db.execute(
+                insert(api_keys).values(
+                    id=key.id, tenant=key.tenant, role=key.role, name=key.name,
+                    hash=_digest(secret), created=key.created, revoked=False,
+                )
+            )  # fmt: skip
+        return key, f"{PREFIX}{key.id}_{secret}"
+
+    def authenticate(self, presented: str) -> Principal | None:
+        """The principal of a presented key, or None for an unknown, wrong or revoked one."""
+        admin = os.environ.get(self._admin_env)
+        if admin and hmac.compare_digest(presented.encode(), admin.encode()):
+            return Principal(tenant=ADMIN_TENANT, role="admin", key_id="admin")
+        if not presented.startswith(PREFIX):
+            return None
+        key_id, _, secret = presented.removeprefix(PREFIX).partition("_")
+        with self._store.transaction(write=True) as db:
+            row = db.execute(select(api_keys).where(api_keys.c.id == key_id)).first()
+        if row is None or row.revoked:
+            return None
+        if not hmac.compare_digest(_digest(secret), row.hash):
+            return None
+        return Principal(tenant=row.tenant, role=row.role, key_id=row.id)
+
+    def list(self, tenant: str | None = None) -> list[ApiKey]:
+        """Keys, newest first (of one tenant, when given)."""
+        query = select(api_keys).order_by(api_keys.c.created.desc())
+        if tenant is not None:
+            query = query.where(api_keys.c.tenant == tenant)
+        with self._store.transaction(write=True) as db:
+            rows = db.execute(query).all()
+        return [
+            ApiKey(id=r.id, tenant=r.tenant, role=r.role, name=r.name, created=r.created,
+                   revoked=bool(r.revoked))
+            for r in rows
+        ]  # fmt: skip
+
+    def revoke(self, key_id: str) -> bool:
+        """Revoke a key; False when there is no such key."""
+        with self._store.transaction(write=True) as db:
+            done = db.execute(update(api_keys).where(api_keys.c.id == key_id).values(revoked=True))
+        return bool(done.rowcount)

@@ -1,0 +1,126 @@
+"""The run queue: runs wait in the store; this server's workers claim them one at a time,
+fairly across tenants, and run them to their end.
+
+Several servers can share one PostgreSQL store: a claim is atomic, so no run is taken
+twice. When a server starts, the runs a dead server of this host left running are
+requeued (their boxes pruned first) and resume from their current node, so a crash loses
+no run and leaves no box.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+
+from golem.blueprint import RunState
+from golem.blueprint.events import RunEvent
+from golem.core.config import GolemConfig
+from golem.sandbox import Engine
+from golem.sandbox.records import process_alive
+from golem.service.store import SqlStore
+
+__all__ = ["RunHub", "RunQueue"]
+
+log = logging.getLogger("golem.service.queue")
+IDLE_POLL = 1.0  # seconds between looks at the store for runs other servers submitted
+
+
+class RunHub:
+    """Wakes whoever follows a run's events when this server's runner emits one."""
+
+    def __init__(self) -> None:
+        self._changed: dict[str, asyncio.Event] = {}
+
+    def changed(self, run_id: str) -> asyncio.Event:
+        """The event set when ``run_id`` has something new (clear it after reading)."""
+        return self._changed.setdefault(run_id, asyncio.Event())
+
+    def publish(self, event: RunEvent) -> None:
+        """Note that a run has a new event."""
+        self.changed(event.run_id).set()
+
+    def forget(self, run_id: str) -> None:
+        """Drop a finished run's notifier."""
+        self._changed.pop(run_id, None)
+
+
+class RunQueue:
+    """This server's workers over the store's queue."""
+
+    def __init__(
+        self, config: GolemConfig, engine: Engine, store: SqlStore, server_id: str
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.store = store
+        self.server_id = server_id
+        self.hub = RunHub()
+        self._wake = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Requeue what a dead server of this host left running, then start the workers."""
+        await self.recover()
+        for number in range(self.config.server.max_runs):
+            self._workers.append(asyncio.ensure_future(self._work(number)))
+
+    async def recover(self) -> list[str]:
+        """Requeue runs whose runner on this host is gone; returns their ids."""
+        host = socket.gethostname()
+        orphans: list[RunState] = []
+        for state in self.store.list_active_runs():
+            owner_host = (state.owner_server or "").partition(":")[0]
+            if owner_host not in ("", host):
+                continue  # another host's server recovers its own runs
+            if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
+                continue
+            orphans.append(state)
+        if orphans:
+            await self.engine.prune()  # the dead runner's boxes
+        for state in orphans:
+            self.store.requeue_run(state.id)
+        if orphans:
+            self.submitted()
+        return [state.id for state in orphans]
+
+    def submitted(self) -> None:
+        """A run was queued: wake an idle worker."""
+        self._wake.set()
+
+    async def _work(self, number: int) -> None:
+        while True:
+            claimed = self.store.claim_next_run(self.server_id)
+            if claimed is None:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), IDLE_POLL)
+                continue
+            try:
+                await self._run(claimed)
+            except Exception:  # a run's own failure is in its state; keep the worker alive
+                log.exception("worker %d: run %s ended with an error", number, claimed.id)
+
+    async def _run(self, claimed: RunState) -> None:
+        from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
+
+        tenant = self.store.run_tenant(claimed.id) or "default"
+        scoped = self.store.for_tenant(tenant)
+        runner = Runner(
+            self.config,
+            engine=self.engine,
+            store=scoped,
+            pull_requests=scoped,
+            on_event=self.hub.publish,
+        )
+        await runner.run(claimed.id, resumed=bool(claimed.steps))
+
+    async def stop(self) -> None:
+        """Stop the workers; a run they had is left running, for a restart to resume."""
+        for worker in self._workers:
+            worker.cancel()
+        for worker in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        self._workers.clear()

@@ -1,0 +1,35 @@
+"""What one server process shares between requests: config, engine, store, keys,
+sessions and the run queue. It lives on ``app.state.golem``; nothing is module-global."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from golem.core.config import GolemConfig
+from golem.sandbox import Engine
+from golem.service.keys import KeyStore
+from golem.service.queue import RunQueue
+from golem.service.sessions import SessionRegistry
+from golem.service.store import SqlStore
+
+__all__ = ["ServerState", "server_id"]
+
+
+def server_id() -> str:
+    """This server process: host and pid (a run records which server runs it)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class ServerState:
+    """The server's long-lived parts."""
+
+    config: GolemConfig
+    engine: Engine
+    store: SqlStore
+    keys: KeyStore
+    sessions: SessionRegistry
+    queue: RunQueue
+    id: str = field(default_factory=server_id)
