@@ -42,7 +42,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = SqlStore.open(settings)
+        store = SqlStore.open(settings, tenant=None)  # the server reads all; scopes per key
         engine = Engine(settings)
         identity = server_id()
         state = ServerState(
