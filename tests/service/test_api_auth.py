@@ -91,7 +91,10 @@ def test_another_tenants_session_is_404_for_every_verb(served: Served) -> None:
 
 
 def test_another_tenants_run_and_pull_requests_are_404(served: Served, tmp_path: Path) -> None:
-    with served.client(served.key("acme")) as acme, served.client(served.key("other")) as other:
+    with (
+        served.client(served.key("acme", "trusted")) as acme,
+        served.client(served.key("other")) as other,
+    ):
         submitted = acme.post(
             "/v1/runs",
             json={

@@ -34,6 +34,8 @@ __all__ = [
     "ModelRateLimited",
     "ModelRequestRejected",
     "ModelUnavailable",
+    "PathNotFound",
+    "PathRefused",
     "ProtocolError",
     "RuntimeNotAvailable",
     "SandboxError",
@@ -104,6 +106,20 @@ class SetupFailed(SandboxError):
         super().__init__(message)
         self.script_exit_code = exit_code
         self.output = output
+
+
+class PathNotFound(SandboxError):
+    """A path asked for in a box does not exist there."""
+
+    exit_code = 2
+    http_status = 404
+
+
+class PathRefused(SandboxError):
+    """The box refused a path: a directory where a file was meant, no permission, ..."""
+
+    exit_code = 2
+    http_status = 422
 
 
 class SessionNotFound(SandboxError):

@@ -48,6 +48,11 @@ class RolePolicy(BaseModel):
     writable_root: bool = Field(False, description="May ask for a writable root file system.")
     root_user: bool = Field(False, description="May run as root inside the box.")
     max_sessions: int = Field(16, ge=0, description="Sessions a tenant may hold at once.")
+    server_files: bool = Field(
+        False,
+        description="A run may name files on the server: a local repository, a blueprint "
+        "or issue file, a scripted model.",
+    )
 
 
 def default_policies() -> dict[str, RolePolicy]:
@@ -56,7 +61,7 @@ def default_policies() -> dict[str, RolePolicy]:
     open_policy = RolePolicy(
         max_memory=None, max_cpus=None, max_pids=None, max_timeout=None,
         max_workspace_size=None, networks=["none", "filtered", "host"], images=[".*"],
-        host_workspace=True, writable_root=True, root_user=True, max_sessions=64,
+        host_workspace=True, writable_root=True, root_user=True, max_sessions=64, server_files=True,
     )  # fmt: skip
     return {"user": RolePolicy(), "trusted": open_policy, "admin": open_policy}
 

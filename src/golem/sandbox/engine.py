@@ -73,7 +73,11 @@ class Engine:
         try:
             return BoxSpec.model_validate({**base, **given, **overrides})
         except ValidationError as exc:
-            raise ConfigError(f"invalid box spec: {exc.errors()[0]['msg']}") from exc
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or 'spec'}: {error['msg']}"
+                for error in exc.errors()
+            )
+            raise ConfigError(f"invalid box spec: {problems}") from exc
 
     async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
         """Get ready for a long life: reap old and idle boxes every so often, and with

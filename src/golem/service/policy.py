@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from golem.core.errors import GolemError
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
 from golem.core.spec import BoxSpec
+from golem.sandbox import ExecRequest
 
-__all__ = ["PolicyViolation", "check_spec"]
+if TYPE_CHECKING:
+    from golem.blueprint import RunRequest
+
+__all__ = ["PolicyViolation", "check_call", "check_run", "check_spec"]
 
 
 class PolicyViolation(GolemError):
@@ -76,4 +80,40 @@ def check_spec(
     if problems:
         raise PolicyViolation(
             f"this key's role ({role}) may not ask for that: " + "; ".join(problems)
+        )
+
+
+def check_call(request: ExecRequest, policy: RolePolicy, role: str) -> None:
+    """Refuse a call whose own timeout is over the role's cap."""
+    if _exceeds(request.timeout, policy.max_timeout) and request.timeout is not None:
+        raise PolicyViolation(
+            f"this key's role ({role}) may not ask for that: timeout "
+            f"{_show('timeout', request.timeout)} is over {_show('timeout', policy.max_timeout)} "
+            f"(server.policies.{role}.max_timeout)"
+        )
+
+
+REMOTE_REPO = re.compile(r"^(https?|ssh|git)://|^[\w.-]+@[\w.-]+:")
+ISSUE_REFERENCE = re.compile(r"^https?://|^[\w.-]+/[\w.-]+#\d+$")
+
+
+def check_run(
+    request: RunRequest, policy: RolePolicy, role: str, builtins: tuple[str, ...]
+) -> None:
+    """Refuse a run that names files on the server when the role may not."""
+    if policy.server_files:
+        return
+    named: list[str] = []
+    if not REMOTE_REPO.match(request.repo):
+        named.append(f"repository {request.repo!r} (give an https or ssh git URL)")
+    if request.blueprint not in builtins:
+        named.append(f"blueprint {request.blueprint!r} (built-in: {', '.join(builtins)})")
+    if request.issue is not None and not ISSUE_REFERENCE.match(request.issue):
+        named.append(f"issue {request.issue!r} (give owner/name#N or a URL)")
+    if request.model is not None and request.model.startswith("scripted:"):
+        named.append(f"model {request.model!r}")
+    if named:
+        raise PolicyViolation(
+            f"this key's role ({role}) may not name files on the server "
+            f"(server.policies.{role}.server_files): " + "; ".join(named)
         )

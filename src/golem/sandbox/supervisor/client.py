@@ -16,7 +16,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from golem.core.errors import BoxCrashed, ExecTimeout, InvalidRequest, ProtocolError, SandboxError
+from golem.core.errors import (
+    BoxCrashed,
+    ExecTimeout,
+    InvalidRequest,
+    PathNotFound,
+    PathRefused,
+    ProtocolError,
+    SandboxError,
+)
 
 __all__ = ["Frame", "Hello", "SessionClient", "SupervisorClient"]
 
@@ -184,9 +192,14 @@ def raise_if_error(frame: Frame) -> None:
     if message.get("op") != "error":
         return
     text = str(message.get("message", "unknown error"))
-    if message.get("kind") == "Invalid":
+    kind = str(message.get("kind", "error"))
+    if kind == "Invalid":
         raise InvalidRequest(text)
-    raise SandboxError(f"{message.get('kind', 'error')} in the box: {text}")
+    if kind in ("FileNotFoundError", "NotADirectoryError"):
+        raise PathNotFound(f"{kind} in the box: {text}")
+    if kind in ("IsADirectoryError", "PermissionError", "FileExistsError"):
+        raise PathRefused(f"{kind} in the box: {text}")
+    raise SandboxError(f"{kind} in the box: {text}")
 
 
 class SessionClient:

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import codecs
 import contextlib
+import signal
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -21,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from golem.core.errors import GolemError
 from golem.sandbox import ExecRequest, Interaction, Terminal
 from golem.service.keys import Principal
-from golem.service.problems import Problem
+from golem.service.policy import check_call
+from golem.service.problems import Problem, problem
 from golem.service.state import ServerState
 
 __all__ = ["OpenCall", "router"]
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
-UNAUTHORIZED, NOT_FOUND, BAD_REQUEST = 4401, 4404, 4400
+BAD_REQUEST = 4400
 
 
 class OpenCall(BaseModel):
@@ -53,12 +55,14 @@ async def interactive(websocket: WebSocket, session_id: str) -> None:
     state: ServerState = websocket.app.state.golem
     principal = _principal(websocket, state)
     if principal is None:
-        await websocket.close(UNAUTHORIZED, "an API key is needed (Authorization: Bearer)")
+        await _deny(
+            websocket, 401, "an API key is needed (Authorization: Bearer), or it is not valid"
+        )
         return
     try:
         box = state.sessions.get(principal, session_id).box
     except Problem as missing:
-        await websocket.close(NOT_FOUND, missing.message)
+        await _deny(websocket, 404, missing.message)
         return
     await websocket.accept()
     try:
@@ -67,6 +71,7 @@ async def interactive(websocket: WebSocket, session_id: str) -> None:
         await websocket.close(BAD_REQUEST, f"the first message must be an OpenCall: {exc}"[:120])
         return
     try:
+        check_call(opened.request, state.config.server.policies[principal.role], principal.role)
         if opened.pty:
             terminal = await box.open_pty(opened.request)
             await terminal.resize(opened.rows, opened.cols)
@@ -80,6 +85,16 @@ async def interactive(websocket: WebSocket, session_id: str) -> None:
         await websocket.send_json({"type": "error", "message": exc.message, "kind": "error"})
     with contextlib.suppress(RuntimeError):
         await websocket.close()
+
+
+async def _deny(websocket: WebSocket, status: int, message: str) -> None:
+    """Refuse the handshake with an HTTP answer (a problem), where the server can send
+    one; else close with 4000 + status."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        titles = {401: "Unauthorized", 404: "Not Found"}
+        await websocket.send_denial_response(problem(status, titles[status], message))
+    else:
+        await websocket.close(4000 + status, message[:120])
 
 
 async def _pipes(websocket: WebSocket, call: Interaction) -> None:
@@ -102,6 +117,9 @@ async def _pty(websocket: WebSocket, terminal: Terminal) -> None:
                 await websocket.send_json({"type": "stdout", "data": text})
         await websocket.send_json({"type": "exit", "exit_code": terminal.exit_code})
     finally:
+        if terminal.exit_code is None:  # the client left: its shell must not run on
+            with contextlib.suppress(GolemError, OSError):
+                await terminal.signal(signal.SIGKILL)
         listener.cancel()
         with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
             await listener

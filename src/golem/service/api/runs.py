@@ -13,9 +13,11 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from golem.blueprint import RunRequest, RunState, load_blueprint
+from golem.blueprint.loader import BUILTINS
 from golem.forge import PullRequest
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
+from golem.service.policy import check_run
 from golem.service.problems import Problem
 from golem.service.state import ServerState
 from golem.service.store import SqlStore
@@ -70,8 +72,8 @@ async def submit_run(request: RunRequest, principal: Caller, state: State) -> Ru
     """Queue a run: a blueprint on a repository, for a task or an issue."""
     from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
-    if request.blueprint not in ("minion",) and principal.role == "user":
-        raise Problem(403, "blueprint files on the server's disk need a trusted key")
+    policy = state.config.server.policies[principal.role]
+    check_run(request, policy, principal.role, BUILTINS)
     load_blueprint(request.blueprint)  # a bad blueprint is the caller's error, now
     _capacity(state)
     store = _store(state, principal)

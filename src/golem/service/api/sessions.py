@@ -16,6 +16,7 @@ from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
 from golem.service.api.deps import Caller, State
+from golem.service.policy import check_call
 from golem.service.sessions import HeldSession
 
 __all__ = ["ExecOnce", "SessionCreate", "SessionInfo", "router"]
@@ -109,12 +110,19 @@ def _box(state: State, principal: Caller, session_id: str) -> Box:
     return state.sessions.get(principal, session_id).box
 
 
+def _call(state: State, principal: Caller, session_id: str, request: ExecRequest) -> Box:
+    """The session's box, once the call is within the key's policy."""
+    box = _box(state, principal, session_id)
+    check_call(request, state.config.server.policies[principal.role], principal.role)
+    return box
+
+
 @router.post("/sessions/{session_id}/exec")
 async def execute(
     session_id: str, request: ExecRequest, principal: Caller, state: State
 ) -> ExecResult:
     """Run a call to its end; its result."""
-    return await _box(state, principal, session_id).execute(request)
+    return await _call(state, principal, session_id, request).execute(request)
 
 
 @router.post(
@@ -126,7 +134,7 @@ async def stream(
     session_id: str, request: ExecRequest, principal: Caller, state: State
 ) -> EventSourceResponse:
     """Run a call; its events as server-sent events (event: the type; data: the event)."""
-    return _sse(_box(state, principal, session_id).stream(request))
+    return _sse(_call(state, principal, session_id, request).stream(request))
 
 
 @router.put("/sessions/{session_id}/files", status_code=status.HTTP_204_NO_CONTENT)
@@ -195,7 +203,7 @@ async def start_process(
     session_id: str, request: ExecRequest, principal: Caller, state: State
 ) -> BackgroundProcess:
     """Start a background process."""
-    return await _box(state, principal, session_id).start(request)
+    return await _call(state, principal, session_id, request).start(request)
 
 
 @router.get("/sessions/{session_id}/processes")
@@ -255,6 +263,7 @@ async def network_log(session_id: str, principal: Caller, state: State) -> list[
 @router.post("/exec")
 async def execute_once(body: ExecOnce, principal: Caller, state: State) -> ExecResult:
     """A call in a box of its own, released when it ends."""
+    check_call(body.request, state.config.server.policies[principal.role], principal.role)
     held = await state.sessions.open(principal, body.spec)
     try:
         return await held.box.execute(body.request)
@@ -271,6 +280,7 @@ async def stream_once(
     body: Annotated[ExecOnce, Body()], principal: Caller, state: State
 ) -> EventSourceResponse:
     """A call in a box of its own, its events as server-sent events."""
+    check_call(body.request, state.config.server.policies[principal.role], principal.role)
     held = await state.sessions.open(principal, body.spec)
 
     async def events() -> AsyncIterator[ExecEvent]:
