@@ -13,6 +13,7 @@ from golem import __version__
 from golem.core.config import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.service.api import interactive, keys, runs, sessions
+from golem.service.api.github_hook import router as github_hook_router
 from golem.service.keys import KeyStore
 from golem.service.problems import install_problem_handlers
 from golem.service.queue import RunQueue
@@ -70,6 +71,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
     install_problem_handlers(app)
     for module in (sessions, interactive, runs, keys):
         app.include_router(module.router)
+    app.include_router(github_hook_router)
 
     @app.get("/healthz", tags=["server"])
     async def health() -> Health:

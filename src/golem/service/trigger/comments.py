@@ -1,0 +1,100 @@
+"""What the GitHub trigger says on an issue, and the marks it leaves there.
+
+Every comment the trigger posts ends with an HTML comment (invisible on GitHub) naming
+its run: ``<!-- golem:run RUN delivery ID -->`` when a run starts, ``<!-- golem:done RUN
+-->`` when it has reported the end. The issue's discussion is thus the trigger's record:
+a restarted server finds the runs it still has to report, and a redelivered webhook
+finds the run it started already.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from golem.blueprint import RunState
+from golem.forge import IssueComment
+
+__all__ = [
+    "MARKER",
+    "Started",
+    "acknowledgement",
+    "busy",
+    "completion",
+    "reported",
+    "started",
+]
+
+MARKER = "<!-- golem:"
+_STARTED = re.compile(r"<!-- golem:run (?P<run>[\w.:-]+) delivery (?P<delivery>[\w.:-]+) -->")
+_DONE = re.compile(r"<!-- golem:done (?P<run>[\w.:-]+) -->")
+REASON_LIMIT = 1500
+
+
+@dataclass(frozen=True)
+class Started:
+    """A run the trigger acknowledged on an issue, and the delivery that started it."""
+
+    run_id: str
+    delivery: str
+
+
+def acknowledgement(run_id: str, delivery: str, why: str, sender: str) -> str:
+    """The comment that says a run started (the sender is named, never @-mentioned)."""
+    who = f" by {sender}" if sender else ""
+    return (
+        f"golem started run `{run_id}` for this issue ({why}{who}). It will say here how "
+        f"the run ends.\n\n<!-- golem:run {run_id} delivery {delivery} -->"
+    )
+
+
+def busy(queued: int) -> str:
+    """The comment that says no run could start because the server is full."""
+    return (
+        f"golem could not start a run for this issue: {queued} runs wait already. "
+        f"Ask again later (add the label again, or mention golem again).\n\n{MARKER}busy -->"
+    )
+
+
+def completion(state: RunState, secrets: Iterable[str] = ()) -> str | None:
+    """The comment that reports how ``state`` ended, or None when the run's own ship step
+    has said it already (a pull request opened, or an escalation)."""
+    if state.status == "escalated" or (state.status == "succeeded" and state.pr is not None):
+        return None
+    pr = f"\n\nIts pull request: {state.pr.url}" if state.pr is not None else ""
+    if state.status == "succeeded":
+        summary = f": {state.summary}" if state.summary else "."
+        text = f"golem run `{state.id}` ended without a pull request{summary}"
+    elif state.status == "cancelled":
+        text = f"golem run `{state.id}` was cancelled ({state.error or 'on request'})."
+    else:
+        reason = _clip(_masked(state.error or "no reason was recorded", secrets))
+        text = f"golem run `{state.id}` failed: {reason}{pr}"
+        pr = ""
+    return f"{text}{pr}\n\n<!-- golem:done {state.id} -->"
+
+
+def started(comments: Iterable[IssueComment]) -> list[Started]:
+    """The runs acknowledged in an issue's comments, oldest first."""
+    return [
+        Started(found["run"], found["delivery"])
+        for comment in comments
+        for found in _STARTED.finditer(comment.body)
+    ]
+
+
+def reported(comments: Iterable[IssueComment]) -> set[str]:
+    """The runs whose end was reported in an issue's comments."""
+    return {found["run"] for comment in comments for found in _DONE.finditer(comment.body)}
+
+
+def _masked(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
