@@ -181,7 +181,6 @@ def deliver(
         "X-GitHub-Event": event,
         "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
         "X-Hub-Signature-256": f"sha256={digest}" if signature is None else signature,
-        "User-Agent": "GitHub-Hookshot/test",
     }
     if not headers["X-Hub-Signature-256"]:
         del headers["X-Hub-Signature-256"]
@@ -222,8 +221,7 @@ def run_to_end(served: Served, key: str, run_id: str, decision: str = "approved"
                 answer = actor.post(f"/v1/runs/{run_id}/gate", json={"decision": decision})
                 assert answer.status_code == 200, answer.text
             if event.event == "run_end":
-                data: dict[str, Any] = json.loads(event.data)
-                return data
+                return dict(json.loads(event.data))
     raise AssertionError(f"the events of {run_id} ended without run_end")
 
 
