@@ -14,6 +14,7 @@ from golem.core.config import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.service.api import interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
+from golem.service.dashboard import router as dashboard_router
 from golem.service.keys import KeyStore
 from golem.service.problems import install_problem_handlers
 from golem.service.queue import RunQueue
@@ -72,6 +73,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
     for module in (sessions, interactive, runs, keys):
         app.include_router(module.router)
     app.include_router(github_hook_router)
+    app.include_router(dashboard_router)
 
     @app.get("/healthz", tags=["server"])
     async def health() -> Health:
