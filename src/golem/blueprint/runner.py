@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -43,6 +44,8 @@ from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
 
 __all__ = ["Runner"]
+
+log = logging.getLogger("golem.blueprint.runner")
 
 EventSink = Callable[[RunEvent], None]
 POLL = 0.25
@@ -138,6 +141,10 @@ class Runner:
         except GolemError as exc:
             state.status = "failed"
             state.error = exc.message
+        except Exception as exc:  # a bug must end the run, not leave it "running" forever
+            log.exception("run %s: internal error", run_id)
+            state.status = "failed"
+            state.error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

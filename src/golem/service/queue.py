@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Iterator
 
 from golem.blueprint import RunState
 from golem.blueprint.events import RunEvent
@@ -28,22 +29,29 @@ IDLE_POLL = 1.0  # seconds between looks at the store for runs other servers sub
 
 
 class RunHub:
-    """Wakes whoever follows a run's events when this server's runner emits one."""
+    """Wakes whoever follows a run's events when this server's runner emits one. Each
+    follower has an event of its own, so none can swallow another's wake-up."""
 
     def __init__(self) -> None:
-        self._changed: dict[str, asyncio.Event] = {}
+        self._followers: dict[str, set[asyncio.Event]] = {}
 
-    def changed(self, run_id: str) -> asyncio.Event:
-        """The event set when ``run_id`` has something new (clear it after reading)."""
-        return self._changed.setdefault(run_id, asyncio.Event())
+    @contextlib.contextmanager
+    def watch(self, run_id: str) -> Iterator[asyncio.Event]:
+        """An event set whenever ``run_id`` has something new (clear it before reading)."""
+        changed = asyncio.Event()
+        self._followers.setdefault(run_id, set()).add(changed)
+        try:
+            yield changed
+        finally:
+            followers = self._followers.get(run_id, set())
+            followers.discard(changed)
+            if not followers:
+                self._followers.pop(run_id, None)
 
     def publish(self, event: RunEvent) -> None:
         """Note that a run has a new event."""
-        self.changed(event.run_id).set()
-
-    def forget(self, run_id: str) -> None:
-        """Drop a finished run's notifier."""
-        self._changed.pop(run_id, None)
+        for changed in self._followers.get(event.run_id, ()):
+            changed.set()
 
 
 class RunQueue:

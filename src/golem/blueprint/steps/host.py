@@ -12,6 +12,7 @@ from golem.blueprint.model import HostNode
 from golem.blueprint.steps.checks import describe_failures
 from golem.context import hydrate, load_conventions, render_issue
 from golem.forge import GitRepo, PullRequestDraft, git_auth
+from golem.forge.errors import ForgeError
 
 __all__ = ["run_host"]
 
@@ -142,8 +143,12 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
 
 
 async def _comment(ex: Execution, text: str) -> None:
+    """Comment on the run's issue; a comment that fails is noted, never the run's end."""
     if ex.state.issue is not None:
-        await ex.forge.comment(ex.state.issue, text)
+        try:
+            await ex.forge.comment(ex.state.issue, text)
+        except ForgeError as exc:
+            ex.note(f"could not comment on the issue: {exc.message}")
 
 
 def _repo_name(ex: Execution) -> str:

@@ -144,17 +144,17 @@ async def follow_run(
 async def _events(
     state: ServerState, store: SqlStore, run_id: str, seen: int
 ) -> AsyncIterator[dict[str, str]]:
-    changed = state.queue.hub.changed(run_id)
-    while True:
-        changed.clear()
-        for seq, event in store.events(run_id, after=seen):
-            seen = seq
-            yield {"id": str(seq), "event": event.type, "data": event.model_dump_json()}
-        current = store.load_run(run_id)
-        if current is None or (current.finished and not store.events(run_id, after=seen)):
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(changed.wait(), FOLLOW_POLL)
+    with state.queue.hub.watch(run_id) as changed:
+        while True:
+            changed.clear()
+            for seq, event in store.events(run_id, after=seen):
+                seen = seq
+                yield {"id": str(seq), "event": event.type, "data": event.model_dump_json()}
+            current = store.load_run(run_id)
+            if current is None or (current.finished and not store.events(run_id, after=seen)):
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), FOLLOW_POLL)
 
 
 @router.get("/prs", tags=["pull requests"])

@@ -223,14 +223,14 @@ class GitHubTrigger:
         await self._say(call, text)
 
     async def _wait_end(self, run_id: str) -> RunState | None:
-        changed = self.state.queue.hub.changed(run_id)
-        while True:
-            changed.clear()
-            run = self.store.load_run(run_id)
-            if run is None or run.finished:
-                return run
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), FOLLOW_POLL)
+        with self.state.queue.hub.watch(run_id) as changed:
+            while True:
+                changed.clear()
+                run = self.store.load_run(run_id)
+                if run is None or run.finished:
+                    return run
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), FOLLOW_POLL)
 
     async def _say(self, call: IssueCall, text: str) -> None:
         try:
