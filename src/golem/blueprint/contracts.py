@@ -39,8 +39,8 @@ class RunStore(Protocol):
         """Ask the run's runner to stop."""
         ...
 
-    def decide_gate(self, run_id: str, decision: Literal["approved", "rejected"]) -> None:
-        """Answer the gate a run waits at."""
+    def decide_gate(self, run_id: str, decision: Literal["approved", "rejected"]) -> bool:
+        """Answer the gate a run waits at; False if it was answered already."""
         ...
 
     def append_event(self, run_id: str, event: RunEvent) -> int:

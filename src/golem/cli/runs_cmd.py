@@ -128,7 +128,8 @@ def _decide(run_id: str, decision: str) -> None:
     state = _run(store, run_id)
     if state.status != "waiting" or state.gate is None:
         raise InvalidRequest(f"run {run_id} is not waiting at a gate ({state.status})")
-    store.decide_gate(run_id, decision)  # type: ignore[arg-type]
+    if not store.decide_gate(run_id, decision):  # type: ignore[arg-type]
+        raise InvalidRequest(f"the gate of run {run_id} was answered already")
     typer.echo(f"{run_id}: gate {state.gate.node} {decision}")
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from golem.blueprint import RunRequest, RunState, load_blueprint
+from golem.blueprint.events import RunFinished
 from golem.blueprint.loader import BUILTINS
 from golem.forge import PullRequest
 from golem.service.api.deps import Caller, State
@@ -105,8 +106,11 @@ async def cancel_run(run_id: str, principal: Caller, state: State) -> RunState:
     if run.finished:
         raise Problem(409, f"run {run_id} has already ended ({run.status})")
     store.request_cancel(run_id)
-    if run.status == "queued":
-        store.cancel_queued(run_id)
+    if run.status == "queued" and (cancelled := store.cancel_queued(run_id)) is not None:
+        store.append_event(
+            run_id,
+            RunFinished(run_id=run_id, status="cancelled", summary=cancelled.error or ""),
+        )
     return _run(store, run_id)
 
 
@@ -117,7 +121,8 @@ async def decide_gate(run_id: str, body: GateDecision, principal: Caller, state:
     run = _run(store, run_id)
     if run.status != "waiting" or run.gate is None:
         raise Problem(409, f"run {run_id} is not waiting at a gate ({run.status})")
-    store.decide_gate(run_id, body.decision)
+    if run.gate.decision is not None or not store.decide_gate(run_id, body.decision):
+        raise Problem(409, f"the gate of run {run_id} was answered already")
     return _run(store, run_id)
 
 
@@ -144,15 +149,22 @@ async def follow_run(
 async def _events(
     state: ServerState, store: SqlStore, run_id: str, seen: int
 ) -> AsyncIterator[dict[str, str]]:
+    quiet = 0  # polls that found the run over and nothing new
     with state.queue.hub.watch(run_id) as changed:
         while True:
             changed.clear()
             for seq, event in store.events(run_id, after=seen):
-                seen = seq
+                seen, quiet = seq, 0
                 yield {"id": str(seq), "event": event.type, "data": event.model_dump_json()}
+                if event.type == "run_end":
+                    return
             current = store.load_run(run_id)
-            if current is None or (current.finished and not store.events(run_id, after=seen)):
+            if current is None:
                 return
+            if current.finished:
+                quiet += 1
+                if quiet > 1:  # over, and its run_end is not coming (cancelled while queued)
+                    return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), FOLLOW_POLL)
 

@@ -130,9 +130,16 @@ class SqlStore(ForgeRecords, RunQueueRecords):
         """Ask the run's runner to stop."""
         self._set(run_id, cancel_requested=True)
 
-    def decide_gate(self, run_id: str, decision: Literal["approved", "rejected"]) -> None:
-        """Answer the gate a run waits at."""
-        self._set(run_id, gate_decision=decision)
+    def decide_gate(self, run_id: str, decision: Literal["approved", "rejected"]) -> bool:
+        """Answer the gate a run waits at; False when it was answered already (the first
+        answer stands)."""
+        with self.transaction(write=True) as db:
+            done = db.execute(
+                update(runs)
+                .where(runs.c.id == run_id, self._mine(runs), runs.c.gate_decision.is_(None))
+                .values(gate_decision=decision)
+            )
+        return done.rowcount == 1
 
     def clear_gate(self, run_id: str) -> None:
         """Forget a gate's answer once the runner has acted on it."""

@@ -1,0 +1,236 @@
+"""Runs over HTTP against a real server on loopback: a run to its pull request with its
+events streamed live; a gate answered once; the queue full (429 or a wait, as configured);
+cancelling queued and running runs; a SIGKILL of the server mid-run, then a restart that
+resumes the run, loses nothing and leaves no box."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
+from tests.service.served import Served, launch, serving
+
+pytestmark = pytest.mark.bwrap
+
+FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+SLOW = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
+GATED = Path(__file__).with_name("dashboard_gate.yaml")
+TASK = "Fix the failing tests of the calculator"
+Event = tuple[str, dict[str, object]]
+
+
+@pytest.fixture
+def remote(reachable_dir: Path) -> Path:
+    return make_remote(reachable_dir)
+
+
+def follow(client: httpx.Client, run_id: str, until: Callable[[Event], bool] | None = None,
+           after: int = 0) -> list[Event]:  # fmt: skip
+    """The run's events from the API's stream, to the run's end (or the first ``until``)."""
+    seen: list[Event] = []
+    kind = ""
+    headers = {"Last-Event-ID": str(after)} if after else {}
+    with client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as stream:
+        assert stream.status_code == 200
+        for line in stream.iter_lines():
+            if line.startswith("event:"):
+                kind = line.removeprefix("event:").strip()
+            elif line.startswith("data:"):
+                seen.append((kind, json.loads(line.removeprefix("data:"))))
+                if until is not None and until(seen[-1]):
+                    return seen
+    return seen
+
+
+def submit(client: httpx.Client, remote: Path, model: str = FIX, **extra: str) -> httpx.Response:
+    return client.post(
+        "/v1/runs", json={"repo": str(remote), "task": TASK, "model": model, **extra}
+    )
+
+
+def boxes(served: Served) -> list[dict[str, object]]:
+    """The boxes golem knows of in the server's state directory (``golem sessions ls``)."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "golem", "sessions", "ls", "--json"],
+        env=served.env, capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
+    found: list[dict[str, object]] = json.loads(listed.stdout)
+    return found
+
+
+def orphans(served: Served) -> list[dict[str, object]]:
+    """Boxes whose owner process is gone (a live server keeps warm ones in its pool)."""
+    return [box for box in boxes(served) if not box["owner_alive"]]
+
+
+def agent_working(event: Event) -> bool:
+    return event[0] == "node_start" and event[1].get("kind") == "agent"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with serving(tmp_path_factory.mktemp("runs") / "state") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def trusted(served: Served) -> Iterator[httpx.Client]:
+    with served.client(served.key("acme", "trusted")) as client:
+        yield client
+
+
+def test_a_run_over_http_streams_its_events_and_ends_in_a_pull_request(
+    trusted: httpx.Client, remote: Path
+) -> None:
+    submitted = submit(trusted, remote)
+    assert submitted.status_code == 202, submitted.text
+    run_id = submitted.json()["id"]
+    assert submitted.json()["status"] == "queued"
+
+    events = follow(trusted, run_id)
+    kinds = [kind for kind, _ in events]
+    assert kinds[0] == "run_start"
+    assert kinds[-1] == "run_end"
+    assert "check" in kinds
+    assert events[-1][1]["status"] == "succeeded"
+
+    run = trusted.get(f"/v1/runs/{run_id}").json()
+    assert run["status"] == "succeeded"
+    assert run["pr"]["number"] == 1
+    pr = trusted.get("/v1/prs/1", params={"repo": str(remote)}).json()
+    assert "+    return a + b" in pr["diff"]
+    assert [p["number"] for p in trusted.get("/v1/prs").json()] == [1]
+    later = follow(trusted, run_id, after=len(events) - 1)
+    assert [kind for kind, _ in later] == ["run_end"]  # Last-Event-ID resumes the stream
+
+
+def test_a_gate_is_answered_over_http_once(trusted: httpx.Client, remote: Path) -> None:
+    run_id = submit(trusted, remote, blueprint=str(GATED)).json()["id"]
+    follow(trusted, run_id, until=lambda event: event[0] == "gate_wait")
+    early = trusted.post(f"/v1/runs/{run_id}/gate", json={"decision": "maybe"})
+    assert early.status_code == 422
+    rejected = trusted.post(f"/v1/runs/{run_id}/gate", json={"decision": "rejected"})
+    assert rejected.status_code == 200, rejected.text
+    again = trusted.post(f"/v1/runs/{run_id}/gate", json={"decision": "approved"})
+    assert again.status_code == 409
+    assert "answered already" in again.json()["detail"]
+    events = follow(trusted, run_id)
+    assert events[-1][1]["status"] == "escalated"
+    assert trusted.get(f"/v1/runs/{run_id}").json()["pr"]["draft"] is True  # escalated
+
+
+def test_a_user_key_may_not_name_files_on_the_server(served: Served, remote: Path) -> None:
+    with served.client(served.key("plain")) as user:
+        refused = submit(user, remote)
+        assert refused.status_code == 403
+        detail = refused.json()["detail"]
+        assert "server.policies.user.server_files" in detail
+        assert str(remote) in detail
+        assert "scripted:" in detail
+        assert user.get("/v1/runs").json() == []
+
+
+def test_bad_runs_are_refused_with_what_to_change(trusted: httpx.Client, remote: Path) -> None:
+    no_task = trusted.post("/v1/runs", json={"repo": str(remote)})
+    assert no_task.status_code == 422
+    assert "task or an issue" in no_task.json()["detail"]
+    no_blueprint = submit(trusted, remote, blueprint="/nope.yaml")
+    assert no_blueprint.status_code == 422
+    assert "no blueprint" in no_blueprint.json()["detail"]
+    unknown = trusted.post("/v1/runs", json={"repo": "x", "task": "t", "sudo": True})
+    assert unknown.status_code == 422
+    assert "sudo" in unknown.json()["detail"]
+    assert trusted.get("/v1/runs/run-nope").status_code == 404
+
+
+ONE_RUNNER = """
+[server]
+max_runs = 1
+max_queued = 1
+overflow = "{overflow}"
+retry_after = 9
+"""
+
+
+def test_a_full_queue_answers_429_with_retry_after(
+    tmp_path_factory: pytest.TempPathFactory, remote: Path
+) -> None:
+    state = tmp_path_factory.mktemp("reject") / "state"
+    with (
+        serving(state, config=ONE_RUNNER.format(overflow="reject")) as server,
+        server.client(server.key("acme", "trusted")) as client,
+    ):
+        slow = submit(client, remote, model=f"scripted:{SLOW}").json()["id"]
+        full = submit(client, remote)
+        assert full.status_code == 429
+        assert full.headers["retry-after"] == "9"
+        assert "server.max_runs" in full.json()["detail"]
+        assert client.post(f"/v1/runs/{slow}/cancel").status_code == 200
+        assert follow(client, slow)[-1][1]["status"] == "cancelled"
+        assert orphans(server) == []
+    assert boxes(server) == []
+
+
+def test_with_overflow_queue_runs_wait_their_turn_until_the_queue_is_full(
+    tmp_path_factory: pytest.TempPathFactory, remote: Path
+) -> None:
+    state = tmp_path_factory.mktemp("queue") / "state"
+    with (
+        serving(state, config=ONE_RUNNER.format(overflow="queue")) as server,
+        server.client(server.key("acme", "trusted")) as client,
+    ):
+        slow = submit(client, remote, model=f"scripted:{SLOW}").json()["id"]
+        follow(client, slow, until=agent_working)  # the one runner is busy now
+        waiting = submit(client, remote)
+        assert waiting.status_code == 202
+        assert client.get(f"/v1/runs/{waiting.json()['id']}").json()["status"] == "queued"
+        full = submit(client, remote)
+        assert full.status_code == 429
+        assert "server.max_queued" in full.json()["detail"]
+
+        cancelled = client.post(f"/v1/runs/{waiting.json()['id']}/cancel").json()
+        assert cancelled["status"] == "cancelled"  # it never started
+        assert client.post(f"/v1/runs/{slow}/cancel").status_code == 200
+        assert follow(client, slow)[-1][1]["status"] == "cancelled"
+        ended = client.post(f"/v1/runs/{slow}/cancel")
+        assert ended.status_code == 409
+        assert orphans(server) == []
+    assert boxes(server) == []  # the stopped server took its warm boxes with it
+
+
+def test_a_killed_server_resumes_its_run_after_a_restart_with_no_box_left(
+    tmp_path: Path, remote: Path
+) -> None:
+    script = tmp_path / "model.yaml"
+    script.write_text(SLOW.read_text())
+    state = tmp_path / "state"
+    first = launch(state)
+    with first.client(first.key("acme", "trusted")) as client:
+        run_id = submit(client, remote, model=f"scripted:{script}").json()["id"]
+        follow(client, run_id, until=agent_working)
+    first.kill()
+    assert orphans(first) != []  # the dead server's box is still there
+
+    script.write_text((EXAMPLES / "calculator-fix.yaml").read_text())  # the retry succeeds
+    second = launch(state, admin_key=first.admin_key)
+    try:
+        with second.client(second.key("acme", "trusted")) as client:
+            events = follow(client, run_id)
+            starts = [data for kind, data in events if kind == "run_start"]
+            assert [s["resumed"] for s in starts] == [False, True]
+            run = client.get(f"/v1/runs/{run_id}").json()
+            assert run["status"] == "succeeded", run["error"]
+            assert run["pr"]["number"] == 1
+            assert len(client.get("/v1/runs").json()) == 1
+        assert len(branch_commits(remote, run["branch"])) == 1
+        assert orphans(second) == []
+    finally:
+        second.stop()
+    assert boxes(second) == []
