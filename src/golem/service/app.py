@@ -16,7 +16,7 @@ from golem.service.api import interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.dashboard import router as dashboard_router
 from golem.service.keys import KeyStore
-from golem.service.problems import install_problem_handlers
+from golem.service.problems import ERROR_RESPONSES, install_problem_handlers
 from golem.service.queue import RunQueue
 from golem.service.sessions import SessionRegistry
 from golem.service.state import ServerState, server_id
@@ -71,9 +71,9 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
     for module in (sessions, interactive, runs, keys):
-        app.include_router(module.router)
-    app.include_router(github_hook_router)
-    app.include_router(dashboard_router)
+        app.include_router(module.router, responses=ERROR_RESPONSES)
+    app.include_router(github_hook_router, responses=ERROR_RESPONSES)
+    app.include_router(dashboard_router, responses=ERROR_RESPONSES)
 
     @app.get("/healthz", tags=["server"])
     async def health() -> Health:

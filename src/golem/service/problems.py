@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from golem.core.errors import GolemError
 
-__all__ = ["Problem", "install_problem_handlers", "problem"]
+__all__ = ["ERROR_RESPONSES", "Problem", "ProblemDetails", "install_problem_handlers", "problem"]
 
 PROBLEM_TYPE = "application/problem+json"
+log = logging.getLogger("golem.service")
 
 
 class Problem(GolemError):
@@ -20,6 +25,45 @@ class Problem(GolemError):
         super().__init__(message)
         self.http_status = status
         self.headers = headers or {}
+
+
+class ProblemDetails(BaseModel):
+    """An error as the API answers it (RFC 9457), with golem's ``kind`` of error."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str = Field(description="What went wrong and what to do about it.")
+    kind: str | None = Field(None, description="golem's error class, e.g. PolicyViolation.")
+    errors: list[dict[str, str]] | None = Field(
+        None, description="Each bad field of a request that failed validation."
+    )
+
+
+def _documented(status: int, description: str) -> dict[str, Any]:
+    schema = {"$ref": "#/components/schemas/ProblemDetails"}
+    return {
+        "model": ProblemDetails,
+        "description": description,
+        "content": {PROBLEM_TYPE: {"schema": schema}},
+    }
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented(400, "The request cannot be read."),
+    401: _documented(401, "No API key, or one that is not valid."),
+    403: _documented(403, "The key's role or the server's policy does not allow it."),
+    404: _documented(404, "No such object for this tenant."),
+    409: _documented(409, "The object is not in a state that allows it."),
+    422: _documented(422, "The request is not valid; each bad field is named."),
+    424: _documented(424, "A box's setup failed."),
+    429: _documented(429, "The server or tenant is at capacity: retry after Retry-After."),
+    500: _documented(500, "golem failed."),
+    502: _documented(502, "Something golem depends on answered badly."),
+    503: _documented(503, "Something golem depends on is unavailable."),
+    504: _documented(504, "A call timed out."),
+}
+"""Every error the API can answer, documented on every route (problem details)."""
 
 
 def problem(status: int, title: str, detail: str, **extra: object) -> JSONResponse:
@@ -49,6 +93,12 @@ def install_problem_handlers(app: FastAPI) -> None:
         for name, value in getattr(exc, "headers", {}).items():
             response.headers[name] = value
         return response
+
+    @app.exception_handler(Exception)
+    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("unexpected error", exc_info=exc)
+        detail = f"golem failed ({type(exc).__name__}); the server's log has the details"
+        return problem(500, _TITLES[500], detail, kind="InternalError")
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

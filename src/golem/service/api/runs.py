@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Query, status
+from fastapi import APIRouter, Header, Path, Query, status
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
@@ -27,6 +27,7 @@ __all__ = ["GateDecision", "router"]
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 FOLLOW_POLL = 1.0
+MAX_INT = 2**31 - 1  # the database's integer
 
 
 class GateDecision(BaseModel):
@@ -135,8 +136,8 @@ async def follow_run(
     run_id: str,
     principal: Caller,
     state: State,
-    after: Annotated[int, Query(ge=0)] = 0,
-    last_event_id: Annotated[int | None, Header(ge=0)] = None,
+    after: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    last_event_id: Annotated[int | None, Header(ge=0, le=MAX_INT)] = None,
 ) -> EventSourceResponse:
     """The run's events as server-sent events (id: its number in the run), live until the
     run ends; reconnect with Last-Event-ID (or ``after``) to go on where you left."""
@@ -179,7 +180,10 @@ async def list_pull_requests(
 
 @router.get("/prs/{number}", tags=["pull requests"])
 async def get_pull_request(
-    number: int, principal: Caller, state: State, repo: Annotated[str, Query(min_length=1)]
+    number: Annotated[int, Path(ge=1, le=MAX_INT)],
+    principal: Caller,
+    state: State,
+    repo: Annotated[str, Query(min_length=1)],
 ) -> PullRequest:
     """One pull request of a repository."""
     pr = _store(state, principal).get_pull_request(repo, number)

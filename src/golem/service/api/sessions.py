@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import signal as signals
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query, Request, status
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from sse_starlette import EventSourceResponse
 
 from golem.core.events import ExecEvent, NetworkEvent
@@ -24,12 +24,40 @@ __all__ = ["ExecOnce", "SessionCreate", "SessionInfo", "router"]
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
 
+def _optional_fields() -> dict[str, Any]:
+    """BoxSpec's fields, each optional (unset: the server's default), constraints kept."""
+    fields: dict[str, Any] = {}
+    for name, field in BoxSpec.model_fields.items():
+        annotation = (
+            Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+        )
+        fields[name] = (cast(Any, annotation) | None, Field(None, description=field.description))
+    return fields
+
+
+BoxSpecFields: type[BaseModel] = create_model(
+    "BoxSpecFields",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="BoxSpec fields to set over the server's defaults (within the key's policy).",
+    **_optional_fields(),
+)
+
+
+def asked(spec: BaseModel) -> dict[str, Any]:
+    """The fields a request set, as the engine takes them (secrets in clear)."""
+    return {
+        name: getattr(spec, name)
+        for name in spec.model_fields_set
+        if getattr(spec, name) is not None
+    }
+
+
 class SessionCreate(BaseModel):
     """A session's box: BoxSpec fields over the server's defaults, within the key's policy."""
 
     model_config = ConfigDict(extra="forbid")
 
-    spec: dict[str, Any] = Field(default_factory=dict, description="BoxSpec fields.")
+    spec: BoxSpecFields = Field(default_factory=BoxSpecFields)
 
 
 class SessionInfo(BaseModel):
@@ -53,7 +81,7 @@ class ExecOnce(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     request: ExecRequest
-    spec: dict[str, Any] = Field(default_factory=dict, description="BoxSpec fields.")
+    spec: BoxSpecFields = Field(default_factory=BoxSpecFields)
 
 
 class SignalBody(BaseModel):
@@ -85,7 +113,7 @@ def _sse(events: AsyncIterator[ExecEvent]) -> EventSourceResponse:
 @router.post("/sessions", status_code=status.HTTP_201_CREATED)
 async def create_session(body: SessionCreate, principal: Caller, state: State) -> SessionInfo:
     """Start a session: a box for many calls, until it is deleted."""
-    return SessionInfo.of(await state.sessions.open(principal, body.spec))
+    return SessionInfo.of(await state.sessions.open(principal, asked(body.spec)))
 
 
 @router.get("/sessions")
@@ -220,7 +248,7 @@ async def process_output(
     process_id: str,
     principal: Caller,
     state: State,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> ProcessOutput:
     """A background process's output from ``offset`` on."""
     return await _box(state, principal, session_id).read_output(process_id, offset)
@@ -264,7 +292,7 @@ async def network_log(session_id: str, principal: Caller, state: State) -> list[
 async def execute_once(body: ExecOnce, principal: Caller, state: State) -> ExecResult:
     """A call in a box of its own, released when it ends."""
     check_call(body.request, state.config.server.policies[principal.role], principal.role)
-    held = await state.sessions.open(principal, body.spec)
+    held = await state.sessions.open(principal, asked(body.spec))
     try:
         return await held.box.execute(body.request)
     finally:
@@ -281,7 +309,7 @@ async def stream_once(
 ) -> EventSourceResponse:
     """A call in a box of its own, its events as server-sent events."""
     check_call(body.request, state.config.server.policies[principal.role], principal.role)
-    held = await state.sessions.open(principal, body.spec)
+    held = await state.sessions.open(principal, asked(body.spec))
 
     async def events() -> AsyncIterator[ExecEvent]:
         try:
