@@ -109,6 +109,18 @@ class RemoteEngine:
         raise_for_problem(response)
         return response
 
+    async def download(self, path: str, params: dict[str, Any]) -> AsyncIterator[bytes]:
+        """GET ``path``; its body in chunks as they arrive (a problem answer raises)."""
+        try:
+            async with self._http.stream("GET", path, params=params) as response:
+                if not response.is_success:
+                    await response.aread()
+                    raise_for_problem(response)
+                async for chunk in response.aiter_bytes():
+                    yield chunk
+        except httpx.HTTPError as exc:
+            raise RemoteError(503, f"cannot reach the golem server at {self.url}: {exc}") from exc
+
     async def sse(self, path: str, body: Any) -> AsyncIterator[ExecEvent]:
         """POST ``body``, then the server-sent events that answer it."""
         async with aconnect_sse(self._http, "POST", path, json=body) as source:

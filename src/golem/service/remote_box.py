@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import io
 import signal as signals
 import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
@@ -113,9 +112,9 @@ class RemoteBox:
         )
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
-        """A file's content in chunks."""
-        response = await self._engine.request("GET", f"{self._path}/files", params={"path": path})
-        yield response.content
+        """A file's content in chunks, as they arrive."""
+        async for chunk in self._engine.download(f"{self._path}/files", {"path": path}):
+            yield chunk
 
     async def get_file(self, path: str) -> bytes:
         """The content of a file in the box."""
@@ -140,11 +139,19 @@ class RemoteBox:
             spool.seek(0)
             await self.put_archive(path, _chunks(await asyncio.to_thread(spool.read)))
 
+    async def stream_archive(self, path: str) -> AsyncIterator[bytes]:
+        """A directory of the box as a tar stream, in chunks as they arrive."""
+        async for chunk in self._engine.download(f"{self._path}/archive", {"path": path}):
+            yield chunk
+
     async def get_dir(self, path: str, destination: Path) -> None:
         """Copy a directory of the box into ``destination`` (unpacked with the data filter)."""
-        response = await self._engine.request("GET", f"{self._path}/archive", params={"path": path})
-        destination.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(extract_tar, io.BytesIO(response.content), destination)
+        with tempfile.SpooledTemporaryFile(8 * 1024 * 1024) as spool:
+            async for chunk in self.stream_archive(path):
+                await asyncio.to_thread(spool.write, chunk)
+            spool.seek(0)
+            destination.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(extract_tar, spool, destination)
 
     # Background processes ---------------------------------------------------------------
 

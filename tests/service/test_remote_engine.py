@@ -1,0 +1,173 @@
+"""RemoteEngine has the Engine's interface: the same code runs on this machine's engine and
+on a golem server's, with the same results (each test runs on both, the server a real one
+on loopback), and the server's errors come back as the same GolemError classes."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golem.core import GolemConfig
+from golem.core.errors import ConfigError, PathNotFound
+from golem.sandbox import Engine
+from golem.service.client import RemoteEngine, RemoteError, make_engine
+from tests.service.served import Served, serving
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with serving(tmp_path_factory.mktemp("remote") / "state") as server:
+        yield server
+
+
+@pytest.fixture(params=["local", "remote"])
+async def any_engine(
+    request: pytest.FixtureRequest, config: GolemConfig
+) -> AsyncIterator[Engine | RemoteEngine]:
+    """This machine's engine, or a server's through RemoteEngine."""
+    if request.param == "local":
+        async with Engine(config) as engine:
+            yield engine
+        return
+    served: Served = request.getfixturevalue("served")
+    async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
+        yield remote
+
+
+async def test_a_session_keeps_state_between_calls(any_engine: Any) -> None:
+    async with any_engine.session(any_engine.spec(memory="256m")) as box:
+        first = await box.execute("echo kept > note; echo out; echo err >&2; exit 3")
+        assert (first.stdout, first.stderr, first.exit_code) == ("out\n", "err\n", 3)
+        assert (await box.execute(["cat", "note"])).stdout == "kept\n"
+        assert box.runtimes["python"].endswith("python3")
+        ids = [info.id for info in any_engine.boxes()]
+        assert box.id in ids
+
+
+async def test_streamed_events_arrive_in_order_with_the_exit_last(any_engine: Any) -> None:
+    async with any_engine.session() as box:
+        events = [e async for e in box.stream("for i in 1 2 3; do echo $i; done; exit 2")]
+    out = "".join(getattr(e, "data", "") for e in events if e.type == "stdout")
+    assert out == "1\n2\n3\n"
+    assert events[-1].type == "exit"
+    assert events[-1].exit_code == 2
+
+
+async def test_files_and_directories_round_trip(any_engine: Any, tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "mod.py").write_text("X = 1\n")
+    payload = bytes(range(256)) * 4096  # 1 MiB, every byte value
+    async with any_engine.session() as box:
+        await box.put_file("blob.bin", payload)
+        assert await box.get_file("blob.bin") == payload
+        streamed = b"".join([chunk async for chunk in box.stream_file("blob.bin")])
+        assert streamed == payload
+        await box.put_dir(source, "project")
+        assert (
+            await box.execute("cd project && python3 -c 'import pkg.mod as m; print(m.X)'")
+        ).stdout == "1\n"
+        await box.get_dir("project", tmp_path / "back")
+        assert (tmp_path / "back" / "pkg" / "mod.py").read_text() == "X = 1\n"
+        with pytest.raises(PathNotFound, match="nope.txt"):
+            await box.get_file("nope.txt")
+
+
+async def test_a_background_process_is_read_signalled_and_reaped(any_engine: Any) -> None:
+    async with any_engine.session() as box:
+        process = await box.start("echo ready; exec sleep 600")
+        output = await box.read_output(process.id)
+        while "ready" not in output.data:
+            output = await box.read_output(process.id)
+        assert [p.id for p in await box.processes()] == [process.id]
+        await box.signal(process.id, signal.SIGKILL)
+        assert await box.wait(process.id, 60) is not None
+        await box.forget(process.id)
+        assert await box.processes() == []
+
+
+async def test_an_interactive_call_takes_stdin_as_it_comes(any_engine: Any) -> None:
+    async with any_engine.session() as box:
+        async with box.interact("while read l; do echo got:$l; done") as call:
+            await call.write(b"one\n")
+            events = call.events()
+            first = await anext(events)
+            assert (first.type, first.data) == ("stdout", "got:one\n")
+            await call.close_stdin()
+            rest = [event async for event in events]
+        assert rest[-1].type == "exit"
+        assert rest[-1].exit_code == 0
+
+
+async def test_a_pty_reports_its_size_and_exit(any_engine: Any) -> None:
+    async with any_engine.session() as box:
+        terminal = await box.open_pty(["sh"])
+        if hasattr(terminal, "connect"):
+            await terminal.connect(rows=30, cols=100)
+        else:
+            await terminal.resize(30, 100)
+        await terminal.write(b"stty size; exit 5\n")
+        screen = b""
+        while (data := await terminal.read()) is not None:
+            screen += data
+        assert b"30 100" in screen
+        assert terminal.exit_code == 5
+
+
+async def test_a_one_shot_call_and_its_stream(any_engine: Any) -> None:
+    result = await any_engine.execute("echo once")
+    assert result.stdout == "once\n"
+    events = [e async for e in any_engine.stream(["sh", "-c", "echo twice; exit 4"])]
+    assert events[-1].exit_code == 4
+
+
+async def test_a_secret_is_masked_in_both(any_engine: Any) -> None:
+    spec = any_engine.spec(secrets={"TOKEN": "s3cr3t-value-123"})
+    async with any_engine.session(spec) as box:
+        result = await box.execute("echo $TOKEN")
+    assert "s3cr3t-value-123" not in result.stdout
+    assert "***" in result.stdout
+
+
+async def test_the_servers_refusals_come_back_as_errors(
+    served: Served, config: GolemConfig
+) -> None:
+    async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
+        with pytest.raises(RemoteError, match="server.policies.user.networks") as refused:
+            await remote.create_session(remote.spec(network="host"))
+        assert refused.value.http_status == 403
+        with pytest.raises(RemoteError, match="no session"):
+            remote.get_session("box-000000000000")
+    async with RemoteEngine(served.url, "golem_bad_key", config=config) as wrong:
+        with pytest.raises(RemoteError, match="not valid") as unauthorized:
+            await wrong.execute("true")
+        assert unauthorized.value.http_status == 401
+
+
+async def test_an_unreachable_server_is_a_clear_error(config: GolemConfig) -> None:
+    async with RemoteEngine("http://127.0.0.1:9", "k", config=config) as remote:
+        with pytest.raises(RemoteError, match="cannot reach the golem server"):
+            await remote.execute("true")
+
+
+async def test_make_engine_follows_the_configuration(
+    config: GolemConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert isinstance(make_engine(config), Engine)
+    remote = config.model_copy(
+        update={"remote": config.remote.model_copy(update={"url": "http://h:1"})}
+    )
+    monkeypatch.delenv("GOLEM_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="GOLEM_API_KEY"):
+        make_engine(remote)
+    monkeypatch.setenv("GOLEM_API_KEY", "golem_x_y")
+    engine = make_engine(remote)
+    assert isinstance(engine, RemoteEngine)
+    assert engine.url == "http://h:1"
+    await engine.close()
