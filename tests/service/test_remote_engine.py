@@ -75,7 +75,7 @@ async def test_files_and_directories_round_trip(any_engine: Any, tmp_path: Path)
         ).stdout == "1\n"
         await box.get_dir("project", tmp_path / "back")
         assert (tmp_path / "back" / "pkg" / "mod.py").read_text() == "X = 1\n"
-        with pytest.raises(PathNotFound, match="nope.txt"):
+        with pytest.raises(PathNotFound, match=r"nope\.txt"):
             await box.get_file("nope.txt")
 
 
@@ -139,7 +139,7 @@ async def test_the_servers_refusals_come_back_as_errors(
     served: Served, config: GolemConfig
 ) -> None:
     async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
-        with pytest.raises(RemoteError, match="server.policies.user.networks") as refused:
+        with pytest.raises(RemoteError, match=r"server\.policies\.user\.networks") as refused:
             await remote.create_session(remote.spec(network="host"))
         assert refused.value.http_status == 403
         with pytest.raises(RemoteError, match="no session"):
