@@ -19,7 +19,7 @@ from golem.core.spec import WORKSPACE
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
 
-__all__ = ["BoxFiles", "extract_tar", "write_tar"]
+__all__ = ["BoxFiles", "chunks_of", "extract_tar", "write_tar"]
 
 CHUNK = 256 * 1024
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
@@ -30,7 +30,9 @@ def box_path(path: str, workdir: str = WORKSPACE) -> str:
     return path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
 
 
-async def _chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+async def chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    """Bytes, text, a host file or a stream of bytes, as chunks of at most CHUNK bytes
+    (a stream's chunks as they come)."""
     if isinstance(source, str):
         source = source.encode()
     if isinstance(source, bytes):
@@ -58,7 +60,7 @@ class BoxFiles:
         """Write ``source`` (bytes, text, a host file or an async byte stream) to ``path``."""
         await self._upload(
             {"op": "put", "path": box_path(path, self._workdir), "format": "raw", "mode": mode},
-            _chunks_of(source),
+            chunks_of(source),
         )
 
     async def get_file(self, path: str) -> bytes:
@@ -95,7 +97,7 @@ class BoxFiles:
         with tarfile's ``data`` filter: no links out, no devices, no absolute paths)."""
         await self._upload(
             {"op": "put", "path": box_path(path, self._workdir), "format": "tar"},
-            _chunks_of(chunks),
+            chunks_of(chunks),
         )
 
     async def stream_archive(self, path: str) -> AsyncIterator[bytes]:

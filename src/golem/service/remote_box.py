@@ -18,7 +18,7 @@ from golem.core.events import ExecEvent, ExitEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.box import as_request
-from golem.sandbox.files import extract_tar, write_tar
+from golem.sandbox.files import chunks_of, extract_tar, write_tar
 from golem.sandbox.masking import SecretMasker
 
 if TYPE_CHECKING:
@@ -27,21 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["RemoteBox", "RemoteInteraction", "RemoteTerminal"]
 
 _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
-CHUNK = 256 * 1024
-
-
-async def _chunks(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    if isinstance(source, str):
-        source = source.encode()
-    if isinstance(source, bytes):
-        yield source
-    elif isinstance(source, Path):
-        with source.open("rb") as handle:
-            while chunk := await asyncio.to_thread(handle.read, CHUNK):
-                yield chunk
-    else:
-        async for chunk in source:
-            yield chunk
 
 
 class RemoteBox:
@@ -108,7 +93,7 @@ class RemoteBox:
         """Write ``source`` to ``path`` in the box."""
         params = {"path": path, "mode": mode}
         await self._engine.request(
-            "PUT", f"{self._path}/files", params=params, content=_chunks(source)
+            "PUT", f"{self._path}/files", params=params, content=chunks_of(source)
         )
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
@@ -129,7 +114,7 @@ class RemoteBox:
     async def put_archive(self, path: str, chunks: AsyncIterable[bytes]) -> None:
         """Unpack a tar stream into a directory of the box."""
         await self._engine.request(
-            "PUT", f"{self._path}/archive", params={"path": path}, content=_chunks(chunks)
+            "PUT", f"{self._path}/archive", params={"path": path}, content=chunks_of(chunks)
         )
 
     async def put_dir(self, source: Path, path: str) -> None:
@@ -137,7 +122,7 @@ class RemoteBox:
         with tempfile.SpooledTemporaryFile(8 * 1024 * 1024) as spool:
             await asyncio.to_thread(write_tar, source, spool)
             spool.seek(0)
-            await self.put_archive(path, _chunks(await asyncio.to_thread(spool.read)))
+            await self.put_archive(path, chunks_of(await asyncio.to_thread(spool.read)))
 
     async def stream_archive(self, path: str) -> AsyncIterator[bytes]:
         """A directory of the box as a tar stream, in chunks as they arrive."""

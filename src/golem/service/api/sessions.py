@@ -187,10 +187,15 @@ async def get_file(
     session_id: str, principal: Caller, state: State, path: Annotated[str, Query(min_length=1)]
 ) -> StreamingResponse:
     """A file of the box, streamed."""
-    box = _box(state, principal, session_id)
-    chunks = box.stream_file(path)
-    first = await anext(aiter(chunks), b"")  # a missing file fails here, as a 4xx
-    return StreamingResponse(_again(first, chunks), media_type="application/octet-stream")
+    chunks = _box(state, principal, session_id).stream_file(path)
+    return await _streamed(chunks, "application/octet-stream")
+
+
+async def _streamed(chunks: AsyncIterator[bytes], media_type: str) -> StreamingResponse:
+    """A streamed answer whose first chunk is read now, so that a missing path is a 4xx
+    problem rather than a broken 200."""
+    first = await anext(aiter(chunks), b"")
+    return StreamingResponse(_again(first, chunks), media_type=media_type)
 
 
 async def _again(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -222,8 +227,7 @@ async def get_archive(
 ) -> StreamingResponse:
     """A directory of the box as a tar stream."""
     chunks = _box(state, principal, session_id).stream_archive(path)
-    first = await anext(aiter(chunks), b"")
-    return StreamingResponse(_again(first, chunks), media_type="application/x-tar")
+    return await _streamed(chunks, "application/x-tar")
 
 
 @router.post("/sessions/{session_id}/processes", status_code=status.HTTP_201_CREATED)
