@@ -55,6 +55,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: _documented(403, "The key's role or the server's policy does not allow it."),
     404: _documented(404, "No such object for this tenant."),
     409: _documented(409, "The object is not in a state that allows it."),
+    413: _documented(413, "The request's body is too large."),
+    415: _documented(415, "The request's content type is not the one expected."),
     422: _documented(422, "The request is not valid; each bad field is named."),
     424: _documented(424, "A box's setup failed."),
     429: _documented(429, "The server or tenant is at capacity: retry after Retry-After."),
@@ -74,7 +76,8 @@ def problem(status: int, title: str, detail: str, **extra: object) -> JSONRespon
 
 _TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    409: "Conflict", 422: "Unprocessable Content", 424: "Failed Dependency",
+    409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type",
+    422: "Unprocessable Content", 424: "Failed Dependency",
     429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
     503: "Service Unavailable", 504: "Gateway Timeout",
 }  # fmt: skip
