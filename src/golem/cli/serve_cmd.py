@@ -20,6 +20,11 @@ from golem.service.store import SqlStore
 
 __all__ = ["keys_app", "serve_command"]
 
+# Idle connections stay open this long: longer than clients keep them for reuse (httpx, so
+# RemoteEngine: 5 s, uvicorn's own default too). With equal timeouts a client could send a
+# call on a connection the server is closing, and lose it to a ReadError.
+KEEP_ALIVE_SECONDS = 75
+
 
 def _load(config_file: Path | None) -> GolemConfig:
     if config_file is not None and not config_file.is_file():
@@ -64,7 +69,11 @@ def serve_command(
         highlight=False,
     )
     settings = uvicorn.Config(
-        create_app(config), log_level="info", ws="websockets-sansio", timeout_graceful_shutdown=10
+        create_app(config),
+        log_level="info",
+        ws="websockets-sansio",
+        timeout_graceful_shutdown=10,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     uvicorn.Server(settings).run(sockets=[listener])
 

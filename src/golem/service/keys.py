@@ -3,6 +3,12 @@
 A key reads ``golem_<id>_<secret>``: the id finds its row, the secret (256 random bits) is
 compared by its SHA-256, in constant time. A slow password hash would add nothing to a
 secret that long. The admin key comes from an environment variable, never from a file.
+
+A key that was found valid is remembered for ``CACHE_SECONDS``, by the digest of the whole
+presented key (a different secret never matches), so that a busy client costs no database
+read per request. Revoking through this store forgets the key at once, and a lookup that
+raced with the revocation is not remembered; a key revoked by another process (``golem keys
+revoke``, another server on the same database) stops working here within ``CACHE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -27,6 +34,8 @@ __all__ = ["ADMIN_TENANT", "ApiKey", "KeyStore", "Principal", "Role"]
 Role = Literal["user", "trusted", "admin"]
 ADMIN_TENANT = "admin"
 PREFIX = "golem_"
+CACHE_SECONDS = 2.0
+CACHE_LIMIT = 10_000  # keys remembered at most
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,9 @@ class KeyStore:
     def __init__(self, store: SqlStore, admin_key_env: str = "GOLEM_ADMIN_KEY") -> None:
         self._store = store
         self._admin_env = admin_key_env
+        self._lock = threading.Lock()  # routes may authenticate on worker threads
+        self._known: dict[str, tuple[float, Principal]] = {}  # digest -> (expiry, principal)
+        self._revocations = 0  # a lookup that saw an older count is not remembered
 
     def create(self, tenant: str, role: Role, name: str = "") -> tuple[ApiKey, str]:
         """A new key; returns it and its plaintext, which is shown this once."""
@@ -81,13 +93,33 @@ class KeyStore:
 
     def authenticate(self, presented: str) -> Principal | None:
         """The principal of a presented key, or None for an unknown, wrong or revoked one."""
+        known = self.known(presented)
+        if known is not None or not presented.startswith(PREFIX):
+            return known
+        with self._lock:
+            revocations = self._revocations
+        until = time.monotonic() + CACHE_SECONDS
+        principal = self._look_up(presented)
+        if principal is not None:
+            self._remember(_digest(presented), principal, revocations, until)
+        return principal
+
+    def known(self, presented: str) -> Principal | None:
+        """The principal of the admin key, or of a key found valid in the last
+        ``CACHE_SECONDS``, without reading the database (an event loop may call this);
+        None: ask ``authenticate``."""
         admin = os.environ.get(self._admin_env)
         if admin and hmac.compare_digest(presented.encode(), admin.encode()):
             return Principal(tenant=ADMIN_TENANT, role="admin", key_id="admin")
-        if not presented.startswith(PREFIX):
-            return None
+        with self._lock:
+            remembered = self._known.get(_digest(presented))
+        if remembered is not None and remembered[0] > time.monotonic():
+            return remembered[1]
+        return None
+
+    def _look_up(self, presented: str) -> Principal | None:
         key_id, _, secret = presented.removeprefix(PREFIX).partition("_")
-        with self._store.transaction(write=True) as db:
+        with self._store.transaction() as db:
             row = db.execute(select(api_keys).where(api_keys.c.id == key_id)).first()
         if row is None or row.revoked:
             return None
@@ -95,12 +127,20 @@ class KeyStore:
             return None
         return Principal(tenant=row.tenant, role=row.role, key_id=row.id)
 
+    def _remember(self, digest: str, principal: Principal, revocations: int, until: float) -> None:
+        with self._lock:
+            if self._revocations != revocations:
+                return  # revoked meanwhile, maybe this very key: look it up again next time
+            if len(self._known) >= CACHE_LIMIT:
+                self._known.clear()  # a cache: whatever falls out is looked up again
+            self._known[digest] = (until, principal)
+
     def list(self, tenant: str | None = None) -> list[ApiKey]:
         """Keys, newest first (of one tenant, when given)."""
         query = select(api_keys).order_by(api_keys.c.created.desc())
         if tenant is not None:
             query = query.where(api_keys.c.tenant == tenant)
-        with self._store.transaction(write=True) as db:
+        with self._store.transaction() as db:
             rows = db.execute(query).all()
         return [
             ApiKey(id=r.id, tenant=r.tenant, role=r.role, name=r.name, created=r.created,
@@ -112,4 +152,12 @@ class KeyStore:
         """Revoke a key; False when there is no such key."""
         with self._store.transaction(write=True) as db:
             done = db.execute(update(api_keys).where(api_keys.c.id == key_id).values(revoked=True))
+        self._forget(key_id)
         return bool(done.rowcount)
+
+    def _forget(self, key_id: str) -> None:
+        """Drop what is remembered of ``key_id``, and keep lookups already under way from
+        remembering it."""
+        with self._lock:
+            self._revocations += 1
+            self._known = {d: k for d, k in self._known.items() if k[1].key_id != key_id}
