@@ -1,4 +1,8 @@
-"""Dependencies of every route: the server's state, and who the request acts for."""
+"""Dependencies of every route: the server's state, and who the request acts for.
+
+They are ``async`` so that FastAPI runs them on the event loop rather than handing each to
+a worker thread; a key not seen in the last seconds is looked up in the database on a
+worker thread, so the loop never waits on it."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from golem.service.keys import Principal
 from golem.service.problems import Problem
@@ -17,7 +22,7 @@ _bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: B
 _header = APIKeyHeader(name="X-Golem-Key", auto_error=False, description="Or the key here.")
 
 
-def server_state(request: Request) -> ServerState:
+async def server_state(request: Request) -> ServerState:
     """The server's state (``app.state.golem``)."""
     state: ServerState = request.app.state.golem
     return state
@@ -26,7 +31,7 @@ def server_state(request: Request) -> ServerState:
 State = Annotated[ServerState, Depends(server_state)]
 
 
-def caller(
+async def caller(
     state: State,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     header: Annotated[str | None, Depends(_header)],
@@ -38,7 +43,9 @@ def caller(
         raise Problem(
             401, "an API key is needed: send Authorization: Bearer <key>", headers=challenge
         )
-    principal = state.keys.authenticate(presented)
+    principal = state.keys.known(presented) or await run_in_threadpool(
+        state.keys.authenticate, presented
+    )
     if principal is None:
         raise Problem(401, "the API key is not valid, or was revoked", headers=challenge)
     return principal
@@ -47,7 +54,7 @@ def caller(
 Caller = Annotated[Principal, Depends(caller)]
 
 
-def admin(principal: Caller) -> Principal:
+async def admin(principal: Caller) -> Principal:
     """Only the admin role may pass."""
     if principal.role != "admin":
         raise Problem(403, "this needs an admin key (role admin)")
