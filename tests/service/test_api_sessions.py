@@ -275,3 +275,28 @@ def test_with_overflow_queue_a_session_request_waits_for_a_free_slot(
         waiter.join(120)
         assert [a.status_code for a in answers] == [201]
         assert len(other.get("/v1/sessions").json()) == 1
+
+
+def test_requests_arriving_together_never_exceed_the_servers_sessions(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    state = tmp_path_factory.mktemp("burst") / "state"
+    config = CAPACITY.format(overflow="reject", per_tenant=10).replace(
+        "max_sessions = 1\n", "max_sessions = 3\n", 1
+    )
+    with serving(state, config=config) as server:
+        keys = [server.key(f"t{n}") for n in range(10)]
+        barrier = threading.Barrier(len(keys))
+        answers: list[int] = []
+
+        def create(key: str) -> None:
+            with server.client(key) as client:
+                barrier.wait(60)
+                answers.append(client.post("/v1/sessions", json={}).status_code)
+
+        threads = [threading.Thread(target=create, args=(key,)) for key in keys]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert sorted(answers) == [201] * 3 + [429] * 7

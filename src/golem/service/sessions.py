@@ -37,10 +37,14 @@ class SessionRegistry:
         self._config = config
         self._engine = engine
         self._held: dict[str, HeldSession] = {}
+        self._starting: dict[str, int] = {}  # tenant -> sessions whose box is being made
         self._freed = asyncio.Condition()
 
     def _count(self, tenant: str | None = None) -> int:
-        return sum(1 for held in self._held.values() if tenant in (None, held.tenant))
+        """Sessions held or being made (of one tenant, when given)."""
+        held = sum(1 for h in self._held.values() if tenant in (None, h.tenant))
+        starting = self._starting.get(tenant, 0) if tenant else sum(self._starting.values())
+        return held + starting
 
     async def open(self, principal: Principal, asked: dict[str, Any]) -> HeldSession:
         """A new session with the box ``asked`` for, if the key's policy allows it and the
@@ -62,10 +66,21 @@ class SessionRegistry:
                 headers={"Retry-After": str(server.retry_after)},
             )
         await self._room(server.max_sessions)
-        labels = {**spec.labels, "golem.tenant": principal.tenant}
-        box = await self._engine.create_session(spec.model_copy(update={"labels": labels}))
-        held = HeldSession(box=box, tenant=principal.tenant)
-        self._held[box.id] = held
+        # The slot is taken before the box is made, so that requests arriving together
+        # cannot all pass the checks above while their boxes start.
+        tenant = principal.tenant
+        self._starting[tenant] = self._starting.get(tenant, 0) + 1
+        try:
+            labels = {**spec.labels, "golem.tenant": tenant}
+            box = await self._engine.create_session(spec.model_copy(update={"labels": labels}))
+            held = HeldSession(box=box, tenant=tenant)
+            self._held[box.id] = held
+        finally:
+            self._starting[tenant] -= 1
+            if not self._starting[tenant]:
+                del self._starting[tenant]
+            async with self._freed:
+                self._freed.notify_all()
         return held
 
     async def _room(self, capacity: int) -> None:
