@@ -234,3 +234,16 @@ def test_a_killed_server_resumes_its_run_after_a_restart_with_no_box_left(
     finally:
         second.stop()
     assert boxes(second) == []
+
+
+def test_a_server_on_postgresql_runs_to_a_pull_request(
+    tmp_path: Path, remote: Path, postgres_url: str
+) -> None:
+    with (
+        serving(tmp_path / "state", env={"GOLEM_DATABASE_URL": postgres_url}) as server,
+        server.client(server.key("acme", "trusted")) as client,
+    ):
+        run_id = submit(client, remote).json()["id"]
+        assert follow(client, run_id)[-1][1]["status"] == "succeeded"
+        assert [p["number"] for p in client.get("/v1/prs").json()] == [1]
+    assert not (tmp_path / "state" / "golem.db").exists()  # everything went to PostgreSQL
