@@ -15,17 +15,30 @@ import logging
 import socket
 from collections.abc import Iterator
 
-from golem.blueprint import RunState
+from golem.blueprint import RunRequest, RunState
 from golem.blueprint.events import RunEvent
 from golem.core.config import GolemConfig
+from golem.core.errors import GolemError
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.store import SqlStore
 
-__all__ = ["RunHub", "RunQueue"]
+__all__ = ["QueueFull", "RunHub", "RunQueue"]
 
 log = logging.getLogger("golem.service.queue")
 IDLE_POLL = 1.0  # seconds between looks at the store for runs other servers submitted
+
+
+class QueueFull(GolemError):
+    """The server takes no more runs now; try again after ``retry_after`` seconds."""
+
+    exit_code = 75
+    http_status = 429
+
+    def __init__(self, reason: str, *, retry_after: int) -> None:
+        super().__init__(f"the server is full: {reason}; try again in {retry_after}s")
+        self.reason = reason
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class RunHub:
@@ -92,6 +105,31 @@ class RunQueue:
         if orphans:
             self.submitted()
         return [state.id for state in orphans]
+
+    def submit(self, request: RunRequest, tenant: str) -> RunState:
+        """Queue a run of ``tenant``'s (its request checked by the runner), if the server
+        has room as ``[server] overflow`` says; else QueueFull."""
+        from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
+
+        self._check_room()
+        store = self.store.for_tenant(tenant)
+        runner = Runner(self.config, engine=self.engine, store=store, pull_requests=store)
+        run = runner.submit(request)
+        self.submitted()
+        return run
+
+    def _check_room(self) -> None:
+        server = self.config.server
+        queued = self.store.count_runs("queued")
+        if server.overflow == "queue":
+            if queued < server.max_queued:
+                return
+            reason = f"{queued} runs wait already (server.max_queued)"
+        else:
+            if queued + self.store.count_runs("running", "waiting") < server.max_runs:
+                return
+            reason = f"all {server.max_runs} runners are busy (server.max_runs)"
+        raise QueueFull(reason, retry_after=server.retry_after)
 
     def submitted(self) -> None:
         """A run was queued: wake an idle worker."""

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Header, Path, Query, status
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
-from golem.blueprint import RunRequest, RunState, load_blueprint
+from golem.blueprint import RunRequest, RunState
 from golem.blueprint.events import RunFinished
 from golem.blueprint.loader import BUILTINS
 from golem.forge import PullRequest
@@ -47,42 +47,12 @@ def _run(store: SqlStore, run_id: str) -> RunState:
     return run
 
 
-def _capacity(state: ServerState) -> None:
-    server = state.config.server
-    queued = state.store.count_runs("queued")
-    busy = state.store.count_runs("running") + state.store.count_runs("waiting")
-    full = (
-        queued >= server.max_queued
-        if server.overflow == "queue"
-        else busy + queued >= server.max_runs
-    )
-    if full:
-        reason = (
-            f"{queued} runs wait already (server.max_queued)"
-            if server.overflow == "queue"
-            else f"all {server.max_runs} runners are busy (server.max_runs)"
-        )
-        raise Problem(
-            429,
-            f"the server is full: {reason}; try again in {server.retry_after}s",
-            headers={"Retry-After": str(server.retry_after)},
-        )
-
-
 @router.post("/runs", status_code=status.HTTP_202_ACCEPTED)
 async def submit_run(request: RunRequest, principal: Caller, state: State) -> RunState:
     """Queue a run: a blueprint on a repository, for a task or an issue."""
-    from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
-
     policy = state.config.server.policies[principal.role]
     check_run(request, policy, principal.role, BUILTINS)
-    load_blueprint(request.blueprint)  # a bad blueprint is the caller's error, now
-    _capacity(state)
-    store = _store(state, principal)
-    runner = Runner(state.config, engine=state.engine, store=store, pull_requests=store)
-    run = runner.submit(request)
-    state.queue.submitted()
-    return run
+    return state.queue.submit(request, principal.tenant)
 
 
 @router.get("/runs")

@@ -49,10 +49,10 @@ def acknowledgement(run_id: str, delivery: str, why: str, sender: str) -> str:
     )
 
 
-def busy(queued: int) -> str:
-    """The comment that says no run could start because the server is full."""
+def busy(why: str) -> str:
+    """The comment that says no run could start because the server is full (``why``)."""
     return (
-        f"golem could not start a run for this issue: {queued} runs wait already. "
+        f"golem could not start a run for this issue: {why}. "
         f"Ask again later (add the label again, or mention golem again).\n\n{MARKER}busy -->"
     )
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from golem.blueprint import RunRequest, RunState
 from golem.forge import ForgeAuthError, ForgeError, ForgeNotFound, GitHubForge, Issue
 from golem.service.problems import Problem
+from golem.service.queue import QueueFull
 from golem.service.state import ServerState
 from golem.service.store import SqlStore
 from golem.service.trigger import comments
@@ -157,16 +158,6 @@ class GitHubTrigger:
             ) from exc
 
     def _submit(self, call: IssueCall, delivery: str) -> TriggerAnswer:
-        from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
-
-        queued = self.state.store.count_runs("queued")
-        if queued >= self.state.config.server.max_queued:
-            self._spawn(f"busy:{delivery}", self._say(call, comments.busy(queued)))
-            raise Problem(
-                429,
-                f"the server is full: {queued} runs wait already (server.max_queued); "
-                "no run was started: redeliver this delivery later",
-            )
         request = RunRequest(
             repo=self._clone_url(call.repo),
             issue=call.ref,
@@ -174,9 +165,13 @@ class GitHubTrigger:
             model=self.config.model,
             forge="github",
         )
-        store = self.store
-        run = Runner(self.state.config, engine=self.state.engine, store=store).submit(request)
-        self.state.queue.submitted()
+        try:
+            run = self.state.queue.submit(request, self.config.tenant)
+        except QueueFull as full:
+            self._spawn(f"busy:{delivery}", self._say(call, comments.busy(full.reason)))
+            raise Problem(
+                429, f"{full.message}; no run was started: redeliver this delivery later"
+            ) from full
         self._note(delivery, call.ref, run.id)
         ack = comments.acknowledgement(run.id, delivery, call.why, call.sender)
         self.follow(run.id, call, ack)
