@@ -40,21 +40,32 @@ async function failure(response) {
 export async function api(path, { method = "GET", body, signal, key } = {}) {
   const extra = { Accept: "application/json" };
   if (body !== undefined) extra["Content-Type"] = "application/json";
-  const response = await fetch(path, {
+  const response = await send(path, key ?? session.key ?? "", extra, {
     method,
-    headers: headers(key ?? session.key ?? "", extra),
     body: body === undefined ? undefined : JSON.stringify(body),
     signal,
+  }, key === undefined);
+  return response.status === 204 ? null : response.json();
+}
+
+/**
+ * fetch() with the key in its header only (no cookies, no referrer, no cache); a failure
+ * throws the server's problem, and a 401 signs out when `signOut` says so.
+ */
+async function send(path, key, extra, init, signOut) {
+  const response = await fetch(path, {
+    ...init,
+    headers: headers(key, extra),
     cache: "no-store",
     credentials: "omit",
     referrerPolicy: "no-referrer",
   });
   if (!response.ok) {
     const error = await failure(response);
-    if (response.status === 401 && key === undefined) unauthorized(error.detail);
+    if (response.status === 401 && signOut) unauthorized(error.detail);
     throw error;
   }
-  return response.status === 204 ? null : response.json();
+  return response;
 }
 
 /**
@@ -65,18 +76,7 @@ export async function api(path, { method = "GET", body, signal, key } = {}) {
 export async function follow(path, { lastId = null, signal, onEvent, onOpen = () => {} }) {
   const extra = { Accept: "text/event-stream" };
   if (lastId !== null) extra["Last-Event-ID"] = String(lastId);
-  const response = await fetch(path, {
-    headers: headers(session.key ?? "", extra),
-    signal,
-    cache: "no-store",
-    credentials: "omit",
-    referrerPolicy: "no-referrer",
-  });
-  if (!response.ok) {
-    const error = await failure(response);
-    if (response.status === 401) unauthorized(error.detail);
-    throw error;
-  }
+  const response = await send(path, session.key ?? "", extra, { signal }, true);
   onOpen();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   const parser = new EventParser(onEvent);
