@@ -16,7 +16,7 @@ from golem.service.keys import Principal
 from golem.service.problems import Problem
 from golem.service.state import ServerState
 
-__all__ = ["Admin", "Caller", "State", "caller", "server_state"]
+__all__ = ["Admin", "Caller", "State", "caller", "principal_of", "server_state"]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer <key>")
 _header = APIKeyHeader(name="X-Golem-Key", auto_error=False, description="Or the key here.")
@@ -31,6 +31,14 @@ async def server_state(request: Request) -> ServerState:
 State = Annotated[ServerState, Depends(server_state)]
 
 
+async def principal_of(state: ServerState, presented: str) -> Principal | None:
+    """The principal of a presented key (None: unknown, wrong or revoked); a key not seen
+    lately is looked up on a worker thread."""
+    return state.keys.known(presented) or await run_in_threadpool(
+        state.keys.authenticate, presented
+    )
+
+
 async def caller(
     state: State,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -43,9 +51,7 @@ async def caller(
         raise Problem(
             401, "an API key is needed: send Authorization: Bearer <key>", headers=challenge
         )
-    principal = state.keys.known(presented) or await run_in_threadpool(
-        state.keys.authenticate, presented
-    )
+    principal = await principal_of(state, presented)
     if principal is None:
         raise Problem(401, "the API key is not valid, or was revoked", headers=challenge)
     return principal

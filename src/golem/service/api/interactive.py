@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golem.core.errors import GolemError
 from golem.sandbox import ExecRequest, Interaction, Terminal
+from golem.service.api.deps import principal_of
 from golem.service.keys import Principal
 from golem.service.policy import check_call
 from golem.service.problems import Problem, problem
@@ -43,17 +44,17 @@ class OpenCall(BaseModel):
     cols: int = Field(80, ge=1, le=1000)
 
 
-def _principal(websocket: WebSocket, state: ServerState) -> Principal | None:
+async def _principal(websocket: WebSocket, state: ServerState) -> Principal | None:
     header = websocket.headers.get("authorization", "")
     presented = header.removeprefix("Bearer ").strip() or websocket.headers.get("x-golem-key")
-    return state.keys.authenticate(presented) if presented else None
+    return await principal_of(state, presented) if presented else None
 
 
 @router.websocket("/sessions/{session_id}/exec/ws")
 async def interactive(websocket: WebSocket, session_id: str) -> None:
     """An interactive call in a session."""
     state: ServerState = websocket.app.state.golem
-    principal = _principal(websocket, state)
+    principal = await _principal(websocket, state)
     if principal is None:
         await _deny(
             websocket, 401, "an API key is needed (Authorization: Bearer), or it is not valid"
