@@ -99,7 +99,7 @@ async def test_git_output_that_echoes_the_token_is_masked(
     assert TOKEN not in caught.value.output
 
 
-async def test_the_token_goes_through_the_environment_never_argv(
+async def test_the_token_goes_through_the_environment_of_remote_commands_only(
     served: GitHttpServer, tmp_path: Path, recording_git: tuple[str, Path]
 ) -> None:
     program, log = recording_git
@@ -112,6 +112,7 @@ async def test_the_token_goes_through_the_environment_never_argv(
 
     calls = sorted(log.glob("*.argv"))
     assert len(calls) >= 4
+    remote_commands = 0
     for call in calls:
         argv = call.read_bytes().decode()
         env = dict(
@@ -125,8 +126,11 @@ async def test_the_token_goes_through_the_environment_never_argv(
             env[f"GIT_CONFIG_KEY_{n}"]: env[f"GIT_CONFIG_VALUE_{n}"]
             for n in range(int(env["GIT_CONFIG_COUNT"]))
         }
-        assert config[f"http.{served.url}/.extraHeader"] == auth.header
+        remote = argv.split("\0")[0] in ("clone", "push")
+        remote_commands += remote
+        assert config.get(f"http.{served.url}/.extraHeader") == (auth.header if remote else None)
         assert config["core.hooksPath"] == os.devnull
+    assert remote_commands == 2
 
 
 async def test_the_token_is_not_sent_to_a_remote_pointed_elsewhere(

@@ -20,7 +20,7 @@ from golem.blueprint.state import RunState
 from golem.blueprint.workspace import copy_into_box, sync_from_box
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, GolemError
-from golem.forge import Forge
+from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
 from golem.sandbox import Box, Engine
 
 __all__ = ["Execution", "RunBudgetSpent"]
@@ -44,6 +44,7 @@ class Execution:
         store: RunStore,
         engine: Engine,
         forge: Forge,
+        credentials: ForgeCredentials | None = None,
         on_event: EventSink | None = None,
     ) -> None:
         self.state = state
@@ -52,6 +53,7 @@ class Execution:
         self.store = store
         self.engine = engine
         self.forge = forge
+        self.credentials = credentials or ForgeCredentials.from_config(config.forge)
         self._on_event = on_event
         self._box: Box | None = None
         self._models: dict[str, Model] = {}
@@ -65,6 +67,18 @@ class Execution:
     def run_dir(self) -> Path:
         """Where the run keeps its checkout and trajectories."""
         return self.config.state_dir / "runs" / self.state.id
+
+    def repo(self) -> GitRepo:
+        """The run's checkout, with the run's forge token for its remote (if any) and the
+        remotes it may reach."""
+        forge = self.config.forge
+        return GitRepo(
+            self.workspace,
+            auth=git_auth(forge, self.state.request.repo, self.credentials),
+            timeout=forge.git_timeout,
+            remote_policy=self.state.remote_policy,
+            network=self.config.engine.network,
+        )
 
     def emit(self, event: RunEvent) -> None:
         """Keep an event in the store and show it."""
@@ -122,7 +136,7 @@ class Execution:
         """Bring the box's changes back to the host checkout."""
         if self._box is None:
             return []
-        return await sync_from_box(self._box, self.workspace)
+        return await sync_from_box(self._box, self.workspace, self.repo())
 
     async def close(self) -> None:
         """Remove the run's box."""

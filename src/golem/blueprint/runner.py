@@ -39,7 +39,8 @@ from golem.blueprint.steps.loop import run_loop
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError, InvalidRequest
 from golem.core.ids import new_id
-from golem.forge import Forge, PullRequestStore, make_forge
+from golem.core.network import RemotePolicy
+from golem.forge import Forge, ForgeCredentials, PullRequestStore, make_forge
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
 
@@ -62,28 +63,33 @@ class Runner:
         store: RunStore,
         pull_requests: PullRequestStore | None = None,
         forge: Forge | None = None,
+        credentials: ForgeCredentials | None = None,
         on_event: EventSink | None = None,
         poll: float = POLL,
     ) -> None:
         """``forge`` serves every run when given; otherwise each run gets the one its
-        request names, with ``pull_requests`` keeping the local forge's."""
+        request names, with ``pull_requests`` keeping the local forge's. ``credentials``
+        are the forge tokens the runs may use (default: the host's)."""
         self.config = config
         self.engine = engine
         self.store = store
         self.pull_requests = pull_requests
         self.forge = forge
+        self.credentials = credentials or ForgeCredentials.from_config(config.forge)
         self.on_event = on_event
         self.poll = poll
 
-    def submit(self, request: RunRequest) -> RunState:
-        """Record a new run (queued); its blueprint is checked and kept with it."""
+    def submit(self, request: RunRequest, *, remote_policy: RemotePolicy | None = None) -> RunState:
+        """Record a new run (queued); its blueprint is checked and kept with it.
+        ``remote_policy`` bounds the git remotes it may reach (a server role's)."""
         if not (request.task or request.issue):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
         blueprint = parse_blueprint(source, origin)
         state = RunState(
-            id=new_id("run"), request=request, blueprint=blueprint.name, blueprint_source=source
-        )
+            id=new_id("run"), request=request, blueprint=blueprint.name,
+            blueprint_source=source, remote_policy=remote_policy,
+        )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
         self.store.create_run(state)
@@ -121,10 +127,12 @@ class Runner:
         state.owner_pid = os.getpid()
         state.owner_start = process_start_time(state.owner_pid)
         state.status = "running"
-        forge = self.forge or make_forge(state.request.forge, self.config.forge, self.pull_requests)
+        forge = self.forge or make_forge(
+            state.request.forge, self.config.forge, self.pull_requests, self.credentials
+        )
         ex = Execution(
             state, blueprint, config=self.config, store=self.store, engine=self.engine,
-            forge=forge, on_event=self.on_event,
+            forge=forge, credentials=self.credentials, on_event=self.on_event,
         )  # fmt: skip
         ex.save()
         ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from golem.agent.messages import Usage
 from golem.context import RepoConventions
+from golem.core.network import RemotePolicy
 from golem.forge import CheckResult, Issue, PullRequest
 
 __all__ = [
@@ -84,6 +85,11 @@ class RunState(BaseModel):
     owner_pid: int | None = None
     owner_start: int | None = None
     owner_server: str | None = Field(None, description="host:pid of the server running it.")
+    remote_policy: RemotePolicy | None = Field(
+        None,
+        description="The git remotes the run may reach (a server role's repos policy); "
+        "None: any the host can.",
+    )
     current: str | None = Field(None, description="The node to run next (or running).")
     steps: list[NodeRecord] = Field(default_factory=list)
     workspace: str = Field("", description="The host checkout the run works on.")

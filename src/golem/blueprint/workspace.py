@@ -1,31 +1,40 @@
 """A run's checkout lives on the host; the box works on a copy of it.
 
 The host checkout is copied into the box when the run's box starts (and again when a run
-resumes in a new box); after every step that ran in the box, what git sees as changed there
-(tracked and untracked files, not ignored ones) is copied back, and what changed on the host
-but no longer in the box is restored. So the host checkout always holds the result of the
-last finished step: git on the host commits it, and a crashed run resumes from it.
+resumes in a new box). After every step that ran in the box, its changes come back as data:
+the paths that changed on either side (the box's ``git status``, the host's) are asked of
+the box as one tar stream and landed by ``golem.sandbox.takeback``, which refuses any
+``.git`` path, link out of the tree, special file or mode and oversized file, and never
+writes through a host symlink; a path the box no longer has is removed. The host's ``.git``
+is never written from the box, so host git (isolated from the host's config) commits a tree
+of plain files. The host checkout always holds the result of the last finished step: git on
+the host commits it, and a crashed run resumes from it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import subprocess
 from pathlib import Path
 
 from golem.core.errors import SandboxError
+from golem.forge import GitRepo
 from golem.sandbox import Box, ExecRequest
+from golem.sandbox.hosttree import HostTree, split_path
+from golem.sandbox.takeback import TakebackLimits, land_archive
 
 __all__ = ["changed_paths", "copy_into_box", "sync_from_box"]
 
-STATUS = ["git", "-c", "core.quotepath=off", "status", "--porcelain=v1", "-z", "-uall"]
-_MODES = """
-import json, os, sys
-out = {}
-for path in json.load(sys.stdin):
-    regular = os.path.isfile(path) and not os.path.islink(path)
-    out[path] = os.lstat(path).st_mode & 0o777 if regular else None
-print(json.dumps(out))
+# Runs in the box (python3 -I -S: nothing from the workspace is imported): the box's git
+# status as JSON, names kept byte for byte (surrogate escapes survive JSON).
+_STATUS = """
+import json, os, subprocess, sys
+done = subprocess.run(
+    ["git", "-c", "core.quotepath=off", "status", "--porcelain=v1", "-z", "-uall"],
+    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+)
+print(json.dumps({"code": done.returncode, "out": os.fsdecode(done.stdout),
+                  "err": done.stderr.decode("utf-8", "replace")[-2000:]}))
 """
 
 
@@ -47,53 +56,65 @@ def changed_paths(porcelain: str) -> list[str]:
     return sorted(set(paths))
 
 
-def _safe_target(workspace: Path, path: str) -> Path:
-    """Where ``path`` (named by the box: untrusted) goes on the host, refusing anything
-    that would land outside the checkout or in .git, through ``..`` or a symlink."""
-    parts = Path(path).parts
-    if not parts or Path(path).is_absolute() or ".." in parts or parts[0] == ".git":
-        raise SandboxError(f"the box reported a path golem will not write: {path!r}")
-    root = workspace.resolve()
-    parent = (workspace / path).parent.resolve()
-    if parent != root and root not in parent.parents:
-        raise SandboxError(f"{path!r} leads outside the checkout through a symlink")
-    return parent / Path(path).name
-
-
-def _host_changes(workspace: Path) -> list[str]:
-    done = subprocess.run(STATUS, cwd=workspace, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SandboxError(f"git status failed in {workspace}: {done.stderr.strip()}")
-    return changed_paths(done.stdout)
-
-
 async def copy_into_box(box: Box, workspace: Path) -> None:
     """The host checkout (with .git and uncommitted changes) into the box's /workspace."""
     await box.put_dir(workspace, "/workspace")
 
 
-async def sync_from_box(box: Box, workspace: Path) -> list[str]:
+async def _box_changes(box: Box) -> list[str]:
+    """What the box's git says changed: which paths to ask for, nothing more."""
+    python = box.runtimes.get("python", "python3")
+    probe = await box.execute(
+        ExecRequest(cmd=[python, "-I", "-S", "-c", _STATUS], workdir="/workspace", timeout=120)
+    )
+    try:
+        status = json.loads(probe.stdout)
+        code, porcelain = int(status["code"]), str(status["out"])
+    except (ValueError, KeyError, TypeError):
+        raise SandboxError(
+            f"could not read git status in the box (exit {probe.exit_code}): "
+            f"{probe.stderr.strip()[-500:] or probe.stdout.strip()[-500:]}"
+        ) from None
+    if probe.truncated:
+        raise SandboxError(
+            "git status in the box printed more than the box's max_output_bytes: too many "
+            "changed files to take back; raise max_output_bytes or commit fewer files"
+        )
+    if code != 0:
+        raise SandboxError(f"git status failed in the box: {status.get('err', '').strip()}")
+    return changed_paths(porcelain)
+
+
+async def sync_from_box(box: Box, workspace: Path, repo: GitRepo) -> list[str]:
     """Make the host checkout match the box for every path git sees as changed on either
     side; returns those paths."""
-    status = await box.execute(ExecRequest(cmd=STATUS, workdir="/workspace", timeout=120))
-    if status.exit_code != 0:
-        raise SandboxError(f"git status failed in the box: {status.stderr.strip()}")
-    paths = sorted(set(changed_paths(status.stdout)) | set(_host_changes(workspace)))
+    ours = await repo.changed_paths()
+    theirs = await _box_changes(box)
+    paths = sorted({path.rstrip("/") for path in [*ours, *theirs]})
     if not paths:
         return []
-    probe = await box.execute(
-        ExecRequest(code=_MODES, runtime="python", stdin=json.dumps(paths).encode(),
-                    workdir="/workspace")
-    )  # fmt: skip
-    modes: dict[str, int | None] = json.loads(probe.stdout)
     for path in paths:
-        target = _safe_target(workspace, path)
-        mode = modes.get(path)
-        if target.is_symlink() or target.is_file():
-            target.unlink()  # never write through a link
-        if mode is None:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(await box.get_file(f"/workspace/{path}"))
-        target.chmod(mode)
+        split_path(path)  # every name checked before anything is asked or written
+    wanted = set(paths)
+
+    def asked(path: str) -> bool:
+        return path in wanted or bool(_parents(path, wanted))
+
+    archive = box.stream_archive("/workspace", paths=paths)
+    landed = await land_archive(archive, workspace, TakebackLimits.of(box.spec), wanted=asked)
+    present = set(landed.paths)
+    gone = [path for path in paths if path not in present]
+    await asyncio.to_thread(_remove, workspace, gone)
     return paths
+
+
+def _parents(path: str, wanted: set[str]) -> list[str]:
+    """The prefixes of ``path`` that were asked for (a directory asked whole)."""
+    names = path.split("/")
+    return [prefix for i in range(1, len(names)) if (prefix := "/".join(names[:i])) in wanted]
+
+
+def _remove(workspace: Path, paths: list[str]) -> None:
+    with HostTree(workspace) as tree:
+        for path in paths:
+            tree.remove(path)

@@ -25,6 +25,7 @@ from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.core.ids import new_id
 from golem.sandbox import Engine
+from golem.sandbox.takeback import land_archive
 
 __all__ = ["agent_command"]
 
@@ -91,14 +92,16 @@ async def _run(
         outcome = await agent.run(box, task, trajectory=path)
         with tempfile.TemporaryDirectory(prefix="golem-agent-") as scratch:
             result = Path(scratch)
-            await box.get_dir(".", result)
-            _report_changes(workspace, result, dry_run=dry_run)
+            archive = box.stream_archive(".", skip_git_root=True)
+            await land_archive(archive, result, box.limits, skip_git_root=True)
+            await _report_changes(workspace, result, dry_run=dry_run)
     console.print(f"trajectory: {path}")
     return outcome
 
 
-def _report_changes(workspace: Path, result: Path, *, dry_run: bool) -> None:
-    changes = without_ignored(compare_trees(workspace, result), workspace)
+async def _report_changes(workspace: Path, result: Path, *, dry_run: bool) -> None:
+    compared = await asyncio.to_thread(compare_trees, workspace, result)
+    changes = await without_ignored(compared, workspace)
     sys.stdout.write(render_diff(changes, workspace, result))
     sys.stdout.flush()
     console = Console(stderr=True)
@@ -109,5 +112,5 @@ def _report_changes(workspace: Path, result: Path, *, dry_run: bool) -> None:
     if dry_run:
         console.print(f"[yellow]dry run[/]: {len(changes)} file(s) would change: {summary}")
     else:
-        apply_changes(changes, result, workspace)
+        await asyncio.to_thread(apply_changes, changes, result, workspace)
         console.print(f"{len(changes)} file(s) changed in {workspace}: {summary}")

@@ -1,18 +1,21 @@
 """What changed between two directory trees, shown as a diff and applied to the first.
 
-`golem agent` copies a directory into a box and the result back out; the host directory
-then changes exactly where the agent changed files, and nowhere else.
+`golem agent` copies a directory into a box and lands the result in a scratch directory
+(``golem.sandbox.takeback``: no .git, no link out, no special file or mode); the host
+directory then changes exactly where the agent changed regular files, and nowhere else,
+written beneath it without following any symlink (``HostTree``).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from golem.forge import GitRepo
+from golem.sandbox.hosttree import HostTree
 
 __all__ = ["TreeChange", "apply_changes", "compare_trees", "render_diff", "without_ignored"]
 
@@ -56,34 +59,27 @@ def compare_trees(before: Path, after: Path) -> list[TreeChange]:
     return changes
 
 
-def without_ignored(changes: list[TreeChange], repo: Path) -> list[TreeChange]:
+async def without_ignored(changes: list[TreeChange], repo: Path) -> list[TreeChange]:
     """The changes git would not ignore, when ``repo`` is a git work tree (caches and build
     output the agent's commands left are not changes to the repository)."""
     if not changes or not (repo / ".git").exists():
         return changes
-    done = subprocess.run(
-        ["git", "-C", str(repo), "check-ignore", "--no-index", "--stdin", "-z"],
-        input="\0".join(c.path for c in changes).encode(),
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode not in (0, 1):  # 1: nothing ignored
-        return changes
-    ignored = set(done.stdout.decode().split("\0"))
+    ignored = await GitRepo(repo).ignored([change.path for change in changes])
     return [change for change in changes if change.path not in ignored]
 
 
 def apply_changes(changes: list[TreeChange], source: Path, target: Path) -> None:
-    """Make ``target`` match ``source`` for the changed files only."""
-    for change in changes:
-        destination = target / change.path
-        if change.kind == "deleted":
-            destination.unlink(missing_ok=True)
-            continue
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / change.path, destination)
-        if change.mode is not None:
-            destination.chmod(change.mode)
+    """Make ``target`` match ``source`` for the changed files only, writing beneath
+    ``target`` without following a symlink (one there is replaced, never written through)."""
+    with HostTree(source) as origin, HostTree(target) as tree:
+        for change in changes:
+            if change.kind == "deleted":
+                tree.remove(change.path)
+                continue
+            with origin.open_file(change.path) as handle:
+                size = os.fstat(handle.fileno()).st_size
+                mode = 0o755 if (change.mode or 0) & 0o111 else 0o644
+                tree.write_file(change.path, handle, size, mode)
 
 
 def _text(path: Path) -> list[str] | None:

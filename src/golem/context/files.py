@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from golem.core import ConfigError
+from golem.forge import git_environment, run_git_blocking
 
 __all__ = [
     "SKIPPED_DIRS",
@@ -149,18 +149,12 @@ def _skipped(path: str) -> bool:
 
 
 def _git_files(repo: Path) -> list[str] | None:
-    # Only reads: no optional index writes, and a repo-local fsmonitor hook is never run.
-    argv = [
-        "git", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
-        "ls-files", "-z", "--cached", "--others", "--exclude-standard",
-    ]  # fmt: skip
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        done = subprocess.run(
-            argv, cwd=repo, capture_output=True, env=env, timeout=GIT_TIMEOUT, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    # Through golem's one git path, isolated from the host's git config; only reads (no
+    # optional index writes).
+    args = ["-c", "core.quotePath=false", "ls-files", "-z", "--cached", "--others",
+            "--exclude-standard"]  # fmt: skip
+    env = git_environment(isolated=True, extra={"GIT_OPTIONAL_LOCKS": "0"})
+    done = run_git_blocking("git", args, cwd=repo, env=env, timeout=GIT_TIMEOUT)
     if done.returncode != 0:
         return None
     names = done.stdout.decode("utf-8", "surrogateescape").split("\0")

@@ -28,6 +28,7 @@ from golem.core.errors import (
     SandboxError,
     SessionNotFound,
     SetupFailed,
+    UnsafeBoxOutput,
 )
 from golem.core.events import (
     ErrorEvent,
@@ -87,6 +88,7 @@ __all__ = [
     "SandboxError",
     "SessionNotFound",
     "SetupFailed",
+    "UnsafeBoxOutput",
     "format_size",
     "load_config",
     "new_id",

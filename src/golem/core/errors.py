@@ -11,6 +11,7 @@ GolemError
  |    +-- SessionNotFound        no live box with that id
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
  |    +-- ProtocolError          the supervisor spoke something unexpected
+ |    +-- UnsafeBoxOutput        what a box handed back breaks a rule of the trust boundary
  +-- ExecTimeout (also TimeoutError)   a file transfer or call exceeded its time
  +-- ModelError                  a model provider gave no usable answer (after retries)
       +-- ModelUnavailable       cannot reach the provider, or 5xx/overloaded after retries
@@ -41,6 +42,7 @@ __all__ = [
     "SandboxError",
     "SessionNotFound",
     "SetupFailed",
+    "UnsafeBoxOutput",
 ]
 
 
@@ -135,6 +137,25 @@ class BoxCrashed(SandboxError):
 
 class ProtocolError(SandboxError):
     """The supervisor sent something the client does not understand."""
+
+
+class UnsafeBoxOutput(SandboxError):
+    """What a box handed back to the host breaks a rule of the trust boundary (a ``.git``
+    path, a link out of the tree, a device, a setuid file, a size over its cap, ...).
+
+    ``rule`` names the rule (``takeback.git``, ``takeback.size``, ...; docs/security.md
+    lists them); ``path`` is the offending path as the box named it."""
+
+    http_status = 422
+
+    def __init__(self, path: str, reason: str, rule: str) -> None:
+        shown = path if len(path) <= 200 else path[:200] + "..."
+        super().__init__(
+            f"golem refused what the box handed back: {shown!r}: {reason} (rule {rule}; "
+            "see docs/security.md)"
+        )
+        self.path = path
+        self.rule = rule
 
 
 class ExecTimeout(GolemError, TimeoutError):

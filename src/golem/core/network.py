@@ -24,6 +24,8 @@ __all__ = [
     "EgressPolicy",
     "IPAddress",
     "NetworkConfig",
+    "RemotePolicy",
+    "RemoteScheme",
     "default_runtime_dir",
 ]
 
@@ -284,3 +286,55 @@ class Credential(BaseModel):
     def matches(self, host: str) -> bool:
         """Whether this credential applies to ``host``."""
         return re.search(self.host, host.lower().rstrip(".")) is not None
+
+
+RemoteScheme = Literal["https", "http", "ssh", "file"]
+"""How a git remote is reached: ``file`` is a path on the host (or a file:// URL). git://
+is not offered: it cannot be pinned to a checked address."""
+
+
+def _https_only() -> list[RemoteScheme]:
+    return ["https"]
+
+
+class RemotePolicy(BaseModel):
+    """Which git remotes the host may reach for a run (``server.policies.<role>.repos``).
+
+    Checked where git connects: the scheme, the host name (``allow``/``deny`` regexes, as
+    for a box's egress), the port, and every address the name resolves to (private,
+    loopback, link-local and this host's own refused unless ``allow_cidrs`` lists them).
+    Git is then pinned to the checked address and follows no redirect, so what a resolver
+    or the remote answers later changes nothing.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schemes: list[RemoteScheme] = Field(
+        default_factory=_https_only, description="Schemes allowed: https, http, ssh, file."
+    )
+    allow: list[str] = Field(
+        default_factory=lambda: [r".*"],
+        description=r"Regular expressions of remote host names allowed, e.g. '^github\.com$'.",
+    )
+    deny: list[str] = Field(default_factory=list, description="Host names refused first.")
+    allow_cidrs: list[str] = Field(
+        default_factory=list, description="Address ranges allowed although private."
+    )
+    ports: list[int] = Field(default_factory=lambda: [443], description="Ports allowed.")
+    git_errors: bool = Field(
+        False,
+        description="Show git's own error text on a failed clone, fetch or push (it can "
+        "tell what answered at an address: keep it off for untrusted keys).",
+    )
+
+    @cached_property
+    def egress(self) -> EgressPolicy:
+        """The host and address checks, as the egress proxy makes them."""
+        return EgressPolicy(
+            allow=self.allow, deny=self.deny, allow_cidrs=self.allow_cidrs, ports=self.ports
+        )
+
+    @model_validator(mode="after")
+    def _checks_compile(self) -> RemotePolicy:
+        _ = self.egress  # the regexes, ranges and ports are EgressPolicy's to validate
+        return self

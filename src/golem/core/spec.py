@@ -11,12 +11,32 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from golem.core.network import EgressPolicy
 from golem.core.sizes import ByteSize
 
-__all__ = ["WORKSPACE", "BoxSpec", "NetworkMode", "resolve_workdir"]
+__all__ = ["MAX_ID", "WORKSPACE", "BoxSpec", "NetworkMode", "parse_user", "resolve_workdir"]
 
 WORKSPACE = "/workspace"
 NetworkMode = Literal["none", "filtered", "host"]
 """``none``: no route out; ``filtered``: only through golem's egress proxy, by ``egress``;
 ``host``: the host's network, for trusted work only."""
+
+
+MAX_ID = 65534
+"""Highest uid or gid a box may run as: the ids a user namespace or a container maps
+(65535 and (uid_t)-1 are not real ids)."""
+
+
+def parse_user(value: str) -> tuple[int, int]:
+    """``root``, ``uid`` or ``uid:gid`` (decimal digits only) as numeric ids; ValueError
+    for anything else, or an id above ``MAX_ID``."""
+    if value == "root":
+        return 0, 0
+    parts = value.split(":")
+    if len(parts) > 2 or not all(part.isascii() and part.isdigit() for part in parts):
+        raise ValueError(f"user {value!r} must be 'root' or numeric uid[:gid], e.g. 1000:1000")
+    uid = int(parts[0])
+    gid = int(parts[1]) if len(parts) == 2 else uid
+    if uid > MAX_ID or gid > MAX_ID:
+        raise ValueError(f"user {value!r}: uid and gid go from 0 to {MAX_ID}")
+    return uid, gid
 
 
 def resolve_workdir(workdir: str) -> str:
@@ -54,13 +74,30 @@ class BoxSpec(BaseModel):
     max_output_bytes: ByteSize = Field(
         4 * 1024**2, ge=1, description="Cap on a call's stdout+stderr; past it, truncated."
     )
+    max_file_bytes: ByteSize = Field(
+        256 * 1024**2,
+        ge=1,
+        description="Largest file the host takes back from the box (a download, a call's "
+        "return_files in all, one file of a directory or of a run's changes); past it, "
+        "refused.",
+    )
+    max_takeback_bytes: ByteSize = Field(
+        2 * 1024**3,
+        ge=1,
+        description="Most bytes the host takes back from the box in one transfer (a "
+        "directory, a run's changes); past it, refused.",
+    )
     workspace: Path | None = Field(
         None, description="Host directory bound as /workspace; None = a private tmpfs."
     )
     workspace_size: ByteSize = Field(1024**3, description="Size of the /workspace tmpfs.")
     tmp_size: ByteSize = Field(256 * 1024**2, description="Size of the /tmp tmpfs.")
     read_only_root: bool = Field(True, description="Mount the root file system read-only.")
-    user: str = Field("1000:1000", description="uid[:gid] inside the box, or 'root'.")
+    user: str = Field(
+        "1000:1000",
+        description=f"uid[:gid] inside the box (each 0-{MAX_ID}), or 'root' (0:0); kept as "
+        "'uid:gid'.",
+    )
     network: NetworkMode = Field(
         "none",
         description="'none' (no route out), 'filtered' (only what `egress` allows, through "
@@ -84,12 +121,8 @@ class BoxSpec(BaseModel):
     @field_validator("user")
     @classmethod
     def _user_is_ids(cls, value: str) -> str:
-        if value == "root":
-            return value
-        parts = value.split(":")
-        if len(parts) > 2 or not all(p.isdigit() for p in parts):
-            raise ValueError(f"user {value!r} must be 'root' or numeric uid[:gid], e.g. 1000:1000")
-        return value
+        uid, gid = parse_user(value)
+        return f"{uid}:{gid}"
 
     @field_validator("env")
     @classmethod
@@ -102,10 +135,12 @@ class BoxSpec(BaseModel):
     @property
     def uid_gid(self) -> tuple[int, int]:
         """The numeric (uid, gid) that calls run as inside the box."""
-        if self.user == "root":
-            return 0, 0
-        uid, _, gid = self.user.partition(":")
-        return int(uid), int(gid or uid)
+        return parse_user(self.user)
+
+    @property
+    def is_root(self) -> bool:
+        """Whether calls run with uid 0 or gid 0 inside the box, however it was spelled."""
+        return 0 in self.uid_gid
 
     def secret_values(self) -> dict[str, str]:
         """The secrets in clear, for the box's environment only."""

@@ -6,7 +6,7 @@
 
 from typing import TYPE_CHECKING
 
-from golem.forge.auth import GitAuth, git_auth
+from golem.forge.auth import ForgeCredentials, GitAuth, git_auth
 from golem.forge.config import ForgeConfig, GitHubConfig
 from golem.forge.contracts import (
     CheckResult,
@@ -31,10 +31,12 @@ from golem.forge.errors import (
     GitRemoteError,
     IssueNotReadable,
     PullRequestExists,
+    RemoteRefused,
     UnsafeRepository,
 )
 from golem.forge.factory import make_forge
 from golem.forge.git import GitRepo
+from golem.forge.gitcmd import git_environment, run_git_blocking
 from golem.forge.local import LocalForge
 from golem.forge.memory import MemoryPullRequestStore
 from golem.forge.refs import IssueRef, parse_issue_ref
@@ -50,6 +52,7 @@ __all__ = [
     "ForgeAuthError",
     "ForgeComment",
     "ForgeConfig",
+    "ForgeCredentials",
     "ForgeError",
     "ForgeNotFound",
     "ForgeRateLimited",
@@ -72,10 +75,13 @@ __all__ = [
     "PullRequestDraft",
     "PullRequestExists",
     "PullRequestStore",
+    "RemoteRefused",
     "UnsafeRepository",
     "git_auth",
+    "git_environment",
     "make_forge",
     "parse_issue_ref",
+    "run_git_blocking",
 ]
 
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from golem.core.errors import ConfigError
 from golem.forge.config import ForgeConfig
 
-__all__ = ["MASK", "GitAuth", "git_auth", "mask", "origin_of"]
+__all__ = ["MASK", "ForgeCredentials", "GitAuth", "git_auth", "mask", "origin_of"]
 
 MASK = "***"
 
@@ -89,11 +89,32 @@ def mask(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def git_auth(config: ForgeConfig, remote_url: str) -> GitAuth | None:
-    """The token git gets for ``remote_url``: GitHub's, when ``token_for_git`` is set,
-    the token is there and the remote is on GitHub's host (``api_url``'s, or github.com
-    for api.github.com); else None, and the host's own credentials answer."""
-    token = config.github.token()
+@dataclass(frozen=True)
+class ForgeCredentials:
+    """The forge tokens one run may use. ``golem run`` takes the host's
+    (``from_config``); a server gives each run its tenant's, so that one tenant's key
+    never reaches another's repositories."""
+
+    github: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_config(cls, config: ForgeConfig) -> ForgeCredentials:
+        """The tokens the host's environment holds (``[forge.github] token_env``)."""
+        return cls(github=config.github.token())
+
+    def secrets(self) -> list[str]:
+        """Every token, for masking."""
+        return [token for token in (self.github,) if token]
+
+
+def git_auth(
+    config: ForgeConfig, remote_url: str, credentials: ForgeCredentials | None = None
+) -> GitAuth | None:
+    """The token git gets for ``remote_url``: GitHub's (from ``credentials``, by default the
+    host's), when ``token_for_git`` is set, there is a token and the remote is on GitHub's
+    host (``api_url``'s, or github.com for api.github.com); else None, and the host's own
+    credentials answer."""
+    token = (credentials or ForgeCredentials.from_config(config)).github
     if not config.github.token_for_git or token is None:
         return None
     if urlsplit(remote_url).hostname != config.github.git_host():

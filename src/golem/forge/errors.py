@@ -7,6 +7,7 @@ GolemError
       |    |                     the credentials (exit code 2)
       |    +-- GitPushRejected   the remote refused the push (not a fast-forward, a hook)
       |    +-- UnsafeRepository  the repository's own config would run commands on the host
+      |    +-- RemoteRefused     the run's remote policy does not let git reach that remote
       +-- ForgeAuthError         the token is missing, refused, or lacks a permission
       +-- ForgeNotFound          no such repository, issue or pull request (or not visible)
       +-- ForgeRateLimited       the API's rate limit, still hit after waiting
@@ -37,6 +38,7 @@ __all__ = [
     "GitRemoteError",
     "IssueNotReadable",
     "PullRequestExists",
+    "RemoteRefused",
     "UnsafeRepository",
 ]
 
@@ -80,6 +82,18 @@ class UnsafeRepository(GitError):
 
     exit_code = 2
     http_status = 422
+
+
+class RemoteRefused(GitError):
+    """The run's remote policy (a server role's ``repos``) does not let git reach that
+    remote: its scheme, host, port or resolved address. ``rule`` is the policy field."""
+
+    exit_code = 2
+    http_status = 403
+
+    def __init__(self, message: str, *, rule: str) -> None:
+        super().__init__(f"{message} (policy field repos.{rule})")
+        self.rule = rule
 
 
 class ForgeAuthError(ForgeError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from golem.core.errors import ConfigError
+from golem.forge.auth import ForgeCredentials
 from golem.forge.config import ForgeConfig
 from golem.forge.contracts import Forge, PullRequestStore
 
@@ -12,15 +13,20 @@ FORGES = ("github", "local")
 
 
 def make_forge(
-    name: str | None, config: ForgeConfig, store: PullRequestStore | None = None
+    name: str | None,
+    config: ForgeConfig,
+    store: PullRequestStore | None = None,
+    credentials: ForgeCredentials | None = None,
 ) -> Forge:
     """The forge called ``name`` (None: ``config.provider``): ``github`` (its token from
-    ``config.github.token_env``) or ``local`` (pull requests kept in ``store``)."""
+    ``credentials``, by default the host's ``config.github.token_env``) or ``local`` (pull
+    requests kept in ``store``)."""
     chosen = name or config.provider
     if chosen == "github":
         from golem.forge.github import GitHubForge  # noqa: PLC0415 (httpx only when chosen)
 
-        return GitHubForge(config.github, labels=config.labels)
+        chosen_credentials = credentials or ForgeCredentials.from_config(config)
+        return GitHubForge(config.github, credentials=chosen_credentials, labels=config.labels)
     if chosen == "local":
         if store is None:
             raise ConfigError(

@@ -1,8 +1,11 @@
 """A git repository on the host: clone, branch, commit, push, and what a change touched.
 
 Every method runs git as a subprocess (``golem.forge.gitcmd``); tokens reach git through
-the environment only (``GitAuth``), and the repository's own config is checked before each
-command so that a box that wrote ``.git/config`` cannot make host git run anything.
+the environment only (``GitAuth``). Commands on the work tree run isolated from the host's
+git config (its files came from a box); the repository's own config is checked before each
+command, though no box writes it (``golem.sandbox.takeback`` never lands a ``.git`` path).
+Commands that reach a remote are held to the repository's ``RemotePolicy`` when it has one
+(``golem.forge.remotes``).
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from golem.core.network import NetworkConfig, RemotePolicy
 from golem.forge.auth import GitAuth
 from golem.forge.diffstat import DiffStat, parse_numstat, parse_status_paths
-from golem.forge.errors import GitError
+from golem.forge.errors import GitError, GitRemoteError
 from golem.forge.gitcmd import (
     GitOutput,
     check_ref_name,
@@ -23,6 +27,7 @@ from golem.forge.gitcmd import (
     needs_safe_directory,
     run_git,
 )
+from golem.forge.remotes import pin_remote
 
 __all__ = ["GitRepo"]
 
@@ -33,7 +38,9 @@ class GitRepo:
     """A working tree at ``path``, worked on with the host's git.
 
     ``auth`` gives git a token for HTTPS remotes on its origin; without it, the host's own
-    git config and credential helpers answer. ``timeout`` bounds each git command.
+    git config and credential helpers answer, unless ``remote_policy`` is given: then every
+    remote is checked against it (resolved as ``network`` says), git is pinned to what was
+    checked and nothing of the host's credentials is used. ``timeout`` bounds each command.
     """
 
     def __init__(
@@ -43,11 +50,15 @@ class GitRepo:
         auth: GitAuth | None = None,
         git: str = "git",
         timeout: float = 600.0,
+        remote_policy: RemotePolicy | None = None,
+        network: NetworkConfig | None = None,
     ) -> None:
         self.path = Path(path).absolute()
         self.auth = auth
         self.git = git
         self.timeout = timeout
+        self.remote_policy = remote_policy
+        self.network = network
 
     def __repr__(self) -> str:
         return f"GitRepo({str(self.path)!r})"
@@ -64,10 +75,17 @@ class GitRepo:
         git: str = "git",
         timeout: float = 600.0,
     ) -> GitRepo:
-        """Clone ``source`` (a URL, a working tree or a bare repository) into ``dest``,
-        which must not exist or be empty; ``branch`` checks out that branch. Local
-        sources are copied, never hard-linked: the box may write the clone's objects."""
+        """Clone ``source`` into ``dest`` (see ``clone_from``)."""
         repo = cls(dest, auth=auth, git=git, timeout=timeout)
+        await repo.clone_from(source, branch=branch, depth=depth)
+        return repo
+
+    async def clone_from(
+        self, source: str | Path, *, branch: str | None = None, depth: int | None = None
+    ) -> None:
+        """Clone ``source`` (a URL, a working tree or a bare repository) into this
+        repository's path, which must not exist or be empty; ``branch`` checks out that
+        branch. Local sources are copied, never hard-linked."""
         if urlsplit(str(source)).password is not None:
             raise GitError(
                 "the clone URL carries a password or token, which would be kept in "
@@ -84,11 +102,10 @@ class GitRepo:
             if is_local:
                 args.append("--no-local")
         origin = str(local.absolute()) if is_local else str(source)
-        args += ["--", origin, str(repo.path)]
+        args += ["--", origin, str(self.path)]
         foreign = is_local and needs_safe_directory(local)
         safe = [local.absolute(), local.resolve()] if foreign else []
-        await repo._run(args, cwd=None, remote=True, safe_directories=safe)
-        return repo
+        await self._run(args, cwd=None, remote=True, urls=[origin], safe_directories=safe)
 
     async def head(self) -> str | None:
         """The commit checked out, or None in a repository with no commit yet."""
@@ -148,7 +165,7 @@ class GitRepo:
         args = ["push", "--quiet"]
         if force:
             args.append("--force-with-lease")
-        await self._git([*args, "--", remote, f"{ref}:{ref}"], remote=True)
+        await self._git([*args, "--", remote, f"{ref}:{ref}"], remote=True, push=True)
 
     async def fetch(self, remote: str = "origin", branch: str | None = None) -> None:
         """Fetch ``remote`` (only ``branch``, when given) into its remote-tracking refs."""
@@ -178,6 +195,19 @@ class GitRepo:
         args = ["diff", *DIFF_OPTIONS, "--name-only", "-z", "--end-of-options"]
         out = await self._git([*args, f"{base}...HEAD", "--"])
         return [path for path in out.stdout.decode("utf-8", "surrogateescape").split("\0") if path]
+
+    async def ignored(self, paths: Sequence[str]) -> set[str]:
+        """Which of ``paths`` the repository's ignore rules ignore (tracked or not)."""
+        if not paths:
+            return set()
+        out = await self._git(
+            ["check-ignore", "--no-index", "--stdin", "-z"],
+            stdin="\0".join(paths).encode("utf-8", "surrogateescape"),
+            check=False,
+        )
+        if out.returncode not in (0, 1):  # 1: none of them is ignored
+            raise GitError(f"git check-ignore failed in {self.path}: {out.stderr.strip()}")
+        return {p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
     async def is_clean(self) -> bool:
         """Whether nothing is modified, staged or untracked (ignored files aside)."""
@@ -240,24 +270,37 @@ class GitRepo:
         *,
         check: bool = True,
         remote: bool = False,
+        push: bool = False,
         stdin: bytes | None = None,
         extra_env: Mapping[str, str] | None = None,
     ) -> GitOutput:
-        """Run a git command in this repository, after checking its config is safe."""
+        """Run a git command in this repository, after checking its config is safe; a
+        ``remote`` command's remote is the argument after ``--``."""
         safe = [self.path, self.path.resolve()] if self._foreign() else []
         listing = await self._run(
             ["config", "--local", "--list", "-z"], cwd=self.path, safe_directories=safe
         )
         check_repository_config(self.path, listing.stdout)
+        urls = None
+        if remote and self.remote_policy is not None:
+            name = list(args)[list(args).index("--") + 1]
+            urls = await self._remote_urls(name, safe, push=push)
         return await self._run(
-            args,
-            cwd=self.path,
-            check=check,
-            remote=remote,
-            stdin=stdin,
-            extra_env=extra_env,
-            safe_directories=safe,
-        )
+            args, cwd=self.path, check=check, remote=remote, urls=urls, stdin=stdin,
+            extra_env=extra_env, safe_directories=safe,
+        )  # fmt: skip
+
+    async def _remote_urls(self, name: str, safe: Sequence[Path], *, push: bool) -> list[str]:
+        """Every URL git may reach for the remote ``name`` (itself, when it is a URL)."""
+        urls: list[str] = []
+        choices: list[list[str]] = [["--push"], []] if push else [[]]
+        for which in choices:
+            out = await self._run(
+                ["remote", "get-url", "--all", *which, "--", name],
+                cwd=self.path, check=False, safe_directories=safe,
+            )  # fmt: skip
+            urls += [line for line in out.text.splitlines() if line]
+        return urls or [name]
 
     def _foreign(self) -> bool:
         return needs_safe_directory(self.path) or needs_safe_directory(self.path / ".git")
@@ -269,25 +312,52 @@ class GitRepo:
         cwd: Path | None,
         check: bool = True,
         remote: bool = False,
+        urls: Sequence[str] | None = None,
         stdin: bytes | None = None,
         extra_env: Mapping[str, str] | None = None,
         safe_directories: Sequence[Path] = (),
     ) -> GitOutput:
-        config = self.auth.git_config() if self.auth is not None else []
-        env = git_environment(config, safe_directories=safe_directories, extra=extra_env)
+        """Run git: a local command isolated from the host's git config; a ``remote`` one
+        with the host's config and credentials, or, under a remote policy, sealed and
+        pinned to the checked ``urls``."""
+        config = self.auth.git_config() if self.auth is not None and remote else []
+        policy = self.remote_policy if remote else None
+        extra = dict(extra_env or {})
+        if policy is not None:
+            pinned = await pin_remote(list(urls or []), policy, self.network)
+            config += pinned.config
+            if pinned.ssh_command is not None:
+                extra["GIT_SSH_COMMAND"] = pinned.ssh_command
+        env = git_environment(
+            config, safe_directories=safe_directories, extra=extra,
+            isolated=not remote, sealed=policy is not None,
+        )  # fmt: skip
         if cwd is not None and not cwd.is_dir():
             raise GitError(f"{cwd} does not exist: clone the repository there first")
-        return await run_git(
-            self.git,
-            args,
-            cwd=cwd,
-            env=env,
-            secrets=self.auth.secrets() if self.auth is not None else (),
-            stdin=stdin,
-            timeout=self.timeout,
-            check=check,
-            remote=remote,
-        )
+        try:
+            return await run_git(
+                self.git, args, cwd=cwd, env=env,
+                secrets=self.auth.secrets() if self.auth is not None else (),
+                stdin=stdin, timeout=self.timeout, check=check, remote=remote,
+            )  # fmt: skip
+        except GitError as exc:
+            if policy is None or policy.git_errors:
+                raise
+            raise _withheld(args, urls or [], exc) from None
+
+
+def _withheld(args: Sequence[str], urls: Sequence[str], error: GitError) -> GitError:
+    """A remote command's failure without git's own words (they can tell what answered at
+    an address the user picked)."""
+    verb = args[0] if args else "git"
+    where = ", ".join(urls) or "the remote"
+    return GitRemoteError(
+        f"git {verb} of {where} failed (exit code {error.returncode}): the repository does "
+        "not exist, needs credentials this run does not have, or cannot be reached from "
+        "golem; git's own message is withheld (policy field repos.git_errors)",
+        command=f"git {verb}",
+        returncode=error.returncode,
+    )
 
 
 DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv")

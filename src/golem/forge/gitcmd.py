@@ -1,10 +1,16 @@
 """Running git on the host: one subprocess per command, argv lists only, never a shell.
+Every git command golem runs on the host goes through here (``run_git``, or
+``run_git_blocking`` for code already on a worker thread).
 
 Every command gets ``GIT_TERMINAL_PROMPT=0``, English messages, and golem's own config
 through ``GIT_CONFIG_*`` variables (command scope, which outranks the repository's own
 config): hooks off, fsmonitor off, the ``ext::`` transport off, a token's header when one
-is given, and ``safe.directory`` for a repository another user owns. Failures become
-``GitError``s whose text has every token masked.
+is given, and ``safe.directory`` for a repository another user owns. A command on a work
+tree whose files came from a box runs ``isolated``: no system or global config, no
+``GIT_*`` variable of the host's and no attributes file of the host's, so no filter, diff
+driver or helper the host configured can be reached through the tree's ``.gitattributes``.
+A command under a remote policy runs ``sealed`` as well: no netrc, ssh agent or proxy of
+the host's either. Failures become ``GitError``s whose text has every token masked.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +34,7 @@ __all__ = [
     "git_environment",
     "needs_safe_directory",
     "run_git",
+    "run_git_blocking",
 ]
 
 # The workspace's .git is writable by the box: nothing in it may make host git run code.
@@ -102,19 +110,39 @@ def needs_safe_directory(path: Path) -> bool:
         return False
 
 
+# Variables through which the host's own credentials or routes would reach a remote.
+HOST_CREDENTIAL_VARIABLES = (
+    "SSH_AUTH_SOCK", "SSH_ASKPASS", "GIT_ASKPASS", "http_proxy", "https_proxy", "HTTP_PROXY",
+    "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "CURL_CA_BUNDLE",
+)  # fmt: skip
+
+
 def git_environment(
     config: Iterable[tuple[str, str]] = (),
     *,
     safe_directories: Iterable[Path] = (),
     extra: Mapping[str, str] | None = None,
     base: Mapping[str, str] | None = None,
+    isolated: bool = False,
+    sealed: bool = False,
 ) -> dict[str, str]:
-    """The environment of one git command: the host's (its git config and credential
-    helpers included), golem's config entries appended after any the host set."""
+    """The environment of one git command: by default the host's (its git config and
+    credential helpers included), golem's config entries appended after any the host set;
+    ``isolated``: none of the host's git config or ``GIT_*`` variables; ``sealed``:
+    isolated, and none of the host's credentials (netrc, ssh agent) or proxies."""
     env = dict(os.environ if base is None else base)
     for name in REPOSITORY_VARIABLES:
         env.pop(name, None)
-    entries = list(PROTECTIVE_CONFIG) + list(config)
+    entries = list(PROTECTIVE_CONFIG)
+    if isolated or sealed:
+        env = {name: value for name, value in env.items() if not name.startswith("GIT_")}
+        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_ATTR_NOSYSTEM="1")
+        entries.append(("core.attributesFile", os.devnull))
+    if sealed:
+        for name in HOST_CREDENTIAL_VARIABLES:
+            env.pop(name, None)
+        env["HOME"] = "/nonexistent"  # no ~/.netrc for curl, no ~/.ssh for ssh's -F
+    entries += list(config)
     entries += [("safe.directory", str(path)) for path in safe_directories]
     count = int(env["GIT_CONFIG_COUNT"]) if env.get("GIT_CONFIG_COUNT", "").isdigit() else 0
     for key, value in entries:
@@ -180,6 +208,27 @@ async def run_git(
     if check and result.returncode != 0:
         raise classify_failure(shown, result, remote=remote)
     return result
+
+
+def run_git_blocking(
+    git: str,
+    args: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: Mapping[str, str],
+    timeout: float = 60.0,
+) -> GitOutput:
+    """``run_git`` for code that already runs on a worker thread (context hydration):
+    the same environment and argv rules; a command that cannot start, or runs past
+    ``timeout``, gives returncode -1."""
+    try:
+        done = subprocess.run(
+            [git, *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=timeout, check=False, start_new_session=True,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return GitOutput(b"", str(exc), -1)
+    return GitOutput(done.stdout, done.stderr.decode("utf-8", "replace"), done.returncode)
 
 
 def _said(stderr: str, limit: int = 600) -> str:

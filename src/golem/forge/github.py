@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from golem.forge.auth import ForgeCredentials
 from golem.forge.config import GITHUB_API, GitHubConfig
 from golem.forge.contracts import (
     CheckResult,
@@ -30,8 +31,9 @@ WEB_HOSTS = frozenset({"github.com", "www.github.com"})
 class GitHubForge:
     """Issues and pull requests on GitHub (or a GitHub Enterprise server, by ``api_url``).
 
-    The token comes from the variable ``config.token_env`` names (or ``token``); reading
-    public issues works without one. ``labels`` are added to every pull request. Give a
+    The token is ``credentials.github`` when credentials are given (None: no token), else
+    ``token``, else the variable ``config.token_env`` names; reading public issues works
+    without one. ``labels`` are added to every pull request. Give a
     ``transport`` (``httpx.MockTransport``) to answer requests in process; ``backoff`` is
     the first wait (seconds) before retrying a 5xx.
     """
@@ -43,12 +45,17 @@ class GitHubForge:
         config: GitHubConfig | None = None,
         *,
         token: str | None = None,
+        credentials: ForgeCredentials | None = None,
         labels: Sequence[str] = (),
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 1.0,
     ) -> None:
         self.config = config or GitHubConfig()
         self.labels = list(labels)
+        if credentials is not None:
+            token = credentials.github
+        elif token is None:
+            token = self.config.token()
         self.api = GitHubAPI(self.config, token=token, transport=transport, backoff=backoff)
 
     async def fetch_issue(self, ref: str) -> Issue:

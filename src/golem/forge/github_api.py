@@ -48,7 +48,7 @@ class GitHubAPI:
         backoff: float = 1.0,
     ) -> None:
         self.config = config
-        self._token = token if token is not None else config.token()
+        self._token = token or None
         self._transport = transport
         self.backoff = backoff
 

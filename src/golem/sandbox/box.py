@@ -31,12 +31,13 @@ from golem.core.events import (
 from golem.core.spec import BoxSpec, resolve_workdir
 from golem.sandbox.contracts import StartedBox
 from golem.sandbox.decoding import OutputDecoder, complete_utf8_end
-from golem.sandbox.files import BoxFiles
+from golem.sandbox.files import BoxFiles, capped
 from golem.sandbox.interaction import Interaction
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.network import BoxNetwork
 from golem.sandbox.supervisor import Frame, SessionClient
+from golem.sandbox.takeback import TakebackLimits
 from golem.sandbox.terminal import SPAWN_FAILED, Terminal
 
 __all__ = ["Box", "Interaction", "Terminal", "as_request"]
@@ -65,7 +66,7 @@ class Box(BoxFiles):
         *,
         network: BoxNetwork | None = None,
     ) -> None:
-        super().__init__(client, spec.workdir)
+        super().__init__(client, spec.workdir, limits=TakebackLimits.of(spec))
         self.id = box_id
         self.spec = spec
         self._client = client
@@ -113,9 +114,7 @@ class Box(BoxFiles):
         assert exit_event is not None  # stream ends with an exit event or raises
         if self._network is not None:  # the bytes each connection moved until now
             network = [self._network.proxy.current(event) for event in network]
-        files = {}
-        for path in request.return_files:
-            files[path] = await self.get_file(self._in_workdir(request, path))
+        files = await self._returned_files(request)
         outcome = exit_event.model_dump(exclude={"type", "time", "phase"})
         return ExecResult(
             stdout="".join(stdout),
@@ -124,6 +123,18 @@ class Box(BoxFiles):
             network=network,
             **outcome,
         )
+
+    async def _returned_files(self, request: ExecRequest) -> dict[str, bytes]:
+        """The call's ``return_files``, at most ``max_file_bytes`` in all (they are held in
+        memory), each a regular file."""
+        files: dict[str, bytes] = {}
+        left = self.limits.max_file_bytes
+        for path in request.return_files:
+            where = self._in_workdir(request, path)
+            chunks = [chunk async for chunk in capped(self.stream_file(where), where, left)]
+            files[path] = b"".join(chunks)
+            left -= len(files[path])
+        return files
 
     async def stream(
         self, request: ExecRequest | str | Sequence[str], *, phase: Phase = "code"

@@ -1,8 +1,9 @@
 """File transfer into and out of a box, streamed in chunks (never whole files in memory).
 
-Single files travel raw; directories as tar streams. A tar that comes out of a box is
-untrusted and is extracted on the host with the ``data`` filter (no links out, no devices,
-no absolute paths).
+Single files travel raw; directories as tar streams. What comes out of a box is untrusted:
+its sizes are capped by the box's spec as the bytes arrive, and a directory is landed on
+the host by ``golem.sandbox.takeback`` (no .git, no link out, no device, no special mode,
+nothing written through a host symlink).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from golem.core.errors import BoxCrashed, SandboxError
 from golem.core.spec import WORKSPACE
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
+from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
 
-__all__ = ["BoxFiles", "chunks_of", "extract_tar", "write_tar"]
+__all__ = ["BoxFiles", "capped", "chunks_of", "write_tar"]
 
 CHUNK = 256 * 1024
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
@@ -47,12 +49,28 @@ async def chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncI
             yield chunk
 
 
-class BoxFiles:
-    """put/get of files and directories through a box's supervisor."""
+async def capped(chunks: AsyncIterable[bytes], path: str, limit: int) -> AsyncIterator[bytes]:
+    """``chunks`` of one file from a box, refused (``takeback.size``) past ``limit`` bytes,
+    whatever size the box announced."""
+    limits = TakebackLimits(limit, limit)
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise limits.file_too_large(path, size)
+        yield chunk
 
-    def __init__(self, client: SessionClient, workdir: str = WORKSPACE) -> None:
+
+class BoxFiles:
+    """put/get of files and directories through a box's supervisor; what comes back is
+    capped by ``limits`` (the box spec's ``max_file_bytes`` and ``max_takeback_bytes``)."""
+
+    def __init__(
+        self, client: SessionClient, workdir: str = WORKSPACE, *, limits: TakebackLimits
+    ) -> None:
         self._files_client = client
         self._workdir = workdir
+        self.limits = limits
 
     async def put_file(
         self, path: str, source: bytes | str | Path | AsyncIterable[bytes], mode: int = 0o644
@@ -77,10 +95,10 @@ class BoxFiles:
         return size
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
-        """A file's content in chunks as it arrives."""
-        async for chunk in self._download(
-            {"op": "get", "path": box_path(path, self._workdir), "format": "raw"}
-        ):
+        """A regular file's content in chunks as it arrives (at most ``max_file_bytes``)."""
+        where = box_path(path, self._workdir)
+        download = self._download({"op": "get", "path": where, "format": "raw"})
+        async for chunk in capped(download, where, self.limits.max_file_bytes):
             yield chunk
 
     async def put_dir(self, source: Path, path: str) -> None:
@@ -100,21 +118,24 @@ class BoxFiles:
             chunks_of(chunks),
         )
 
-    async def stream_archive(self, path: str) -> AsyncIterator[bytes]:
-        """A directory of the box as a tar stream, in chunks as it arrives."""
-        async for chunk in self._download(
-            {"op": "get", "path": box_path(path, self._workdir), "format": "tar"}
-        ):
+    async def stream_archive(
+        self, path: str, *, paths: list[str] | None = None, skip_git_root: bool = False
+    ) -> AsyncIterator[bytes]:
+        """A directory of the box as a tar stream, in chunks as it arrives; with ``paths``
+        (relative to it), only those that exist; ``skip_git_root`` leaves out its
+        top-level ``.git``. Untrusted: land it with ``golem.sandbox.takeback``."""
+        message: dict[str, Any] = {"op": "get", "path": box_path(path, self._workdir),
+                                   "format": "tar", "skip_git_root": skip_git_root}  # fmt: skip
+        if paths is not None:
+            message["paths"] = paths
+        async for chunk in self._download(message):
             yield chunk
 
-    async def get_dir(self, path: str, destination: Path) -> None:
-        """Copy a directory of the box into ``destination`` on the host."""
-        destination.mkdir(parents=True, exist_ok=True)
-        with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
-            async for chunk in self.stream_archive(path):
-                await asyncio.to_thread(spool.write, chunk)
-            spool.seek(0)
-            await asyncio.to_thread(extract_tar, spool, destination)
+    async def get_dir(self, path: str, destination: Path) -> Landed:
+        """Copy a directory of the box into ``destination`` on the host, by the rules of
+        ``golem.sandbox.takeback`` (a ``.git`` in it is refused, as everything else a
+        host must not take from a box)."""
+        return await land_archive(self.stream_archive(path), destination, self.limits)
 
     async def _upload(self, message: dict[str, Any], chunks: AsyncIterator[bytes]) -> None:
         client = self._files_client
@@ -166,17 +187,3 @@ def write_tar(source: Path, sink: IO[bytes]) -> None:
     with tarfile.open(fileobj=sink, mode="w|") as archive:
         for child in sorted(source.iterdir()):
             archive.add(child, arcname=child.name)
-
-
-def extract_tar(spool: IO[bytes], destination: Path) -> None:
-    """Unpack a tar stream that came from a box (untrusted: the ``data`` filter)."""
-    try:
-        with tarfile.open(fileobj=spool, mode="r|") as archive:
-            archive.extractall(destination, filter="data")
-    except tarfile.FilterError as exc:
-        raise SandboxError(
-            f"refused an unsafe entry from the box ({exc}); entries before it were copied "
-            f"to {destination}"
-        ) from exc
-    except tarfile.TarError as exc:
-        raise SandboxError(f"the box sent a broken archive: {exc}") from exc

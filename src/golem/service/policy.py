@@ -75,7 +75,7 @@ def check_spec(
         problems.append(f"a host workspace is not allowed ({where}.host_workspace)")
     if not spec.read_only_root and not policy.writable_root:
         problems.append(f"a writable root is not allowed ({where}.writable_root)")
-    if spec.user == "root" and not policy.root_user:
+    if spec.is_root and not policy.root_user:
         problems.append(f"running as root is not allowed ({where}.root_user)")
     if problems:
         raise PolicyViolation(

@@ -18,8 +18,9 @@ from golem.core.events import ExecEvent, ExitEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.box import as_request
-from golem.sandbox.files import chunks_of, extract_tar, write_tar
+from golem.sandbox.files import capped, chunks_of, write_tar
 from golem.sandbox.masking import SecretMasker
+from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
 
 if TYPE_CHECKING:
     from golem.service.client import RemoteEngine
@@ -97,8 +98,9 @@ class RemoteBox:
         )
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
-        """A file's content in chunks, as they arrive."""
-        async for chunk in self._engine.download(f"{self._path}/files", {"path": path}):
+        """A file's content in chunks, as they arrive (at most the spec's max_file_bytes)."""
+        download = self._engine.download(f"{self._path}/files", {"path": path})
+        async for chunk in capped(download, path, self.spec.max_file_bytes):
             yield chunk
 
     async def get_file(self, path: str) -> bytes:
@@ -106,10 +108,13 @@ class RemoteBox:
         return b"".join([chunk async for chunk in self.stream_file(path)])
 
     async def get_file_to(self, path: str, destination: Path) -> int:
-        """Copy a file out of the box to a host path; returns its size."""
-        data = await self.get_file(path)
-        await asyncio.to_thread(destination.write_bytes, data)
-        return len(data)
+        """Copy a file out of the box to a host path, streamed; returns its size."""
+        size = 0
+        with destination.open("wb") as handle:
+            async for chunk in self.stream_file(path):
+                await asyncio.to_thread(handle.write, chunk)
+                size += len(chunk)
+        return size
 
     async def put_archive(self, path: str, chunks: AsyncIterable[bytes]) -> None:
         """Unpack a tar stream into a directory of the box."""
@@ -129,14 +134,11 @@ class RemoteBox:
         async for chunk in self._engine.download(f"{self._path}/archive", {"path": path}):
             yield chunk
 
-    async def get_dir(self, path: str, destination: Path) -> None:
-        """Copy a directory of the box into ``destination`` (unpacked with the data filter)."""
-        with tempfile.SpooledTemporaryFile(8 * 1024 * 1024) as spool:
-            async for chunk in self.stream_archive(path):
-                await asyncio.to_thread(spool.write, chunk)
-            spool.seek(0)
-            destination.mkdir(parents=True, exist_ok=True)
-            await asyncio.to_thread(extract_tar, spool, destination)
+    async def get_dir(self, path: str, destination: Path) -> Landed:
+        """Copy a directory of the box into ``destination``, by the rules of
+        ``golem.sandbox.takeback`` (as a local box's)."""
+        limits = TakebackLimits.of(self.spec)
+        return await land_archive(self.stream_archive(path), destination, limits)
 
     # Background processes ---------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
 from golem.blueprint.steps.checks import describe_failures
 from golem.context import hydrate, load_conventions, render_issue
-from golem.forge import GitRepo, PullRequestDraft, git_auth
+from golem.forge import PullRequestDraft
 from golem.forge.errors import ForgeError
 
 __all__ = ["run_host"]
@@ -49,14 +49,10 @@ async def _prepare(ex: Execution) -> Result:
         state.title = request.task.strip().splitlines()[0][:120]
         state.task_text = request.task.strip()
     workspace = ex.workspace
-    if (workspace / ".git").exists():
-        repo = _repo(ex)  # a resumed run keeps its checkout
-    else:
+    repo = ex.repo()
+    if not (workspace / ".git").exists():  # a resumed run keeps its checkout
         workspace.parent.mkdir(parents=True, exist_ok=True)
-        forge = ex.config.forge
-        repo = await GitRepo.clone(
-            request.repo, workspace, auth=git_auth(forge, request.repo), timeout=forge.git_timeout
-        )
+        await repo.clone_from(request.repo)
     state.base = state.base or request.base or await repo.default_branch()
     state.branch = state.branch or f"golem/{_slug(state.title)}-{state.id[-6:]}"
     await repo.checkout_branch(state.branch, start=state.base)
@@ -87,18 +83,11 @@ async def _hydrate(ex: Execution, node: str) -> Result:
     return "success", f"{context.tokens} tokens"
 
 
-def _repo(ex: Execution) -> GitRepo:
-    forge = ex.config.forge
-    return GitRepo(
-        ex.workspace, auth=git_auth(forge, ex.state.request.repo), timeout=forge.git_timeout
-    )
-
-
 async def _ship(ex: Execution, *, escalate: bool) -> Result:
     """Commit, push and open the pull request (marked for a human when escalating). Each
     part is done once: a resumed run finds its commit by its trailer and its PR in state."""
     state = ex.state
-    repo = _repo(ex)
+    repo = ex.repo()
     if state.pr is not None:
         return "success", state.pr.url
     trailer = f"{TRAILER}: {state.id}"

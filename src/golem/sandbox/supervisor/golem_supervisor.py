@@ -14,6 +14,7 @@ import json
 import os
 import select
 import signal
+import stat
 import struct
 import sys
 import threading
@@ -866,29 +867,58 @@ class Supervisor:
         path = msg["path"]
         try:
             if msg.get("format", "raw") == "raw":
-                with open(path, "rb") as handle:
-                    size = os.fstat(handle.fileno()).st_size
-                    self.channel.send({"op": "meta", "id": call_id, "size": size})
-                    while True:
-                        data = handle.read(CHUNK)
-                        if not data:
-                            break
-                        self.channel.send({"op": "chunk", "id": call_id}, data)
+                self._send_file(call_id, path)
             else:
-                import tarfile
-
-                if not os.path.exists(path):
-                    raise FileNotFoundError(2, "No such file or directory", path)
-                self.channel.send({"op": "meta", "id": call_id})
-                writer = ChunkWriter(self, call_id)
-                with tarfile.open(fileobj=writer, mode="w|") as archive:
-                    archive.add(path, arcname=".")
-                writer.flush()
+                self._send_tar(call_id, path, msg.get("paths"), bool(msg.get("skip_git_root")))
             self.channel.send({"op": "end", "id": call_id})
         except Exception as exc:
             self.channel.send(
                 {"op": "error", "id": call_id, "kind": type(exc).__name__, "message": str(exc)}
             )
+
+    def _send_file(self, call_id, path):
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go out.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError(f"{path} is not a regular file (a device, FIFO or socket)")
+            os.set_blocking(fd, True)
+            self.channel.send({"op": "meta", "id": call_id, "size": info.st_size})
+            while True:
+                data = handle.read(CHUNK)
+                if not data:
+                    break
+                self.channel.send({"op": "chunk", "id": call_id}, data)
+
+    def _send_tar(self, call_id, path, paths, skip_git_root):
+        """``path`` as a tar stream; with ``paths`` (relative to it), only those that exist
+        (directories with all they hold), each once."""
+        import tarfile
+
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        self.channel.send({"op": "meta", "id": call_id})
+
+        def outside_git_root(info):
+            name = info.name[2:] if info.name.startswith("./") else info.name
+            return None if skip_git_root and name.split("/", 1)[0] == ".git" else info
+
+        writer = ChunkWriter(self, call_id)
+        with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as archive:
+            if paths is None:
+                archive.add(path, arcname=".", filter=outside_git_root)
+            else:
+                added = []
+                for name in sorted(set(str(p).strip("/") for p in paths)):
+                    if not name or any(name.startswith(d + "/") for d in added):
+                        continue
+                    full = os.path.join(path, name)
+                    if os.path.lexists(full):
+                        archive.add(full, arcname=name, filter=outside_git_root)
+                        if os.path.isdir(full) and not os.path.islink(full):
+                            added.append(name)
+        writer.flush()
 
     def op_reset(self, msg, payload):
         """Kill every process but ourselves and empty the writable places (warm pools)."""

@@ -1,0 +1,284 @@
+"""What the host takes back from a box: data, checked entry by entry, landed beneath one
+host directory. This module is the only way anything a box wrote reaches the host's disk.
+
+A box hands back a tar stream (a directory, or the paths a run changed). The host spools it
+(capped) and reads it with tarfile in random-access mode behind a reader that refuses any
+one read over a megabyte, so no header can make it hold a large buffer; then every entry is
+checked against the rules below and written through ``HostTree`` (``O_NOFOLLOW`` at every
+step, files renamed into place). A refusal stops the transfer with ``UnsafeBoxOutput``,
+which names the rule:
+
+- ``takeback.path``: relative paths of plain names only (no absolute path, no ``..``), and,
+  where the host asked for certain paths, only those.
+- ``takeback.git``: no name ``.git`` anywhere (any case, trailing dots or spaces, ``GIT~1``):
+  the host's git metadata, a nested repository or a submodule never come from a box.
+- ``takeback.kind``: regular files, directories and symlinks only: no hard link, device,
+  FIFO or socket.
+- ``takeback.link``: a symlink points inside the tree by a relative path, never into .git.
+- ``takeback.mode``: no setuid, setgid or sticky bit; files land 0644 or 0755.
+- ``takeback.size``: no file over the box's ``max_file_bytes``, no transfer over its
+  ``max_takeback_bytes``, at most ``MAX_ENTRIES`` entries.
+- ``takeback.host-link``: nothing is written through a symlink already on the host.
+
+Nothing a program in the box says about itself (a mode, a size, which paths changed)
+decides more than what lands, within these rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import posixpath
+import tarfile
+import tempfile
+from collections.abc import AsyncIterable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from golem.core.errors import UnsafeBoxOutput
+from golem.core.sizes import format_size
+from golem.core.spec import BoxSpec
+from golem.sandbox.hosttree import HostTree, check_name, split_path
+
+__all__ = ["MAX_ENTRIES", "Landed", "TakebackLimits", "land_archive", "landed_mode"]
+
+MAX_ENTRIES = 200_000
+MAX_READ = 1024 * 1024  # the largest single read tarfile may make (a pax or long-name header)
+ARCHIVE_SLACK = 64 * 1024 * 1024  # tar headers and padding beyond the data itself
+SPECIAL_BITS = 0o7000
+
+
+@dataclass(frozen=True)
+class TakebackLimits:
+    """How much the host takes back from one box."""
+
+    max_file_bytes: int
+    max_bytes: int
+    max_entries: int = MAX_ENTRIES
+
+    @classmethod
+    def of(cls, spec: BoxSpec) -> TakebackLimits:
+        """The limits a box's spec sets."""
+        return cls(spec.max_file_bytes, spec.max_takeback_bytes)
+
+    def file_too_large(self, path: str, size: int) -> UnsafeBoxOutput:
+        """The refusal of a file of ``size`` bytes."""
+        return UnsafeBoxOutput(
+            path,
+            f"the file has {format_size(size)}, over the box's max_file_bytes "
+            f"({format_size(self.max_file_bytes)})",
+            "takeback.size",
+        )
+
+
+@dataclass
+class Landed:
+    """What a transfer wrote: paths of files, links and directories, as the box named
+    them (normalised, relative)."""
+
+    paths: list[str] = field(default_factory=list)
+
+
+def landed_mode(mode: int, path: str) -> int:
+    """The mode a file lands with: 0755 when any execute bit is set, else 0644; a setuid,
+    setgid or sticky bit is refused."""
+    if mode & SPECIAL_BITS:
+        raise UnsafeBoxOutput(
+            path,
+            f"mode {mode & 0o7777:04o} has a setuid, setgid or sticky bit; files land as "
+            "0644 or 0755 only",
+            "takeback.mode",
+        )
+    return 0o755 if mode & 0o111 else 0o644
+
+
+async def land_archive(
+    chunks: AsyncIterable[bytes],
+    destination: Path,
+    limits: TakebackLimits,
+    *,
+    wanted: Callable[[str], bool] | None = None,
+    skip_git_root: bool = False,
+) -> Landed:
+    """Unpack a tar stream from a box beneath ``destination`` (made if missing) by the
+    rules above. ``wanted`` says which (normalised, relative) paths the host asked for;
+    ``skip_git_root`` drops the tree's own top-level ``.git`` (which the host put there)
+    instead of refusing it."""
+    cap = limits.max_bytes + ARCHIVE_SLACK
+    with tempfile.TemporaryFile(prefix="golem-takeback-") as spool:
+        size = 0
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > cap:
+                raise UnsafeBoxOutput(
+                    "(the archive)",
+                    f"the box sent more than {format_size(cap)}, over its "
+                    f"max_takeback_bytes ({format_size(limits.max_bytes)})",
+                    "takeback.size",
+                )
+            await asyncio.to_thread(spool.write, chunk)
+        spool.seek(0)
+        destination.mkdir(parents=True, exist_ok=True)
+        unpacker = _Unpacker(destination, limits, wanted, skip_git_root)
+        return await asyncio.to_thread(unpacker.run, spool)
+
+
+class _CappedReader:
+    """A seekable file for tarfile that refuses a read larger than ``MAX_READ``."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        self._inner = inner
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0 or size > MAX_READ:
+            raise UnsafeBoxOutput(
+                "(the archive)",
+                "a tar header asks for more than a megabyte at once",
+                "takeback.size",
+            )
+        return self._inner.read(size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._inner.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+
+class _Unpacker:
+    """One archive's entries, checked and landed in order."""
+
+    def __init__(
+        self,
+        destination: Path,
+        limits: TakebackLimits,
+        wanted: Callable[[str], bool] | None,
+        skip_git_root: bool,
+    ) -> None:
+        self.destination = destination
+        self.limits = limits
+        self.wanted = wanted
+        self.skip_git_root = skip_git_root
+        self.total = 0
+
+    def run(self, spool: IO[bytes]) -> Landed:
+        landed = Landed()
+        with _opened(spool) as archive, HostTree(self.destination) as tree:
+            for count, member in enumerate(_members(archive), 1):
+                if count > self.limits.max_entries:
+                    raise UnsafeBoxOutput(
+                        member.name,
+                        f"the box sent more than {self.limits.max_entries} entries",
+                        "takeback.size",
+                    )
+                path = self._checked_path(member.name)
+                if path is None:
+                    continue
+                self._land(archive, member, path, tree)
+                landed.paths.append(path)
+        return landed
+
+    def _checked_path(self, name: str) -> str | None:
+        """The entry's normalised path; None for one that is skipped (the root itself, the
+        tree's own .git when asked)."""
+        if self.skip_git_root:
+            first = name.removeprefix("./").split("/", 1)[0]
+            if first == ".git":
+                return None
+        names = split_path(name)
+        if not names:
+            return None
+        path = "/".join(names)
+        if self.wanted is not None and not self.wanted(path):
+            raise UnsafeBoxOutput(path, "golem did not ask the box for this path",
+                                  "takeback.path")  # fmt: skip
+        return path
+
+    def _land(self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str,
+              tree: HostTree) -> None:  # fmt: skip
+        if member.isdir():
+            tree.make_dir(path)  # 0755 whatever the box's mode was
+        elif member.issym():
+            tree.make_link(path, checked_link(path, member.linkname))
+        elif member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
+            mode = landed_mode(member.mode, path)
+            if member.size > self.limits.max_file_bytes:
+                raise self.limits.file_too_large(path, member.size)
+            self.total += member.size
+            if self.total > self.limits.max_bytes:
+                raise UnsafeBoxOutput(
+                    path,
+                    f"the transfer passed the box's max_takeback_bytes "
+                    f"({format_size(self.limits.max_bytes)})",
+                    "takeback.size",
+                )
+            source = archive.extractfile(member)
+            assert source is not None  # a regular file always has a reader
+            with source:
+                tree.write_file(path, source, member.size, mode)
+        else:
+            raise UnsafeBoxOutput(
+                path,
+                f"it is {_KINDS.get(member.type, 'a special file')}; only regular files, "
+                "directories and symlinks cross from a box",
+                "takeback.kind",
+            )
+
+
+_KINDS = {
+    tarfile.LNKTYPE: "a hard link",
+    tarfile.CHRTYPE: "a character device",
+    tarfile.BLKTYPE: "a block device",
+    tarfile.FIFOTYPE: "a FIFO",
+    tarfile.CONTTYPE: "a contiguous file",
+    tarfile.GNUTYPE_SPARSE: "a sparse file",
+}
+
+
+@contextlib.contextmanager
+def _opened(spool: IO[bytes]) -> Iterator[tarfile.TarFile]:
+    """The spooled archive, read through ``_CappedReader``."""
+    try:
+        archive = tarfile.TarFile(fileobj=_CappedReader(spool), mode="r")  # type: ignore[arg-type]
+    except tarfile.TarError as exc:
+        raise UnsafeBoxOutput("(the archive)", f"not a tar archive ({exc})",
+                              "takeback.kind") from None  # fmt: skip
+    with archive:
+        yield archive
+
+
+def _members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    """The archive's entries, its format errors translated."""
+    while True:
+        try:
+            member = archive.next()
+        except (tarfile.TarError, UnicodeError, ValueError) as exc:
+            raise UnsafeBoxOutput("(the archive)", f"a broken tar entry ({exc})",
+                                  "takeback.kind") from None  # fmt: skip
+        if member is None:
+            return
+        yield member
+
+
+def checked_link(path: str, target: str) -> str:
+    """``target`` of the symlink at ``path``, if it is relative and, read from where the
+    link is, stays inside the tree and out of any ``.git``."""
+    if not target or "\0" in target or target.startswith("/") or len(target) > 4096:
+        raise UnsafeBoxOutput(
+            path, f"a symlink to {target!r}: links must be relative", "takeback.link"
+        )
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    if resolved == ".." or resolved.startswith("../"):
+        raise UnsafeBoxOutput(
+            path, f"a symlink to {target!r} leads outside the tree", "takeback.link"
+        )
+    for name in [*target.split("/"), *resolved.split("/")]:
+        if name not in ("", ".", ".."):
+            try:
+                check_name(name, path)
+            except UnsafeBoxOutput:
+                raise UnsafeBoxOutput(
+                    path, f"a symlink to {target!r} leads into .git", "takeback.link"
+                ) from None
+    return target
