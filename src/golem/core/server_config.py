@@ -120,6 +120,19 @@ class ServerConfig(BaseModel):
             raise ValueError(f"unknown roles {', '.join(unknown)}: use user, trusted, admin")
         return {**{role: defaults[role] for role in missing}, **policies}
 
+    credentials_key_env: str = Field(
+        "GOLEM_CREDENTIALS_KEY",
+        description="Variable holding the key that encrypts tenants' forge tokens in the "
+        "store (Fernet; several, comma-separated, to rotate: the first encrypts); unset: the "
+        "key file credentials.key in the state directory, made (mode 0600) on first use.",
+    )
+    shared_forge_tenants: list[str] | None = Field(
+        None,
+        description="Tenants whose runs may use the server's own forge token ([forge.github] "
+        "token_env) when they have none of their own; unset: only the GitHub trigger's "
+        "tenant (server.github.tenant); []: no tenant.",
+    )
+
 
 class RemoteConfig(BaseModel):
     """``[remote]``: use a golem server's engine instead of this machine's (RemoteEngine)."""

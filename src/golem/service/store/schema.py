@@ -17,7 +17,15 @@ from sqlalchemy import (
     false,
 )
 
-__all__ = ["api_keys", "forge_comments", "metadata", "pull_requests", "run_events", "runs"]
+__all__ = [
+    "api_keys",
+    "forge_comments",
+    "forge_credentials",
+    "metadata",
+    "pull_requests",
+    "run_events",
+    "runs",
+]
 
 metadata = MetaData()
 
@@ -84,4 +92,14 @@ api_keys = Table(
     Column("created", Float, nullable=False),
     Column("revoked", Boolean, nullable=False, server_default=false()),
     Index("ix_api_keys_tenant", "tenant"),
+)
+
+forge_credentials = Table(
+    "forge_credentials",
+    metadata,
+    Column("tenant", String(64), primary_key=True),
+    Column("forge", String(16), primary_key=True),
+    Column("token", Text, nullable=False),  # sealed (Fernet); the key is never in the database
+    Column("created", Float, nullable=False),
+    Column("updated", Float, nullable=False),
 )

@@ -26,6 +26,7 @@ from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState
 from golem.core.config import GolemConfig
 from golem.service.store.claims import RunQueueRecords
+from golem.service.store.credentials import CredentialRecords
 from golem.service.store.database import (
     WRITE,
     RunNotFound,
@@ -50,8 +51,9 @@ def database_url(config: GolemConfig) -> str:
     return f"sqlite:///{config.state_dir / 'golem.db'}"
 
 
-class SqlStore(ForgeRecords, RunQueueRecords):
-    """Runs, events and pull requests of one tenant (``default`` outside the server)."""
+class SqlStore(ForgeRecords, RunQueueRecords, CredentialRecords):
+    """Runs, events, pull requests and forge credentials of one tenant (``default``
+    outside the server)."""
 
     def __init__(
         self, url: str, *, tenant: str | None = "default", _engine: Engine | None = None

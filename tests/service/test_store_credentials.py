@@ -1,0 +1,179 @@
+"""Tenants' forge tokens in golem's store, on a real SQLite file and a real PostgreSQL
+database: sealed at rest with a key that is never in the database, listed without their
+values, scoped to their tenant, and never lost to a wrong or missing key."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import select
+
+from golem.core.errors import InvalidRequest
+from golem.service.store import CredentialsKeyError, SqlStore, StoreError, TokenCipher, new_key
+from golem.service.store.schema import forge_credentials
+
+TOKEN_A = "ghp_tenantA_0123456789abcdefghijklmnop"  # noqa: S105 - test tokens
+TOKEN_B = "ghp_tenantB_0123456789abcdefghijklmnop"  # noqa: S105
+KEY_ENV = "GOLEM_TEST_STORE_CREDENTIALS_KEY"
+
+
+@pytest.fixture
+def cipher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TokenCipher:
+    """A cipher whose key is the file credentials.key (its variable unset)."""
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    return TokenCipher(KEY_ENV, tmp_path / "keys" / "credentials.key")
+
+
+def raw_tokens(store: SqlStore) -> list[str]:
+    """The token column as the database holds it."""
+    with store.transaction() as db:
+        return [str(row.token) for row in db.execute(select(forge_credentials)).all()]
+
+
+def test_a_token_is_sealed_at_rest_and_listed_without_its_value(
+    store: SqlStore, cipher: TokenCipher
+) -> None:
+    tenant_a = store.for_tenant("a")
+    kept = tenant_a.set_forge_token("github", TOKEN_A, cipher)
+    assert (kept.tenant, kept.forge) == ("a", "github")
+    [sealed] = raw_tokens(store)
+    assert TOKEN_A not in sealed
+    assert "ghp_" not in sealed
+    listed = tenant_a.list_forge_credentials()
+    assert [c.model_dump(exclude={"created", "updated"}) for c in listed] == [
+        {"tenant": "a", "forge": "github"}
+    ]
+    assert TOKEN_A not in repr(listed)
+    assert tenant_a.reveal_forge_token("github", cipher) == TOKEN_A
+
+
+def test_the_key_file_is_made_private_once_and_a_readable_one_is_refused(
+    store: SqlStore, cipher: TokenCipher
+) -> None:
+    assert not cipher.has_key()
+    store.for_tenant("a").set_forge_token("github", TOKEN_A, cipher)
+    mode = stat.S_IMODE(cipher.key_file.stat().st_mode)
+    assert mode == 0o600
+    assert list(cipher.key_file.parent.iterdir()) == [cipher.key_file]  # no temporary left
+    cipher.key_file.chmod(0o644)
+    fresh = TokenCipher(KEY_ENV, cipher.key_file)
+    with pytest.raises(CredentialsKeyError, match="may be read by others.*chmod 600"):
+        store.for_tenant("a").reveal_forge_token("github", fresh)
+
+
+def test_a_replaced_token_keeps_its_creation_time_and_a_deleted_one_is_gone(
+    store: SqlStore, cipher: TokenCipher
+) -> None:
+    tenant_a = store.for_tenant("a")
+    first = tenant_a.set_forge_token("github", TOKEN_A, cipher)
+    second = tenant_a.set_forge_token("github", TOKEN_B, cipher)
+    assert second.created == first.created
+    assert second.updated >= first.updated
+    assert len(raw_tokens(store)) == 1
+    assert tenant_a.reveal_forge_token("github", cipher) == TOKEN_B
+    assert tenant_a.delete_forge_token("github") is True
+    assert tenant_a.delete_forge_token("github") is False
+    assert tenant_a.reveal_forge_token("github", cipher) is None
+    assert tenant_a.list_forge_credentials() == []
+
+
+def test_a_tenant_sees_reveals_and_deletes_only_its_own_token(
+    store: SqlStore, cipher: TokenCipher
+) -> None:
+    tenant_a, tenant_b = store.for_tenant("a"), store.for_tenant("b")
+    tenant_a.set_forge_token("github", TOKEN_A, cipher)
+    assert tenant_b.list_forge_credentials() == []
+    assert tenant_b.reveal_forge_token("github", cipher) is None
+    assert tenant_b.delete_forge_token("github") is False
+    tenant_b.set_forge_token("github", TOKEN_B, cipher)
+    assert tenant_a.reveal_forge_token("github", cipher) == TOKEN_A
+    assert tenant_b.reveal_forge_token("github", cipher) == TOKEN_B
+    everyone = SqlStore(store.url, tenant=None)
+    try:
+        assert [c.tenant for c in everyone.list_forge_credentials()] == ["a", "b"]
+        with pytest.raises(StoreError, match="for_tenant"):
+            everyone.reveal_forge_token("github", cipher)
+        with pytest.raises(StoreError, match="for_tenant"):
+            everyone.delete_forge_token("github")
+        with pytest.raises(StoreError, match="for_tenant"):
+            everyone.set_forge_token("github", TOKEN_A, cipher)
+    finally:
+        everyone.close()
+    assert len(raw_tokens(store)) == 2
+
+
+def test_a_wrong_key_is_a_clear_error_and_loses_nothing(
+    store: SqlStore, cipher: TokenCipher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.for_tenant("a").set_forge_token("github", TOKEN_A, cipher)
+    before = raw_tokens(store)
+    monkeypatch.setenv(KEY_ENV, new_key())
+    wrong = TokenCipher(KEY_ENV, cipher.key_file)
+    with pytest.raises(CredentialsKeyError, match=f"stored with another key.*\\${KEY_ENV}"):
+        store.for_tenant("a").reveal_forge_token("github", wrong)
+    with pytest.raises(CredentialsKeyError, match="stored with another key"):
+        store.for_tenant("b").set_forge_token("github", TOKEN_B, wrong)  # would mix keys
+    assert raw_tokens(store) == before
+    monkeypatch.delenv(KEY_ENV)
+    right = TokenCipher(KEY_ENV, cipher.key_file)
+    assert store.for_tenant("a").reveal_forge_token("github", right) == TOKEN_A
+
+
+def test_a_missing_key_is_a_clear_error_and_no_new_key_replaces_it(
+    store: SqlStore, cipher: TokenCipher
+) -> None:
+    store.for_tenant("a").set_forge_token("github", TOKEN_A, cipher)
+    saved = cipher.key_file.read_bytes()
+    cipher.key_file.unlink()
+    lost = TokenCipher(KEY_ENV, cipher.key_file)
+    with pytest.raises(CredentialsKeyError, match=f"no key.*\\${KEY_ENV}"):
+        store.for_tenant("a").reveal_forge_token("github", lost)
+    with pytest.raises(CredentialsKeyError, match="no key"):
+        store.for_tenant("b").set_forge_token("github", TOKEN_B, lost)
+    assert not cipher.key_file.exists()  # no new key was made over the stored tokens
+    fd = os.open(cipher.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as restored:
+        restored.write(saved)
+    back = TokenCipher(KEY_ENV, cipher.key_file)
+    assert store.for_tenant("a").reveal_forge_token("github", back) == TOKEN_A
+
+
+def test_keys_rotate_through_the_variable_first_sealing_every_one_opening(
+    store: SqlStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, new = new_key(), new_key()
+    monkeypatch.setenv(KEY_ENV, old)
+    store.for_tenant("a").set_forge_token("github", TOKEN_A, TokenCipher(KEY_ENV, tmp_path / "k"))
+    monkeypatch.setenv(KEY_ENV, f"{new}, {old}")
+    both = TokenCipher(KEY_ENV, tmp_path / "k")
+    assert store.for_tenant("a").reveal_forge_token("github", both) == TOKEN_A
+    store.for_tenant("b").set_forge_token("github", TOKEN_B, both)
+    sealed_b = store.for_tenant("b")
+    with sealed_b.transaction() as db:
+        token_b = db.execute(
+            select(forge_credentials.c.token).where(forge_credentials.c.tenant == "b")
+        ).scalar_one()
+    assert Fernet(new.encode()).decrypt(token_b.encode()).decode() == TOKEN_B
+    assert not (tmp_path / "k").exists()  # a key from the variable makes no file
+
+
+def test_a_malformed_key_in_the_variable_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "not-a-key")
+    with pytest.raises(CredentialsKeyError, match=f"\\${KEY_ENV} holds no valid key.*new-key"):
+        TokenCipher(KEY_ENV, tmp_path / "k")
+
+
+@pytest.mark.parametrize("token", ["", "ghp_with space", "ghp_line\nbreak", "x" * 2049, "é"])
+def test_a_token_that_cannot_be_one_is_refused_without_being_quoted(
+    store: SqlStore, cipher: TokenCipher, token: str
+) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        store.for_tenant("a").set_forge_token("github", token, cipher)
+    assert token not in refused.value.message or not token
+    assert raw_tokens(store) == []
