@@ -16,6 +16,7 @@ from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.service.store import SqlStore
 from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
+from tests.forge.conftest import git
 
 pytestmark = pytest.mark.bwrap
 
@@ -194,6 +195,29 @@ async def test_secrets_reach_no_pr_commit_trajectory_or_event(
     }
     assert {name: secret in text for name, text in places.items()} == dict.fromkeys(places, False)
     assert "token=***" in places["trajectories"]
+
+
+async def test_a_change_that_holds_a_secret_is_never_pushed(
+    make_runner: MakeRunner,
+    remote: Path,
+    store: SqlStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "deploy-secret-9876543210"  # noqa: S105 - a test value
+    monkeypatch.setenv("DEPLOY_TOKEN", secret)
+    blueprint = tmp_path / "leaky.yaml"
+    source = (Path(__file__).parents[2] / "src/golem/blueprint/builtin/minion.yaml").read_text()
+    blueprint.write_text(source.replace("nodes:", "box: {secrets_env: [DEPLOY_TOKEN]}\nnodes:", 1))
+    leak = f"scripted:{SCRIPTS / 'leak-into-file.yaml'}"
+    state = await make_runner().start(request(remote, leak, blueprint=str(blueprint)))
+    assert state.status == "failed"
+    assert state.error is not None
+    assert "golem does not push it" in state.error
+    assert git("branch", "--list", state.branch, cwd=remote) == ""  # nothing pushed
+    assert store.list_pull_requests() == []
+    events = "".join(e.model_dump_json() for _, e in store.events(state.id))
+    assert secret not in events
 
 
 async def test_a_run_without_task_or_issue_is_refused(

@@ -16,6 +16,7 @@ from golem.agent.messages import Usage
 from golem.blueprint.contracts import RunStore
 from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
+from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import RunState
 from golem.blueprint.workspace import copy_into_box, sync_from_box
 from golem.core.config import GolemConfig
@@ -54,6 +55,12 @@ class Execution:
         self.engine = engine
         self.forge = forge
         self.credentials = credentials or ForgeCredentials.from_config(config.forge)
+        names = blueprint.box.get("secrets_env") or []
+        self.secrets = RunSecrets.gather(
+            [os.environ.get(str(name), "") for name in names] if isinstance(names, list) else [],
+            config.credentials,
+            self.credentials.secrets(),
+        )
         self._on_event = on_event
         self._box: Box | None = None
         self._models: dict[str, Model] = {}
@@ -81,7 +88,8 @@ class Execution:
         )
 
     def emit(self, event: RunEvent) -> None:
-        """Keep an event in the store and show it."""
+        """Keep an event in the store and show it (the run's secrets masked)."""
+        event = self.secrets.mask_model(event)
         self.store.append_event(self.state.id, event)
         if self._on_event is not None:
             self._on_event(event)
@@ -104,8 +112,12 @@ class Execution:
         return sink
 
     def save(self) -> None:
-        """Persist the state."""
-        self.store.save_run(self.state)
+        """Persist the state (what an error or the agent said, masked)."""
+        state = self.state
+        if state.error:
+            state.error = self.secrets.mask(state.error)
+        state.summary = self.secrets.mask(state.summary)
+        self.store.save_run(state)
 
     # The box ----------------------------------------------------------------------------
 

@@ -11,12 +11,22 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
 from golem.blueprint.steps.checks import describe_failures
 from golem.context import hydrate, load_conventions, render_issue
+from golem.core.errors import GolemError
 from golem.forge import PullRequestDraft
 from golem.forge.errors import ForgeError
 
 __all__ = ["run_host"]
 
 CONTEXT_BUDGET = 12_000
+
+
+class SecretInChange(GolemError):
+    """The committed change holds a secret's value: it is not pushed."""
+
+    exit_code = 2
+    http_status = 422
+
+
 TRAILER = "Golem-Run"
 Result = tuple[Literal["success", "failure"], str]
 
@@ -56,7 +66,8 @@ async def _prepare(ex: Execution) -> Result:
     state.base = state.base or request.base or await repo.default_branch()
     state.branch = state.branch or f"golem/{_slug(state.title)}-{state.id[-6:]}"
     await repo.checkout_branch(state.branch, start=state.base)
-    state.conventions = await asyncio.to_thread(load_conventions, workspace)
+    if state.conventions is None:  # a resumed run keeps the base's, never the box's edit
+        state.conventions = await asyncio.to_thread(load_conventions, workspace)
     ex.note(f"checks: {state.conventions.source}", "prepare")
     ex.save()
     return "success", f"{state.branch} from {state.base}"
@@ -94,7 +105,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     state.commit = await repo.find_commit(trailer, base=state.base)
     if state.commit is None:
         state.commit = await repo.commit_all(
-            _commit_message(ex, escalate=escalate),
+            ex.secrets.mask(_commit_message(ex, escalate=escalate)),
             ex.config.forge.author_name,
             ex.config.forge.author_email,
             trailers={TRAILER: state.id},
@@ -108,20 +119,25 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
             return "success", "nothing to push"
         return "failure", "the agent changed nothing: nothing to ship"
     state.diff_stat = (await repo.diff_stat(state.base)).summary()
+    diff = await repo.diff(state.base)
+    if ex.secrets.mask(diff) != diff:
+        raise SecretInChange(
+            "the change holds the value of a secret this run knows (a box secret, a brokered "
+            "credential or a forge token); golem does not push it. Remove it from the files "
+            f"and commit again on {state.branch}, or rotate the secret"
+        )
     await repo.push(state.branch)
     draft = PullRequestDraft(
         repo=_repo_name(ex),
         base=state.base,
         head=state.branch,
-        title=_title(ex, escalate=escalate),
-        body=_body(ex, escalate=escalate),
+        title=ex.secrets.mask(_title(ex, escalate=escalate)),
+        body=ex.secrets.mask(_body(ex, escalate=escalate)),
         draft=escalate,
         labels=list(ex.config.forge.escalation_labels) if escalate else [],
         issue=state.issue.number if state.issue is not None else None,
     )
-    state.pr = await ex.forge.open_pull_request(
-        draft, diff=await repo.diff(state.base), checks=state.checks
-    )
+    state.pr = await ex.forge.open_pull_request(draft, diff=diff, checks=state.checks)
     if escalate:
         state.status = "escalated"
     ex.save()
@@ -135,7 +151,7 @@ async def _comment(ex: Execution, text: str) -> None:
     """Comment on the run's issue; a comment that fails is noted, never the run's end."""
     if ex.state.issue is not None:
         try:
-            await ex.forge.comment(ex.state.issue, text)
+            await ex.forge.comment(ex.state.issue, ex.secrets.mask(text))
         except ForgeError as exc:
             ex.note(f"could not comment on the issue: {exc.message}")
 

@@ -1,0 +1,68 @@
+"""The secrets a run holds, and the one masker its outputs pass through.
+
+A run knows secrets a box must never hand out: the values its box gets as secrets
+(``box.secrets_env``), the real values of brokered credentials (``[[credentials]]``) and
+its forge tokens. Whatever leaves the run (events, its saved state, the commit message,
+the pull request and comments) goes through ``RunSecrets.mask`` first, so a secret a box
+printed, an agent repeated or an error carried is ``***`` wherever it is shown or kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from golem.core.errors import ConfigError
+from golem.core.network import Credential
+from golem.sandbox import SecretMasker
+from golem.sandbox.egress import read_credential_values
+
+__all__ = ["RunSecrets"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class RunSecrets:
+    """Masks a run's secrets in text, in events and in its state."""
+
+    def __init__(self, values: Sequence[str]) -> None:
+        self.values = sorted({value for value in values if value})
+        self._masker = SecretMasker(self.values)
+
+    @classmethod
+    def gather(
+        cls, box_secrets: Sequence[str], credentials: Sequence[Credential], tokens: Sequence[str]
+    ) -> RunSecrets:
+        """The box's secret values, the brokered credentials' real values (those the host
+        can read) and the forge tokens."""
+        brokered: list[str] = []
+        for credential in credentials:
+            try:
+                brokered += read_credential_values([credential]).values()
+            except ConfigError:
+                continue  # a credential the host cannot read is in no output either
+        return cls([*box_secrets, *brokered, *tokens])
+
+    def mask(self, text: str) -> str:
+        """``text`` with every secret replaced by ``***``."""
+        return self._masker.mask_text(text) if self.values else text
+
+    def mask_model(self, model: ModelT) -> ModelT:
+        """A copy of ``model`` with every string in it masked (the same object when no
+        string held a secret)."""
+        if not self.values:
+            return model
+        dumped = model.model_dump(mode="python")
+        masked = self._mask_tree(dumped)
+        return model if masked == dumped else type(model).model_validate(masked)
+
+    def _mask_tree(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, list | tuple):
+            return [self._mask_tree(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self._mask_tree(item) for key, item in value.items()}
+        return value
