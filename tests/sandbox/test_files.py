@@ -105,3 +105,30 @@ async def test_writing_to_the_read_only_root_fails_cleanly(box: Box) -> None:
     with pytest.raises(SandboxError, match="Read-only file system"):
         await box.put_file("/usr/evil", b"x" * 1_000_000)
     assert (await box.execute("echo still-fine")).stdout == "still-fine\n"
+
+
+async def test_a_download_past_the_cap_is_refused_and_the_box_stops_sending(
+    engine: Engine,
+) -> None:
+    """A sparse file of 20 GB: the host refuses it at max_file_bytes, whatever size the box
+    announced, and the supervisor's sending thread ends instead of streaming the rest."""
+    async with engine.session(engine.spec(max_file_bytes="1m")) as box:
+        await box.execute("truncate -s 20G huge")
+        idle = (await box.execute("ls /proc/1/task | wc -l")).stdout
+        with pytest.raises(SandboxError, match=r"rule takeback\.size"):
+            await box.get_file("huge")
+        threads = ""
+        for _ in range(500):  # each look is a round trip to the box, not a sleep
+            threads = (await box.execute("ls /proc/1/task | wc -l")).stdout
+            if threads == idle:
+                break
+        assert threads == idle
+
+
+async def test_only_regular_files_are_downloaded(box: Box) -> None:
+    await box.execute("mkfifo pipe")
+    with pytest.raises(SandboxError, match="not a regular file"):
+        await box.get_file("pipe")
+    with pytest.raises(SandboxError, match="not a regular file"):
+        await box.get_file("/dev/zero")
+    assert (await box.execute("echo fine")).stdout == "fine\n"

@@ -9,6 +9,7 @@ nothing written through a host symlink).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tarfile
 import tempfile
 from collections.abc import AsyncIterable, AsyncIterator
@@ -156,10 +157,12 @@ class BoxFiles:
         client = self._files_client
         call_id = message["id"] = client.new_id()
         queue = client.open(call_id)
+        finished = False
         try:
             await client.send(message)
             while True:
                 frame = await _reply(client, queue)
+                finished = frame[0].get("op") in ("end", "error")
                 raise_if_error(frame)
                 op = frame[0].get("op")
                 if op == "chunk":
@@ -168,6 +171,9 @@ class BoxFiles:
                     return
         finally:
             client.close_call(call_id)
+            if not finished and client.lost is None:  # the host stopped reading it
+                with contextlib.suppress(SandboxError, OSError):
+                    await client.send({"op": "cancel", "id": call_id})
 
 
 async def _reply(client: SessionClient, queue: asyncio.Queue[Frame | None]) -> Frame:

@@ -657,6 +657,10 @@ class Transfer:
             raise ValueError(self.error)
 
 
+class TransferCancelled(Exception):
+    """The host stopped reading a download (``cancel``): send no more of it."""
+
+
 class ChunkWriter:
     """A file-like sink that sends what it is given as ``chunk`` frames."""
 
@@ -673,7 +677,7 @@ class ChunkWriter:
 
     def flush(self):
         if self.pending:
-            self.sup.channel.send({"op": "chunk", "id": self.id}, bytes(self.pending))
+            self.sup.send_chunk(self.id, bytes(self.pending))
             self.pending = bytearray()
 
 
@@ -687,6 +691,7 @@ class Supervisor:
         self.workspace_root = os.environ.get("GOLEM_WORKSPACE", "/workspace")
         self.calls = {}
         self.transfers = {}
+        self.cancelled = set()  # downloads the host stopped reading
         self.calls_lock = threading.Lock()
 
     def finished(self, call):
@@ -862,6 +867,15 @@ class Supervisor:
     def op_get(self, msg, payload):
         threading.Thread(target=self._send_path, args=(msg,), daemon=True).start()
 
+    def op_cancel(self, msg, payload):
+        """The host stopped reading a download: its thread stops at the next chunk."""
+        self.cancelled.add(msg["id"])
+
+    def send_chunk(self, call_id, data):
+        if call_id in self.cancelled:
+            raise TransferCancelled(call_id)
+        self.channel.send({"op": "chunk", "id": call_id}, data)
+
     def _send_path(self, msg):
         call_id = msg["id"]
         path = msg["path"]
@@ -871,10 +885,14 @@ class Supervisor:
             else:
                 self._send_tar(call_id, path, msg.get("paths"), bool(msg.get("skip_git_root")))
             self.channel.send({"op": "end", "id": call_id})
+        except TransferCancelled:
+            pass
         except Exception as exc:
             self.channel.send(
                 {"op": "error", "id": call_id, "kind": type(exc).__name__, "message": str(exc)}
             )
+        finally:
+            self.cancelled.discard(call_id)
 
     def _send_file(self, call_id, path):
         # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go out.
@@ -889,7 +907,7 @@ class Supervisor:
                 data = handle.read(CHUNK)
                 if not data:
                     break
-                self.channel.send({"op": "chunk", "id": call_id}, data)
+                self.send_chunk(call_id, data)
 
     def _send_tar(self, call_id, path, paths, skip_git_root):
         """``path`` as a tar stream; with ``paths`` (relative to it), only those that exist
