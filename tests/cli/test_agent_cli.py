@@ -51,6 +51,27 @@ def test_agent_fixes_a_directory_and_changes_only_what_it_edited(
     assert b"1 file(s) changed" in done.stderr
 
 
+def test_links_the_directory_already_had_do_not_stop_the_copy_back(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+    tmp_path: Path,
+) -> None:
+    """A link out of the directory, an absolute one and a hard-linked pair were there
+    before the agent: they are no change, so the copy-back neither refuses nor touches
+    them."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "shared").symlink_to(outside)
+    (repo / "python").symlink_to("/usr/bin/python3")
+    (repo / "copy.py").hardlink_to(repo / "calculator.py")
+    done = golem(golem_env, "agent", "--model", FIX, "--workspace", str(repo), "Fix the tests")
+    assert done.returncode == 0, done.stderr
+    assert (repo / "shared").readlink() == outside
+    assert (repo / "python").readlink() == Path("/usr/bin/python3")
+    assert "return a + b" in (repo / "calculator.py").read_text()
+    assert list(outside.iterdir()) == []
+
+
 def test_agent_dry_run_shows_the_diff_and_changes_nothing(
     golem_env: dict[str, str],  # noqa: F811
     repo: Path,

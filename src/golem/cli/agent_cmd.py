@@ -20,7 +20,13 @@ from golem.agent import Agent, Budget, make_model, make_tools
 from golem.agent.events import AgentOutcome
 from golem.cli import options
 from golem.cli.progress import AgentProgress
-from golem.cli.tree_sync import apply_changes, compare_trees, render_diff, without_ignored
+from golem.cli.tree_sync import (
+    apply_changes,
+    compare_trees,
+    render_diff,
+    symlinks_of,
+    without_ignored,
+)
 from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.core.ids import new_id
@@ -93,7 +99,8 @@ async def _run(
         with tempfile.TemporaryDirectory(prefix="golem-agent-") as scratch:
             result = Path(scratch)
             archive = box.stream_archive(".", skip_git_root=True)
-            await land_archive(archive, result, box.limits, skip_git_root=True)
+            links = await asyncio.to_thread(symlinks_of, workspace)
+            await land_archive(archive, result, box.limits, skip_git_root=True, known_links=links)
             await _report_changes(workspace, result, dry_run=dry_run)
     console.print(f"trajectory: {path}")
     return outcome

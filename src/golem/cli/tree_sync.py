@@ -17,7 +17,14 @@ from typing import Literal
 from golem.forge import GitRepo
 from golem.sandbox.hosttree import HostTree
 
-__all__ = ["TreeChange", "apply_changes", "compare_trees", "render_diff", "without_ignored"]
+__all__ = [
+    "TreeChange",
+    "apply_changes",
+    "compare_trees",
+    "render_diff",
+    "symlinks_of",
+    "without_ignored",
+]
 
 SKIPPED = frozenset({".git", "__pycache__"})
 Kind = Literal["added", "deleted", "modified"]
@@ -40,6 +47,18 @@ def _files(root: Path) -> dict[str, Path]:
             path = Path(directory) / name
             if path.is_file() and not path.is_symlink():
                 found[path.relative_to(root).as_posix()] = path
+    return found
+
+
+def symlinks_of(root: Path) -> dict[str, str]:
+    """The symlinks under ``root`` (``.git`` skipped): relative path -> target."""
+    found: dict[str, str] = {}
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories[:] = [d for d in subdirectories if d != ".git"]
+        for name in [*names, *subdirectories]:
+            path = Path(directory) / name
+            if path.is_symlink():
+                found[path.relative_to(root).as_posix()] = os.readlink(path)
     return found
 
 

@@ -31,7 +31,7 @@ import contextlib
 import posixpath
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, Callable, Iterator
+from collections.abc import AsyncIterable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -100,11 +100,13 @@ async def land_archive(
     *,
     wanted: Callable[[str], bool] | None = None,
     skip_git_root: bool = False,
+    known_links: Mapping[str, str] | None = None,
 ) -> Landed:
     """Unpack a tar stream from a box beneath ``destination`` (made if missing) by the
     rules above. ``wanted`` says which (normalised, relative) paths the host asked for;
     ``skip_git_root`` drops the tree's own top-level ``.git`` (which the host put there)
-    instead of refusing it."""
+    instead of refusing it; a symlink equal to one of ``known_links`` (path -> target: the
+    host's own, copied into the box) is left out rather than checked: it is no change."""
     cap = limits.max_bytes + ARCHIVE_SLACK
     with tempfile.TemporaryFile(prefix="golem-takeback-") as spool:
         size = 0
@@ -120,7 +122,7 @@ async def land_archive(
             await asyncio.to_thread(spool.write, chunk)
         spool.seek(0)
         destination.mkdir(parents=True, exist_ok=True)
-        unpacker = _Unpacker(destination, limits, wanted, skip_git_root)
+        unpacker = _Unpacker(destination, limits, wanted, skip_git_root, known_links or {})
         return await asyncio.to_thread(unpacker.run, spool)
 
 
@@ -155,11 +157,13 @@ class _Unpacker:
         limits: TakebackLimits,
         wanted: Callable[[str], bool] | None,
         skip_git_root: bool,
+        known_links: Mapping[str, str],
     ) -> None:
         self.destination = destination
         self.limits = limits
         self.wanted = wanted
         self.skip_git_root = skip_git_root
+        self.known_links = known_links
         self.total = 0
 
     def run(self, spool: IO[bytes]) -> Landed:
@@ -174,6 +178,8 @@ class _Unpacker:
                     )
                 path = self._checked_path(member.name)
                 if path is None:
+                    continue
+                if member.issym() and self.known_links.get(path) == member.linkname:
                     continue
                 self._land(archive, member, path, tree)
                 landed.paths.append(path)

@@ -918,14 +918,20 @@ class Supervisor:
             raise FileNotFoundError(2, "No such file or directory", path)
         self.channel.send({"op": "meta", "id": call_id})
 
-        def outside_git_root(info):
+        def entry(info):
+            """Each file whole (a second hard link to it too), the top .git left out."""
             name = info.name[2:] if info.name.startswith("./") else info.name
-            return None if skip_git_root and name.split("/", 1)[0] == ".git" else info
+            if skip_git_root and name.split("/", 1)[0] == ".git":
+                return None
+            if info.islnk():
+                info.type, info.linkname = tarfile.REGTYPE, ""
+                info.size = os.lstat(os.path.join(path, name)).st_size
+            return info
 
         writer = ChunkWriter(self, call_id)
         with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as archive:
             if paths is None:
-                archive.add(path, arcname=".", filter=outside_git_root)
+                archive.add(path, arcname=".", filter=entry)
             else:
                 added = []
                 for name in sorted(set(str(p).strip("/") for p in paths)):
@@ -933,7 +939,7 @@ class Supervisor:
                         continue
                     full = os.path.join(path, name)
                     if os.path.lexists(full):
-                        archive.add(full, arcname=name, filter=outside_git_root)
+                        archive.add(full, arcname=name, filter=entry)
                         if os.path.isdir(full) and not os.path.islink(full):
                             added.append(name)
         writer.flush()
