@@ -397,3 +397,31 @@ def test_without_a_secret_every_delivery_is_refused(
         assert "$TRIGGER_TEST_WEBHOOK_SECRET" in answer.json()["detail"]
     assert runs == []
     assert github.comments(repo, 1) == []
+
+
+def test_the_trigger_uses_its_tenants_own_token_and_the_servers_only_where_shared(
+    tmp_path: Path, remotes: Path
+) -> None:
+    own_token = "ghp_triggerTenantOwn0123456789abcdef"  # noqa: S105 - a test token
+    unshared = "\n[server]\nshared_forge_tenants = []\n"
+    with GitHub(token=own_token) as github:
+        repo = new_repo(github, remotes, "own-token")
+        config = trigger_config(github, remotes, gated_minion(tmp_path)) + unshared
+        with serving(tmp_path / "state", config=config, env=SERVER_ENV) as server:
+            refused = deliver(server, "issues", labelled(repo))
+            key = server.key("default")
+            with server.client(key) as client:
+                put = client.put("/v1/credentials/github", json={"token": own_token})
+            assert put.status_code == 200, put.text
+            started = deliver(server, "issues", labelled(repo))
+            assert started.status_code == 202, started.text
+            run_id = started.json()["run_id"]
+            comments_when(github, repo, acknowledged(run_id))
+            assert run_to_end(server, key, run_id, "cancel")["status"] == "cancelled"
+            comments_when(github, repo, lambda found: len(found) == 2)
+        assert refused.status_code == 503, refused.text
+        assert "tenant 'default' has none" in refused.json()["detail"]
+        assert "PUT /v1/credentials/github" in refused.json()["detail"]
+        assert {r.headers.get("authorization") for r in github.requests} == {
+            f"Bearer {own_token}"
+        }  # the server's token was never sent: the tenant is not among the shared

@@ -64,5 +64,6 @@ class Tool(Protocol):
 
     async def run(self, box: Box, arguments: dict[str, Any]) -> ToolResult:
         """Run with validated-or-not ``arguments`` (check them: the model may send
-        anything); a problem the model can fix is a ToolResult with ``is_error``."""
+        anything); a problem the model can fix is a ToolResult with ``is_error``. The agent
+        loop masks the box's secrets in the result, so a tool shows what it finds."""
         ...

@@ -3,7 +3,9 @@ finishes, a budget would be crossed, it repeats a failing action, or the model f
 
 The loop runs on the host; only tool calls reach the box, so model keys never enter one.
 Everything it does is an event (``golem.agent.events``), written to the trajectory when a
-path is given.
+path is given. The box's secrets are masked in one place for every tool: a tool call's
+result is masked before the model, an event or the trajectory sees it, and every event and
+the outcome are masked again (what the model says, too).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,6 +36,7 @@ from golem.agent.messages import Message, ModelRequest, ModelResponse, ToolCall
 from golem.agent.prompt import NUDGE, system_prompt, task_message
 from golem.agent.trajectory import TrajectoryWriter
 from golem.core.errors import ConfigError, ModelError
+from golem.core.masking import mask_fields
 from golem.sandbox import Box
 
 __all__ = ["Agent", "EventSink"]
@@ -78,10 +81,6 @@ class Agent:
                 f"its price under [models.prices] in golem.toml, or drop the dollar budget"
             )
 
-    def _emit(self, event: AgentEvent) -> None:
-        for sink in self._sinks:
-            sink(event)
-
     async def run(
         self,
         box: Box,
@@ -93,48 +92,42 @@ class Agent:
         """Work on ``task`` in ``box`` until the run ends; never raises for the model's or
         the tools' failures (they end the run as ``error`` or become observations)."""
         writer = TrajectoryWriter(trajectory) if trajectory is not None else None
-        if writer is not None:
-            self._sinks.append(writer)
-        meter = BudgetMeter(self.budget, self.model.price, self._clock)
+        sinks: list[EventSink] = [*self._sinks, *([writer] if writer is not None else [])]
+        run = _Run(box, BudgetMeter(self.budget, self.model.price, self._clock), sinks)
         system = system_prompt(box.spec.workdir, context)
-        self._emit(
-            AgentStarted(
-                task=task,
-                model=self.model.name,
-                tools=list(self.tools),
-                budget=self.budget,
-                system=system,
-            )
-        )
         try:
-            stop = await self._work(box, system, task, meter)
-        except BaseException:  # cancelled: the trajectory keeps what happened so far
+            run.emit(
+                AgentStarted(
+                    task=task,
+                    model=self.model.name,
+                    tools=list(self.tools),
+                    budget=self.budget,
+                    system=system,
+                )
+            )
+            stop = await self._work(run, system, task)
+            meter = run.meter
+            outcome = AgentOutcome(
+                status=stop.status,
+                summary=stop.summary or stop.reason,
+                reason=stop.reason,
+                usage=meter.usage,
+                cost_usd=meter.cost_usd,
+                turns=meter.turns,
+                duration=meter.elapsed,
+                trajectory=trajectory,
+            )
+            outcome = mask_fields(outcome, box.mask)
+            run.emit(AgentFinished(outcome=outcome))
+        finally:  # cancelled too: the trajectory keeps what happened so far
             if writer is not None:
                 writer.close()
-            raise
-        finally:
-            if writer is not None:
-                self._sinks.remove(writer)
-        outcome = AgentOutcome(
-            status=stop.status,
-            summary=stop.summary or stop.reason,
-            reason=stop.reason,
-            usage=meter.usage,
-            cost_usd=meter.cost_usd,
-            turns=meter.turns,
-            duration=meter.elapsed,
-            trajectory=trajectory,
-        )
-        if writer is not None:
-            writer(AgentFinished(outcome=outcome))
-            writer.close()
-        self._emit(AgentFinished(outcome=outcome))
         return outcome
 
-    async def _work(self, box: Box, system: str, task: str, meter: BudgetMeter) -> _Stop:
+    async def _work(self, run: _Run, system: str, task: str) -> _Stop:
         talk = _Conversation(system, [Message(role="user", content=task_message(task))])
         try:
-            while (stop := await self._turn(box, talk, meter)) is None:
+            while (stop := await self._turn(run, talk)) is None:
                 pass
         except BudgetExceeded as exc:
             return _Stop("budget_exhausted", exc.reason, talk.last_text())
@@ -142,22 +135,22 @@ class Agent:
             return _Stop("error", f"the model failed: {exc.message}", talk.last_text())
         return stop
 
-    async def _turn(self, box: Box, talk: _Conversation, meter: BudgetMeter) -> _Stop | None:
+    async def _turn(self, run: _Run, talk: _Conversation) -> _Stop | None:
         """One model call and the tool calls it asks for; a _Stop when the run ends."""
         specs = [tool.spec for tool in self.tools.values()]
-        request = meter.admit(
+        request = run.meter.admit(
             ModelRequest(
                 system=talk.system, messages=talk.messages, tools=specs, max_tokens=self.max_tokens
             )
         )
-        self._emit(
+        run.emit(
             ModelCalled(
-                turn=meter.turns + 1,
+                turn=run.meter.turns + 1,
                 new_messages=talk.messages[talk.recorded :],
                 max_tokens=request.max_tokens,
             )
         )
-        response = await self._call(request, meter)
+        response = await self._call(run, request)
         talk.messages.append(response.message)
         talk.recorded = len(talk.messages)
         if response.stop_reason == "refusal":
@@ -170,7 +163,7 @@ class Agent:
             return None
         talk.nudged = False
         for call in response.message.tool_calls:
-            result = await self._run_tool(box, call, meter)
+            result = await self._run_tool(run, call)
             talk.messages.append(
                 Message(
                     role="tool", content=result.output, tool_call_id=call.id,
@@ -183,20 +176,21 @@ class Agent:
                 return stuck
         return None
 
-    async def _call(self, request: ModelRequest, meter: BudgetMeter) -> ModelResponse:
-        turn = meter.turns + 1
+    async def _call(self, run: _Run, request: ModelRequest) -> ModelResponse:
+        turn = run.meter.turns + 1
 
         def delta(text: str) -> None:
-            self._emit(ModelDelta(turn=turn, text=text))
+            run.emit(ModelDelta(turn=turn, text=text))
 
-        response = await _bounded(self.model.complete(request, delta), meter)
-        meter.charge(request, response)
-        self._emit(ModelAnswered(turn=turn, response=response, cost_so_far=meter.cost_usd))
+        response = await _bounded(self.model.complete(request, delta), run.meter)
+        run.meter.charge(request, response)
+        run.emit(ModelAnswered(turn=turn, response=response, cost_so_far=run.meter.cost_usd))
         return response
 
-    async def _run_tool(self, box: Box, call: ToolCall, meter: BudgetMeter) -> ToolResult:
-        """Run one call; every failure is an observation the model can read."""
-        self._emit(ToolStarted(call=call))
+    async def _run_tool(self, run: _Run, call: ToolCall) -> ToolResult:
+        """Run one call; every failure is an observation the model can read. The result,
+        whatever made it, has the box's secrets masked."""
+        run.emit(ToolStarted(call=call))
         started = time.monotonic()
         tool = self.tools.get(call.name)
         if call.error is not None:
@@ -206,12 +200,13 @@ class Agent:
             result = ToolResult(f"there is no tool {call.name!r}; the tools are: {names}", True)
         else:
             try:
-                result = await _bounded(tool.run(box, call.arguments), meter)
+                result = await _bounded(tool.run(run.box, call.arguments), run.meter)
             except BudgetExceeded:
                 raise
             except Exception as exc:  # a tool's crash is the model's observation
                 result = ToolResult(f"the tool failed: {type(exc).__name__}: {exc}", True)
-        self._emit(
+        result = replace(result, output=run.box.mask(result.output))
+        run.emit(
             ToolFinished(
                 call_id=call.id,
                 name=call.name,
@@ -247,6 +242,22 @@ async def _bounded(work: Awaitable[T], meter: BudgetMeter) -> T:
     except TimeoutError:
         meter.check_time()  # BudgetExceeded when the budget is what ran out
         raise
+
+
+@dataclass
+class _Run:
+    """One run of an agent: its box, its budget meter, and where its events go (each
+    masked with the box's secrets first)."""
+
+    box: Box
+    meter: BudgetMeter
+    sinks: list[EventSink]
+
+    def emit(self, event: AgentEvent) -> None:
+        """Send ``event``, masked, to every sink."""
+        masked = mask_fields(event, self.box.mask)
+        for sink in self.sinks:
+            sink(masked)
 
 
 @dataclass

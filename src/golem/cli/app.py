@@ -13,6 +13,7 @@ from golem.cli import (
     agent_cmd,
     blueprint_cmd,
     config_cmd,
+    credentials_cmd,
     exec_cmd,
     image_cmd,
     prs_cmd,
@@ -49,6 +50,7 @@ app.add_typer(runs_cmd.runs_app, name="runs")
 app.add_typer(prs_cmd.prs_app, name="prs")
 app.add_typer(blueprint_cmd.blueprint_app, name="blueprint")
 app.add_typer(serve_cmd.keys_app, name="keys")
+app.add_typer(credentials_cmd.credentials_app, name="credentials")
 app.add_typer(trajectory_cmd.trajectory_app, name="trajectory")
 
 

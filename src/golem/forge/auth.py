@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from golem.core.errors import ConfigError
+from golem.core.masking import mask_text
 from golem.forge.config import ForgeConfig
 
 __all__ = ["MASK", "ForgeCredentials", "GitAuth", "git_auth", "mask", "origin_of"]
@@ -83,10 +84,8 @@ class GitAuth:
 
 def mask(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret replaced by ``***`` (longest first, so that a secret
-    containing another is masked whole)."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text
+    containing another is masked whole): golem's one masker, ``golem.core.masking``."""
+    return mask_text(text, secrets)
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ import socket
 from collections.abc import Iterator
 
 from golem.blueprint import RunRequest, RunState
-from golem.blueprint.events import RunEvent
+from golem.blueprint.events import RunEvent, RunFinished
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
+from golem.service.forge_access import ForgeAccess
 from golem.service.store import SqlStore
 
 __all__ = ["QueueFull", "RunHub", "RunQueue"]
@@ -77,6 +78,7 @@ class RunQueue:
         self.engine = engine
         self.store = store
         self.server_id = server_id
+        self.forge_access = ForgeAccess(config, store)
         self.hub = RunHub()
         self._wake = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
@@ -153,14 +155,30 @@ class RunQueue:
 
         tenant = self.store.run_tenant(claimed.id) or "default"
         scoped = self.store.for_tenant(tenant)
+        forge = claimed.request.forge or self.config.forge.provider
+        try:  # the tenant's own tokens, or the server's where configured: never another's
+            credentials = self.forge_access.require(tenant, forge, f"run {claimed.id}")
+        except GolemError as exc:
+            self._fail(claimed, scoped, exc.message)
+            return
         runner = Runner(
             self.config,
             engine=self.engine,
             store=scoped,
             pull_requests=scoped,
+            credentials=credentials,
             on_event=self.hub.publish,
         )
         await runner.run(claimed.id, resumed=bool(claimed.steps))
+
+    def _fail(self, claimed: RunState, store: SqlStore, reason: str) -> None:
+        """End a claimed run before it starts: failed, with ``reason``, and its run_end."""
+        claimed.status, claimed.error = "failed", reason
+        store.save_run(claimed)
+        end = RunFinished(run_id=claimed.id, status="failed", summary=reason)
+        store.append_event(claimed.id, end)
+        self.hub.publish(end)
+        log.info("run %s failed before it started: %s", claimed.id, reason)
 
     async def stop(self) -> None:
         """Stop the workers; a run they had is left running, for a restart to resume."""

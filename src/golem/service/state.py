@@ -1,5 +1,6 @@
 """What one server process shares between requests: config, engine, store, keys,
-sessions and the run queue. It lives on ``app.state.golem``; nothing is module-global."""
+sessions, the run queue and the tenants' forge credentials. It lives on
+``app.state.golem``; nothing is module-global."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 
 from golem.core.config import GolemConfig
 from golem.sandbox import Engine
+from golem.service.forge_access import ForgeAccess
 from golem.service.keys import KeyStore
 from golem.service.queue import RunQueue
 from golem.service.sessions import SessionRegistry
@@ -33,3 +35,8 @@ class ServerState:
     sessions: SessionRegistry
     queue: RunQueue
     id: str = field(default_factory=server_id)
+
+    @property
+    def forge_access(self) -> ForgeAccess:
+        """Which forge tokens each tenant's runs get (the queue's, which gives them)."""
+        return self.queue.forge_access

@@ -1,5 +1,7 @@
 """ExternalAgent: a CLI coding agent (Claude Code, Codex, pi, aider, goose or any other)
 run in its one-shot mode inside the box, with the same ``run`` as golem's own Agent.
+What it prints reaches events and the trajectory masked by the box; each event and the
+outcome are masked again after parsing (a JSON line can unescape a secret).
 
 The CLI reaches its model only through the box's egress proxy, which swaps the sentinel
 key in the box for the real one; golem refuses boxes where that is not so.
@@ -32,6 +34,7 @@ from golem.agent.external.template import ExternalTemplate
 from golem.agent.models import cost_usd, price_for
 from golem.agent.trajectory import TrajectoryWriter
 from golem.core.errors import ConfigError, GolemError
+from golem.core.masking import mask_fields
 from golem.core.model_config import ModelsConfig
 from golem.sandbox import Box
 
@@ -104,8 +107,9 @@ class ExternalAgent:
         sinks = [*self._sinks, *([_writing(writer)] if writer else [])]
 
         def emit(event: ExternalEvent) -> None:
+            masked = mask_fields(event, box.mask)  # a CLI's JSON may unescape a secret
             for sink in sinks:
-                sink(event)
+                sink(masked)
 
         started = time.monotonic()
         try:
@@ -118,6 +122,7 @@ class ExternalAgent:
             parser = make_parser(self.template.output)
             ended = await self._run_call(box, call, parser, emit)
             outcome = self._outcome(call, parser, ended, time.monotonic() - started, trajectory)
+            outcome = mask_fields(outcome, box.mask)
             emit(AgentFinished(outcome=outcome))
         finally:
             if writer is not None:

@@ -30,6 +30,8 @@ class ScriptedModel:
         self.price = price
         self._responses = list(responses)
         self._next = 0
+        self.requests: list[ModelRequest] = []
+        """Every request it was sent, in order (what a model would have read)."""
 
     @classmethod
     def from_file(cls, path: str | Path, *, price: Price | None = None) -> ScriptedModel:
@@ -55,6 +57,7 @@ class ScriptedModel:
                 "agent asked for another. Add turns to the script, or end its last turn "
                 "with a finish tool call."
             )
+        self.requests.append(request.model_copy(deep=True))
         response = self._responses[self._next]
         self._next += 1
         if on_delta is not None and response.message.content:

@@ -21,6 +21,7 @@ __all__ = ["EditArguments", "EditTool"]
 
 CONTEXT = 4
 LISTED_LINES = 20
+MASKED = "***"
 
 DESCRIPTION = """Replace text in a file: `old` must occur exactly once (copy it exactly from \
 read's output, with its indentation but without the line-number prefix), unless \
@@ -114,6 +115,11 @@ def _miss(text: str, old: str, name: str) -> str:
     hint = ""
     if has_line_numbers(old):
         hint = "\nold seems to start its lines with read's line numbers; leave them out."
+    if MASKED in old:
+        hint += (
+            f"\n{MASKED} in what tools show stands for a secret, not the file's text; leave "
+            "the part of a line that holds it out of old."
+        )
     candidates = closest(text.replace("\r\n", "\n"), old.replace("\r\n", "\n"))
     if not candidates:
         return (

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from golem.blueprint import RunState
+from golem.core.masking import mask_text
 from golem.forge import IssueComment
 
 __all__ = [
@@ -90,10 +91,7 @@ def reported(comments: Iterable[IssueComment]) -> set[str]:
 
 
 def _masked(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    return mask_text(text, secrets)
 
 
 def _clip(text: str) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from golem.blueprint import RunRequest, RunState
+from golem.core.errors import GolemError
 from golem.forge import ForgeAuthError, ForgeError, ForgeNotFound, GitHubForge, Issue
 from golem.service.problems import Problem
 from golem.service.queue import QueueFull
@@ -57,13 +58,29 @@ class GitHubTrigger:
     def __init__(self, state: ServerState, forge: GitHubForge | None = None) -> None:
         self.state = state
         self.config = state.config.server.github
-        forge_config = state.config.forge
-        self.forge = forge or GitHubForge(forge_config.github, labels=forge_config.labels)
+        self._forge = forge
         self._deliveries: OrderedDict[str, str] = OrderedDict()
         self._issues: dict[str, str] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._tasks: dict[str, asyncio.Task[object]] = {}
         self._login: str | None = None
+
+    @property
+    def forge(self) -> GitHubForge:
+        """GitHub as the trigger's tenant reaches it: with the tenant's own token, or the
+        server's where ``server.shared_forge_tenants`` allows (MissingForgeToken: none)."""
+        if self._forge is not None:
+            return self._forge
+        forge_config = self.state.config.forge
+        try:
+            credentials = self.state.forge_access.require(
+                self.config.tenant, "github", "the GitHub trigger"
+            )
+        except GolemError as exc:
+            raise Problem(
+                503, f"{exc.message}; no run was started: redeliver once it has one"
+            ) from exc
+        return GitHubForge(forge_config.github, credentials=credentials, labels=forge_config.labels)
 
     @property
     def store(self) -> SqlStore:
@@ -230,12 +247,17 @@ class GitHubTrigger:
     async def _say(self, call: IssueCall, text: str) -> None:
         try:
             await self.forge.comment(Issue(title="", repo=call.repo, number=call.number), text)
-        except ForgeError as exc:
+        except GolemError as exc:  # a ForgeError, or no token (Problem)
             log.warning("GitHub trigger: could not comment on %s: %s", call.ref, exc)
 
     def _secrets(self) -> list[str]:
-        token = self.state.config.forge.github.token()
-        return [token] if token else []
+        """Every token a report could show: the tenant's, and the server's."""
+        server = self.state.config.forge.github.token()
+        try:
+            own = self.state.forge_access.for_tenant(self.config.tenant).secrets()
+        except GolemError:
+            own = []
+        return [*own, server] if server else own
 
     def follow_previous(self) -> None:
         """Run ``recover`` in the background (it asks GitHub: the server does not wait);

@@ -1,0 +1,57 @@
+"""Which forge tokens a tenant's runs get: the tenant's own, from the store; else the
+server's own token (``[forge.github] token_env``), but only for tenants the configuration
+names (``[server] shared_forge_tenants``; unset: the GitHub trigger's tenant alone); else
+none. One tenant's runs never get another tenant's token."""
+
+from __future__ import annotations
+
+from golem.core.config import GolemConfig
+from golem.core.errors import GolemError
+from golem.forge import ForgeCredentials
+from golem.service.store import SqlStore, TokenCipher
+
+__all__ = ["ForgeAccess", "MissingForgeToken"]
+
+
+class MissingForgeToken(GolemError):
+    """A run (or the GitHub trigger) needs a forge token its tenant does not have."""
+
+    exit_code = 2
+    http_status = 409
+
+
+class ForgeAccess:
+    """The forge credentials of each tenant of one server."""
+
+    def __init__(self, config: GolemConfig, store: SqlStore) -> None:
+        self.config = config
+        self.store = store
+        self.cipher = TokenCipher.from_config(config)
+
+    def shares_server_token(self, tenant: str) -> bool:
+        """Whether ``tenant`` may use the server's own token when it has none."""
+        server = self.config.server
+        allowed = server.shared_forge_tenants
+        return tenant in (allowed if allowed is not None else [server.github.tenant])
+
+    def for_tenant(self, tenant: str) -> ForgeCredentials:
+        """The tokens ``tenant``'s runs use (CredentialsKeyError when the stored one cannot
+        be opened: it is kept, and the error says which key is needed)."""
+        own = self.store.for_tenant(tenant).reveal_forge_token("github", self.cipher)
+        if own is None and self.shares_server_token(tenant):
+            own = self.config.forge.github.token()
+        return ForgeCredentials(github=own)
+
+    def require(self, tenant: str, forge: str, why: str) -> ForgeCredentials:
+        """``tenant``'s tokens, when they hold one for ``forge``; else MissingForgeToken
+        saying how to give the tenant one (``why``: what needs it)."""
+        credentials = self.for_tenant(tenant)
+        if forge == "github" and credentials.github is None:
+            raise MissingForgeToken(
+                f"{why} needs a GitHub token, and tenant {tenant!r} has none: set one with "
+                "PUT /v1/credentials/github (a key of the tenant), or on the server with "
+                f"`golem credentials set --tenant {tenant} --forge github`; golem uses no "
+                "other tenant's token, nor the server's unless server.shared_forge_tenants "
+                "names the tenant"
+            )
+        return credentials
