@@ -1,10 +1,18 @@
-"""SecretMasker: secrets never leave a stream, however the stream is chunked."""
+"""SecretMasker, golem's one masker: secrets never leave a stream, however the stream is
+chunked; text, JSON-escaped forms and pydantic models are masked by the same rules, and the
+forge's and the GitHub trigger's masking is the same masker."""
 
 from __future__ import annotations
+
+import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from golem.agent.events import ToolFinished, ToolStarted
+from golem.agent.messages import ToolCall
+from golem.core.masking import basic_auth, mask_fields, mask_text
+from golem.forge.auth import GitAuth, mask
 from golem.sandbox import SecretMasker
 
 SECRET = b"s3cr3t-token-XYZ"
@@ -74,3 +82,43 @@ def test_window_reads_at_any_offsets_never_reveal_a_secret(
     assert SECRET not in b"".join(pieces)
     assert b"".join(pieces) == masker.mask(stream)
     assert offset == len(stream)
+
+
+def test_text_is_masked_longest_secret_first_and_otherwise_unchanged() -> None:
+    text = "key=abc-def-ghi, part=abc-def, odd=\udcff, é"
+    masked = mask_text(text, ["abc-def", "abc-def-ghi", ""])
+    assert masked == "key=***, part=***, odd=\udcff, é"
+    assert mask_text(text, []) is text
+
+
+def test_the_forge_masks_with_the_same_masker() -> None:
+    auth = GitAuth("tok-123456", "https://github.com/o/r.git")
+    text = f"fatal: {auth.header} for tok-123456 and tok-12"
+    assert mask(text, auth.secrets()) == mask_text(text, auth.secrets())
+    assert mask(text, auth.secrets()) == "fatal: Authorization: Basic *** for *** and tok-12"
+
+
+def test_a_secret_is_masked_in_its_json_escaped_forms_too() -> None:
+    secret = 'pä"ss/wörd\\x'  # noqa: S105 - a test secret
+    masker = SecretMasker([secret], keep_length=True)
+    for dumped in (json.dumps(secret), json.dumps(secret, ensure_ascii=False),
+                   json.dumps(secret).replace("/", "\\/")):  # fmt: skip
+        masked = masker.mask(dumped.encode())
+        assert set(masked[1:-1]) == {ord("*")}
+        assert len(masked) == len(dumped.encode())
+
+
+def test_basic_auth_is_the_token_git_and_the_proxy_send() -> None:
+    auth = GitAuth("tok-123456", "https://github.com/o/r.git")
+    assert auth.header == f"Authorization: Basic {basic_auth('x-access-token', 'tok-123456')}"
+
+
+def test_every_string_of_a_model_is_masked_and_its_constants_are_kept() -> None:
+    secret = "tool_result-s3cr3t"  # noqa: S105 - a test secret
+    call = ToolCall(id="c1", name="bash", arguments={"command": f"echo {secret}", "n": [secret]})
+    started = ToolStarted(call=call)
+    masked = mask_fields(started, lambda text: mask_text(text, [secret, "tool_"]))
+    assert masked.call.arguments == {"command": "echo ***", "n": ["***"]}
+    assert masked.type == "tool_call"
+    clean = ToolFinished(call_id="c", name="ls", output="x", is_error=False, duration=1.0)
+    assert mask_fields(clean, lambda text: mask_text(text, [secret])) is clean

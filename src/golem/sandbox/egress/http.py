@@ -2,20 +2,29 @@
 
 Plain-HTTP requests and the requests inside a terminated TLS tunnel pass through here one
 at a time: each is decided, its headers rewritten (credentials in, proxy headers out), its
-body streamed upstream, and the answer streamed back with real credential values masked.
+body streamed upstream, and the answer streamed back with real credential values masked:
+in the status line, header names and values, and the body (decoded first when the
+upstream encoded it; trailers are dropped). An answer the proxy cannot mask gets a 502
+that names the rule, before anything of it reaches the box.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import h11
 
+from golem.core.masking import SecretMasker
 from golem.sandbox.egress.broker import (
+    AnswerDecoder,
     Brokered,
+    Unmaskable,
+    answer_decoder,
     response_masker,
     rewrite_request_headers,
 )
@@ -29,6 +38,12 @@ HOP_BY_HOP = {
     b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate",
     b"proxy-authorization", b"te", b"trailer", b"upgrade",
 }  # fmt: skip
+ENCODING_HEADERS = {b"content-encoding", b"content-length"}
+UNREADABLE = (
+    "upstream answer is not HTTP/1.1 the proxy can relay (malformed, or a Transfer-Encoding "
+    "other than chunked)"
+)
+log = logging.getLogger(__name__)
 
 
 class HttpSide:
@@ -161,33 +176,72 @@ async def relay(
             break
         else:
             raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} in a request")
-    await _answer(box, upstream, applied, traffic)
+    await _answer(box, upstream, applied, traffic, upstream_at.host)
 
 
 async def _answer(
-    box: HttpSide, upstream: HttpSide, applied: list[Brokered], traffic: Traffic
+    box: HttpSide, upstream: HttpSide, applied: list[Brokered], traffic: Traffic, host: str
 ) -> None:
     masker = response_masker(applied)
+    decoder: AnswerDecoder | None = None
     while True:
-        event = await upstream.next_event()
+        try:
+            event = await upstream.next_event()
+        except h11.RemoteProtocolError:
+            if box.h11.our_state is not h11.SEND_RESPONSE:
+                raise
+            await _refuse(box, host, UNREADABLE)  # h11's text may quote the upstream
+            return
         if isinstance(event, h11.InformationalResponse):
             continue  # the proxy answered any 100-continue itself
         if isinstance(event, h11.Response):
-            headers = [(k, masker.mask(v)) for k, v in event.headers if k.lower() not in HOP_BY_HOP]
-            response = h11.Response(
-                status_code=event.status_code, headers=headers, reason=event.reason
-            )
+            try:
+                response, decoder = _head(event, masker)
+            except Unmaskable as refused:
+                await _refuse(box, host, refused.rule)
+                return
             await _downward(box, response, traffic)
         elif isinstance(event, h11.Data):
-            if masked := masker.feed(bytes(event.data)):
-                await _downward(box, h11.Data(data=masked), traffic)
+            data = bytes(event.data)
+            await _body(box, masker, decoder.feed(data) if decoder else [data], traffic, host)
         elif isinstance(event, h11.EndOfMessage):
+            await _body(box, masker, decoder.flush() if decoder else [], traffic, host)
             if tail := masker.flush():
                 await _downward(box, h11.Data(data=tail), traffic)
-            await _downward(box, h11.EndOfMessage(), traffic)
+            await _downward(box, h11.EndOfMessage(), traffic)  # trailers are dropped
             return
         else:
             raise h11.RemoteProtocolError("the upstream closed the connection mid-answer")
+
+
+def _head(event: h11.Response, masker: SecretMasker) -> tuple[h11.Response, AnswerDecoder | None]:
+    """The answer's head as the box gets it, and the decoder its body needs (a brokered
+    answer only: a masker without secrets has nothing to look for)."""
+    headers = list(event.headers)
+    decoder = answer_decoder(headers, masker) if masker else None
+    dropped = HOP_BY_HOP | ENCODING_HEADERS if decoder else HOP_BY_HOP
+    kept = [(masker.mask(k), masker.mask(v)) for k, v in headers if k.lower() not in dropped]
+    reason = masker.mask(bytes(event.reason))
+    return h11.Response(status_code=event.status_code, headers=kept, reason=reason), decoder
+
+
+async def _body(
+    box: HttpSide, masker: SecretMasker, pieces: Iterable[bytes], traffic: Traffic, host: str
+) -> None:
+    """Mask and send pieces of a body; a body that cannot be decoded ends the connection
+    (its head is gone already, so there is no refusing it)."""
+    try:
+        for piece in pieces:
+            if masked := masker.feed(piece):
+                await _downward(box, h11.Data(data=masked), traffic)
+    except Unmaskable as refused:
+        log.warning("egress: cut off an answer from %s: %s", host, refused.rule)
+        raise h11.RemoteProtocolError(refused.rule) from None
+
+
+async def _refuse(box: HttpSide, host: str, rule: str) -> None:
+    log.warning("egress: refused an answer from %s: %s", host, rule)
+    await send_error(box, 502, f"refused ({rule})")
 
 
 async def _upward(upstream: HttpSide, event: h11.Event, traffic: Traffic) -> None:
