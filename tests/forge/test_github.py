@@ -201,7 +201,7 @@ async def test_a_refused_token_is_an_auth_error_naming_its_variable(github: GitH
     )
 
     with pytest.raises(
-        ForgeAuthError, match=rf"refused the token in \${TOKEN_ENV}.*Bad credentials"
+        ForgeAuthError, match=rf"refused the token \(\${TOKEN_ENV}\).*Bad credentials"
     ):
         await forge.fetch_issue("octo/demo#7")
     assert len(github.requests) == 1

@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 from golem.core.network import NetworkConfig, RemotePolicy
-from golem.forge import GitAuth, GitRemoteError, GitRepo, RemoteRefused
+from golem.forge import (
+    ForgeConfig,
+    ForgeCredentials,
+    GitAuth,
+    GitHubConfig,
+    GitRemoteError,
+    GitRepo,
+    RemoteRefused,
+    git_auth,
+)
 from golem.forge.remotes import parse_remote, pin_remote
 from tests.forge.conftest import seed_bare
 from tests.forge.git_http_server import GitHttpServer
@@ -214,3 +223,34 @@ async def test_the_hosts_own_git_credentials_are_not_used_under_a_policy(
     with pytest.raises(GitRemoteError):
         await sealed.clone_from(url)
     assert all(r.authorization is None for r in served.requests[before:])
+
+
+async def test_a_tenants_git_uses_its_own_token_and_never_the_hosts_credentials(
+    served: GitHttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant's run (``host_credentials=False``) has no remote policy here, but the
+    host's credential helper must still not answer for it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    helper = f"!f() {{ echo username=x-access-token; echo password={TOKEN}; }}; f"
+    (home / ".gitconfig").write_text(f"[credential]\n\thelper = {helper}\n")
+    monkeypatch.setenv("HOME", str(home))
+    url = served.url_for("origin.git")
+    with pytest.raises(GitRemoteError):
+        await GitRepo(tmp_path / "anonymous", host_credentials=False).clone_from(url)
+    assert all(request.authorization is None for request in served.requests)
+    tenant = GitRepo(tmp_path / "tenant", auth=GitAuth(TOKEN, url), host_credentials=False)
+    await tenant.clone_from(url)
+    assert served.requests[-1].authorization == served.expected_authorization()
+
+
+def test_a_tenants_token_goes_to_git_whatever_token_for_git_says() -> None:
+    config = ForgeConfig(github=GitHubConfig(token_for_git=False))
+    url = "https://github.com/octo/demo.git"
+    tenant = ForgeCredentials(github="ghs_tenant", source="tenant acme", host_git=False)
+    auth = git_auth(config, url, tenant)
+    assert auth is not None
+    assert auth.token == "ghs_tenant"  # noqa: S105 - a test token
+    host = ForgeCredentials(github="ghs_host")
+    assert git_auth(config, url, host) is None  # the host's own git credentials answer
+    assert git_auth(config, "https://gitlab.com/octo/demo.git", tenant) is None

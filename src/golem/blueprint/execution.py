@@ -85,6 +85,7 @@ class Execution:
             timeout=forge.git_timeout,
             remote_policy=self.state.remote_policy,
             network=self.config.engine.network,
+            host_credentials=self.credentials.host_git,
         )
 
     def emit(self, event: RunEvent) -> None:

@@ -92,14 +92,20 @@ def mask(text: str, secrets: Iterable[str]) -> str:
 class ForgeCredentials:
     """The forge tokens one run may use. ``golem run`` takes the host's
     (``from_config``); a server gives each run its tenant's, so that one tenant's key
-    never reaches another's repositories."""
+    never reaches another's repositories.
+
+    ``source`` says where the token came from (for messages); ``host_git`` whether git may
+    also use the host's own credentials (helpers, ssh keys, netrc): true for the host's own
+    runs, false for a tenant's, whose git gets the tenant's token and nothing else."""
 
     github: str | None = field(default=None, repr=False)
+    source: str = "the host's environment"
+    host_git: bool = True
 
     @classmethod
     def from_config(cls, config: ForgeConfig) -> ForgeCredentials:
         """The tokens the host's environment holds (``[forge.github] token_env``)."""
-        return cls(github=config.github.token())
+        return cls(github=config.github.token(), source=f"${config.github.token_env}")
 
     def secrets(self) -> list[str]:
         """Every token, for masking."""
@@ -110,11 +116,13 @@ def git_auth(
     config: ForgeConfig, remote_url: str, credentials: ForgeCredentials | None = None
 ) -> GitAuth | None:
     """The token git gets for ``remote_url``: GitHub's (from ``credentials``, by default the
-    host's), when ``token_for_git`` is set, there is a token and the remote is on GitHub's
-    host (``api_url``'s, or github.com for api.github.com); else None, and the host's own
-    credentials answer."""
-    token = (credentials or ForgeCredentials.from_config(config)).github
-    if not config.github.token_for_git or token is None:
+    host's), when there is a token, the remote is on GitHub's host (``api_url``'s, or
+    github.com for api.github.com) and either ``token_for_git`` is set or the credentials
+    may not fall back to the host's own (a tenant's); else None, and the host's own
+    credentials answer where allowed."""
+    chosen = credentials or ForgeCredentials.from_config(config)
+    token = chosen.github
+    if token is None or not (config.github.token_for_git or not chosen.host_git):
         return None
     if urlsplit(remote_url).hostname != config.github.git_host():
         return None

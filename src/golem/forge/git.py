@@ -27,7 +27,7 @@ from golem.forge.gitcmd import (
     needs_safe_directory,
     run_git,
 )
-from golem.forge.remotes import pin_remote
+from golem.forge.remotes import pin_remote, sealed_ssh_command
 
 __all__ = ["GitRepo"]
 
@@ -38,9 +38,10 @@ class GitRepo:
     """A working tree at ``path``, worked on with the host's git.
 
     ``auth`` gives git a token for HTTPS remotes on its origin; without it, the host's own
-    git config and credential helpers answer, unless ``remote_policy`` is given: then every
-    remote is checked against it (resolved as ``network`` says), git is pinned to what was
-    checked and nothing of the host's credentials is used. ``timeout`` bounds each command.
+    git config and credential helpers answer, unless ``host_credentials`` is false (a
+    tenant's run: only ``auth`` is sent) or ``remote_policy`` is given: then every remote is
+    checked against it (resolved as ``network`` says), git is pinned to what was checked and
+    nothing of the host's credentials is used. ``timeout`` bounds each command.
     """
 
     def __init__(
@@ -52,6 +53,7 @@ class GitRepo:
         timeout: float = 600.0,
         remote_policy: RemotePolicy | None = None,
         network: NetworkConfig | None = None,
+        host_credentials: bool = True,
     ) -> None:
         self.path = Path(path).absolute()
         self.auth = auth
@@ -59,6 +61,7 @@ class GitRepo:
         self.timeout = timeout
         self.remote_policy = remote_policy
         self.network = network
+        self.host_credentials = host_credentials
 
     def __repr__(self) -> str:
         return f"GitRepo({str(self.path)!r})"
@@ -328,9 +331,12 @@ class GitRepo:
             config += pinned.config
             if pinned.ssh_command is not None:
                 extra["GIT_SSH_COMMAND"] = pinned.ssh_command
+        sealed = remote and (policy is not None or not self.host_credentials)
+        if sealed:
+            extra.setdefault("GIT_SSH_COMMAND", sealed_ssh_command())
         env = git_environment(
             config, safe_directories=safe_directories, extra=extra,
-            isolated=not remote, sealed=policy is not None,
+            isolated=not remote, sealed=sealed,
         )  # fmt: skip
         if cwd is not None and not cwd.is_dir():
             raise GitError(f"{cwd} does not exist: clone the repository there first")

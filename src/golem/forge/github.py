@@ -52,11 +52,14 @@ class GitHubForge:
     ) -> None:
         self.config = config or GitHubConfig()
         self.labels = list(labels)
+        source = None
         if credentials is not None:
-            token = credentials.github
+            token, source = credentials.github, credentials.source
         elif token is None:
             token = self.config.token()
-        self.api = GitHubAPI(self.config, token=token, transport=transport, backoff=backoff)
+        self.api = GitHubAPI(
+            self.config, token=token, token_source=source, transport=transport, backoff=backoff
+        )
 
     async def fetch_issue(self, ref: str) -> Issue:
         """The issue (or pull request) ``ref`` names, with every comment, oldest first."""

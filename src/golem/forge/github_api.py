@@ -44,11 +44,15 @@ class GitHubAPI:
         config: GitHubConfig,
         *,
         token: str | None = None,
+        token_source: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 1.0,
     ) -> None:
+        """``token_source`` says where the token came from, for error messages (default:
+        the variable ``config.token_env`` names)."""
         self.config = config
         self._token = token or None
+        self.token_source = token_source or f"${config.token_env}"
         self._transport = transport
         self.backoff = backoff
 
@@ -165,7 +169,7 @@ class GitHubAPI:
             return self._access_error(response, what, said)
         if status in (404, 410):
             return ForgeNotFound(
-                f"GitHub has no {what} ({said}), or the token in ${self.config.token_env} "
+                f"GitHub has no {what} ({said}), or the token ({self.token_source}) "
                 "cannot see it (private repositories answer 404): check the name and the "
                 "token's access"
             )
@@ -176,13 +180,13 @@ class GitHubAPI:
         return ForgeRequestRejected(f"GitHub refused {what} ({said})")
 
     def _access_error(self, response: httpx.Response, what: str, said: str) -> ForgeError:
-        env = f"${self.config.token_env}"
+        env = self.token_source
         status = response.status_code
         if status == 401 and not self.has_token:
             return ForgeAuthError(f"GitHub wants a token for {what} ({said}): set {env}")
         if status == 401:
             return ForgeAuthError(
-                f"GitHub refused the token in {env} for {what} ({said}): it is wrong, expired "
+                f"GitHub refused the token ({env}) for {what} ({said}): it is wrong, expired "
                 "or revoked; set a valid one"
             )
         if status == 429 or _rate_limit_wait(response) is not None:
@@ -191,7 +195,7 @@ class GitHubAPI:
                 + ("or use a token with a higher limit" if self.has_token else f"or set {env}")
             )
         return ForgeAuthError(
-            f"GitHub refused {what} ({said}): the token in {env} lacks a permission it "
+            f"GitHub refused {what} ({said}): the token ({env}) lacks a permission it "
             "needs (issues and pull requests: read and write; contents: read)"
         )
 

@@ -22,7 +22,7 @@ from golem.core.network import IPAddress, NetworkConfig, RemotePolicy, RemoteSch
 from golem.forge.errors import RemoteRefused
 from golem.sandbox.egress import Resolver, host_addresses, make_resolver
 
-__all__ = ["PinnedRemote", "parse_remote", "pin_remote"]
+__all__ = ["PinnedRemote", "parse_remote", "pin_remote", "sealed_ssh_command"]
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22}
 SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(\[[^\]/]+\]|[^:/\[\]]+):(?!//)")
@@ -174,10 +174,16 @@ def _rule_of(reason: str) -> str:
 
 
 def _ssh_command(remote: Remote, address: str) -> str:
-    """ssh held to the checked address, with no config, agent or key of the host's."""
+    """ssh held to the checked address (see ``sealed_ssh_command``)."""
+    return sealed_ssh_command(["-o", f"HostName={address}", "-o", f"HostKeyAlias={remote.host}"])
+
+
+def sealed_ssh_command(extra: list[str] | None = None) -> str:
+    """ssh with no config, agent or key of the host's (an identity file of /dev/null
+    replaces ssh's default keys)."""
     options = [
-        "-F", "/dev/null", "-o", f"HostName={address}", "-o", f"HostKeyAlias={remote.host}",
-        "-o", "IdentityAgent=none", "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-        "-o", "ProxyCommand=none", "-o", "ProxyJump=none",
+        "-F", "/dev/null", "-o", "IdentityAgent=none", "-o", "IdentitiesOnly=yes",
+        "-o", "IdentityFile=/dev/null", "-o", "BatchMode=yes", "-o", "ProxyCommand=none",
+        "-o", "ProxyJump=none", *(extra or []),
     ]  # fmt: skip
     return shlex.join(["ssh", *options])

@@ -38,9 +38,13 @@ class ForgeAccess:
         """The tokens ``tenant``'s runs use (CredentialsKeyError when the stored one cannot
         be opened: it is kept, and the error says which key is needed)."""
         own = self.store.for_tenant(tenant).reveal_forge_token("github", self.cipher)
-        if own is None and self.shares_server_token(tenant):
-            own = self.config.forge.github.token()
-        return ForgeCredentials(github=own)
+        if own is not None:
+            return ForgeCredentials(
+                github=own, source=f"tenant {tenant}'s stored token", host_git=False
+            )
+        if self.shares_server_token(tenant):  # the server's own, with its git credentials
+            return ForgeCredentials.from_config(self.config.forge)
+        return ForgeCredentials(github=None, source=f"tenant {tenant} has none", host_git=False)
 
     def require(self, tenant: str, forge: str, why: str) -> ForgeCredentials:
         """``tenant``'s tokens, when they hold one for ``forge``; else MissingForgeToken
