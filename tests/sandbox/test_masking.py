@@ -4,14 +4,22 @@ forge's and the GitHub trigger's masking is the same masker."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from golem.agent.events import ToolFinished, ToolStarted
 from golem.agent.messages import ToolCall
-from golem.core.masking import basic_auth, mask_fields, mask_text
+from golem.core.masking import (
+    basic_auth,
+    mask_fields,
+    mask_log_records,
+    mask_text,
+    masking_logs,
+)
 from golem.forge.auth import GitAuth, mask
 from golem.sandbox import SecretMasker
 
@@ -122,3 +130,30 @@ def test_every_string_of_a_model_is_masked_and_its_constants_are_kept() -> None:
     assert masked.type == "tool_call"
     clean = ToolFinished(call_id="c", name="ls", output="x", is_error=False, duration=1.0)
     assert mask_fields(clean, lambda text: mask_text(text, [secret])) is clean
+
+
+def test_every_log_record_made_in_a_runs_scope_is_masked_whatever_its_logger() -> None:
+    """mask_log_records: a record from any logger (a child of golem's, uvicorn's, a
+    library's) made inside masking_logs has the scope's secrets masked; outside, not."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("some.library.deep.child")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        mask_log_records()
+        mask_log_records()  # idempotent
+        with masking_logs(["s3cret-value-42"]):
+            logger.warning("token is %s", "s3cret-value-42")
+            try:
+                int("failed with s3cret-value-42")
+            except ValueError:
+                logger.exception("boom")
+        logger.warning("outside: %s", "s3cret-value-42")
+    finally:
+        logger.removeHandler(handler)
+    lines = stream.getvalue()
+    inside, outside = lines.split("outside:")
+    assert "s3cret-value-42" not in inside
+    assert inside.count("***") == 3  # the message, the failing line, the exception
+    assert "s3cret-value-42" in outside

@@ -39,6 +39,7 @@ from golem.blueprint.steps.loop import run_loop
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError, InvalidRequest
 from golem.core.ids import new_id
+from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, PullRequestStore, make_forge
 from golem.sandbox import Engine
@@ -134,6 +135,12 @@ class Runner:
             state, blueprint, config=self.config, store=self.store, engine=self.engine,
             forge=forge, credentials=self.credentials, on_event=self.on_event,
         )  # fmt: skip
+        mask_log_records()
+        with masking_logs(ex.secrets.values):
+            return await self._run(ex, blueprint, resumed=resumed)
+
+    async def _run(self, ex: Execution, blueprint: Blueprint, *, resumed: bool) -> RunState:
+        state, run_id = ex.state, ex.state.id
         ex.save()
         ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))
         started = time.monotonic()

@@ -10,13 +10,13 @@ printed, an agent repeated or an error carried is ``***`` wherever it is shown o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from golem.core.errors import ConfigError
+from golem.core.masking import SecretMasker, basic_auth, mask_fields
 from golem.core.network import Credential
-from golem.sandbox import SecretMasker
 from golem.sandbox.egress import read_credential_values
 
 __all__ = ["RunSecrets"]
@@ -40,9 +40,12 @@ class RunSecrets:
         brokered: list[str] = []
         for credential in credentials:
             try:
-                brokered += read_credential_values([credential]).values()
+                [value] = read_credential_values([credential]).values()
             except ConfigError:
                 continue  # a credential the host cannot read is in no output either
+            brokered.append(value)
+            if credential.auth == "basic":  # the form golem sends it in
+                brokered.append(basic_auth(credential.username, value))
         return cls([*box_secrets, *brokered, *tokens])
 
     def mask(self, text: str) -> str:
@@ -50,19 +53,6 @@ class RunSecrets:
         return self._masker.mask_text(text) if self.values else text
 
     def mask_model(self, model: ModelT) -> ModelT:
-        """A copy of ``model`` with every string in it masked (the same object when no
-        string held a secret)."""
-        if not self.values:
-            return model
-        dumped = model.model_dump(mode="python")
-        masked = self._mask_tree(dumped)
-        return model if masked == dumped else type(model).model_validate(masked)
-
-    def _mask_tree(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.mask(value)
-        if isinstance(value, list | tuple):
-            return [self._mask_tree(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self._mask_tree(item) for key, item in value.items()}
-        return value
+        """``model`` with every string in it masked (the same object when none held a
+        secret)."""
+        return mask_fields(model, self.mask) if self.values else model

@@ -17,7 +17,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Literal, TypeVar, cast, get_origin
+from typing import Any, Literal, TypeVar, cast, get_origin
 
 from pydantic import BaseModel
 
@@ -27,6 +27,7 @@ __all__ = [
     "SecretMasker",
     "basic_auth",
     "mask_fields",
+    "mask_log_records",
     "mask_text",
     "masking_logs",
 ]
@@ -234,3 +235,24 @@ class SecretLogFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = masker.mask_text(record.stack_info)
         return True
+
+
+_FILTER = SecretLogFilter()
+
+
+def mask_log_records() -> None:
+    """Mask every log record made in this process, by any logger, with the secrets of the
+    ``masking_logs`` scope it is made in (nothing out of scope). Idempotent: the record
+    factory is wrapped once. A filter on a logger would miss its children's records, and
+    one on a handler the handlers golem does not own (uvicorn's, a user's)."""
+    factory = logging.getLogRecordFactory()
+    if getattr(factory, "golem_masks", False):
+        return
+
+    def masked_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        _FILTER.filter(record)
+        return record
+
+    masked_record.golem_masks = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(masked_record)
