@@ -16,6 +16,7 @@ from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, InvalidRequest
 from golem.service.app import create_app
 from golem.service.keys import KeyStore
+from golem.service.limits import ws_max_size
 from golem.service.store import SqlStore
 
 __all__ = ["keys_app", "serve_command"]
@@ -72,6 +73,7 @@ def serve_command(
         create_app(config),
         log_level="info",
         ws="websockets-sansio",
+        ws_max_size=ws_max_size(config),  # each role's own cap is checked per message
         timeout_graceful_shutdown=10,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from golem.core.network import EgressPolicy, RemotePolicy
 from golem.core.sizes import ByteSize
 from golem.core.spec import NetworkMode
 
@@ -25,19 +26,66 @@ def _contained_networks() -> list[NetworkMode]:
     return ["none", "filtered"]
 
 
+def _web_ports() -> list[int]:
+    return [80, 443]
+
+
+MIB = 1024**2
+
+
 class RolePolicy(BaseModel):
-    """What a key of one role may ask of the server's boxes. A request beyond it is
-    refused with an error naming this policy, never quietly lowered."""
+    """What a key of one role may ask of the server's boxes, field by field. A request
+    beyond it is refused with an error naming this policy, never quietly lowered.
+
+    Caps (``max_*``) of None mean no cap."""
 
     model_config = ConfigDict(extra="forbid")
 
     max_memory: ByteSize | None = Field(4 * 1024**3, description="Largest memory limit.")
     max_cpus: float | None = Field(4.0, gt=0, description="Most CPU cores.")
     max_pids: int | None = Field(1024, ge=8, description="Most processes per box.")
-    max_timeout: float | None = Field(3600.0, gt=0, description="Longest call, seconds.")
+    max_timeout: float | None = Field(
+        3600.0, gt=0, description="Longest time limit of a call (and idle time limit), seconds."
+    )
     max_workspace_size: ByteSize | None = Field(8 * 1024**3, description="Largest /workspace.")
+    max_tmp_size: ByteSize | None = Field(1024**3, description="Largest /tmp.")
+    max_output_bytes: ByteSize | None = Field(
+        16 * MIB, description="Largest output cap of a call (a box's max_output_bytes)."
+    )
+    max_file_bytes: ByteSize | None = Field(
+        256 * MIB, description="Largest max_file_bytes: one file the host takes back."
+    )
+    max_takeback_bytes: ByteSize | None = Field(
+        2 * 1024**3, description="Largest max_takeback_bytes: one transfer from a box."
+    )
+    max_return_files: int | None = Field(
+        64, ge=0, description="Most files one call may ask back (return_files)."
+    )
+    max_env_bytes: ByteSize | None = Field(
+        64 * 1024,
+        description="Most bytes (names and values) of a box's env, of its secrets, and of a "
+        "call's env, each.",
+    )
+    max_label_bytes: ByteSize | None = Field(
+        4096, description="Most bytes (names and values) of a box's labels."
+    )
+    server_labels: bool = Field(
+        False,
+        description="May set labels under golem., the server's own (golem.tenant, "
+        "golem.run mark what a box belongs to).",
+    )
     networks: list[NetworkMode] = Field(
         default_factory=_contained_networks, description="Network modes allowed."
+    )
+    egress_cidrs: list[str] | None = Field(
+        default_factory=list,
+        description="Address ranges a filtered box's egress.allow_cidrs may open: each "
+        "range asked must lie inside one of these; empty: none (private, loopback and "
+        "link-local stay closed); None: any.",
+    )
+    egress_ports: list[int] | None = Field(
+        default_factory=_web_ports,
+        description="Ports a filtered box's egress.ports may list; None: any.",
     )
     images: list[str] = Field(
         default_factory=list,
@@ -46,22 +94,56 @@ class RolePolicy(BaseModel):
     )
     host_workspace: bool = Field(False, description="May bind a host directory as /workspace.")
     writable_root: bool = Field(False, description="May ask for a writable root file system.")
-    root_user: bool = Field(False, description="May run as root inside the box.")
+    root_user: bool = Field(
+        False, description="May run as uid 0 or gid 0 inside the box, however it is spelled."
+    )
     max_sessions: int = Field(16, ge=0, description="Sessions a tenant may hold at once.")
+    max_body_bytes: ByteSize = Field(
+        16 * MIB,
+        ge=1024,
+        description="Largest request body (other than an upload) and WebSocket message; "
+        "past it, 413.",
+    )
+    max_upload_bytes: ByteSize | None = Field(
+        1024**3, description="Largest file or archive uploaded into a session; past it, 413."
+    )
     server_files: bool = Field(
         False,
         description="A run may name files on the server: a local repository, a blueprint "
-        "or issue file, a scripted model.",
+        "or issue file (the local forge reads issues from files), a scripted model.",
     )
+    repos: RemotePolicy | None = Field(
+        default_factory=RemotePolicy,
+        description="Git remotes a run may name, checked when it is submitted and wherever "
+        "git connects (schemes, hosts, ports, resolved addresses); None: any.",
+    )
+
+    @field_validator("egress_cidrs")
+    @classmethod
+    def _cidrs_parse(cls, cidrs: list[str] | None) -> list[str] | None:
+        if cidrs is not None:
+            EgressPolicy(allow_cidrs=cidrs)  # the same ranges a box's egress takes
+        return cidrs
+
+    @field_validator("egress_ports")
+    @classmethod
+    def _ports_valid(cls, ports: list[int] | None) -> list[int] | None:
+        if ports is not None:
+            EgressPolicy(ports=ports)
+        return ports
 
 
 def default_policies() -> dict[str, RolePolicy]:
     """``user``: safe for anyone; ``trusted`` and ``admin``: any image, host network,
-    host workspaces, no caps on limits."""
+    host workspaces, any remote, no caps on limits."""
     open_policy = RolePolicy(
         max_memory=None, max_cpus=None, max_pids=None, max_timeout=None,
-        max_workspace_size=None, networks=["none", "filtered", "host"], images=[".*"],
-        host_workspace=True, writable_root=True, root_user=True, max_sessions=64, server_files=True,
+        max_workspace_size=None, max_tmp_size=None, max_output_bytes=None,
+        max_file_bytes=None, max_takeback_bytes=None, max_return_files=None,
+        max_env_bytes=None, max_label_bytes=None, networks=["none", "filtered", "host"],
+        egress_cidrs=None, egress_ports=None, images=[".*"], host_workspace=True,
+        writable_root=True, root_user=True, max_sessions=64, max_body_bytes=256 * MIB,
+        max_upload_bytes=None, server_files=True, repos=None,
     )  # fmt: skip
     return {"user": RolePolicy(), "trusted": open_policy, "admin": open_policy}
 

@@ -16,6 +16,7 @@ from golem.service.api import credentials, interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.dashboard import router as dashboard_router
 from golem.service.keys import KeyStore
+from golem.service.limits import BodyLimit
 from golem.service.problems import ERROR_RESPONSES, install_problem_handlers
 from golem.service.queue import RunQueue
 from golem.service.sessions import SessionRegistry
@@ -70,6 +71,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
 
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
+    app.add_middleware(BodyLimit)
     for module in (sessions, interactive, runs, keys, credentials):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)

@@ -1,23 +1,42 @@
-"""Server-side policy: what a key's role may ask of a box. A request beyond it is refused
-with an error that names the policy; nothing is quietly lowered, and options the API does
+"""Server-side policy: what a key's role may ask of a box and of a call, field by field.
+
+Every field of ``BoxSpec`` and of ``ExecRequest`` has an entry in ``SPEC_RULES`` or
+``CALL_RULES``; a field without one is refused (and the test suite fails), so nothing a
+request says passes through unchecked. A request beyond its role's policy is refused with
+an error naming the policy option; nothing is quietly lowered, and options the API does
 not offer (seccomp, capabilities, the backend) cannot be asked for at all."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from golem.core.errors import GolemError
+from golem.core.network import EgressPolicy, NetworkConfig, RemotePolicy
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
-from golem.core.spec import BoxSpec
+from golem.core.spec import BoxSpec, parse_user
+from golem.forge import RemoteRefused
+from golem.forge.remotes import pin_remote
 from golem.sandbox import ExecRequest
 
 if TYPE_CHECKING:
     from golem.blueprint import RunRequest
 
-__all__ = ["PolicyViolation", "check_call", "check_run", "check_spec"]
+__all__ = [
+    "CALL_RULES",
+    "SPEC_RULES",
+    "PolicyViolation",
+    "check_call",
+    "check_repo",
+    "check_run",
+    "check_spec",
+]
+
+SERVER_LABELS = "golem."
 
 
 class PolicyViolation(GolemError):
@@ -27,80 +46,252 @@ class PolicyViolation(GolemError):
     http_status = 403
 
 
-def _exceeds(asked: float | None, limit: float | None) -> bool:
-    """Whether ``asked`` passes ``limit`` (None asked means no cap: beyond any limit)."""
-    if limit is None:
-        return False
-    return asked is None or asked > limit
+@dataclass(frozen=True)
+class Context:
+    """What a rule weighs a field against: the role's policy, and what the request set."""
+
+    policy: RolePolicy
+    role: str
+    asked: frozenset[str] = frozenset()
+    default_image: str = ""
+
+    def option(self, name: str) -> str:
+        """The full name of a policy option, as errors show it."""
+        return f"server.policies.{self.role}.{name}"
 
 
-def _show(name: str, value: float | None) -> str:
+Rule = Callable[[Any, Context], list[str]]
+"""A field's value and the context in, what is wrong with it out (empty: allowed)."""
+
+
+def _show(value: float | None, *, size: bool) -> str:
     if value is None:
         return "no limit"
-    if name in ("memory", "workspace_size"):
-        return format_size(int(value))
-    return f"{value:g}"
+    return format_size(int(value)) if size else f"{value:g}"
+
+
+def _cap(option: str, *, size: bool = False, unset_ok: bool = False) -> Rule:
+    """At most the role's ``option``; None asks for no cap (beyond any), unless
+    ``unset_ok`` (None then means the box's own value applies)."""
+
+    def rule(value: float | None, ctx: Context) -> list[str]:
+        limit = getattr(ctx.policy, option)
+        if limit is None or (value is None and unset_ok):
+            return []
+        if value is not None and value <= limit:
+            return []
+        shown, cap = _show(value, size=size), _show(limit, size=size)
+        return [f"{shown} is over {cap} ({ctx.option(option)})"]
+
+    return rule
+
+
+def _allowed(_value: Any, _ctx: Context) -> list[str]:
+    """Runs inside the box as the box's user, so any value is the box's own business;
+    its size is bounded by the request's (``max_body_bytes``)."""
+    return []
+
+
+def _pairs_bytes(value: Mapping[str, Any]) -> int:
+    return sum(len(name.encode()) + len(_text(item).encode()) for name, item in value.items())
+
+
+def _text(item: Any) -> str:
+    getter = getattr(item, "get_secret_value", None)
+    return str(getter() if getter is not None else item)
+
+
+def _env(value: Mapping[str, Any], ctx: Context) -> list[str]:
+    return _cap("max_env_bytes", size=True)(_pairs_bytes(value), ctx)
+
+
+def _labels(value: Mapping[str, str], ctx: Context) -> list[str]:
+    problems = _cap("max_label_bytes", size=True)(_pairs_bytes(value), ctx)
+    reserved = sorted(name for name in value if name.startswith(SERVER_LABELS))
+    if reserved and not ctx.policy.server_labels:
+        problems.append(
+            f"{', '.join(reserved)}: golem.* labels are the server's, they mark what a box "
+            f"belongs to ({ctx.option('server_labels')})"
+        )
+    return problems
+
+
+def _image(value: str | None, ctx: Context) -> list[str]:
+    image = value or ctx.default_image
+    if "image" not in ctx.asked or image == ctx.default_image:
+        return []  # the server's own default is the operator's choice
+    if any(re.fullmatch(pattern, image) for pattern in ctx.policy.images):
+        return []
+    return [f"{image!r} is not allowed ({ctx.option('images')})"]
+
+
+def _flag(option: str, allowed: Callable[[Any], bool], what: str) -> Rule:
+    """Refused unless the value is ``allowed`` or the role's ``option`` is true."""
+
+    def rule(value: Any, ctx: Context) -> list[str]:
+        if allowed(value) or getattr(ctx.policy, option):
+            return []
+        return [f"{what} is not allowed ({ctx.option(option)})"]
+
+    return rule
+
+
+def _user(value: str, ctx: Context) -> list[str]:
+    if ctx.policy.root_user or 0 not in parse_user(value):
+        return []
+    return [f"{value!r} runs as root (uid or gid 0) ({ctx.option('root_user')})"]
+
+
+def _network(value: str, ctx: Context) -> list[str]:
+    if value in ctx.policy.networks:
+        return []
+    allowed = ", ".join(ctx.policy.networks)
+    return [f"{value!r} is not allowed ({ctx.option('networks')}: {allowed})"]
+
+
+def _egress(value: EgressPolicy, ctx: Context) -> list[str]:
+    """The ranges and ports a filtered box may open. Host name patterns may be anything:
+    the proxy checks every address a name resolves to (private ranges refused unless
+    ``allow_cidrs`` opens them)."""
+    if "egress" not in ctx.asked:
+        return []  # the server's [engine.defaults.egress] is the operator's choice
+    problems: list[str] = []
+    cidrs, ports = ctx.policy.egress_cidrs, ctx.policy.egress_ports
+    if cidrs is not None:
+        for cidr in value.allow_cidrs:
+            if not any(_inside(cidr, allowed) for allowed in cidrs):
+                shown = ", ".join(cidrs) or "none"
+                problems.append(
+                    f"allow_cidrs {cidr} is not inside a range allowed "
+                    f"({ctx.option('egress_cidrs')}: {shown})"
+                )
+    if ports is not None and (extra := sorted(set(value.ports) - set(ports))):
+        problems.append(
+            f"ports {', '.join(map(str, extra))} are not allowed "
+            f"({ctx.option('egress_ports')}: {', '.join(map(str, ports))})"
+        )
+    return problems
+
+
+def _inside(cidr: str, allowed: str) -> bool:
+    """Whether range ``cidr`` lies wholly inside range ``allowed`` (same IP version)."""
+    asked = ipaddress.ip_network(cidr, strict=False)
+    outer = ipaddress.ip_network(allowed, strict=False)
+    if isinstance(asked, ipaddress.IPv4Network) and isinstance(outer, ipaddress.IPv4Network):
+        return asked.subnet_of(outer)
+    if isinstance(asked, ipaddress.IPv6Network) and isinstance(outer, ipaddress.IPv6Network):
+        return asked.subnet_of(outer)
+    return False
+
+
+SPEC_RULES: dict[str, Rule] = {
+    "image": _image,
+    "workdir": _allowed,  # BoxSpec keeps it inside /workspace
+    "env": _env,
+    "cpus": _cap("max_cpus"),
+    "memory": _cap("max_memory", size=True),
+    "pids": _cap("max_pids"),
+    "timeout": _cap("max_timeout"),
+    "idle_timeout": _cap("max_timeout", unset_ok=True),
+    "max_output_bytes": _cap("max_output_bytes", size=True),
+    "max_file_bytes": _cap("max_file_bytes", size=True),
+    "max_takeback_bytes": _cap("max_takeback_bytes", size=True),
+    "workspace": _flag("host_workspace", lambda v: v is None, "a host directory"),
+    "workspace_size": _cap("max_workspace_size", size=True),
+    "tmp_size": _cap("max_tmp_size", size=True),
+    "read_only_root": _flag("writable_root", bool, "a writable root file system"),
+    "user": _user,
+    "network": _network,
+    "egress": _egress,
+    "secrets": _env,
+    "setup": _allowed,
+    "labels": _labels,
+}
+"""The rule of every BoxSpec field."""
+
+
+def _return_files(value: list[str], ctx: Context) -> list[str]:
+    return _cap("max_return_files")(len(value), ctx)
+
+
+CALL_RULES: dict[str, Rule] = {
+    "cmd": _allowed,
+    "code": _allowed,
+    "runtime": _allowed,
+    "filename": _allowed,
+    "stdin": _allowed,
+    "env": _env,
+    "workdir": _allowed,  # the box keeps it inside /workspace
+    "timeout": _cap("max_timeout", unset_ok=True),
+    "idle_timeout": _cap("max_timeout", unset_ok=True),
+    "files": _allowed,  # written into the box's own tmpfs, bounded by the body
+    "return_files": _return_files,
+}
+"""The rule of every ExecRequest field (its box's spec was checked when it was made)."""
+
+
+def _refuse(values: Mapping[str, Any], rules: Mapping[str, Rule], ctx: Context) -> None:
+    problems: list[str] = []
+    for name, value in values.items():
+        rule = rules.get(name)
+        if rule is None:  # a field added without a rule: refused, never passed through
+            problems.append(f"{name}: the server has no rule for it; it cannot be asked for")
+            continue
+        problems += [f"{name}: {problem}" for problem in rule(value, ctx)]
+    if problems:
+        raise PolicyViolation(
+            f"this key's role ({ctx.role}) may not ask for that: " + "; ".join(problems)
+        )
 
 
 def check_spec(
     spec: BoxSpec, asked: Mapping[str, Any], policy: RolePolicy, role: str, default_image: str
 ) -> None:
     """Refuse ``spec`` (the effective box) when ``policy`` does not allow it; ``asked`` is
-    what the request set itself, so that defaults are never held against it."""
-    where = f"server.policies.{role}"
-    problems: list[str] = []
-    limits: list[tuple[str, float | None, float | None]] = [
-        ("memory", spec.memory, policy.max_memory),
-        ("cpus", spec.cpus, policy.max_cpus),
-        ("pids", spec.pids, policy.max_pids),
-        ("timeout", spec.timeout, policy.max_timeout),
-        ("workspace_size", spec.workspace_size, policy.max_workspace_size),
-    ]
-    for name, value, limit in limits:
-        if _exceeds(value, limit):
-            problems.append(
-                f"{name} {_show(name, value)} is over {_show(name, limit)} ({where}.max_{name})"
-            )
-    if spec.network not in policy.networks:
-        allowed = ", ".join(policy.networks)
-        problems.append(f"network {spec.network!r} is not allowed ({where}.networks: {allowed})")
-    image = spec.image or default_image
-    if (
-        "image" in asked
-        and image != default_image
-        and not any(re.fullmatch(pattern, image) for pattern in policy.images)
-    ):
-        problems.append(f"image {image!r} is not allowed ({where}.images)")
-    if spec.workspace is not None and not policy.host_workspace:
-        problems.append(f"a host workspace is not allowed ({where}.host_workspace)")
-    if not spec.read_only_root and not policy.writable_root:
-        problems.append(f"a writable root is not allowed ({where}.writable_root)")
-    if spec.is_root and not policy.root_user:
-        problems.append(f"running as root is not allowed ({where}.root_user)")
-    if problems:
-        raise PolicyViolation(
-            f"this key's role ({role}) may not ask for that: " + "; ".join(problems)
-        )
+    what the request set itself, so that the server's own defaults of an image or an
+    egress policy are never held against it."""
+    ctx = Context(policy, role, frozenset(asked), default_image)
+    _refuse({name: getattr(spec, name) for name in type(spec).model_fields}, SPEC_RULES, ctx)
 
 
 def check_call(request: ExecRequest, policy: RolePolicy, role: str) -> None:
-    """Refuse a call whose own timeout is over the role's cap."""
-    if _exceeds(request.timeout, policy.max_timeout) and request.timeout is not None:
-        raise PolicyViolation(
-            f"this key's role ({role}) may not ask for that: timeout "
-            f"{_show('timeout', request.timeout)} is over {_show('timeout', policy.max_timeout)} "
-            f"(server.policies.{role}.max_timeout)"
-        )
+    """Refuse a call beyond the role's policy (its time limits, env, files asked back)."""
+    ctx = Context(policy, role)
+    values = {name: getattr(request, name) for name in type(request).model_fields}
+    _refuse(values, CALL_RULES, ctx)
 
 
 REMOTE_REPO = re.compile(r"^(https?|ssh|git)://|^[\w.-]+@[\w.-]+:")
 ISSUE_REFERENCE = re.compile(r"^https?://|^[\w.-]+/[\w.-]+#\d+$")
 
 
-def check_run(
-    request: RunRequest, policy: RolePolicy, role: str, builtins: tuple[str, ...]
+async def check_repo(
+    url: str, repos: RemotePolicy, role: str, network: NetworkConfig | None = None
 ) -> None:
-    """Refuse a run that names files on the server when the role may not."""
+    """Refuse a run's repository URL that the role's ``repos`` policy does not let git
+    reach: checked as the egress proxy checks a box's destinations (scheme, host, port,
+    every address the name resolves to), before the run is queued. The run keeps the
+    policy, and git is held to it again wherever it connects."""
+    try:
+        await pin_remote([url], repos, network)
+    except RemoteRefused as exc:
+        reason = exc.message.removesuffix(f" (policy field repos.{exc.rule})")
+        raise PolicyViolation(
+            f"this key's role ({role}) may not have the server reach that repository: "
+            f"{reason} (server.policies.{role}.repos.{exc.rule})"
+        ) from None
+
+
+def check_run(
+    request: RunRequest,
+    policy: RolePolicy,
+    role: str,
+    builtins: tuple[str, ...],
+    *,
+    default_forge: str = "local",
+) -> None:
+    """Refuse a run that names files on the server when the role may not (the local
+    forge, ``default_forge`` unless the request names one, reads issues from files)."""
     if policy.server_files:
         return
     named: list[str] = []
@@ -110,6 +301,8 @@ def check_run(
         named.append(f"blueprint {request.blueprint!r} (built-in: {', '.join(builtins)})")
     if request.issue is not None and not ISSUE_REFERENCE.match(request.issue):
         named.append(f"issue {request.issue!r} (give owner/name#N or a URL)")
+    elif request.issue is not None and (request.forge or default_forge) == "local":
+        named.append(f"issue {request.issue!r} (the local forge reads issues from files)")
     if request.model is not None and request.model.startswith("scripted:"):
         named.append(f"model {request.model!r}")
     if named:

@@ -19,6 +19,7 @@ from golem.blueprint import RunRequest, RunState
 from golem.blueprint.events import RunEvent, RunFinished
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError
+from golem.core.network import RemotePolicy
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
@@ -108,15 +109,18 @@ class RunQueue:
             self.submitted()
         return [state.id for state in orphans]
 
-    def submit(self, request: RunRequest, tenant: str) -> RunState:
+    def submit(
+        self, request: RunRequest, tenant: str, *, remote_policy: RemotePolicy | None = None
+    ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
-        has room as ``[server] overflow`` says; else QueueFull."""
+        has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
+        the git remotes the run may reach (the submitting key's role's ``repos``)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
         self._check_room()
         store = self.store.for_tenant(tenant)
         runner = Runner(self.config, engine=self.engine, store=store, pull_requests=store)
-        run = runner.submit(request)
+        run = runner.submit(request, remote_policy=remote_policy)
         self.submitted()
         return run
 

@@ -18,7 +18,7 @@ from golem.blueprint.loader import BUILTINS
 from golem.forge import PullRequest
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
-from golem.service.policy import check_run
+from golem.service.policy import check_repo, check_run
 from golem.service.problems import Problem
 from golem.service.state import ServerState
 from golem.service.store import SqlStore
@@ -51,8 +51,11 @@ def _run(store: SqlStore, run_id: str) -> RunState:
 async def submit_run(request: RunRequest, principal: Caller, state: State) -> RunState:
     """Queue a run: a blueprint on a repository, for a task or an issue."""
     policy = state.config.server.policies[principal.role]
-    check_run(request, policy, principal.role, BUILTINS)
-    return state.queue.submit(request, principal.tenant)
+    default_forge = state.config.forge.provider
+    check_run(request, policy, principal.role, BUILTINS, default_forge=default_forge)
+    if policy.repos is not None:
+        await check_repo(request.repo, policy.repos, principal.role, state.config.engine.network)
+    return state.queue.submit(request, principal.tenant, remote_policy=policy.repos)
 
 
 @router.get("/runs")
