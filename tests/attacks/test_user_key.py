@@ -181,6 +181,20 @@ def test_a_box_past_the_user_policy_is_refused_and_never_made(
     assert user.get("/v1/sessions").json() == []
 
 
+UNBOUNDED = [{"tmp_size": 0}, {"workspace_size": "0"}, {"memory": 0}]
+"""Sizes that a tmpfs or Docker would take as no limit at all."""
+
+
+@needs_box
+@pytest.mark.parametrize("spec", UNBOUNDED)
+def test_a_size_that_would_mean_no_limit_is_refused(
+    user: httpx.Client, spec: dict[str, Any]
+) -> None:
+    answer = user.post("/v1/sessions", json={"spec": spec})
+    refused(answer, 422, f"spec.{next(iter(spec))}: Input should be greater than or equal")
+    assert user.get("/v1/sessions").json() == []
+
+
 @needs_box
 def test_egress_names_may_be_anything_but_the_proxy_still_refuses_loopback(
     user: httpx.Client,

@@ -19,6 +19,11 @@ NetworkMode = Literal["none", "filtered", "host"]
 ``host``: the host's network, for trusted work only."""
 
 
+MIN_TMPFS = 1024**2
+"""Smallest tmpfs: a size of 0 would mount one without any limit."""
+MIN_MEMORY = 8 * 1024**2
+"""Smallest memory limit: 0 would mean none to Docker, and no box starts in less."""
+
 MAX_ID = 65534
 """Highest uid or gid a box may run as: the ids a user namespace or a container maps
 (65535 and (uid_t)-1 are not real ids)."""
@@ -64,7 +69,9 @@ class BoxSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Environment of every call.")
     cpus: float | None = Field(1.0, gt=0, description="CPU cores (cgroup quota); None = no cap.")
     memory: ByteSize | None = Field(
-        512 * 1024**2, description="Memory limit, e.g. '512m'; None = no cap."
+        512 * 1024**2,
+        ge=MIN_MEMORY,
+        description="Memory limit, e.g. '512m' (at least 8m); None = no cap.",
     )
     pids: int | None = Field(256, ge=8, description="Maximum processes and threads in the box.")
     timeout: float = Field(300.0, gt=0, description="Default time limit of a call, seconds.")
@@ -90,8 +97,12 @@ class BoxSpec(BaseModel):
     workspace: Path | None = Field(
         None, description="Host directory bound as /workspace; None = a private tmpfs."
     )
-    workspace_size: ByteSize = Field(1024**3, description="Size of the /workspace tmpfs.")
-    tmp_size: ByteSize = Field(256 * 1024**2, description="Size of the /tmp tmpfs.")
+    workspace_size: ByteSize = Field(
+        1024**3, ge=MIN_TMPFS, description="Size of the /workspace tmpfs (at least 1m)."
+    )
+    tmp_size: ByteSize = Field(
+        256 * 1024**2, ge=MIN_TMPFS, description="Size of the /tmp tmpfs (at least 1m)."
+    )
     read_only_root: bool = Field(True, description="Mount the root file system read-only.")
     user: str = Field(
         "1000:1000",

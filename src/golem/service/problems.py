@@ -55,7 +55,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: _documented(403, "The key's role or the server's policy does not allow it."),
     404: _documented(404, "No such object for this tenant."),
     409: _documented(409, "The object is not in a state that allows it."),
-    413: _documented(413, "The request's body is too large."),
+    413: _documented(
+        413,
+        "The request's body is too large for the key's role "
+        "(server.policies.<role>.max_body_bytes, or max_upload_bytes for an upload).",
+    ),
     415: _documented(415, "The request's content type is not the one expected."),
     422: _documented(422, "The request is not valid; each bad field is named."),
     424: _documented(424, "A box's setup failed."),
