@@ -60,8 +60,10 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = _content_length(scope)
-        if declared == 0 or scope["method"] in ("GET", "HEAD"):
-            await self.app(scope, receive, send)  # no body (a GET's is never read)
+        if scope["method"] in ("GET", "HEAD") or (
+            declared is not None and declared <= _floor(scope)
+        ):  # no body (a GET's is never read), or one within every role's limits
+            await self.app(scope, receive, send)
             return
         limit = await _limit_of(scope)
         if limit.size is None:
@@ -109,6 +111,18 @@ class _Counted:
             if not self.over or self.started:
                 raise
             await _answer(self.limit.refusal(None), scope, send)
+
+
+def _floor(scope: Scope) -> int:
+    """The size of body every role may send (h11 holds a body to its Content-Length)."""
+    state: ServerState = scope["app"].state.golem
+    limits = [
+        limit
+        for policy in state.config.server.policies.values()
+        for limit in (policy.max_body_bytes, policy.max_upload_bytes)
+        if limit is not None
+    ]
+    return min(limits)
 
 
 async def _limit_of(scope: Scope) -> _Limit:
