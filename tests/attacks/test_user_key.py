@@ -19,13 +19,21 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from golem.blueprint import RunRequest
 from golem.core.server_config import RolePolicy
 from golem.core.spec import BoxSpec
 from golem.forge.config import GitHubConfig
 from golem.forge.errors import ForgeError
 from golem.forge.github import GitHubForge
 from golem.sandbox import ExecRequest
-from golem.service.policy import CALL_RULES, SPEC_RULES, PolicyViolation, check_spec
+from golem.service.policy import (
+    CALL_RULES,
+    RUN_RULES,
+    SPEC_RULES,
+    PolicyViolation,
+    check_run,
+    check_spec,
+)
 from tests.forge.github_server import GitHubServer
 from tests.service.served import Served, serving
 
@@ -121,9 +129,10 @@ def refused(answer: httpx.Response, status: int, rule: str) -> str:
 # --- the policy knows every field --------------------------------------------------------
 
 
-def test_every_field_of_a_box_and_of_a_call_has_a_rule() -> None:
+def test_every_field_of_a_box_a_call_and_a_run_has_a_rule() -> None:
     assert set(BoxSpec.model_fields) == set(SPEC_RULES)
     assert set(ExecRequest.model_fields) == set(CALL_RULES)
+    assert set(RunRequest.model_fields) == set(RUN_RULES)
 
 
 def test_a_field_the_policy_does_not_know_is_refused() -> None:
@@ -132,6 +141,13 @@ def test_a_field_the_policy_does_not_know_is_refused() -> None:
 
     with pytest.raises(PolicyViolation, match="novel: the server has no rule"):
         check_spec(Grown(), {}, RolePolicy(), "user", "")
+
+    class GrownRun(RunRequest):
+        novel: int = 0
+
+    trusted = RolePolicy(server_files=True)
+    with pytest.raises(PolicyViolation, match="novel: the server has no rule"):
+        check_run(GrownRun(repo="https://example.com/r.git", task="t"), trusted, "trusted", ())
 
 
 # --- a box past the user's policy --------------------------------------------------------

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_RULES",
+    "RUN_RULES",
     "SPEC_RULES",
     "PolicyViolation",
     "check_call",
@@ -282,6 +283,63 @@ async def check_repo(
         ) from None
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What a run's fields are weighed against: the built-in blueprints, the forge the
+    run uses."""
+
+    builtins: tuple[str, ...]
+    forge: str
+
+
+RunRule = Callable[[Any, RunContext], str | None]
+"""A run field's value in; the file on the server it names out (None: none)."""
+
+
+def _repo(value: str, _ctx: RunContext) -> str | None:
+    if REMOTE_REPO.match(value):
+        return None  # reached as the role's repos policy says (check_repo)
+    return f"repository {value!r} (give an https or ssh git URL)"
+
+
+def _issue(value: str | None, ctx: RunContext) -> str | None:
+    if value is not None and not ISSUE_REFERENCE.match(value):
+        return f"issue {value!r} (give owner/name#N or a URL)"
+    if value is not None and ctx.forge == "local":
+        return f"issue {value!r} (the local forge reads issues from files)"
+    return None
+
+
+def _blueprint(value: str, ctx: RunContext) -> str | None:
+    if value in ctx.builtins:
+        return None
+    return f"blueprint {value!r} (built-in: {', '.join(ctx.builtins)})"
+
+
+def _model(value: str | None, _ctx: RunContext) -> str | None:
+    return f"model {value!r}" if value is not None and value.startswith("scripted:") else None
+
+
+def _names_nothing(_value: Any, _ctx: RunContext) -> str | None:
+    """Words, a forge's name, a branch (git checks it), dollars (a budget only lowers
+    what the blueprint's own allows): nothing on the server."""
+    return None
+
+
+RUN_RULES: dict[str, RunRule] = {
+    "repo": _repo,
+    "task": _names_nothing,
+    "issue": _issue,
+    "blueprint": _blueprint,
+    "model": _model,
+    "forge": _names_nothing,
+    "budget_usd": _names_nothing,
+    "base": _names_nothing,
+}
+"""The rule of every RunRequest field (``server_files``; the repository's reach is
+``check_repo``'s)."""
+
+
 def check_run(
     request: RunRequest,
     policy: RolePolicy,
@@ -291,22 +349,25 @@ def check_run(
     default_forge: str = "local",
 ) -> None:
     """Refuse a run that names files on the server when the role may not (the local
-    forge, ``default_forge`` unless the request names one, reads issues from files)."""
-    if policy.server_files:
-        return
+    forge, ``default_forge`` unless the request names one, reads issues from files), and
+    any field without a rule."""
+    ctx = RunContext(builtins, request.forge or default_forge)
     named: list[str] = []
-    if not REMOTE_REPO.match(request.repo):
-        named.append(f"repository {request.repo!r} (give an https or ssh git URL)")
-    if request.blueprint not in builtins:
-        named.append(f"blueprint {request.blueprint!r} (built-in: {', '.join(builtins)})")
-    if request.issue is not None and not ISSUE_REFERENCE.match(request.issue):
-        named.append(f"issue {request.issue!r} (give owner/name#N or a URL)")
-    elif request.issue is not None and (request.forge or default_forge) == "local":
-        named.append(f"issue {request.issue!r} (the local forge reads issues from files)")
-    if request.model is not None and request.model.startswith("scripted:"):
-        named.append(f"model {request.model!r}")
-    if named:
+    for name in type(request).model_fields:
+        rule = RUN_RULES.get(name)
+        if rule is None:
+            raise PolicyViolation(
+                f"this key's role ({role}) may not ask for that: {name}: the server has no "
+                "rule for it; it cannot be asked for"
+            )
+        if (found := rule(getattr(request, name), ctx)) is not None:
+            named.append(found)
+    if named and not policy.server_files:
         raise PolicyViolation(
             f"this key's role ({role}) may not name files on the server "
-            f"(server.policies.{role}.server_files): " + "; ".join(named)
+            f"({_option(role, 'server_files')}): " + "; ".join(named)
         )
+
+
+def _option(role: str, name: str) -> str:
+    return f"server.policies.{role}.{name}"
