@@ -300,11 +300,12 @@ def test_a_huge_sparse_file_is_not_taken_back(user: httpx.Client, session: str) 
 # --- the server's own services through a run's repository --------------------------------
 
 
-def _refused_run(served: Served, repo: str, rule: str, **extra: str) -> None:
+def _refused_run(served: Served, repo: str, rule: str, **extra: str) -> str:
     with served.client(served.key("mallory")) as client:
         answer = client.post("/v1/runs", json={"repo": repo, "task": "look around", **extra})
-        refused(answer, 403, f"{USER}.{rule}")
+        detail = refused(answer, 403, f"{USER}.{rule}")
         assert client.get("/v1/runs").json() == []
+    return detail
 
 
 def _loopback_urls(victims: tuple[Victim, Victim]) -> list[tuple[str, str]]:
@@ -347,6 +348,14 @@ def test_by_default_a_user_key_reaches_git_over_https_only(
     _refused_run(plain, "https://localhost/x.git", "repos.allow_cidrs")
     _refused_run(plain, "https://repo.attack.test/x.git", "repos.allow_cidrs")
     assert victims[0].seen == []
+
+
+@needs_box
+def test_a_refusal_does_not_say_what_a_name_resolves_to(plain: Served) -> None:
+    private = _refused_run(plain, "https://repo.attack.test/x.git", "repos.allow_cidrs")
+    missing = _refused_run(plain, "https://nowhere.invalid/x.git", "repos.allow_cidrs")
+    assert "127.0.0.1" not in private
+    assert private.replace("repo.attack.test", "nowhere.invalid") == missing
 
 
 @needs_box
