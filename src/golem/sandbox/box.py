@@ -128,12 +128,12 @@ class Box(BoxFiles):
         """The call's ``return_files``, at most ``max_file_bytes`` in all (they are held in
         memory), each a regular file."""
         files: dict[str, bytes] = {}
-        left = self.limits.max_file_bytes
+        limit, total = self.limits.max_file_bytes, 0
         for path in request.return_files:
             where = self._in_workdir(request, path)
-            chunks = [chunk async for chunk in capped(self.stream_file(where), where, left)]
-            files[path] = b"".join(chunks)
-            left -= len(files[path])
+            stream = capped(self.stream_file(where), where, limit, already=total)
+            files[path] = b"".join([chunk async for chunk in stream])
+            total += len(files[path])
         return files
 
     async def stream(

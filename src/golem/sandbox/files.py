@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, Any
 
-from golem.core.errors import BoxCrashed, SandboxError
+from golem.core.errors import BoxCrashed, SandboxError, UnsafeBoxOutput
+from golem.core.sizes import format_size
 from golem.core.spec import WORKSPACE
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
@@ -25,6 +26,7 @@ from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
 __all__ = ["BoxFiles", "capped", "chunks_of", "write_tar"]
 
 CHUNK = 256 * 1024
+WINDOW = 64  # chunks a box may send ahead of what the host consumed (64 KiB each)
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 
@@ -50,15 +52,20 @@ async def chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncI
             yield chunk
 
 
-async def capped(chunks: AsyncIterable[bytes], path: str, limit: int) -> AsyncIterator[bytes]:
-    """``chunks`` of one file from a box, refused (``takeback.size``) past ``limit`` bytes,
-    whatever size the box announced."""
-    limits = TakebackLimits(limit, limit)
-    size = 0
+async def capped(
+    chunks: AsyncIterable[bytes], path: str, limit: int, *, already: int = 0
+) -> AsyncIterator[bytes]:
+    """``chunks`` from a box, refused (``takeback.size``) once they pass ``limit`` bytes
+    (counting ``already`` bytes of the same transfer), whatever size the box announced."""
+    size = already
     async for chunk in chunks:
         size += len(chunk)
         if size > limit:
-            raise limits.file_too_large(path, size)
+            raise UnsafeBoxOutput(
+                path,
+                f"the box sent more than its max_file_bytes ({format_size(limit)})",
+                "takeback.size",
+            )
         yield chunk
 
 
@@ -96,10 +103,19 @@ class BoxFiles:
         return size
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
-        """A regular file's content in chunks as it arrives (at most ``max_file_bytes``)."""
+        """A regular file's content in chunks as it arrives (at most ``max_file_bytes``:
+        refused before any chunk when the box announces more, cut off when it sends more)."""
         where = box_path(path, self._workdir)
-        download = self._download({"op": "get", "path": where, "format": "raw"})
-        async for chunk in capped(download, where, self.limits.max_file_bytes):
+        limit = self.limits.max_file_bytes
+
+        def announced(size: int) -> None:
+            if size > limit:
+                raise self.limits.file_too_large(where, size)
+
+        download = self._download(
+            {"op": "get", "path": where, "format": "raw"}, announced=announced
+        )
+        async for chunk in capped(download, where, limit):
             yield chunk
 
     async def put_dir(self, source: Path, path: str) -> None:
@@ -153,11 +169,18 @@ class BoxFiles:
         finally:
             client.close_call(call_id)
 
-    async def _download(self, message: dict[str, Any]) -> AsyncIterator[bytes]:
+    async def _download(
+        self, message: dict[str, Any], *, announced: Callable[[int], None] | None = None
+    ) -> AsyncIterator[bytes]:
+        """A download's chunks, granted to the box ``WINDOW`` at a time as they are consumed
+        (the box can never send faster than the host takes in); ``announced`` gets the size
+        the box announces for a file, before any chunk."""
         client = self._files_client
         call_id = message["id"] = client.new_id()
+        message["window"] = WINDOW
         queue = client.open(call_id)
         finished = False
+        consumed = 0
         try:
             await client.send(message)
             while True:
@@ -165,8 +188,14 @@ class BoxFiles:
                 finished = frame[0].get("op") in ("end", "error")
                 raise_if_error(frame)
                 op = frame[0].get("op")
-                if op == "chunk":
+                if op == "meta" and announced is not None and "size" in frame[0]:
+                    announced(int(frame[0]["size"]))
+                elif op == "chunk":
                     yield frame[1]
+                    consumed += 1
+                    if consumed == WINDOW // 2:
+                        await client.send({"op": "credit", "id": call_id, "count": consumed})
+                        consumed = 0
                 elif op == "end":
                     return
         finally:

@@ -63,10 +63,10 @@ class TakebackLimits:
         return cls(spec.max_file_bytes, spec.max_takeback_bytes)
 
     def file_too_large(self, path: str, size: int) -> UnsafeBoxOutput:
-        """The refusal of a file of ``size`` bytes."""
+        """The refusal of a file the box says has ``size`` bytes."""
         return UnsafeBoxOutput(
             path,
-            f"the file has {format_size(size)}, over the box's max_file_bytes "
+            f"the box announced {format_size(size)}, over its max_file_bytes "
             f"({format_size(self.max_file_bytes)})",
             "takeback.size",
         )

@@ -24,6 +24,7 @@ from golem.core.errors import (
     PathRefused,
     ProtocolError,
     SandboxError,
+    UnsafeBoxOutput,
 )
 
 __all__ = ["Frame", "Hello", "SessionClient", "SupervisorClient"]
@@ -199,6 +200,13 @@ def raise_if_error(frame: Frame) -> None:
         raise PathNotFound(f"{kind} in the box: {text}")
     if kind in ("IsADirectoryError", "PermissionError", "FileExistsError"):
         raise PathRefused(f"{kind} in the box: {text}")
+    if kind == "NotRegularFile":
+        raise UnsafeBoxOutput(
+            str(message.get("path", "")),
+            "it is not a regular file (a device, FIFO or socket); only regular files are "
+            "downloaded",
+            "takeback.kind",
+        )
     raise SandboxError(f"{kind} in the box: {text}")
 
 

@@ -657,8 +657,42 @@ class Transfer:
             raise ValueError(self.error)
 
 
+class NotRegularFile(ValueError):
+    """A download asked for a device, FIFO or socket (``path`` in the error frame)."""
+
+
 class TransferCancelled(Exception):
     """The host stopped reading a download (``cancel``): send no more of it."""
+
+
+class Flow:
+    """A download's credit: the host grants chunks (``window``, then ``credit``) as it
+    consumes them, so a box can never send faster than the host takes in."""
+
+    def __init__(self, window):
+        self.credits = window  # None: unlimited
+        self.cancelled = False
+        self.cond = threading.Condition()
+
+    def take(self):
+        with self.cond:
+            while self.credits is not None and self.credits <= 0 and not self.cancelled:
+                self.cond.wait()
+            if self.cancelled:
+                raise TransferCancelled()
+            if self.credits is not None:
+                self.credits -= 1
+
+    def give(self, count):
+        with self.cond:
+            if self.credits is not None:
+                self.credits += count
+            self.cond.notify_all()
+
+    def cancel(self):
+        with self.cond:
+            self.cancelled = True
+            self.cond.notify_all()
 
 
 class ChunkWriter:
@@ -691,7 +725,7 @@ class Supervisor:
         self.workspace_root = os.environ.get("GOLEM_WORKSPACE", "/workspace")
         self.calls = {}
         self.transfers = {}
-        self.cancelled = set()  # downloads the host stopped reading
+        self.flows = {}  # downloads in progress, by id
         self.calls_lock = threading.Lock()
 
     def finished(self, call):
@@ -865,15 +899,26 @@ class Supervisor:
         self.channel.send({"op": "done", "id": msg["id"]})
 
     def op_get(self, msg, payload):
+        window = msg.get("window")
+        self.flows[msg["id"]] = Flow(int(window) if window is not None else None)
         threading.Thread(target=self._send_path, args=(msg,), daemon=True).start()
+
+    def op_credit(self, msg, payload):
+        """The host consumed ``count`` chunks of a download: that many more may go."""
+        flow = self.flows.get(msg["id"])
+        if flow is not None:
+            flow.give(int(msg.get("count", 0)))
 
     def op_cancel(self, msg, payload):
         """The host stopped reading a download: its thread stops at the next chunk."""
-        self.cancelled.add(msg["id"])
+        flow = self.flows.get(msg["id"])
+        if flow is not None:
+            flow.cancel()
 
     def send_chunk(self, call_id, data):
-        if call_id in self.cancelled:
-            raise TransferCancelled(call_id)
+        flow = self.flows.get(call_id)
+        if flow is not None:
+            flow.take()
         self.channel.send({"op": "chunk", "id": call_id}, data)
 
     def _send_path(self, msg):
@@ -888,11 +933,12 @@ class Supervisor:
         except TransferCancelled:
             pass
         except Exception as exc:
+            kind = type(exc).__name__
             self.channel.send(
-                {"op": "error", "id": call_id, "kind": type(exc).__name__, "message": str(exc)}
+                {"op": "error", "id": call_id, "kind": kind, "message": str(exc), "path": path}
             )
         finally:
-            self.cancelled.discard(call_id)
+            self.flows.pop(call_id, None)
 
     def _send_file(self, call_id, path):
         # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go out.
@@ -900,7 +946,7 @@ class Supervisor:
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
-                raise ValueError(f"{path} is not a regular file (a device, FIFO or socket)")
+                raise NotRegularFile(path)
             os.set_blocking(fd, True)
             self.channel.send({"op": "meta", "id": call_id, "size": info.st_size})
             while True:
