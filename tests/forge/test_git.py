@@ -385,3 +385,35 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
+
+
+async def test_no_filter_driver_of_the_hosts_runs_on_a_repository_golem_clones_or_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's git config defines filter, diff and merge drivers (as git-lfs does); a
+    repository's .gitattributes naming them (one a box wrote and someone merged) reaches
+    none, neither at clone nor when golem stages, diffs and commits."""
+    marker = tmp_path / "ran"
+    driver = tmp_path / "driver.sh"
+    driver.write_text(f'#!/bin/sh\necho "$1" >> {marker}\ncat\n')
+    driver.chmod(0o755)
+    config = tmp_path / "host.gitconfig"
+    config.write_text(
+        f'[filter "evil"]\n\tclean = {driver} clean\n\tsmudge = {driver} smudge\n'
+        f'[diff "evil"]\n\ttextconv = {driver}\n\tcommand = {driver}\n'
+    )
+    work = tmp_path / "seed"
+    git("init", "-q", "-b", "main", str(work))
+    (work / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    (work / "a.txt").write_text("a\n")
+    git("add", "-A", cwd=work)
+    git("-c", "user.name=S", "-c", "user.email=s@x", "commit", "-qm", "seed", cwd=work)
+    bare = tmp_path / "origin.git"
+    git("clone", "-q", "--bare", str(work), str(bare))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    repo = await GitRepo.clone(bare, tmp_path / "work")
+    assert (repo.path / "a.txt").read_text() == "a\n"
+    (repo.path / "a.txt").write_text("b\n")
+    await repo.commit_all("change", *AUTHOR)
+    assert "+b" in await repo.diff("HEAD~1")
+    assert not marker.exists()

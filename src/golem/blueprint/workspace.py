@@ -13,14 +13,13 @@ the host commits it, and a crashed run resumes from it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 from golem.core.errors import SandboxError
 from golem.forge import GitRepo
 from golem.sandbox import Box, ExecRequest
-from golem.sandbox.hosttree import HostTree, split_path
+from golem.sandbox.hosttree import split_path
 from golem.sandbox.takeback import TakebackLimits, land_archive
 
 __all__ = ["changed_paths", "copy_into_box", "sync_from_box"]
@@ -101,10 +100,8 @@ async def sync_from_box(box: Box, workspace: Path, repo: GitRepo) -> list[str]:
         return path in wanted or bool(_parents(path, wanted))
 
     archive = box.stream_archive("/workspace", paths=paths)
-    landed = await land_archive(archive, workspace, TakebackLimits.of(box.spec), wanted=asked)
-    present = set(landed.paths)
-    gone = [path for path in paths if path not in present]
-    await asyncio.to_thread(_remove, workspace, gone)
+    limits = TakebackLimits.of(box.spec)
+    await land_archive(archive, workspace, limits, wanted=asked, remove_missing=paths)
     return paths
 
 
@@ -112,9 +109,3 @@ def _parents(path: str, wanted: set[str]) -> list[str]:
     """The prefixes of ``path`` that were asked for (a directory asked whole)."""
     names = path.split("/")
     return [prefix for i in range(1, len(names)) if (prefix := "/".join(names[:i])) in wanted]
-
-
-def _remove(workspace: Path, paths: list[str]) -> None:
-    with HostTree(workspace) as tree:
-        for path in paths:
-            tree.remove(path)

@@ -22,6 +22,7 @@ from golem.cli import options
 from golem.cli.progress import AgentProgress
 from golem.cli.tree_sync import (
     apply_changes,
+    check_ways,
     compare_trees,
     render_diff,
     symlinks_of,
@@ -108,6 +109,7 @@ async def _run(
 
 async def _report_changes(workspace: Path, result: Path, *, dry_run: bool) -> None:
     compared = await asyncio.to_thread(compare_trees, workspace, result)
+    await asyncio.to_thread(check_ways, compared, workspace)
     changes = await without_ignored(compared, workspace)
     sys.stdout.write(render_diff(changes, workspace, result))
     sys.stdout.flush()

@@ -20,6 +20,7 @@ from golem.sandbox.hosttree import HostTree
 __all__ = [
     "TreeChange",
     "apply_changes",
+    "check_ways",
     "compare_trees",
     "render_diff",
     "symlinks_of",
@@ -85,6 +86,14 @@ async def without_ignored(changes: list[TreeChange], repo: Path) -> list[TreeCha
         return changes
     ignored = await GitRepo(repo).ignored([change.path for change in changes])
     return [change for change in changes if change.path not in ignored]
+
+
+def check_ways(changes: list[TreeChange], target: Path) -> None:
+    """Refuse (``takeback.host-link``) a change whose way in ``target`` passes a symlink
+    or a file, before anything (git included) looks at it there."""
+    with HostTree(target) as tree:
+        for change in changes:
+            tree.check_way(change.path)
 
 
 def apply_changes(changes: list[TreeChange], source: Path, target: Path) -> None:

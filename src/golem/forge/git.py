@@ -88,7 +88,9 @@ class GitRepo:
     ) -> None:
         """Clone ``source`` (a URL, a working tree or a bare repository) into this
         repository's path, which must not exist or be empty; ``branch`` checks out that
-        branch. Local sources are copied, never hard-linked."""
+        branch. Local sources are copied, never hard-linked; the work tree is checked out
+        isolated from the host's git config (no filter driver of the host's runs, so git-lfs
+        content stays as its pointers)."""
         if urlsplit(str(source)).password is not None:
             raise GitError(
                 "the clone URL carries a password or token, which would be kept in "
@@ -97,7 +99,10 @@ class GitRepo:
             )
         local = Path(source).expanduser()
         is_local = not _looks_like_url(str(source)) and local.exists()
-        args = ["clone", "--quiet", "--no-hardlinks"]
+        # No checkout under the host's config: its filter drivers (git-lfs's, say) would run
+        # on whatever .gitattributes the repository holds. The work tree is checked out by
+        # an isolated command below.
+        args = ["clone", "--quiet", "--no-hardlinks", "--no-checkout"]
         if branch is not None:
             args += ["--branch", check_ref_name(branch)]
         if depth is not None:
@@ -109,6 +114,8 @@ class GitRepo:
         foreign = is_local and needs_safe_directory(local)
         safe = [local.absolute(), local.resolve()] if foreign else []
         await self._run(args, cwd=None, remote=True, urls=[origin], safe_directories=safe)
+        if await self.head() is not None:
+            await self._git(["reset", "--hard", "--quiet", "HEAD", "--"])
 
     async def head(self) -> str | None:
         """The commit checked out, or None in a repository with no commit yet."""

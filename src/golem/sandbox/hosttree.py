@@ -15,13 +15,13 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from golem.core.errors import UnsafeBoxOutput
 
-__all__ = ["HostTree", "check_name", "split_path"]
+__all__ = ["HostTree", "check_name", "is_git_name", "split_path"]
 
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 CHUNK = 256 * 1024
@@ -66,6 +66,11 @@ class HostTree:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.links_changed = False
+        """Whether a write made, replaced or removed a symlink or a directory (so that
+        where another link leads may have changed)."""
+        self.before_links_change: Callable[[], None] | None = None
+        """Called once, before the first such write (to note the links as they were)."""
 
     def close(self) -> None:
         """Release the root's descriptor."""
@@ -110,6 +115,7 @@ class HostTree:
         *parents, name = self._names(path)
         with self._directory(parents, path) as parent:
             temporary = self._temporary_name()
+            self._changing_links()
             os.symlink(target, temporary, dir_fd=parent)
             self._replace(parent, temporary, name)
 
@@ -124,6 +130,8 @@ class HostTree:
             if kind == "dir":
                 return
             if kind is not None:
+                if kind == "link":
+                    self._changing_links()
                 os.unlink(name, dir_fd=parent)
             os.mkdir(name, 0o755, dir_fd=parent)
 
@@ -136,6 +144,8 @@ class HostTree:
                 kind = _kind(parent, name)
                 if kind is None:
                     return False
+                if kind in ("dir", "link"):
+                    self._changing_links()
                 if kind == "dir":
                     shutil.rmtree(name, dir_fd=parent)
                 else:
@@ -143,6 +153,29 @@ class HostTree:
                 return True
         except FileNotFoundError:
             return False
+
+    def check_way(self, path: str) -> None:
+        """Refuse (``takeback.host-link``) a path whose way passes a symlink on the host, as
+        a write would be; a way that does not exist yet, or ends at a file, is left to the
+        write."""
+        *parents, _ = self._names(path)
+        fd = os.dup(self._fd)
+        try:
+            for name in parents:
+                kind = _kind(fd, name)
+                if kind in (None, "file"):  # a file there is replaced first, if at all
+                    return
+                if kind == "link":
+                    raise UnsafeBoxOutput(
+                        path,
+                        f"{name!r} on the host is a symlink, and golem never writes through one",
+                        "takeback.host-link",
+                    )
+                child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        finally:
+            os.close(fd)
 
     def open_file(self, path: str) -> IO[bytes]:
         """A regular file beneath the root, opened for reading without following a
@@ -195,15 +228,23 @@ class HostTree:
         finally:
             os.close(fd)
 
+    def _changing_links(self) -> None:
+        if not self.links_changed:
+            if self.before_links_change is not None:
+                self.before_links_change()
+            self.links_changed = True
+
     @staticmethod
     def _temporary_name() -> str:
         return f".golem-takeback-{secrets.token_hex(8)}"
 
-    @staticmethod
-    def _replace(parent: int, temporary: str, name: str) -> None:
+    def _replace(self, parent: int, temporary: str, name: str) -> None:
         """Rename ``temporary`` onto ``name`` (a directory there is removed first)."""
         try:
-            if _kind(parent, name) == "dir":
+            kind = _kind(parent, name)
+            if kind in ("dir", "link"):
+                self._changing_links()
+            if kind == "dir":
                 shutil.rmtree(name, dir_fd=parent)
             os.rename(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
         except BaseException:

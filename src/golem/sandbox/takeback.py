@@ -31,7 +31,7 @@ import contextlib
 import posixpath
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -40,10 +40,13 @@ from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
 from golem.core.spec import BoxSpec
 from golem.sandbox.hosttree import HostTree, check_name, split_path
+from golem.sandbox.tarscan import HeaderScan
+from golem.sandbox.treecheck import check_git_dirs, check_links, escaping_links
 
 __all__ = ["MAX_ENTRIES", "Landed", "TakebackLimits", "land_archive", "landed_mode"]
 
 MAX_ENTRIES = 200_000
+MAX_NAME_BYTES = 64 * 1024 * 1024  # the distinct names of one transfer (each is kept)
 MAX_READ = 1024 * 1024  # the largest single read tarfile may make (a pax or long-name header)
 ARCHIVE_SLACK = 64 * 1024 * 1024  # tar headers and padding beyond the data itself
 SPECIAL_BITS = 0o7000
@@ -101,16 +104,23 @@ async def land_archive(
     wanted: Callable[[str], bool] | None = None,
     skip_git_root: bool = False,
     known_links: Mapping[str, str] | None = None,
+    remove_missing: Sequence[str] = (),
 ) -> Landed:
     """Unpack a tar stream from a box beneath ``destination`` (made if missing) by the
     rules above. ``wanted`` says which (normalised, relative) paths the host asked for;
     ``skip_git_root`` drops the tree's own top-level ``.git`` (which the host put there)
     instead of refusing it; a symlink equal to one of ``known_links`` (path -> target: the
-    host's own, copied into the box) is left out rather than checked: it is no change."""
+    host's own, copied into the box) is left out rather than checked: it is no change;
+    ``remove_missing`` are paths to remove from the destination unless the archive held
+    them (what the box no longer has). Then the tree as a whole is checked: no link in it
+    leads out or into .git, no directory the transfer touched is a git directory."""
     cap = limits.max_bytes + ARCHIVE_SLACK
+    destination.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(prefix="golem-takeback-") as spool:
         size = 0
+        scan = HeaderScan(limits.max_file_bytes)
         async for chunk in chunks:
+            scan.feed(chunk)
             size += len(chunk)
             if size > cap:
                 raise UnsafeBoxOutput(
@@ -121,9 +131,8 @@ async def land_archive(
                 )
             await asyncio.to_thread(spool.write, chunk)
         spool.seek(0)
-        destination.mkdir(parents=True, exist_ok=True)
         unpacker = _Unpacker(destination, limits, wanted, skip_git_root, known_links or {})
-        return await asyncio.to_thread(unpacker.run, spool)
+        return await asyncio.to_thread(unpacker.run, spool, remove_missing)
 
 
 class _CappedReader:
@@ -165,25 +174,46 @@ class _Unpacker:
         self.skip_git_root = skip_git_root
         self.known_links = known_links
         self.total = 0
+        self.name_bytes = 0
+        self.links_before: set[tuple[str, str]] = set()
 
-    def run(self, spool: IO[bytes]) -> Landed:
+    def run(self, spool: IO[bytes], remove_missing: Sequence[str]) -> Landed:
         landed = Landed()
         with _opened(spool) as archive, HostTree(self.destination) as tree:
+            tree.before_links_change = self._note_links
+            seen: dict[str, None] = {}  # each path once, in order
             for count, member in enumerate(_members(archive), 1):
-                if count > self.limits.max_entries:
-                    raise UnsafeBoxOutput(
-                        member.name,
-                        f"the box sent more than {self.limits.max_entries} entries",
-                        "takeback.size",
-                    )
+                archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
                 path = self._checked_path(member.name)
                 if path is None:
                     continue
+                if path not in seen:
+                    self._count(count, path)
                 if member.issym() and self.known_links.get(path) == member.linkname:
                     continue
                 self._land(archive, member, path, tree)
-                landed.paths.append(path)
+                seen[path] = None
+            for path in remove_missing:
+                if path not in seen:
+                    tree.remove(path)
+            landed.paths = list(seen)
+            if tree.links_changed:
+                check_links(tree, self.links_before)
+            check_git_dirs(tree, landed.paths)
         return landed
+
+    def _note_links(self) -> None:
+        self.links_before = escaping_links(self.destination)
+
+    def _count(self, count: int, name: str) -> None:
+        self.name_bytes += len(name)
+        if count > self.limits.max_entries or self.name_bytes > MAX_NAME_BYTES:
+            raise UnsafeBoxOutput(
+                name,
+                f"the box sent more than {self.limits.max_entries} entries or "
+                f"{format_size(MAX_NAME_BYTES)} of names",
+                "takeback.size",
+            )
 
     def _checked_path(self, name: str) -> str | None:
         """The entry's normalised path; None for one that is skipped (the root itself, the
@@ -221,8 +251,12 @@ class _Unpacker:
                 )
             source = archive.extractfile(member)
             assert source is not None  # a regular file always has a reader
-            with source:
-                tree.write_file(path, source, member.size, mode)
+            try:
+                with source:
+                    tree.write_file(path, source, member.size, mode)
+            except (tarfile.TarError, EOFError) as exc:
+                raise UnsafeBoxOutput(path, f"a broken tar entry ({exc})",
+                                      "takeback.kind") from None  # fmt: skip
         else:
             raise UnsafeBoxOutput(
                 path,
