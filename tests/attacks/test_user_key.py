@@ -266,11 +266,6 @@ def test_a_call_past_the_user_policy_is_refused_and_never_runs(
 
 
 @needs_box
-@pytest.mark.xfail(
-    strict=True,
-    reason="the box's refusal of a device comes back as SandboxError (500); it should be "
-    "a 4xx naming the rule (golem.sandbox.supervisor.client.raise_if_error)",
-)
 def test_a_device_is_not_taken_back(plain: Served, user: httpx.Client, session: str) -> None:
     device = user.post(
         f"/v1/sessions/{session}/exec", json={"cmd": "true", "return_files": ["/dev/zero"]}
@@ -281,6 +276,7 @@ def test_a_device_is_not_taken_back(plain: Served, user: httpx.Client, session: 
     with plain.client() as anyone:
         assert anyone.get("/healthz").json()["status"] == "ok"
     assert (device.status_code, download.status_code) == (422, 422)
+    assert "takeback.kind" in device.json()["detail"]
 
 
 @needs_box
