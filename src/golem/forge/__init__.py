@@ -40,6 +40,7 @@ from golem.forge.gitcmd import git_environment, run_git_blocking
 from golem.forge.local import LocalForge
 from golem.forge.memory import MemoryPullRequestStore
 from golem.forge.refs import IssueRef, parse_issue_ref
+from golem.forge.remotes import pin_remote
 
 if TYPE_CHECKING:
     from golem.forge.github import GitHubForge
@@ -81,6 +82,7 @@ __all__ = [
     "git_environment",
     "make_forge",
     "parse_issue_ref",
+    "pin_remote",
     "run_git_blocking",
 ]
 

@@ -91,9 +91,12 @@ class RemoteRefused(GitError):
     exit_code = 2
     http_status = 403
 
-    def __init__(self, message: str, *, rule: str) -> None:
+    def __init__(self, message: str, *, rule: str, resolved: bool = False) -> None:
         super().__init__(f"{message} (policy field repos.{rule})")
         self.rule = rule
+        self.resolved = resolved
+        """Whether the refusal came from looking the name up (it did not resolve, or to a
+        refused address): such a refusal tells what the server's network holds."""
 
 
 class ForgeAuthError(ForgeError):

@@ -154,13 +154,16 @@ async def _checked_address(
     except (OSError, ValueError):
         addresses = []
     if not addresses:
-        raise RemoteRefused(f"{remote.url!r}: {remote.host} does not resolve", rule="allow")
+        raise RemoteRefused(
+            f"{remote.url!r}: {remote.host} does not resolve", rule="allow", resolved=True
+        )
     for address in addresses:  # every address must pass: no split answers
         verdict = egress.check_address(address, own)
         if not verdict.allowed:
             raise RemoteRefused(
                 f"{remote.url!r}: {remote.host} resolves to a refused address ({verdict.rule})",
                 rule="allow_cidrs",
+                resolved=True,
             )
     return str(addresses[0])
 

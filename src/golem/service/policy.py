@@ -19,8 +19,7 @@ from golem.core.network import EgressPolicy, NetworkConfig, RemotePolicy
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
 from golem.core.spec import BoxSpec, parse_user
-from golem.forge import RemoteRefused
-from golem.forge.remotes import pin_remote
+from golem.forge import RemoteRefused, pin_remote
 from golem.sandbox import ExecRequest
 
 if TYPE_CHECKING:
@@ -291,7 +290,7 @@ async def check_repo(
 
 def _resolved(refusal: RemoteRefused) -> bool:
     """Whether a refusal came of resolving the host (not of its name, scheme or port)."""
-    return refusal.rule == "allow_cidrs" or "does not resolve" in refusal.message
+    return refusal.resolved
 
 
 @dataclass(frozen=True)
