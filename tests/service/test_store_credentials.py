@@ -61,7 +61,7 @@ def test_the_key_file_is_made_private_once_and_a_readable_one_is_refused(
     assert list(cipher.key_file.parent.iterdir()) == [cipher.key_file]  # no temporary left
     cipher.key_file.chmod(0o644)
     fresh = TokenCipher(KEY_ENV, cipher.key_file)
-    with pytest.raises(CredentialsKeyError, match="may be read by others.*chmod 600"):
+    with pytest.raises(CredentialsKeyError, match=r"may be read by others.*chmod 600"):
         store.for_tenant("a").reveal_forge_token("github", fresh)
 
 
