@@ -132,3 +132,14 @@ async def test_only_regular_files_are_downloaded(box: Box) -> None:
     with pytest.raises(SandboxError, match="not a regular file"):
         await box.get_file("/dev/zero")
     assert (await box.execute("echo fine")).stdout == "fine\n"
+
+
+async def test_a_name_with_a_newline_and_pax_syntax_comes_back_as_it_is(
+    box: Box, tmp_path: Path
+) -> None:
+    made = await box.execute(
+        "mkdir t && printf hi > \"t/$(printf '\\303\\251\\nx size=-1000000')\""
+    )
+    assert made.exit_code == 0, made.stderr
+    await box.get_dir("t", tmp_path / "out")
+    assert (tmp_path / "out" / "é\nx size=-1000000").read_bytes() == b"hi"

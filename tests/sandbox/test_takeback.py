@@ -226,3 +226,43 @@ def test_removing_never_follows_a_link(tmp_path: Path) -> None:
         assert host.remove("link") is True
     assert (outside / "keep.txt").read_text() == "keep"
     assert not (tree / "link").exists()
+
+
+def pax(name: str, headers: dict[str, str], data: bytes = b"") -> bytes:
+    info, _ = entry(name, data=data)
+    info.pax_headers = headers
+    return archive((info, data))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pax("a", {"size": "-1000"}),
+        pax("a", {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.realsize": "-1"}),
+        pax("a", {"comment": "x"}),
+        entry("s", tarfile.GNUTYPE_SPARSE)[0].tobuf(tarfile.GNU_FORMAT) + b"\0" * 2048,
+    ],
+    ids=["negative-size", "gnu-sparse-keys", "unknown-key", "sparse-entry"],
+)
+async def test_headers_golems_supervisor_never_writes_are_refused_as_they_stream(
+    tmp_path: Path, data: bytes
+) -> None:
+    error = await refused(data, tmp_path)
+    assert error.rule == "takeback.kind"
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_global_pax_header_is_refused(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT,
+                      pax_headers={"comment": "x"}) as tar:  # fmt: skip
+        tar.addfile(tarfile.TarInfo("a"), io.BytesIO(b""))
+    assert (await refused(buffer.getvalue(), tmp_path)).rule == "takeback.kind"
+
+
+async def test_a_name_that_holds_pax_syntax_lands_as_a_name(tmp_path: Path) -> None:
+    """A file named with a newline and 'size=-1000000' in it: pax records are read by their
+    length, so the name is a name (it once froze the host's event loop)."""
+    name = "é\nx size=-1000000"
+    assert await land(archive(entry(name, data=b"hi")), tmp_path) == [name]
+    assert (tmp_path / name).read_bytes() == b"hi"

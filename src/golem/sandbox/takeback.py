@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 import posixpath
 import tarfile
 import tempfile
@@ -50,6 +52,8 @@ MAX_NAME_BYTES = 64 * 1024 * 1024  # the distinct names of one transfer (each is
 MAX_READ = 1024 * 1024  # the largest single read tarfile may make (a pax or long-name header)
 ARCHIVE_SLACK = 64 * 1024 * 1024  # tar headers and padding beyond the data itself
 SPECIAL_BITS = 0o7000
+BROKEN = (tarfile.TarError, UnicodeError, ValueError, IndexError, RecursionError, EOFError)
+"""What tarfile raises on an archive it cannot read (a box may send any bytes)."""
 
 
 @dataclass(frozen=True)
@@ -116,11 +120,15 @@ async def land_archive(
     leads out or into .git, no directory the transfer touched is a git directory."""
     cap = limits.max_bytes + ARCHIVE_SLACK
     destination.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile(prefix="golem-takeback-") as spool:
+    with tempfile.TemporaryFile(prefix="golem-takeback-", dir=_spool_dir(destination)) as spool:
         size = 0
         scan = HeaderScan(limits.max_file_bytes)
-        async for chunk in chunks:
+
+        def take(chunk: bytes) -> None:  # on a worker thread: the scan never blocks the loop
             scan.feed(chunk)
+            spool.write(chunk)
+
+        async for chunk in chunks:
             size += len(chunk)
             if size > cap:
                 raise UnsafeBoxOutput(
@@ -129,10 +137,17 @@ async def land_archive(
                     f"max_takeback_bytes ({format_size(limits.max_bytes)})",
                     "takeback.size",
                 )
-            await asyncio.to_thread(spool.write, chunk)
+            await asyncio.to_thread(take, chunk)
         spool.seek(0)
         unpacker = _Unpacker(destination, limits, wanted, skip_git_root, known_links or {})
         return await asyncio.to_thread(unpacker.run, spool, remove_missing)
+
+
+def _spool_dir(destination: Path) -> str | None:
+    """Where to spool: beside the destination (on its disk, not a /tmp that may be held in
+    memory), else the system's temporary directory."""
+    parent = destination.parent
+    return str(parent) if os.access(parent, os.W_OK | os.X_OK) else None
 
 
 class _CappedReader:
@@ -185,10 +200,9 @@ class _Unpacker:
             for count, member in enumerate(_members(archive), 1):
                 archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
                 path = self._checked_path(member.name)
+                self._count(count, path if path is not None and path not in seen else "")
                 if path is None:
                     continue
-                if path not in seen:
-                    self._count(count, path)
                 if member.issym() and self.known_links.get(path) == member.linkname:
                     continue
                 self._land(archive, member, path, tree)
@@ -205,11 +219,12 @@ class _Unpacker:
     def _note_links(self) -> None:
         self.links_before = escaping_links(self.destination)
 
-    def _count(self, count: int, name: str) -> None:
-        self.name_bytes += len(name)
+    def _count(self, count: int, new_name: str) -> None:
+        """Count an entry, and the bytes of its name when the name is new."""
+        self.name_bytes += len(new_name.encode("utf-8", "surrogateescape"))
         if count > self.limits.max_entries or self.name_bytes > MAX_NAME_BYTES:
             raise UnsafeBoxOutput(
-                name,
+                new_name or "(the archive)",
                 f"the box sent more than {self.limits.max_entries} entries or "
                 f"{format_size(MAX_NAME_BYTES)} of names",
                 "takeback.size",
@@ -233,11 +248,25 @@ class _Unpacker:
 
     def _land(self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str,
               tree: HostTree) -> None:  # fmt: skip
+        try:
+            self._write(archive, member, path, tree)
+        except OSError as exc:  # a name the file system refuses, a full disk
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            raise UnsafeBoxOutput(
+                path,
+                f"the host could not write it ({exc.strerror})",
+                "takeback.size" if full else "takeback.path",
+            ) from None
+
+    def _write(self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str,
+               tree: HostTree) -> None:  # fmt: skip
         if member.isdir():
             tree.make_dir(path)  # 0755 whatever the box's mode was
         elif member.issym():
             tree.make_link(path, checked_link(path, member.linkname))
-        elif member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
+        elif member.type in (tarfile.REGTYPE, tarfile.AREGTYPE) and member.sparse is None:
+            if member.size < 0:
+                raise UnsafeBoxOutput(path, "a negative size", "takeback.kind")
             mode = landed_mode(member.mode, path)
             if member.size > self.limits.max_file_bytes:
                 raise self.limits.file_too_large(path, member.size)
@@ -254,7 +283,7 @@ class _Unpacker:
             try:
                 with source:
                     tree.write_file(path, source, member.size, mode)
-            except (tarfile.TarError, EOFError) as exc:
+            except (tarfile.TarError, EOFError, ValueError) as exc:
                 raise UnsafeBoxOutput(path, f"a broken tar entry ({exc})",
                                       "takeback.kind") from None  # fmt: skip
         else:
@@ -281,7 +310,7 @@ def _opened(spool: IO[bytes]) -> Iterator[tarfile.TarFile]:
     """The spooled archive, read through ``_CappedReader``."""
     try:
         archive = tarfile.TarFile(fileobj=_CappedReader(spool), mode="r")  # type: ignore[arg-type]
-    except tarfile.TarError as exc:
+    except BROKEN as exc:
         raise UnsafeBoxOutput("(the archive)", f"not a tar archive ({exc})",
                               "takeback.kind") from None  # fmt: skip
     with archive:
@@ -293,7 +322,7 @@ def _members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     while True:
         try:
             member = archive.next()
-        except (tarfile.TarError, UnicodeError, ValueError) as exc:
+        except BROKEN as exc:
             raise UnsafeBoxOutput("(the archive)", f"a broken tar entry ({exc})",
                                   "takeback.kind") from None  # fmt: skip
         if member is None:

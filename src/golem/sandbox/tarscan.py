@@ -1,9 +1,17 @@
-"""An early look at a tar stream's headers as its bytes arrive from a box.
+"""A strict look at a tar stream's headers as its bytes arrive from a box.
 
 ``takeback`` spools an archive before tarfile reads it; this scan follows the stream's
-512-byte headers on the way in, so that an entry announcing a file over the cap, or a pax or
-long-name header over a megabyte, is refused at its header, before gigabytes are spooled.
-tarfile's reading stays the authority: the scan only refuses earlier, never accepts.
+512-byte headers on the way in and refuses, at the header, what tarfile would otherwise
+parse at length or what golem's own supervisor never sends:
+
+- an entry announcing a file over the cap (before gigabytes are spooled);
+- a pax or GNU long-name header over 1 MiB, more than one of a kind before an entry, a
+  global pax header (``g``), a pax key outside the plain ones tarfile writes (no
+  ``GNU.sparse.*``), a pax record that is not ``LENGTH key=value\\n``;
+- a sparse entry (``S``), a type tarfile does not know, a negative or malformed number.
+
+The scan runs on the worker thread that spools, never on the event loop. tarfile reading
+the spooled archive stays the authority: the scan only refuses earlier, never accepts.
 """
 
 from __future__ import annotations
@@ -15,21 +23,31 @@ __all__ = ["HeaderScan"]
 
 BLOCK = 512
 MAX_HEADER_DATA = 1024 * 1024
-REGULAR = (b"0", b"\0", b"7", b"S")
-EXTENDED = (b"x", b"g", b"L", b"K")
-NO_DATA = (b"1", b"2", b"3", b"4", b"5", b"6")  # links, devices, directories, FIFOs
+DATA_TYPES = (b"0", b"\0", b"7")  # entries whose data follows their header
+NO_DATA_TYPES = (b"1", b"2", b"3", b"4", b"5", b"6")  # links, devices, directories, FIFOs
+EXTENDED_TYPES = (b"x", b"L", b"K")
+PAX_KEYS = frozenset(
+    {b"path", b"linkpath", b"size", b"mtime", b"atime", b"ctime", b"uid", b"gid", b"uname",
+     b"gname", b"hdrcharset"}
+)  # fmt: skip
+PAX_NUMBERS = frozenset({b"size", b"uid", b"gid"})
+
+
+def _refuse(what: str, rule: str = "takeback.kind", name: str = "(the archive)") -> None:
+    raise UnsafeBoxOutput(name, what, rule)
 
 
 class HeaderScan:
     """Feed it the stream's chunks in order; it raises ``UnsafeBoxOutput`` at the first
-    header over the caps."""
+    header it refuses."""
 
     def __init__(self, max_file_bytes: int) -> None:
         self.max_file_bytes = max_file_bytes
         self._header = bytearray()
         self._skip = 0  # bytes of the current entry's data (and padding) still to pass
         self._pax: bytearray | None = None  # a pax header's records, being collected
-        self._pax_size: int | None = None  # what the last pax header says the next size is
+        self._pax_size: int | None = None  # the size the last pax header gives the next entry
+        self._extended: set[bytes] = set()  # extended headers seen since the last entry
 
     def feed(self, chunk: bytes) -> None:
         """Look at the next bytes of the stream."""
@@ -41,9 +59,9 @@ class HeaderScan:
                     self._pax += taken
                 self._skip -= len(taken)
                 view = view[len(taken) :]
-                if not self._skip and self._pax is not None:
-                    self._pax_size, self._pax = _pax_size(bytes(self._pax)), None
                 continue
+            if self._pax is not None:
+                self._pax_size, self._pax = _pax_size(bytes(self._pax)), None
             needed = BLOCK - len(self._header)
             self._header += view[:needed]
             view = view[needed:]
@@ -55,46 +73,70 @@ class HeaderScan:
         if not any(block):
             return  # an end-of-archive block
         kind = block[156:157]
-        size = _number(block[124:136])
-        if self._pax_size is not None and kind not in EXTENDED:
-            size, self._pax_size = self._pax_size, None
         name = block[:100].split(b"\0", 1)[0].decode("utf-8", "replace") or "(an entry)"
-        if kind in EXTENDED and size > MAX_HEADER_DATA:
-            raise UnsafeBoxOutput(
-                name, f"a tar header of {format_size(size)} (at most 1m)", "takeback.size"
-            )
-        if kind in REGULAR and size > self.max_file_bytes:
-            raise UnsafeBoxOutput(
-                name,
+        size = _number(block[124:136])
+        if kind in EXTENDED_TYPES:
+            if kind in self._extended:
+                _refuse(f"two {kind.decode()} headers before one entry", name=name)
+            if size > MAX_HEADER_DATA:
+                _refuse(f"a tar header of {format_size(size)} (at most 1m)", "takeback.size", name)
+            self._extended.add(kind)
+            self._pax = bytearray() if kind == b"x" else None
+            self._skip = _padded(size)
+            return
+        if kind not in DATA_TYPES + NO_DATA_TYPES:
+            _refuse(f"a tar entry of type {kind!r} (a sparse file, a global header, ...)",
+                    name=name)  # fmt: skip
+        if self._pax_size is not None:
+            size, self._pax_size = self._pax_size, None
+        self._extended.clear()
+        if kind in DATA_TYPES and size > self.max_file_bytes:
+            _refuse(
                 f"the box announced {format_size(size)}, over its max_file_bytes "
                 f"({format_size(self.max_file_bytes)})",
                 "takeback.size",
+                name,
             )
-        if kind == b"x":
-            self._pax = bytearray()
-        self._skip = 0 if kind in NO_DATA else -(-size // BLOCK) * BLOCK  # as tarfile skips
+        self._skip = _padded(size) if kind in DATA_TYPES else 0  # as tarfile skips
+
+
+def _padded(size: int) -> int:
+    return -(-size // BLOCK) * BLOCK
 
 
 def _number(field: bytes) -> int:
-    """A tar number field: octal text, or base-256 when its first bit is set."""
-    if field[:1] and field[0] & 0x80:
+    """A tar number field: octal text, or base-256 (first byte 0x80); a negative one
+    (0xff) or one that is neither is refused."""
+    if field[:1] == b"\x80":
         return int.from_bytes(field[1:], "big")
+    if field[:1] and field[0] & 0x80:
+        _refuse("a negative number in a tar header")
     text = field.split(b"\0", 1)[0].strip()
-    try:
-        return int(text, 8) if text else 0
-    except ValueError:
-        raise UnsafeBoxOutput("(the archive)", "a tar header that is not one",
-                              "takeback.kind") from None  # fmt: skip
+    if text and not all(digit in b"01234567" for digit in text):
+        _refuse("a tar header that is not one")
+    return int(text, 8) if text else 0
 
 
 def _pax_size(records: bytes) -> int | None:
-    """The ``size`` a pax header's records set for the next entry, if any."""
-    for line in records.split(b"\n"):
-        _, _, record = line.partition(b" ")
-        key, _, value = record.partition(b"=")
+    """The ``size`` a pax header's records give the next entry, if any; each record read
+    by its length, as tarfile reads it."""
+    size = None
+    position = 0
+    while position < len(records) and records[position] != 0:
+        space = records.find(b" ", position)
+        length_text = records[position:space] if space > position else b""
+        if not length_text.isdigit():
+            _refuse("a pax record that is not 'LENGTH key=value'")
+        end = position + int(length_text)
+        record = records[space + 1 : end]
+        if end > len(records) or int(length_text) <= space - position or not record.endswith(b"\n"):
+            _refuse("a pax record whose length is wrong")
+        key, equals, value = record[:-1].partition(b"=")
+        if not equals or key not in PAX_KEYS:
+            _refuse(f"a pax key golem does not take ({key[:40]!r})")
+        if key in PAX_NUMBERS and not value.isdigit():
+            _refuse(f"a pax {key.decode()} that is not a decimal number")
         if key == b"size":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+            size = int(value)
+        position = end
+    return size
