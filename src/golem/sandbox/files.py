@@ -27,6 +27,7 @@ __all__ = ["BoxFiles", "capped", "chunks_of", "write_tar"]
 
 CHUNK = 256 * 1024
 WINDOW = 64  # chunks a box may send ahead of what the host consumed (64 KiB each)
+MAX_CHUNK = 256 * 1024  # a chunk's most bytes the host allows for (the box sends ~64 KiB)
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 
@@ -178,7 +179,7 @@ class BoxFiles:
         client = self._files_client
         call_id = message["id"] = client.new_id()
         message["window"] = WINDOW
-        queue = client.open(call_id)
+        queue = client.open(call_id, max_buffered=WINDOW * MAX_CHUNK)
         finished = False
         consumed = 0
         try:
@@ -191,6 +192,7 @@ class BoxFiles:
                 if op == "meta" and announced is not None and "size" in frame[0]:
                     announced(int(frame[0]["size"]))
                 elif op == "chunk":
+                    client.consumed(call_id, len(frame[1]))
                     yield frame[1]
                     consumed += 1
                     if consumed == WINDOW // 2:

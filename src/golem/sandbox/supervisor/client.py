@@ -62,6 +62,7 @@ class SupervisorClient:
         self._writer = writer
         self._describe_start_failure = describe_loss or (lambda: "the box's supervisor exited")
         self._queues: dict[str, asyncio.Queue[Frame | None]] = {}
+        self._buffered: dict[str, list[int]] = {}  # call id -> [bytes held, most allowed]
         self._ids = itertools.count(1)
         self._reader_task: asyncio.Task[None] | None = None
         self._lost: str | None = None
@@ -99,17 +100,30 @@ class SupervisorClient:
         """A fresh call id, unique on this connection."""
         return f"c{next(self._ids)}"
 
-    def open(self, call_id: str) -> asyncio.Queue[Frame | None]:
-        """Register a call id; its frames (then ``None`` if the box goes away) arrive here."""
+    def open(
+        self, call_id: str, *, max_buffered: int | None = None
+    ) -> asyncio.Queue[Frame | None]:
+        """Register a call id; its frames (then ``None`` if the box goes away) arrive here.
+        With ``max_buffered``, the box may never have more than that many payload bytes of
+        the call waiting to be consumed (``consumed``): past it, it broke the flow control
+        it was granted, and the connection is dropped as a protocol violation."""
         queue: asyncio.Queue[Frame | None] = asyncio.Queue()
         if self._lost is not None:
             queue.put_nowait(None)
         self._queues[call_id] = queue
+        if max_buffered is not None:
+            self._buffered[call_id] = [0, max_buffered]
         return queue
+
+    def consumed(self, call_id: str, size: int) -> None:
+        """``size`` payload bytes of a call were taken off its queue."""
+        if (held := self._buffered.get(call_id)) is not None:
+            held[0] -= size
 
     def close_call(self, call_id: str) -> None:
         """Stop routing frames for a call; late frames for it are dropped."""
         self._queues.pop(call_id, None)
+        self._buffered.pop(call_id, None)
 
     async def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
         """Send one frame (a whole frame is written at once, so frames never interleave)."""
@@ -152,13 +166,24 @@ class SupervisorClient:
                 frame = await self._read_frame()
                 if frame is None:
                     break
-                queue = self._queues.get(str(frame[0].get("id")))
+                call_id = str(frame[0].get("id"))
+                queue = self._queues.get(call_id)
                 if queue is not None:
+                    self._hold(call_id, len(frame[1]))
                     queue.put_nowait(frame)
         except (ProtocolError, ConnectionError) as exc:
             self._fail_all(f"{self._describe_loss()} ({exc})")
             return
         self._fail_all(self._describe_loss())
+
+    def _hold(self, call_id: str, size: int) -> None:
+        if (held := self._buffered.get(call_id)) is None:
+            return
+        held[0] += size
+        if held[0] > held[1]:
+            raise ProtocolError(
+                f"the box sent call {call_id} more than the {held[1]} bytes it was granted"
+            )
 
     async def _read_frame(self) -> Frame | None:
         try:
@@ -244,10 +269,16 @@ class SessionClient:
         """A fresh call id."""
         return self._client.new_id()
 
-    def open(self, call_id: str) -> asyncio.Queue[Frame | None]:
+    def open(
+        self, call_id: str, *, max_buffered: int | None = None
+    ) -> asyncio.Queue[Frame | None]:
         """Register a call id (see SupervisorClient.open)."""
         self._check()
-        return self._client.open(call_id)
+        return self._client.open(call_id, max_buffered=max_buffered)
+
+    def consumed(self, call_id: str, size: int) -> None:
+        """See SupervisorClient.consumed."""
+        self._client.consumed(call_id, size)
 
     def close_call(self, call_id: str) -> None:
         """Stop routing a call's frames."""
