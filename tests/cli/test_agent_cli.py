@@ -72,6 +72,45 @@ def test_links_the_directory_already_had_do_not_stop_the_copy_back(
     assert list(outside.iterdir()) == []
 
 
+def test_a_real_repository_works_and_its_credentials_never_enter_the_box(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+    tmp_path: Path,
+) -> None:
+    """A person's own repository: a husky hooks path and an actions/checkout token in its
+    .git/config, a nested clone with its own .git. The agent works, sees no token, and
+    the nested repository's .git is the host's, not a refusal."""
+    token = "ghs_checkoutToken0123456789"  # noqa: S105 - a test value
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git = ["git", "-C", str(repo), "config"]
+    subprocess.run([*git, "core.hooksPath", ".husky"], check=True)
+    subprocess.run(
+        [*git, "http.https://github.com/.extraheader", f"AUTHORIZATION: basic {token}"], check=True
+    )
+    subprocess.run([*git, "remote.origin.url", f"https://x:{token}@github.com/o/r.git"], check=True)
+    subprocess.run(["git", "init", "-q", str(repo / "vendor" / "lib")], check=True)
+    (repo / "vendor" / "lib" / "lib.py").write_text("x = 1\n")
+    script = tmp_path / "look.yaml"
+    script.write_text(
+        "turns:\n"
+        "  - tool_calls: [{name: bash, arguments: {command: 'cat .git/config; git remote -v'}}]\n"
+        "  - tool_calls: [{name: edit, arguments: {path: calculator.py, "
+        "old: '    return a - b', new: '    return a + b'}}]\n"
+        "  - tool_calls: [{name: finish, arguments: {summary: fixed}}]\n"
+    )
+    recorded = tmp_path / "run.jsonl"
+    done = golem(
+        golem_env, "agent", "--model", f"scripted:{script}", "--trajectory", str(recorded),
+        "--workspace", str(repo), "Fix it",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "return a + b" in (repo / "calculator.py").read_text()
+    assert token not in recorded.read_text()
+    assert "https://github.com/o/r.git" in recorded.read_text()  # the URL, without its password
+    assert (repo / ".git" / "config").read_text().count(token) == 2  # the host's, untouched
+    assert (repo / "vendor" / "lib" / ".git").is_dir()
+
+
 def test_agent_dry_run_shows_the_diff_and_changes_nothing(
     golem_env: dict[str, str],  # noqa: F811
     repo: Path,

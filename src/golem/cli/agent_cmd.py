@@ -8,6 +8,7 @@ exactly where the agent changed files (``--dry-run`` only shows the diff).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 import tempfile
 import time
@@ -24,14 +25,16 @@ from golem.cli.tree_sync import (
     apply_changes,
     check_ways,
     compare_trees,
+    git_configs_of,
+    layout_of,
     render_diff,
-    symlinks_of,
     without_ignored,
 )
 from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.core.ids import new_id
-from golem.sandbox import Engine
+from golem.forge import GitRepo
+from golem.sandbox import Box, Engine
 from golem.sandbox.takeback import land_archive
 
 __all__ = ["agent_command"]
@@ -94,17 +97,35 @@ async def _run(
     # No bytecode files: an edit that keeps a file's size within the second of a test run
     # would leave Python running the stale .pyc (and they are not changes to keep).
     spec = engine.spec(env={**engine.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"})
+    links, repositories = await asyncio.to_thread(layout_of, workspace)
     async with engine, engine.session(spec) as box:
-        await box.put_dir(workspace, ".")
+        await _copy_in(box, workspace, repositories)
         outcome = await agent.run(box, task, trajectory=path)
-        with tempfile.TemporaryDirectory(prefix="golem-agent-") as scratch:
-            result = Path(scratch)
-            archive = box.stream_archive(".", skip_git_root=True)
-            links = await asyncio.to_thread(symlinks_of, workspace)
-            await land_archive(archive, result, box.limits, skip_git_root=True, known_links=links)
-            await _report_changes(workspace, result, dry_run=dry_run)
+        scratch = Path(tempfile.mkdtemp(prefix="golem-agent-"))
+        try:
+            archive = box.stream_archive(".", skip_git=repositories)
+            await land_archive(
+                archive, scratch, box.limits, skip_git=repositories, known_links=links
+            )
+            await _report_changes(workspace, scratch, dry_run=dry_run)
+        except BaseException:
+            console.print(f"what the box handed back so far is kept in {scratch}")
+            raise
+        shutil.rmtree(scratch)
     console.print(f"trajectory: {path}")
     return outcome
+
+
+async def _copy_in(box: Box, workspace: Path, repositories: list[str]) -> None:
+    """The directory into the box, every git config file in it (a repository's, a
+    submodule's under .git/modules) as one that holds no credential and names no command:
+    a token kept there (actions/checkout's extraheader, a URL with a password) stays here."""
+    configs = await asyncio.to_thread(git_configs_of, workspace, repositories)
+    await box.put_dir(workspace, ".", leave_out=lambda name: name in configs)
+    for config in sorted(configs):
+        git_dir = (workspace / config).parent
+        text = await GitRepo(git_dir, check_config=False).shareable_config(workspace / config)
+        await box.put_file(config, text)
 
 
 async def _report_changes(workspace: Path, result: Path, *, dry_run: bool) -> None:

@@ -22,8 +22,9 @@ __all__ = [
     "apply_changes",
     "check_ways",
     "compare_trees",
+    "git_configs_of",
+    "layout_of",
     "render_diff",
-    "symlinks_of",
     "without_ignored",
 ]
 
@@ -51,15 +52,39 @@ def _files(root: Path) -> dict[str, Path]:
     return found
 
 
-def symlinks_of(root: Path) -> dict[str, str]:
-    """The symlinks under ``root`` (``.git`` skipped): relative path -> target."""
-    found: dict[str, str] = {}
+def layout_of(root: Path) -> tuple[dict[str, str], list[str]]:
+    """What of ``root`` the box gets back as it was: its symlinks (relative path ->
+    target) and its repositories ("" for ``root`` itself; submodules, nested clones), whose
+    ``.git`` is the host's and is not taken back from the box."""
+    links: dict[str, str] = {}
+    repositories: list[str] = []
     for directory, subdirectories, names in os.walk(root):
+        here = Path(directory)
+        if (here / ".git").exists() or (here / ".git").is_symlink():
+            repositories.append("" if here == root else here.relative_to(root).as_posix())
         subdirectories[:] = [d for d in subdirectories if d != ".git"]
         for name in [*names, *subdirectories]:
-            path = Path(directory) / name
-            if path.is_symlink():
-                found[path.relative_to(root).as_posix()] = os.readlink(path)
+            if (here / name).is_symlink():
+                links[(here / name).relative_to(root).as_posix()] = os.readlink(here / name)
+    return links, repositories
+
+
+GIT_DIR_DATA = frozenset({"objects", "refs", "logs", "hooks", "lfs", "info"})
+
+
+def git_configs_of(root: Path, repositories: list[str]) -> set[str]:
+    """The git config files of ``root``'s repositories (``.git/config``, and those of
+    submodules under ``.git/modules``), as relative paths."""
+    found: set[str] = set()
+    for repository in repositories:
+        git_dir = root / repository / ".git"
+        if not git_dir.is_dir() or git_dir.is_symlink():
+            continue
+        for directory, subdirectories, names in os.walk(git_dir):
+            subdirectories[:] = [d for d in subdirectories if d not in GIT_DIR_DATA]
+            for name in names:
+                if name in ("config", "config.worktree"):
+                    found.add((Path(directory) / name).relative_to(root).as_posix())
     return found
 
 
@@ -84,7 +109,7 @@ async def without_ignored(changes: list[TreeChange], repo: Path) -> list[TreeCha
     output the agent's commands left are not changes to the repository)."""
     if not changes or not (repo / ".git").exists():
         return changes
-    ignored = await GitRepo(repo).ignored([change.path for change in changes])
+    ignored = await GitRepo(repo, check_config=False).ignored([c.path for c in changes])
     return [change for change in changes if change.path not in ignored]
 
 

@@ -26,6 +26,7 @@ from golem.forge.gitcmd import (
     git_environment,
     needs_safe_directory,
     run_git,
+    shareable_config,
 )
 from golem.forge.remotes import pin_remote, sealed_ssh_command
 
@@ -42,6 +43,8 @@ class GitRepo:
     tenant's run: only ``auth`` is sent) or ``remote_policy`` is given: then every remote is
     checked against it (resolved as ``network`` says), git is pinned to what was checked and
     nothing of the host's credentials is used. ``timeout`` bounds each command.
+    ``check_config`` refuses a repository whose own config holds more than a clone writes
+    (golem's checkouts); a person's own repository (`golem agent`'s) is theirs to configure.
     """
 
     def __init__(
@@ -54,6 +57,7 @@ class GitRepo:
         remote_policy: RemotePolicy | None = None,
         network: NetworkConfig | None = None,
         host_credentials: bool = True,
+        check_config: bool = True,
     ) -> None:
         self.path = Path(path).absolute()
         self.auth = auth
@@ -62,6 +66,7 @@ class GitRepo:
         self.remote_policy = remote_policy
         self.network = network
         self.host_credentials = host_credentials
+        self.check_config = check_config
 
     def __repr__(self) -> str:
         return f"GitRepo({str(self.path)!r})"
@@ -219,6 +224,14 @@ class GitRepo:
             raise GitError(f"git check-ignore failed in {self.path}: {out.stderr.strip()}")
         return {p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
+    async def shareable_config(self, file: Path | None = None) -> str:
+        """This repository's own config (or the config ``file``) as a file that may enter a
+        box (see ``gitcmd.shareable_config``: no credential, no command)."""
+        which = ["--file", str(file)] if file is not None else ["--local"]
+        cwd = None if file is not None else self.path
+        listing = await self._run(["config", *which, "--list", "-z"], cwd=cwd, check=False)
+        return shareable_config(listing.stdout)
+
     async def is_clean(self) -> bool:
         """Whether nothing is modified, staged or untracked (ignored files aside)."""
         out = await self._git(["status", "--porcelain=v1", "-z", "--untracked-files=normal"])
@@ -287,10 +300,11 @@ class GitRepo:
         """Run a git command in this repository, after checking its config is safe; a
         ``remote`` command's remote is the argument after ``--``."""
         safe = [self.path, self.path.resolve()] if self._foreign() else []
-        listing = await self._run(
-            ["config", "--local", "--list", "-z"], cwd=self.path, safe_directories=safe
-        )
-        check_repository_config(self.path, listing.stdout)
+        if self.check_config:
+            listing = await self._run(
+                ["config", "--local", "--list", "-z"], cwd=self.path, safe_directories=safe
+            )
+            check_repository_config(self.path, listing.stdout)
         urls = None
         if remote and self.remote_policy is not None:
             name = list(args)[list(args).index("--") + 1]

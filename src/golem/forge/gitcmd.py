@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from golem.forge.auth import mask
 from golem.forge.errors import GitError, GitPushRejected, GitRemoteError, UnsafeRepository
@@ -35,9 +36,10 @@ __all__ = [
     "needs_safe_directory",
     "run_git",
     "run_git_blocking",
+    "shareable_config",
 ]
 
-# The workspace's .git is writable by the box: nothing in it may make host git run code.
+# No box writes a checkout's .git; still, nothing in a repository may make host git run code.
 PROTECTIVE_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.hooksPath", os.devnull),
     ("core.fsmonitor", "false"),
@@ -327,6 +329,39 @@ def check_repository_config(path: Path, config_listing: bytes) -> None:
             "such keys can make git run commands on the host, and the box can write that "
             "file. Remove them (git config --local --unset KEY) or clone the repository again"
         )
+
+
+def shareable_config(config_listing: bytes) -> str:
+    """A repository's own config (``git config --local --list -z``) as a config file that
+    may enter a box: only the plain keys a clone writes, URLs without user or password, so
+    a token kept there (actions/checkout's extraheader, a URL with credentials) stays on
+    the host."""
+    lines: list[str] = []
+    for entry in (e for e in config_listing.split(b"\0") if e):
+        key, _, raw = entry.decode("utf-8", "replace").partition("\n")
+        if not _is_safe_key(key):
+            continue
+        section, _, rest = key.partition(".")
+        subsection, _, name = rest.rpartition(".")
+        value = _without_userinfo(raw) if name.lower() in ("url", "pushurl") else raw
+        quoted = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        header = f'[{section} "{_quoted(subsection)}"]' if subsection else f"[{section}]"
+        lines += [header, f'\t{name} = "{quoted}"']
+    return "\n".join(lines) + "\n"
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{parts.port}" if parts.port is not None else ""
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 _FORBIDDEN_REF = re.compile(r"(^[-.])|(\.\.)|[\x00-\x20~^:?*\[\\]|(@\{)|(\.lock$)|(/$)|(^@$)")

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,7 +23,7 @@ from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
 from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
 
-__all__ = ["BoxFiles", "capped", "chunks_of", "write_tar"]
+__all__ = ["BoxFiles", "capped", "chunks_of", "tar_of", "write_tar"]
 
 CHUNK = 256 * 1024
 WINDOW = 64  # chunks a box may send ahead of what the host consumed (64 KiB each)
@@ -119,31 +119,37 @@ class BoxFiles:
         async for chunk in capped(download, where, limit):
             yield chunk
 
-    async def put_dir(self, source: Path, path: str) -> None:
-        """Copy a host directory's content into ``path`` in the box."""
-        if not source.is_dir():
-            raise SandboxError(f"{source} is not a directory")
-        with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
-            await asyncio.to_thread(write_tar, source, spool)
-            spool.seek(0)
-            await self.put_archive(path, _read_spool(spool))
+    async def put_dir(
+        self, source: Path, path: str, *, leave_out: Callable[[str], bool] | None = None
+    ) -> None:
+        """Copy a host directory's content into ``path`` in the box, but the entries
+        ``leave_out`` names (relative paths)."""
+        await self.put_archive(path, tar_of(source, leave_out=leave_out))
 
     async def put_archive(self, path: str, chunks: AsyncIterable[bytes]) -> None:
         """Unpack a tar stream into the directory ``path`` of the box (the box extracts it
-        with tarfile's ``data`` filter: no links out, no devices, no absolute paths)."""
+        with tarfile's ``tar`` filter: every entry inside ``path``, links kept as they
+        are, no setuid bits)."""
         await self._upload(
             {"op": "put", "path": box_path(path, self._workdir), "format": "tar"},
             chunks_of(chunks),
         )
 
     async def stream_archive(
-        self, path: str, *, paths: list[str] | None = None, skip_git_root: bool = False
+        self,
+        path: str,
+        *,
+        paths: list[str] | None = None,
+        skip_git_root: bool = False,
+        skip_git: Collection[str] = (),
     ) -> AsyncIterator[bytes]:
         """A directory of the box as a tar stream, in chunks as it arrives; with ``paths``
-        (relative to it), only those that exist; ``skip_git_root`` leaves out its
-        top-level ``.git``. Untrusted: land it with ``golem.sandbox.takeback``."""
+        (relative to it), only those that exist; the ``.git`` of each directory in
+        ``skip_git`` (relative; ``skip_git_root`` for its own) left out. Untrusted: land it
+        with ``golem.sandbox.takeback``."""
+        skipped = sorted({*skip_git, *([""] if skip_git_root else [])})
         message: dict[str, Any] = {"op": "get", "path": box_path(path, self._workdir),
-                                   "format": "tar", "skip_git_root": skip_git_root}  # fmt: skip
+                                   "format": "tar", "skip_git": skipped}  # fmt: skip
         if paths is not None:
             message["paths"] = paths
         async for chunk in self._download(message):
@@ -214,13 +220,28 @@ async def _reply(client: SessionClient, queue: asyncio.Queue[Frame | None]) -> F
     return frame
 
 
-async def _read_spool(spool: IO[bytes]) -> AsyncIterator[bytes]:
-    while chunk := await asyncio.to_thread(spool.read, CHUNK):
-        yield chunk
+async def tar_of(
+    source: Path, *, leave_out: Callable[[str], bool] | None = None
+) -> AsyncIterator[bytes]:
+    """A host directory's content as tar chunks (spooled to disk past 8 MiB, never whole
+    in memory), but the entries ``leave_out`` names."""
+    if not source.is_dir():
+        raise SandboxError(f"{source} is not a directory")
+    with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY) as spool:
+        await asyncio.to_thread(write_tar, source, spool, leave_out)
+        spool.seek(0)
+        while chunk := await asyncio.to_thread(spool.read, CHUNK):
+            yield chunk
 
 
-def write_tar(source: Path, sink: IO[bytes]) -> None:
-    """A host directory's content as a tar stream."""
+def write_tar(
+    source: Path, sink: IO[bytes], leave_out: Callable[[str], bool] | None = None
+) -> None:
+    """A host directory's content as a tar stream, but the entries ``leave_out`` names."""
+
+    def kept(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if leave_out is not None and leave_out(info.name) else info
+
     with tarfile.open(fileobj=sink, mode="w|") as archive:
         for child in sorted(source.iterdir()):
-            archive.add(child, arcname=child.name)
+            archive.add(child, arcname=child.name, filter=kept)

@@ -33,7 +33,7 @@ import os
 import posixpath
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -107,14 +107,17 @@ async def land_archive(
     *,
     wanted: Callable[[str], bool] | None = None,
     skip_git_root: bool = False,
+    skip_git: Collection[str] = (),
     known_links: Mapping[str, str] | None = None,
     remove_missing: Sequence[str] = (),
 ) -> Landed:
     """Unpack a tar stream from a box beneath ``destination`` (made if missing) by the
     rules above. ``wanted`` says which (normalised, relative) paths the host asked for;
     ``skip_git_root`` drops the tree's own top-level ``.git`` (which the host put there)
-    instead of refusing it; a symlink equal to one of ``known_links`` (path -> target: the
-    host's own, copied into the box) is left out rather than checked: it is no change;
+    instead of refusing it, ``skip_git`` the ``.git`` of these directories (repositories
+    the host's tree holds: submodules, nested clones); a symlink equal to one of
+    ``known_links`` (path -> target: the host's own, copied into the box) is left out
+    rather than checked: it is no change;
     ``remove_missing`` are paths to remove from the destination unless the archive held
     them (what the box no longer has). Then the tree as a whole is checked: no link in it
     leads out or into .git, no directory the transfer touched is a git directory."""
@@ -139,7 +142,8 @@ async def land_archive(
                 )
             await asyncio.to_thread(take, chunk)
         spool.seek(0)
-        unpacker = _Unpacker(destination, limits, wanted, skip_git_root, known_links or {})
+        skipped = frozenset({*skip_git, *([""] if skip_git_root else [])})
+        unpacker = _Unpacker(destination, limits, wanted, skipped, known_links or {})
         return await asyncio.to_thread(unpacker.run, spool, remove_missing)
 
 
@@ -180,13 +184,13 @@ class _Unpacker:
         destination: Path,
         limits: TakebackLimits,
         wanted: Callable[[str], bool] | None,
-        skip_git_root: bool,
+        skip_git: frozenset[str],
         known_links: Mapping[str, str],
     ) -> None:
         self.destination = destination
         self.limits = limits
         self.wanted = wanted
-        self.skip_git_root = skip_git_root
+        self.skip_git = skip_git
         self.known_links = known_links
         self.total = 0
         self.name_bytes = 0
@@ -232,11 +236,12 @@ class _Unpacker:
 
     def _checked_path(self, name: str) -> str | None:
         """The entry's normalised path; None for one that is skipped (the root itself, the
-        tree's own .git when asked)."""
-        if self.skip_git_root:
-            first = name.removeprefix("./").split("/", 1)[0]
-            if first == ".git":
-                return None
+        .git of a directory in ``skip_git``)."""
+        if self.skip_git:
+            raw = [part for part in name.split("/") if part not in ("", ".")]
+            for index, part in enumerate(raw):
+                if part == ".git" and "/".join(raw[:index]) in self.skip_git:
+                    return None
         names = split_path(name)
         if not names:
             return None

@@ -6,8 +6,7 @@ import asyncio
 import base64
 import contextlib
 import signal as signals
-import tempfile
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from golem.core.events import ExecEvent, ExitEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.box import as_request
-from golem.sandbox.files import capped, chunks_of, write_tar
+from golem.sandbox.files import capped, chunks_of, tar_of
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
 
@@ -122,12 +121,11 @@ class RemoteBox:
             "PUT", f"{self._path}/archive", params={"path": path}, content=chunks_of(chunks)
         )
 
-    async def put_dir(self, source: Path, path: str) -> None:
-        """Copy a host directory's content into ``path`` in the box."""
-        with tempfile.SpooledTemporaryFile(8 * 1024 * 1024) as spool:
-            await asyncio.to_thread(write_tar, source, spool)
-            spool.seek(0)
-            await self.put_archive(path, chunks_of(await asyncio.to_thread(spool.read)))
+    async def put_dir(
+        self, source: Path, path: str, *, leave_out: Callable[[str], bool] | None = None
+    ) -> None:
+        """Copy a host directory's content into ``path`` in the box (see Box.put_dir)."""
+        await self.put_archive(path, tar_of(source, leave_out=leave_out))
 
     async def stream_archive(self, path: str) -> AsyncIterator[bytes]:
         """A directory of the box as a tar stream, in chunks as they arrive."""

@@ -100,9 +100,7 @@ class SupervisorClient:
         """A fresh call id, unique on this connection."""
         return f"c{next(self._ids)}"
 
-    def open(
-        self, call_id: str, *, max_buffered: int | None = None
-    ) -> asyncio.Queue[Frame | None]:
+    def open(self, call_id: str, *, max_buffered: int | None = None) -> asyncio.Queue[Frame | None]:
         """Register a call id; its frames (then ``None`` if the box goes away) arrive here.
         With ``max_buffered``, the box may never have more than that many payload bytes of
         the call waiting to be consumed (``consumed``): past it, it broke the flow control
@@ -269,9 +267,7 @@ class SessionClient:
         """A fresh call id."""
         return self._client.new_id()
 
-    def open(
-        self, call_id: str, *, max_buffered: int | None = None
-    ) -> asyncio.Queue[Frame | None]:
+    def open(self, call_id: str, *, max_buffered: int | None = None) -> asyncio.Queue[Frame | None]:
         """Register a call id (see SupervisorClient.open)."""
         self._check()
         return self._client.open(call_id, max_buffered=max_buffered)

@@ -635,8 +635,10 @@ class Transfer:
         with os.fdopen(read_fd, "rb") as source:
             try:
                 with tarfile.open(fileobj=source, mode="r|*") as archive:
-                    if hasattr(tarfile, "data_filter"):
-                        archive.extractall(self.path, filter="data")
+                    # The host's tree as it is: its links (absolute ones too) are data
+                    # here; the tar filter still keeps every entry inside self.path.
+                    if hasattr(tarfile, "tar_filter"):
+                        archive.extractall(self.path, filter="tar")
                     else:  # pragma: no cover - Python < 3.8.17 in the image
                         archive.extractall(self.path)
             except Exception as exc:
@@ -928,7 +930,8 @@ class Supervisor:
             if msg.get("format", "raw") == "raw":
                 self._send_file(call_id, path)
             else:
-                self._send_tar(call_id, path, msg.get("paths"), bool(msg.get("skip_git_root")))
+                skip_git = set(str(d).strip("/") for d in msg.get("skip_git") or ())
+                self._send_tar(call_id, path, msg.get("paths"), skip_git)
             self.channel.send({"op": "end", "id": call_id})
         except TransferCancelled:
             pass
@@ -955,9 +958,10 @@ class Supervisor:
                     break
                 self.send_chunk(call_id, data)
 
-    def _send_tar(self, call_id, path, paths, skip_git_root):
+    def _send_tar(self, call_id, path, paths, skip_git):
         """``path`` as a tar stream; with ``paths`` (relative to it), only those that exist
-        (directories with all they hold), each once."""
+        (directories with all they hold), each once; the ``.git`` of each directory in
+        ``skip_git`` ("" is ``path`` itself) left out."""
         import tarfile
 
         if not os.path.exists(path):
@@ -965,10 +969,12 @@ class Supervisor:
         self.channel.send({"op": "meta", "id": call_id})
 
         def entry(info):
-            """Each file whole (a second hard link to it too), the top .git left out."""
+            """Each file whole (a second hard link to it too), skipped .git left out."""
             name = info.name[2:] if info.name.startswith("./") else info.name
-            if skip_git_root and name.split("/", 1)[0] == ".git":
-                return None
+            names = name.split("/")
+            for index, part in enumerate(names):
+                if part == ".git" and "/".join(names[:index]) in skip_git:
+                    return None
             if info.islnk():
                 info.type, info.linkname = tarfile.REGTYPE, ""
                 info.size = os.lstat(os.path.join(path, name)).st_size
