@@ -197,19 +197,21 @@ async def test_secrets_reach_no_pr_commit_trajectory_or_event(
     assert "token=***" in places["trajectories"]
 
 
+@pytest.mark.parametrize("script", ["leak-into-file.yaml", "leak-binary.yaml"])
 async def test_a_change_that_holds_a_secret_is_never_pushed(
     make_runner: MakeRunner,
     remote: Path,
     store: SqlStore,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    script: str,
 ) -> None:
     secret = "deploy-secret-9876543210"  # noqa: S105 - a test value
     monkeypatch.setenv("DEPLOY_TOKEN", secret)
     blueprint = tmp_path / "leaky.yaml"
     source = (Path(__file__).parents[2] / "src/golem/blueprint/builtin/minion.yaml").read_text()
     blueprint.write_text(source.replace("nodes:", "box: {secrets_env: [DEPLOY_TOKEN]}\nnodes:", 1))
-    leak = f"scripted:{SCRIPTS / 'leak-into-file.yaml'}"
+    leak = f"scripted:{SCRIPTS / script}"
     state = await make_runner().start(request(remote, leak, blueprint=str(blueprint)))
     assert state.status == "failed"
     assert state.error is not None
@@ -218,6 +220,25 @@ async def test_a_change_that_holds_a_secret_is_never_pushed(
     assert store.list_pull_requests() == []
     events = "".join(e.model_dump_json() for _, e in store.events(state.id))
     assert secret not in events
+
+
+async def test_a_submodule_checked_out_in_the_box_is_not_taken_back(
+    make_runner: MakeRunner, reachable_dir: Path
+) -> None:
+    remote = make_remote(reachable_dir)
+    work = reachable_dir / "with-submodule"
+    git("clone", "-q", str(remote), str(work))
+    head = git("rev-parse", "HEAD", cwd=work).strip()
+    git("update-index", "--add", "--cacheinfo", f"160000,{head},lib", cwd=work)
+    (work / ".gitmodules").write_text('[submodule "lib"]\n\tpath = lib\n\turl = ./lib\n')
+    git("add", ".gitmodules", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "lib", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    model = f"scripted:{SCRIPTS / 'touch-submodule.yaml'}"
+    state = await make_runner().start(request(remote, model))
+    assert state.status == "succeeded", state.error
+    changed = git("diff", "--name-only", f"main..{state.branch}", cwd=remote).split()
+    assert changed == ["calculator.py"]
 
 
 async def test_a_run_without_task_or_issue_is_refused(

@@ -89,7 +89,8 @@ async def sync_from_box(box: Box, workspace: Path, repo: GitRepo) -> list[str]:
     side; returns those paths."""
     ours = await repo.changed_paths()
     theirs = await _box_changes(box)
-    paths = sorted({path.rstrip("/") for path in [*ours, *theirs]})
+    submodules = await repo.gitlinks()  # another repository's content: not this change's
+    paths = sorted({path.rstrip("/") for path in [*ours, *theirs]} - submodules)
     if not paths:
         return []
     for path in paths:

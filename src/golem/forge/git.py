@@ -190,10 +190,19 @@ class GitRepo:
             args.append(f"+refs/heads/{name}:refs/remotes/{remote}/{name}")
         await self._git(args, remote=True)
 
-    async def diff(self, base: str) -> str:
-        """The committed change since ``base`` forked: ``git diff base...HEAD``."""
-        out = await self._git(["diff", *DIFF_OPTIONS, "--end-of-options", f"{base}...HEAD", "--"])
+    async def diff(self, base: str, *, text: bool = False) -> str:
+        """The committed change since ``base`` forked: ``git diff base...HEAD``; ``text``
+        shows binary files (and those a ``-diff`` attribute marks) as text too."""
+        options = [*DIFF_OPTIONS, "--text"] if text else list(DIFF_OPTIONS)
+        out = await self._git(["diff", *options, "--end-of-options", f"{base}...HEAD", "--"])
         return out.stdout.decode("utf-8", "replace")
+
+    async def gitlinks(self) -> set[str]:
+        """Paths the index holds as submodules (gitlinks): their content is another
+        repository's, never this one's files."""
+        out = await self._git(["ls-files", "--stage", "-z"])
+        entries = out.stdout.decode("utf-8", "surrogateescape").split("\0")
+        return {e.partition("\t")[2] for e in entries if e.startswith("160000 ")}
 
     async def diff_stat(self, base: str) -> DiffStat:
         """Files and line counts of ``diff(base)``, renames detected."""

@@ -120,7 +120,8 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         return "failure", "the agent changed nothing: nothing to ship"
     state.diff_stat = (await repo.diff_stat(state.base)).summary()
     diff = await repo.diff(state.base)
-    if ex.secrets.mask(diff) != diff:
+    every_byte = await repo.diff(state.base, text=True)  # binary and -diff files too
+    if ex.secrets.mask(every_byte) != every_byte:
         raise SecretInChange(
             "the change holds the value of a secret this run knows (a box secret, a brokered "
             "credential or a forge token); golem does not push it. Remove it from the files "
