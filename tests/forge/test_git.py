@@ -417,3 +417,16 @@ async def test_no_filter_driver_of_the_hosts_runs_on_a_repository_golem_clones_o
     await repo.commit_all("change", *AUTHOR)
     assert "+b" in await repo.diff("HEAD~1")
     assert not marker.exists()
+
+
+async def test_a_git_too_old_for_golems_hardening_is_refused_not_run(tmp_path: Path) -> None:
+    old = tmp_path / "git"
+    real = shutil.which("git")
+    old.write_text(
+        f'#!/bin/sh\n[ "$1" = --version ] && echo "git version 2.30.2" && exit 0\n'
+        f'exec {real} "$@"\n'
+    )
+    old.chmod(0o755)
+    with pytest.raises(GitError, match=r"golem needs git 2\.32 or newer"):
+        await GitRepo(tmp_path / "work", git=str(old)).clone_from(tmp_path / "nowhere")
+    assert not (tmp_path / "work").exists()

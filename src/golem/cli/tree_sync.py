@@ -9,13 +9,16 @@ written beneath it without following any symlink (``HostTree``).
 from __future__ import annotations
 
 import difflib
+import filecmp
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from golem.forge import GitRepo
 from golem.sandbox.hosttree import HostTree
+from golem.sandbox.takeback import landed_mode
 
 __all__ = [
     "TreeChange",
@@ -97,9 +100,9 @@ def compare_trees(before: Path, after: Path) -> list[TreeChange]:
             changes.append(TreeChange(path, "deleted"))
         elif path not in old:
             changes.append(TreeChange(path, "added", new[path].stat().st_mode & 0o777))
-        elif old[path].read_bytes() != new[path].read_bytes() or (
+        elif not filecmp.cmp(old[path], new[path], shallow=False) or (
             old[path].stat().st_mode & 0o111 != new[path].stat().st_mode & 0o111
-        ):
+        ):  # compared in 8 KiB pieces, never whole in memory
             changes.append(TreeChange(path, "modified", new[path].stat().st_mode & 0o777))
     return changes
 
@@ -131,15 +134,28 @@ def apply_changes(changes: list[TreeChange], source: Path, target: Path) -> None
                 continue
             with origin.open_file(change.path) as handle:
                 size = os.fstat(handle.fileno()).st_size
-                mode = 0o755 if (change.mode or 0) & 0o111 else 0o644
-                tree.write_file(change.path, handle, size, mode)
+                tree.write_file(change.path, handle, size, landed_mode(change.mode or 0, ""))
+
+
+MAX_DIFFED_BYTES = 1024 * 1024  # a larger file is named in the diff, not shown
 
 
 def _text(path: Path) -> list[str] | None:
-    if not path.is_file():
+    """A file's lines for the diff: [] when it is not there, None when it is binary, too
+    large to show, or not a regular file (read without following a link or waiting on a
+    FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
         return []
-    data = path.read_bytes()
-    if b"\0" in data[:8192]:
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DIFFED_BYTES:
+            return None
+        data = handle.read(MAX_DIFFED_BYTES + 1)
+    if b"\0" in data[:8192] or len(data) > MAX_DIFFED_BYTES:
         return None
     try:
         return data.decode().splitlines(keepends=True)
@@ -153,7 +169,7 @@ def render_diff(changes: list[TreeChange], before: Path, after: Path) -> str:
     for change in changes:
         old, new = _text(before / change.path), _text(after / change.path)
         if old is None or new is None:
-            parts.append(f"Binary file {change.path} {change.kind}\n")
+            parts.append(f"Binary or large file {change.path} {change.kind}\n")
             continue
         source = "/dev/null" if change.kind == "added" else f"a/{change.path}"
         target = "/dev/null" if change.kind == "deleted" else f"b/{change.path}"

@@ -25,6 +25,7 @@ from golem.forge.gitcmd import (
     check_repository_config,
     git_environment,
     needs_safe_directory,
+    require_git,
     run_git,
     shareable_config,
 )
@@ -355,6 +356,7 @@ class GitRepo:
         pinned to the checked ``urls``."""
         config = self.auth.git_config() if self.auth is not None and remote else []
         policy = self.remote_policy if remote else None
+        require_git(self.git, pinned=policy is not None)  # one `git --version`, then cached
         extra = dict(extra_env or {})
         if policy is not None:
             pinned = await pin_remote(list(urls or []), policy, self.network)

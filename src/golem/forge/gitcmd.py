@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -34,6 +35,7 @@ __all__ = [
     "check_repository_config",
     "git_environment",
     "needs_safe_directory",
+    "require_git",
     "run_git",
     "run_git_blocking",
     "shareable_config",
@@ -210,6 +212,41 @@ async def run_git(
     if check and result.returncode != 0:
         raise classify_failure(shown, result, remote=remote)
     return result
+
+
+MIN_GIT = (2, 32)
+"""Command-scope config (``GIT_CONFIG_COUNT``, 2.31) and ``GIT_CONFIG_GLOBAL`` (2.32) carry
+golem's hardening; an older git would ignore them, silently."""
+MIN_GIT_PINNED = (2, 37)
+"""``http.curloptResolve`` (2.37) pins a remote policy's checked address."""
+
+
+@functools.cache
+def git_version(git: str) -> tuple[int, int] | None:
+    """``git --version`` as (major, minor); None when it cannot tell (a git that does not
+    start or answer fails the command itself, with its own error)."""
+    env = git_environment(isolated=True)
+    done = run_git_blocking(git, ["--version"], cwd=None, env=env, timeout=5)
+    found = re.search(r"(\d+)\.(\d+)", done.stdout.decode("utf-8", "replace"))
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def require_git(git: str, *, pinned: bool = False) -> None:
+    """Refuse a git too old to honour golem's hardening (and, ``pinned``, a remote
+    policy's pin), rather than run it unprotected."""
+    needed = MIN_GIT_PINNED if pinned else MIN_GIT
+    found = git_version(git)
+    if found is not None and found < needed:
+        why = (
+            "a remote policy's address pin (http.curloptResolve)"
+            if pinned
+            else ("golem's hardening (command-scope config, GIT_CONFIG_GLOBAL)")
+        )
+        raise GitError(
+            f"{git} is version {found[0]}.{found[1]}; golem needs git "
+            f"{needed[0]}.{needed[1]} or newer for {why}: install a newer git (Debian 12 "
+            "and Ubuntu 24.04 have one)"
+        )
 
 
 def run_git_blocking(

@@ -61,7 +61,10 @@ def parse_remote(url: str) -> Remote:
         if match is None:
             return Remote(url, "file")
         return _with_host(url, "ssh", match.group(1).strip("[]"), None)
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # characters a URL cannot hold in its host (NFKC forms, ...)
+        raise RemoteRefused(f"{url!r} is not a URL golem can check: {exc}", rule="allow") from None
     scheme = SCHEME_ALIASES.get(parts.scheme.lower(), parts.scheme.lower())
     if scheme == "file":
         return Remote(url, "file")
