@@ -150,10 +150,11 @@ def _text(path: Path) -> list[str] | None:
         return []
     except OSError:
         return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DIFFED_BYTES:
+        os.close(fd)
+        return [] if stat.S_ISDIR(info.st_mode) else None  # a directory: no file there
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DIFFED_BYTES:
-            return None
         data = handle.read(MAX_DIFFED_BYTES + 1)
     if b"\0" in data[:8192] or len(data) > MAX_DIFFED_BYTES:
         return None
