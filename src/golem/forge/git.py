@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from golem.core.network import NetworkConfig, RemotePolicy
 from golem.forge.auth import GitAuth
 from golem.forge.diffstat import DiffStat, parse_numstat, parse_status_paths
-from golem.forge.errors import GitError, GitRemoteError
+from golem.forge.errors import GitError
 from golem.forge.gitcmd import (
     GitOutput,
     check_ref_name,
@@ -29,7 +29,7 @@ from golem.forge.gitcmd import (
     run_git,
     shareable_config,
 )
-from golem.forge.remotes import pin_remote, sealed_ssh_command
+from golem.forge.remotes import Reach, names_a_path, reach, withheld
 
 __all__ = ["GitRepo"]
 
@@ -104,7 +104,7 @@ class GitRepo:
                 "token through the forge's token_env (token_for_git) or a credential helper"
             )
         local = Path(source).expanduser()
-        is_local = not _looks_like_url(str(source)) and local.exists()
+        is_local = names_a_path(str(source)) and local.exists()
         # No checkout under the host's config: its filter drivers (git-lfs's, say) would run
         # on whatever .gitattributes the repository holds. The work tree is checked out by
         # an isolated command below.
@@ -354,21 +354,16 @@ class GitRepo:
         """Run git: a local command isolated from the host's git config; a ``remote`` one
         with the host's config and credentials, or, under a remote policy, sealed and
         pinned to the checked ``urls``."""
-        config = self.auth.git_config() if self.auth is not None and remote else []
         policy = self.remote_policy if remote else None
         require_git(self.git, pinned=policy is not None)  # one `git --version`, then cached
-        extra = dict(extra_env or {})
-        if policy is not None:
-            pinned = await pin_remote(list(urls or []), policy, self.network)
-            config += pinned.config
-            if pinned.ssh_command is not None:
-                extra["GIT_SSH_COMMAND"] = pinned.ssh_command
-        sealed = remote and (policy is not None or not self.host_credentials)
-        if sealed:
-            extra.setdefault("GIT_SSH_COMMAND", sealed_ssh_command())
+        config = self.auth.git_config() if self.auth is not None and remote else []
+        way = Reach()
+        if remote:
+            way = await reach(urls or [], policy, self.network,
+                              host_credentials=self.host_credentials)  # fmt: skip
         env = git_environment(
-            config, safe_directories=safe_directories, extra=extra,
-            isolated=not remote, sealed=sealed,
+            [*config, *way.config], safe_directories=safe_directories,
+            extra={**(extra_env or {}), **way.env}, isolated=not remote, sealed=way.sealed,
         )  # fmt: skip
         if cwd is not None and not cwd.is_dir():
             raise GitError(f"{cwd} does not exist: clone the repository there first")
@@ -381,28 +376,10 @@ class GitRepo:
         except GitError as exc:
             if policy is None or policy.git_errors:
                 raise
-            raise _withheld(args, urls or [], exc) from None
-
-
-def _withheld(args: Sequence[str], urls: Sequence[str], error: GitError) -> GitError:
-    """A remote command's failure without git's own words (they can tell what answered at
-    an address the user picked)."""
-    verb = args[0] if args else "git"
-    where = ", ".join(urls) or "the remote"
-    return GitRemoteError(
-        f"git {verb} of {where} failed (exit code {error.returncode}): the repository does "
-        "not exist, needs credentials this run does not have, or cannot be reached from "
-        "golem; git's own message is withheld (policy field repos.git_errors)",
-        command=f"git {verb}",
-        returncode=error.returncode,
-    )
+            raise withheld(args, urls or [], exc) from None
 
 
 DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv")
-
-
-def _looks_like_url(source: str) -> bool:
-    return "://" in source or re.match(r"^[\w.-]+@[\w.-]+:", source) is not None
 
 
 def _with_trailers(message: str, trailers: Mapping[str, str]) -> str:

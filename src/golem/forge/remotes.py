@@ -15,14 +15,24 @@ from __future__ import annotations
 import ipaddress
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from golem.core.network import IPAddress, NetworkConfig, RemotePolicy, RemoteScheme
-from golem.forge.errors import RemoteRefused
+from golem.forge.errors import GitError, GitRemoteError, RemoteRefused
 from golem.sandbox.egress import Resolver, host_addresses, make_resolver
 
-__all__ = ["PinnedRemote", "parse_remote", "pin_remote", "sealed_ssh_command"]
+__all__ = [
+    "PinnedRemote",
+    "Reach",
+    "names_a_path",
+    "parse_remote",
+    "pin_remote",
+    "reach",
+    "sealed_ssh_command",
+    "withheld",
+]
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22}
 SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(\[[^\]/]+\]|[^:/\[\]]+):(?!//)")
@@ -49,6 +59,57 @@ class PinnedRemote:
     ssh_command: str | None = None
 
 
+@dataclass
+class Reach:
+    """How one git command that talks to a remote runs: extra config and environment, and
+    whether it is sealed from the host's own credentials."""
+
+    config: list[tuple[str, str]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    sealed: bool = False
+
+
+async def reach(
+    urls: Sequence[str],
+    policy: RemotePolicy | None,
+    network: NetworkConfig | None,
+    *,
+    host_credentials: bool,
+) -> Reach:
+    """Under ``policy``, git pinned to the checked ``urls`` and sealed; without one but
+    with no right to the host's credentials (a tenant's run), sealed only; else nothing."""
+    if policy is None and host_credentials:
+        return Reach()
+    found = Reach(sealed=True)
+    if policy is not None:
+        pinned = await pin_remote(list(urls), policy, network)
+        found.config = pinned.config
+        if pinned.ssh_command is not None:
+            found.env["GIT_SSH_COMMAND"] = pinned.ssh_command
+    found.env.setdefault("GIT_SSH_COMMAND", sealed_ssh_command())
+    return found
+
+
+def withheld(args: Sequence[str], urls: Sequence[str], error: GitError) -> GitError:
+    """A remote command's failure without git's own words (they can tell what answered at
+    an address the user picked)."""
+    verb = args[0] if args else "git"
+    where = ", ".join(urls) or "the remote"
+    return GitRemoteError(
+        f"git {verb} of {where} failed (exit code {error.returncode}): the repository does "
+        "not exist, needs credentials this run does not have, or cannot be reached from "
+        "golem; git's own message is withheld (policy field repos.git_errors)",
+        command=f"git {verb}",
+        returncode=error.returncode,
+    )
+
+
+def names_a_path(url: str) -> bool:
+    """Whether git takes ``url`` as a path on this host: no scheme, no remote helper, not
+    ``[user@]host:path``."""
+    return "://" not in url and "::" not in url.split("/", 1)[0] and not SCP_LIKE.match(url)
+
+
 def parse_remote(url: str) -> Remote:
     """How git would reach ``url``: a URL, ``[user@]host:path`` (ssh) or a local path."""
     if "::" in url.split("/", 1)[0]:
@@ -56,10 +117,11 @@ def parse_remote(url: str) -> Remote:
             f"{url!r} names a git remote helper (transport::address); use an https URL",
             rule="schemes",
         )
+    if names_a_path(url):
+        return Remote(url, "file")
     if "://" not in url:
         match = SCP_LIKE.match(url)
-        if match is None:
-            return Remote(url, "file")
+        assert match is not None  # not a path, no scheme: [user@]host:path
         return _with_host(url, "ssh", match.group(1).strip("[]"), None)
     try:
         parts = urlsplit(url)
