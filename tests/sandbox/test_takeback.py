@@ -157,6 +157,19 @@ async def test_too_many_entries_are_refused(tmp_path: Path) -> None:
     assert (await refused(data, tmp_path)).rule == "takeback.size"
 
 
+async def test_names_past_their_cap_are_refused_but_a_name_repeated_counts_once(
+    tmp_path: Path,
+) -> None:
+    small = TakebackLimits(max_file_bytes=1024, max_bytes=1024**2, max_name_bytes=100)
+    repeated = archive(*[entry("a" * 60, data=b"") for _ in range(10)])
+    landed = await land_archive(chunks(repeated), tmp_path / "one", small)
+    assert landed.paths == ["a" * 60]
+    distinct = archive(entry("a" * 60, data=b""), entry("b" * 60, data=b""))
+    with pytest.raises(UnsafeBoxOutput) as caught:
+        await land_archive(chunks(distinct), tmp_path / "two", small)
+    assert caught.value.rule == "takeback.size"
+
+
 async def test_a_huge_pax_header_is_refused_without_reading_it(tmp_path: Path) -> None:
     """A pax header announcing 10 GB: tarfile would read it whole into memory."""
     header = tarfile.TarInfo("././@PaxHeader")

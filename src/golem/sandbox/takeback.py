@@ -63,6 +63,7 @@ class TakebackLimits:
     max_file_bytes: int
     max_bytes: int
     max_entries: int = MAX_ENTRIES
+    max_name_bytes: int = MAX_NAME_BYTES
 
     @classmethod
     def of(cls, spec: BoxSpec) -> TakebackLimits:
@@ -226,11 +227,11 @@ class _Unpacker:
     def _count(self, count: int, new_name: str) -> None:
         """Count an entry, and the bytes of its name when the name is new."""
         self.name_bytes += len(new_name.encode("utf-8", "surrogateescape"))
-        if count > self.limits.max_entries or self.name_bytes > MAX_NAME_BYTES:
+        if count > self.limits.max_entries or self.name_bytes > self.limits.max_name_bytes:
             raise UnsafeBoxOutput(
                 new_name or "(the archive)",
                 f"the box sent more than {self.limits.max_entries} entries or "
-                f"{format_size(MAX_NAME_BYTES)} of names",
+                f"{format_size(self.limits.max_name_bytes)} of names",
                 "takeback.size",
             )
 
