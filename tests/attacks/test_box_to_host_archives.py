@@ -208,10 +208,10 @@ async def test_only_the_trees_own_git_is_left_out_and_never_landed(tmp_path: Pat
     destination = tmp_path / "landed"
     own = tar_of(entry("./.git/hooks/pre-commit", data=b"#!/bin/sh\n", mode=0o755),
                  entry("kept.txt", data=b"x"))  # fmt: skip
-    await land_archive(stream_of(own), destination, LIMITS, skip_git_root=True)
+    await land_archive(stream_of(own), destination, LIMITS, skip_git=[""])
     assert sorted(p.name for p in destination.iterdir()) == ["kept.txt"]
     for spelled in (".GIT/config", "sub/.git/config", ".git./config"):
         error = await refused(tar_of(entry(spelled, data=b"x")), destination,
-                              skip_git_root=True)  # fmt: skip
+                              skip_git=[""])  # fmt: skip
         assert error.rule == "takeback.git", spelled
     assert sorted(p.name for p in destination.iterdir()) == ["kept.txt"]

@@ -194,7 +194,7 @@ async def test_only_the_paths_asked_for_land(tmp_path: Path) -> None:
 
 async def test_the_trees_own_git_is_skipped_when_asked(tmp_path: Path) -> None:
     data = archive(entry("./.git/config", data=b"x"), entry("./a.txt", data=b"a"))
-    assert await land(data, tmp_path, skip_git_root=True) == ["a.txt"]
+    assert await land(data, tmp_path, skip_git=[""]) == ["a.txt"]
     assert not (tmp_path / ".git").exists()
 
 

@@ -140,14 +140,13 @@ class BoxFiles:
         path: str,
         *,
         paths: list[str] | None = None,
-        skip_git_root: bool = False,
         skip_git: Collection[str] = (),
     ) -> AsyncIterator[bytes]:
         """A directory of the box as a tar stream, in chunks as it arrives; with ``paths``
         (relative to it), only those that exist; the ``.git`` of each directory in
-        ``skip_git`` (relative; ``skip_git_root`` for its own) left out. Untrusted: land it
-        with ``golem.sandbox.takeback``."""
-        skipped = sorted({*skip_git, *([""] if skip_git_root else [])})
+        ``skip_git`` (relative; "" for ``path`` itself) left out. Untrusted: land it with
+        ``golem.sandbox.takeback``."""
+        skipped = sorted(set(skip_git))
         message: dict[str, Any] = {"op": "get", "path": box_path(path, self._workdir),
                                    "format": "tar", "skip_git": skipped}  # fmt: skip
         if paths is not None:

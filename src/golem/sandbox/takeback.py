@@ -107,18 +107,16 @@ async def land_archive(
     limits: TakebackLimits,
     *,
     wanted: Callable[[str], bool] | None = None,
-    skip_git_root: bool = False,
     skip_git: Collection[str] = (),
     known_links: Mapping[str, str] | None = None,
     remove_missing: Sequence[str] = (),
 ) -> Landed:
     """Unpack a tar stream from a box beneath ``destination`` (made if missing) by the
     rules above. ``wanted`` says which (normalised, relative) paths the host asked for;
-    ``skip_git_root`` drops the tree's own top-level ``.git`` (which the host put there)
-    instead of refusing it, ``skip_git`` the ``.git`` of these directories (repositories
-    the host's tree holds: submodules, nested clones); a symlink equal to one of
-    ``known_links`` (path -> target: the host's own, copied into the box) is left out
-    rather than checked: it is no change;
+    ``skip_git`` drops the ``.git`` of these directories instead of refusing it (the
+    repositories the host's tree holds: "" for its root, submodules, nested clones); a
+    symlink equal to one of ``known_links`` (path -> target: the host's own, copied into
+    the box) is left out rather than checked: it is no change;
     ``remove_missing`` are paths to remove from the destination unless the archive held
     them (what the box no longer has). Then the tree as a whole is checked: no link in it
     leads out or into .git, no directory the transfer touched is a git directory."""
@@ -143,8 +141,7 @@ async def land_archive(
                 )
             await asyncio.to_thread(take, chunk)
         spool.seek(0)
-        skipped = frozenset({*skip_git, *([""] if skip_git_root else [])})
-        unpacker = _Unpacker(destination, limits, wanted, skipped, known_links or {})
+        unpacker = _Unpacker(destination, limits, wanted, frozenset(skip_git), known_links or {})
         return await asyncio.to_thread(unpacker.run, spool, remove_missing)
 
 
