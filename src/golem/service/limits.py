@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from golem.core.config import GolemConfig
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
-from golem.service.api.deps import principal_of
+from golem.service.api.deps import principal_from_headers
 from golem.service.problems import Problem, problem
 from golem.service.state import ServerState
 
@@ -136,11 +137,7 @@ async def _limit_of(scope: Scope) -> _Limit:
 
 
 async def _role(scope: Scope, state: ServerState) -> str:
-    headers = dict(scope["headers"])
-    bearer = headers.get(b"authorization", b"").decode("latin-1")
-    header = headers.get(b"x-golem-key", b"").decode("latin-1")
-    presented = bearer.removeprefix("Bearer ").strip() or header
-    principal = await principal_of(state, presented) if presented else None
+    principal = await principal_from_headers(state, Headers(scope=scope))
     return principal.role if principal is not None else ANONYMOUS_ROLE
 
 

@@ -6,6 +6,7 @@ worker thread, so the loop never waits on it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -16,7 +17,15 @@ from golem.service.keys import Principal
 from golem.service.problems import Problem
 from golem.service.state import ServerState
 
-__all__ = ["Admin", "Caller", "State", "caller", "principal_of", "server_state"]
+__all__ = [
+    "Admin",
+    "Caller",
+    "State",
+    "caller",
+    "principal_from_headers",
+    "principal_of",
+    "server_state",
+]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer <key>")
 _header = APIKeyHeader(name="X-Golem-Key", auto_error=False, description="Or the key here.")
@@ -37,6 +46,16 @@ async def principal_of(state: ServerState, presented: str) -> Principal | None:
     return state.keys.known(presented) or await run_in_threadpool(
         state.keys.authenticate, presented
     )
+
+
+async def principal_from_headers(
+    state: ServerState, headers: Mapping[str, str]
+) -> Principal | None:
+    """The principal of the key a request's headers present (``Authorization: Bearer`` or
+    ``X-Golem-Key``), for code outside a route's dependencies (middleware, WebSockets)."""
+    bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
+    presented = bearer or headers.get("x-golem-key", "")
+    return await principal_of(state, presented) if presented else None
 
 
 async def caller(

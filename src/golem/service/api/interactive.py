@@ -37,8 +37,7 @@ from pydantic import (
 from golem.core.errors import GolemError
 from golem.core.sizes import format_size
 from golem.sandbox import ExecRequest, Interaction, Terminal
-from golem.service.api.deps import principal_of
-from golem.service.keys import Principal
+from golem.service.api.deps import principal_from_headers
 from golem.service.policy import check_call
 from golem.service.problems import Problem, problem
 from golem.service.state import ServerState
@@ -132,17 +131,11 @@ async def _receive(websocket: WebSocket, model: type[Message], limit: _Limit) ->
         raise BadMessage(BAD_REQUEST, f"not a valid {model.__name__}: {problems}") from None
 
 
-async def _principal(websocket: WebSocket, state: ServerState) -> Principal | None:
-    header = websocket.headers.get("authorization", "")
-    presented = header.removeprefix("Bearer ").strip() or websocket.headers.get("x-golem-key")
-    return await principal_of(state, presented) if presented else None
-
-
 @router.websocket("/sessions/{session_id}/exec/ws")
 async def interactive(websocket: WebSocket, session_id: str) -> None:
     """An interactive call in a session."""
     state: ServerState = websocket.app.state.golem
-    principal = await _principal(websocket, state)
+    principal = await principal_from_headers(state, websocket.headers)
     if principal is None:
         await _deny(
             websocket, 401, "an API key is needed (Authorization: Bearer), or it is not valid"
