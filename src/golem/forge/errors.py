@@ -93,6 +93,7 @@ class RemoteRefused(GitError):
 
     def __init__(self, message: str, *, rule: str, resolved: bool = False) -> None:
         super().__init__(f"{message} (policy field repos.{rule})")
+        self.reason = message
         self.rule = rule
         self.resolved = resolved
         """Whether the refusal came from looking the name up (it did not resolve, or to a

@@ -275,9 +275,8 @@ async def check_repo(
     try:
         await pin_remote([url], repos, network)
     except RemoteRefused as exc:
-        reason = exc.message.removesuffix(f" (policy field repos.{exc.rule})")
-        rule = exc.rule
-        if _resolved(exc) and not repos.git_errors:
+        reason, rule = exc.reason, exc.rule
+        if exc.resolved and not repos.git_errors:
             # What a name resolves to (or that it does not) would map the server's own
             # network for whoever asks: one answer for both, no address shown.
             reason = f"{url!r}: its host does not resolve to an address this role may reach"
@@ -286,11 +285,6 @@ async def check_repo(
             f"this key's role ({role}) may not have the server reach that repository: "
             f"{reason} (server.policies.{role}.repos.{rule})"
         ) from None
-
-
-def _resolved(refusal: RemoteRefused) -> bool:
-    """Whether a refusal came of resolving the host (not of its name, scheme or port)."""
-    return refusal.resolved
 
 
 @dataclass(frozen=True)
