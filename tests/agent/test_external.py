@@ -147,7 +147,7 @@ async def test_claude_code_stops_at_the_turn_budget(
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], claude_image)
     async with open_box(config, anthropic_server) as box:
         outcome = await ExternalAgent("claude", budget=Budget(turns=2)).run(box, "Loop")
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     assert "turn limit" in outcome.reason
     assert len(anthropic_server.requests) == 2
 
@@ -165,7 +165,7 @@ async def test_claude_code_holds_the_dollar_budget_after_each_call(
     agent = ExternalAgent("claude", model="claude-sonnet-4-5", budget=Budget(usd=0.02))
     async with open_box(config, anthropic_server) as box:
         outcome = await agent.run(box, "Loop")
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     assert outcome.reason.startswith("Claude Code hit its dollar limit; it spent $0.0360, more")
     assert (outcome.turns, outcome.cost_usd) == (2, pytest.approx(0.036))
     assert outcome.usage.input_tokens == outcome.usage.output_tokens == 2000
@@ -253,7 +253,7 @@ async def test_golem_stops_pi_when_its_turns_are_used_up(
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], pi_image)
     async with open_box(config, anthropic_server) as box:
         outcome = await ExternalAgent("pi", budget=Budget(turns=1)).run(box, "Loop")
-    assert (outcome.status, outcome.turns) == ("budget_exhausted", 1)
+    assert (outcome.status, outcome.turns) == ("budget_spent", 1)
     assert outcome.reason == "turn budget of 1 model calls used; golem stopped pi"
     assert len(anthropic_server.requests) in (1, 2)
 

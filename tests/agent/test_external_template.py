@@ -144,7 +144,7 @@ async def test_the_wall_clock_budget_stops_a_cli_that_runs_on(tmp_path: Path) ->
     async with open_box(external_config(tmp_path, [])) as box:
         agent = ExternalAgent(template, budget=Budget(wall_seconds=1), on_event=events.append)
         outcome = await agent.run(box, "Run on")
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     assert outcome.reason == "wall-clock budget of 1s spent; golem stopped stuck"
     assert lines(events, "stdout") == ["started"]
 
@@ -190,7 +190,7 @@ async def test_golem_stops_a_cli_before_a_model_call_its_budget_has_no_room_for(
             box, "Go"
         )
         processes = await box.execute(["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"])
-    assert (outcome.status, outcome.reason, outcome.turns) == ("budget_exhausted", reason, 1)
+    assert (outcome.status, outcome.reason, outcome.turns) == ("budget_spent", reason, 1)
     assert outcome.cost_usd == 0.5
     assert "cli.py" not in processes.stdout  # killed, not left waiting
     assert "the next reply" not in lines(events, "stdout")

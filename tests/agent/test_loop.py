@@ -71,7 +71,7 @@ async def test_the_scripted_example_fixes_the_calculator_in_a_box(
 async def test_the_turn_budget_stops_the_loop_at_its_limit(repo_box: Box, tmp_path: Path) -> None:
     model = script(tmp_path, [bash("echo again")] * 10)
     outcome = await Agent(model, make_tools(TOOLS), budget=Budget(turns=3)).run(repo_box, "t")
-    assert (outcome.status, outcome.turns, model.turns_left) == ("budget_exhausted", 3, 7)
+    assert (outcome.status, outcome.turns, model.turns_left) == ("budget_spent", 3, 7)
     assert "turn budget of 3" in outcome.reason
 
 
@@ -81,7 +81,7 @@ async def test_the_output_token_budget_is_never_crossed(repo_box: Box, tmp_path:
     outcome = await Agent(model, make_tools(TOOLS), budget=budget, max_tokens=300).run(
         repo_box, "t"
     )
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     assert outcome.usage.output_tokens == 900  # a 4th call could have gone to 1200
     assert "output-token budget" in outcome.reason
 
@@ -90,7 +90,7 @@ async def test_the_input_token_budget_is_never_crossed(repo_box: Box, tmp_path: 
     model = script(tmp_path, [bash("true", (6000, 10))] * 10)
     budget = Budget(turns=None, input_tokens=20000)
     outcome = await Agent(model, make_tools(TOOLS), budget=budget).run(repo_box, "t")
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     assert outcome.usage.input_tokens == 18000
     assert "input-token budget" in outcome.reason
 
@@ -109,7 +109,7 @@ async def test_a_call_that_could_cross_the_dollar_budget_is_not_made(
     model = make_model("anthropic/claude-haiku-4-5", models_config(anthropic=anthropic_server))
     budget = Budget(turns=None, usd=0.10)
     outcome = await Agent(model, make_tools(TOOLS), budget=budget).run(repo_box, "t")
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     assert outcome.cost_usd <= 0.10
     assert len(anthropic_server.requests) == outcome.turns < 10
     worst = [r.json["max_tokens"] for r in anthropic_server.requests]
@@ -133,7 +133,7 @@ async def test_the_wall_clock_budget_stops_a_hanging_model(
         outcome = await Agent(model, make_tools(TOOLS), budget=budget).run(repo_box, "t")
     finally:
         anthropic_server.release.set()
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     assert "wall-clock budget of 1.5s" in outcome.reason
 
 
@@ -144,7 +144,7 @@ async def test_the_wall_clock_budget_stops_a_tool_and_its_process(
     outcome = await Agent(model, make_tools(TOOLS), budget=Budget(wall_seconds=2)).run(
         repo_box, "t"
     )
-    assert outcome.status == "budget_exhausted"
+    assert outcome.status == "budget_spent"
     left = await repo_box.execute("ls started finished; pgrep -x sleep || echo gone")
     assert "gone" in left.stdout
     assert "No such file" in left.stderr  # finished was never made

@@ -20,20 +20,13 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from golem.blueprint import RunRequest
+from golem.core.errors import ForgeError, PolicyViolation
 from golem.core.server_config import RolePolicy
 from golem.core.spec import BoxSpec
 from golem.forge.config import GitHubConfig
-from golem.forge.errors import ForgeError
 from golem.forge.github import GitHubForge
 from golem.sandbox import ExecRequest
-from golem.service.policy import (
-    CALL_RULES,
-    RUN_RULES,
-    SPEC_RULES,
-    PolicyViolation,
-    check_run,
-    check_spec,
-)
+from golem.service.policy import CALL_RULES, RUN_RULES, SPEC_RULES, check_run, check_spec
 from tests.forge.github_server import GitHubServer
 from tests.service.served import Served, serving
 

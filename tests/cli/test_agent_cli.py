@@ -156,7 +156,7 @@ def test_a_run_that_exhausts_its_budget_exits_1_and_says_why(
         golem_env, "agent", "--max-turns", "2", "--model", FIX, "--workspace", str(repo), "Fix"
     )
     assert done.returncode == 1
-    assert b"budget_exhausted after 2 turns" in done.stderr
+    assert b"budget_spent after 2 turns" in done.stderr
     assert b"turn budget of 2" in done.stderr
 
 

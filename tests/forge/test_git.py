@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from golem.core.errors import ConfigError
-from golem.forge import (
-    GitAuth,
+from golem.core.errors import (
+    ConfigError,
     GitError,
     GitPushRejected,
     GitRemoteError,
-    GitRepo,
     UnsafeRepository,
 )
+from golem.forge import GitAuth, GitRepo
 from tests.forge.conftest import AUTHOR, git
 
 

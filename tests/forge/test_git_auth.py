@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from golem.forge import GitAuth, GitPushRejected, GitRemoteError, GitRepo
+from golem.core.errors import GitPushRejected, GitRemoteError
+from golem.forge import GitAuth, GitRepo
 from tests.forge.conftest import AUTHOR, git, seed_bare
 from tests.forge.git_http_server import GitHttpServer
 

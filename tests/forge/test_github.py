@@ -7,18 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from golem.forge import (
+from golem.core.errors import (
     ForgeAuthError,
     ForgeError,
     ForgeNotFound,
     ForgeRateLimited,
     ForgeRequestRejected,
     ForgeUnavailable,
-    Issue,
     IssueNotReadable,
-    PullRequestDraft,
     PullRequestExists,
 )
+from golem.forge import Issue, PullRequestDraft
 from golem.forge.config import GitHubConfig
 from golem.forge.github import GitHubForge
 from tests.agent.wire.server import Reply
@@ -151,8 +150,7 @@ async def test_a_second_pull_request_for_the_branch_names_the_first(github: GitH
     with pytest.raises(PullRequestExists, match="already open") as caught:
         await forge.open_pull_request(draft(title="again"))
 
-    assert caught.value.existing is not None
-    assert caught.value.existing.url == first.url
+    assert caught.value.url == first.url
     assert first.url in str(caught.value)
     assert "A pull request already exists for octo:golem/fix." in str(caught.value)
 

@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from golem.forge import (
-    CheckResult,
-    IssueNotReadable,
-    LocalForge,
-    MemoryPullRequestStore,
-    PullRequestDraft,
-    PullRequestExists,
-)
+from golem.core.errors import ForgeRequestRejected, IssueNotReadable, PullRequestExists
+from golem.forge import CheckResult, LocalForge, MemoryPullRequestStore, PullRequestDraft
 from golem.forge.contracts import Issue
-from golem.forge.errors import ForgeRequestRejected
 
 
 @pytest.fixture
@@ -154,7 +147,7 @@ async def test_a_second_pull_request_for_a_branch_is_refused(forge: LocalForge) 
     with pytest.raises(PullRequestExists, match="already open") as caught:
         await forge.open_pull_request(draft(title="again"))
 
-    assert caught.value.existing == first
+    assert caught.value.url == first.url
 
 
 async def test_comments_are_kept_per_issue_and_pull_request(

@@ -11,17 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from golem.core.errors import GitRemoteError, RemoteRefused
 from golem.core.network import NetworkConfig, RemotePolicy
-from golem.forge import (
-    ForgeConfig,
-    ForgeCredentials,
-    GitAuth,
-    GitHubConfig,
-    GitRemoteError,
-    GitRepo,
-    RemoteRefused,
-    git_auth,
-)
+from golem.forge import ForgeConfig, ForgeCredentials, GitAuth, GitHubConfig, GitRepo, git_auth
 from golem.forge.remotes import parse_remote, pin_remote
 from tests.forge.conftest import seed_bare
 from tests.forge.git_http_server import GitHttpServer

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from golem.core import GolemConfig
-from golem.core.errors import ConfigError, PathNotFound
+from golem.core.errors import ConfigError, PathNotFound, RemoteError
 from golem.sandbox import Engine
-from golem.service.client import RemoteEngine, RemoteError, make_engine
+from golem.service.client import RemoteEngine, make_engine
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap

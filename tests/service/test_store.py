@@ -12,8 +12,9 @@ import pytest
 from golem.blueprint.events import NodeStarted, RunNote
 from golem.blueprint.state import GateState
 from golem.core import load_config
+from golem.core.errors import RunNotFound, StoreError
 from golem.forge import CheckResult, ForgeComment, PullRequest
-from golem.service.store import RunNotFound, SqlStore, StoreError, database_url
+from golem.service.store import SqlStore, database_url
 from tests.service.runs import new_run
 
 

@@ -12,8 +12,8 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import select
 
-from golem.core.errors import InvalidRequest
-from golem.service.store import CredentialsKeyError, SqlStore, StoreError, TokenCipher, new_key
+from golem.core.errors import CredentialsKeyError, InvalidRequest, StoreError
+from golem.service.store import SqlStore, TokenCipher, new_key
 from golem.service.store.schema import forge_credentials
 
 TOKEN_A = "ghp_tenantA_0123456789abcdefghijklmnop"  # noqa: S105 - test tokens

@@ -7,7 +7,7 @@ The loop runs on the host; only tool calls run in the box, so model keys never e
     outcome = await agent.run(box, "Fix the failing test", trajectory=Path("run.jsonl"))
 """
 
-from golem.agent.budget import Budget, BudgetExceeded, BudgetMeter
+from golem.agent.budget import Budget, BudgetMeter
 from golem.agent.contracts import DeltaSink, Model, Price, Tool, ToolResult
 from golem.agent.events import (
     AgentEvent,
@@ -45,7 +45,6 @@ __all__ = [
     "AgentOutcome",
     "AgentStarted",
     "Budget",
-    "BudgetExceeded",
     "BudgetMeter",
     "DeltaSink",
     "EventSink",

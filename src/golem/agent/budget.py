@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from golem.agent.contracts import Price
 from golem.agent.messages import Message, ModelRequest, ModelResponse, Usage
 from golem.agent.models import cost_usd
+from golem.core.errors import BudgetSpent
 
-__all__ = ["Budget", "BudgetExceeded", "BudgetMeter"]
+__all__ = ["Budget", "BudgetMeter"]
 
 MESSAGE_OVERHEAD = 16
 """Tokens a provider may add around each message (roles, separators), counted generously."""
@@ -39,14 +40,6 @@ class Budget(BaseModel):
     output_tokens: int | None = Field(None, ge=1, description="Output tokens.")
     usd: float | None = Field(None, gt=0, description="US dollars, from the price table.")
     wall_seconds: float | None = Field(None, gt=0, description="Elapsed seconds.")
-
-
-class BudgetExceeded(Exception):
-    """The next step would cross a limit; ``reason`` says which and by how much."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def _bytes(value: object) -> int:
@@ -95,19 +88,19 @@ class BudgetMeter:
         """Stop when the wall-clock budget is spent."""
         left = self.remaining_seconds()
         if left is not None and left <= 0:
-            raise BudgetExceeded(f"wall-clock budget of {self.budget.wall_seconds:g}s spent")
+            raise BudgetSpent(f"wall-clock budget of {self.budget.wall_seconds:g}s spent")
 
     def admit(self, request: ModelRequest) -> ModelRequest:
         """The request as it may be sent (``max_tokens`` lowered to what the budgets leave),
-        or BudgetExceeded when even a small reply could cross a limit."""
+        or BudgetSpent when even a small reply could cross a limit."""
         self.check_time()
         limits = self.budget
         if limits.turns is not None and self.turns >= limits.turns:
-            raise BudgetExceeded(f"turn budget of {limits.turns} model calls used")
+            raise BudgetSpent(f"turn budget of {limits.turns} model calls used")
         worst_input = input_bound(request, self._last_input, self._last_messages)
         spent_input = self._input_total(self.usage)
         if limits.input_tokens is not None and spent_input + worst_input > limits.input_tokens:
-            raise BudgetExceeded(
+            raise BudgetSpent(
                 f"input-token budget: the next call could read {worst_input} tokens and "
                 f"{limits.input_tokens - spent_input} of {limits.input_tokens} are left"
             )
@@ -117,7 +110,7 @@ class BudgetMeter:
         if limits.usd is not None and self.price is not None:
             allowed = min(allowed, self._affordable_output(worst_input, allowed))
         if allowed < min(MIN_OUTPUT, request.max_tokens):
-            raise BudgetExceeded(self._why_not(worst_input))
+            raise BudgetSpent(self._why_not(worst_input))
         return request.model_copy(update={"max_tokens": allowed})
 
     def _affordable_output(self, worst_input: int, wanted: int) -> int:

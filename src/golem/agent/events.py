@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from golem.agent.budget import Budget
 from golem.agent.messages import Message, ModelResponse, ToolCall, Usage
@@ -31,11 +31,15 @@ __all__ = [
     "ToolStarted",
 ]
 
-OutcomeStatus = Literal["done", "budget_exhausted", "stuck", "error"]
+OutcomeStatus = Annotated[
+    Literal["done", "budget_spent", "stuck", "error"],
+    # Trajectories and stored events written before the one name read "budget_exhausted".
+    BeforeValidator(lambda status: "budget_spent" if status == "budget_exhausted" else status),
+]
 
 
 class AgentOutcome(BaseModel):
-    """How a run ended: ``done`` (the agent called finish), ``budget_exhausted``,
+    """How a run ended: ``done`` (the agent called finish), ``budget_spent``,
     ``stuck`` (it repeated a failing action) or ``error`` (the model failed or refused)."""
 
     model_config = ConfigDict(extra="forbid")

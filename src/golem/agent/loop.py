@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from golem.agent.budget import Budget, BudgetExceeded, BudgetMeter
+from golem.agent.budget import Budget, BudgetMeter
 from golem.agent.contracts import Model, Tool, ToolResult
 from golem.agent.events import (
     AgentEvent,
@@ -35,7 +35,7 @@ from golem.agent.events import (
 from golem.agent.messages import Message, ModelRequest, ModelResponse, ToolCall
 from golem.agent.prompt import NUDGE, system_prompt, task_message
 from golem.agent.trajectory import TrajectoryWriter
-from golem.core.errors import ConfigError, ModelError
+from golem.core.errors import BudgetSpent, ConfigError, ModelError
 from golem.core.masking import mask_fields
 from golem.sandbox import Box
 
@@ -129,8 +129,8 @@ class Agent:
         try:
             while (stop := await self._turn(run, talk)) is None:
                 pass
-        except BudgetExceeded as exc:
-            return _Stop("budget_exhausted", exc.reason, talk.last_text())
+        except BudgetSpent as exc:
+            return _Stop("budget_spent", exc.reason, talk.last_text())
         except ModelError as exc:
             return _Stop("error", f"the model failed: {exc.message}", talk.last_text())
         return stop
@@ -201,7 +201,7 @@ class Agent:
         else:
             try:
                 result = await _bounded(tool.run(run.box, call.arguments), run.meter)
-            except BudgetExceeded:
+            except BudgetSpent:
                 raise
             except Exception as exc:  # a tool's crash is the model's observation
                 result = ToolResult(f"the tool failed: {type(exc).__name__}: {exc}", True)
@@ -240,7 +240,7 @@ async def _bounded(work: Awaitable[T], meter: BudgetMeter) -> T:
     try:
         return await asyncio.wait_for(work, meter.remaining_seconds())
     except TimeoutError:
-        meter.check_time()  # BudgetExceeded when the budget is what ran out
+        meter.check_time()  # BudgetSpent when the budget is what ran out
         raise
 
 

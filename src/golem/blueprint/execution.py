@@ -20,17 +20,13 @@ from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import RunState
 from golem.blueprint.workspace import copy_into_box, sync_from_box
 from golem.core.config import GolemConfig
-from golem.core.errors import ConfigError, GolemError
+from golem.core.errors import BudgetSpent, ConfigError
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
 from golem.sandbox import Box, Engine
 
-__all__ = ["Execution", "RunBudgetSpent"]
+__all__ = ["Execution"]
 
 EventSink = Callable[[RunEvent], None]
-
-
-class RunBudgetSpent(GolemError):
-    """The run's own budget has nothing left for another agent step."""
 
 
 class Execution:
@@ -187,7 +183,7 @@ class Execution:
         }
         spent = [name for name, value in left.items() if value is not None and value <= 0]
         if spent:
-            raise RunBudgetSpent(f"the run's {', '.join(spent)} budget is spent")
+            raise BudgetSpent(f"the run's {', '.join(spent)} budget is spent")
         merged = {name: _least(getattr(own, name), value) for name, value in left.items()}
         return Budget.model_validate({k: _as_type(k, v) for k, v in merged.items()})
 

@@ -1,4 +1,7 @@
-"""The one error hierarchy of golem; every message says what the user can do next.
+"""Every error golem raises on purpose, and the exceptions it uses for control flow.
+
+Each class's ``exit_code`` is what the CLI exits with, ``http_status`` what the API
+answers; every message says what the user can do next.
 
 GolemError
  +-- ConfigError                 bad option, file or environment variable (exit code 2)
@@ -8,28 +11,78 @@ GolemError
  |    +-- RuntimeNotAvailable    the image lacks the interpreter a request needs
  |    +-- InvalidRequest         a request that cannot run (bad workdir, cmd and code...)
  |    +-- SetupFailed            the session's setup script failed
+ |    +-- PathNotFound           a path asked for in a box does not exist there
+ |    +-- PathRefused            the box refused a path (a directory, no permission...)
  |    +-- SessionNotFound        no live box with that id
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
  |    +-- ProtocolError          the supervisor spoke something unexpected
  |    +-- UnsafeBoxOutput        what a box handed back breaks a rule of the trust boundary
  +-- ExecTimeout (also TimeoutError)   a file transfer or call exceeded its time
  +-- ModelError                  a model provider gave no usable answer (after retries)
-      +-- ModelUnavailable       cannot reach the provider, or 5xx/overloaded after retries
-      +-- ModelRateLimited       429 after retries
-      +-- ModelAuthError         the API key is missing or refused (401/403)
-      +-- ModelRequestRejected   the provider refused the request as invalid (400/404/422)
+ |    +-- ModelUnavailable       cannot reach the provider, or 5xx/overloaded after retries
+ |    +-- ModelRateLimited       429 after retries
+ |    +-- ModelAuthError         the API key is missing or refused (401/403)
+ |    +-- ModelRequestRejected   the provider refused the request as invalid (400/404/422)
+ +-- ToolProblem                 a tool call the model can correct (shown to it, not raised)
+ +-- ForgeError                  a forge or git operation failed
+ |    +-- GitError               a git command failed (its output, tokens masked, attached)
+ |    |    +-- GitRemoteError    the remote cannot be reached, does not exist, or refused
+ |    |    +-- GitPushRejected   the remote refused the push (not a fast-forward, a hook)
+ |    |    +-- UnsafeRepository  the repository's own config would run commands on the host
+ |    |    +-- RemoteRefused     the run's remote policy does not let git reach that remote
+ |    +-- ForgeAuthError         the token is missing, refused, or lacks a permission
+ |    +-- ForgeNotFound          no such repository, issue or pull request (or not visible)
+ |    +-- ForgeRateLimited       the API's rate limit, still hit after waiting
+ |    +-- ForgeUnavailable       cannot reach the API, or 5xx after every retry
+ |    +-- ForgeRequestRejected   the API refused the request as invalid (422)
+ |    |    +-- PullRequestExists one is already open for the branch
+ |    +-- IssueNotReadable       an issue reference or file golem cannot understand
+ +-- SecretInChange              a change to be pushed holds a secret's value
+ +-- StoreError                  the database failed or refused
+ |    +-- RunNotFound            no such run (for this tenant)
+ |    +-- CredentialsKeyError    the key sealing forge tokens is missing or wrong
+ +-- PolicyViolation             a server key's role does not allow the request
+ +-- QueueFull                   the server takes no more runs now (retry later)
+ +-- MissingForgeToken           a run needs a forge token its tenant does not have
+ +-- Problem                     an error the API itself raises, with its status
+ +-- RemoteError                 a server refused or failed, and said why
+
+Interrupt                        control flow: caught inside golem, never an error shown
+ +-- BudgetSpent                 a budget (an agent's, a run's) has nothing left
+ +-- EgressRefused               the egress proxy refuses a destination (answered 403/502)
+ +-- Unmaskable                  a brokered answer the proxy cannot mask (never forwarded)
+ +-- BadMessage                  a WebSocket client's message the server cannot take
+
+The in-box code (the supervisor, the agent's in-box tools) cannot import golem and keeps
+its own few exceptions; they never leave the box as exceptions.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "BackendUnavailable",
+    "BadMessage",
     "BoxCrashed",
+    "BudgetSpent",
     "ConfigError",
+    "CredentialsKeyError",
+    "EgressRefused",
     "ExecTimeout",
+    "ForgeAuthError",
+    "ForgeError",
+    "ForgeNotFound",
+    "ForgeRateLimited",
+    "ForgeRequestRejected",
+    "ForgeUnavailable",
+    "GitError",
+    "GitPushRejected",
+    "GitRemoteError",
     "GolemError",
     "ImageNotFound",
+    "Interrupt",
     "InvalidRequest",
+    "IssueNotReadable",
+    "MissingForgeToken",
     "ModelAuthError",
     "ModelError",
     "ModelRateLimited",
@@ -37,20 +90,28 @@ __all__ = [
     "ModelUnavailable",
     "PathNotFound",
     "PathRefused",
+    "PolicyViolation",
+    "Problem",
     "ProtocolError",
+    "PullRequestExists",
+    "QueueFull",
+    "RemoteError",
+    "RemoteRefused",
+    "RunNotFound",
     "RuntimeNotAvailable",
     "SandboxError",
+    "SecretInChange",
     "SessionNotFound",
     "SetupFailed",
+    "StoreError",
+    "ToolProblem",
     "UnsafeBoxOutput",
+    "UnsafeRepository",
 ]
 
 
 class GolemError(Exception):
-    """Root of every error golem raises on purpose.
-
-    ``exit_code`` is what the CLI exits with; ``http_status`` what the API answers.
-    """
+    """Root of every error golem raises on purpose."""
 
     exit_code: int = 1
     http_status: int = 500
@@ -63,8 +124,10 @@ class GolemError(Exception):
 class ConfigError(GolemError):
     """An option, config file or environment variable is invalid."""
 
-    exit_code = 2
-    http_status = 422
+    exit_code, http_status = 2, 422
+
+
+# --- boxes -----------------------------------------------------------------------------
 
 
 class SandboxError(GolemError):
@@ -74,29 +137,25 @@ class SandboxError(GolemError):
 class BackendUnavailable(SandboxError):
     """The backend cannot run on this machine (a tool or kernel feature is missing)."""
 
-    exit_code = 2
-    http_status = 503
+    exit_code, http_status = 2, 503
 
 
 class ImageNotFound(SandboxError):
     """The requested image does not exist."""
 
-    exit_code = 2
-    http_status = 404
+    exit_code, http_status = 2, 404
 
 
 class RuntimeNotAvailable(SandboxError):
     """The image lacks the interpreter that the request needs."""
 
-    exit_code = 2
-    http_status = 422
+    exit_code, http_status = 2, 422
 
 
 class InvalidRequest(SandboxError):
     """A request that cannot run as given."""
 
-    exit_code = 2
-    http_status = 422
+    exit_code, http_status = 2, 422
 
 
 class SetupFailed(SandboxError):
@@ -113,22 +172,19 @@ class SetupFailed(SandboxError):
 class PathNotFound(SandboxError):
     """A path asked for in a box does not exist there."""
 
-    exit_code = 2
-    http_status = 404
+    exit_code, http_status = 2, 404
 
 
 class PathRefused(SandboxError):
     """The box refused a path: a directory where a file was meant, no permission, ..."""
 
-    exit_code = 2
-    http_status = 422
+    exit_code, http_status = 2, 422
 
 
 class SessionNotFound(SandboxError):
     """No live box has that id."""
 
-    exit_code = 2
-    http_status = 404
+    exit_code, http_status = 2, 404
 
 
 class BoxCrashed(SandboxError):
@@ -164,6 +220,9 @@ class ExecTimeout(GolemError, TimeoutError):
     http_status = 504
 
 
+# --- models and tools ------------------------------------------------------------------
+
+
 class ModelError(GolemError):
     """A model provider gave no usable answer."""
 
@@ -185,12 +244,230 @@ class ModelRateLimited(ModelError):
 class ModelAuthError(ModelError):
     """The provider refused the API key, or none was found."""
 
-    exit_code = 2
-    http_status = 401
+    exit_code, http_status = 2, 401
 
 
 class ModelRequestRejected(ModelError):
     """The provider refused the request itself (bad parameters, unknown model)."""
 
-    exit_code = 2
-    http_status = 422
+    exit_code, http_status = 2, 422
+
+
+class ToolProblem(GolemError):
+    """A problem the model can fix (a missing file, an ambiguous edit, a bad pattern).
+
+    Raised inside a tool; the tool turns it into an ``is_error`` result for the model."""
+
+
+# --- forges and host git ---------------------------------------------------------------
+
+
+class ForgeError(GolemError):
+    """A forge or git operation failed."""
+
+    http_status = 502
+
+
+class GitError(ForgeError):
+    """A git command failed; ``command`` and ``output`` have every token masked."""
+
+    http_status = 500
+
+    def __init__(
+        self, message: str, *, command: str = "", returncode: int | None = None, output: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.command = command
+        self.returncode = returncode
+        self.output = output
+
+
+class GitRemoteError(GitError):
+    """The remote cannot be reached, does not exist, or refused the credentials."""
+
+    exit_code, http_status = 2, 502
+
+
+class GitPushRejected(GitError):
+    """The remote refused the push: not a fast-forward, or a hook or rule said no."""
+
+    http_status = 409
+
+
+class UnsafeRepository(GitError):
+    """The repository's own config names commands (hooks, filters, pagers...) that git
+    would run on the host; the box can write that config, so golem refuses it."""
+
+    exit_code, http_status = 2, 422
+
+
+class RemoteRefused(GitError):
+    """The run's remote policy (a server role's ``repos``) does not let git reach that
+    remote: its scheme, host, port or resolved address. ``rule`` is the policy field."""
+
+    exit_code, http_status = 2, 403
+
+    def __init__(self, message: str, *, rule: str, resolved: bool = False) -> None:
+        super().__init__(f"{message} (policy field repos.{rule})")
+        self.reason = message
+        self.rule = rule
+        self.resolved = resolved
+        """Whether the refusal came from looking the name up (it did not resolve, or to a
+        refused address): such a refusal tells what the server's network holds."""
+
+
+class ForgeAuthError(ForgeError):
+    """The forge's token is missing, refused, or lacks a permission."""
+
+    exit_code, http_status = 2, 401
+
+
+class ForgeNotFound(ForgeError):
+    """No such repository, issue or pull request, or the token cannot see it."""
+
+    exit_code, http_status = 2, 404
+
+
+class ForgeRateLimited(ForgeError):
+    """The forge's rate limit was still hit after waiting as long as allowed."""
+
+    http_status = 429
+
+
+class ForgeUnavailable(ForgeError):
+    """The forge could not be reached, or kept answering 5xx."""
+
+    http_status = 503
+
+
+class ForgeRequestRejected(ForgeError):
+    """The forge refused the request as invalid (GitHub's 422 Validation Failed)."""
+
+    exit_code, http_status = 2, 422
+
+
+class PullRequestExists(ForgeRequestRejected):
+    """A pull request for the branch is already open; ``url`` is its address, when found."""
+
+    http_status = 409
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class IssueNotReadable(ForgeError):
+    """An issue reference, or a local issue file, that golem cannot understand."""
+
+    exit_code, http_status = 2, 422
+
+
+class SecretInChange(GolemError):
+    """The committed change holds a secret's value: it is not pushed."""
+
+    exit_code, http_status = 2, 422
+
+
+# --- the store and the server ----------------------------------------------------------
+
+
+class StoreError(GolemError):
+    """The database failed or refused."""
+
+    http_status = 503
+
+
+class RunNotFound(StoreError):
+    """No such run (for this tenant)."""
+
+    exit_code, http_status = 2, 404
+
+
+class CredentialsKeyError(StoreError):
+    """The key that seals forge tokens is missing, malformed, unsafe or not theirs."""
+
+    http_status = 503
+
+
+class PolicyViolation(GolemError):
+    """The key's role does not allow what the request asks for."""
+
+    exit_code, http_status = 2, 403
+
+
+class QueueFull(GolemError):
+    """The server takes no more runs now; try again after ``retry_after`` seconds."""
+
+    exit_code, http_status = 75, 429
+
+    def __init__(self, reason: str, *, retry_after: int) -> None:
+        super().__init__(f"the server is full: {reason}; try again in {retry_after}s")
+        self.reason = reason
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class MissingForgeToken(GolemError):
+    """A run (or the GitHub trigger) needs a forge token its tenant does not have."""
+
+    exit_code, http_status = 2, 409
+
+
+class Problem(GolemError):
+    """An error the API itself raises, with its status (401, 404, 429, ...)."""
+
+    def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.http_status = status
+        self.headers = headers or {}
+
+
+class RemoteError(GolemError):
+    """A golem server refused or failed, and said why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.http_status = status
+
+
+# --- control flow ----------------------------------------------------------------------
+
+
+class Interrupt(Exception):
+    """Control flow, not an error: raised and caught inside golem, never shown as one."""
+
+
+class BudgetSpent(Interrupt):
+    """A budget (an agent's, a run's) has nothing left for the next step; ``reason`` says
+    which and by how much. An agent ends ``budget_spent``; a run's step does not start."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class EgressRefused(Interrupt):
+    """The egress proxy refuses a destination, or cannot reach it; ``status`` is what the
+    box's client is answered, ``rule`` what decided."""
+
+    def __init__(self, status: int, rule: str) -> None:
+        super().__init__(rule)
+        self.status = status
+        self.rule = rule
+
+
+class Unmaskable(Interrupt):
+    """A brokered answer the proxy cannot mask, so never hands to the box; ``rule`` says
+    why."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(rule)
+        self.rule = rule
+
+
+class BadMessage(Interrupt):
+    """A WebSocket client's message the server cannot take: the call ends, the socket
+    closes with ``code``."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from golem.core.errors import GitError
 from golem.core.network import NetworkConfig, RemotePolicy
 from golem.forge.auth import GitAuth
 from golem.forge.diffstat import DiffStat, parse_numstat, parse_status_paths
-from golem.forge.errors import GitError
 from golem.forge.gitcmd import (
     GitOutput,
     check_ref_name,

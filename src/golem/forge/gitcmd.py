@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from golem.core.errors import GitError, GitPushRejected, GitRemoteError, UnsafeRepository
 from golem.forge.auth import mask
-from golem.forge.errors import GitError, GitPushRejected, GitRemoteError, UnsafeRepository
 
 __all__ = [
     "GitOutput",

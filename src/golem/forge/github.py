@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from golem.core.errors import ForgeError, ForgeRequestRejected, PullRequestExists
 from golem.forge.auth import ForgeCredentials
 from golem.forge.config import GITHUB_API, GitHubConfig
 from golem.forge.contracts import (
@@ -17,7 +18,6 @@ from golem.forge.contracts import (
     PullRequest,
     PullRequestDraft,
 )
-from golem.forge.errors import ForgeError, ForgeRequestRejected, PullRequestExists
 from golem.forge.github_api import GitHubAPI, GitHubReply
 from golem.forge.refs import IssueRef, parse_issue_ref, split_repo
 
@@ -84,7 +84,7 @@ class GitHubForge:
         """Open a pull request for the pushed ``draft.head`` and add its labels. ``diff`` and
         ``checks`` stay with golem (the body should tell the checks). A repository without
         draft pull requests gets a ready one, marked by its labels. Raises
-        ``PullRequestExists`` (with ``existing``) when one is open for the branch."""
+        ``PullRequestExists`` (with its ``url``) when one is open for the branch."""
         owner, name = split_repo(draft.repo)
         repo = f"{owner}/{name}"
         payload = {
@@ -98,9 +98,10 @@ class GitHubForge:
         try:
             data = await self._create(repo, payload, what)
         except PullRequestExists as exc:
-            exc.existing = await self.find_pull_request(repo, draft.head)
-            if exc.existing is not None:
-                exc.message = f"{exc.message}; it is {exc.existing.url}"
+            existing = await self.find_pull_request(repo, draft.head)
+            if existing is not None:
+                exc.url = existing.url
+                exc.message = f"{exc.message}; it is {existing.url}"
                 exc.args = (exc.message,)
             raise
         pr = _pull_request(data, repo, issue=draft.issue)

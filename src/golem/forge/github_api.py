@@ -16,8 +16,7 @@ from typing import Any
 
 import httpx
 
-from golem.forge.config import GitHubConfig
-from golem.forge.errors import (
+from golem.core.errors import (
     ForgeAuthError,
     ForgeError,
     ForgeNotFound,
@@ -26,6 +25,7 @@ from golem.forge.errors import (
     ForgeUnavailable,
     PullRequestExists,
 )
+from golem.forge.config import GitHubConfig
 
 __all__ = ["GitHubAPI", "GitHubReply"]
 

@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from golem.core.errors import IssueNotReadable
 from golem.forge.contracts import Issue, IssueComment
-from golem.forge.errors import IssueNotReadable
 
 __all__ = ["MAX_ISSUE_BYTES", "parse_markdown_issue", "read_issue_file"]
 

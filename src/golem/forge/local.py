@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from golem.core.errors import ForgeRequestRejected, PullRequestExists
 from golem.forge.contracts import (
     CheckResult,
     ForgeComment,
@@ -19,7 +20,6 @@ from golem.forge.contracts import (
     PullRequestDraft,
     PullRequestStore,
 )
-from golem.forge.errors import ForgeRequestRejected, PullRequestExists
 from golem.forge.issue_files import read_issue_file
 
 __all__ = ["LocalForge", "comment_target", "local_pull_request_url"]
@@ -74,13 +74,13 @@ class LocalForge:
         self, draft: PullRequestDraft, *, diff: str = "", checks: list[CheckResult] | None = None
     ) -> PullRequest:
         """Record a pull request with its diff and checks. Like GitHub, refuses a second
-        one for the same branch (``PullRequestExists`` with ``existing``)."""
+        one for the same branch (``PullRequestExists`` with its ``url``)."""
         for existing in self.store.list_pull_requests(draft.repo):
             if existing.head == draft.head:
                 raise PullRequestExists(
                     f"a pull request for {draft.head} of {draft.repo} is already open: "
                     f"{existing.url}; update it, or push to a new branch",
-                    existing=existing,
+                    url=existing.url,
                 )
         labels = [*self.labels, *(x for x in draft.labels if x not in self.labels)]
         pr = PullRequest(

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from golem.forge.errors import ForgeRequestRejected, IssueNotReadable
+from golem.core.errors import ForgeRequestRejected, IssueNotReadable
 
 __all__ = ["IssueRef", "parse_issue_ref", "split_repo"]
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from golem.core.errors import GitError, GitRemoteError, RemoteRefused
 from golem.core.network import IPAddress, NetworkConfig, RemotePolicy, RemoteScheme
-from golem.forge.errors import GitError, GitRemoteError, RemoteRefused
 from golem.sandbox.egress import Resolver, host_addresses, make_resolver
 
 __all__ = [

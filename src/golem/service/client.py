@@ -20,24 +20,16 @@ from pydantic import TypeAdapter
 
 from golem.core import errors as golem_errors
 from golem.core.config import GolemConfig, load_config
-from golem.core.errors import ConfigError, GolemError
+from golem.core.errors import ConfigError, GolemError, RemoteError
 from golem.core.events import ExecEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BoxInfo, Engine, ExecRequest, ExecResult
 from golem.sandbox.box import as_request
 from golem.service.remote_box import RemoteBox
 
-__all__ = ["RemoteEngine", "RemoteError", "make_engine", "spec_payload"]
+__all__ = ["RemoteEngine", "make_engine", "spec_payload"]
 
 _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
-
-
-class RemoteError(GolemError):
-    """The server refused or failed, and said why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.http_status = status
 
 
 def raise_for_problem(response: httpx.Response) -> None:

@@ -6,18 +6,11 @@ none. One tenant's runs never get another tenant's token."""
 from __future__ import annotations
 
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError
+from golem.core.errors import MissingForgeToken
 from golem.forge import ForgeCredentials
 from golem.service.store import SqlStore, TokenCipher
 
-__all__ = ["ForgeAccess", "MissingForgeToken"]
-
-
-class MissingForgeToken(GolemError):
-    """A run (or the GitHub trigger) needs a forge token its tenant does not have."""
-
-    exit_code = 2
-    http_status = 409
+__all__ = ["ForgeAccess"]
 
 
 class ForgeAccess:

@@ -17,10 +17,11 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from golem.core.config import GolemConfig
+from golem.core.errors import Problem
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
 from golem.service.api.deps import principal_from_headers
-from golem.service.problems import Problem, problem
+from golem.service.problems import problem
 from golem.service.state import ServerState
 
 __all__ = ["BodyLimit", "ws_max_size"]

@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from golem.core.errors import GolemError
+from golem.core.errors import PolicyViolation, RemoteRefused
 from golem.core.network import EgressPolicy, NetworkConfig, RemotePolicy
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
 from golem.core.spec import BoxSpec, parse_user
-from golem.forge import RemoteRefused, pin_remote
+from golem.forge import pin_remote
 from golem.sandbox import ExecRequest
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ __all__ = [
     "CALL_RULES",
     "RUN_RULES",
     "SPEC_RULES",
-    "PolicyViolation",
     "check_call",
     "check_repo",
     "check_run",
@@ -37,13 +36,6 @@ __all__ = [
 ]
 
 SERVER_LABELS = "golem."
-
-
-class PolicyViolation(GolemError):
-    """The key's role does not allow what the request asks for."""
-
-    exit_code = 2
-    http_status = 403
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,10 @@ from pydantic import BaseModel, Field
 
 from golem.core.errors import GolemError
 
-__all__ = ["ERROR_RESPONSES", "Problem", "ProblemDetails", "install_problem_handlers", "problem"]
+__all__ = ["ERROR_RESPONSES", "ProblemDetails", "install_problem_handlers", "problem"]
 
 PROBLEM_TYPE = "application/problem+json"
 log = logging.getLogger("golem.service")
-
-
-class Problem(GolemError):
-    """An error the API itself raises, with its status (401, 404, 429, ...)."""
-
-    def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.http_status = status
-        self.headers = headers or {}
 
 
 class ProblemDetails(BaseModel):

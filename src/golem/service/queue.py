@@ -18,29 +18,17 @@ from collections.abc import Iterator
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.events import RunEvent, RunFinished
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError
+from golem.core.errors import GolemError, QueueFull
 from golem.core.network import RemotePolicy
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
 from golem.service.store import SqlStore
 
-__all__ = ["QueueFull", "RunHub", "RunQueue"]
+__all__ = ["RunHub", "RunQueue"]
 
 log = logging.getLogger("golem.service.queue")
 IDLE_POLL = 1.0  # seconds between looks at the store for runs other servers submitted
-
-
-class QueueFull(GolemError):
-    """The server takes no more runs now; try again after ``retry_after`` seconds."""
-
-    exit_code = 75
-    http_status = 429
-
-    def __init__(self, reason: str, *, retry_after: int) -> None:
-        super().__init__(f"the server is full: {reason}; try again in {retry_after}s")
-        self.reason = reason
-        self.headers = {"Retry-After": str(retry_after)}
 
 
 class RunHub:

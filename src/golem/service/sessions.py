@@ -12,11 +12,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from golem.core.config import GolemConfig
-from golem.core.errors import ConfigError, GolemError
+from golem.core.errors import ConfigError, GolemError, Problem
 from golem.sandbox import Box, Engine
 from golem.service.keys import Principal
 from golem.service.policy import check_spec
-from golem.service.problems import Problem
 
 __all__ = ["HeldSession", "SessionRegistry"]
 

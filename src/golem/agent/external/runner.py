@@ -199,13 +199,13 @@ def _ending(
     """(status, summary, reason) of a run from how the process ended and what it said."""
     last = parser.last_text
     if ended.stopped is not None:
-        return "budget_exhausted", last, ended.stopped
+        return "budget_spent", last, ended.stopped
     if ended.failure is not None:
         return "error", last, f"{name} could not run to its end: {ended.failure}"
     if ended.timed_out:
         if call.limited_by_budget:
             spent = f"wall-clock budget of {call.timeout:g}s spent; golem stopped {name}"
-            return "budget_exhausted", last, spent
+            return "budget_spent", last, spent
         return "error", last, f"the call's time limit of {call.timeout:g}s ended {name}"
     if parser.final is not None:
         status, summary, reason = parser.final.status, parser.final.summary, parser.final.reason

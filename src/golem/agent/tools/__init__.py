@@ -7,7 +7,7 @@ Problems the model can fix (bad arguments, a missing file, an ambiguous edit) co
 a ``ToolResult`` with ``is_error`` set, never as an exception. See docs/tools.md.
 """
 
-from golem.agent.tools.base import BoxTool, ToolProblem, parameters_of
+from golem.agent.tools.base import BoxTool, parameters_of
 from golem.agent.tools.bash import BashArguments, BashTool
 from golem.agent.tools.edit import EditArguments, EditTool
 from golem.agent.tools.finish import FinishArguments, FinishTool
@@ -35,7 +35,6 @@ __all__ = [
     "LsTool",
     "ReadArguments",
     "ReadTool",
-    "ToolProblem",
     "WriteArguments",
     "WriteTool",
     "make_tools",

@@ -11,18 +11,13 @@ from pydantic import BaseModel, ValidationError
 
 from golem.agent.contracts import ToolResult
 from golem.agent.messages import ToolSpec
-from golem.core import GolemError, InvalidRequest, RuntimeNotAvailable
+from golem.core import InvalidRequest, RuntimeNotAvailable
+from golem.core.errors import ToolProblem
 from golem.sandbox import Box
 
-__all__ = ["BoxTool", "ToolProblem", "parameters_of"]
+__all__ = ["BoxTool", "parameters_of"]
 
 ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
-
-
-class ToolProblem(GolemError):
-    """A problem the model can fix (a missing file, an ambiguous edit, a bad pattern).
-
-    Raised inside a tool; ``BoxTool.run`` turns it into an ``is_error`` result."""
 
 
 class BoxTool(ABC, Generic[ArgumentsT]):

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from golem.agent.contracts import ToolResult
-from golem.agent.tools.base import BoxTool, ToolProblem
+from golem.agent.tools.base import BoxTool
 from golem.agent.tools.boxcall import put_text
 from golem.agent.tools.text import count, human_size, utf8
 from golem.core import ErrorEvent, ExitEvent, OutputEvent, new_id
+from golem.core.errors import ToolProblem
 from golem.sandbox import Box, ExecRequest
 
 __all__ = ["BashArguments", "BashTool", "clip"]

@@ -8,10 +8,10 @@ import json
 from importlib import resources
 from typing import Any
 
-from golem.agent.tools.base import ToolProblem
 from golem.agent.tools.paths import shown
 from golem.agent.tools.text import utf8
 from golem.core import BoxCrashed, SandboxError
+from golem.core.errors import ToolProblem
 from golem.sandbox import Box, ExecRequest
 
 __all__ = ["call_in_box", "get_bytes", "missing", "put_text"]

@@ -9,12 +9,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from golem.agent.contracts import ToolResult
-from golem.agent.tools.base import BoxTool, ToolProblem
+from golem.agent.tools.base import BoxTool
 from golem.agent.tools.boxcall import call_in_box, get_bytes, missing, put_text
 from golem.agent.tools.matching import closest, has_line_numbers, line_at, occurrences
 from golem.agent.tools.paths import resolve, shown
 from golem.agent.tools.text import count, human_size, line_count, numbered, split_lines
 from golem.agent.tools.write import check_writable
+from golem.core.errors import ToolProblem
 from golem.sandbox import Box
 
 __all__ = ["EditArguments", "EditTool"]

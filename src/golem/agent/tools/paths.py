@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
-from golem.agent.tools.base import ToolProblem
+from golem.core.errors import ToolProblem
 from golem.sandbox import Box
 
 __all__ = ["resolve", "shown"]

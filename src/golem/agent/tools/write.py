@@ -7,10 +7,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from golem.agent.contracts import ToolResult
-from golem.agent.tools.base import BoxTool, ToolProblem
+from golem.agent.tools.base import BoxTool
 from golem.agent.tools.boxcall import call_in_box, put_text
 from golem.agent.tools.paths import resolve, shown
 from golem.agent.tools.text import count, human_size, line_count, utf8
+from golem.core.errors import ToolProblem
 from golem.sandbox import Box
 
 __all__ = ["WriteArguments", "WriteTool", "check_writable"]

@@ -6,9 +6,10 @@ from typing import Literal
 
 from golem.agent import Agent, make_tools
 from golem.agent.events import AgentOutcome
-from golem.blueprint.execution import Execution, RunBudgetSpent
+from golem.blueprint.execution import Execution
 from golem.blueprint.model import AgentNode, AgentSettings
 from golem.blueprint.template import render
+from golem.core.errors import BudgetSpent
 
 __all__ = ["run_agent", "run_agent_node", "template_values"]
 
@@ -30,8 +31,8 @@ async def run_agent(
     nothing left for it (a note says so)."""
     try:
         budget = ex.step_budget(settings.budget)
-    except RunBudgetSpent as spent:
-        ex.note(f"{node}: not started: {spent.message}", node)
+    except BudgetSpent as spent:
+        ex.note(f"{node}: not started: {spent.reason}", node)
         return None
     box = await ex.box()
     prompt = render(settings.prompt, template_values(ex, **values))

@@ -11,20 +11,12 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
 from golem.blueprint.steps.checks import describe_failures
 from golem.context import hydrate, load_conventions, render_issue
-from golem.core.errors import GolemError
+from golem.core.errors import ForgeError, SecretInChange
 from golem.forge import PullRequestDraft
-from golem.forge.errors import ForgeError
 
 __all__ = ["run_host"]
 
 CONTEXT_BUDGET = 12_000
-
-
-class SecretInChange(GolemError):
-    """The committed change holds a secret's value: it is not pushed."""
-
-    exit_code = 2
-    http_status = 422
 
 
 TRAILER = "Golem-Run"

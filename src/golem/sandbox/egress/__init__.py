@@ -1,7 +1,7 @@
 """Filtered network: the host-side egress proxy, its resolver, TLS and credential broker."""
 
 from golem.sandbox.egress.broker import CredentialBroker, read_credential_values
-from golem.sandbox.egress.proxy import EgressProxy, Refused
+from golem.sandbox.egress.proxy import EgressProxy
 from golem.sandbox.egress.resolve import Resolver, host_addresses, make_resolver
 from golem.sandbox.egress.tls import EgressCA, upstream_context
 
@@ -9,7 +9,6 @@ __all__ = [
     "CredentialBroker",
     "EgressCA",
     "EgressProxy",
-    "Refused",
     "Resolver",
     "host_addresses",
     "make_resolver",

@@ -8,9 +8,10 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator, Sequence
 
+from golem.core.errors import Unmaskable
 from golem.core.masking import SecretMasker
 
-__all__ = ["AnswerDecoder", "Unmaskable", "answer_decoder", "content_codings"]
+__all__ = ["AnswerDecoder", "answer_decoder", "content_codings"]
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -20,15 +21,6 @@ PIECE = 256 * 1024
 EXPANSION_FREE = 64 * 1024**2
 MAX_EXPANSION = 100
 GZIP_WBITS = 16 + zlib.MAX_WBITS
-
-
-class Unmaskable(Exception):
-    """A brokered answer the proxy cannot mask, so never hands to the box; ``rule`` says
-    why."""
-
-    def __init__(self, rule: str) -> None:
-        super().__init__(rule)
-        self.rule = rule
 
 
 def content_codings(headers: Headers) -> list[bytes]:

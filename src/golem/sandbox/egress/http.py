@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import h11
 
+from golem.core.errors import Unmaskable
 from golem.core.masking import SecretMasker
-from golem.sandbox.egress.answers import AnswerDecoder, Unmaskable, answer_decoder
+from golem.sandbox.egress.answers import AnswerDecoder, answer_decoder
 from golem.sandbox.egress.broker import Brokered, response_masker, rewrite_request_headers
 
 __all__ = ["HttpSide", "Traffic", "Upstream", "relay", "send_error"]

@@ -7,16 +7,9 @@ from dataclasses import dataclass
 from golem.core.events import NetworkEvent
 from golem.sandbox.egress.http import Traffic
 
-__all__ = ["Logged", "Refused"]
-
-
-class Refused(Exception):
-    """A destination the policy refuses, or one that cannot be reached."""
-
-    def __init__(self, status: int, rule: str) -> None:
-        super().__init__(rule)
-        self.status = status
-        self.rule = rule
+__all__ = [
+    "Logged",
+]
 
 
 @dataclass

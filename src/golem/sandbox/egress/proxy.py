@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import h11
 
+from golem.core.errors import EgressRefused
 from golem.core.events import NetworkEvent
 from golem.core.network import EgressPolicy, IPAddress, NetworkConfig
 from golem.sandbox.egress.broker import ROUTE_PREFIX, Brokered, CredentialBroker
@@ -35,13 +36,15 @@ from golem.sandbox.egress.http import (
     relay,
     send_error,
 )
-from golem.sandbox.egress.log import Logged, Refused
+from golem.sandbox.egress.log import Logged
 from golem.sandbox.egress.resolve import Resolver, host_addresses, make_resolver
 from golem.sandbox.egress.sockets import open_socket, refuse_raw, take_socket
 from golem.sandbox.egress.splice import splice_tunnel
 from golem.sandbox.egress.tls import EgressCA
 
-__all__ = ["EgressProxy", "Refused"]
+__all__ = [
+    "EgressProxy",
+]
 
 MAX_HEAD = 64 * 1024
 ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
@@ -202,9 +205,9 @@ class EgressProxy:
         allowed = {"allowed": True, "rule": decision.rule, "address": chosen}
         return chosen, self._record(entry.model_copy(update=allowed))
 
-    def _refuse(self, entry: NetworkEvent, status: int, rule: str) -> Refused:
+    def _refuse(self, entry: NetworkEvent, status: int, rule: str) -> EgressRefused:
         self._record(entry.model_copy(update={"allowed": False, "rule": rule}))
-        return Refused(status, rule)
+        return EgressRefused(status, rule)
 
     # CONNECT -------------------------------------------------------------------------
 
@@ -215,7 +218,7 @@ class EgressProxy:
             host, port = self._connect_target(head)
             applied = self.broker.for_host(host)
             address, traffic = await self._decide(host, port, "CONNECT", applied)
-        except Refused as refused:
+        except EgressRefused as refused:
             await refuse_raw(writer, refused.status, refused.rule)
             return
         if applied:
@@ -243,7 +246,7 @@ class EgressProxy:
             raise self._malformed("malformed CONNECT: use CONNECT host:port HTTP/1.1")
         return host.strip("[]"), int(port)
 
-    def _malformed(self, rule: str) -> Refused:
+    def _malformed(self, rule: str) -> EgressRefused:
         entry = NetworkEvent(host="?", port=0, allowed=False, rule="")
         return self._refuse(entry, 400, rule)
 
@@ -294,7 +297,7 @@ class EgressProxy:
                     return
                 try:
                     route = await self._route(request)
-                except Refused as refused:
+                except EgressRefused as refused:
                     await send_error(box, refused.status, f"refused ({refused.rule})")
                     return
                 if first and not route.applied and route.upstream.tls is None:

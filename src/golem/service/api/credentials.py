@@ -12,9 +12,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from golem.core.errors import Problem
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
-from golem.service.problems import Problem
 from golem.service.store import ForgeCredential, ForgeName
 
 __all__ = ["TokenBody", "router"]

@@ -13,8 +13,8 @@ from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from golem.core.errors import Problem
 from golem.service.keys import Principal
-from golem.service.problems import Problem
 from golem.service.state import ServerState
 
 __all__ = [

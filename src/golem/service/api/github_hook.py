@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Header, Request, Response, status
 
-from golem.service.problems import Problem
+from golem.core.errors import Problem
 from golem.service.trigger import GitHubTrigger, Ignored, TriggerAnswer, read_delivery
 
 __all__ = ["router", "signature"]

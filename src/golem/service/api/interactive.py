@@ -34,12 +34,12 @@ from pydantic import (
     field_validator,
 )
 
-from golem.core.errors import GolemError
+from golem.core.errors import BadMessage, GolemError, Problem
 from golem.core.sizes import format_size
 from golem.sandbox import ExecRequest, Interaction, Terminal
 from golem.service.api.deps import principal_from_headers
 from golem.service.policy import check_call
-from golem.service.problems import Problem, problem
+from golem.service.problems import problem
 from golem.service.state import ServerState
 
 __all__ = ["CallMessage", "OpenCall", "router"]
@@ -92,15 +92,6 @@ class CallMessage(BaseModel):
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             raise ValueError("stdin is not base64 (A-Z, a-z, 0-9, +, / and = padding)") from None
-
-
-class BadMessage(Exception):
-    """A client's message the server cannot take: the call ends, the socket closes."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -162,7 +153,7 @@ async def interactive(websocket: WebSocket, session_id: str) -> None:
     except WebSocketDisconnect:
         return
     except BadMessage as bad:
-        await _close(websocket, bad.code, bad.message, "BadMessage")
+        await _close(websocket, bad.code, str(bad), "BadMessage")
         return
     except GolemError as exc:
         await _send(websocket, {"type": "error", "message": exc.message, "kind": "error"})

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 from pydantic import BaseModel, ConfigDict, Field
 
+from golem.core.errors import Problem
 from golem.service.api.deps import Admin, State
 from golem.service.keys import ApiKey, Role
-from golem.service.problems import Problem
 
 __all__ = ["KeyCreate", "KeyCreated", "router"]
 

@@ -15,11 +15,11 @@ from sse_starlette import EventSourceResponse
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.events import RunFinished
 from golem.blueprint.loader import BUILTINS
+from golem.core.errors import Problem
 from golem.forge import PullRequest
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
 from golem.service.policy import check_repo, check_run
-from golem.service.problems import Problem
 from golem.service.state import ServerState
 from golem.service.store import SqlStore
 

@@ -10,9 +10,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from golem.blueprint import RunState
-from golem.forge import GitError, GitRepo
+from golem.core.errors import GitError, Problem
+from golem.forge import GitRepo
 from golem.service.api.deps import Caller, State
-from golem.service.problems import Problem
 
 __all__ = ["MAX_DIFF_CHARS", "RunDiff", "router"]
 

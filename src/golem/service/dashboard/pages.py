@@ -11,7 +11,7 @@ from importlib.resources.abc import Traversable
 from fastapi import APIRouter
 from fastapi.responses import RedirectResponse, Response
 
-from golem.service.problems import Problem
+from golem.core.errors import Problem
 
 __all__ = ["CONTENT_SECURITY_POLICY", "router"]
 

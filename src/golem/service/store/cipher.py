@@ -19,18 +19,12 @@ from pathlib import Path
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from golem.core.config import GolemConfig
-from golem.service.store.database import StoreError
+from golem.core.errors import CredentialsKeyError
 
-__all__ = ["KEY_FILE", "CredentialsKeyError", "TokenCipher", "new_key"]
+__all__ = ["KEY_FILE", "TokenCipher", "new_key"]
 
 KEY_FILE = "credentials.key"
 MAX_KEY_FILE = 64 * 1024
-
-
-class CredentialsKeyError(StoreError):
-    """The key that seals forge tokens is missing, malformed, unsafe or not theirs."""
-
-    http_status = 503
 
 
 def new_key() -> str:

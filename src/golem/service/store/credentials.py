@@ -19,9 +19,8 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from golem.core.errors import InvalidRequest
+from golem.core.errors import InvalidRequest, StoreError
 from golem.service.store.cipher import TokenCipher
-from golem.service.store.database import StoreError
 from golem.service.store.schema import forge_credentials
 
 __all__ = ["TOKEN_PATTERN", "CredentialRecords", "ForgeCredential", "ForgeName", "check_token"]

@@ -17,12 +17,10 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from golem.core.errors import ConfigError, GolemError
+from golem.core.errors import ConfigError, StoreError
 
 __all__ = [
     "WRITE",
-    "RunNotFound",
-    "StoreError",
     "alembic_config",
     "migrate",
     "open_engine",
@@ -31,19 +29,6 @@ __all__ = [
 
 MIGRATION_LOCK = 0x60_1E_A7  # a PostgreSQL advisory lock id of golem's own
 WRITE = "golem_write"  # execution option: this connection's transaction writes
-
-
-class StoreError(GolemError):
-    """The database failed or refused."""
-
-    http_status = 503
-
-
-class RunNotFound(StoreError):
-    """No such run (for this tenant)."""
-
-    exit_code = 2
-    http_status = 404
 
 
 def safe_url(url: str) -> str:

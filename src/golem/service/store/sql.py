@@ -25,16 +25,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState
 from golem.core.config import GolemConfig
+from golem.core.errors import RunNotFound, StoreError
 from golem.service.store.claims import RunQueueRecords
 from golem.service.store.credentials import CredentialRecords
-from golem.service.store.database import (
-    WRITE,
-    RunNotFound,
-    StoreError,
-    migrate,
-    open_engine,
-    safe_url,
-)
+from golem.service.store.database import WRITE, migrate, open_engine, safe_url
 from golem.service.store.forge_records import ForgeRecords
 from golem.service.store.schema import run_events, runs
 

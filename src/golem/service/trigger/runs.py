@@ -24,10 +24,15 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from golem.blueprint import RunRequest, RunState
-from golem.core.errors import GolemError
-from golem.forge import ForgeAuthError, ForgeError, ForgeNotFound, GitHubForge, Issue
-from golem.service.problems import Problem
-from golem.service.queue import QueueFull
+from golem.core.errors import (
+    ForgeAuthError,
+    ForgeError,
+    ForgeNotFound,
+    GolemError,
+    Problem,
+    QueueFull,
+)
+from golem.forge import GitHubForge, Issue
 from golem.service.state import ServerState
 from golem.service.store import SqlStore
 from golem.service.trigger import comments

@@ -126,7 +126,7 @@ class ClaudeParser(OutputParser):
         summary = text_of(value.get("result")) or self.last_text
         if subtype in _BUDGET_ENDS:
             what = _BUDGET_ENDS[subtype]
-            self.final = Final("budget_exhausted", summary, f"Claude Code hit its {what} limit")
+            self.final = Final("budget_spent", summary, f"Claude Code hit its {what} limit")
         elif subtype == "success" and not value.get("is_error"):
             self.final = Final("done", summary, "Claude Code finished")
         else:
