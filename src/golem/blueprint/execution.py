@@ -18,7 +18,7 @@ from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
 from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import RunState
-from golem.blueprint.workspace import copy_into_box, sync_from_box
+from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.core.config import GolemConfig
 from golem.core.errors import BudgetSpent, ConfigError
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
@@ -59,6 +59,7 @@ class Execution:
         )
         self._on_event = on_event
         self._box: Box | None = None
+        self._layout = Layout()
         self._models: dict[str, Model] = {}
 
     @property
@@ -134,7 +135,7 @@ class Execution:
             )
             box = await self.engine.create_session(spec)
             try:
-                await copy_into_box(box, self.workspace)
+                self._layout = await copy_into_box(box, self.workspace)
             except BaseException:
                 await self.engine.remove_session(box.id)
                 raise
@@ -145,7 +146,8 @@ class Execution:
         """Bring the box's changes back to the host checkout."""
         if self._box is None:
             return []
-        return await sync_from_box(self._box, self.workspace, self.repo())
+        paths = await take_back(self._box, self.workspace, self._layout, repo=self.repo())
+        return paths or []
 
     async def close(self) -> None:
         """Remove the run's box."""

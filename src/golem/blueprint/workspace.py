@@ -1,28 +1,36 @@
-"""A run's checkout lives on the host; the box works on a copy of it.
+"""A host directory and its copy in a box: copied in, and its changes taken back as data.
 
-The host checkout is copied into the box when the run's box starts (and again when a run
-resumes in a new box). After every step that ran in the box, its changes come back as data:
-the paths that changed on either side (the box's ``git status``, the host's) are asked of
-the box as one tar stream and landed by ``golem.sandbox.takeback``, which refuses any
-``.git`` path, link out of the tree, special file or mode and oversized file, and never
-writes through a host symlink; a path the box no longer has is removed. The host's ``.git``
-is never written from the box, so host git (isolated from the host's config) commits a tree
-of plain files. The host checkout always holds the result of the last finished step: git on
-the host commits it, and a crashed run resumes from it.
+One way for every caller: a run's checkout (after every step that ran in the box) and
+``golem agent``'s directory. The directory is copied into the box with every git config in
+it rewritten to one that holds no credential and names no command. After the box worked on
+it, the paths that changed on either side (the box's ``git status`` and the host's, when the
+directory is a git work tree; the whole tree otherwise) are asked of the box as one tar
+stream and landed by ``golem.sandbox.takeback``, which refuses any ``.git`` path, link out of
+the tree, special file or mode and oversized file, and never writes through a host symlink.
+Landed in place (a run), a path the box no longer has is removed; landed in a scratch
+directory (``golem agent``, which shows the diff before it applies it), it is left out there.
+The host's ``.git`` is never written from the box, so host git (isolated from the host's
+config) commits a tree of plain files.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from golem.core.errors import SandboxError
+from golem.core.spec import WORKSPACE
 from golem.forge import GitRepo
+from golem.forge.diffstat import parse_status_paths
 from golem.sandbox import Box, ExecRequest
 from golem.sandbox.hosttree import split_path
 from golem.sandbox.takeback import TakebackLimits, land_archive
 
-__all__ = ["changed_paths", "copy_into_box", "sync_from_box"]
+__all__ = ["Layout", "copy_into_box", "git_configs_of", "layout_of", "take_back"]
 
 # Runs in the box (python3 -I -S: nothing from the workspace is imported): the box's git
 # status as JSON, names kept byte for byte (surrogate escapes survive JSON).
@@ -36,35 +44,70 @@ print(json.dumps({"code": done.returncode, "out": os.fsdecode(done.stdout),
                   "err": done.stderr.decode("utf-8", "replace")[-2000:]}))
 """
 
+GIT_DIR_DATA = frozenset({"objects", "refs", "logs", "hooks", "lfs", "info"})
 
-def changed_paths(porcelain: str) -> list[str]:
-    """Paths in ``git status --porcelain=v1 -z`` output (both sides of a rename)."""
-    entries = porcelain.split("\0")
-    paths: list[str] = []
-    index = 0
-    while index < len(entries):
-        entry = entries[index]
-        index += 1
-        if len(entry) < 4:
+
+@dataclass(frozen=True)
+class Layout:
+    """What of a host directory the box gets back as it was: its symlinks (relative path ->
+    target) and its repositories ("" for the root itself; submodules, nested clones), whose
+    ``.git`` is the host's and is never taken back from the box."""
+
+    links: dict[str, str] = field(default_factory=dict)
+    repositories: list[str] = field(default_factory=list)
+
+
+def layout_of(root: Path) -> Layout:
+    """``root``'s symlinks and repositories."""
+    layout = Layout()
+    for directory, subdirectories, names in os.walk(root):
+        here = Path(directory)
+        if (here / ".git").exists() or (here / ".git").is_symlink():
+            layout.repositories.append("" if here == root else here.relative_to(root).as_posix())
+        subdirectories[:] = [d for d in subdirectories if d != ".git"]
+        for name in [*names, *subdirectories]:
+            if (here / name).is_symlink():
+                layout.links[(here / name).relative_to(root).as_posix()] = os.readlink(here / name)
+    return layout
+
+
+def git_configs_of(root: Path, repositories: list[str]) -> set[str]:
+    """The git config files of ``root``'s repositories (``.git/config``, and those of
+    submodules under ``.git/modules``), as relative paths."""
+    found: set[str] = set()
+    for repository in repositories:
+        git_dir = root / repository / ".git"
+        if not git_dir.is_dir() or git_dir.is_symlink():
             continue
-        code, path = entry[:2], entry[3:]
-        paths.append(path)
-        if "R" in code or "C" in code:  # the next entry is where it came from
-            paths.append(entries[index])
-            index += 1
-    return sorted(set(paths))
+        for directory, subdirectories, names in os.walk(git_dir):
+            subdirectories[:] = [d for d in subdirectories if d not in GIT_DIR_DATA]
+            for name in names:
+                if name in ("config", "config.worktree"):
+                    found.add((Path(directory) / name).relative_to(root).as_posix())
+    return found
 
 
-async def copy_into_box(box: Box, workspace: Path) -> None:
-    """The host checkout (with .git and uncommitted changes) into the box's /workspace."""
-    await box.put_dir(workspace, "/workspace")
+async def copy_into_box(box: Box, workspace: Path, target: str = WORKSPACE) -> Layout:
+    """``workspace`` (with .git and uncommitted changes) into the box at ``target``; every git
+    config file in it (a repository's, a submodule's under .git/modules) goes in as one that
+    holds no credential and names no command: a token kept there (actions/checkout's
+    extraheader, a URL with a password) stays on the host. Returns the directory's layout,
+    for ``take_back``."""
+    layout = await asyncio.to_thread(layout_of, workspace)
+    configs = await asyncio.to_thread(git_configs_of, workspace, layout.repositories)
+    await box.put_dir(workspace, target, leave_out=lambda name: name in configs)
+    for config in sorted(configs):
+        git_dir = (workspace / config).parent
+        text = await GitRepo(git_dir, check_config=False).shareable_config(workspace / config)
+        await box.put_file(f"{target}/{config}", text)
+    return layout
 
 
-async def _box_changes(box: Box) -> list[str]:
-    """What the box's git says changed: which paths to ask for, nothing more."""
+async def _box_changes(box: Box, target: str) -> list[str]:
+    """What the box's git says changed under ``target``: which paths to ask for."""
     python = box.runtimes.get("python", "python3")
     probe = await box.execute(
-        ExecRequest(cmd=[python, "-I", "-S", "-c", _STATUS], workdir="/workspace", timeout=120)
+        ExecRequest(cmd=[python, "-I", "-S", "-c", _STATUS], workdir=target, timeout=120)
     )
     try:
         status = json.loads(probe.stdout)
@@ -81,32 +124,57 @@ async def _box_changes(box: Box) -> list[str]:
         )
     if code != 0:
         raise SandboxError(f"git status failed in the box: {status.get('err', '').strip()}")
-    return changed_paths(porcelain)
+    return parse_status_paths(porcelain)
 
 
-async def sync_from_box(box: Box, workspace: Path, repo: GitRepo) -> list[str]:
-    """Make the host checkout match the box for every path git sees as changed on either
-    side; returns those paths."""
+async def _changed(box: Box, target: str, repo: GitRepo) -> list[str]:
+    """The paths git sees as changed on either side (submodules' content left out: it is
+    another repository's, not this change's), every name checked."""
     ours = await repo.changed_paths()
-    theirs = await _box_changes(box)
-    submodules = await repo.gitlinks()  # another repository's content: not this change's
+    theirs = await _box_changes(box, target)
+    submodules = await repo.gitlinks()
     paths = sorted({path.rstrip("/") for path in [*ours, *theirs]} - submodules)
-    if not paths:
-        return []
     for path in paths:
         split_path(path)  # every name checked before anything is asked or written
-    wanted = set(paths)
-
-    def asked(path: str) -> bool:
-        return path in wanted or bool(_parents(path, wanted))
-
-    archive = box.stream_archive("/workspace", paths=paths)
-    limits = TakebackLimits.of(box.spec)
-    await land_archive(archive, workspace, limits, wanted=asked, remove_missing=paths)
     return paths
 
 
-def _parents(path: str, wanted: set[str]) -> list[str]:
-    """The prefixes of ``path`` that were asked for (a directory asked whole)."""
-    names = path.split("/")
-    return [prefix for i in range(1, len(names)) if (prefix := "/".join(names[:i])) in wanted]
+async def take_back(
+    box: Box,
+    workspace: Path,
+    layout: Layout,
+    *,
+    repo: GitRepo | None,
+    target: str = WORKSPACE,
+    into: Path | None = None,
+) -> list[str] | None:
+    """Land what changed in the box's copy of ``workspace``: in place (``into`` None), or
+    beneath ``into``. With ``repo`` (the directory is a git work tree) only the paths git
+    sees as changed on either side are asked for, and returned; without it, the whole tree
+    is (landed in a scratch directory only), and None is returned."""
+    if repo is None and into is None:
+        raise ValueError("a whole tree is taken back into a scratch directory, not in place")
+    paths = await _changed(box, target, repo) if repo is not None else None
+    if paths == []:
+        return []
+    wanted = None if paths is None else _asked(set(paths))
+    await land_archive(
+        box.stream_archive(target, paths=paths, skip_git=layout.repositories),
+        into or workspace,
+        TakebackLimits.of(box.spec),
+        wanted=wanted,
+        skip_git=layout.repositories,
+        known_links=layout.links,
+        remove_missing=paths if into is None and paths else (),
+    )
+    return paths
+
+
+def _asked(wanted: set[str]) -> Callable[[str], bool]:
+    """Whether a path was asked for: itself, or a directory it lies in."""
+
+    def asked(path: str) -> bool:
+        names = path.split("/")
+        return any("/".join(names[:i]) in wanted for i in range(1, len(names) + 1))
+
+    return asked

@@ -19,14 +19,13 @@ from rich.console import Console
 
 from golem.agent import Agent, Budget, make_model, make_tools
 from golem.agent.events import AgentOutcome
+from golem.blueprint.workspace import copy_into_box, take_back
 from golem.cli import options
 from golem.cli.progress import AgentProgress
 from golem.cli.tree_sync import (
     apply_changes,
     check_ways,
     compare_trees,
-    git_configs_of,
-    layout_of,
     render_diff,
     without_ignored,
 )
@@ -34,8 +33,7 @@ from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.core.ids import new_id
 from golem.forge import GitRepo
-from golem.sandbox import Box, Engine
-from golem.sandbox.takeback import land_archive
+from golem.sandbox import Engine
 
 __all__ = ["agent_command"]
 
@@ -97,17 +95,15 @@ async def _run(
     # No bytecode files: an edit that keeps a file's size within the second of a test run
     # would leave Python running the stale .pyc (and they are not changes to keep).
     spec = engine.spec(env={**engine.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"})
-    links, repositories = await asyncio.to_thread(layout_of, workspace)
     async with engine, engine.session(spec) as box:
-        await _copy_in(box, workspace, repositories)
+        layout = await copy_into_box(box, workspace)
         outcome = await agent.run(box, task, trajectory=path)
         scratch = Path(tempfile.mkdtemp(prefix="golem-agent-"))
         try:
-            archive = box.stream_archive(".", skip_git=repositories)
-            await land_archive(
-                archive, scratch, box.limits, skip_git=repositories, known_links=links
+            paths = await take_back(
+                box, workspace, layout, repo=_work_tree(workspace), into=scratch
             )
-            await _report_changes(workspace, scratch, dry_run=dry_run)
+            await _report_changes(workspace, scratch, paths, dry_run=dry_run)
         except BaseException:
             console.print(f"what the box handed back so far is kept in {scratch}")
             raise
@@ -116,20 +112,16 @@ async def _run(
     return outcome
 
 
-async def _copy_in(box: Box, workspace: Path, repositories: list[str]) -> None:
-    """The directory into the box, every git config file in it (a repository's, a
-    submodule's under .git/modules) as one that holds no credential and names no command:
-    a token kept there (actions/checkout's extraheader, a URL with a password) stays here."""
-    configs = await asyncio.to_thread(git_configs_of, workspace, repositories)
-    await box.put_dir(workspace, ".", leave_out=lambda name: name in configs)
-    for config in sorted(configs):
-        git_dir = (workspace / config).parent
-        text = await GitRepo(git_dir, check_config=False).shareable_config(workspace / config)
-        await box.put_file(config, text)
+def _work_tree(workspace: Path) -> GitRepo | None:
+    """The directory as a git work tree (its changes found by git), or None (the whole
+    directory is compared)."""
+    return GitRepo(workspace, check_config=False) if (workspace / ".git").exists() else None
 
 
-async def _report_changes(workspace: Path, result: Path, *, dry_run: bool) -> None:
-    compared = await asyncio.to_thread(compare_trees, workspace, result)
+async def _report_changes(
+    workspace: Path, result: Path, paths: list[str] | None, *, dry_run: bool
+) -> None:
+    compared = await asyncio.to_thread(compare_trees, workspace, result, paths)
     await asyncio.to_thread(check_ways, compared, workspace)
     changes = await without_ignored(compared, workspace)
     sys.stdout.write(render_diff(changes, workspace, result))

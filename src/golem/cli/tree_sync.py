@@ -25,8 +25,6 @@ __all__ = [
     "apply_changes",
     "check_ways",
     "compare_trees",
-    "git_configs_of",
-    "layout_of",
     "render_diff",
     "without_ignored",
 ]
@@ -44,56 +42,38 @@ class TreeChange:
     mode: int | None = None  # the new file's permission bits
 
 
-def _files(root: Path) -> dict[str, Path]:
+def _files(root: Path, paths: list[str] | None) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for directory, subdirectories, names in os.walk(root):
-        subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED)
-        for name in names:
-            path = Path(directory) / name
-            if path.is_file() and not path.is_symlink():
-                found[path.relative_to(root).as_posix()] = path
-    return found
-
-
-def layout_of(root: Path) -> tuple[dict[str, str], list[str]]:
-    """What of ``root`` the box gets back as it was: its symlinks (relative path ->
-    target) and its repositories ("" for ``root`` itself; submodules, nested clones), whose
-    ``.git`` is the host's and is not taken back from the box."""
-    links: dict[str, str] = {}
-    repositories: list[str] = []
-    for directory, subdirectories, names in os.walk(root):
-        here = Path(directory)
-        if (here / ".git").exists() or (here / ".git").is_symlink():
-            repositories.append("" if here == root else here.relative_to(root).as_posix())
-        subdirectories[:] = [d for d in subdirectories if d != ".git"]
-        for name in [*names, *subdirectories]:
-            if (here / name).is_symlink():
-                links[(here / name).relative_to(root).as_posix()] = os.readlink(here / name)
-    return links, repositories
-
-
-GIT_DIR_DATA = frozenset({"objects", "refs", "logs", "hooks", "lfs", "info"})
-
-
-def git_configs_of(root: Path, repositories: list[str]) -> set[str]:
-    """The git config files of ``root``'s repositories (``.git/config``, and those of
-    submodules under ``.git/modules``), as relative paths."""
-    found: set[str] = set()
-    for repository in repositories:
-        git_dir = root / repository / ".git"
-        if not git_dir.is_dir() or git_dir.is_symlink():
+    for start in [root] if paths is None else [root / path for path in paths]:
+        if not _plain_way(root, start):
             continue
-        for directory, subdirectories, names in os.walk(git_dir):
-            subdirectories[:] = [d for d in subdirectories if d not in GIT_DIR_DATA]
+        if start.is_file():
+            found[start.relative_to(root).as_posix()] = start
+            continue
+        for directory, subdirectories, names in os.walk(start):
+            subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED)
             for name in names:
-                if name in ("config", "config.worktree"):
-                    found.add((Path(directory) / name).relative_to(root).as_posix())
+                path = Path(directory) / name
+                if path.is_file() and not path.is_symlink():
+                    found[path.relative_to(root).as_posix()] = path
     return found
 
 
-def compare_trees(before: Path, after: Path) -> list[TreeChange]:
-    """Files added, deleted or modified from ``before`` to ``after`` (``.git`` skipped)."""
-    old, new = _files(before), _files(after)
+def _plain_way(root: Path, path: Path) -> bool:
+    """Whether ``path`` exists beneath ``root`` with no symlink on its way (a path a box
+    named is never followed out of the tree)."""
+    here = root
+    for name in path.relative_to(root).parts:
+        here = here / name
+        if here.is_symlink() or not here.exists():
+            return False
+    return True
+
+
+def compare_trees(before: Path, after: Path, paths: list[str] | None = None) -> list[TreeChange]:
+    """Files added, deleted or modified from ``before`` to ``after`` (``.git`` skipped);
+    with ``paths``, only files at or beneath them."""
+    old, new = _files(before, paths), _files(after, paths)
     changes: list[TreeChange] = []
     for path in sorted(old.keys() | new.keys()):
         if path not in new:

@@ -205,10 +205,9 @@ class _Unpacker:
                 self._count(count, path if path is not None and path not in seen else "")
                 if path is None:
                     continue
-                if member.issym() and self.known_links.get(path) == member.linkname:
-                    continue
-                self._land(archive, member, path, tree)
-                seen[path] = None
+                if not (member.issym() and self.known_links.get(path) == member.linkname):
+                    self._land(archive, member, path, tree)
+                seen[path] = None  # a known link the box still has is held, not missing
             for path in remove_missing:
                 if path not in seen:
                     tree.remove(path)
