@@ -4,12 +4,12 @@ node they belong to."""
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from golem.agent.events import AgentEvent
+from golem.core.events import Event
 from golem.forge import CheckResult, PullRequest
 
 __all__ = [
@@ -26,10 +26,9 @@ __all__ = [
 ]
 
 
-class _RunEvent(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _RunEvent(Event):
+    """The field every event of a run adds."""
 
-    time: float = Field(default_factory=time.time)
     run_id: str
 
 
