@@ -1,6 +1,7 @@
-"""What a run reports: one discriminated union of events, persisted in the store in order,
-streamed to the CLI and (later) over SSE. An agent step's events travel wrapped, with the
-node they belong to."""
+"""What a run reports: one discriminated union of events on golem's one event base,
+persisted in the store in order, streamed to the CLI, over SSE and to the dashboard. An
+agent step's events travel wrapped, with the node they belong to; a check's output arrives
+as CheckOutput pieces before its CheckFinished."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from golem.agent.events import AgentEvent
+from golem.agent.events import AgentEvent, OutputStream
 from golem.core.events import Event
 from golem.forge import CheckResult, PullRequest
 
 __all__ = [
     "AgentStep",
     "CheckFinished",
+    "CheckOutput",
     "GateDecided",
     "GateWaiting",
     "NodeFinished",
@@ -67,6 +69,19 @@ class CheckFinished(_RunEvent):
     check: CheckResult
 
 
+class CheckOutput(_RunEvent):
+    """What a check printed, live, in order (masked; bounded: a ``golem`` piece at the end
+    says how much was left out)."""
+
+    type: Literal["check_output"] = "check_output"
+    node: str
+    round: int
+    check: str = Field(description="The check's name (test, lint, ...; or its command).")
+    command: str
+    stream: OutputStream
+    text: str
+
+
 class GateWaiting(_RunEvent):
     """A gate asks a person."""
 
@@ -113,8 +128,8 @@ class RunFinished(_RunEvent):
 
 
 RunEvent = Annotated[
-    RunStarted | NodeStarted | NodeFinished | CheckFinished | GateWaiting | GateDecided
-    | RunNote | AgentStep | RunFinished,
+    RunStarted | NodeStarted | NodeFinished | CheckOutput | CheckFinished | GateWaiting
+    | GateDecided | RunNote | AgentStep | RunFinished,
     Field(discriminator="type"),
 ]  # fmt: skip
 """Any event of a run."""
