@@ -70,7 +70,7 @@ def outputs(events: list[RunEvent], stream: str) -> list[CheckOutput]:
 async def test_a_checks_lines_arrive_in_order_before_its_result_shown_and_kept(
     config: GolemConfig, engine: Engine, reachable_dir: Path
 ) -> None:
-    lines = "for i in $(seq 1 200); do echo line $i; done; echo oops >&2"
+    lines = "for i in $(seq 1 2000); do echo line $i; done; echo oops >&2"
     shown, kept = await run_commands(config, engine, reachable_dir, [lines, "echo second"])
     assert [e.model_dump() for e in shown] == [e.model_dump() for e in kept]
     checks = [e for e in kept if isinstance(e, CheckOutput | CheckFinished)]
@@ -80,8 +80,9 @@ async def test_a_checks_lines_arrive_in_order_before_its_result_shown_and_kept(
         ("checks", 0, lines, lines)
     }  # fmt: skip
     assert "".join(e.text for e in outputs(first, "stdout")) == "".join(
-        f"line {i}\n" for i in range(1, 201)
+        f"line {i}\n" for i in range(1, 2001)
     )
+    assert len(first) <= 50  # gathered into pieces, not an event per line
     assert "".join(e.text for e in outputs(first, "stderr")) == "oops\n"
     assert [(e.check, e.stream, e.text) for e in second] == [
         ("echo second", "stdout", "second\n")
@@ -97,7 +98,7 @@ async def test_a_check_that_prints_too_much_is_cut_at_the_live_cap_with_a_note(
     _, kept = await run_commands(config, engine, reachable_dir, [huge])
     stdout = outputs(kept, "stdout")
     assert sum(len(e.text.encode()) for e in stdout) == LIVE_CAP
-    assert len(stdout) <= LIVE_CAP // FLUSH_BYTES + 1  # coalesced, not a chunk each
+    assert len(stdout) <= LIVE_CAP // FLUSH_BYTES + 2  # full pieces (one more if it paused)
     [note] = outputs(kept, "golem")
     assert kept.index(note) > kept.index(stdout[-1])
     assert "more bytes of output not shown live" in note.text

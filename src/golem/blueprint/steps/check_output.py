@@ -22,8 +22,8 @@ from golem.sandbox.decoding import OutputDecoder
 
 __all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "LIVE_CAP", "LiveCheckOutput"]
 
-FLUSH_BYTES = 8 * 1024
-FLUSH_SECONDS = 0.25
+FLUSH_BYTES = 64 * 1024
+FLUSH_SECONDS = 0.5
 LIVE_CAP = 256 * 1024
 TAIL = 4000
 
