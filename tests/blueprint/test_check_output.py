@@ -1,9 +1,11 @@
 """What a check prints reaches the run's events live: CheckOutput pieces in order before
-its CheckFinished, capped when the check prints too much, and masked with the run's
-secrets (the box's own and those only the run knows)."""
+its CheckFinished, gathered, capped when the check prints too much, masked with the run's
+secrets (the box's own and those only the run knows), and sent while a check is silent
+(a run cancelled then leaves no box)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
 from golem.blueprint.steps.check_output import FLUSH_BYTES, LIVE_CAP
-from golem.core import GolemConfig
+from golem.core import EventSink, GolemConfig
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
 from golem.service.store import SqlStore
@@ -42,24 +44,32 @@ async def run_commands(
     *,
     credentials: ForgeCredentials | None = None,
     box: str = "",
+    status: str = "succeeded",
+    watch: EventSink[RunEvent] | None = None,
 ) -> tuple[list[RunEvent], list[RunEvent]]:
-    """Run a blueprint whose one box node runs ``commands``: the events the runner
-    showed as they came, and those the store kept."""
+    """Run a blueprint whose one box node runs ``commands`` (``watch`` sees each event
+    as it comes): the events the runner showed, and those the store kept."""
     blueprint = parent / "printing.yaml"
     blueprint.write_text(box + PRINTING.format(commands=json.dumps(commands)))
     store = SqlStore.open(config)
     shown: list[RunEvent] = []
+
+    def show(event: RunEvent) -> None:
+        shown.append(event)
+        if watch is not None:
+            watch(event)
+
     runner = Runner(
         config,
         engine=engine,
         store=store,
         pull_requests=store,
         credentials=credentials,
-        on_event=shown.append,
+        on_event=show,
     )
     request = RunRequest(repo=str(make_remote(parent)), task="print", blueprint=str(blueprint))
-    state = await runner.start(request)
-    assert state.status == "succeeded", state.error
+    state = await asyncio.wait_for(runner.start(request), 120)
+    assert state.status == status, state.error
     return shown, [event for _, event in store.events(state.id)]
 
 
@@ -128,3 +138,21 @@ async def test_a_secret_a_check_prints_is_masked_in_its_live_output(
         assert box_secret not in text
         assert run_secret not in text
         assert [e.text for e in outputs(events, "stdout")] == ["box: ***\n", "run: ***\n", "***"]
+
+
+async def test_a_silent_checks_output_so_far_is_shown_and_cancelling_it_leaves_no_box(
+    config: GolemConfig, engine: Engine, reachable_dir: Path
+) -> None:
+    store = SqlStore.open(config)
+
+    def cancel_once_shown(event: RunEvent) -> None:
+        if isinstance(event, CheckOutput) and event.text == "started\n":
+            store.request_cancel(event.run_id)  # the check prints nothing more for 10 min
+
+    _, kept = await run_commands(
+        config, engine, reachable_dir, ["echo started; sleep 600"],
+        status="cancelled", watch=cancel_once_shown,
+    )  # fmt: skip
+    assert [e.text for e in outputs(kept, "stdout")] == ["started\n"]
+    assert not any(isinstance(e, CheckFinished) for e in kept)
+    assert [b.id for b in engine.boxes() if b.labels.get("golem.run") == kept[0].run_id] == []
