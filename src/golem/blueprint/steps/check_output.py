@@ -22,6 +22,8 @@ from golem.sandbox.decoding import OutputDecoder
 
 __all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "LIVE_CAP", "LiveCheckOutput"]
 
+Printed = Literal["stdout", "stderr"]
+
 FLUSH_BYTES = 64 * 1024
 FLUSH_SECONDS = 0.5
 LIVE_CAP = 256 * 1024
@@ -45,11 +47,11 @@ class LiveCheckOutput:
     def __init__(self, ex: Execution, node: str, round_: int, check: str, command: str) -> None:
         self._ex = ex
         self._node, self._round, self._check, self._command = node, round_, check, command
-        self._decoders: dict[Literal["stdout", "stderr"], OutputDecoder] = {
+        self._decoders: dict[Printed, OutputDecoder] = {
             "stdout": OutputDecoder(ex.secrets.values),
             "stderr": OutputDecoder(ex.secrets.values),
         }
-        self._tails = {"stdout": "", "stderr": ""}
+        self._tails: dict[Printed, str] = {"stdout": "", "stderr": ""}
         self._stream: OutputStream = "stdout"
         self._pending: list[str] = []
         self._pending_bytes = 0
@@ -62,13 +64,12 @@ class LiveCheckOutput:
         enough has gathered."""
         self.add(event.type, self._decoders[event.type].feed(output_bytes(event)))
 
-    def add(self, stream: OutputStream, text: str) -> None:
+    def add(self, stream: Printed, text: str) -> None:
         """Take text the check (or golem about it: ``stderr`` for a call that failed to
         start) printed on ``stream``."""
         if not text:
             return
-        if stream in self._tails:
-            self._tails[stream] = (self._tails[stream] + text)[-TAIL:]
+        self._tails[stream] = (self._tails[stream] + text)[-TAIL:]
         size = len(text.encode("utf-8", "surrogatepass"))
         room = LIVE_CAP - self._sent - self._pending_bytes
         if room <= 0:
