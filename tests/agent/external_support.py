@@ -14,7 +14,7 @@ from typing import Any
 
 import docker
 
-from golem.agent.external import ExternalEvent, ExternalOutput
+from golem.agent import AgentEvent, ExternalOutput
 from golem.core import GolemConfig, ImageRecipe, load_config
 from golem.sandbox import Box, BoxSpec, Engine
 from golem.sandbox.image_build import build_image
@@ -119,11 +119,11 @@ async def open_box(
         yield box
 
 
-def of_type(events: list[ExternalEvent], kind: type[Any]) -> list[Any]:
+def of_type(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
     """The events of one type."""
     return [e for e in events if isinstance(e, kind)]
 
 
-def lines(events: list[ExternalEvent], stream: str) -> list[str]:
+def lines(events: list[AgentEvent], stream: str) -> list[str]:
     """The lines of one stream (stdout, stderr, golem), in order."""
     return [e.line for e in events if isinstance(e, ExternalOutput) and e.stream == stream]

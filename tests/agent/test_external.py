@@ -13,19 +13,17 @@ from pathlib import Path
 import pytest
 
 from golem.agent import (
+    AgentEvent,
     AgentFinished,
     AgentStarted,
     Budget,
+    ExternalOutput,
     ModelAnswered,
     ToolFinished,
     ToolStarted,
     read_trajectory,
 )
-from golem.agent.external import (
-    ExternalAgent,
-    ExternalEvent,
-    ExternalOutput,
-)
+from golem.agent.external import ExternalAgent
 from golem.sandbox import Box
 from tests.agent.external_support import (
     anthropic_credential,
@@ -45,7 +43,7 @@ BUILD_TIMEOUT = 900
 """Seconds for a test that may build a CLI image first (npm or pip installs)."""
 
 
-async def assert_no_trace_of_the_key(box: Box, events: list[ExternalEvent], path: Path) -> None:
+async def assert_no_trace_of_the_key(box: Box, events: list[AgentEvent], path: Path) -> None:
     """The real key is in no process environment or command line, file, event or line of
     output of the box, nor in the trajectory; the box holds a sentinel instead."""
     assert await traces_in_box(box, TEST_KEY) == []
@@ -93,7 +91,7 @@ async def test_claude_code_works_in_the_box_through_the_proxy_and_never_sees_the
     )
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], claude_image)
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, anthropic_server) as box:
         await box.put_file("/tmp/scan.py", SCAN)
@@ -185,7 +183,7 @@ async def test_codex_works_in_the_box_through_the_responses_api(
         responses_stream_reply(OutputText("I wrote hello.txt.")),
     )
     config = external_config(tmp_path, [openai_credential(openai_server)], codex_image)
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, openai_server) as box:
         agent = ExternalAgent("codex", model="gpt-5-mini", on_event=events.append)
@@ -220,7 +218,7 @@ async def test_pi_works_in_the_box_through_the_proxy(
         stream_reply(Text("I wrote hello.txt.")),
     )
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], pi_image)
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, anthropic_server) as box:
         agent = ExternalAgent("pi", model="claude-sonnet-4-5", on_event=events.append)
@@ -270,7 +268,7 @@ async def test_aider_edits_a_file_in_the_box_through_the_proxy(
     anthropic_server.push(stream_reply(Text(edit)))
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], aider_image)
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, anthropic_server) as box:
         agent = ExternalAgent("aider", model="anthropic/claude-sonnet-4-5", on_event=events.append)

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from golem.agent import (
+    AgentEvent,
     AgentFinished,
     AgentStarted,
     Budget,
+    ExternalOutput,
     ModelAnswered,
     ToolFinished,
     ToolStarted,
@@ -24,8 +26,6 @@ from golem.agent import (
 from golem.agent.external import (
     ANTHROPIC,
     ExternalAgent,
-    ExternalEvent,
-    ExternalOutput,
     ExternalTemplate,
 )
 from golem.agent.external.prompt import external_prompt
@@ -90,11 +90,11 @@ async def test_a_template_runs_any_cli_with_its_argv_env_and_prompt_verbatim(
     anthropic_server: AnthropicServer, tmp_path: Path
 ) -> None:
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)])
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     releases: list[asyncio.Task[Any]] = []
     async with open_box(config, anthropic_server) as box:
 
-        def on_event(event: ExternalEvent) -> None:
+        def on_event(event: AgentEvent) -> None:
             events.append(event)
             if isinstance(event, ExternalOutput) and event.line.startswith("first "):
                 # The CLI waits on this FIFO: it finishes only if its first line was
@@ -140,7 +140,7 @@ async def test_a_template_runs_any_cli_with_its_argv_env_and_prompt_verbatim(
 @pytest.mark.bwrap
 async def test_the_wall_clock_budget_stops_a_cli_that_runs_on(tmp_path: Path) -> None:
     template = ExternalTemplate(name="stuck", argv=["sh", "-c", "echo started; exec sleep 600"])
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     async with open_box(external_config(tmp_path, [])) as box:
         agent = ExternalAgent(template, budget=Budget(wall_seconds=1), on_event=events.append)
         outcome = await agent.run(box, "Run on")
@@ -184,7 +184,7 @@ async def test_golem_stops_a_cli_before_a_model_call_its_budget_has_no_room_for(
         name="fakepi", argv=["python3", "{run_dir}/cli.py"], files={"cli.py": FAKE_PI},
         env={"FAKE_RUN_DIR": "{run_dir}"}, output="pi",
     )  # fmt: skip
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     async with open_box(external_config(tmp_path, [])) as box:
         outcome = await ExternalAgent(template, budget=budget, on_event=events.append).run(
             box, "Go"
@@ -205,7 +205,7 @@ async def test_dropped_lines_never_leave_the_box_and_the_exit_code_survives_the_
 ) -> None:
     script = "printf 'keep 1\\nDROP me\\nkeep 2\\n'; echo trouble >&2; exit 3"
     template = ExternalTemplate(name="noisy", argv=["sh", "-c", script], drop_stdout="^DROP")
-    events: list[ExternalEvent] = []
+    events: list[AgentEvent] = []
     async with open_box(external_config(tmp_path, [])) as box:
         outcome = await ExternalAgent(template, on_event=events.append).run(box, "Go")
     assert lines(events, "stdout") == ["keep 1", "keep 2"]

@@ -18,13 +18,13 @@ import stat
 import subprocess
 import sys
 import tarfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.events import NodeStarted, RunEvent
-from golem.core import GolemConfig
+from golem.core import EventSink, GolemConfig
 from golem.sandbox import Engine
 from golem.service.store import SqlStore
 from tests.blueprint.repos import EXAMPLES, git
@@ -85,7 +85,7 @@ async def run_attack(
     remote: Path,
     model: str,
     *,
-    on_event: Callable[[RunEvent], None] | None = None,
+    on_event: EventSink[RunEvent] | None = None,
     blueprint: str = "minion",
 ) -> tuple[RunState, SqlStore]:
     """One `golem run` of ``blueprint`` against the bare repository ``remote``, with the

@@ -12,7 +12,7 @@ import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.events import GateWaiting, NodeStarted, RunEvent
-from golem.core import GolemConfig
+from golem.core import EventSink, GolemConfig
 from golem.sandbox import Engine
 from golem.service.store import SqlStore
 from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
@@ -34,7 +34,7 @@ def store(config: GolemConfig) -> SqlStore:
 
 @pytest.fixture
 def make_runner(config: GolemConfig, engine: Engine, store: SqlStore) -> MakeRunner:
-    def make(on_event: Callable[[RunEvent], None] | None = None) -> Runner:
+    def make(on_event: EventSink[RunEvent] | None = None) -> Runner:
         return Runner(
             config, engine=engine, store=store, pull_requests=store, on_event=on_event, poll=0.05
         )

@@ -63,6 +63,9 @@ def test_golem_run_opens_a_pr_that_prs_ls_and_show_list(
     done = golem(golem_env, "run", "--repo", str(remote), "--task", TASK, "--model", FIX)
     assert done.returncode == 0, done.stderr
     assert b"succeeded" in done.stdout
+    progress = done.stderr.decode()  # the test check's own lines, shown as it ran
+    assert "│ test_add (test_calculator." in progress
+    assert progress.index("│ OK") < progress.index("✓ test python3 -m unittest -v")
     assert b"PR: golem://local/" in done.stdout
     listed = json.loads(golem(golem_env, "prs", "ls", "--json").stdout)
     assert [(p["number"], p["repo"]) for p in listed] == [(1, str(remote))]

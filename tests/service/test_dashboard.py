@@ -110,6 +110,10 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
     gate_wait = events.locator("li[data-type='gate_wait']")
     expect(gate_wait).to_contain_text("Ship this change?", timeout=RUN_TIMEOUT)
     expect(events.locator("li[data-type='check']")).to_contain_text("test: passed")
+    printed = events.locator("li[data-type='check_output']")  # one block, pieces joined
+    expect(printed).to_have_count(1)
+    expect(printed.locator("pre")).to_contain_text("test_add (test_calculator.")
+    expect(printed.locator("pre")).to_contain_text("\nOK")
     expect(page.get_by_test_id("run-status")).to_have_text("waiting")
     expect(page.get_by_test_id("gate-message")).to_have_text("Ship this change?")
     expect(page.get_by_test_id("pr")).to_contain_text("Not opened yet")

@@ -19,11 +19,12 @@ from golem.agent.events import (
     ModelCalled,
     ModelDelta,
     OutcomeStatus,
+    OutputStream,
     ToolFinished,
     ToolStarted,
 )
 from golem.agent.external import ExternalAgent, ExternalTemplate
-from golem.agent.loop import Agent, EventSink
+from golem.agent.loop import Agent
 from golem.agent.messages import (
     Message,
     ModelRequest,
@@ -47,7 +48,6 @@ __all__ = [
     "Budget",
     "BudgetMeter",
     "DeltaSink",
-    "EventSink",
     "ExternalAgent",
     "ExternalOutput",
     "ExternalTemplate",
@@ -59,6 +59,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OutcomeStatus",
+    "OutputStream",
     "Price",
     "StopReason",
     "Tool",

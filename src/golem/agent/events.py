@@ -7,7 +7,6 @@ line; text deltas excepted), and can be replayed: ``scripted:run.jsonl`` answers
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -15,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from golem.agent.budget import Budget
 from golem.agent.messages import Message, ModelResponse, ToolCall, Usage
+from golem.core.events import Event
 
 __all__ = [
     "AgentEvent",
@@ -54,13 +54,7 @@ class AgentOutcome(BaseModel):
     trajectory: Path | None = None
 
 
-class _AgentEvent(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    time: float = Field(default_factory=time.time)
-
-
-class AgentStarted(_AgentEvent):
+class AgentStarted(Event):
     """A run begins: its task, model, tools, budget and system prompt."""
 
     type: Literal["agent_start"] = "agent_start"
@@ -71,7 +65,7 @@ class AgentStarted(_AgentEvent):
     system: str
 
 
-class ModelCalled(_AgentEvent):
+class ModelCalled(Event):
     """A model call goes out: the messages added since the last call, and its cap."""
 
     type: Literal["model_request"] = "model_request"
@@ -80,7 +74,7 @@ class ModelCalled(_AgentEvent):
     max_tokens: int
 
 
-class ModelDelta(_AgentEvent):
+class ModelDelta(Event):
     """Text of the reply as it streams in (live display only; not in the trajectory)."""
 
     type: Literal["model_delta"] = "model_delta"
@@ -88,7 +82,7 @@ class ModelDelta(_AgentEvent):
     text: str
 
 
-class ModelAnswered(_AgentEvent):
+class ModelAnswered(Event):
     """The model's reply, with usage and the run's cost so far."""
 
     type: Literal["model_response"] = "model_response"
@@ -97,14 +91,14 @@ class ModelAnswered(_AgentEvent):
     cost_so_far: float
 
 
-class ToolStarted(_AgentEvent):
+class ToolStarted(Event):
     """A tool call is about to run in the box."""
 
     type: Literal["tool_call"] = "tool_call"
     call: ToolCall
 
 
-class ToolFinished(_AgentEvent):
+class ToolFinished(Event):
     """A tool call's observation, as the model will read it."""
 
     type: Literal["tool_result"] = "tool_result"
@@ -120,7 +114,7 @@ OutputStream = Literal["stdout", "stderr", "golem"]
 (the command it ran, egress refusals, why it stopped the CLI)."""
 
 
-class ExternalOutput(_AgentEvent):
+class ExternalOutput(Event):
     """One line an external CLI agent printed, as it arrived (secrets masked by the box)."""
 
     type: Literal["external_output"] = "external_output"
@@ -128,7 +122,7 @@ class ExternalOutput(_AgentEvent):
     line: str
 
 
-class AgentFinished(_AgentEvent):
+class AgentFinished(Event):
     """The run's outcome."""
 
     type: Literal["agent_outcome"] = "agent_outcome"

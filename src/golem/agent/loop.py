@@ -36,12 +36,12 @@ from golem.agent.messages import Message, ModelRequest, ModelResponse, ToolCall
 from golem.agent.prompt import NUDGE, system_prompt, task_message
 from golem.agent.trajectory import TrajectoryWriter
 from golem.core.errors import BudgetSpent, ConfigError, ModelError
+from golem.core.events import EventSink
 from golem.core.masking import mask_fields
 from golem.sandbox import Box
 
-__all__ = ["Agent", "EventSink"]
+__all__ = ["Agent"]
 
-EventSink = Callable[[AgentEvent], None]
 T = TypeVar("T")
 
 
@@ -65,7 +65,7 @@ class Agent:
         budget: Budget | None = None,
         max_tokens: int = 8192,
         stuck_after: int = 3,
-        on_event: EventSink | None = None,
+        on_event: EventSink[AgentEvent] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model
@@ -73,7 +73,7 @@ class Agent:
         self.budget = budget or Budget()
         self.max_tokens = max_tokens
         self.stuck_after = stuck_after
-        self._sinks: list[EventSink] = [on_event] if on_event else []
+        self._sinks: list[EventSink[AgentEvent]] = [on_event] if on_event else []
         self._clock = clock
         if self.budget.usd is not None and model.price is None:
             raise ConfigError(
@@ -92,7 +92,9 @@ class Agent:
         """Work on ``task`` in ``box`` until the run ends; never raises for the model's or
         the tools' failures (they end the run as ``error`` or become observations)."""
         writer = TrajectoryWriter(trajectory) if trajectory is not None else None
-        sinks: list[EventSink] = [*self._sinks, *([writer] if writer is not None else [])]
+        sinks = list(self._sinks)
+        if writer is not None:
+            sinks.append(writer)
         run = _Run(box, BudgetMeter(self.budget, self.model.price, self._clock), sinks)
         system = system_prompt(box.spec.workdir, context)
         try:
@@ -251,7 +253,7 @@ class _Run:
 
     box: Box
     meter: BudgetMeter
-    sinks: list[EventSink]
+    sinks: list[EventSink[AgentEvent]]
 
     def emit(self, event: AgentEvent) -> None:
         """Send ``event``, masked, to every sink."""

@@ -1,20 +1,22 @@
-"""What a run reports: one discriminated union of events, persisted in the store in order,
-streamed to the CLI and (later) over SSE. An agent step's events travel wrapped, with the
-node they belong to."""
+"""What a run reports: one discriminated union of events on golem's one event base,
+persisted in the store in order, streamed to the CLI, over SSE and to the dashboard. An
+agent step's events travel wrapped, with the node they belong to; a check's output arrives
+as CheckOutput pieces before its CheckFinished."""
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from golem.agent.events import AgentEvent
+from golem.agent.events import AgentEvent, OutputStream
+from golem.core.events import Event
 from golem.forge import CheckResult, PullRequest
 
 __all__ = [
     "AgentStep",
     "CheckFinished",
+    "CheckOutput",
     "GateDecided",
     "GateWaiting",
     "NodeFinished",
@@ -26,10 +28,9 @@ __all__ = [
 ]
 
 
-class _RunEvent(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _RunEvent(Event):
+    """The field every event of a run adds."""
 
-    time: float = Field(default_factory=time.time)
     run_id: str
 
 
@@ -66,6 +67,19 @@ class CheckFinished(_RunEvent):
     node: str
     round: int
     check: CheckResult
+
+
+class CheckOutput(_RunEvent):
+    """What a check printed, live, in order (masked; bounded: a ``golem`` piece at the end
+    says how much was left out)."""
+
+    type: Literal["check_output"] = "check_output"
+    node: str
+    round: int
+    check: str = Field(description="The check's name (test, lint, ...; or its command).")
+    command: str
+    stream: OutputStream
+    text: str
 
 
 class GateWaiting(_RunEvent):
@@ -114,8 +128,8 @@ class RunFinished(_RunEvent):
 
 
 RunEvent = Annotated[
-    RunStarted | NodeStarted | NodeFinished | CheckFinished | GateWaiting | GateDecided
-    | RunNote | AgentStep | RunFinished,
+    RunStarted | NodeStarted | NodeFinished | CheckOutput | CheckFinished | GateWaiting
+    | GateDecided | RunNote | AgentStep | RunFinished,
     Field(discriminator="type"),
 ]  # fmt: skip
 """Any event of a run."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from golem.agent import Budget, Model, make_model
@@ -21,12 +20,11 @@ from golem.blueprint.state import RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.core.config import GolemConfig
 from golem.core.errors import BudgetSpent, ConfigError
+from golem.core.events import EventSink
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
 from golem.sandbox import Box, Engine
 
 __all__ = ["Execution"]
-
-EventSink = Callable[[RunEvent], None]
 
 
 class Execution:
@@ -42,7 +40,7 @@ class Execution:
         engine: Engine,
         forge: Forge,
         credentials: ForgeCredentials | None = None,
-        on_event: EventSink | None = None,
+        on_event: EventSink[RunEvent] | None = None,
     ) -> None:
         self.state = state
         self.blueprint = blueprint
@@ -96,7 +94,7 @@ class Execution:
         """Tell the person watching (and the store) something worth knowing."""
         self.emit(RunNote(run_id=self.state.id, node=node, message=message))
 
-    def agent_sink(self, node: str) -> Callable[[AgentEvent], None]:
+    def agent_sink(self, node: str) -> EventSink[AgentEvent]:
         """Where an agent step's events go: wrapped with their node, deltas only shown."""
 
         def sink(event: AgentEvent) -> None:

@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
 
 from golem.blueprint.contracts import RunStore
 from golem.blueprint.events import NodeFinished, NodeStarted, RunEvent, RunFinished, RunStarted
@@ -38,6 +37,7 @@ from golem.blueprint.steps.host import run_host
 from golem.blueprint.steps.loop import run_loop
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError, InvalidRequest
+from golem.core.events import EventSink
 from golem.core.ids import new_id
 from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
@@ -49,7 +49,6 @@ __all__ = ["Runner"]
 
 log = logging.getLogger("golem.blueprint.runner")
 
-EventSink = Callable[[RunEvent], None]
 POLL = 0.25
 
 
@@ -65,7 +64,7 @@ class Runner:
         pull_requests: PullRequestStore | None = None,
         forge: Forge | None = None,
         credentials: ForgeCredentials | None = None,
-        on_event: EventSink | None = None,
+        on_event: EventSink[RunEvent] | None = None,
         poll: float = POLL,
     ) -> None:
         """``forge`` serves every run when given; otherwise each run gets the one its

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -16,9 +18,16 @@ from golem.agent.events import (
     ToolStarted,
 )
 
-__all__ = ["AgentProgress", "describe_call", "first_line"]
+__all__ = ["AgentProgress", "describe_call", "first_line", "printable"]
 
 WIDTH = 100
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """What a box printed, safe for a terminal: control characters (escape sequences that
+    would move the cursor, retitle the window, ...) are left out, then markup escaped."""
+    return escape(CONTROL.sub("", text))
 
 
 def first_line(text: str, width: int = WIDTH) -> str:
@@ -66,7 +75,7 @@ class AgentProgress:
             self.console.print(f"    {mark} {escape(first_line(event.output))}", highlight=False)
         elif isinstance(event, ExternalOutput):
             style = "dim" if event.stream != "golem" else "yellow"
-            self.console.print(f"  [{style}]{escape(event.line)}[/]", highlight=False)
+            self.console.print(f"  [{style}]{printable(event.line)}[/]", highlight=False)
         elif isinstance(event, AgentFinished):
             self._finished(event)
 

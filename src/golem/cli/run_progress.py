@@ -12,6 +12,7 @@ from golem.agent.events import AgentFinished, AgentStarted, ModelAnswered
 from golem.blueprint.events import (
     AgentStep,
     CheckFinished,
+    CheckOutput,
     GateDecided,
     GateWaiting,
     NodeFinished,
@@ -21,14 +22,15 @@ from golem.blueprint.events import (
     RunStarted,
 )
 from golem.blueprint.state import RunState
-from golem.cli.progress import AgentProgress, first_line
+from golem.cli.progress import AgentProgress, first_line, printable
 
 __all__ = ["RunProgress", "print_report"]
 
 
 class RunProgress:
-    """An event sink: a line per node, check and agent action, and after each node a
-    status line: node, fix round, tokens, cost, elapsed."""
+    """An event sink: a line per node, check and agent action, what the checks print as
+    they run (dimmed, indented), and after each node a status line: node, fix round,
+    tokens, cost, elapsed."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -37,6 +39,8 @@ class RunProgress:
         self.tokens = 0
         self.cost = 0.0
         self.round = 0
+        self.partial: dict[str, str] = {}
+        """The line a check's stream has begun but not ended, by stream."""
 
     def __call__(self, event: RunEvent) -> None:
         """Print one event."""
@@ -47,6 +51,8 @@ class RunProgress:
             self.console.print(f"[bold]golem run[/] {event.run_id} · {event.blueprint}{again}")
         elif isinstance(event, NodeStarted):
             self.console.print(f"[bold blue]▸ {event.node}[/] [dim]({event.kind})[/]")
+        elif isinstance(event, CheckOutput):
+            self._check_output(event)
         elif isinstance(event, CheckFinished):
             self._check(event)
         elif isinstance(event, NodeFinished):
@@ -74,7 +80,23 @@ class RunProgress:
             self.cost += event.response.cost_usd
         self.agent(event)
 
+    def _check_output(self, event: CheckOutput) -> None:
+        if event.stream == "golem":
+            self.console.print(f"    [yellow]{printable(event.text)}[/]", highlight=False)
+            return
+        lines = (self.partial.pop(event.stream, "") + event.text).split("\n")
+        if lines[-1]:
+            self.partial[event.stream] = lines[-1]
+        for line in lines[:-1]:
+            self._output_line(line)
+
+    def _output_line(self, line: str) -> None:
+        self.console.print(f"    [dim]│ {printable(line)}[/]", highlight=False, soft_wrap=True)
+
     def _check(self, event: CheckFinished) -> None:
+        for line in self.partial.values():
+            self._output_line(line)
+        self.partial.clear()
         check = event.check
         mark = "[green]✓[/]" if check.passed else "[red]✗[/]"
         self.round = event.round

@@ -32,6 +32,8 @@ from golem.core.errors import (
 )
 from golem.core.events import (
     ErrorEvent,
+    Event,
+    EventSink,
     ExecEvent,
     ExitEvent,
     NetworkEvent,
@@ -59,6 +61,8 @@ __all__ = [
     "EgressPolicy",
     "EngineConfig",
     "ErrorEvent",
+    "Event",
+    "EventSink",
     "ExecEvent",
     "ExecTimeout",
     "ExitEvent",

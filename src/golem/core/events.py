@@ -1,14 +1,24 @@
-"""Typed events: one discriminated union that flows from the box up to every consumer."""
+"""Typed events: one base every event of golem derives from, one sink type, and the events
+of a call in a box.
+
+Each layer has its own discriminated union on this base: ``ExecEvent`` here (a call in a
+box), ``golem.agent.AgentEvent`` (an agent run) and ``golem.blueprint.RunEvent`` (a run,
+which carries its agent steps' events wrapped). Whoever receives events takes an
+``EventSink`` of the union it expects.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ErrorEvent",
+    "Event",
+    "EventSink",
     "ExecEvent",
     "ExitEvent",
     "NetworkEvent",
@@ -21,10 +31,25 @@ Phase = Literal["setup", "code"]
 """``setup`` for a session's setup script, ``code`` for the calls made in the box."""
 
 
-class _Event(BaseModel):
+class Event(BaseModel):
+    """What every event has: it cannot change, holds only its declared fields, and says
+    when it happened."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     time: float = Field(default_factory=time.time, description="Unix time of the event.")
+
+
+EventT = TypeVar("EventT", bound=Event)
+
+EventSink = Callable[[EventT], None]
+"""Receives events as they happen: ``EventSink[ExecEvent]``, ``EventSink[AgentEvent]``,
+``EventSink[RunEvent]``."""
+
+
+class _BoxCallEvent(Event):
+    """The field every event of a call in a box adds."""
+
     phase: Phase = "code"
 
 
@@ -38,14 +63,14 @@ class ResourceUsage(BaseModel):
     peak_memory_bytes: int = 0
 
 
-class OutputEvent(_Event):
+class OutputEvent(_BoxCallEvent):
     """A chunk of a call's standard output or standard error (secrets already masked)."""
 
     type: Literal["stdout", "stderr"]
     data: str
 
 
-class ExitEvent(_Event):
+class ExitEvent(_BoxCallEvent):
     """The call ended; always the last event of a call that started."""
 
     type: Literal["exit"] = "exit"
@@ -59,7 +84,7 @@ class ExitEvent(_Event):
     usage: ResourceUsage = ResourceUsage()
 
 
-class ErrorEvent(_Event):
+class ErrorEvent(_BoxCallEvent):
     """Something went wrong around the call (it could not start, the box failed, ...)."""
 
     type: Literal["error"] = "error"
@@ -67,7 +92,7 @@ class ErrorEvent(_Event):
     kind: str = "error"
 
 
-class NetworkEvent(_Event):
+class NetworkEvent(_BoxCallEvent):
     """A decision of the egress proxy of a ``filtered`` box, sent when it is made. The
     session's log (and an ExecResult) holds the same entries with the bytes moved each way
     counted up to when it is read."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +15,7 @@ from golem.core.config import (
     load_config,
 )
 from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
-from golem.core.events import ExecEvent, ExitEvent, OutputEvent
+from golem.core.events import EventSink, ExecEvent, ExitEvent, OutputEvent
 from golem.core.ids import new_id
 from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
@@ -27,15 +27,12 @@ from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
 
-__all__ = ["Engine", "EventSink"]
+__all__ = ["Engine"]
 
 START_TIMEOUT = 30.0
 REAP_INTERVAL = 30.0
 BOX_HOME = "/tmp/home"
 SETUP_OUTPUT_TAIL = 2000
-
-EventSink = Callable[[ExecEvent], None]
-"""Receives setup-phase events of a session."""
 
 
 class Engine:
@@ -113,7 +110,7 @@ class Engine:
         self,
         spec: BoxSpec | Mapping[str, Any] | None = None,
         *,
-        on_event: EventSink | None = None,
+        on_event: EventSink[ExecEvent] | None = None,
     ) -> Box:
         """A box that stays until ``remove_session`` (or ``close``): from the pool or new."""
         spec = self.spec(spec)
@@ -197,7 +194,9 @@ class Engine:
     def _box_env(spec: BoxSpec) -> dict[str, str]:
         return {"HOME": BOX_HOME, **spec.env, **spec.secret_values()}
 
-    async def _run_setup(self, box: Box, script: str, on_event: EventSink | None) -> None:
+    async def _run_setup(
+        self, box: Box, script: str, on_event: EventSink[ExecEvent] | None
+    ) -> None:
         tail = ""
         exit_event: ExitEvent | None = None
         async for event in box.stream(ExecRequest(cmd=["/bin/sh", "-c", script]), phase="setup"):
@@ -251,7 +250,7 @@ class Engine:
         self,
         spec: BoxSpec | Mapping[str, Any] | None = None,
         *,
-        on_event: EventSink | None = None,
+        on_event: EventSink[ExecEvent] | None = None,
     ) -> AsyncIterator[Box]:
         """``async with engine.session(spec) as box:`` one box for many calls."""
         box = await self.create_session(spec, on_event=on_event)

@@ -9,12 +9,6 @@ CLI holds only a sentinel and golem's route; the egress proxy adds the real key.
 """
 
 from golem.agent.external.builtins import ANTHROPIC, BUILTINS, OPENAI
-from golem.agent.external.events import (
-    ExternalEvent,
-    ExternalEventSink,
-    ExternalOutput,
-    OutputStream,
-)
 from golem.agent.external.parsers import PARSERS
 from golem.agent.external.runner import ExternalAgent
 from golem.agent.external.template import (
@@ -29,11 +23,7 @@ __all__ = [
     "OPENAI",
     "PARSERS",
     "ExternalAgent",
-    "ExternalEvent",
-    "ExternalEventSink",
-    "ExternalOutput",
     "ExternalTemplate",
     "OutputFormat",
-    "OutputStream",
     "ProviderCredential",
 ]

@@ -18,13 +18,14 @@ from pathlib import Path
 
 from golem.agent.budget import Budget
 from golem.agent.events import (
+    AgentEvent,
     AgentFinished,
     AgentOutcome,
     AgentStarted,
+    ExternalOutput,
     OutcomeStatus,
 )
 from golem.agent.external.builtins import BUILTINS
-from golem.agent.external.events import ExternalEvent, ExternalEventSink, ExternalOutput
 from golem.agent.external.parsers import OutputParser, make_parser
 from golem.agent.external.plan import Invocation, plan_call
 from golem.agent.external.preflight import check_box, probe_box
@@ -34,6 +35,7 @@ from golem.agent.external.template import ExternalTemplate
 from golem.agent.models import cost_usd, price_for
 from golem.agent.trajectory import TrajectoryWriter
 from golem.core.errors import ConfigError, GolemError
+from golem.core.events import EventSink
 from golem.core.masking import mask_fields
 from golem.core.model_config import ModelsConfig
 from golem.sandbox import Box
@@ -54,7 +56,7 @@ class ExternalAgent:
         *,
         model: str | None = None,
         budget: Budget | None = None,
-        on_event: ExternalEventSink | None = None,
+        on_event: EventSink[AgentEvent] | None = None,
         extra_args: Sequence[str] = (),
         timeout: float | None = None,
         models: ModelsConfig | None = None,
@@ -76,7 +78,7 @@ class ExternalAgent:
         clock shortens it."""
         self.models = models
         """Prices for usage a CLI reports without a cost ([models.prices])."""
-        self._sinks: list[ExternalEventSink] = [on_event] if on_event else []
+        self._sinks: list[EventSink[AgentEvent]] = [on_event] if on_event else []
 
     @property
     def name(self) -> str:
@@ -106,7 +108,7 @@ class ExternalAgent:
         writer = TrajectoryWriter(trajectory) if trajectory is not None else None
         sinks = [*self._sinks, *([_writing(writer)] if writer else [])]
 
-        def emit(event: ExternalEvent) -> None:
+        def emit(event: AgentEvent) -> None:
             masked = mask_fields(event, box.mask)  # a CLI's JSON may unescape a secret
             for sink in sinks:
                 sink(masked)
@@ -132,7 +134,7 @@ class ExternalAgent:
         return outcome
 
     async def _run_call(
-        self, box: Box, call: Invocation, parser: OutputParser, emit: ExternalEventSink
+        self, box: Box, call: Invocation, parser: OutputParser, emit: EventSink[AgentEvent]
     ) -> Ended:
         for path, content in call.files.items():
             try:
@@ -222,7 +224,7 @@ def _ending(
     return status, summary, reason
 
 
-def _writing(writer: TrajectoryWriter) -> ExternalEventSink:
+def _writing(writer: TrajectoryWriter) -> EventSink[AgentEvent]:
     """The trajectory as a sink of external events: one JSON line each, ExternalOutput
     included."""
     return writer

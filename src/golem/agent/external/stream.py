@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
-from golem.agent.external.events import ExternalEvent, ExternalOutput, OutputStream
+from golem.agent.events import AgentEvent, ExternalOutput, OutputStream
 from golem.agent.external.parsers import OutputParser
 from golem.agent.external.plan import Invocation
-from golem.core import GolemError, NetworkEvent
+from golem.core import EventSink, GolemError, NetworkEvent
 from golem.sandbox import Box, ErrorEvent, ExecEvent, ExecRequest, ExitEvent, OutputEvent
 
 __all__ = ["Ended", "Watcher", "run_call"]
@@ -53,7 +53,7 @@ class _Lines:
 class _Reader:
     """The state of one call's reading: partial lines, the parser, how it ended."""
 
-    def __init__(self, parser: OutputParser, emit: Callable[[ExternalEvent], None]) -> None:
+    def __init__(self, parser: OutputParser, emit: EventSink[AgentEvent]) -> None:
         self.parser = parser
         self.emit = emit
         self.ended = Ended()
@@ -95,7 +95,7 @@ async def run_call(
     box: Box,
     call: Invocation,
     parser: OutputParser,
-    emit: Callable[[ExternalEvent], None],
+    emit: EventSink[AgentEvent],
     watch: Watcher = lambda: None,
 ) -> Ended:
     """Run ``call`` in ``box`` to its end (or until ``watch`` gives a reason to stop it,

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Literal
 
 from golem.blueprint.events import CheckFinished
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
+from golem.blueprint.steps.check_output import LiveCheckOutput
+from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
 from golem.sandbox import ExecRequest
 
 __all__ = ["CHECK_TIMEOUT", "commands_of", "describe_failures", "run_box_node", "run_checks"]
 
 CHECK_TIMEOUT = 1800.0
-TAIL = 4000
 
 
 def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
@@ -39,27 +42,60 @@ async def run_checks(
     stop_at_failure: bool = False,
     timeout: float | None = None,
 ) -> list[CheckResult]:
-    """Run the checks in the box; each result is an event."""
+    """Run the checks in the box; each one's output streams into the run's events as it
+    comes (CheckOutput), then its result is an event (CheckFinished)."""
     box = await ex.box()
     results: list[CheckResult] = []
     for name, command in commands_of(ex, names):
         request = ExecRequest(cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT)
-        outcome = await box.execute(request)
-        output = (outcome.stdout + outcome.stderr).strip()
+        live = LiveCheckOutput(ex, node, round_, name, command)
+        ended = await _follow(box.stream(request), live)
         result = CheckResult(
             name=name,
             command=command,
-            passed=outcome.ok,
-            exit_code=outcome.exit_code,
-            duration=outcome.duration,
-            output_tail=output[-TAIL:],
-            timed_out=outcome.timed_out,
+            passed=ended.exit_code == 0 and not (ended.timed_out or ended.idle_timed_out),
+            exit_code=ended.exit_code,
+            duration=ended.duration,
+            output_tail=live.finish(),
+            timed_out=ended.timed_out,
         )
         results.append(result)
         ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
         if stop_at_failure and not result.passed:
             break
     return results
+
+
+async def _follow(events: AsyncIterator[ExecEvent], live: LiveCheckOutput) -> ExitEvent:
+    """Read a call's events to their end into ``live``, sending what has gathered when it
+    is due even while the call prints nothing; the call's exit."""
+    ended: ExitEvent | None = None
+    pending = asyncio.ensure_future(anext(events))
+    try:
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=live.due_in())
+            if not done:
+                live.flush()
+                continue
+            try:
+                event = pending.result()
+            except StopAsyncIteration:
+                break
+            if isinstance(event, ExitEvent):
+                ended = event
+            elif isinstance(event, OutputEvent):
+                live.feed(event)
+            elif isinstance(event, ErrorEvent):
+                live.add("stderr", event.message + "\n")
+            pending = asyncio.ensure_future(anext(events))
+    finally:
+        if not pending.done():  # cancelled, or a sink failed: stop the call
+            pending.cancel()
+            await asyncio.wait({pending})
+        if isinstance(events, AsyncGenerator):
+            await events.aclose()
+    assert ended is not None  # a call's events end with its exit, or raise
+    return ended
 
 
 async def run_box_node(ex: Execution, node: BoxNode) -> tuple[Literal["success", "failure"], str]:

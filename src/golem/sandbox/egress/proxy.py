@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import h11
 
 from golem.core.errors import EgressRefused
-from golem.core.events import NetworkEvent
+from golem.core.events import EventSink, NetworkEvent
 from golem.core.network import EgressPolicy, IPAddress, NetworkConfig
 from golem.sandbox.egress.broker import ROUTE_PREFIX, Brokered, CredentialBroker
 from golem.sandbox.egress.http import (
@@ -48,7 +48,6 @@ __all__ = [
 
 MAX_HEAD = 64 * 1024
 ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
-Listener = Callable[[NetworkEvent], None]
 
 
 @dataclass
@@ -80,7 +79,7 @@ class EgressProxy:
         self._upstream_tls = upstream_tls or ssl.create_default_context()
         self._own = host_addresses() if own_addresses is None else own_addresses
         self._log: list[Logged] = []
-        self._listeners: list[Listener] = []
+        self._listeners: list[EventSink[NetworkEvent]] = []
         self._server: asyncio.AbstractServer | None = None
         self._open: set[asyncio.StreamWriter] = set()
         self._tunnels: set[socket.socket] = set()
@@ -108,7 +107,7 @@ class EgressProxy:
                 return logged.snapshot()
         return event
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def subscribe(self, listener: EventSink[NetworkEvent]) -> Callable[[], None]:
         """Call ``listener`` with every logged decision from now on; returns the undo."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)

@@ -60,6 +60,8 @@ export function describe(type, event) {
       const tone = ["success", "approved"].includes(event.outcome) ? "good" : "bad";
       return ["node", `${event.node} → ${event.outcome}${detail} (${duration(event.duration)})`, tone];
     }
+    case "check_output":
+      return [`${event.node} · ${event.check}`, event.text, event.stream === "golem" ? "wait" : ""];
     case "check": {
       const check = event.check;
       const result = check.passed ? "passed" : `failed (exit ${check.exit_code})`;
@@ -83,6 +85,11 @@ export function describe(type, event) {
     default:
       return [type, ""];
   }
+}
+
+/** The check a piece of live output belongs to: its pieces in a row share one block. */
+export function outputOf(type, event) {
+  return type === "check_output" ? `${event.node}|${event.round}|${event.command}` : null;
 }
 
 /** Events after which the run's state (status, steps, checks, gate, PR) has changed. */

@@ -3,7 +3,7 @@
 
 import { api, ApiError, follow } from "./api.js";
 import { clock, duration, empty, fill, h, notify, pause } from "./dom.js";
-import { CHANGES_STATE, describe } from "./events.js";
+import { CHANGES_STATE, describe, outputOf } from "./events.js";
 import { drawChecks, drawDiff, drawGate, drawHeader, drawPullRequest, drawSteps } from "./runparts.js";
 import { FINAL, runDuration } from "./runs.js";
 
@@ -44,6 +44,7 @@ function eventLog() {
   const list = h("ol", { class: "log", "data-testid": "events", "aria-live": "polite" });
   const state = h("p", { class: "stream", "data-testid": "stream-state" }, "connecting…");
   const seen = new Set();
+  let output = null; // the block a check's live output is growing in: { key, item, text }
   return {
     list,
     state,
@@ -56,11 +57,22 @@ function eventLog() {
       if (!described) return;
       const [label, text, tone = ""] = described;
       const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 24;
-      list.append(h("li", { class: `event ${tone}`, "data-type": event.type, "data-seq": event.id },
-        h("span", { class: "seq" }, event.id ?? ""),
-        h("time", {}, event.data.time ? clock(event.data.time) : ""),
-        h("span", { class: "what", title: label }, label),
-        h("span", { class: "text" }, text)));
+      const key = outputOf(event.type, event.data);
+      if (key !== null && tone === "" && output?.key === key && list.lastElementChild === output.item) {
+        const pre = output.text;
+        const following = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
+        pre.append(text); // the next piece of the same check's output
+        if (following) pre.scrollTop = pre.scrollHeight;
+      } else {
+        const body = key !== null ? h("pre", { class: "text output live" }, text) : h("span", { class: "text" }, text);
+        const item = h("li", { class: `event ${tone}`, "data-type": event.type, "data-seq": event.id },
+          h("span", { class: "seq" }, event.id ?? ""),
+          h("time", {}, event.data.time ? clock(event.data.time) : ""),
+          h("span", { class: "what", title: label }, label),
+          body);
+        list.append(item);
+        output = key !== null ? { key, item, text: body } : null;
+      }
       if (atBottom) list.scrollTop = list.scrollHeight;
     },
     say(text, tone) {

@@ -1,0 +1,126 @@
+"""What a check prints, live: its output becomes CheckOutput events of the run as it
+arrives, masked with the run's secrets, coalesced and capped.
+
+Small chunks are gathered until ``FLUSH_BYTES`` are waiting or ``FLUSH_SECONDS`` have
+passed since the first of them (a check that prints a line a millisecond makes a few events
+a second, not a thousand); a check's live output stops at ``LIVE_CAP`` bytes, and a last
+``golem`` line says how much was left out. The check's result keeps the tail of its
+output whatever the cap.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from golem.agent import OutputStream
+from golem.blueprint.events import CheckOutput
+from golem.blueprint.execution import Execution
+from golem.core.events import OutputEvent
+from golem.core.sizes import format_size
+from golem.sandbox.decoding import OutputDecoder
+
+__all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "LIVE_CAP", "LiveCheckOutput"]
+
+Printed = Literal["stdout", "stderr"]
+
+FLUSH_BYTES = 64 * 1024
+FLUSH_SECONDS = 0.5
+LIVE_CAP = 256 * 1024
+TAIL = 4000
+
+
+def output_bytes(event: OutputEvent) -> bytes:
+    """A chunk of the check's output as the box sent it.
+
+    The one place that knows what ``OutputEvent.data`` holds: text today (the box has
+    decoded it), so it is encoded back and decoded below with the run's masking; when the
+    box hands over bytes, this returns ``event.data`` as it is.
+    """
+    return event.data.encode("utf-8", "surrogatepass")
+
+
+class LiveCheckOutput:
+    """The live output of one check: feed it the call's output events, ask ``due_in`` how
+    long it may wait for more before it must ``flush``, and ``finish`` it at the end."""
+
+    def __init__(self, ex: Execution, node: str, round_: int, check: str, command: str) -> None:
+        self._ex = ex
+        self._node, self._round, self._check, self._command = node, round_, check, command
+        self._decoders: dict[Printed, OutputDecoder] = {
+            "stdout": OutputDecoder(ex.secrets.values),
+            "stderr": OutputDecoder(ex.secrets.values),
+        }
+        self._tails: dict[Printed, str] = {"stdout": "", "stderr": ""}
+        self._stream: OutputStream = "stdout"
+        self._pending: list[str] = []
+        self._pending_bytes = 0
+        self._since = 0.0
+        self._sent = 0
+        self._left_out = 0
+
+    def feed(self, event: OutputEvent) -> None:
+        """Take a chunk of output: masked and decoded, kept for the tail, and sent when
+        enough has gathered."""
+        self.add(event.type, self._decoders[event.type].feed(output_bytes(event)))
+
+    def add(self, stream: Printed, text: str) -> None:
+        """Take text the check (or golem about it: ``stderr`` for a call that failed to
+        start) printed on ``stream``."""
+        if not text:
+            return
+        self._tails[stream] = (self._tails[stream] + text)[-TAIL:]
+        size = len(text.encode("utf-8", "surrogatepass"))
+        room = LIVE_CAP - self._sent - self._pending_bytes
+        if room <= 0:
+            self._left_out += size
+            return
+        if size > room:
+            self._left_out += size - room
+            text = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            size = room
+        if stream != self._stream:
+            self.flush()
+            self._stream = stream
+        if not self._pending:
+            self._since = time.monotonic()
+        self._pending.append(text)
+        self._pending_bytes += size
+        if self._pending_bytes >= FLUSH_BYTES:
+            self.flush()
+
+    def due_in(self) -> float | None:
+        """Seconds until what is gathered must be sent (None: nothing is waiting)."""
+        if not self._pending:
+            return None
+        return max(self._since + FLUSH_SECONDS - time.monotonic(), 0.0)
+
+    def flush(self) -> None:
+        """Send what has gathered as one event."""
+        if not self._pending:
+            return
+        text, self._pending = "".join(self._pending), []
+        self._sent += self._pending_bytes
+        self._pending_bytes = 0
+        self._emit(self._stream, text)
+
+    def finish(self) -> str:
+        """Send the rest (and what the cap left out); the output's tail, standard output
+        first, for the check's result."""
+        for stream, decoder in self._decoders.items():
+            self.add(stream, decoder.flush())
+        self.flush()
+        if self._left_out:
+            self._emit(
+                "golem",
+                f"[{self._left_out} more bytes of output not shown live (the live cap "
+                f"is {format_size(LIVE_CAP)} per check); the check's result keeps its tail]",
+            )
+        return (self._tails["stdout"] + self._tails["stderr"]).strip()[-TAIL:]
+
+    def _emit(self, stream: OutputStream, text: str) -> None:
+        event = CheckOutput(
+            run_id=self._ex.state.id, node=self._node, round=self._round,
+            check=self._check, command=self._command, stream=stream, text=text,
+        )  # fmt: skip
+        self._ex.emit(event)
