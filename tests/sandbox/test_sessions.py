@@ -153,3 +153,13 @@ async def test_background_output_keeps_its_latest_bytes_within_the_cap(engine: E
         assert listed.output_bytes == 8893
         rest = await box.read_output(process.id, offset=output.offset)
         assert (rest.data, rest.start, rest.offset) == ("", 8893, 8893)
+
+
+async def test_background_output_cut_inside_a_secret_shows_no_part_of_it(engine: Engine) -> None:
+    spec = {"max_output_bytes": 20, "secrets": {"TOKEN": "SECRETVALUE123"}}
+    async with engine.session(spec) as box:
+        process = await box.start('printf %0100d 0; printf "$TOKEN"; printf abcdefghijklm')
+        assert await box.wait(process.id, timeout=30) == 0
+        output = await box.read_output(process.id)  # the box kept "ALUE123abcdefghijklm"
+        assert output.data == "abcdefghijklm"
+        assert (output.start, output.offset) == (114, 127)

@@ -353,13 +353,17 @@ class Box(BoxFiles):
             ProcOutput(target=process_id, offset=max(offset - overlap, 0))
         )
         reply, data = _expect(frame[0], ProcOutputReply), frame[1]
+        start = reply.start
+        if start > max(offset - overlap, 0):  # the box dropped bytes: one may end a secret
+            cut = masker.partial_prefix(data)
+            data, start = data[cut:], start + cut
         final = not reply.running
         if not final:
             data = data[: complete_utf8_end(data)]
-        text, next_offset = masker.window(data, reply.start, offset, final)
+        text, next_offset = masker.window(data, start, offset, final)
         return ProcessOutput(
             data=text.decode(errors="replace"),
-            start=max(reply.start, offset),
+            start=max(start, offset),
             offset=next_offset,
             running=reply.running,
             exit_code=reply.exit.exit_code if reply.exit else None,
