@@ -3,12 +3,10 @@ box, never on the host, and every problem the model can fix comes back as an obs
 
 from __future__ import annotations
 
-import ast
 import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -594,11 +592,6 @@ def test_the_package_exports_every_tool_and_every_name_it_lists() -> None:
         assert getattr(tools_package, name) is not None
     for factory in TOOLS.values():
         assert getattr(factory, "__name__", "") in tools_package.__all__
-
-
-def test_the_in_box_script_is_python_3_8_syntax() -> None:
-    source = resources.files("golem.agent.tools").joinpath("in_box.py").read_text()
-    ast.parse(source, feature_version=(3, 8))
 
 
 def test_make_tools_builds_named_subsets_in_order_without_duplicates() -> None:

@@ -7,23 +7,18 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import struct
 import threading
 
 import pytest
 
 from golem.core.errors import BoxCrashed
 from golem.sandbox.files import MAX_CHUNK, WINDOW, BoxFiles
+from golem.sandbox.supervisor.box.framing import HEADER, encode
 from golem.sandbox.supervisor.client import SessionClient, SupervisorClient
 from golem.sandbox.takeback import TakebackLimits
 
-HEADER = struct.Struct(">II")
 MIB = 1024 * 1024
-
-
-def frame(message: dict[str, object], payload: bytes = b"") -> bytes:
-    body = json.dumps(message).encode()
-    return HEADER.pack(len(body), len(payload)) + body + payload
+frame = encode
 
 
 def read_frame(sock: socket.socket) -> dict[str, object]:

@@ -137,3 +137,29 @@ async def test_pty_calls_are_first_for_the_oom_killer(box: Box) -> None:
     while (chunk := await terminal.read()) is not None:
         output += chunk
     assert output.strip() == b"1000"
+
+
+async def test_background_output_keeps_its_latest_bytes_within_the_cap(engine: Engine) -> None:
+    async with engine.session({"max_output_bytes": 1000}) as box:
+        process = await box.start("seq 1 2000")  # 8893 bytes, the last line "2000\n"
+        assert await box.wait(process.id, timeout=30) == 0
+        output = await box.read_output(process.id)
+        assert output.data.endswith("1999\n2000\n")
+        assert len(output.data) == 1000
+        assert output.start == 8893 - 1000  # the reader learns what was dropped before it
+        assert output.offset == 8893
+        assert output.truncated
+        [listed] = await box.processes()
+        assert listed.output_bytes == 8893
+        rest = await box.read_output(process.id, offset=output.offset)
+        assert (rest.data, rest.start, rest.offset) == ("", 8893, 8893)
+
+
+async def test_background_output_cut_inside_a_secret_shows_no_part_of_it(engine: Engine) -> None:
+    spec = {"max_output_bytes": 20, "secrets": {"TOKEN": "SECRETVALUE123"}}
+    async with engine.session(spec) as box:
+        process = await box.start('printf %0100d 0; printf "$TOKEN"; printf abcdefghijklm')
+        assert await box.wait(process.id, timeout=30) == 0
+        output = await box.read_output(process.id)  # the box kept "ALUE123abcdefghijklm"
+        assert output.data == "abcdefghijklm"
+        assert (output.start, output.offset) == (114, 127)

@@ -125,6 +125,17 @@ class SecretMasker:
         out += data[position:cut]
         return bytes(out), start + max(cut, skip)
 
+    def partial_prefix(self, data: bytes) -> int:
+        """Length of the longest prefix of ``data`` that is a proper suffix of a secret:
+        the end of a secret whose start was cut off (dropped from a bounded buffer)."""
+        longest = 0
+        for secret in self._secrets:
+            for size in range(min(len(secret) - 1, len(data)), longest, -1):
+                if data.startswith(secret[-size:]):
+                    longest = size
+                    break
+        return longest
+
     def _partial_suffix(self, data: bytes) -> int:
         """Length of the longest suffix of ``data`` that is a proper prefix of a secret."""
         longest = 0

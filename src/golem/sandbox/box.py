@@ -10,12 +10,13 @@ import asyncio
 import contextlib
 import signal as signals
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from golem.core.errors import (
     BoxCrashed,
     ExecTimeout,
     InvalidRequest,
+    ProtocolError,
     RuntimeNotAvailable,
     SandboxError,
 )
@@ -37,11 +38,29 @@ from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.network import BoxNetwork
 from golem.sandbox.supervisor import Frame, SessionClient
+from golem.sandbox.supervisor.messages import (
+    Error,
+    Exec,
+    Exit,
+    Forget,
+    NetworkNotice,
+    Out,
+    ProcOutput,
+    ProcOutputReply,
+    Procs,
+    ProcsReply,
+    Signal,
+    Started,
+    Tool,
+    Wait,
+    Waited,
+)
 from golem.sandbox.takeback import TakebackLimits
 from golem.sandbox.terminal import SPAWN_FAILED, Terminal
 
 __all__ = ["Box", "Interaction", "Terminal", "as_request"]
 
+R = TypeVar("R")
 HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
 
 
@@ -162,7 +181,6 @@ class Box(BoxFiles):
     ) -> AsyncIterator[Interaction]:
         message, payload = await self._prepare(request, keep_stdin=keep_stdin)
         call_id = self._client.new_id()
-        message["id"] = call_id
         queue = self._client.open(call_id)
         unsubscribe = self._subscribe_network(queue)
         oom_before = self._started.oom_kills()
@@ -170,16 +188,14 @@ class Box(BoxFiles):
             self._client, call_id, lambda: self._events(queue, request, phase, oom_before)
         )
         try:
-            await self._client.send(message, payload)
+            await self._client.send(call_id, message, payload)
             yield call
         finally:
             unsubscribe()
             self._client.close_call(call_id)
             if not call.finished and self._client.lost is None:
                 with contextlib.suppress(SandboxError):
-                    await self._client.send(
-                        {"op": "signal", "id": call_id, "signal": signals.SIGKILL}
-                    )
+                    await self._client.send(call_id, Signal(signal=signals.SIGKILL))
 
     def _subscribe_network(self, queue: asyncio.Queue[Frame | None]) -> Callable[[], None]:
         """Route the proxy's decisions into a call's queue while it runs. They travel as
@@ -187,7 +203,7 @@ class Box(BoxFiles):
         if self._network is None:
             return lambda: None
         return self._network.proxy.subscribe(
-            lambda event: queue.put_nowait(({"op": "net", "event": event}, b""))
+            lambda event: queue.put_nowait((NetworkNotice(event=event), b""))
         )
 
     async def _prepare(
@@ -197,12 +213,11 @@ class Box(BoxFiles):
         background: bool = False,
         pty: bool = False,
         keep_stdin: bool = False,
-    ) -> tuple[dict[str, Any], bytes]:
+    ) -> tuple[Exec | Tool, bytes]:
         try:
             workdir = resolve_workdir(request.workdir or self.spec.workdir)
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
-        argv = request.argv()
         if request.runtime is not None and request.runtime not in self.runtimes:
             available = ", ".join(sorted(self.runtimes)) or "none"
             raise RuntimeNotAvailable(
@@ -212,23 +227,24 @@ class Box(BoxFiles):
         for path, content in request.files.items():
             await self.put_file(self._in_workdir(request, path), content)
         timeout = request.timeout or (None if background else self.spec.timeout)
-        message: dict[str, Any] = {
-            "op": "exec",
-            "argv": argv,
-            "env": request.env,
-            "cwd": workdir,
-            "timeout": timeout,
-            "idle_timeout": request.idle_timeout or self.spec.idle_timeout,
-            "max_output": self.spec.max_output_bytes,
-            "stdin": "pipe" if (request.stdin is not None or pty or keep_stdin) else "null",
-            "background": background,
-            "pty": pty,
-        }
-        payload = b""
-        if request.code is not None:
-            message["runtime"] = request.runtime
-            payload = request.code.encode()
-        return message, payload
+        cap = self.spec.max_output_bytes
+        if request.tool is not None:
+            if background or pty:
+                raise InvalidRequest("a tool request runs in the foreground, without a pty")
+            return Tool(request=request.tool, cwd=workdir, timeout=timeout, max_output=cap), b""
+        message = Exec(
+            argv=request.argv(),
+            env=request.env,
+            cwd=workdir,
+            timeout=timeout,
+            idle_timeout=request.idle_timeout or self.spec.idle_timeout,
+            max_output=cap,
+            stdin="pipe" if (request.stdin is not None or pty or keep_stdin) else "null",
+            background=background,
+            pty=pty,
+            runtime=request.runtime if request.code is not None else None,
+        )
+        return message, request.code.encode() if request.code is not None else b""
 
     def _in_workdir(self, request: ExecRequest, path: str) -> str:
         if path.startswith("/"):
@@ -261,52 +277,49 @@ class Box(BoxFiles):
                 yield ErrorEvent(message=reason, kind="box_crashed", phase=phase)
                 raise BoxCrashed(f"box {self.id} went away during a call: {reason}")
             message, data = frame
-            op = message.get("op")
-            if op == "net" and isinstance(message.get("event"), NetworkEvent):
-                yield message["event"].model_copy(update={"phase": phase})
-            elif op == "out" and message.get("stream") in outputs:
+            if isinstance(message, NetworkNotice):
+                yield message.event.model_copy(update={"phase": phase})
+            elif isinstance(message, Out):
                 received += len(data)
                 if received > self.spec.max_output_bytes:  # a supervisor that ignores its cap
                     continue
-                text = outputs[message["stream"]].feed(data)
+                text = outputs[message.stream].feed(data)
                 if text:
-                    yield OutputEvent(type=message["stream"], data=text, phase=phase)
-            elif op == "error":
+                    yield OutputEvent(type=message.stream, data=text, phase=phase)
+            elif isinstance(message, Error):
                 async for event in self._start_failed(message, phase):
                     yield event
                 return
-            elif op == "exit":
+            elif isinstance(message, Exit):
                 for stream, decoder in outputs.items():
                     if text := decoder.flush():
                         yield OutputEvent(type=stream, data=text, phase=phase)
                 yield self._exit_event(message, phase, oom_before)
                 return
 
-    async def _start_failed(
-        self, message: dict[str, Any], phase: Phase
-    ) -> AsyncIterator[ExecEvent]:
-        text = self.mask(str(message.get("message", "the call could not start")))
-        if message.get("kind") == "Invalid":
+    async def _start_failed(self, message: Error, phase: Phase) -> AsyncIterator[ExecEvent]:
+        text = self.mask(message.message)
+        if message.kind == "Invalid":
             raise InvalidRequest(text)
-        yield ErrorEvent(message=text, kind=str(message.get("kind", "error")), phase=phase)
+        yield ErrorEvent(message=text, kind=message.kind, phase=phase)
         yield ExitEvent(exit_code=SPAWN_FAILED, duration=0.0, phase=phase)
 
-    def _exit_event(self, message: dict[str, Any], phase: Phase, oom_before: int) -> ExitEvent:
+    def _exit_event(self, message: Exit, phase: Phase, oom_before: int) -> ExitEvent:
         # The kernel may have killed a child of the call (a shell's python, say): any OOM
         # kill in the box while the call ran counts for it.
-        oom = not message.get("timed_out") and self._started.oom_kills() > oom_before
+        oom = not message.timed_out and self._started.oom_kills() > oom_before
         return ExitEvent(
-            exit_code=int(message["exit_code"]),
-            signal=message.get("signal"),
-            duration=float(message.get("duration", 0.0)),
-            timed_out=bool(message.get("timed_out")),
-            idle_timed_out=bool(message.get("idle_timed_out")),
-            truncated=bool(message.get("truncated")),
+            exit_code=message.exit_code,
+            signal=message.signal,
+            duration=message.duration,
+            timed_out=message.timed_out,
+            idle_timed_out=message.idle_timed_out,
+            truncated=message.truncated,
             oom_killed=oom,
             usage=ResourceUsage(
-                cpu_user_seconds=float(message.get("cpu_user", 0.0)),
-                cpu_system_seconds=float(message.get("cpu_system", 0.0)),
-                peak_memory_bytes=int(message.get("max_rss_kb", 0)) * 1024,
+                cpu_user_seconds=message.cpu_user,
+                cpu_system_seconds=message.cpu_system,
+                peak_memory_bytes=message.max_rss_kb * 1024,
             ),
             phase=phase,
         )
@@ -316,16 +329,17 @@ class Box(BoxFiles):
     async def start(self, request: ExecRequest | str | Sequence[str]) -> BackgroundProcess:
         """Start a process that runs on in the background; its output is kept in the box."""
         message, payload = await self._prepare(as_request(request), background=True)
-        message["id"] = self._client.new_id()
-        reply, _ = await self._client.request(message, payload)
+        assert isinstance(message, Exec), "a tool request does not run in the background"
+        call_id = self._client.new_id()
+        reply, _ = await self._client.request(message, payload, call_id=call_id)
         return BackgroundProcess(
-            id=message["id"], argv=message["argv"], pid=int(reply["pid"]), running=True
+            id=call_id, argv=message.argv, pid=_expect(reply, Started).pid, running=True
         )
 
     async def processes(self) -> list[BackgroundProcess]:
         """Background processes of this box, running or finished."""
-        reply, _ = await self._client.request({"op": "procs"})
-        return [BackgroundProcess.model_validate(p) for p in reply["procs"]]
+        reply, _ = await self._client.request(Procs())
+        return [BackgroundProcess.model_validate(p) for p in _expect(reply, ProcsReply).procs]
 
     async def read_output(self, process_id: str, offset: int = 0) -> ProcessOutput:
         """A background process's output from ``offset`` on (secrets masked).
@@ -335,55 +349,58 @@ class Box(BoxFiles):
         """
         masker = SecretMasker(self._secrets)
         overlap = max(masker.longest - 1, 0)
-        reply, data = await self._client.request(
-            {"op": "proc_output", "target": process_id, "offset": max(offset - overlap, 0)}
+        frame = await self._client.request(
+            ProcOutput(target=process_id, offset=max(offset - overlap, 0))
         )
-        final = not reply["running"]
-        start = int(reply["offset"]) - len(data)
+        reply, data = _expect(frame[0], ProcOutputReply), frame[1]
+        start = reply.start
+        if start > max(offset - overlap, 0):  # the box dropped bytes: one may end a secret
+            cut = masker.partial_prefix(data)
+            data, start = data[cut:], start + cut
+        final = not reply.running
         if not final:
             data = data[: complete_utf8_end(data)]
         text, next_offset = masker.window(data, start, offset, final)
-        exit_info = reply.get("exit") or {}
         return ProcessOutput(
             data=text.decode(errors="replace"),
+            start=max(start, offset),
             offset=next_offset,
-            running=bool(reply["running"]),
-            exit_code=exit_info.get("exit_code"),
-            truncated=bool(reply.get("truncated")),
+            running=reply.running,
+            exit_code=reply.exit.exit_code if reply.exit else None,
+            truncated=reply.truncated,
         )
 
     async def signal(self, process_id: str, signal: int = signals.SIGTERM) -> None:
         """Send a signal to a background process and its process group."""
         reply_id = self._client.new_id()
         await self._client.request(
-            {
-                "op": "signal",
-                "id": reply_id,
-                "reply": reply_id,
-                "target": process_id,
-                "signal": int(signal),
-            }
+            Signal(signal=int(signal), target=process_id, reply=reply_id), call_id=reply_id
         )
 
     async def wait(self, process_id: str, timeout: float | None = None) -> int | None:
         """Wait for a background process to end; its exit code, or None on timeout."""
-        reply, _ = await self._client.request(
-            {"op": "wait", "target": process_id, "timeout": timeout}
-        )
-        exit_info = reply.get("exit")
-        return int(exit_info["exit_code"]) if exit_info else None
+        reply, _ = await self._client.request(Wait(target=process_id, timeout=timeout))
+        exit_info = _expect(reply, Waited).exit
+        return exit_info.exit_code if exit_info else None
 
     async def forget(self, process_id: str) -> None:
         """Kill a background process if it runs and drop its output."""
-        await self._client.request({"op": "forget", "target": process_id})
+        await self._client.request(Forget(target=process_id))
 
     # Interactive -------------------------------------------------------------------------
 
     async def open_pty(self, request: ExecRequest | str | Sequence[str]) -> Terminal:
         """Start a call on a pseudo-terminal in the box, for an interactive shell."""
         message, payload = await self._prepare(as_request(request), pty=True)
-        message["id"] = self._client.new_id()
-        message["timeout"] = None
-        queue = self._client.open(message["id"])
-        await self._client.send(message, payload)
-        return Terminal(self._client, message["id"], queue, self._secrets)
+        assert isinstance(message, Exec), "a tool request does not run on a pty"
+        call_id = self._client.new_id()
+        queue = self._client.open(call_id)
+        await self._client.send(call_id, message.model_copy(update={"timeout": None}), payload)
+        return Terminal(self._client, call_id, queue, self._secrets)
+
+
+def _expect(reply: object, kind: type[R]) -> R:
+    """``reply`` as the reply a request expects; another is a broken protocol."""
+    if not isinstance(reply, kind):
+        raise ProtocolError(f"the box answered with {type(reply).__name__}, not {kind.__name__}")
+    return reply

@@ -26,6 +26,7 @@ from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
+from golem.sandbox.supervisor.messages import Bridge, Configure
 
 __all__ = ["Engine"]
 
@@ -128,7 +129,7 @@ class Engine:
         )
         self._boxes[live.record.id] = (box, live)
         try:
-            await live.client.request({"op": "configure", "env": env})
+            await live.client.request(Configure(env=env))
             if spec.setup:
                 await self._run_setup(box, spec.setup, on_event)
         except BaseException:
@@ -168,7 +169,7 @@ class Engine:
             await client.start(START_TIMEOUT)
             if network is not None:
                 port = self.config.engine.network.proxy_port
-                await client.request({"op": "bridge", "port": port, "path": BOX_SOCKET})
+                await client.request(Bridge(port=port, path=BOX_SOCKET))
         except BaseException:
             if started is not None:
                 await started.stop()

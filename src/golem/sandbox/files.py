@@ -14,13 +14,25 @@ import tarfile
 import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from golem.core.errors import BoxCrashed, SandboxError, UnsafeBoxOutput
 from golem.core.sizes import format_size
 from golem.core.spec import WORKSPACE
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
+from golem.sandbox.supervisor.messages import (
+    Cancel,
+    Chunk,
+    ChunkReply,
+    Credit,
+    End,
+    EndReply,
+    Error,
+    Get,
+    Meta,
+    Put,
+)
 from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
 
 __all__ = ["BoxFiles", "capped", "chunks_of", "tar_of", "write_tar"]
@@ -86,8 +98,7 @@ class BoxFiles:
     ) -> None:
         """Write ``source`` (bytes, text, a host file or an async byte stream) to ``path``."""
         await self._upload(
-            {"op": "put", "path": box_path(path, self._workdir), "format": "raw", "mode": mode},
-            chunks_of(source),
+            Put(path=box_path(path, self._workdir), format="raw", mode=mode), chunks_of(source)
         )
 
     async def get_file(self, path: str) -> bytes:
@@ -113,9 +124,7 @@ class BoxFiles:
             if size > limit:
                 raise self.limits.file_too_large(where, size)
 
-        download = self._download(
-            {"op": "get", "path": where, "format": "raw"}, announced=announced
-        )
+        download = self._download(Get(path=where, format="raw"), announced=announced)
         async for chunk in capped(download, where, limit):
             yield chunk
 
@@ -130,10 +139,7 @@ class BoxFiles:
         """Unpack a tar stream into the directory ``path`` of the box (the box extracts it
         with tarfile's ``tar`` filter: every entry inside ``path``, links kept as they
         are, no setuid bits)."""
-        await self._upload(
-            {"op": "put", "path": box_path(path, self._workdir), "format": "tar"},
-            chunks_of(chunks),
-        )
+        await self._upload(Put(path=box_path(path, self._workdir), format="tar"), chunks_of(chunks))
 
     async def stream_archive(
         self,
@@ -146,11 +152,12 @@ class BoxFiles:
         (relative to it), only those that exist; the ``.git`` of each directory in
         ``skip_git`` (relative; "" for ``path`` itself) left out. Untrusted: land it with
         ``golem.sandbox.takeback``."""
-        skipped = sorted(set(skip_git))
-        message: dict[str, Any] = {"op": "get", "path": box_path(path, self._workdir),
-                                   "format": "tar", "skip_git": skipped}  # fmt: skip
-        if paths is not None:
-            message["paths"] = paths
+        message = Get(
+            path=box_path(path, self._workdir),
+            format="tar",
+            skip_git=sorted(set(skip_git)),
+            paths=paths,
+        )
         async for chunk in self._download(message):
             yield chunk
 
@@ -160,56 +167,55 @@ class BoxFiles:
         host must not take from a box)."""
         return await land_archive(self.stream_archive(path), destination, self.limits)
 
-    async def _upload(self, message: dict[str, Any], chunks: AsyncIterator[bytes]) -> None:
+    async def _upload(self, message: Put, chunks: AsyncIterator[bytes]) -> None:
         client = self._files_client
-        call_id = message["id"] = client.new_id()
+        call_id = client.new_id()
         queue = client.open(call_id)
         try:
-            await client.send(message)
+            await client.send(call_id, message)
             async for chunk in chunks:
                 if not queue.empty():  # the box refused early (bad path, no permission)
                     break
-                await client.send({"op": "chunk", "id": call_id}, chunk)
-            await client.send({"op": "end", "id": call_id})
+                await client.send(call_id, Chunk(), chunk)
+            await client.send(call_id, End())
             raise_if_error(await _reply(client, queue))
         finally:
             client.close_call(call_id)
 
     async def _download(
-        self, message: dict[str, Any], *, announced: Callable[[int], None] | None = None
+        self, message: Get, *, announced: Callable[[int], None] | None = None
     ) -> AsyncIterator[bytes]:
         """A download's chunks, granted to the box ``WINDOW`` at a time as they are consumed
         (the box can never send faster than the host takes in); ``announced`` gets the size
         the box announces for a file, before any chunk."""
         client = self._files_client
-        call_id = message["id"] = client.new_id()
-        message["window"] = WINDOW
+        call_id = client.new_id()
         queue = client.open(call_id, max_buffered=WINDOW * MAX_CHUNK)
         finished = False
         consumed = 0
         try:
-            await client.send(message)
+            await client.send(call_id, message.model_copy(update={"window": WINDOW}))
             while True:
                 frame = await _reply(client, queue)
-                finished = frame[0].get("op") in ("end", "error")
+                reply = frame[0]
+                finished = isinstance(reply, (EndReply, Error))
                 raise_if_error(frame)
-                op = frame[0].get("op")
-                if op == "meta" and announced is not None and "size" in frame[0]:
-                    announced(int(frame[0]["size"]))
-                elif op == "chunk":
+                if isinstance(reply, Meta) and announced is not None and reply.size is not None:
+                    announced(reply.size)
+                elif isinstance(reply, ChunkReply):
                     client.consumed(call_id, len(frame[1]))
                     yield frame[1]
                     consumed += 1
                     if consumed == WINDOW // 2:
-                        await client.send({"op": "credit", "id": call_id, "count": consumed})
+                        await client.send(call_id, Credit(count=consumed))
                         consumed = 0
-                elif op == "end":
+                elif isinstance(reply, EndReply):
                     return
         finally:
             client.close_call(call_id)
             if not finished and client.lost is None:  # the host stopped reading it
                 with contextlib.suppress(SandboxError, OSError):
-                    await client.send({"op": "cancel", "id": call_id})
+                    await client.send(call_id, Cancel())
 
 
 async def _reply(client: SessionClient, queue: asyncio.Queue[Frame | None]) -> Frame:

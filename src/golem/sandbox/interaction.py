@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 from golem.core.events import ExecEvent, ExitEvent
 from golem.sandbox.supervisor import SessionClient
+from golem.sandbox.supervisor.messages import Signal, Stdin, StdinClose
 
 __all__ = ["STDIN_CHUNK", "Interaction"]
 
@@ -38,14 +39,12 @@ class Interaction:
     async def write(self, data: bytes) -> None:
         """Send bytes to the call's stdin."""
         for start in range(0, len(data), STDIN_CHUNK):
-            await self._client.send(
-                {"op": "stdin", "id": self.id}, data[start : start + STDIN_CHUNK]
-            )
+            await self._client.send(self.id, Stdin(), data[start : start + STDIN_CHUNK])
 
     async def close_stdin(self) -> None:
         """End the call's stdin (EOF)."""
-        await self._client.send({"op": "stdin_close", "id": self.id})
+        await self._client.send(self.id, StdinClose())
 
     async def signal(self, number: int = signals.SIGTERM) -> None:
         """Send a signal to the call's process group."""
-        await self._client.send({"op": "signal", "id": self.id, "signal": int(number)})
+        await self._client.send(self.id, Signal(signal=int(number)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -46,7 +46,7 @@ def runtime_for_filename(filename: str) -> Runtime:
 
 
 class ExecRequest(BaseModel):
-    """One call in a box: exactly one of ``cmd`` or ``code`` (with a runtime)."""
+    """One call in a box: exactly one of ``cmd``, ``code`` (with a runtime) or ``tool``."""
 
     model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
@@ -57,6 +57,11 @@ class ExecRequest(BaseModel):
     runtime: Runtime | None = Field(None, description="Interpreter for ``code``.")
     filename: str | None = Field(
         None, description="Name of the script ``code`` came from; picks the runtime."
+    )
+    tool: dict[str, Any] | None = Field(
+        None,
+        description="A request of the box's file tools ({op: probe, read, ls, grep or glob, "
+        "...}), answered by the supervisor itself as one JSON object on stdout.",
     )
     stdin: bytes | None = Field(None, description="Bytes fed to the call's standard input.")
     env: dict[str, str] = Field(default_factory=dict)
@@ -72,8 +77,8 @@ class ExecRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_of_cmd_or_code(self) -> ExecRequest:
-        if (self.cmd is None) == (self.code is None):
-            raise ValueError("give exactly one of cmd or code")
+        if [self.cmd, self.code, self.tool].count(None) != 2:
+            raise ValueError("give exactly one of cmd, code or tool")
         if self.cmd is not None and not self.cmd:
             raise ValueError("cmd is empty; give a command to run")
         if self.code is not None and self.runtime is None:
@@ -92,6 +97,8 @@ class ExecRequest(BaseModel):
 
     def argv(self) -> list[str]:
         """The argv that runs this request (for ``code``, the script path is appended)."""
+        if self.tool is not None:
+            return ["tool", str(self.tool.get("op"))]
         if self.code is not None:
             assert self.runtime is not None  # set by the validator
             return [RUNTIME_PROGRAM[self.runtime]]
@@ -140,9 +147,13 @@ class BackgroundProcess(BaseModel):
 
 
 class ProcessOutput(BaseModel):
-    """Output of a background process since an offset (stdout and stderr interleaved)."""
+    """Output of a background process since an offset (stdout and stderr interleaved).
+
+    The box keeps a process's latest ``max_output_bytes``; ``data`` begins at ``start``,
+    past the offset asked for when bytes not read yet were dropped."""
 
     data: str
+    start: int = 0
     offset: int
     running: bool
     exit_code: int | None = None

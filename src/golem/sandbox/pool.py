@@ -20,6 +20,7 @@ from golem.sandbox.contracts import StartedBox
 from golem.sandbox.network import BoxNetwork
 from golem.sandbox.records import BoxRecord
 from golem.sandbox.supervisor import SupervisorClient
+from golem.sandbox.supervisor.messages import HelloRequest, Reset
 
 __all__ = ["LiveBox", "WarmPool", "shape_of", "wipe"]
 
@@ -62,9 +63,9 @@ def shape_of(spec: BoxSpec) -> str | None:
 async def wipe(box: LiveBox) -> bool:
     """Reset a box for its next session; False when it did not come back healthy."""
     try:
-        reset = box.client.request({"op": "reset", "paths": WIPED_PATHS})
+        reset = box.client.request(Reset(paths=WIPED_PATHS))
         await asyncio.wait_for(reset, WIPE_TIMEOUT)
-        await asyncio.wait_for(box.client.request({"op": "hello"}), WIPE_TIMEOUT)
+        await asyncio.wait_for(box.client.request(HelloRequest()), WIPE_TIMEOUT)
     except (GolemError, TimeoutError):
         return False
     return box.client.lost is None

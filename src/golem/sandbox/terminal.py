@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.supervisor import Frame, SessionClient
+from golem.sandbox.supervisor.messages import Error, Exit, Out, Resize, Signal, Stdin
 
 __all__ = ["SPAWN_FAILED", "Terminal"]
 
@@ -31,15 +32,15 @@ class Terminal:
 
     async def write(self, data: bytes) -> None:
         """Send keystrokes."""
-        await self._client.send({"op": "stdin", "id": self.id}, data)
+        await self._client.send(self.id, Stdin(), data)
 
     async def signal(self, number: int) -> None:
         """Send a signal to the call's process group."""
-        await self._client.send({"op": "signal", "id": self.id, "signal": int(number)})
+        await self._client.send(self.id, Signal(signal=int(number)))
 
     async def resize(self, rows: int, cols: int) -> None:
         """Tell the pty its window size."""
-        await self._client.send({"op": "resize", "id": self.id, "rows": rows, "cols": cols})
+        await self._client.send(self.id, Resize(rows=rows, cols=cols))
 
     async def read(self) -> bytes | None:
         """Next output bytes (secrets masked), or None once the call has ended."""
@@ -49,11 +50,13 @@ class Terminal:
                 self.exit_code = -1
                 break
             message, data = frame
-            if message.get("op") == "out":
+            if isinstance(message, Out):
                 if masked := self._masker.feed(data):
                     return masked
-            elif message.get("op") in ("exit", "error"):
-                self.exit_code = int(message.get("exit_code", SPAWN_FAILED))
+            elif isinstance(message, Exit):
+                self.exit_code = message.exit_code
+            elif isinstance(message, Error):
+                self.exit_code = SPAWN_FAILED
         tail = self._masker.flush()
         self._client.close_call(self.id)
         return tail or None

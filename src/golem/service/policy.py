@@ -211,6 +211,7 @@ CALL_RULES: dict[str, Rule] = {
     "code": _allowed,
     "runtime": _allowed,
     "filename": _allowed,
+    "tool": _allowed,  # the box's read-only file tools, run as the box's user
     "stdin": _allowed,
     "env": _env,
     "workdir": _allowed,  # the box keeps it inside /workspace

@@ -1,11 +1,10 @@
-"""The host side of ``in_box.py``: run one of its operations in a box, and move file
-contents in and out, with every problem the model can fix raised as ``ToolProblem``."""
+"""The host side of the box's file tools (the supervisor's ``tools`` module): run one of
+their operations in a box, and move file contents in and out, with every problem the model
+can fix raised as ``ToolProblem``."""
 
 from __future__ import annotations
 
-import functools
 import json
-from importlib import resources
 from typing import Any
 
 from golem.agent.tools.paths import shown
@@ -19,21 +18,14 @@ __all__ = ["call_in_box", "get_bytes", "missing", "put_text"]
 STDERR_TAIL = 2000
 
 
-@functools.cache
-def _script() -> str:
-    return resources.files(__package__).joinpath("in_box.py").read_text(encoding="utf-8")
-
-
 async def call_in_box(box: Box, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run ``request["op"]`` of the in-box script and return its answer.
+    """Run ``request["op"]`` of the box's file tools and return its answer.
 
-    Arguments travel as JSON on stdin and the script runs from ``-c`` in isolated mode, so
-    nothing the model wrote is ever parsed by a shell or picked up from the workspace."""
-    python = box.runtimes.get("python", "python3")
-    payload = json.dumps({"workdir": box.spec.workdir, **request}).encode()
-    result = await box.execute(
-        ExecRequest(cmd=[python, "-I", "-S", "-c", _script()], stdin=payload, timeout=timeout)
-    )
+    The supervisor runs it in a child of its own, as the box's user: arguments travel as
+    JSON in the request, so nothing the model wrote is ever parsed by a shell, and no
+    interpreter starts."""
+    tool = {"workdir": box.spec.workdir, **request}
+    result = await box.execute(ExecRequest(tool=tool, timeout=timeout))
     op = request["op"]
     if result.timed_out:
         raise ToolProblem(

@@ -10,11 +10,7 @@ import asyncio
 import contextlib
 import itertools
 import json
-import struct
 from collections.abc import Callable
-from typing import Any
-
-from pydantic import BaseModel
 
 from golem.core.errors import (
     BoxCrashed,
@@ -26,26 +22,20 @@ from golem.core.errors import (
     SandboxError,
     UnsafeBoxOutput,
 )
+from golem.sandbox.supervisor.box.framing import HEADER, check_sizes, encode
+from golem.sandbox.supervisor.messages import (
+    Error,
+    Hello,
+    HelloRequest,
+    Reply,
+    Request,
+    parse_reply,
+)
 
-__all__ = ["Frame", "Hello", "SessionClient", "SupervisorClient"]
+__all__ = ["Frame", "SessionClient", "SupervisorClient", "raise_if_error"]
 
-HEADER = struct.Struct(">II")
-MAX_JSON = 8 * 1024 * 1024
-MAX_PAYLOAD = 64 * 1024 * 1024
-
-Frame = tuple[dict[str, Any], bytes]
-"""A decoded frame: the JSON message and its raw payload."""
-
-
-class Hello(BaseModel):
-    """What the supervisor reports when the connection opens."""
-
-    version: int
-    pid: int
-    uid: int
-    gid: int
-    python: str
-    runtimes: dict[str, str]
+Frame = tuple[Reply, bytes]
+"""A decoded frame: its message, validated, and its raw payload."""
 
 
 class SupervisorClient:
@@ -72,14 +62,16 @@ class SupervisorClient:
         """Start routing frames and complete the hello handshake."""
         self._reader_task = asyncio.create_task(self._route())
         try:
-            reply = await asyncio.wait_for(self.request({"op": "hello"}), timeout)
+            reply, _ = await asyncio.wait_for(self.request(HelloRequest()), timeout)
         except TimeoutError as exc:
             raise ExecTimeout(
                 f"the box did not answer within {timeout:.0f}s of starting; "
                 "check that its image has a working python3"
             ) from exc
-        self.hello = Hello.model_validate(reply[0])
-        return self.hello
+        if not isinstance(reply, Hello):
+            raise ProtocolError(f"the box answered hello with {type(reply).__name__}")
+        self.hello = reply
+        return reply
 
     def _describe_loss(self) -> str:
         # Before hello, the backend's own words (bubblewrap's errors) explain a failed
@@ -123,23 +115,24 @@ class SupervisorClient:
         self._queues.pop(call_id, None)
         self._buffered.pop(call_id, None)
 
-    async def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
+    async def send(self, call_id: str, message: Request, payload: bytes = b"") -> None:
         """Send one frame (a whole frame is written at once, so frames never interleave)."""
         if self._lost is not None:
             raise BoxCrashed(self._lost)
-        body = json.dumps(message, separators=(",", ":")).encode()
-        self._writer.write(HEADER.pack(len(body), len(payload)) + body + payload)
+        self._writer.write(encode(message.to_json(call_id), payload))
         try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
             raise BoxCrashed(self._lost or self._describe_loss()) from exc
 
-    async def request(self, message: dict[str, Any], payload: bytes = b"") -> Frame:
+    async def request(
+        self, message: Request, payload: bytes = b"", *, call_id: str | None = None
+    ) -> Frame:
         """Send a request and return its single reply; an ``error`` reply is raised."""
-        call_id = message.setdefault("id", self.new_id())
+        call_id = call_id or self.new_id()
         queue = self.open(call_id)
         try:
-            await self.send(message, payload)
+            await self.send(call_id, message, payload)
             frame = await queue.get()
         finally:
             self.close_call(call_id)
@@ -164,11 +157,11 @@ class SupervisorClient:
                 frame = await self._read_frame()
                 if frame is None:
                     break
-                call_id = str(frame[0].get("id"))
+                call_id, reply, payload = frame
                 queue = self._queues.get(call_id)
                 if queue is not None:
-                    self._hold(call_id, len(frame[1]))
-                    queue.put_nowait(frame)
+                    self._hold(call_id, len(payload))
+                    queue.put_nowait((reply, payload))
         except (ProtocolError, ConnectionError) as exc:
             self._fail_all(f"{self._describe_loss()} ({exc})")
             return
@@ -183,13 +176,14 @@ class SupervisorClient:
                 f"the box sent call {call_id} more than the {held[1]} bytes it was granted"
             )
 
-    async def _read_frame(self) -> Frame | None:
+    async def _read_frame(self) -> tuple[str, Reply, bytes] | None:
+        """The next frame's call id, message and payload; None at the end of the pipe."""
         try:
             header = await self._reader.readexactly(HEADER.size)
         except asyncio.IncompleteReadError:
             return None
         json_len, payload_len = HEADER.unpack(header)
-        if json_len > MAX_JSON or payload_len > MAX_PAYLOAD:
+        if not check_sizes(json_len, payload_len):
             raise ProtocolError(f"oversized frame ({json_len}+{payload_len} bytes)")
         try:
             body = await self._reader.readexactly(json_len)
@@ -201,7 +195,7 @@ class SupervisorClient:
             raise ProtocolError(f"malformed frame: {exc}") from exc
         if not isinstance(message, dict):
             raise ProtocolError("a frame's message is not a JSON object")
-        return message, payload
+        return str(message.get("id")), parse_reply(message), payload
 
     def _fail_all(self, reason: str) -> None:
         if self._lost is None:
@@ -213,10 +207,9 @@ class SupervisorClient:
 def raise_if_error(frame: Frame) -> None:
     """Turn an ``error`` frame into the matching GolemError."""
     message = frame[0]
-    if message.get("op") != "error":
+    if not isinstance(message, Error):
         return
-    text = str(message.get("message", "unknown error"))
-    kind = str(message.get("kind", "error"))
+    text, kind = message.message, message.kind
     if kind == "Invalid":
         raise InvalidRequest(text)
     if kind in ("FileNotFoundError", "NotADirectoryError"):
@@ -225,7 +218,7 @@ def raise_if_error(frame: Frame) -> None:
         raise PathRefused(f"{kind} in the box: {text}")
     if kind == "NotRegularFile":
         raise UnsafeBoxOutput(
-            str(message.get("path", "")),
+            message.path,
             "it is not a regular file (a device, FIFO or socket); only regular files are "
             "downloaded",
             "takeback.kind",
@@ -280,12 +273,14 @@ class SessionClient:
         """Stop routing a call's frames."""
         self._client.close_call(call_id)
 
-    async def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
+    async def send(self, call_id: str, message: Request, payload: bytes = b"") -> None:
         """Send a frame, while the session lasts."""
         self._check()
-        await self._client.send(message, payload)
+        await self._client.send(call_id, message, payload)
 
-    async def request(self, message: dict[str, Any], payload: bytes = b"") -> Frame:
+    async def request(
+        self, message: Request, payload: bytes = b"", *, call_id: str | None = None
+    ) -> Frame:
         """Send a request and wait for its reply, while the session lasts."""
         self._check()
-        return await self._client.request(message, payload)
+        return await self._client.request(message, payload, call_id=call_id)

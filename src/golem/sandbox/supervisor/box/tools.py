@@ -1,9 +1,10 @@
-"""Runs inside a box, never imported on the host: file inspection and search for the tools.
+"""The agent's file tools in the box (probe, read, ls, grep, glob), run by ``tool`` calls.
 
-The host starts it as ``python3 -I -S -c SOURCE`` and sends one JSON request on stdin
-(``{"op": ..., ...}``, paths already absolute); it answers with one JSON object on stdout:
-``{"ok": ...}``, ``{"error": "..."}`` or ``{"missing": path, "suggestions": [...]}``.
-Standard library only, and Python 3.8 syntax: it runs on whatever python3 an image has.
+The supervisor imports this module on the first ``tool`` call and runs each request in a
+child it forks (``spawning.fork_operation``), as the box user an exec call runs as; the
+request is ``{"op": ..., ...}`` with absolute paths, and the child writes one JSON object
+to its stdout: ``{"ok": ...}``, ``{"error": "..."}`` or
+``{"missing": path, "suggestions": [...]}``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import json
 import os
 import re
 import stat
-import sys
-from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
@@ -359,11 +362,6 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {"error": f"{exc.filename}: {reason}" if exc.filename else reason}
 
 
-def main() -> None:
-    """Read the request from stdin, write the reply to stdout."""
-    reply = answer(json.load(sys.stdin))
-    sys.stdout.write(json.dumps(reply))
-
-
-if __name__ == "__main__":
-    main()
+def run(request: dict[str, Any]) -> bytes:
+    """The answer to one request, as the bytes a tool call writes to its stdout."""
+    return json.dumps(answer(request)).encode()
