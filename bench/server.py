@@ -53,7 +53,7 @@ from typing import Any
 import httpx
 
 from golem.core import load_config
-from golem.sandbox import Box, Engine
+from golem.sandbox import Box, Engine, LocalEngine
 
 TARGET_RATIO = 0.7
 TRUE = ["true"]
@@ -256,7 +256,7 @@ async def measure(
     config = load_config({"state_dir": str(scratch / "direct-state")}, files=[])
     load = os.getloadavg()[0]
     with serving(scratch, clients, profile) as (url, admin_key, server):
-        async with Engine(config) as engine:
+        async with LocalEngine(config) as engine:
             await engine.start()
             api, close_api = await api_calls(url, admin_key, clients)
             direct, boxes = await direct_calls(engine, clients)

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.supervisor import Frame, SessionClient
 
-__all__ = ["SPAWN_FAILED", "Terminal"]
+__all__ = ["SPAWN_FAILED", "LocalTerminal"]
 
 SPAWN_FAILED = 127
 
 
-class Terminal:
+class LocalTerminal:
     """An interactive call on a pty: write keystrokes, read the screen's bytes, resize."""
 
     def __init__(
