@@ -23,7 +23,7 @@ from typing import Any
 import docker
 
 from golem.core import load_config
-from golem.sandbox import Engine
+from golem.sandbox import LocalEngine
 
 Case = Callable[[], Awaitable[int]]
 RUN_FLOOR = "floor: docker run --rm true"
@@ -66,7 +66,7 @@ async def docker_cases(
     client = docker.from_env()
     running = client.containers.run(image, ["sleep", "3600"], detach=True, network_mode="none")
     try:
-        async with Engine(config) as engine, engine.session() as box:
+        async with LocalEngine(config) as engine, engine.session() as box:
 
             async def pooled() -> int:
                 return (await engine.execute(["true"])).exit_code

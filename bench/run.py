@@ -33,7 +33,7 @@ from golem.agent.events import ToolFinished
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.events import AgentStep, CheckFinished, NodeFinished, RunEvent
 from golem.core import load_config
-from golem.sandbox import Engine
+from golem.sandbox import LocalEngine
 from golem.service.store import SqlStore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -79,7 +79,7 @@ async def measure(runs: int, *, cold: bool) -> dict[str, Any]:
     store = SqlStore.open(config)
     model = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
     samples: list[dict[str, Any]] = []
-    async with Engine(config) as engine:
+    async with LocalEngine(config) as engine:
         await engine.start(prewarm=not cold)
         for index in range(runs + 1):  # the first is a warm-up: imports, caches
             timing = Timing()

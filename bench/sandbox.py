@@ -39,7 +39,7 @@ from typing import Any
 import golem
 from docker_cases import docker_cases, docker_targets  # bench/ is on sys.path
 from golem.core import load_config
-from golem.sandbox import Engine
+from golem.sandbox import LocalEngine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 
 MIN_RUNS = 200
@@ -106,7 +106,11 @@ async def all_cases(state_dir: str, runs: int, warmup: int) -> dict[str, Stats]:
     host_python = [shutil.which("python3", path=BOX_PATH) or "python3", *PYTHON[1:]]
     config = load_config({"state_dir": state_dir}, files=[])
     cold = load_config({"state_dir": state_dir, "engine": {"pool": {"clean": 0}}}, files=[])
-    async with Engine(config) as engine, Engine(cold) as cold_engine, engine.session() as box:
+    async with (
+        LocalEngine(config) as engine,
+        LocalEngine(cold) as cold_engine,
+        engine.session() as box,
+    ):
 
         async def new_box() -> int:
             return (await engine.execute(TRUE)).exit_code

@@ -7,20 +7,22 @@ A real server in its own process (`golem serve --port 0`, its own state director
 limits raised to fit ``--clients`` sessions of one tenant, a user key from the database,
 not the admin key), and in this process:
 
-* ``api``: ``--clients`` sessions made over HTTP, then as many concurrent clients (asyncio,
-  each its own httpx.AsyncClient and so its own connection) each running ``true`` in its
-  session ``--calls`` times in a row: ``POST /v1/sessions/{id}/exec``;
-* ``direct``: the same on a local Engine: as many sessions, as many concurrent tasks each
+* ``api``: what a client of the server runs: ``--clients`` sessions of a RemoteEngine, as
+  many concurrent tasks each calling ``box.execute(["true"])`` ``--calls`` times in a row
+  on its RemoteBox (over the session's call channel, one WebSocket per session);
+* ``http``: the same calls as plain HTTP requests, ``POST /v1/sessions/{id}/exec``, each
+  client its own httpx.AsyncClient and so its own connection (for comparison);
+* ``direct``: the same on a LocalEngine: as many sessions, as many concurrent tasks each
   calling ``box.execute(["true"])`` ``--calls`` times.
 
-Each repetition runs both, API first (the other side idles meanwhile); after one untimed
-warm-up round. Per repetition: execs/s (calls / wall time of the round) and each call's
+Each repetition runs the three, one after the other (the others idle meanwhile); after
+one untimed warm-up round. Per repetition: execs/s (calls / wall time of the round) and each call's
 latency (perf_counter around it). Reported: the median execs/s over the repetitions, and
 p50 and p99 of all calls' latencies pooled; the ratio API/direct of both. For context, the
 floors: a bare ``bwrap ... true`` and ``subprocess true``, one at a time.
 
-Also per exec, the CPU time of the server process and of this one (the httpx clients, or
-the engine): the server, its boxes and this client share the machine's cores, so on a
+Also per exec, the CPU time of the server process and of this one (the clients, or the
+engine): the server, its boxes and this client share the machine's cores, so on a
 small machine the clients' HTTP work is paid from the same CPUs as the server's, and so is
 any other load (the load average is shown). ``--profile FILE`` runs the server under
 cProfile (CPU time of its event loop's thread) and prints its busiest functions.
@@ -53,7 +55,8 @@ from typing import Any
 import httpx
 
 from golem.core import load_config
-from golem.sandbox import Box, Engine
+from golem.sandbox import Box, LocalEngine
+from golem.service.client import RemoteEngine
 
 TARGET_RATIO = 0.7
 TRUE = ["true"]
@@ -146,15 +149,26 @@ def _auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-async def api_calls(url: str, admin_key: str, clients: int) -> tuple[list[Call], Call]:
-    """One call per client, each in its own session and on its own connection; and a
-    closer that ends the sessions and the connections."""
+async def user_key(url: str, admin_key: str, tenant: str) -> str:
+    """A new user key of ``tenant`` (not the admin key: a user's checks are the ones paid)."""
     async with httpx.AsyncClient(base_url=url, timeout=120) as admin:
         made = await admin.post(
-            "/v1/keys", json={"tenant": "bench", "role": "user"}, headers=_auth(admin_key)
+            "/v1/keys", json={"tenant": tenant, "role": "user"}, headers=_auth(admin_key)
         )
         made.raise_for_status()
-    key = made.json()["key"]
+    key: str = made.json()["key"]
+    return key
+
+
+async def remote_calls(remote: RemoteEngine, clients: int) -> tuple[list[Call], list[Box]]:
+    """One call per task, each in its own session of the server, through RemoteBox."""
+    boxes = list(await asyncio.gather(*(remote.create_session() for _ in range(clients))))
+    return [box_call(box) for box in boxes], boxes
+
+
+async def http_calls(url: str, key: str, clients: int) -> tuple[list[Call], Call]:
+    """One call per client, each in its own session and on its own connection; and a
+    closer that ends the sessions and the connections."""
     one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     connections = [
         httpx.AsyncClient(base_url=url, headers=_auth(key), timeout=120, limits=one)
@@ -182,19 +196,19 @@ async def api_calls(url: str, admin_key: str, clients: int) -> tuple[list[Call],
     return [call(c, s) for c, s in zip(connections, ids, strict=True)], close
 
 
-async def direct_calls(engine: Engine, clients: int) -> tuple[list[Call], list[Box]]:
+async def direct_calls(engine: LocalEngine, clients: int) -> tuple[list[Call], list[Box]]:
     """One call per task, each in its own session of ``engine``."""
     boxes = list(await asyncio.gather(*(engine.create_session() for _ in range(clients))))
+    return [box_call(box) for box in boxes], boxes
 
-    def call(box: Box) -> Call:
-        async def run() -> None:
-            result = await box.execute(TRUE)
-            if result.exit_code != 0:
-                raise SystemExit(f"direct call exited {result.exit_code}: {result.stderr}")
 
-        return run
+def box_call(box: Box) -> Call:
+    async def run() -> None:
+        result = await box.execute(TRUE)
+        if result.exit_code != 0:
+            raise SystemExit(f"a call exited {result.exit_code}: {result.stderr!r}")
 
-    return [call(box) for box in boxes], boxes
+    return run
 
 
 def cpu_seconds(server: int) -> dict[str, float]:
@@ -252,15 +266,19 @@ def floors() -> dict[str, dict[str, float]]:
 async def measure(
     scratch: Path, clients: int, calls: int, repetitions: int, profile: Path | None
 ) -> dict[str, Any]:
-    rounds: dict[str, list[dict[str, Any]]] = {"api": [], "direct": []}
+    rounds: dict[str, list[dict[str, Any]]] = {"api": [], "http": [], "direct": []}
     config = load_config({"state_dir": str(scratch / "direct-state")}, files=[])
     load = os.getloadavg()[0]
-    with serving(scratch, clients, profile) as (url, admin_key, server):
-        async with Engine(config) as engine:
+    with serving(scratch, 2 * clients, profile) as (url, admin_key, server):
+        remote = RemoteEngine(url, await user_key(url, admin_key, "bench"), config=config)
+        async with LocalEngine(config) as engine, remote:
             await engine.start()
-            api, close_api = await api_calls(url, admin_key, clients)
+            api, remote_boxes = await remote_calls(remote, clients)
+            http, close_http = await http_calls(
+                url, await user_key(url, admin_key, "bench-http"), clients
+            )
             direct, boxes = await direct_calls(engine, clients)
-            sides = {"api": api, "direct": direct}
+            sides = {"api": api, "http": http, "direct": direct}
             try:
                 for repetition in range(repetitions + 1):  # the first warms up
                     for name, side in sides.items():
@@ -268,7 +286,9 @@ async def measure(
                         if repetition:
                             rounds[name].append(measured)
             finally:
-                await close_api()
+                await close_http()
+                for box in remote_boxes:
+                    await remote.remove_session(box.id)
                 for box in boxes:
                     await engine.remove_session(box.id)
     report = summarize(rounds, clients, calls)
@@ -290,7 +310,7 @@ def summarize(rounds: dict[str, list[dict[str, Any]]], clients: int, calls: int)
                 k: statistics.median(r["cpu"][k] for r in measured) for k in measured[0]["cpu"]
             },
         }
-    api, direct = sides["api"], sides["direct"]
+    api, http, direct = sides["api"], sides["http"], sides["direct"]
     ratio = api["execs_s"] / direct["execs_s"]
     return {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
@@ -302,6 +322,7 @@ def summarize(rounds: dict[str, list[dict[str, Any]]], clients: int, calls: int)
             "throughput": ratio,
             "p50": api["p50_ms"] / direct["p50_ms"],
             "p99": api["p99_ms"] / direct["p99_ms"],
+            "http_throughput": http["execs_s"] / direct["execs_s"],
         },
         "target": {"throughput_ratio": TARGET_RATIO, "met": ratio >= TARGET_RATIO},
         "floors_ms": floors(),
@@ -321,16 +342,21 @@ def print_report(report: dict[str, Any]) -> None:
         each = " ".join(f"{value:.0f}" for value in side["execs_s_each"])
         figures = f"{side['execs_s']:8.0f} {side['p50_ms']:8.2f} {side['p99_ms']:8.2f}"
         print(f"{name:<8} {figures}   {each}")
-    api, direct = (report["sides"][name]["cpu_ms_per_exec"] for name in ("api", "direct"))
+    cpu = {name: side["cpu_ms_per_exec"] for name, side in report["sides"].items()}
     print(
-        f"CPU ms per exec (median): api: server {api['server']:.2f} + clients (httpx) "
-        f"{api['here']:.2f}; direct: engine {direct['here']:.2f} (boxes not counted)"
+        "CPU ms per exec (median): "
+        + "; ".join(
+            f"{name}: server {cpu[name]['server']:.2f} + clients {cpu[name]['here']:.2f}"
+            for name in ("api", "http")
+        )
+        + f"; direct: engine {cpu['direct']['here']:.2f} (boxes not counted)"
     )
     ratio = report["ratio"]
     verdict = "met" if report["target"]["met"] else "NOT met"
     print(
         f"api/direct: throughput {ratio['throughput']:.2f}x (target >= {TARGET_RATIO}x: "
-        f"{verdict}); latency p50 {ratio['p50']:.2f}x, p99 {ratio['p99']:.2f}x"
+        f"{verdict}); latency p50 {ratio['p50']:.2f}x, p99 {ratio['p99']:.2f}x; "
+        f"http/direct: throughput {ratio['http_throughput']:.2f}x"
     )
     print(
         "floors, one at a time: "

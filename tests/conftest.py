@@ -27,7 +27,7 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from golem.core import GolemConfig, load_config
-from golem.sandbox import Box, Engine
+from golem.sandbox import Box, Engine, LocalEngine
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
@@ -153,7 +153,7 @@ def config(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Gole
 @pytest.fixture
 async def engine(config: GolemConfig) -> AsyncIterator[Engine]:
     """A real engine; every box it made is gone after the test."""
-    async with Engine(config) as engine:
+    async with LocalEngine(config) as engine:
         yield engine
 
 

@@ -16,7 +16,7 @@ import docker
 
 from golem.agent import AgentEvent, ExternalOutput
 from golem.core import GolemConfig, ImageRecipe, load_config
-from golem.sandbox import Box, BoxSpec, Engine
+from golem.sandbox import Box, BoxSpec, Engine, LocalEngine
 from golem.sandbox.image_build import build_image
 from tests.agent.wire import ANTHROPIC_KEY_ENV, OPENAI_KEY_ENV, AnthropicServer, OpenAIServer
 from tests.conftest import devbox_image
@@ -113,7 +113,7 @@ async def open_box(
 ) -> AsyncIterator[Box]:
     """A box of ``cli_spec`` from a fresh engine on ``config``; gone afterwards."""
     async with (
-        Engine(config) as engine,
+        LocalEngine(config) as engine,
         engine.session(cli_spec(engine, *servers, **changes)) as box,
     ):
         yield box

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from golem.blueprint import RunRequest
@@ -538,3 +538,81 @@ def test_a_websocket_message_past_the_user_limit_closes_4413(widened: Served) ->
             reason = _closed_with(ws, 4413, f"{USER}.max_body_bytes")
             assert f"{USER}.max_body_bytes" in reason
         _assert_call_ended(client, session)
+
+
+# --- the call channel: what HTTP refuses, the socket refuses -----------------------------
+
+
+def _channel(served: Served, key: str, session: str) -> ClientConnection:
+    url = served.url.replace("http://", "ws://") + f"/v1/sessions/{session}/calls"
+    return connect(url, additional_headers={"Authorization": f"Bearer {key}"})
+
+
+def _answer(ws: ClientConnection, op: str, call: dict[str, Any]) -> dict[str, Any]:
+    """The channel's last frame for one call: its result, its end, or its error."""
+    ws.send(json.dumps({"id": 7, "op": op, "request": call}))
+    while True:
+        frame: dict[str, Any] = json.loads(ws.recv(60))
+        assert frame["id"] == 7, frame
+        if "event" not in frame:
+            return frame
+
+
+@needs_box
+@pytest.mark.parametrize(("fields", "option"), CALLS)
+@pytest.mark.parametrize("op", ["execute", "stream"])
+def test_a_call_past_the_user_policy_is_refused_over_the_call_channel_too(
+    plain: Served, user: httpx.Client, session: str, fields: dict[str, Any], option: str, op: str
+) -> None:
+    key = user.headers["authorization"].removeprefix("Bearer ")
+    with _channel(plain, key, session) as ws:
+        error = _answer(ws, op, {"cmd": "touch ran", **fields})["error"]
+        assert (error["status"], error["kind"]) == (403, "PolicyViolation"), error
+        assert f"{USER}.{option}" in error["detail"]
+        assert _answer(ws, "execute", {"cmd": "true"})["result"]["exit_code"] == 0  # still open
+    assert not _ran(user, session)
+
+
+@needs_box
+def test_another_tenants_session_is_not_found_over_the_call_channel(
+    plain: Served, session: str
+) -> None:
+    with pytest.raises(InvalidStatus) as refused_handshake:
+        _channel(plain, plain.key("eve"), session)
+    assert refused_handshake.value.response.status_code == 404
+
+
+@needs_box
+def test_a_key_revoked_while_its_channel_is_open_can_call_no_more(plain: Served) -> None:
+    with plain.admin() as admin:
+        made = admin.post("/v1/keys", json={"tenant": "revoked", "role": "user"}).json()
+    with plain.client(made["key"]) as client, plain.client(plain.key("revoked")) as kept:
+        session = client.post("/v1/sessions", json={}).json()["id"]
+        with _channel(plain, made["key"], session) as ws:
+            assert _answer(ws, "execute", {"cmd": "true"})["result"]["exit_code"] == 0
+            with plain.admin() as admin:
+                assert admin.delete(f"/v1/keys/{made['id']}").status_code == 204
+            error = _answer(ws, "execute", {"cmd": "touch ran"})["error"]
+            assert error["status"] == 401, error
+        assert not _ran(kept, session)  # seen with another key of the tenant
+        kept.delete(f"/v1/sessions/{session}")
+
+
+BAD_CHANNEL = [
+    ("nope", "Invalid JSON"),
+    (json.dumps({"id": 1, "op": "execute", "request": {"cmd": "true"}, "sudo": 1}), "sudo"),
+    (json.dumps({"id": "1", "op": "execute", "request": {"cmd": "true"}}), "id"),
+    (json.dumps({"id": 1, "op": "shell", "request": {"cmd": "true"}}), "op"),
+    (json.dumps({"id": 1, "op": "execute"}), "no request"),
+]
+
+
+@needs_box
+@pytest.mark.parametrize(("message", "words"), BAD_CHANNEL)
+def test_a_bad_call_channel_message_closes_4400(
+    plain: Served, user: httpx.Client, session: str, message: str, words: str
+) -> None:
+    key = user.headers["authorization"].removeprefix("Bearer ")
+    with _channel(plain, key, session) as ws:
+        ws.send(message)
+        _closed_with(ws, 4400, words)

@@ -47,9 +47,9 @@ def remote(reachable_dir: Path) -> Path:
     return make_remote(reachable_dir)
 
 
-def boxes_of(engine: Engine, state: RunState) -> list[str]:
+async def boxes_of(engine: Engine, state: RunState) -> list[str]:
     """Boxes still serving the run (a pooled box carries no session's labels)."""
-    return [b.id for b in engine.boxes() if b.labels.get("golem.run") == state.id]
+    return [b.id for b in await engine.boxes() if b.labels.get("golem.run") == state.id]
 
 
 def request(remote: Path, model: str = FIX, **fields: object) -> RunRequest:
@@ -75,7 +75,7 @@ async def test_green_on_the_first_try_opens_a_pull_request(
     assert "| test | `python3 -m unittest -v` | passed |" in pr.body
     assert "Fix rounds used: 0" in pr.body
     assert all(Path(t).is_file() for t in state.trajectories)
-    assert boxes_of(engine, state) == []  # its box is gone (or wiped back into the pool)
+    assert await boxes_of(engine, state) == []  # its box is gone (or wiped back into the pool)
 
 
 async def test_red_then_green_in_the_second_fix_round(
@@ -166,7 +166,7 @@ async def test_cancelling_mid_run_stops_it_and_leaves_no_box(
     state = await asyncio.wait_for(runner.start(request(remote, slow)), 60)
     assert state.status == "cancelled"
     assert state.current == "implement"
-    assert boxes_of(engine, state) == []
+    assert await boxes_of(engine, state) == []
     assert store.list_pull_requests() == []
 
 

@@ -13,7 +13,7 @@ import docker
 import pytest
 
 from golem.core import GolemConfig, ImageNotFound, SandboxError
-from golem.sandbox import Engine, ExecRequest
+from golem.sandbox import Engine, ExecRequest, LocalEngine
 from tests.conftest import BOTH_BACKENDS, engine_api
 
 
@@ -88,10 +88,10 @@ async def test_released_container_is_wiped_before_reuse(engine: Engine) -> None:
 OWNER = """
 import asyncio, sys
 from golem.core import load_config
-from golem.sandbox import Engine
+from golem.sandbox import Engine, LocalEngine
 
 async def main():
-    engine = Engine(load_config(files=[]))
+    engine = LocalEngine(load_config(files=[]))
     box = await engine.create_session()
     print(box.id, flush=True)
     await asyncio.to_thread(sys.stdin.read)
@@ -120,7 +120,7 @@ async def test_a_killed_owner_leaves_no_container_after_prune(
     assert len(api.containers(filters=labelled)) == 1
     owner.kill()
     await owner.communicate()
-    async with Engine(config) as engine:
+    async with LocalEngine(config) as engine:
         removed = await engine.prune()
     assert [info.id for info in removed] == [box_id]
     assert api.containers(all=True, filters=labelled) == []
@@ -134,7 +134,7 @@ async def test_the_oci_runtime_is_passed_through(config: GolemConfig) -> None:
         changed = config.model_copy(
             update={"engine": config.engine.model_copy(update={"backend": engine_config})}
         )
-        async with Engine(changed) as engine:
+        async with LocalEngine(changed) as engine:
             if works:
                 assert (await engine.execute("echo ran")).stdout == "ran\n"
             else:
@@ -146,14 +146,14 @@ async def test_prune_finds_a_container_by_its_record_alone(
     config: GolemConfig, api: docker.APIClient
 ) -> None:
     """A container whose record never got its state (golem died in between) is pruned."""
-    async with Engine(config) as engine:
+    async with LocalEngine(config) as engine:
         box = await engine.create_session()
         record = engine.registry.load(box.id)
         assert record is not None
         record.state = {}
         record.owner_pid, record.owner_start = 2**22 + 1, None  # an owner that never ran
         engine.registry.save(record)
-        async with Engine(config) as other:  # as `golem prune` from another process
+        async with LocalEngine(config) as other:  # as `golem prune` from another process
             removed = await other.prune()
         assert [info.id for info in removed] == [box.id]
         assert api.containers(all=True, filters={"label": f"golem.box={box.id}"}) == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from golem.core import InvalidRequest, RuntimeNotAvailable
-from golem.sandbox import Box, Engine, ExecRequest, ExitEvent, OutputEvent
+from golem.sandbox import Box, Engine, ExecRequest, ExitEvent, LocalEngine, OutputEvent
 from tests.conftest import BOTH_BACKENDS
 from tests.sandbox.minimal_image import build_minimal_image
 
@@ -240,7 +240,7 @@ async def test_without_cgroups_rlimits_still_cap_memory(tmp_path: Path) -> None:
         {"state_dir": str(tmp_path / "state"), "engine": {"backend": {"cgroups": "off"}}},
         files=[],
     )
-    async with Engine(config) as engine, engine.session(engine.spec(memory="128m")) as box:
+    async with LocalEngine(config) as engine, engine.session(engine.spec(memory="128m")) as box:
         record = engine.registry.load(box.id)
         assert record is not None
         assert record.state["cgroup_dirs"] == []

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from golem.core import GolemConfig, PoolConfig, SandboxError
-from golem.sandbox import Engine, ExecRequest
+from golem.sandbox import Engine, ExecRequest, LocalEngine
 from golem.sandbox.pool import shape_of
 from tests.conftest import BOTH_BACKENDS, kill_box_from_outside
 
@@ -29,7 +29,7 @@ def pool_engine(config: GolemConfig) -> Callable[..., Engine]:
 
     def make(**pool: Any) -> Engine:
         engine = config.engine.model_copy(update={"pool": PoolConfig(**pool)})
-        return Engine(config.model_copy(update={"engine": engine}))
+        return LocalEngine(config.model_copy(update={"engine": engine}))
 
     return make
 
@@ -95,13 +95,13 @@ async def test_boxes_with_a_host_workspace_are_never_pooled(
     assert shape_of(spec) is None
     async with pooled.session(spec):
         pass
-    assert pooled.boxes() == []
+    assert await pooled.boxes() == []
     assert (box_owned_dir).exists()
 
 
 async def test_prewarm_fills_the_pool_and_sessions_take_from_it(pooled: Engine) -> None:
     await pooled.start(prewarm=True)
-    warm = {info.id for info in pooled.boxes()}
+    warm = {info.id for info in await pooled.boxes()}
     assert len(warm) == 2
     async with pooled.session() as box:
         assert box.id in warm
@@ -113,7 +113,7 @@ async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
         record = pooled.registry.load(box.id)
         assert record is not None
         kill_box_from_outside(record.state)
-    assert pooled.boxes() == []
+    assert await pooled.boxes() == []
     async with pooled.session() as fresh:
         assert fresh.id != box.id
         assert (await fresh.execute("echo ok")).stdout == "ok\n"
@@ -131,15 +131,15 @@ async def test_twenty_concurrent_sessions_from_a_pool_of_five(
 
         outputs = await asyncio.gather(*(one(i) for i in range(20)))
         assert outputs == [f"{i}\n" for i in range(20)]
-        assert len(engine.boxes()) <= 5
+        assert len(await engine.boxes()) <= 5
         dirs = [d for r in engine.registry.all() for d in r.state.get("cgroup_dirs", [])]
-    assert engine.boxes() == []
+    assert await engine.boxes() == []
     assert not any(Path(d).exists() for d in dirs)
 
 
 async def test_handles_of_an_ended_session_cannot_reach_the_reused_box(pooled: Engine) -> None:
     async with pooled.session() as first:
-        kept = pooled.get_session(first.id)
+        kept = await pooled.get_session(first.id)
     async with pooled.session() as second:
         assert second.id == first.id
         await second.put_file("mine.txt", b"second's")
@@ -158,7 +158,7 @@ async def test_idle_pooled_boxes_are_reaped(pooled: Engine) -> None:
     assert await pooled.reap() == []  # just released: not idle for long
     later = time.time() + pooled.pool.config.max_idle + 1  # type: ignore[operator]
     assert await pooled.reap(now=later) == [box.id]
-    assert pooled.boxes() == []
+    assert await pooled.boxes() == []
 
 
 async def test_boxes_past_their_age_are_stopped_and_their_sessions_end(pooled: Engine) -> None:
@@ -168,4 +168,4 @@ async def test_boxes_past_their_age_are_stopped_and_their_sessions_end(pooled: E
     assert box.closed
     with pytest.raises(SandboxError, match="has ended"):
         await box.execute("true")
-    assert pooled.boxes() == []
+    assert await pooled.boxes() == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from golem.core import GolemConfig
-from golem.sandbox import Engine
+from golem.sandbox import Engine, LocalEngine
 from golem.sandbox.records import BoxRecord, process_alive
 
 pytestmark = pytest.mark.bwrap
@@ -21,10 +21,10 @@ GOLEM = Path(sys.executable).with_name("golem")
 OWNER = """
 import asyncio, sys
 from golem.core import load_config
-from golem.sandbox import Engine
+from golem.sandbox import Engine, LocalEngine
 
 async def main():
-    engine = Engine(load_config(files=[]))
+    engine = LocalEngine(load_config(files=[]))
     box = await engine.create_session(engine.spec(timeout=10))
     await box.start("sleep 1000")
     print(box.id, flush=True)
@@ -59,7 +59,7 @@ async def orphan(config: GolemConfig, tmp_path: Path) -> BoxRecord:
     owner, box_id = await asyncio.to_thread(start_owner, config, tmp_path)
     owner.kill()
     owner.communicate()
-    record = Engine(config).registry.load(box_id)
+    record = LocalEngine(config).registry.load(box_id)
     assert record is not None, f"the owner printed {box_id!r}, not a recorded box id"
     return record
 
@@ -85,29 +85,29 @@ def box_processes(box_id: str) -> list[int]:
     return found
 
 
-def assert_gone(engine: Engine, record: BoxRecord) -> None:
+async def assert_gone(engine: Engine, record: BoxRecord) -> None:
     assert box_processes(record.id) == []
     assert not running(record.state["pid"], record.state["pid_start"])
     assert [d for d in record.state["cgroup_dirs"] if Path(d).exists()] == []
-    assert record.id not in [info.id for info in engine.boxes()]
+    assert record.id not in [info.id for info in await engine.boxes()]
     assert not (engine.config.state_dir / "boxes" / f"{record.id}.json").exists()
 
 
 async def test_prune_removes_the_box_of_a_killed_owner(engine: Engine, orphan: BoxRecord) -> None:
-    assert [info.owner_alive for info in engine.boxes() if info.id == orphan.id] == [False]
+    assert [info.owner_alive for info in await engine.boxes() if info.id == orphan.id] == [False]
     assert orphan.state["cgroup_dirs"], "this machine gives boxes cgroups"
     assert all(Path(d).is_dir() for d in orphan.state["cgroup_dirs"])
     removed = await engine.prune()
     assert [info.id for info in removed] == [orphan.id]
-    assert_gone(engine, orphan)
+    await assert_gone(engine, orphan)
     assert await engine.prune() == []
 
 
 async def test_prune_leaves_live_boxes_alone(engine: Engine, orphan: BoxRecord) -> None:
     async with engine.session() as box:
-        assert [info.id for info in await Engine(engine.config).prune()] == [orphan.id]
+        assert [info.id for info in await LocalEngine(engine.config).prune()] == [orphan.id]
         assert (await box.execute("echo ok")).stdout == "ok\n"
-        assert [info.id for info in engine.boxes()] == [box.id]
+        assert [info.id for info in await engine.boxes()] == [box.id]
 
 
 async def test_prune_removes_the_box_of_a_killed_owner_not_yet_reaped(
@@ -123,7 +123,7 @@ async def test_prune_removes_the_box_of_a_killed_owner_not_yet_reaped(
         assert [info.id for info in await engine.prune()] == [box_id]
     finally:
         owner.communicate()
-        await Engine(engine.config).prune()
+        await LocalEngine(engine.config).prune()
 
 
 @pytest.mark.skipif(not GOLEM.exists(), reason="the golem CLI is not installed")
@@ -142,4 +142,4 @@ async def test_golem_prune_cli_removes_the_box_of_a_killed_owner(
     assert cli.returncode == 0, err.decode()
     assert f"removed {orphan.id}" in out.decode()
     assert "pruned 1 box(es)" in out.decode()
-    assert_gone(engine, orphan)
+    await assert_gone(engine, orphan)

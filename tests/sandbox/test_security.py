@@ -380,7 +380,7 @@ async def test_a_dead_box_raises_box_crashed_and_engine_survives(engine: Engine)
         kill_box_from_outside(record.state)  # the box dies under the call
         with pytest.raises(BoxCrashed, match="went away"):
             await box.execute("sleep 5")
-    assert engine.boxes() == []
+    assert await engine.boxes() == []
     async with engine.session() as box:
         assert (await box.execute("echo ok")).stdout == "ok\n"
 

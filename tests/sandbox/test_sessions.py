@@ -51,7 +51,7 @@ async def test_failing_setup_raises_and_leaves_no_box(engine: Engine) -> None:
     assert info.value.script_exit_code == 4
     assert [e.type for e in events][-1] == "exit"
     assert events[-1].phase == "setup"
-    assert engine.boxes() == []
+    assert await engine.boxes() == []
 
 
 async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> None:
@@ -63,19 +63,19 @@ async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> 
 
 async def test_sessions_are_recorded_while_alive(engine: Engine, config: GolemConfig) -> None:
     async with engine.session() as box:
-        [info] = engine.boxes()
+        [info] = await engine.boxes()
         assert info.id == box.id
         assert info.owner_alive
         assert info.backend == config.engine.backend.type
-    assert {b.id for b in engine.boxes()} <= engine.pool.ids()  # wiped into the pool
+    assert {b.id for b in await engine.boxes()} <= engine.pool.ids()  # wiped into the pool
     await engine.close()
-    assert engine.boxes() == []
+    assert await engine.boxes() == []
 
 
 async def test_background_process_survives_reconnect(engine: Engine) -> None:
     async with engine.session() as box:
         process = await box.start("echo ready; read line; echo got $line; sleep 1000")
-        again = engine.get_session(box.id)  # a new handle, as after a reconnect
+        again = await engine.get_session(box.id)  # a new handle, as after a reconnect
         [listed] = await again.processes()
         assert listed.id == process.id
         assert listed.running
@@ -102,7 +102,7 @@ async def test_background_output_is_read_incrementally(box: Box) -> None:
 
 async def test_unknown_session_is_a_clear_error(engine: Engine) -> None:
     with pytest.raises(SessionNotFound, match="sessions ls"):
-        engine.get_session("box-000000000000")
+        await engine.get_session("box-000000000000")
     with pytest.raises(SessionNotFound):
         await engine.remove_session("box-000000000000")
 

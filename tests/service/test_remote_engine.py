@@ -1,19 +1,28 @@
-"""RemoteEngine has the Engine's interface: the same code runs on this machine's engine and
-on a golem server's, with the same results (each test runs on both, the server a real one
-on loopback), and the server's errors come back as the same GolemError classes."""
+"""Session parity: LocalEngine and RemoteEngine are both a ``golem.sandbox.Engine``, and the
+same code runs on this machine's engine and on a golem server's with the same results
+(every scenario runs on both through ``any_engine``, the server a real one on loopback);
+the server's errors come back as the same GolemError classes."""
 
 from __future__ import annotations
 
 import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from golem.core import GolemConfig
-from golem.core.errors import ConfigError, PathNotFound, RemoteError
-from golem.sandbox import Engine
+from golem.core.errors import (
+    ConfigError,
+    PathNotFound,
+    PolicyViolation,
+    RemoteError,
+    SandboxError,
+    SessionNotFound,
+    SetupFailed,
+)
+from golem.core.events import ExecEvent, ExitEvent, OutputEvent
+from golem.sandbox import Engine, LocalEngine
 from golem.service.client import RemoteEngine, make_engine
 from tests.service.served import Served, serving
 
@@ -27,12 +36,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 @pytest.fixture(params=["local", "remote"])
-async def any_engine(
-    request: pytest.FixtureRequest, config: GolemConfig
-) -> AsyncIterator[Engine | RemoteEngine]:
-    """This machine's engine, or a server's through RemoteEngine."""
+async def any_engine(request: pytest.FixtureRequest, config: GolemConfig) -> AsyncIterator[Engine]:
+    """Each implementation of the Engine protocol: this machine's (LocalEngine), and a
+    server's through RemoteEngine."""
     if request.param == "local":
-        async with Engine(config) as engine:
+        async with LocalEngine(config) as engine:
             yield engine
         return
     served: Served = request.getfixturevalue("served")
@@ -40,17 +48,17 @@ async def any_engine(
         yield remote
 
 
-async def test_a_session_keeps_state_between_calls(any_engine: Any) -> None:
+async def test_a_session_keeps_state_between_calls(any_engine: Engine) -> None:
     async with any_engine.session(any_engine.spec(memory="256m")) as box:
         first = await box.execute("echo kept > note; echo out; echo err >&2; exit 3")
         assert (first.stdout, first.stderr, first.exit_code) == ("out\n", "err\n", 3)
         assert (await box.execute(["cat", "note"])).stdout == "kept\n"
         assert box.runtimes["python"].endswith("python3")
-        ids = [info.id for info in any_engine.boxes()]
+        ids = [info.id for info in await any_engine.boxes()]
         assert box.id in ids
 
 
-async def test_streamed_events_arrive_in_order_with_the_exit_last(any_engine: Any) -> None:
+async def test_streamed_events_arrive_in_order_with_the_exit_last(any_engine: Engine) -> None:
     async with any_engine.session() as box:
         events = [e async for e in box.stream("for i in 1 2 3; do echo $i; done; exit 2")]
     out = "".join(getattr(e, "data", "") for e in events if e.type == "stdout")
@@ -59,7 +67,7 @@ async def test_streamed_events_arrive_in_order_with_the_exit_last(any_engine: An
     assert events[-1].exit_code == 2
 
 
-async def test_files_and_directories_round_trip(any_engine: Any, tmp_path: Path) -> None:
+async def test_files_and_directories_round_trip(any_engine: Engine, tmp_path: Path) -> None:
     source = tmp_path / "src"
     (source / "pkg").mkdir(parents=True)
     (source / "pkg" / "mod.py").write_text("X = 1\n")
@@ -79,7 +87,7 @@ async def test_files_and_directories_round_trip(any_engine: Any, tmp_path: Path)
             await box.get_file("nope.txt")
 
 
-async def test_a_background_process_is_read_signalled_and_reaped(any_engine: Any) -> None:
+async def test_a_background_process_is_read_signalled_and_reaped(any_engine: Engine) -> None:
     async with any_engine.session() as box:
         process = await box.start("echo ready; exec sleep 600")
         output = await box.read_output(process.id)
@@ -92,7 +100,7 @@ async def test_a_background_process_is_read_signalled_and_reaped(any_engine: Any
         assert await box.processes() == []
 
 
-async def test_an_interactive_call_takes_stdin_as_it_comes(any_engine: Any) -> None:
+async def test_an_interactive_call_takes_stdin_as_it_comes(any_engine: Engine) -> None:
     async with any_engine.session() as box:
         async with box.interact("while read l; do echo got:$l; done") as call:
             await call.write(b"one\n")
@@ -105,13 +113,10 @@ async def test_an_interactive_call_takes_stdin_as_it_comes(any_engine: Any) -> N
         assert rest[-1].exit_code == 0
 
 
-async def test_a_pty_reports_its_size_and_exit(any_engine: Any) -> None:
+async def test_a_pty_reports_its_size_and_exit(any_engine: Engine) -> None:
     async with any_engine.session() as box:
         terminal = await box.open_pty(["sh"])
-        if hasattr(terminal, "connect"):
-            await terminal.connect(rows=30, cols=100)
-        else:
-            await terminal.resize(30, 100)
+        await terminal.resize(30, 100)
         await terminal.write(b"stty size; exit 5\n")
         screen = b""
         while (data := await terminal.read()) is not None:
@@ -120,14 +125,14 @@ async def test_a_pty_reports_its_size_and_exit(any_engine: Any) -> None:
         assert terminal.exit_code == 5
 
 
-async def test_a_one_shot_call_and_its_stream(any_engine: Any) -> None:
+async def test_a_one_shot_call_and_its_stream(any_engine: Engine) -> None:
     result = await any_engine.execute("echo once")
     assert result.stdout == "once\n"
     events = [e async for e in any_engine.stream(["sh", "-c", "echo twice; exit 4"])]
     assert events[-1].exit_code == 4
 
 
-async def test_a_secret_is_masked_in_both(any_engine: Any) -> None:
+async def test_a_secret_is_masked_in_both(any_engine: Engine) -> None:
     spec = any_engine.spec(secrets={"TOKEN": "s3cr3t-value-123"})
     async with any_engine.session(spec) as box:
         result = await box.execute("echo $TOKEN")
@@ -135,15 +140,70 @@ async def test_a_secret_is_masked_in_both(any_engine: Any) -> None:
     assert "***" in result.stdout
 
 
+async def test_a_removed_session_is_closed_for_every_handle(any_engine: Engine) -> None:
+    box = await any_engine.create_session()
+    other = await any_engine.get_session(box.id)
+    assert (await other.execute("echo hi")).exit_code == 0
+    assert not box.closed
+    assert not other.closed
+    await any_engine.remove_session(box.id)
+    assert box.closed
+    assert other.closed
+    with pytest.raises(SandboxError):
+        await box.execute("true")
+
+
+async def test_setup_events_reach_on_event_as_the_script_runs(any_engine: Engine) -> None:
+    seen: list[ExecEvent] = []
+    spec = any_engine.spec(setup="echo preparing; echo careful >&2")
+    async with any_engine.session(spec, on_event=seen.append) as box:
+        assert (await box.execute("true")).exit_code == 0
+    assert {event.phase for event in seen} == {"setup"}
+    assert [(e.type, e.data) for e in seen if isinstance(e, OutputEvent)] == [
+        ("stdout", "preparing\n"),
+        ("stderr", "careful\n"),
+    ]
+    assert isinstance(seen[-1], ExitEvent)
+    assert seen[-1].exit_code == 0
+
+
+async def test_a_failing_setup_is_seen_by_on_event_then_raised(any_engine: Engine) -> None:
+    seen: list[ExecEvent] = []
+    spec = any_engine.spec(setup="echo broken-dependency; exit 3")
+    with pytest.raises(SetupFailed, match="exit code 3"):
+        await any_engine.create_session(spec, on_event=seen.append)
+    assert any(getattr(event, "data", "") == "broken-dependency\n" for event in seen)
+    assert [e.exit_code for e in seen if isinstance(e, ExitEvent)] == [3]
+    assert await any_engine.boxes() == []
+
+
+async def test_a_session_ended_elsewhere_is_closed_once_the_server_says_so(
+    served: Served, config: GolemConfig
+) -> None:
+    key = served.key("ended-elsewhere")
+    async with (
+        RemoteEngine(served.url, key, config=config) as mine,
+        RemoteEngine(served.url, key, config=config) as theirs,
+    ):
+        box = await mine.create_session()
+        assert (await box.execute("true")).exit_code == 0  # its call channel is open
+        await theirs.remove_session(box.id)
+        assert not box.closed  # nothing said so yet
+        with pytest.raises(SessionNotFound):
+            await box.execute("true")
+        assert box.closed
+
+
 async def test_the_servers_refusals_come_back_as_errors(
     served: Served, config: GolemConfig
 ) -> None:
     async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
-        with pytest.raises(RemoteError, match=r"server\.policies\.user\.networks") as refused:
+        # the server's own error class comes back (one error tree on both sides)
+        with pytest.raises(PolicyViolation, match=r"server\.policies\.user\.networks") as refused:
             await remote.create_session(remote.spec(network="host"))
         assert refused.value.http_status == 403
-        with pytest.raises(RemoteError, match="no session"):
-            remote.get_session("box-000000000000")
+        with pytest.raises(SessionNotFound, match="no session"):
+            await remote.get_session("box-000000000000")
     async with RemoteEngine(served.url, "golem_bad_key", config=config) as wrong:
         with pytest.raises(RemoteError, match="not valid") as unauthorized:
             await wrong.execute("true")
@@ -159,7 +219,7 @@ async def test_an_unreachable_server_is_a_clear_error(config: GolemConfig) -> No
 async def test_make_engine_follows_the_configuration(
     config: GolemConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert isinstance(make_engine(config), Engine)
+    assert isinstance(make_engine(config), LocalEngine)
     remote = config.model_copy(
         update={"remote": config.remote.model_copy(update={"url": "http://h:1"})}
     )

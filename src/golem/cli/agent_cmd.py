@@ -33,7 +33,7 @@ from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.core.ids import new_id
 from golem.forge import GitRepo
-from golem.sandbox import Engine
+from golem.sandbox import Engine, LocalEngine
 
 __all__ = ["agent_command"]
 
@@ -79,7 +79,7 @@ def agent_command(
         on_event=AgentProgress(Console(stderr=True)),
     )
     path = trajectory or _trajectory_path(config)
-    outcome = asyncio.run(_run(Engine(config), agent, workspace, task, path, dry_run=dry_run))
+    outcome = asyncio.run(_run(LocalEngine(config), agent, workspace, task, path, dry_run=dry_run))
     raise typer.Exit(0 if outcome.status == "done" else 1)
 
 

@@ -15,7 +15,7 @@ from rich.table import Table
 from golem.cli import options
 from golem.core.errors import InvalidRequest
 from golem.core.events import NetworkEvent
-from golem.sandbox import Engine, ExecRequest, ExitEvent, OutputEvent
+from golem.sandbox import Engine, ExecRequest, ExitEvent, LocalEngine, OutputEvent
 from golem.sandbox.models import RUNTIME_BY_SUFFIX
 
 __all__ = ["build_request", "exec_command"]
@@ -102,8 +102,8 @@ def exec_command(
     config = flags.load()
     request = build_request(list(args or []), code, runtime, _stdin_bytes())
     if json_output:
-        raise typer.Exit(asyncio.run(_run_json(Engine(config), request)))
-    raise typer.Exit(asyncio.run(_run_streaming(Engine(config), request, net_log=net_log)))
+        raise typer.Exit(asyncio.run(_run_json(LocalEngine(config), request)))
+    raise typer.Exit(asyncio.run(_run_streaming(LocalEngine(config), request, net_log=net_log)))
 
 
 async def _run_json(engine: Engine, request: ExecRequest) -> int:

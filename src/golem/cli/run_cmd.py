@@ -14,7 +14,7 @@ from golem.cli import options
 from golem.cli.run_progress import RunProgress, print_report
 from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
-from golem.sandbox import Engine
+from golem.sandbox import LocalEngine
 from golem.service.store import SqlStore
 
 __all__ = ["EXIT_CODES", "run_command", "run_with_progress"]
@@ -72,7 +72,7 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
     console = Console(stderr=True)
 
     async def main() -> RunState:
-        async with Engine(config) as engine:
+        async with LocalEngine(config) as engine:
             runner = Runner(
                 config,
                 engine=engine,

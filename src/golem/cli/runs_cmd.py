@@ -18,7 +18,7 @@ from golem.cli.run_cmd import EXIT_CODES, run_with_progress
 from golem.cli.run_progress import print_report
 from golem.core.config import load_config
 from golem.core.errors import InvalidRequest
-from golem.sandbox import Engine
+from golem.sandbox import LocalEngine
 from golem.sandbox.records import process_alive
 from golem.service.store import SqlStore
 
@@ -119,7 +119,7 @@ def cancel_command(run_id: str = typer.Argument(...)) -> None:
 
 
 async def _prune() -> None:
-    async with Engine(load_config()) as engine:
+    async with LocalEngine(load_config()) as engine:
         await engine.prune()
 
 

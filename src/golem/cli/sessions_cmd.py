@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from golem.core.config import load_config
-from golem.sandbox import BoxInfo, Engine
+from golem.sandbox import BoxInfo, LocalEngine
 
 __all__ = ["prune_command", "sessions_app"]
 
@@ -36,7 +36,7 @@ def _table(boxes: list[BoxInfo]) -> Table:
 @sessions_app.command("ls")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List every box golem knows of, live or orphaned."""
-    boxes = Engine(load_config()).boxes()
+    boxes = asyncio.run(LocalEngine(load_config()).boxes())
     if json_output:
         typer.echo(json.dumps([b.model_dump(mode="json") for b in boxes], indent=2))
     elif boxes:
@@ -50,13 +50,13 @@ def remove_command(
     box_id: str = typer.Argument(..., help="The box id (see `sessions ls`)."),
 ) -> None:
     """Remove a box left behind by a process that is gone."""
-    asyncio.run(Engine(load_config()).remove_session(box_id))
+    asyncio.run(LocalEngine(load_config()).remove_session(box_id))
     typer.echo(f"removed {box_id}")
 
 
 def prune_command() -> None:
     """Remove every box whose owning process is gone, and report what was removed."""
-    removed = asyncio.run(Engine(load_config()).prune())
+    removed = asyncio.run(LocalEngine(load_config()).prune())
     for info in removed:
         typer.echo(f"removed {info.id} ({info.backend}, owner pid {info.owner_pid} gone)")
     typer.echo(f"pruned {len(removed)} box(es)")

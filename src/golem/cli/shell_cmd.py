@@ -17,8 +17,7 @@ import typer
 
 from golem.cli import options
 from golem.core.errors import InvalidRequest
-from golem.sandbox import Box, Engine, ExecRequest
-from golem.sandbox.box import Terminal
+from golem.sandbox import Box, Engine, ExecRequest, LocalEngine, Terminal
 
 __all__ = ["shell_command"]
 
@@ -59,7 +58,7 @@ def shell_command(
         allow_cidr=allow_cidr,
         allow_port=allow_port,
     )
-    raise typer.Exit(asyncio.run(_shell(Engine(flags.load()))))
+    raise typer.Exit(asyncio.run(_shell(LocalEngine(flags.load()))))
 
 
 async def _shell(engine: Engine) -> int:

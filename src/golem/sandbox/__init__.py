@@ -1,15 +1,28 @@
 """golem.sandbox: isolated boxes where every command of a run executes.
 
-async with Engine(config) as engine:
+async with LocalEngine(config) as engine:
     async with engine.session(engine.spec(memory="1g")) as box:
         result = await box.execute("pytest -q")
+
+Callers type against the protocols ``Engine``, ``Box``, ``Interaction`` and ``Terminal``
+(``golem.sandbox.contracts``); ``LocalEngine`` is this machine's implementation, and a golem
+server's (``golem.service.client.RemoteEngine``) satisfies the same protocols.
 """
 
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, ResourceUsage
 from golem.core.spec import BoxSpec
-from golem.sandbox.box import Box, Interaction, Terminal
-from golem.sandbox.contracts import Backend, StartedBox
-from golem.sandbox.engine import Engine
+from golem.sandbox.box import LocalBox, LocalInteraction, LocalTerminal, as_request
+from golem.sandbox.contracts import (
+    Backend,
+    Box,
+    Engine,
+    Interaction,
+    Request,
+    SpecLike,
+    StartedBox,
+    Terminal,
+)
+from golem.sandbox.engine import LocalEngine
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import (
     BackgroundProcess,
@@ -34,13 +47,20 @@ __all__ = [
     "ExecResult",
     "ExitEvent",
     "Interaction",
+    "LocalBox",
+    "LocalEngine",
+    "LocalInteraction",
+    "LocalTerminal",
     "OutputEvent",
     "ProcessOutput",
+    "Request",
     "ResourceUsage",
     "Runtime",
     "SecretMasker",
+    "SpecLike",
     "StartedBox",
     "SyncBox",
     "SyncEngine",
     "Terminal",
+    "as_request",
 ]

@@ -33,7 +33,7 @@ from golem.core.spec import BoxSpec, resolve_workdir
 from golem.sandbox.contracts import StartedBox
 from golem.sandbox.decoding import OutputDecoder, complete_utf8_end
 from golem.sandbox.files import BoxFiles, capped
-from golem.sandbox.interaction import Interaction
+from golem.sandbox.interaction import LocalInteraction
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.network import BoxNetwork
@@ -56,9 +56,9 @@ from golem.sandbox.supervisor.messages import (
     Waited,
 )
 from golem.sandbox.takeback import TakebackLimits
-from golem.sandbox.terminal import SPAWN_FAILED, Terminal
+from golem.sandbox.terminal import SPAWN_FAILED, LocalTerminal
 
-__all__ = ["Box", "Interaction", "Terminal", "as_request"]
+__all__ = ["LocalBox", "LocalInteraction", "LocalTerminal", "as_request"]
 
 R = TypeVar("R")
 HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
@@ -73,7 +73,7 @@ def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
     return ExecRequest(cmd=list(request))
 
 
-class Box(BoxFiles):
+class LocalBox(BoxFiles):
     """A running box. Get one from ``Engine.session`` or ``Engine.create_session``."""
 
     def __init__(
@@ -169,7 +169,7 @@ class Box(BoxFiles):
 
     def interact(
         self, request: ExecRequest | str | Sequence[str]
-    ) -> contextlib.AbstractAsyncContextManager[Interaction]:
+    ) -> contextlib.AbstractAsyncContextManager[LocalInteraction]:
         """A call whose stdin stays open: ``async with box.interact(req) as call:`` then
         ``call.write``, ``call.close_stdin``, ``call.signal`` while reading
         ``call.events()``. Leaving the block kills a call that has not ended."""
@@ -178,13 +178,13 @@ class Box(BoxFiles):
     @contextlib.asynccontextmanager
     async def _call(
         self, request: ExecRequest, phase: Phase, *, keep_stdin: bool
-    ) -> AsyncIterator[Interaction]:
+    ) -> AsyncIterator[LocalInteraction]:
         message, payload = await self._prepare(request, keep_stdin=keep_stdin)
         call_id = self._client.new_id()
         queue = self._client.open(call_id)
         unsubscribe = self._subscribe_network(queue)
         oom_before = self._started.oom_kills()
-        call = Interaction(
+        call = LocalInteraction(
             self._client, call_id, lambda: self._events(queue, request, phase, oom_before)
         )
         try:
@@ -389,14 +389,14 @@ class Box(BoxFiles):
 
     # Interactive -------------------------------------------------------------------------
 
-    async def open_pty(self, request: ExecRequest | str | Sequence[str]) -> Terminal:
+    async def open_pty(self, request: ExecRequest | str | Sequence[str]) -> LocalTerminal:
         """Start a call on a pseudo-terminal in the box, for an interactive shell."""
         message, payload = await self._prepare(as_request(request), pty=True)
         assert isinstance(message, Exec), "a tool request does not run on a pty"
         call_id = self._client.new_id()
         queue = self._client.open(call_id)
         await self._client.send(call_id, message.model_copy(update={"timeout": None}), payload)
-        return Terminal(self._client, call_id, queue, self._secrets)
+        return LocalTerminal(self._client, call_id, queue, self._secrets)
 
 
 def _expect(reply: object, kind: type[R]) -> R:

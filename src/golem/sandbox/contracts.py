@@ -1,4 +1,10 @@
-"""The contract between the engine and its backends (lifecycle only; execution is shared).
+"""The sandbox's contracts: what callers use of an engine and its boxes (``Engine``,
+``Box``, ``Interaction``, ``Terminal``), and what the engine asks of a backend.
+
+Two implementations satisfy the first four: this machine's (``LocalEngine``, ``LocalBox``)
+and a golem server's (``golem.service.client.RemoteEngine``, ``RemoteBox``); the agent,
+blueprint and service layers are typed against these protocols only, and the session
+parity tests run every scenario against both.
 
 A backend starts a box from a spec and hands back a byte pipe to the box's supervisor. It
 never runs commands itself: exec, streaming, files and limits are the supervisor's job.
@@ -7,15 +13,264 @@ never runs commands itself: exec, streaming, files and limits are the supervisor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import signal as signals
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from golem.core.config import GolemConfig
+from golem.core.events import EventSink, ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
+from golem.sandbox.models import BackgroundProcess, BoxInfo, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.records import BoxRecord
+from golem.sandbox.takeback import Landed, TakebackLimits
 
-__all__ = ["Backend", "Mount", "StartedBox"]
+__all__ = [
+    "Backend",
+    "Box",
+    "Engine",
+    "Interaction",
+    "Mount",
+    "Request",
+    "SpecLike",
+    "StartedBox",
+    "Terminal",
+]
+
+Request = ExecRequest | str | Sequence[str]
+"""A call: a request, a shell string or an argv list."""
+
+SpecLike = BoxSpec | Mapping[str, Any] | None
+"""A box spec, or the fields to set over the defaults."""
+
+
+class Interaction(Protocol):
+    """One running call whose stdin stays open (``Box.interact``)."""
+
+    @property
+    def finished(self) -> bool:
+        """True once the call's exit event was read."""
+        ...
+
+    def events(self) -> AsyncIterator[ExecEvent]:
+        """The call's events: output as it comes, then its exit."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Send bytes to the call's stdin."""
+        ...
+
+    async def close_stdin(self) -> None:
+        """End the call's stdin (EOF)."""
+        ...
+
+    async def signal(self, number: int = signals.SIGTERM) -> None:
+        """Send a signal to the call's process group."""
+        ...
+
+
+class Terminal(Protocol):
+    """An interactive call on a pty (``Box.open_pty``)."""
+
+    @property
+    def exit_code(self) -> int | None:
+        """The call's exit code once it has ended (-1: the box went away)."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Send keystrokes."""
+        ...
+
+    async def signal(self, number: int) -> None:
+        """Send a signal to the call's process group."""
+        ...
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Tell the pty its window size."""
+        ...
+
+    async def read(self) -> bytes | None:
+        """Next output bytes (secrets masked), or None once the call has ended."""
+        ...
+
+
+class Box(Protocol):
+    """A live session's box: calls, files, background processes, its egress log."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def spec(self) -> BoxSpec: ...
+
+    @property
+    def limits(self) -> TakebackLimits:
+        """What a takeback from this box may bring (from its spec)."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """True once the session has ended (removed, closed, or gone on the server)."""
+        ...
+
+    @property
+    def runtimes(self) -> dict[str, str]:
+        """Interpreters found in the box (name -> path)."""
+        ...
+
+    def mask(self, text: str) -> str:
+        """``text`` with this box's secrets replaced by ``***``."""
+        ...
+
+    async def execute(self, request: Request) -> ExecResult:
+        """Run a call to completion and return its result."""
+        ...
+
+    def stream(self, request: Request) -> AsyncIterator[ExecEvent]:
+        """Run a call and yield its output as it comes, then one exit event."""
+        ...
+
+    def interact(self, request: Request) -> AbstractAsyncContextManager[Interaction]:
+        """A call whose stdin stays open; leaving the block kills it if it runs on."""
+        ...
+
+    async def open_pty(self, request: Request) -> Terminal:
+        """Start a call on a pseudo-terminal (an interactive shell)."""
+        ...
+
+    async def network_log(self) -> list[NetworkEvent]:
+        """Every decision of this session's egress proxy so far."""
+        ...
+
+    async def put_file(
+        self, path: str, source: bytes | str | Path | AsyncIterable[bytes], mode: int = 0o644
+    ) -> None:
+        """Write ``source`` (bytes, text, a host file or an async byte stream) to ``path``."""
+        ...
+
+    async def get_file(self, path: str) -> bytes:
+        """The content of a file in the box (at most the spec's ``max_file_bytes``)."""
+        ...
+
+    async def get_file_to(self, path: str, destination: Path) -> int:
+        """Copy a file out of the box to a host path, streamed; returns its size."""
+        ...
+
+    def stream_file(self, path: str) -> AsyncIterator[bytes]:
+        """A file's content in chunks as it arrives (at most ``max_file_bytes``)."""
+        ...
+
+    async def put_dir(
+        self, source: Path, path: str, *, leave_out: Callable[[str], bool] | None = None
+    ) -> None:
+        """Copy a host directory's content into ``path``, but the entries ``leave_out``
+        names (relative paths)."""
+        ...
+
+    async def put_archive(self, path: str, chunks: AsyncIterable[bytes]) -> None:
+        """Unpack a tar stream into the directory ``path`` of the box."""
+        ...
+
+    def stream_archive(
+        self, path: str, *, paths: list[str] | None = None, skip_git: Collection[str] = ()
+    ) -> AsyncIterator[bytes]:
+        """A directory as a tar stream (only ``paths`` of it, when given; the ``.git`` of
+        each directory in ``skip_git`` left out). Untrusted: land it with takeback."""
+        ...
+
+    async def get_dir(self, path: str, destination: Path) -> Landed:
+        """Copy a directory of the box into ``destination``, by the takeback's rules."""
+        ...
+
+    async def start(self, request: Request) -> BackgroundProcess:
+        """Start a process that runs on in the background."""
+        ...
+
+    async def processes(self) -> list[BackgroundProcess]:
+        """Background processes of this box, running or finished."""
+        ...
+
+    async def read_output(self, process_id: str, offset: int = 0) -> ProcessOutput:
+        """A background process's output from ``offset`` on (secrets masked)."""
+        ...
+
+    async def signal(self, process_id: str, signal: int = signals.SIGTERM) -> None:
+        """Send a signal to a background process and its process group."""
+        ...
+
+    async def wait(self, process_id: str, timeout: float | None = None) -> int | None:
+        """Wait for a background process to end; its exit code, or None on timeout."""
+        ...
+
+    async def forget(self, process_id: str) -> None:
+        """Kill a background process if it runs and drop its output."""
+        ...
+
+
+class Engine(Protocol):
+    """Makes and ends sessions, runs one-off calls, lists and prunes boxes.
+
+    Use as ``async with engine:``; ``async with engine.session(spec) as box:``."""
+
+    @property
+    def config(self) -> GolemConfig:
+        """The configuration this side was made with (a remote engine's server has its own)."""
+        ...
+
+    async def __aenter__(self) -> Engine: ...
+
+    async def __aexit__(self, *_exc: object) -> None: ...
+
+    def spec(self, spec: SpecLike = None, **overrides: Any) -> BoxSpec:
+        """A BoxSpec of ``spec`` with ``overrides`` applied (the defaults: this engine's)."""
+        ...
+
+    async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
+        """Get ready for a long life (reaping, a warm pool where the engine keeps one)."""
+        ...
+
+    async def create_session(
+        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
+    ) -> Box:
+        """A box that stays until ``remove_session``; ``on_event`` gets the setup script's
+        events as they come."""
+        ...
+
+    def session(
+        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
+    ) -> AbstractAsyncContextManager[Box]:
+        """``async with engine.session(spec) as box:`` one box for many calls."""
+        ...
+
+    async def get_session(self, box_id: str) -> Box:
+        """A new handle on a live session (SessionNotFound when there is none)."""
+        ...
+
+    async def remove_session(self, box_id: str) -> None:
+        """End a session; its handles are ``closed`` from then on."""
+        ...
+
+    async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
+        """Run one call in a box of its own."""
+        ...
+
+    def stream(self, request: Request, spec: SpecLike = None) -> AsyncIterator[ExecEvent]:
+        """Run one call in a box of its own: setup events, then the call's events."""
+        ...
+
+    async def boxes(self) -> list[BoxInfo]:
+        """The boxes this engine can see."""
+        ...
+
+    async def prune(self) -> list[BoxInfo]:
+        """Remove boxes whose owner is gone; returns what was removed."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the engine holds."""
+        ...
 
 
 @dataclass(frozen=True)

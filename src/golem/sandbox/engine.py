@@ -19,7 +19,7 @@ from golem.core.events import EventSink, ExecEvent, ExitEvent, OutputEvent
 from golem.core.ids import new_id
 from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
-from golem.sandbox.box import Box, as_request
+from golem.sandbox.box import LocalBox, as_request
 from golem.sandbox.contracts import Backend, StartedBox
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.network import BOX_SOCKET, EgressService
@@ -28,7 +28,7 @@ from golem.sandbox.records import BoxRecord, BoxRegistry
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
 from golem.sandbox.supervisor.messages import Bridge, Configure
 
-__all__ = ["Engine"]
+__all__ = ["LocalEngine"]
 
 START_TIMEOUT = 30.0
 REAP_INTERVAL = 30.0
@@ -36,8 +36,9 @@ BOX_HOME = "/tmp/home"
 SETUP_OUTPUT_TAIL = 2000
 
 
-class Engine:
-    """The sandbox engine. Use as ``async with Engine(config) as engine:``.
+class LocalEngine:
+    """This machine's sandbox engine (an ``Engine``). Use as
+    ``async with LocalEngine(config) as engine:``.
 
     ``session`` keeps one box for many calls; ``execute`` and ``stream`` run one call in
     a box of its own (a new one, or a pooled one wiped since its last session). Boxes left
@@ -49,12 +50,12 @@ class Engine:
         self.backend = backend or make_backend(self.config.engine.backend)
         self.registry = BoxRegistry(self.config.state_dir)
         self.pool = WarmPool(self.config.engine.pool)
-        self._boxes: dict[str, tuple[Box, LiveBox]] = {}
+        self._boxes: dict[str, tuple[LocalBox, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._backend_checked = False
         self._egress: EgressService | None = None
 
-    async def __aenter__(self) -> Engine:
+    async def __aenter__(self) -> LocalEngine:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
@@ -112,7 +113,7 @@ class Engine:
         spec: BoxSpec | Mapping[str, Any] | None = None,
         *,
         on_event: EventSink[ExecEvent] | None = None,
-    ) -> Box:
+    ) -> LocalBox:
         """A box that stays until ``remove_session`` (or ``close``): from the pool or new."""
         spec = self.spec(spec)
         self._check_backend()
@@ -120,7 +121,7 @@ class Engine:
         env = self._box_env(spec)
         if live.network is not None:
             env.update(live.network.configure(spec.egress))
-        box = Box(
+        box = LocalBox(
             live.record.id,
             spec,
             SessionClient(live.client, live.record.id),
@@ -196,7 +197,7 @@ class Engine:
         return {"HOME": BOX_HOME, **spec.env, **spec.secret_values()}
 
     async def _run_setup(
-        self, box: Box, script: str, on_event: EventSink[ExecEvent] | None
+        self, box: LocalBox, script: str, on_event: EventSink[ExecEvent] | None
     ) -> None:
         tail = ""
         exit_event: ExitEvent | None = None
@@ -217,7 +218,7 @@ class Engine:
                 output=tail,
             )
 
-    def get_session(self, box_id: str) -> Box:
+    async def get_session(self, box_id: str) -> LocalBox:
         """A new handle on a live session of this engine (reconnecting to it)."""
         entry = self._boxes.get(box_id)
         if entry is None:
@@ -225,7 +226,7 @@ class Engine:
                 f"no live session {box_id!r} in this engine; see `golem sessions ls`"
             )
         box, live = entry
-        return Box(box.id, box.spec, box._client, live.started)
+        return LocalBox(box.id, box.spec, box._client, live.started)
 
     async def remove_session(self, box_id: str) -> None:
         """End a session: its box is wiped back into the pool, or stopped. Also removes an
@@ -252,7 +253,7 @@ class Engine:
         spec: BoxSpec | Mapping[str, Any] | None = None,
         *,
         on_event: EventSink[ExecEvent] | None = None,
-    ) -> AsyncIterator[Box]:
+    ) -> AsyncIterator[LocalBox]:
         """``async with engine.session(spec) as box:`` one box for many calls."""
         box = await self.create_session(spec, on_event=on_event)
         try:
@@ -290,7 +291,7 @@ class Engine:
         finally:
             await self.remove_session(box.id)
 
-    def boxes(self) -> list[BoxInfo]:
+    async def boxes(self) -> list[BoxInfo]:
         """Every box recorded in the state directory, this engine's and others'."""
         return [
             BoxInfo(
@@ -308,7 +309,7 @@ class Engine:
     async def prune(self) -> list[BoxInfo]:
         """Remove every box whose owner process is gone; returns what was removed."""
         removed = []
-        for info in self.boxes():
+        for info in await self.boxes():
             if info.owner_alive or info.id in self._boxes or info.id in self.pool.ids():
                 continue
             record = self.registry.load(info.id)

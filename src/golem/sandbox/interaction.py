@@ -10,12 +10,12 @@ from golem.core.events import ExecEvent, ExitEvent
 from golem.sandbox.supervisor import SessionClient
 from golem.sandbox.supervisor.messages import Signal, Stdin, StdinClose
 
-__all__ = ["STDIN_CHUNK", "Interaction"]
+__all__ = ["STDIN_CHUNK", "LocalInteraction"]
 
 STDIN_CHUNK = 64 * 1024
 
 
-class Interaction:
+class LocalInteraction:
     """One running call: read its events; write its stdin, close it, signal it."""
 
     def __init__(

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 from golem.core.config import GolemConfig
 from golem.core.spec import BoxSpec
-from golem.sandbox.box import Box
-from golem.sandbox.engine import Engine
+from golem.sandbox.contracts import Box
+from golem.sandbox.engine import LocalEngine
 from golem.sandbox.models import ExecRequest, ExecResult
 
 __all__ = ["SyncBox", "SyncEngine"]
@@ -104,5 +104,5 @@ class SyncEngine:
         self._runner.stop()
 
 
-async def _make_engine(config: GolemConfig | None) -> Engine:
-    return Engine(config)
+async def _make_engine(config: GolemConfig | None) -> LocalEngine:
+    return LocalEngine(config)

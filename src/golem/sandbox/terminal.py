@@ -9,12 +9,12 @@ from golem.sandbox.masking import SecretMasker
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.messages import Error, Exit, Out, Resize, Signal, Stdin
 
-__all__ = ["SPAWN_FAILED", "Terminal"]
+__all__ = ["SPAWN_FAILED", "LocalTerminal"]
 
 SPAWN_FAILED = 127
 
 
-class Terminal:
+class LocalTerminal:
     """An interactive call on a pty: write keystrokes, read the screen's bytes, resize."""
 
     def __init__(

@@ -1,6 +1,6 @@
-"""RemoteEngine: the Engine's interface, served by a golem server over HTTP.
+"""RemoteEngine: a golem server's engine, a ``golem.sandbox.Engine``.
 
-    engine = make_engine(config)        # Engine, or RemoteEngine when [remote] url is set
+    engine = make_engine(config)        # LocalEngine, or RemoteEngine when [remote] url is set
     async with engine, engine.session(engine.spec(memory="1g")) as box:
         result = await box.execute("pytest -q")
 
@@ -10,6 +10,8 @@ Errors the server answers come back as the same GolemError classes (by the probl
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -21,15 +23,35 @@ from pydantic import TypeAdapter
 from golem.core import errors as golem_errors
 from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, GolemError, RemoteError
-from golem.core.events import ExecEvent
+from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
-from golem.sandbox import BoxInfo, Engine, ExecRequest, ExecResult
-from golem.sandbox.box import as_request
+from golem.sandbox import (
+    BoxInfo,
+    Engine,
+    ExecResult,
+    LocalEngine,
+    Request,
+    SpecLike,
+    as_request,
+)
+from golem.service.channel import ProblemFrame
 from golem.service.remote_box import RemoteBox
 
-__all__ = ["RemoteEngine", "make_engine", "spec_payload"]
+__all__ = ["RemoteEngine", "error_of", "make_engine", "spec_payload"]
 
 _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
+
+
+def error_of(problem: ProblemFrame) -> GolemError:
+    """The GolemError a problem was on the server (by its ``kind``), else a RemoteError."""
+    kind = getattr(golem_errors, problem.kind or "", None)
+    if isinstance(kind, type) and issubclass(kind, GolemError) and kind is not GolemError:
+        try:
+            error: GolemError = kind(problem.detail)
+        except TypeError:
+            return RemoteError(problem.status, problem.detail)
+        return error
+    return RemoteError(problem.status, f"the server answered {problem.status}: {problem.detail}")
 
 
 def raise_for_problem(response: httpx.Response) -> None:
@@ -41,14 +63,10 @@ def raise_for_problem(response: httpx.Response) -> None:
     except ValueError:
         body = {}
     detail = str(body.get("detail") or response.text or response.reason_phrase)
-    kind = getattr(golem_errors, str(body.get("kind", "")), None)
-    if isinstance(kind, type) and issubclass(kind, GolemError) and kind is not GolemError:
-        try:
-            error = kind(detail)
-        except TypeError:
-            error = RemoteError(response.status_code, detail)
-        raise error
-    raise RemoteError(response.status_code, f"the server answered {response.status_code}: {detail}")
+    kind = body.get("kind")
+    raise error_of(
+        ProblemFrame(status=response.status_code, kind=str(kind) if kind else None, detail=detail)
+    )
 
 
 def spec_payload(spec: BoxSpec | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -65,7 +83,7 @@ def spec_payload(spec: BoxSpec | Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 class RemoteEngine:
-    """An Engine whose boxes run on a golem server."""
+    """A golem server's engine: its sessions are the server's, for this key's tenant."""
 
     def __init__(
         self,
@@ -79,18 +97,21 @@ class RemoteEngine:
         self.config = config or load_config()
         self.url = url.rstrip("/")
         self._key = key
-        headers = {"Authorization": f"Bearer {key}"}
         self._http = httpx.AsyncClient(
-            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=timeout,
+            transport=transport,
         )
-        # Engine.get_session and Engine.boxes are synchronous: two quick GETs, blocking.
-        self._sync = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self._handles: dict[str, list[RemoteBox]] = {}  # to close when the session ends
 
     async def __aenter__(self) -> RemoteEngine:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
+
+    error_of = staticmethod(error_of)
 
     async def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One API request; a problem answer raises."""
@@ -113,14 +134,17 @@ class RemoteEngine:
         except httpx.HTTPError as exc:
             raise RemoteError(503, f"cannot reach the golem server at {self.url}: {exc}") from exc
 
-    async def sse(self, path: str, body: Any) -> AsyncIterator[ExecEvent]:
-        """POST ``body``, then the server-sent events that answer it."""
-        async with aconnect_sse(self._http, "POST", path, json=body) as source:
-            if not source.response.is_success:
-                await source.response.aread()
-                raise_for_problem(source.response)
-            async for message in source.aiter_sse():
-                yield _EVENT.validate_json(message.data)
+    async def sse(self, path: str, body: Any) -> AsyncIterator[tuple[str, str]]:
+        """POST ``body``, then the server-sent events that answer it (name, data)."""
+        try:
+            async with aconnect_sse(self._http, "POST", path, json=body) as source:
+                if not source.response.is_success:
+                    await source.response.aread()
+                    raise_for_problem(source.response)
+                async for message in source.aiter_sse():
+                    yield message.event, message.data
+        except httpx.HTTPError as exc:
+            raise RemoteError(503, f"cannot reach the golem server at {self.url}: {exc}") from exc
 
     def websocket_url(self, path: str) -> str:
         """The ws:// (or wss://) URL of an API path."""
@@ -131,7 +155,7 @@ class RemoteEngine:
         """The API key (for the WebSocket handshake)."""
         return self._key
 
-    def spec(self, spec: BoxSpec | Mapping[str, Any] | None = None, **overrides: Any) -> BoxSpec:
+    def spec(self, spec: SpecLike = None, **overrides: Any) -> BoxSpec:
         """A BoxSpec of the fields given; the server applies its own defaults to the rest."""
         given = spec_payload(spec)
         given.update(overrides)
@@ -141,58 +165,68 @@ class RemoteEngine:
         """Nothing to do: the server keeps its own warm pool."""
 
     async def create_session(
-        self, spec: BoxSpec | Mapping[str, Any] | None = None, *, on_event: object = None
+        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
     ) -> RemoteBox:
-        """A session on the server."""
-        info = (
-            await self.request("POST", "/v1/sessions", json={"spec": spec_payload(spec)})
-        ).json()
-        return RemoteBox(self, info, secrets=_secrets(spec))
+        """A session on the server; ``on_event`` gets its setup script's events as they come
+        (``POST /v1/sessions/stream``)."""
+        body = {"spec": spec_payload(spec)}
+        if on_event is None:
+            info = (await self.request("POST", "/v1/sessions", json=body)).json()
+        else:
+            info = await self._opened(body, on_event)
+        return self._handle(info, _secrets(spec))
 
-    def _get(self, path: str) -> Any:
-        try:
-            response = self._sync.get(path)
-        except httpx.HTTPError as exc:
-            raise RemoteError(503, f"cannot reach the golem server at {self.url}: {exc}") from exc
-        raise_for_problem(response)
-        return response.json()
+    async def _opened(self, body: dict[str, Any], on_event: EventSink[ExecEvent]) -> Any:
+        async for name, data in self.sse("/v1/sessions/stream", body):
+            if name == "session":
+                return json.loads(data)
+            if name == "problem":
+                raise error_of(ProblemFrame.model_validate_json(data))
+            on_event(_EVENT.validate_json(data))
+        raise RemoteError(502, "the server ended the session's setup stream without a session")
 
-    def get_session(self, box_id: str) -> RemoteBox:
+    def _handle(self, info: dict[str, Any], secrets: list[str]) -> RemoteBox:
+        box = RemoteBox(self, info, secrets=secrets)
+        self._handles.setdefault(box.id, []).append(box)
+        return box
+
+    async def get_session(self, box_id: str) -> RemoteBox:
         """A handle on an existing session of this key's tenant."""
-        return RemoteBox(self, self._get(f"/v1/sessions/{box_id}"))
+        return self._handle((await self.request("GET", f"/v1/sessions/{box_id}")).json(), [])
 
     async def remove_session(self, box_id: str) -> None:
-        """End a session."""
-        await self.request("DELETE", f"/v1/sessions/{box_id}")
+        """End a session; its handles here are closed."""
+        try:
+            await self.request("DELETE", f"/v1/sessions/{box_id}")
+        finally:
+            for box in self._handles.pop(box_id, []):
+                await box.end()
 
-    def session(
-        self, spec: BoxSpec | Mapping[str, Any] | None = None, *, on_event: object = None
-    ) -> _Session:
+    @contextlib.asynccontextmanager
+    async def session(
+        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
+    ) -> AsyncIterator[RemoteBox]:
         """``async with engine.session(spec) as box:`` one remote box for many calls."""
-        return _Session(self, spec)
+        box = await self.create_session(spec, on_event=on_event)
+        try:
+            yield box
+        finally:
+            await self.remove_session(box.id)
 
-    async def execute(
-        self,
-        request: ExecRequest | str | Sequence[str],
-        spec: BoxSpec | Mapping[str, Any] | None = None,
-    ) -> ExecResult:
+    async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
         """One call in a box of its own on the server."""
         body = {"request": _request_json(request), "spec": spec_payload(spec)}
         return ExecResult.model_validate((await self.request("POST", "/v1/exec", json=body)).json())
 
-    async def stream(
-        self,
-        request: ExecRequest | str | Sequence[str],
-        spec: BoxSpec | Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[ExecEvent]:
+    async def stream(self, request: Request, spec: SpecLike = None) -> AsyncIterator[ExecEvent]:
         """One call in a box of its own on the server, its events as they come."""
         body = {"request": _request_json(request), "spec": spec_payload(spec)}
-        async for event in self.sse("/v1/exec/stream", body):
-            yield event
+        async for _name, data in self.sse("/v1/exec/stream", body):
+            yield _EVENT.validate_json(data)
 
-    def boxes(self) -> list[BoxInfo]:
+    async def boxes(self) -> list[BoxInfo]:
         """This tenant's sessions on the server."""
-        sessions = self._get("/v1/sessions")
+        sessions = (await self.request("GET", "/v1/sessions")).json()
         return [
             BoxInfo(id=s["id"], backend="remote", owner_pid=0, owner_alive=True,
                     created=s["created"], image=s["spec"].get("image"),
@@ -206,30 +240,18 @@ class RemoteEngine:
 
     async def close(self) -> None:
         """Close the connections (the server's sessions stay until deleted)."""
+        for boxes in self._handles.values():
+            for box in boxes:
+                await box.disconnect()
+        self._handles.clear()
         await self._http.aclose()
-        self._sync.close()
 
 
-class _Session:
-    def __init__(self, engine: RemoteEngine, spec: BoxSpec | Mapping[str, Any] | None) -> None:
-        self._engine = engine
-        self._spec = spec
-        self._box: RemoteBox | None = None
-
-    async def __aenter__(self) -> RemoteBox:
-        self._box = await self._engine.create_session(self._spec)
-        return self._box
-
-    async def __aexit__(self, *_exc: object) -> None:
-        if self._box is not None:
-            await self._engine.remove_session(self._box.id)
-
-
-def _request_json(request: ExecRequest | str | Sequence[str]) -> Any:
+def _request_json(request: Request) -> Any:
     return as_request(request).model_dump(mode="json", exclude_defaults=True)
 
 
-def _secrets(spec: BoxSpec | Mapping[str, Any] | None) -> list[str]:
+def _secrets(spec: SpecLike) -> list[str]:
     if isinstance(spec, BoxSpec):
         return list(spec.secret_values().values())
     if isinstance(spec, Mapping):
@@ -237,13 +259,13 @@ def _secrets(spec: BoxSpec | Mapping[str, Any] | None) -> list[str]:
     return []
 
 
-def make_engine(config: GolemConfig | None = None) -> Engine | RemoteEngine:
+def make_engine(config: GolemConfig | None = None) -> Engine:
     """The engine the configuration names: a server's when ``[remote] url`` is set (its key
     from ``[remote] key_env``), else this machine's."""
     settings = config or load_config()
     remote = settings.remote
     if remote.url is None:
-        return Engine(settings)
+        return LocalEngine(settings)
     key = os.environ.get(remote.key_env)
     if not key:
         raise ConfigError(

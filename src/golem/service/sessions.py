@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from golem.core.config import GolemConfig
-from golem.core.errors import ConfigError, GolemError, Problem
+from golem.core.errors import ConfigError, GolemError, Problem, SessionNotFound
+from golem.core.events import EventSink, ExecEvent
 from golem.sandbox import Box, Engine
 from golem.service.keys import Principal
 from golem.service.policy import check_spec
@@ -45,9 +46,16 @@ class SessionRegistry:
         starting = self._starting.get(tenant, 0) if tenant else sum(self._starting.values())
         return held + starting
 
-    async def open(self, principal: Principal, asked: dict[str, Any]) -> HeldSession:
+    async def open(
+        self,
+        principal: Principal,
+        asked: dict[str, Any],
+        *,
+        on_event: EventSink[ExecEvent] | None = None,
+    ) -> HeldSession:
         """A new session with the box ``asked`` for, if the key's policy allows it and the
-        server has room (or, when overflow is ``queue``, once it has)."""
+        server has room (or, when overflow is ``queue``, once it has); ``on_event`` gets
+        its setup script's events."""
         server = self._config.server
         policy = server.policies[principal.role]
         try:
@@ -71,7 +79,9 @@ class SessionRegistry:
         self._starting[tenant] = self._starting.get(tenant, 0) + 1
         try:
             labels = {**spec.labels, "golem.tenant": tenant}
-            box = await self._engine.create_session(spec.model_copy(update={"labels": labels}))
+            box = await self._engine.create_session(
+                spec.model_copy(update={"labels": labels}), on_event=on_event
+            )
             held = HeldSession(box=box, tenant=tenant)
             self._held[box.id] = held
         finally:
@@ -97,10 +107,10 @@ class SessionRegistry:
             await self._freed.wait_for(lambda: self._count() < capacity)
 
     def get(self, principal: Principal, session_id: str) -> HeldSession:
-        """A session of the principal's tenant; 404 for any other."""
+        """A session of the principal's tenant; SessionNotFound (404) for any other."""
         held = self._held.get(session_id)
         if held is None or held.tenant != principal.tenant or held.box.closed:
-            raise Problem(404, f"no session {session_id!r}")
+            raise SessionNotFound(f"no session {session_id!r}; see GET /v1/sessions")
         return held
 
     def list(self, principal: Principal) -> list[HeldSession]:

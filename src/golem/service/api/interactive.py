@@ -20,35 +20,27 @@ import binascii
 import codecs
 import contextlib
 import signal
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    ValidationError,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
-from golem.core.errors import BadMessage, GolemError, Problem
-from golem.core.sizes import format_size
+from golem.core.errors import BadMessage, GolemError
 from golem.sandbox import ExecRequest, Interaction, Terminal
-from golem.service.api.deps import principal_from_headers
+from golem.service.api.sockets import (
+    MessageLimit,
+    close_with,
+    open_session_socket,
+    receive,
+    send,
+)
 from golem.service.policy import check_call
-from golem.service.problems import problem
 from golem.service.state import ServerState
 
 __all__ = ["CallMessage", "OpenCall", "router"]
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
-BAD_REQUEST = 4400
-TOO_LARGE = 4413
-CLOSE_REASON = 120  # a close frame's reason holds at most 123 bytes
-Message = TypeVar("Message", bound=BaseModel)
 
 
 class OpenCall(BaseModel):
@@ -94,54 +86,18 @@ class CallMessage(BaseModel):
             raise ValueError("stdin is not base64 (A-Z, a-z, 0-9, +, / and = padding)") from None
 
 
-@dataclass(frozen=True)
-class _Limit:
-    size: int
-    option: str
-
-
-async def _receive(websocket: WebSocket, model: type[Message], limit: _Limit) -> Message:
-    """The client's next message as ``model``; BadMessage when it is not one."""
-    message = await websocket.receive()
-    if message["type"] == "websocket.disconnect":
-        raise WebSocketDisconnect(message.get("code", 1000))
-    data: str | bytes = message.get("text") or message.get("bytes") or b""
-    size = len(data.encode() if isinstance(data, str) else data)
-    if size > limit.size:
-        raise BadMessage(
-            TOO_LARGE,
-            f"a message of {format_size(size)} is over {format_size(limit.size)} ({limit.option})",
-        )
-    try:
-        return model.model_validate_json(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'message'}: {error['msg']}"
-            for error in exc.errors()
-        )
-        raise BadMessage(BAD_REQUEST, f"not a valid {model.__name__}: {problems}") from None
-
-
 @router.websocket("/sessions/{session_id}/exec/ws")
 async def interactive(websocket: WebSocket, session_id: str) -> None:
     """An interactive call in a session."""
     state: ServerState = websocket.app.state.golem
-    principal = await principal_from_headers(state, websocket.headers)
-    if principal is None:
-        await _deny(
-            websocket, 401, "an API key is needed (Authorization: Bearer), or it is not valid"
-        )
+    opened_socket = await open_session_socket(websocket, state, session_id)
+    if opened_socket is None:
         return
-    try:
-        box = state.sessions.get(principal, session_id).box
-    except Problem as missing:
-        await _deny(websocket, 404, missing.message)
-        return
-    await websocket.accept()
+    principal, box = opened_socket
     policy = state.config.server.policies[principal.role]
-    limit = _Limit(policy.max_body_bytes, f"server.policies.{principal.role}.max_body_bytes")
+    limit = MessageLimit.of(principal, policy)
     try:
-        opened = await _receive(websocket, OpenCall, limit)
+        opened = await receive(websocket, OpenCall, limit)
         check_call(opened.request, policy, principal.role)
         if opened.pty:
             terminal = await box.open_pty(opened.request)
@@ -153,39 +109,16 @@ async def interactive(websocket: WebSocket, session_id: str) -> None:
     except WebSocketDisconnect:
         return
     except BadMessage as bad:
-        await _close(websocket, bad.code, str(bad), "BadMessage")
+        await close_with(websocket, bad.code, str(bad), "BadMessage")
         return
     except GolemError as exc:
-        await _send(websocket, {"type": "error", "message": exc.message, "kind": "error"})
+        await send(websocket, {"type": "error", "message": exc.message, "kind": "error"})
     with contextlib.suppress(RuntimeError):
         await websocket.close()
 
 
-async def _deny(websocket: WebSocket, status: int, message: str) -> None:
-    """Refuse the handshake with an HTTP answer (a problem), where the server can send
-    one; else close with 4000 + status."""
-    if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        titles = {401: "Unauthorized", 404: "Not Found"}
-        await websocket.send_denial_response(problem(status, titles[status], message))
-    else:
-        await websocket.close(4000 + status, message[:CLOSE_REASON])
-
-
-async def _send(websocket: WebSocket, frame: dict[str, Any]) -> None:
-    with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-        await websocket.send_json(frame)
-
-
-async def _close(websocket: WebSocket, code: int, message: str, kind: str) -> None:
-    """An error frame with the whole reason, then a close with ``code`` and its start."""
-    await _send(websocket, {"type": "error", "message": message, "kind": kind})
-    reason = message.encode()[:CLOSE_REASON].decode(errors="ignore")
-    with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-        await websocket.close(code, reason)
-
-
-async def _pipes(websocket: WebSocket, call: Interaction, limit: _Limit) -> None:
-    listener = asyncio.ensure_future(_listen(websocket, call, limit))
+async def _pipes(websocket: WebSocket, call: Interaction, limit: MessageLimit) -> None:
+    listener = asyncio.ensure_future(_listen(websocket, _to_call(call), call.signal, limit))
     try:
         async for event in call.events():
             _raise_if_failed(listener)
@@ -194,8 +127,10 @@ async def _pipes(websocket: WebSocket, call: Interaction, limit: _Limit) -> None
         await _stop(listener)
 
 
-async def _pty(websocket: WebSocket, terminal: Terminal, limit: _Limit) -> None:
-    listener = asyncio.ensure_future(_listen(websocket, terminal, limit))
+async def _pty(websocket: WebSocket, terminal: Terminal, limit: MessageLimit) -> None:
+    listener = asyncio.ensure_future(
+        _listen(websocket, _to_terminal(terminal), terminal.signal, limit)
+    )
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
         while (data := await terminal.read()) is not None:
@@ -223,26 +158,51 @@ async def _stop(listener: asyncio.Task[None]) -> None:
         await listener
 
 
-async def _listen(websocket: WebSocket, call: Interaction | Terminal, limit: _Limit) -> None:
+Apply = Callable[[CallMessage], Awaitable[None]]
+
+
+async def _listen(
+    websocket: WebSocket,
+    apply: Apply,
+    send_signal: Callable[[int], Awaitable[None]],
+    limit: MessageLimit,
+) -> None:
     """Apply the client's messages to the running call until it leaves or misbehaves;
     then kill the call, so that its events end and the error is raised there."""
     try:
         while True:
-            message = await _receive(websocket, CallMessage, limit)
+            message = await receive(websocket, CallMessage, limit)
             with contextlib.suppress(GolemError, OSError):  # the call may have just ended
-                await _apply(message, call)
+                await apply(message)
     except (BadMessage, WebSocketDisconnect):
         with contextlib.suppress(GolemError, OSError):
-            await call.signal(signal.SIGKILL)
+            await send_signal(signal.SIGKILL)
         raise
 
 
-async def _apply(message: CallMessage, call: Interaction | Terminal) -> None:
-    if message.stdin is not None:
-        await call.write(message.stdin)
-    if message.stdin_close and isinstance(call, Interaction):
-        await call.close_stdin()
-    if message.signal is not None:
-        await call.signal(message.signal)
-    if message.resize is not None and isinstance(call, Terminal):
-        await call.resize(message.resize.rows, message.resize.cols)
+def _to_call(call: Interaction) -> Apply:
+    """A message's stdin, its end and its signal, for a call on pipes."""
+
+    async def apply(message: CallMessage) -> None:
+        if message.stdin is not None:
+            await call.write(message.stdin)
+        if message.stdin_close:
+            await call.close_stdin()
+        if message.signal is not None:
+            await call.signal(message.signal)
+
+    return apply
+
+
+def _to_terminal(terminal: Terminal) -> Apply:
+    """A message's stdin, its signal and its resize, for a call on a pty."""
+
+    async def apply(message: CallMessage) -> None:
+        if message.stdin is not None:
+            await terminal.write(message.stdin)
+        if message.signal is not None:
+            await terminal.signal(message.signal)
+        if message.resize is not None:
+            await terminal.resize(message.resize.rows, message.resize.cols)
+
+    return apply

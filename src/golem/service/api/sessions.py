@@ -3,6 +3,8 @@ WebSocket with stdin and signals), files, background processes, one-shot calls."
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal as signals
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, cast
@@ -12,12 +14,16 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from sse_starlette import EventSourceResponse
 
+from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
 from golem.service.api.deps import Caller, State
+from golem.service.keys import Principal
 from golem.service.policy import check_call
+from golem.service.problems import ProblemDetails
 from golem.service.sessions import HeldSession
+from golem.service.state import ServerState
 
 __all__ = ["ExecOnce", "SessionCreate", "SessionInfo", "router"]
 
@@ -114,6 +120,52 @@ def _sse(events: AsyncIterator[ExecEvent]) -> EventSourceResponse:
 async def create_session(body: SessionCreate, principal: Caller, state: State) -> SessionInfo:
     """Start a session: a box for many calls, until it is deleted."""
     return SessionInfo.of(await state.sessions.open(principal, asked(body.spec)))
+
+
+@router.post(
+    "/sessions/stream",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def create_session_streamed(
+    body: SessionCreate, principal: Caller, state: State
+) -> EventSourceResponse:
+    """Start a session, its setup script's events as server-sent events as they come;
+    then ``event: session`` with its info, or ``event: problem`` with why it failed (a
+    problem's details: status, kind, detail)."""
+    return EventSourceResponse(_opening(state, principal, asked(body.spec)))
+
+
+async def _opening(
+    state: ServerState, principal: Principal, spec: dict[str, Any]
+) -> AsyncIterator[dict[str, str]]:
+    events: asyncio.Queue[ExecEvent | None] = asyncio.Queue()
+    opening = asyncio.ensure_future(
+        state.sessions.open(principal, spec, on_event=events.put_nowait)
+    )
+    opening.add_done_callback(lambda _: events.put_nowait(None))
+    delivered = False
+    try:
+        while (event := await events.get()) is not None:
+            yield {"event": event.type, "data": event.model_dump_json()}
+        try:
+            held = opening.result()
+        except GolemError as exc:
+            problem = ProblemDetails(
+                title=type(exc).__name__, status=exc.http_status, detail=exc.message,
+                kind=type(exc).__name__,
+            )  # fmt: skip
+            yield {"event": "problem", "data": problem.model_dump_json()}
+            return
+        yield {"event": "session", "data": SessionInfo.of(held).model_dump_json()}
+        delivered = True
+    finally:
+        if not opening.done():  # the client left during the setup
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, GolemError):
+                await opening
+        elif not delivered and not opening.cancelled() and opening.exception() is None:
+            await state.sessions.close(principal, opening.result().box.id)
 
 
 @router.get("/sessions")
@@ -223,10 +275,17 @@ async def put_archive(
     responses={200: {"content": {"application/x-tar": {}}}},
 )
 async def get_archive(
-    session_id: str, principal: Caller, state: State, path: Annotated[str, Query(min_length=1)]
+    session_id: str,
+    principal: Caller,
+    state: State,
+    path: Annotated[str, Query(min_length=1)],
+    paths: Annotated[list[str] | None, Query()] = None,
+    skip_git: Annotated[list[str] | None, Query()] = None,
 ) -> StreamingResponse:
-    """A directory of the box as a tar stream."""
-    chunks = _box(state, principal, session_id).stream_archive(path)
+    """A directory of the box as a tar stream: only ``paths`` of it (relative), when
+    given; the ``.git`` of each directory in ``skip_git`` ("" for ``path``) left out."""
+    box = _box(state, principal, session_id)
+    chunks = box.stream_archive(path, paths=paths, skip_git=skip_git or ())
     return await _streamed(chunks, "application/x-tar")
 
 

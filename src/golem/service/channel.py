@@ -1,0 +1,181 @@
+"""A session's call channel: ``execute`` and ``stream`` calls over one WebSocket per
+session (``/v1/sessions/{id}/calls``), many at a time, told apart by an id the client picks.
+
+The client sends ``{"id": N, "op": "execute" | "stream", "request": ExecRequest}``, or
+``{"id": N, "op": "cancel"}`` to stop a call it no longer wants. The server answers each
+call with frames of its id: ``{"id": N, "result": ExecResult}`` for ``execute``;
+``{"id": N, "event": ExecEvent}`` per event, then ``{"id": N, "end": true}`` for ``stream``;
+or ``{"id": N, "error": {"status", "kind", "detail"}}`` (a problem, as HTTP answers it).
+
+The same calls are routes of their own (``POST .../exec``, ``.../exec/stream``); the
+channel saves each call an HTTP request's work on both sides. Every call on it is checked
+as the route checks it: the key (again, so that a revoked key stops), the session's
+tenant, the role's call policy and its ``max_body_bytes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
+
+import websockets
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from golem.core.errors import GolemError
+from golem.core.events import ExecEvent
+from golem.sandbox import ExecRequest, ExecResult
+
+__all__ = ["Answer", "CallChannel", "ChannelCall", "ProblemFrame"]
+
+
+class ChannelCall(BaseModel):
+    """A client's message on the channel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictInt = Field(ge=0, le=2**53)
+    op: Literal["execute", "stream", "cancel"]
+    request: ExecRequest | None = None
+
+
+class ProblemFrame(BaseModel):
+    """Why a call failed: its status, golem's error class, what to do."""
+
+    status: int
+    kind: str | None = None
+    detail: str
+
+
+class Answer(BaseModel):
+    """A server's frame on the channel, for the call ``id``."""
+
+    id: int
+    result: ExecResult | None = None
+    event: ExecEvent | None = None
+    end: bool = False
+    error: ProblemFrame | None = None
+
+
+Raise = Callable[[ProblemFrame], GolemError]
+
+
+class CallChannel:
+    """The client's end: one WebSocket, opened on the first call and again after a loss;
+    a reader task hands each frame to the call it answers."""
+
+    def __init__(self, url: str, key: str, error_of: Raise) -> None:
+        self._url = url
+        self._headers = {"Authorization": f"Bearer {key}"}
+        self._error_of = error_of
+        self._socket: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._connecting = asyncio.Lock()
+        self._calls: dict[int, asyncio.Queue[Answer | None]] = {}
+        self._ids = itertools.count()
+
+    async def execute(self, request: ExecRequest) -> ExecResult:
+        """A call to its end: its result."""
+        async for answer in self._call("execute", request):
+            if answer.result is not None:
+                return answer.result
+        raise GolemError("the server ended a call without its result")
+
+    async def stream(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
+        """A call's events as they come."""
+        async for answer in self._call("stream", request):
+            if answer.event is not None:
+                yield answer.event
+
+    async def _call(self, op: str, request: ExecRequest) -> AsyncIterator[Answer]:
+        socket = await self._connected()
+        call_id = next(self._ids)
+        answers: asyncio.Queue[Answer | None] = asyncio.Queue()
+        self._calls[call_id] = answers
+        body = request.model_dump_json(exclude_defaults=True)
+        finished = False
+        try:
+            try:
+                await socket.send(f'{{"id":{call_id},"op":"{op}","request":{body}}}')
+            except websockets.ConnectionClosed:
+                answers.put_nowait(None)
+            while True:
+                answer = await answers.get()
+                if answer is None:
+                    raise GolemError(
+                        "the connection to the golem server closed during a call; "
+                        "see the server's log, and retry"
+                    )
+                if answer.error is not None:
+                    finished = True
+                    raise self._error_of(answer.error)
+                finished = answer.end or answer.result is not None
+                yield answer
+                if finished:
+                    return
+        finally:
+            self._calls.pop(call_id, None)
+            if not finished and socket is self._socket:
+                with contextlib.suppress(websockets.ConnectionClosed):
+                    await socket.send(json.dumps({"id": call_id, "op": "cancel"}))
+
+    async def _connected(self) -> Any:
+        async with self._connecting:
+            if self._socket is None:
+                self._socket = await self._connect()
+                self._reader = asyncio.create_task(self._read(self._socket))
+            return self._socket
+
+    async def _connect(self) -> Any:
+        """The socket; a refused handshake raises the problem the server answered."""
+        try:
+            # No permessage-deflate: frames are small, and compressing each costs both sides
+            # more CPU than the bytes it saves on the way.
+            return await websockets.connect(
+                self._url, additional_headers=self._headers, max_size=None, compression=None
+            )
+        except websockets.InvalidStatus as refused:
+            response = refused.response
+            try:
+                body = json.loads(response.body or b"{}")
+            except ValueError:
+                body = {}
+            detail = str(body.get("detail") or response.reason_phrase)
+            kind = body.get("kind")
+            raise self._error_of(
+                ProblemFrame(status=response.status_code, kind=kind, detail=detail)
+            ) from None
+        except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
+            raise self._error_of(
+                ProblemFrame(
+                    status=503, detail=f"cannot reach the golem server at {self._url}: {exc}"
+                )
+            ) from exc
+
+    async def _read(self, socket: Any) -> None:
+        try:
+            async for message in socket:
+                answer = Answer.model_validate_json(message)
+                if (answers := self._calls.get(answer.id)) is not None:
+                    answers.put_nowait(answer)
+        except (websockets.ConnectionClosed, ValueError):
+            pass  # a lost or garbled connection: its calls end with an error
+        finally:
+            if self._socket is socket:
+                self._socket = None
+            for answers in self._calls.values():
+                answers.put_nowait(None)
+
+    async def close(self) -> None:
+        """Close the socket (calls still running get an error)."""
+        socket, reader = self._socket, self._reader
+        self._socket = self._reader = None
+        if socket is not None:
+            with contextlib.suppress(Exception):
+                await socket.close()
+        if reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
