@@ -190,7 +190,7 @@ async def direct_calls(engine: Engine, clients: int) -> tuple[list[Call], list[B
         async def run() -> None:
             result = await box.execute(TRUE)
             if result.exit_code != 0:
-                raise SystemExit(f"direct call exited {result.exit_code}: {result.stderr}")
+                raise SystemExit(f"direct call exited {result.exit_code}: {result.stderr_text}")
 
         return run
 

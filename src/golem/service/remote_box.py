@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import websockets
 from pydantic import TypeAdapter
 
-from golem.core.events import ExecEvent, ExitEvent, NetworkEvent
+from golem.core.events import ExecEvent, ExitEvent, NetworkEvent, OutputEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.box import as_request
@@ -282,6 +282,6 @@ class RemoteTerminal(_Socket):
                 await self.close()
                 return None
             if body.get("type") == "stdout":
-                return str(body["data"]).encode()
+                return OutputEvent.model_validate_json(message).data
         self.exit_code = -1
         return None

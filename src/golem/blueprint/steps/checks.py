@@ -45,7 +45,7 @@ async def run_checks(
     for name, command in commands_of(ex, names):
         request = ExecRequest(cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT)
         outcome = await box.execute(request)
-        output = (outcome.stdout + outcome.stderr).strip()
+        output = (outcome.stdout_text + outcome.stderr_text).strip()
         result = CheckResult(
             name=name,
             command=command,

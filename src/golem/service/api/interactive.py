@@ -4,7 +4,8 @@ The client opens ``/v1/sessions/{id}/exec/ws`` with its key in a header, sends
 ``{"request": ExecRequest, "pty": false, "rows": 24, "cols": 80}``, then any of
 ``{"stdin": BASE64}``, ``{"stdin_close": true}``, ``{"signal": N}``,
 ``{"resize": {"rows": R, "cols": C}}``; the server sends each event of the call as JSON
-(``{"type": "stdout", "data": ...}``, ..., ``{"type": "exit", ...}``) and closes.
+(``{"type": "stdout", "data": BASE64}``, ..., ``{"type": "exit", ...}``) and closes; output
+is the box's bytes, base64 like stdin (a pty's screen comes as ``stdout`` events).
 
 Every message is validated (``OpenCall``, ``CallMessage``) and held to the role's
 ``max_body_bytes``. A message that is not valid (not JSON, not base64, a signal that is no
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import codecs
 import contextlib
 import signal
 from dataclasses import dataclass
@@ -36,7 +36,7 @@ from pydantic import (
 
 from golem.core.errors import GolemError
 from golem.core.sizes import format_size
-from golem.sandbox import ExecRequest, Interaction, Terminal
+from golem.sandbox import ExecRequest, Interaction, OutputEvent, Terminal
 from golem.service.api.deps import principal_from_headers
 from golem.service.policy import check_call
 from golem.service.problems import Problem, problem
@@ -205,12 +205,10 @@ async def _pipes(websocket: WebSocket, call: Interaction, limit: _Limit) -> None
 
 async def _pty(websocket: WebSocket, terminal: Terminal, limit: _Limit) -> None:
     listener = asyncio.ensure_future(_listen(websocket, terminal, limit))
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
         while (data := await terminal.read()) is not None:
             _raise_if_failed(listener)
-            if text := decoder.decode(data):
-                await websocket.send_json({"type": "stdout", "data": text})
+            await websocket.send_text(OutputEvent(type="stdout", data=data).model_dump_json())
         _raise_if_failed(listener)
         await websocket.send_json({"type": "exit", "exit_code": terminal.exit_code})
     finally:
