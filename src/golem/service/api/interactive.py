@@ -5,7 +5,8 @@ The client opens ``/v1/sessions/{id}/exec/ws`` with its key in a header, sends
 ``{"stdin": BASE64}``, ``{"stdin_close": true}``, ``{"signal": N}``,
 ``{"resize": {"rows": R, "cols": C}}``; the server sends each event of the call as JSON
 (``{"type": "stdout", "data": BASE64}``, ..., ``{"type": "exit", ...}``) and closes; output
-is the box's bytes, base64 like stdin (a pty's screen comes as ``stdout`` events).
+is the box's bytes in URL-safe base64, as pydantic writes bytes (a pty's screen comes as
+``stdout`` events).
 
 Every message is validated (``OpenCall``, ``CallMessage``) and held to the role's
 ``max_body_bytes``. A message that is not valid (not JSON, not base64, a signal that is no
