@@ -206,7 +206,7 @@ def box_call(box: Box) -> Call:
     async def run() -> None:
         result = await box.execute(TRUE)
         if result.exit_code != 0:
-            raise SystemExit(f"a call exited {result.exit_code}: {result.stderr!r}")
+            raise SystemExit(f"a call exited {result.exit_code}: {result.stderr_text}")
 
     return run
 

@@ -40,6 +40,6 @@ async def traces_in_box(box: Box, value: str) -> list[str]:
     """Where in ``box`` (processes' environments and command lines, files where a box keeps
     things) ``value`` is: a list that should be empty."""
     result = await box.execute(ExecRequest(code=SCAN, runtime="python", stdin=value[::-1].encode()))
-    assert result.exit_code == 0, result.stderr
-    found: list[str] = json.loads(result.stdout)
+    assert result.exit_code == 0, result.stderr_text
+    found: list[str] = json.loads(result.stdout_text)
     return found

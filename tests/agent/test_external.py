@@ -48,8 +48,8 @@ async def assert_no_trace_of_the_key(box: Box, events: list[AgentEvent], path: P
     output of the box, nor in the trajectory; the box holds a sentinel instead."""
     assert await traces_in_box(box, TEST_KEY) == []
     env = await box.execute("env")
-    assert TEST_KEY not in env.stdout
-    assert re.search(r"^\w+_API_KEY=golem-sentinel-", env.stdout, re.MULTILINE)
+    assert TEST_KEY not in env.stdout_text
+    assert re.search(r"^\w+_API_KEY=golem-sentinel-", env.stdout_text, re.MULTILINE)
     assert all(TEST_KEY not in e.model_dump_json() for e in events)
     assert TEST_KEY not in path.read_text()
 
@@ -277,7 +277,7 @@ async def test_aider_edits_a_file_in_the_box_through_the_proxy(
         listing = await box.execute("ls -A /workspace")
         await assert_no_trace_of_the_key(box, events, trajectory)
 
-    assert listing.stdout == "hello.txt\n"  # aider's history files went to its run directory
+    assert listing.stdout_text == "hello.txt\n"  # aider's history files went to its run directory
     assert outcome.status == "done"
     assert "Applied edit to hello.txt" in outcome.summary
     assert outcome.turns == 1

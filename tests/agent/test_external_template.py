@@ -115,7 +115,7 @@ async def test_a_template_runs_any_cli_with_its_argv_env_and_prompt_verbatim(
     assert outcome.status == "done"
     assert outcome.summary.endswith("all done")
     assert pwned.exit_code != 0
-    assert leftovers.stdout == ""  # the run directory is removed after the run
+    assert leftovers.stdout_text == ""  # the run directory is removed after the run
     stdout = lines(events, "stdout")
     assert stdout[0].startswith("first /tmp/golem-external/")
     report = json.loads(stdout[1])
@@ -192,7 +192,7 @@ async def test_golem_stops_a_cli_before_a_model_call_its_budget_has_no_room_for(
         processes = await box.execute(["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"])
     assert (outcome.status, outcome.reason, outcome.turns) == ("budget_spent", reason, 1)
     assert outcome.cost_usd == 0.5
-    assert "cli.py" not in processes.stdout  # killed, not left waiting
+    assert "cli.py" not in processes.stdout_text  # killed, not left waiting
     assert "the next reply" not in lines(events, "stdout")
     assert [type(e) for e in events if not isinstance(e, ExternalOutput)] == [
         AgentStarted, ModelAnswered, ToolStarted, ToolFinished, AgentFinished,

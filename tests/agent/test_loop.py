@@ -64,7 +64,7 @@ async def test_the_scripted_example_fixes_the_calculator_in_a_box(
     assert (outcome.status, outcome.turns) == ("done", 5)
     assert "now adds" in outcome.summary
     after = await repo_box.execute("python3 -m unittest")
-    assert after.exit_code == 0, after.stderr
+    assert after.exit_code == 0, after.stderr_text
     assert outcome.cost_usd == pytest.approx((15700 * 3 + 210 * 15) / 1e6)
 
 
@@ -146,8 +146,8 @@ async def test_the_wall_clock_budget_stops_a_tool_and_its_process(
     )
     assert outcome.status == "budget_spent"
     left = await repo_box.execute("ls started finished; pgrep -x sleep || echo gone")
-    assert "gone" in left.stdout
-    assert "No such file" in left.stderr  # finished was never made
+    assert "gone" in left.stdout_text
+    assert "No such file" in left.stderr_text  # finished was never made
 
 
 async def test_a_model_repeating_a_failing_action_is_stopped_as_stuck(

@@ -76,7 +76,7 @@ async def test_get_dir_refuses_git_links_out_and_special_files(
     command, rule = CASES[case]
     async with engine.session() as box:
         made = await box.execute(f"set -e; {command}")
-        assert made.exit_code == 0, made.stderr
+        assert made.exit_code == 0, made.stderr_text
         destination = tmp_path / "landed"
         with pytest.raises(UnsafeBoxOutput) as got:
             await box.get_dir("case", destination)
@@ -136,7 +136,7 @@ async def test_get_dir_through_golem_serve_refuses_what_a_local_one_does(
     command, rule = CASES[case]
     async with remote_engine.session() as box:
         made = await box.execute(f"set -e; {command}")
-        assert made.exit_code == 0, made.stderr
+        assert made.exit_code == 0, made.stderr_text
         destination = tmp_path / "landed"
         with pytest.raises(UnsafeBoxOutput) as got:
             await box.get_dir("case", destination)

@@ -123,7 +123,7 @@ async def test_get_dir_lands_links_inside_modes_and_empty_directories(
             "chmod 755 t/run && chmod 600 t/a/b/f && ln -s a/b/f t/link && "
             "ln -s ../run t/a/up && chmod g+s t/a"  # a setgid directory lands as 0755
         )
-        assert made.exit_code == 0, made.stderr
+        assert made.exit_code == 0, made.stderr_text
         landed = await box.get_dir("t", tmp_path / "t")
     root = tmp_path / "t"
     assert sorted(landed.paths) == ["a", "a/b", "a/b/f", "a/up", "empty", "link", "run"]

@@ -233,7 +233,7 @@ async def test_a_brokered_credential_never_reaches_the_box_whatever_the_answer_e
         saved = {name: await box.get_file(f"out/{name}.body") for name in urls}
         heads = {name: await box.get_file(f"out/{name}.head") for name in urls}
         traces = await traces_in_box(box, BROKERED) + await traces_in_box(box, BASIC)
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 0, result.stderr_text
     assert echo.seen.count(f"Bearer {BROKERED}".encode()) == 2 * len(SHOWN + REFUSES)
     assert traces == []
     for name in urls:

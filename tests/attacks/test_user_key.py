@@ -28,7 +28,7 @@ from golem.forge.github import GitHubForge
 from golem.sandbox import ExecRequest
 from golem.service.policy import CALL_RULES, RUN_RULES, SPEC_RULES, check_run, check_spec
 from tests.forge.github_server import GitHubServer
-from tests.service.served import Served, serving
+from tests.service.served import Served, serving, unb64
 
 USER = "server.policies.user"
 needs_box = pytest.mark.bwrap
@@ -216,7 +216,7 @@ def test_egress_names_may_be_anything_but_the_proxy_still_refuses_loopback(
         # repo.attack.test is 127.0.0.1 in the server's [engine.network] hosts
         call = {"cmd": "curl -fsS -m 20 -o /dev/null http://repo.attack.test/; echo $?"}
         result = user.post(f"/v1/sessions/{session}/exec", json=call).json()
-        assert result["stdout"].strip().splitlines()[-1] != "0"
+        assert unb64(result["stdout"]).strip().splitlines()[-1] != b"0"
         assert result["network"], result
         assert all(not event["allowed"] for event in result["network"])
         assert "address 127.0.0.1 in 127.0.0.0/8" in result["network"][0]["rule"]
@@ -449,7 +449,7 @@ def test_a_trusted_key_sends_what_a_user_key_may_not(widened: Served) -> None:
     with widened.client(widened.key("acme", "trusted")) as client:
         files = {"blob": base64.b64encode(b"x" * 1024**2 * 2).decode()}
         done = client.post("/v1/exec", json={"request": {"cmd": "wc -c < blob", "files": files}})
-        assert done.json()["stdout"].strip() == str(2 * 1024**2)
+        assert unb64(done.json()["stdout"]).strip() == str(2 * 1024**2).encode()
 
 
 # --- WebSocket messages ------------------------------------------------------------------
@@ -512,7 +512,7 @@ def test_a_bad_websocket_message_kills_the_call_and_closes_4400(
     with _socket(plain, key, session) as ws:
         start = {"cmd": "echo $$ > call.pid; echo up; exec sleep 600"}
         ws.send(json.dumps({"request": start, "pty": pty}))
-        while "up" not in json.loads(ws.recv(60)).get("data", ""):
+        while b"up" not in unb64(json.loads(ws.recv(60)).get("data", "")):
             pass
         ws.send(message)
         _closed_with(ws, 4400, words)
@@ -523,7 +523,7 @@ def _assert_call_ended(user: httpx.Client, session: str) -> None:
     """The call's process is gone (waited for in the box, at most a minute)."""
     gone = "while kill -0 $(cat call.pid) 2>/dev/null; do sleep 0.05; done; echo gone"
     answer = user.post(f"/v1/sessions/{session}/exec", json={"cmd": gone, "timeout": 60})
-    assert answer.json()["stdout"] == "gone\n", answer.text
+    assert unb64(answer.json()["stdout"]) == b"gone\n", answer.text
 
 
 @needs_box
@@ -533,7 +533,7 @@ def test_a_websocket_message_past_the_user_limit_closes_4413(widened: Served) ->
         session = client.post("/v1/sessions", json={}).json()["id"]
         with _socket(widened, key, session) as ws:
             ws.send(json.dumps({"request": {"cmd": "echo $$ > call.pid; echo up; exec cat"}}))
-            assert json.loads(ws.recv(60))["data"] == "up\n"
+            assert unb64(json.loads(ws.recv(60))["data"]) == b"up\n"
             ws.send(json.dumps({"stdin": base64.b64encode(b"x" * 1024**2).decode()}))
             reason = _closed_with(ws, 4413, f"{USER}.max_body_bytes")
             assert f"{USER}.max_body_bytes" in reason

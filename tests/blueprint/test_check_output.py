@@ -155,4 +155,4 @@ async def test_a_silent_checks_output_so_far_is_shown_and_cancelling_it_leaves_n
     )  # fmt: skip
     assert [e.text for e in outputs(kept, "stdout")] == ["started\n"]
     assert not any(isinstance(e, CheckFinished) for e in kept)
-    assert [b.id for b in engine.boxes() if b.labels.get("golem.run") == kept[0].run_id] == []
+    assert [b.id for b in await engine.boxes() if b.labels.get("golem.run") == kept[0].run_id] == []

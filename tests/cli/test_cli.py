@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from golem.sandbox import ExecResult
+from tests.sandbox.binary_output import ERR_PAYLOAD, PAYLOAD, WRITER
 from tests.sandbox.nethosts import NetHosts
 
 pytestmark = pytest.mark.bwrap
@@ -51,6 +53,16 @@ def test_exec_code_script_file_and_stdin(golem_env: dict[str, str], tmp_path: Pa
     assert golem(golem_env, "exec", "--", "cat", stdin=b"piped").stdout == b"piped"
 
 
+def test_exec_writes_the_boxs_bytes_unchanged(golem_env: dict[str, str]) -> None:
+    """`golem exec -- cat image.png > copy.png` copies the file: no byte is decoded."""
+    done = golem(golem_env, "exec", "-c", WRITER)
+    assert (done.stdout, done.stderr, done.returncode) == (PAYLOAD, ERR_PAYLOAD, 0)
+    assert golem(golem_env, "exec", "--", "cat", stdin=PAYLOAD).stdout == PAYLOAD
+    printed = golem(golem_env, "exec", "--json", "-c", WRITER).stdout
+    as_json = ExecResult.model_validate_json(printed)
+    assert (as_json.stdout, as_json.stderr) == (PAYLOAD, ERR_PAYLOAD)
+
+
 def test_exec_json_prints_the_result(golem_env: dict[str, str]) -> None:
     done = golem(
         golem_env,
@@ -63,10 +75,10 @@ def test_exec_json_prints_the_result(golem_env: dict[str, str]) -> None:
         "-c",
         "echo $TOKEN; exit 5",
     )
-    result = json.loads(done.stdout)
+    result = ExecResult.model_validate_json(done.stdout)  # output in base64
     assert done.returncode == 5
-    assert result["exit_code"] == 5
-    assert result["stdout"] == "***\n"
+    assert result.exit_code == 5
+    assert result.stdout == b"***\n"
     assert b"hunter22" not in done.stdout + done.stderr
 
 
@@ -90,9 +102,9 @@ def test_exec_applies_limits_and_env_flags(golem_env: dict[str, str]) -> None:
         "-c",
         "echo $A; sleep 20",
     )
-    result = json.loads(done.stdout)
-    assert result["stdout"] == "1\n"
-    assert result["timed_out"]
+    result = ExecResult.model_validate_json(done.stdout)
+    assert result.stdout == b"1\n"
+    assert result.timed_out
     assert done.returncode == 137
 
 

@@ -33,7 +33,7 @@ async def test_box_is_hardened_as_seen_from_inside(engine: Engine) -> None:
         status = await box.execute(
             "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status"
         )
-        fields = dict(line.split(":\t") for line in status.stdout.splitlines())
+        fields = dict(line.split(":\t") for line in status.stdout_text.splitlines())
         assert fields == {
             "CapEff": "0000000000000000",
             "CapBnd": "0000000000000000",
@@ -41,20 +41,20 @@ async def test_box_is_hardened_as_seen_from_inside(engine: Engine) -> None:
             "Seccomp": "2",  # the engine's default profile, kept
         }
         identity = await box.execute("id -u; head -c 19 /proc/1/cmdline | tr '\\0' ' '; echo")
-        assert identity.stdout.splitlines() == ["1000", "python3 -I -S -u -c"]
+        assert identity.stdout_text.splitlines() == ["1000", "python3 -I -S -u -c"]
         probes = await box.execute(
             "touch /usr/x 2>&1; ls /var/run/docker.sock /run/docker.sock 2>&1; "
             "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"
         )
-        assert "Read-only file system" in probes.stdout
-        assert probes.stdout.count("No such file or directory") == 2  # no engine socket
-        assert probes.stdout.splitlines()[-1] == "lo"
+        assert "Read-only file system" in probes.stdout_text
+        assert probes.stdout_text.count("No such file or directory") == 2  # no engine socket
+        assert probes.stdout_text.splitlines()[-1] == "lo"
 
 
 async def test_a_writable_root_is_available_on_request(engine: Engine) -> None:
     async with engine.session(engine.spec(read_only_root=False, user="root")) as box:
         result = await box.execute("touch /usr/local/made-here && echo written")
-        assert result.stdout == "written\n"
+        assert result.stdout_text == "written\n"
 
 
 async def test_memory_and_pids_limits_hold(engine: Engine) -> None:
@@ -64,7 +64,7 @@ async def test_memory_and_pids_limits_hold(engine: Engine) -> None:
         assert hog.exit_code == 137
         bomb = await box.execute(ExecRequest(cmd=["bash", "-c", ":(){ :|:& };:"], timeout=3))
         assert bomb.exit_code in (0, 137)
-        assert (await box.execute("echo alive")).stdout == "alive\n"
+        assert (await box.execute("echo alive")).stdout_text == "alive\n"
 
 
 async def test_an_image_the_engine_lacks_is_a_clear_error(engine: Engine) -> None:
@@ -82,7 +82,7 @@ async def test_released_container_is_wiped_before_reuse(engine: Engine) -> None:
             "ls -A /workspace; ls -A /tmp | grep -v '^home$'; env | grep ONE_USE; "
             "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -o 'sleep 100[0]'; true"
         )
-        assert left.stdout == ""
+        assert left.stdout_text == ""
 
 
 OWNER = """
@@ -136,7 +136,7 @@ async def test_the_oci_runtime_is_passed_through(config: GolemConfig) -> None:
         )
         async with LocalEngine(changed) as engine:
             if works:
-                assert (await engine.execute("echo ran")).stdout == "ran\n"
+                assert (await engine.execute("echo ran")).stdout_text == "ran\n"
             else:
                 with pytest.raises(SandboxError, match=name):
                     await engine.execute("true")

@@ -14,6 +14,7 @@ import pytest
 from golem.core import InvalidRequest, RuntimeNotAvailable
 from golem.sandbox import Box, Engine, ExecRequest, ExitEvent, LocalEngine, OutputEvent
 from tests.conftest import BOTH_BACKENDS
+from tests.sandbox.binary_output import ERR_PAYLOAD, PAYLOAD, PIECES, WRITER, stepped_output
 from tests.sandbox.minimal_image import build_minimal_image
 
 pytestmark = pytest.mark.bwrap
@@ -34,13 +35,13 @@ def minimal_image() -> Iterator[Path]:
 
 
 async def test_shell_string_and_argv_both_run(box: Box) -> None:
-    assert (await box.execute("echo $((6*7))")).stdout == "42\n"
-    assert (await box.execute(["printf", "%s|", "a b", "c"])).stdout == "a b|c|"
+    assert (await box.execute("echo $((6*7))")).stdout_text == "42\n"
+    assert (await box.execute(["printf", "%s|", "a b", "c"])).stdout_text == "a b|c|"
 
 
 async def test_exit_code_stdout_and_stderr_are_separate(box: Box) -> None:
     result = await box.execute("echo out; echo err >&2; exit 3")
-    assert (result.stdout, result.stderr, result.exit_code) == ("out\n", "err\n", 3)
+    assert (result.stdout_text, result.stderr_text, result.exit_code) == ("out\n", "err\n", 3)
     assert not result.ok
 
 
@@ -55,12 +56,12 @@ async def test_exit_code_stdout_and_stderr_are_separate(box: Box) -> None:
 )
 async def test_code_runs_with_each_runtime(box: Box, runtime: str, code: str) -> None:
     result = await box.execute(ExecRequest(code=code, runtime=runtime))  # type: ignore[arg-type]
-    assert result.stdout == "42\n", result.stderr
+    assert result.stdout_text == "42\n", result.stderr_text
 
 
 async def test_runtime_is_detected_from_the_file_name(box: Box) -> None:
     result = await box.execute(ExecRequest(code="console.log('js')", filename="tool.js"))
-    assert result.stdout == "js\n"
+    assert result.stdout_text == "js\n"
 
 
 def test_request_needs_exactly_one_of_cmd_or_code() -> None:
@@ -81,7 +82,7 @@ async def test_stdin_env_and_workdir(box: Box) -> None:
             workdir="sub/dir",
         )
     )
-    assert result.stdout == "piped\nhi\n/workspace/sub/dir\n"
+    assert result.stdout_text == "piped\nhi\n/workspace/sub/dir\n"
 
 
 async def test_workdir_outside_workspace_is_refused(box: Box) -> None:
@@ -118,7 +119,7 @@ async def test_idle_timeout_kills_a_silent_call(box: Box) -> None:
     result = await box.execute(ExecRequest(cmd="echo start; sleep 30", idle_timeout=1))
     assert result.idle_timed_out
     assert not result.timed_out
-    assert result.stdout == "start\n"
+    assert result.stdout_text == "start\n"
 
 
 async def test_output_cap_truncates_and_is_reported(engine: Engine) -> None:
@@ -137,7 +138,7 @@ async def test_usage_is_measured(box: Box) -> None:
 
 async def test_root_is_read_only_and_user_is_not_root(box: Box) -> None:
     result = await box.execute("id -u; touch /usr/x 2>&1; touch /workspace/ok /tmp/ok && echo w")
-    lines = result.stdout.splitlines()
+    lines = result.stdout_text.splitlines()
     assert lines[0] == "1000"
     assert "Read-only file system" in lines[1]
     assert lines[-1] == "w"
@@ -146,7 +147,7 @@ async def test_root_is_read_only_and_user_is_not_root(box: Box) -> None:
 async def test_user_root_maps_to_root_inside_only(engine: Engine) -> None:
     async with engine.session(engine.spec(user="root")) as box:
         result = await box.execute("id -u; grep CapEff /proc/self/status")
-    assert result.stdout.splitlines() == ["0", "CapEff:\t0000000000000000"]
+    assert result.stdout_text.splitlines() == ["0", "CapEff:\t0000000000000000"]
 
 
 @pytest.mark.parametrize("backend", ["process"])
@@ -159,7 +160,7 @@ async def test_workspace_size_is_enforced(engine: Engine) -> None:
     async with engine.session(engine.spec(workspace_size="1m")) as box:
         result = await box.execute("head -c 2000000 /dev/zero > /workspace/big")
     assert result.exit_code != 0
-    assert "No space left" in result.stderr
+    assert "No space left" in result.stderr_text
 
 
 @pytest.mark.parametrize("backend", ["process"])
@@ -168,7 +169,7 @@ async def test_host_workspace_directory_is_shared(engine: Engine, box_owned_dir:
     result = await engine.execute(
         "cat hello.txt; echo from box > made.txt", engine.spec(workspace=box_owned_dir)
     )
-    assert result.stdout == "from host"
+    assert result.stdout_text == "from host"
     assert (box_owned_dir / "made.txt").read_text() == "from box\n"
 
 
@@ -186,7 +187,7 @@ async def test_unreachable_workspace_is_refused_with_a_fix(engine: Engine, tmp_p
 async def test_command_not_found_is_exit_127_with_a_message(box: Box) -> None:
     result = await box.execute(["no-such-program"])
     assert result.exit_code == 127
-    assert "command not found" in result.stderr
+    assert "command not found" in result.stderr_text
 
 
 @pytest.mark.parametrize("backend", ["process"])
@@ -194,7 +195,7 @@ async def test_image_directory_is_the_root(engine: Engine, minimal_image: Path) 
     async with engine.session(engine.spec(image=str(minimal_image))) as box:
         assert set(box.runtimes) == {"python", "sh"}
         result = await box.execute("test -e /usr/bin/node || echo no-node")
-        assert result.stdout == "no-node\n"
+        assert result.stdout_text == "no-node\n"
         with pytest.raises(RuntimeNotAvailable, match="no node runtime"):
             await box.execute(ExecRequest(code="1", runtime="node"))
 
@@ -202,15 +203,36 @@ async def test_image_directory_is_the_root(engine: Engine, minimal_image: Path) 
 async def test_stream_yields_output_then_exit(box: Box) -> None:
     events = [e async for e in box.stream("echo a; echo b >&2")]
     assert [type(e) for e in events][-1] is ExitEvent
-    output = {(e.type, e.data) for e in events if isinstance(e, OutputEvent)}
+    output = {(e.type, e.text) for e in events if isinstance(e, OutputEvent)}
     assert output == {("stdout", "a\n"), ("stderr", "b\n")}
     assert all(e.phase == "code" for e in events)
 
 
-async def test_output_split_inside_a_utf8_character_decodes(box: Box) -> None:
+async def test_output_that_is_not_utf8_comes_back_byte_for_byte(box: Box) -> None:
+    request = ExecRequest(code=WRITER, runtime="python")
+    result = await box.execute(request)
+    assert (result.stdout, result.stderr) == (PAYLOAD, ERR_PAYLOAD)
+    events = [e async for e in box.stream(request)]
+    chunks = [e for e in events if isinstance(e, OutputEvent)]
+    assert b"".join(e.data for e in chunks if e.type == "stdout") == PAYLOAD
+    assert b"".join(e.data for e in chunks if e.type == "stderr") == ERR_PAYLOAD
+    assert "\ufffd" in result.stdout_text  # the text view replaces what is not UTF-8
+
+
+async def test_chunks_that_end_inside_characters_are_passed_on_as_they_came(box: Box) -> None:
+    assert await stepped_output(box, PIECES) == PIECES
+
+
+async def test_stdin_bytes_come_back_unchanged_through_cat(box: Box) -> None:
+    result = await box.execute(ExecRequest(cmd=["cat"], stdin=PAYLOAD))
+    assert result.stdout == PAYLOAD
+
+
+async def test_output_split_inside_a_utf8_character_comes_back_whole(box: Box) -> None:
     code = "import sys,os\nb='é€'.encode()\nos.write(1,b[:1]);os.write(1,b[1:])"
     result = await box.execute(ExecRequest(code=code, runtime="python"))
-    assert result.stdout == "é€"
+    assert result.stdout == "é€".encode()
+    assert result.stdout_text == "é€"
 
 
 @pytest.mark.parametrize("backend", ["process"])
@@ -230,7 +252,7 @@ async def test_cpu_memory_and_pids_limits_reach_the_cgroup(engine: Engine) -> No
             assert int((memory / "memory.limit_in_bytes").read_text()) == 96 << 20
             assert int((pids / "pids.max").read_text()) == 40
         result = await box.execute("cat /proc/self/cgroup")
-        assert box.id not in result.stdout  # its own cgroup namespace: it sees itself as /
+        assert box.id not in result.stdout_text  # its own cgroup namespace: it sees itself as /
 
 
 async def test_without_cgroups_rlimits_still_cap_memory(tmp_path: Path) -> None:
@@ -245,10 +267,10 @@ async def test_without_cgroups_rlimits_still_cap_memory(tmp_path: Path) -> None:
         assert record is not None
         assert record.state["cgroup_dirs"] == []
         limits = await box.execute("grep 'Max address space' /proc/self/limits")
-        assert str(128 << 20) in limits.stdout
+        assert str(128 << 20) in limits.stdout_text
         hog = await box.execute(ExecRequest(code="x = bytearray(400 << 20)", runtime="python"))
         assert hog.exit_code != 0
-        assert "MemoryError" in hog.stderr
+        assert "MemoryError" in hog.stderr_text
 
 
 async def test_an_interactive_call_reads_stdin_as_it_comes_and_takes_signals(box: Box) -> None:
@@ -258,12 +280,12 @@ async def test_an_interactive_call_reads_stdin_as_it_comes_and_takes_signals(box
         events = call.events()
         await call.write(b"one\n")
         first = await anext(events)
-        assert (first.type, getattr(first, "data", "")) == ("stdout", "got:one\n")
+        assert (first.type, getattr(first, "data", b"")) == ("stdout", b"got:one\n")
         await call.write(b"two\n")
-        assert getattr(await anext(events), "data", "") == "got:two\n"
+        assert getattr(await anext(events), "data", b"") == b"got:two\n"
         await call.close_stdin()
         rest = [event async for event in events]
-    assert "".join(getattr(e, "data", "") for e in rest) == "eof\n"
+    assert b"".join(getattr(e, "data", b"") for e in rest) == b"eof\n"
     assert rest[-1].type == "exit"
     async with box.interact(["sleep", "600"]) as call:
         events = call.events()

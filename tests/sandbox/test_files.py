@@ -28,19 +28,19 @@ async def test_put_and_get_file_are_binary_safe(box: Box) -> None:
     await box.put_file("data/blob.bin", ALL_BYTES, mode=0o600)
     assert await box.get_file("/workspace/data/blob.bin") == ALL_BYTES
     result = await box.execute("stat -c %a data/blob.bin")
-    assert result.stdout == "600\n"
+    assert result.stdout_text == "600\n"
 
 
 async def test_a_file_mode_of_zero_is_kept(box: Box) -> None:
     await box.put_file("locked", b"x", mode=0)
-    assert (await box.execute("stat -c %a locked")).stdout == "0\n"
+    assert (await box.execute("stat -c %a locked")).stdout_text == "0\n"
 
 
 async def test_relative_file_paths_start_at_the_boxs_working_directory(engine: Engine) -> None:
     async with engine.session(engine.spec(workdir="project")) as box:
         await box.put_file("notes.txt", b"here")
         result = await box.execute("pwd; cat notes.txt")
-        assert result.stdout == "/workspace/project\nhere"
+        assert result.stdout_text == "/workspace/project\nhere"
         assert await box.get_file("notes.txt") == b"here"
         assert await box.get_file("/workspace/project/notes.txt") == b"here"
 
@@ -51,7 +51,7 @@ async def test_large_file_round_trips_through_disk(box: Box, tmp_path: Path) -> 
     await box.put_file("big.bin", source)
     check = await box.execute("sha256sum big.bin")
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    assert check.stdout.split()[0] == digest
+    assert check.stdout_text.split()[0] == digest
     copy = tmp_path / "copy.bin"
     assert await box.get_file_to("big.bin", copy) == source.stat().st_size
     assert hashlib.sha256(copy.read_bytes()).hexdigest() == digest
@@ -72,7 +72,7 @@ async def test_put_dir_and_get_dir_keep_the_tree(box: Box, tmp_path: Path) -> No
     (source / "link").symlink_to("README")
     await box.put_dir(source, "project")
     listing = await box.execute("cd project && find . | sort && readlink link")
-    assert listing.stdout.split() == [
+    assert listing.stdout_text.split() == [
         ".",
         "./README",
         "./link",
@@ -104,7 +104,7 @@ async def test_missing_file_is_a_clear_error(box: Box) -> None:
 async def test_writing_to_the_read_only_root_fails_cleanly(box: Box) -> None:
     with pytest.raises(SandboxError, match="Read-only file system"):
         await box.put_file("/usr/evil", b"x" * 1_000_000)
-    assert (await box.execute("echo still-fine")).stdout == "still-fine\n"
+    assert (await box.execute("echo still-fine")).stdout_text == "still-fine\n"
 
 
 async def test_a_download_past_the_cap_is_refused_and_the_box_stops_sending(
@@ -114,12 +114,12 @@ async def test_a_download_past_the_cap_is_refused_and_the_box_stops_sending(
     announced, and the supervisor's sending thread ends instead of streaming the rest."""
     async with engine.session(engine.spec(max_file_bytes="1m")) as box:
         await box.execute("truncate -s 20G huge")
-        idle = (await box.execute("ls /proc/1/task | wc -l")).stdout
+        idle = (await box.execute("ls /proc/1/task | wc -l")).stdout_text
         with pytest.raises(SandboxError, match=r"rule takeback\.size"):
             await box.get_file("huge")
         threads = ""
         for _ in range(500):  # each look is a round trip to the box, not a sleep
-            threads = (await box.execute("ls /proc/1/task | wc -l")).stdout
+            threads = (await box.execute("ls /proc/1/task | wc -l")).stdout_text
             if threads == idle:
                 break
         assert threads == idle
@@ -131,7 +131,7 @@ async def test_only_regular_files_are_downloaded(box: Box) -> None:
         await box.get_file("pipe")
     with pytest.raises(SandboxError, match="not a regular file"):
         await box.get_file("/dev/zero")
-    assert (await box.execute("echo fine")).stdout == "fine\n"
+    assert (await box.execute("echo fine")).stdout_text == "fine\n"
 
 
 async def test_a_name_with_a_newline_and_pax_syntax_comes_back_as_it_is(
@@ -140,6 +140,6 @@ async def test_a_name_with_a_newline_and_pax_syntax_comes_back_as_it_is(
     made = await box.execute(
         "mkdir t && printf hi > \"t/$(printf '\\303\\251\\nx size=-1000000')\""
     )
-    assert made.exit_code == 0, made.stderr
+    assert made.exit_code == 0, made.stderr_text
     await box.get_dir("t", tmp_path / "out")
     assert (tmp_path / "out" / "é\nx size=-1000000").read_bytes() == b"hi"

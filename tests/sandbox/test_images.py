@@ -73,7 +73,7 @@ async def test_a_recipe_builds_once_and_its_image_runs(
         result = await engine.execute(
             "cat /etc/golem-recipe; /usr/games/cowsay hi | head -2", engine.spec(image=recipe.tag)
         )
-        assert result.stdout.splitlines()[:2] == ["made-by-recipe", " ____"]
+        assert result.stdout_text.splitlines()[:2] == ["made-by-recipe", " ____"]
     finally:
         for tag in (recipe.tag, changed_recipe.tag):
             with contextlib.suppress(docker.errors.ImageNotFound):
@@ -98,8 +98,8 @@ async def test_a_build_trusts_the_hosts_cas_and_the_image_keeps_none_of_it(
         result = await engine.execute(
             "cat /etc/golem-trust; ls /tmp/golem-host-ca.crt", engine.spec(image=recipe.tag)
         )
-        assert result.stdout == "trusted\n"
-        assert "No such file" in result.stderr
+        assert result.stdout_text == "trusted\n"
+        assert "No such file" in result.stderr_text
     finally:
         with contextlib.suppress(docker.errors.ImageNotFound):
             client.images.remove(recipe.tag, force=True)

@@ -76,7 +76,7 @@ def refusals(result_network: list[NetworkEvent]) -> list[tuple[str, str]]:
 
 async def test_the_box_is_told_where_the_proxy_is_and_has_no_other_way_out(box: Box) -> None:
     result = await box.execute("env | sort | grep -i -E '^(https?|no)_proxy='")
-    assert result.stdout.splitlines() == [
+    assert result.stdout_text.splitlines() == [
         "HTTPS_PROXY=http://127.0.0.1:3128",
         "HTTP_PROXY=http://127.0.0.1:3128",
         "NO_PROXY=localhost,127.0.0.1,::1",
@@ -85,7 +85,7 @@ async def test_the_box_is_told_where_the_proxy_is_and_has_no_other_way_out(box: 
         "no_proxy=localhost,127.0.0.1,::1",
     ]
     routes = await box.execute("cat /proc/net/route | tail -n +2 | wc -l; ls /run/golem")
-    assert routes.stdout.split() == ["0", "ca-certificates.crt", "egress.sock", "golem-ca.pem"]
+    assert routes.stdout_text.split() == ["0", "ca-certificates.crt", "egress.sock", "golem-ca.pem"]
 
 
 async def test_an_allowed_host_works_over_http_and_https_with_curl(box: Box, net: NetHosts) -> None:
@@ -93,7 +93,7 @@ async def test_an_allowed_host_works_over_http_and_https_with_curl(box: Box, net
         f"curl -sS -m 20 http://allowed.test:{net.plain.port}/hello.txt && "
         f"curl -sS -m 20 --cacert ca.pem https://allowed.test:{net.secure.port}/hello.txt"
     )
-    assert result.stdout == "hello from the allowed host\n" * 2, result.stderr
+    assert result.stdout_text == "hello from the allowed host\n" * 2, result.stderr_text
     allowed = [e for e in result.network if e.allowed]
     assert [(e.host, e.method, e.address) for e in allowed] == [
         ("allowed.test", "GET", "127.0.0.2"),
@@ -108,7 +108,7 @@ async def test_git_clones_over_http_and_https(box: Box, net: NetHosts) -> None:
         f"GIT_SSL_CAINFO=$PWD/ca.pem git clone -q "
         f"https://allowed.test:{net.secure.port}/repo.git b && cat b/README.md"
     )
-    assert result.stdout == "the repo repository\n" * 2, result.stderr
+    assert result.stdout_text == "the repo repository\n" * 2, result.stderr_text
 
 
 async def test_pip_downloads_from_a_local_index_over_http_and_https(
@@ -124,8 +124,8 @@ async def test_pip_downloads_from_a_local_index_over_http_and_https(
         f"--index-url https://allowed.test:{net.secure.port}/simple -d two golemdemo && "
         "ls one two"
     )
-    assert result.exit_code == 0, result.stderr
-    assert result.stdout.count("golemdemo-1.0-py3-none-any.whl") == 2
+    assert result.exit_code == 0, result.stderr_text
+    assert result.stdout_text.count("golemdemo-1.0-py3-none-any.whl") == 2
 
 
 async def test_npm_reads_a_registry_through_the_proxy(box: Box, net: NetHosts) -> None:
@@ -133,7 +133,7 @@ async def test_npm_reads_a_registry_through_the_proxy(box: Box, net: NetHosts) -
         "npm view golemdemo version --no-update-notifier --cache /tmp/npm-cache "
         f"--registry http://allowed.test:{net.plain.port}/npm/"
     )
-    assert result.stdout.strip() == "1.0.0", result.stderr
+    assert result.stdout_text.strip() == "1.0.0", result.stderr_text
     assert [(e.host, e.allowed) for e in result.network] == [("allowed.test", True)]
 
 
@@ -144,7 +144,7 @@ async def test_python_urllib_goes_through_the_proxy_unchanged(box: Box, net: Net
         ".read().decode(), end='')\n"
     )
     result = await box.execute(ExecRequest(code=code, runtime="python"))
-    assert result.stdout == "hello from the allowed host\n", result.stderr
+    assert result.stdout_text == "hello from the allowed host\n", result.stderr_text
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ async def test_refused_destinations_are_refused_and_logged(
     target = url.format(plain=net.plain.port, secure=net.secure.port)
     seen_before = len(net.internal.seen)
     result = await box.execute(f"curl -sS -m 20 -o /dev/null -w '%{{http_code}}' '{target}'")
-    assert result.exit_code != 0 or result.stdout == "403"
+    assert result.exit_code != 0 or result.stdout_text == "403"
     [(host, logged_rule)] = refusals(result.network)
     assert logged_rule.startswith(rule)
     assert host in target
@@ -207,7 +207,7 @@ print(json.dumps(out))
 """
     seen_before = len(net.plain.seen)
     result = await box.execute(ExecRequest(code=code, runtime="python"))
-    outcome = json.loads(result.stdout)
+    outcome = json.loads(result.stdout_text)
     assert "connected" not in outcome.values(), outcome
     assert outcome["udp_public"] == "OSError"  # network unreachable
     assert outcome["dns"] == "gaierror"
@@ -223,9 +223,9 @@ async def test_a_rebinding_name_never_reaches_its_second_address(box: Box, net: 
     result = await box.execute(
         f"for i in 1 2 3 4; do curl -s -m 20 http://rebind.test:{net.plain.port}/hello.txt; done"
     )
-    assert result.stdout.count("hello from the allowed host") == 2
-    assert result.stdout.count("refused (address 127.0.0.3 in 127.0.0.0/8)") == 2
-    assert "INTERNAL" not in result.stdout
+    assert result.stdout_text.count("hello from the allowed host") == 2
+    assert result.stdout_text.count("refused (address 127.0.0.3 in 127.0.0.0/8)") == 2
+    assert "INTERNAL" not in result.stdout_text
     assert len(net.internal.seen) == seen_before
     assert [e.allowed for e in result.network].count(False) == 2
 
@@ -242,14 +242,14 @@ async def test_a_brokered_credential_reaches_the_upstream_but_never_the_box(
         f'curl -sS -m 20 http://brokered.test:{net.plain.port}/echo -H "Authorization: Bearer '
         '$BROKERED_TOKEN"'
     )
-    assert result.exit_code == 0, result.stderr
-    lines = result.stdout.splitlines()
+    assert result.exit_code == 0, result.stderr_text
+    lines = result.stdout_text.splitlines()
     assert lines[0].startswith("token=golem-sentinel-brokered-")
     upstream_saw = [s.headers.get("authorization") for s in net.secure.seen + net.plain.seen]
     assert upstream_saw.count(f"Bearer {SECRET}") >= 3
     echoed = [json.loads(line)["headers"]["authorization"] for line in lines[1:]]
     assert echoed == ["Bearer " + "*" * len(SECRET)] * 3  # masked by the proxy, same length
-    assert SECRET not in result.stdout + result.stderr
+    assert SECRET not in result.stdout_text + result.stderr_text
     assert {e.brokered for e in result.network} == {"brokered"}
 
 
@@ -259,7 +259,7 @@ async def test_no_trace_of_a_brokered_value_is_in_the_box(box: Box, net: NetHost
     )
     assert await traces_in_box(box, SECRET) == []
     env = await box.execute("env")
-    assert "BROKERED_TOKEN=golem-sentinel-" in env.stdout
+    assert "BROKERED_TOKEN=golem-sentinel-" in env.stdout_text
 
 
 async def test_git_over_https_gets_basic_auth_from_the_proxy(box: Box, net: NetHosts) -> None:
@@ -271,8 +271,8 @@ async def test_git_over_https_gets_basic_auth_from_the_proxy(box: Box, net: NetH
         f"GIT_TERMINAL_PROMPT=0 GIT_SSL_CAINFO=$PWD/ca.pem git clone -q "
         f"https://allowed.test:{net.secure.port}/private/repo.git refused; echo rc=$?"
     )
-    assert result.stdout.splitlines() == ["the repo repository", "rc=128"], result.stderr
-    assert PRIVATE_PASSWORD not in result.stdout + result.stderr
+    assert result.stdout_text.splitlines() == ["the repo repository", "rc=128"], result.stderr_text
+    assert PRIVATE_PASSWORD not in result.stdout_text + result.stderr_text
 
 
 async def test_network_events_stream_with_the_output(box: Box, net: NetHosts) -> None:
@@ -286,7 +286,7 @@ async def test_network_events_stream_with_the_output(box: Box, net: NetHosts) ->
     assert kinds.index("net") < kinds.index("stdout")
     decisions = [e for e in events if isinstance(e, NetworkEvent)]
     assert [d.allowed for d in decisions] == [True, False]
-    assert any(isinstance(e, OutputEvent) and "hello" in e.data for e in events)
+    assert any(isinstance(e, OutputEvent) and "hello" in e.text for e in events)
 
 
 async def test_a_pooled_box_gets_each_sessions_policy_and_an_empty_log(
@@ -294,20 +294,20 @@ async def test_a_pooled_box_gets_each_sessions_policy_and_an_empty_log(
 ) -> None:
     url = f"http://allowed.test:{net.plain.port}/hello.txt"
     async with engine.session(engine.spec(network="filtered", egress=policy(net))) as first:
-        assert (await first.execute(f"curl -s -m 20 {url}")).stdout.startswith("hello")
+        assert (await first.execute(f"curl -s -m 20 {url}")).stdout_text.startswith("hello")
         assert len(await first.network_log()) == 1
     strict = policy(net, allow=[r"^nothing\.test$"])
     async with engine.session(engine.spec(network="filtered", egress=strict)) as second:
         assert second.id == first.id  # the same box, wiped and handed out again
         result = await second.execute(f"curl -s -m 20 {url}")
-        assert "refused (not in allow list)" in result.stdout
+        assert "refused (not in allow list)" in result.stdout_text
         assert [e.allowed for e in await second.network_log()] == [False]
 
 
 async def test_filtered_boxes_without_a_policy_reach_nothing(engine: Engine, net: NetHosts) -> None:
     async with engine.session(engine.spec(network="filtered")) as box:
         result = await box.execute(f"curl -s -m 20 http://allowed.test:{net.plain.port}/")
-    assert "refused" in result.stdout
+    assert "refused" in result.stdout_text
     assert refusals(result.network) == [("allowed.test", f"port {net.plain.port} not in [80, 443]")]
 
 

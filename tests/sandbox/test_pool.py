@@ -45,7 +45,7 @@ async def test_a_released_box_serves_the_next_session_of_its_shape(pooled: Engin
         pass
     async with pooled.session() as second:
         assert second.id == first.id
-        assert (await second.execute("echo reused")).stdout == "reused\n"
+        assert (await second.execute("echo reused")).stdout_text == "reused\n"
 
 
 LEAVE_TRACES = (
@@ -71,13 +71,13 @@ async def test_nothing_of_one_session_reaches_the_next(
             await first.start("sleep 1000")
             assert (await first.execute(LEAVE_TRACES)).exit_code == 0
             dirty = await first.execute(CHECK_TRACES)
-            assert "trace" in dirty.stdout  # the check can see traces when they are there
-            assert "sleep 1000" in dirty.stdout
+            assert "trace" in dirty.stdout_text  # the check can see traces when they are there
+            assert "sleep 1000" in dirty.stdout_text
         async with engine.session() as second:
             assert second.id == first.id
             clean = await second.execute(CHECK_TRACES)
             assert await second.processes() == []
-    assert clean.stdout == "/dev/shm:\n\n/workspace:\n"
+    assert clean.stdout_text == "/dev/shm:\n\n/workspace:\n"
 
 
 async def test_boxes_of_different_shapes_are_not_shared(pooled: Engine) -> None:
@@ -105,7 +105,7 @@ async def test_prewarm_fills_the_pool_and_sessions_take_from_it(pooled: Engine) 
     assert len(warm) == 2
     async with pooled.session() as box:
         assert box.id in warm
-        assert (await box.execute("echo warm")).stdout == "warm\n"
+        assert (await box.execute("echo warm")).stdout_text == "warm\n"
 
 
 async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
@@ -116,7 +116,7 @@ async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
     assert await pooled.boxes() == []
     async with pooled.session() as fresh:
         assert fresh.id != box.id
-        assert (await fresh.execute("echo ok")).stdout == "ok\n"
+        assert (await fresh.execute("echo ok")).stdout_text == "ok\n"
 
 
 async def test_twenty_concurrent_sessions_from_a_pool_of_five(
@@ -127,7 +127,7 @@ async def test_twenty_concurrent_sessions_from_a_pool_of_five(
 
         async def one(index: int) -> str:
             async with engine.session() as box:
-                return (await box.execute(ExecRequest(cmd=f"echo {index}"))).stdout
+                return (await box.execute(ExecRequest(cmd=f"echo {index}"))).stdout_text
 
         outputs = await asyncio.gather(*(one(i) for i in range(20)))
         assert outputs == [f"{i}\n" for i in range(20)]

@@ -106,7 +106,7 @@ async def test_prune_removes_the_box_of_a_killed_owner(engine: Engine, orphan: B
 async def test_prune_leaves_live_boxes_alone(engine: Engine, orphan: BoxRecord) -> None:
     async with engine.session() as box:
         assert [info.id for info in await LocalEngine(engine.config).prune()] == [orphan.id]
-        assert (await box.execute("echo ok")).stdout == "ok\n"
+        assert (await box.execute("echo ok")).stdout_text == "ok\n"
         assert [info.id for info in await engine.boxes()] == [box.id]
 
 

@@ -18,6 +18,7 @@ import pytest
 from golem.core.errors import BoxCrashed
 from golem.sandbox import Box, Engine, ErrorEvent, ExecRequest, ExecResult, ExitEvent, OutputEvent
 from tests.conftest import BOTH_BACKENDS, kill_box_from_outside
+from tests.sandbox.binary_output import stepped_output
 
 pytestmark = pytest.mark.bwrap
 
@@ -58,7 +59,7 @@ async def py(box: Box, code: str, *args: str, **request: object) -> ExecResult:
 async def processes(box: Box) -> list[tuple[str, str, str]]:
     """(state, comm, cmdline) of every process the box can see, but the lister's own."""
     result = await py(box, PS)
-    rows = [line.split(" ", 3) for line in result.stdout.splitlines()]
+    rows = [line.split(" ", 3) for line in result.stdout_text.splitlines()]
     return [(r[1], r[2], r[3] if len(r) > 3 else "") for r in rows]
 
 
@@ -102,10 +103,10 @@ async def test_fork_bomb_is_contained_and_host_stays_responsive(
 ) -> None:
     async with engine.session(engine.spec(**LIMITS)) as box:
         result = await box.execute(ExecRequest(cmd=bomb, timeout=3))
-        assert (result.timed_out, result.signal) == (True, 9), result.stderr[-300:]
+        assert (result.timed_out, result.signal) == (True, 9), result.stderr_text[-300:]
         events = cgroup_file(engine, box, "pids", "pids.events").read_text()
         assert int(events.split()[-1]) > 0  # the bomb did hit the box's pids limit
-        assert (await box.execute("echo ok")).stdout == "ok\n"
+        assert (await box.execute("echo ok")).stdout_text == "ok\n"
     assert await host_can_spawn()
 
 
@@ -122,12 +123,12 @@ async def test_call_that_cannot_be_tracked_is_not_left_running(engine: Engine) -
     async with engine.session(engine.spec(pids=32, timeout=10)) as box:
         filler = await box.start(ExecRequest(code=fill, runtime="python"))
         await box.execute("touch /tmp/go")
-        output = ""
+        output = b""
         for _ in range(10_000):
             output += (await box.read_output(filler.id, len(output))).data
-            if "full" in output:
+            if b"full" in output:
                 break
-        assert "full" in output, "the box's pids were not exhausted"
+        assert b"full" in output, "the box's pids were not exhausted"
         await box.execute(ExecRequest(cmd=["sleep", "1000"], timeout=2))
         await box.forget(filler.id)
         assert [p for p in await processes(box) if p[1] == "sleep"] == []
@@ -137,7 +138,7 @@ async def test_memory_hog_is_oom_killed_and_box_survives(engine: Engine) -> None
     async with engine.session(engine.spec(**LIMITS)) as box:
         result = await py(box, MEMORY_HOG)
         assert (result.oom_killed, result.signal, result.timed_out) == (True, 9, False)
-        assert (await box.execute("echo ok")).stdout == "ok\n"
+        assert (await box.execute("echo ok")).stdout_text == "ok\n"
 
 
 async def test_memory_hog_in_a_child_process_is_reported_as_oom_killed(engine: Engine) -> None:
@@ -157,9 +158,9 @@ async def test_output_flood_is_capped_in_results_and_streams(engine: Engine) -> 
     async with engine.session(engine.spec(max_output_bytes="64k", timeout=3)) as box:
         result = await box.execute("yes & yes >&2")
         assert (result.truncated, result.timed_out) == (True, True)
-        assert len(result.stdout.encode()) + len(result.stderr.encode()) <= CAP
+        assert len(result.stdout) + len(result.stderr) <= CAP
         events = [event async for event in box.stream("yes")]
-        streamed = sum(len(e.data.encode()) for e in events if isinstance(e, OutputEvent))
+        streamed = sum(len(e.data) for e in events if isinstance(e, OutputEvent))
         assert isinstance(events[-1], ExitEvent)
         assert events[-1].truncated
         assert 0 < streamed <= CAP
@@ -212,7 +213,7 @@ async def test_host_files_are_invisible(box: Box) -> None:
     host_homes = [f"/home/{name}" for name in os.listdir("/home")]  # the host's, by name
     hidden = ["/root", "/root/.bashrc", "/work", "/var/lib/golem", "/etc/shadow", *host_homes]
     result = await py(box, PROBE, "read", "/etc/passwd", *hidden)
-    assert result.stdout.split() == ["/etc/passwd"]
+    assert result.stdout_text.split() == ["/etc/passwd"]
 
 
 async def test_host_processes_and_environment_are_invisible(
@@ -225,8 +226,8 @@ async def test_host_processes_and_environment_are_invisible(
     assert not any("pytest" in args for _, _, args in seen)
     assert len(seen) <= 4
     assert seen[0][1] == "python3"  # pid 1 is the box's supervisor
-    assert "PATH=" in environ.stdout
-    assert "host-only-7f3a" not in environ.stdout
+    assert "PATH=" in environ.stdout_text
+    assert "host-only-7f3a" not in environ.stdout_text
 
 
 async def test_only_scratch_directories_are_writable(box: Box) -> None:
@@ -234,7 +235,7 @@ async def test_only_scratch_directories_are_writable(box: Box) -> None:
     system = ["/probe", "/etc/probe", "/usr/probe", "/dev/probe", "/sys/probe"]
     kernel = ["/proc/sys/kernel/hostname", "/proc/sysrq-trigger"]
     result = await py(box, PROBE, "write", *system, *kernel, *scratch)
-    assert result.stdout.split() == scratch
+    assert result.stdout_text.split() == scratch
 
 
 SYSCALL = (
@@ -257,11 +258,11 @@ SYSCALL = (
 )
 async def test_privilege_raising_attempts_fail(box: Box, attempt: list[str]) -> None:
     result = await box.execute(attempt)
-    assert result.exit_code not in (0, 127), result.stderr
+    assert result.exit_code not in (0, 127), result.stderr_text
 
 
 async def test_box_has_no_capabilities_and_is_seccomp_confined(box: Box) -> None:
-    status = (await box.execute("cat /proc/self/status")).stdout
+    status = (await box.execute("cat /proc/self/status")).stdout_text
     fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
     for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert int(fields[cap], 16) == 0, cap
@@ -296,17 +297,17 @@ async def test_network_none_reaches_neither_host_loopback_nor_dns(
     engine: Engine, host_port: int
 ) -> None:
     async with engine.session(engine.spec(network="none", timeout=10)) as box:
-        assert (await py(box, INTERFACES)).stdout == "['lo']\n"
+        assert (await py(box, INTERFACES)).stdout_text == "['lo']\n"
         connect = await py(box, CONNECT, str(host_port))
         assert connect.exit_code != 0
-        assert "host-banner" not in connect.stdout
+        assert "host-banner" not in connect.stdout_text
         dns = await py(box, "import socket; socket.getaddrinfo('example.com', 443)")
-        assert "gaierror" in dns.stderr
+        assert "gaierror" in dns.stderr_text
 
 
 async def test_network_host_reaches_host_loopback(engine: Engine, host_port: int) -> None:
     async with engine.session(engine.spec(network="host", timeout=10)) as box:
-        assert "host-banner" in (await py(box, CONNECT, str(host_port))).stdout
+        assert "host-banner" in (await py(box, CONNECT, str(host_port))).stdout_text
 
 
 # Secrets -------------------------------------------------------------------------------
@@ -329,10 +330,10 @@ async def test_secret_is_masked_in_results_events_and_json(secret_box: Box) -> N
         await secret_box.execute("echo $TOKEN; echo $TOKEN >&2"),
         await py(secret_box, SPLIT_WRITE),
     ]
-    assert [(r.stdout, r.stderr) for r in results] == [("***\n", "***\n"), ("***", "")]
+    assert [(r.stdout_text, r.stderr_text) for r in results] == [("***\n", "***\n"), ("***", "")]
     events = [e async for e in secret_box.stream("echo $TOKEN; echo $TOKEN >&2")]
     events += [e async for e in secret_box.stream(ExecRequest(cmd=[SECRET]))]  # cannot start
-    texts = [e.data if isinstance(e, OutputEvent) else "" for e in events]
+    texts = [e.text if isinstance(e, OutputEvent) else "" for e in events]
     texts += [e.message for e in events if isinstance(e, ErrorEvent)]
     dumps = [r.model_dump_json() for r in results] + [e.model_dump_json() for e in events]
     assert texts.count("***\n") == 2
@@ -340,10 +341,26 @@ async def test_secret_is_masked_in_results_events_and_json(secret_box: Box) -> N
     assert not any(SECRET in text for text in texts + dumps)
 
 
+async def test_secret_split_across_chunks_of_binary_output_is_masked(secret_box: Box) -> None:
+    """Masking works on the bytes: a secret between bytes that are not UTF-8, its halves
+    in separate writes, comes back as *** with every other byte as it was."""
+    code = (
+        "import os\nv = os.environ['TOKEN'].encode()\n"
+        "os.write(1, b'\\xff\\xc3' + v[:5]); os.write(1, v[5:] + b'\\x80\\xe2\\x82')"
+    )
+    request = ExecRequest(code=code, runtime="python")
+    expected = b"\xff\xc3***\x80\xe2\x82"
+    assert (await secret_box.execute(request)).stdout == expected
+    events = [e async for e in secret_box.stream(request)]
+    assert b"".join(e.data for e in events if isinstance(e, OutputEvent)) == expected
+    halves = [b"\xff\xc3" + SECRET[:5].encode(), SECRET[5:].encode() + b"\x80\xe2\x82"]
+    assert b"".join(await stepped_output(secret_box, halves)) == expected  # surely 2 chunks
+
+
 async def test_secret_is_masked_in_background_output(secret_box: Box) -> None:
     process = await secret_box.start(ExecRequest(code=SPLIT_WRITE, runtime="python"))
     assert await secret_box.wait(process.id, timeout=10) == 0
-    assert (await secret_box.read_output(process.id)).data == "***"
+    assert (await secret_box.read_output(process.id)).text == "***"
 
 
 async def test_secret_split_across_background_reads_is_not_revealed(secret_box: Box) -> None:
@@ -358,8 +375,8 @@ async def test_secret_split_across_background_reads_is_not_revealed(secret_box: 
     await secret_box.execute("echo > /tmp/go")
     assert await secret_box.wait(process.id, timeout=10) == 0
     rest = await secret_box.read_output(process.id, first.offset)
-    assert SECRET not in first.data + rest.data
-    assert "***" in first.data + rest.data
+    assert SECRET not in first.text + rest.text
+    assert "***" in first.text + rest.text
 
 
 # The host trusts nothing from the box ---------------------------------------------------
@@ -369,8 +386,8 @@ async def test_box_processes_cannot_kill_the_supervisor(engine: Engine) -> None:
     """The supervisor is the box's pid 1: signals from inside the box do not reach it."""
     async with engine.session(engine.spec(timeout=10)) as box:
         result = await box.execute("kill -9 1; kill -9 -1; echo survived")
-        assert (await box.execute("echo still-here")).stdout == "still-here\n"
-    assert result.stdout == "survived\n"
+        assert (await box.execute("echo still-here")).stdout_text == "still-here\n"
+    assert result.stdout_text == "survived\n"
 
 
 async def test_a_dead_box_raises_box_crashed_and_engine_survives(engine: Engine) -> None:
@@ -382,7 +399,7 @@ async def test_a_dead_box_raises_box_crashed_and_engine_survives(engine: Engine)
             await box.execute("sleep 5")
     assert await engine.boxes() == []
     async with engine.session() as box:
-        assert (await box.execute("echo ok")).stdout == "ok\n"
+        assert (await box.execute("echo ok")).stdout_text == "ok\n"
 
 
 FORGE = r"""
@@ -423,8 +440,8 @@ sys.exit(7)
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the injected code is x86-64")
 async def test_box_process_cannot_forge_call_results(box: Box) -> None:
     result = await box.execute(ExecRequest(code=FORGE, runtime="python"))
-    assert "forged" not in result.stdout
-    assert (result.exit_code, result.stdout.splitlines()[-1:]) == (7, ["real"])
+    assert "forged" not in result.stdout_text
+    assert (result.exit_code, result.stdout_text.splitlines()[-1:]) == (7, ["real"])
 
 
 async def test_box_process_cannot_reopen_the_host_pipes(box: Box) -> None:
@@ -433,6 +450,6 @@ async def test_box_process_cannot_reopen_the_host_pipes(box: Box) -> None:
     paths = [f"/proc/{pid}/fd/{fd}" for pid in (1, supervisor) for fd in range(8)]
     result = await py(box, PROBE, "any", *paths)
     assert result.exit_code == 0
-    opened = result.stdout.split()
-    targets = (await box.execute(["readlink", *opened])).stdout if opened else ""
+    opened = result.stdout_text.split()
+    targets = (await box.execute(["readlink", *opened])).stdout_text if opened else ""
     assert "pipe:" not in targets  # pid 1 holds only /dev/null and bubblewrap's stderr

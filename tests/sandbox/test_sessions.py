@@ -11,6 +11,7 @@ import pytest
 from golem.core import GolemConfig, SessionNotFound, SetupFailed
 from golem.sandbox import Box, Engine, ExecEvent, ExecRequest, SyncEngine
 from tests.conftest import BOTH_BACKENDS
+from tests.sandbox.binary_output import PAYLOAD, writer
 
 pytestmark = pytest.mark.bwrap
 
@@ -23,7 +24,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 async def test_session_keeps_state_between_calls(box: Box) -> None:
     await box.execute("echo kept > state.txt")
-    assert (await box.execute("cat state.txt")).stdout == "kept\n"
+    assert (await box.execute("cat state.txt")).stdout_text == "kept\n"
 
 
 async def test_fresh_box_per_execute_forgets_state(engine: Engine) -> None:
@@ -37,10 +38,10 @@ async def test_setup_runs_once_with_setup_phase_events(engine: Engine) -> None:
     spec = engine.spec(setup="echo prepared >> /workspace/setup.log")
     async with engine.session(spec, on_event=events.append) as box:
         await box.execute("true")
-        assert (await box.execute("cat setup.log")).stdout == "prepared\n"
+        assert (await box.execute("cat setup.log")).stdout_text == "prepared\n"
     assert events
     assert all(e.phase == "setup" for e in events)
-    assert any(getattr(e, "data", "") == "prepared\n" for e in events) is False  # redirected
+    assert any(getattr(e, "data", b"") == b"prepared\n" for e in events) is False  # redirected
 
 
 async def test_failing_setup_raises_and_leaves_no_box(engine: Engine) -> None:
@@ -58,7 +59,7 @@ async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> 
     spec = engine.spec(setup="echo setting-up")
     events = [e async for e in engine.stream("echo running", spec)]
     phases = [(e.phase, getattr(e, "data", None)) for e in events if e.type == "stdout"]
-    assert phases == [("setup", "setting-up\n"), ("code", "running\n")]
+    assert phases == [("setup", b"setting-up\n"), ("code", b"running\n")]
 
 
 async def test_sessions_are_recorded_while_alive(engine: Engine, config: GolemConfig) -> None:
@@ -80,7 +81,7 @@ async def test_background_process_survives_reconnect(engine: Engine) -> None:
         assert listed.id == process.id
         assert listed.running
         output = await again.read_output(process.id)
-        while "ready" not in output.data:  # wait on the box, not on the clock
+        while "ready" not in output.text:  # wait on the box, not on the clock
             output = await again.read_output(process.id)
         await again.signal(process.id, signal.SIGKILL)
         assert await again.wait(process.id, timeout=30) == 128 + signal.SIGKILL
@@ -89,13 +90,21 @@ async def test_background_process_survives_reconnect(engine: Engine) -> None:
         assert final.exit_code == 137
 
 
+async def test_background_output_is_the_boxs_bytes(box: Box) -> None:
+    process = await box.start(ExecRequest(code=writer(stderr=b""), runtime="python"))
+    assert await box.wait(process.id, timeout=30) == 0
+    output = await box.read_output(process.id)
+    assert (output.data, output.offset) == (PAYLOAD, len(PAYLOAD))
+    assert "\ufffd" in output.text
+
+
 async def test_background_output_is_read_incrementally(box: Box) -> None:
     process = await box.start("echo one; echo two")
     assert await box.wait(process.id, timeout=30) == 0
     first = await box.read_output(process.id)
-    assert first.data == "one\ntwo\n"
+    assert first.data == b"one\ntwo\n"
     rest = await box.read_output(process.id, offset=first.offset)
-    assert rest.data == ""
+    assert rest.data == b""
     await box.forget(process.id)
     assert await box.processes() == []
 
@@ -109,10 +118,10 @@ async def test_unknown_session_is_a_clear_error(engine: Engine) -> None:
 
 def test_sync_engine_wraps_the_async_one(config) -> None:  # type: ignore[no-untyped-def]
     with SyncEngine(config) as engine:
-        assert engine.execute("echo sync").stdout == "sync\n"
+        assert engine.execute("echo sync").stdout_text == "sync\n"
         with engine.session() as box:
             box.put_file("f.txt", b"abc")
-            assert box.execute("cat f.txt").stdout == "abc"
+            assert box.execute("cat f.txt").stdout_text == "abc"
             assert box.get_file("f.txt") == b"abc"
 
 
@@ -124,11 +133,11 @@ async def test_a_call_that_ignores_its_stdin_does_not_hold_up_the_box(box: Box) 
     # 30 s only guards against a hang: before the fix, nothing finished for 250 s.
     done, _ = await asyncio.wait({stuck, quick}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
     assert done == {quick}
-    assert quick.result().stdout == "quick\n"
+    assert quick.result().stdout_text == "quick\n"
     stuck.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await stuck
-    assert (await box.execute("echo after")).stdout == "after\n"
+    assert (await box.execute("echo after")).stdout_text == "after\n"
 
 
 async def test_pty_calls_are_first_for_the_oom_killer(box: Box) -> None:
@@ -144,7 +153,7 @@ async def test_background_output_keeps_its_latest_bytes_within_the_cap(engine: E
         process = await box.start("seq 1 2000")  # 8893 bytes, the last line "2000\n"
         assert await box.wait(process.id, timeout=30) == 0
         output = await box.read_output(process.id)
-        assert output.data.endswith("1999\n2000\n")
+        assert output.data.endswith(b"1999\n2000\n")
         assert len(output.data) == 1000
         assert output.start == 8893 - 1000  # the reader learns what was dropped before it
         assert output.offset == 8893
@@ -152,7 +161,7 @@ async def test_background_output_keeps_its_latest_bytes_within_the_cap(engine: E
         [listed] = await box.processes()
         assert listed.output_bytes == 8893
         rest = await box.read_output(process.id, offset=output.offset)
-        assert (rest.data, rest.start, rest.offset) == ("", 8893, 8893)
+        assert (rest.data, rest.start, rest.offset) == (b"", 8893, 8893)
 
 
 async def test_background_output_cut_inside_a_secret_shows_no_part_of_it(engine: Engine) -> None:
@@ -161,5 +170,5 @@ async def test_background_output_cut_inside_a_secret_shows_no_part_of_it(engine:
         process = await box.start('printf %0100d 0; printf "$TOKEN"; printf abcdefghijklm')
         assert await box.wait(process.id, timeout=30) == 0
         output = await box.read_output(process.id)  # the box kept "ALUE123abcdefghijklm"
-        assert output.data == "abcdefghijklm"
+        assert output.data == b"abcdefghijklm"
         assert (output.start, output.offset) == (114, 127)

@@ -3,6 +3,7 @@ database and admin key; helpers to make keys and clients."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import secrets
@@ -19,6 +20,12 @@ from pathlib import Path
 import httpx
 
 STARTUP_TIMEOUT = 120.0
+
+
+def unb64(value: object) -> bytes:
+    """The bytes of a base64 field of the API's JSON (a call's output, an event's data)."""
+    assert isinstance(value, str), value
+    return base64.urlsafe_b64decode(value)
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.service.served import Served, serving
+from tests.service.served import Served, serving, unb64
 
 pytestmark = pytest.mark.bwrap
 
@@ -52,11 +52,11 @@ def sse_events(response: httpx.Response) -> list[dict[str, object]]:
 def test_a_call_runs_in_the_session_and_state_persists(acme: httpx.Client, session: str) -> None:
     path = f"/v1/sessions/{session}/exec"
     first = acme.post(path, json={"cmd": "echo hi > /workspace/note; echo out; exit 3"}).json()
-    assert (first["stdout"], first["exit_code"]) == ("out\n", 3)
+    assert (unb64(first["stdout"]), first["exit_code"]) == (b"out\n", 3)
     again = acme.post(path, json={"cmd": ["cat", "/workspace/note"]}).json()
-    assert again["stdout"] == "hi\n"
+    assert unb64(again["stdout"]) == b"hi\n"
     code = acme.post(path, json={"code": "print(6 * 7)", "runtime": "python"}).json()
-    assert code["stdout"] == "42\n"
+    assert unb64(code["stdout"]) == b"42\n"
 
 
 def test_a_streamed_call_sends_its_output_then_its_exit(acme: httpx.Client, session: str) -> None:
@@ -65,9 +65,9 @@ def test_a_streamed_call_sends_its_output_then_its_exit(acme: httpx.Client, sess
     )
     assert answer.headers["content-type"].startswith("text/event-stream")
     events = sse_events(answer)
-    assert [(e["type"], e.get("data")) for e in events[:-1]] in (
-        [("stdout", "one\n"), ("stderr", "two\n")],
-        [("stderr", "two\n"), ("stdout", "one\n")],
+    assert [(e["type"], unb64(e.get("data"))) for e in events[:-1]] in (
+        [("stdout", b"one\n"), ("stderr", b"two\n")],
+        [("stderr", b"two\n"), ("stdout", b"one\n")],
     )
     assert events[-1]["type"] == "exit"
     assert events[-1]["exit_code"] == 4
@@ -82,7 +82,7 @@ def test_files_round_trip_binary_and_a_missing_one_is_a_clear_error(
     assert put.status_code == 204, put.text
     assert acme.get(path, params={"path": "data/blob.bin"}).content == payload
     listed = acme.post(f"/v1/sessions/{session}/exec", json={"cmd": "wc -c < data/blob.bin"})
-    assert listed.json()["stdout"].strip() == str(len(payload))
+    assert unb64(listed.json()["stdout"]).strip() == str(len(payload)).encode()
     missing = acme.get(path, params={"path": "nope.txt"})
     assert missing.status_code in (400, 404)
     assert "nope.txt" in missing.json()["detail"]
@@ -97,7 +97,7 @@ def test_a_background_process_is_read_signalled_and_waited_for(
     process = started.json()["id"]
     assert [p["id"] for p in acme.get(base).json()] == [process]
     output = acme.get(f"{base}/{process}/output").json()
-    while "ready" not in output["data"]:
+    while b"ready" not in unb64(output["data"]):
         output = acme.get(f"{base}/{process}/output").json()
     killed = acme.post(f"{base}/{process}/signal", json={"signal": int(signal.SIGKILL)})
     assert killed.status_code == 204
@@ -119,14 +119,14 @@ def test_a_websocket_call_takes_stdin_as_it_comes_and_a_signal(
         ws.send(json.dumps({"request": {"cmd": "while read line; do echo got:$line; done"}}))
         ws.send(json.dumps({"stdin": base64.b64encode(b"first\n").decode()}))
         first = json.loads(ws.recv(60))
-        assert (first["type"], first["data"]) == ("stdout", "got:first\n")
+        assert (first["type"], unb64(first["data"])) == ("stdout", b"got:first\n")
         ws.send(json.dumps({"stdin": base64.b64encode(b"second\n").decode()}))
-        assert json.loads(ws.recv(60))["data"] == "got:second\n"
+        assert unb64(json.loads(ws.recv(60))["data"]) == b"got:second\n"
         ws.send(json.dumps({"stdin_close": True}))
         assert json.loads(ws.recv(60))["type"] == "exit"
     with connect(_ws(served, key, session), additional_headers=headers) as ws:
         ws.send(json.dumps({"request": {"cmd": "echo up; exec sleep 600"}}))
-        assert json.loads(ws.recv(60))["data"] == "up\n"
+        assert unb64(json.loads(ws.recv(60))["data"]) == b"up\n"
         ws.send(json.dumps({"signal": int(signal.SIGTERM)}))
         ended = json.loads(ws.recv(60))
         assert ended["type"] == "exit"
@@ -141,11 +141,11 @@ def test_a_websocket_pty_echoes_what_is_typed(
     with connect(_ws(served, key, session), additional_headers=headers) as ws:
         ws.send(json.dumps({"request": {"cmd": ["sh"]}, "pty": True, "rows": 30, "cols": 100}))
         ws.send(json.dumps({"stdin": base64.b64encode(b"stty size; exit 7\n").decode()}))
-        seen, message = "", {}
+        seen, message = b"", {}
         while message.get("type") != "exit":
             message = json.loads(ws.recv(60))
-            seen += str(message.get("data", ""))
-        assert "30 100" in seen
+            seen += unb64(message.get("data", ""))
+        assert b"30 100" in seen
         assert message["exit_code"] == 7
 
 
@@ -210,7 +210,7 @@ def test_a_trusted_key_may_ask_for_what_a_user_key_may_not(served: Served) -> No
 
 def test_a_one_shot_call_leaves_no_session(acme: httpx.Client) -> None:
     done = acme.post("/v1/exec", json={"request": {"cmd": "echo once"}})
-    assert done.json()["stdout"] == "once\n"
+    assert unb64(done.json()["stdout"]) == b"once\n"
     assert acme.get("/v1/sessions").json() == []
 
 

@@ -5,9 +5,13 @@ the server's errors come back as the same GolemError classes."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,8 +26,16 @@ from golem.core.errors import (
     SetupFailed,
 )
 from golem.core.events import ExecEvent, ExitEvent, OutputEvent
-from golem.sandbox import Engine, LocalEngine
+from golem.sandbox import Engine, ExecRequest, ExecResult, LocalEngine
 from golem.service.client import RemoteEngine, make_engine
+from tests.sandbox.binary_output import (
+    ERR_PAYLOAD,
+    PAYLOAD,
+    PIECES,
+    WRITER,
+    stepped_output,
+    writer,
+)
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap
@@ -51,8 +63,8 @@ async def any_engine(request: pytest.FixtureRequest, config: GolemConfig) -> Asy
 async def test_a_session_keeps_state_between_calls(any_engine: Engine) -> None:
     async with any_engine.session(any_engine.spec(memory="256m")) as box:
         first = await box.execute("echo kept > note; echo out; echo err >&2; exit 3")
-        assert (first.stdout, first.stderr, first.exit_code) == ("out\n", "err\n", 3)
-        assert (await box.execute(["cat", "note"])).stdout == "kept\n"
+        assert (first.stdout_text, first.stderr_text, first.exit_code) == ("out\n", "err\n", 3)
+        assert (await box.execute(["cat", "note"])).stdout_text == "kept\n"
         assert box.runtimes["python"].endswith("python3")
         ids = [info.id for info in await any_engine.boxes()]
         assert box.id in ids
@@ -61,8 +73,8 @@ async def test_a_session_keeps_state_between_calls(any_engine: Engine) -> None:
 async def test_streamed_events_arrive_in_order_with_the_exit_last(any_engine: Engine) -> None:
     async with any_engine.session() as box:
         events = [e async for e in box.stream("for i in 1 2 3; do echo $i; done; exit 2")]
-    out = "".join(getattr(e, "data", "") for e in events if e.type == "stdout")
-    assert out == "1\n2\n3\n"
+    out = b"".join(getattr(e, "data", b"") for e in events if e.type == "stdout")
+    assert out == b"1\n2\n3\n"
     assert events[-1].type == "exit"
     assert events[-1].exit_code == 2
 
@@ -80,7 +92,7 @@ async def test_files_and_directories_round_trip(any_engine: Engine, tmp_path: Pa
         await box.put_dir(source, "project")
         assert (
             await box.execute("cd project && python3 -c 'import pkg.mod as m; print(m.X)'")
-        ).stdout == "1\n"
+        ).stdout_text == "1\n"
         await box.get_dir("project", tmp_path / "back")
         assert (tmp_path / "back" / "pkg" / "mod.py").read_text() == "X = 1\n"
         with pytest.raises(PathNotFound, match=r"nope\.txt"):
@@ -91,7 +103,7 @@ async def test_a_background_process_is_read_signalled_and_reaped(any_engine: Eng
     async with any_engine.session() as box:
         process = await box.start("echo ready; exec sleep 600")
         output = await box.read_output(process.id)
-        while "ready" not in output.data:
+        while "ready" not in output.text:
             output = await box.read_output(process.id)
         assert [p.id for p in await box.processes()] == [process.id]
         await box.signal(process.id, signal.SIGKILL)
@@ -106,7 +118,7 @@ async def test_an_interactive_call_takes_stdin_as_it_comes(any_engine: Engine) -
             await call.write(b"one\n")
             events = call.events()
             first = await anext(events)
-            assert (first.type, first.data) == ("stdout", "got:one\n")
+            assert (first.type, first.text) == ("stdout", "got:one\n")
             await call.close_stdin()
             rest = [event async for event in events]
         assert rest[-1].type == "exit"
@@ -127,7 +139,7 @@ async def test_a_pty_reports_its_size_and_exit(any_engine: Engine) -> None:
 
 async def test_a_one_shot_call_and_its_stream(any_engine: Engine) -> None:
     result = await any_engine.execute("echo once")
-    assert result.stdout == "once\n"
+    assert result.stdout_text == "once\n"
     events = [e async for e in any_engine.stream(["sh", "-c", "echo twice; exit 4"])]
     assert events[-1].exit_code == 4
 
@@ -136,8 +148,8 @@ async def test_a_secret_is_masked_in_both(any_engine: Engine) -> None:
     spec = any_engine.spec(secrets={"TOKEN": "s3cr3t-value-123"})
     async with any_engine.session(spec) as box:
         result = await box.execute("echo $TOKEN")
-    assert "s3cr3t-value-123" not in result.stdout
-    assert "***" in result.stdout
+    assert "s3cr3t-value-123" not in result.stdout_text
+    assert "***" in result.stdout_text
 
 
 async def test_a_removed_session_is_closed_for_every_handle(any_engine: Engine) -> None:
@@ -160,8 +172,8 @@ async def test_setup_events_reach_on_event_as_the_script_runs(any_engine: Engine
         assert (await box.execute("true")).exit_code == 0
     assert {event.phase for event in seen} == {"setup"}
     assert [(e.type, e.data) for e in seen if isinstance(e, OutputEvent)] == [
-        ("stdout", "preparing\n"),
-        ("stderr", "careful\n"),
+        ("stdout", b"preparing\n"),
+        ("stderr", b"careful\n"),
     ]
     assert isinstance(seen[-1], ExitEvent)
     assert seen[-1].exit_code == 0
@@ -172,7 +184,7 @@ async def test_a_failing_setup_is_seen_by_on_event_then_raised(any_engine: Engin
     spec = any_engine.spec(setup="echo broken-dependency; exit 3")
     with pytest.raises(SetupFailed, match="exit code 3"):
         await any_engine.create_session(spec, on_event=seen.append)
-    assert any(getattr(event, "data", "") == "broken-dependency\n" for event in seen)
+    assert any(getattr(event, "data", b"") == b"broken-dependency\n" for event in seen)
     assert [e.exit_code for e in seen if isinstance(e, ExitEvent)] == [3]
     assert await any_engine.boxes() == []
 
@@ -231,3 +243,64 @@ async def test_make_engine_follows_the_configuration(
     assert isinstance(engine, RemoteEngine)
     assert engine.url == "http://h:1"
     await engine.close()
+
+
+async def test_output_that_is_not_utf8_comes_back_byte_for_byte(any_engine: Any) -> None:
+    request = ExecRequest(code=WRITER, runtime="python")
+    async with any_engine.session() as box:
+        result = await box.execute(request)
+        assert (result.stdout, result.stderr) == (PAYLOAD, ERR_PAYLOAD)
+        assert _joined([e async for e in box.stream(request)]) == (PAYLOAD, ERR_PAYLOAD)
+        assert await stepped_output(box, PIECES) == PIECES
+        process = await box.start(ExecRequest(code=writer(stderr=b""), runtime="python"))
+        assert await box.wait(process.id, 60) == 0
+        assert (await box.read_output(process.id)).data == PAYLOAD
+    assert (await any_engine.execute(request)).stdout == PAYLOAD
+    assert _joined([e async for e in any_engine.stream(request)]) == (PAYLOAD, ERR_PAYLOAD)
+
+
+async def test_a_raw_pty_passes_bytes_that_are_not_utf8(any_engine: Any) -> None:
+    raw = f"import os, tty\ntty.setraw(1)\nos.write(1, {PAYLOAD!r})\n"
+    async with any_engine.session() as box:
+        terminal = await box.open_pty(["python3", "-c", raw])
+        if hasattr(terminal, "connect"):
+            await terminal.connect()
+        screen = b""
+        while (data := await terminal.read()) is not None:
+            screen += data
+    assert screen == PAYLOAD
+    assert terminal.exit_code == 0
+
+
+def _joined(events: list[Any]) -> tuple[bytes, bytes]:
+    streams = {"stdout": b"", "stderr": b""}
+    for event in events:
+        if isinstance(event, OutputEvent):
+            streams[event.type] += event.data
+    return streams["stdout"], streams["stderr"]
+
+
+def test_golem_exec_through_a_server_writes_the_boxs_bytes(served: Served, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
+    env.update(
+        GOLEM_STATE_DIR=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+        GOLEM_REMOTE__URL=served.url,
+        GOLEM_API_KEY="golem_not_a_key",
+    )
+
+    def golem(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable, "-m", "golem", "exec", *args]
+        return subprocess.run(
+            command, input=stdin, capture_output=True, env=env, timeout=120, check=False
+        )
+
+    refused = golem("--", "true")  # the server answers: the call went there
+    assert refused.returncode != 0
+    assert b"not valid" in refused.stderr
+    env["GOLEM_API_KEY"] = served.key("parity")
+    done = golem("-c", WRITER)
+    assert (done.stdout, done.stderr, done.returncode) == (PAYLOAD, ERR_PAYLOAD, 0)
+    assert golem("--", "cat", stdin=PAYLOAD).stdout == PAYLOAD
+    as_json = ExecResult.model_validate_json(golem("--json", "-c", WRITER).stdout)
+    assert (as_json.stdout, as_json.stderr) == (PAYLOAD, ERR_PAYLOAD)

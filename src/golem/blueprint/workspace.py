@@ -115,7 +115,7 @@ async def _box_changes(box: Box, target: str) -> list[str]:
     except (ValueError, KeyError, TypeError):
         raise SandboxError(
             f"could not read git status in the box (exit {probe.exit_code}): "
-            f"{probe.stderr.strip()[-500:] or probe.stdout.strip()[-500:]}"
+            f"{probe.stderr_text.strip()[-500:] or probe.stdout_text.strip()[-500:]}"
         ) from None
     if probe.truncated:
         raise SandboxError(

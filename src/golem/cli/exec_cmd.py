@@ -1,4 +1,6 @@
-"""`golem exec`: run code, a script or a command in a fresh box, streaming its output."""
+"""`golem exec`: run code, a script or a command in a fresh box, streaming its output: the
+box's bytes to this process's stdout and stderr unchanged. With ``[remote] url`` set, the box
+runs on that golem server."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any, TextIO
 
 import typer
 from pydantic import ValidationError
@@ -15,8 +18,9 @@ from rich.table import Table
 from golem.cli import options
 from golem.core.errors import InvalidRequest
 from golem.core.events import NetworkEvent
-from golem.sandbox import Engine, ExecRequest, ExitEvent, LocalEngine, OutputEvent
+from golem.sandbox import Engine, ExecRequest, ExitEvent, OutputEvent
 from golem.sandbox.models import RUNTIME_BY_SUFFIX
+from golem.service.client import make_engine
 
 __all__ = ["build_request", "exec_command"]
 
@@ -101,27 +105,30 @@ def exec_command(
     )
     config = flags.load()
     request = build_request(list(args or []), code, runtime, _stdin_bytes())
+    engine = make_engine(config)
+    # The flags given, for a server's box too (a local engine has them in its defaults).
+    spec = flags.defaults
     if json_output:
-        raise typer.Exit(asyncio.run(_run_json(LocalEngine(config), request)))
-    raise typer.Exit(asyncio.run(_run_streaming(LocalEngine(config), request, net_log=net_log)))
+        raise typer.Exit(asyncio.run(_run_json(engine, request, spec)))
+    raise typer.Exit(asyncio.run(_run_streaming(engine, request, spec, net_log=net_log)))
 
 
-async def _run_json(engine: Engine, request: ExecRequest) -> int:
+async def _run_json(engine: Engine, request: ExecRequest, spec: dict[str, Any]) -> int:
     async with engine:
-        result = await engine.execute(request)
+        result = await engine.execute(request, spec)
     sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     return result.exit_code
 
 
-async def _run_streaming(engine: Engine, request: ExecRequest, *, net_log: bool) -> int:
+async def _run_streaming(
+    engine: Engine, request: ExecRequest, spec: dict[str, Any], *, net_log: bool
+) -> int:
     exit_code = 1
     decisions: list[NetworkEvent] = []
     async with engine:
-        async for event in engine.stream(request):
+        async for event in engine.stream(request, spec):
             if isinstance(event, OutputEvent):
-                target = sys.stdout if event.type == "stdout" else sys.stderr
-                target.write(event.data)
-                target.flush()
+                _write_bytes(sys.stdout if event.type == "stdout" else sys.stderr, event.data)
             elif isinstance(event, ExitEvent):
                 exit_code = event.exit_code
                 _report_limits(event)
@@ -132,6 +139,14 @@ async def _run_streaming(engine: Engine, request: ExecRequest, *, net_log: bool)
     if net_log:
         print_network_log(decisions)
     return exit_code
+
+
+def _write_bytes(target: TextIO, data: bytes) -> None:
+    """Write the box's bytes as they are (the text layer's buffer is flushed first, to keep
+    the order of what golem itself wrote)."""
+    target.flush()
+    target.buffer.write(data)
+    target.buffer.flush()
 
 
 def print_network_log(decisions: list[NetworkEvent]) -> None:

@@ -64,10 +64,19 @@ class ResourceUsage(BaseModel):
 
 
 class OutputEvent(_BoxCallEvent):
-    """A chunk of a call's standard output or standard error (secrets already masked)."""
+    """A chunk of a call's standard output or standard error, the box's bytes as they came
+    (secrets already masked); base64 in JSON. A chunk may end inside a UTF-8 character:
+    decode a stream's joined bytes, or use an incremental decoder, where text is meant."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
     type: Literal["stdout", "stderr"]
-    data: str
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        """This chunk alone as text (bytes that are not UTF-8 become U+FFFD)."""
+        return self.data.decode(errors="replace")
 
 
 class ExitEvent(_BoxCallEvent):

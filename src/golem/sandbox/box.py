@@ -31,7 +31,6 @@ from golem.core.events import (
 )
 from golem.core.spec import BoxSpec, resolve_workdir
 from golem.sandbox.contracts import StartedBox
-from golem.sandbox.decoding import OutputDecoder, complete_utf8_end
 from golem.sandbox.files import BoxFiles, capped
 from golem.sandbox.interaction import LocalInteraction
 from golem.sandbox.masking import SecretMasker
@@ -117,8 +116,8 @@ class LocalBox(BoxFiles):
         return await self._collect(as_request(request), "code")
 
     async def _collect(self, request: ExecRequest, phase: Phase) -> ExecResult:
-        stdout: list[str] = []
-        stderr: list[str] = []
+        stdout: list[bytes] = []
+        stderr: list[bytes] = []
         network: list[NetworkEvent] = []
         exit_event: ExitEvent | None = None
         async for event in self.stream(request, phase=phase):
@@ -129,15 +128,15 @@ class LocalBox(BoxFiles):
             elif isinstance(event, NetworkEvent):
                 network.append(event)
             else:
-                stderr.append(event.message + "\n")
+                stderr.append(f"{event.message}\n".encode())
         assert exit_event is not None  # stream ends with an exit event or raises
         if self._network is not None:  # the bytes each connection moved until now
             network = [self._network.proxy.current(event) for event in network]
         files = await self._returned_files(request)
         outcome = exit_event.model_dump(exclude={"type", "time", "phase"})
         return ExecResult(
-            stdout="".join(stdout),
-            stderr="".join(stderr),
+            stdout=b"".join(stdout),
+            stderr=b"".join(stderr),
             files=files,
             network=network,
             **outcome,
@@ -258,7 +257,7 @@ class LocalBox(BoxFiles):
         phase: Phase,
         oom_before: int,
     ) -> AsyncIterator[ExecEvent]:
-        outputs = {"stdout": OutputDecoder(self._secrets), "stderr": OutputDecoder(self._secrets)}
+        outputs = {"stdout": SecretMasker(self._secrets), "stderr": SecretMasker(self._secrets)}
         limit = (request.timeout or self.spec.timeout) + HOST_GRACE
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
@@ -283,17 +282,16 @@ class LocalBox(BoxFiles):
                 received += len(data)
                 if received > self.spec.max_output_bytes:  # a supervisor that ignores its cap
                     continue
-                text = outputs[message.stream].feed(data)
-                if text:
-                    yield OutputEvent(type=message.stream, data=text, phase=phase)
+                if masked := outputs[message.stream].feed(data):
+                    yield OutputEvent(type=message.stream, data=masked, phase=phase)
             elif isinstance(message, Error):
                 async for event in self._start_failed(message, phase):
                     yield event
                 return
             elif isinstance(message, Exit):
-                for stream, decoder in outputs.items():
-                    if text := decoder.flush():
-                        yield OutputEvent(type=stream, data=text, phase=phase)
+                for stream, masker in outputs.items():
+                    if rest := masker.flush():
+                        yield OutputEvent(type=stream, data=rest, phase=phase)
                 yield self._exit_event(message, phase, oom_before)
                 return
 
@@ -345,7 +343,7 @@ class LocalBox(BoxFiles):
         """A background process's output from ``offset`` on (secrets masked).
 
         Pass the returned ``offset`` to the next read. While the process runs, a tail that
-        could begin a secret or a UTF-8 character is kept for the next read.
+        could begin a secret is kept for the next read.
         """
         masker = SecretMasker(self._secrets)
         overlap = max(masker.longest - 1, 0)
@@ -358,11 +356,9 @@ class LocalBox(BoxFiles):
             cut = masker.partial_prefix(data)
             data, start = data[cut:], start + cut
         final = not reply.running
-        if not final:
-            data = data[: complete_utf8_end(data)]
-        text, next_offset = masker.window(data, start, offset, final)
+        masked, next_offset = masker.window(data, start, offset, final)
         return ProcessOutput(
-            data=text.decode(errors="replace"),
+            data=masked,
             start=max(start, offset),
             offset=next_offset,
             running=reply.running,

@@ -199,7 +199,7 @@ class LocalEngine:
     async def _run_setup(
         self, box: LocalBox, script: str, on_event: EventSink[ExecEvent] | None
     ) -> None:
-        tail = ""
+        tail = b""
         exit_event: ExitEvent | None = None
         async for event in box.stream(ExecRequest(cmd=["/bin/sh", "-c", script]), phase="setup"):
             if on_event is not None:
@@ -209,13 +209,14 @@ class LocalEngine:
             elif isinstance(event, ExitEvent):
                 exit_event = event
         if exit_event is None or exit_event.exit_code != 0:
+            output = tail.decode(errors="replace")
             code = exit_event.exit_code if exit_event else None
-            detail = tail.strip().splitlines()[-1] if tail.strip() else "no output"
+            detail = output.strip().splitlines()[-1] if output.strip() else "no output"
             raise SetupFailed(
                 f"the setup script failed with exit code {code} ({detail}); "
                 "fix the spec's setup script",
                 exit_code=code,
-                output=tail,
+                output=output,
             )
 
     async def get_session(self, box_id: str) -> LocalBox:

@@ -109,12 +109,13 @@ class ExecRequest(BaseModel):
 
 
 class ExecResult(BaseModel):
-    """The outcome of a call, with its output (secrets masked)."""
+    """The outcome of a call, with its output as the box's bytes (secrets masked); bytes are
+    base64 in JSON. ``stdout_text`` and ``stderr_text`` decode them where text is meant."""
 
     model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
-    stdout: str
-    stderr: str
+    stdout: bytes
+    stderr: bytes
     exit_code: int
     signal: int | None = None
     duration: float
@@ -128,6 +129,16 @@ class ExecResult(BaseModel):
         default_factory=list,
         description="Decisions of the egress proxy during the call (filtered boxes).",
     )
+
+    @property
+    def stdout_text(self) -> str:
+        """Standard output as text (bytes that are not UTF-8 become U+FFFD)."""
+        return self.stdout.decode(errors="replace")
+
+    @property
+    def stderr_text(self) -> str:
+        """Standard error as text (bytes that are not UTF-8 become U+FFFD)."""
+        return self.stderr.decode(errors="replace")
 
     @property
     def ok(self) -> bool:
@@ -147,17 +158,25 @@ class BackgroundProcess(BaseModel):
 
 
 class ProcessOutput(BaseModel):
-    """Output of a background process since an offset (stdout and stderr interleaved).
+    """Output of a background process since an offset (stdout and stderr interleaved), the
+    box's bytes (secrets masked); base64 in JSON.
 
     The box keeps a process's latest ``max_output_bytes``; ``data`` begins at ``start``,
     past the offset asked for when bytes not read yet were dropped."""
 
-    data: str
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    data: bytes
     start: int = 0
     offset: int
     running: bool
     exit_code: int | None = None
     truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        """The output as text (bytes that are not UTF-8 become U+FFFD)."""
+        return self.data.decode(errors="replace")
 
 
 class BoxInfo(BaseModel):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import websockets
 from pydantic import TypeAdapter
 
-from golem.core.events import ExecEvent, ExitEvent
+from golem.core.events import ExecEvent, ExitEvent, OutputEvent
 from golem.sandbox import ExecRequest
 
 if TYPE_CHECKING:
@@ -126,6 +126,6 @@ class RemoteTerminal(_Socket):
                 await self.close()
                 return None
             if body.get("type") == "stdout":
-                return str(body["data"]).encode()
+                return OutputEvent.model_validate_json(message).data
         self.exit_code = -1
         return None

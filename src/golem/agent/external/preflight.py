@@ -52,7 +52,7 @@ async def probe_box(box: Box, template: ExternalTemplate) -> dict[str, str]:
             timeout=PROBE_TIMEOUT,
         )
     )
-    where, _, listing = result.stdout.partition("\n")
+    where, _, listing = result.stdout_text.partition("\n")
     if result.exit_code != 0 or not where.strip():
         raise RuntimeNotAvailable(
             f"the box's image has no {template.program!r} ({template.name} agent); build an "

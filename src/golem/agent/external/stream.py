@@ -36,18 +36,23 @@ class Ended:
 
 
 class _Lines:
-    """Splits a stream's text into lines, keeping a partial last line for later."""
+    """Splits a stream's bytes into lines of text, keeping a partial last line for later
+    (so a character split between chunks is decoded whole)."""
 
     def __init__(self) -> None:
-        self._partial = ""
+        self._partial = b""
 
-    def feed(self, text: str) -> list[str]:
-        *lines, self._partial = (self._partial + text).split("\n")
-        return [line.removesuffix("\r") for line in lines]
+    def feed(self, data: bytes) -> list[str]:
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        return [_text(line) for line in lines]
 
     def flush(self) -> list[str]:
-        rest, self._partial = self._partial, ""
-        return [rest.removesuffix("\r")] if rest else []
+        rest, self._partial = self._partial, b""
+        return [_text(rest)] if rest else []
+
+
+def _text(line: bytes) -> str:
+    return line.removesuffix(b"\r").decode(errors="replace")
 
 
 class _Reader:

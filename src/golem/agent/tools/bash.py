@@ -64,17 +64,18 @@ class BashTool(BoxTool[BashArguments]):
             timeout=timeout,
             idle_timeout=arguments.idle_timeout,
         )
-        chunks: list[str] = []
+        chunks: list[bytes] = []
         outcome: ExitEvent | None = None
         async for event in box.stream(request):
             if isinstance(event, OutputEvent):
                 chunks.append(event.data)
             elif isinstance(event, ErrorEvent):
-                chunks.append(f"[{event.message}]\n")
+                chunks.append(f"[{event.message}]\n".encode())
             elif isinstance(event, ExitEvent):
                 outcome = event
         assert outcome is not None  # a stream ends with its exit event or raises
-        output = await self._clipped(box, "".join(chunks), outcome.truncated)
+        output = b"".join(chunks).decode(errors="replace")  # for the model: text
+        output = await self._clipped(box, output, outcome.truncated)
         idle = arguments.idle_timeout or box.spec.idle_timeout
         status = _status(outcome, timeout, idle, box)
         failed = outcome.exit_code != 0 or outcome.timed_out or outcome.idle_timed_out

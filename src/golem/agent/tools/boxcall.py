@@ -37,7 +37,7 @@ async def call_in_box(box: Box, request: dict[str, Any], timeout: float) -> dict
     except ValueError:
         raise ToolProblem(
             f"the box could not run {op} (exit code {result.exit_code}): "
-            f"{result.stderr[-STDERR_TAIL:].strip() or 'no error output'}"
+            f"{result.stderr_text[-STDERR_TAIL:].strip() or 'no error output'}"
         ) from None
     if "missing" in reply:
         raise ToolProblem(missing(reply["missing"], reply["suggestions"], box.spec.workdir))

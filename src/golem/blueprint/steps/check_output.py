@@ -10,15 +10,17 @@ output whatever the cap.
 
 from __future__ import annotations
 
+import codecs
 import time
+from collections.abc import Sequence
 from typing import Literal
 
 from golem.agent import OutputStream
 from golem.blueprint.events import CheckOutput
 from golem.blueprint.execution import Execution
 from golem.core.events import OutputEvent
+from golem.core.masking import SecretMasker
 from golem.core.sizes import format_size
-from golem.sandbox.decoding import OutputDecoder
 
 __all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "LIVE_CAP", "LiveCheckOutput"]
 
@@ -30,14 +32,20 @@ LIVE_CAP = 256 * 1024
 TAIL = 4000
 
 
-def output_bytes(event: OutputEvent) -> bytes:
-    """A chunk of the check's output as the box sent it.
+class MaskedText:
+    """One output stream as text: the run's secrets masked on the bytes first (a secret
+    split across chunks is masked whole), then UTF-8 decoded incrementally (a character
+    split across chunks comes out whole)."""
 
-    The one place that knows what ``OutputEvent.data`` holds: text today (the box has
-    decoded it), so it is encoded back and decoded below with the run's masking; when the
-    box hands over bytes, this returns ``event.data`` as it is.
-    """
-    return event.data.encode("utf-8", "surrogatepass")
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self.masker = SecretMasker(secrets)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes) -> str:
+        return self.decoder.decode(self.masker.feed(data))
+
+    def flush(self) -> str:
+        return self.decoder.decode(self.masker.flush(), final=True)
 
 
 class LiveCheckOutput:
@@ -47,9 +55,9 @@ class LiveCheckOutput:
     def __init__(self, ex: Execution, node: str, round_: int, check: str, command: str) -> None:
         self._ex = ex
         self._node, self._round, self._check, self._command = node, round_, check, command
-        self._decoders: dict[Printed, OutputDecoder] = {
-            "stdout": OutputDecoder(ex.secrets.values),
-            "stderr": OutputDecoder(ex.secrets.values),
+        self._decoders: dict[Printed, MaskedText] = {
+            "stdout": MaskedText(ex.secrets.values),
+            "stderr": MaskedText(ex.secrets.values),
         }
         self._tails: dict[Printed, str] = {"stdout": "", "stderr": ""}
         self._stream: OutputStream = "stdout"
@@ -62,7 +70,7 @@ class LiveCheckOutput:
     def feed(self, event: OutputEvent) -> None:
         """Take a chunk of output: masked and decoded, kept for the tail, and sent when
         enough has gathered."""
-        self.add(event.type, self._decoders[event.type].feed(output_bytes(event)))
+        self.add(event.type, self._decoders[event.type].feed(event.data))
 
     def add(self, stream: Printed, text: str) -> None:
         """Take text the check (or golem about it: ``stderr`` for a call that failed to

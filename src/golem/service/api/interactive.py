@@ -4,7 +4,9 @@ The client opens ``/v1/sessions/{id}/exec/ws`` with its key in a header, sends
 ``{"request": ExecRequest, "pty": false, "rows": 24, "cols": 80}``, then any of
 ``{"stdin": BASE64}``, ``{"stdin_close": true}``, ``{"signal": N}``,
 ``{"resize": {"rows": R, "cols": C}}``; the server sends each event of the call as JSON
-(``{"type": "stdout", "data": ...}``, ..., ``{"type": "exit", ...}``) and closes.
+(``{"type": "stdout", "data": BASE64}``, ..., ``{"type": "exit", ...}``) and closes; output
+is the box's bytes in URL-safe base64, as pydantic writes bytes (a pty's screen comes as
+``stdout`` events).
 
 Every message is validated (``OpenCall``, ``CallMessage``) and held to the role's
 ``max_body_bytes``. A message that is not valid (not JSON, not base64, a signal that is no
@@ -17,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import codecs
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable
@@ -27,7 +28,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from golem.core.errors import BadMessage, GolemError
-from golem.sandbox import ExecRequest, Interaction, Terminal
+from golem.sandbox import ExecRequest, Interaction, OutputEvent, Terminal
 from golem.service.api.sockets import (
     MessageLimit,
     close_with,
@@ -131,12 +132,10 @@ async def _pty(websocket: WebSocket, terminal: Terminal, limit: MessageLimit) ->
     listener = asyncio.ensure_future(
         _listen(websocket, _to_terminal(terminal), terminal.signal, limit)
     )
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
         while (data := await terminal.read()) is not None:
             _raise_if_failed(listener)
-            if text := decoder.decode(data):
-                await websocket.send_json({"type": "stdout", "data": text})
+            await websocket.send_text(OutputEvent(type="stdout", data=data).model_dump_json())
         _raise_if_failed(listener)
         await websocket.send_json({"type": "exit", "exit_code": terminal.exit_code})
     finally:
