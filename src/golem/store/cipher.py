@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from golem.core.config import GolemConfig
-from golem.service.store.database import StoreError
+from golem.store.database import StoreError
 
 __all__ = ["KEY_FILE", "CredentialsKeyError", "TokenCipher", "new_key"]
 
