@@ -14,7 +14,9 @@ all tenants (``tenant=None``, the server's own) reads everything and creates not
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import ColumnElement, Table, func, insert, select, text, true, update
@@ -28,12 +30,15 @@ from golem.store.credentials import SqlCredentials
 from golem.store.database import WRITE, RunNotFound, StoreError, migrate, open_engine, safe_url
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
+from golem.store.signals import FileSignals
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
 from golem.store.records import Decision, EventRecord, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
 
 __all__ = ["SqlStore", "database_url"]
+
+log = logging.getLogger("golem.store.sql")
 
 
 def database_url(config: GolemConfig) -> str:
@@ -42,6 +47,24 @@ def database_url(config: GolemConfig) -> str:
         return config.database_url
     config.state_dir.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{config.state_dir / 'golem.db'}"
+
+
+def _file_signals(store: SqlStore) -> FileSignals | None:
+    """Signals between the processes on a SQLite file (None: PostgreSQL, an in-memory
+    SQLite, or a platform without them; waiters then re-check)."""
+    database = store.engine.url.database
+    if store.engine.dialect.name != "sqlite" or database in (None, "", ":memory:"):
+        return None
+    if not FileSignals.available():
+        return None
+    signals = FileSignals(Path(database), store._hub)
+    try:
+        signals.start()
+    except OSError as exc:
+        log.warning("no change signals beside %s (%s): waiters re-check", database, exc)
+        signals.close()
+        return None
+    return signals
 
 
 def run_record(row: Any) -> RunRecord:
@@ -57,11 +80,20 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
     """Runs, events, keys, credentials and forge records of one tenant (``default``
     outside the server); ``tenant=None``: all tenants'. Open it with ``connect``."""
 
-    def __init__(self, url: str, engine: AsyncEngine, hub: Hub, *, tenant: str | None) -> None:
+    def __init__(
+        self,
+        url: str,
+        engine: AsyncEngine,
+        hub: Hub,
+        *,
+        tenant: str | None,
+        signals: FileSignals | None = None,
+    ) -> None:
         self.url = url
         self.engine = engine
         self.tenant = tenant
         self._hub = hub
+        self._signals = signals
         self._listener: PostgresListener | None = None
         self._owns_engine = False
 
@@ -76,6 +108,7 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
             if store.engine.dialect.name == "postgresql":
                 store._listener = PostgresListener(url, store._hub)
                 await store._listener.start()
+            store._signals = _file_signals(store)
         except BaseException:
             await store.engine.dispose()
             raise
@@ -88,14 +121,17 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
 
     def for_tenant(self, tenant: str) -> SqlStore:
         """``tenant``'s store on this store's connections (closing it closes nothing)."""
-        return SqlStore(self.url, self.engine, self._hub, tenant=tenant)
+        return SqlStore(self.url, self.engine, self._hub, tenant=tenant, signals=self._signals)
 
     async def close(self) -> None:
         """Release the connections (a ``for_tenant`` store leaves them to its parent)."""
+        if not self._owns_engine:
+            return
         if self._listener is not None:
             await self._listener.close()
-        if self._owns_engine:
-            await self.engine.dispose()
+        if self._signals is not None:
+            self._signals.close()
+        await self.engine.dispose()
 
     def watch(self, key: str) -> contextlib.AbstractContextManager[Signal]:
         """A signal set when ``key`` (a run id, or ``QUEUE``) changes."""
@@ -232,6 +268,8 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
             raise StoreError(f"the database {safe_url(self.url)} failed: {exc}") from exc
         for key in changed:
             self._hub.notify(key)
+        if self._signals is not None:
+            self._signals.send(changed)
 
     def _mine(self, table: Table) -> ColumnElement[bool]:
         """The rows this store may see."""
