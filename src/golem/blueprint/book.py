@@ -40,6 +40,10 @@ class RunBook:
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    def for_tenant(self, tenant: str) -> RunBook:
+        """The runs of ``tenant`` (a book for all tenants changes runs through this)."""
+        return RunBook(self.store.for_tenant(tenant))
+
     async def create(self, state: RunState) -> None:
         """Keep a new run."""
         await self.store.create_run(

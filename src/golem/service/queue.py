@@ -18,6 +18,7 @@ import socket
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook, run_state
 from golem.blueprint.events import RunFinished
+from golem.blueprint.retention import prune_runs
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError
 from golem.core.network import RemotePolicy
@@ -59,6 +60,21 @@ class RunQueue:
         await self.recover()
         for number in range(self.config.server.max_runs):
             self._workers.append(asyncio.ensure_future(self._work(number)))
+        if self.config.server.retention.days is not None:
+            self._workers.append(asyncio.ensure_future(self._retain()))
+
+    async def _retain(self) -> None:
+        """Prune what old runs left, every ``[server.retention] interval`` seconds (a
+        schedule: nothing to be woken by)."""
+        while True:
+            try:
+                pruned = await prune_runs(self.store, self.config)
+            except (GolemError, OSError) as exc:
+                log.warning("pruning old runs failed (tried again later): %s", exc)
+            else:
+                if pruned:
+                    log.info("pruned %d old runs: %s", len(pruned), ", ".join(pruned))
+            await asyncio.sleep(self.config.server.retention.interval)
 
     async def recover(self) -> list[str]:
         """Requeue runs whose runner on this host is gone; returns their ids."""

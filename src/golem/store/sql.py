@@ -30,11 +30,11 @@ from golem.store.credentials import SqlCredentials
 from golem.store.database import WRITE, RunNotFound, StoreError, migrate, open_engine, safe_url
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
-from golem.store.signals import FileSignals
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
 from golem.store.records import Decision, EventRecord, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
+from golem.store.signals import FileSignals
 
 __all__ = ["SqlStore", "database_url"]
 
