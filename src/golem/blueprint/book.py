@@ -65,11 +65,6 @@ class RunBook:
         record = await self.store.load_run(run_id)
         return run_state(record) if record is not None else None
 
-    async def tenant(self, run_id: str) -> str | None:
-        """The tenant a run belongs to (None: no such run this store may see)."""
-        record = await self.store.load_run(run_id)
-        return record.tenant if record is not None else None
-
     async def newest(self, limit: int = 50) -> list[RunState]:
         """Runs, newest first."""
         return [run_state(record) for record in await self.store.list_runs(limit)]

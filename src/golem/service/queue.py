@@ -126,12 +126,16 @@ class RunQueue:
                 queued.clear()
                 try:
                     record = await self.store.claim_next_run(self.server_id)
-                    if record is None:
-                        await queued.wait()
-                        continue
+                except GolemError as exc:  # the database is away: look again on a wake-up
+                    log.warning("worker %d cannot claim a run: %s", number, exc.message)
+                    record = None
+                if record is None:
+                    await queued.wait()
+                    continue
+                try:
                     await self._run(run_state(record), record.tenant)
                 except Exception:  # a run's own failure is in its state; keep the worker alive
-                    log.exception("worker %d: a run ended with an error", number)
+                    log.exception("worker %d: run %s ended with an error", number, record.id)
 
     async def _run(self, claimed: RunState, tenant: str) -> None:
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
