@@ -141,6 +141,7 @@ class Runner:
     async def _run(self, ex: Execution, blueprint: Blueprint, *, resumed: bool) -> RunState:
         state, run_id = ex.state, ex.state.id
         ex.save()
+        await ex.writes.flush()  # running, and whose, before any node starts
         ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))
         started = time.monotonic()
         work = asyncio.ensure_future(self._nodes(ex, blueprint))

@@ -29,8 +29,9 @@ async def run_gate(ex: Execution, node: GateNode) -> Literal["approved", "reject
     decision, by = await _answer(ex, node, state.gate)
     state.gate = None
     state.status = "running"
-    await ex.book.store.clear_gate(state.id)
     ex.save()
+    await ex.writes.flush()  # closed in the store before its answer is forgotten: no second
+    await ex.book.store.clear_gate(state.id)  # answer can land in between
     ex.emit(GateDecided(run_id=state.id, node=node.id, decision=decision, decided_by=by))
     return decision
 
