@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from golem.store.notify import QUEUE, control_key
-from golem.store.plumbing import SqlBase
+from golem.store.plumbing import SqlBase, run_record
 from golem.store.records import ACTIVE, RunRecord
 from golem.store.schema import runs
 
@@ -58,8 +58,6 @@ class SqlQueue:
     async def claim_next_run(self: SqlBase, owner: str) -> RunRecord | None:
         """Take the next queued run for server ``owner`` (its status becomes running), or
         None when nothing waits."""
-        from golem.store.sql import run_record  # noqa: PLC0415 - sql imports this module
-
         for _ in range(CLAIM_TRIES):
             async with self.transaction(write=True) as db:
                 run_id = await _next_candidate(db)
@@ -86,8 +84,6 @@ class SqlQueue:
 
     async def list_active_runs(self: SqlBase) -> list[RunRecord]:
         """Runs in progress (running, or waiting at a gate), oldest first."""
-        from golem.store.sql import run_record  # noqa: PLC0415 - sql imports this module
-
         async with self.transaction() as db:
             rows = (
                 await db.execute(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import delete, exists, select
 
-from golem.store.plumbing import SqlBase
+from golem.store.plumbing import SqlBase, run_record
 from golem.store.records import FINISHED, RunRecord
 from golem.store.schema import run_events, runs
 
@@ -19,8 +19,6 @@ class SqlRetention:
     async def prune_events(self: SqlBase, ended_before: float) -> list[RunRecord]:
         """Delete the events of this store's runs that ended before ``ended_before`` (a
         time); returns those runs (each once: a run without events is not returned)."""
-        from golem.store.sql import run_record  # noqa: PLC0415 - sql imports this module
-
         has_events = exists().where(run_events.c.run_id == runs.c.id)
         old = (
             runs.c.status.in_(FINISHED),

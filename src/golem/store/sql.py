@@ -17,7 +17,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import ColumnElement, Table, func, insert, select, text, true, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -31,6 +30,7 @@ from golem.store.database import WRITE, RunNotFound, StoreError, migrate, open_e
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
+from golem.store.plumbing import run_record
 from golem.store.records import Decision, EventRecord, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
@@ -49,6 +49,19 @@ def database_url(config: GolemConfig) -> str:
     return f"sqlite:///{config.state_dir / 'golem.db'}"
 
 
+def _check_sqlite_directory(engine: AsyncEngine) -> None:
+    """A SQLite file's directory must exist (found here, not by a driver thread that
+    outlives the failed connection)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or database in (None, "", ":memory:"):
+        return
+    if not Path(str(database)).parent.is_dir():
+        raise StoreError(
+            f"cannot prepare database {safe_url(str(engine.url))}: its directory "
+            f"{Path(str(database)).parent} does not exist"
+        )
+
+
 def _file_signals(store: SqlStore) -> FileSignals | None:
     """Signals between the processes on a SQLite file (None: PostgreSQL, an in-memory
     SQLite, or a platform without them; waiters then re-check)."""
@@ -65,15 +78,6 @@ def _file_signals(store: SqlStore) -> FileSignals | None:
         signals.close()
         return None
     return signals
-
-
-def run_record(row: Any) -> RunRecord:
-    """A run's record from its row."""
-    return RunRecord(
-        id=row.id, tenant=row.tenant, status=row.status, created=row.created,
-        updated=row.updated, document=row.state, cancel_requested=bool(row.cancel_requested),
-        gate_decision=row.gate_decision, owner=row.owner,
-    )  # fmt: skip
 
 
 class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetention):
@@ -101,7 +105,9 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
     async def connect(cls, url: str, *, tenant: str | None = "default") -> SqlStore:
         """The store at ``url``, its schema migrated, listening for other processes'
         changes (PostgreSQL)."""
-        store = cls(url, open_engine(url), Hub(), tenant=tenant)
+        engine = open_engine(url)
+        _check_sqlite_directory(engine)
+        store = cls(url, engine, Hub(), tenant=tenant)
         store._owns_engine = True
         try:
             await migrate(store.engine)
