@@ -109,6 +109,9 @@ def test_a_run_over_http_streams_its_events_and_ends_in_a_pull_request(
     assert [p["number"] for p in trusted.get("/v1/prs").json()] == [1]
     later = follow(trusted, run_id, after=len(events) - 1)
     assert [kind for kind, _ in later] == ["run_end"]  # Last-Event-ID resumes the stream
+    after_end = {"Last-Event-ID": str(len(events))}  # a reconnect after the run's end
+    with trusted.stream("GET", f"/v1/runs/{run_id}/events", headers=after_end, timeout=10) as over:
+        assert [line for line in over.iter_lines() if line] == []  # closed, not kept waiting
 
 
 def test_a_gate_is_answered_over_http_once(trusted: httpx.Client, remote: Path) -> None:

@@ -111,12 +111,18 @@ async def _events(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[s
                 if event.type == "run_end":
                     return
             current = await book.load(run_id)
-            if current is None:
+            if current is None or (current.finished and await _over(book, run_id, seen)):
                 return
-            # A run saves its end before it writes its run_end: wait for that; a run whose
-            # events were pruned has none coming (the wait's re-check ends it).
+            # A run saves its end before it writes its run_end: wait for that.
             if not await changed.wait() and current.finished:
                 return
+
+
+async def _over(book: RunBook, run_id: str, seen: int) -> bool:
+    """Whether an ended run's stream is over at ``seen``: its run_end was the last one
+    read (a client reconnecting after the end), or its events were pruned."""
+    around = await book.events(run_id, after=max(seen - 1, 0))
+    return not around or (around[-1][0] == seen and around[-1][1].type == "run_end")
 
 
 @router.get("/prs", tags=["pull requests"])
