@@ -85,6 +85,12 @@ async def test_an_old_finished_run_loses_its_events_and_directory_and_keeps_an_a
         assert member is not None
         assert member.read() == b'{"turn": 1}\n'
     assert await prune_runs(store, config, now=NOW) == []  # once
+    await RunBook(store.for_tenant("acme")).append(RunNote(run_id="run-old", message="late"))
+    later = await prune_runs(store, config, now=NOW + 60 * DAY)
+    assert sorted(later) == ["run-new", "run-old"]
+    again = await book.load("run-old")
+    assert again is not None
+    assert again.trajectories == [str(archive)]  # a second pass keeps the archive it made
 
 
 async def test_trajectories_can_be_kept_or_deleted(store: Store, tmp_path: Path) -> None:

@@ -46,9 +46,9 @@ def _tidy(state_dir: Path, state: RunState, trajectories_go: str) -> list[str]:
     """Remove the run's directory, its trajectories first kept or archived; where they are
     now."""
     run_dir = state_dir / "runs" / state.id
+    kept = [t for t in state.trajectories if Path(t).parent != run_dir]  # moved already
     trajectories = [Path(t) for t in state.trajectories if Path(t).parent == run_dir]
     trajectories = [t for t in trajectories if t.is_file() and not t.is_symlink()]
-    kept: list[str] = []
     if trajectories_go == "keep" and trajectories:
         target = state_dir / "trajectories" / state.id
         target.mkdir(parents=True, exist_ok=True)
