@@ -32,8 +32,8 @@ from typing import Any
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
 from golem.core import load_config
-from golem.sandbox import Engine
-from golem.service.store import SqlStore
+from golem.sandbox import LocalEngine
+from golem.store import SqlStore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TARGET_OVERHEAD = 0.150
@@ -94,27 +94,28 @@ async def measure(runs: int, lines: int) -> dict[str, Any]:
     blueprint = scratch / "printing.yaml"
     blueprint.write_text(BLUEPRINT.format(commands=json.dumps(["true", command])))
     config = load_config({"state_dir": str(scratch / "state")}, files=[])
-    store = SqlStore.open(config)
+    store = await SqlStore.open(config)
     floor: list[float] = []
     golem: list[float] = []
     pieces: list[int] = []
-    async with Engine(config) as engine, engine.session() as box:
+    async with LocalEngine(config) as engine, engine.session() as box:
         for _ in range(runs):
             started = time.perf_counter()
             result = await box.execute(command)
             floor.append(time.perf_counter() - started)
-            assert result.ok, result.stderr
+            assert result.ok, result.stderr_text
             clock = CheckClock()
-            runner = Runner(config, engine=engine, store=store, pull_requests=store, on_event=clock)
+            runner = Runner(config, engine=engine, store=store, on_event=clock)
             request = RunRequest(repo=str(remote), task="print", blueprint=str(blueprint))
             state = await runner.start(request)
             assert state.status == "succeeded", state.error
             golem.append(clock.finished[1] - clock.finished[0])
             pieces.append(clock.pieces)
+    await store.close()
     floor_p50, golem_p50 = statistics.median(floor), statistics.median(golem)
     return {
         "runs": runs,
-        "bytes": len(result.stdout.encode()),
+        "bytes": len(result.stdout),
         "floor: box.execute": summary(floor),
         "golem: check with live output": summary(golem),
         "pieces per check": statistics.median(pieces),

@@ -25,7 +25,7 @@ import tempfile
 from typing import Any
 
 from golem.core import load_config
-from golem.sandbox import Engine, ExecRequest, OutputEvent
+from golem.sandbox import ExecRequest, LocalEngine, OutputEvent
 from sandbox import Case, Stats, measure  # bench/ is on sys.path
 
 MIN_RUNS = 50
@@ -42,7 +42,7 @@ async def all_cases(state_dir: str, runs: int, warmup: int, mib: int) -> dict[st
     """The floor and golem's two ways of reading a call's output."""
     argv, size = command(mib), mib * 1024 * 1024
     config = load_config({"state_dir": state_dir}, files=[])
-    async with Engine(config) as engine:
+    async with LocalEngine(config) as engine:
         spec = engine.spec(max_output_bytes=2 * size)
         async with engine.session(spec) as box:
 

@@ -34,7 +34,7 @@ from golem.blueprint import Runner, RunRequest
 from golem.blueprint.events import AgentStep, CheckFinished, NodeFinished, RunEvent
 from golem.core import load_config
 from golem.sandbox import LocalEngine
-from golem.service.store import SqlStore
+from golem.store import SqlStore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TARGET_OVERHEAD = 2.0
@@ -76,16 +76,14 @@ async def measure(runs: int, *, cold: bool) -> dict[str, Any]:
     if cold:
         overrides["engine"] = {"pool": {"clean": 0}}
     config = load_config(overrides, files=[])
-    store = SqlStore.open(config)
+    store = await SqlStore.open(config)
     model = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
     samples: list[dict[str, Any]] = []
     async with LocalEngine(config) as engine:
         await engine.start(prewarm=not cold)
         for index in range(runs + 1):  # the first is a warm-up: imports, caches
             timing = Timing()
-            runner = Runner(
-                config, engine=engine, store=store, pull_requests=store, on_event=timing
-            )
+            runner = Runner(config, engine=engine, store=store, on_event=timing)
             request = RunRequest(repo=str(remote), task="Fix the failing tests", model=model)
             started = time.perf_counter()
             state = await runner.start(request)
@@ -94,6 +92,7 @@ async def measure(runs: int, *, cold: bool) -> dict[str, Any]:
                 raise SystemExit(f"run {index} ended {state.status}: {state.error}")
             if index:
                 samples.append({"wall": wall, "box": timing.box, "nodes": timing.nodes})
+    await store.close()
     return summarize(samples, cold=cold)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from golem.agent.tools import make_tools
 from golem.core import load_config
-from golem.sandbox import Engine
+from golem.sandbox import LocalEngine
 
 MIN_RUNS = 200
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -49,7 +49,7 @@ async def measure(runs: int, warmup: int) -> dict[str, dict[str, float]]:
     config = load_config({"state_dir": state}, files=[])
     tools = {name: make_tools([tool])[0] for name, (tool, _) in CASES.items()}
     samples: dict[str, list[float]] = {name: [] for name in CASES}
-    async with Engine(config) as engine, engine.session() as box:
+    async with LocalEngine(config) as engine, engine.session() as box:
         for index in range(20):
             lines = "".join(f"value_{n} = {n * index}\n" for n in range(200))
             await box.put_file(f"src/file{index:02}.py", lines)

@@ -25,8 +25,9 @@ from pathlib import Path
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.events import NodeStarted, RunEvent
 from golem.core import EventSink, GolemConfig
+from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
-from golem.service.store import SqlStore
+from golem.store import SqlStore
 from tests.blueprint.repos import EXAMPLES, git
 from tests.conftest import ENGINES, devbox_image
 
@@ -87,17 +88,18 @@ async def run_attack(
     *,
     on_event: EventSink[RunEvent] | None = None,
     blueprint: str = "minion",
-) -> tuple[RunState, SqlStore]:
+) -> tuple[RunState, list[PullRequest]]:
     """One `golem run` of ``blueprint`` against the bare repository ``remote``, with the
-    scripted ``model``; the finished state and the run's store."""
-    store = SqlStore.open(config)
-    runner = Runner(
-        config, engine=engine, store=store, pull_requests=store, on_event=on_event, poll=0.05
-    )
-    request = RunRequest(
-        repo=str(remote), task="Fix the calculator", model=model, blueprint=blueprint
-    )
-    return await runner.start(request), store
+    scripted ``model``; the finished state and the pull requests the local forge keeps."""
+    store = await SqlStore.open(config)
+    try:
+        runner = Runner(config, engine=engine, store=store, on_event=on_event)
+        request = RunRequest(
+            repo=str(remote), task="Fix the calculator", model=model, blueprint=blueprint
+        )
+        return await runner.start(request), await LocalForge(store).pull_requests()
+    finally:
+        await store.close()
 
 
 @dataclass

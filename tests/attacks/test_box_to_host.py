@@ -156,11 +156,11 @@ async def test_a_box_cannot_make_a_run_land_git_metadata_the_host_would_execute(
     make_script, rule = REFUSED[attack]
     watch = HostGit(config.state_dir)
     model = scripted(tmp_path, f"set -e; {FIX_CALCULATOR}; {make_script(markers)}")
-    state, store = await run_attack(config, engine, remote, model, on_event=watch)
+    state, prs = await run_attack(config, engine, remote, model, on_event=watch)
     assert state.status == "failed"
     assert rule_of(state.error) == rule, state.error
     assert state.current == "implement"  # refused as the agent step's changes came back
-    assert store.list_pull_requests() == []
+    assert prs == []
     assert git("branch", "--list", state.branch, cwd=remote) == ""  # nothing pushed
     checkout = Path(state.workspace)
     watch.assert_untouched(checkout)
@@ -183,9 +183,9 @@ async def test_a_box_rewriting_its_own_git_directory_changes_nothing_on_the_host
     )
     watch = HostGit(config.state_dir)
     model = scripted(tmp_path, f"set -e; {FIX_CALCULATOR}; {own}")
-    state, store = await run_attack(config, engine, remote, model, on_event=watch)
+    state, prs = await run_attack(config, engine, remote, model, on_event=watch)
     assert state.status == "succeeded", state.error  # nothing of it crossed: a normal run
-    [pr] = store.list_pull_requests()
+    [pr] = prs
     assert "+    return a + b" in pr.diff
     assert "ghost" not in pr.diff
     checkout = Path(state.workspace)
@@ -251,9 +251,9 @@ async def test_gitattributes_cannot_reach_filters_or_drivers_the_host_configured
         "echo 'x = 1' > deep/mod.py"
     )
     model = scripted(tmp_path, f"set -e; {FIX_CALCULATOR}; {attack}")
-    state, store = await run_attack(config, engine, remote, model)
+    state, prs = await run_attack(config, engine, remote, model)
     assert state.status == "succeeded", state.error
-    [pr] = store.list_pull_requests()
+    [pr] = prs
     assert "filter=evil" in pr.diff  # the attributes shipped as data, and ran nothing
     assert markers.left() == []
     # Control: the payload is live; git with the host's config, outside golem, runs it.

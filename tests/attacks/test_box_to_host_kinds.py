@@ -59,10 +59,10 @@ async def test_a_run_lands_no_setuid_setgid_or_special_file_on_the_host(
 ) -> None:
     command, rule = PLANTED[attack]
     model = scripted(tmp_path, f"set -e; {FIX_CALCULATOR}; {command}")
-    state, store = await run_attack(config, engine, remote, model)
+    state, prs = await run_attack(config, engine, remote, model)
     assert state.status == "failed"
     assert rule_of(state.error) == rule, state.error
-    assert store.list_pull_requests() == []
+    assert prs == []
     checkout = Path(state.workspace)
     assert special_files(checkout) == []
     for name in ("rootshell", "groupshell", "sticky"):

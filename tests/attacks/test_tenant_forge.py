@@ -10,12 +10,12 @@ remotes before a run exists (a defence of its own); the token rule holds for eve
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,8 +23,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from golem.service.store import SqlStore, TokenCipher, new_key
-from golem.service.store.cipher import KEY_FILE
+from golem.store import SqlStore, TokenCipher, new_key
+from golem.store.cipher import KEY_FILE
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.forge.git_http_server import GitHttpServer
 from tests.forge.github_server import GitHubServer, RecordedRequest, Reply, github_error
@@ -297,8 +297,17 @@ def test_a_wrong_or_missing_key_is_a_clear_error_and_loses_nothing(
 
 def revealed(state_dir: Path, tenant: str) -> str | None:
     """The tenant's token as the server's store and key (variable, else file) open it."""
-    with closing(SqlStore(f"sqlite:///{state_dir / 'golem.db'}", tenant=tenant)) as store:
-        return store.reveal_forge_token("github", TokenCipher(KEY_ENV, state_dir / KEY_FILE))
+
+    async def reveal() -> str | None:
+        store = await SqlStore.connect(f"sqlite:///{state_dir / 'golem.db'}", tenant=tenant)
+        try:
+            return await store.reveal_forge_token(
+                "github", TokenCipher(KEY_ENV, state_dir / KEY_FILE)
+            )
+        finally:
+            await store.close()
+
+    return asyncio.run(reveal())
 
 
 def _sealed_rows(url: str) -> list[tuple[str, str, str]]:

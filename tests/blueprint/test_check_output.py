@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from golem.blueprint import Runner, RunRequest
+from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
 from golem.blueprint.steps.check_output import FLUSH_BYTES, LIVE_CAP
 from golem.core import EventSink, GolemConfig
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
-from golem.service.store import SqlStore
+from golem.store import SqlStore
 from tests.blueprint.repos import make_remote
 
 pytestmark = pytest.mark.bwrap
@@ -51,7 +52,7 @@ async def run_commands(
     as it comes): the events the runner showed, and those the store kept."""
     blueprint = parent / "printing.yaml"
     blueprint.write_text(box + PRINTING.format(commands=json.dumps(commands)))
-    store = SqlStore.open(config)
+    store = await SqlStore.open(config)
     shown: list[RunEvent] = []
 
     def show(event: RunEvent) -> None:
@@ -63,14 +64,15 @@ async def run_commands(
         config,
         engine=engine,
         store=store,
-        pull_requests=store,
         credentials=credentials,
         on_event=show,
     )
     request = RunRequest(repo=str(make_remote(parent)), task="print", blueprint=str(blueprint))
     state = await asyncio.wait_for(runner.start(request), 120)
     assert state.status == status, state.error
-    return shown, [event for _, event in store.events(state.id)]
+    kept = [event for _, event in await RunBook(store).events(state.id)]
+    await store.close()
+    return shown, kept
 
 
 def outputs(events: list[RunEvent], stream: str) -> list[CheckOutput]:
@@ -143,16 +145,20 @@ async def test_a_secret_a_check_prints_is_masked_in_its_live_output(
 async def test_a_silent_checks_output_so_far_is_shown_and_cancelling_it_leaves_no_box(
     config: GolemConfig, engine: Engine, reachable_dir: Path
 ) -> None:
-    store = SqlStore.open(config)
+    store = await SqlStore.open(config)
+    requests: list[asyncio.Future[None]] = []
 
     def cancel_once_shown(event: RunEvent) -> None:
         if isinstance(event, CheckOutput) and event.text == "started\n":
-            store.request_cancel(event.run_id)  # the check prints nothing more for 10 min
+            # the check prints nothing more for 10 min
+            requests.append(asyncio.ensure_future(store.request_cancel(event.run_id)))
 
     _, kept = await run_commands(
         config, engine, reachable_dir, ["echo started; sleep 600"],
         status="cancelled", watch=cancel_once_shown,
     )  # fmt: skip
+    await asyncio.gather(*requests)
+    await store.close()
     assert [e.text for e in outputs(kept, "stdout")] == ["started\n"]
     assert not any(isinstance(e, CheckFinished) for e in kept)
     assert [b.id for b in await engine.boxes() if b.labels.get("golem.run") == kept[0].run_id] == []

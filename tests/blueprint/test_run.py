@@ -5,16 +5,18 @@ cancelling, and secrets that never reach a PR, a commit, a trajectory or the run
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
+from golem.blueprint.book import RunBook
 from golem.blueprint.events import GateWaiting, NodeStarted, RunEvent
 from golem.core import EventSink, GolemConfig
+from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
-from golem.service.store import SqlStore
+from golem.store import SqlStore, Store
 from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
 from tests.forge.conftest import git
 
@@ -28,18 +30,26 @@ MakeRunner = Callable[..., Runner]
 
 
 @pytest.fixture
-def store(config: GolemConfig) -> SqlStore:
-    return SqlStore.open(config)
+async def store(config: GolemConfig) -> AsyncIterator[Store]:
+    store = await SqlStore.open(config)
+    yield store
+    await store.close()
 
 
 @pytest.fixture
-def make_runner(config: GolemConfig, engine: Engine, store: SqlStore) -> MakeRunner:
+def make_runner(config: GolemConfig, engine: Engine, store: Store) -> MakeRunner:
     def make(on_event: EventSink[RunEvent] | None = None) -> Runner:
-        return Runner(
-            config, engine=engine, store=store, pull_requests=store, on_event=on_event, poll=0.05
-        )
+        return Runner(config, engine=engine, store=store, on_event=on_event)
 
     return make
+
+
+async def pull_requests(store: Store) -> list[PullRequest]:
+    return await LocalForge(store).pull_requests()
+
+
+async def events_text(store: Store, run_id: str) -> str:
+    return "".join(e.model_dump_json() for _, e in await RunBook(store).events(run_id))
 
 
 @pytest.fixture
@@ -57,7 +67,7 @@ def request(remote: Path, model: str = FIX, **fields: object) -> RunRequest:
 
 
 async def test_green_on_the_first_try_opens_a_pull_request(
-    make_runner: MakeRunner, remote: Path, store: SqlStore, engine: Engine
+    make_runner: MakeRunner, remote: Path, store: Store, engine: Engine
 ) -> None:
     state = await make_runner().start(request(remote))
     assert state.status == "succeeded", state.error
@@ -69,7 +79,7 @@ async def test_green_on_the_first_try_opens_a_pull_request(
     assert commit.startswith("fix: fix the failing tests of the calculator")
     assert f"Golem-Run: {state.id}" in commit
     assert state.pr is not None
-    [pr] = store.list_pull_requests()
+    [pr] = await pull_requests(store)
     assert (pr.number, pr.head, pr.base, pr.draft) == (1, state.branch, "main", False)
     assert "+    return a + b" in pr.diff
     assert "| test | `python3 -m unittest -v` | passed |" in pr.body
@@ -79,12 +89,12 @@ async def test_green_on_the_first_try_opens_a_pull_request(
 
 
 async def test_red_then_green_in_the_second_fix_round(
-    make_runner: MakeRunner, remote: Path, store: SqlStore
+    make_runner: MakeRunner, remote: Path, store: Store
 ) -> None:
     state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'round2.yaml'}"))
     assert state.status == "succeeded", state.error
     assert state.rounds == 2
-    [pr] = store.list_pull_requests()
+    [pr] = await pull_requests(store)
     assert "Fix rounds used: 2" in pr.body
     assert pr.body.count("| test |") == 1
     assert len(branch_commits(remote, state.branch)) == 1
@@ -92,13 +102,13 @@ async def test_red_then_green_in_the_second_fix_round(
 
 
 async def test_still_red_after_the_cap_escalates_to_a_person(
-    make_runner: MakeRunner, remote: Path, store: SqlStore
+    make_runner: MakeRunner, remote: Path, store: Store
 ) -> None:
     state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'never.yaml'}"))
     assert state.status == "escalated"
     assert state.rounds == 2
     assert [step.node for step in state.steps][-2:] == ["verify", "escalate"]
-    [pr] = store.list_pull_requests()
+    [pr] = await pull_requests(store)
     assert pr.draft
     assert "needs-human" in pr.labels
     assert pr.title.startswith("[needs a human]")
@@ -130,11 +140,13 @@ def gated(tmp_path: Path, timeout: float) -> str:
 
 
 async def test_a_gate_approved_by_a_person_lets_the_run_ship(
-    make_runner: MakeRunner, remote: Path, store: SqlStore, tmp_path: Path
+    make_runner: MakeRunner, remote: Path, store: Store, tmp_path: Path
 ) -> None:
+    answers: list[asyncio.Future[bool]] = []
+
     def approve_when_asked(event: RunEvent) -> None:
         if isinstance(event, GateWaiting):
-            store.decide_gate(event.run_id, "approved")
+            answers.append(asyncio.ensure_future(store.decide_gate(event.run_id, "approved")))
 
     runner = make_runner(approve_when_asked)
     state = await runner.start(request(remote, blueprint=gated(tmp_path, 600)))
@@ -155,11 +167,13 @@ async def test_a_gate_nobody_answers_ends_with_its_default(
 
 
 async def test_cancelling_mid_run_stops_it_and_leaves_no_box(
-    make_runner: MakeRunner, remote: Path, store: SqlStore, engine: Engine
+    make_runner: MakeRunner, remote: Path, store: Store, engine: Engine
 ) -> None:
+    requests: list[asyncio.Future[None]] = []
+
     def cancel_at_implement(event: RunEvent) -> None:
         if isinstance(event, NodeStarted) and event.node == "implement":
-            store.request_cancel(event.run_id)
+            requests.append(asyncio.ensure_future(store.request_cancel(event.run_id)))
 
     runner = make_runner(cancel_at_implement)
     slow = f"scripted:{SCRIPTS / 'slow.yaml'}"
@@ -167,13 +181,13 @@ async def test_cancelling_mid_run_stops_it_and_leaves_no_box(
     assert state.status == "cancelled"
     assert state.current == "implement"
     assert await boxes_of(engine, state) == []
-    assert store.list_pull_requests() == []
+    assert await pull_requests(store) == []
 
 
 async def test_secrets_reach_no_pr_commit_trajectory_or_event(
     make_runner: MakeRunner,
     remote: Path,
-    store: SqlStore,
+    store: Store,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -185,13 +199,13 @@ async def test_secrets_reach_no_pr_commit_trajectory_or_event(
     leaky = f"scripted:{SCRIPTS / 'leaky.yaml'}"
     state = await make_runner().start(request(remote, leaky, blueprint=str(blueprint)))
     assert state.status == "succeeded", state.error
-    [pr] = store.list_pull_requests()
+    [pr] = await pull_requests(store)
     places = {
         "pr": pr.body + pr.diff + pr.title,
         "commits": "\n".join(branch_commits(remote, state.branch)),
         "trajectories": "".join(Path(t).read_text() for t in state.trajectories),
-        "events": "".join(e.model_dump_json() for _, e in store.events(state.id)),
-        "state": store.load_run(state.id).model_dump_json(),  # type: ignore[union-attr]
+        "events": await events_text(store, state.id),
+        "state": (await RunBook(store).load(state.id)).model_dump_json(),  # type: ignore[union-attr]
     }
     assert {name: secret in text for name, text in places.items()} == dict.fromkeys(places, False)
     assert "token=***" in places["trajectories"]
@@ -201,7 +215,7 @@ async def test_secrets_reach_no_pr_commit_trajectory_or_event(
 async def test_a_change_that_holds_a_secret_is_never_pushed(
     make_runner: MakeRunner,
     remote: Path,
-    store: SqlStore,
+    store: Store,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     script: str,
@@ -217,9 +231,8 @@ async def test_a_change_that_holds_a_secret_is_never_pushed(
     assert state.error is not None
     assert "golem does not push it" in state.error
     assert git("branch", "--list", state.branch, cwd=remote) == ""  # nothing pushed
-    assert store.list_pull_requests() == []
-    events = "".join(e.model_dump_json() for _, e in store.events(state.id))
-    assert secret not in events
+    assert await pull_requests(store) == []
+    assert secret not in await events_text(store, state.id)
 
 
 async def test_a_submodule_checked_out_in_the_box_is_not_taken_back(
@@ -247,7 +260,7 @@ async def test_a_run_without_task_or_issue_is_refused(
     from golem.core import InvalidRequest
 
     with pytest.raises(InvalidRequest, match="--task or --issue"):
-        make_runner().submit(RunRequest(repo=str(remote)))
+        await make_runner().submit(RunRequest(repo=str(remote)))
 
 
 def test_states_serialise_for_the_store(remote: Path) -> None:

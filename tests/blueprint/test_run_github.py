@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
+from golem.blueprint.book import RunBook
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
-from golem.service.store import SqlStore
+from golem.store import MemoryStore
 from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
 from tests.forge.github_server import GitHubServer
 
@@ -47,18 +48,19 @@ def config(config: GolemConfig, github: GitHubServer) -> GolemConfig:
 
 async def run(
     config: GolemConfig, engine: Engine, remote: Path, model: str
-) -> tuple[RunState, SqlStore]:
-    store = SqlStore.open(config)
-    runner = Runner(config, engine=engine, store=store, pull_requests=store, poll=0.05)
+) -> tuple[RunState, RunBook]:
+    """The run's end, and its runs (kept in memory: any store of the contract serves)."""
+    book = RunBook(MemoryStore())
+    runner = Runner(config, engine=engine, store=book.store)
     request = RunRequest(repo=str(remote), issue=f"{REPO}#7", model=model, forge="github")
-    return await runner.start(request), store
+    return await runner.start(request), book
 
 
 async def test_an_issue_becomes_a_pull_request_and_a_comment(
     config: GolemConfig, engine: Engine, github: GitHubServer, reachable_dir: Path
 ) -> None:
     remote = make_remote(reachable_dir)
-    state, store = await run(config, engine, remote, f"scripted:{EXAMPLES / 'calculator-fix.yaml'}")
+    state, book = await run(config, engine, remote, f"scripted:{EXAMPLES / 'calculator-fix.yaml'}")
     assert state.status == "succeeded", state.error
     assert state.title == "add() subtracts its arguments"
     assert "test_calculator.py shows it too" in state.task_text  # the discussion came along
@@ -74,8 +76,8 @@ async def test_an_issue_becomes_a_pull_request_and_a_comment(
         "pr": pr["body"] + pr["title"],
         "commit": "\n".join(branch_commits(remote, state.branch)),
         "trajectories": "".join(Path(t).read_text() for t in state.trajectories),
-        "events": "".join(e.model_dump_json() for _, e in store.events(state.id)),
-        "state": store.load_run(state.id).model_dump_json(),
+        "events": "".join(e.model_dump_json() for _, e in await book.events(state.id)),
+        "state": (await book.load(state.id)).model_dump_json(),  # type: ignore[union-attr]
     }
     assert [name for name, text in leaks.items() if TOKEN in text] == []
 

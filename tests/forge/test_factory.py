@@ -15,17 +15,17 @@ from golem.forge import (
     GitHubConfig,
     GitHubForge,
     LocalForge,
-    MemoryPullRequestStore,
     git_auth,
     make_forge,
 )
+from golem.store import MemoryStore
 
 TOKEN_ENV = "GOLEM_TEST_GITHUB_TOKEN"  # noqa: S105 (a variable's name)
 TOKEN = "ghp_t"  # noqa: S105 (a test token)
 
 
 def test_make_forge_chooses_by_name_or_config() -> None:
-    store = MemoryPullRequestStore()
+    store = MemoryStore()
     config = ForgeConfig(labels=["golem"])
 
     local = make_forge(None, config, store)
@@ -41,7 +41,7 @@ def test_make_forge_chooses_by_name_or_config() -> None:
 def test_make_forge_refuses_unknown_names_and_a_local_forge_without_store() -> None:
     with pytest.raises(ConfigError, match="choose one of github, local"):
         make_forge("gitlab", ForgeConfig())
-    with pytest.raises(ConfigError, match="MemoryPullRequestStore"):
+    with pytest.raises(ConfigError, match="MemoryStore"):
         make_forge("local", ForgeConfig())
 
 

@@ -3,7 +3,7 @@ to a pull request with state saved after every node."""
 
 from typing import TYPE_CHECKING
 
-from golem.blueprint.contracts import RunStore
+from golem.blueprint.book import RunBook
 from golem.blueprint.events import RunEvent
 from golem.blueprint.loader import BUILTINS, load_blueprint, parse_blueprint
 from golem.blueprint.model import (
@@ -32,11 +32,11 @@ __all__ = [
     "HostNode",
     "LoopNode",
     "Node",
+    "RunBook",
     "RunEvent",
     "RunRequest",
     "RunState",
     "RunStatus",
-    "RunStore",
     "Runner",
     "draw",
     "load_blueprint",

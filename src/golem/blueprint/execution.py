@@ -12,12 +12,13 @@ from pathlib import Path
 from golem.agent import Budget, Model, make_model
 from golem.agent.events import AgentEvent, ModelDelta
 from golem.agent.messages import Usage
-from golem.blueprint.contracts import RunStore
+from golem.blueprint.book import RunBook
 from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
 from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
+from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
 from golem.core.errors import BudgetSpent, ConfigError
 from golem.core.events import EventSink
@@ -36,7 +37,7 @@ class Execution:
         blueprint: Blueprint,
         *,
         config: GolemConfig,
-        store: RunStore,
+        book: RunBook,
         engine: Engine,
         forge: Forge,
         credentials: ForgeCredentials | None = None,
@@ -45,7 +46,8 @@ class Execution:
         self.state = state
         self.blueprint = blueprint
         self.config = config
-        self.store = store
+        self.book = book
+        self.writes = StoreWriter()
         self.engine = engine
         self.forge = forge
         self.credentials = credentials or ForgeCredentials.from_config(config.forge)
@@ -84,9 +86,10 @@ class Execution:
         )
 
     def emit(self, event: RunEvent) -> None:
-        """Keep an event in the store and show it (the run's secrets masked)."""
+        """Keep an event in the store (in order, see StoreWriter) and show it (the run's
+        secrets masked)."""
         event = self.secrets.mask_model(event)
-        self.store.append_event(self.state.id, event)
+        self.writes.put(lambda: self.book.append(event))
         if self._on_event is not None:
             self._on_event(event)
 
@@ -113,7 +116,10 @@ class Execution:
         if state.error:
             state.error = self.secrets.mask(state.error)
         state.summary = self.secrets.mask(state.summary)
-        self.store.save_run(state)
+        snapshot = state.model_copy(
+            deep=True
+        )  # as it is now, whatever changes before it is written
+        self.writes.put(lambda: self.book.save(snapshot))
 
     # The box ----------------------------------------------------------------------------
 

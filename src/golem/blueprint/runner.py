@@ -1,10 +1,10 @@
 """The runner: executes a blueprint's nodes in order, saving the run after each one.
 
 A run is owned by the process that runs it (its pid and start time are in the state). A
-cancel request in the store stops it at once; a run whose owner died is resumed by
-``resume``: its box was pruned, a new one gets the host checkout (which holds the result of
-the last finished node), and the node that was running starts again. Whatever happens, the
-run's box is removed.
+cancel request in the store stops it at once (the store wakes the runner: no polling); a
+run whose owner died is resumed by ``resume``: its box was pruned, a new one gets the host
+checkout (which holds the result of the last finished node), and the node that was running
+starts again. Whatever happens, the run's box is removed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 import os
 import time
 
-from golem.blueprint.contracts import RunStore
+from golem.blueprint.book import RunBook
 from golem.blueprint.events import NodeFinished, NodeStarted, RunEvent, RunFinished, RunStarted
 from golem.blueprint.execution import Execution
 from golem.blueprint.loader import blueprint_text, parse_blueprint
@@ -41,15 +41,14 @@ from golem.core.events import EventSink
 from golem.core.ids import new_id
 from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
-from golem.forge import Forge, ForgeCredentials, PullRequestStore, make_forge
+from golem.forge import Forge, ForgeCredentials, make_forge
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
+from golem.store import Store
 
 __all__ = ["Runner"]
 
 log = logging.getLogger("golem.blueprint.runner")
-
-POLL = 0.25
 
 
 class Runner:
@@ -60,26 +59,25 @@ class Runner:
         config: GolemConfig,
         *,
         engine: Engine,
-        store: RunStore,
-        pull_requests: PullRequestStore | None = None,
+        store: Store,
         forge: Forge | None = None,
         credentials: ForgeCredentials | None = None,
         on_event: EventSink[RunEvent] | None = None,
-        poll: float = POLL,
     ) -> None:
-        """``forge`` serves every run when given; otherwise each run gets the one its
-        request names, with ``pull_requests`` keeping the local forge's. ``credentials``
-        are the forge tokens the runs may use (default: the host's)."""
+        """``store`` keeps the runs (and the local forge's records); ``forge`` serves
+        every run when given, otherwise each run gets the one its request names.
+        ``credentials`` are the forge tokens the runs may use (default: the host's)."""
         self.config = config
         self.engine = engine
         self.store = store
-        self.pull_requests = pull_requests
+        self.book = RunBook(store)
         self.forge = forge
         self.credentials = credentials or ForgeCredentials.from_config(config.forge)
         self.on_event = on_event
-        self.poll = poll
 
-    def submit(self, request: RunRequest, *, remote_policy: RemotePolicy | None = None) -> RunState:
+    async def submit(
+        self, request: RunRequest, *, remote_policy: RemotePolicy | None = None
+    ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's)."""
         if not (request.task or request.issue):
@@ -92,16 +90,16 @@ class Runner:
         )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
-        self.store.create_run(state)
+        await self.book.create(state)
         return state
 
     async def start(self, request: RunRequest) -> RunState:
         """Submit a run and run it to its end."""
-        return await self.run(self.submit(request).id)
+        return await self.run((await self.submit(request)).id)
 
     async def resume(self, run_id: str) -> RunState:
         """Go on with a run whose runner died: prune its box, run from its current node."""
-        state = self._load(run_id)
+        state = await self._load(run_id)
         if state.finished:
             return state
         if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
@@ -112,15 +110,15 @@ class Runner:
         await self.engine.prune()
         return await self.run(run_id, resumed=True)
 
-    def _load(self, run_id: str) -> RunState:
-        state = self.store.load_run(run_id)
+    async def _load(self, run_id: str) -> RunState:
+        state = await self.book.load(run_id)
         if state is None:
             raise InvalidRequest(f"no run {run_id!r}; see `golem runs ls`")
         return state
 
     async def run(self, run_id: str, *, resumed: bool = False) -> RunState:
         """Run from the run's current node to its end (or a cancel)."""
-        state = self._load(run_id)
+        state = await self._load(run_id)
         if state.finished:
             return state
         blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
@@ -128,10 +126,10 @@ class Runner:
         state.owner_start = process_start_time(state.owner_pid)
         state.status = "running"
         forge = self.forge or make_forge(
-            state.request.forge, self.config.forge, self.pull_requests, self.credentials
+            state.request.forge, self.config.forge, self.store, self.credentials
         )
         ex = Execution(
-            state, blueprint, config=self.config, store=self.store, engine=self.engine,
+            state, blueprint, config=self.config, book=self.book, engine=self.engine,
             forge=forge, credentials=self.credentials, on_event=self.on_event,
         )  # fmt: skip
         mask_log_records()
@@ -141,6 +139,7 @@ class Runner:
     async def _run(self, ex: Execution, blueprint: Blueprint, *, resumed: bool) -> RunState:
         state, run_id = ex.state, ex.state.id
         ex.save()
+        await ex.writes.flush()  # running, and whose, before any node starts
         ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))
         started = time.monotonic()
         work = asyncio.ensure_future(self._nodes(ex, blueprint))
@@ -172,16 +171,21 @@ class Runner:
                 cost_usd=state.cost_usd, duration=time.monotonic() - started,
             )
         )  # fmt: skip
+        await ex.writes.flush()
         return state
 
     async def _watch_cancel(self, run_id: str, work: asyncio.Future[None]) -> bool:
-        """Cancel ``work`` when the store says the run should stop; True if it did."""
-        while not work.done():
-            current = self.store.load_run(run_id)
-            if current is not None and current.cancel_requested:
-                work.cancel()
-                return True
-            await asyncio.sleep(self.poll)
+        """Cancel ``work`` when the store says the run should stop; True if it did. The
+        store wakes it when the run is asked to stop (its re-check interval only covers a
+        lost notification)."""
+        with self.book.watch_control(run_id) as asked:
+            while not work.done():
+                asked.clear()
+                current = await self.book.load(run_id)
+                if current is not None and current.cancel_requested:
+                    work.cancel()
+                    return True
+                await asked.wait()
         return False
 
     async def _nodes(self, ex: Execution, blueprint: Blueprint) -> None:
@@ -205,6 +209,7 @@ class Runner:
                 raise InvalidRequest(f"node {node.id!r} has no edge for outcome {outcome!r}")
             state.current = following
             ex.save()
+            await ex.writes.flush()  # a node's result is kept before the next node starts
         if state.status == "running":
             state.status = "succeeded"
         state.current = None
@@ -234,7 +239,7 @@ class Runner:
         if isinstance(node, AgentNode):
             return await run_agent_node(ex, node)
         if isinstance(node, GateNode):
-            decision = await run_gate(ex, node, self.poll)
+            decision = await run_gate(ex, node)
             return decision, decision
         looped = await run_loop(ex, node)
         return looped, f"{ex.state.rounds} fix round(s)"

@@ -8,8 +8,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -17,9 +15,10 @@ from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
+from golem.cli.stores import using_store
 from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, InvalidRequest
-from golem.service.store import ForgeName, SqlStore, TokenCipher, new_key
+from golem.store import ForgeName, TokenCipher, new_key
 
 __all__ = ["credentials_app"]
 
@@ -35,15 +34,6 @@ def _config(config_file: Path | None) -> GolemConfig:
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"config file {config_file} does not exist")
     return load_config(files=[config_file] if config_file is not None else None)
-
-
-@contextmanager
-def _store(config: GolemConfig) -> Iterator[SqlStore]:
-    store = SqlStore.open(config, tenant=None)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _forge(name: str) -> ForgeName:
@@ -79,8 +69,8 @@ def set_command(
     chosen = _forge(forge)
     token = _read_token(token_env)
     config = _config(config_file)
-    with _store(config) as store:
-        store.for_tenant(tenant).set_forge_token(chosen, token, TokenCipher.from_config(config))
+    cipher = TokenCipher.from_config(config)
+    using_store(config, lambda store: store.set_forge_token(chosen, token, cipher), tenant=tenant)
     typer.echo(f"{chosen} token of tenant {tenant} set")
 
 
@@ -95,9 +85,9 @@ def list_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Which tenants have a token for which forge (never the tokens)."""
-    with _store(_config(config_file)) as store:
-        scoped = store.for_tenant(tenant) if tenant is not None else store
-        listed = scoped.list_forge_credentials()
+    listed = using_store(
+        _config(config_file), lambda store: store.list_forge_credentials(), tenant=tenant
+    )
     if json_output:
         typer.echo(json.dumps([c.model_dump() for c in listed], indent=2))
         return
@@ -113,11 +103,9 @@ def remove_command(
 ) -> None:
     """Forget a tenant's token."""
     chosen = _forge(forge)
-    with _store(_config(config_file)) as store:
-        if not store.for_tenant(tenant).delete_forge_token(chosen):
-            raise InvalidRequest(
-                f"tenant {tenant!r} has no {chosen} token; see `golem credentials ls`"
-            )
+    config = _config(config_file)
+    if not using_store(config, lambda store: store.delete_forge_token(chosen), tenant=tenant):
+        raise InvalidRequest(f"tenant {tenant!r} has no {chosen} token; see `golem credentials ls`")
     typer.echo(f"{chosen} token of tenant {tenant} deleted")
 
 

@@ -10,13 +10,18 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
+from golem.cli.stores import using_store
 from golem.core.config import load_config
 from golem.core.errors import InvalidRequest
-from golem.service.store import SqlStore
+from golem.forge import LocalForge, PullRequest
 
 __all__ = ["prs_app"]
 
 prs_app = typer.Typer(help="Pull requests of the local forge.")
+
+
+def _pull_requests(repo: str | None) -> list[PullRequest]:
+    return using_store(load_config(), lambda store: LocalForge(store).pull_requests(repo))
 
 
 @prs_app.command("ls")
@@ -25,7 +30,7 @@ def list_command(
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Pull requests, newest first."""
-    prs = SqlStore.open(load_config()).list_pull_requests(repo)
+    prs = _pull_requests(repo)
     if json_output:
         typer.echo(json.dumps([pr.model_dump(mode="json") for pr in prs], indent=2))
         return
@@ -49,7 +54,7 @@ def show_command(
     repo: str | None = typer.Option(None, "--repo", help="Its repository, if several."),
 ) -> None:
     """One pull request: title, body, checks and diff."""
-    prs = [p for p in SqlStore.open(load_config()).list_pull_requests(repo) if p.number == number]
+    prs = [p for p in _pull_requests(repo) if p.number == number]
     if not prs:
         raise InvalidRequest(f"no pull request #{number}; see `golem prs ls`")
     if len(prs) > 1:

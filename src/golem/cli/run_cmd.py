@@ -15,7 +15,7 @@ from golem.cli.run_progress import RunProgress, print_report
 from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.sandbox import LocalEngine
-from golem.service.store import SqlStore
+from golem.store import SqlStore
 
 __all__ = ["EXIT_CODES", "run_command", "run_with_progress"]
 
@@ -68,23 +68,17 @@ def _repo(value: str) -> str:
 
 def run_with_progress(config: GolemConfig, work: object) -> RunState:
     """Run ``work(runner)`` with live progress on stderr and the report on stdout."""
-    store = SqlStore.open(config)
     console = Console(stderr=True)
 
     async def main() -> RunState:
-        async with LocalEngine(config) as engine:
-            runner = Runner(
-                config,
-                engine=engine,
-                store=store,
-                pull_requests=store,
-                on_event=RunProgress(console),
-            )
-            return await work(runner)  # type: ignore[operator, no-any-return]
+        store = await SqlStore.open(config)
+        try:
+            async with LocalEngine(config) as engine:
+                runner = Runner(config, engine=engine, store=store, on_event=RunProgress(console))
+                return await work(runner)  # type: ignore[operator, no-any-return]
+        finally:
+            await store.close()
 
-    try:
-        state = asyncio.run(main())
-    finally:
-        store.close()
+    state = asyncio.run(main())
     print_report(Console(), state)
     return state

@@ -2,46 +2,45 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Literal
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from golem.blueprint.book import RunBook
+from golem.blueprint.control import cancel_run, decide_gate, load_run
+from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState
 from golem.cli import options
 from golem.cli.run_cmd import EXIT_CODES, run_with_progress
 from golem.cli.run_progress import print_report
+from golem.cli.stores import using_store
 from golem.core.config import load_config
-from golem.core.errors import InvalidRequest
 from golem.sandbox import LocalEngine
-from golem.sandbox.records import process_alive
-from golem.service.store import SqlStore
+from golem.store import Store
 
 __all__ = ["runs_app"]
 
 runs_app = typer.Typer(help="Runs: list, show, resume, cancel, approve or reject.")
 
 
-def _store() -> SqlStore:
-    return SqlStore.open(load_config())
-
-
-def _run(store: SqlStore, run_id: str) -> RunState:
-    state = store.load_run(run_id)
-    if state is None:
-        raise InvalidRequest(f"no run {run_id!r}; see `golem runs ls`")
-    return state
+async def _with_events(
+    store: Store, run_id: str, events: bool
+) -> tuple[RunState, list[tuple[int, RunEvent]]]:
+    book = RunBook(store)
+    state = await load_run(book, run_id)
+    return state, (await book.events(run_id) if events else [])
 
 
 @runs_app.command("ls")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Runs, newest first."""
-    runs = _store().list_runs()
+    runs = using_store(load_config(), lambda store: RunBook(store).newest())
     if json_output:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
         return
@@ -66,8 +65,7 @@ def show_command(
     json_output: bool = typer.Option(False, "--json", help="Print the state as JSON."),
 ) -> None:
     """One run: its state, steps and report."""
-    store = _store()
-    state = _run(store, run_id)
+    state, kept = using_store(load_config(), lambda store: _with_events(store, run_id, events))
     if json_output:
         typer.echo(state.model_dump_json(indent=2))
         return
@@ -83,7 +81,7 @@ def show_command(
     if state.current and not state.finished:
         console.print(f"  next: {state.current}")
     if events:
-        for seq, event in store.events(run_id):
+        for seq, event in kept:
             console.print(f"[dim]{seq:>4} {event.type}[/] {escape(event.model_dump_json())[:200]}")
     print_report(console, state)
 
@@ -103,34 +101,27 @@ def resume_command(
 
 @runs_app.command("cancel")
 def cancel_command(run_id: str = typer.Argument(...)) -> None:
-    """Stop a run: its runner stops at once and removes its box."""
-    store = _store()
-    state = _run(store, run_id)
-    if state.finished:
-        raise InvalidRequest(f"run {run_id} has already ended ({state.status})")
-    store.request_cancel(run_id)
-    if state.owner_pid is None or not process_alive(state.owner_pid, state.owner_start):
-        state.status = "cancelled"  # nobody runs it: cancel it here, and remove its box
-        state.error = "cancelled on request"
-        state.current = None
-        store.save_run(state)
-        asyncio.run(_prune())
+    """Stop a run: its runner stops at once and removes its box (a run nobody runs any
+    more is ended here, and this host's leftover boxes removed)."""
+    config = load_config()
+
+    async def cancel(store: Store) -> RunState:
+        async with LocalEngine(config) as engine:
+            return await cancel_run(RunBook(store), run_id, engine=engine)
+
+    using_store(config, cancel)
     typer.echo(f"cancel requested for {run_id}")
 
 
-async def _prune() -> None:
-    async with LocalEngine(load_config()) as engine:
-        await engine.prune()
+def _decide(run_id: str, decision: Literal["approved", "rejected"]) -> None:
+    async def decide(store: Store) -> str:
+        book = RunBook(store)
+        asked = (await load_run(book, run_id)).gate
+        await decide_gate(book, run_id, decision)
+        return asked.node if asked is not None else "?"
 
-
-def _decide(run_id: str, decision: str) -> None:
-    store = _store()
-    state = _run(store, run_id)
-    if state.status != "waiting" or state.gate is None:
-        raise InvalidRequest(f"run {run_id} is not waiting at a gate ({state.status})")
-    if not store.decide_gate(run_id, decision):  # type: ignore[arg-type]
-        raise InvalidRequest(f"the gate of run {run_id} was answered already")
-    typer.echo(f"{run_id}: gate {state.gate.node} {decision}")
+    node = using_store(load_config(), decide)
+    typer.echo(f"{run_id}: gate {node} {decision}")
 
 
 @runs_app.command("approve")

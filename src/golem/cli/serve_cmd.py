@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 import uvicorn
@@ -12,12 +14,12 @@ from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
+from golem.cli.stores import using_store
 from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, InvalidRequest
 from golem.service.app import create_app
 from golem.service.keys import KeyStore
 from golem.service.limits import ws_max_size
-from golem.service.store import SqlStore
 
 __all__ = ["keys_app", "serve_command"]
 
@@ -25,6 +27,7 @@ __all__ = ["keys_app", "serve_command"]
 # RemoteEngine: 5 s, uvicorn's own default too). With equal timeouts a client could send a
 # call on a connection the server is closing, and lose it to a ReadError.
 KEEP_ALIVE_SECONDS = 75
+T = TypeVar("T")
 
 
 def _load(config_file: Path | None) -> GolemConfig:
@@ -83,9 +86,9 @@ def serve_command(
 keys_app = typer.Typer(help="API keys of the server (run on the server's host).")
 
 
-def _keys() -> KeyStore:
+def _with_keys(work: Callable[[KeyStore], Awaitable[T]]) -> T:
     config = load_config()
-    return KeyStore(SqlStore.open(config), config.server.admin_key_env)
+    return using_store(config, lambda store: work(KeyStore(store, config.server.admin_key_env)))
 
 
 @keys_app.command("create")
@@ -97,7 +100,7 @@ def create_command(
     """Make a key; it is printed once and stored only as a hash."""
     if role not in ("user", "trusted", "admin"):
         raise InvalidRequest(f"--role {role!r}: choose user, trusted or admin")
-    key, plaintext = _keys().create(tenant, role, name)  # type: ignore[arg-type]
+    key, plaintext = _with_keys(lambda keys: keys.create(tenant, role, name))  # type: ignore[arg-type]
     typer.echo(plaintext)
     Console(stderr=True).print(
         f"key {key.id} for tenant {key.tenant} ({key.role}); keep it: it is not shown again"
@@ -107,7 +110,7 @@ def create_command(
 @keys_app.command("ls")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every key (never their secrets)."""
-    keys = _keys().list()
+    keys = _with_keys(lambda keys: keys.list())
     if json_output:
         typer.echo(json.dumps([k.model_dump() for k in keys], indent=2))
         return
@@ -120,6 +123,6 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
 @keys_app.command("revoke")
 def revoke_command(key_id: str = typer.Argument(...)) -> None:
     """Revoke a key."""
-    if not _keys().revoke(key_id):
+    if not _with_keys(lambda keys: keys.revoke(key_id)):
         raise InvalidRequest(f"no key {key_id!r}; see `golem keys ls`")
     typer.echo(f"revoked {key_id}")

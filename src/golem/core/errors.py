@@ -41,6 +41,7 @@ GolemError
  +-- StoreError                  the database failed or refused
  |    +-- RunNotFound            no such run (for this tenant)
  |    +-- CredentialsKeyError    the key sealing forge tokens is missing or wrong
+ +-- RunConflict                 the run's state does not allow that (ended, gate answered)
  +-- PolicyViolation             a server key's role does not allow the request
  +-- QueueFull                   the server takes no more runs now (retry later)
  +-- MissingForgeToken           a run needs a forge token its tenant does not have
@@ -97,6 +98,7 @@ __all__ = [
     "QueueFull",
     "RemoteError",
     "RemoteRefused",
+    "RunConflict",
     "RunNotFound",
     "RuntimeNotAvailable",
     "SandboxError",
@@ -387,6 +389,12 @@ class CredentialsKeyError(StoreError):
     """The key that seals forge tokens is missing, malformed, unsafe or not theirs."""
 
     http_status = 503
+
+
+class RunConflict(GolemError):
+    """The run is not in a state that allows this (it ended; its gate was answered)."""
+
+    exit_code, http_status = 2, 409
 
 
 class PolicyViolation(GolemError):

@@ -14,6 +14,7 @@ from golem.core.spec import NetworkMode
 __all__ = [
     "GitHubTriggerConfig",
     "RemoteConfig",
+    "RetentionConfig",
     "RolePolicy",
     "ServerConfig",
     "default_policies",
@@ -168,6 +169,26 @@ class GitHubTriggerConfig(BaseModel):
     )
 
 
+class RetentionConfig(BaseModel):
+    """How long the server keeps what finished runs leave behind (``[server.retention]``).
+    A run itself stays listed with its outcome; its events and its directory (checkout,
+    trajectories) go once it ended ``days`` ago."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    days: float | None = Field(
+        None, gt=0, description="Days a finished run's events and directory are kept; None: ever."
+    )
+    trajectories: Literal["keep", "archive", "delete"] = Field(
+        "archive",
+        description="A pruned run's trajectories: kept (moved to state_dir/trajectories/<run>), "
+        "archived (state_dir/archive/<run>.tar.gz) or deleted with its directory.",
+    )
+    interval: float = Field(
+        3600.0, gt=0, description="Seconds between the server's pruning passes."
+    )
+
+
 class ServerConfig(BaseModel):
     """``[server]``: `golem serve`."""
 
@@ -191,6 +212,7 @@ class ServerConfig(BaseModel):
         default_factory=default_policies, description="What each role may ask for."
     )
     github: GitHubTriggerConfig = Field(default_factory=GitHubTriggerConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     @field_validator("policies")
     @classmethod

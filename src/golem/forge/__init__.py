@@ -1,7 +1,8 @@
 """golem.forge: git on the host, and the forges issues come from and pull requests go to.
 
-``make_forge`` chooses a forge (``github`` or ``local``); ``GitRepo`` runs git on the host;
-``MemoryPullRequestStore`` is an in-memory store for tests and demos.
+``make_forge`` chooses a forge (``github`` or ``local``, whose records are kept in
+golem's store: ``golem.store.MemoryStore`` for tests and demos); ``GitRepo`` runs git on
+the host.
 """
 
 from typing import TYPE_CHECKING
@@ -16,14 +17,12 @@ from golem.forge.contracts import (
     IssueComment,
     PullRequest,
     PullRequestDraft,
-    PullRequestStore,
 )
 from golem.forge.diffstat import DiffStat, FileChange
 from golem.forge.factory import make_forge
 from golem.forge.git import GitRepo
 from golem.forge.gitcmd import git_environment, run_git_blocking
 from golem.forge.local import LocalForge
-from golem.forge.memory import MemoryPullRequestStore
 from golem.forge.refs import IssueRef, parse_issue_ref
 from golem.forge.remotes import pin_remote
 
@@ -46,10 +45,8 @@ __all__ = [
     "IssueComment",
     "IssueRef",
     "LocalForge",
-    "MemoryPullRequestStore",
     "PullRequest",
     "PullRequestDraft",
-    "PullRequestStore",
     "git_auth",
     "git_environment",
     "make_forge",

@@ -20,7 +20,6 @@ __all__ = [
     "IssueComment",
     "PullRequest",
     "PullRequestDraft",
-    "PullRequestStore",
 ]
 
 
@@ -115,33 +114,6 @@ class ForgeComment(BaseModel):
     )
     body: str
     created: float = Field(default_factory=time.time)
-
-
-class PullRequestStore(Protocol):
-    """Where the ``local`` forge keeps its pull requests (golem's store)."""
-
-    def add_pull_request(self, pr: PullRequest) -> PullRequest:
-        """Keep ``pr``, giving it the next number of its repository; returns it.
-
-        ``{number}`` in ``pr.url`` is replaced by that number (the local forge's urls
-        name it)."""
-        ...
-
-    def list_pull_requests(self, repo: str | None = None) -> list[PullRequest]:
-        """Pull requests, newest first (of one repository, when given)."""
-        ...
-
-    def get_pull_request(self, repo: str, number: int) -> PullRequest | None:
-        """One pull request, or None."""
-        ...
-
-    def add_comment(self, comment: ForgeComment) -> ForgeComment:
-        """Keep a comment golem made; returns it."""
-        ...
-
-    def list_comments(self, target: str | None = None) -> list[ForgeComment]:
-        """Comments, oldest first (on one issue or pull request, when given)."""
-        ...
 
 
 class Forge(Protocol):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from golem.core.errors import ConfigError
 from golem.forge.auth import ForgeCredentials
 from golem.forge.config import ForgeConfig
-from golem.forge.contracts import Forge, PullRequestStore
+from golem.forge.contracts import Forge
+from golem.store import Store
 
 __all__ = ["FORGES", "make_forge"]
 
@@ -15,7 +16,7 @@ FORGES = ("github", "local")
 def make_forge(
     name: str | None,
     config: ForgeConfig,
-    store: PullRequestStore | None = None,
+    store: Store | None = None,
     credentials: ForgeCredentials | None = None,
 ) -> Forge:
     """The forge called ``name`` (None: ``config.provider``): ``github`` (its token from
@@ -31,7 +32,7 @@ def make_forge(
         if store is None:
             raise ConfigError(
                 "the local forge keeps pull requests in golem's store: give make_forge one "
-                "(golem.forge.MemoryPullRequestStore for tests and demos)"
+                "(golem.store.MemoryStore for tests and demos)"
             )
         from golem.forge.local import LocalForge  # noqa: PLC0415
 

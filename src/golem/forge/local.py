@@ -18,9 +18,9 @@ from golem.forge.contracts import (
     Issue,
     PullRequest,
     PullRequestDraft,
-    PullRequestStore,
 )
 from golem.forge.issue_files import read_issue_file
+from golem.store import CommentRecord, Store
 
 __all__ = ["LocalForge", "comment_target", "local_pull_request_url"]
 
@@ -43,7 +43,8 @@ def comment_target(issue: Issue) -> str:
 
 
 class LocalForge:
-    """Issues from local files; pull requests and comments in ``store``.
+    """Issues from local files; pull requests and comments in golem's ``store`` (as JSON
+    records; this maps them to the forge's models).
 
     ``labels`` are added to every pull request; relative issue paths are read from
     ``base_dir`` (default: the current directory).
@@ -53,7 +54,7 @@ class LocalForge:
 
     def __init__(
         self,
-        store: PullRequestStore,
+        store: Store,
         *,
         labels: Sequence[str] = (),
         base_dir: Path | None = None,
@@ -75,7 +76,7 @@ class LocalForge:
     ) -> PullRequest:
         """Record a pull request with its diff and checks. Like GitHub, refuses a second
         one for the same branch (``PullRequestExists`` with its ``url``)."""
-        for existing in self.store.list_pull_requests(draft.repo):
+        for existing in await self.pull_requests(draft.repo):
             if existing.head == draft.head:
                 raise PullRequestExists(
                     f"a pull request for {draft.head} of {draft.repo} is already open: "
@@ -98,20 +99,30 @@ class LocalForge:
             checks=list(checks or []),
             issue=draft.issue,
         )
-        return self.store.add_pull_request(pr)
+
+        def numbered(number: int) -> str:
+            url = pr.url.replace("{number}", str(number))
+            return pr.model_copy(update={"number": number, "url": url}).model_dump_json()
+
+        record = await self.store.add_pull_request(pr.repo, pr.created, numbered)
+        return PullRequest.model_validate_json(record.data)
 
     async def comment(self, issue: Issue, body: str) -> None:
         """Record a comment on an issue, or on a pull request (``PullRequest.as_issue()``)."""
-        self.store.add_comment(ForgeComment(target=comment_target(issue), body=body))
+        await self.store.add_comment(CommentRecord(target=comment_target(issue), body=body))
 
-    def pull_requests(self, repo: str | None = None) -> list[PullRequest]:
+    async def pull_requests(self, repo: str | None = None) -> list[PullRequest]:
         """The recorded pull requests, newest first (of one repository, when given)."""
-        return self.store.list_pull_requests(repo)
+        records = await self.store.list_pull_requests(repo)
+        return [PullRequest.model_validate_json(record.data) for record in records]
 
-    def pull_request(self, repo: str, number: int) -> PullRequest | None:
+    async def pull_request(self, repo: str, number: int) -> PullRequest | None:
         """One recorded pull request, or None."""
-        return self.store.get_pull_request(repo, number)
+        record = await self.store.get_pull_request(repo, number)
+        return PullRequest.model_validate_json(record.data) if record is not None else None
 
-    def comments(self, issue: Issue | None = None) -> list[ForgeComment]:
+    async def comments(self, issue: Issue | None = None) -> list[ForgeComment]:
         """Recorded comments, oldest first (on one issue or pull request, when given)."""
-        return self.store.list_comments(None if issue is None else comment_target(issue))
+        target = None if issue is None else comment_target(issue)
+        records = await self.store.list_comments(target)
+        return [ForgeComment.model_validate(record.model_dump()) for record in records]

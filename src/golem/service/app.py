@@ -21,7 +21,7 @@ from golem.service.problems import ERROR_RESPONSES, install_problem_handlers
 from golem.service.queue import RunQueue
 from golem.service.sessions import SessionRegistry
 from golem.service.state import ServerState, server_id
-from golem.service.store import SqlStore
+from golem.store import SqlStore
 
 __all__ = ["create_app"]
 
@@ -45,7 +45,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = SqlStore.open(settings, tenant=None)  # the server reads all; scopes per key
+        store = await SqlStore.open(settings, tenant=None)  # the server reads all; scopes per key
         engine = LocalEngine(settings)
         identity = server_id()
         state = ServerState(
@@ -67,7 +67,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
             await state.queue.stop()
             await state.sessions.close_all()
             await engine.close()
-            store.close()
+            await store.close()
 
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from golem.core.config import GolemConfig
 from golem.core.errors import MissingForgeToken
 from golem.forge import ForgeCredentials
-from golem.service.store import SqlStore, TokenCipher
+from golem.store import Store, TokenCipher
 
 __all__ = ["ForgeAccess"]
 
@@ -16,7 +16,7 @@ __all__ = ["ForgeAccess"]
 class ForgeAccess:
     """The forge credentials of each tenant of one server."""
 
-    def __init__(self, config: GolemConfig, store: SqlStore) -> None:
+    def __init__(self, config: GolemConfig, store: Store) -> None:
         self.config = config
         self.store = store
         self.cipher = TokenCipher.from_config(config)
@@ -27,10 +27,10 @@ class ForgeAccess:
         allowed = server.shared_forge_tenants
         return tenant in (allowed if allowed is not None else [server.github.tenant])
 
-    def for_tenant(self, tenant: str) -> ForgeCredentials:
+    async def for_tenant(self, tenant: str) -> ForgeCredentials:
         """The tokens ``tenant``'s runs use (CredentialsKeyError when the stored one cannot
         be opened: it is kept, and the error says which key is needed)."""
-        own = self.store.for_tenant(tenant).reveal_forge_token("github", self.cipher)
+        own = await self.store.for_tenant(tenant).reveal_forge_token("github", self.cipher)
         if own is not None:
             return ForgeCredentials(
                 github=own, source=f"tenant {tenant}'s stored token", host_git=False
@@ -39,10 +39,10 @@ class ForgeAccess:
             return ForgeCredentials.from_config(self.config.forge)
         return ForgeCredentials(github=None, source=f"tenant {tenant} has none", host_git=False)
 
-    def require(self, tenant: str, forge: str, why: str) -> ForgeCredentials:
+    async def require(self, tenant: str, forge: str, why: str) -> ForgeCredentials:
         """``tenant``'s tokens, when they hold one for ``forge``; else MissingForgeToken
         saying how to give the tenant one (``why``: what needs it)."""
-        credentials = self.for_tenant(tenant)
+        credentials = await self.for_tenant(tenant)
         if forge == "github" and credentials.github is None:
             raise MissingForgeToken(
                 f"{why} needs a GitHub token, and tenant {tenant!r} has none: set one with "

@@ -20,18 +20,12 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import BaseModel, Field
-from sqlalchemy import insert, select, update
 
 from golem.core.errors import InvalidRequest
-from golem.service.store import SqlStore
-from golem.service.store.schema import api_keys
+from golem.store import ApiKeyRecord, Role, Store
 
-__all__ = ["ADMIN_TENANT", "ApiKey", "KeyStore", "Principal", "Role"]
+__all__ = ["ADMIN_TENANT", "KeyStore", "Principal"]
 
-Role = Literal["user", "trusted", "admin"]
 ADMIN_TENANT = "admin"
 PREFIX = "golem_"
 CACHE_SECONDS = 2.0
@@ -47,17 +41,6 @@ class Principal:
     key_id: str
 
 
-class ApiKey(BaseModel):
-    """A key as listed (never its secret)."""
-
-    id: str
-    tenant: str
-    role: Role
-    name: str = ""
-    created: float = Field(default_factory=time.time)
-    revoked: bool = False
-
-
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
@@ -71,27 +54,23 @@ def _valid_tenant(tenant: str) -> str:
 class KeyStore:
     """Keys in golem's store, and the admin key from the environment."""
 
-    def __init__(self, store: SqlStore, admin_key_env: str = "GOLEM_ADMIN_KEY") -> None:
+    def __init__(self, store: Store, admin_key_env: str = "GOLEM_ADMIN_KEY") -> None:
         self._store = store
         self._admin_env = admin_key_env
-        self._lock = threading.Lock()  # routes may authenticate on worker threads
+        self._lock = threading.Lock()  # WebSocket and HTTP routes may share it across threads
         self._known: dict[str, tuple[float, Principal]] = {}  # digest -> (expiry, principal)
         self._revocations = 0  # a lookup that saw an older count is not remembered
 
-    def create(self, tenant: str, role: Role, name: str = "") -> tuple[ApiKey, str]:
+    async def create(self, tenant: str, role: Role, name: str = "") -> tuple[ApiKeyRecord, str]:
         """A new key; returns it and its plaintext, which is shown this once."""
-        key = ApiKey(id=secrets.token_hex(6), tenant=_valid_tenant(tenant), role=role, name=name)
+        key = ApiKeyRecord(
+            id=secrets.token_hex(6), tenant=_valid_tenant(tenant), role=role, name=name
+        )
         secret = secrets.token_urlsafe(32)
-        with self._store.transaction(write=True) as db:
-            db.execute(
-                insert(api_keys).values(
-                    id=key.id, tenant=key.tenant, role=key.role, name=key.name,
-                    hash=_digest(secret), created=key.created, revoked=False,
-                )
-            )  # fmt: skip
+        await self._store.add_api_key(key, _digest(secret))
         return key, f"{PREFIX}{key.id}_{secret}"
 
-    def authenticate(self, presented: str) -> Principal | None:
+    async def authenticate(self, presented: str) -> Principal | None:
         """The principal of a presented key, or None for an unknown, wrong or revoked one."""
         known = self.known(presented)
         if known is not None or not presented.startswith(PREFIX):
@@ -99,7 +78,7 @@ class KeyStore:
         with self._lock:
             revocations = self._revocations
         until = time.monotonic() + CACHE_SECONDS
-        principal = self._look_up(presented)
+        principal = await self._look_up(presented)
         if principal is not None:
             self._remember(_digest(presented), principal, revocations, until)
         return principal
@@ -117,15 +96,15 @@ class KeyStore:
             return remembered[1]
         return None
 
-    def _look_up(self, presented: str) -> Principal | None:
+    async def _look_up(self, presented: str) -> Principal | None:
         key_id, _, secret = presented.removeprefix(PREFIX).partition("_")
-        with self._store.transaction() as db:
-            row = db.execute(select(api_keys).where(api_keys.c.id == key_id)).first()
-        if row is None or row.revoked:
+        found = await self._store.find_api_key(key_id)
+        if found is None or found[0].revoked:
             return None
-        if not hmac.compare_digest(_digest(secret), row.hash):
+        key, digest = found
+        if not hmac.compare_digest(_digest(secret), digest):
             return None
-        return Principal(tenant=row.tenant, role=row.role, key_id=row.id)
+        return Principal(tenant=key.tenant, role=key.role, key_id=key.id)
 
     def _remember(self, digest: str, principal: Principal, revocations: int, until: float) -> None:
         with self._lock:
@@ -135,25 +114,15 @@ class KeyStore:
                 self._known.clear()  # a cache: whatever falls out is looked up again
             self._known[digest] = (until, principal)
 
-    def list(self, tenant: str | None = None) -> list[ApiKey]:
+    async def list(self, tenant: str | None = None) -> list[ApiKeyRecord]:
         """Keys, newest first (of one tenant, when given)."""
-        query = select(api_keys).order_by(api_keys.c.created.desc())
-        if tenant is not None:
-            query = query.where(api_keys.c.tenant == tenant)
-        with self._store.transaction() as db:
-            rows = db.execute(query).all()
-        return [
-            ApiKey(id=r.id, tenant=r.tenant, role=r.role, name=r.name, created=r.created,
-                   revoked=bool(r.revoked))
-            for r in rows
-        ]  # fmt: skip
+        return await self._store.list_api_keys(tenant)
 
-    def revoke(self, key_id: str) -> bool:
+    async def revoke(self, key_id: str) -> bool:
         """Revoke a key; False when there is no such key."""
-        with self._store.transaction(write=True) as db:
-            done = db.execute(update(api_keys).where(api_keys.c.id == key_id).values(revoked=True))
+        done = await self._store.revoke_api_key(key_id)
         self._forget(key_id)
-        return bool(done.rowcount)
+        return done
 
     def _forget(self, key_id: str) -> None:
         """Drop what is remembered of ``key_id``, and keep lookups already under way from

@@ -14,7 +14,7 @@ from golem.service.forge_access import ForgeAccess
 from golem.service.keys import KeyStore
 from golem.service.queue import RunQueue
 from golem.service.sessions import SessionRegistry
-from golem.service.store import SqlStore
+from golem.store import Store
 
 __all__ = ["ServerState", "server_id"]
 
@@ -30,7 +30,7 @@ class ServerState:
 
     config: GolemConfig
     engine: Engine
-    store: SqlStore
+    store: Store
     keys: KeyStore
     sessions: SessionRegistry
     queue: RunQueue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Literal
 
@@ -10,12 +9,14 @@ from golem.blueprint.events import GateDecided, GateWaiting
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import GateNode
 from golem.blueprint.state import GateState
+from golem.store import RECHECK
 
 __all__ = ["run_gate"]
 
 
-async def run_gate(ex: Execution, node: GateNode, poll: float) -> Literal["approved", "rejected"]:
-    """Ask, wait for a decision in the store (or the deadline), and answer with it."""
+async def run_gate(ex: Execution, node: GateNode) -> Literal["approved", "rejected"]:
+    """Ask, wait for a decision in the store (or the deadline), and answer with it. The
+    store wakes the gate when it is answered."""
     state = ex.state
     if state.gate is None or state.gate.node != node.id:  # a resumed run keeps its deadline
         now = time.time()
@@ -24,23 +25,29 @@ async def run_gate(ex: Execution, node: GateNode, poll: float) -> Literal["appro
         state.status = "waiting"
         ex.save()
         ex.emit(GateWaiting(run_id=state.id, node=node.id, message=node.message, deadline=deadline))
-    gate = state.gate
-    while True:
-        current = ex.store.load_run(state.id)
-        decided = current.gate if current is not None else None
-        if decided is not None and decided.decision is not None:
-            decision: Literal["approved", "rejected"] = decided.decision
-            by = "person"
-            break
-        if gate.deadline is not None and time.time() >= gate.deadline:
-            decision, by = node.default, "timeout"
-            break
-        await asyncio.sleep(poll)
+    await ex.writes.flush()  # the gate is in the store before anyone can answer it
+    decision, by = await _answer(ex, node, state.gate)
     state.gate = None
     state.status = "running"
-    clear = getattr(ex.store, "clear_gate", None)
-    if clear is not None:
-        clear(state.id)
     ex.save()
+    await ex.writes.flush()  # closed in the store before its answer is forgotten: no second
+    await ex.book.store.clear_gate(state.id)  # answer can land in between
     ex.emit(GateDecided(run_id=state.id, node=node.id, decision=decision, decided_by=by))
     return decision
+
+
+async def _answer(
+    ex: Execution, node: GateNode, gate: GateState
+) -> tuple[Literal["approved", "rejected"], Literal["person", "timeout"]]:
+    """The person's answer, or the node's default once the deadline passed."""
+    with ex.book.watch_control(ex.state.id) as answered:
+        while True:
+            answered.clear()
+            current = await ex.book.load(ex.state.id)
+            decided = current.gate if current is not None else None
+            if decided is not None and decided.decision is not None:
+                return decided.decision, "person"
+            left = None if gate.deadline is None else gate.deadline - time.time()
+            if left is not None and left <= 0:
+                return node.default, "timeout"
+            await answered.wait(RECHECK if left is None else min(left, RECHECK))

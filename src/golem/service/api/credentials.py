@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from golem.core.errors import Problem
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
-from golem.service.store import ForgeCredential, ForgeName
+from golem.store import ForgeCredential, ForgeName
 
 __all__ = ["TokenBody", "router"]
 
@@ -59,7 +59,7 @@ async def list_credentials(
     principal: Caller, state: State, tenant: TenantParameter = None
 ) -> list[ForgeCredential]:
     """Which forges the tenant has a token for, and when it was set (never the token)."""
-    return state.store.for_tenant(_tenant(principal, tenant)).list_forge_credentials()
+    return await state.store.for_tenant(_tenant(principal, tenant)).list_forge_credentials()
 
 
 @router.put("/credentials/{forge}")
@@ -74,7 +74,8 @@ async def set_credential(
     no other tenant's run ever does."""
     target = _tenant(principal, tenant)
     store = state.store.for_tenant(target)
-    kept = store.set_forge_token(forge, body.token.get_secret_value(), state.forge_access.cipher)
+    token = body.token.get_secret_value()
+    kept = await store.set_forge_token(forge, token, state.forge_access.cipher)
     log.info("tenant %s: %s token set (key %s)", target, forge, principal.key_id)
     return kept
 
@@ -85,6 +86,6 @@ async def delete_credential(
 ) -> None:
     """Forget the tenant's token for ``forge``."""
     target = _tenant(principal, tenant)
-    if not state.store.for_tenant(target).delete_forge_token(forge):
+    if not await state.store.for_tenant(target).delete_forge_token(forge):
         raise Problem(404, f"tenant {target!r} has no {forge} token")
     log.info("tenant %s: %s token deleted (key %s)", target, forge, principal.key_id)

@@ -11,7 +11,6 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from starlette.concurrency import run_in_threadpool
 
 from golem.core.errors import Problem
 from golem.service.keys import Principal
@@ -42,10 +41,8 @@ State = Annotated[ServerState, Depends(server_state)]
 
 async def principal_of(state: ServerState, presented: str) -> Principal | None:
     """The principal of a presented key (None: unknown, wrong or revoked); a key not seen
-    lately is looked up on a worker thread."""
-    return state.keys.known(presented) or await run_in_threadpool(
-        state.keys.authenticate, presented
-    )
+    lately is looked up in the store."""
+    return state.keys.known(presented) or await state.keys.authenticate(presented)
 
 
 async def principal_from_headers(

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from golem.core.errors import Problem
 from golem.service.api.deps import Admin, State
-from golem.service.keys import ApiKey, Role
+from golem.store import ApiKeyRecord, Role
 
 __all__ = ["KeyCreate", "KeyCreated", "router"]
 
@@ -24,7 +24,7 @@ class KeyCreate(BaseModel):
     name: str = Field("", max_length=200)
 
 
-class KeyCreated(ApiKey):
+class KeyCreated(ApiKeyRecord):
     """A new key, with its plaintext: shown this once, stored only as a hash."""
 
     key: str
@@ -33,18 +33,18 @@ class KeyCreated(ApiKey):
 @router.post("/keys", status_code=status.HTTP_201_CREATED)
 async def create_key(body: KeyCreate, _admin: Admin, state: State) -> KeyCreated:
     """Make a key for a tenant."""
-    key, plaintext = state.keys.create(body.tenant, body.role, body.name)
+    key, plaintext = await state.keys.create(body.tenant, body.role, body.name)
     return KeyCreated(**key.model_dump(), key=plaintext)
 
 
 @router.get("/keys")
-async def list_keys(_admin: Admin, state: State) -> list[ApiKey]:
+async def list_keys(_admin: Admin, state: State) -> list[ApiKeyRecord]:
     """Every key (never their secrets)."""
-    return state.keys.list()
+    return await state.keys.list()
 
 
 @router.delete("/keys/{key_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def revoke_key(key_id: str, _admin: Admin, state: State) -> None:
     """Revoke a key: requests with it get 401 from now on."""
-    if not state.keys.revoke(key_id):
+    if not await state.keys.revoke(key_id):
         raise Problem(404, f"no key {key_id!r}")

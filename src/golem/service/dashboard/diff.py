@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from golem.blueprint import RunState
+from golem.blueprint.book import RunBook
 from golem.core.errors import GitError, Problem
 from golem.forge import GitRepo
 from golem.service.api.deps import Caller, State
@@ -37,7 +38,7 @@ class RunDiff(BaseModel):
 async def run_diff(run_id: str, principal: Caller, state: State) -> RunDiff:
     """The run's change: the pull request's diff, else its commit's (``base...HEAD``);
     nothing before the run commits (a run commits when it ships or escalates)."""
-    run = state.store.for_tenant(principal.tenant).load_run(run_id)
+    run = await RunBook(state.store.for_tenant(principal.tenant)).load(run_id)
     if run is None:
         raise Problem(404, f"no run {run_id!r}")
     if run.pr is not None and run.pr.diff:

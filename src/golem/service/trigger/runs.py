@@ -11,7 +11,6 @@ new, and neither does a second request while the issue's run is in progress.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from golem.blueprint import RunRequest, RunState
+from golem.blueprint.book import RunBook
 from golem.core.errors import (
     ForgeAuthError,
     ForgeError,
@@ -34,7 +34,6 @@ from golem.core.errors import (
 )
 from golem.forge import GitHubForge, Issue
 from golem.service.state import ServerState
-from golem.service.store import SqlStore
 from golem.service.trigger import comments
 from golem.service.trigger.events import IssueCall
 
@@ -42,7 +41,6 @@ __all__ = ["GitHubTrigger", "TriggerAnswer"]
 
 log = logging.getLogger("golem.service.trigger")
 READ_TIMEOUT = 8.0  # seconds to read an issue while GitHub waits for our answer (it gives 10)
-FOLLOW_POLL = 2.0  # seconds between looks at a run another server may be running
 RECOVER_LIMIT = 200  # newest runs looked at after a restart
 RECOVER_WINDOW = 3600.0  # finished this recently (seconds): their end may be unreported
 REMEMBERED = 10_000  # deliveries kept in memory
@@ -70,15 +68,14 @@ class GitHubTrigger:
         self._tasks: dict[str, asyncio.Task[object]] = {}
         self._login: str | None = None
 
-    @property
-    def forge(self) -> GitHubForge:
+    async def github(self) -> GitHubForge:
         """GitHub as the trigger's tenant reaches it: with the tenant's own token, or the
         server's where ``server.shared_forge_tenants`` allows (MissingForgeToken: none)."""
         if self._forge is not None:
             return self._forge
         forge_config = self.state.config.forge
         try:
-            credentials = self.state.forge_access.require(
+            credentials = await self.state.forge_access.require(
                 self.config.tenant, "github", "the GitHub trigger"
             )
         except GolemError as exc:
@@ -88,9 +85,9 @@ class GitHubTrigger:
         return GitHubForge(forge_config.github, credentials=credentials, labels=forge_config.labels)
 
     @property
-    def store(self) -> SqlStore:
-        """The store of the tenant the trigger's runs belong to."""
-        return self.state.store.for_tenant(self.config.tenant)
+    def book(self) -> RunBook:
+        """The runs of the tenant the trigger's runs belong to."""
+        return RunBook(self.state.store.for_tenant(self.config.tenant))
 
     async def own_login(self) -> str | None:
         """The account golem comments as (its token's), or None when GitHub will not say
@@ -98,7 +95,7 @@ class GitHubTrigger:
         if self._login is None:
             try:
                 user = await asyncio.wait_for(
-                    self.forge.api.call("GET", "/user", "the account of golem's token"),
+                    (await self.github()).api.call("GET", "/user", "the account of golem's token"),
                     READ_TIMEOUT,
                 )
             except (ForgeAuthError, ForgeNotFound) as exc:  # it will not say: no use asking
@@ -120,26 +117,26 @@ class GitHubTrigger:
         one in progress (then that run's id is the answer)."""
         lock = self._locks.setdefault(call.ref, asyncio.Lock())
         async with lock:
-            known = self._known(call.ref, delivery)
+            known = await self._known(call.ref, delivery)
             if known is not None:
                 return known
             issue = await self._read(call.ref)
             for mark in comments.started(issue.comments):
-                run = self._run_of(call.ref, mark.run_id)
+                run = await self._run_of(call.ref, mark.run_id)
                 if run is not None and mark.delivery == delivery:
                     return self._remember(call.ref, delivery, run, "duplicate")
                 if run is not None and not run.finished:
                     return self._remember(call.ref, delivery, run, "running")
-            return self._submit(call, delivery)
+            return await self._submit(call, delivery)
 
-    def _known(self, ref: str, delivery: str) -> TriggerAnswer | None:
+    async def _known(self, ref: str, delivery: str) -> TriggerAnswer | None:
         """The answer this server's memory gives, if any."""
         run_id = self._deliveries.get(delivery)
         if run_id is not None:
             reason = f"delivery {delivery} started run {run_id} already"
             return TriggerAnswer(status="duplicate", reason=reason, run_id=run_id)
         latest = self._issues.get(ref)
-        run = self._run_of(ref, latest) if latest is not None else None
+        run = await self._run_of(ref, latest) if latest is not None else None
         if run is not None and not run.finished:
             return self._remember(ref, delivery, run, "running")
         return None
@@ -162,15 +159,16 @@ class GitHubTrigger:
             self._deliveries.popitem(last=False)
         self._issues[ref] = run_id
 
-    def _run_of(self, ref: str, run_id: str) -> RunState | None:
+    async def _run_of(self, ref: str, run_id: str) -> RunState | None:
         """The trigger's tenant's run ``run_id`` if it is for issue ``ref`` (an issue's
         comments are anyone's to write: a mark counts only for a run of that issue)."""
-        run = self.store.load_run(run_id)
+        run = await self.book.load(run_id)
         return run if run is not None and run.request.issue == ref else None
 
     async def _read(self, ref: str) -> Issue:
         try:
-            return await asyncio.wait_for(self.forge.fetch_issue(ref), READ_TIMEOUT)
+            forge = await self.github()
+            return await asyncio.wait_for(forge.fetch_issue(ref), READ_TIMEOUT)
         except (ForgeError, TimeoutError) as exc:
             why = exc.message if isinstance(exc, ForgeError) else f"no answer in {READ_TIMEOUT}s"
             raise Problem(
@@ -179,7 +177,7 @@ class GitHubTrigger:
                 "[forge.github] or the token, then redeliver this delivery",
             ) from exc
 
-    def _submit(self, call: IssueCall, delivery: str) -> TriggerAnswer:
+    async def _submit(self, call: IssueCall, delivery: str) -> TriggerAnswer:
         request = RunRequest(
             repo=self._clone_url(call.repo),
             issue=call.ref,
@@ -188,7 +186,7 @@ class GitHubTrigger:
             forge="github",
         )
         try:
-            run = self.state.queue.submit(request, self.config.tenant)
+            run = await self.state.queue.submit(request, self.config.tenant)
         except QueueFull as full:
             self._spawn(f"busy:{delivery}", self._say(call, comments.busy(full.reason)))
             raise Problem(
@@ -229,7 +227,7 @@ class GitHubTrigger:
         if ack is not None:
             await self._say(call, ack)
         state = await self._wait_end(run_id)
-        text = comments.completion(state, self._secrets()) if state is not None else None
+        text = comments.completion(state, await self._secrets()) if state is not None else None
         if text is None:
             return
         try:  # another server (or a restart) may have reported it meanwhile
@@ -240,26 +238,28 @@ class GitHubTrigger:
         await self._say(call, text)
 
     async def _wait_end(self, run_id: str) -> RunState | None:
-        with self.state.queue.hub.watch(run_id) as changed:
+        book = self.book
+        with book.watch(run_id) as changed:  # the store wakes it, whichever server runs it
             while True:
                 changed.clear()
-                run = self.store.load_run(run_id)
+                run = await book.load(run_id)
                 if run is None or run.finished:
                     return run
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), FOLLOW_POLL)
+                await changed.wait()
 
     async def _say(self, call: IssueCall, text: str) -> None:
         try:
-            await self.forge.comment(Issue(title="", repo=call.repo, number=call.number), text)
+            await (await self.github()).comment(
+                Issue(title="", repo=call.repo, number=call.number), text
+            )
         except GolemError as exc:  # a ForgeError, or no token (Problem)
             log.warning("GitHub trigger: could not comment on %s: %s", call.ref, exc)
 
-    def _secrets(self) -> list[str]:
+    async def _secrets(self) -> list[str]:
         """Every token a report could show: the tenant's, and the server's."""
         server = self.state.config.forge.github.token()
         try:
-            own = self.state.forge_access.for_tenant(self.config.tenant).secrets()
+            own = (await self.state.forge_access.for_tenant(self.config.tenant)).secrets()
         except GolemError:
             own = []
         return [*own, server] if server else own
@@ -275,7 +275,7 @@ class GitHubTrigger:
         of (in progress, or ended within the last hour); returns their ids."""
         now = time.time()
         pending: dict[str, list[RunState]] = {}
-        for run in self.store.list_runs(RECOVER_LIMIT):
+        for run in await self.book.newest(RECOVER_LIMIT):
             recent = not run.finished or now - run.updated < RECOVER_WINDOW
             ref = run.request.issue or ""
             if run.request.forge == "github" and ISSUE_REF.match(ref) and recent:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from golem.service.store.schema import metadata
+from golem.store.schema import metadata
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -1,0 +1,52 @@
+"""golem.store: runs, their events, the run queue, API keys, tenants' forge credentials
+(sealed) and the local forge's records. Async: SQL on SQLAlchemy's asyncio engine (SQLite
+by default, PostgreSQL by URL), or in memory for tests and demos; both wake waiters on
+change (``watch``) instead of being polled.
+
+The store sits below the blueprint and forge layers: a run's state and its events are kept
+as JSON documents of theirs, with the fields it queries by in columns of their own."""
+
+from golem.store.cipher import TokenCipher, new_key
+from golem.store.contract import Store
+from golem.store.memory import MemoryStore
+from golem.store.notify import QUEUE, RECHECK, Signal, control_key
+from golem.store.records import (
+    ACTIVE,
+    FINISHED,
+    ApiKeyRecord,
+    CommentRecord,
+    Decision,
+    EventRecord,
+    ForgeCredential,
+    ForgeName,
+    PullRequestRecord,
+    Role,
+    RunRecord,
+    check_token,
+)
+from golem.store.sql import SqlStore, database_url
+
+__all__ = [
+    "ACTIVE",
+    "FINISHED",
+    "QUEUE",
+    "RECHECK",
+    "ApiKeyRecord",
+    "CommentRecord",
+    "Decision",
+    "EventRecord",
+    "ForgeCredential",
+    "ForgeName",
+    "MemoryStore",
+    "PullRequestRecord",
+    "Role",
+    "RunRecord",
+    "Signal",
+    "SqlStore",
+    "Store",
+    "TokenCipher",
+    "check_token",
+    "control_key",
+    "database_url",
+    "new_key",
+]

@@ -1,0 +1,160 @@
+"""The store's contract: what the layers above (blueprint, forge, service, cli) may ask of
+golem's store. ``SqlStore`` (SQLite, PostgreSQL) and ``MemoryStore`` (tests, demos) both
+keep it, with the same tenant scoping: a store acts for one tenant, or for all of them
+(``tenant=None``), which reads everything and creates nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from golem.store.cipher import TokenCipher
+from golem.store.notify import Signal
+from golem.store.records import (
+    ApiKeyRecord,
+    CommentRecord,
+    Decision,
+    EventRecord,
+    ForgeCredential,
+    ForgeName,
+    PullRequestRecord,
+    RunRecord,
+)
+
+__all__ = ["Store"]
+
+
+class Store(Protocol):
+    """Runs and their events, the queue, keys, credentials and the local forge's records."""
+
+    tenant: str | None
+
+    def for_tenant(self, tenant: str) -> Store:
+        """``tenant``'s store on the same data (closing it closes nothing)."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the store holds."""
+        ...
+
+    def watch(self, key: str) -> AbstractContextManager[Signal]:
+        """A signal set when ``key`` changes: a run id (its state, cancel request, gate
+        answer or events), or ``QUEUE`` (a run was queued)."""
+        ...
+
+    async def create_run(self, record: RunRecord) -> None:
+        """Keep a new run of this store's tenant."""
+        ...
+
+    async def save_run(self, run_id: str, *, status: str, updated: float, document: str) -> None:
+        """Replace a run's document and status (cancel request, gate answer, owner kept)."""
+        ...
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        """A run, or None."""
+        ...
+
+    async def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """Runs, newest first."""
+        ...
+
+    async def request_cancel(self, run_id: str) -> None:
+        """Ask the run's runner to stop."""
+        ...
+
+    async def decide_gate(self, run_id: str, decision: Decision) -> bool:
+        """Answer the gate a run waits at; False if it was answered already."""
+        ...
+
+    async def clear_gate(self, run_id: str) -> None:
+        """Forget a gate's answer once the runner has acted on it."""
+        ...
+
+    async def append_event(self, run_id: str, *, time: float, kind: str, data: str) -> int:
+        """Keep an event; returns its sequence number in the run (from 1)."""
+        ...
+
+    async def events(self, run_id: str, after: int = 0) -> list[EventRecord]:
+        """The run's events after sequence number ``after``, in order."""
+        ...
+
+    async def claim_next_run(self, owner: str) -> RunRecord | None:
+        """Take the next queued run (fairly across tenants) for server ``owner``."""
+        ...
+
+    async def count_runs(self, *statuses: str) -> int:
+        """How many runs have one of ``statuses``."""
+        ...
+
+    async def list_active_runs(self) -> list[RunRecord]:
+        """Runs in progress, oldest first."""
+        ...
+
+    async def requeue_run(self, run_id: str, document: str) -> bool:
+        """Put a run in progress back in the queue; False if it was not in progress."""
+        ...
+
+    async def cancel_queued(self, run_id: str, document: str) -> bool:
+        """Cancel a run nobody claimed yet; False if it was not queued."""
+        ...
+
+    async def prune_events(self, ended_before: float) -> list[RunRecord]:
+        """Delete the events of runs that ended before ``ended_before``; returns them."""
+        ...
+
+    async def add_pull_request(
+        self, repo: str, created: float, render: Callable[[int], str]
+    ) -> PullRequestRecord:
+        """Keep a pull request with the next number of ``repo`` (``render``: its JSON)."""
+        ...
+
+    async def list_pull_requests(self, repo: str | None = None) -> list[PullRequestRecord]:
+        """Pull requests, newest first."""
+        ...
+
+    async def get_pull_request(self, repo: str, number: int) -> PullRequestRecord | None:
+        """One pull request, or None."""
+        ...
+
+    async def add_comment(self, comment: CommentRecord) -> CommentRecord:
+        """Keep a comment the local forge made."""
+        ...
+
+    async def list_comments(self, target: str | None = None) -> list[CommentRecord]:
+        """Comments, oldest first."""
+        ...
+
+    async def set_forge_token(
+        self, forge: ForgeName, token: str, cipher: TokenCipher
+    ) -> ForgeCredential:
+        """Keep this tenant's token for ``forge``, sealed."""
+        ...
+
+    async def delete_forge_token(self, forge: ForgeName) -> bool:
+        """Forget this tenant's token for ``forge``."""
+        ...
+
+    async def list_forge_credentials(self) -> list[ForgeCredential]:
+        """Which forges have a token (never the tokens)."""
+        ...
+
+    async def reveal_forge_token(self, forge: ForgeName, cipher: TokenCipher) -> str | None:
+        """This tenant's token for ``forge``, opened; for its runner only."""
+        ...
+
+    async def add_api_key(self, key: ApiKeyRecord, digest: str) -> None:
+        """Keep an API key with the hash of its secret."""
+        ...
+
+    async def find_api_key(self, key_id: str) -> tuple[ApiKeyRecord, str] | None:
+        """A key and its hash, or None."""
+        ...
+
+    async def list_api_keys(self, tenant: str | None = None) -> list[ApiKeyRecord]:
+        """Keys, newest first."""
+        ...
+
+    async def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke a key; False when there is none."""
+        ...

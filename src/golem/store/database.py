@@ -1,0 +1,113 @@
+"""Opening golem's database: the async engine, SQLite's settings, and migrating the schema.
+
+Several processes open one database at once (a runner, ``golem runs cancel``, servers);
+the migration runs under a lock (PostgreSQL: an advisory lock; SQLite: a write
+transaction), so it happens once. SQLite's write transactions begin IMMEDIATE, so two
+writers queue on the busy timeout instead of failing when one upgrades a read lock.
+The engine is SQLAlchemy's asyncio one (aiosqlite, psycopg); Alembic runs on its
+connection through ``run_sync``.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from golem.core.errors import ConfigError, StoreError
+
+__all__ = [
+    "WRITE",
+    "alembic_config",
+    "async_url",
+    "migrate",
+    "open_engine",
+    "safe_url",
+]
+
+MIGRATION_LOCK = 0x60_1E_A7  # a PostgreSQL advisory lock id of golem's own
+WRITE = "golem_write"  # execution option: this connection's transaction writes
+ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+psycopg"}
+
+
+def safe_url(url: str) -> str:
+    """A database URL without its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (SQLAlchemyError, ValueError):
+        return "<database>"
+
+
+def async_url(url: str) -> str:
+    """``url`` with the asyncio driver of its database (``sqlite://`` takes aiosqlite,
+    ``postgresql://`` psycopg)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise ConfigError(f"cannot use database {safe_url(url)}: {exc}") from exc
+    driver = ASYNC_DRIVERS.get(parsed.get_backend_name())
+    if driver is None:
+        raise ConfigError(
+            f"cannot use database {safe_url(url)}: golem keeps its state in SQLite or "
+            "PostgreSQL (sqlite:///path or postgresql://...)"
+        )
+    return parsed.set(drivername=driver).render_as_string(hide_password=False)
+
+
+def _sqlite_connect(connection: Any, _record: Any) -> None:
+    connection.isolation_level = None  # golem emits BEGIN itself (see _sqlite_begin)
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers do not block the runner's writes
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin(connection: Connection) -> None:
+    writes = connection.get_execution_options().get(WRITE, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+
+
+def open_engine(url: str) -> AsyncEngine:
+    """An async engine for ``url``; SQLite gets WAL, a busy timeout and explicit
+    transactions."""
+    try:
+        engine = create_async_engine(async_url(url), pool_pre_ping=True)
+    except (SQLAlchemyError, ImportError, ValueError) as exc:
+        raise ConfigError(f"cannot use database {safe_url(url)}: {exc}") from exc
+    if engine.dialect.name == "sqlite":
+        event.listen(engine.sync_engine, "connect", _sqlite_connect)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
+    return engine
+
+
+def alembic_config() -> AlembicConfig:
+    """Alembic's settings for golem's migrations (give it a ``connection`` attribute)."""
+    settings = AlembicConfig()
+    settings.set_main_option("script_location", str(files("golem.store") / "migrations"))
+    return settings
+
+
+def _upgrade(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
+    settings = alembic_config()
+    settings.attributes["connection"] = connection
+    command.upgrade(settings, "head")
+
+
+async def migrate(engine: AsyncEngine) -> None:
+    """Bring the schema to the newest revision, once however many processes try at once."""
+    try:
+        async with engine.connect() as connection:
+            await connection.execution_options(**{WRITE: True})
+            async with connection.begin():
+                await connection.run_sync(_upgrade)
+    except (SQLAlchemyError, OSError) as exc:
+        raise StoreError(f"cannot prepare database {safe_url(str(engine.url))}: {exc}") from exc

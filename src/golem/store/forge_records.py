@@ -1,0 +1,96 @@
+"""The local forge's records in golem's store: pull requests and comments, by tenant.
+
+A pull request is kept as its JSON (the forge layer's model), numbered per repository."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import func, insert, select, text
+
+from golem.store.plumbing import SqlBase
+from golem.store.records import CommentRecord, PullRequestRecord
+from golem.store.schema import forge_comments, pull_requests
+
+__all__ = ["SqlForgeRecords", "storable_text"]
+
+
+def storable_text(value: str) -> str:
+    """PostgreSQL's text holds no NUL; it becomes U+FFFD, as a decoder shows a bad byte."""
+    return value.replace("\x00", "\ufffd")
+
+
+def _pull_request(row: object) -> PullRequestRecord:
+    return PullRequestRecord.model_validate(row, from_attributes=True)
+
+
+class SqlForgeRecords:
+    """The local forge's part of SqlStore."""
+
+    async def add_pull_request(
+        self: SqlBase, repo: str, created: float, render: Callable[[int], str]
+    ) -> PullRequestRecord:
+        """Keep a pull request with the next number of ``repo``; ``render`` makes its JSON
+        from that number."""
+        tenant = self._creating("a pull request")
+        async with self.transaction(write=True) as db:
+            if db.dialect.name == "postgresql":  # numbers one writer per repository at a time
+                await db.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext(:repo))"), {"repo": repo}
+                )
+            last = (
+                await db.execute(
+                    select(func.coalesce(func.max(pull_requests.c.number), 0)).where(
+                        pull_requests.c.repo == repo
+                    )
+                )
+            ).scalar_one()
+            record = PullRequestRecord(
+                repo=repo, number=int(last) + 1, created=created, data=render(int(last) + 1)
+            )
+            await db.execute(insert(pull_requests).values(tenant=tenant, **record.model_dump()))
+        return record
+
+    async def list_pull_requests(self: SqlBase, repo: str | None = None) -> list[PullRequestRecord]:
+        """Pull requests, newest first (of one repository, when given)."""
+        query = select(pull_requests).where(self._mine(pull_requests))
+        if repo is not None:
+            query = query.where(pull_requests.c.repo == repo)
+        async with self.transaction() as db:
+            rows = (await db.execute(query.order_by(pull_requests.c.id.desc()))).all()
+        return [_pull_request(row) for row in rows]
+
+    async def get_pull_request(self: SqlBase, repo: str, number: int) -> PullRequestRecord | None:
+        """One pull request, or None."""
+        async with self.transaction() as db:
+            row = (
+                await db.execute(
+                    select(pull_requests).where(
+                        self._mine(pull_requests),
+                        pull_requests.c.repo == repo,
+                        pull_requests.c.number == number,
+                    )
+                )
+            ).first()
+        return _pull_request(row) if row is not None else None
+
+    async def add_comment(self: SqlBase, comment: CommentRecord) -> CommentRecord:
+        """Keep a comment the local forge made; returns it."""
+        tenant = self._creating("a comment")
+        async with self.transaction(write=True) as db:
+            await db.execute(
+                insert(forge_comments).values(
+                    tenant=tenant, target=comment.target, created=comment.created,
+                    body=storable_text(comment.body),
+                )
+            )  # fmt: skip
+        return comment
+
+    async def list_comments(self: SqlBase, target: str | None = None) -> list[CommentRecord]:
+        """Comments, oldest first (on one issue or pull request, when given)."""
+        query = select(forge_comments).where(self._mine(forge_comments))
+        if target is not None:
+            query = query.where(forge_comments.c.target == target)
+        async with self.transaction() as db:
+            rows = (await db.execute(query.order_by(forge_comments.c.id))).all()
+        return [CommentRecord(target=r.target, body=r.body, created=r.created) for r in rows]

@@ -1,0 +1,297 @@
+"""golem's store in memory, for tests and demos: the same contract and tenant scoping as
+the SQL store, gone when the process ends. Records are immutable, so callers can never
+change what is kept."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from golem.core.errors import RunNotFound, StoreError
+from golem.store.cipher import TokenCipher
+from golem.store.forge_records import storable_text
+from golem.store.notify import QUEUE, Hub, Signal, control_key
+from golem.store.records import (
+    ACTIVE,
+    FINISHED,
+    ApiKeyRecord,
+    CommentRecord,
+    Decision,
+    EventRecord,
+    ForgeCredential,
+    ForgeName,
+    PullRequestRecord,
+    RunRecord,
+    check_token,
+)
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Data:
+    runs: dict[str, RunRecord] = field(default_factory=dict)
+    events: dict[str, list[EventRecord]] = field(default_factory=dict)
+    pull_requests: list[tuple[str, PullRequestRecord]] = field(default_factory=list)
+    comments: list[tuple[str, CommentRecord]] = field(default_factory=list)
+    tokens: dict[tuple[str, ForgeName], tuple[str, ForgeCredential]] = field(default_factory=dict)
+    keys: dict[str, tuple[ApiKeyRecord, str]] = field(default_factory=dict)
+
+
+class MemoryStore:
+    """The store in this process's memory (one event loop's: it takes no locks)."""
+
+    def __init__(self, *, tenant: str | None = "default") -> None:
+        self.tenant = tenant
+        self._data = _Data()
+        self._hub = Hub()
+
+    def for_tenant(self, tenant: str) -> MemoryStore:
+        """``tenant``'s store on the same data."""
+        scoped = MemoryStore(tenant=tenant)
+        scoped._data, scoped._hub = self._data, self._hub
+        return scoped
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+    def watch(self, key: str) -> AbstractContextManager[Signal]:
+        """A signal set when ``key`` (a run id, or ``QUEUE``) changes."""
+        return self._hub.watch(key)
+
+    # Runs -----------------------------------------------------------------------------
+
+    async def create_run(self, record: RunRecord) -> None:
+        """Keep a new run."""
+        tenant = self._creating("a run")
+        if record.id in self._data.runs:
+            raise StoreError(f"run {record.id!r} exists already")
+        self._data.runs[record.id] = record.model_copy(update={"tenant": tenant})
+        self._changed(record.id, QUEUE)
+
+    async def save_run(self, run_id: str, *, status: str, updated: float, document: str) -> None:
+        """Replace a run's document and status."""
+        self._update(run_id, status=status, updated=updated, document=document)
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        """A run, or None."""
+        run = self._data.runs.get(run_id)
+        return run if run is not None and self._mine(run.tenant) else None
+
+    async def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """Runs, newest first."""
+        return sorted(self._runs(), key=lambda run: run.created, reverse=True)[:limit]
+
+    async def request_cancel(self, run_id: str) -> None:
+        """Ask the run's runner to stop."""
+        self._update(run_id, cancel_requested=True, notify=False)
+        self._changed(control_key(run_id))
+
+    async def decide_gate(self, run_id: str, decision: Decision) -> bool:
+        """Answer the gate a run waits at; False when it was answered already."""
+        run = await self.load_run(run_id)
+        if run is None or run.gate_decision is not None:
+            return False
+        self._update(run_id, gate_decision=decision, notify=False)
+        self._changed(control_key(run_id))
+        return True
+
+    async def clear_gate(self, run_id: str) -> None:
+        """Forget a gate's answer."""
+        self._update(run_id, gate_decision=None, notify=False)
+
+    async def append_event(self, run_id: str, *, time: float, kind: str, data: str) -> int:
+        """Keep an event; returns its sequence number in the run (from 1)."""
+        if await self.load_run(run_id) is None:
+            raise RunNotFound(f"no run {run_id!r}; see `golem runs ls`")
+        events = self._data.events.setdefault(run_id, [])
+        events.append(EventRecord(seq=len(events) + 1, time=time, type=kind, data=data))
+        self._changed(run_id)
+        return len(events)
+
+    async def events(self, run_id: str, after: int = 0) -> list[EventRecord]:
+        """The run's events after sequence number ``after``, in order."""
+        if await self.load_run(run_id) is None:
+            return []
+        return self._data.events.get(run_id, [])[after:]
+
+    # The queue --------------------------------------------------------------------------
+
+    async def claim_next_run(self, owner: str) -> RunRecord | None:
+        """Take the next queued run, fairly across tenants, for server ``owner``."""
+        queued = [run for run in self._data.runs.values() if run.status == "queued"]
+        if not queued:
+            return None
+        busy: dict[str, int] = {}
+        for run in self._data.runs.values():
+            if run.status in ACTIVE:
+                busy[run.tenant] = busy.get(run.tenant, 0) + 1
+        chosen = min(queued, key=lambda run: (busy.get(run.tenant, 0), run.created, run.id))
+        self._update(chosen.id, status="running", owner=owner, updated=time.time(), notify=False)
+        return self._data.runs[chosen.id]
+
+    async def count_runs(self, *statuses: str) -> int:
+        """How many of this store's runs have one of ``statuses``."""
+        return sum(1 for run in self._runs() if run.status in statuses)
+
+    async def list_active_runs(self) -> list[RunRecord]:
+        """Runs in progress, oldest first."""
+        return sorted((r for r in self._runs() if r.status in ACTIVE), key=lambda r: r.created)
+
+    async def requeue_run(self, run_id: str, document: str) -> bool:
+        """Put a run in progress back in the queue."""
+        run = await self.load_run(run_id)
+        if run is None or run.status not in ACTIVE:
+            return False
+        self._update(run_id, status="queued", owner=None, document=document)
+        self._changed(QUEUE)
+        return True
+
+    async def cancel_queued(self, run_id: str, document: str) -> bool:
+        """Cancel a run nobody claimed yet."""
+        run = await self.load_run(run_id)
+        if run is None or run.status != "queued":
+            return False
+        self._update(
+            run_id, status="cancelled", cancel_requested=True, updated=time.time(),
+            document=document,
+        )  # fmt: skip
+        self._changed(control_key(run_id))
+        return True
+
+    async def prune_events(self, ended_before: float) -> list[RunRecord]:
+        """Delete the events of runs that ended before ``ended_before``; returns them."""
+        old = [
+            run
+            for run in self._runs()
+            if run.status in FINISHED
+            and run.updated < ended_before
+            and self._data.events.get(run.id)
+        ]
+        for run in old:
+            del self._data.events[run.id]
+        return old
+
+    # The local forge --------------------------------------------------------------------
+
+    async def add_pull_request(
+        self, repo: str, created: float, render: Callable[[int], str]
+    ) -> PullRequestRecord:
+        """Keep a pull request with the next number of ``repo``."""
+        tenant = self._creating("a pull request")
+        number = 1 + max((pr.number for _, pr in self._data.pull_requests if pr.repo == repo),
+                         default=0)  # fmt: skip
+        record = PullRequestRecord(repo=repo, number=number, created=created, data=render(number))
+        self._data.pull_requests.append((tenant, record))
+        return record
+
+    async def list_pull_requests(self, repo: str | None = None) -> list[PullRequestRecord]:
+        """Pull requests, newest first."""
+        kept = [pr for tenant, pr in self._data.pull_requests if self._mine(tenant)]
+        return [pr for pr in reversed(kept) if repo is None or pr.repo == repo]
+
+    async def get_pull_request(self, repo: str, number: int) -> PullRequestRecord | None:
+        """One pull request, or None."""
+        found = [pr for pr in await self.list_pull_requests(repo) if pr.number == number]
+        return found[0] if found else None
+
+    async def add_comment(self, comment: CommentRecord) -> CommentRecord:
+        """Keep a comment the local forge made."""
+        kept = comment.model_copy(update={"body": storable_text(comment.body)})
+        self._data.comments.append((self._creating("a comment"), kept))
+        return comment
+
+    async def list_comments(self, target: str | None = None) -> list[CommentRecord]:
+        """Comments, oldest first."""
+        return [
+            comment for tenant, comment in self._data.comments
+            if self._mine(tenant) and (target is None or comment.target == target)
+        ]  # fmt: skip
+
+    # Forge credentials ------------------------------------------------------------------
+
+    async def set_forge_token(
+        self, forge: ForgeName, token: str, cipher: TokenCipher
+    ) -> ForgeCredential:
+        """Keep this tenant's token for ``forge``, sealed by ``cipher``."""
+        tenant = self._creating("a forge token")
+        check_token(token)
+        for (owner, name), (sealed, _) in list(self._data.tokens.items())[:1]:
+            cipher.open(sealed, f"the stored {name} token of {owner!r}")
+        now = time.time()
+        earlier = self._data.tokens.get((tenant, forge))
+        created = earlier[1].created if earlier is not None else now
+        listed = ForgeCredential(tenant=tenant, forge=forge, created=created, updated=now)
+        self._data.tokens[(tenant, forge)] = (cipher.seal(token), listed)
+        return listed
+
+    async def delete_forge_token(self, forge: ForgeName) -> bool:
+        """Forget this tenant's token for ``forge``."""
+        tenant = self._creating("or delete a forge token")
+        return self._data.tokens.pop((tenant, forge), None) is not None
+
+    async def list_forge_credentials(self) -> list[ForgeCredential]:
+        """Which forges this store's tenants have a token for."""
+        return [listed for key, (_, listed) in sorted(self._data.tokens.items())
+                if self._mine(key[0])]  # fmt: skip
+
+    async def reveal_forge_token(self, forge: ForgeName, cipher: TokenCipher) -> str | None:
+        """This tenant's token for ``forge``, opened."""
+        if self.tenant is None:
+            raise StoreError("a store for all tenants reveals no token: use store.for_tenant")
+        kept = self._data.tokens.get((self.tenant, forge))
+        if kept is None:
+            return None
+        return cipher.open(kept[0], f"the {forge} token of tenant {self.tenant!r}")
+
+    # API keys ---------------------------------------------------------------------------
+
+    async def add_api_key(self, key: ApiKeyRecord, digest: str) -> None:
+        """Keep an API key with the hash of its secret."""
+        self._data.keys[key.id] = (key, digest)
+
+    async def find_api_key(self, key_id: str) -> tuple[ApiKeyRecord, str] | None:
+        """A key and its hash, or None."""
+        return self._data.keys.get(key_id)
+
+    async def list_api_keys(self, tenant: str | None = None) -> list[ApiKeyRecord]:
+        """Keys, newest first."""
+        keys = [key for key, _ in self._data.keys.values() if tenant in (None, key.tenant)]
+        return sorted(keys, key=lambda key: key.created, reverse=True)
+
+    async def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke a key."""
+        kept = self._data.keys.get(key_id)
+        if kept is None:
+            return False
+        self._data.keys[key_id] = (kept[0].model_copy(update={"revoked": True}), kept[1])
+        return True
+
+    # Plumbing ---------------------------------------------------------------------------
+
+    def _mine(self, tenant: str) -> bool:
+        return self.tenant is None or tenant == self.tenant
+
+    def _runs(self) -> list[RunRecord]:
+        return [run for run in self._data.runs.values() if self._mine(run.tenant)]
+
+    def _creating(self, what: str) -> str:
+        if self.tenant is None:
+            raise StoreError(
+                f"a store for all tenants cannot create {what}: use store.for_tenant(tenant)"
+            )
+        return self.tenant
+
+    def _update(self, run_id: str, *, notify: bool = True, **values: object) -> None:
+        run = self._data.runs.get(run_id)
+        if run is None or not self._mine(run.tenant):
+            return
+        self._data.runs[run_id] = run.model_copy(update=values)
+        if notify:
+            self._changed(run_id)
+
+    def _changed(self, *keys: str) -> None:
+        for key in keys:
+            self._hub.notify(key)

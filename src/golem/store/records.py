@@ -1,0 +1,115 @@
+"""What the store keeps, as it hands it out. A run's state and its events are JSON
+documents of the layer above (the blueprint layer's RunState and RunEvent), with the few
+fields the store queries by in columns of their own; the layer above maps its types in
+and out, so the store depends on nothing above it."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from golem.core.errors import InvalidRequest
+
+__all__ = [
+    "ACTIVE",
+    "FINISHED",
+    "TOKEN_PATTERN",
+    "ApiKeyRecord",
+    "CommentRecord",
+    "Decision",
+    "EventRecord",
+    "ForgeCredential",
+    "ForgeName",
+    "PullRequestRecord",
+    "Role",
+    "RunRecord",
+    "check_token",
+]
+
+Decision = Literal["approved", "rejected"]
+ForgeName = Literal["github"]
+Role = Literal["user", "trusted", "admin"]
+ACTIVE: tuple[str, ...] = ("running", "waiting")
+"""The statuses of a run in progress (a server owns it)."""
+FINISHED: tuple[str, ...] = ("succeeded", "escalated", "failed", "cancelled")
+"""The statuses of a run that has ended."""
+TOKEN_PATTERN = re.compile(r"^[\x21-\x7e]{1,2048}$")
+"""A token: 1-2048 visible ASCII characters (it travels in HTTP headers)."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunRecord(_Record):
+    """A run as kept: its document, and the columns other processes write beside it (a
+    cancel request, a gate's answer, the server that claimed it), which win over it."""
+
+    id: str
+    tenant: str
+    status: str
+    created: float
+    updated: float
+    document: str = Field(description="The run's state, as JSON.")
+    cancel_requested: bool = False
+    gate_decision: Decision | None = None
+    owner: str | None = Field(None, description="host:pid of the server that claimed it.")
+
+
+class EventRecord(_Record):
+    """One event of a run: its number in the run (from 1), and the event as JSON."""
+
+    seq: int
+    time: float
+    type: str
+    data: str
+
+
+class PullRequestRecord(_Record):
+    """A pull request the local forge opened, as JSON, numbered per repository."""
+
+    repo: str
+    number: int
+    created: float
+    data: str
+
+
+class CommentRecord(_Record):
+    """A comment the local forge made."""
+
+    target: str
+    body: str
+    created: float = Field(default_factory=time.time)
+
+
+class ForgeCredential(_Record):
+    """A tenant's token for one forge, as listed: which forge, when set; never the token."""
+
+    tenant: str
+    forge: ForgeName
+    created: float
+    updated: float
+
+
+class ApiKeyRecord(_Record):
+    """An API key as listed (never its secret)."""
+
+    id: str
+    tenant: str
+    role: Role
+    name: str = ""
+    created: float = Field(default_factory=time.time)
+    revoked: bool = False
+
+
+def check_token(token: str) -> str:
+    """``token``, if it can be one; else InvalidRequest (which never quotes it)."""
+    if not TOKEN_PATTERN.match(token):
+        raise InvalidRequest(
+            "a forge token is 1-2048 visible ASCII characters, without spaces or line "
+            "breaks: check what was pasted (the token is not shown here)"
+        )
+    return token
