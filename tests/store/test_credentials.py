@@ -13,13 +13,11 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import select
 
-from golem.core.errors import InvalidRequest
+from golem.core.errors import CredentialsKeyError, InvalidRequest, StoreError
 from golem.store import (
-    CredentialsKeyError,
     MemoryStore,
     SqlStore,
     Store,
-    StoreError,
     TokenCipher,
     new_key,
 )
