@@ -15,6 +15,7 @@ import secrets
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -208,5 +209,22 @@ def postgres_url() -> Iterator[str]:
     try:
         yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
     finally:
-        with psycopg.connect(_libpq(POSTGRES_URL), autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        _drop_database(name)
+
+
+def _drop_database(name: str) -> None:
+    """Drop a test's database with whatever connections are left. A connection still
+    starting up has no role yet, which only a superuser may end: no new one may start, and
+    the drop is tried again until that one has started (or given up)."""
+    with psycopg.connect(_libpq(POSTGRES_URL), autocommit=True) as admin:
+        database = sql.Identifier(name)
+        admin.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(database))
+        for attempt in range(50):
+            try:
+                admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(database))
+            except psycopg.errors.InsufficientPrivilege:
+                if attempt == 49:
+                    raise
+                time.sleep(0.1)  # teardown only: a server-side start-up finishing
+            else:
+                return

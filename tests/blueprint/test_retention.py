@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from golem.blueprint import RunBook, RunRequest, RunState, RunStatus
-from golem.blueprint.events import RunNote
+from golem.blueprint.events import RunFinished, RunNote
 from golem.blueprint.retention import prune_runs
 from golem.core import GolemConfig, load_config
 from golem.store import MemoryStore, SqlStore, Store
@@ -54,6 +54,8 @@ async def keep_run(
     book = RunBook(store.for_tenant("acme"))
     await book.create(state)
     await book.append(RunNote(run_id=run_id, message="kept until pruned"))
+    if state.finished:
+        await book.append(RunFinished(run_id=run_id, status=status))
     await store.for_tenant("acme").save_run(
         run_id, status=status, updated=ended, document=state.model_dump_json()
     )
@@ -73,8 +75,9 @@ async def test_an_old_finished_run_loses_its_events_and_directory_and_keeps_an_a
     runs = config.state_dir / "runs"
     assert sorted(p.name for p in runs.iterdir()) == ["run-busy", "run-new"]
     book = RunBook(store)
-    assert await book.events("run-old") == []
-    assert [len(await book.events(r)) for r in ("run-new", "run-busy")] == [1, 1]
+    # how it ended is kept, so a follower of the run still learns it
+    assert [event.type for _, event in await book.events("run-old")] == ["run_end"]
+    assert [len(await book.events(r)) for r in ("run-new", "run-busy")] == [2, 1]
     old = await book.load("run-old")
     assert old is not None
     assert old.status == "succeeded"  # still listed, with its outcome
@@ -117,4 +120,4 @@ async def test_without_an_age_nothing_is_pruned(store: Store, tmp_path: Path) ->
     await keep_run(store, config, "run-old", "succeeded", time.time() - 3650 * DAY)
     assert await prune_runs(store, config) == []
     assert (config.state_dir / "runs" / "run-old").is_dir()
-    assert len(await RunBook(store).events("run-old")) == 1
+    assert len(await RunBook(store).events("run-old")) == 2

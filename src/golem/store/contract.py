@@ -100,7 +100,8 @@ class Store(Protocol):
         ...
 
     async def prune_events(self, ended_before: float) -> list[RunRecord]:
-        """Delete the events of runs that ended before ``ended_before``; returns them."""
+        """Delete the events of runs that ended before ``ended_before``, all but their
+        ``run_end`` (a follower of the run still learns how it ended); returns those runs."""
         ...
 
     async def add_pull_request(

@@ -162,16 +162,18 @@ class MemoryStore:
         return True
 
     async def prune_events(self, ended_before: float) -> list[RunRecord]:
-        """Delete the events of runs that ended before ``ended_before``; returns them."""
+        """Delete the events of runs that ended before ``ended_before``, all but their
+        ``run_end``; returns those runs."""
         old = [
             run
             for run in self._runs()
             if run.status in FINISHED
             and run.updated < ended_before
-            and self._data.events.get(run.id)
+            and any(event.type != "run_end" for event in self._data.events.get(run.id, []))
         ]
         for run in old:
-            del self._data.events[run.id]
+            kept = [event for event in self._data.events[run.id] if event.type == "run_end"]
+            self._data.events[run.id] = kept
         return old
 
     # The local forge --------------------------------------------------------------------

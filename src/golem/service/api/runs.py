@@ -113,16 +113,17 @@ async def _events(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[s
             current = await book.load(run_id)
             if current is None or (current.finished and await _over(book, run_id, seen)):
                 return
-            # A run saves its end before it writes its run_end: wait for that.
+            # A run saves its end before it writes its run_end (a run that failed or was
+            # cancelled before it started has no event before it): wait for that.
             if not await changed.wait() and current.finished:
                 return
 
 
 async def _over(book: RunBook, run_id: str, seen: int) -> bool:
     """Whether an ended run's stream is over at ``seen``: its run_end was the last one
-    read (a client reconnecting after the end), or its events were pruned."""
+    read (a client reconnecting after the end; retention keeps a run's run_end)."""
     around = await book.events(run_id, after=max(seen - 1, 0))
-    return not around or (around[-1][0] == seen and around[-1][1].type == "run_end")
+    return bool(around) and around[-1][0] == seen and around[-1][1].type == "run_end"
 
 
 @router.get("/prs", tags=["pull requests"])
