@@ -81,6 +81,7 @@ async def test_an_old_finished_run_loses_its_events_and_directory_and_keeps_an_a
     old = await book.load("run-old")
     assert old is not None
     assert old.status == "succeeded"  # still listed, with its outcome
+    assert old.updated == NOW - 31 * DAY  # and with when it ended
     archive = config.state_dir / "archive" / "run-old.tar.gz"
     assert old.trajectories == [str(archive)]
     with tarfile.open(archive) as packed:
@@ -121,3 +122,16 @@ async def test_without_an_age_nothing_is_pruned(store: Store, tmp_path: Path) ->
     assert await prune_runs(store, config) == []
     assert (config.state_dir / "runs" / "run-old").is_dir()
     assert len(await RunBook(store).events("run-old")) == 2
+
+
+async def test_a_pruned_runs_events_go_on_numbered_after_its_run_end(
+    store: Store, tmp_path: Path
+) -> None:
+    config = configured(tmp_path, days=30)
+    await keep_run(store, config, "run-old", "succeeded", NOW - 31 * DAY)
+    assert await prune_runs(store, config, now=NOW) == ["run-old"]
+    book = RunBook(store.for_tenant("acme"))
+    assert [seq for seq, _ in await book.events("run-old")] == [2]
+    assert [seq for seq, _ in await book.events("run-old", after=1)] == [2]
+    await book.append(RunNote(run_id="run-old", message="late"))
+    assert [seq for seq, _ in await book.events("run-old", after=2)] == [3]

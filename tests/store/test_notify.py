@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import sys
+from pathlib import Path
 
 from golem.store import QUEUE, SqlStore, Store, control_key
 from tests.store.conftest import Database, run
@@ -88,3 +90,31 @@ async def test_a_cancel_from_another_process_wakes_the_runner(sql: Database) -> 
         assert await asked.wait() is True
         await asyncio.to_thread(process.join, 60)
     assert process.exitcode == 0
+
+
+SEND = (
+    "import socket, sys; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+    "s.sendto(sys.argv[2].encode(), '\\0golem-store-' + sys.argv[1])"
+)
+
+
+async def test_a_datagram_from_another_user_wakes_nobody(tmp_path: Path) -> None:
+    """A local process of another user (or a box on the host's network) can reach the
+    abstract sockets but not wake a waiter: the kernel names the sender, which is checked."""
+    database = tmp_path / "golem.db"
+    store = await SqlStore.connect(f"sqlite:///{database}")
+    try:
+        [listener] = [p.name for p in (tmp_path / "golem.db.listeners").iterdir()]
+        with store.watch("forged") as forged, store.watch("mine") as mine:
+            forged.clear()
+            mine.clear()
+            stranger = await asyncio.create_subprocess_exec(
+                "/usr/bin/python3", "-c", SEND, listener, "forged", user="nobody", cwd="/"
+            )
+            assert await stranger.wait() == 0
+            own = await asyncio.create_subprocess_exec(sys.executable, "-c", SEND, listener, "mine")
+            assert await own.wait() == 0
+            assert await mine.wait() is True  # read after the stranger's, which came first
+            assert not forged.is_set()
+    finally:
+        await store.close()

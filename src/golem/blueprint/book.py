@@ -53,9 +53,11 @@ class RunBook:
             )
         )  # fmt: skip
 
-    async def save(self, state: RunState) -> None:
-        """Replace a run's state (its cancel request and gate answer are kept)."""
-        state.updated = time.time()
+    async def save(self, state: RunState, *, touch: bool = True) -> None:
+        """Replace a run's state (its cancel request and gate answer are kept); ``touch``
+        stamps it as changed now (a finished run's time is when it ended)."""
+        if touch:
+            state.updated = time.time()
         await self.store.save_run(
             state.id, status=state.status, updated=state.updated, document=state.model_dump_json()
         )

@@ -1,6 +1,7 @@
 """Retention: what runs that ended long ago leave behind is pruned, as ``[server.retention]``
-says. The store deletes their events (the runs stay listed, with their outcome); this
-removes their directories (the checkout) and keeps, archives or deletes their trajectories.
+says: their directories (the checkout) are removed and their trajectories kept, archived
+or deleted, then the store deletes their events but their ``run_end`` (the runs stay listed,
+with their outcome).
 The server runs it every ``interval`` seconds."""
 
 from __future__ import annotations
@@ -29,15 +30,19 @@ async def prune_runs(store: Store, config: GolemConfig, now: float | None = None
     if retention.days is None:
         return []
     ended_before = (time.time() if now is None else now) - retention.days * 86400
-    book, pruned = RunBook(store), []
-    for record in await store.prune_events(ended_before):
+    pruned = []
+    for record in await store.prunable_runs(ended_before):
         state = run_state(record)
         if not SAFE_ID.match(state.id):
             continue  # never a path outside state_dir/runs
+        # The directory goes first, the events last: a pass that stops in between (the
+        # server killed, a disk full) leaves the run to the next pass, never half pruned.
         state.trajectories = await asyncio.to_thread(
             _tidy, config.state_dir, state, retention.trajectories
         )
-        await book.for_tenant(record.tenant).save(state)
+        tenant = store.for_tenant(record.tenant)
+        await RunBook(tenant).save(state, touch=False)  # it still ended when it ended
+        await tenant.prune_events(state.id)
         pruned.append(state.id)
     return pruned
 

@@ -109,6 +109,11 @@ async def _box_changes(box: Box, target: str) -> list[str]:
     probe = await box.execute(
         ExecRequest(cmd=[python, "-I", "-S", "-c", _STATUS], workdir=target, timeout=120)
     )
+    if probe.truncated:
+        raise SandboxError(
+            "git status in the box printed more than the box's max_output_bytes: too many "
+            "changed files to take back; raise max_output_bytes or commit fewer files"
+        )
     try:
         status = json.loads(probe.stdout)
         code, porcelain = int(status["code"]), str(status["out"])
@@ -117,11 +122,6 @@ async def _box_changes(box: Box, target: str) -> list[str]:
             f"could not read git status in the box (exit {probe.exit_code}): "
             f"{probe.stderr_text.strip()[-500:] or probe.stdout_text.strip()[-500:]}"
         ) from None
-    if probe.truncated:
-        raise SandboxError(
-            "git status in the box printed more than the box's max_output_bytes: too many "
-            "changed files to take back; raise max_output_bytes or commit fewer files"
-        )
     if code != 0:
         raise SandboxError(f"git status failed in the box: {status.get('err', '').strip()}")
     return parse_status_paths(porcelain)

@@ -5,7 +5,7 @@ counted as it is read) larger than the role's ``max_body_bytes``, or for a file 
 upload ``max_upload_bytes``, is answered 413 with a problem naming the option; nothing past
 the limit is read. A request without a valid key is held to the ``user`` role's limits.
 WebSocket messages are capped by uvicorn (``ws_max_size``) and then by role, in
-``api/interactive.py``.
+``api/sockets.py`` (for the call channel and interactive calls alike).
 """
 
 from __future__ import annotations

@@ -99,9 +99,14 @@ class Store(Protocol):
         """Cancel a run nobody claimed yet; False if it was not queued."""
         ...
 
-    async def prune_events(self, ended_before: float) -> list[RunRecord]:
-        """Delete the events of runs that ended before ``ended_before``, all but their
-        ``run_end`` (a follower of the run still learns how it ended); returns those runs."""
+    async def prunable_runs(self, ended_before: float) -> list[RunRecord]:
+        """Runs that ended before ``ended_before`` with events to prune (any but their
+        ``run_end``)."""
+        ...
+
+    async def prune_events(self, run_id: str) -> None:
+        """Delete a run's events, all but its ``run_end`` (a follower of the run still
+        learns how it ended)."""
         ...
 
     async def add_pull_request(

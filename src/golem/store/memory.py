@@ -107,15 +107,16 @@ class MemoryStore:
         if await self.load_run(run_id) is None:
             raise RunNotFound(f"no run {run_id!r}; see `golem runs ls`")
         events = self._data.events.setdefault(run_id, [])
-        events.append(EventRecord(seq=len(events) + 1, time=time, type=kind, data=data))
+        seq = events[-1].seq + 1 if events else 1  # numbers go on after a prune, as in SQL
+        events.append(EventRecord(seq=seq, time=time, type=kind, data=data))
         self._changed(run_id)
-        return len(events)
+        return seq
 
     async def events(self, run_id: str, after: int = 0) -> list[EventRecord]:
         """The run's events after sequence number ``after``, in order."""
         if await self.load_run(run_id) is None:
             return []
-        return self._data.events.get(run_id, [])[after:]
+        return [event for event in self._data.events.get(run_id, []) if event.seq > after]
 
     # The queue --------------------------------------------------------------------------
 
@@ -161,20 +162,23 @@ class MemoryStore:
         self._changed(control_key(run_id))
         return True
 
-    async def prune_events(self, ended_before: float) -> list[RunRecord]:
-        """Delete the events of runs that ended before ``ended_before``, all but their
-        ``run_end``; returns those runs."""
-        old = [
+    async def prunable_runs(self, ended_before: float) -> list[RunRecord]:
+        """Runs that ended before ``ended_before`` with events to prune (any but their
+        ``run_end``)."""
+        return [
             run
             for run in self._runs()
             if run.status in FINISHED
             and run.updated < ended_before
             and any(event.type != "run_end" for event in self._data.events.get(run.id, []))
         ]
-        for run in old:
-            kept = [event for event in self._data.events[run.id] if event.type == "run_end"]
-            self._data.events[run.id] = kept
-        return old
+
+    async def prune_events(self, run_id: str) -> None:
+        """Delete a run's events, all but its ``run_end``."""
+        if await self.load_run(run_id) is None:
+            return
+        events = self._data.events.get(run_id, [])
+        self._data.events[run_id] = [event for event in events if event.type == "run_end"]
 
     # The local forge --------------------------------------------------------------------
 

@@ -47,6 +47,10 @@ class Signal:
         """Forget earlier changes (do this before reading the store)."""
         self._event.clear()
 
+    def is_set(self) -> bool:
+        """Whether a change came since the last ``clear``."""
+        return self._event.is_set()
+
     async def wait(self, timeout: float = RECHECK) -> bool:
         """Wait for a change, ``timeout`` seconds at most; False if none came."""
         with contextlib.suppress(TimeoutError):

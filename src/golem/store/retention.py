@@ -12,25 +12,28 @@ from golem.store.schema import run_events, runs
 
 __all__ = ["SqlRetention"]
 
+_PRUNED = run_events.c.type != "run_end"  # a run's run_end is kept
+
 
 class SqlRetention:
     """The retention part of SqlStore."""
 
-    async def prune_events(self: SqlBase, ended_before: float) -> list[RunRecord]:
-        """Delete the events of this store's runs that ended before ``ended_before`` (a
-        time), all but their ``run_end``; returns those runs (each once: a run with nothing
-        left to delete is not returned)."""
-        pruned = run_events.c.type != "run_end"
-        has_events = exists().where(run_events.c.run_id == runs.c.id, pruned)
+    async def prunable_runs(self: SqlBase, ended_before: float) -> list[RunRecord]:
+        """This store's runs that ended before ``ended_before`` (a time) with events to
+        prune (any but their ``run_end``)."""
+        has_events = exists().where(run_events.c.run_id == runs.c.id, _PRUNED)
         old = (
             runs.c.status.in_(FINISHED),
             runs.c.updated < ended_before,
             self._mine(runs),
             has_events,
         )
-        async with self.transaction(write=True) as db:
+        async with self.transaction() as db:
             rows = (await db.execute(select(runs).where(*old))).all()
-            ids = [row.id for row in rows]
-            if ids:
-                await db.execute(delete(run_events).where(run_events.c.run_id.in_(ids), pruned))
         return [run_record(row) for row in rows]
+
+    async def prune_events(self: SqlBase, run_id: str) -> None:
+        """Delete a run's events, all but its ``run_end``."""
+        mine = select(runs.c.id).where(runs.c.id == run_id, self._mine(runs))
+        async with self.transaction(write=True) as db:
+            await db.execute(delete(run_events).where(run_events.c.run_id.in_(mine), _PRUNED))

@@ -5,7 +5,9 @@ once committed. PostgreSQL has LISTEN/NOTIFY for this (``listener.py``).
 
 The sockets are Linux's abstract ones (no path, so no length limit or file left behind);
 elsewhere this is off and waiters rely on ``RECHECK``. A datagram only wakes waiters, who
-then read the database: a stray or forged one costs a read, nothing more.
+then read the database: a stray or forged one costs a read, nothing more. The kernel says
+who sent each datagram (``SO_PASSCRED``), and one from another user is dropped; a flood is
+read in bounded batches, each key woken once per batch, so it cannot hold the event loop.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 import os
 import secrets
 import socket
+import struct
 import sys
 from pathlib import Path
 
@@ -26,6 +29,8 @@ __all__ = ["FileSignals"]
 log = logging.getLogger("golem.store.signals")
 PREFIX = "golem-store-"
 MAX_DATAGRAM = 512
+BATCH = 256  # datagrams read per wake-up of the loop; the rest wait for the next
+CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 def _address(name: str) -> str:
@@ -52,6 +57,7 @@ class FileSignals:
         self.directory.mkdir(mode=0o700, exist_ok=True)
         listening = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         listening.setblocking(False)
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         listening.bind(_address(self._name))
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(listening.fileno(), self._receive)
@@ -87,12 +93,26 @@ class FileSignals:
 
     def _receive(self) -> None:
         assert self._socket is not None
-        while True:
+        keys: set[str] = set()
+        for _ in range(BATCH):
             try:
-                key = self._socket.recv(MAX_DATAGRAM)
+                data, ancillary, _flags, _sender = self._socket.recvmsg(
+                    MAX_DATAGRAM, socket.CMSG_SPACE(CREDENTIALS.size)
+                )
             except (BlockingIOError, InterruptedError):
-                return
+                break
             except OSError as exc:
                 log.warning("change signals: %s", exc)
-                return
-            self._hub.notify(key.decode(errors="replace"))
+                break
+            if _sender_uid(ancillary) == os.getuid():
+                keys.add(data.decode(errors="replace"))
+        for key in keys:
+            self._hub.notify(key)
+
+
+def _sender_uid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    """The user id the kernel gives for a datagram's sender, if it gave one."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            return int(CREDENTIALS.unpack_from(data)[1])
+    return None
