@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
 from golem.core import load_config
 from golem.sandbox import LocalEngine
 from golem.store import SqlStore
+from run import make_remote  # bench/ is on sys.path
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TARGET_OVERHEAD = 0.150
@@ -49,19 +49,6 @@ nodes:
     run: {commands}
     next: end
 """
-
-
-def make_remote(scratch: Path) -> Path:
-    """A bare repository with one file."""
-    work = scratch / "seed"
-    work.mkdir()
-    (work / "README.md").write_text("bench\n")
-    identity = ["-c", "user.name=bench", "-c", "user.email=bench@golem.invalid"]
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "seed"]):
-        subprocess.run(["git", *identity, *args], cwd=work, check=True)
-    remote = scratch / "remote.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(remote)], check=True)
-    return remote
 
 
 class CheckClock:

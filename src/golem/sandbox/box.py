@@ -10,13 +10,11 @@ import asyncio
 import contextlib
 import signal as signals
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TypeVar
 
 from golem.core.errors import (
     BoxCrashed,
     ExecTimeout,
     InvalidRequest,
-    ProtocolError,
     RuntimeNotAvailable,
     SandboxError,
 )
@@ -53,13 +51,13 @@ from golem.sandbox.supervisor.messages import (
     Tool,
     Wait,
     Waited,
+    expect,
 )
 from golem.sandbox.takeback import TakebackLimits
 from golem.sandbox.terminal import SPAWN_FAILED, LocalTerminal
 
 __all__ = ["LocalBox", "LocalInteraction", "LocalTerminal", "as_request"]
 
-R = TypeVar("R")
 HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
 
 
@@ -331,13 +329,13 @@ class LocalBox(BoxFiles):
         call_id = self._client.new_id()
         reply, _ = await self._client.request(message, payload, call_id=call_id)
         return BackgroundProcess(
-            id=call_id, argv=message.argv, pid=_expect(reply, Started).pid, running=True
+            id=call_id, argv=message.argv, pid=expect(reply, Started).pid, running=True
         )
 
     async def processes(self) -> list[BackgroundProcess]:
         """Background processes of this box, running or finished."""
         reply, _ = await self._client.request(Procs())
-        return [BackgroundProcess.model_validate(p) for p in _expect(reply, ProcsReply).procs]
+        return [BackgroundProcess.model_validate(p) for p in expect(reply, ProcsReply).procs]
 
     async def read_output(self, process_id: str, offset: int = 0) -> ProcessOutput:
         """A background process's output from ``offset`` on (secrets masked).
@@ -350,7 +348,7 @@ class LocalBox(BoxFiles):
         frame = await self._client.request(
             ProcOutput(target=process_id, offset=max(offset - overlap, 0))
         )
-        reply, data = _expect(frame[0], ProcOutputReply), frame[1]
+        reply, data = expect(frame[0], ProcOutputReply), frame[1]
         start = reply.start
         if start > max(offset - overlap, 0):  # the box dropped bytes: one may end a secret
             cut = masker.partial_prefix(data)
@@ -376,7 +374,7 @@ class LocalBox(BoxFiles):
     async def wait(self, process_id: str, timeout: float | None = None) -> int | None:
         """Wait for a background process to end; its exit code, or None on timeout."""
         reply, _ = await self._client.request(Wait(target=process_id, timeout=timeout))
-        exit_info = _expect(reply, Waited).exit
+        exit_info = expect(reply, Waited).exit
         return exit_info.exit_code if exit_info else None
 
     async def forget(self, process_id: str) -> None:
@@ -393,10 +391,3 @@ class LocalBox(BoxFiles):
         queue = self._client.open(call_id)
         await self._client.send(call_id, message.model_copy(update={"timeout": None}), payload)
         return LocalTerminal(self._client, call_id, queue, self._secrets)
-
-
-def _expect(reply: object, kind: type[R]) -> R:
-    """``reply`` as the reply a request expects; another is a broken protocol."""
-    if not isinstance(reply, kind):
-        raise ProtocolError(f"the box answered with {type(reply).__name__}, not {kind.__name__}")
-    return reply

@@ -8,7 +8,7 @@ connection. The op names themselves come from ``box/framing.py``, shared with th
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -21,7 +21,7 @@ __all__ = [
     "End", "EndReply", "Error", "Exec", "Exit", "Forget", "Get", "Hello", "HelloRequest",
     "Meta", "NetworkNotice", "Out", "ProcOutput", "ProcOutputReply", "Procs", "ProcsReply",
     "Put", "Reply", "Request", "Reset", "Resize", "Signal", "Started", "Stdin", "StdinClose",
-    "Tool", "Wait", "Waited", "parse_reply",
+    "Tool", "Wait", "Waited", "expect", "parse_reply",
 ]  # fmt: skip
 
 
@@ -293,3 +293,13 @@ def parse_reply(message: dict[str, Any]) -> BoxReply:
         return model.model_validate(message)
     except ValidationError as exc:
         raise ProtocolError(f"the box sent a malformed {model.OP} frame: {exc}") from None
+
+
+R = TypeVar("R")
+
+
+def expect(reply: object, kind: type[R]) -> R:
+    """``reply`` as the reply a request expects; another is a broken protocol."""
+    if not isinstance(reply, kind):
+        raise ProtocolError(f"the box answered with {type(reply).__name__}, not {kind.__name__}")
+    return reply
