@@ -6,6 +6,7 @@ client goes (a close frame, or its connection simply dropped)."""
 from __future__ import annotations
 
 import json
+import secrets
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +37,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def key(served: Served) -> str:
-    return served.key("acme")
+    """A tenant of the test's own: what one test leaves behind cannot fail the next."""
+    return served.key(f"t-{secrets.token_hex(4)}")
 
 
 @pytest.fixture
@@ -77,9 +79,8 @@ def box_pids(box_id: str, needle: str = NEEDLE) -> list[int]:
     return found
 
 
-def records(served: Served) -> list[BoxRecord]:
-    boxes = served.state_dir / "boxes"
-    return [BoxRecord.model_validate_json(p.read_text()) for p in sorted(boxes.glob("*.json"))]
+def record_file(served: Served, box_id: str) -> Path:
+    return served.state_dir / "boxes" / f"{box_id}.json"
 
 
 def assert_call_ended(acme: httpx.Client, session: str) -> None:
@@ -99,7 +100,7 @@ def one_shot_box(served: Served, acme: httpx.Client) -> BoxRecord:
     ids = until(lambda: [s["id"] for s in acme.get("/v1/sessions").json()], "a one-shot box")
     assert len(ids) == 1, ids
     until(lambda: box_pids(ids[0]), "the one-shot call running")
-    (record,) = [r for r in records(served) if r.id == ids[0]]
+    record = BoxRecord.model_validate_json(record_file(served, ids[0]).read_text())
     assert record.state["cgroup_dirs"], "this machine gives boxes cgroups"
     return record
 
@@ -108,7 +109,7 @@ def assert_released(served: Served, acme: httpx.Client, record: BoxRecord) -> No
     """The one-shot box is gone: its call, its session, its record, its cgroups."""
     until(lambda: not box_pids(record.id), "the one-shot call killed")
     until(lambda: acme.get("/v1/sessions").json() == [], "the one-shot session released")
-    until(lambda: not records(served), "the one-shot box's record removed")
+    until(lambda: not record_file(served, record.id).exists(), "the one-shot box's record gone")
     left = [d for d in record.state["cgroup_dirs"] if Path(d).exists()]
     assert left == []
 

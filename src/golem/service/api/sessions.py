@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query, Request, status
@@ -19,9 +19,9 @@ from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
 from golem.service.api.deps import Caller, State
+from golem.service.api.streams import Frame, event_stream, while_connected
 from golem.service.keys import Principal
 from golem.service.policy import check_call
-from golem.service.problems import ProblemDetails
 from golem.service.sessions import HeldSession
 from golem.service.state import ServerState
 
@@ -109,11 +109,15 @@ class WaitResult(BaseModel):
 
 
 def _sse(events: AsyncIterator[ExecEvent]) -> EventSourceResponse:
-    async def frames() -> AsyncIterator[dict[str, str]]:
-        async for event in events:
-            yield {"event": event.type, "data": event.model_dump_json()}
+    async def frames() -> AsyncIterator[Frame]:
+        try:
+            async for event in events:
+                yield {"event": event.type, "data": event.model_dump_json()}
+        finally:  # the call killed now, not when the garbage collector finds it
+            if isinstance(events, AsyncGenerator):
+                await events.aclose()
 
-    return EventSourceResponse(frames())
+    return event_stream(frames())
 
 
 @router.post("/sessions", status_code=status.HTTP_201_CREATED)
@@ -133,12 +137,12 @@ async def create_session_streamed(
     """Start a session, its setup script's events as server-sent events as they come;
     then ``event: session`` with its info, or ``event: problem`` with why it failed (a
     problem's details: status, kind, detail)."""
-    return EventSourceResponse(_opening(state, principal, asked(body.spec)))
+    return event_stream(_opening(state, principal, asked(body.spec)))
 
 
 async def _opening(
     state: ServerState, principal: Principal, spec: dict[str, Any]
-) -> AsyncIterator[dict[str, str]]:
+) -> AsyncIterator[Frame]:
     events: asyncio.Queue[ExecEvent | None] = asyncio.Queue()
     opening = asyncio.ensure_future(
         state.sessions.open(principal, spec, on_event=events.put_nowait)
@@ -148,15 +152,7 @@ async def _opening(
     try:
         while (event := await events.get()) is not None:
             yield {"event": event.type, "data": event.model_dump_json()}
-        try:
-            held = opening.result()
-        except GolemError as exc:
-            problem = ProblemDetails(
-                title=type(exc).__name__, status=exc.http_status, detail=exc.message,
-                kind=type(exc).__name__,
-            )  # fmt: skip
-            yield {"event": "problem", "data": problem.model_dump_json()}
-            return
+        held = opening.result()  # its error, if any, is the stream's problem
         yield {"event": "session", "data": SessionInfo.of(held).model_dump_json()}
         delivered = True
     finally:
@@ -199,10 +195,11 @@ def _call(state: State, principal: Caller, session_id: str, request: ExecRequest
 
 @router.post("/sessions/{session_id}/exec")
 async def execute(
-    session_id: str, request: ExecRequest, principal: Caller, state: State
+    session_id: str, request: ExecRequest, principal: Caller, state: State, asking: Request
 ) -> ExecResult:
-    """Run a call to its end; its result."""
-    return await _call(state, principal, session_id, request).execute(request)
+    """Run a call to its end; its result (the call is killed if the client leaves)."""
+    box = _call(state, principal, session_id, request)
+    return await while_connected(asking, box.execute(request))
 
 
 @router.post(
@@ -352,14 +349,20 @@ async def network_log(session_id: str, principal: Caller, state: State) -> list[
 
 
 @router.post("/exec")
-async def execute_once(body: ExecOnce, principal: Caller, state: State) -> ExecResult:
-    """A call in a box of its own, released when it ends."""
+async def execute_once(
+    body: ExecOnce, principal: Caller, state: State, asking: Request
+) -> ExecResult:
+    """A call in a box of its own, released when it ends or its client leaves."""
     check_call(body.request, state.config.server.policies[principal.role], principal.role)
-    held = await state.sessions.open(principal, asked(body.spec))
-    try:
-        return await held.box.execute(body.request)
-    finally:
-        await state.sessions.close(principal, held.box.id)
+
+    async def once() -> ExecResult:
+        held = await state.sessions.open(principal, asked(body.spec))
+        try:
+            return await held.box.execute(body.request)
+        finally:
+            await state.sessions.close(principal, held.box.id)
+
+    return await while_connected(asking, once())
 
 
 @router.post(
