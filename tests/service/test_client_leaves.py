@@ -5,6 +5,7 @@ client goes (a close frame, or its connection simply dropped)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import socket
@@ -15,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from golem.sandbox.records import BoxRecord
@@ -173,9 +175,14 @@ def test_an_abandoned_session_stream_ends_its_call(
     assert_call_ended(acme, session)
 
 
-def _socket(served: Served, key: str, path: str) -> ClientConnection:
+@contextlib.contextmanager
+def _socket(served: Served, key: str, path: str) -> Iterator[ClientConnection]:
     url = served.url.replace("http://", "ws://") + path
-    return connect(url, additional_headers={"Authorization": f"Bearer {key}"})
+    with (
+        contextlib.suppress(OSError, ConnectionClosed),
+        connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws,
+    ):
+        yield ws
 
 
 def _leave(ws: ClientConnection, politely: bool) -> None:
@@ -190,11 +197,11 @@ def _leave(ws: ClientConnection, politely: bool) -> None:
 def test_an_interactive_call_ends_when_its_socket_goes(
     served: Served, key: str, acme: httpx.Client, session: str, pty: bool, politely: bool
 ) -> None:
-    ws = _socket(served, key, f"/v1/sessions/{session}/exec/ws")
-    ws.send(json.dumps({"request": {"cmd": CALL}, "pty": pty}))
-    while b"up" not in unb64(json.loads(ws.recv(DEADLINE)).get("data", "")):
-        pass
-    _leave(ws, politely)
+    with _socket(served, key, f"/v1/sessions/{session}/exec/ws") as ws:
+        ws.send(json.dumps({"request": {"cmd": CALL}, "pty": pty}))
+        while b"up" not in unb64(json.loads(ws.recv(DEADLINE)).get("data", "")):
+            pass
+        _leave(ws, politely)
     assert_call_ended(acme, session)
 
 
@@ -202,14 +209,12 @@ def test_an_interactive_call_ends_when_its_socket_goes(
 def test_the_call_channel_ends_every_call_of_a_socket_that_goes(
     served: Served, key: str, acme: httpx.Client, session: str, politely: bool
 ) -> None:
-    ws = _socket(served, key, f"/v1/sessions/{session}/calls")
-    calls = [
-        ("execute", "echo $$ > /workspace/one.pid; exec sleep 3601"),
-        ("stream", "echo $$ > /workspace/two.pid; echo up; exec sleep 3602"),
-    ]
-    for number, (op, cmd) in enumerate(calls):
-        ws.send(json.dumps({"id": number, "op": op, "request": {"cmd": cmd}}))
-    assert json.loads(ws.recv(DEADLINE))["id"] == 1  # the stream's first event: "up"
-    until(lambda: box_pids(session, "sleep 3601") and box_pids(session, "sleep 3602"), "calls")
-    _leave(ws, politely)
+    calls = [("execute", "exec sleep 3601"), ("stream", "echo up; exec sleep 3602")]
+    with _socket(served, key, f"/v1/sessions/{session}/calls") as ws:
+        for number, (op, cmd) in enumerate(calls):
+            ws.send(json.dumps({"id": number, "op": op, "request": {"cmd": cmd}}))
+        assert json.loads(ws.recv(DEADLINE))["id"] == 1  # the stream's first event: "up"
+        until(lambda: box_pids(session, "sleep 3601"), "the execute call running")
+        until(lambda: box_pids(session, "sleep 3602"), "the stream call running")
+        _leave(ws, politely)
     until(lambda: not box_pids(session, "sleep 360"), "every call of the socket killed")
