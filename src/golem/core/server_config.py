@@ -108,6 +108,12 @@ class RolePolicy(BaseModel):
     max_upload_bytes: ByteSize | None = Field(
         1024**3, description="Largest file or archive uploaded into a session; past it, 413."
     )
+    max_calls_per_socket: int = Field(
+        64,
+        ge=1,
+        description="Calls one WebSocket of a session's call channel runs at once (each "
+        "holds its answer until the client reads it); past it, a call is answered 429.",
+    )
     server_files: bool = Field(
         False,
         description="A run may name files on the server: a local repository, a blueprint "
@@ -144,7 +150,7 @@ def default_policies() -> dict[str, RolePolicy]:
         max_env_bytes=None, max_label_bytes=None, networks=["none", "filtered", "host"],
         egress_cidrs=None, egress_ports=None, images=[".*"], host_workspace=True,
         writable_root=True, root_user=True, max_sessions=64, max_body_bytes=256 * MIB,
-        max_upload_bytes=None, server_files=True, repos=None,
+        max_upload_bytes=None, max_calls_per_socket=256, server_files=True, repos=None,
     )  # fmt: skip
     return {"user": RolePolicy(), "trusted": open_policy, "admin": open_policy}
 

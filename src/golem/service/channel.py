@@ -7,6 +7,13 @@ call with frames of its id: ``{"id": N, "result": ExecResult}`` for ``execute``;
 ``{"id": N, "event": ExecEvent}`` per event, then ``{"id": N, "end": true}`` for ``stream``;
 or ``{"id": N, "error": {"status", "kind", "detail"}}`` (a problem, as HTTP answers it).
 
+A socket runs at most its role's ``max_calls_per_socket`` calls at once; the handshake's
+``Golem-Max-Calls`` header tells how many, and the client here holds further calls until one
+ends (a call past the cap is answered ``{"id": N, "error": {"status": 429, ...}}``). A call
+the channel cannot take (an id running already: 409; no request: 422) is answered with an
+error of its id, and the socket goes on; a message that cannot be read closes it (4400,
+4413), ending its calls.
+
 The same calls are routes of their own (``POST .../exec``, ``.../exec/stream``); the
 channel saves each call an HTTP request's work on both sides. Every call on it is checked
 as the route checks it: the key (again, so that a revoked key stops), the session's
@@ -19,7 +26,7 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Literal
 
 import websockets
@@ -29,7 +36,10 @@ from golem.core.errors import GolemError
 from golem.core.events import ExecEvent
 from golem.sandbox import ExecRequest, ExecResult
 
-__all__ = ["Answer", "CallChannel", "ChannelCall", "ProblemFrame"]
+__all__ = ["MOST_CALLS_HEADER", "Answer", "CallChannel", "ChannelCall", "ProblemFrame"]
+
+MOST_CALLS_HEADER = "Golem-Max-Calls"
+UNCAPPED = 2**31  # a server that does not say has no cap
 
 
 class ChannelCall(BaseModel):
@@ -72,6 +82,7 @@ class CallChannel:
         self._headers = {"Authorization": f"Bearer {key}"}
         self._error_of = error_of
         self._socket: Any = None
+        self._slots = asyncio.Semaphore(UNCAPPED)  # calls at once, as the handshake says
         self._reader: asyncio.Task[None] | None = None
         self._connecting = asyncio.Lock()
         self._calls: dict[int, asyncio.Queue[Answer | None]] = {}
@@ -79,19 +90,26 @@ class CallChannel:
 
     async def execute(self, request: ExecRequest) -> ExecResult:
         """A call to its end: its result."""
-        async for answer in self._call("execute", request):
-            if answer.result is not None:
-                return answer.result
+        async with contextlib.aclosing(self._call("execute", request)) as answers:
+            async for answer in answers:
+                if answer.result is not None:
+                    return answer.result
         raise GolemError("the server ended a call without its result")
 
     async def stream(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         """A call's events as they come."""
-        async for answer in self._call("stream", request):
-            if answer.event is not None:
-                yield answer.event
+        async with contextlib.aclosing(self._call("stream", request)) as answers:
+            async for answer in answers:
+                if answer.event is not None:
+                    yield answer.event
 
-    async def _call(self, op: str, request: ExecRequest) -> AsyncIterator[Answer]:
+    async def _call(self, op: str, request: ExecRequest) -> AsyncGenerator[Answer]:
         socket = await self._connected()
+        async with self._slots, contextlib.aclosing(self._answers(socket, op, request)) as answers:
+            async for answer in answers:
+                yield answer
+
+    async def _answers(self, socket: Any, op: str, request: ExecRequest) -> AsyncGenerator[Answer]:
         call_id = next(self._ids)
         answers: asyncio.Queue[Answer | None] = asyncio.Queue()
         self._calls[call_id] = answers
@@ -126,6 +144,8 @@ class CallChannel:
         async with self._connecting:
             if self._socket is None:
                 self._socket = await self._connect()
+                most = self._socket.response.headers.get(MOST_CALLS_HEADER, "")
+                self._slots = asyncio.Semaphore(int(most) if most.isdigit() else UNCAPPED)
                 self._reader = asyncio.create_task(self._read(self._socket))
             return self._socket
 

@@ -4,6 +4,7 @@ per-role cap and validation of each client message, and closing with a reason.""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -49,10 +50,14 @@ class MessageLimit:
 
 
 async def open_session_socket(
-    websocket: WebSocket, state: ServerState, session_id: str
+    websocket: WebSocket,
+    state: ServerState,
+    session_id: str,
+    headers: Callable[[Principal], dict[str, str]] | None = None,
 ) -> tuple[Principal, Box] | None:
     """The caller and the session's box, once the handshake's key is valid and the session
-    is its tenant's; the socket accepted. None (the handshake refused) otherwise."""
+    is its tenant's; the socket accepted (with ``headers`` for the caller, if given). None
+    (the handshake refused) otherwise."""
     principal = await principal_from_headers(state, websocket.headers)
     if principal is None:
         await _deny(
@@ -64,7 +69,8 @@ async def open_session_socket(
     except GolemError as missing:
         await _deny(websocket, 404, missing.message, kind=type(missing).__name__)
         return None
-    await websocket.accept()
+    extra = headers(principal) if headers is not None else {}
+    await websocket.accept(headers=[(k.lower().encode(), v.encode()) for k, v in extra.items()])
     return principal, box
 
 
