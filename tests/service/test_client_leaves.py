@@ -218,3 +218,28 @@ def test_the_call_channel_ends_every_call_of_a_socket_that_goes(
         until(lambda: box_pids(session, "sleep 3602"), "the stream call running")
         _leave(ws, politely)
     until(lambda: not box_pids(session, "sleep 360"), "every call of the socket killed")
+
+
+def _setting_up(served: Served, acme: httpx.Client, known: set[str]) -> str:
+    """The box being made for a session whose setup script runs (the tenant has none yet)."""
+
+    def made() -> list[str]:
+        return [p.stem for p in (served.state_dir / "boxes").glob("*.json") if p.stem not in known]
+
+    (box_id,) = until(made, "a box made for the session")
+    until(lambda: box_pids(box_id), "the setup script running")
+    assert acme.get("/v1/sessions").json() == []
+    return box_id
+
+
+@pytest.mark.parametrize("path", ["/v1/sessions", "/v1/sessions/stream"])
+def test_a_session_whose_client_leaves_during_its_setup_is_not_kept(
+    served: Served, key: str, acme: httpx.Client, path: str
+) -> None:
+    known = {p.stem for p in (served.state_dir / "boxes").glob("*.json")}
+    sock = raw_request(served, key, path, {"spec": {"setup": CALL}})
+    box_id = _setting_up(served, acme, known)
+    drop(sock)
+    until(lambda: not box_pids(box_id), "the setup script killed")
+    until(lambda: not record_file(served, box_id).exists(), "the box's record gone")
+    assert acme.get("/v1/sessions").json() == []

@@ -121,9 +121,14 @@ def _sse(events: AsyncIterator[ExecEvent]) -> EventSourceResponse:
 
 
 @router.post("/sessions", status_code=status.HTTP_201_CREATED)
-async def create_session(body: SessionCreate, principal: Caller, state: State) -> SessionInfo:
-    """Start a session: a box for many calls, until it is deleted."""
-    return SessionInfo.of(await state.sessions.open(principal, asked(body.spec)))
+async def create_session(
+    body: SessionCreate, principal: Caller, state: State, asking: Request
+) -> SessionInfo:
+    """Start a session: a box for many calls, until it is deleted (not made if the client
+    leaves before it is ready)."""
+    return SessionInfo.of(
+        await while_connected(asking, state.sessions.open(principal, asked(body.spec)))
+    )
 
 
 @router.post(
