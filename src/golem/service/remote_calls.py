@@ -39,7 +39,10 @@ class _Socket:
         await self.socket.send(_json(first))
 
     async def send(self, message: dict[str, Any]) -> None:
-        await self.socket.send(_json(message))
+        # A call that has just ended (the server closed normally) takes no more, as a
+        # local call's stdin and signals after its exit are dropped.
+        with contextlib.suppress(websockets.ConnectionClosedOK):
+            await self.socket.send(_json(message))
 
     async def close(self) -> None:
         if self.socket is not None:

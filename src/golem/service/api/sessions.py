@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query, Request, status
@@ -19,7 +19,7 @@ from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
 from golem.service.api.deps import Caller, State
-from golem.service.api.streams import Frame, event_stream, while_connected
+from golem.service.api.streams import Frame, closed, event_stream, while_connected
 from golem.service.keys import Principal
 from golem.service.policy import check_call
 from golem.service.sessions import HeldSession
@@ -108,24 +108,24 @@ class WaitResult(BaseModel):
     exit_code: int | None
 
 
-def _sse(events: AsyncIterator[ExecEvent]) -> EventSourceResponse:
+def _sse(
+    events: AsyncIterator[ExecEvent], after: Callable[[], Awaitable[None]] | None = None
+) -> EventSourceResponse:
     async def frames() -> AsyncIterator[Frame]:
         try:
             async for event in events:
                 yield {"event": event.type, "data": event.model_dump_json()}
         finally:  # the call killed now, not when the garbage collector finds it
-            if isinstance(events, AsyncGenerator):
-                await events.aclose()
+            await closed(events)
 
-    return event_stream(frames())
+    return event_stream(frames(), after)
 
 
 @router.post("/sessions", status_code=status.HTTP_201_CREATED)
 async def create_session(
     body: SessionCreate, principal: Caller, state: State, asking: Request
 ) -> SessionInfo:
-    """Start a session: a box for many calls, until it is deleted (not made if the client
-    leaves before it is ready)."""
+    """Start a session: a box for many calls, until it is deleted (none if the client left)."""
     return SessionInfo.of(
         await while_connected(asking, state.sessions.open(principal, asked(body.spec)))
     )
@@ -382,11 +382,18 @@ async def stream_once(
     check_call(body.request, state.config.server.policies[principal.role], principal.role)
     held = await state.sessions.open(principal, asked(body.spec))
 
+    released = asyncio.Event()
+
+    async def release() -> None:  # when the stream ends, or after a client gone before it
+        if not released.is_set():
+            released.set()
+            await state.sessions.close(principal, held.box.id)
+
     async def events() -> AsyncIterator[ExecEvent]:
         try:
             async for event in held.box.stream(body.request):
                 yield event
         finally:
-            await state.sessions.close(principal, held.box.id)
+            await release()
 
-    return _sse(events())
+    return _sse(events(), after=release)

@@ -12,17 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 import anyio
 from sse_starlette import EventSourceResponse
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 
 from golem.core.errors import GolemError, Problem
 from golem.service.problems import ProblemDetails
 
-__all__ = ["CLIENT_LEFT", "Frame", "event_stream", "problem_frame", "while_connected"]
+__all__ = [
+    "CLIENT_LEFT", "Frame", "closed", "event_stream", "problem_frame", "while_connected",
+]  # fmt: skip
 
 T = TypeVar("T")
 Frame = dict[str, str]
@@ -43,9 +46,12 @@ def problem_frame(exc: Exception) -> Frame:
     return {"event": "problem", "data": details.model_dump_json(exclude_none=True)}
 
 
-def event_stream(frames: AsyncIterator[Frame]) -> EventSourceResponse:
+def event_stream(
+    frames: AsyncIterator[Frame], after: Callable[[], Awaitable[None]] | None = None
+) -> EventSourceResponse:
     """``frames`` as server-sent events, ``event: problem`` last if they fail; stopped (a
-    call in them killed, a one-shot box released) as soon as the client leaves.
+    call in them killed) as soon as the client leaves; then ``after`` (a one-shot box
+    released), even when the client left before the first frame.
 
     The frames are made in a task of their own: sse-starlette cancels its response in an
     anyio scope, which cancels every ``await`` of a cleanup under it again (a box half
@@ -63,7 +69,7 @@ def event_stream(frames: AsyncIterator[Frame]) -> EventSourceResponse:
             with anyio.CancelScope(shield=True), contextlib.suppress(asyncio.CancelledError):
                 await producer
 
-    return EventSourceResponse(guarded())
+    return EventSourceResponse(guarded(), background=BackgroundTask(after) if after else None)
 
 
 async def _produce(frames: AsyncIterator[Frame], ready: asyncio.Queue[Frame | None]) -> None:
@@ -72,7 +78,15 @@ async def _produce(frames: AsyncIterator[Frame], ready: asyncio.Queue[Frame | No
             await ready.put(frame)
     except Exception as exc:  # every failure is told, as a problem
         await ready.put(problem_frame(exc))
+    finally:  # cancelled between two frames: their generator ended now, not by the GC
+        await closed(frames)
     await ready.put(None)
+
+
+async def closed(items: AsyncIterator[object]) -> None:
+    """An async generator closed (its ``finally`` blocks run); another iterator left be."""
+    if isinstance(items, AsyncGenerator):
+        await items.aclose()
 
 
 async def while_connected(request: Request, call: Awaitable[T]) -> T:
