@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -54,6 +55,8 @@ class LocalEngine:
         self._reaper: asyncio.Task[None] | None = None
         self._backend_checked = False
         self._egress: EgressService | None = None
+        self._session_ends: list[Callable[[str, str], None]] = []
+        self._stopping: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> LocalEngine:
         return self
@@ -171,6 +174,7 @@ class LocalEngine:
             if network is not None:
                 port = self.config.engine.network.proxy_port
                 await client.request(Bridge(port=port, path=BOX_SOCKET))
+            client.on_lost(functools.partial(self._lost, record.id))
         except BaseException:
             if started is not None:
                 await started.stop()
@@ -218,6 +222,32 @@ class LocalEngine:
                 exit_code=code,
                 output=output,
             )
+
+    def on_session_end(self, callback: Callable[[str, str], None]) -> None:
+        """Have ``callback(box_id, why)`` called when a session's box ends by itself (its
+        supervisor gone, its box killed or removed from outside, reaped at its age limit),
+        not when it is removed through this engine."""
+        self._session_ends.append(callback)
+
+    def _lost(self, box_id: str, why: str) -> None:
+        """A box's connection ended: when it held a session, that session has ended."""
+        entry = self._boxes.pop(box_id, None)
+        if entry is None:  # removed through the engine, or in the pool (a wipe finds it)
+            return
+        box, live = entry
+        box._client.end()
+        task = asyncio.get_running_loop().create_task(self._stop_quietly(live))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+        self._session_ended(box_id, why)
+
+    def _session_ended(self, box_id: str, why: str) -> None:
+        for callback in self._session_ends:
+            callback(box_id, why)
+
+    async def _stop_quietly(self, live: LiveBox) -> None:
+        with contextlib.suppress(GolemError):
+            await self._stop(live)
 
     async def get_session(self, box_id: str) -> LocalBox:
         """A new handle on a live session of this engine (reconnecting to it)."""
@@ -371,6 +401,7 @@ class LocalEngine:
                     self._boxes.pop(box_id)
                     box._client.end()
                     stopped.append(live)
+                    self._session_ended(box_id, f"it reached engine.pool.max_age ({max_age:g}s)")
         for live in stopped:
             with contextlib.suppress(GolemError):
                 await self._stop(live)
@@ -388,6 +419,8 @@ class LocalEngine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
+        if self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
         entries = list(self._boxes.values())
         self._boxes.clear()
         for box, live in entries:

@@ -6,8 +6,10 @@ worker thread, so the loop never waits on it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated
+import asyncio
+import contextlib
+from collections.abc import Coroutine, Mapping
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -24,7 +26,10 @@ __all__ = [
     "principal_from_headers",
     "principal_of",
     "server_state",
+    "while_connected",
 ]
+
+T = TypeVar("T")
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer <key>")
 _header = APIKeyHeader(name="X-Golem-Key", auto_error=False, description="Or the key here.")
@@ -84,3 +89,27 @@ async def admin(principal: Caller) -> Principal:
 
 
 Admin = Annotated[Principal, Depends(admin)]
+
+
+async def while_connected(request: Request, work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, or, when the client disconnects first, ``work`` cancelled (so
+    that what it made is rolled back: a box made for nobody) and a 400 nobody reads."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if task.cancelled():
+        raise Problem(400, "the client disconnected before its answer was ready")
+    return task.result()
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has gone (its body was read: nothing else arrives before)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

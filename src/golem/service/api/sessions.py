@@ -18,7 +18,7 @@ from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
-from golem.service.api.deps import Caller, State
+from golem.service.api.deps import Caller, State, while_connected
 from golem.service.keys import Principal
 from golem.service.policy import check_call
 from golem.service.problems import ProblemDetails
@@ -117,9 +117,12 @@ def _sse(events: AsyncIterator[ExecEvent]) -> EventSourceResponse:
 
 
 @router.post("/sessions", status_code=status.HTTP_201_CREATED)
-async def create_session(body: SessionCreate, principal: Caller, state: State) -> SessionInfo:
+async def create_session(
+    body: SessionCreate, principal: Caller, state: State, request: Request
+) -> SessionInfo:
     """Start a session: a box for many calls, until it is deleted."""
-    return SessionInfo.of(await state.sessions.open(principal, asked(body.spec)))
+    opening = state.sessions.open(principal, asked(body.spec))
+    return SessionInfo.of(await while_connected(request, opening))
 
 
 @router.post(
@@ -352,10 +355,12 @@ async def network_log(session_id: str, principal: Caller, state: State) -> list[
 
 
 @router.post("/exec")
-async def execute_once(body: ExecOnce, principal: Caller, state: State) -> ExecResult:
+async def execute_once(
+    body: ExecOnce, principal: Caller, state: State, request: Request
+) -> ExecResult:
     """A call in a box of its own, released when it ends."""
     check_call(body.request, state.config.server.policies[principal.role], principal.role)
-    held = await state.sessions.open(principal, asked(body.spec))
+    held = await while_connected(request, state.sessions.open(principal, asked(body.spec)))
     try:
         return await held.box.execute(body.request)
     finally:
