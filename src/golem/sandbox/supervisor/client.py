@@ -124,10 +124,12 @@ class SupervisorClient:
         """Send one frame (a whole frame is written at once, so frames never interleave)."""
         if self._lost is not None:
             raise BoxCrashed(self._lost)
-        self._writer.write(encode(message.to_json(call_id), payload))
-        try:
+        frame = encode(message.to_json(call_id), payload)
+        try:  # a pipe the box closed refuses the write itself (RuntimeError) or the drain
+            self._writer.write(frame)
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
+            self._fail_all(self._describe_loss())  # the pipe is gone: so is the box
             raise BoxCrashed(self._lost or self._describe_loss()) from exc
 
     async def request(
