@@ -37,9 +37,7 @@ def _client(server: Served, key: str, timeout: httpx.Timeout | float) -> httpx.C
     return httpx.Client(base_url=server.url, headers=headers, timeout=timeout)
 
 
-def _post_all(
-    server: Served, key: str, count: int
-) -> tuple[list[int], list[threading.Thread]]:
+def _post_all(server: Served, key: str, count: int) -> tuple[list[int], list[threading.Thread]]:
     """``count`` session requests of one key, sent; their statuses come in the list once
     the threads end."""
     answers: list[int] = []
@@ -80,16 +78,17 @@ def test_a_tenants_cap_holds_for_requests_that_waited_together(tmp_path: Path) -
 
 @pytest.mark.bwrap
 def test_a_wait_for_room_ends_in_429_with_retry_after(tmp_path: Path) -> None:
-    with serving(tmp_path / "state", config=QUEUE.format(server=1, share=5, wait=1)) as server:
-        with (
-            server.client(server.key("b")) as other,
-            _client(server, server.key("acme"), 60) as acme,
-        ):
-            assert other.post("/v1/sessions", json={}).status_code == 201
-            waited = acme.post("/v1/sessions", json={})
-            assert waited.status_code == 429, waited.text
-            assert waited.headers["retry-after"] == "7"
-            assert "server.session_wait" in waited.json()["detail"]
+    config = QUEUE.format(server=1, share=5, wait=1)
+    with (
+        serving(tmp_path / "state", config=config) as server,
+        server.client(server.key("b")) as other,
+        _client(server, server.key("acme"), 60) as acme,
+    ):
+        assert other.post("/v1/sessions", json={}).status_code == 201
+        waited = acme.post("/v1/sessions", json={})
+        assert waited.status_code == 429, waited.text
+        assert waited.headers["retry-after"] == "7"
+        assert "server.session_wait" in waited.json()["detail"]
 
 
 @pytest.mark.bwrap
@@ -120,9 +119,8 @@ def _backend_config(backend: str) -> str:
     if backend not in ENGINES:
         return ""
     host = ENGINES[backend]
-    return (
-        f'[engine.backend]\ntype = "docker"\nimage = "{devbox_image(backend)}"\n'
-        + (f'docker_host = "{host}"\n' if host else "")
+    return f'[engine.backend]\ntype = "docker"\nimage = "{devbox_image(backend)}"\n' + (
+        f'docker_host = "{host}"\n' if host else ""
     )
 
 
@@ -170,7 +168,7 @@ async def test_a_session_reaped_by_age_is_gone_and_no_longer_counts(tmp_path: Pa
         registry = SessionRegistry(config, engine)
         held = await registry.open(acme, {})
         assert await engine.reap(now=time.time() + 601) == [held.box.id]
-        with pytest.raises(BoxEnded, match="engine.pool.max_age") as ended:
+        with pytest.raises(BoxEnded, match=r"engine\.pool\.max_age") as ended:
             registry.get(acme, held.box.id)
         assert ended.value.http_status == 410
         with pytest.raises(SessionNotFound):  # another tenant learns nothing
