@@ -56,7 +56,7 @@ class LocalEngine:
         self._backend_checked = False
         self._egress: EgressService | None = None
         self._session_ends: list[Callable[[str, str], None]] = []
-        self._stopping: set[asyncio.Task[None]] = set()
+        self._ending: dict[str, asyncio.Task[None]] = {}  # lost sessions' boxes being stopped
 
     async def __aenter__(self) -> LocalEngine:
         return self
@@ -237,8 +237,8 @@ class LocalEngine:
         box, live = entry
         box._client.end()
         task = asyncio.get_running_loop().create_task(self._stop_quietly(live))
-        self._stopping.add(task)
-        task.add_done_callback(self._stopping.discard)
+        self._ending[box_id] = task
+        task.add_done_callback(lambda _: self._ending.pop(box_id, None))
         self._session_ended(box_id, why)
 
     def _session_ended(self, box_id: str, why: str) -> None:
@@ -267,6 +267,9 @@ class LocalEngine:
             box, live = entry
             box._client.end()
             await self._release(live)
+            return
+        if (ending := self._ending.get(box_id)) is not None:  # its box ended by itself
+            await asyncio.shield(ending)
             return
         record = self.registry.load(box_id)
         if record is None:
@@ -419,8 +422,8 @@ class LocalEngine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
-        if self._stopping:
-            await asyncio.gather(*self._stopping, return_exceptions=True)
+        if self._ending:
+            await asyncio.gather(*self._ending.values(), return_exceptions=True)
         entries = list(self._boxes.values())
         self._boxes.clear()
         for box, live in entries:
