@@ -11,6 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from golem.core.config import load_config
 from golem.core.errors import BoxEnded, SessionNotFound
@@ -134,7 +136,8 @@ def served_one(tmp_path: Path, backend: str) -> Iterator[Served]:
 def test_a_session_whose_box_was_killed_answers_410_and_frees_its_slot(
     served_one: Served,
 ) -> None:
-    with served_one.client(served_one.key("acme")) as acme:
+    key = served_one.key("acme")
+    with served_one.client(key) as acme:
         session = acme.post("/v1/sessions", json={}).json()["id"]
         record = BoxRegistry(served_one.state_dir).load(session)
         assert record is not None
@@ -145,6 +148,10 @@ def test_a_session_whose_box_was_killed_answers_410_and_frees_its_slot(
         assert again.status_code == 410
         assert again.json()["kind"] == "BoxEnded"
         assert "start a new session" in again.json()["detail"]
+        url = served_one.url.replace("http://", "ws://") + f"/v1/sessions/{session}/calls"
+        with pytest.raises(InvalidStatus) as refused:
+            connect(url, additional_headers={"Authorization": f"Bearer {key}"})
+        assert refused.value.response.status_code == 410
         assert acme.get("/v1/sessions").json() == []
         fresh = acme.post("/v1/sessions", json={})  # the tenant's one slot is free again
         assert fresh.status_code == 201, fresh.text
