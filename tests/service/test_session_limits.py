@@ -184,3 +184,22 @@ async def test_a_session_reaped_by_age_is_gone_and_no_longer_counts(tmp_path: Pa
         fresh = await registry.open(acme, {})
         assert (await fresh.box.execute("echo ok")).stdout == b"ok\n"
         await registry.close_all()
+
+
+@pytest.mark.bwrap
+def test_a_client_that_leaves_while_its_box_is_made_leaves_no_box(tmp_path: Path) -> None:
+    with serving(tmp_path / "state", config=QUEUE.format(server=2, share=2, wait=60)) as server:
+        key = server.key("acme")
+        slow = {"spec": {"setup": "sleep 120"}}
+        with (
+            _client(server, key, httpx.Timeout(30, read=1)) as leaving,
+            pytest.raises(httpx.ReadTimeout),
+        ):
+            leaving.post("/v1/sessions", json=slow)
+        boxes = BoxRegistry(server.state_dir)
+        deadline = time.monotonic() + 60
+        while boxes.all() and time.monotonic() < deadline:
+            time.sleep(0.1)  # polls a condition: the box's stop has no event to wait on
+        assert boxes.all() == []
+        with server.client(key) as acme:
+            assert acme.get("/v1/sessions").json() == []
