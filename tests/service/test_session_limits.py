@@ -8,7 +8,9 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import docker
 import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
@@ -133,7 +135,16 @@ def served_one(tmp_path: Path, backend: str) -> Iterator[Served]:
         yield server
 
 
-def test_a_session_whose_box_was_killed_answers_410_and_frees_its_slot(
+def _end_from_outside(state: dict[str, Any]) -> None:
+    """Kill a bubblewrap box's processes; remove a container, as `docker rm -f` does."""
+    if "container" not in state:
+        kill_box_from_outside(state)
+        return
+    with docker.APIClient(base_url=state["docker_host"], version="auto") as api:
+        api.remove_container(state["container"], force=True)
+
+
+def test_a_session_whose_box_was_killed_or_removed_answers_410_and_frees_its_slot(
     served_one: Served,
 ) -> None:
     key = served_one.key("acme")
@@ -141,7 +152,7 @@ def test_a_session_whose_box_was_killed_answers_410_and_frees_its_slot(
         session = acme.post("/v1/sessions", json={}).json()["id"]
         record = BoxRegistry(served_one.state_dir).load(session)
         assert record is not None
-        kill_box_from_outside(record.state)
+        _end_from_outside(record.state)
         dead = acme.post(f"/v1/sessions/{session}/exec", json={"cmd": "true"})
         assert dead.status_code == 410, dead.text
         again = acme.get(f"/v1/sessions/{session}")
