@@ -22,6 +22,7 @@ from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
 from golem.sandbox.box import LocalBox, as_request
 from golem.sandbox.contracts import Backend, StartedBox
+from golem.sandbox.ends import SessionEnds
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
@@ -55,8 +56,7 @@ class LocalEngine:
         self._reaper: asyncio.Task[None] | None = None
         self._backend_checked = False
         self._egress: EgressService | None = None
-        self._session_ends: list[Callable[[str, str], None]] = []
-        self._ending: dict[str, asyncio.Task[None]] = {}  # lost sessions' boxes being stopped
+        self._ends = SessionEnds()
 
     async def __aenter__(self) -> LocalEngine:
         return self
@@ -146,7 +146,12 @@ class LocalEngine:
         shape = shape_of(spec) if self.pool.enabled else None
         while shape is not None and (taken := self.pool.take(shape)) is not None:
             live, needs_wipe = taken
-            if needs_wipe and not await wipe(live):
+            try:
+                wiped = not needs_wipe or await wipe(live)
+            except BaseException:  # cancelled mid-wipe: the box is out of the pool, stop it
+                await self._stop(live)
+                raise
+            if not wiped:
                 await self._stop(live)
                 continue
             live.record.labels = spec.labels
@@ -227,7 +232,7 @@ class LocalEngine:
         """Have ``callback(box_id, why)`` called when a session's box ends by itself (its
         supervisor gone, its box killed or removed from outside, reaped at its age limit),
         not when it is removed through this engine."""
-        self._session_ends.append(callback)
+        self._ends.listen(callback)
 
     def _lost(self, box_id: str, why: str) -> None:
         """A box's connection ended: when it held a session, that session has ended."""
@@ -236,14 +241,7 @@ class LocalEngine:
             return
         box, live = entry
         box._client.end()
-        task = asyncio.get_running_loop().create_task(self._stop_quietly(live))
-        self._ending[box_id] = task
-        task.add_done_callback(lambda _: self._ending.pop(box_id, None))
-        self._session_ended(box_id, why)
-
-    def _session_ended(self, box_id: str, why: str) -> None:
-        for callback in self._session_ends:
-            callback(box_id, why)
+        self._ends.ended(box_id, why, self._stop_quietly(live))
 
     async def _stop_quietly(self, live: LiveBox) -> None:
         with contextlib.suppress(GolemError):
@@ -268,8 +266,7 @@ class LocalEngine:
             box._client.end()
             await self._release(live)
             return
-        if (ending := self._ending.get(box_id)) is not None:  # its box ended by itself
-            await asyncio.shield(ending)
+        if await self._ends.stopped(box_id):  # its box had ended by itself
             return
         record = self.registry.load(box_id)
         if record is None:
@@ -404,7 +401,7 @@ class LocalEngine:
                     self._boxes.pop(box_id)
                     box._client.end()
                     stopped.append(live)
-                    self._session_ended(box_id, f"it reached engine.pool.max_age ({max_age:g}s)")
+                    self._ends.ended(box_id, f"it reached engine.pool.max_age ({max_age:g}s)")
         for live in stopped:
             with contextlib.suppress(GolemError):
                 await self._stop(live)
@@ -422,8 +419,7 @@ class LocalEngine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
-        if self._ending:
-            await asyncio.gather(*self._ending.values(), return_exceptions=True)
+        await self._ends.drain()
         entries = list(self._boxes.values())
         self._boxes.clear()
         for box, live in entries:
