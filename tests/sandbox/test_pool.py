@@ -169,3 +169,18 @@ async def test_boxes_past_their_age_are_stopped_and_their_sessions_end(pooled: E
     with pytest.raises(SandboxError, match="has ended"):
         await box.execute("true")
     assert await pooled.boxes() == []
+
+
+async def test_a_session_cancelled_while_its_pooled_box_is_wiped_leaves_no_box(
+    pool_engine: Callable[..., Engine],
+) -> None:
+    async with pool_engine(clean=1, dirty=1, strategy="secure") as engine:
+        async with engine.session():
+            pass  # released dirty: the next session wipes it first
+        assert len(await engine.boxes()) == 1
+        opening = asyncio.ensure_future(engine.create_session())
+        await asyncio.sleep(0)  # one turn of the loop: it now awaits the wipe's answer
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        assert await engine.boxes() == []

@@ -14,6 +14,7 @@ GolemError
  |    +-- PathNotFound           a path asked for in a box does not exist there
  |    +-- PathRefused            the box refused a path (a directory, no permission...)
  |    +-- SessionNotFound        no live box with that id
+ |    |    +-- BoxEnded          the session's box ended by itself (reaped, killed, lost)
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
  |    +-- ProtocolError          the supervisor spoke something unexpected
  |    +-- UnsafeBoxOutput        what a box handed back breaks a rule of the trust boundary
@@ -64,6 +65,7 @@ __all__ = [
     "BackendUnavailable",
     "BadMessage",
     "BoxCrashed",
+    "BoxEnded",
     "BudgetSpent",
     "ConfigError",
     "CredentialsKeyError",
@@ -189,8 +191,17 @@ class SessionNotFound(SandboxError):
     exit_code, http_status = 2, 404
 
 
+class BoxEnded(SessionNotFound):
+    """The session's box ended by itself (reaped at its age limit, its supervisor killed,
+    its container removed): the session is gone; start a new one."""
+
+    exit_code, http_status = 1, 410
+
+
 class BoxCrashed(SandboxError):
     """The box or its supervisor went away while a call was running."""
+
+    http_status = 410
 
 
 class ProtocolError(SandboxError):

@@ -214,6 +214,12 @@ class ServerConfig(BaseModel):
         "Retry-After; queue: a session request waits for a free slot.",
     )
     retry_after: int = Field(30, ge=1, description="Seconds a 429 tells the client to wait.")
+    session_wait: float = Field(
+        60.0,
+        gt=0,
+        description="overflow = queue: longest a session request waits for a free slot; "
+        "then 429 with Retry-After.",
+    )
     policies: dict[str, RolePolicy] = Field(
         default_factory=default_policies, description="What each role may ask for."
     )

@@ -69,9 +69,11 @@ class BoxSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Environment of every call.")
     cpus: float | None = Field(1.0, gt=0, description="CPU cores (cgroup quota); None = no cap.")
     memory: ByteSize | None = Field(
-        512 * 1024**2,
+        2 * 1024**3,
         ge=MIN_MEMORY,
-        description="Memory limit, e.g. '512m' (at least 8m); None = no cap.",
+        description="Memory limit, e.g. '512m' (at least 8m); None = no cap. What the box "
+        "writes to its tmpfs (/workspace, /tmp, /dev/shm) counts against it: keep it above "
+        "their sizes, so that a full disk cannot leave the box's supervisor without memory.",
     )
     pids: int | None = Field(256, ge=8, description="Maximum processes and threads in the box.")
     timeout: float = Field(300.0, gt=0, description="Default time limit of a call, seconds.")

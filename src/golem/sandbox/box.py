@@ -97,8 +97,8 @@ class LocalBox(BoxFiles):
 
     @property
     def closed(self) -> bool:
-        """True once the session has ended (for every handle of it)."""
-        return not self._client.active
+        """True once the session has ended (for every handle of it), or its box did."""
+        return not self._client.active or self._client.lost is not None
 
     @property
     def runtimes(self) -> dict[str, str]:

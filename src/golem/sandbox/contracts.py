@@ -252,6 +252,11 @@ class Engine(Protocol):
         """End a session; its handles are ``closed`` from then on."""
         ...
 
+    def on_session_end(self, callback: Callable[[str, str], None]) -> None:
+        """Have ``callback(box_id, why)`` called when a session's box ends by itself (not
+        through ``remove_session``): its supervisor gone, reaped at its age limit."""
+        ...
+
     async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
         """Run one call in a box of its own."""
         ...

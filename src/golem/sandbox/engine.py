@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,6 +22,7 @@ from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
 from golem.sandbox.box import LocalBox, as_request
 from golem.sandbox.contracts import Backend, StartedBox
+from golem.sandbox.ends import SessionEnds
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
@@ -54,6 +56,7 @@ class LocalEngine:
         self._reaper: asyncio.Task[None] | None = None
         self._backend_checked = False
         self._egress: EgressService | None = None
+        self._ends = SessionEnds()
 
     async def __aenter__(self) -> LocalEngine:
         return self
@@ -143,7 +146,12 @@ class LocalEngine:
         shape = shape_of(spec) if self.pool.enabled else None
         while shape is not None and (taken := self.pool.take(shape)) is not None:
             live, needs_wipe = taken
-            if needs_wipe and not await wipe(live):
+            try:
+                wiped = not needs_wipe or await wipe(live)
+            except BaseException:  # cancelled mid-wipe: the box is out of the pool, stop it
+                await self._stop(live)
+                raise
+            if not wiped:
                 await self._stop(live)
                 continue
             live.record.labels = spec.labels
@@ -171,6 +179,7 @@ class LocalEngine:
             if network is not None:
                 port = self.config.engine.network.proxy_port
                 await client.request(Bridge(port=port, path=BOX_SOCKET))
+            client.on_lost(functools.partial(self._lost, record.id))
         except BaseException:
             if started is not None:
                 await started.stop()
@@ -219,6 +228,25 @@ class LocalEngine:
                 output=output,
             )
 
+    def on_session_end(self, callback: Callable[[str, str], None]) -> None:
+        """Have ``callback(box_id, why)`` called when a session's box ends by itself (its
+        supervisor gone, its box killed or removed from outside, reaped at its age limit),
+        not when it is removed through this engine."""
+        self._ends.listen(callback)
+
+    def _lost(self, box_id: str, why: str) -> None:
+        """A box's connection ended: when it held a session, that session has ended."""
+        entry = self._boxes.pop(box_id, None)
+        if entry is None:  # removed through the engine, or in the pool (a wipe finds it)
+            return
+        box, live = entry
+        box._client.end()
+        self._ends.ended(box_id, why, self._stop_quietly(live))
+
+    async def _stop_quietly(self, live: LiveBox) -> None:
+        with contextlib.suppress(GolemError):
+            await self._stop(live)
+
     async def get_session(self, box_id: str) -> LocalBox:
         """A new handle on a live session of this engine (reconnecting to it)."""
         entry = self._boxes.get(box_id)
@@ -237,6 +265,8 @@ class LocalEngine:
             box, live = entry
             box._client.end()
             await self._release(live)
+            return
+        if await self._ends.stopped(box_id):  # its box had ended by itself
             return
         record = self.registry.load(box_id)
         if record is None:
@@ -371,6 +401,7 @@ class LocalEngine:
                     self._boxes.pop(box_id)
                     box._client.end()
                     stopped.append(live)
+                    self._ends.ended(box_id, f"it reached engine.pool.max_age ({max_age:g}s)")
         for live in stopped:
             with contextlib.suppress(GolemError):
                 await self._stop(live)
@@ -388,6 +419,7 @@ class LocalEngine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
+        await self._ends.drain()
         entries = list(self._boxes.values())
         self._boxes.clear()
         for box, live in entries:

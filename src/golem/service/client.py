@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -233,6 +233,10 @@ class RemoteEngine:
                     labels=s["spec"].get("labels", {}))
             for s in sessions
         ]  # fmt: skip
+
+    def on_session_end(self, callback: Callable[[str, str], None]) -> None:
+        """Nothing to call: the server ends its sessions' boxes, and a handle is ``closed``
+        once the server answers that its session is gone."""
 
     async def prune(self) -> list[BoxInfo]:
         """Nothing to prune here: the server prunes its own boxes."""

@@ -46,6 +46,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: _documented(403, "The key's role or the server's policy does not allow it."),
     404: _documented(404, "No such object for this tenant."),
     409: _documented(409, "The object is not in a state that allows it."),
+    410: _documented(
+        410, "The session's box ended by itself (reaped, killed, lost): start a new session."
+    ),
     413: _documented(
         413,
         "The request's body is too large for the key's role "
@@ -71,7 +74,7 @@ def problem(status: int, title: str, detail: str, **extra: object) -> JSONRespon
 
 _TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type",
+    409: "Conflict", 410: "Gone", 413: "Content Too Large", 415: "Unsupported Media Type",
     422: "Unprocessable Content", 424: "Failed Dependency",
     429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
     503: "Service Unavailable", 504: "Gateway Timeout",

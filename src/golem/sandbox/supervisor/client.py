@@ -56,6 +56,7 @@ class SupervisorClient:
         self._ids = itertools.count(1)
         self._reader_task: asyncio.Task[None] | None = None
         self._lost: str | None = None
+        self._on_lost: list[Callable[[str], None]] = []
         self.hello: Hello | None = None
 
     async def start(self, timeout: float) -> Hello:
@@ -88,6 +89,10 @@ class SupervisorClient:
         """Why the connection ended, or None while it is up."""
         return self._lost
 
+    def on_lost(self, callback: Callable[[str], None]) -> None:
+        """Have ``callback(why)`` called once, when the connection ends."""
+        self._on_lost.append(callback)
+
     def new_id(self) -> str:
         """A fresh call id, unique on this connection."""
         return f"c{next(self._ids)}"
@@ -119,10 +124,12 @@ class SupervisorClient:
         """Send one frame (a whole frame is written at once, so frames never interleave)."""
         if self._lost is not None:
             raise BoxCrashed(self._lost)
-        self._writer.write(encode(message.to_json(call_id), payload))
-        try:
+        frame = encode(message.to_json(call_id), payload)
+        try:  # a pipe the box closed refuses the write itself (RuntimeError) or the drain
+            self._writer.write(frame)
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
+            self._fail_all(self._describe_loss())  # the pipe is gone: so is the box
             raise BoxCrashed(self._lost or self._describe_loss()) from exc
 
     async def request(
@@ -198,10 +205,14 @@ class SupervisorClient:
         return str(message.get("id")), parse_reply(message), payload
 
     def _fail_all(self, reason: str) -> None:
-        if self._lost is None:
+        first = self._lost is None
+        if first:
             self._lost = reason
         for queue in self._queues.values():
             queue.put_nowait(None)
+        if first:
+            for callback in self._on_lost:
+                callback(reason)
 
 
 def raise_if_error(frame: Frame) -> None:

@@ -376,11 +376,11 @@ async def execute_once(
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def stream_once(
-    body: Annotated[ExecOnce, Body()], principal: Caller, state: State
+    body: Annotated[ExecOnce, Body()], principal: Caller, state: State, request: Request
 ) -> EventSourceResponse:
     """A call in a box of its own, its events as server-sent events."""
     check_call(body.request, state.config.server.policies[principal.role], principal.role)
-    held = await state.sessions.open(principal, asked(body.spec))
+    held = await while_connected(request, state.sessions.open(principal, asked(body.spec)))
 
     released = asyncio.Event()
 

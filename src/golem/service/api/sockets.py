@@ -67,7 +67,7 @@ async def open_session_socket(
     try:
         box = state.sessions.get(principal, session_id).box
     except GolemError as missing:
-        await _deny(websocket, 404, missing.message, kind=type(missing).__name__)
+        await _deny(websocket, missing.http_status, missing.message, kind=type(missing).__name__)
         return None
     extra = headers(principal) if headers is not None else {}
     await websocket.accept(headers=[(k.lower().encode(), v.encode()) for k, v in extra.items()])
@@ -100,8 +100,9 @@ async def _deny(websocket: WebSocket, status: int, message: str, kind: str | Non
     """Refuse the handshake with an HTTP answer (a problem), where the server can send
     one; else close with 4000 + status."""
     if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        titles = {401: "Unauthorized", 404: "Not Found"}
-        await websocket.send_denial_response(problem(status, titles[status], message, kind=kind))
+        titles = {401: "Unauthorized", 404: "Not Found", 410: "Gone"}
+        title = titles.get(status, "Error")
+        await websocket.send_denial_response(problem(status, title, message, kind=kind))
     else:
         await websocket.close(4000 + status, message[:CLOSE_REASON])
 

@@ -1,0 +1,33 @@
+"""A box with the default sizes cannot starve its own supervisor: what it writes to its
+tmpfs counts against its memory, and the defaults leave room beyond full disks, so filling
+them ends in ENOSPC for the writer and the session keeps working."""
+
+from __future__ import annotations
+
+import pytest
+
+from golem.core.errors import GolemError
+from golem.sandbox import Engine
+from tests.conftest import BOTH_BACKENDS
+
+FILL = (
+    "for d in /workspace /tmp /dev/shm; do "
+    "dd if=/dev/zero of=$d/fill bs=1M 2>&1 | grep -q 'No space left' && echo full; done"
+)
+
+
+@pytest.fixture(params=BOTH_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_a_box_that_fills_its_disks_keeps_its_supervisor(engine: Engine) -> None:
+    async with engine.session() as box:
+        filled = await box.execute(FILL)
+        assert filled.stdout == b"full\n" * 3, filled
+        assert not filled.oom_killed
+        with pytest.raises(GolemError, match="No space left"):  # written by the supervisor
+            await box.put_file("/workspace/more", b"x" * (40 * 1024**2))
+        after = await box.execute("python3 -c 'b = bytearray(200 * 2**20); print(len(b))'")
+        assert (after.exit_code, after.oom_killed) == (0, False), after
+        assert (await box.execute("echo alive")).stdout == b"alive\n"
