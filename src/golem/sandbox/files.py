@@ -22,7 +22,6 @@ from golem.core.spec import WORKSPACE
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
 from golem.sandbox.supervisor.messages import (
-    Cancel,
     Chunk,
     ChunkReply,
     Credit,
@@ -168,19 +167,26 @@ class BoxFiles:
         return await land_archive(self.stream_archive(path), destination, self.limits)
 
     async def _upload(self, message: Put, chunks: AsyncIterator[bytes]) -> None:
+        """Send ``chunks`` to the box, which writes them aside and moves them into place
+        only at ``end``: a body that does not arrive whole (the source failed, the client
+        left) is cancelled, and the box removes what it wrote of it."""
         client = self._files_client
         call_id = client.new_id()
         queue = client.open(call_id)
+        ended = False
         try:
             await client.send(call_id, message)
             async for chunk in chunks:
-                if not queue.empty():  # the box refused early (bad path, no permission)
+                if not queue.empty():  # the box refused early (bad path, a full disk)
                     break
                 await client.send(call_id, Chunk(), chunk)
             await client.send(call_id, End())
+            ended = True
             raise_if_error(await _reply(client, queue))
         finally:
             client.close_call(call_id)
+            if not ended:
+                await _cancel(client, call_id)
 
     async def _download(
         self, message: Get, *, announced: Callable[[int], None] | None = None
@@ -213,9 +219,15 @@ class BoxFiles:
                     return
         finally:
             client.close_call(call_id)
-            if not finished and client.lost is None:  # the host stopped reading it
-                with contextlib.suppress(SandboxError, OSError):
-                    await client.send(call_id, Cancel())
+            if not finished:  # the host stopped reading it
+                await _cancel(client, call_id)
+
+
+async def _cancel(client: SessionClient, call_id: str) -> None:
+    """Cancel a transfer in the box, even from a task being cancelled (a client that
+    left): the box must not go on with it."""
+    with contextlib.suppress(SandboxError, OSError):
+        await asyncio.shield(client.cancel(call_id))
 
 
 async def _reply(client: SessionClient, queue: asyncio.Queue[Frame | None]) -> Frame:
