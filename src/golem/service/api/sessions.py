@@ -17,7 +17,14 @@ from sse_starlette import EventSourceResponse
 from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
-from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
+from golem.sandbox import (
+    BackgroundProcess,
+    Box,
+    BoxPath,
+    ExecRequest,
+    ExecResult,
+    ProcessOutput,
+)
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
 from golem.service.policy import check_call
@@ -223,7 +230,7 @@ async def put_file(
     request: Request,
     principal: Caller,
     state: State,
-    path: Annotated[str, Query(min_length=1)],
+    path: Annotated[BoxPath, Query(min_length=1)],
     mode: Annotated[int, Query(ge=0, le=0o7777)] = 0o644,
 ) -> None:
     """Write the request body to a file in the box."""
@@ -236,7 +243,7 @@ async def put_file(
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
 async def get_file(
-    session_id: str, principal: Caller, state: State, path: Annotated[str, Query(min_length=1)]
+    session_id: str, principal: Caller, state: State, path: Annotated[BoxPath, Query(min_length=1)]
 ) -> StreamingResponse:
     """A file of the box, streamed."""
     chunks = _box(state, principal, session_id).stream_file(path)
@@ -263,7 +270,7 @@ async def put_archive(
     request: Request,
     principal: Caller,
     state: State,
-    path: Annotated[str, Query(min_length=1)],
+    path: Annotated[BoxPath, Query(min_length=1)],
 ) -> None:
     """Unpack the request body (a tar stream) into a directory of the box."""
     await _box(state, principal, session_id).put_archive(path, request.stream())
@@ -278,9 +285,9 @@ async def get_archive(
     session_id: str,
     principal: Caller,
     state: State,
-    path: Annotated[str, Query(min_length=1)],
-    paths: Annotated[list[str] | None, Query()] = None,
-    skip_git: Annotated[list[str] | None, Query()] = None,
+    path: Annotated[BoxPath, Query(min_length=1)],
+    paths: Annotated[list[BoxPath] | None, Query()] = None,
+    skip_git: Annotated[list[BoxPath] | None, Query()] = None,
 ) -> StreamingResponse:
     """A directory of the box as a tar stream: only ``paths`` of it (relative), when
     given; the ``.git`` of each directory in ``skip_git`` ("" for ``path``) left out."""
