@@ -33,7 +33,7 @@ def checked_path(msg: dict[str, Any]) -> str:
     """A transfer's path, refused before any system call when it holds a NUL byte."""
     path = str(msg["path"])
     if "\0" in path:
-        raise Invalid("a path may not hold a NUL byte: {!r}".format(path))
+        raise Invalid(f"a path may not hold a NUL byte: {path!r}")
     return path
 
 
@@ -57,7 +57,7 @@ class Upload:
             os.makedirs(parent or "/", exist_ok=True)
             mode = msg.get("mode")
             mode = 0o644 if mode is None else int(mode)
-            self.temp = os.path.join(parent, ".{}.golem-upload-{}".format(name, os.urandom(6).hex()))
+            self.temp = os.path.join(parent, f".{name}.golem-upload-{os.urandom(6).hex()}")
             self.fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             if os.path.isfile(self.target):  # as writing over it did: its mode is kept
                 os.fchmod(self.fd, stat.S_IMODE(os.stat(self.target).st_mode))
@@ -82,8 +82,8 @@ class Upload:
                         archive.extractall(self.temp)
             except tarfile.TarError as exc:
                 self.error = Invalid(
-                    "the upload to {} is not a tar archive that can be unpacked ({}); "
-                    "send an uncompressed, gzip, bz2 or xz tar stream".format(self.path, exc)
+                    f"the upload to {self.path} is not a tar archive that can be unpacked "
+                    f"({exc}); send an uncompressed, gzip, bz2 or xz tar stream"
                 )
             except Exception as exc:
                 self.error = exc
