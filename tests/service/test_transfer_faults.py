@@ -179,6 +179,7 @@ def test_a_nul_in_a_path_is_a_422_wherever_a_path_is_taken(
         acme.post(f"{base}/exec", json={"cmd": "true", "return_files": ["a\0b"]}),
         acme.post(f"{base}/exec", json={"cmd": "true", "workdir": "a\0b"}),
         acme.post(f"{base}/exec", json={"cmd": "true", "files": {"a\0b": ""}}),
+        acme.post("/v1/sessions", json={"spec": {"workdir": "a\0b"}}),
     ]
     for answer in answers:
         assert answer.status_code == 422, (answer.request.url, answer.text)
