@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Collection
 from pathlib import Path
 from typing import IO
 
@@ -70,15 +70,27 @@ async def capped(
     """``chunks`` from a box, refused (``takeback.size``) once they pass ``limit`` bytes
     (counting ``already`` bytes of the same transfer), whatever size the box announced."""
     size = already
-    async for chunk in chunks:
-        size += len(chunk)
-        if size > limit:
-            raise UnsafeBoxOutput(
-                path,
-                f"the box sent more than its max_file_bytes ({format_size(limit)})",
-                "takeback.size",
-            )
-        yield chunk
+    async with _closing(chunks):
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > limit:
+                raise UnsafeBoxOutput(
+                    path,
+                    f"the box sent more than its max_file_bytes ({format_size(limit)})",
+                    "takeback.size",
+                )
+            yield chunk
+
+
+@contextlib.asynccontextmanager
+async def _closing(chunks: AsyncIterable[bytes]) -> AsyncIterator[None]:
+    """Close ``chunks`` (a download) as soon as its reader stops, not when the garbage
+    collector gets to it: the box's side of the transfer ends at once."""
+    try:
+        yield
+    finally:
+        if isinstance(chunks, AsyncGenerator):
+            await chunks.aclose()
 
 
 class BoxFiles:
@@ -124,8 +136,9 @@ class BoxFiles:
                 raise self.limits.file_too_large(where, size)
 
         download = self._download(Get(path=where, format="raw"), announced=announced)
-        async for chunk in capped(download, where, limit):
-            yield chunk
+        async with _closing(download):
+            async for chunk in capped(download, where, limit):
+                yield chunk
 
     async def put_dir(
         self, source: Path, path: str, *, leave_out: Callable[[str], bool] | None = None
@@ -157,8 +170,10 @@ class BoxFiles:
             skip_git=sorted(set(skip_git)),
             paths=paths,
         )
-        async for chunk in self._download(message):
-            yield chunk
+        download = self._download(message)
+        async with _closing(download):
+            async for chunk in download:
+                yield chunk
 
     async def get_dir(self, path: str, destination: Path) -> Landed:
         """Copy a directory of the box into ``destination`` on the host, by the rules of

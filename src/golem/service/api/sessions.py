@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query, Request, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from sse_starlette import EventSourceResponse
+from starlette.types import Receive, Scope, Send
 
 from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
@@ -254,7 +255,27 @@ async def _streamed(chunks: AsyncIterator[bytes], media_type: str) -> StreamingR
     """A streamed answer whose first chunk is read now, so that a missing path is a 4xx
     problem rather than a broken 200."""
     first = await anext(aiter(chunks), b"")
-    return StreamingResponse(_again(first, chunks), media_type=media_type)
+    return _Transfer(chunks, _again(first, chunks), media_type=media_type)
+
+
+class _Transfer(StreamingResponse):
+    """A download whose source is closed when the answer ends, however it ends: a client
+    that left ends the transfer in the box at once, not when the garbage collector gets to
+    it."""
+
+    def __init__(
+        self, source: AsyncIterator[bytes], body: AsyncIterator[bytes], media_type: str
+    ) -> None:
+        super().__init__(body, media_type=media_type)
+        self._source = source
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if isinstance(self._source, AsyncGenerator):
+                with contextlib.suppress(RuntimeError):  # still running: it ends itself
+                    await self._source.aclose()
 
 
 async def _again(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
