@@ -78,13 +78,15 @@ def test_a_download_ends_in_the_box_when_its_client_leaves(
     until(lambda: not held_open(name), "closed by the box")
 
 
+@pytest.mark.parametrize(("route", "path"), [("files", "{name}"), ("archive", ".")])
 def test_a_download_ends_in_the_box_when_its_session_is_deleted(
-    served: Served, acme: httpx.Client
+    served: Served, acme: httpx.Client, route: str, path: str
 ) -> None:
     session = open_session(acme)
     name = f"endless-{secrets.token_hex(4)}"
     shell(acme, session, f"truncate -s 200M {name}")
-    with acme.stream("GET", f"/v1/sessions/{session}/files", params={"path": name}) as got:
+    asked = {"path": path.format(name=name)}
+    with acme.stream("GET", f"/v1/sessions/{session}/{route}", params=asked) as got:
         assert got.status_code == 200
         chunks = got.iter_raw()
         next(chunks)
