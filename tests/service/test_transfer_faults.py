@@ -123,6 +123,11 @@ def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: S
         )
         assert done.status_code == 422, done.text
         assert "max_file_bytes (1m)" in done.json()["detail"]
+        device = acme.post(
+            f"/v1/sessions/{session}/exec", json={"cmd": "true", "return_files": ["/dev/zero"]}
+        )
+        assert device.status_code == 422, device.text
+        assert "not a regular file" in device.json()["detail"]
         assert peak_memory(served) - before < 64 << 20
     finally:
         acme.delete(f"/v1/sessions/{session}")
