@@ -220,13 +220,19 @@ async def test_an_archive_is_unpacked_over_what_is_there(box: Box, tmp_path: Pat
 
 
 async def test_an_upload_that_fills_the_disk_is_refused_and_leaves_nothing(
-    engine: Engine,
+    engine: Engine, tmp_path: Path
 ) -> None:
     async with engine.session(engine.spec(tmp_size="1m")) as box:
         before = (await box.execute("ls -A /tmp")).stdout_text
         with pytest.raises(BoxDiskFull, match=r"full.*/tmp/big") as raised:
             await box.put_file("/tmp/big", os.urandom(2 << 20))
         assert 400 <= raised.value.http_status < 500
+        assert (await box.execute("ls -A /tmp")).stdout_text == before
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        (tree / "big").write_bytes(os.urandom(2 << 20))
+        with pytest.raises(BoxDiskFull, match="full"):
+            await box.put_dir(tree, "/tmp")
         assert (await box.execute("ls -A /tmp")).stdout_text == before
 
 
