@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 import socket
+import tarfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -111,6 +112,29 @@ def test_an_interrupted_upload_leaves_the_target_as_it_was(
         client.sendall(head.encode() + b"x" * (2 << 20))
         until(lambda: shell(acme, session, look) != "keep.txt\nold", "landing in the box")
     until(lambda: shell(acme, session, look) == "keep.txt\nold", "as it was")
+
+
+def test_an_interrupted_archive_upload_unpacks_nothing(
+    served: Served, key: str, acme: httpx.Client, session: str, tmp_path: Path
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "big.bin").write_bytes(b"y" * (4 << 20))
+    with tarfile.open(tmp_path / "tree.tar", "w") as archive:
+        archive.add(tree / "big.bin", arcname="big.bin")
+    whole = (tmp_path / "tree.tar").read_bytes()
+    acme.put(f"/v1/sessions/{session}/files", params={"path": "project/kept.txt"}, content=b"k")
+    look = "ls -A project"
+    assert shell(acme, session, look) == "kept.txt\n"
+    url = httpx.URL(served.url)
+    head = (
+        f"PUT /v1/sessions/{session}/archive?path=project HTTP/1.1\r\nHost: {url.host}\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Length: {len(whole)}\r\n\r\n"
+    )
+    with socket.create_connection((url.host, url.port)) as client:
+        client.sendall(head.encode() + whole[: len(whole) // 2])
+        until(lambda: shell(acme, session, look) != "kept.txt\n", "landing in the box")
+    until(lambda: shell(acme, session, look) == "kept.txt\n", "as it was")
 
 
 def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: Served) -> None:
