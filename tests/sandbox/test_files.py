@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from golem.core import SandboxError
+from golem.core.errors import BoxDiskFull, InvalidRequest, PathRefused
 from golem.sandbox import Box, Engine
+from golem.sandbox.files import chunks_of, tar_of
 from tests.conftest import BOTH_BACKENDS
 
 pytestmark = pytest.mark.bwrap
@@ -143,3 +150,123 @@ async def test_a_name_with_a_newline_and_pax_syntax_comes_back_as_it_is(
     assert made.exit_code == 0, made.stderr_text
     await box.get_dir("t", tmp_path / "out")
     assert (tmp_path / "out" / "é\nx size=-1000000").read_bytes() == b"hi"
+
+
+def held_open(name: str) -> list[str]:
+    """The descriptors of every process on this machine (a box's too) open on a file
+    whose path holds ``name``."""
+    found = []
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        with contextlib.suppress(OSError):
+            if name in os.readlink(fd):
+                found.append(str(fd))
+    return found
+
+
+async def until(condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
+    """Wait for ``condition`` (looked at every 50 ms), failing after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"still not {what} after {within}s"
+        await asyncio.sleep(0.05)
+
+
+async def body_that_breaks(size: int) -> AsyncIterator[bytes]:
+    """``size`` bytes of an upload, then the sender goes away."""
+    yield b"x" * size
+    raise ConnectionResetError("the client went away")
+
+
+async def test_an_interrupted_upload_leaves_the_target_as_it_was(box: Box) -> None:
+    await box.put_file("keep.txt", b"old")
+    with pytest.raises(ConnectionResetError):
+        await box.put_file("keep.txt", body_that_breaks(300_000))
+    with pytest.raises(ConnectionResetError):
+        await box.put_file("new.txt", body_that_breaks(300_000))
+    assert await box.get_file("keep.txt") == b"old"
+    assert (await box.execute("ls -A")).stdout_text == "keep.txt\n"
+
+
+async def test_an_interrupted_archive_upload_unpacks_nothing(box: Box, tmp_path: Path) -> None:
+    source = tmp_path / "tree"
+    source.mkdir()
+    (source / "a.txt").write_text("first")
+    (source / "big.bin").write_bytes(os.urandom(2 << 20))
+    whole = b"".join([chunk async for chunk in tar_of(source)])
+
+    async def half() -> AsyncIterator[bytes]:
+        yield whole[: len(whole) // 2]
+        raise ConnectionResetError("the client went away")
+
+    await box.put_file("project/kept.txt", b"kept")
+    with pytest.raises(ConnectionResetError):
+        await box.put_archive("project", half())
+    listing = await box.execute("cd project && ls -A")
+    assert listing.stdout_text == "kept.txt\n"
+
+
+async def test_an_archive_is_unpacked_over_what_is_there(box: Box, tmp_path: Path) -> None:
+    source = tmp_path / "tree"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "new.py").write_text("new")
+    (source / "top.txt").write_text("replaced")
+    await box.execute("mkdir -p project/pkg && echo old > project/pkg/old.py")
+    await box.execute("echo before > project/top.txt")
+    await box.put_dir(source, "project")
+    listing = await box.execute("cd project && find . | sort && cat top.txt")
+    assert listing.stdout_text.split() == [
+        ".", "./pkg", "./pkg/new.py", "./pkg/old.py", "./top.txt", "replaced",
+    ]  # fmt: skip
+
+
+async def test_an_upload_that_fills_the_disk_is_refused_and_leaves_nothing(
+    engine: Engine, tmp_path: Path
+) -> None:
+    async with engine.session(engine.spec(tmp_size="1m")) as box:
+        before = (await box.execute("ls -A /tmp")).stdout_text
+        with pytest.raises(BoxDiskFull, match=r"full.*/tmp/big") as raised:
+            await box.put_file("/tmp/big", os.urandom(2 << 20))
+        assert 400 <= raised.value.http_status < 500
+        assert (await box.execute("ls -A /tmp")).stdout_text == before
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        (tree / "big").write_bytes(os.urandom(2 << 20))
+        with pytest.raises(BoxDiskFull, match="full"):
+            await box.put_dir(tree, "/tmp")
+        assert (await box.execute("ls -A /tmp")).stdout_text == before
+
+
+async def test_a_write_to_the_read_only_root_is_a_4xx(box: Box) -> None:
+    with pytest.raises(PathRefused, match="read-only") as raised:
+        await box.put_file("/usr/x", b"x")
+    assert 400 <= raised.value.http_status < 500
+    with pytest.raises(PathRefused, match="read-only"):
+        await box.put_archive("/usr/lib/x", chunks_of(b"\0" * 1024))
+
+
+async def test_an_archive_upload_that_is_not_tar_is_refused(box: Box) -> None:
+    with pytest.raises(InvalidRequest, match="not a tar archive"):
+        await box.put_archive("unpacked", chunks_of(bytes(range(256)) * 64))
+    assert (await box.execute("ls -A unpacked")).stdout_text == ""
+
+
+async def test_a_nul_in_a_path_is_refused_by_the_box_too(box: Box) -> None:
+    with pytest.raises(InvalidRequest, match="NUL"):
+        await box.put_file("a\0b", b"x")
+    with pytest.raises(InvalidRequest, match="NUL"):
+        await box.get_file("a\0b")
+    with pytest.raises(InvalidRequest, match="NUL"):
+        await box.put_archive("a\0b", chunks_of(b""))
+    with pytest.raises(InvalidRequest, match="NUL"):
+        [chunk async for chunk in box.stream_archive("a\0b")]
+
+
+async def test_a_download_ends_in_the_box_when_its_session_ends(engine: Engine) -> None:
+    name = f"endless-{secrets.token_hex(4)}"
+    async with engine.session() as box:
+        await box.execute(f"truncate -s 200M {name}")
+        download = aiter(box.stream_file(name))
+        await anext(download)
+        assert held_open(name)
+    await until(lambda: not held_open(name), "closed by the box")
+    await download.aclose()

@@ -13,6 +13,7 @@ GolemError
  |    +-- SetupFailed            the session's setup script failed
  |    +-- PathNotFound           a path asked for in a box does not exist there
  |    +-- PathRefused            the box refused a path (a directory, no permission...)
+ |    +-- BoxDiskFull            the box's file system has no room for what is written
  |    +-- SessionNotFound        no live box with that id
  |    |    +-- BoxEnded          the session's box ended by itself (reaped, killed, lost)
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
@@ -65,6 +66,7 @@ __all__ = [
     "BackendUnavailable",
     "BadMessage",
     "BoxCrashed",
+    "BoxDiskFull",
     "BoxEnded",
     "BudgetSpent",
     "ConfigError",
@@ -183,6 +185,13 @@ class PathRefused(SandboxError):
     """The box refused a path: a directory where a file was meant, no permission, ..."""
 
     exit_code, http_status = 2, 422
+
+
+class BoxDiskFull(SandboxError):
+    """The box's file system (its /workspace, /tmp) has no room left for a write: 413, as
+    for a body too large for the space it must fit in."""
+
+    exit_code, http_status = 2, 413
 
 
 class SessionNotFound(SandboxError):

@@ -46,6 +46,8 @@ def parse_user(value: str) -> tuple[int, int]:
 
 def resolve_workdir(workdir: str) -> str:
     """Return ``workdir`` as an absolute path inside /workspace, or raise ValueError."""
+    if "\0" in workdir:
+        raise ValueError(f"workdir {workdir!r} holds a NUL byte; give a path without one")
     path = posixpath.normpath(posixpath.join(WORKSPACE, workdir))
     if path != WORKSPACE and not path.startswith(WORKSPACE + "/"):
         raise ValueError(

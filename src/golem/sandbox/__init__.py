@@ -27,6 +27,7 @@ from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import (
     BackgroundProcess,
     BoxInfo,
+    BoxPath,
     ExecRequest,
     ExecResult,
     ProcessOutput,
@@ -39,6 +40,7 @@ __all__ = [
     "BackgroundProcess",
     "Box",
     "BoxInfo",
+    "BoxPath",
     "BoxSpec",
     "Engine",
     "ErrorEvent",

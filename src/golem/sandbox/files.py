@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Collection
 from pathlib import Path
 from typing import IO
 
@@ -22,7 +22,6 @@ from golem.core.spec import WORKSPACE
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.client import raise_if_error
 from golem.sandbox.supervisor.messages import (
-    Cancel,
     Chunk,
     ChunkReply,
     Credit,
@@ -71,15 +70,27 @@ async def capped(
     """``chunks`` from a box, refused (``takeback.size``) once they pass ``limit`` bytes
     (counting ``already`` bytes of the same transfer), whatever size the box announced."""
     size = already
-    async for chunk in chunks:
-        size += len(chunk)
-        if size > limit:
-            raise UnsafeBoxOutput(
-                path,
-                f"the box sent more than its max_file_bytes ({format_size(limit)})",
-                "takeback.size",
-            )
-        yield chunk
+    async with _closing(chunks):
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > limit:
+                raise UnsafeBoxOutput(
+                    path,
+                    f"the box sent more than its max_file_bytes ({format_size(limit)})",
+                    "takeback.size",
+                )
+            yield chunk
+
+
+@contextlib.asynccontextmanager
+async def _closing(chunks: AsyncIterable[bytes]) -> AsyncIterator[None]:
+    """Close ``chunks`` (a download) as soon as its reader stops, not when the garbage
+    collector gets to it: the box's side of the transfer ends at once."""
+    try:
+        yield
+    finally:
+        if isinstance(chunks, AsyncGenerator):
+            await chunks.aclose()
 
 
 class BoxFiles:
@@ -125,8 +136,9 @@ class BoxFiles:
                 raise self.limits.file_too_large(where, size)
 
         download = self._download(Get(path=where, format="raw"), announced=announced)
-        async for chunk in capped(download, where, limit):
-            yield chunk
+        async with _closing(download):
+            async for chunk in capped(download, where, limit):
+                yield chunk
 
     async def put_dir(
         self, source: Path, path: str, *, leave_out: Callable[[str], bool] | None = None
@@ -158,8 +170,10 @@ class BoxFiles:
             skip_git=sorted(set(skip_git)),
             paths=paths,
         )
-        async for chunk in self._download(message):
-            yield chunk
+        download = self._download(message)
+        async with _closing(download):
+            async for chunk in download:
+                yield chunk
 
     async def get_dir(self, path: str, destination: Path) -> Landed:
         """Copy a directory of the box into ``destination`` on the host, by the rules of
@@ -168,19 +182,26 @@ class BoxFiles:
         return await land_archive(self.stream_archive(path), destination, self.limits)
 
     async def _upload(self, message: Put, chunks: AsyncIterator[bytes]) -> None:
+        """Send ``chunks`` to the box, which writes them aside and moves them into place
+        only at ``end``: a body that does not arrive whole (the source failed, the client
+        left) is cancelled, and the box removes what it wrote of it."""
         client = self._files_client
         call_id = client.new_id()
         queue = client.open(call_id)
+        ended = False
         try:
             await client.send(call_id, message)
             async for chunk in chunks:
-                if not queue.empty():  # the box refused early (bad path, no permission)
+                if not queue.empty():  # the box refused early (bad path, a full disk)
                     break
                 await client.send(call_id, Chunk(), chunk)
             await client.send(call_id, End())
+            ended = True
             raise_if_error(await _reply(client, queue))
         finally:
             client.close_call(call_id)
+            if not ended:
+                await _cancel(client, call_id)
 
     async def _download(
         self, message: Get, *, announced: Callable[[int], None] | None = None
@@ -213,9 +234,15 @@ class BoxFiles:
                     return
         finally:
             client.close_call(call_id)
-            if not finished and client.lost is None:  # the host stopped reading it
-                with contextlib.suppress(SandboxError, OSError):
-                    await client.send(call_id, Cancel())
+            if not finished:  # the host stopped reading it
+                await _cancel(client, call_id)
+
+
+async def _cancel(client: SessionClient, call_id: str) -> None:
+    """Cancel a transfer in the box, even from a task being cancelled (a client that
+    left): the box must not go on with it."""
+    with contextlib.suppress(SandboxError, OSError):
+        await asyncio.shield(client.cancel(call_id))
 
 
 async def _reply(client: SessionClient, queue: asyncio.Queue[Frame | None]) -> Frame:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from golem.core.events import NetworkEvent, ResourceUsage
 
@@ -13,6 +20,7 @@ __all__ = [
     "RUNTIME_BY_SUFFIX",
     "BackgroundProcess",
     "BoxInfo",
+    "BoxPath",
     "ExecRequest",
     "ExecResult",
     "ProcessOutput",
@@ -30,6 +38,16 @@ RUNTIME_BY_SUFFIX: dict[str, Runtime] = {
     ".bash": "bash",
 }
 RUNTIME_PROGRAM: dict[str, str] = {"python": "python3", "node": "node", "bash": "bash", "sh": "sh"}
+
+
+def _no_nul(path: str) -> str:
+    if "\0" in path:
+        raise ValueError(f"a path in a box may not hold a NUL byte: {path!r}")
+    return path
+
+
+BoxPath = Annotated[str, AfterValidator(_no_nul)]
+"""A path in a box, as a request names it: no NUL byte (no system call takes one)."""
 
 
 def runtime_for_filename(filename: str) -> Runtime:
@@ -65,13 +83,13 @@ class ExecRequest(BaseModel):
     )
     stdin: bytes | None = Field(None, description="Bytes fed to the call's standard input.")
     env: dict[str, str] = Field(default_factory=dict)
-    workdir: str | None = Field(None, description="Inside /workspace; default: the spec's.")
+    workdir: BoxPath | None = Field(None, description="Inside /workspace; default: the spec's.")
     timeout: float | None = Field(None, gt=0, description="Seconds; default: the spec's.")
     idle_timeout: float | None = Field(None, gt=0, description="Kill after N silent seconds.")
-    files: dict[str, bytes] = Field(
+    files: dict[BoxPath, bytes] = Field(
         default_factory=dict, description="Files written into the box before the call."
     )
-    return_files: list[str] = Field(
+    return_files: list[BoxPath] = Field(
         default_factory=list, description="Files read back from the box after the call."
     )
 

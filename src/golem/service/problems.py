@@ -52,7 +52,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _documented(
         413,
         "The request's body is too large for the key's role "
-        "(server.policies.<role>.max_body_bytes, or max_upload_bytes for an upload).",
+        "(server.policies.<role>.max_body_bytes, or max_upload_bytes for an upload), "
+        "or the box's file system has no room left for an upload.",
     ),
     415: _documented(415, "The request's content type is not the one expected."),
     422: _documented(422, "The request is not valid; each bad field is named."),

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import json
 from collections.abc import Callable
 
 from golem.core.errors import (
     BoxCrashed,
+    BoxDiskFull,
     ExecTimeout,
     InvalidRequest,
     PathNotFound,
@@ -24,6 +26,7 @@ from golem.core.errors import (
 )
 from golem.sandbox.supervisor.box.framing import HEADER, check_sizes, encode
 from golem.sandbox.supervisor.messages import (
+    Cancel,
     Error,
     Hello,
     HelloRequest,
@@ -223,6 +226,16 @@ def raise_if_error(frame: Frame) -> None:
     text, kind = message.message, message.kind
     if kind == "Invalid":
         raise InvalidRequest(text)
+    if message.errno in (errno.ENOSPC, errno.EDQUOT):
+        raise BoxDiskFull(
+            f"the box's file system is full ({text}); nothing was written: make room in "
+            "the box, write elsewhere, or ask for a larger workspace_size or tmp_size"
+        )
+    if message.errno == errno.EROFS:
+        raise PathRefused(
+            f"that path is on the box's read-only file system ({text}); write under "
+            "/workspace or /tmp, or ask for a box with read_only_root = false"
+        )
     if kind in ("FileNotFoundError", "NotADirectoryError"):
         raise PathNotFound(f"{kind} in the box: {text}")
     if kind in ("IsADirectoryError", "PermissionError", "FileExistsError"):
@@ -288,6 +301,13 @@ class SessionClient:
         """Send a frame, while the session lasts."""
         self._check()
         await self._client.send(call_id, message, payload)
+
+    async def cancel(self, call_id: str) -> None:
+        """Stop one of this session's transfers in the box (once the session has ended
+        too: its transfers must not outlive it); nothing once the box is gone."""
+        if self._client.lost is None:
+            with contextlib.suppress(BoxCrashed):
+                await self._client.send(call_id, Cancel())
 
     async def request(
         self, message: Request, payload: bytes = b"", *, call_id: str | None = None

@@ -220,12 +220,14 @@ class Exit(BoxReply):
 
 
 class Error(BoxReply):
-    """A request failed; ``kind`` is the exception's class name in the box."""
+    """A request failed; ``kind`` is the exception's class name in the box, ``errno`` an
+    OSError's number."""
 
     OP = op.ERROR
     kind: str = "error"
     message: str = "unknown error"
     path: str = ""
+    errno: int | None = None
 
 
 class ProcsReply(BoxReply):

@@ -6,18 +6,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query, Request, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from sse_starlette import EventSourceResponse
+from starlette.types import Receive, Scope, Send
 
 from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
-from golem.sandbox import BackgroundProcess, Box, ExecRequest, ExecResult, ProcessOutput
+from golem.sandbox import (
+    BackgroundProcess,
+    Box,
+    BoxPath,
+    ExecRequest,
+    ExecResult,
+    ProcessOutput,
+)
 from golem.service.api.deps import Caller, State
 from golem.service.api.streams import Frame, closed, event_stream, while_connected
 from golem.service.keys import Principal
@@ -225,7 +233,7 @@ async def put_file(
     request: Request,
     principal: Caller,
     state: State,
-    path: Annotated[str, Query(min_length=1)],
+    path: Annotated[BoxPath, Query(min_length=1)],
     mode: Annotated[int, Query(ge=0, le=0o7777)] = 0o644,
 ) -> None:
     """Write the request body to a file in the box."""
@@ -238,7 +246,7 @@ async def put_file(
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
 async def get_file(
-    session_id: str, principal: Caller, state: State, path: Annotated[str, Query(min_length=1)]
+    session_id: str, principal: Caller, state: State, path: Annotated[BoxPath, Query(min_length=1)]
 ) -> StreamingResponse:
     """A file of the box, streamed."""
     chunks = _box(state, principal, session_id).stream_file(path)
@@ -249,7 +257,27 @@ async def _streamed(chunks: AsyncIterator[bytes], media_type: str) -> StreamingR
     """A streamed answer whose first chunk is read now, so that a missing path is a 4xx
     problem rather than a broken 200."""
     first = await anext(aiter(chunks), b"")
-    return StreamingResponse(_again(first, chunks), media_type=media_type)
+    return _Transfer(chunks, _again(first, chunks), media_type=media_type)
+
+
+class _Transfer(StreamingResponse):
+    """A download whose source is closed when the answer ends, however it ends: a client
+    that left ends the transfer in the box at once, not when the garbage collector gets to
+    it."""
+
+    def __init__(
+        self, source: AsyncIterator[bytes], body: AsyncIterator[bytes], media_type: str
+    ) -> None:
+        super().__init__(body, media_type=media_type)
+        self._source = source
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if isinstance(self._source, AsyncGenerator):
+                with contextlib.suppress(RuntimeError):  # still running: it ends itself
+                    await self._source.aclose()
 
 
 async def _again(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -265,7 +293,7 @@ async def put_archive(
     request: Request,
     principal: Caller,
     state: State,
-    path: Annotated[str, Query(min_length=1)],
+    path: Annotated[BoxPath, Query(min_length=1)],
 ) -> None:
     """Unpack the request body (a tar stream) into a directory of the box."""
     await _box(state, principal, session_id).put_archive(path, request.stream())
@@ -280,9 +308,9 @@ async def get_archive(
     session_id: str,
     principal: Caller,
     state: State,
-    path: Annotated[str, Query(min_length=1)],
-    paths: Annotated[list[str] | None, Query()] = None,
-    skip_git: Annotated[list[str] | None, Query()] = None,
+    path: Annotated[BoxPath, Query(min_length=1)],
+    paths: Annotated[list[BoxPath] | None, Query()] = None,
+    skip_git: Annotated[list[BoxPath] | None, Query()] = None,
 ) -> StreamingResponse:
     """A directory of the box as a tar stream: only ``paths`` of it (relative), when
     given; the ``.git`` of each directory in ``skip_git`` ("" for ``path``) left out."""

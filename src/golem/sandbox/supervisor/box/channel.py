@@ -6,7 +6,7 @@ import json
 import os
 import threading
 
-from .framing import HEADER, check_sizes, encode
+from .framing import ERROR, HEADER, check_sizes, encode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,6 +30,18 @@ class Channel:
             while view:
                 written = os.write(self.fd_out, view)
                 view = view[written:]
+
+    def send_error(self, call_id: object, exc: BaseException, path: str = "") -> None:
+        """The ``error`` frame of a failed request: its exception's class name and text,
+        the ``path`` it concerns, and an OSError's ``errno`` (the host tells a full disk
+        from a read-only one by it)."""
+        message: Message = {"op": ERROR, "id": call_id, "kind": type(exc).__name__}
+        message["message"] = str(exc)
+        if path:
+            message["path"] = path
+        if isinstance(exc, OSError) and exc.errno is not None:
+            message["errno"] = exc.errno
+        self.send(message)
 
     def _read_exactly(self, size: int) -> bytes | None:
         parts: list[bytes] = []

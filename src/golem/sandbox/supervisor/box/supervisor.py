@@ -72,11 +72,7 @@ class Supervisor:
                     raise ValueError("unknown op {!r}".format(msg.get("op")))
                 handler(msg, payload)
             except Exception as exc:
-                self.error(msg.get("id"), exc)
-
-    def error(self, call_id: object, exc: Exception) -> None:
-        kind = type(exc).__name__
-        self.channel.send({"op": op.ERROR, "id": call_id, "kind": kind, "message": str(exc)})
+                self.channel.send_error(msg.get("id"), exc)
 
     def done(self, msg: dict[str, Any]) -> None:
         self.channel.send({"op": op.DONE, "id": msg.get("id")})
@@ -230,11 +226,14 @@ class Supervisor:
             upload.write(payload)
 
     def op_end(self, msg: dict[str, Any], payload: bytes) -> None:
+        """An upload's body ended: it is moved into place, and ``done`` (after a failed
+        write the host has its error already, and gets nothing more)."""
         upload = self.uploads.pop(str(msg["id"]), None)
         if upload is None:
             raise KeyError("no transfer with id {!r}".format(msg["id"]))
-        upload.finish()
-        self.done(msg)
+        if not upload.failed:
+            upload.finish()
+            self.done(msg)
 
     def op_get(self, msg: dict[str, Any], payload: bytes) -> None:
         from .transfer import Download
@@ -247,7 +246,8 @@ class Supervisor:
             finally:
                 self.downloads.pop(download.id, None)
 
-        threading.Thread(target=run, daemon=True).start()
+        download.thread = threading.Thread(target=run, daemon=True)
+        download.thread.start()
 
     def op_credit(self, msg: dict[str, Any], payload: bytes) -> None:
         """The host consumed ``count`` chunks of a download: that many more may go."""
@@ -256,15 +256,34 @@ class Supervisor:
             download.flow.give(int(msg.get("count", 0)))
 
     def op_cancel(self, msg: dict[str, Any], payload: bytes) -> None:
-        """The host stopped reading a download: its thread stops at the next chunk."""
+        """The host stopped a transfer: a download's thread stops at its next chunk, an
+        upload's body is removed (it never reaches its target)."""
         download = self.downloads.get(str(msg["id"]))
         if download is not None:
-            download.flow.cancel()
+            download.flow.cancel("the host stopped reading it")
+        upload = self.uploads.pop(str(msg["id"]), None)
+        if upload is not None:
+            upload.abort()
+
+    def end_transfers(self, why: str) -> None:
+        """Stop every transfer (a reset: the session that started them has ended)."""
+        downloads = list(self.downloads.values())
+        for download in downloads:
+            download.flow.cancel(why)
+        uploads = list(self.uploads.values())
+        self.uploads.clear()
+        for upload in uploads:
+            upload.abort()
+        for download in downloads:
+            if download.thread is not None:
+                download.thread.join(DRAIN_AFTER_EXIT)
 
     # Warm pools -------------------------------------------------------------------------
 
     def op_reset(self, msg: dict[str, Any], payload: bytes) -> None:
-        """Kill every process but ourselves and empty the writable places (warm pools)."""
+        """End every transfer, kill every process but ourselves and empty the writable
+        places (warm pools)."""
+        self.end_transfers("the box's session ended")
         with self.calls_lock:
             calls = list(self.calls.values())
             self.calls.clear()

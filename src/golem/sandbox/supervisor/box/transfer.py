@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
+import tempfile
 import threading
 
-from .framing import CHUNK, CHUNK_OP, END, ERROR, META
+from .calls import Invalid
+from .framing import CHUNK, CHUNK_OP, END, META
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,24 +25,45 @@ class NotRegularFile(ValueError):
 
 
 class TransferCancelled(Exception):
-    """The host stopped reading a download (``cancel``): send no more of it."""
+    """The host stopped reading a download (``cancel``), or the box was reset: send no
+    more of it."""
+
+
+def checked_path(msg: dict[str, Any]) -> str:
+    """A transfer's path, refused before any system call when it holds a NUL byte."""
+    path = str(msg["path"])
+    if "\0" in path:
+        raise Invalid(f"a path may not hold a NUL byte: {path!r}")
+    return path
 
 
 class Upload:
-    """A put in progress: chunks from the host written to a file or a tar extractor."""
+    """A put in progress: chunks from the host written aside (a temporary file beside the
+    target, or a temporary directory inside it for a tar) and moved into place only by
+    ``finish``, once the whole body arrived; ``abort`` removes what was written."""
 
     def __init__(self, msg: dict[str, Any]) -> None:
-        self.path = str(msg["path"])
+        self.path = checked_path(msg)
         self.format = msg.get("format", "raw")
-        self.error: str | None = None
+        self.error: BaseException | None = None
+        self.failed = False
         self.thread: threading.Thread | None = None
-        parent = self.path if self.format == "tar" else os.path.dirname(self.path)
-        os.makedirs(parent or "/", exist_ok=True)
+        self.fd = -1
         if self.format == "raw":
+            self.target = os.path.realpath(self.path)  # a link is written through
+            if os.path.isdir(self.target):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
+            parent, name = os.path.split(self.target)
+            os.makedirs(parent or "/", exist_ok=True)
             mode = msg.get("mode")
             mode = 0o644 if mode is None else int(mode)
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+            self.temp = os.path.join(parent, f".{name}.golem-upload-{os.urandom(6).hex()}")
+            self.fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            if os.path.isfile(self.target):  # as writing over it did: its mode is kept
+                os.fchmod(self.fd, stat.S_IMODE(os.stat(self.target).st_mode))
         else:
+            os.makedirs(self.path, exist_ok=True)
+            self.temp = tempfile.mkdtemp(prefix=".golem-upload-", dir=self.path)
             read_fd, self.fd = os.pipe()
             self.thread = threading.Thread(target=self._extract, args=(read_fd,), daemon=True)
             self.thread.start()
@@ -50,27 +75,88 @@ class Upload:
             try:
                 with tarfile.open(fileobj=source, mode="r|*") as archive:
                     # The host's tree as it is: its links (absolute ones too) are data
-                    # here; the tar filter still keeps every entry inside self.path.
+                    # here; the tar filter still keeps every entry inside the directory.
                     if hasattr(tarfile, "tar_filter"):
-                        archive.extractall(self.path, filter="tar")
+                        archive.extractall(self.temp, filter="tar")
                     else:  # pragma: no cover - Python < 3.8.17 in the image
-                        archive.extractall(self.path)
+                        archive.extractall(self.temp)
+            except tarfile.TarError as exc:
+                self.error = Invalid(
+                    f"the upload to {self.path} is not a tar archive that can be unpacked "
+                    f"({exc}); send an uncompressed, gzip, bz2 or xz tar stream"
+                )
             except Exception as exc:
-                self.error = str(exc)
+                self.error = exc
             while source.read(CHUNK):  # keep the writer from blocking after an error
                 pass
 
     def write(self, data: bytes) -> None:
+        """Write a chunk; after a failed one (a full disk), the rest are dropped."""
+        if self.failed:
+            return
         view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            self.failed = True
+            self.abort()
+            raise OSError(exc.errno, exc.strerror, self.path) from None
 
     def finish(self) -> None:
-        os.close(self.fd)
+        """The whole body arrived: move it into place (or raise why it cannot be)."""
+        try:
+            self._close()
+            if self.error is not None:
+                raise self.error
+            if self.format == "raw":
+                os.rename(self.temp, self.target)
+            else:
+                merge(self.temp, self.path)
+        finally:
+            self._discard()
+
+    def abort(self) -> None:
+        """The body will not arrive whole: remove what was written of it."""
+        self._close()
+        self._discard()
+
+    def _close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
         if self.thread is not None:
             self.thread.join()
-        if self.error:
-            raise ValueError(self.error)
+
+    def _discard(self) -> None:
+        if os.path.isdir(self.temp) and not os.path.islink(self.temp):
+            shutil.rmtree(self.temp, ignore_errors=True)
+        else:
+            try:
+                os.unlink(self.temp)
+            except OSError:
+                pass
+
+
+def merge(source: str, target: str) -> None:
+    """Move the tree ``source`` into the directory ``target``: directories merged with
+    those there, anything else replacing what is there (a link itself, not its target)."""
+    for name in sorted(os.listdir(source)):
+        moved, there = os.path.join(source, name), os.path.join(target, name)
+        is_dir = os.path.isdir(moved) and not os.path.islink(moved)
+        if is_dir and os.path.isdir(there) and not os.path.islink(there):
+            merge(moved, there)
+            shutil.copystat(moved, there, follow_symlinks=False)
+            os.rmdir(moved)
+            continue
+        if is_dir and os.path.lexists(there):
+            os.unlink(there)  # a file or link where the archive has a directory
+        try:
+            os.replace(moved, there)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            shutil.move(moved, there)  # a mount point inside the target
 
 
 class Flow:
@@ -79,7 +165,7 @@ class Flow:
 
     def __init__(self, window: int | None) -> None:
         self.credits = window  # None: unlimited
-        self.cancelled = False
+        self.cancelled = ""  # why, once cancelled
         self.cond = threading.Condition()
 
     def take(self) -> None:
@@ -87,7 +173,7 @@ class Flow:
             while self.credits is not None and self.credits <= 0 and not self.cancelled:
                 self.cond.wait()
             if self.cancelled:
-                raise TransferCancelled()
+                raise TransferCancelled(self.cancelled)
             if self.credits is not None:
                 self.credits -= 1
 
@@ -97,9 +183,9 @@ class Flow:
                 self.credits += count
             self.cond.notify_all()
 
-    def cancel(self) -> None:
+    def cancel(self, why: str) -> None:
         with self.cond:
-            self.cancelled = True
+            self.cancelled = why
             self.cond.notify_all()
 
 
@@ -112,26 +198,24 @@ class Download:
         self.msg = msg
         window = msg.get("window")
         self.flow = Flow(int(window) if window is not None else None)
+        self.thread: threading.Thread | None = None
         self.pending = bytearray()
 
     def run(self) -> None:
-        """Send the file or tree, or the error that stopped it (not once cancelled)."""
+        """Send the file or tree, or the error that stopped it (to a host that cancelled
+        it, a frame it drops)."""
         msg = self.msg
         path = str(msg["path"])
         try:
+            checked_path(msg)
             if msg.get("format", "raw") == "raw":
                 self._send_file(path)
             else:
                 skip_git = {str(d).strip("/") for d in msg.get("skip_git") or ()}
                 self._send_tar(path, msg.get("paths"), skip_git)
             self.channel.send({"op": END, "id": self.id})
-        except TransferCancelled:
-            pass
         except Exception as exc:
-            kind = type(exc).__name__
-            self.channel.send(
-                {"op": ERROR, "id": self.id, "kind": kind, "message": str(exc), "path": path}
-            )
+            self.channel.send_error(self.id, exc, path)
 
     def send_chunk(self, data: bytes) -> None:
         self.flow.take()

@@ -1,0 +1,217 @@
+"""File transfers over the API under faults and unkind clients, against a real server: a
+client that leaves ends its transfer in the box, an upload lands whole or not at all,
+returned files are read through their cap, and a client's or a box's condition (a full
+disk, the read-only root, a NUL in a path, a body that is not tar) is a 4xx problem."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import tarfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.sandbox.test_files import held_open
+from tests.service.served import Served, serving, unb64
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with serving(tmp_path_factory.mktemp("transfers") / "state") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def key(served: Served) -> str:
+    return served.key("acme")
+
+
+@pytest.fixture
+def acme(served: Served, key: str) -> Iterator[httpx.Client]:
+    with served.client(key) as client:
+        yield client
+
+
+def open_session(acme: httpx.Client, **spec: object) -> str:
+    made = acme.post("/v1/sessions", json={"spec": spec})
+    assert made.status_code == 201, made.text
+    session: str = made.json()["id"]
+    return session
+
+
+@pytest.fixture
+def session(acme: httpx.Client) -> Iterator[str]:
+    session = open_session(acme)
+    yield session
+    acme.delete(f"/v1/sessions/{session}")
+
+
+def until(condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
+    """Wait for ``condition`` (looked at every 50 ms), failing after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"still not {what} after {within}s"
+        time.sleep(0.05)
+
+
+def shell(acme: httpx.Client, session: str, cmd: str) -> str:
+    done = acme.post(f"/v1/sessions/{session}/exec", json={"cmd": cmd})
+    assert done.status_code == 200, done.text
+    return unb64(done.json()["stdout"]).decode()
+
+
+def test_a_download_ends_in_the_box_when_its_client_leaves(
+    acme: httpx.Client, session: str
+) -> None:
+    name = f"endless-{secrets.token_hex(4)}"
+    shell(acme, session, f"truncate -s 200M {name}")
+    with acme.stream("GET", f"/v1/sessions/{session}/files", params={"path": name}) as got:
+        assert got.status_code == 200
+        chunks = got.iter_raw()
+        next(chunks)
+        assert held_open(name)
+    until(lambda: not held_open(name), "closed by the box")
+
+
+@pytest.mark.parametrize(("route", "path"), [("files", "{name}"), ("archive", ".")])
+def test_a_download_ends_in_the_box_when_its_session_is_deleted(
+    served: Served, acme: httpx.Client, route: str, path: str
+) -> None:
+    session = open_session(acme)
+    name = f"endless-{secrets.token_hex(4)}"
+    shell(acme, session, f"truncate -s 200M {name}")
+    asked = {"path": path.format(name=name)}
+    with acme.stream("GET", f"/v1/sessions/{session}/{route}", params=asked) as got:
+        assert got.status_code == 200
+        chunks = got.iter_raw()
+        next(chunks)
+        assert held_open(name)
+        with served.client(acme.headers["Authorization"].split()[1]) as other:
+            assert other.delete(f"/v1/sessions/{session}").status_code == 204
+        until(lambda: not held_open(name), "closed by the box")
+
+
+def test_an_interrupted_upload_leaves_the_target_as_it_was(
+    served: Served, key: str, acme: httpx.Client, session: str
+) -> None:
+    acme.put(f"/v1/sessions/{session}/files", params={"path": "keep.txt"}, content=b"old")
+    look = "ls -A; cat keep.txt"
+    assert shell(acme, session, look) == "keep.txt\nold"
+    url = httpx.URL(served.url)
+    head = (
+        f"PUT /v1/sessions/{session}/files?path=keep.txt HTTP/1.1\r\nHost: {url.host}\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Length: {8 << 20}\r\n\r\n"
+    )
+    with socket.create_connection((url.host, url.port)) as client:
+        client.sendall(head.encode() + b"x" * (2 << 20))
+        until(lambda: shell(acme, session, look) != "keep.txt\nold", "landing in the box")
+    until(lambda: shell(acme, session, look) == "keep.txt\nold", "as it was")
+
+
+def test_an_interrupted_archive_upload_unpacks_nothing(
+    served: Served, key: str, acme: httpx.Client, session: str, tmp_path: Path
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "big.bin").write_bytes(b"y" * (4 << 20))
+    with tarfile.open(tmp_path / "tree.tar", "w") as archive:
+        archive.add(tree / "big.bin", arcname="big.bin")
+    whole = (tmp_path / "tree.tar").read_bytes()
+    acme.put(f"/v1/sessions/{session}/files", params={"path": "project/kept.txt"}, content=b"k")
+    look = "ls -A project"
+    assert shell(acme, session, look) == "kept.txt\n"
+    url = httpx.URL(served.url)
+    head = (
+        f"PUT /v1/sessions/{session}/archive?path=project HTTP/1.1\r\nHost: {url.host}\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Length: {len(whole)}\r\n\r\n"
+    )
+    with socket.create_connection((url.host, url.port)) as client:
+        client.sendall(head.encode() + whole[: len(whole) // 2])
+        until(lambda: shell(acme, session, look) != "kept.txt\n", "landing in the box")
+    until(lambda: shell(acme, session, look) == "kept.txt\n", "as it was")
+
+
+def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: Served) -> None:
+    session = open_session(acme, max_file_bytes="1m")
+    try:
+        before = peak_memory(served)
+        done = acme.post(
+            f"/v1/sessions/{session}/exec",
+            json={"cmd": "true", "return_files": ["/proc/kallsyms"]},
+        )
+        assert done.status_code == 422, done.text
+        assert "max_file_bytes (1m)" in done.json()["detail"]
+        device = acme.post(
+            f"/v1/sessions/{session}/exec", json={"cmd": "true", "return_files": ["/dev/zero"]}
+        )
+        assert device.status_code == 422, device.text
+        assert "not a regular file" in device.json()["detail"]
+        assert peak_memory(served) - before < 64 << 20
+    finally:
+        acme.delete(f"/v1/sessions/{session}")
+
+
+def peak_memory(served: Served) -> int:
+    """The server process's peak resident memory so far, in bytes."""
+    status = Path(f"/proc/{served.process.pid}/status").read_text()
+    line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def test_a_full_disk_on_upload_is_a_413_and_leaves_nothing(acme: httpx.Client) -> None:
+    session = open_session(acme, tmp_size="1m")
+    try:
+        before = shell(acme, session, "ls -A /tmp")
+        put = acme.put(
+            f"/v1/sessions/{session}/files", params={"path": "/tmp/big"}, content=b"x" * (2 << 20)
+        )
+        assert put.status_code == 413, put.text
+        assert "full" in put.json()["detail"]
+        assert shell(acme, session, "ls -A /tmp") == before
+    finally:
+        acme.delete(f"/v1/sessions/{session}")
+
+
+def test_a_write_to_the_read_only_root_is_a_4xx(acme: httpx.Client, session: str) -> None:
+    for route in ("files", "archive"):
+        put = acme.put(f"/v1/sessions/{session}/{route}", params={"path": "/usr/x"}, content=b"")
+        assert put.status_code == 422, put.text
+        assert "read-only" in put.json()["detail"]
+
+
+def test_an_archive_that_is_not_tar_is_a_422(acme: httpx.Client, session: str) -> None:
+    put = acme.put(
+        f"/v1/sessions/{session}/archive",
+        params={"path": "unpacked"},
+        content=bytes(range(256)) * 64,
+    )
+    assert put.status_code == 422, put.text
+    assert "not a tar archive" in put.json()["detail"]
+    assert shell(acme, session, "ls -A unpacked") == ""
+
+
+def test_a_nul_in_a_path_is_a_422_wherever_a_path_is_taken(
+    acme: httpx.Client, session: str
+) -> None:
+    base = f"/v1/sessions/{session}"
+    nul = {"path": "a\0b"}
+    answers = [
+        acme.get(f"{base}/files", params=nul),
+        acme.put(f"{base}/files", params=nul, content=b"x"),
+        acme.get(f"{base}/archive", params=nul),
+        acme.get(f"{base}/archive", params={"path": ".", "paths": ["a\0b"]}),
+        acme.put(f"{base}/archive", params=nul, content=b""),
+        acme.post(f"{base}/exec", json={"cmd": "true", "return_files": ["a\0b"]}),
+        acme.post(f"{base}/exec", json={"cmd": "true", "workdir": "a\0b"}),
+        acme.post(f"{base}/exec", json={"cmd": "true", "files": {"a\0b": ""}}),
+        acme.post("/v1/sessions", json={"spec": {"workdir": "a\0b"}}),
+    ]
+    for answer in answers:
+        assert answer.status_code == 422, (answer.request.url, answer.text)
+        assert "NUL" in answer.text, answer.text
