@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from golem import __version__
 from golem.core.config import GolemConfig, load_config
 from golem.sandbox import LocalEngine
-from golem.service.api import calls, credentials, interactive, keys, runs, sessions
+from golem.service.api import calls, credentials, files, interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.dashboard import router as dashboard_router
 from golem.service.keys import KeyStore
@@ -72,7 +72,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
     app.add_middleware(BodyLimit)
-    for module in (sessions, calls, interactive, runs, keys, credentials):
+    for module in (sessions, files, calls, interactive, runs, keys, credentials):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)
     app.include_router(dashboard_router, responses=ERROR_RESPONSES)

@@ -1,19 +1,18 @@
 """The engine over HTTP: sessions, calls (plain, streamed as server-sent events, or over a
-WebSocket with stdin and signals), files, background processes, one-shot calls."""
+WebSocket with stdin and signals), background processes, one-shot calls. Files and
+archives are in ``api/files.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query, Request, status
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from sse_starlette import EventSourceResponse
-from starlette.types import Receive, Scope, Send
 
 from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
@@ -21,7 +20,6 @@ from golem.core.spec import BoxSpec
 from golem.sandbox import (
     BackgroundProcess,
     Box,
-    BoxPath,
     ExecRequest,
     ExecResult,
     ProcessOutput,
@@ -33,7 +31,7 @@ from golem.service.policy import check_call
 from golem.service.sessions import HeldSession
 from golem.service.state import ServerState
 
-__all__ = ["ExecOnce", "SessionCreate", "SessionInfo", "router"]
+__all__ = ["ExecOnce", "SessionCreate", "SessionInfo", "router", "session_box"]
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
@@ -195,13 +193,14 @@ async def delete_session(session_id: str, principal: Caller, state: State) -> No
     await state.sessions.close(principal, session_id)
 
 
-def _box(state: State, principal: Caller, session_id: str) -> Box:
+def session_box(state: State, principal: Caller, session_id: str) -> Box:
+    """The box of a session of the principal's tenant (404 for any other)."""
     return state.sessions.get(principal, session_id).box
 
 
 def _call(state: State, principal: Caller, session_id: str, request: ExecRequest) -> Box:
     """The session's box, once the call is within the key's policy."""
-    box = _box(state, principal, session_id)
+    box = session_box(state, principal, session_id)
     check_call(request, state.config.server.policies[principal.role], principal.role)
     return box
 
@@ -227,98 +226,6 @@ async def stream(
     return _sse(_call(state, principal, session_id, request).stream(request))
 
 
-@router.put("/sessions/{session_id}/files", status_code=status.HTTP_204_NO_CONTENT)
-async def put_file(
-    session_id: str,
-    request: Request,
-    principal: Caller,
-    state: State,
-    path: Annotated[BoxPath, Query(min_length=1)],
-    mode: Annotated[int, Query(ge=0, le=0o7777)] = 0o644,
-) -> None:
-    """Write the request body to a file in the box."""
-    await _box(state, principal, session_id).put_file(path, request.stream(), mode)
-
-
-@router.get(
-    "/sessions/{session_id}/files",
-    response_class=StreamingResponse,
-    responses={200: {"content": {"application/octet-stream": {}}}},
-)
-async def get_file(
-    session_id: str, principal: Caller, state: State, path: Annotated[BoxPath, Query(min_length=1)]
-) -> StreamingResponse:
-    """A file of the box, streamed."""
-    chunks = _box(state, principal, session_id).stream_file(path)
-    return await _streamed(chunks, "application/octet-stream")
-
-
-async def _streamed(chunks: AsyncIterator[bytes], media_type: str) -> StreamingResponse:
-    """A streamed answer whose first chunk is read now, so that a missing path is a 4xx
-    problem rather than a broken 200."""
-    first = await anext(aiter(chunks), b"")
-    return _Transfer(chunks, _again(first, chunks), media_type=media_type)
-
-
-class _Transfer(StreamingResponse):
-    """A download whose source is closed when the answer ends, however it ends: a client
-    that left ends the transfer in the box at once, not when the garbage collector gets to
-    it."""
-
-    def __init__(
-        self, source: AsyncIterator[bytes], body: AsyncIterator[bytes], media_type: str
-    ) -> None:
-        super().__init__(body, media_type=media_type)
-        self._source = source
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            if isinstance(self._source, AsyncGenerator):
-                with contextlib.suppress(RuntimeError):  # still running: it ends itself
-                    await self._source.aclose()
-
-
-async def _again(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    if first:
-        yield first
-    async for chunk in rest:
-        yield chunk
-
-
-@router.put("/sessions/{session_id}/archive", status_code=status.HTTP_204_NO_CONTENT)
-async def put_archive(
-    session_id: str,
-    request: Request,
-    principal: Caller,
-    state: State,
-    path: Annotated[BoxPath, Query(min_length=1)],
-) -> None:
-    """Unpack the request body (a tar stream) into a directory of the box."""
-    await _box(state, principal, session_id).put_archive(path, request.stream())
-
-
-@router.get(
-    "/sessions/{session_id}/archive",
-    response_class=StreamingResponse,
-    responses={200: {"content": {"application/x-tar": {}}}},
-)
-async def get_archive(
-    session_id: str,
-    principal: Caller,
-    state: State,
-    path: Annotated[BoxPath, Query(min_length=1)],
-    paths: Annotated[list[BoxPath] | None, Query()] = None,
-    skip_git: Annotated[list[BoxPath] | None, Query()] = None,
-) -> StreamingResponse:
-    """A directory of the box as a tar stream: only ``paths`` of it (relative), when
-    given; the ``.git`` of each directory in ``skip_git`` ("" for ``path``) left out."""
-    box = _box(state, principal, session_id)
-    chunks = box.stream_archive(path, paths=paths, skip_git=skip_git or ())
-    return await _streamed(chunks, "application/x-tar")
-
-
 @router.post("/sessions/{session_id}/processes", status_code=status.HTTP_201_CREATED)
 async def start_process(
     session_id: str, request: ExecRequest, principal: Caller, state: State
@@ -332,7 +239,7 @@ async def list_processes(
     session_id: str, principal: Caller, state: State
 ) -> list[BackgroundProcess]:
     """The session's background processes."""
-    return await _box(state, principal, session_id).processes()
+    return await session_box(state, principal, session_id).processes()
 
 
 @router.get("/sessions/{session_id}/processes/{process_id}/output")
@@ -344,7 +251,7 @@ async def process_output(
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> ProcessOutput:
     """A background process's output from ``offset`` on."""
-    return await _box(state, principal, session_id).read_output(process_id, offset)
+    return await session_box(state, principal, session_id).read_output(process_id, offset)
 
 
 @router.post(
@@ -355,7 +262,7 @@ async def signal_process(
     session_id: str, process_id: str, body: SignalBody, principal: Caller, state: State
 ) -> None:
     """Send a signal to a background process."""
-    await _box(state, principal, session_id).signal(process_id, body.signal)
+    await session_box(state, principal, session_id).signal(process_id, body.signal)
 
 
 @router.post("/sessions/{session_id}/processes/{process_id}/wait")
@@ -363,7 +270,7 @@ async def wait_process(
     session_id: str, process_id: str, body: WaitBody, principal: Caller, state: State
 ) -> WaitResult:
     """Wait (at most ``timeout``) for a background process to end."""
-    code = await _box(state, principal, session_id).wait(process_id, body.timeout)
+    code = await session_box(state, principal, session_id).wait(process_id, body.timeout)
     return WaitResult(exit_code=code)
 
 
@@ -372,13 +279,13 @@ async def wait_process(
 )
 async def forget_process(session_id: str, process_id: str, principal: Caller, state: State) -> None:
     """Kill a background process if it runs, and drop its output."""
-    await _box(state, principal, session_id).forget(process_id)
+    await session_box(state, principal, session_id).forget(process_id)
 
 
 @router.get("/sessions/{session_id}/network")
 async def network_log(session_id: str, principal: Caller, state: State) -> list[NetworkEvent]:
     """The egress proxy's decisions for this session (filtered boxes)."""
-    return await _box(state, principal, session_id).network_log()
+    return await session_box(state, principal, session_id).network_log()
 
 
 @router.post("/exec")
