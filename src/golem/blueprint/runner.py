@@ -44,7 +44,7 @@ from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
-from golem.store import Store
+from golem.store import RETRY_AFTER, Store
 
 __all__ = ["Runner"]
 
@@ -160,7 +160,7 @@ class Runner:
             state.error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
             watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, GolemError):
                 await watcher
             await _quietly(ex.close())
             state.owner_pid = None
@@ -181,7 +181,12 @@ class Runner:
         with self.book.watch_control(run_id) as asked:
             while not work.done():
                 asked.clear()
-                current = await self.book.load(run_id)
+                try:
+                    current = await self.book.load(run_id)
+                except GolemError as exc:  # the store is away: the run goes on; look again
+                    log.warning("run %s: cannot read its cancel requests: %s", run_id, exc)
+                    await asked.wait(RETRY_AFTER)
+                    continue
                 if current is not None and current.cancel_requested:
                     work.cancel()
                     return True

@@ -11,7 +11,6 @@ from their current node, so a crash loses no run and leaves no box.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 
@@ -19,13 +18,14 @@ from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook, run_state
 from golem.blueprint.events import RunFinished
 from golem.blueprint.retention import prune_runs
+from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError, QueueFull
 from golem.core.network import RemotePolicy
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
-from golem.store import QUEUE, Store
+from golem.store import QUEUE, RETRY_AFTER, Store
 
 __all__ = ["RunQueue"]
 
@@ -114,9 +114,10 @@ class RunQueue:
                 queued.clear()
                 try:
                     record = await self.store.claim_next_run(self.server_id)
-                except GolemError as exc:  # the database is away: look again on a wake-up
+                except GolemError as exc:  # the database is away: look again soon
                     log.warning("worker %d cannot claim a run: %s", number, exc.message)
-                    record = None
+                    await queued.wait(RETRY_AFTER)
+                    continue
                 if record is None:
                     await queued.wait()
                     continue
@@ -141,15 +142,19 @@ class RunQueue:
     async def _fail(self, claimed: RunState, book: RunBook, reason: str) -> None:
         """End a claimed run before it starts: failed, with ``reason``, and its run_end."""
         claimed.status, claimed.error = "failed", reason
-        await book.save(claimed)
-        await book.append(RunFinished(run_id=claimed.id, status="failed", summary=reason))
+        writes = StoreWriter()  # kept, even when the store is away for a while
+        writes.put(lambda: book.save(claimed))
+        writes.put(lambda: book.append(RunFinished(run_id=claimed.id, status="failed",
+                                                   summary=reason)))  # fmt: skip
+        await writes.flush()
         log.info("run %s failed before it started: %s", claimed.id, reason)
 
     async def stop(self) -> None:
         """Stop the workers; a run they had is left running, for a restart to resume."""
         for worker in self._workers:
             worker.cancel()
-        for worker in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+        ended = await asyncio.gather(*self._workers, return_exceptions=True)
+        for outcome in ended:
+            if isinstance(outcome, Exception):
+                log.error("a worker had failed: %r", outcome)
         self._workers.clear()

@@ -6,6 +6,7 @@ change (``watch``) instead of being polled.
 The store sits below the blueprint and forge layers: a run's state and its events are kept
 as JSON documents of theirs, with the fields it queries by in columns of their own."""
 
+from golem.store.bounds import RETRY_AFTER
 from golem.store.cipher import TokenCipher, new_key
 from golem.store.contract import Store
 from golem.store.memory import MemoryStore
@@ -31,6 +32,7 @@ __all__ = [
     "FINISHED",
     "QUEUE",
     "RECHECK",
+    "RETRY_AFTER",
     "ApiKeyRecord",
     "CommentRecord",
     "Decision",

@@ -38,6 +38,10 @@ class Store(Protocol):
         """Release what the store holds."""
         ...
 
+    async def ping(self) -> None:
+        """Reach the database; StoreUnavailable when it is away (``/healthz``)."""
+        ...
+
     def watch(self, key: str) -> AbstractContextManager[Signal]:
         """A signal set when ``key`` changes: a run id (its state, cancel request, gate
         answer or events), or ``QUEUE`` (a run was queued)."""

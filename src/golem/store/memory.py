@@ -57,6 +57,9 @@ class MemoryStore:
     async def close(self) -> None:
         """Nothing to release."""
 
+    async def ping(self) -> None:
+        """Always reached."""
+
     def watch(self, key: str) -> AbstractContextManager[Signal]:
         """A signal set when ``key`` (a run id, or ``QUEUE``) changes."""
         return self._hub.watch(key)
