@@ -16,13 +16,14 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["PrivatePostgres", "SqliteLock", "pg_binaries", "private_postgres"]
 
-PASSWORD = "golem"
+PASSWORD = "golem"  # noqa: S105 - a throwaway test cluster's
 
 
 def pg_binaries() -> Path | None:
@@ -40,15 +41,16 @@ def _free_port() -> int:
 
 
 class PrivatePostgres:
-    """A PostgreSQL cluster in ``directory`` on its own loopback port."""
+    """A PostgreSQL cluster in a new directory of /tmp (one the ``postgres`` user can
+    reach, unlike pytest's) on its own loopback port."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self) -> None:
         binaries = pg_binaries()
         if binaries is None:
             raise RuntimeError("no PostgreSQL under /usr/lib/postgresql (scripts/setup)")
         self.bin = binaries
-        self.directory = directory
-        self.data = directory / "data"
+        self.directory = Path(tempfile.mkdtemp(prefix="golem-pg-"))
+        self.data = self.directory / "data"
         self.port = _free_port()
         self.url = f"postgresql+psycopg://golem:{PASSWORD}@127.0.0.1:{self.port}/golem"
         self._as_postgres = os.geteuid() == 0
@@ -61,7 +63,6 @@ class PrivatePostgres:
 
     def create(self) -> None:
         """initdb, start, and make the role and database golem (password golem)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
         if self._as_postgres:
             shutil.chown(self.directory, "postgres", "postgres")
         secret = self.directory / "pw"
@@ -69,7 +70,8 @@ class PrivatePostgres:
         if self._as_postgres:
             shutil.chown(secret, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-U", "golem", "--pwfile", str(secret),
-                  "-A", "scram-sha-256", "-E", "UTF8", "--locale", "C.UTF-8", "--no-sync")  # fmt: skip
+                  "-A", "scram-sha-256", "-E", "UTF8", "--locale", "C.UTF-8",
+                  "--no-sync")  # fmt: skip
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write(
                 f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
@@ -99,7 +101,8 @@ class PrivatePostgres:
         if not pidfile.exists():
             return []
         main = int(pidfile.read_text().split()[0])
-        listed = subprocess.run(["pgrep", "-P", str(main)], capture_output=True, text=True)
+        children = ["pgrep", "-P", str(main)]
+        listed = subprocess.run(children, capture_output=True, text=True, check=False)
         return [main, *(int(pid) for pid in listed.stdout.split())]
 
     def freeze(self) -> None:
@@ -122,9 +125,9 @@ class PrivatePostgres:
 
 
 @contextlib.contextmanager
-def private_postgres(directory: Path) -> Iterator[PrivatePostgres]:
+def private_postgres() -> Iterator[PrivatePostgres]:
     """A private cluster for a ``with`` block, removed after it."""
-    cluster = PrivatePostgres(directory)
+    cluster = PrivatePostgres()
     try:
         cluster.create()
         yield cluster
@@ -133,8 +136,8 @@ def private_postgres(directory: Path) -> Iterator[PrivatePostgres]:
 
 
 class SqliteLock:
-    """An exclusive lock on a SQLite file: other connections can neither read (WAL: write)
-    nor write while it is held."""
+    """A write lock on a SQLite file: while it is held, no other connection can write (in
+    WAL mode, as golem's, they can still read)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -143,7 +146,6 @@ class SqliteLock:
     def hold(self) -> None:
         """Take the lock (waits up to 30 s for current writers)."""
         connection = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        connection.execute("PRAGMA locking_mode=EXCLUSIVE")
         connection.execute("BEGIN EXCLUSIVE")
         connection.execute("SELECT count(*) FROM runs").fetchone()
         self._connection = connection

@@ -157,8 +157,9 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         return self._hub.watch(key)
 
     async def ping(self) -> None:
-        """Reach the database (StoreUnavailable when it is away)."""
-        async with self.transaction() as db:
+        """Reach the database and take its write lock (StoreUnavailable when it is away
+        or locked)."""
+        async with self.transaction(write=True) as db:
             await db.execute(text("SELECT 1"))
 
     # Runs -----------------------------------------------------------------------------

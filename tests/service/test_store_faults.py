@@ -1,0 +1,169 @@
+"""A real `golem serve` whose store goes away: a private PostgreSQL cluster stopped or frozen
+(SIGSTOP), a SQLite file locked by another connection. Calls that need the store answer 503
+with Retry-After within the store's timeout, /healthz says degraded, a run in progress ends
+once the store is back (not `running` forever), the workers claim again, an SSE stream ends
+with an `error` event, and SIGTERM during an outage still removes every box."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.blueprint.repos import make_remote
+from tests.faultdb import PrivatePostgres, SqliteLock, pg_binaries, private_postgres, wait_until
+from tests.service.served import Served, serving
+from tests.service.test_api_runs import agent_working, boxes, follow, submit
+
+pytestmark = pytest.mark.skipif(pg_binaries() is None, reason="no PostgreSQL installed")
+
+OUTAGE = Path(__file__).with_name("outage.yaml")
+GATED = Path(__file__).with_name("dashboard_gate.yaml")
+FIX = f"scripted:{Path(__file__).parents[2] / 'examples' / 'calculator-fix.yaml'}"
+TIMEOUT = 2  # the servers' database_timeout
+CONFIG = f"database_timeout = {TIMEOUT}\n"
+BOUND = TIMEOUT * 3 + 5  # a call given up on by the server, with room for a slow machine
+
+
+@pytest.fixture
+def remote(reachable_dir: Path) -> Path:
+    return make_remote(reachable_dir)
+
+
+@pytest.fixture
+def cluster() -> Iterator[PrivatePostgres]:
+    with private_postgres() as pg:
+        yield pg
+
+
+@pytest.fixture
+def on_postgres(tmp_path: Path, cluster: PrivatePostgres) -> Iterator[Served]:
+    env = {"GOLEM_DATABASE_URL": cluster.url}
+    with serving(tmp_path / "state", config=CONFIG, env=env) as server:
+        yield server
+
+
+def bounded(served: Served, key: str | None = None) -> httpx.Client:
+    """A client that gives up after ``BOUND`` seconds (a server that hangs fails the test)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=served.url, headers=headers, timeout=BOUND)
+
+
+def health(served: Served) -> dict[str, object]:
+    with bounded(served) as anyone:
+        answer = anyone.get("/healthz")
+    assert answer.status_code == 200, answer.text
+    found: dict[str, object] = answer.json()
+    return found
+
+
+def assert_unavailable(answer: httpx.Response) -> None:
+    assert answer.status_code == 503, answer.text
+    assert answer.headers["retry-after"] == "5"
+    assert answer.json()["kind"] == "StoreUnavailable"
+
+
+def test_a_frozen_postgresql_makes_calls_answer_503_in_time_and_health_degraded(
+    on_postgres: Served, cluster: PrivatePostgres
+) -> None:
+    key = on_postgres.key("acme")
+    cluster.freeze()
+    try:
+        with bounded(on_postgres, key) as client:
+            assert_unavailable(client.get("/v1/runs"))
+            assert_unavailable(client.get("/v1/runs"))  # every call, not only the first
+        degraded = health(on_postgres)
+        assert degraded["status"] == "degraded"
+        assert "did not answer" in str(degraded["reason"])
+    finally:
+        cluster.thaw()
+    with bounded(on_postgres, key) as client:
+        assert client.get("/v1/runs").json() == []
+    assert health(on_postgres)["status"] == "ok"
+
+
+def test_a_locked_sqlite_file_makes_writes_answer_503_with_retry_after(tmp_path: Path) -> None:
+    with serving(tmp_path / "state", config=CONFIG) as server:
+        lock = SqliteLock(tmp_path / "state" / "golem.db")
+        lock.hold()
+        try:
+            with bounded(server, server.admin_key) as admin:
+                assert_unavailable(admin.post("/v1/keys", json={"tenant": "acme"}))
+            assert health(server)["status"] == "degraded"
+        finally:
+            lock.release()
+        with bounded(server, server.admin_key) as admin:
+            assert admin.post("/v1/keys", json={"tenant": "acme"}).status_code == 201
+        assert health(server)["status"] == "ok"
+
+
+def degraded(served: Served) -> bool:
+    return health(served)["status"] == "degraded"
+
+
+@pytest.mark.bwrap
+def test_a_run_the_store_left_mid_way_ends_once_it_is_back_and_workers_claim_again(
+    on_postgres: Served, cluster: PrivatePostgres, remote: Path
+) -> None:
+    with on_postgres.client(on_postgres.key("acme", "trusted")) as client:
+        run_id = submit(client, remote, model=f"scripted:{OUTAGE}").json()["id"]
+        follow(client, run_id, until=agent_working)
+        cluster.stop()
+        wait_until(lambda: degraded(on_postgres), what="the server to see the outage")
+        cluster.start()
+        events = follow(client, run_id)
+        assert events[-1][0] == "run_end"
+        ended = client.get(f"/v1/runs/{run_id}").json()
+        assert ended["status"] == "succeeded", ended
+        assert ended["pr"]["number"] == 1
+        again = submit(client, remote)  # not 429: the run's runner is free again
+        assert again.status_code == 202, again.text
+        assert follow(client, again.json()["id"])[-1][1]["status"] == "succeeded"
+    assert [box for box in boxes(on_postgres) if not box["owner_alive"]] == []
+
+
+@pytest.mark.bwrap
+def test_sigterm_while_the_store_is_away_still_removes_every_box(
+    on_postgres: Served, cluster: PrivatePostgres, remote: Path
+) -> None:
+    with on_postgres.client(on_postgres.key("acme", "trusted")) as client:
+        run_id = submit(client, remote, model=f"scripted:{OUTAGE}").json()["id"]
+        follow(client, run_id, until=agent_working)
+        session = client.post("/v1/sessions", json={})
+        assert session.status_code == 201, session.text
+        assert len(boxes(on_postgres)) >= 2
+        cluster.stop()
+        wait_until(lambda: degraded(on_postgres), what="the server to see the outage")
+        on_postgres.stop()
+    log = "".join(on_postgres.output)
+    assert on_postgres.process.returncode == 0, log
+    assert "Application shutdown complete" in log, log
+    assert "Application shutdown failed" not in log, log
+    assert boxes(on_postgres) == []
+
+
+@pytest.mark.bwrap
+def test_an_event_stream_ends_with_an_error_event_when_the_store_fails(
+    on_postgres: Served, cluster: PrivatePostgres, remote: Path
+) -> None:
+    with on_postgres.client(on_postgres.key("acme", "trusted")) as client:
+        run_id = submit(client, remote, model=FIX, blueprint=str(GATED)).json()["id"]
+        seen: list[tuple[str, dict[str, object]]] = []
+        kind = ""
+        with client.stream("GET", f"/v1/runs/{run_id}/events", timeout=BOUND * 4) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("event:"):
+                    kind = line.removeprefix("event:").strip()
+                elif line.startswith("data:"):
+                    seen.append((kind, json.loads(line.removeprefix("data:"))))
+                    if kind == "gate_wait":
+                        cluster.stop()
+        assert seen[-1][0] == "error", seen[-1]
+        assert seen[-1][1]["status"] == 503
+        assert "database" in str(seen[-1][1]["detail"])
+        cluster.start()
+        assert client.post(f"/v1/runs/{run_id}/cancel").status_code == 200
+        assert follow(client, run_id)[-1][1]["status"] == "cancelled"
