@@ -44,7 +44,7 @@ from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
-from golem.store import RETRY_AFTER, Store
+from golem.store import RETRY_AFTER, RunCap, Store
 
 __all__ = ["Runner"]
 
@@ -76,10 +76,15 @@ class Runner:
         self.on_event = on_event
 
     async def submit(
-        self, request: RunRequest, *, remote_policy: RemotePolicy | None = None
+        self,
+        request: RunRequest,
+        *,
+        remote_policy: RemotePolicy | None = None,
+        cap: RunCap | None = None,
     ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
-        ``remote_policy`` bounds the git remotes it may reach (a server role's)."""
+        ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
+        is the store's room for it (a server's limits: else QueueFull)."""
         if not (request.task or request.issue):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
@@ -90,7 +95,7 @@ class Runner:
         )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
-        await self.book.create(state)
+        await self.book.create(state, cap=cap)
         return state
 
     async def start(self, request: RunRequest) -> RunState:

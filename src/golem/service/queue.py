@@ -20,12 +20,12 @@ from golem.blueprint.events import RunFinished
 from golem.blueprint.retention import prune_runs
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, QueueFull
+from golem.core.errors import GolemError
 from golem.core.network import RemotePolicy
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
-from golem.store import QUEUE, RETRY_AFTER, Store
+from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, Store
 
 __all__ = ["RunQueue"]
 
@@ -91,22 +91,20 @@ class RunQueue:
         the git remotes the run may reach (the submitting key's role's ``repos``)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
-        await self._check_room()
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
-        return await runner.submit(request, remote_policy=remote_policy)
+        return await runner.submit(request, remote_policy=remote_policy, cap=self._cap())
 
-    async def _check_room(self) -> None:
+    def _cap(self) -> RunCap:
+        """The room the store must have for a new run: limits count every server's runs
+        in the shared store (set them alike on each server), checked with the insert."""
         server = self.config.server
-        queued = await self.store.count_runs("queued")
         if server.overflow == "queue":
-            if queued < server.max_queued:
-                return
-            reason = f"{queued} runs wait already (server.max_queued)"
-        else:
-            if queued + await self.store.count_runs("running", "waiting") < server.max_runs:
-                return
-            reason = f"all {server.max_runs} runners are busy (server.max_runs)"
-        raise QueueFull(reason, retry_after=server.retry_after)
+            reason = f"{server.max_queued} runs wait already (server.max_queued)"
+            return RunCap(statuses=("queued",), limit=server.max_queued, reason=reason,
+                          retry_after=server.retry_after)  # fmt: skip
+        reason = f"all {server.max_runs} runners are busy (server.max_runs)"
+        return RunCap(statuses=("queued", *ACTIVE), limit=server.max_runs, reason=reason,
+                      retry_after=server.retry_after)  # fmt: skip
 
     async def _work(self, number: int) -> None:
         with self.store.watch(QUEUE) as queued:

@@ -22,6 +22,7 @@ from golem.store.records import (
     ForgeName,
     PullRequestRecord,
     Role,
+    RunCap,
     RunRecord,
     check_token,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "MemoryStore",
     "PullRequestRecord",
     "Role",
+    "RunCap",
     "RunRecord",
     "Signal",
     "SqlStore",

@@ -19,6 +19,7 @@ from golem.store.records import (
     ForgeCredential,
     ForgeName,
     PullRequestRecord,
+    RunCap,
     RunRecord,
 )
 
@@ -47,8 +48,9 @@ class Store(Protocol):
         answer or events), or ``QUEUE`` (a run was queued)."""
         ...
 
-    async def create_run(self, record: RunRecord) -> None:
-        """Keep a new run of this store's tenant."""
+    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
+        """Keep a new run of this store's tenant; with ``cap``, only if the store's runs
+        leave it room (else QueueFull), atomically across the processes sharing it."""
         ...
 
     async def save_run(self, run_id: str, *, status: str, updated: float, document: str) -> None:
@@ -76,7 +78,8 @@ class Store(Protocol):
         ...
 
     async def append_event(self, run_id: str, *, time: float, kind: str, data: str) -> int:
-        """Keep an event; returns its sequence number in the run (from 1)."""
+        """Keep an event; returns its sequence number in the run (from 1). The same
+        ``data`` as the run's last event is that event, kept once (a retried write)."""
         ...
 
     async def events(self, run_id: str, after: int = 0) -> list[EventRecord]:

@@ -24,7 +24,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from golem.core.config import GolemConfig
-from golem.core.errors import RunNotFound, StoreError, StoreUnavailable
+from golem.core.errors import QueueFull, RunNotFound, StoreError, StoreUnavailable
 from golem.store.api_keys import SqlApiKeys
 from golem.store.bounds import RETRY_AFTER, StoreHealth, bounded_calls
 from golem.store.claims import SqlQueue
@@ -34,7 +34,7 @@ from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
 from golem.store.plumbing import run_record
-from golem.store.records import Decision, EventRecord, RunRecord
+from golem.store.records import Decision, EventRecord, RunCap, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
 from golem.store.signals import FileSignals
@@ -164,10 +164,15 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
 
     # Runs -----------------------------------------------------------------------------
 
-    async def create_run(self, record: RunRecord) -> None:
-        """Keep a new run (of this store's tenant; ``record.tenant`` is ignored)."""
+    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
+        """Keep a new run (of this store's tenant; ``record.tenant`` is ignored); with
+        ``cap``, only if the store's runs leave room. The count and the insert are one
+        transaction that one process at a time makes (PostgreSQL: an advisory lock;
+        SQLite: its write lock), so servers sharing the store never overshoot the cap."""
         tenant = self._creating("a run")
         async with self.transaction(write=True, changed=(record.id, QUEUE)) as db:
+            if cap is not None:
+                await _check_cap(db, cap)
             await db.execute(
                 insert(runs).values(
                     id=record.id, tenant=tenant, status=record.status, created=record.created,
@@ -314,6 +319,21 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
                 f"a store for all tenants cannot create {what}: use store.for_tenant(tenant)"
             )
         return self.tenant
+
+
+CAP_LOCK = 0x60_1E_CA  # the advisory lock of the run cap (PostgreSQL)
+
+
+async def _check_cap(db: AsyncConnection, cap: RunCap) -> None:
+    """QueueFull unless the store's runs leave ``cap`` room (within the caller's write
+    transaction, under the cap's lock)."""
+    if db.dialect.name == "postgresql":
+        await db.execute(text(f"SELECT pg_advisory_xact_lock({CAP_LOCK})"))
+    taken = (
+        await db.execute(select(func.count()).where(runs.c.status.in_(cap.statuses)))
+    ).scalar_one()
+    if int(taken) >= cap.limit:
+        raise QueueFull(cap.reason, retry_after=cap.retry_after)
 
 
 def _unavailable(url: str, exc: BaseException) -> StoreUnavailable:
