@@ -30,6 +30,7 @@ from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, Store
 __all__ = ["RunQueue"]
 
 log = logging.getLogger("golem.service.queue")
+STOP_TIMEOUT = 60.0  # seconds the shutdown waits for the workers to end their runs' boxes
 
 
 class RunQueue:
@@ -151,8 +152,11 @@ class RunQueue:
         """Stop the workers; a run they had is left running, for a restart to resume."""
         for worker in self._workers:
             worker.cancel()
-        ended = await asyncio.gather(*self._workers, return_exceptions=True)
-        for outcome in ended:
-            if isinstance(outcome, Exception):
-                log.error("a worker had failed: %r", outcome)
+        if self._workers:  # a worker removes its run's box first; never wait without end
+            _, stuck = await asyncio.wait(self._workers, timeout=STOP_TIMEOUT)
+            if stuck:
+                log.error("%d workers did not stop within %ss", len(stuck), STOP_TIMEOUT)
+        for worker in self._workers:
+            if worker.done() and not worker.cancelled() and worker.exception() is not None:
+                log.error("a worker had failed: %r", worker.exception())
         self._workers.clear()
