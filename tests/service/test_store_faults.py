@@ -2,12 +2,14 @@
 (SIGSTOP), a SQLite file locked by another connection. Calls that need the store answer 503
 with Retry-After within the store's timeout, /healthz says degraded, a run in progress ends
 once the store is back (not `running` forever), the workers claim again, an SSE stream ends
-with an `error` event, and SIGTERM during an outage still removes every box."""
+with an `error` event, and SIGTERM during an outage still removes every box. Two servers
+sharing a store never accept a run past the store's cap."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -21,6 +23,7 @@ from tests.service.test_api_runs import agent_working, boxes, follow, submit
 pytestmark = pytest.mark.skipif(pg_binaries() is None, reason="no PostgreSQL installed")
 
 OUTAGE = Path(__file__).with_name("outage.yaml")
+SLOW = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
 GATED = Path(__file__).with_name("dashboard_gate.yaml")
 FIX = f"scripted:{Path(__file__).parents[2] / 'examples' / 'calculator-fix.yaml'}"
 TIMEOUT = 2  # the servers' database_timeout
@@ -192,3 +195,42 @@ def test_an_event_stream_ends_with_an_error_event_when_the_store_fails(
         cluster.start()
         assert client.post(f"/v1/runs/{run_id}/cancel").status_code == 200
         assert follow(client, run_id)[-1][1]["status"] == "cancelled"
+
+
+TWO_SERVERS = """
+[server]
+max_runs = 1
+max_queued = 2
+overflow = "queue"
+retry_after = 9
+"""
+
+
+@pytest.mark.bwrap
+def test_two_servers_on_one_store_never_queue_more_than_the_cap(
+    tmp_path: Path, postgres_url: str, remote: Path
+) -> None:
+    env = {"GOLEM_DATABASE_URL": postgres_url}
+    with (
+        serving(tmp_path / "a" / "state", config=TWO_SERVERS, env=env) as first,
+        serving(tmp_path / "b" / "state", config=TWO_SERVERS, env=env) as second,
+    ):
+        key = first.key("acme", "trusted")
+        clients = [first.client(key), second.client(key)]
+        busy = [submit(client, remote, model=f"scripted:{SLOW}").json()["id"] for client in clients]
+        for run_id in busy:  # each server's one runner works: what comes next waits
+            follow(clients[0], run_id, until=agent_working)
+
+        def one(number: int) -> httpx.Response:
+            return submit(clients[number % 2], remote)
+
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(one, range(12)))
+        assert sorted(a.status_code for a in answers) == [202] * 2 + [429] * 10
+        assert all(a.headers["retry-after"] == "9" for a in answers if a.status_code == 429)
+        queued = [r for r in clients[0].get("/v1/runs").json() if r["status"] == "queued"]
+        assert len(queued) == 2
+        for run in [*busy, *(r["id"] for r in queued)]:
+            assert clients[0].post(f"/v1/runs/{run}/cancel").status_code == 200
+        for client in clients:
+            client.close()
