@@ -28,6 +28,7 @@ GATED = Path(__file__).with_name("dashboard_gate.yaml")
 FIX = f"scripted:{Path(__file__).parents[2] / 'examples' / 'calculator-fix.yaml'}"
 TIMEOUT = 2  # the servers' database_timeout
 CONFIG = f"database_timeout = {TIMEOUT}\n"
+WRITE_WAITS = "the run's write waits for it"  # the server's log, a write that met the outage
 BOUND = TIMEOUT * 3 + 5  # a call given up on by the server, with room for a slow machine
 
 
@@ -129,6 +130,25 @@ def test_a_run_the_store_left_mid_way_ends_once_it_is_back_and_workers_claim_aga
         assert again.status_code == 202, again.text
         assert follow(client, again.json()["id"])[-1][1]["status"] == "succeeded"
     assert [box for box in boxes(on_postgres) if not box["owner_alive"]] == []
+
+
+@pytest.mark.bwrap
+def test_a_run_whose_sqlite_file_was_locked_mid_way_ends_once_it_is_free(
+    tmp_path: Path, remote: Path
+) -> None:
+    with serving(tmp_path / "state", config=CONFIG) as server:
+        lock = SqliteLock(tmp_path / "state" / "golem.db")
+        with server.client(server.key("acme", "trusted")) as client:
+            run_id = submit(client, remote, model=f"scripted:{OUTAGE}").json()["id"]
+            follow(client, run_id, until=agent_working)
+            lock.hold()
+            try:  # the agent's next event finds the file locked, and waits
+                wait_until(lambda: WRITE_WAITS in "".join(server.output), what="a write to wait")
+            finally:
+                lock.release()
+            assert follow(client, run_id)[-1][1]["status"] == "succeeded"
+            assert client.get(f"/v1/runs/{run_id}").json()["pr"]["number"] == 1
+        assert [box for box in boxes(server) if not box["owner_alive"]] == []
 
 
 @pytest.mark.bwrap
