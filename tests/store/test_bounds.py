@@ -7,6 +7,7 @@ it waits, as on a frozen server)."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from golem.core.errors import StoreUnavailable
-from golem.store import SqlStore
+from golem.store import SqlStore, Store
+from golem.store.bounds import ONCE, RETRIED
 from tests.faultdb import SqliteLock
 from tests.store.conftest import Database, run
 
@@ -55,3 +57,14 @@ async def test_a_locked_database_fails_calls_in_time_then_answers_again(sql: Dat
     assert loaded is not None
     assert loaded.status == "running"
     assert [r.id for r in await store.list_runs()] == ["run-1"]  # the refused run is not kept
+
+
+def test_every_call_of_the_store_contract_is_bounded() -> None:
+    calls = {
+        name
+        for name, member in vars(Store).items()
+        if inspect.iscoroutinefunction(member) and name != "close"
+    }
+    assert calls - (RETRIED | ONCE) == set()
+    assert not RETRIED & ONCE
+    assert (RETRIED | ONCE) - calls == set()
