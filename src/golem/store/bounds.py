@@ -5,8 +5,7 @@ timeout (``database_timeout``) the caller gets ``StoreUnavailable`` at once, and
 is cancelled and left to end in the background (a driver may take seconds to give up on a
 frozen server; nobody waits for that). A call that failed because the database could not be
 reached is tried again, within the same deadline, when trying again cannot do a thing twice:
-reads, and the writes listed in ``RETRIED`` (each of them idempotent). ``StoreHealth``
-remembers the last failure, for ``/healthz``.
+reads, and the writes listed in ``RETRIED`` (each of them idempotent).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any, TypeVar
 
 from golem.core.errors import StoreUnavailable
 
-__all__ = ["ONCE", "RETRIED", "RETRY_AFTER", "StoreHealth", "bounded_calls"]
+__all__ = ["ONCE", "RETRIED", "RETRY_AFTER", "StoreDeadline", "bounded_calls"]
 
 log = logging.getLogger("golem.store")
 T = TypeVar("T")
@@ -46,13 +45,12 @@ ONCE = frozenset(
 """The store's calls tried once (a second try could act twice or answer differently)."""
 
 
-class StoreHealth:
-    """The deadline of a store's calls, and whether the last one reached the database."""
+class StoreDeadline:
+    """The deadline of a store's calls (shared by a store and its ``for_tenant`` ones)."""
 
     def __init__(self, timeout: float, where: str) -> None:
         self.timeout = timeout
         self.where = where
-        self.failure: str | None = None
 
     async def call(self, attempt: Callable[[], Awaitable[T]], *, retried: bool, what: str) -> T:
         """``attempt()`` within the deadline (tried again while ``retried`` and time is
@@ -62,16 +60,12 @@ class StoreHealth:
         pause = FIRST_PAUSE
         while True:
             try:
-                result = await self._within(attempt(), deadline - loop.time(), what)
-            except StoreUnavailable as exc:
-                self.failure = exc.message
+                return await self._within(attempt(), deadline - loop.time(), what)
+            except StoreUnavailable:
                 if not retried or loop.time() + pause >= deadline:
                     raise
-                await asyncio.sleep(pause)  # a back-off between tries, not a wait for a state
-                pause = min(pause * 2, LAST_PAUSE)
-                continue
-            self.failure = None
-            return result
+            await asyncio.sleep(pause)  # a back-off between tries, not a wait for a state
+            pause = min(pause * 2, LAST_PAUSE)
 
     async def _within(self, attempt: Awaitable[T], seconds: float, what: str) -> T:
         task = asyncio.ensure_future(attempt)
@@ -102,8 +96,8 @@ def _forget(task: asyncio.Future[Any]) -> None:
 
 
 def bounded_calls(cls: type[T]) -> type[T]:
-    """Bound every call in ``RETRIED`` and ``ONCE`` that ``cls`` has (its ``health``
-    attribute is a StoreHealth)."""
+    """Bound every call in ``RETRIED`` and ``ONCE`` that ``cls`` has (its ``deadline``
+    attribute is a StoreDeadline)."""
     for name in RETRIED | ONCE:
         method = getattr(cls, name, None)
         if method is not None:
@@ -114,8 +108,8 @@ def bounded_calls(cls: type[T]) -> type[T]:
 def _bound(method: Callable[..., Awaitable[Any]], *, retried: bool) -> Callable[..., Any]:
     @functools.wraps(method)
     async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        health: StoreHealth = self.health
-        return await health.call(
+        deadline: StoreDeadline = self.deadline
+        return await deadline.call(
             lambda: method(self, *args, **kwargs), retried=retried, what=method.__name__
         )
 

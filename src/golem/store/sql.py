@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from golem.core.config import GolemConfig
 from golem.core.errors import QueueFull, RunNotFound, StoreError, StoreUnavailable
 from golem.store.api_keys import SqlApiKeys
-from golem.store.bounds import RETRY_AFTER, StoreHealth, bounded_calls
+from golem.store.bounds import RETRY_AFTER, StoreDeadline, bounded_calls
 from golem.store.claims import SqlQueue
 from golem.store.credentials import SqlCredentials
 from golem.store.database import DEFAULT_TIMEOUT, WRITE, migrate, open_engine, safe_url
@@ -96,10 +96,10 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         *,
         tenant: str | None,
         signals: FileSignals | None = None,
-        health: StoreHealth | None = None,
+        deadline: StoreDeadline | None = None,
     ) -> None:
         self.url = url
-        self.health = health or StoreHealth(DEFAULT_TIMEOUT, safe_url(url))
+        self.deadline = deadline or StoreDeadline(DEFAULT_TIMEOUT, safe_url(url))
         self.engine = engine
         self.tenant = tenant
         self._hub = hub
@@ -115,7 +115,8 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         changes (PostgreSQL); each call gives up after ``timeout`` seconds."""
         engine = open_engine(url, timeout=timeout)
         _check_sqlite_directory(engine)
-        store = cls(url, engine, Hub(), tenant=tenant, health=StoreHealth(timeout, safe_url(url)))
+        deadline = StoreDeadline(timeout, safe_url(url))
+        store = cls(url, engine, Hub(), tenant=tenant, deadline=deadline)
         store._owns_engine = True
         try:
             await migrate(store.engine)
@@ -139,7 +140,7 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         """``tenant``'s store on this store's connections (closing it closes nothing)."""
         return SqlStore(
             self.url, self.engine, self._hub, tenant=tenant, signals=self._signals,
-            health=self.health,
+            deadline=self.deadline,
         )  # fmt: skip
 
     async def close(self) -> None:
