@@ -7,6 +7,7 @@ sharing a store never accept a run past the store's cap."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from golem.blueprint import RunRequest, RunState
+from golem.blueprint.book import RunBook
+from golem.core.ids import new_id
+from golem.store import SqlStore
 from tests.blueprint.repos import make_remote
 from tests.faultdb import PrivatePostgres, SqliteLock, pg_binaries, private_postgres, wait_until
 from tests.service.served import Served, serving
@@ -254,3 +259,32 @@ def test_two_servers_on_one_store_never_queue_more_than_the_cap(
             assert clients[0].post(f"/v1/runs/{run}/cancel").status_code == 200
         for client in clients:
             client.close()
+
+
+def test_a_run_whose_runner_cannot_start_it_ends_failed_with_the_reason(tmp_path: Path) -> None:
+    with serving(tmp_path / "state", config=CONFIG) as server:
+        key = server.key("acme", "trusted")
+        run_id = asyncio.run(_queue_a_broken_run(tmp_path / "state" / "golem.db"))
+
+        def ended() -> bool:
+            with bounded(server, key) as client:
+                return bool(client.get(f"/v1/runs/{run_id}").json()["status"] == "failed")
+
+        wait_until(ended, what="the run to end")  # not `running` forever
+        with server.client(key) as client:
+            run = client.get(f"/v1/runs/{run_id}").json()
+            assert "not valid YAML" in run["error"], run
+            assert follow(client, run_id)[-1][0] == "run_end"
+
+
+async def _queue_a_broken_run(database: Path) -> str:
+    """Queue a run, as an older golem could have, whose kept blueprint no longer parses."""
+    store = await SqlStore.connect(f"sqlite:///{database}", tenant="acme")
+    try:
+        request = RunRequest(repo="/nowhere", task="anything")
+        state = RunState(id=new_id("run"), request=request, blueprint="old",
+                         blueprint_source="nodes: [", current="prepare")  # fmt: skip
+        await RunBook(store).create(state)
+    finally:
+        await store.close()
+    return state.id

@@ -122,8 +122,9 @@ class RunQueue:
                     continue
                 try:
                     await self._run(run_state(record), record.tenant)
-                except Exception:  # a run's own failure is in its state; keep the worker alive
+                except Exception as exc:  # keep the worker alive; never leave the run running
                     log.exception("worker %d: run %s ended with an error", number, record.id)
+                    await self._settle(record.id, record.tenant, exc)
 
     async def _run(self, claimed: RunState, tenant: str) -> None:
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
@@ -137,6 +138,27 @@ class RunQueue:
             return
         runner = Runner(self.config, engine=self.engine, store=scoped, credentials=credentials)
         await runner.run(claimed.id, resumed=bool(claimed.steps))
+
+    async def _settle(self, run_id: str, tenant: str, exc: Exception) -> None:
+        """End a run whose runner raised before it could end it: failed, with the error."""
+        book = RunBook(self.store.for_tenant(tenant))
+        reason = exc.message if isinstance(exc, GolemError) else f"internal error: {exc!r}"
+        writes = StoreWriter()
+        current: list[RunState | None] = []
+
+        async def load() -> None:
+            current.append(await book.load(run_id))
+
+        writes.put(load)  # tried again while the store is away, as the run's writes are
+        try:
+            await writes.flush()
+        except GolemError:
+            log.exception("run %s: cannot read it to end it", run_id)
+            return
+        state = current[-1] if current else None
+        if state is not None and not state.finished:
+            state.owner_pid = state.owner_start = None
+            await self._fail(state, book, reason)
 
     async def _fail(self, claimed: RunState, book: RunBook, reason: str) -> None:
         """End a claimed run before it starts: failed, with ``reason``, and its run_end."""
