@@ -3,7 +3,8 @@
 with Retry-After within the store's timeout, /healthz says degraded, a run in progress ends
 once the store is back (not `running` forever), the workers claim again, an SSE stream ends
 with an `error` event, and SIGTERM during an outage still removes every box. Two servers
-sharing a store never accept a run past the store's cap."""
+sharing a store never accept a run past the store's cap, and a run its runner cannot start
+ends failed with the reason."""
 
 from __future__ import annotations
 
