@@ -58,9 +58,8 @@ async def test_events_appended_at_once_from_many_connections_get_distinct_number
 
     async def append(writer: int) -> list[int]:
         own = await sql.open()  # a connection pool of its own, as another process has
-        data = f'{{"writer": {writer}}}'
-        return [await own.append_event("run-1", time=1.0, kind="note", data=data)
-                for _ in range(25)]  # fmt: skip
+        data = [f'{{"writer": {writer}, "n": {n}}}' for n in range(25)]  # each an event
+        return [await own.append_event("run-1", time=1.0, kind="note", data=d) for d in data]
 
     numbers = [seq for writer in await asyncio.gather(*map(append, range(4))) for seq in writer]
     assert sorted(numbers) == list(range(1, 101))

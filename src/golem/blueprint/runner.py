@@ -44,7 +44,7 @@ from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
-from golem.store import Store
+from golem.store import RETRY_AFTER, RunCap, Store
 
 __all__ = ["Runner"]
 
@@ -76,10 +76,15 @@ class Runner:
         self.on_event = on_event
 
     async def submit(
-        self, request: RunRequest, *, remote_policy: RemotePolicy | None = None
+        self,
+        request: RunRequest,
+        *,
+        remote_policy: RemotePolicy | None = None,
+        cap: RunCap | None = None,
     ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
-        ``remote_policy`` bounds the git remotes it may reach (a server role's)."""
+        ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
+        is the store's room for it (a server's limits: else QueueFull)."""
         if not (request.task or request.issue):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
@@ -90,7 +95,7 @@ class Runner:
         )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
-        await self.book.create(state)
+        await self.book.create(state, cap=cap)
         return state
 
     async def start(self, request: RunRequest) -> RunState:
@@ -160,7 +165,7 @@ class Runner:
             state.error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
             watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, GolemError):
                 await watcher
             await _quietly(ex.close())
             state.owner_pid = None
@@ -181,7 +186,12 @@ class Runner:
         with self.book.watch_control(run_id) as asked:
             while not work.done():
                 asked.clear()
-                current = await self.book.load(run_id)
+                try:
+                    current = await self.book.load(run_id)
+                except GolemError as exc:  # the store is away: the run goes on; look again
+                    log.warning("run %s: cannot read its cancel requests: %s", run_id, exc)
+                    await asked.wait(RETRY_AFTER)
+                    continue
                 if current is not None and current.cancel_requested:
                     work.cancel()
                     return True

@@ -4,7 +4,12 @@ Steps report synchronously (``Execution.emit``, ``Execution.save``: event sinks 
 callables); the store is async. The writer keeps what they hand it in order and writes it
 from one task, so events keep their order and a step never waits on the database.
 ``flush`` waits until everything handed in is written, and raises the first write that
-failed (before anyone reads the store back: a gate, the run's end)."""
+failed (before anyone reads the store back: a gate, the run's end).
+
+A write the store could not make because the database is away (``StoreUnavailable``) is
+tried again, paused, until the database is back: the run waits at its next flush and then
+goes on, and its end is kept whatever the outage's length (each write the runner makes is
+one the store may repeat: a run's state is replaced, a repeated event is kept once)."""
 
 from __future__ import annotations
 
@@ -13,12 +18,13 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
-from golem.core.errors import GolemError
+from golem.core.errors import GolemError, StoreUnavailable
 
 __all__ = ["StoreWriter"]
 
 log = logging.getLogger("golem.blueprint.writer")
 Write = Callable[[], Awaitable[object]]
+FIRST_PAUSE, LAST_PAUSE = 0.5, 5.0  # seconds between tries of a write while the store is away
 
 
 class StoreWriter:
@@ -47,7 +53,21 @@ class StoreWriter:
         while self._pending:
             write = self._pending.popleft()
             try:
-                await write()
+                await _until_kept(write)
             except GolemError as exc:  # kept for flush; later writes still go
                 log.warning("a write of the run to the store failed: %s", exc.message)
                 self._failure = self._failure or exc
+
+
+async def _until_kept(write: Write) -> None:
+    """Make ``write``, trying again while the database is away."""
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            await write()
+        except StoreUnavailable as exc:
+            log.warning("the store is away; the run's write waits for it: %s", exc.message)
+        else:
+            return
+        await asyncio.sleep(pause)  # a back-off while the database is away
+        pause = min(pause * 2, LAST_PAUSE)

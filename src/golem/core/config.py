@@ -189,6 +189,12 @@ class GolemConfig(BaseSettings):
         description="SQLAlchemy URL of golem's store (GOLEM_DATABASE_URL), e.g. "
         "postgresql+psycopg://golem@db/golem; None: a SQLite file in state_dir.",
     )
+    database_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a call to the store may take before it gives up (the API then "
+        "answers 503 with Retry-After); reads are retried within it.",
+    )
     engine: EngineConfig = Field(default_factory=EngineConfig)
     images: list[ImageRecipe] = Field(
         default_factory=list, description="Images `golem setup` builds ([[images]])."

@@ -41,6 +41,7 @@ GolemError
  |    +-- IssueNotReadable       an issue reference or file golem cannot understand
  +-- SecretInChange              a change to be pushed holds a secret's value
  +-- StoreError                  the database failed or refused
+ |    +-- StoreUnavailable       the database cannot be reached or did not answer in time
  |    +-- RunNotFound            no such run (for this tenant)
  |    +-- CredentialsKeyError    the key sealing forge tokens is missing or wrong
  +-- RunConflict                 the run's state does not allow that (ended, gate answered)
@@ -110,6 +111,7 @@ __all__ = [
     "SessionNotFound",
     "SetupFailed",
     "StoreError",
+    "StoreUnavailable",
     "ToolProblem",
     "UnsafeBoxOutput",
     "UnsafeRepository",
@@ -397,6 +399,17 @@ class StoreError(GolemError):
     """The database failed or refused."""
 
     http_status = 503
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached, or did not answer within the store's timeout
+    (``database_timeout``); the request may be tried again after ``retry_after`` seconds."""
+
+    exit_code, http_status = 75, 503
+
+    def __init__(self, message: str, *, retry_after: int = 5) -> None:
+        super().__init__(f"{message}; try again in {retry_after}s")
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class RunNotFound(StoreError):

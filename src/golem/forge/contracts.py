@@ -131,6 +131,10 @@ class Forge(Protocol):
         """Open a pull request for a pushed branch, with its labels."""
         ...
 
+    async def find_pull_request(self, repo: str, head: str) -> PullRequest | None:
+        """The open pull request from branch ``head``, or None."""
+        ...
+
     async def comment(self, issue: Issue, body: str) -> None:
         """Comment on an issue (the PR, or why golem escalated)."""
         ...

@@ -76,13 +76,13 @@ class LocalForge:
     ) -> PullRequest:
         """Record a pull request with its diff and checks. Like GitHub, refuses a second
         one for the same branch (``PullRequestExists`` with its ``url``)."""
-        for existing in await self.pull_requests(draft.repo):
-            if existing.head == draft.head:
-                raise PullRequestExists(
-                    f"a pull request for {draft.head} of {draft.repo} is already open: "
-                    f"{existing.url}; update it, or push to a new branch",
-                    url=existing.url,
-                )
+        existing = await self.find_pull_request(draft.repo, draft.head)
+        if existing is not None:
+            raise PullRequestExists(
+                f"a pull request for {draft.head} of {draft.repo} is already open: "
+                f"{existing.url}; update it, or push to a new branch",
+                url=existing.url,
+            )
         labels = [*self.labels, *(x for x in draft.labels if x not in self.labels)]
         pr = PullRequest(
             provider=self.name,
@@ -115,6 +115,11 @@ class LocalForge:
         """The recorded pull requests, newest first (of one repository, when given)."""
         records = await self.store.list_pull_requests(repo)
         return [PullRequest.model_validate_json(record.data) for record in records]
+
+    async def find_pull_request(self, repo: str, head: str) -> PullRequest | None:
+        """The recorded pull request from branch ``head``, or None."""
+        found = (pr for pr in await self.pull_requests(repo) if pr.head == head)
+        return next(found, None)
 
     async def pull_request(self, repo: str, number: int) -> PullRequest | None:
         """One recorded pull request, or None."""

@@ -3,14 +3,18 @@ engine and the run queue and closes them again. Nothing happens at import."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
+from typing import Literal
 
 from fastapi import FastAPI
 from pydantic import BaseModel
 
 from golem import __version__
 from golem.core.config import GolemConfig, load_config
+from golem.core.errors import GolemError
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, credentials, files, interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
@@ -25,18 +29,23 @@ from golem.store import SqlStore
 
 __all__ = ["create_app"]
 
+log = logging.getLogger("golem.service")
 DESCRIPTION = """golem's API: sandboxed sessions (exec, streams, files, processes), runs
 (a task in, a pull request out), their events, pull requests and API keys. Authenticate with
 `Authorization: Bearer <key>`; every object belongs to the key's tenant. Errors are
 problem details (application/problem+json)."""
 
 
-class Health(BaseModel):
-    """The server answers."""
+HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store
 
-    status: str
+
+class Health(BaseModel):
+    """The server answers; ``degraded`` (still 200) when its store does not, with why."""
+
+    status: Literal["ok", "degraded"]
     server: str
     version: str
+    reason: str | None = None
 
 
 def create_app(config: GolemConfig | None = None) -> FastAPI:
@@ -63,11 +72,11 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
         await state.queue.start()
         try:
             yield
-        finally:
-            await state.queue.stop()
-            await state.sessions.close_all()
-            await engine.close()
-            await store.close()
+        finally:  # each step runs whatever the one before it did (a store away, say)
+            await _step("stopping the run queue", state.queue.stop())
+            await _step("closing the sessions", state.sessions.close_all())
+            await _step("closing the engine", engine.close())
+            await _step("closing the store", store.close())
 
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
@@ -81,6 +90,20 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
     async def health() -> Health:
         """Whether the server answers (no key needed)."""
         state: ServerState = app.state.golem
+        try:
+            async with asyncio.timeout(HEALTH_TIMEOUT):
+                await state.store.ping()
+        except (GolemError, TimeoutError) as exc:
+            reason = exc.message if isinstance(exc, GolemError) else "the store did not answer"
+            return Health(status="degraded", server=state.id, version=__version__, reason=reason)
         return Health(status="ok", server=state.id, version=__version__)
 
     return app
+
+
+async def _step(what: str, work: Awaitable[object]) -> None:
+    """One step of the shutdown: its failure is logged, and the next steps still run."""
+    try:
+        await work
+    except Exception:
+        log.exception("shutdown: %s failed; going on", what)

@@ -11,7 +11,6 @@ from their current node, so a crash loses no run and leaves no box.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 
@@ -19,17 +18,19 @@ from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook, run_state
 from golem.blueprint.events import RunFinished
 from golem.blueprint.retention import prune_runs
+from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, QueueFull
+from golem.core.errors import GolemError
 from golem.core.network import RemotePolicy
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
-from golem.store import QUEUE, Store
+from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, Store
 
 __all__ = ["RunQueue"]
 
 log = logging.getLogger("golem.service.queue")
+STOP_TIMEOUT = 60.0  # seconds the shutdown waits for the workers to end their runs' boxes
 
 
 class RunQueue:
@@ -91,22 +92,20 @@ class RunQueue:
         the git remotes the run may reach (the submitting key's role's ``repos``)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
-        await self._check_room()
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
-        return await runner.submit(request, remote_policy=remote_policy)
+        return await runner.submit(request, remote_policy=remote_policy, cap=self._cap())
 
-    async def _check_room(self) -> None:
+    def _cap(self) -> RunCap:
+        """The room the store must have for a new run: limits count every server's runs
+        in the shared store (set them alike on each server), checked with the insert."""
         server = self.config.server
-        queued = await self.store.count_runs("queued")
         if server.overflow == "queue":
-            if queued < server.max_queued:
-                return
-            reason = f"{queued} runs wait already (server.max_queued)"
-        else:
-            if queued + await self.store.count_runs("running", "waiting") < server.max_runs:
-                return
-            reason = f"all {server.max_runs} runners are busy (server.max_runs)"
-        raise QueueFull(reason, retry_after=server.retry_after)
+            reason = f"{server.max_queued} runs wait already (server.max_queued)"
+            return RunCap(statuses=("queued",), limit=server.max_queued, reason=reason,
+                          retry_after=server.retry_after)  # fmt: skip
+        reason = f"all {server.max_runs} runners are busy (server.max_runs)"
+        return RunCap(statuses=("queued", *ACTIVE), limit=server.max_runs, reason=reason,
+                      retry_after=server.retry_after)  # fmt: skip
 
     async def _work(self, number: int) -> None:
         with self.store.watch(QUEUE) as queued:
@@ -114,16 +113,18 @@ class RunQueue:
                 queued.clear()
                 try:
                     record = await self.store.claim_next_run(self.server_id)
-                except GolemError as exc:  # the database is away: look again on a wake-up
+                except GolemError as exc:  # the database is away: look again soon
                     log.warning("worker %d cannot claim a run: %s", number, exc.message)
-                    record = None
+                    await queued.wait(RETRY_AFTER)
+                    continue
                 if record is None:
                     await queued.wait()
                     continue
                 try:
                     await self._run(run_state(record), record.tenant)
-                except Exception:  # a run's own failure is in its state; keep the worker alive
+                except Exception as exc:  # keep the worker alive; never leave the run running
                     log.exception("worker %d: run %s ended with an error", number, record.id)
+                    await self._settle(record.id, record.tenant, exc)
 
     async def _run(self, claimed: RunState, tenant: str) -> None:
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
@@ -138,18 +139,46 @@ class RunQueue:
         runner = Runner(self.config, engine=self.engine, store=scoped, credentials=credentials)
         await runner.run(claimed.id, resumed=bool(claimed.steps))
 
+    async def _settle(self, run_id: str, tenant: str, exc: Exception) -> None:
+        """End a run whose runner raised before it could end it: failed, with the error."""
+        book = RunBook(self.store.for_tenant(tenant))
+        reason = exc.message if isinstance(exc, GolemError) else f"internal error: {exc!r}"
+        writes = StoreWriter()
+        current: list[RunState | None] = []
+
+        async def load() -> None:
+            current.append(await book.load(run_id))
+
+        writes.put(load)  # tried again while the store is away, as the run's writes are
+        try:
+            await writes.flush()
+        except GolemError:
+            log.exception("run %s: cannot read it to end it", run_id)
+            return
+        state = current[-1] if current else None
+        if state is not None and not state.finished:
+            state.owner_pid = state.owner_start = None
+            await self._fail(state, book, reason)
+
     async def _fail(self, claimed: RunState, book: RunBook, reason: str) -> None:
         """End a claimed run before it starts: failed, with ``reason``, and its run_end."""
         claimed.status, claimed.error = "failed", reason
-        await book.save(claimed)
-        await book.append(RunFinished(run_id=claimed.id, status="failed", summary=reason))
+        writes = StoreWriter()  # kept, even when the store is away for a while
+        writes.put(lambda: book.save(claimed))
+        writes.put(lambda: book.append(RunFinished(run_id=claimed.id, status="failed",
+                                                   summary=reason)))  # fmt: skip
+        await writes.flush()
         log.info("run %s failed before it started: %s", claimed.id, reason)
 
     async def stop(self) -> None:
         """Stop the workers; a run they had is left running, for a restart to resume."""
         for worker in self._workers:
             worker.cancel()
+        if self._workers:  # a worker removes its run's box first; never wait without end
+            _, stuck = await asyncio.wait(self._workers, timeout=STOP_TIMEOUT)
+            if stuck:
+                log.error("%d workers did not stop within %ss", len(stuck), STOP_TIMEOUT)
         for worker in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            if worker.done() and not worker.cancelled() and worker.exception() is not None:
+                log.error("a worker had failed: %r", worker.exception())
         self._workers.clear()

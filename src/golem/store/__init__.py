@@ -6,6 +6,7 @@ change (``watch``) instead of being polled.
 The store sits below the blueprint and forge layers: a run's state and its events are kept
 as JSON documents of theirs, with the fields it queries by in columns of their own."""
 
+from golem.store.bounds import RETRY_AFTER
 from golem.store.cipher import TokenCipher, new_key
 from golem.store.contract import Store
 from golem.store.memory import MemoryStore
@@ -21,6 +22,7 @@ from golem.store.records import (
     ForgeName,
     PullRequestRecord,
     Role,
+    RunCap,
     RunRecord,
     check_token,
 )
@@ -31,6 +33,7 @@ __all__ = [
     "FINISHED",
     "QUEUE",
     "RECHECK",
+    "RETRY_AFTER",
     "ApiKeyRecord",
     "CommentRecord",
     "Decision",
@@ -40,6 +43,7 @@ __all__ = [
     "MemoryStore",
     "PullRequestRecord",
     "Role",
+    "RunCap",
     "RunRecord",
     "Signal",
     "SqlStore",

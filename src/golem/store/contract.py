@@ -19,6 +19,7 @@ from golem.store.records import (
     ForgeCredential,
     ForgeName,
     PullRequestRecord,
+    RunCap,
     RunRecord,
 )
 
@@ -38,13 +39,18 @@ class Store(Protocol):
         """Release what the store holds."""
         ...
 
+    async def ping(self) -> None:
+        """Reach the database; StoreUnavailable when it is away (``/healthz``)."""
+        ...
+
     def watch(self, key: str) -> AbstractContextManager[Signal]:
         """A signal set when ``key`` changes: a run id (its state, cancel request, gate
         answer or events), or ``QUEUE`` (a run was queued)."""
         ...
 
-    async def create_run(self, record: RunRecord) -> None:
-        """Keep a new run of this store's tenant."""
+    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
+        """Keep a new run of this store's tenant; with ``cap``, only if the store's runs
+        leave it room (else QueueFull), atomically across the processes sharing it."""
         ...
 
     async def save_run(self, run_id: str, *, status: str, updated: float, document: str) -> None:
@@ -72,7 +78,8 @@ class Store(Protocol):
         ...
 
     async def append_event(self, run_id: str, *, time: float, kind: str, data: str) -> int:
-        """Keep an event; returns its sequence number in the run (from 1)."""
+        """Keep an event; returns its sequence number in the run (from 1). The same
+        ``data`` as the run's last event is that event, kept once (a retried write)."""
         ...
 
     async def events(self, run_id: str, after: int = 0) -> list[EventRecord]:

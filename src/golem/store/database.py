@@ -10,6 +10,8 @@ connection through ``run_sync``.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from importlib.resources import files
 from typing import Any
 
@@ -23,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from golem.core.errors import ConfigError, StoreError
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "WRITE",
     "alembic_config",
     "async_url",
@@ -33,6 +36,7 @@ __all__ = [
 
 MIGRATION_LOCK = 0x60_1E_A7  # a PostgreSQL advisory lock id of golem's own
 WRITE = "golem_write"  # execution option: this connection's transaction writes
+DEFAULT_TIMEOUT = 10.0  # seconds a store call may take (database_timeout)
 ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+psycopg"}
 
 
@@ -60,10 +64,17 @@ def async_url(url: str) -> str:
     return parsed.set(drivername=driver).render_as_string(hide_password=False)
 
 
-def _sqlite_connect(connection: Any, _record: Any) -> None:
+def _sqlite_settings(timeout: float) -> Callable[[Any, Any], None]:
+    def connected(connection: Any, _record: Any) -> None:
+        _sqlite_connect(connection, timeout)
+
+    return connected
+
+
+def _sqlite_connect(connection: Any, timeout: float) -> None:
     connection.isolation_level = None  # golem emits BEGIN itself (see _sqlite_begin)
     cursor = connection.cursor()
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")  # a lock waits no longer
     cursor.execute("PRAGMA journal_mode=WAL")  # readers do not block the runner's writes
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
@@ -74,15 +85,21 @@ def _sqlite_begin(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
-def open_engine(url: str) -> AsyncEngine:
+def open_engine(url: str, *, timeout: float = DEFAULT_TIMEOUT) -> AsyncEngine:
     """An async engine for ``url``; SQLite gets WAL, a busy timeout and explicit
-    transactions."""
+    transactions; no connection or lock is waited for longer than ``timeout``."""
+    driver_url = async_url(url)
+    connect_args: dict[str, Any] = {}
+    if driver_url.startswith("postgresql"):
+        connect_args["connect_timeout"] = max(1, math.ceil(timeout))
     try:
-        engine = create_async_engine(async_url(url), pool_pre_ping=True)
+        engine = create_async_engine(
+            driver_url, pool_pre_ping=True, pool_timeout=timeout, connect_args=connect_args
+        )
     except (SQLAlchemyError, ImportError, ValueError) as exc:
         raise ConfigError(f"cannot use database {safe_url(url)}: {exc}") from exc
     if engine.dialect.name == "sqlite":
-        event.listen(engine.sync_engine, "connect", _sqlite_connect)
+        event.listen(engine.sync_engine, "connect", _sqlite_settings(timeout))
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
     return engine
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
-from golem.core.errors import RunNotFound, StoreError
+from golem.core.errors import QueueFull, RunNotFound, StoreError
 from golem.store.cipher import TokenCipher
 from golem.store.forge_records import storable_text
 from golem.store.notify import QUEUE, Hub, Signal, control_key
@@ -23,6 +23,7 @@ from golem.store.records import (
     ForgeCredential,
     ForgeName,
     PullRequestRecord,
+    RunCap,
     RunRecord,
     check_token,
 )
@@ -57,17 +58,24 @@ class MemoryStore:
     async def close(self) -> None:
         """Nothing to release."""
 
+    async def ping(self) -> None:
+        """Always reached."""
+
     def watch(self, key: str) -> AbstractContextManager[Signal]:
         """A signal set when ``key`` (a run id, or ``QUEUE``) changes."""
         return self._hub.watch(key)
 
     # Runs -----------------------------------------------------------------------------
 
-    async def create_run(self, record: RunRecord) -> None:
-        """Keep a new run."""
+    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
+        """Keep a new run (if ``cap`` leaves it room)."""
         tenant = self._creating("a run")
         if record.id in self._data.runs:
             raise StoreError(f"run {record.id!r} exists already")
+        if cap is not None:
+            taken = sum(run.status in cap.statuses for run in self._data.runs.values())
+            if taken >= cap.limit:
+                raise QueueFull(cap.reason, retry_after=cap.retry_after)
         self._data.runs[record.id] = record.model_copy(update={"tenant": tenant})
         self._changed(record.id, QUEUE)
 
@@ -107,6 +115,8 @@ class MemoryStore:
         if await self.load_run(run_id) is None:
             raise RunNotFound(f"no run {run_id!r}; see `golem runs ls`")
         events = self._data.events.setdefault(run_id, [])
+        if events and events[-1].data == data:
+            return events[-1].seq  # a retried append (each event holds its own time)
         seq = events[-1].seq + 1 if events else 1  # numbers go on after a prune, as in SQL
         events.append(EventRecord(seq=seq, time=time, type=kind, data=data))
         self._changed(run_id)

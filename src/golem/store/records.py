@@ -25,6 +25,7 @@ __all__ = [
     "ForgeName",
     "PullRequestRecord",
     "Role",
+    "RunCap",
     "RunRecord",
     "check_token",
 ]
@@ -42,6 +43,17 @@ TOKEN_PATTERN = re.compile(r"^[\x21-\x7e]{1,2048}$")
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunCap(_Record):
+    """A limit on the runs of the whole store (every tenant's, every server's), checked
+    and kept in one step with a new run: at most ``limit`` runs in one of ``statuses``
+    (the new one counted); past it the new run is refused with QueueFull(``reason``)."""
+
+    statuses: tuple[str, ...]
+    limit: int
+    reason: str
+    retry_after: int
 
 
 class RunRecord(_Record):

@@ -19,20 +19,22 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from sqlalchemy import ColumnElement, Table, func, insert, select, text, true, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from golem.core.config import GolemConfig
-from golem.core.errors import RunNotFound, StoreError
+from golem.core.errors import QueueFull, RunNotFound, StoreError, StoreUnavailable
 from golem.store.api_keys import SqlApiKeys
+from golem.store.bounds import RETRY_AFTER, StoreDeadline, bounded_calls
 from golem.store.claims import SqlQueue
 from golem.store.credentials import SqlCredentials
-from golem.store.database import WRITE, migrate, open_engine, safe_url
+from golem.store.database import DEFAULT_TIMEOUT, WRITE, migrate, open_engine, safe_url
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
 from golem.store.plumbing import run_record
-from golem.store.records import Decision, EventRecord, RunRecord
+from golem.store.records import Decision, EventRecord, RunCap, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
 from golem.store.signals import FileSignals
@@ -81,6 +83,7 @@ def _file_signals(store: SqlStore) -> FileSignals | None:
     return signals
 
 
+@bounded_calls
 class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetention):
     """Runs, events, keys, credentials and forge records of one tenant (``default``
     outside the server); ``tenant=None``: all tenants'. Open it with ``connect``."""
@@ -93,8 +96,10 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         *,
         tenant: str | None,
         signals: FileSignals | None = None,
+        deadline: StoreDeadline | None = None,
     ) -> None:
         self.url = url
+        self.deadline = deadline or StoreDeadline(DEFAULT_TIMEOUT, safe_url(url))
         self.engine = engine
         self.tenant = tenant
         self._hub = hub
@@ -103,12 +108,15 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         self._owns_engine = False
 
     @classmethod
-    async def connect(cls, url: str, *, tenant: str | None = "default") -> SqlStore:
+    async def connect(
+        cls, url: str, *, tenant: str | None = "default", timeout: float = DEFAULT_TIMEOUT
+    ) -> SqlStore:
         """The store at ``url``, its schema migrated, listening for other processes'
-        changes (PostgreSQL)."""
-        engine = open_engine(url)
+        changes (PostgreSQL); each call gives up after ``timeout`` seconds."""
+        engine = open_engine(url, timeout=timeout)
         _check_sqlite_directory(engine)
-        store = cls(url, engine, Hub(), tenant=tenant)
+        deadline = StoreDeadline(timeout, safe_url(url))
+        store = cls(url, engine, Hub(), tenant=tenant, deadline=deadline)
         store._owns_engine = True
         try:
             await migrate(store.engine)
@@ -124,11 +132,16 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
     @classmethod
     async def open(cls, config: GolemConfig, *, tenant: str | None = "default") -> SqlStore:
         """The store the configuration names."""
-        return await cls.connect(database_url(config), tenant=tenant)
+        return await cls.connect(
+            database_url(config), tenant=tenant, timeout=config.database_timeout
+        )
 
     def for_tenant(self, tenant: str) -> SqlStore:
         """``tenant``'s store on this store's connections (closing it closes nothing)."""
-        return SqlStore(self.url, self.engine, self._hub, tenant=tenant, signals=self._signals)
+        return SqlStore(
+            self.url, self.engine, self._hub, tenant=tenant, signals=self._signals,
+            deadline=self.deadline,
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Release the connections (a ``for_tenant`` store leaves them to its parent)."""
@@ -144,12 +157,23 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         """A signal set when ``key`` (a run id, or ``QUEUE``) changes."""
         return self._hub.watch(key)
 
+    async def ping(self) -> None:
+        """Reach the database and take its write lock (StoreUnavailable when it is away
+        or locked)."""
+        async with self.transaction(write=True) as db:
+            await db.execute(text("SELECT 1"))
+
     # Runs -----------------------------------------------------------------------------
 
-    async def create_run(self, record: RunRecord) -> None:
-        """Keep a new run (of this store's tenant; ``record.tenant`` is ignored)."""
+    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
+        """Keep a new run (of this store's tenant; ``record.tenant`` is ignored); with
+        ``cap``, only if the store's runs leave room. The count and the insert are one
+        transaction that one process at a time makes (PostgreSQL: an advisory lock;
+        SQLite: its write lock), so servers sharing the store never overshoot the cap."""
         tenant = self._creating("a run")
         async with self.transaction(write=True, changed=(record.id, QUEUE)) as db:
+            if cap is not None:
+                await _check_cap(db, cap)
             await db.execute(
                 insert(runs).values(
                     id=record.id, tenant=tenant, status=record.status, created=record.created,
@@ -232,6 +256,8 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
                     )
                 )
             ).scalar_one()
+            if await _same_as_last(db, run_id, int(last), data):
+                return int(last)  # a retried append whose first try was kept
             seq = int(last) + 1
             await db.execute(
                 insert(run_events).values(run_id=run_id, seq=seq, time=time, type=kind, data=data)
@@ -271,6 +297,12 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
                                 text("SELECT pg_notify(:channel, :key)"),
                                 {"channel": CHANNEL, "key": key},
                             )
+        except (OperationalError, InterfaceError, PoolTimeout, OSError) as exc:
+            raise _unavailable(self.url, exc) from exc
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise _unavailable(self.url, exc) from exc
+            raise StoreError(f"the database {safe_url(self.url)} failed: {exc}") from exc
         except SQLAlchemyError as exc:
             raise StoreError(f"the database {safe_url(self.url)} failed: {exc}") from exc
         for key in changed:
@@ -288,3 +320,35 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
                 f"a store for all tenants cannot create {what}: use store.for_tenant(tenant)"
             )
         return self.tenant
+
+
+CAP_LOCK = 0x60_1E_CA  # the advisory lock of the run cap (PostgreSQL)
+
+
+async def _check_cap(db: AsyncConnection, cap: RunCap) -> None:
+    """QueueFull unless the store's runs leave ``cap`` room (within the caller's write
+    transaction, under the cap's lock)."""
+    if db.dialect.name == "postgresql":
+        await db.execute(text(f"SELECT pg_advisory_xact_lock({CAP_LOCK})"))
+    taken = (
+        await db.execute(select(func.count()).where(runs.c.status.in_(cap.statuses)))
+    ).scalar_one()
+    if int(taken) >= cap.limit:
+        raise QueueFull(cap.reason, retry_after=cap.retry_after)
+
+
+def _unavailable(url: str, exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"the database {safe_url(url)} cannot be reached: {exc}", retry_after=RETRY_AFTER
+    )
+
+
+async def _same_as_last(db: AsyncConnection, run_id: str, last: int, data: str) -> bool:
+    """Whether the run's last event is ``data`` (each event holds its own time, so two
+    equal events are one event written twice)."""
+    if last == 0:
+        return False
+    kept = await db.execute(
+        select(run_events.c.data).where(run_events.c.run_id == run_id, run_events.c.seq == last)
+    )
+    return kept.scalar_one_or_none() == data

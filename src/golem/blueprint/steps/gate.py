@@ -9,7 +9,8 @@ from golem.blueprint.events import GateDecided, GateWaiting
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import GateNode
 from golem.blueprint.state import GateState
-from golem.store import RECHECK
+from golem.core.errors import StoreUnavailable
+from golem.store import RECHECK, RETRY_AFTER
 
 __all__ = ["run_gate"]
 
@@ -31,7 +32,8 @@ async def run_gate(ex: Execution, node: GateNode) -> Literal["approved", "reject
     state.status = "running"
     ex.save()
     await ex.writes.flush()  # closed in the store before its answer is forgotten: no second
-    await ex.book.store.clear_gate(state.id)  # answer can land in between
+    ex.writes.put(lambda: ex.book.store.clear_gate(state.id))  # answer can land in between
+    await ex.writes.flush()
     ex.emit(GateDecided(run_id=state.id, node=node.id, decision=decision, decided_by=by))
     return decision
 
@@ -43,7 +45,11 @@ async def _answer(
     with ex.book.watch_control(ex.state.id) as answered:
         while True:
             answered.clear()
-            current = await ex.book.load(ex.state.id)
+            try:
+                current = await ex.book.load(ex.state.id)
+            except StoreUnavailable:  # an outage does not end the wait; look again soon
+                await answered.wait(RETRY_AFTER)
+                continue
             decided = current.gate if current is not None else None
             if decided is not None and decided.decision is not None:
                 return decided.decision, "person"

@@ -11,8 +11,8 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
 from golem.blueprint.steps.checks import describe_failures
 from golem.context import hydrate, load_conventions, render_issue
-from golem.core.errors import ForgeError, SecretInChange
-from golem.forge import PullRequestDraft
+from golem.core.errors import ForgeError, PullRequestExists, SecretInChange
+from golem.forge import PullRequest, PullRequestDraft
 
 __all__ = ["run_host"]
 
@@ -130,7 +130,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         labels=list(ex.config.forge.escalation_labels) if escalate else [],
         issue=state.issue.number if state.issue is not None else None,
     )
-    state.pr = await ex.forge.open_pull_request(draft, diff=diff, checks=state.checks)
+    state.pr = await _open_pull_request(ex, draft, diff)
     if escalate:
         state.status = "escalated"
     ex.save()
@@ -138,6 +138,19 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         ex, f"golem opened {state.pr.url}" + (" for a human to finish" if escalate else "")
     )
     return "success", state.pr.url
+
+
+async def _open_pull_request(ex: Execution, draft: PullRequestDraft, diff: str) -> PullRequest:
+    """Open the run's pull request; one already open for the run's own branch is the one
+    this run opened before its runner died (the PR was open, the state not yet saved)."""
+    try:
+        return await ex.forge.open_pull_request(draft, diff=diff, checks=ex.state.checks)
+    except PullRequestExists:
+        existing = await ex.forge.find_pull_request(draft.repo, draft.head)
+        if existing is None:
+            raise
+        ex.note(f"the pull request for {draft.head} was open already: {existing.url}")
+        return existing
 
 
 async def _comment(ex: Execution, text: str) -> None:

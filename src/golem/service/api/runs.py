@@ -16,11 +16,12 @@ from golem.blueprint.control import cancel_run as cancel
 from golem.blueprint.control import decide_gate as decide
 from golem.blueprint.control import load_run
 from golem.blueprint.loader import BUILTINS
-from golem.core.errors import Problem
+from golem.core.errors import GolemError, Problem
 from golem.forge import LocalForge, PullRequest
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
 from golem.service.policy import check_repo, check_run
+from golem.service.problems import ProblemDetails
 from golem.service.state import ServerState
 
 __all__ = ["GateDecision", "router"]
@@ -101,6 +102,20 @@ async def follow_run(
 
 
 async def _events(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str, str]]:
+    """The run's events from ``seen`` on, live; a failure (the store away) ends the stream
+    with an ``error`` event holding its problem details (reconnect with Last-Event-ID)."""
+    try:
+        async for event in _live(book, run_id, seen):
+            yield event
+    except GolemError as exc:
+        problem = ProblemDetails(
+            title=type(exc).__name__, status=exc.http_status, detail=exc.message,
+            kind=type(exc).__name__,
+        )  # fmt: skip
+        yield {"event": "error", "data": problem.model_dump_json()}
+
+
+async def _live(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str, str]]:
     """The run's events from ``seen`` on; woken by the store when the run changes."""
     with book.watch(run_id) as changed:
         while True:

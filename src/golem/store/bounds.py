@@ -1,0 +1,116 @@
+"""Every call of the SQL store is bounded in time, and retried where that is safe.
+
+A call runs as a task of its own: when the database does not answer within the store's
+timeout (``database_timeout``) the caller gets ``StoreUnavailable`` at once, and the task
+is cancelled and left to end in the background (a driver may take seconds to give up on a
+frozen server; nobody waits for that). A call that failed because the database could not be
+reached is tried again, within the same deadline, when trying again cannot do a thing twice:
+reads, and the writes listed in ``RETRIED`` (each of them idempotent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from golem.core.errors import StoreUnavailable
+
+__all__ = ["ONCE", "RETRIED", "RETRY_AFTER", "StoreDeadline", "bounded_calls"]
+
+log = logging.getLogger("golem.store")
+T = TypeVar("T")
+RETRY_AFTER = 5  # seconds a client told the store is away waits before it tries again
+FIRST_PAUSE, LAST_PAUSE = 0.1, 1.0  # between tries of a retried call (doubling)
+
+RETRIED = frozenset(
+    {
+        "load_run", "list_runs", "events", "count_runs", "list_active_runs", "prunable_runs",
+        "list_pull_requests", "get_pull_request", "list_comments", "list_forge_credentials",
+        "reveal_forge_token", "find_api_key", "list_api_keys", "ping",
+        # writes whose second try changes nothing the first one made
+        "save_run", "request_cancel", "clear_gate", "prune_events", "append_event",
+    }
+)  # fmt: skip
+"""The store's calls tried again after the database could not be reached."""
+ONCE = frozenset(
+    {
+        "create_run", "decide_gate", "claim_next_run", "requeue_run", "cancel_queued",
+        "add_pull_request", "add_comment", "set_forge_token", "delete_forge_token",
+        "add_api_key", "revoke_api_key",
+    }
+)  # fmt: skip
+"""The store's calls tried once (a second try could act twice or answer differently)."""
+
+
+class StoreDeadline:
+    """The deadline of a store's calls (shared by a store and its ``for_tenant`` ones)."""
+
+    def __init__(self, timeout: float, where: str) -> None:
+        self.timeout = timeout
+        self.where = where
+
+    async def call(self, attempt: Callable[[], Awaitable[T]], *, retried: bool, what: str) -> T:
+        """``attempt()`` within the deadline (tried again while ``retried`` and time is
+        left); StoreUnavailable when the database is away."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        pause = FIRST_PAUSE
+        while True:
+            try:
+                return await self._within(attempt(), deadline - loop.time(), what)
+            except StoreUnavailable:
+                if not retried or loop.time() + pause >= deadline:
+                    raise
+            await asyncio.sleep(pause)  # a back-off between tries, not a wait for a state
+            pause = min(pause * 2, LAST_PAUSE)
+
+    async def _within(self, attempt: Awaitable[T], seconds: float, what: str) -> T:
+        task = asyncio.ensure_future(attempt)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=max(seconds, 0.0))
+        except asyncio.CancelledError:
+            _abandon(task)
+            raise
+        if not done:
+            _abandon(task)
+            raise StoreUnavailable(
+                f"the database {self.where} did not answer within {self.timeout:g}s "
+                f"({what}; database_timeout)",
+                retry_after=RETRY_AFTER,
+            )
+        return task.result()
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    """Cancel a call nobody waits for any more; it ends in the background."""
+    task.cancel()
+    task.add_done_callback(_forget)
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("an abandoned store call ended: %s", task.exception())
+
+
+def bounded_calls(cls: type[T]) -> type[T]:
+    """Bound every call in ``RETRIED`` and ``ONCE`` that ``cls`` has (its ``deadline``
+    attribute is a StoreDeadline)."""
+    for name in RETRIED | ONCE:
+        method = getattr(cls, name, None)
+        if method is not None:
+            setattr(cls, name, _bound(method, retried=name in RETRIED))
+    return cls
+
+
+def _bound(method: Callable[..., Awaitable[Any]], *, retried: bool) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        deadline: StoreDeadline = self.deadline
+        return await deadline.call(
+            lambda: method(self, *args, **kwargs), retried=retried, what=method.__name__
+        )
+
+    return call

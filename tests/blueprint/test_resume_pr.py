@@ -1,0 +1,46 @@
+"""A runner that died between opening its pull request and saving the run's state: the
+resumed run finds the pull request of its own branch and adopts it (no second one, no
+PullRequestExists)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint.book import RunBook
+from golem.store import Store
+from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+    MakeRunner,
+    make_runner,
+    pull_requests,
+    remote,
+    request,
+    store,
+)
+
+pytestmark = pytest.mark.bwrap
+
+
+async def test_a_run_resumed_after_it_opened_its_pull_request_adopts_it(
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811
+    store: Store,  # noqa: F811
+) -> None:
+    done = await make_runner().start(request(remote))
+    assert done.status == "succeeded", done.error
+    assert done.pr is not None
+    book = RunBook(store)
+    crashed = await book.load(done.id)
+    assert crashed is not None
+    assert crashed.steps[-1].node == "ship"
+    # The state its runner last saved: the PR was open on the forge, not yet in the state.
+    crashed.pr, crashed.status, crashed.current = None, "running", "ship"
+    crashed.steps = crashed.steps[:-1]
+    await book.save(crashed)
+
+    resumed = await make_runner().resume(done.id)
+    assert resumed.status == "succeeded", resumed.error
+    assert resumed.pr is not None
+    assert (resumed.pr.number, resumed.pr.url) == (done.pr.number, done.pr.url)
+    assert [pr.number for pr in await pull_requests(store)] == [done.pr.number]
