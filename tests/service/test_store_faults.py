@@ -215,7 +215,7 @@ def test_an_event_stream_ends_with_an_error_event_when_the_store_fails(
                     seen.append((kind, json.loads(line.removeprefix("data:"))))
                     if kind == "gate_wait":
                         cluster.stop()
-        assert seen[-1][0] == "error", seen[-1]
+        assert seen[-1][0] == "problem", seen[-1]
         assert seen[-1][1]["status"] == 503
         assert "database" in str(seen[-1][1]["detail"])
         cluster.start()

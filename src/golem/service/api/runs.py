@@ -19,9 +19,9 @@ from golem.blueprint.loader import BUILTINS
 from golem.core.errors import GolemError, Problem
 from golem.forge import LocalForge, PullRequest
 from golem.service.api.deps import Caller, State
+from golem.service.api.streams import Frame, problem_frame
 from golem.service.keys import Principal
 from golem.service.policy import check_repo, check_run
-from golem.service.problems import ProblemDetails
 from golem.service.state import ServerState
 
 __all__ = ["GateDecision", "router"]
@@ -101,18 +101,14 @@ async def follow_run(
     return EventSourceResponse(_events(book, run_id, start))
 
 
-async def _events(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str, str]]:
+async def _events(book: RunBook, run_id: str, seen: int) -> AsyncIterator[Frame]:
     """The run's events from ``seen`` on, live; a failure (the store away) ends the stream
-    with an ``error`` event holding its problem details (reconnect with Last-Event-ID)."""
+    with ``event: problem`` (reconnect with Last-Event-ID to go on)."""
     try:
         async for event in _live(book, run_id, seen):
             yield event
     except GolemError as exc:
-        problem = ProblemDetails(
-            title=type(exc).__name__, status=exc.http_status, detail=exc.message,
-            kind=type(exc).__name__,
-        )  # fmt: skip
-        yield {"event": "error", "data": problem.model_dump_json()}
+        yield problem_frame(exc)
 
 
 async def _live(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str, str]]:
