@@ -238,7 +238,9 @@ def raise_if_error(frame: Frame) -> None:
         )
     if kind in ("FileNotFoundError", "NotADirectoryError"):
         raise PathNotFound(f"{kind} in the box: {text}")
-    if kind in ("IsADirectoryError", "PermissionError", "FileExistsError"):
+    if kind in ("IsADirectoryError", "PermissionError", "FileExistsError") or (
+        message.errno in (errno.ENAMETOOLONG, errno.ELOOP)
+    ):
         raise PathRefused(f"{kind} in the box: {text}")
     if kind == "NotRegularFile":
         raise UnsafeBoxOutput(

@@ -53,11 +53,12 @@ class Upload:
             self.target = os.path.realpath(self.path)  # a link is written through
             if os.path.isdir(self.target):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
-            parent, name = os.path.split(self.target)
+            parent = os.path.dirname(self.target)
             os.makedirs(parent or "/", exist_ok=True)
             mode = msg.get("mode")
             mode = 0o644 if mode is None else int(mode)
-            self.temp = os.path.join(parent, f".{name}.golem-upload-{os.urandom(6).hex()}")
+            # Not named after the target: a name of NAME_MAX bytes must fit too.
+            self.temp = os.path.join(parent, f".golem-upload-{os.urandom(6).hex()}")
             self.fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             if os.path.isfile(self.target):  # as writing over it did: its mode is kept
                 os.fchmod(self.fd, stat.S_IMODE(os.stat(self.target).st_mode))
