@@ -3,13 +3,19 @@ the tests of each part do, against a real server and real boxes."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from golem.sandbox.records import BoxRegistry
+from tests.conftest import kill_box_from_outside
+from tests.sandbox.test_files import held_open
 from tests.service.served import Served, serving
+from tests.service.test_transfer_faults import until
 
 pytestmark = pytest.mark.bwrap
 
@@ -57,3 +63,27 @@ def test_a_name_longer_than_the_file_system_takes_is_a_4xx(
         method, f"/v1/sessions/{session}/{route}", params={"path": path}, content=body
     )
     assert answer.json()["kind"] in ("PathRefused", "PathNotFound"), answer.text
+
+
+def test_a_box_killed_during_an_upload_answers_410(
+    served: Served, acme: httpx.Client, session: str
+) -> None:
+    record = BoxRegistry(served.state_dir).load(session)
+    assert record is not None
+    url = httpx.URL(served.url)
+    half = 2 << 20
+    head = (
+        f"PUT /v1/sessions/{session}/files?path=big HTTP/1.1\r\nHost: {url.host}\r\n"
+        f"{acme.headers['Authorization'].join(['Authorization: ', ''])}\r\n"
+        f"Content-Length: {2 * half}\r\n\r\n"
+    )
+    with socket.create_connection((url.host, url.port), timeout=30) as client:
+        client.sendall(head.encode() + b"x" * half)
+        until(lambda: bool(held_open(".golem-upload-")), "the upload landing in the box")
+        kill_box_from_outside(record.state)
+        gone = f"/v1/sessions/{session}"
+        until(lambda: acme.get(gone).status_code == 410, "the session ended with its box")
+        with contextlib.suppress(OSError):  # the server may answer before it reads it all
+            client.sendall(b"x" * half)
+        status_line = client.recv(4096).split(b"\r\n")[0]
+    assert status_line == b"HTTP/1.1 410 Gone", status_line

@@ -16,12 +16,14 @@ from collections.abc import Callable
 from golem.core.errors import (
     BoxCrashed,
     BoxDiskFull,
+    BoxEnded,
     ExecTimeout,
     InvalidRequest,
     PathNotFound,
     PathRefused,
     ProtocolError,
     SandboxError,
+    SessionNotFound,
     UnsafeBoxOutput,
 )
 from golem.sandbox.supervisor.box.framing import HEADER, check_sizes, encode
@@ -269,8 +271,12 @@ class SessionClient:
         self.active = False
 
     def _check(self) -> None:
-        if not self.active:
-            raise SandboxError(f"the session of box {self._box_id} has ended; start a new one")
+        if self.active:
+            return
+        ended = f"the session of box {self._box_id} has ended"
+        if self._client.lost is not None:  # with its box (410), not by its client (404)
+            raise BoxEnded(f"{ended} ({self._client.lost}); start a new one")
+        raise SessionNotFound(f"{ended}; start a new one")
 
     @property
     def hello(self) -> Hello | None:
