@@ -17,11 +17,11 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from golem.core.config import GolemConfig
-from golem.core.errors import Problem
+from golem.core.errors import GolemError, Problem
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
 from golem.service.api.deps import principal_from_headers
-from golem.service.problems import problem
+from golem.service.problems import problem, problem_of
 from golem.service.state import ServerState
 
 __all__ = ["BodyLimit", "ws_max_size"]
@@ -67,7 +67,11 @@ class BodyLimit:
         ):  # no body (a GET's is never read), or one within every role's limits
             await self.app(scope, receive, send)
             return
-        limit = await _limit_of(scope)
+        try:
+            limit = await _limit_of(scope)
+        except GolemError as exc:  # the key's lookup met a store outage: 503, as a route's
+            await problem_of(exc)(scope, receive, send)
+            return
         if limit.size is None:
             await self.app(scope, receive, send)
             return

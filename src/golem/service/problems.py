@@ -12,7 +12,9 @@ from pydantic import BaseModel, Field
 
 from golem.core.errors import GolemError
 
-__all__ = ["ERROR_RESPONSES", "ProblemDetails", "install_problem_handlers", "problem"]
+__all__ = [
+    "ERROR_RESPONSES", "ProblemDetails", "install_problem_handlers", "problem", "problem_of",
+]  # fmt: skip
 
 PROBLEM_TYPE = "application/problem+json"
 log = logging.getLogger("golem.service")
@@ -73,6 +75,15 @@ def problem(status: int, title: str, detail: str, **extra: object) -> JSONRespon
     return JSONResponse(body, status_code=status, media_type=PROBLEM_TYPE)
 
 
+def problem_of(exc: GolemError) -> JSONResponse:
+    """A GolemError's problem: its status, its message, its kind and its headers."""
+    status = exc.http_status
+    response = problem(status, _TITLES.get(status, "Error"), exc.message, kind=type(exc).__name__)
+    for name, value in getattr(exc, "headers", {}).items():
+        response.headers[name] = value
+    return response
+
+
 _TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
     409: "Conflict", 410: "Gone", 413: "Content Too Large", 415: "Unsupported Media Type",
@@ -88,13 +99,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(GolemError)
     async def golem_error(_request: Request, exc: GolemError) -> JSONResponse:
-        status = exc.http_status
-        response = problem(
-            status, _TITLES.get(status, "Error"), exc.message, kind=type(exc).__name__
-        )
-        for name, value in getattr(exc, "headers", {}).items():
-            response.headers[name] = value
-        return response
+        return problem_of(exc)
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
