@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import secrets
 import socket
+import tarfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,7 +17,7 @@ from golem.sandbox.records import BoxRegistry
 from tests.conftest import kill_box_from_outside
 from tests.sandbox.test_files import held_open
 from tests.service.served import Served, serving
-from tests.service.test_transfer_faults import until
+from tests.service.test_transfer_faults import shell, until
 
 pytestmark = pytest.mark.bwrap
 
@@ -87,3 +89,37 @@ def test_a_box_killed_during_an_upload_answers_410(
             client.sendall(b"x" * half)
         status_line = client.recv(4096).split(b"\r\n")[0]
     assert status_line == b"HTTP/1.1 410 Gone", status_line
+
+
+@pytest.mark.parametrize(
+    ("route", "path"), [("files", "new/deeper/file.bin"), ("archive", "new/deeper")]
+)
+def test_an_interrupted_upload_leaves_no_directory_it_made(
+    served: Served, acme: httpx.Client, session: str, tmp_path: Path, route: str, path: str
+) -> None:
+    body = b"y" * (4 << 20)
+    if route == "archive":
+        (tmp_path / "big.bin").write_bytes(body)
+        with tarfile.open(tmp_path / "tree.tar", "w") as archive:
+            archive.add(tmp_path / "big.bin", arcname="big.bin")
+        body = (tmp_path / "tree.tar").read_bytes()
+    before = shell(acme, session, "ls -A")
+    url = httpx.URL(served.url)
+    head = (
+        f"PUT /v1/sessions/{session}/{route}?path={path} HTTP/1.1\r\nHost: {url.host}\r\n"
+        f"{acme.headers['Authorization'].join(['Authorization: ', ''])}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection((url.host, url.port), timeout=30) as client:
+        client.sendall(head.encode() + body[: len(body) // 2])
+        until(lambda: bool(held_open(".golem-upload-")), "the upload landing in the box")
+    until(lambda: shell(acme, session, "ls -A") == before, "the workspace as it was")
+
+
+def test_a_refused_archive_leaves_no_directory_it_made(acme: httpx.Client, session: str) -> None:
+    before = shell(acme, session, "ls -A")
+    put = acme.put(
+        f"/v1/sessions/{session}/archive", params={"path": "fresh/dir"}, content=b"not tar" * 99
+    )
+    assert put.status_code == 422, put.text
+    assert shell(acme, session, "ls -A") == before

@@ -49,12 +49,13 @@ class Upload:
         self.failed = False
         self.thread: threading.Thread | None = None
         self.fd = -1
+        self.made: list[str] = []
         if self.format == "raw":
             self.target = os.path.realpath(self.path)  # a link is written through
             if os.path.isdir(self.target):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
             parent = os.path.dirname(self.target)
-            os.makedirs(parent or "/", exist_ok=True)
+            self.made = made_directories(parent or "/")
             mode = msg.get("mode")
             mode = 0o644 if mode is None else int(mode)
             # Not named after the target: a name of NAME_MAX bytes must fit too.
@@ -63,7 +64,7 @@ class Upload:
             if os.path.isfile(self.target):  # as writing over it did: its mode is kept
                 os.fchmod(self.fd, stat.S_IMODE(os.stat(self.target).st_mode))
         else:
-            os.makedirs(self.path, exist_ok=True)
+            self.made = made_directories(self.path)
             self.temp = tempfile.mkdtemp(prefix=".golem-upload-", dir=self.path)
             read_fd, self.fd = os.pipe()
             self.thread = threading.Thread(target=self._extract, args=(read_fd,), daemon=True)
@@ -114,13 +115,21 @@ class Upload:
                 os.rename(self.temp, self.target)
             else:
                 merge(self.temp, self.path)
-        finally:
-            self._discard()
+        except BaseException:
+            self.abort()
+            raise
+        self._discard()
 
     def abort(self) -> None:
-        """The body will not arrive whole: remove what was written of it."""
+        """The body will not arrive whole: remove what was written of it, and the
+        directories made for it (those still empty)."""
         self._close()
         self._discard()
+        for directory in self.made:
+            try:
+                os.rmdir(directory)
+            except OSError:
+                break
 
     def _close(self) -> None:
         if self.fd >= 0:
@@ -137,6 +146,17 @@ class Upload:
                 os.unlink(self.temp)
             except OSError:
                 pass
+
+
+def made_directories(path: str) -> list[str]:
+    """Make ``path`` and its missing parents; those it made, deepest first."""
+    missing: list[str] = []
+    where = os.path.abspath(path)
+    while not os.path.lexists(where):
+        missing.append(where)
+        where = os.path.dirname(where)
+    os.makedirs(path, exist_ok=True)
+    return missing
 
 
 def merge(source: str, target: str) -> None:
