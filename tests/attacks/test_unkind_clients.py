@@ -3,6 +3,7 @@ the tests of each part do, against a real server and real boxes."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 import socket
@@ -13,7 +14,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from golem.core.config import load_config
+from golem.sandbox import Box, LocalEngine, OutputEvent
 from golem.sandbox.records import BoxRegistry
+from golem.sandbox.supervisor.messages import Out
+from golem.service.keys import Principal
+from golem.service.sessions import SessionRegistry
 from tests.conftest import kill_box_from_outside
 from tests.sandbox.test_files import held_open
 from tests.service.served import Served, serving
@@ -123,3 +129,51 @@ def test_a_refused_archive_leaves_no_directory_it_made(acme: httpx.Client, sessi
     )
     assert put.status_code == 422, put.text
     assert shell(acme, session, "ls -A") == before
+
+
+async def test_a_stream_cancelled_as_its_next_frame_arrives_stops(box: Box) -> None:
+    """A client that leaves just as the box sends output: the call's reader is cancelled in
+    the same turn of the loop its frame arrives in, and must stop (a cancellation lost
+    there kept a one-shot box, its call and its response alive until the call ended)."""
+    client = box._client._client  # the box's connection, whose queue each call reads
+    before = set(client._queues)
+    events = box.stream("echo up; exec sleep 3600")
+    reading = asyncio.ensure_future(anext(events))
+    first = await reading
+    assert isinstance(first, OutputEvent)
+    (call_id,) = set(client._queues) - before
+    reading = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(0)  # the reader waits for its next frame
+    client._queues[call_id].put_nowait((Out(stream="stdout"), b"late\n"))
+    reading.cancel()
+    done, _ = await asyncio.wait({reading}, timeout=10)
+    assert done, "the cancelled reader went on reading"
+    assert reading.cancelled()
+    await events.aclose()
+
+
+async def test_a_wait_for_room_cancelled_as_a_slot_frees_gets_no_box(tmp_path: Path) -> None:
+    """A client that leaves while it waits for a session slot, in the turn of the loop the
+    slot frees in: its wait must end there (a lost cancellation made it a box nobody
+    asked for any more, or kept it waiting out server.session_wait)."""
+    config = load_config(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "server": {"max_sessions": 1, "overflow": "queue", "session_wait": 60},
+        },
+        files=[],
+    )
+    acme = Principal(tenant="acme", role="user", key_id="k")
+    async with LocalEngine(config) as engine:
+        registry = SessionRegistry(config, engine)
+        first = await registry.open(acme, {})
+        waiting = asyncio.ensure_future(registry.open(acme, {}))
+        await asyncio.sleep(0)  # it waits for room
+        assert not waiting.done()
+        registry._wake()  # what a freed slot does, then the client leaves
+        waiting.cancel()
+        done, _ = await asyncio.wait({waiting}, timeout=10)
+        assert done, "the cancelled wait went on waiting"
+        assert waiting.cancelled()
+        assert [held.box.id for held in registry.list(acme)] == [first.box.id]
+        await registry.close_all()

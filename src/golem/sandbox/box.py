@@ -261,8 +261,9 @@ class LocalBox(BoxFiles):
         deadline = loop.time() + limit
         received = 0
         while True:
-            try:
-                frame = await asyncio.wait_for(queue.get(), max(deadline - loop.time(), 0))
+            try:  # not wait_for: on 3.11 it loses a cancel that meets a frame arriving
+                async with asyncio.timeout_at(deadline):
+                    frame = await queue.get()
             except TimeoutError:
                 await self._started.stop()
                 raise ExecTimeout(

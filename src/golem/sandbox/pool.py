@@ -63,9 +63,10 @@ def shape_of(spec: BoxSpec) -> str | None:
 async def wipe(box: LiveBox) -> bool:
     """Reset a box for its next session; False when it did not come back healthy."""
     try:
-        reset = box.client.request(Reset(paths=WIPED_PATHS))
-        await asyncio.wait_for(reset, WIPE_TIMEOUT)
-        await asyncio.wait_for(box.client.request(HelloRequest()), WIPE_TIMEOUT)
+        async with asyncio.timeout(WIPE_TIMEOUT):  # not wait_for, which can lose a cancel
+            await box.client.request(Reset(paths=WIPED_PATHS))
+        async with asyncio.timeout(WIPE_TIMEOUT):
+            await box.client.request(HelloRequest())
     except (GolemError, TimeoutError):
         return False
     return box.client.lost is None

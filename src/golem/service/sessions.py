@@ -116,7 +116,8 @@ class SessionRegistry:
             changed = self._changed
             remaining = deadline - asyncio.get_running_loop().time()
             try:
-                await asyncio.wait_for(changed.wait(), max(remaining, 0))
+                async with asyncio.timeout(max(remaining, 0)):  # wait_for can lose a cancel
+                    await changed.wait()
             except TimeoutError:
                 raise Problem(
                     429,

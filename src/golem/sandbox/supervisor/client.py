@@ -68,7 +68,8 @@ class SupervisorClient:
         """Start routing frames and complete the hello handshake."""
         self._reader_task = asyncio.create_task(self._route())
         try:
-            reply, _ = await asyncio.wait_for(self.request(HelloRequest()), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for, which can lose a cancel
+                reply, _ = await self.request(HelloRequest())
         except TimeoutError as exc:
             raise ExecTimeout(
                 f"the box did not answer within {timeout:.0f}s of starting; "
