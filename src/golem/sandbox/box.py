@@ -374,7 +374,12 @@ class LocalBox(BoxFiles):
 
     async def wait(self, process_id: str, timeout: float | None = None) -> int | None:
         """Wait for a background process to end; its exit code, or None on timeout."""
-        reply, _ = await self._client.request(Wait(target=process_id, timeout=timeout))
+        call_id, wait = self._client.new_id(), Wait(target=process_id, timeout=timeout)
+        try:
+            reply, _ = await self._client.request(wait, call_id=call_id)
+        except asyncio.CancelledError:  # its caller left: the box's wait ends too
+            await asyncio.shield(self._client.cancel(call_id))
+            raise
         exit_info = expect(reply, Waited).exit
         return exit_info.exit_code if exit_info else None
 

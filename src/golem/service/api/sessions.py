@@ -267,10 +267,17 @@ async def signal_process(
 
 @router.post("/sessions/{session_id}/processes/{process_id}/wait")
 async def wait_process(
-    session_id: str, process_id: str, body: WaitBody, principal: Caller, state: State
+    session_id: str,
+    process_id: str,
+    body: WaitBody,
+    principal: Caller,
+    state: State,
+    asking: Request,
 ) -> WaitResult:
-    """Wait (at most ``timeout``) for a background process to end."""
-    code = await session_box(state, principal, session_id).wait(process_id, body.timeout)
+    """Wait (at most ``timeout``) for a background process to end (no longer once the
+    client has left)."""
+    box = session_box(state, principal, session_id)
+    code = await while_connected(asking, box.wait(process_id, body.timeout))
     return WaitResult(exit_code=code)
 
 

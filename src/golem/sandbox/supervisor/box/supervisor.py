@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
     Handler = Callable[[dict[str, Any], bytes], None]
 
+MAX_WAITS = 32  # waits on background processes at once: each is a thread, within the pids
+WAIT_SLICE = 0.5  # how soon a cancelled wait's thread ends
+
 RUNTIMES = {"python": "python3", "node": "node", "bash": "bash", "sh": "sh"}
 
 
@@ -37,6 +40,7 @@ class Supervisor:
         self.calls_lock = threading.Lock()
         self.uploads: dict[str, Upload] = {}
         self.downloads: dict[str, Download] = {}
+        self.waits: dict[str, threading.Event] = {}  # a wait's id -> set when cancelled
         self.handlers: dict[str, Handler] = {
             op.HELLO: self.op_hello,
             op.CONFIGURE: self.op_configure,
@@ -195,12 +199,29 @@ class Supervisor:
         self.channel.send(reply, data)
 
     def op_wait(self, msg: dict[str, Any], payload: bytes) -> None:
+        """Answer when the process ends or the timeout passes; a wait the host cancels
+        (its client left) ends with no answer. At most MAX_WAITS run at once."""
         call = self._target(msg)
-        reply = msg.get("id")
+        reply = str(msg.get("id"))
+        if len(self.waits) >= MAX_WAITS:
+            raise Invalid(
+                f"{MAX_WAITS} waits on background processes run in this box already; "
+                "wait for one to end, or poll the process's output instead"
+            )
+        cancelled = self.waits[reply] = threading.Event()
+        timeout = msg.get("timeout")
+        deadline = None if timeout is None else time.monotonic() + float(timeout)
 
         def wait() -> None:
-            call.done.wait(msg.get("timeout"))
-            self.channel.send({"op": op.WAITED, "id": reply, "exit": call.exit_msg})
+            try:
+                while not cancelled.is_set():  # a slice at a time, to see a cancel
+                    left = None if deadline is None else max(deadline - time.monotonic(), 0)
+                    last = left is not None and left <= WAIT_SLICE
+                    if call.done.wait(left if last else WAIT_SLICE) or last:
+                        self.channel.send({"op": op.WAITED, "id": reply, "exit": call.exit_msg})
+                        return
+            finally:
+                self.waits.pop(reply, None)
 
         threading.Thread(target=wait, daemon=True).start()
 
@@ -251,6 +272,8 @@ class Supervisor:
 
     def op_credit(self, msg: dict[str, Any], payload: bytes) -> None:
         """The host consumed ``count`` chunks of a download: that many more may go."""
+        if (wait := self.waits.get(str(msg["id"]))) is not None:
+            wait.set()
         download = self.downloads.get(str(msg["id"]))
         if download is not None:
             download.flow.give(int(msg.get("count", 0)))
