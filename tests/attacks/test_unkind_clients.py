@@ -200,3 +200,12 @@ def test_waits_whose_clients_left_do_not_starve_the_box(
     assert acme.post(processes, json={"cmd": "true"}).status_code == 201
     got = acme.get(f"/v1/sessions/{session}/files", params={"path": "/etc/hostname"})
     assert got.status_code == 200, got.text
+
+
+@pytest.mark.parametrize("cmd", [["/no/such/program"], ["/etc/hostname"]])
+def test_a_background_process_that_cannot_start_is_a_422(
+    acme: httpx.Client, session: str, cmd: list[str]
+) -> None:
+    started = acme.post(f"/v1/sessions/{session}/processes", json={"cmd": cmd})
+    assert started.status_code == 422, started.text
+    assert cmd[0] in started.json()["detail"]

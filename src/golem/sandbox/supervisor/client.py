@@ -227,7 +227,7 @@ def raise_if_error(frame: Frame) -> None:
     if not isinstance(message, Error):
         return
     text, kind = message.message, message.kind
-    if kind == "Invalid":
+    if kind in ("Invalid", "SpawnError"):  # SpawnError: a program that cannot start
         raise InvalidRequest(text)
     if message.errno in (errno.ENOSPC, errno.EDQUOT):
         raise BoxDiskFull(
