@@ -23,7 +23,6 @@ from golem.service.sessions import SessionRegistry
 from tests.conftest import kill_box_from_outside
 from tests.sandbox.test_files import held_open
 from tests.service.served import Served, serving
-from tests.service.test_client_leaves import drop, raw_request
 from tests.service.test_transfer_faults import shell, until
 
 pytestmark = pytest.mark.bwrap
@@ -178,28 +177,6 @@ async def test_a_wait_for_room_cancelled_as_a_slot_frees_gets_no_box(tmp_path: P
         assert waiting.cancelled()
         assert [held.box.id for held in registry.list(acme)] == [first.box.id]
         await registry.close_all()
-
-
-def test_waits_whose_clients_left_do_not_starve_the_box(
-    served: Served, acme: httpx.Client, session: str
-) -> None:
-    """Each wait on a background process held a thread of the box (a pid) for its whole
-    timeout, its client gone or not: 300 abandoned waits left no pid for any later call
-    (a 500 for a process start and a download)."""
-    processes = f"/v1/sessions/{session}/processes"
-    started = acme.post(processes, json={"cmd": "exec sleep 3600"})
-    assert started.status_code == 201, started.text
-    wait = f"{processes}/{started.json()['id']}/wait"
-    key = acme.headers["Authorization"].removeprefix("Bearer ")
-    clients = [raw_request(served, key, wait, {"timeout": 3600}) for _ in range(300)]
-    for client in clients:
-        drop(client)
-    until(  # no wait holds the box's slot for it once its client is gone
-        lambda: acme.post(wait, json={"timeout": 0.1}).status_code == 200, "a wait taken"
-    )
-    assert acme.post(processes, json={"cmd": "true"}).status_code == 201
-    got = acme.get(f"/v1/sessions/{session}/files", params={"path": "/etc/hostname"})
-    assert got.status_code == 200, got.text
 
 
 @pytest.mark.parametrize("cmd", [["/no/such/program"], ["/etc/hostname"]])
