@@ -14,6 +14,7 @@ GolemError
  |    +-- PathNotFound           a path asked for in a box does not exist there
  |    +-- PathRefused            the box refused a path (a directory, no permission...)
  |    +-- SessionNotFound        no live box with that id
+ |    +-- ProcessNotFound        no background process with that id in the box
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
  |    +-- ProtocolError          the supervisor spoke something unexpected
  |    +-- UnsafeBoxOutput        what a box handed back breaks a rule of the trust boundary
@@ -93,6 +94,7 @@ __all__ = [
     "PathRefused",
     "PolicyViolation",
     "Problem",
+    "ProcessNotFound",
     "ProtocolError",
     "PullRequestExists",
     "QueueFull",
@@ -185,6 +187,12 @@ class PathRefused(SandboxError):
 
 class SessionNotFound(SandboxError):
     """No live box has that id."""
+
+    exit_code, http_status = 2, 404
+
+
+class ProcessNotFound(SandboxError):
+    """The box has no background process with that id (never started, or forgotten)."""
 
     exit_code, http_status = 2, 404
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golem.core.events import NetworkEvent, ResourceUsage
+from golem.core.spec import MAX_TIMEOUT
 
 __all__ = [
     "RUNTIME_BY_SUFFIX",
@@ -66,8 +67,12 @@ class ExecRequest(BaseModel):
     stdin: bytes | None = Field(None, description="Bytes fed to the call's standard input.")
     env: dict[str, str] = Field(default_factory=dict)
     workdir: str | None = Field(None, description="Inside /workspace; default: the spec's.")
-    timeout: float | None = Field(None, gt=0, description="Seconds; default: the spec's.")
-    idle_timeout: float | None = Field(None, gt=0, description="Kill after N silent seconds.")
+    timeout: float | None = Field(
+        None, gt=0, le=MAX_TIMEOUT, description="Seconds; default: the spec's."
+    )
+    idle_timeout: float | None = Field(
+        None, gt=0, le=MAX_TIMEOUT, description="Kill after N silent seconds."
+    )
     files: dict[str, bytes] = Field(
         default_factory=dict, description="Files written into the box before the call."
     )

@@ -18,6 +18,7 @@ from golem.core.errors import (
     InvalidRequest,
     PathNotFound,
     PathRefused,
+    ProcessNotFound,
     ProtocolError,
     SandboxError,
     UnsafeBoxOutput,
@@ -212,6 +213,12 @@ def raise_if_error(frame: Frame) -> None:
     text, kind = message.message, message.kind
     if kind == "Invalid":
         raise InvalidRequest(text)
+    if kind == "UnknownProcess":
+        shown = text if len(text) <= 100 else text[:100] + "..."
+        raise ProcessNotFound(
+            f"no background process {shown!r} in this box; list the box's processes "
+            "(GET /v1/sessions/{id}/processes, or box.processes()) for the ids it has"
+        )
     if kind in ("FileNotFoundError", "NotADirectoryError"):
         raise PathNotFound(f"{kind} in the box: {text}")
     if kind in ("IsADirectoryError", "PermissionError", "FileExistsError"):

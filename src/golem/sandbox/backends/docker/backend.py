@@ -21,7 +21,7 @@ from docker.errors import APIError, DockerException
 from docker.errors import ImageNotFound as DockerImageNotFound
 
 from golem.core.config import DockerBackendConfig
-from golem.core.errors import BackendUnavailable, ImageNotFound, SandboxError
+from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest, SandboxError
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.sandbox.backends.docker.attach import AttachedStreams, open_attach
 from golem.sandbox.backends.process.bwrap import BOX_PATH
@@ -91,6 +91,7 @@ class DockerBackend:
         self.config = config
         self._api: docker.APIClient | None = None
         self._podman: bool | None = None
+        self._cpus: float | None = None
 
     @property
     def api(self) -> docker.APIClient:
@@ -122,6 +123,11 @@ class DockerBackend:
             components = self.api.version().get("Components") or []
             self._podman = any("podman" in str(c.get("Name", "")).lower() for c in components)
         return self._podman
+
+    def _engine_cpus(self) -> float:
+        if self._cpus is None:
+            self._cpus = float(self.api.info().get("NCPU") or os.cpu_count() or 1)
+        return self._cpus
 
     def close(self) -> None:
         """Close the connection to the engine."""
@@ -156,8 +162,8 @@ class DockerBackend:
         limits: dict[str, Any] = {}
         if spec.memory is not None:
             limits.update(mem_limit=spec.memory, memswap_limit=spec.memory)
-        if spec.cpus is not None:
-            limits["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.cpus is not None:  # past the engine's cores a cap caps nothing, and is refused
+            limits["nano_cpus"] = int(min(spec.cpus, self._engine_cpus()) * 1e9)
         config: dict[str, Any] = self.api.create_host_config(
             read_only=spec.read_only_root,
             tmpfs=tmpfs,
@@ -209,6 +215,11 @@ class DockerBackend:
                 "golem's own) or name another with --image"
             ) from None
         except APIError as exc:
+            if exc.is_client_error():  # the engine says the spec is wrong: the caller's to fix
+                raise InvalidRequest(
+                    f"the container engine refused the box's spec: {exc.explanation or exc}; "
+                    "change the spec's values"
+                ) from exc
             raise SandboxError(f"the engine refused the box: {exc.explanation or exc}") from exc
         return str(container["Id"])
 
