@@ -4,8 +4,6 @@ fails after it made something (cgroups, a record, a container) leaves nothing be
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,11 +26,9 @@ from golem.core.spec import (
     BoxSpec,
 )
 from golem.sandbox import LocalEngine
-from golem.sandbox.backends.docker.backend import LABEL
 from golem.sandbox.backends.process.cgroups import ROOT
+from golem.sandbox.records import BoxRecord, BoxRegistry
 from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image, engine_api
-
-CEILING = 30.0  # seconds a leftover of another test's box creation may take to settle
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -127,51 +123,47 @@ def _ident(value: Any) -> str:
     return text if len(text) <= 24 else f"{len(text)}chars"
 
 
-def _cgroups() -> set[Path]:
-    """Every box cgroup on this machine (other tests' too)."""
-    patterns = ("golem/box-*", "*/golem/box-*", "*/*/golem/box-*", "*/*/*/golem/box-*")
-    return {group for pattern in patterns for group in ROOT.glob(pattern) if group.is_dir()}
+class RecordingRegistry(BoxRegistry):
+    """The engine's own registry, remembering the id of every box record it makes."""
+
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__(state_dir)
+        self.made: list[str] = []
+
+    def new_record(self, box_id: str, backend: str, **fields: Any) -> BoxRecord:
+        self.made.append(box_id)
+        return super().new_record(box_id, backend, **fields)
 
 
-def _unpopulated(groups: set[Path]) -> set[Path]:
-    found = set()
-    for group in groups:
-        try:
-            if group.is_dir() and not (group / "cgroup.procs").read_text().split():
-                found.add(group)
-        except OSError:
-            continue
-    return found
+def _cgroups(box_id: str) -> list[Path]:
+    """The box's cgroup directories, in any hierarchy."""
+    patterns = ("golem/", "*/golem/", "*/*/golem/", "*/*/*/golem/")
+    return [group for pattern in patterns for group in ROOT.glob(pattern + box_id)]
 
 
-def _containers(backend: str) -> set[str]:
-    """Containers of boxes made by this process."""
+def _containers(backend: str, box_id: str) -> list[str]:
+    """The box's containers, running or not."""
     if backend not in ENGINES:
-        return set()
+        return []
     with engine_api(backend) as api:
-        made = api.containers(all=True, filters={"label": f"golem.owner_pid={os.getpid()}"})
-    return {str(c["Labels"][LABEL]) for c in made}
+        return [str(c["Id"]) for c in api.containers(all=True, filters={"name": box_id})]
 
 
 @pytest.fixture
-def leftovers(backend: str, engine: LocalEngine) -> Iterator[None]:
-    """After the test: no record, container or box cgroup that the test made is left.
-
-    A new cgroup with no process is a leak unless it goes: another test's box may be between
-    making its cgroup and starting in it (or between its end and the cgroup's removal)."""
-    before = _cgroups()
-    yield
+def leftovers(backend: str, engine: LocalEngine) -> Iterator[RecordingRegistry]:
+    """After the test: no record, container or cgroup of a box the test made is left."""
+    registry = RecordingRegistry(engine.registry.directory.parent)
+    engine.registry = registry
+    yield registry
     assert engine.registry.all() == []
-    assert _containers(backend) == set()
-    deadline = time.monotonic() + CEILING
-    while (left := _unpopulated(_cgroups() - before)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert left == set()
+    for box_id in registry.made:
+        assert _cgroups(box_id) == [], box_id
+        assert _containers(backend, box_id) == [], box_id
 
 
 @pytest.mark.parametrize(("field", "value"), INSIDE, ids=[f"{f}={_ident(v)}" for f, v in INSIDE])
 async def test_a_value_at_a_bound_makes_a_working_box(
-    engine: LocalEngine, leftovers: None, field: str, value: Any
+    engine: LocalEngine, leftovers: RecordingRegistry, field: str, value: Any
 ) -> None:
     async with engine.session({field: value}) as box:
         result = await box.execute("echo ok")
@@ -181,14 +173,13 @@ async def test_a_value_at_a_bound_makes_a_working_box(
             assert int(sizes.stdout) >= sum(len(n) + len(v) + 2 for n, v in value.items())
 
 
-@pytest.mark.parametrize(
-    ("field", "value"), OUTSIDE, ids=[f"{f}={_ident(v)}" for f, v in OUTSIDE]
-)
+@pytest.mark.parametrize(("field", "value"), OUTSIDE, ids=[f"{f}={_ident(v)}" for f, v in OUTSIDE])
 async def test_a_value_past_a_bound_is_refused_before_anything_is_made(
-    engine: LocalEngine, leftovers: None, field: str, value: Any
+    engine: LocalEngine, leftovers: RecordingRegistry, field: str, value: Any
 ) -> None:
     with pytest.raises(ConfigError, match=field):
         await engine.create_session({field: value})
+    assert leftovers.made == []
 
 
 def _unchecked(engine: LocalEngine, **values: Any) -> BoxSpec:
@@ -203,7 +194,7 @@ def _unchecked(engine: LocalEngine, **values: Any) -> BoxSpec:
     ids=["cpus", "pids", "tmp_size", "memory"],
 )
 async def test_a_value_a_backend_refuses_leaves_no_cgroup_record_or_container(
-    engine: LocalEngine, leftovers: None, values: dict[str, Any]
+    engine: LocalEngine, leftovers: RecordingRegistry, values: dict[str, Any]
 ) -> None:
     refusal: GolemError | None = None
     try:
@@ -211,6 +202,7 @@ async def test_a_value_a_backend_refuses_leaves_no_cgroup_record_or_container(
             result = await box.execute("echo ok")
     except GolemError as error:
         refusal = error
+    assert leftovers.made  # the spec went past validation to the backend
     if refusal is None:  # the backend took the value: then the box works
         assert (result.exit_code, result.stdout) == (0, b"ok\n")
     else:  # refused by the backend, past the spec, as an error of golem's

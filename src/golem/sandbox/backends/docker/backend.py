@@ -9,7 +9,6 @@ seccomp profile (never replaced), pids/memory/cpu limits, no engine socket in th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException
+from docker.errors import APIError, DockerException, NotFound
 from docker.errors import ImageNotFound as DockerImageNotFound
 
 from golem.core.config import DockerBackendConfig
@@ -78,8 +77,7 @@ class DockerBox:
             return
         self._stopped = True
         await self.streams.close()
-        with contextlib.suppress(DockerException):
-            await asyncio.to_thread(self.api.remove_container, self.container_id, force=True)
+        await asyncio.to_thread(remove_container, self.api, self.container_id)
 
 
 class DockerBackend:
@@ -252,8 +250,7 @@ class DockerBackend:
         except BaseException:
             if streams is not None:
                 await streams.close()
-            with contextlib.suppress(DockerException):
-                await asyncio.to_thread(self.api.remove_container, container_id, force=True)
+            await asyncio.to_thread(remove_container, self.api, container_id)
             raise
         box.attach_cgroup(int(info["State"].get("Pid") or 0))
         return box
@@ -261,8 +258,22 @@ class DockerBackend:
     async def cleanup(self, record: BoxRecord) -> None:
         """Remove an orphan's container."""
         container_id = record.state.get("container") or record.id
-        with contextlib.suppress(DockerException):
-            await asyncio.to_thread(self.api.remove_container, container_id, force=True)
+        await asyncio.to_thread(remove_container, self.api, container_id)
+
+
+def remove_container(api: docker.APIClient, container_id: str, attempts: int = 5) -> None:
+    """Force-remove a container, which may be gone already. Podman refuses a removal that
+    races the container's own exit ("container state improper"); the next one succeeds."""
+    for attempt in range(attempts):
+        try:
+            api.remove_container(container_id, force=True)
+        except NotFound:
+            return
+        except DockerException:
+            if attempt == attempts - 1:
+                return  # the engine keeps refusing: nothing more golem can do here
+            continue
+        return
 
 
 def _profile_file() -> str:
