@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from golem.core import GolemConfig, load_config
-from golem.core.errors import ConfigError, GolemError
+from golem.core.errors import ConfigError, GolemError, InvalidRequest
 from golem.core.spec import (
     MAX_ARG_STRLEN,
     MAX_CPUS,
@@ -27,6 +28,7 @@ from golem.core.spec import (
 )
 from golem.sandbox import LocalEngine
 from golem.sandbox.backends.process.cgroups import ROOT
+from golem.sandbox.models import ExecRequest
 from golem.sandbox.records import BoxRecord, BoxRegistry
 from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image, engine_api
 
@@ -207,3 +209,22 @@ async def test_a_value_a_backend_refuses_leaves_no_cgroup_record_or_container(
         assert (result.exit_code, result.stdout) == (0, b"ok\n")
     else:  # refused by the backend, past the spec, as an error of golem's
         assert not isinstance(refusal, ConfigError)
+
+
+@pytest.mark.parametrize(
+    "request_fields",
+    [
+        {"cmd": "echo ok", "env": {"BIG": "x" * MAX_ARG_STRLEN}},
+        {"cmd": "echo ok", "env": _spread_env(MAX_ENV_BYTES + 1)},
+        {"cmd": "echo " + "x" * 10 * 1024**2},
+    ],
+    ids=["env-entry", "env-total", "cmd"],
+)
+async def test_a_call_too_large_for_the_box_is_refused_and_the_box_lives(
+    engine: LocalEngine, request_fields: dict[str, Any]
+) -> None:
+    async with engine.session() as box:
+        with pytest.raises((ConfigError, InvalidRequest, ValidationError)):
+            await box.execute(ExecRequest(**request_fields))
+        result = await box.execute("echo alive")
+        assert (result.exit_code, result.stdout) == (0, b"alive\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -11,7 +12,15 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from golem.core.network import EgressPolicy
 from golem.core.sizes import ByteSize
 
-__all__ = ["MAX_ID", "WORKSPACE", "BoxSpec", "NetworkMode", "parse_user", "resolve_workdir"]
+__all__ = [
+    "MAX_ID",
+    "WORKSPACE",
+    "BoxSpec",
+    "NetworkMode",
+    "check_env",
+    "parse_user",
+    "resolve_workdir",
+]
 
 WORKSPACE = "/workspace"
 NetworkMode = Literal["none", "filtered", "host"]
@@ -195,15 +204,9 @@ class BoxSpec(BaseModel):
     @field_validator("env", "secrets")
     @classmethod
     def _env_names(cls, value: dict[str, str | SecretStr]) -> dict[str, str | SecretStr]:
-        for name, item in value.items():
-            text = item.get_secret_value() if isinstance(item, SecretStr) else item
-            if not name or "=" in name or "\0" in name or "\0" in text:
-                raise ValueError(f"{_shown(name)!r} is not a valid environment variable")
-            if _env_entry_bytes(name, text) > MAX_ARG_STRLEN:
-                raise ValueError(
-                    f"{_shown(name)}=... is longer than the kernel takes for one variable "
-                    f"({MAX_ARG_STRLEN // 1024} KiB); pass large data as a file instead"
-                )
+        check_env(
+            {n: v.get_secret_value() if isinstance(v, SecretStr) else v for n, v in value.items()}
+        )
         return value
 
     @field_validator("setup")
@@ -233,13 +236,7 @@ class BoxSpec(BaseModel):
 
     @model_validator(mode="after")
     def _environment_fits(self) -> BoxSpec:
-        secrets = self.secret_values()
-        size = sum(_env_entry_bytes(n, v) for n, v in {**self.env, **secrets}.items())
-        if size > MAX_ENV_BYTES:
-            raise ValueError(
-                f"env and secrets hold {size} bytes; a box's environment takes at most "
-                f"{MAX_ENV_BYTES // 1024**2} MiB: pass large data as a file instead"
-            )
+        check_env({**self.env, **self.secret_values()})
         return self
 
     @property
@@ -255,6 +252,26 @@ class BoxSpec(BaseModel):
     def secret_values(self) -> dict[str, str]:
         """The secrets in clear, for the box's environment only."""
         return {name: secret.get_secret_value() for name, secret in self.secrets.items()}
+
+
+def check_env(env: Mapping[str, str]) -> None:
+    """ValueError unless ``env`` can be a new process's environment: names without ``=`` or
+    NUL, values without NUL, each ``NAME=value`` within MAX_ARG_STRLEN, all within
+    MAX_ENV_BYTES."""
+    for name, value in env.items():
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise ValueError(f"{_shown(name)!r} is not a valid environment variable")
+        if _env_entry_bytes(name, value) > MAX_ARG_STRLEN:
+            raise ValueError(
+                f"{_shown(name)}=... is longer than the kernel takes for one variable "
+                f"({MAX_ARG_STRLEN // 1024} KiB); pass large data as a file instead"
+            )
+    size = sum(_env_entry_bytes(name, value) for name, value in env.items())
+    if size > MAX_ENV_BYTES:
+        raise ValueError(
+            f"the environment holds {size} bytes; it takes at most "
+            f"{MAX_ENV_BYTES // 1024**2} MiB: pass large data as a file instead"
+        )
 
 
 def _env_entry_bytes(name: str, value: str) -> int:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golem.core.events import NetworkEvent, ResourceUsage
-from golem.core.spec import MAX_TIMEOUT
+from golem.core.spec import MAX_TIMEOUT, check_env
 
 __all__ = [
     "RUNTIME_BY_SUFFIX",
@@ -95,9 +95,7 @@ class ExecRequest(BaseModel):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not name or "=" in name or "\0" in name:
-                raise ValueError(f"{name!r} is not a valid environment variable name")
+        check_env(value)
         return value
 
     def argv(self) -> list[str]:

@@ -23,7 +23,13 @@ from golem.core.errors import (
     SandboxError,
     UnsafeBoxOutput,
 )
-from golem.sandbox.supervisor.box.framing import HEADER, check_sizes, encode
+from golem.sandbox.supervisor.box.framing import (
+    HEADER,
+    MAX_JSON,
+    MAX_PAYLOAD,
+    check_sizes,
+    encode,
+)
 from golem.sandbox.supervisor.messages import (
     Error,
     Hello,
@@ -120,7 +126,15 @@ class SupervisorClient:
         """Send one frame (a whole frame is written at once, so frames never interleave)."""
         if self._lost is not None:
             raise BoxCrashed(self._lost)
-        self._writer.write(encode(message.to_json(call_id), payload))
+        frame = encode(message.to_json(call_id), payload)
+        json_len = len(frame) - HEADER.size - len(payload)
+        if not check_sizes(json_len, len(payload)):  # the box would end the connection
+            raise InvalidRequest(
+                f"the request is too large for the box ({json_len} bytes of fields, at most "
+                f"{MAX_JSON}; {len(payload)} bytes of data, at most {MAX_PAYLOAD}); send "
+                "large data as files (upload, put_file) rather than in a call's fields"
+            )
+        self._writer.write(frame)
         try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
