@@ -1,6 +1,7 @@
 """A client's bad values over HTTP against a real server: box spec values past what the
 backends honour and unknown background-process ids are 4xx problem details saying what is
-wrong, for a user key and an admin key alike (whose policy caps nothing)."""
+wrong, for a user key and an admin key alike (whose policy caps nothing); through
+RemoteEngine as through this machine's engine, an unknown process is ProcessNotFound."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from golem.core import GolemConfig
+from golem.core.errors import ProcessNotFound
+from golem.sandbox import Engine, LocalEngine
+from golem.service.client import RemoteEngine
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap
@@ -82,3 +87,24 @@ def test_an_unknown_background_process_is_404(
     assert "proc-nope" in answer.json()["detail"]
     alive = client.post(f"/v1/sessions/{session}/exec", json={"cmd": "echo still"})
     assert alive.status_code == 200, alive.text
+
+
+@pytest.mark.parametrize("where", ["local", "remote"])
+async def test_an_unknown_process_is_process_not_found_on_both_engines(
+    served: Served, config: GolemConfig, where: str
+) -> None:
+    engine: Engine = (
+        LocalEngine(config)
+        if where == "local"
+        else RemoteEngine(served.url, served.key("parity"), config=config)
+    )
+    async with engine, engine.session() as box:
+        with pytest.raises(ProcessNotFound, match="proc-nope"):
+            await box.read_output("proc-nope")
+        with pytest.raises(ProcessNotFound, match="proc-nope"):
+            await box.signal("proc-nope")
+        with pytest.raises(ProcessNotFound, match="proc-nope"):
+            await box.wait("proc-nope", 1)
+        with pytest.raises(ProcessNotFound, match="proc-nope"):
+            await box.forget("proc-nope")
+        assert (await box.execute("echo alive")).stdout == b"alive\n"
