@@ -104,11 +104,17 @@ class _GuardedProtocol(H11Protocol):
     def _check_body(self) -> None:
         self._body_timer = None
         wanted = max(1, int(self.limits.body_min_rate * self.limits.body_timeout))
-        if self._body_bytes < wanted and not self.flow.read_paused:
+        if self._body_bytes < wanted and not self._server_holds_body():
             self._drop("body")
             return
-        self._body_bytes = 0  # a paused read is the server's doing: no limit while it lasts
+        self._body_bytes = 0
         self._follow_state()
+
+    def _server_holds_body(self) -> bool:
+        """Whether the body waits on the server: reading paused (its buffer is full), or
+        the client waits for the ``100 Continue`` the app has not asked for yet."""
+        cycle = self.cycle
+        return self.flow.read_paused or (cycle is not None and cycle.waiting_for_100_continue)
 
     def _drop(self, what: str) -> None:
         self._header_timer = None
