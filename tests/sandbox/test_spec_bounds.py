@@ -117,6 +117,8 @@ OUTSIDE: list[tuple[str, Any]] = [
     ("image", ""),
     ("image", "devbox\0"),
     ("workdir", "a\0b"),
+    ("workspace", "/tmp/a\0b"),
+    ("workspace", "/" + "a" * 4096),
 ]
 
 

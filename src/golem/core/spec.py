@@ -227,6 +227,13 @@ class BoxSpec(BaseModel):
             raise ValueError(f"labels hold {size} bytes; at most {MAX_LABEL_BYTES} are kept")
         return value
 
+    @field_validator("workspace")
+    @classmethod
+    def _workspace_is_a_path(cls, value: Path | None) -> Path | None:
+        if value is not None and ("\0" in str(value) or len(bytes(value)) >= MAX_PATH):
+            raise ValueError(f"workspace must be a path without NUL, under {MAX_PATH} bytes")
+        return value
+
     @field_validator("image")
     @classmethod
     def _image_is_a_name(cls, value: str | None) -> str | None:
