@@ -4,6 +4,7 @@ fails after it made something (cgroups, a record, a container) leaves nothing be
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,3 +231,12 @@ async def test_a_call_too_large_for_the_box_is_refused_and_the_box_lives(
             await box.execute(ExecRequest(**request_fields))
         result = await box.execute("echo alive")
         assert (result.exit_code, result.stdout) == (0, b"alive\n")
+
+
+async def test_a_wait_past_the_time_bound_is_refused_not_left_hanging(engine: LocalEngine) -> None:
+    async with engine.session() as box:
+        process = await box.start("exec sleep 600")
+        with pytest.raises(InvalidRequest, match="timeout"):
+            # past threading.TIMEOUT_MAX in the box, whose wait then never answered
+            await asyncio.wait_for(box.wait(process.id, 1e10), 60)
+        assert await box.wait(process.id, MAX_TIMEOUT / 1e9) is None
