@@ -20,6 +20,7 @@ from golem.core.errors import ConfigError, InvalidRequest
 from golem.service.app import create_app
 from golem.service.keys import KeyStore
 from golem.service.limits import ws_max_size
+from golem.service.slow_clients import ReadLimits, guarded_protocol
 
 __all__ = ["keys_app", "serve_command"]
 
@@ -79,6 +80,9 @@ def serve_command(
         ws_max_size=ws_max_size(config),  # each role's own cap is checked per message
         timeout_graceful_shutdown=10,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        http=guarded_protocol(
+            ReadLimits(server.header_timeout, server.body_timeout, server.body_min_rate)
+        ),
     )
     uvicorn.Server(settings).run(sockets=[listener])
 
