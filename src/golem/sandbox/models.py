@@ -16,6 +16,7 @@ from pydantic import (
 
 from golem.core.events import NetworkEvent, ResourceUsage
 from golem.core.spec import MAX_TIMEOUT, check_env
+from golem.sandbox.records import BoxRecord
 
 __all__ = [
     "RUNTIME_BY_SUFFIX",
@@ -210,3 +211,9 @@ class BoxInfo(BaseModel):
     created: float
     image: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: BoxRecord) -> BoxInfo:
+        """What a box's record tells of it."""
+        fields = record.model_dump(include=set(cls.model_fields) - {"owner_alive"})
+        return cls(**fields, owner_alive=record.owner_alive)
