@@ -354,10 +354,6 @@ def _server_end(server: Server, found: dict[str, Any]) -> None:
         "errors": sum(1 for line in log.splitlines() if line.startswith("ERROR")),
         "warnings": sum(1 for line in log.splitlines() if line.startswith("WARNING")),
         "shutdown_failed": "Application shutdown failed" in log,
-        "pruned_runs": sum(
-            int(line.split("pruned ")[1].split()[0])
-            for line in log.splitlines() if "pruned " in line and " old runs" in line
-        ),
         "first_errors": [line[:300] for line in log.splitlines()
                          if line.startswith(("ERROR", "WARNING"))][:8],
     }  # fmt: skip
@@ -461,13 +457,13 @@ def print_report(report: dict[str, Any]) -> None:
     print(
         f"server: exit {report['exit_code']}, shutdown failed: {log['shutdown_failed']}, "
         f"log tracebacks {log['tracebacks']}, ERROR lines {log['errors']}, WARNING lines "
-        f"{log['warnings']}; retention pruned {log['pruned_runs']} runs"
+        f"{log['warnings']} (exit -15: uvicorn re-raises the SIGTERM once it shut down)"
     )
     for line in log["first_errors"]:
         print(f"  {line}")
     print(
-        f"after exit: boxes {after['boxes']}, cgroup dirs {after['cgroup_dirs']}, run dirs "
-        f"{after['run_dirs']}, archives {after['archives']}"
+        f"after exit: boxes {after['boxes']}, cgroup dirs {after['cgroup_dirs']}; retention: "
+        f"{after['run_dirs']} run directories left, {after['archives']} runs pruned (archived)"
     )
 
 

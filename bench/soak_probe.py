@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -214,12 +215,14 @@ def sqlite_locked(database: Path) -> Iterator[None]:
 
 
 def _tree_bytes(*roots: Path) -> int:
+    """Bytes of the regular files under ``roots`` (what vanishes meanwhile is skipped)."""
     total = 0
     for root in roots:
-        for path in root.rglob("*") if root.is_dir() else []:
-            with contextlib.suppress(OSError):
-                if path.is_file() and not path.is_symlink():
-                    total += path.stat().st_size
+        for parent, _dirs, files in os.walk(root):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    found = os.lstat(os.path.join(parent, name))
+                    total += found.st_size if stat.S_ISREG(found.st_mode) else 0
     return total
 
 
