@@ -420,7 +420,14 @@ def summarize(found: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
             "sessions_not_deleted": tally.sessions_made - tally.sessions_deleted,
         },
         "metrics": metrics,
-        "samples": len(samples),
+        "samples": [
+            {
+                "s": round(x["t"] - samples[0]["t"]),
+                "phase": x["phase"],
+                **{m: None if x[m] is None else round(x[m], 2) for m in METRICS},
+            }
+            for x in samples
+        ],
     }
 
 
