@@ -107,7 +107,8 @@ class Tally:
             result = await call()
         except httpx.HTTPStatusError as exc:
             what = str(exc.response.status_code)
-            self.examples.setdefault((kind, what), exc.response.text[:300])
+            with contextlib.suppress(httpx.ResponseNotRead):
+                self.examples.setdefault((kind, what), exc.response.text[:300])
         except Exception as exc:  # the soak counts every failure
             what = type(exc).__name__
             self.examples.setdefault((kind, what), str(exc)[:300])
@@ -170,6 +171,8 @@ async def _stream(client: httpx.AsyncClient, path: str) -> None:
     body = {"cmd": ["sh", "-c", "for i in 1 2 3; do echo $i; done"]}
     kinds = []
     async with client.stream("POST", path, json=body) as stream:
+        if stream.is_error:
+            await stream.aread()  # its problem detail, for the report
         stream.raise_for_status()
         async for line in stream.aiter_lines():
             if line.startswith("event:"):
@@ -230,6 +233,8 @@ async def run_client(
 async def _follow(client: httpx.AsyncClient, run_id: str) -> None:
     last = ""
     async with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
+        if stream.is_error:
+            await stream.aread()  # its problem detail, for the report
         stream.raise_for_status()
         async for line in stream.aiter_lines():
             if line.startswith("event:"):
