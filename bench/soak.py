@@ -73,7 +73,8 @@ AFTER_OUTAGE = 60.0
 SAMPLE_EVERY = 10.0
 RETENTION_DAYS = 60 / 86400  # runs that ended a minute ago are pruned
 RETENTION_INTERVAL = 30
-DRAIN_TIMEOUT = 300.0
+DRAIN_TIMEOUT = 120.0
+BACK_OFF = 1.0  # seconds a client waits after a refusal (a 429's Retry-After is longer)
 FINISHED = {"succeeded", "failed", "cancelled", "escalated", "rejected"}
 MODEL = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 
@@ -140,6 +141,7 @@ async def session_client(url: str, key: str, tally: Tally, until: Callable[[], b
         while not until():
             made = await tally.call("session create", lambda: _made(client))
             if made is None:
+                await asyncio.sleep(BACK_OFF)  # refused: as a client backs off
                 continue
             tally.sessions_made += 1
             sid = made
@@ -150,9 +152,9 @@ async def session_client(url: str, key: str, tally: Tally, until: Callable[[], b
                 data = f"round {round_} of {sid}\n".encode() * 100
                 await tally.call("file put+get", partial(_file, client, base, data))
             await tally.call("channel exec", partial(_channel, remote, sid))
-            # through the RemoteEngine: it closes its handle's channel too
-            if await tally.call("session delete", partial(_delete, remote, sid)):
-                tally.sessions_deleted += 1
+            # through the RemoteEngine (it closes its handle's channel too); a failed delete
+            # is tried again, as a client that means it does, to the drain's end
+            await _delete_until_gone(remote, sid, tally)
             await tally.call("one-shot exec", lambda: _once(client))
 
 
@@ -189,6 +191,14 @@ async def _file(client: httpx.AsyncClient, base: str, data: bytes) -> None:
         raise Failed(f"read back {len(back)} bytes, wrote {len(data)}")
 
 
+async def _delete_until_gone(remote: RemoteEngine, session_id: str, tally: Tally) -> None:
+    for _ in range(10_000):  # the drain's timeout ends it first
+        if await tally.call("session delete", partial(_delete, remote, session_id)):
+            tally.sessions_deleted += 1
+            return
+        await asyncio.sleep(BACK_OFF)  # a client's back-off, not a wait for a state
+
+
 async def _delete(remote: RemoteEngine, session_id: str) -> bool:
     await remote.remove_session(session_id)
     return True
@@ -223,7 +233,7 @@ async def run_client(
             if queued.status_code != 202:
                 tally.errors[("run submit", str(queued.status_code), tally.phase)] += 1
                 tally.examples.setdefault(("run submit", str(queued.status_code)), queued.text)
-                await asyncio.sleep(1)  # a refused submission: as a client backs off
+                await asyncio.sleep(BACK_OFF)  # refused: as a client backs off
                 continue
             run_id = queued.json()["id"]
             tally.runs.append(run_id)
