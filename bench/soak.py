@@ -308,7 +308,7 @@ async def drive(server: Server, postgres: Postgres | None, remote: Path,
     """The load, the outage, the drain and the checks; everything but the server's end."""
     user = await _key(server.url, server.admin_key, "soak", "user")
     trusted = await _key(server.url, server.admin_key, "soak-runs", "trusted")
-    tally, samples = Tally(), []
+    tally, samples = Tally(), list[dict[str, Any]]()
     stopping = False
 
     def until() -> bool:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 STARTUP_TIMEOUT = 120.0
 CGROUPS = Path("/sys/fs/cgroup")
@@ -226,7 +227,7 @@ def _tree_bytes(*roots: Path) -> int:
     return total
 
 
-def sample(server: Server, postgres: Postgres | None) -> dict[str, float | None]:
+def sample(server: Server, postgres: Postgres | None) -> dict[str, Any]:
     """One reading of the server's resources (None: could not be read, as in an outage)."""
     pid = server.process.pid
     status = Path(f"/proc/{pid}/status").read_text()
@@ -253,16 +254,16 @@ def sample(server: Server, postgres: Postgres | None) -> dict[str, float | None]
     }
 
 
-def trend_per_hour(samples: list[dict[str, float | None]], metric: str) -> float | None:
+def trend_per_hour(samples: list[dict[str, Any]], metric: str) -> float | None:
     """The least-squares slope of ``metric`` over time, per hour."""
-    points = [(s["t"], s[metric]) for s in samples if s[metric] is not None]
+    points: list[tuple[float, float]] = [
+        (float(s["t"]), float(s[metric])) for s in samples if s[metric] is not None
+    ]
     if len(points) < 3:
         return None
-    n = len(points)
-    mean_t = sum(t for t, _ in points) / n  # type: ignore[misc]
-    mean_v = sum(v for _, v in points) / n  # type: ignore[misc]
-    spread = sum((t - mean_t) ** 2 for t, _ in points)  # type: ignore[operator]
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_v = sum(v for _, v in points) / len(points)
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
     if spread == 0:
         return None
-    slope = sum((t - mean_t) * (v - mean_v) for t, v in points) / spread  # type: ignore[operator]
-    return float(slope * 3600)
+    return sum((t - mean_t) * (v - mean_v) for t, v in points) / spread * 3600
