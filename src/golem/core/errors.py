@@ -16,6 +16,7 @@ GolemError
  |    +-- BoxDiskFull            the box's file system has no room for what is written
  |    +-- SessionNotFound        no live box with that id
  |    |    +-- BoxEnded          the session's box ended by itself (reaped, killed, lost)
+ |    +-- ProcessNotFound        no background process with that id in the box
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
  |    +-- ProtocolError          the supervisor spoke something unexpected
  |    +-- UnsafeBoxOutput        what a box handed back breaks a rule of the trust boundary
@@ -98,6 +99,7 @@ __all__ = [
     "PathRefused",
     "PolicyViolation",
     "Problem",
+    "ProcessNotFound",
     "ProtocolError",
     "PullRequestExists",
     "QueueFull",
@@ -207,6 +209,12 @@ class BoxEnded(SessionNotFound):
     its container removed): the session is gone; start a new one."""
 
     exit_code, http_status = 1, 410
+
+
+class ProcessNotFound(SandboxError):
+    """The box has no background process with that id (never started, or forgotten)."""
+
+    exit_code, http_status = 2, 404
 
 
 class BoxCrashed(SandboxError):

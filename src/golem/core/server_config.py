@@ -220,6 +220,21 @@ class ServerConfig(BaseModel):
         description="overflow = queue: longest a session request waits for a free slot; "
         "then 429 with Retry-After.",
     )
+    header_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds from a connection's or a request's first byte to the end of its "
+        "headers; past it, 408 and the connection is closed.",
+    )
+    body_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Each this many seconds, a request body must bring body_min_rate bytes "
+        "a second (at least one byte) while the server reads it; else 408 and closed.",
+    )
+    body_min_rate: int = Field(
+        1024, ge=0, description="Bytes a second a request body must average (body_timeout)."
+    )
     policies: dict[str, RolePolicy] = Field(
         default_factory=default_policies, description="What each role may ask for."
     )

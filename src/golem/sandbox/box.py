@@ -27,7 +27,7 @@ from golem.core.events import (
     Phase,
     ResourceUsage,
 )
-from golem.core.spec import BoxSpec, resolve_workdir
+from golem.core.spec import MAX_TIMEOUT, BoxSpec, resolve_workdir
 from golem.sandbox.contracts import StartedBox
 from golem.sandbox.files import BoxFiles, capped
 from golem.sandbox.interaction import LocalInteraction
@@ -374,6 +374,8 @@ class LocalBox(BoxFiles):
 
     async def wait(self, process_id: str, timeout: float | None = None) -> int | None:
         """Wait for a background process to end; its exit code, or None on timeout."""
+        if timeout is not None and not 0 <= timeout <= MAX_TIMEOUT:
+            raise InvalidRequest(f"wait's timeout {timeout} is not 0 to {MAX_TIMEOUT:g} seconds")
         call_id, wait = self._client.new_id(), Wait(target=process_id, timeout=timeout)
         try:
             reply, _ = await self._client.request(wait, call_id=call_id)

@@ -16,7 +16,7 @@ from golem.core.config import (
     load_config,
 )
 from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
-from golem.core.events import EventSink, ExecEvent, ExitEvent, OutputEvent
+from golem.core.events import EventSink, ExecEvent
 from golem.core.ids import new_id
 from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
@@ -27,6 +27,7 @@ from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
+from golem.sandbox.setup import run_setup
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
 from golem.sandbox.supervisor.messages import Bridge, Configure
 
@@ -35,7 +36,6 @@ __all__ = ["LocalEngine"]
 START_TIMEOUT = 30.0
 REAP_INTERVAL = 30.0
 BOX_HOME = "/tmp/home"
-SETUP_OUTPUT_TAIL = 2000
 
 
 class LocalEngine:
@@ -135,7 +135,7 @@ class LocalEngine:
         try:
             await live.client.request(Configure(env=env))
             if spec.setup:
-                await self._run_setup(box, spec.setup, on_event)
+                await run_setup(box, spec.setup, on_event)
         except BaseException:
             self._boxes.pop(live.record.id, None)
             await self._stop(live)
@@ -204,29 +204,6 @@ class LocalEngine:
     @staticmethod
     def _box_env(spec: BoxSpec) -> dict[str, str]:
         return {"HOME": BOX_HOME, **spec.env, **spec.secret_values()}
-
-    async def _run_setup(
-        self, box: LocalBox, script: str, on_event: EventSink[ExecEvent] | None
-    ) -> None:
-        tail = b""
-        exit_event: ExitEvent | None = None
-        async for event in box.stream(ExecRequest(cmd=["/bin/sh", "-c", script]), phase="setup"):
-            if on_event is not None:
-                on_event(event)
-            if isinstance(event, OutputEvent):
-                tail = (tail + event.data)[-SETUP_OUTPUT_TAIL:]
-            elif isinstance(event, ExitEvent):
-                exit_event = event
-        if exit_event is None or exit_event.exit_code != 0:
-            output = tail.decode(errors="replace")
-            code = exit_event.exit_code if exit_event else None
-            detail = output.strip().splitlines()[-1] if output.strip() else "no output"
-            raise SetupFailed(
-                f"the setup script failed with exit code {code} ({detail}); "
-                "fix the spec's setup script",
-                exit_code=code,
-                output=output,
-            )
 
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:
         """Have ``callback(box_id, why)`` called when a session's box ends by itself (its
@@ -324,18 +301,7 @@ class LocalEngine:
 
     async def boxes(self) -> list[BoxInfo]:
         """Every box recorded in the state directory, this engine's and others'."""
-        return [
-            BoxInfo(
-                id=r.id,
-                backend=r.backend,
-                owner_pid=r.owner_pid,
-                owner_alive=r.owner_alive,
-                created=r.created,
-                image=r.image,
-                labels=r.labels,
-            )
-            for r in self.registry.all()
-        ]
+        return [BoxInfo.of(record) for record in self.registry.all()]
 
     async def prune(self) -> list[BoxInfo]:
         """Remove every box whose owner process is gone; returns what was removed."""

@@ -15,6 +15,8 @@ from pydantic import (
 )
 
 from golem.core.events import NetworkEvent, ResourceUsage
+from golem.core.spec import MAX_TIMEOUT, check_env
+from golem.sandbox.records import BoxRecord
 
 __all__ = [
     "RUNTIME_BY_SUFFIX",
@@ -84,8 +86,12 @@ class ExecRequest(BaseModel):
     stdin: bytes | None = Field(None, description="Bytes fed to the call's standard input.")
     env: dict[str, str] = Field(default_factory=dict)
     workdir: BoxPath | None = Field(None, description="Inside /workspace; default: the spec's.")
-    timeout: float | None = Field(None, gt=0, description="Seconds; default: the spec's.")
-    idle_timeout: float | None = Field(None, gt=0, description="Kill after N silent seconds.")
+    timeout: float | None = Field(
+        None, gt=0, le=MAX_TIMEOUT, description="Seconds; default: the spec's."
+    )
+    idle_timeout: float | None = Field(
+        None, gt=0, le=MAX_TIMEOUT, description="Kill after N silent seconds."
+    )
     files: dict[BoxPath, bytes] = Field(
         default_factory=dict, description="Files written into the box before the call."
     )
@@ -108,9 +114,7 @@ class ExecRequest(BaseModel):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not name or "=" in name or "\0" in name:
-                raise ValueError(f"{name!r} is not a valid environment variable name")
+        check_env(value)
         return value
 
     def argv(self) -> list[str]:
@@ -207,3 +211,9 @@ class BoxInfo(BaseModel):
     created: float
     image: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: BoxRecord) -> BoxInfo:
+        """What a box's record tells of it."""
+        fields = record.model_dump(include=set(cls.model_fields) - {"owner_alive"})
+        return cls(**fields, owner_alive=record.owner_alive)

@@ -21,12 +21,19 @@ from golem.core.errors import (
     InvalidRequest,
     PathNotFound,
     PathRefused,
+    ProcessNotFound,
     ProtocolError,
     SandboxError,
     SessionNotFound,
     UnsafeBoxOutput,
 )
-from golem.sandbox.supervisor.box.framing import HEADER, check_sizes, encode
+from golem.sandbox.supervisor.box.framing import (
+    HEADER,
+    MAX_JSON,
+    MAX_PAYLOAD,
+    check_sizes,
+    encode,
+)
 from golem.sandbox.supervisor.messages import (
     Cancel,
     Error,
@@ -131,6 +138,13 @@ class SupervisorClient:
         if self._lost is not None:
             raise BoxCrashed(self._lost)
         frame = encode(message.to_json(call_id), payload)
+        json_len = len(frame) - HEADER.size - len(payload)
+        if not check_sizes(json_len, len(payload)):  # the box would end the connection
+            raise InvalidRequest(
+                f"the request is too large for the box ({json_len} bytes of fields, at most "
+                f"{MAX_JSON}; {len(payload)} bytes of data, at most {MAX_PAYLOAD}); send "
+                "large data as files (upload, put_file) rather than in a call's fields"
+            )
         try:  # a pipe the box closed refuses the write itself (RuntimeError) or the drain
             self._writer.write(frame)
             await self._writer.drain()
@@ -238,6 +252,12 @@ def raise_if_error(frame: Frame) -> None:
         raise PathRefused(
             f"that path is on the box's read-only file system ({text}); write under "
             "/workspace or /tmp, or ask for a box with read_only_root = false"
+        )
+    if kind == "UnknownProcess":
+        shown = text if len(text) <= 100 else text[:100] + "..."
+        raise ProcessNotFound(
+            f"no background process {shown!r} in this box; list the box's processes "
+            "(GET /v1/sessions/{id}/processes, or box.processes()) for the ids it has"
         )
     if kind in ("FileNotFoundError", "NotADirectoryError"):
         raise PathNotFound(f"{kind} in the box: {text}")

@@ -9,7 +9,6 @@ seccomp profile (never replaced), pids/memory/cpu limits, no engine socket in th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
@@ -17,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException
+from docker.errors import APIError, DockerException, NotFound
 from docker.errors import ImageNotFound as DockerImageNotFound
 
 from golem.core.config import DockerBackendConfig
-from golem.core.errors import BackendUnavailable, ImageNotFound, SandboxError
+from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest, SandboxError
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.sandbox.backends.docker.attach import AttachedStreams, open_attach
 from golem.sandbox.backends.process.bwrap import BOX_PATH
@@ -78,8 +77,7 @@ class DockerBox:
             return
         self._stopped = True
         await self.streams.close()
-        with contextlib.suppress(DockerException):
-            await asyncio.to_thread(self.api.remove_container, self.container_id, force=True)
+        await asyncio.to_thread(remove_container, self.api, self.container_id)
 
 
 class DockerBackend:
@@ -91,6 +89,7 @@ class DockerBackend:
         self.config = config
         self._api: docker.APIClient | None = None
         self._podman: bool | None = None
+        self._cpus: float | None = None
 
     @property
     def api(self) -> docker.APIClient:
@@ -122,6 +121,11 @@ class DockerBackend:
             components = self.api.version().get("Components") or []
             self._podman = any("podman" in str(c.get("Name", "")).lower() for c in components)
         return self._podman
+
+    def _engine_cpus(self) -> float:
+        if self._cpus is None:
+            self._cpus = float(self.api.info().get("NCPU") or os.cpu_count() or 1)
+        return self._cpus
 
     def close(self) -> None:
         """Close the connection to the engine."""
@@ -156,8 +160,8 @@ class DockerBackend:
         limits: dict[str, Any] = {}
         if spec.memory is not None:
             limits.update(mem_limit=spec.memory, memswap_limit=spec.memory)
-        if spec.cpus is not None:
-            limits["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.cpus is not None:  # past the engine's cores a cap caps nothing, and is refused
+            limits["nano_cpus"] = int(min(spec.cpus, self._engine_cpus()) * 1e9)
         config: dict[str, Any] = self.api.create_host_config(
             read_only=spec.read_only_root,
             tmpfs=tmpfs,
@@ -209,6 +213,11 @@ class DockerBackend:
                 "golem's own) or name another with --image"
             ) from None
         except APIError as exc:
+            if exc.is_client_error():  # the engine says the spec is wrong: the caller's to fix
+                raise InvalidRequest(
+                    f"the container engine refused the box's spec: {exc.explanation or exc}; "
+                    "change the spec's values"
+                ) from exc
             raise SandboxError(f"the engine refused the box: {exc.explanation or exc}") from exc
         return str(container["Id"])
 
@@ -241,8 +250,7 @@ class DockerBackend:
         except BaseException:
             if streams is not None:
                 await streams.close()
-            with contextlib.suppress(DockerException):
-                await asyncio.to_thread(self.api.remove_container, container_id, force=True)
+            await asyncio.to_thread(remove_container, self.api, container_id)
             raise
         box.attach_cgroup(int(info["State"].get("Pid") or 0))
         return box
@@ -250,8 +258,22 @@ class DockerBackend:
     async def cleanup(self, record: BoxRecord) -> None:
         """Remove an orphan's container."""
         container_id = record.state.get("container") or record.id
-        with contextlib.suppress(DockerException):
-            await asyncio.to_thread(self.api.remove_container, container_id, force=True)
+        await asyncio.to_thread(remove_container, self.api, container_id)
+
+
+def remove_container(api: docker.APIClient, container_id: str, attempts: int = 5) -> None:
+    """Force-remove a container, which may be gone already. Podman refuses a removal that
+    races the container's own exit ("container state improper"); the next one succeeds."""
+    for attempt in range(attempts):
+        try:
+            api.remove_container(container_id, force=True)
+        except NotFound:
+            return
+        except DockerException:
+            if attempt == attempts - 1:
+                return  # the engine keeps refusing: nothing more golem can do here
+            continue
+        return
 
 
 def _profile_file() -> str:

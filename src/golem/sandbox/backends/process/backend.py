@@ -204,8 +204,8 @@ class ProcessBackend:
         ids = self._host_ids()
         layout = self._layout(spec, ids, mounts)
         channel = PipeChannel.create()
+        cgroup = None
         try:
-            cgroup = None
             if self.config.cgroups == "auto":
                 limits = CgroupLimits(memory=spec.memory, pids=spec.pids, cpus=spec.cpus)
                 cgroup = await asyncio.to_thread(BoxCgroup.create, record.id, limits)
@@ -220,6 +220,8 @@ class ProcessBackend:
             process = await self._spawn(argv, spec, cgroup, ids, inherited)
         except BaseException:
             channel.close_all()
+            if cgroup is not None:
+                await asyncio.to_thread(cgroup.remove)
             raise
         finally:
             if layout.seccomp_fd is not None:
@@ -264,8 +266,6 @@ class ProcessBackend:
                 limit=1 << 20,
             )
         except OSError as exc:
-            if cgroup is not None:
-                cgroup.remove()
             raise BackendUnavailable(f"cannot start bubblewrap: {exc}") from exc
         finally:
             for fd in cgroup_fds:

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from golem.core.errors import InvalidRequest
+
 __all__ = ["BoxCgroup", "CgroupLimits", "cgroup_support"]
 
 ROOT = Path("/sys/fs/cgroup")
@@ -86,15 +88,26 @@ class BoxCgroup:
         version = cgroup_support()
         if version == "v2":
             group = cls("v2", [ROOT / "golem" / box_id])
-            group._create_v2(limits)
-            return group
-        if version == "v1":
+        elif version == "v1":
             parents = _v1_parents()
             assert parents is not None
             group = cls("v1", [parents[c] / box_id for c in V1_CONTROLLERS])
-            group._create_v1(limits)
-            return group
-        return None
+        else:
+            return None
+        try:
+            if version == "v2":
+                group._create_v2(limits)
+            else:
+                group._create_v1(limits)
+        except BaseException as exc:
+            group.remove()  # the directories made before the failure go with it
+            if isinstance(exc, OSError):
+                raise InvalidRequest(
+                    f"the kernel refused the box's cgroup limits {limits} ({exc}); "
+                    "ask for other limits, or set engine.backend.cgroups = 'off'"
+                ) from exc
+            raise
+        return group
 
     @classmethod
     def of_process(cls, pid: int) -> BoxCgroup | None:

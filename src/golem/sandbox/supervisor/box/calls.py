@@ -29,6 +29,10 @@ class Invalid(Exception):
     """A request that cannot run as given (the host raises InvalidRequest)."""
 
 
+class UnknownProcess(Exception):
+    """A request names a process the box does not have (the host raises ProcessNotFound)."""
+
+
 class Call:
     """One process of a call: started by ``start``, watched by a thread of its own."""
 

@@ -9,7 +9,7 @@ import threading
 import time
 
 from . import framing as op
-from .calls import DRAIN_AFTER_EXIT, Call, Invalid
+from .calls import DRAIN_AFTER_EXIT, Call, Invalid, UnknownProcess
 from .reaping import box_pids
 from .spawning import kill_group, which
 
@@ -154,7 +154,7 @@ class Supervisor:
         target = msg.get("target", msg.get("id"))
         call = self.calls.get(str(target))
         if call is None:
-            raise KeyError(f"no process with id {target!r}")
+            raise UnknownProcess(str(target))
         return call
 
     def op_stdin(self, msg: dict[str, Any], payload: bytes) -> None:
