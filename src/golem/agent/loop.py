@@ -240,7 +240,8 @@ async def _bounded(work: Awaitable[T], meter: BudgetMeter) -> T:
     """Await ``work`` within the wall-clock budget that is left."""
     meter.check_time()
     try:
-        return await asyncio.wait_for(work, meter.remaining_seconds())
+        async with asyncio.timeout(meter.remaining_seconds()):
+            return await work
     except TimeoutError:
         meter.check_time()  # BudgetSpent when the budget is what ran out
         raise

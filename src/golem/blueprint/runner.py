@@ -229,7 +229,8 @@ class Runner:
         ex.emit(NodeStarted(run_id=ex.state.id, node=node.id, kind=node.kind))
         limit = None if isinstance(node, GateNode) else node.timeout  # a gate's is its wait
         try:
-            outcome, detail = await asyncio.wait_for(self._dispatch(ex, node), limit)
+            async with asyncio.timeout(limit):
+                outcome, detail = await self._dispatch(ex, node)
         except TimeoutError:
             await ex.sync()
             outcome, detail = "failure", f"timed out after {node.timeout:g}s"

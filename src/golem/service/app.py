@@ -3,22 +3,19 @@ engine and the run queue and closes them again. Nothing happens at import."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from typing import Literal
 
 from fastapi import FastAPI
-from pydantic import BaseModel
 
 from golem import __version__
 from golem.core.config import GolemConfig, load_config
-from golem.core.errors import GolemError
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, credentials, files, interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.dashboard import router as dashboard_router
+from golem.service.health import Health, StoreProbe
 from golem.service.keys import KeyStore
 from golem.service.limits import BodyLimit
 from golem.service.problems import ERROR_RESPONSES, install_problem_handlers
@@ -34,18 +31,6 @@ DESCRIPTION = """golem's API: sandboxed sessions (exec, streams, files, processe
 (a task in, a pull request out), their events, pull requests and API keys. Authenticate with
 `Authorization: Bearer <key>`; every object belongs to the key's tenant. Errors are
 problem details (application/problem+json)."""
-
-
-HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the store
-
-
-class Health(BaseModel):
-    """The server answers; ``degraded`` (still 200) when its store does not, with why."""
-
-    status: Literal["ok", "degraded"]
-    server: str
-    version: str
-    reason: str | None = None
 
 
 def create_app(config: GolemConfig | None = None) -> FastAPI:
@@ -64,6 +49,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
             keys=KeyStore(store, settings.server.admin_key_env),
             sessions=SessionRegistry(settings, engine),
             queue=RunQueue(settings, engine, store, identity),
+            health=StoreProbe(store, identity),
             id=identity,
         )
         app.state.golem = state
@@ -88,15 +74,10 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["server"])
     async def health() -> Health:
-        """Whether the server answers (no key needed)."""
+        """Whether the server answers (no key needed), and its store: ``degraded`` with
+        why when the store does not."""
         state: ServerState = app.state.golem
-        try:
-            async with asyncio.timeout(HEALTH_TIMEOUT):
-                await state.store.ping()
-        except (GolemError, TimeoutError) as exc:
-            reason = exc.message if isinstance(exc, GolemError) else "the store did not answer"
-            return Health(status="degraded", server=state.id, version=__version__, reason=reason)
-        return Health(status="ok", server=state.id, version=__version__)
+        return await state.health.health()
 
     return app
 

@@ -124,7 +124,10 @@ class RunQueue:
                     await self._run(run_state(record), record.tenant)
                 except Exception as exc:  # keep the worker alive; never leave the run running
                     log.exception("worker %d: run %s ended with an error", number, record.id)
-                    await self._settle(record.id, record.tenant, exc)
+                    try:
+                        await self._settle(record.id, record.tenant, exc)
+                    except Exception:  # the worker outlives any one run
+                        log.exception("worker %d: run %s could not be ended", number, record.id)
 
     async def _run(self, claimed: RunState, tenant: str) -> None:
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from golem.core.config import GolemConfig
 from golem.sandbox import Engine
 from golem.service.forge_access import ForgeAccess
+from golem.service.health import StoreProbe
 from golem.service.keys import KeyStore
 from golem.service.queue import RunQueue
 from golem.service.sessions import SessionRegistry
@@ -34,6 +35,7 @@ class ServerState:
     keys: KeyStore
     sessions: SessionRegistry
     queue: RunQueue
+    health: StoreProbe
     id: str = field(default_factory=server_id)
 
     @property

@@ -54,7 +54,8 @@ class Signal:
     async def wait(self, timeout: float = RECHECK) -> bool:
         """Wait for a change, ``timeout`` seconds at most; False if none came."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._event.wait()
             return True
         return False
 

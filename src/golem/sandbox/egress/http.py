@@ -113,16 +113,14 @@ class Upstream:
 
     async def connect(self) -> HttpSide:
         """Open a connection (TLS verified against ``host``)."""
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            reader, writer = await asyncio.open_connection(
                 self.address,
                 self.port,
                 ssl=self.tls,
                 server_hostname=self.host if self.tls is not None else None,
                 limit=CHUNK,
-            ),
-            CONNECT_TIMEOUT,
-        )
+            )
         side = HttpSide(reader, writer, h11.CLIENT)
         side.at = self
         return side

@@ -19,9 +19,8 @@ async def open_socket(address: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setblocking(False)
     try:
-        await asyncio.wait_for(
-            asyncio.get_running_loop().sock_connect(sock, (address, port)), CONNECT_TIMEOUT
-        )
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            await asyncio.get_running_loop().sock_connect(sock, (address, port))
     except BaseException:
         sock.close()
         raise

@@ -94,10 +94,9 @@ class GitHubTrigger:
         (an app's installation token: its comments are a bot's, ignored as such)."""
         if self._login is None:
             try:
-                user = await asyncio.wait_for(
-                    (await self.github()).api.call("GET", "/user", "the account of golem's token"),
-                    READ_TIMEOUT,
-                )
+                async with asyncio.timeout(READ_TIMEOUT):
+                    api = (await self.github()).api
+                    user = await api.call("GET", "/user", "the account of golem's token")
             except (ForgeAuthError, ForgeNotFound) as exc:  # it will not say: no use asking
                 log.info("GitHub trigger: the token's account is unknown: %s", exc)
                 self._login = ""
@@ -168,7 +167,8 @@ class GitHubTrigger:
     async def _read(self, ref: str) -> Issue:
         try:
             forge = await self.github()
-            return await asyncio.wait_for(forge.fetch_issue(ref), READ_TIMEOUT)
+            async with asyncio.timeout(READ_TIMEOUT):
+                return await forge.fetch_issue(ref)
         except (ForgeError, TimeoutError) as exc:
             why = exc.message if isinstance(exc, ForgeError) else f"no answer in {READ_TIMEOUT}s"
             raise Problem(
