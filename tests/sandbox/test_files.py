@@ -270,3 +270,17 @@ async def test_a_download_ends_in_the_box_when_its_session_ends(engine: Engine) 
         assert held_open(name)
     await until(lambda: not held_open(name), "closed by the box")
     await download.aclose()
+
+
+async def test_an_upload_never_replaces_what_is_not_a_regular_file(box: Box) -> None:
+    await box.execute("mkdir -p made && mkfifo pipe")
+    with pytest.raises(PathRefused, match="directory"):
+        await box.put_file("made/", b"x")  # a directory's name, not a file's
+    with pytest.raises(PathRefused, match="directory"):
+        await box.put_file("newdir/", b"x")
+    with pytest.raises(InvalidRequest, match="not a regular file"):
+        await box.put_file("pipe", b"x")
+    with pytest.raises(InvalidRequest, match="not a regular file"):
+        await box.put_file("/dev/null", b"x")
+    listing = (await box.execute("ls -A; test -p pipe && echo fifo")).stdout_text.split()
+    assert listing == ["made", "pipe", "fifo"]

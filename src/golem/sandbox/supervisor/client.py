@@ -248,6 +248,11 @@ def raise_if_error(frame: Frame) -> None:
             f"the box's file system is full ({text}); nothing was written: make room in "
             "the box, write elsewhere, or ask for a larger workspace_size or tmp_size"
         )
+    if message.errno == errno.EBUSY:
+        raise PathRefused(
+            f"that path is in use by the box's system, a mount point ({text}); write "
+            "under /workspace or /tmp"
+        )
     if message.errno == errno.EROFS:
         raise PathRefused(
             f"that path is on the box's read-only file system ({text}); write under "

@@ -52,8 +52,13 @@ class Upload:
         self.made: list[str] = []
         if self.format == "raw":
             self.target = os.path.realpath(self.path)  # a link is written through
-            if os.path.isdir(self.target):
+            if self.path.endswith("/") or os.path.isdir(self.target):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
+            if os.path.lexists(self.target) and not os.path.isfile(self.target):
+                raise Invalid(
+                    f"{self.path} is not a regular file (a device, FIFO or socket): an "
+                    "upload writes a regular file; give another path"
+                )
             parent = os.path.dirname(self.target)
             self.made = made_directories(parent or "/")
             mode = msg.get("mode")
