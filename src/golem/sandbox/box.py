@@ -339,11 +339,9 @@ class LocalBox(BoxFiles):
         return [BackgroundProcess.model_validate(p) for p in expect(reply, ProcsReply).procs]
 
     async def read_output(self, process_id: str, offset: int = 0) -> ProcessOutput:
-        """A background process's output from ``offset`` on (secrets masked).
-
-        Pass the returned ``offset`` to the next read. While the process runs, a tail that
-        could begin a secret is kept for the next read.
-        """
+        """A background process's output from ``offset`` on (secrets masked); pass the
+        returned ``offset`` to the next read. While the process runs, a tail that could
+        begin a secret is kept for the next read."""
         masker = SecretMasker(self._secrets)
         overlap = max(masker.longest - 1, 0)
         frame = await self._client.request(
