@@ -71,6 +71,7 @@ SAMPLE_EVERY = 10.0
 RETENTION_DAYS = 60 / 86400  # runs that ended a minute ago are pruned
 RETENTION_INTERVAL = 30
 DRAIN_TIMEOUT = 120.0
+FOLLOW_LIMIT = 600.0  # seconds a run may take to end, reconnects included
 BACK_OFF = 1.0  # seconds a client waits after a refusal (a 429's Retry-After is longer)
 MODEL = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 
@@ -199,20 +200,34 @@ async def run_client(
                 continue
             run_id = queued.json()["id"]
             tally.runs.append(run_id)
-            await tally.call("run follow", partial(_follow, client, run_id))
+            await tally.call("run follow", partial(_follow, client, run_id, tally))
 
 
-async def _follow(client: httpx.AsyncClient, run_id: str) -> None:
-    last = ""
-    async with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
-        if stream.is_error:
-            await stream.aread()  # its problem detail, for the report
-        stream.raise_for_status()
-        async for line in stream.aiter_lines():
-            if line.startswith("event:"):
-                last = line.removeprefix("event:").strip()
-    if last != "run_end":
-        raise Failed(f"the run's stream ended after {last!r}")
+async def _follow(client: httpx.AsyncClient, run_id: str, tally: Tally) -> None:
+    """The run's events to its ``run_end``, as a client should follow them: a stream that
+    ends with ``event: problem`` (the store away) or a refused reconnect is counted and
+    followed again from the last event's id after a back-off."""
+    seen, deadline = "", time.monotonic() + FOLLOW_LIMIT
+    while time.monotonic() < deadline:
+        last = ""
+        headers = {"Last-Event-ID": seen} if seen else {}
+        async with client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as stream:
+            if stream.is_error:
+                await stream.aread()
+                tally.errors[("run follow", str(stream.status_code), tally.phase)] += 1
+                tally.examples.setdefault(("run follow", str(stream.status_code)), stream.text)
+                await asyncio.sleep(BACK_OFF)
+                continue
+            async for line in stream.aiter_lines():
+                if line.startswith("event:"):
+                    last = line.removeprefix("event:").strip()
+                elif line.startswith("id:"):
+                    seen = line.removeprefix("id:").strip()
+        if last == "run_end":
+            return
+        tally.errors[("run follow", f"event: {last or 'none'}", tally.phase)] += 1
+        await asyncio.sleep(BACK_OFF)  # then again from the last event seen
+    raise Failed(f"the run did not end within {FOLLOW_LIMIT:g}s")
 
 
 # The soak ------------------------------------------------------------------------------
