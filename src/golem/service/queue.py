@@ -20,12 +20,12 @@ from golem.blueprint.events import RunFinished
 from golem.blueprint.retention import prune_runs
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError
+from golem.core.errors import GolemError, StoreUnavailable
 from golem.core.network import RemotePolicy
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
-from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, Store
+from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, RunRecord, Store
 
 __all__ = ["RunQueue"]
 
@@ -121,13 +121,26 @@ class RunQueue:
                     await queued.wait()
                     continue
                 try:
-                    await self._run(run_state(record), record.tenant)
+                    await self._carry(record, number)
                 except Exception as exc:  # keep the worker alive; never leave the run running
                     log.exception("worker %d: run %s ended with an error", number, record.id)
                     try:
                         await self._settle(record.id, record.tenant, exc)
                     except Exception:  # the worker outlives any one run
                         log.exception("worker %d: run %s could not be ended", number, record.id)
+
+    async def _carry(self, record: RunRecord, number: int) -> None:
+        """Run a claimed run to its end. The store away as it starts (its tokens or its
+        state unreadable) or between its steps is waited out, and the run goes on from its
+        current node: an outage never fails a run."""
+        while True:
+            try:
+                await self._run(run_state(record), record.tenant)
+            except StoreUnavailable as exc:
+                log.warning("worker %d: run %s waits for the store: %s", number, record.id, exc)
+                await asyncio.sleep(RETRY_AFTER)
+            else:
+                return
 
     async def _run(self, claimed: RunState, tenant: str) -> None:
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
@@ -136,6 +149,8 @@ class RunQueue:
         forge = claimed.request.forge or self.config.forge.provider
         try:  # the tenant's own tokens, or the server's where configured: never another's
             credentials = await self.forge_access.require(tenant, forge, f"run {claimed.id}")
+        except StoreUnavailable:
+            raise
         except GolemError as exc:
             await self._fail(claimed, RunBook(scoped), exc.message)
             return
