@@ -42,7 +42,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -63,7 +62,7 @@ from soak_probe import (
     sqlite_locked,
     start_server,
 )
-from soak_report import FINISHED, Tally, print_report, summarize
+from soak_report import Tally, ended_runs, print_report, summarize
 
 WARM_UP = 60.0  # seconds of load before the first sample that counts
 AFTER_OUTAGE = 60.0
@@ -267,19 +266,6 @@ async def _sampler(server: Server, postgres: Postgres | None, tally: Tally,
         await asyncio.sleep(SAMPLE_EVERY)
 
 
-async def _ended(client: httpx.AsyncClient, runs: list[str]) -> Counter[str]:
-    """Each run's status once all ended, or at the drain's deadline."""
-    deadline = time.monotonic() + DRAIN_TIMEOUT
-    while True:
-        statuses: Counter[str] = Counter()
-        for run_id in runs:
-            response = await client.get(f"/v1/runs/{run_id}")
-            statuses[response.json()["status"] if response.status_code == 200 else "missing"] += 1
-        if set(statuses) <= FINISHED or time.monotonic() > deadline:
-            return statuses
-        await asyncio.sleep(2)  # polled: the bench follows no stream for runs it gave up on
-
-
 async def drive(server: Server, postgres: Postgres | None, remote: Path,
                 args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
     """The load, the outage, the drain and the checks; everything but the server's end."""
@@ -311,7 +297,7 @@ async def drive(server: Server, postgres: Postgres | None, remote: Path,
         tally.errors[("load", "clients did not finish", "drain")] += 1
     headers = {"Authorization": f"Bearer {trusted}"}
     async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=60) as runs:
-        statuses = await _ended(runs, tally.runs)
+        statuses, reasons = await ended_runs(runs, tally.runs, DRAIN_TIMEOUT)
         listed = _ok(await runs.get("/v1/runs", params={"limit": 500})).json()
     async with httpx.AsyncClient(
         base_url=server.url, headers={"Authorization": f"Bearer {user}"}, timeout=60
@@ -328,6 +314,7 @@ async def drive(server: Server, postgres: Postgres | None, remote: Path,
         "tally": tally,
         "samples": samples,
         "runs": dict(statuses),
+        "failed_because": dict(reasons),
         "runs_active_listed": sum(1 for run in listed if run["status"] in ("running", "queued")),
         "sessions": {
             "made": tally.sessions_made,

@@ -4,6 +4,7 @@ and how it reports it."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import statistics
 import time
@@ -137,6 +138,8 @@ def print_report(report: dict[str, Any]) -> None:
         f"runs: {report['runs']}; not ended {lost['runs_not_ended']}; running/queued at the "
         f"end {report['runs_active_listed']}"
     )
+    for reason, count in report.get("failed_because", {}).items():
+        print(f"  {count:5d}  failed: {reason!r}")
     print(
         f"sessions: made {sessions['made']}, deleted {sessions['deleted']}, listed at the end "
         f"{sessions['listed_at_end']}"
@@ -158,3 +161,22 @@ def print_report(report: dict[str, Any]) -> None:
         f"after exit: boxes {after['boxes']}, cgroup dirs {after['cgroup_dirs']}; retention: "
         f"{after['run_dirs']} run directories left, {after['archives']} runs pruned (archived)"
     )
+
+
+async def ended_runs(
+    client: httpx.AsyncClient, runs: list[str], timeout: float
+) -> tuple[Counter[str], Counter[str]]:
+    """Each run's status once all ended, or at the drain's deadline; and why runs failed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        for run_id in runs:
+            response = await client.get(f"/v1/runs/{run_id}")
+            run = response.json() if response.status_code == 200 else {"status": "missing"}
+            statuses[run["status"]] += 1
+            if run["status"] == "failed":
+                reasons[str(run.get("error"))[:200]] += 1
+        if set(statuses) <= FINISHED or time.monotonic() > deadline:
+            return statuses, reasons
+        await asyncio.sleep(2)  # polled: the bench follows no stream for runs it gave up on
