@@ -8,10 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from golem.blueprint import Runner
 from golem.blueprint.book import RunBook
+from golem.core.config import GolemConfig
+from golem.core.errors import StoreUnavailable
+from golem.forge import CheckResult, LocalForge, PullRequest, PullRequestDraft
+from golem.sandbox import Engine
 from golem.store import Store
 from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
     MakeRunner,
+    events_text,
     make_runner,
     pull_requests,
     remote,
@@ -44,3 +50,32 @@ async def test_a_run_resumed_after_it_opened_its_pull_request_adopts_it(
     assert resumed.pr is not None
     assert (resumed.pr.number, resumed.pr.url) == (done.pr.number, done.pr.url)
     assert [pr.number for pr in await pull_requests(store)] == [done.pr.number]
+
+
+class AwayAtTheFirstPullRequest(LocalForge):
+    """The local forge, whose store is away the first time a pull request is recorded."""
+
+    refused = 0
+
+    async def open_pull_request(
+        self, draft: PullRequestDraft, *, diff: str = "", checks: list[CheckResult] | None = None
+    ) -> PullRequest:
+        if not self.refused:
+            self.refused += 1
+            raise StoreUnavailable("the database did not answer within 10s")
+        return await super().open_pull_request(draft, diff=diff, checks=checks)
+
+
+async def test_a_node_that_meets_the_store_away_runs_again_and_the_run_succeeds(
+    config: GolemConfig,
+    engine: Engine,
+    remote: Path,  # noqa: F811
+    store: Store,  # noqa: F811
+) -> None:
+    forge = AwayAtTheFirstPullRequest(store)
+    done = await Runner(config, engine=engine, store=store, forge=forge).start(request(remote))
+    assert forge.refused == 1
+    assert done.status == "succeeded", done.error
+    assert done.pr is not None
+    assert [pr.number for pr in await pull_requests(store)] == [done.pr.number]
+    assert "runs again once the store is back" in await events_text(store, done.id)

@@ -36,7 +36,7 @@ from golem.blueprint.steps.gate import run_gate
 from golem.blueprint.steps.host import run_host
 from golem.blueprint.steps.loop import run_loop
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, InvalidRequest
+from golem.core.errors import GolemError, InvalidRequest, StoreUnavailable
 from golem.core.events import EventSink
 from golem.core.ids import new_id
 from golem.core.masking import mask_log_records, masking_logs
@@ -230,7 +230,7 @@ class Runner:
         limit = None if isinstance(node, GateNode) else node.timeout  # a gate's is its wait
         try:
             async with asyncio.timeout(limit):
-                outcome, detail = await self._dispatch(ex, node)
+                outcome, detail = await self._through_outages(ex, node)
         except TimeoutError:
             await ex.sync()
             outcome, detail = "failure", f"timed out after {node.timeout:g}s"
@@ -241,6 +241,17 @@ class Runner:
             )
         )  # fmt: skip
         return outcome, detail, began
+
+    async def _through_outages(self, ex: Execution, node: Node) -> tuple[Outcome, str]:
+        """A node's outcome; the store away in the middle of it (a local forge's records,
+        say) is waited out and the node run again, as a resume would run it: an outage
+        never fails a run. The node's time limit still holds."""
+        while True:
+            try:
+                return await self._dispatch(ex, node)
+            except StoreUnavailable as exc:
+                ex.note(f"runs again once the store is back: {exc.message}", node.id)
+                await asyncio.sleep(RETRY_AFTER)
 
     async def _dispatch(self, ex: Execution, node: Node) -> tuple[Outcome, str]:
         if isinstance(node, HostNode):
