@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from golem.core import GolemConfig, SessionNotFound, SetupFailed
+from golem.core import GolemConfig, InvalidRequest, SessionNotFound, SetupFailed
 from golem.sandbox import Box, Engine, ExecEvent, ExecRequest, SyncEngine
 from tests.conftest import BOTH_BACKENDS
 from tests.sandbox.binary_output import PAYLOAD, writer
@@ -172,3 +172,19 @@ async def test_background_output_cut_inside_a_secret_shows_no_part_of_it(engine:
         output = await box.read_output(process.id)  # the box kept "ALUE123abcdefghijklm"
         assert output.data == b"abcdefghijklm"
         assert (output.start, output.offset) == (114, 127)
+
+
+async def test_a_box_runs_at_most_32_waits_on_background_processes(box: Box) -> None:
+    sleeper = await box.start("sleep 300")
+    waits = [asyncio.ensure_future(box.wait(sleeper.id, 300)) for _ in range(32)]
+    await asyncio.sleep(0)  # each wait's frame is written, in order, before the next
+    try:
+        with pytest.raises(InvalidRequest, match="waits on background processes"):
+            await box.wait(sleeper.id, 300)
+        await box.signal(sleeper.id, signal.SIGKILL)
+        assert all(code is not None for code in await asyncio.gather(*waits))
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+    assert await box.wait(sleeper.id, 60) is not None  # the slots came back with the end
