@@ -17,6 +17,7 @@ from golem.forge.contracts import (
     IssueComment,
     PullRequest,
     PullRequestDraft,
+    TestFailure,
 )
 from golem.forge.diffstat import DiffStat, FileChange
 from golem.forge.factory import make_forge
@@ -47,6 +48,7 @@ __all__ = [
     "LocalForge",
     "PullRequest",
     "PullRequestDraft",
+    "TestFailure",
     "git_auth",
     "git_environment",
     "make_forge",

@@ -20,6 +20,7 @@ __all__ = [
     "IssueComment",
     "PullRequest",
     "PullRequestDraft",
+    "TestFailure",
 ]
 
 
@@ -47,8 +48,21 @@ class Issue(BaseModel):
     repo: str | None = Field(None, description="owner/name on its forge, when known.")
 
 
+class TestFailure(BaseModel):
+    """One failing test as a check's output (or its JUnit XML) names it."""
+
+    __test__ = False  # not a pytest class
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The test as its framework names it, e.g. tests/t.py::test_x.")
+    message: str = Field("", description="The assertion or error, trimmed.")
+    file: str | None = None
+    line: int | None = None
+
+
 class CheckResult(BaseModel):
-    """One of the repository's own checks (lint, build, test) as run in the box."""
+    """One of the repository's own checks (install, setup, lint, build, test) as run in
+    the box."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,8 +71,25 @@ class CheckResult(BaseModel):
     passed: bool
     exit_code: int
     duration: float
-    output_tail: str = Field("", description="The end of its output, secrets masked.")
+    output_tail: str = Field(
+        "",
+        description="What the agent and a person read: the failures found, then the "
+        "end of its output (ANSI codes removed, secrets masked).",
+    )
     timed_out: bool = False
+    reason: str | None = Field(
+        None,
+        description="Why it failed when the exit code does not say: out of memory, timed "
+        "out, printed nothing for too long, could not start.",
+    )
+    failures: list[TestFailure] = Field(
+        default_factory=list, description="The failing tests found in its output."
+    )
+    flaky: bool = Field(False, description="It failed, then passed when run again.")
+    preexisting: bool = Field(
+        False,
+        description="It fails on the base commit too (the baseline): not held against the change.",
+    )
 
 
 class PullRequestDraft(BaseModel):
