@@ -21,10 +21,13 @@ __all__ = [
     "RunStatus",
 ]
 
-RunStatus = Literal["queued", "running", "waiting", "succeeded", "escalated", "failed", "cancelled"]
-"""``waiting``: at a gate; ``succeeded``: a PR opened; ``escalated``: a PR or branch marked
-for a human; ``failed``: it could not go on (the reason is in ``error``)."""
-FINAL: frozenset[str] = frozenset({"succeeded", "escalated", "failed", "cancelled"})
+RunStatus = Literal[
+    "queued", "running", "waiting", "succeeded", "unverified", "escalated", "failed", "cancelled"
+]
+"""``waiting``: at a gate; ``succeeded``: a PR opened whose checks passed; ``unverified``: a
+draft PR opened although no check verified it (``unverified`` says why); ``escalated``: a PR
+or branch marked for a human; ``failed``: it could not go on (the reason is in ``error``)."""
+FINAL: frozenset[str] = frozenset({"succeeded", "unverified", "escalated", "failed", "cancelled"})
 
 
 class RunRequest(BaseModel):
@@ -101,7 +104,20 @@ class RunState(BaseModel):
     conventions: RepoConventions | None = None
     context: str = Field("", description="The hydrated context the agent steps get.")
     context_tokens: int = 0
+    prepared: list[CheckResult] = Field(
+        default_factory=list, description="The install and setup commands' results."
+    )
+    dependencies: str | None = Field(
+        None, description="The install's cache key (dependencies made or reused)."
+    )
+    dependencies_cached: bool = Field(False, description="Whether the install was skipped.")
+    baseline: list[CheckResult] | None = Field(
+        None, description="The verifying checks on the base commit, before any change."
+    )
     checks: list[CheckResult] = Field(default_factory=list)
+    unverified: str | None = Field(
+        None, description="Why no check verified the change (None: verified, or not yet)."
+    )
     rounds: int = Field(0, description="Fix rounds used.")
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0

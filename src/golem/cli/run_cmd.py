@@ -19,7 +19,7 @@ from golem.store import SqlStore
 
 __all__ = ["EXIT_CODES", "run_command", "run_with_progress"]
 
-EXIT_CODES = {"succeeded": 0, "failed": 1, "escalated": 3, "cancelled": 4}
+EXIT_CODES = {"succeeded": 0, "failed": 1, "escalated": 3, "cancelled": 4, "unverified": 5}
 """What `golem run` and `golem runs resume` exit with, by the run's final status."""
 
 

@@ -119,7 +119,9 @@ class RunProgress:
 
 def print_report(console: Console, state: RunState) -> None:
     """The run's outcome: PR, diff stat, checks, rounds, cost, duration, trajectories."""
-    colour = {"succeeded": "green", "escalated": "yellow"}.get(state.status, "red")
+    colour = {"succeeded": "green", "unverified": "yellow", "escalated": "yellow"}.get(
+        state.status, "red"
+    )
     console.rule(f"[bold {colour}]{state.status}[/] · {state.id}")
     if state.pr is not None:
         kind = "draft PR (needs a human)" if state.pr.draft else "PR"

@@ -35,7 +35,7 @@ ForgeName = Literal["github"]
 Role = Literal["user", "trusted", "admin"]
 ACTIVE: tuple[str, ...] = ("running", "waiting")
 """The statuses of a run in progress (a server owns it)."""
-FINISHED: tuple[str, ...] = ("succeeded", "escalated", "failed", "cancelled")
+FINISHED: tuple[str, ...] = ("succeeded", "unverified", "escalated", "failed", "cancelled")
 """The statuses of a run that has ended."""
 TOKEN_PATTERN = re.compile(r"^[\x21-\x7e]{1,2048}$")
 """A token: 1-2048 visible ASCII characters (it travels in HTTP headers)."""

@@ -5,7 +5,7 @@ import { badge, duration, empty, fill, h, money, notify, pause, table, when } fr
 
 const REFRESH_SECONDS = 2;
 
-export const FINAL = new Set(["succeeded", "escalated", "failed", "cancelled"]);
+export const FINAL = new Set(["succeeded", "unverified", "escalated", "failed", "cancelled"]);
 
 /** Seconds from the run's first step (or its submission) to its end, or to now. */
 export function runDuration(run) {
