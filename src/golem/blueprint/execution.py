@@ -6,7 +6,7 @@ Steps (golem.blueprint.steps) get an Execution and nothing else; the runner owns
 from __future__ import annotations
 
 import os
-import time
+import re
 from pathlib import Path
 
 from golem.agent import Budget, Model, make_model
@@ -200,10 +200,14 @@ class Execution:
         self.state.turns += turns
 
     def trajectory_path(self, node: str) -> Path:
-        """A new trajectory file for a step of this run."""
-        count = sum(1 for step in self.state.steps if step.node == node)
-        stamp = int(time.time())
-        return self.run_dir / f"trajectory-{node}-{count + 1}-{stamp}.jsonl"
+        """A new trajectory file for an agent step of this run: ``trajectory-NODE-N.jsonl``,
+        N counting the node's agent steps (each fix round of a loop is one), past any file
+        already there, so no step's trajectory is ever written over."""
+        mine = re.compile(rf"trajectory-{re.escape(node)}-[0-9]+\.jsonl")
+        number = 1 + sum(1 for path in self.state.trajectories if mine.fullmatch(Path(path).name))
+        while (path := self.run_dir / f"trajectory-{node}-{number}.jsonl").exists():
+            number += 1
+        return path
 
 
 def _host_secrets(names: object) -> dict[str, str]:
