@@ -35,6 +35,7 @@ from golem.agent.messages import (
     Usage,
 )
 from golem.agent.models import make_model, price_for
+from golem.agent.prompt import Verification
 from golem.agent.tools import TOOLSETS, make_tools
 from golem.agent.trajectory import TrajectoryWriter, read_trajectory
 
@@ -70,6 +71,7 @@ __all__ = [
     "ToolStarted",
     "TrajectoryWriter",
     "Usage",
+    "Verification",
     "make_model",
     "make_tools",
     "price_for",

@@ -33,7 +33,7 @@ from golem.agent.events import (
     ToolStarted,
 )
 from golem.agent.messages import Message, ModelRequest, ModelResponse, ToolCall
-from golem.agent.prompt import NUDGE, system_prompt, task_message
+from golem.agent.prompt import NUDGE, Verification, system_prompt, task_message
 from golem.agent.trajectory import TrajectoryWriter
 from golem.core.errors import BudgetSpent, ConfigError, ModelError
 from golem.core.events import EventSink
@@ -88,15 +88,17 @@ class Agent:
         *,
         context: str = "",
         trajectory: Path | None = None,
+        verification: Verification | None = None,
     ) -> AgentOutcome:
         """Work on ``task`` in ``box`` until the run ends; never raises for the model's or
-        the tools' failures (they end the run as ``error`` or become observations)."""
+        the tools' failures (they end the run as ``error`` or become observations).
+        ``verification``: the commands that will verify the work, for the system prompt."""
         writer = TrajectoryWriter(trajectory) if trajectory is not None else None
         sinks = list(self._sinks)
         if writer is not None:
             sinks.append(writer)
         run = _Run(box, BudgetMeter(self.budget, self.model.price, self._clock), sinks)
-        system = system_prompt(box.spec.workdir, context)
+        system = system_prompt(box.spec.workdir, context, verification)
         try:
             run.emit(
                 AgentStarted(

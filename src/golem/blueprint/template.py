@@ -16,7 +16,7 @@ VARIABLES: dict[str, str] = {
     "repo": "the repository, as given to golem run",
     "branch": "the branch the run works on",
     "failures": "the failing checks' commands and output tails (fix steps)",
-    "checks": "every check of the last verification with its result (fix steps)",
+    "checks": "the commands that verify the work; in fix steps, each with its last result",
     "round": "the fix round, from 1 (fix steps)",
     "max_rounds": "the loop's cap on fix rounds (fix steps)",
 }

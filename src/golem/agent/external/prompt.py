@@ -5,7 +5,7 @@ The CLI keeps its own system prompt; golem's rules travel in the first message.
 
 from __future__ import annotations
 
-from golem.agent.prompt import task_message
+from golem.agent.prompt import Verification, task_message
 
 __all__ = ["UNATTENDED", "external_prompt"]
 
@@ -18,9 +18,12 @@ verified. End with a short summary of what you changed and why, or of what block
 """
 
 
-def external_prompt(task: str, context: str = "") -> str:
-    """The first (and only) message of a one-shot run."""
+def external_prompt(task: str, context: str = "", verification: Verification | None = None) -> str:
+    """The first (and only) message of a one-shot run: how to work, how the work is
+    verified (when the run knows it), the context, the task."""
     parts = [UNATTENDED]
+    if verification is not None:
+        parts.append(verification.render())
     if context.strip():
         parts.append("# Context\n\n" + context.strip() + "\n")
     parts.append(task_message(task))

@@ -33,6 +33,7 @@ from golem.agent.external.prompt import external_prompt
 from golem.agent.external.stream import Ended, run_call
 from golem.agent.external.template import ExternalTemplate
 from golem.agent.models import cost_usd, price_for
+from golem.agent.prompt import Verification
 from golem.agent.trajectory import TrajectoryWriter
 from golem.core.errors import ConfigError, GolemError
 from golem.core.events import EventSink
@@ -92,6 +93,7 @@ class ExternalAgent:
         *,
         context: str = "",
         trajectory: Path | None = None,
+        verification: Verification | None = None,
     ) -> AgentOutcome:
         """Run the CLI on ``task`` in ``box`` until it ends or its time is up. Raises
         ConfigError (or RuntimeNotAvailable) before anything runs when the box is not fit
@@ -99,7 +101,7 @@ class ExternalAgent:
         check_box(box, self.template)
         box_env = await probe_box(box, self.template)
         run_dir = f"{RUN_ROOT}/{secrets.token_hex(8)}"
-        prompt = external_prompt(task, context)
+        prompt = external_prompt(task, context, verification)
         call = plan_call(
             self.template, task=task, prompt=prompt, model=self.model, budget=self.budget,
             run_dir=run_dir, box_env=box_env, extra_args=self.extra_args,

@@ -8,6 +8,7 @@ from golem.agent import Agent, make_tools
 from golem.agent.events import AgentOutcome
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import AgentNode, AgentSettings
+from golem.blueprint.steps.briefing import verification_of, verifying_checks
 from golem.blueprint.template import render
 from golem.core.errors import BudgetSpent
 
@@ -15,11 +16,13 @@ __all__ = ["run_agent", "run_agent_node", "template_values"]
 
 
 def template_values(ex: Execution, **extra: object) -> dict[str, object]:
-    """What a prompt template may name."""
+    """What a prompt template may name (``checks``: the commands that will verify the
+    step's work, unless a fix step gives the last verification's results)."""
     return {
         "task": ex.state.task_text,
         "repo": ex.state.request.repo,
         "branch": ex.state.branch,
+        "checks": verifying_checks(ex),
         **extra,
     }
 
@@ -40,18 +43,23 @@ async def run_agent(
     ex.state.trajectories.append(str(trajectory))
     ex.save()
     sink = ex.agent_sink(node)
+    verification = verification_of(ex, box)
     if settings.external is not None:
         from golem.agent.external import ExternalAgent  # noqa: PLC0415 - optional CLIs
 
         runner = ExternalAgent(
             settings.external, model=settings.model, budget=budget, on_event=sink
         )
-        outcome = await runner.run(box, prompt, context=ex.state.context, trajectory=trajectory)
+        outcome = await runner.run(
+            box, prompt, context=ex.state.context, trajectory=trajectory, verification=verification
+        )
     else:
         agent = Agent(
             ex.model(settings.model), make_tools(settings.tools), budget=budget, on_event=sink
         )
-        outcome = await agent.run(box, prompt, context=ex.state.context, trajectory=trajectory)
+        outcome = await agent.run(
+            box, prompt, context=ex.state.context, trajectory=trajectory, verification=verification
+        )
     ex.charge(outcome.usage, outcome.cost_usd, outcome.turns)
     if outcome.status == "done":
         ex.state.summary = outcome.summary

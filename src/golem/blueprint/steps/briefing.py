@@ -1,0 +1,49 @@
+"""What an agent step is told about how its work is verified: the commands the run's
+verifying loops will run, in the run's box, with what the box has ready for them."""
+
+from __future__ import annotations
+
+from golem.agent import Verification
+from golem.blueprint.execution import Execution
+from golem.blueprint.model import LoopNode
+from golem.blueprint.steps.checks import commands_of
+from golem.context import CHECK_STEPS
+from golem.sandbox import Box
+
+__all__ = ["verification_of", "verifying_checks", "verifying_commands"]
+
+NOTHING_VERIFIES = "(none: golem found no command that verifies this repository)"
+
+
+def verifying_commands(ex: Execution) -> list[tuple[str, str]]:
+    """(check name, command) of what the blueprint's loops verify with, in order, each
+    once; a blueprint without a loop is taken to verify with lint, build and test."""
+    names = [
+        name for node in ex.blueprint.nodes if isinstance(node, LoopNode) for name in node.checks
+    ]
+    pairs = commands_of(ex, names or list(CHECK_STEPS))
+    return list(dict.fromkeys(pairs))
+
+
+def verifying_checks(ex: Execution) -> str:
+    """The ``{{ checks }}`` of a prompt before any verification: one line per command."""
+    pairs = verifying_commands(ex)
+    return "\n".join(f"- {name}: `{command}`" for name, command in pairs) or NOTHING_VERIFIES
+
+
+def verification_of(ex: Execution, box: Box) -> Verification:
+    """How the run will verify an agent step's work, as its prompt says it."""
+    state = ex.state
+    conventions = state.conventions
+    install_failed = any(not result.passed for result in state.prepared)
+    installed = conventions is not None and bool(conventions.install) and not install_failed
+    failing = [result for result in state.baseline or [] if not result.passed]
+    return Verification(
+        commands=verifying_commands(ex),
+        workdir=box.spec.workdir or "/workspace",
+        installed_by=list(conventions.install) if installed and conventions else [],
+        installed_into=list(conventions.cache) if installed and conventions else [],
+        env=dict(conventions.env) if conventions is not None else {},
+        network=box.spec.network,
+        already_failing=list(dict.fromkeys((r.name, r.command) for r in failing)),
+    )
