@@ -1,4 +1,5 @@
-"""A blueprint's graph as text: one line per node, with what it does and where it leads."""
+"""A blueprint's graph as text (one line per node, with what it does and where it leads),
+and a run's check results in words, as the CLI, the report and the pull request show them."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from golem.blueprint.model import (
     LoopNode,
     Node,
 )
+from golem.forge import CheckResult
 
-__all__ = ["describe_node", "draw"]
+__all__ = ["check_outcome", "describe_node", "draw", "failing_tests"]
 
 
 def describe_node(node: Node) -> str:
@@ -56,3 +58,22 @@ def draw(blueprint: Blueprint) -> str:
         lines.append(f"{marker} {node_id:<{width}}  {describe_node(node)}")
         lines.append(f"  {'':<{width}}    {_edges(node)}")
     return "\n".join(lines)
+
+
+def check_outcome(check: CheckResult) -> str:
+    """A check's result in words: ``passed``, ``flaky (failed, then passed)``, ``failed
+    (exit 1)``, ``failed (out of memory)``, with ``· fails on the base commit too`` when the
+    baseline had it failing already."""
+    if check.passed:
+        return "flaky (failed, then passed)" if check.flaky else "passed"
+    why = check.reason or ("timed out" if check.timed_out else f"exit {check.exit_code}")
+    outcome = f"flaky (failed, {why})" if check.flaky else f"failed ({why})"
+    return outcome + (" · fails on the base commit too" if check.preexisting else "")
+
+
+def failing_tests(checks: list[CheckResult], limit: int = 20) -> list[str]:
+    """The failing tests the checks' outputs name (``check: test``), at most ``limit``,
+    with a last line saying how many more there are."""
+    names = [f"{check.name}: {failure.name}" for check in checks for failure in check.failures]
+    more = len(names) - limit
+    return names[:limit] + ([f"... and {more} more"] if more > 0 else [])

@@ -9,7 +9,7 @@ from typing import Literal
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
-from golem.blueprint.steps.checks import describe_failures
+from golem.blueprint.steps import pr_text
 from golem.context import hydrate, load_conventions, render_issue
 from golem.core.errors import ForgeError, PullRequestExists, SecretInChange
 from golem.forge import PullRequest, PullRequestDraft
@@ -97,7 +97,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     state.commit = await repo.find_commit(trailer, base=state.base)
     if state.commit is None:
         state.commit = await repo.commit_all(
-            ex.secrets.mask(_commit_message(ex, escalate=escalate)),
+            ex.secrets.mask(pr_text.commit_message(state, escalate=escalate)),
             ex.config.forge.author_name,
             ex.config.forge.author_email,
             trailers={TRAILER: state.id},
@@ -124,8 +124,8 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         repo=_repo_name(ex),
         base=state.base,
         head=state.branch,
-        title=ex.secrets.mask(_title(ex, escalate=escalate)),
-        body=ex.secrets.mask(_body(ex, escalate=escalate)),
+        title=ex.secrets.mask(pr_text.title(state, escalate=escalate)),
+        body=ex.secrets.mask(pr_text.body(state, escalate=escalate)),
         draft=escalate,
         labels=list(ex.config.forge.escalation_labels) if escalate else [],
         issue=state.issue.number if state.issue is not None else None,
@@ -167,46 +167,3 @@ def _repo_name(ex: Execution) -> str:
     if issue is not None and issue.repo:
         return issue.repo
     return ex.state.request.repo
-
-
-def _kind(ex: Execution) -> str:
-    words = ex.state.task_text.lower()
-    return "fix" if re.search(r"\b(fix|bug|fail|broken|error|crash)", words) else "feat"
-
-
-def _title(ex: Execution, *, escalate: bool) -> str:
-    title = f"{_kind(ex)}: {ex.state.title[:1].lower()}{ex.state.title[1:]}"
-    return f"[needs a human] {title}" if escalate else title
-
-
-def _commit_message(ex: Execution, *, escalate: bool) -> str:
-    body = ex.state.summary or "(the agent gave no summary)"
-    note = "\n\nThe repository's checks still fail; see the pull request." if escalate else ""
-    return f"{_title(ex, escalate=False)}\n\n{body}{note}\n"
-
-
-def _body(ex: Execution, *, escalate: bool) -> str:
-    state = ex.state
-    lines = ["## Summary", "", state.summary or "(the agent gave no summary)", ""]
-    if escalate:
-        lines += ["## What still fails", "", describe_failures(state.checks), ""]
-    lines += ["## Checks", "", "| check | command | result | time |", "| --- | --- | --- | --- |"]
-    for check in state.checks:
-        result = "passed" if check.passed else f"failed (exit {check.exit_code})"
-        lines.append(f"| {check.name} | `{check.command}` | {result} | {check.duration:.1f}s |")
-    if not state.checks:
-        lines.append("| (none) | | | |")
-    lines += [
-        "",
-        f"Fix rounds used: {state.rounds} · cost: ${state.cost_usd:.4f} · "
-        f"{state.turns} model turns",
-        "",
-        "Trajectories (on the golem host):",
-        *[f"- `{path}`" for path in state.trajectories],
-        "",
-        f"Opened by golem run `{state.id}`"
-        + (f" for #{state.issue.number}." if state.issue and state.issue.number else "."),
-    ]
-    if state.issue is not None and state.issue.number and not escalate:
-        lines.append(f"\nCloses #{state.issue.number}")
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,97 @@
+"""What a shipped run says: its pull request's title and body, and its commit message."""
+
+from __future__ import annotations
+
+import re
+
+from golem.blueprint.show import check_outcome, failing_tests
+from golem.blueprint.state import RunState
+from golem.blueprint.steps.checks import describe_failures
+from golem.forge import CheckResult
+
+__all__ = ["body", "commit_message", "title"]
+
+
+def title(state: RunState, *, escalate: bool) -> str:
+    """``fix: ...`` or ``feat: ...`` from the task's title, marked when a human must finish."""
+    text = f"{_kind(state)}: {state.title[:1].lower()}{state.title[1:]}"
+    return f"[needs a human] {text}" if escalate else text
+
+
+def commit_message(state: RunState, *, escalate: bool) -> str:
+    """The title, the agent's summary, and a note when the checks still fail."""
+    summary = state.summary or "(the agent gave no summary)"
+    note = "\n\nThe repository's checks still fail; see the pull request." if escalate else ""
+    return f"{title(state, escalate=False)}\n\n{summary}{note}\n"
+
+
+def body(state: RunState, *, escalate: bool) -> str:
+    """The pull request's body: summary, what was not verified or still fails, the box's
+    preparation when it failed, the checks, then the run's figures."""
+    lines = ["## Summary", "", state.summary or "(the agent gave no summary)", ""]
+    if state.unverified:
+        lines += [
+            "## Not verified",
+            "",
+            f"No check verified this change: {state.unverified}. Review it and run its "
+            "tests by hand before merging.",
+            "",
+        ]
+    if escalate:
+        lines += _still_failing(state)
+    failed_preparation = [result for result in state.prepared if not result.passed]
+    if failed_preparation:
+        lines += ["## Preparing the box failed", "", *_table(failed_preparation), ""]
+    lines += ["## Checks", "", *_table(state.checks), ""]
+    if state.baseline is not None:
+        lines += [_baseline(state.baseline, state.base), ""]
+    lines += [
+        f"Fix rounds used: {state.rounds} · cost: ${state.cost_usd:.4f} · "
+        f"{state.turns} model turns",
+        "",
+        "Trajectories (on the golem host):",
+        *[f"- `{path}`" for path in state.trajectories],
+        "",
+        f"Opened by golem run `{state.id}`"
+        + (f" for #{state.issue.number}." if state.issue and state.issue.number else "."),
+    ]
+    if state.issue is not None and state.issue.number and not escalate:
+        lines.append(f"\nCloses #{state.issue.number}")
+    return "\n".join(lines) + "\n"
+
+
+def _kind(state: RunState) -> str:
+    words = state.task_text.lower()
+    return "fix" if re.search(r"\b(fix|bug|fail|broken|error|crash)", words) else "feat"
+
+
+def _still_failing(state: RunState) -> list[str]:
+    lines = ["## What still fails", ""]
+    if state.error:
+        lines += [f"golem stopped: {state.error}", ""]
+    if any(not check.passed for check in state.checks):
+        lines += [describe_failures(state.checks), ""]
+    tests = failing_tests(state.checks)
+    if tests:
+        lines += ["Failing tests:", "", *[f"- `{name}`" for name in tests], ""]
+    return lines
+
+
+def _table(checks: list[CheckResult]) -> list[str]:
+    lines = ["| check | command | result | time |", "| --- | --- | --- | --- |"]
+    for check in checks:
+        command = check.command.replace("|", "\\|")
+        lines.append(
+            f"| {check.name} | `{command}` | {check_outcome(check)} | {check.duration:.1f}s |"
+        )
+    if not checks:
+        lines.append("| (none) | | | |")
+    return lines
+
+
+def _baseline(baseline: list[CheckResult], base: str) -> str:
+    failing = [check for check in baseline if not check.passed]
+    if not failing:
+        return f"On the base commit ({base}) these checks passed before the change."
+    named = ", ".join(f"{check.name} (`{check.command}`)" for check in failing)
+    return f"On the base commit ({base}), before the change, these failed already: {named}."

@@ -1,0 +1,89 @@
+"""The pull request says what was verified and how: each check's result in words (the
+reason of a kill, flaky, failing on the base too), the box's failed preparation, a "Not
+verified" section, and the failing tests of an escalation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import RunRequest, RunState
+from golem.blueprint.book import RunBook
+from golem.blueprint.steps.pr_text import body
+from golem.store import Store
+from tests.blueprint.outcomes import OOM, with_outcomes
+from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+    MakeRunner,
+    make_runner,
+    pull_requests,
+    remote,
+    request,
+    store,
+)
+
+HELD = """\
+name: held
+nodes:
+  - {id: prepare, kind: host, action: prepare, next: implement}
+  - {id: implement, kind: agent, prompt: "{{ task }}", next: hold}
+  - id: hold
+    kind: gate
+    message: Ship it?
+    timeout: 0.01
+    default: rejected
+    next: {approved: escalate, rejected: end}
+  - {id: escalate, kind: host, action: escalate}
+"""
+
+
+@pytest.mark.bwrap
+async def test_an_escalated_pull_request_shows_reasons_preparation_and_failing_tests(
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811
+    store: Store,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    blueprint = tmp_path / "held.yaml"
+    blueprint.write_text(HELD)
+    held = await make_runner().start(request(remote, blueprint=str(blueprint)))
+    book = RunBook(store)
+    state = await book.load(held.id)
+    assert state is not None
+    assert state.pr is None
+    # The results a run records before it escalates, then the escalation itself.
+    state = with_outcomes(state).model_copy(
+        update={"status": "running", "current": "escalate", "owner_pid": None}
+    )
+    await book.save(state)
+    escalated = await make_runner().resume(state.id)
+    assert escalated.status == "escalated", escalated.error
+    [pr] = await pull_requests(store)
+    assert pr.draft
+    assert f"| test | `pytest -q` | failed ({OOM}) | 1.5s |" in pr.body
+    assert "| lint | `ruff check .` | failed (exit 1) · fails on the base commit too |" in pr.body
+    assert "| build | `python -m build` | flaky (failed, then passed) |" in pr.body
+    assert "## Preparing the box failed" in pr.body
+    assert f"| setup | `npm run prepare \\| tee log` | failed ({OOM}) |" in pr.body
+    assert "| install |" not in pr.body  # it passed
+    assert "## Not verified\n\nNo check verified this change: no check ran on the change." in (
+        pr.body
+    )
+    assert "Failing tests:\n\n- `test: tests/test_calc.py::test_add`" in pr.body
+    assert "golem stopped: setup failed" in pr.body
+    assert "these failed already: lint (`ruff check .`)" in pr.body
+
+
+def test_a_verified_pull_request_has_no_not_verified_section() -> None:
+    state = with_outcomes(_state()).model_copy(
+        update={"unverified": None, "error": None, "prepared": []}
+    )
+    text = body(state, escalate=False)
+    assert "## Not verified" not in text
+    assert "## Preparing the box failed" not in text
+    assert "## What still fails" not in text
+
+
+def _state() -> RunState:
+    request = RunRequest(repo="/r", task="Fix it")
+    return RunState(id="run-1", request=request, blueprint="minion", blueprint_source="")
