@@ -21,10 +21,14 @@ from golem.blueprint.events import (
     RunNote,
     RunStarted,
 )
+from golem.blueprint.show import check_outcome
 from golem.blueprint.state import RunState
 from golem.cli.progress import AgentProgress, first_line, printable
+from golem.forge import CheckResult
 
 __all__ = ["RunProgress", "print_report"]
+
+SHOWN_FAILURES = 20
 
 
 class RunProgress:
@@ -100,7 +104,7 @@ class RunProgress:
         check = event.check
         mark = "[green]✓[/]" if check.passed else "[red]✗[/]"
         self.round = event.round
-        detail = "" if check.passed else f" exit {check.exit_code}: {first_line(check.output_tail)}"
+        detail = "" if check.passed else f" {check_outcome(check)}: {first_line(check.output_tail)}"
         self.console.print(
             f"  {mark} {check.name} [dim]{escape(check.command)}[/] {check.duration:.1f}s"
             f"{escape(detail)}",
@@ -118,7 +122,9 @@ class RunProgress:
 
 
 def print_report(console: Console, state: RunState) -> None:
-    """The run's outcome: PR, diff stat, checks, rounds, cost, duration, trajectories."""
+    """The run's outcome: PR, error, why it is not verified, diff stat, the box's
+    preparation, the baseline, the checks and their failing tests, rounds, cost, duration,
+    trajectories."""
     colour = {"succeeded": "green", "unverified": "yellow", "escalated": "yellow"}.get(
         state.status, "red"
     )
@@ -128,14 +134,11 @@ def print_report(console: Console, state: RunState) -> None:
         console.print(f"{kind}: [bold]{state.pr.url}[/]  {escape(state.pr.title)}")
     if state.error:
         console.print(f"[red]{escape(state.error)}[/]")
+    if state.unverified:
+        console.print(f"[yellow]not verified: {escape(state.unverified)}[/]")
     if state.diff_stat:
         console.print(escape(state.diff_stat.rstrip()))
-    if state.checks:
-        table = Table("CHECK", "COMMAND", "RESULT", "TIME", box=None)
-        for check in state.checks:
-            result = "[green]passed[/]" if check.passed else f"[red]failed ({check.exit_code})[/]"
-            table.add_row(check.name, escape(check.command), result, f"{check.duration:.1f}s")
-        console.print(table)
+    _print_results(console, state)
     duration = (state.steps[-1].ended - state.steps[0].started) if state.steps else 0.0
     console.print(
         f"fix rounds: {state.rounds} · cost: ${state.cost_usd:.4f} · turns: {state.turns} · "
@@ -143,3 +146,42 @@ def print_report(console: Console, state: RunState) -> None:
     )
     for path in state.trajectories:
         console.print(f"[dim]trajectory: {path}[/]")
+
+
+def _print_results(console: Console, state: RunState) -> None:
+    """The box's preparation, the baseline, the checks and the tests that fail."""
+    if state.prepared:
+        cached = " (dependencies reused)" if state.dependencies_cached else ""
+        console.print(f"prepared{cached}:")
+        console.print(_table("STEP", state.prepared))
+    if state.baseline is not None:
+        outcomes = ", ".join(f"{c.name} {check_outcome(c)}" for c in state.baseline)
+        console.print(
+            f"baseline on {escape(state.base or 'the base')}: {escape(outcomes or 'no checks')}"
+        )
+    if state.checks:
+        console.print(_table("CHECK", state.checks))
+    failures = [(check.name, failure) for check in state.checks for failure in check.failures]
+    for name, failure in failures[:SHOWN_FAILURES]:
+        message = f"  {first_line(failure.message)}" if failure.message else ""
+        console.print(
+            f"  [red]✗[/] {escape(name)}: {escape(failure.name)}{escape(message)}", highlight=False
+        )
+    if len(failures) > SHOWN_FAILURES:
+        console.print(f"  ... and {len(failures) - SHOWN_FAILURES} more failing tests")
+
+
+def _table(heading: str, results: list[CheckResult]) -> Table:
+    table = Table(heading, "COMMAND", "RESULT", "TIME", box=None)
+    for result in results:
+        outcome = check_outcome(result)
+        colour = (
+            "yellow" if result.flaky or result.preexisting else "green" if result.passed else "red"
+        )
+        table.add_row(
+            result.name,
+            escape(result.command),
+            f"[{colour}]{escape(outcome)}[/]",
+            f"{result.duration:.1f}s",
+        )
+    return table
