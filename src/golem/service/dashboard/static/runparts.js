@@ -26,6 +26,7 @@ export function drawHeader(ui, run, { onCancel }) {
     fact("Turns", `${run.turns} · ${run.rounds} fix round${run.rounds === 1 ? "" : "s"}`),
     fact("Submitted", when(run.created)),
     run.current && !FINAL.has(run.status) ? fact("Now at", run.current) : null,
+    run.unverified ? fact("Not verified", h("span", { "data-testid": "run-unverified" }, run.unverified)) : null,
   );
   const cancel = h("button", { type: "button", class: "danger quiet" }, "Cancel run");
   cancel.addEventListener("click", () => { cancel.disabled = true; onCancel(); });
@@ -107,19 +108,37 @@ export function drawSteps(el, run) {
   })));
 }
 
-/** The repository's checks as they last ran, each with its output's tail. */
-export function drawChecks(el, run) {
-  if (!run.checks.length) {
-    fill(el, empty("No checks have run yet."));
-    return;
-  }
-  fill(el, run.checks.map((check) => h("details", { class: `check ${check.passed ? "good" : "bad"}` },
+/** A check's result in words, as `golem runs show` and the pull request say it. */
+export function checkOutcome(check) {
+  if (check.passed) return check.flaky ? "flaky (failed, then passed)" : "passed";
+  const why = check.reason || (check.timed_out ? "timed out" : `exit ${check.exit_code}`);
+  const outcome = check.flaky ? `flaky (failed, ${why})` : `failed (${why})`;
+  return check.preexisting ? `${outcome} · fails on the base commit too` : outcome;
+}
+
+function drawCheck(check) {
+  const tone = check.passed && !check.flaky ? "good" : check.preexisting || check.flaky ? "warn" : "bad";
+  const tests = (check.failures || []).map((failure) => h("li", {}, h("code", {}, failure.name),
+    failure.message ? ` ${failure.message.split("\n")[0]}` : ""));
+  return h("details", { class: `check ${tone}`, "data-testid": `check-${check.name}` },
     h("summary", {},
       h("span", { class: "mark" }, check.passed ? "✓" : "✗"), " ",
       h("strong", {}, check.name), " ",
       h("code", {}, check.command), " ",
-      h("span", { class: "muted" }, check.passed ? duration(check.duration) : `exit ${check.exit_code}${check.timed_out ? ", timed out" : ""} · ${duration(check.duration)}`)),
-    h("pre", { class: "output" }, check.output_tail || "(no output)"))));
+      h("span", { class: "muted" }, `${checkOutcome(check)} · ${duration(check.duration)}`)),
+    tests.length ? h("ul", { class: "failures" }, tests) : null,
+    h("pre", { class: "output" }, check.output_tail || "(no output)"));
+}
+
+/** The box's preparation when a step of it failed, then the repository's checks as they
+ * last ran, each with its result, its failing tests and its output's tail. */
+export function drawChecks(el, run) {
+  const prepared = (run.prepared || []).filter((result) => !result.passed);
+  if (!run.checks.length && !prepared.length) {
+    fill(el, empty("No checks have run yet."));
+    return;
+  }
+  fill(el, [...prepared, ...run.checks].map(drawCheck));
 }
 
 function diffLine(line) {

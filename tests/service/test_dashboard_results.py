@@ -1,0 +1,59 @@
+"""The dashboard's run page says why a run is not verified and each check's result in
+words: the reason of a kill, flaky, failing on the base too, the failing tests, and a box
+preparation that failed."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from golem.blueprint import RunBook, RunState
+from golem.store import SqlStore
+from tests.blueprint.outcomes import OOM, with_outcomes
+from tests.cli.test_runs_control_cli import new_run
+from tests.service.served import Served
+from tests.service.test_dashboard import (  # noqa: F401 - the fixtures of the dashboard tests
+    browser,
+    page,
+    served,
+    sign_in,
+)
+
+pytestmark = pytest.mark.bwrap
+
+
+def keep(served: Served, tenant: str, state: RunState) -> None:  # noqa: F811 - a fixture's name
+    """Put ``state`` in ``tenant``'s runs in the server's store."""
+
+    async def create() -> None:
+        store = await SqlStore.connect(f"sqlite:///{Path(served.state_dir) / 'golem.db'}")
+        try:
+            await RunBook(store.for_tenant(tenant)).create(state)
+        finally:
+            await store.close()
+
+    with ThreadPoolExecutor(1) as other:  # Playwright's sync API holds this thread's loop
+        other.submit(asyncio.run, create()).result()
+
+
+def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
+    served: Served,  # noqa: F811 - fixtures, imported above
+    page: Page,  # noqa: F811
+) -> None:
+    key = served.key("viewer")
+    keep(served, "viewer", with_outcomes(new_run("run-results", status="unverified")))
+    sign_in(page, served, key)
+    page.goto(f"{served.url}/#/runs/run-results")
+    expect(page.get_by_test_id("run-status")).to_have_text("unverified")
+    expect(page.get_by_test_id("run-unverified")).to_have_text("no check ran on the change")
+    checks = page.get_by_test_id("checks")
+    expect(page.get_by_test_id("check-setup")).to_contain_text(f"failed ({OOM})")
+    expect(page.get_by_test_id("check-test")).to_contain_text(f"failed ({OOM})")
+    expect(page.get_by_test_id("check-test")).to_contain_text("tests/test_calc.py::test_add")
+    expect(page.get_by_test_id("check-lint")).to_contain_text("fails on the base commit too")
+    expect(page.get_by_test_id("check-build")).to_contain_text("flaky (failed, then passed)")
+    expect(checks).not_to_contain_text("uv sync")  # the install passed: not shown
