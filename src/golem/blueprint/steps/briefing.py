@@ -12,6 +12,8 @@ from golem.sandbox import Box
 
 __all__ = ["verification_of", "verifying_checks", "verifying_commands"]
 
+PREPARING = ("install", "setup")
+"""Steps that make the box ready rather than verify a change."""
 NOTHING_VERIFIES = "(none: golem found no command that verifies this repository)"
 
 
@@ -19,7 +21,11 @@ def verifying_commands(ex: Execution) -> list[tuple[str, str]]:
     """(check name, command) of what the blueprint's loops verify with, in order, each
     once; a blueprint without a loop is taken to verify with lint, build and test."""
     names = [
-        name for node in ex.blueprint.nodes if isinstance(node, LoopNode) for name in node.checks
+        name
+        for node in ex.blueprint.nodes
+        if isinstance(node, LoopNode)
+        for name in node.checks
+        if name not in PREPARING
     ]
     pairs = commands_of(ex, names or list(CHECK_STEPS))
     return list(dict.fromkeys(pairs))
@@ -35,8 +41,14 @@ def verification_of(ex: Execution, box: Box) -> Verification:
     """How the run will verify an agent step's work, as its prompt says it."""
     state = ex.state
     conventions = state.conventions
-    install_failed = any(not result.passed for result in state.prepared)
-    installed = conventions is not None and bool(conventions.install) and not install_failed
+    installs = [result for result in state.prepared if result.name == "install"]
+    ran = state.dependencies is not None or bool(installs)
+    installed = (
+        conventions is not None
+        and bool(conventions.install)
+        and ran
+        and all(result.passed for result in installs)
+    )
     failing = [result for result in state.baseline or [] if not result.passed]
     return Verification(
         commands=verifying_commands(ex),
