@@ -65,17 +65,19 @@ class Verification:
             *[f"- {name}: `{command}`" for name, command in self.commands],
             "",
             "Run them yourself (with bash) before you finish. If the repository's rules or "
-            "documentation ask for another tool or command, one this sandbox may not have, "
-            "these commands are what counts: run them instead.",
+            "documentation ask you to run a tool this sandbox does not have (tox, nox, a "
+            "pre-commit hook, docker), do not try to install it: these commands are what "
+            "counts, run them instead.",
         ]
         if self.already_failing:
             lines += [
                 "",
                 "These fail on the base commit too, before any change: their failures are "
                 "not held against you, but do not make them worse:",
+                "",
                 *[f"- {name}: `{command}`" for name, command in self.already_failing],
             ]
-        return "\n".join([*lines, "", *_environment(self)]).rstrip() + "\n"
+        return "\n".join([*lines, "", _environment(self)]) + "\n"
 
 
 def _render_unverified(verification: Verification) -> str:
@@ -86,27 +88,28 @@ def _render_unverified(verification: Verification) -> str:
         "command it recognises), so nothing checks your change after you finish. Verify "
         "it yourself: find the tests (test files, a test runner, the README's or the CI's "
         "instructions) and run them in this sandbox, or run the code you changed, before "
-        "you finish; say in your summary what you ran and what it showed.",
+        "you finish; say in your summary what you ran and what it showed. The pull request "
+        "will say that no check verified it.",
     ]
-    return "\n".join([*lines, "", *_environment(verification)]).rstrip() + "\n"
+    return "\n".join([*lines, "", _environment(verification)]) + "\n"
 
 
-def _environment(verification: Verification) -> list[str]:
+def _environment(verification: Verification) -> str:
     """What the sandbox has ready: the installed dependencies, the variables, the network."""
-    lines: list[str] = []
+    paragraphs: list[str] = []
     if verification.installed_by:
         where = ", ".join(verification.installed_into)
         commands = "; ".join(f"`{command}`" for command in verification.installed_by)
         into = f" into {where}" if where else ""
-        lines.append(
+        paragraphs.append(
             f"The dependencies are installed{into} (by {commands}, before you started): "
             "use them; do not install them again."
         )
     if verification.env:
-        lines.append("Every command runs with these variables set:")
-        lines += [f"- `{name}={value}`" for name, value in sorted(verification.env.items())]
-    lines.append(NETWORK.get(verification.network, NETWORK["none"]))
-    return lines
+        variables = [f"- `{name}={value}`" for name, value in sorted(verification.env.items())]
+        paragraphs.append("\n".join(["Every command runs with these variables set:", *variables]))
+    paragraphs.append(NETWORK.get(verification.network, NETWORK["none"]))
+    return "\n\n".join(paragraphs)
 
 
 def system_prompt(workdir: str, context: str = "", verification: Verification | None = None) -> str:
