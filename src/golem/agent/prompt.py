@@ -121,7 +121,7 @@ def system_prompt(workdir: str, context: str = "", verification: Verification | 
         verify = "Verify your change: run the project's tests or checks with bash when you can."
     else:
         network = ""  # the section says what the network is
-        verify = 'Verify your change: run the commands of "How your change is verified" below.'
+        verify = 'Verify your change as "How your change is verified" below says.'
     prompt = SYSTEM.format(workdir=workdir, network=network, verify=verify)
     if verification is not None:
         prompt += "\n" + verification.render()
