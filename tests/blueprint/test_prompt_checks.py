@@ -8,9 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from golem.agent import AgentStarted, Verification, read_trajectory
+from golem.agent import (
+    AgentEvent,
+    AgentStarted,
+    ExternalAgent,
+    ExternalTemplate,
+    Verification,
+    read_trajectory,
+)
 from golem.agent.external.prompt import external_prompt
 from golem.agent.prompt import system_prompt
+from tests.agent.external_support import external_config, lines, open_box
 from tests.blueprint.repos import git
 from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
     SCRIPTS,
@@ -129,6 +137,22 @@ def test_an_external_agent_gets_the_same_section() -> None:
     prompt = external_prompt("Fix it", "context", verification)
     assert verification.render() in prompt
     assert prompt.index("How your change is verified") < prompt.index("# Task")
+
+
+@pytest.mark.bwrap
+async def test_an_external_cli_reads_the_section_in_the_prompt_it_is_given(
+    tmp_path: Path,
+) -> None:
+    template = ExternalTemplate(name="echo-prompt", argv=["cat"], stdin="{prompt}")
+    verification = Verification(commands=[("test", "go test ./...")], network="filtered")
+    events: list[AgentEvent] = []
+    async with open_box(external_config(tmp_path, [])) as box:
+        await ExternalAgent(template, on_event=events.append).run(
+            box, "Fix it", verification=verification
+        )
+    read = lines(events, "stdout")
+    assert "# How your change is verified" in read
+    assert "- test: `go test ./...`" in read
 
 
 def test_without_a_run_the_prompt_stays_as_it_was() -> None:
