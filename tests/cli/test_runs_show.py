@@ -13,13 +13,15 @@ def test_runs_show_tells_every_result_and_why(
     golem_env: dict[str, str],  # noqa: F811 - the fixture
 ) -> None:
     state = with_outcomes(new_run("run-shown", status="escalated", base="main"))
-    keep(golem_env, state.model_copy(update={"dependencies_cached": True}))
+    cached = {"dependencies": "python-3f2a9c", "dependencies_cached": True}
+    keep(golem_env, state.model_copy(update=cached))
     done = golem({**golem_env, "COLUMNS": "250"}, "runs", "show", "run-shown")
     assert done.returncode == 0, done.stderr
     lines = [" ".join(line.split()) for line in done.stdout.decode().splitlines()]
     assert "setup failed: npm run prepare | tee log (out of memory)" in lines
     assert "not verified: no check ran on the change" in lines
-    assert "prepared (dependencies reused):" in lines
+    assert "dependencies python-3f2a9c: reused" in lines
+    assert "prepared:" in lines
     assert "install uv sync passed 1.5s" in lines
     assert f"setup npm run prepare | tee log failed ({OOM}) 1.5s" in lines
     assert "baseline on main: lint failed (exit 1), test passed" in lines

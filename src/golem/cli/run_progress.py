@@ -150,9 +150,12 @@ def print_report(console: Console, state: RunState) -> None:
 
 def _print_results(console: Console, state: RunState) -> None:
     """The box's preparation, the baseline, the checks and the tests that fail."""
+    if state.dependencies is not None or state.dependencies_cached:
+        how = "reused" if state.dependencies_cached else "installed"
+        key = f" {state.dependencies}" if state.dependencies else ""
+        console.print(f"dependencies{escape(key)}: {how}", highlight=False)
     if state.prepared:
-        cached = " (dependencies reused)" if state.dependencies_cached else ""
-        console.print(f"prepared{cached}:")
+        console.print("prepared:")
         console.print(_table("STEP", state.prepared))
     if state.baseline is not None:
         outcomes = ", ".join(f"{c.name} {check_outcome(c)}" for c in state.baseline)
