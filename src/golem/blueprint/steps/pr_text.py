@@ -33,7 +33,7 @@ def body(state: RunState, *, escalate: bool) -> str:
         lines += [
             "## Not verified",
             "",
-            f"No check verified this change: {state.unverified}. Review it and run its "
+            f"No check verified this change: {state.unverified.rstrip('.')}. Review it and run its "
             "tests by hand before merging.",
             "",
         ]
