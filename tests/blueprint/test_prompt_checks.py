@@ -87,8 +87,8 @@ async def test_checks_in_a_prompt_names_the_blueprints_own_verifying_commands(
     state = await make_runner().start(request(remote, blueprint=str(blueprint)))
     start = started(state.trajectories[0])
     assert "What verifies it:\n- test: `python3 -m unittest -v`\n" in start.task
-    assert "- python3 -m compileall -q .: `python3 -m compileall -q .`" in start.task
-    assert "- python3 -m compileall -q .: `python3 -m compileall -q .`" in start.system
+    assert "\n- `python3 -m compileall -q .`" in start.task
+    assert "\n- `python3 -m compileall -q .`" in start.system
 
 
 @pytest.mark.bwrap

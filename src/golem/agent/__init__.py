@@ -35,7 +35,7 @@ from golem.agent.messages import (
     Usage,
 )
 from golem.agent.models import make_model, price_for
-from golem.agent.prompt import Verification
+from golem.agent.prompt import Verification, command_line
 from golem.agent.tools import TOOLSETS, make_tools
 from golem.agent.trajectory import TrajectoryWriter, read_trajectory
 
@@ -72,6 +72,7 @@ __all__ = [
     "TrajectoryWriter",
     "Usage",
     "Verification",
+    "command_line",
     "make_model",
     "make_tools",
     "price_for",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["NUDGE", "Verification", "system_prompt", "task_message"]
+__all__ = ["NUDGE", "Verification", "command_line", "system_prompt", "task_message"]
 
 SYSTEM = """\
 You are golem, an autonomous coding agent. You work alone and unattended: nobody will \
@@ -35,6 +35,12 @@ NETWORK = {
 }
 
 
+def command_line(name: str, command: str) -> str:
+    """A check as a markdown list item: ``- test: `pytest -q` ``, or ``- `make check` ``
+    for a blueprint's own command (named by itself)."""
+    return f"- `{command}`" if name == command else f"- {name}: `{command}`"
+
+
 @dataclass(frozen=True)
 class Verification:
     """What verifies the agent's work once it finishes, as the run knows it: the commands
@@ -62,7 +68,7 @@ class Verification:
             f"When you finish, golem runs these commands in this sandbox, in {self.workdir}, "
             "and your change ships only if they pass:",
             "",
-            *[f"- {name}: `{command}`" for name, command in self.commands],
+            *[command_line(name, command) for name, command in self.commands],
             "",
             "Run them yourself (with bash) before you finish. If the repository's rules or "
             "documentation ask you to run a tool this sandbox does not have (tox, nox, a "
@@ -75,7 +81,7 @@ class Verification:
                 "These fail on the base commit too, before any change: their failures are "
                 "not held against you, but do not make them worse:",
                 "",
-                *[f"- {name}: `{command}`" for name, command in self.already_failing],
+                *[command_line(name, command) for name, command in self.already_failing],
             ]
         return "\n".join([*lines, "", _environment(self)]) + "\n"
 

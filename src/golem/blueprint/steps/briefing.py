@@ -3,7 +3,7 @@ verifying loops will run, in the run's box, with what the box has ready for them
 
 from __future__ import annotations
 
-from golem.agent import Verification
+from golem.agent import Verification, command_line
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.checks import commands_of
@@ -34,7 +34,7 @@ def verifying_commands(ex: Execution) -> list[tuple[str, str]]:
 def verifying_checks(ex: Execution) -> str:
     """The ``{{ checks }}`` of a prompt before any verification: one line per command."""
     pairs = verifying_commands(ex)
-    return "\n".join(f"- {name}: `{command}`" for name, command in pairs) or NOTHING_VERIFIES
+    return "\n".join(command_line(name, command) for name, command in pairs) or NOTHING_VERIFIES
 
 
 def verification_of(ex: Execution, box: Box) -> Verification:
