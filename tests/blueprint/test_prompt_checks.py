@@ -18,6 +18,9 @@ from golem.agent import (
 )
 from golem.agent.external.prompt import external_prompt
 from golem.agent.prompt import system_prompt
+from golem.blueprint.book import RunBook
+from golem.forge import CheckResult
+from golem.store import Store
 from tests.agent.external_support import external_config, lines, open_box
 from tests.blueprint.repos import git
 from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
@@ -112,6 +115,66 @@ async def test_with_nothing_to_verify_the_agent_is_asked_to_verify_it_itself(
     assert "golem found no command that verifies this repository" in system
     assert "Verify it yourself" in system
     assert "- test:" not in system
+
+
+HELD = """\
+name: held
+nodes:
+  - {id: prepare, kind: host, action: prepare, next: implement}
+  - {id: implement, kind: agent, prompt: "{{ task }}", next: hold}
+  - id: hold
+    kind: gate
+    message: Again?
+    timeout: 0.01
+    default: rejected
+    next: {approved: verify, rejected: end}
+  - id: verify
+    kind: loop
+    checks: [test]
+    max_rounds: 0
+    fix: {prompt: "{{ failures }}"}
+"""
+
+
+@pytest.mark.bwrap
+async def test_a_run_with_installed_dependencies_and_a_baseline_says_so_in_the_prompt(
+    make_runner: MakeRunner,  # noqa: F811
+    remote: Path,  # noqa: F811
+    store: Store,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    blueprint, script = tmp_path / "held.yaml", tmp_path / "finish.yaml"
+    blueprint.write_text(HELD)
+    script.write_text(FINISH_AT_ONCE)
+    held = await make_runner().start(
+        request(remote, f"scripted:{script}", blueprint=str(blueprint))
+    )
+    book = RunBook(store)
+    state = await book.load(held.id)
+    assert state is not None
+    assert state.conventions is not None
+    # What the install and the baseline record before the agent starts, then the agent.
+    conventions = state.conventions.model_copy(
+        update={"install": ["uv sync --frozen"], "cache": [".venv"],
+                "env": {"VIRTUAL_ENV": "/workspace/.venv"}}
+    )  # fmt: skip
+    failing = CheckResult(
+        name="test", command="python3 -m unittest -v", passed=False, exit_code=1, duration=0.1
+    )
+    state = state.model_copy(
+        update={"conventions": conventions, "dependencies": "python-1f2e", "baseline": [failing],
+                "status": "running", "current": "implement", "owner_pid": None}
+    )  # fmt: skip
+    await book.save(state)
+    again = await make_runner().resume(state.id)
+    assert [Path(path).name for path in again.trajectories] == [
+        "trajectory-implement-1.jsonl", "trajectory-implement-2.jsonl",
+    ]  # fmt: skip
+    first, second = (started(path).system for path in again.trajectories)
+    assert "The dependencies are installed" not in first
+    assert "The dependencies are installed into .venv (by `uv sync --frozen`" in second
+    assert "- `VIRTUAL_ENV=/workspace/.venv`" in second
+    assert "fail on the base commit too" in second
 
 
 def test_the_prompt_says_what_the_box_has_ready_and_what_failed_before() -> None:
