@@ -1,0 +1,113 @@
+"""``go test``'s output: ``--- FAIL: TestX (0.00s)`` per failing test (subtests indented,
+``TestX/case``), its ``file_test.go:12: message`` lines (after the FAIL line, or before it
+with ``-v``), panics, and ``FAIL <package>`` lines, ``[build failed]`` for a package that
+did not compile."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+from golem.blueprint.reports.format import Format
+from golem.blueprint.reports.trim import first_lines
+from golem.forge import TestFailure
+
+__all__ = ["GO_TEST"]
+
+_RESULT = re.compile(r"^\s*--- (FAIL|PASS|SKIP): (\S+) \([\d.]+s\)$")
+_RUNNING = re.compile(r"^=== (?:RUN|CONT|PAUSE|NAME)\s+(\S+)$")
+_LOG = re.compile(r"^(\s+)(\S+\.go):(\d+): ")
+_FRAME = re.compile(r"^\t(\S+_test\.go):(\d+)")
+_PACKAGE = re.compile(r"^(?:FAIL|ok)\s+(\S+)(?:\s+[\d.]+s|\s+\[(build|setup) failed\])?$")
+MESSAGE_CHARS = 800
+
+
+@dataclass
+class _Test:
+    name: str
+    failed: bool = False
+    lines: list[str] = field(default_factory=list)
+    file: str | None = None
+    line: int | None = None
+    package: str | None = None
+
+
+def recognises(text: str) -> bool:
+    """A ``--- FAIL:`` line, or a package's ``ok``/``FAIL`` line with its time."""
+    return bool(
+        re.search(r"^\s*--- FAIL: \S+ \(", text, re.M)
+        or re.search(r"^(?:FAIL|ok)\s+\S+\s+(?:[\d.]+s|\[build failed\])$", text, re.M)
+    )
+
+
+def parse(text: str) -> list[TestFailure]:
+    """The failing tests (a parent only when it failed on its own), named
+    ``package.TestX/case``, and the packages that did not build."""
+    tests: dict[str, _Test] = {}
+    order: list[_Test] = []
+    current: _Test | None = None
+    log_indent = -1
+    for line in text.split("\n"):
+        result, running = _RESULT.match(line), _RUNNING.match(line)
+        if result or running:
+            name = result.group(2) if result else running.group(1) if running else ""
+            if name not in tests:
+                tests[name] = _Test(name)
+                order.append(tests[name])
+            current = tests[name]
+            current.failed = current.failed or bool(result and result.group(1) == "FAIL")
+            log_indent = -1
+        elif package := _PACKAGE.match(line):
+            _end_package(order, package.group(1))
+        elif current is not None:
+            log_indent = _take_log(current, line, log_indent)
+    failures = [_failure(test) for test in order if test.failed and _failed_alone(test, order)]
+    return failures + _build_failures(text)
+
+
+def _take_log(test: _Test, line: str, log_indent: int) -> int:
+    """Keep a line a test logged (or its continuation, or a panic); the log's indent."""
+    if log := _LOG.match(line):
+        test.lines.append(line.strip())
+        if test.file is None:
+            test.file, test.line = log.group(2), int(log.group(3))
+        return len(log.group(1))
+    if log_indent >= 0 and line.startswith(" " * (log_indent + 1)):
+        test.lines.append(line[log_indent:])
+        return log_indent
+    if line.startswith("panic: "):
+        test.lines.append(line)
+        test.failed = True
+    elif (frame := _FRAME.match(line)) and test.file is None and test.lines:
+        test.file, test.line = frame.group(1), int(frame.group(2))
+    return -1
+
+
+def _end_package(order: list[_Test], package: str) -> None:
+    for test in order:
+        test.package = test.package or package
+
+
+def _failed_alone(test: _Test, order: list[_Test]) -> bool:
+    children = [t for t in order if t.failed and t.name.startswith(test.name + "/")]
+    return bool(test.lines) or not children
+
+
+def _failure(test: _Test) -> TestFailure:
+    name = f"{test.package}.{test.name}" if test.package else test.name
+    message = first_lines(textwrap.dedent("\n".join(test.lines)), MESSAGE_CHARS)
+    return TestFailure(name=name, message=message, file=test.file, line=test.line)
+
+
+def _build_failures(text: str) -> list[TestFailure]:
+    failures = []
+    for match in re.finditer(r"^FAIL\s+(\S+) \[(?:build|setup) failed\]$", text, re.M):
+        package = match.group(1)
+        errors = re.search(rf"^# {re.escape(package)}\b.*\n((?:(?!#|FAIL).*\n?)*)", text, re.M)
+        message = first_lines(errors.group(1) if errors else "build failed", MESSAGE_CHARS)
+        failures.append(TestFailure(name=package, message=message))
+    return failures
+
+
+GO_TEST = Format(name="go test", hints=("go test", "gotestsum"), recognises=recognises, parse=parse)
