@@ -9,6 +9,7 @@ from typing import Literal
 from golem.blueprint.events import CheckFinished
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
+from golem.blueprint.reports import check_result
 from golem.blueprint.steps.check_output import LiveCheckOutput
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
@@ -50,15 +51,13 @@ async def run_checks(
         request = ExecRequest(cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT)
         live = LiveCheckOutput(ex, node, round_, name, command)
         ended = await _follow(box.stream(request), live)
-        result = CheckResult(
-            name=name,
-            command=command,
-            passed=ended.exit_code == 0 and not (ended.timed_out or ended.idle_timed_out),
-            exit_code=ended.exit_code,
-            duration=ended.duration,
-            output_tail=live.finish(),
-            timed_out=ended.timed_out,
-        )
+        tails = live.finish()
+        result = check_result(
+            name, command, ended, tails.stdout, tails.stderr,
+            memory=box.spec.memory, timeout=request.timeout,
+            idle_timeout=request.idle_timeout or box.spec.idle_timeout,
+            start_error=tails.start_error,
+        )  # fmt: skip
         results.append(result)
         ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
         if stop_at_failure and not result.passed:
@@ -86,7 +85,7 @@ async def _follow(events: AsyncIterator[ExecEvent], live: LiveCheckOutput) -> Ex
             elif isinstance(event, OutputEvent):
                 live.feed(event)
             elif isinstance(event, ErrorEvent):
-                live.add("stderr", event.message + "\n")
+                live.could_not_start(event.message)
             pending = asyncio.ensure_future(anext(events))
     finally:
         if not pending.done():  # cancelled, or a sink failed: stop the call
@@ -116,7 +115,8 @@ def describe_failures(results: list[CheckResult]) -> str:
         if result.passed:
             continue
         how = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        why = f"\n\nWhy: {result.reason}" if result.reason else ""
         parts.append(
-            f"### {result.name}: `{result.command}` ({how})\n\n```\n{result.output_tail}\n```"
+            f"### {result.name}: `{result.command}` ({how}){why}\n\n```\n{result.output_tail}\n```"
         )
     return "\n\n".join(parts) or "(no failing checks)"
