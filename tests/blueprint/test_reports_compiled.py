@@ -98,7 +98,7 @@ def test_go_tests_failures_come_out_with_their_log_lines_and_packages(
 def test_a_go_package_that_does_not_build_is_named_with_its_compiler_errors(
     tmp_path: Path,
 ) -> None:
-    broken = "package calc\n\nfunc Add(a, b int) int { return a - \"b\" }\n"
+    broken = 'package calc\n\nfunc Add(a, b int) int { return a - "b" }\n'
     project = write(tmp_path / "calc", {"go.mod": GO_MOD, "calc.go": broken,
                                         "calc_test.go": GO_TESTS})  # fmt: skip
     ran = run("go test ./...", project, **go_env(tmp_path))
@@ -120,7 +120,8 @@ def test_cargo_tests_failures_come_out_with_their_panics(tmp_path: Path) -> None
     report = failure_report(ran.command, ran.stdout, ran.stderr)
     by_name = {f.name: f for f in report.failures}
     assert sorted(by_name) == ["integration", "tests::adds", "tests::should"]
-    adds, should, integration = (by_name[n] for n in ("tests::adds", "tests::should", "integration"))
+    adds, should = by_name["tests::adds"], by_name["tests::should"]
+    integration = by_name["integration"]
     assert adds.message.startswith("assertion `left == right` failed")
     assert "left: -1" in adds.message
     assert (adds.file, adds.line) == ("src/lib.rs", 7)

@@ -53,7 +53,8 @@ def test_the_output_wins_over_junit_xml_that_names_the_same_tests(tmp_path: Path
     xml = junit_of_a_real_pytest_run(tmp_path)
     ran = run(f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q", tmp_path)
     report = failure_report(ran.command, ran.stdout, ran.stderr, junit=[xml])
-    assert [f.name for f in report.failures] == ["test_sums.py::test_add", "test_sums.py::test_error"]
+    names = [f.name for f in report.failures]
+    assert names == ["test_sums.py::test_add", "test_sums.py::test_error"]
 
 
 def test_junit_xml_with_a_doctype_or_too_large_is_not_read() -> None:

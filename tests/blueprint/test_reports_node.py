@@ -38,8 +38,8 @@ def test_jests_failing_tests_come_out_named_by_suite_with_their_expectations() -
     stderr = (FIXTURES / "jest.stderr.txt").read_text()
     report = failure_report("npm test", "", stderr)
     assert [(f.name, f.file, f.line) for f in report.failures] == [
-        ("calc › subtracts", "src/calc.test.js", 10),
-        ("format › pads numbers", "src/calc.test.js", 17),
+        ("calc \u203a subtracts", "src/calc.test.js", 10),
+        ("format \u203a pads numbers", "src/calc.test.js", 17),
         ("src/broken.test.js (failed to run)", "src/broken.test.js", 1),
     ]
     subtracts, pads, broken = report.failures

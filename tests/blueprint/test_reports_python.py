@@ -9,7 +9,9 @@ from pathlib import Path
 from golem.blueprint.reports import failure_report
 from tests.blueprint.reporting import ESC, assert_readable, run, write
 
-PYTEST = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -p no:cacheprovider --color=yes"
+PYTEST = (
+    f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -p no:cacheprovider --color=yes"
+)
 
 CALC = {
     "test_calc.py": """\
@@ -136,7 +138,7 @@ def test_a_progress_bar_redrawn_with_carriage_returns_shows_as_last_drawn(
     tmp_path: Path,
 ) -> None:
     bar = (
-        f"{sys.executable} -c \"import sys\n"
+        f'{sys.executable} -c "import sys\n'
         "for i in range(101): sys.stderr.write(f'\\rinstalling \\x1b[32m{i}%\\x1b[0m')\n"
         "sys.stderr.write('\\ndone\\n')\" && false"
     )
