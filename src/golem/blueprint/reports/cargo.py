@@ -25,7 +25,7 @@ _PANIC = re.compile(
 _NOT_PANICKED = re.compile(r"^note: test did not panic as expected at ([^\s:]+):(\d+)", re.M)
 _UNCOMPILED = re.compile(r"^error: could not compile `([^`]+)`", re.M)
 _RUSTC_ERROR = re.compile(
-    r"^error(?:\[E\d+\])?: (?!could not compile).*\n(?:[ \d]*[|=-].*\n?)*", re.M
+    r"^error(?:\[E\d+\])?: (?!could not compile).*\n(?:[ \d]*[|=-].*\n)*", re.M
 )
 MESSAGE_CHARS = 800
 
@@ -73,7 +73,7 @@ def _compile_errors(text: str) -> list[TestFailure]:
     if not crates:
         return []
     errors = "\n".join(error.group(0) for error in _RUSTC_ERROR.finditer(text))
-    where = re.search(r"^\s*--> ([^\s:]+):(\d+)", errors, re.M)
+    where = re.search(r"^[ \t]*--> ([^\s:]+):(\d+)", errors, re.M)
     message = first_lines(errors or "did not compile", MESSAGE_CHARS, max_lines=20)
     return [
         TestFailure(

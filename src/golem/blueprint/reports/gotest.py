@@ -15,11 +15,11 @@ from golem.forge import TestFailure
 
 __all__ = ["GO_TEST"]
 
-_RESULT = re.compile(r"^\s*--- (FAIL|PASS|SKIP): (\S+) \([\d.]+s\)$")
-_RUNNING = re.compile(r"^=== (?:RUN|CONT|PAUSE|NAME)\s+(\S+)$")
-_LOG = re.compile(r"^(\s+)(\S+\.go):(\d+): ")
+_RESULT = re.compile(r"^[ \t]*--- (FAIL|PASS|SKIP): (\S+) \([\d.]+s\)$")
+_RUNNING = re.compile(r"^=== (?:RUN|CONT|PAUSE|NAME)[ \t]+(\S+)$")
+_LOG = re.compile(r"^([ \t]+)(\S+\.go):(\d+): ")
 _FRAME = re.compile(r"^\t(\S+_test\.go):(\d+)")
-_PACKAGE = re.compile(r"^(?:FAIL|ok)\s+(\S+)(?:\s+[\d.]+s|\s+\[(build|setup) failed\])?$")
+_PACKAGE = re.compile(r"^(?:FAIL|ok)[ \t]+(\S+)(?:[ \t]+[\d.]+s|[ \t]+\[(build|setup) failed\])?$")
 MESSAGE_CHARS = 800
 
 
@@ -36,8 +36,8 @@ class _Test:
 def recognises(text: str) -> bool:
     """A ``--- FAIL:`` line, or a package's ``ok``/``FAIL`` line with its time."""
     return bool(
-        re.search(r"^\s*--- FAIL: \S+ \(", text, re.M)
-        or re.search(r"^(?:FAIL|ok)\s+\S+\s+(?:[\d.]+s|\[build failed\])$", text, re.M)
+        re.search(r"^[ \t]*--- FAIL: \S+ \(", text, re.M)
+        or re.search(r"^(?:FAIL|ok)[ \t]+\S+[ \t]+(?:[\d.]+s|\[build failed\])$", text, re.M)
     )
 
 
@@ -62,7 +62,12 @@ def parse(text: str) -> list[TestFailure]:
             _end_package(order, package.group(1))
         elif current is not None:
             log_indent = _take_log(current, line, log_indent)
-    failures = [_failure(test) for test in order if test.failed and _failed_alone(test, order)]
+    parents = {test.name.rsplit("/", 1)[0] for test in order if test.failed and "/" in test.name}
+    failures = [
+        _failure(test)
+        for test in order
+        if test.failed and (test.lines or test.name not in parents)  # not only its subtests
+    ]
     return failures + _build_failures(text)
 
 
@@ -89,11 +94,6 @@ def _end_package(order: list[_Test], package: str) -> None:
         test.package = test.package or package
 
 
-def _failed_alone(test: _Test, order: list[_Test]) -> bool:
-    children = [t for t in order if t.failed and t.name.startswith(test.name + "/")]
-    return bool(test.lines) or not children
-
-
 def _failure(test: _Test) -> TestFailure:
     name = f"{test.package}.{test.name}" if test.package else test.name
     message = first_lines(textwrap.dedent("\n".join(test.lines)), MESSAGE_CHARS)
@@ -102,9 +102,9 @@ def _failure(test: _Test) -> TestFailure:
 
 def _build_failures(text: str) -> list[TestFailure]:
     failures = []
-    for match in re.finditer(r"^FAIL\s+(\S+) \[(?:build|setup) failed\]$", text, re.M):
+    for match in re.finditer(r"^FAIL[ \t]+(\S+) \[(?:build|setup) failed\]$", text, re.M):
         package = match.group(1)
-        errors = re.search(rf"^# {re.escape(package)}\b.*\n((?:(?!#|FAIL).*\n?)*)", text, re.M)
+        errors = re.search(rf"^# {re.escape(package)}\b.*\n((?:(?!#|FAIL).*\n)*)", text, re.M)
         message = first_lines(errors.group(1) if errors else "build failed", MESSAGE_CHARS)
         failures.append(TestFailure(name=package, message=message))
     return failures

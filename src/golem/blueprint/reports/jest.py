@@ -19,16 +19,16 @@ _JEST_TEST = re.compile(r"^  ● (.+)$")
 _JEST_END = re.compile(r"^ ?(?:FAIL|PASS) +\S|^Test Suites:|^Summary of all failing tests|^  ● ")
 _VITEST_FAIL = re.compile(r"^ ?FAIL +(\S+)(?: > (.+?)| \[ \S+ \])?$")
 _VITEST_END = re.compile(r"^ ?FAIL |^⎯{3,}|^ *Test Files ")
-_CODE_FRAME = re.compile(r"^\s*>?\s*\d*\s*\|")
-_JEST_AT = re.compile(r"^\s*at (?:.*\()?([^()\s]+?):(\d+):\d+\)?$")
-_VITEST_AT = re.compile(r"^\s*\u276f (?:\S+ )?([^\s:]+):(\d+):\d+$")
+_CODE_FRAME = re.compile(r"^[ \t]*(?:>[ \t]*)?(?:\d+[ \t]*)?\|")
+_JEST_AT = re.compile(r"^[ \t]*at (?:[^()\n]*\()?([^()\s]+):(\d+):\d+\)?$")
+_VITEST_AT = re.compile(r"^[ \t]*\u276f (?:\S+ )?([^\s:]+):(\d+):\d+$")
 MESSAGE_CHARS = 800
 
 
 def recognises(text: str) -> bool:
     """jest's or vitest's summary, or their failure headings."""
     return bool(
-        re.search(r"^(?:Tests|Test Suites):\s+.*\btotal$", text, re.M)
+        re.search(r"^(?:Tests|Test Suites):[ \t].*\btotal$", text, re.M)
         or re.search(r"^ *(?:Test Files|Tests) +\d+ (?:failed|passed)", text, re.M)
         or re.search(r"^  ● .+$|^ ?FAIL +\S+ > ", text, re.M)
     )
@@ -74,10 +74,10 @@ def _vitest(lines: list[str]) -> list[TestFailure]:
 
 def _until(lines: list[str], start: int, end: re.Pattern[str]) -> list[str]:
     body = []
-    for line in lines[start:]:
-        if end.match(line):
+    for index in range(start, len(lines)):
+        if end.match(lines[index]):
             break
-        body.append(line)
+        body.append(lines[index])
     return body
 
 

@@ -16,13 +16,13 @@ __all__ = ["PYTEST"]
 
 _BANNER = re.compile(
     r"^=+ (?:test session starts|FAILURES|ERRORS|short test summary info) =+$"
-    r"|^=+ .*\b\d+ (?:failed|errors?|passed)\b.* in [\d.]+s.* =+$",
+    r"|^=+ [^=\n]{0,300}\b\d+ (?:failed|passed|errors?)\b",
     re.MULTILINE,
 )
 _SUMMARY = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
-_SECTION_START = re.compile(r"^=+ (?:FAILURES|ERRORS) =+$", re.MULTILINE)
+_SECTION_START = re.compile(r"^=+ (?:FAILURES|ERRORS) =+$")
 _HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
-_BANNER_LINE = re.compile(r"^={3,}.*={3,}$")
+_BANNER_LINE = re.compile(r"^={3,} .* ={3,}$")
 _WHERE = re.compile(r"^(\S+?):(\d+): (?:in \S+|[\w.]+)$")
 _ERROR_AT = re.compile(r"^ERROR (?:at (?:setup|teardown) of |collecting )")
 MESSAGE_CHARS = 800
@@ -49,17 +49,19 @@ def parse(text: str) -> list[TestFailure]:
 
 
 def _sections(text: str) -> list[_Section]:
+    """The FAILURES and ERRORS sections' parts, one per test, in one pass."""
     sections: list[_Section] = []
-    for start in _SECTION_START.finditer(text):
-        current: _Section | None = None
-        for line in text[start.end() :].split("\n"):
-            if _BANNER_LINE.match(line):
-                break
-            if header := _HEADER.match(line):
-                current = _Section(header.group(1), [])
-                sections.append(current)
-            elif current is not None:
-                current.lines.append(line)
+    inside, current = False, None
+    for line in text.split("\n"):
+        if _SECTION_START.match(line):
+            inside, current = True, None
+        elif _BANNER_LINE.match(line):
+            inside = False
+        elif inside and (header := _HEADER.match(line)):
+            current = _Section(header.group(1), [])
+            sections.append(current)
+        elif inside and current is not None:
+            current.lines.append(line)
     return sections
 
 

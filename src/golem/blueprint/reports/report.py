@@ -30,6 +30,7 @@ __all__ = [
 
 REPORT_BUDGET = 6000
 MAX_LISTED = 20
+MAX_KEPT = 100
 FORMATS: tuple[Format, ...] = (PYTEST, UNITTEST, JEST, GO_TEST, CARGO_TEST, TAP)
 
 
@@ -59,7 +60,7 @@ def failure_report(
     text = "\n\n".join(
         part for part in (listing, _tails(out, err, room, labelled=bool(listing))) if part
     )
-    return FailureReport(failures=failures, text=text[:budget])
+    return FailureReport(failures=failures[:MAX_KEPT], text=text[:budget])
 
 
 def output_report(stdout: str, stderr: str, *, budget: int = REPORT_BUDGET) -> str:

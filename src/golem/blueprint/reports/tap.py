@@ -14,24 +14,27 @@ from golem.forge import TestFailure
 
 __all__ = ["TAP"]
 
-_SUBTEST = re.compile(r"^(\s*)# Subtest: (.+)$")
-_NOT_OK = re.compile(r"^(\s*)not ok \d+(?: -)? (.*?)(?: # (TODO|SKIP)\b.*)?$")
-_LOCATION = re.compile(r"^\s*location: '?(.+?):(\d+):\d+'?$", re.M)
-_ERROR = re.compile(r"^(\s*)error: (?:\|-?\n((?:\1 .*\n|\n)*)|(.*)$)", re.M)
+_SUBTEST = re.compile(r"^([ \t]*)# Subtest: (.+)$")
+_NOT_OK = re.compile(r"^([ \t]*)not ok \d+(?: -)? (.*?)(?: # (TODO|SKIP)\b.*)?$")
+_LOCATION = re.compile(r"^[ \t]*location: '?(.+?):(\d+):\d+'?$", re.M)
+_ERROR = re.compile(r"^([ \t]*)error: (?:\|-?\n((?:\1 .*\n|\n)*)|(.*)$)", re.M)
 _SPEC = re.compile(r"^test at (\S+?):(\d+):\d+\n✖ (.+?) \([\d.]+m?s\)\n((?:[ \t]+.*\n|\n)*)", re.M)
 MESSAGE_CHARS = 800
+MAX_BLOCK_LINES = 200
+_NEXT_TEST = re.compile(r"^[ \t]*(?:not ok |ok |# Subtest: |\d+\.\.\d+$)")
 
 
 def recognises(text: str) -> bool:
     """A TAP version line or a failing ``not ok``, or the spec reporter's recap."""
-    return bool(re.search(r"^TAP version \d+$|^\s*not ok \d+|^✖ failing tests:$", text, re.M))
+    return bool(re.search(r"^TAP version \d+$|^[ \t]*not ok \d+|^✖ failing tests:$", text, re.M))
 
 
 def parse(text: str) -> list[TestFailure]:
     """Failing tests named ``suite > test``, without suites that failed only because a
     test in them did."""
     failures = _tap(text.split("\n")) + _spec(text)
-    return merge([f for f in failures if not _only_failed_below(f, failures)])
+    parents = {parent for f in failures for parent in _parents(f.name)}
+    return merge([f for f in failures if not _only_failed_below(f, parents)])
 
 
 def _tap(lines: list[str]) -> list[TestFailure]:
@@ -53,10 +56,10 @@ def _yaml_block(lines: list[str], start: int) -> str:
     if start >= len(lines) or lines[start].strip() != "---":
         return ""
     block = []
-    for line in lines[start + 1 :]:
-        if line.strip() == "...":
+    for index in range(start + 1, min(len(lines), start + 1 + MAX_BLOCK_LINES)):
+        if lines[index].strip() == "..." or _NEXT_TEST.match(lines[index]):
             break
-        block.append(line)
+        block.append(lines[index])
     return "\n".join(block) + "\n"
 
 
@@ -92,8 +95,13 @@ def _spec(text: str) -> list[TestFailure]:
     return failures
 
 
-def _only_failed_below(failure: TestFailure, failures: list[TestFailure]) -> bool:
-    below = any(other.name.startswith(failure.name + " > ") for other in failures)
+def _parents(name: str) -> list[str]:
+    parts = name.split(" > ")
+    return [" > ".join(parts[:depth]) for depth in range(1, len(parts))]
+
+
+def _only_failed_below(failure: TestFailure, parents: set[str]) -> bool:
+    below = failure.name in parents
     return below and (failure.message == "subtests failed" or not failure.message)
 
 

@@ -16,7 +16,7 @@ _HEAD = re.compile(
     r"^={50,}\n(?:FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)\s]+)\)(.*)\n-{50,}\n", re.M
 )
 _END = re.compile(r"^(?:={50,}|-{50,}\nRan \d+ tests?)", re.M)
-_FRAME = re.compile(r'^\s*File "(.+)", line (\d+)', re.M)
+_FRAME = re.compile(r'^[ \t]*File "(.+)", line (\d+)', re.M)
 MESSAGE_CHARS = 800
 
 
