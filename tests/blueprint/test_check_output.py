@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
 from golem.blueprint.reports import REPORT_BUDGET
 from golem.blueprint.steps.check_output import FLUSH_BYTES, LIVE_CAP
 from golem.core import EventSink, GolemConfig
-from golem.forge import ForgeCredentials
+from golem.forge import ForgeCredentials, TestFailure
 from golem.sandbox import Engine
 from golem.store import SqlStore
 from tests.blueprint.repos import make_remote
@@ -189,3 +190,29 @@ async def test_a_check_killed_by_the_memory_limit_says_so_in_its_result(
     [finished] = [e for e in kept if isinstance(e, CheckFinished)]
     assert finished.check.exit_code == 137
     assert (finished.check.reason or "").startswith("killed by the box's memory limit (128m)")
+
+
+def writes_junit(test: str, then: str = "") -> str:
+    """A check that writes a JUnit report naming ``test`` as failed, as a test runner
+    does: after it started (in Python), then runs ``then``."""
+    case = f'<testcase classname="suite" name="{test}"><failure message="{test} broke"/>'
+    xml = f"<testsuite>{case}</testcase></testsuite>"
+    path = f"reports/junit-{test}.xml"
+    code = f"import os; os.makedirs('reports', exist_ok=True); open({path!r}, 'w').write({xml!r})"
+    return f"python3 -c {shlex.quote(code)}{then}"
+
+
+async def test_junit_xml_a_failed_check_wrote_names_its_failures_and_older_reports_do_not(
+    config: GolemConfig, engine: Engine, reachable_dir: Path
+) -> None:
+    earlier = writes_junit("stale")
+    failing = writes_junit("fresh", then="; echo '2 problems'; exit 1")
+    _, kept = await run_commands(config, engine, reachable_dir, [earlier, failing])
+    finished = [e.check for e in kept if isinstance(e, CheckFinished)]
+    assert [(c.passed, c.failures) for c in finished] == [
+        (True, []),
+        (False, [TestFailure(name="suite.fresh", message="fresh broke")]),
+    ]
+    assert finished[1].output_tail == (
+        "Failing tests (1):\n- suite.fresh\n    fresh broke\n\n[stdout]\n2 problems"
+    )

@@ -11,6 +11,7 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
 from golem.blueprint.reports import check_result
 from golem.blueprint.steps.check_output import LiveCheckOutput
+from golem.blueprint.steps.check_reports import STARTED, junit_written
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
 from golem.sandbox import ExecRequest
@@ -48,12 +49,16 @@ async def run_checks(
     box = await ex.box()
     results: list[CheckResult] = []
     for name, command in commands_of(ex, names):
-        request = ExecRequest(cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT)
+        request = ExecRequest(
+            cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT,
+            files={STARTED: b""},  # what is newer, the check wrote (its JUnit XML)
+        )  # fmt: skip
         live = LiveCheckOutput(ex, node, round_, name, command)
         ended = await _follow(box.stream(request), live)
         tails = live.finish()
+        junit = await junit_written(box) if ended.exit_code != 0 else []
         result = check_result(
-            name, command, ended, tails.stdout, tails.stderr,
+            name, command, ended, tails.stdout, tails.stderr, junit=junit,
             memory=box.spec.memory, timeout=request.timeout,
             idle_timeout=request.idle_timeout or box.spec.idle_timeout,
             start_error=tails.start_error,
