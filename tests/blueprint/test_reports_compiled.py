@@ -70,7 +70,7 @@ def go_env(tmp_path: Path) -> dict[str, str]:
 
 
 @go
-@pytest.mark.parametrize("verbose", ["", " -v"])
+@pytest.mark.parametrize("verbose", ["", " -v", " -json"])
 def test_go_tests_failures_come_out_with_their_log_lines_and_packages(
     tmp_path: Path, verbose: str
 ) -> None:
@@ -143,3 +143,28 @@ def test_a_crate_that_does_not_compile_is_named_with_rustcs_errors(tmp_path: Pat
     assert failure.message.startswith("error[E0277]: cannot subtract `&str` from `i32`")
     assert (failure.file, failure.line) == ("src/lib.rs", 1)
     assert_readable(report)
+
+
+GOTESTSUM = """\
+✖  example.com/calc (2ms)
+✓  example.com/calc/sub (1ms)
+
+=== Failed
+=== FAIL: example.com/calc TestAdd (0.00s)
+    calc_test.go:7: Add(2, 3) = -1, want 5
+
+=== FAIL: example.com/calc TestTable/two (0.00s)
+    calc_test.go:17: case two broke
+
+=== FAIL: example.com/calc TestTable (0.00s)
+
+DONE 6 tests, 3 failures in 0.412s
+"""
+
+
+def test_gotestsums_recap_names_the_failing_tests_with_their_packages() -> None:
+    report = failure_report("gotestsum ./...", GOTESTSUM, "")
+    assert [(f.name, f.message) for f in report.failures] == [
+        ("example.com/calc.TestAdd", "calc_test.go:7: Add(2, 3) = -1, want 5"),
+        ("example.com/calc.TestTable/two", "calc_test.go:17: case two broke"),
+    ]

@@ -1,10 +1,12 @@
 """``go test``'s output: ``--- FAIL: TestX (0.00s)`` per failing test (subtests indented,
 ``TestX/case``), its ``file_test.go:12: message`` lines (after the FAIL line, or before it
 with ``-v``), panics, and ``FAIL <package>`` lines, ``[build failed]`` for a package that
-did not compile."""
+did not compile. Also gotestsum's ``=== FAIL: package TestX`` recap, and ``go test -json``
+(its output events, put back together per package)."""
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -18,6 +20,8 @@ __all__ = ["GO_TEST"]
 _RESULT = re.compile(r"^[ \t]*--- (FAIL|PASS|SKIP): (\S+) \([\d.]+s\)$")
 _RUNNING = re.compile(r"^=== (?:RUN|CONT|PAUSE|NAME)[ \t]+(\S+)$")
 _LOG = re.compile(r"^([ \t]+)(\S+\.go):(\d+): ")
+_GOTESTSUM = re.compile(r"^=== FAIL: (\S+) (\S+) \([\d.]+s\)$")
+_JSON = re.compile(r'^\{"Time":"[^"\n]*","Action":"', re.M)
 _FRAME = re.compile(r"^\t(\S+_test\.go):(\d+)")
 _PACKAGE = re.compile(r"^(?:FAIL|ok)[ \t]+(\S+)(?:[ \t]+[\d.]+s|[ \t]+\[(build|setup) failed\])?$")
 MESSAGE_CHARS = 800
@@ -36,7 +40,8 @@ class _Test:
 def recognises(text: str) -> bool:
     """A ``--- FAIL:`` line, or a package's ``ok``/``FAIL`` line with its time."""
     return bool(
-        re.search(r"^[ \t]*--- FAIL: \S+ \(", text, re.M)
+        _JSON.search(text)
+        or re.search(r"^[ \t]*--- FAIL: \S+ \(|^=== FAIL: \S+ \S+ \(", text, re.M)
         or re.search(r"^(?:FAIL|ok)[ \t]+\S+[ \t]+(?:[\d.]+s|\[build failed\])$", text, re.M)
     )
 
@@ -44,22 +49,29 @@ def recognises(text: str) -> bool:
 def parse(text: str) -> list[TestFailure]:
     """The failing tests (a parent only when it failed on its own), named
     ``package.TestX/case``, and the packages that did not build."""
-    tests: dict[str, _Test] = {}
+    if _JSON.search(text):
+        text = _from_json(text)
+    tests: dict[str, _Test] = {}  # this package's
     order: list[_Test] = []
     current: _Test | None = None
     log_indent = -1
     for line in text.split("\n"):
-        result, running = _RESULT.match(line), _RUNNING.match(line)
-        if result or running:
+        result, running, recap = _RESULT.match(line), _RUNNING.match(line), _GOTESTSUM.match(line)
+        if result or running or recap:
             name = result.group(2) if result else running.group(1) if running else ""
+            if recap:
+                name = recap.group(2)
             if name not in tests:
-                tests[name] = _Test(name)
+                tests[name] = _Test(name, package=recap.group(1) if recap else None)
                 order.append(tests[name])
             current = tests[name]
-            current.failed = current.failed or bool(result and result.group(1) == "FAIL")
+            current.failed = (
+                current.failed or bool(result and result.group(1) == "FAIL") or bool(recap)
+            )
             log_indent = -1
         elif package := _PACKAGE.match(line):
             _end_package(order, package.group(1))
+            tests, current = {}, None
         elif current is not None:
             log_indent = _take_log(current, line, log_indent)
     parents = {test.name.rsplit("/", 1)[0] for test in order if test.failed and "/" in test.name}
@@ -87,6 +99,23 @@ def _take_log(test: _Test, line: str, log_indent: int) -> int:
     elif (frame := _FRAME.match(line)) and test.file is None and test.lines:
         test.file, test.line = frame.group(1), int(frame.group(2))
     return -1
+
+
+def _from_json(text: str) -> str:
+    """``go test -json``'s output events as the plain output, package by package."""
+    by_package: dict[str, list[str]] = {}
+    for line in text.split("\n"):
+        if not line.startswith('{"Time":'):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("Action") == "output":
+            output = event.get("Output")
+            if isinstance(output, str):
+                by_package.setdefault(str(event.get("Package", "")), []).append(output)
+    return "".join("".join(outputs) for outputs in by_package.values())
 
 
 def _end_package(order: list[_Test], package: str) -> None:
