@@ -56,21 +56,16 @@ def parse(text: str) -> list[TestFailure]:
     current: _Test | None = None
     log_indent = -1
     for line in text.split("\n"):
-        result, running, recap = _RESULT.match(line), _RUNNING.match(line), _GOTESTSUM.match(line)
-        if result or running or recap:
-            name = result.group(2) if result else running.group(1) if running else ""
-            if recap:
-                name = recap.group(2)
+        if heading := _heading(line):
+            name, package, failed = heading
             if name not in tests:
-                tests[name] = _Test(name, package=recap.group(1) if recap else None)
+                tests[name] = _Test(name, package=package)
                 order.append(tests[name])
             current = tests[name]
-            current.failed = (
-                current.failed or bool(result and result.group(1) == "FAIL") or bool(recap)
-            )
+            current.failed = current.failed or failed
             log_indent = -1
-        elif package := _PACKAGE.match(line):
-            _end_package(order, package.group(1))
+        elif ended := _PACKAGE.match(line):
+            _end_package(order, ended.group(1))
             tests, current = {}, None
         elif current is not None:
             log_indent = _take_log(current, line, log_indent)
@@ -81,6 +76,18 @@ def parse(text: str) -> list[TestFailure]:
         if test.failed and (test.lines or test.name not in parents)  # not only its subtests
     ]
     return failures + _build_failures(text)
+
+
+def _heading(line: str) -> tuple[str, str | None, bool] | None:
+    """A line that begins a test's lines: its name, its package (when the line says) and
+    whether it says the test failed."""
+    if result := _RESULT.match(line):
+        return result.group(2), None, result.group(1) == "FAIL"
+    if running := _RUNNING.match(line):
+        return running.group(1), None, False
+    if recap := _GOTESTSUM.match(line):
+        return recap.group(2), recap.group(1), True
+    return None
 
 
 def _take_log(test: _Test, line: str, log_indent: int) -> int:
