@@ -165,3 +165,14 @@ def test_many(n):
     assert "60 failed in" in report.text
     assert_readable(report, budget=3000)
     report.text.encode("utf-8")  # whole characters only
+
+
+def test_a_tail_that_begins_inside_the_failures_section_still_gives_the_messages(
+    tmp_path: Path,
+) -> None:
+    ran = run(PYTEST, write(tmp_path, CALC))
+    banner_end = ran.stdout.index("\n", ran.stdout.index("FAILURES"))
+    cut = ran.stdout[banner_end + 20 :]  # the banner and the first header are gone
+    report = failure_report(ran.command, cut, "")
+    param = next(f for f in report.failures if f.name.endswith("test_param[2]"))
+    assert param.message == "AssertionError: x was 2\nassert 2 == 1"  # the summary has line 1

@@ -49,9 +49,10 @@ def parse(text: str) -> list[TestFailure]:
 
 
 def _sections(text: str) -> list[_Section]:
-    """The FAILURES and ERRORS sections' parts, one per test, in one pass."""
+    """The FAILURES and ERRORS sections' parts, one per test, in one pass (the output may
+    begin inside them: its tail is what was kept)."""
     sections: list[_Section] = []
-    inside, current = False, None
+    inside, current = True, None
     for line in text.split("\n"):
         if _SECTION_START.match(line):
             inside, current = True, None
