@@ -36,6 +36,8 @@ HOSTILE = {
     "escape starts": "\x1b[" * (SIZE // 2),
     "carriage returns": "a\r" * (SIZE // 2),
     "a jest summary of spaces": "Tests: " + " " * SIZE,
+    "mocha blocks": "  1 passing (1ms)\n  2 failing\n" + "  1) a\n" * (SIZE // 7),
+    "a mocha title that never ends": "  1 passing (1ms)\n  1 failing\n  1) a\n" + " b\n" * SIZE,
 }
 FRAGMENTS = [
     "\n",

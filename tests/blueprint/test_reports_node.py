@@ -93,3 +93,19 @@ def test_node_tests_failures_come_out_of_tap_and_of_the_spec_reporter(
     assert (Path(adds.file or "").name, adds.line) == ("calc.test.mjs", 6)
     assert nested.message.endswith("nested boom")
     assert_readable(report)
+
+
+def test_mochas_failures_come_out_named_by_their_titles_with_their_errors() -> None:
+    stdout = (FIXTURES / "mocha.stdout.txt").read_text()
+    report = failure_report("npm test", stdout, "")
+    assert [(f.name, f.file, f.line) for f in report.failures] == [
+        ("calc subtracts", "test/calc.test.js", 10),
+        ("format pads numbers", "test/calc.test.js", 17),
+        ('io "before each" hook for "reads a file"', "test/io.test.js", 6),
+    ]
+    subtracts, pads, hook = report.failures
+    assert subtracts.message.startswith("AssertionError [ERR_ASSERTION]: Expected values")
+    assert "3 !== 1" in subtracts.message
+    assert pads.message == "TypeError: pad is not a function"
+    assert hook.message.startswith("Error: ENOENT: no such file or directory")
+    assert_readable(report)

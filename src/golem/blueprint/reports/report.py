@@ -13,6 +13,7 @@ from golem.blueprint.reports.format import Format, merge
 from golem.blueprint.reports.gotest import GO_TEST
 from golem.blueprint.reports.jest import JEST
 from golem.blueprint.reports.junit import junit_failures
+from golem.blueprint.reports.mocha import MOCHA
 from golem.blueprint.reports.pytest import PYTEST
 from golem.blueprint.reports.tap import TAP
 from golem.blueprint.reports.trim import first_lines, last_lines
@@ -31,7 +32,7 @@ __all__ = [
 REPORT_BUDGET = 6000
 MAX_LISTED = 20
 MAX_KEPT = 100
-FORMATS: tuple[Format, ...] = (PYTEST, UNITTEST, JEST, GO_TEST, CARGO_TEST, TAP)
+FORMATS: tuple[Format, ...] = (PYTEST, UNITTEST, JEST, MOCHA, GO_TEST, CARGO_TEST, TAP)
 
 
 @dataclass(frozen=True)
