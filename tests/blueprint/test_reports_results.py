@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from golem.blueprint.reports import check_result
+from golem.blueprint.reports.result import SILENT
 from golem.blueprint.steps.checks import describe_failures
 from golem.core.events import ErrorEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
@@ -87,3 +88,8 @@ async def test_a_check_that_just_fails_has_no_reason_beyond_its_exit_code(box: B
     result = await check(box, ExecRequest(cmd="echo 'lint: 3 problems' >&2; exit 1"))
     assert (result.passed, result.reason, result.output_tail) == (False, None, "lint: 3 problems")
     assert "(exit 1)\n\n```\nlint: 3 problems\n```" in describe_failures([result])
+
+
+async def test_a_check_that_fails_without_a_word_says_it_printed_nothing(box: Box) -> None:
+    result = await check(box, ExecRequest(cmd="exit 3"))
+    assert (result.passed, result.reason, result.output_tail) == (False, None, SILENT)

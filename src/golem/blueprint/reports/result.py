@@ -13,7 +13,9 @@ from golem.core.events import ExitEvent
 from golem.core.sizes import format_size
 from golem.forge import CheckResult
 
-__all__ = ["check_result", "failure_reason"]
+__all__ = ["SILENT", "check_result", "failure_reason"]
+
+SILENT = "(it printed nothing)"
 
 _NOT_FOUND = 127
 _SIGNALLED = 128
@@ -42,7 +44,7 @@ def check_result(
         failures, tail = [], output_report(stdout, stderr, budget=budget)
     else:
         report = failure_report(command, stdout, stderr, junit=junit, budget=budget)
-        failures, tail = report.failures, report.text
+        failures, tail = report.failures, report.text or SILENT
     return CheckResult(
         name=name,
         command=command,
