@@ -12,6 +12,7 @@ from golem.blueprint.steps.checks import describe_failures
 from golem.core.events import ErrorEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
 from golem.sandbox import Box, Engine, ExecRequest
+from tests.conftest import BOTH_BACKENDS
 
 pytestmark = pytest.mark.bwrap
 
@@ -38,6 +39,7 @@ async def check(box: Box, request: ExecRequest) -> CheckResult:
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("backend", BOTH_BACKENDS)
 async def test_a_check_killed_by_the_boxs_memory_limit_says_so(engine: Engine) -> None:
     async with engine.session(engine.spec(memory="96m")) as box:
         result = await check(box, ExecRequest(cmd=f"echo started; {HOG}"))
