@@ -33,10 +33,16 @@ async def check(box: Box, request: ExecRequest) -> CheckResult:
     assert ended is not None
     command = request.cmd if isinstance(request.cmd, str) else " ".join(request.cmd or [])
     return check_result(
-        "test", command, ended, printed["stdout"].decode(), printed["stderr"].decode(),
-        memory=box.spec.memory, timeout=request.timeout, idle_timeout=request.idle_timeout,
+        "test",
+        command,
+        ended,
+        printed["stdout"].decode(),
+        printed["stderr"].decode(),
+        memory=box.spec.memory,
+        timeout=request.timeout,
+        idle_timeout=request.idle_timeout,
         start_error=start_error,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("backend", BOTH_BACKENDS)
@@ -95,3 +101,17 @@ async def test_a_check_that_just_fails_has_no_reason_beyond_its_exit_code(box: B
 async def test_a_check_that_fails_without_a_word_says_it_printed_nothing(box: Box) -> None:
     result = await check(box, ExecRequest(cmd="exit 3"))
     assert (result.passed, result.reason, result.output_tail) == (False, None, SILENT)
+
+
+def test_a_report_holding_a_code_fence_stays_inside_the_fix_prompts_block() -> None:
+    tail = "Failing tests (1):\n- README.md::doc\n    ```python\n    >>> 1 + 1\n    ```"
+    failed = CheckResult(
+        name="docs",
+        command="make doctest",
+        passed=False,
+        exit_code=2,
+        duration=1.0,
+        output_tail=tail,
+    )
+    shown = describe_failures([failed])
+    assert shown == f"### docs: `make doctest` (exit 2)\n\n````\n{tail}\n````"

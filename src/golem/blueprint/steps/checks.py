@@ -121,7 +121,11 @@ def describe_failures(results: list[CheckResult]) -> str:
             continue
         how = "timed out" if result.timed_out else f"exit {result.exit_code}"
         why = f"\n\nWhy: {result.reason}" if result.reason else ""
+        fence = "```"
+        while fence in result.output_tail:  # output holding a fence cannot close ours
+            fence += "`"
         parts.append(
-            f"### {result.name}: `{result.command}` ({how}){why}\n\n```\n{result.output_tail}\n```"
+            f"### {result.name}: `{result.command}` ({how}){why}\n\n"
+            f"{fence}\n{result.output_tail}\n{fence}"
         )
     return "\n\n".join(parts) or "(no failing checks)"
