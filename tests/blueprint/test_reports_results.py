@@ -4,10 +4,13 @@ or is not in the box, a fatal signal; and the fix prompt shows that reason."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from golem.blueprint.reports import check_result
 from golem.blueprint.reports.result import SILENT
+from golem.blueprint.steps.check_reports import STARTED, junit_written
 from golem.blueprint.steps.checks import describe_failures
 from golem.core.events import ErrorEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
@@ -115,3 +118,15 @@ def test_a_report_holding_a_code_fence_stays_inside_the_fix_prompts_block() -> N
     )
     shown = describe_failures([failed])
     assert shown == f"### docs: `make doctest` (exit 2)\n\n````\n{tail}\n````"
+
+
+@pytest.mark.parametrize("backend", BOTH_BACKENDS)
+async def test_the_junit_xml_a_check_wrote_is_read_back_from_its_box(engine: Engine) -> None:
+    xml = '<testsuite><testcase name="t"><failure message="no"/></testcase></testsuite>'
+    write = (
+        f"import os; os.makedirs('out', exist_ok=True); open('out/junit.xml', 'w').write({xml!r})"
+    )
+    async with engine.session() as box:
+        await box.execute("mkdir -p old && echo '<testsuite/>' > old/junit.xml")
+        await box.execute(ExecRequest(cmd=f"python3 -c {shlex.quote(write)}", files={STARTED: b""}))
+        assert await junit_written(box) == [xml]
