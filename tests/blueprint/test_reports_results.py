@@ -8,6 +8,7 @@ import shlex
 
 import pytest
 
+from golem.blueprint import reports
 from golem.blueprint.reports import check_result
 from golem.blueprint.reports.result import SILENT
 from golem.blueprint.steps.check_reports import STARTED, junit_written
@@ -130,3 +131,11 @@ async def test_the_junit_xml_a_check_wrote_is_read_back_from_its_box(engine: Eng
         await box.execute("mkdir -p old && echo '<testsuite/>' > old/junit.xml")
         await box.execute(ExecRequest(cmd=f"python3 -c {shlex.quote(write)}", files={STARTED: b""}))
         assert await junit_written(box) == [xml]
+
+
+def test_the_reports_package_exports_every_name_it_lists() -> None:
+    for name in reports.__all__:
+        assert getattr(reports, name) is not None, name
+    assert {"check_result", "failure_report", "junit_paths", "REPORT_BUDGET"} <= set(
+        reports.__all__
+    )
