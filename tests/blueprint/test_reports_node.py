@@ -109,3 +109,23 @@ def test_mochas_failures_come_out_named_by_their_titles_with_their_errors() -> N
     assert pads.message == "TypeError: pad is not a function"
     assert hook.message.startswith("Error: ENOENT: no such file or directory")
     assert_readable(report)
+
+
+BATS = """\
+1..3
+ok 1 addition works
+not ok 2 subtraction works
+# (in test file test/calc.bats, line 9)
+#   `[ "$result" -eq 1 ]' failed
+not ok 3 output matches
+# (in test file test/calc.bats, line 14)
+#   `[ "$output" = "3" ]' failed with status 1
+"""
+
+
+def test_bats_failures_come_out_of_the_comments_after_them() -> None:
+    report = failure_report("bats test", BATS, "")
+    assert [(f.name, f.message, f.file, f.line) for f in report.failures] == [
+        ("subtraction works", """`[ "$result" -eq 1 ]' failed""", "test/calc.bats", 9),
+        ("output matches", """`[ "$output" = "3" ]' failed with status 1""", "test/calc.bats", 14),
+    ]

@@ -1,7 +1,8 @@
 """TAP, as ``node --test`` prints it when not on a terminal (and tape, prove, ...): ``not
 ok 3 - name`` lines, nested under ``# Subtest: name`` by indentation, each followed by a
 YAML block holding ``location`` and ``error``; and the ``✖ failing tests:`` recap that
-``node --test``'s spec reporter prints on a terminal."""
+``node --test``'s spec reporter prints on a terminal; bats tells a failure in ``#``
+comments after it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ _ERROR = re.compile(r"^([ \t]*)error: (?:\|-?\n((?:\1 .*\n|\n)*)|(.*)$)", re.M)
 _SPEC = re.compile(r"^test at (\S+?):(\d+):\d+\n✖ (.+?) \([\d.]+m?s\)\n((?:[ \t]+.*\n|\n)*)", re.M)
 MESSAGE_CHARS = 800
 MAX_BLOCK_LINES = 200
+_IN_FILE = re.compile(r"^\(in (?:test )?file (\S+), line (\d+)\)$")
 _NEXT_TEST = re.compile(r"^[ \t]*(?:not ok |ok |# Subtest: |\d+\.\.\d+$)")
 
 
@@ -47,8 +49,11 @@ def _tap(lines: list[str]) -> list[TestFailure]:
         elif (failed := _NOT_OK.match(line)) and not failed.group(3):
             indent = len(failed.group(1))
             parents = [name for i, name in open_subtests if i < indent]
-            block = _yaml_block(lines, index + 1)
-            failures.append(_failure(" > ".join([*parents, failed.group(2)]), block))
+            name = " > ".join([*parents, failed.group(2)])
+            if block := _yaml_block(lines, index + 1):
+                failures.append(_failure(name, block))
+            else:
+                failures.append(_commented(name, lines, index + 1))
     return failures
 
 
@@ -61,6 +66,22 @@ def _yaml_block(lines: list[str], start: int) -> str:
             break
         block.append(lines[index])
     return "\n".join(block) + "\n"
+
+
+def _commented(name: str, lines: list[str], start: int) -> TestFailure:
+    """A failure told in the ``#`` comments after it, as bats does: ``# (in test file
+    test/x.bats, line 9)`` then the failed command."""
+    said = []
+    for index in range(start, min(len(lines), start + MAX_BLOCK_LINES)):
+        if not lines[index].startswith("#") or _SUBTEST.match(lines[index]):
+            break
+        said.append(lines[index][1:].removeprefix(" "))
+    where = _IN_FILE.match(said[0]) if said else None
+    if where:
+        said = said[1:]
+    message = first_lines(textwrap.dedent("\n".join(said)).strip(), MESSAGE_CHARS)
+    file, line = (where.group(1), int(where.group(2))) if where else (None, None)
+    return TestFailure(name=name, message=message, file=file, line=line)
 
 
 def _failure(name: str, block: str) -> TestFailure:
@@ -106,5 +127,8 @@ def _only_failed_below(failure: TestFailure, parents: set[str]) -> bool:
 
 
 TAP = Format(
-    name="tap", hints=("node --test", "tap", "tape", "prove"), recognises=recognises, parse=parse
+    name="tap",
+    hints=("node --test", "tap", "tape", "prove", "bats"),
+    recognises=recognises,
+    parse=parse,
 )
