@@ -13,7 +13,7 @@ _ESCAPES = re.compile(
     r"|\x1b[ -/]*[0-~]"  # the other two- and three-byte escapes
     r"|\x9b[0-?]*[ -/]*[@-~]"  # CSI as one C1 character
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def plain(text: str) -> str:
