@@ -23,7 +23,6 @@ from golem.blueprint.events import (
 )
 from golem.blueprint.state import RunState
 from golem.cli.progress import AgentProgress, first_line, printable
-from golem.forge import CheckResult
 
 __all__ = ["RunProgress", "print_report"]
 
@@ -101,7 +100,7 @@ class RunProgress:
         check = event.check
         mark = "[green]✓[/]" if check.passed else "[red]✗[/]"
         self.round = event.round
-        detail = "" if check.passed else f" exit {check.exit_code}: {first_line(_why(check))}"
+        detail = "" if check.passed else f" exit {check.exit_code}: {first_line(check.output_tail)}"
         self.console.print(
             f"  {mark} {check.name} [dim]{escape(check.command)}[/] {check.duration:.1f}s"
             f"{escape(detail)}",
@@ -116,17 +115,6 @@ class RunProgress:
             f"round {self.round} · {self.tokens / 1000:.1f}k tokens · ${self.cost:.4f} · "
             f"{int(elapsed) // 60}:{int(elapsed) % 60:02d} elapsed[/]"
         )
-
-
-def _why(check: CheckResult) -> str:
-    """A failed check in a few words: why it was stopped, else its first failing test."""
-    if check.reason:
-        return check.reason
-    if check.failures:
-        first = check.failures[0]
-        more = f" (and {len(check.failures) - 1} more)" if len(check.failures) > 1 else ""
-        return f"{first.name}{more}: {first_line(first.message)}"
-    return check.output_tail
 
 
 def print_report(console: Console, state: RunState) -> None:
