@@ -36,6 +36,7 @@ HOSTILE = {
     "escape starts": "\x1b[" * (SIZE // 2),
     "carriage returns": "a\r" * (SIZE // 2),
     "a jest summary of spaces": "Tests: " + " " * SIZE,
+    "doctest rules": ("*" * 70 + '\nFile "a", line 1, in x\nFailed example:\n') * (SIZE // 110),
     "mocha blocks": "  1 passing (1ms)\n  2 failing\n" + "  1) a\n" * (SIZE // 7),
     "a mocha title that never ends": "  1 passing (1ms)\n  1 failing\n  1) a\n" + " b\n" * SIZE,
 }

@@ -176,3 +176,63 @@ def test_a_tail_that_begins_inside_the_failures_section_still_gives_the_messages
     report = failure_report(ran.command, cut, "")
     param = next(f for f in report.failures if f.name.endswith("test_param[2]"))
     assert param.message == "AssertionError: x was 2\nassert 2 == 1"  # the summary has line 1
+
+
+DOCUMENTED = {
+    "shlexish.py": '''\
+import doctest
+import unittest
+
+
+def split(s):
+    """
+    >>> split("a b")
+    ['a', 'b']
+    """
+    return [s]
+
+
+class SplitTests(unittest.TestCase):
+    def test_described(self):
+        """Split on spaces, keeping quotes."""
+        self.assertEqual(split("a b"), ["a", "b"])
+
+
+def load_tests(loader, tests, ignore):
+    tests.addTests(doctest.DocTestSuite())
+    return tests
+''',
+}
+
+
+def test_unittest_failures_of_described_tests_and_doctests_come_out(tmp_path: Path) -> None:
+    ran = run(f"{sys.executable} -m unittest shlexish", write(tmp_path, DOCUMENTED))
+    report = failure_report(ran.command, ran.stdout, ran.stderr)
+    by_name = {f.name: f for f in report.failures}
+    assert sorted(by_name) == ["shlexish.SplitTests.test_described", "shlexish.split"]
+    described = by_name["shlexish.SplitTests.test_described"]
+    assert described.message.startswith("AssertionError: Lists differ: ['a b'] != ['a', 'b']")
+    assert "Got:\n    ['a b']" in by_name["shlexish.split"].message
+
+
+def test_doctests_own_output_names_the_failing_docstrings(tmp_path: Path) -> None:
+    ran = run(f"{sys.executable} -m doctest shlexish.py", write(tmp_path, DOCUMENTED))
+    report = failure_report(ran.command, ran.stdout, ran.stderr)
+    [failure] = report.failures
+    assert (failure.name, failure.line) == ("shlexish.split", 7)
+    assert failure.message == (
+        "Failed example:\n    split(\"a b\")\nExpected:\n    ['a', 'b']\nGot:\n    ['a b']"
+    )
+
+
+def test_pytest_doctest_modules_failures_come_out_with_what_they_got(tmp_path: Path) -> None:
+    ran = run(f"{PYTEST} --doctest-modules shlexish.py", write(tmp_path, DOCUMENTED))
+    report = failure_report(ran.command, ran.stdout, ran.stderr)
+    by_name = {f.name: f for f in report.failures}
+    assert sorted(by_name) == [
+        "shlexish.py::SplitTests::test_described",
+        "shlexish.py::shlexish.split",
+    ]
+    doctest = by_name["shlexish.py::shlexish.split"]
+    assert "Got:\n    ['a b']" in doctest.message
+    assert (Path(doctest.file or "").name, doctest.line) == ("shlexish.py", 7)

@@ -24,7 +24,7 @@ _SECTION_START = re.compile(r"^=+ (?:FAILURES|ERRORS) =+$")
 _HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
 _BANNER_LINE = re.compile(r"^={3,} .* ={3,}$")
 _WHERE = re.compile(r"^(\S+?):(\d+): (?:in \S+|[\w.]+)$")
-_ERROR_AT = re.compile(r"^ERROR (?:at (?:setup|teardown) of |collecting )")
+_ERROR_AT = re.compile(r"^ERROR (?:at (?:setup|teardown) of |collecting )|^\[doctest\] ")
 MESSAGE_CHARS = 800
 
 
@@ -68,8 +68,9 @@ def _sections(text: str) -> list[_Section]:
 
 def _failure(section: _Section) -> TestFailure:
     asserted = [line[1:] for line in section.lines if line.startswith("E ") or line == "E"]
-    if not asserted:
-        asserted = [line for line in section.lines if line.strip()][-5:]
+    if not asserted:  # pytest.fail(), a doctest: the section's last lines say it
+        asserted = [line for line in section.lines if line.strip() and not _WHERE.match(line)]
+        asserted = asserted[-8:]
     where = [match for line in section.lines if (match := _WHERE.match(line))]
     file, line = (where[-1].group(1), int(where[-1].group(2))) if where else (None, None)
     message = first_lines(textwrap.dedent("\n".join(asserted)), MESSAGE_CHARS)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from golem.blueprint.reports.ansi import plain
 from golem.blueprint.reports.cargo import CARGO_TEST
+from golem.blueprint.reports.doctests import DOCTEST
 from golem.blueprint.reports.format import Format, merge
 from golem.blueprint.reports.gotest import GO_TEST
 from golem.blueprint.reports.jest import JEST
@@ -32,7 +33,9 @@ __all__ = [
 REPORT_BUDGET = 6000
 MAX_LISTED = 20
 MAX_KEPT = 100
-FORMATS: tuple[Format, ...] = (PYTEST, UNITTEST, JEST, MOCHA, GO_TEST, CARGO_TEST, TAP)
+FORMATS: tuple[Format, ...] = (
+    PYTEST, UNITTEST, DOCTEST, JEST, MOCHA, GO_TEST, CARGO_TEST, TAP,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

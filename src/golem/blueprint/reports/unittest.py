@@ -13,7 +13,9 @@ from golem.forge import TestFailure
 __all__ = ["UNITTEST"]
 
 _HEAD = re.compile(
-    r"^={50,}\n(?:FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)\s]+)\)(.*)\n-{50,}\n", re.M
+    r"^={50,}\n(?:FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)\s]+)\)(.*)\n"
+    r"(?:(?!-{50,}\n).*\n)?-{50,}\n",  # a line between: the test's docstring
+    re.M,
 )
 _END = re.compile(r"^(?:={50,}|-{50,}\nRan \d+ tests?)", re.M)
 _FRAME = re.compile(r'^[ \t]*File "(.+)", line (\d+)', re.M)
