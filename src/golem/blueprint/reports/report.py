@@ -32,7 +32,9 @@ __all__ = [
 
 REPORT_BUDGET = 6000
 MAX_LISTED = 20
-MAX_KEPT = 100
+MAX_KEPT = 1000
+"""Failures a result keeps (by name: the baseline compares them); past ``MAX_LISTED``,
+without their messages."""
 FORMATS: tuple[Format, ...] = (
     PYTEST, UNITTEST, DOCTEST, JEST, MOCHA, GO_TEST, CARGO_TEST, TAP,
 )  # fmt: skip
@@ -64,7 +66,10 @@ def failure_report(
     text = "\n\n".join(
         part for part in (listing, _tails(out, err, room, labelled=bool(listing))) if part
     )
-    return FailureReport(failures=failures[:MAX_KEPT], text=text[:budget])
+    kept = failures[:MAX_LISTED] + [
+        failure.model_copy(update={"message": ""}) for failure in failures[MAX_LISTED:MAX_KEPT]
+    ]
+    return FailureReport(failures=kept, text=text[:budget])
 
 
 def output_report(stdout: str, stderr: str, *, budget: int = REPORT_BUDGET) -> str:
