@@ -41,10 +41,14 @@ def check_result(
     timeouts those it ran under, ``start_error`` why it could not start."""
     passed = ended.exit_code == 0 and not (ended.timed_out or ended.idle_timed_out)
     if passed:
-        failures, tail = [], output_report(stdout, stderr, budget=budget)
+        failures, tail, reason = [], output_report(stdout, stderr, budget=budget), None
     else:
         report = failure_report(command, stdout, stderr, junit=junit, budget=budget)
         failures, tail = report.failures, report.text or SILENT
+        reason = failure_reason(
+            ended, stderr, memory=memory, timeout=timeout, idle_timeout=idle_timeout,
+            start_error=start_error,
+        )  # fmt: skip
     return CheckResult(
         name=name,
         command=command,
@@ -53,16 +57,7 @@ def check_result(
         duration=ended.duration,
         output_tail=tail,
         timed_out=ended.timed_out or ended.idle_timed_out,
-        reason=None
-        if passed
-        else failure_reason(
-            ended,
-            stderr,
-            memory=memory,
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-            start_error=start_error,
-        ),
+        reason=reason,
         failures=failures,
     )
 
