@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,10 @@ import pytest
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
+from golem.blueprint.reports import REPORT_BUDGET
 from golem.blueprint.steps.check_output import FLUSH_BYTES, LIVE_CAP
 from golem.core import EventSink, GolemConfig
-from golem.forge import ForgeCredentials
+from golem.forge import ForgeCredentials, TestFailure
 from golem.sandbox import Engine
 from golem.store import SqlStore
 from tests.blueprint.repos import make_remote
@@ -162,3 +164,55 @@ async def test_a_silent_checks_output_so_far_is_shown_and_cancelling_it_leaves_n
     assert [e.text for e in outputs(kept, "stdout")] == ["started\n"]
     assert not any(isinstance(e, CheckFinished) for e in kept)
     assert [b.id for b in await engine.boxes() if b.labels.get("golem.run") == kept[0].run_id] == []
+
+
+async def test_a_checks_result_keeps_the_end_of_each_stream_however_noisy_the_other(
+    config: GolemConfig, engine: Engine, reachable_dir: Path
+) -> None:
+    noisy = (
+        "echo 'FAILED tests/test_x.py::test_x - assert 1 == 2'; echo '1 failed in 0.1s'; "
+        'for i in $(seq 1 40000); do echo "warning: noise $i"; done >&2; exit 1'
+    )
+    _, kept = await run_commands(config, engine, reachable_dir, [noisy])
+    [finished] = [e for e in kept if isinstance(e, CheckFinished)]
+    tail = finished.check.output_tail
+    assert [f.name for f in finished.check.failures] == ["tests/test_x.py::test_x"]
+    assert "[stdout]\nFAILED tests/test_x.py::test_x - assert 1 == 2\n1 failed in 0.1s" in tail
+    assert tail.endswith("warning: noise 40000")
+    assert len(tail) <= REPORT_BUDGET
+
+
+async def test_a_check_killed_by_the_memory_limit_says_so_in_its_result(
+    config: GolemConfig, engine: Engine, reachable_dir: Path
+) -> None:
+    hog = "python3 -c 'x = []\nwhile True: x.append(bytearray(16 * 2**20))'"
+    _, kept = await run_commands(config, engine, reachable_dir, [hog], box="box: {memory: 128m}\n")
+    [finished] = [e for e in kept if isinstance(e, CheckFinished)]
+    assert finished.check.exit_code == 137
+    assert (finished.check.reason or "").startswith("killed by the box's memory limit (128m)")
+
+
+def writes_junit(test: str, then: str = "") -> str:
+    """A check that writes a JUnit report naming ``test`` as failed, as a test runner
+    does: after it started (in Python), then runs ``then``."""
+    case = f'<testcase classname="suite" name="{test}"><failure message="{test} broke"/>'
+    xml = f"<testsuite>{case}</testcase></testsuite>"
+    path = f"reports/junit-{test}.xml"
+    code = f"import os; os.makedirs('reports', exist_ok=True); open({path!r}, 'w').write({xml!r})"
+    return f"python3 -c {shlex.quote(code)}{then}"
+
+
+async def test_junit_xml_a_failed_check_wrote_names_its_failures_and_older_reports_do_not(
+    config: GolemConfig, engine: Engine, reachable_dir: Path
+) -> None:
+    earlier = writes_junit("stale")
+    failing = writes_junit("fresh", then="; echo '2 problems'; exit 1")
+    _, kept = await run_commands(config, engine, reachable_dir, [earlier, failing])
+    finished = [e.check for e in kept if isinstance(e, CheckFinished)]
+    assert [(c.passed, c.failures) for c in finished] == [
+        (True, []),
+        (False, [TestFailure(name="suite.fresh", message="fresh broke")]),
+    ]
+    assert finished[1].output_tail == (
+        "Failing tests (1):\n- suite.fresh\n    fresh broke\n\n[stdout]\n2 problems"
+    )

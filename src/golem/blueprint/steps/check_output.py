@@ -4,8 +4,8 @@ arrives, masked with the run's secrets, coalesced and capped.
 Small chunks are gathered until ``FLUSH_BYTES`` are waiting or ``FLUSH_SECONDS`` have
 passed since the first of them (a check that prints a line a millisecond makes a few events
 a second, not a thousand); a check's live output stops at ``LIVE_CAP`` bytes, and a last
-``golem`` line says how much was left out. The check's result keeps the tail of its
-output whatever the cap.
+``golem`` line says how much was left out. Whatever the cap, the last ``TAIL`` characters
+of each stream are kept for the check's result (a test runner's summary is at its end).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from golem.agent import OutputStream
@@ -22,14 +23,24 @@ from golem.core.events import OutputEvent
 from golem.core.masking import SecretMasker
 from golem.core.sizes import format_size
 
-__all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "LIVE_CAP", "LiveCheckOutput"]
+__all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "LIVE_CAP", "TAIL", "LiveCheckOutput", "Tails"]
 
 Printed = Literal["stdout", "stderr"]
 
 FLUSH_BYTES = 64 * 1024
 FLUSH_SECONDS = 0.5
 LIVE_CAP = 256 * 1024
-TAIL = 4000
+TAIL = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Tails:
+    """The end of what a check printed on each stream (masked, decoded), and why it could
+    not start when it could not."""
+
+    stdout: str
+    stderr: str
+    start_error: str | None = None
 
 
 class MaskedText:
@@ -60,6 +71,7 @@ class LiveCheckOutput:
             "stderr": MaskedText(ex.secrets.values),
         }
         self._tails: dict[Printed, str] = {"stdout": "", "stderr": ""}
+        self._start_error: str | None = None
         self._stream: OutputStream = "stdout"
         self._pending: list[str] = []
         self._pending_bytes = 0
@@ -97,6 +109,11 @@ class LiveCheckOutput:
         if self._pending_bytes >= FLUSH_BYTES:
             self.flush()
 
+    def could_not_start(self, message: str) -> None:
+        """The call did not start: say why on ``stderr`` and keep it for the result."""
+        self._start_error = message
+        self.add("stderr", message + "\n")
+
     def due_in(self) -> float | None:
         """Seconds until what is gathered must be sent (None: nothing is waiting)."""
         if not self._pending:
@@ -112,9 +129,9 @@ class LiveCheckOutput:
         self._pending_bytes = 0
         self._emit(self._stream, text)
 
-    def finish(self) -> str:
-        """Send the rest (and what the cap left out); the output's tail, standard output
-        first, for the check's result."""
+    def finish(self) -> Tails:
+        """Send the rest (and what the cap left out); the end of each stream, for the
+        check's result."""
         for stream, decoder in self._decoders.items():
             self.add(stream, decoder.flush())
         self.flush()
@@ -124,7 +141,7 @@ class LiveCheckOutput:
                 f"[{self._left_out} more bytes of output not shown live (the live cap "
                 f"is {format_size(LIVE_CAP)} per check); the check's result keeps its tail]",
             )
-        return (self._tails["stdout"] + self._tails["stderr"]).strip()[-TAIL:]
+        return Tails(self._tails["stdout"], self._tails["stderr"], self._start_error)
 
     def _emit(self, stream: OutputStream, text: str) -> None:
         event = CheckOutput(

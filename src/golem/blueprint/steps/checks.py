@@ -9,7 +9,9 @@ from typing import Literal
 from golem.blueprint.events import CheckFinished
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
+from golem.blueprint.reports import check_result
 from golem.blueprint.steps.check_output import LiveCheckOutput
+from golem.blueprint.steps.check_reports import STARTED, junit_written
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
 from golem.sandbox import ExecRequest
@@ -47,18 +49,20 @@ async def run_checks(
     box = await ex.box()
     results: list[CheckResult] = []
     for name, command in commands_of(ex, names):
-        request = ExecRequest(cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT)
+        request = ExecRequest(
+            cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT,
+            files={STARTED: b""},  # what is newer, the check wrote (its JUnit XML)
+        )  # fmt: skip
         live = LiveCheckOutput(ex, node, round_, name, command)
         ended = await _follow(box.stream(request), live)
-        result = CheckResult(
-            name=name,
-            command=command,
-            passed=ended.exit_code == 0 and not (ended.timed_out or ended.idle_timed_out),
-            exit_code=ended.exit_code,
-            duration=ended.duration,
-            output_tail=live.finish(),
-            timed_out=ended.timed_out,
-        )
+        tails = live.finish()
+        junit = await junit_written(box) if ended.exit_code != 0 else []
+        result = check_result(
+            name, command, ended, tails.stdout, tails.stderr, junit=junit,
+            memory=box.spec.memory, timeout=request.timeout,
+            idle_timeout=request.idle_timeout or box.spec.idle_timeout,
+            start_error=tails.start_error,
+        )  # fmt: skip
         results.append(result)
         ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
         if stop_at_failure and not result.passed:
@@ -86,7 +90,7 @@ async def _follow(events: AsyncIterator[ExecEvent], live: LiveCheckOutput) -> Ex
             elif isinstance(event, OutputEvent):
                 live.feed(event)
             elif isinstance(event, ErrorEvent):
-                live.add("stderr", event.message + "\n")
+                live.could_not_start(event.message)
             pending = asyncio.ensure_future(anext(events))
     finally:
         if not pending.done():  # cancelled, or a sink failed: stop the call
@@ -116,7 +120,12 @@ def describe_failures(results: list[CheckResult]) -> str:
         if result.passed:
             continue
         how = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        why = f"\n\nWhy: {result.reason}" if result.reason else ""
+        fence = "```"
+        while fence in result.output_tail:  # output holding a fence cannot close ours
+            fence += "`"
         parts.append(
-            f"### {result.name}: `{result.command}` ({how})\n\n```\n{result.output_tail}\n```"
+            f"### {result.name}: `{result.command}` ({how}){why}\n\n"
+            f"{fence}\n{result.output_tail}\n{fence}"
         )
     return "\n\n".join(parts) or "(no failing checks)"
