@@ -12,7 +12,7 @@ from golem.blueprint.model import BoxNode
 from golem.blueprint.steps.check_output import LiveCheckOutput
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
-from golem.sandbox import ExecRequest
+from golem.sandbox import Box, ExecRequest
 
 __all__ = ["CHECK_TIMEOUT", "commands_of", "describe_failures", "run_box_node", "run_checks"]
 
@@ -25,7 +25,7 @@ def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
     conventions = ex.state.conventions
     pairs: list[tuple[str, str]] = []
     for name in names:
-        if name in ("setup", "lint", "build", "test"):
+        if name in ("install", "setup", "lint", "build", "test"):
             commands = getattr(conventions, name) if conventions is not None else []
             pairs.extend((name, command) for command in commands)
         else:
@@ -41,10 +41,12 @@ async def run_checks(
     round_: int = 0,
     stop_at_failure: bool = False,
     timeout: float | None = None,
+    box: Box | None = None,
 ) -> list[CheckResult]:
-    """Run the checks in the box; each one's output streams into the run's events as it
-    comes (CheckOutput), then its result is an event (CheckFinished)."""
-    box = await ex.box()
+    """Run the checks in ``box`` (default: the run's box); each one's output streams into
+    the run's events as it comes (CheckOutput), then its result is an event
+    (CheckFinished)."""
+    box = box or await ex.box()
     results: list[CheckResult] = []
     for name, command in commands_of(ex, names):
         request = ExecRequest(cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT)
@@ -58,6 +60,9 @@ async def run_checks(
             duration=ended.duration,
             output_tail=live.finish(),
             timed_out=ended.timed_out,
+            reason=f"printed nothing for {box.spec.idle_timeout:g} s"
+            if ended.idle_timed_out
+            else None,
         )
         results.append(result)
         ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
