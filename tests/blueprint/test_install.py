@@ -1,0 +1,272 @@
+"""The install step in whole runs: dependencies installed in an install box that reaches
+the repository's registries (local ones, tests/blueprint/registries.py) through the
+filtered network, cached per repository and lockfile, ready for the checks of the run's
+offline box; a stalled install fails at its idle timeout instead of hanging."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import Runner, RunRequest, RunState
+from golem.blueprint.book import RunBook
+from golem.context import RepoConventions
+from golem.core import GolemConfig, load_config
+from golem.forge import LocalForge
+from golem.sandbox import Engine
+from golem.sandbox.backends.process.bwrap import BOX_PATH
+from golem.store import SqlStore, Store
+from tests.blueprint.registries import NPM_PATTERN, PYPI_PATTERN, LocalRegistries
+from tests.blueprint.repos import EXAMPLES, git
+
+pytestmark = pytest.mark.bwrap
+
+FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+TASK = "Fix the failing tests of the calculator"
+DEPENDENCY_TEST = """\
+import unittest
+
+import golemdemo
+
+
+class DependencyTest(unittest.TestCase):
+    def test_the_installed_package_is_there(self) -> None:
+        self.assertEqual(golemdemo.VALUE, 42)
+"""
+
+
+@pytest.fixture
+def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
+    with LocalRegistries.started(reachable_dir / "registries") as registries:
+        registries.add_wheel("golemdemo", "1.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
+        registries.add_wheel("golemdemo", "2.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
+        yield registries
+
+
+@pytest.fixture
+def config(tmp_path: Path, registries: LocalRegistries) -> GolemConfig:
+    return load_config(registries.engine_config(tmp_path / "state"), files=[])
+
+
+@pytest.fixture
+async def store(config: GolemConfig) -> AsyncIterator[Store]:
+    store = await SqlStore.open(config)
+    yield store
+    await store.close()
+
+
+def python_repo(parent: Path, name: str = "calculator") -> Path:
+    """A bare remote: the calculator, a requirements.txt and a test of the dependency."""
+    work = parent / f"{name}-seed"
+    shutil.copytree(EXAMPLES / "calculator", work)
+    (work / ".golem.toml").unlink()
+    (work / "requirements.txt").write_text("golemdemo==1.0\n")
+    (work / "test_dependency.py").write_text(DEPENDENCY_TEST)
+    git("init", "-q", "-b", "main", cwd=work)
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "seed", cwd=work)
+    remote = parent / f"{name}.git"
+    git("clone", "-q", "--bare", str(work), str(remote), cwd=parent)
+    git("remote", "add", "origin", str(remote), cwd=work)
+    return remote
+
+
+def change_on_main(remote: Path, path: str, text: str) -> None:
+    """A new commit on the remote's main branch that writes ``path``."""
+    work = remote.parent / remote.name.replace(".git", "-seed")
+    (work / path).write_text(text)
+    git("commit", "-q", "-am", f"change {path}", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+
+
+def python_conventions(registries: LocalRegistries, **changes: object) -> RepoConventions:
+    fields: dict[str, object] = {
+        "install": [
+            "python3 -m venv .venv",
+            ".venv/bin/python -m pip install -q -r requirements.txt",
+        ],
+        "test": ["python3 -m unittest -v"],
+        "cache": [".venv"],
+        "cache_keys": ["requirements.txt"],
+        "registries": [PYPI_PATTERN],
+        "env": {
+            "PATH": f"/workspace/.venv/bin:{BOX_PATH}",
+            "VIRTUAL_ENV": "/workspace/.venv",
+            "PIP_INDEX_URL": registries.pypi_url,
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PIP_TRUSTED_HOST": "pypi.test",
+        },
+        "ecosystems": ["python"],
+        "source": "the test's conventions",
+    }
+    return RepoConventions.model_validate(fields | changes)
+
+
+async def run(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    remote: Path,
+    conventions: RepoConventions,
+    model: str = FIX,
+) -> RunState:
+    """A whole run of the minion blueprint whose repository has ``conventions`` (as a
+    ``.golem.toml`` or detection would give them)."""
+    runner = Runner(config, engine=engine, store=store)
+    request = RunRequest(repo=str(remote), task=TASK, model=model)
+    submitted = await runner.submit(request)
+    book = RunBook(store)
+    state = await book.load(submitted.id)
+    assert state is not None
+    state.conventions = conventions
+    await book.save(state)
+    return await runner.run(state.id)
+
+
+async def install_checks(store: Store, state: RunState) -> int:
+    """How many install commands the run ran (CheckFinished events of its install node)."""
+    events = await RunBook(store).events(state.id)
+    return sum(1 for _, e in events if e.type == "check" and e.node == "install")
+
+
+async def test_dependencies_are_cached_per_repository_and_lockfile(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    remote = python_repo(reachable_dir)
+    conventions = python_conventions(registries)
+
+    first = await run(config, engine, store, remote, conventions)
+    assert first.status == "succeeded", (first.error, [r.output_tail for r in first.prepared])
+    assert [s.node for s in first.steps][:4] == ["prepare", "hydrate", "install", "setup"]
+    assert [(r.name, r.passed) for r in first.prepared] == [("install", True)] * 2
+    assert first.dependencies is not None
+    assert not first.dependencies_cached
+    assert [c.passed for c in first.checks] == [True]  # the test of golemdemo ran and passed
+    assert "/simple/golemdemo/" in registries.requests
+    archive = config.state_dir / "cache" / "dependencies" / f"{first.dependencies}.tar"
+    assert archive.is_file()
+
+    asked = len(registries.requests)
+    second = await run(config, engine, store, remote, conventions)
+    assert second.status == "succeeded", second.error
+    assert (second.dependencies, second.dependencies_cached) == (first.dependencies, True)
+    assert second.prepared == []
+    assert await install_checks(store, second) == 0  # no install box ran a command
+    assert len(registries.requests) == asked  # no registry was asked anything
+    assert [c.passed for c in second.checks] == [True]
+
+    change_on_main(remote, "requirements.txt", "golemdemo==2.0\n")
+    third = await run(config, engine, store, remote, conventions)
+    assert third.status == "succeeded", third.error
+    assert third.dependencies not in (None, first.dependencies)
+    assert not third.dependencies_cached
+    assert await install_checks(store, third) == 2
+    assert any("golemdemo-2.0" in path for path in registries.requests[asked:])
+
+
+async def test_the_cached_dependencies_never_reach_the_pull_request(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    remote = python_repo(reachable_dir)
+    state = await run(config, engine, store, remote, python_conventions(registries))
+    assert state.status == "succeeded", state.error
+    [pr] = await LocalForge(store).pull_requests()
+    assert ".venv" not in pr.diff
+    assert "calculator.py" in pr.diff
+    assert ".venv" not in git("show", "--stat", "--format=", state.branch, cwd=remote)
+
+
+async def test_an_install_that_stalls_fails_at_its_idle_timeout(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    remote = python_repo(reachable_dir)
+    stalled = f"curl -sS http://pypi.test:{registries.port}/stall/simple/golemdemo/"
+    conventions = python_conventions(registries, install=[stalled])
+    impatient = config.model_copy(
+        update={"dependencies": config.dependencies.model_copy(update={"idle_timeout": 3})}
+    )
+    state = await run(impatient, engine, store, remote, conventions)
+    assert state.status == "escalated"
+    assert [s.node for s in state.steps][-2:] == ["install", "escalate"]
+    [result] = state.prepared
+    assert (result.name, result.command, result.passed) == ("install", stalled, False)
+    assert result.reason == "printed nothing for 3 s"
+    assert state.error is not None
+    assert f"`{stalled}` failed (printed nothing for 3 s)" in state.error
+    assert state.dependencies is None
+    assert not list((config.state_dir / "cache" / "dependencies").glob("*.tar"))
+    assert [b for b in await engine.boxes() if b.labels.get("golem.run") == state.id] == []
+
+
+async def test_the_install_box_reaches_the_registries_and_nothing_else(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    remote = python_repo(reachable_dir)
+    elsewhere = f"curl -sSf http://other.test:{registries.port}/simple/golemdemo/"
+    state = await run(
+        config, engine, store, remote, python_conventions(registries, install=[elsewhere])
+    )
+    assert state.status == "escalated"
+    assert state.error is not None
+    assert "could reach ^pypi\\.test$" in state.error
+    assert "[dependencies] registries" in state.error
+    assert not any(path.startswith("/simple/") for path in registries.requests)
+
+
+async def test_node_dependencies_from_a_lockfile_are_installed_then_cached(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    integrity = registries.add_npm("golemnpm", "1.0.0", {"index.js": "exports.value = 42;\n"})
+    remote = python_repo(reachable_dir)
+    work = reachable_dir / "calculator-seed"
+    (work / "package.json").write_text(
+        '{"name": "calc", "version": "1.0.0", "dependencies": {"golemnpm": "1.0.0"}}\n'
+    )
+    (work / "package-lock.json").write_text(
+        registries.npm_lock("calc", {"golemnpm": ("1.0.0", integrity)})
+    )
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "node too", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    uses = "node -e \"process.exit(require('golemnpm').value === 42 ? 0 : 1)\""
+    conventions = RepoConventions(
+        install=["npm ci --no-audit --no-fund"],
+        test=[uses],
+        cache=["node_modules"],
+        cache_keys=["package.json", "package-lock.json"],
+        registries=[NPM_PATTERN],
+        env={"npm_config_registry": registries.npm_url},
+        ecosystems=["node"],
+        source="the test's conventions",
+    )
+    first = await run(config, engine, store, remote, conventions)
+    assert first.status == "succeeded", (first.error, [r.output_tail for r in first.prepared])
+    assert not first.dependencies_cached
+    assert "/npm/-/golemnpm-1.0.0.tgz" in registries.requests
+    second = await run(config, engine, store, remote, conventions)
+    assert second.status == "succeeded", second.error
+    assert (second.dependencies, second.dependencies_cached) == (first.dependencies, True)
+    assert [c.passed for c in second.checks] == [True]
