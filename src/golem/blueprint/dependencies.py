@@ -35,6 +35,7 @@ __all__ = [
     "InstallKeyParts",
     "cache_paths",
     "install_key",
+    "kept_paths",
 ]
 
 KEY_VERSION = "golem-dependencies-1"
@@ -69,8 +70,7 @@ class InstallKeyParts:
 
 def cache_paths(conventions: RepoConventions) -> list[str]:
     """The conventions' ``cache`` paths, normalised; a ConfigError for one that is not a
-    plain relative path inside the repository (or names .git), or for none at all where
-    there are install commands."""
+    plain relative path inside the repository (or names .git)."""
     paths: list[str] = []
     for raw in conventions.cache:
         path = posixpath.normpath(raw.strip()).strip("/") if raw.strip() else ""
@@ -86,7 +86,13 @@ def cache_paths(conventions: RepoConventions) -> list[str]:
             )
         if path not in paths:
             paths.append(path)
-    if conventions.install and not paths:
+    return paths
+
+
+def kept_paths(conventions: RepoConventions) -> list[str]:
+    """The cache paths an install keeps: ``cache_paths``, at least one."""
+    paths = cache_paths(conventions)
+    if not paths:
         raise ConfigError(
             "the repository names install commands but no paths they make to keep; list "
             "them in .golem.toml's [dependencies] cache (e.g. .venv, node_modules)"

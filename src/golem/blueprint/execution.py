@@ -163,22 +163,24 @@ class Execution:
         return self._box
 
     async def _place_dependencies(self, box: Box) -> None:
-        """Unpack the run's dependency archive into the box's /workspace, its paths kept
-        out of git there (so the agent's ``git status`` and the takeback never see them)."""
+        """Unpack the run's dependency archive into the box's /workspace; the cache paths
+        kept out of git there (so the agent's ``git status`` and the takeback never see
+        them: they never ship)."""
         key, conventions = self.state.dependencies, self.state.conventions
-        if key is None or conventions is None:
-            return
-        cache = DependencyCache(self.config)
-        if not cache.take(key):
-            raise DependenciesGone(
-                f"the dependencies this run installed ({key[:12]}) are no longer in the cache "
-                "(removed to keep [dependencies] max_bytes, or by hand); start the run again "
-                "to install them afresh"
-            )
-        await box.put_archive(WORKSPACE, cache.chunks(key))
-        excluded = "".join(f"/{path}\n" for path in cache_paths(conventions))
-        exclude = _git_exclude(self.workspace) + excluded
-        await box.put_file(f"{WORKSPACE}/.git/info/exclude", exclude)
+        paths = cache_paths(conventions) if conventions is not None else []
+        if key is not None:
+            cache = DependencyCache(self.config)
+            if not cache.take(key):
+                raise DependenciesGone(
+                    f"the dependencies this run installed ({key[:12]}) are no longer in the "
+                    "cache (removed to keep [dependencies] max_bytes, or by hand); start the "
+                    "run again to install them afresh"
+                )
+            await box.put_archive(WORKSPACE, cache.chunks(key))
+        if paths:
+            excluded = "".join(f"/{path}\n" for path in paths)
+            exclude = _git_exclude(self.workspace) + excluded
+            await box.put_file(f"{WORKSPACE}/.git/info/exclude", exclude)
 
     async def sync(self) -> list[str]:
         """Bring the box's changes back to the host checkout."""

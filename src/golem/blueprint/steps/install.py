@@ -19,9 +19,9 @@ from typing import Literal
 from golem.blueprint.dependencies import (
     DependencyCache,
     InstallKeyParts,
-    cache_paths,
     image_of,
     install_key,
+    kept_paths,
     key_files,
 )
 from golem.blueprint.execution import Execution
@@ -53,7 +53,7 @@ async def run_install(ex: Execution, node: str) -> Result:
         )
         return _recorded(ex, results)
     try:
-        paths = cache_paths(conventions)
+        paths = kept_paths(conventions)
         spec = install_spec(ex, conventions)
         key = await asyncio.to_thread(_key, ex, conventions, spec, paths)
     except ConfigError as exc:
