@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from golem.blueprint import Runner, RunRequest
+from golem.blueprint.book import RunBook
 from golem.blueprint.dependencies import DependencyCache, cache_paths, kept_paths, key_files
 from golem.context import RepoConventions
 from golem.core import ConfigError, load_config
@@ -89,3 +91,44 @@ async def test_with_the_cache_off_the_install_runs_in_the_runs_own_box(
     assert (state.dependencies, state.dependencies_cached) == (None, False)
     assert not (config.state_dir / "cache" / "dependencies").exists()
     assert ".venv" not in git("show", "--stat", "--format=", state.branch, cwd=remote)
+
+
+SETUP_ONLY = """\
+name: setup-only
+nodes:
+  - id: prepare
+    kind: host
+    action: prepare
+    next: setup
+  - id: setup
+    kind: box
+    run: ["true"]
+"""
+
+
+@pytest.mark.bwrap
+async def test_a_run_whose_archive_left_the_cache_says_to_start_again(
+    tmp_path: Path, engine: Engine, reachable_dir: Path
+) -> None:
+    config = load_config({"state_dir": str(tmp_path / "state")}, files=[])
+    blueprint = tmp_path / "setup-only.yaml"
+    blueprint.write_text(SETUP_ONLY)
+    store = await SqlStore.open(config)
+    try:
+        runner = Runner(config, engine=engine, store=store)
+        request = RunRequest(repo=str(python_repo(reachable_dir)), task="t",
+                             blueprint=str(blueprint))  # fmt: skip
+        submitted = await runner.submit(request)
+        book = RunBook(store)
+        state = await book.load(submitted.id)
+        assert state is not None
+        state.conventions = conventions(install=["npm ci"], cache=["node_modules"])
+        state.dependencies = "f" * 64  # installed once, since removed from the cache
+        await book.save(state)
+        ended = await runner.run(state.id)
+    finally:
+        await store.close()
+    assert ended.status == "failed"
+    assert ended.error is not None
+    assert "are no longer in the cache" in ended.error
+    assert "start the run again" in ended.error
