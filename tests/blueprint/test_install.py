@@ -21,8 +21,9 @@ from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import SqlStore, Store
 from tests.blueprint.registries import NPM_PATTERN, PYPI_PATTERN, LocalRegistries
 from tests.blueprint.repos import EXAMPLES, git
+from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image
 
-pytestmark = pytest.mark.bwrap
+pytestmark = pytest.mark.bwrap  # and docker, podman where a test runs on every backend
 
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 TASK = "Fix the failing tests of the calculator"
@@ -47,8 +48,14 @@ def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
 
 
 @pytest.fixture
-def config(tmp_path: Path, registries: LocalRegistries) -> GolemConfig:
-    return load_config(registries.engine_config(tmp_path / "state"), files=[])
+def config(tmp_path: Path, registries: LocalRegistries, backend: str) -> GolemConfig:
+    data = registries.engine_config(tmp_path / "state")
+    if backend in ENGINES:
+        engine = data["engine"]
+        assert isinstance(engine, dict)
+        engine["backend"] = {"type": "docker", "image": devbox_image(backend),
+                             "docker_host": ENGINES[backend]}  # fmt: skip
+    return load_config(data, files=[])
 
 
 @pytest.fixture
@@ -132,6 +139,7 @@ async def install_checks(store: Store, state: RunState) -> int:
     return sum(1 for _, e in events if e.type == "check" and e.node == "install")
 
 
+@pytest.mark.parametrize("backend", BOTH_BACKENDS)
 async def test_dependencies_are_cached_per_repository_and_lockfile(
     config: GolemConfig,
     engine: Engine,
