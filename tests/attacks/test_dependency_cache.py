@@ -22,7 +22,7 @@ from golem.sandbox import Engine
 from golem.sandbox.keep import keep_archive
 from golem.sandbox.takeback import TakebackLimits
 from golem.store import SqlStore, Store
-from tests.attacks.takeback_harness import FIX_CALCULATOR, scripted
+from tests.attacks.takeback_harness import FIX_CALCULATOR, minion_with_box, scripted
 from tests.blueprint.registries import LocalRegistries
 from tests.blueprint.test_install import python_conventions, python_repo, run
 
@@ -208,6 +208,26 @@ async def test_a_malicious_install_leaves_nothing_in_the_cache(
     assert "golem did not keep what the dependency install made" in state.error
     assert "takeback.kind" in state.error
     assert state.dependencies is None
+    assert cached(config) == []
+
+
+@pytest.mark.bwrap
+async def test_an_install_that_makes_too_much_is_not_kept_and_says_what_to_raise(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    remote = python_repo(reachable_dir)
+    install = ["mkdir -p .venv && head -c 3000000 /dev/zero > .venv/big"]
+    conventions = python_conventions(registries, install=install)
+    blueprint = minion_with_box(reachable_dir, max_file_bytes="1m")
+    state = await run(config, engine, store, remote, conventions, blueprint=blueprint)
+    assert state.status == "escalated"
+    assert state.error is not None
+    assert "takeback.size" in state.error
+    assert "raise the box's max_file_bytes" in state.error
     assert cached(config) == []
 
 

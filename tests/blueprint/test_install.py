@@ -119,11 +119,12 @@ async def run(
     remote: Path,
     conventions: RepoConventions,
     model: str = FIX,
+    blueprint: str = "minion",
 ) -> RunState:
-    """A whole run of the minion blueprint whose repository has ``conventions`` (as a
+    """A whole run of ``blueprint`` whose repository has ``conventions`` (as a
     ``.golem.toml`` or detection would give them)."""
     runner = Runner(config, engine=engine, store=store)
-    request = RunRequest(repo=str(remote), task=TASK, model=model)
+    request = RunRequest(repo=str(remote), task=TASK, model=model, blueprint=blueprint)
     submitted = await runner.submit(request)
     book = RunBook(store)
     state = await book.load(submitted.id)

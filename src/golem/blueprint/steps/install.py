@@ -118,7 +118,15 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
         chunks = box.stream_archive(WORKSPACE, paths=paths)
         kept = await keep_archive(chunks, cache.path(key), limits, within=paths)
     except UnsafeBoxOutput as exc:
-        return _failed(ex, f"golem did not keep what the dependency install made: {exc.message}")
+        fix = (
+            "; raise the box's max_file_bytes or max_takeback_bytes (engine.defaults, or the "
+            "blueprint's box) and [dependencies] max_bytes, or keep fewer paths"
+            if exc.rule == "takeback.size"
+            else ""
+        )
+        return _failed(
+            ex, f"golem did not keep what the dependency install made: {exc.message}{fix}"
+        )
     finally:
         await ex.engine.remove_session(box.id)
     ex.state.dependencies, ex.state.dependencies_cached = key, False
