@@ -1,13 +1,15 @@
-"""Local package registries for install tests: a PEP 503 simple index and an npm registry,
-on one HTTP server at a loopback address, under names a test DNS server resolves.
+"""Local package registries for install tests: a PEP 503 simple index, an npm registry and
+a Go module proxy, on one HTTP server at a loopback address, under names a test DNS server resolves.
 
 Boxes reach them the way they reach a real registry: through golem's egress proxy, in
-``filtered`` mode, by name (``pypi.test``, ``npm.test``); the engine's configuration must
-point the proxy at ``LocalRegistries.dns`` and allow ``ADDRESS`` and ``port`` (see
-``LocalRegistries.engine_config``). Each registry serves packages built here:
+``filtered`` mode, by name (``pypi.test``, ``npm.test``, ``goproxy.test``); the engine's
+configuration must point the proxy at ``LocalRegistries.dns`` and allow ``ADDRESS`` and
+``port`` (see ``LocalRegistries.engine_config``). Each registry serves packages built here:
 
 - ``add_wheel(name, version, files)``: a pure-Python wheel in the simple index
   (``/simple/<name>/``), e.g. ``golemdemo`` whose ``VALUE`` is 42;
+- ``add_go_module(module, version, files)``: a module version behind the Go module proxy
+  protocol (``/go/<module>/@v/...``), with its ``go.sum`` lines;
 - ``add_npm(name, version, files)``: an npm packument (``/npm/<name>``) with a tarball
   (``/npm/-/<name>-<version>.tgz``) and its sha512 integrity, as ``npm ci`` checks it;
   ``npm_lock(...)`` writes the matching ``package-lock.json``.
@@ -43,8 +45,10 @@ from tests.sandbox.nethosts import DnsServer
 ADDRESS = "127.0.0.2"
 PYPI = "pypi.test"
 NPM = "npm.test"
+GO = "goproxy.test"
 PYPI_PATTERN = r"^pypi\.test$"
 NPM_PATTERN = r"^npm\.test$"
+GO_PATTERN = r"^goproxy\.test$"
 
 
 class _Dns(DnsServer):
@@ -100,7 +104,7 @@ class LocalRegistries:
     def started(cls, root: Path) -> Iterator[LocalRegistries]:
         """Serve from ``root`` (made) until the block ends."""
         root.mkdir(parents=True, exist_ok=True)
-        dns = _Dns({PYPI: [ADDRESS], NPM: [ADDRESS], "other.test": [ADDRESS]})
+        dns = _Dns({PYPI: [ADDRESS], NPM: [ADDRESS], GO: [ADDRESS], "other.test": [ADDRESS]})
         registries = cls(root, dns)
         server = _Server((ADDRESS, 0), _Handler)
         server.registries = registries
@@ -134,6 +138,33 @@ class LocalRegistries:
                 "defaults": {"egress": {"allow_cidrs": [f"{ADDRESS}/32"], "ports": [self.port]}},
             },
         }
+
+    @property
+    def go_url(self) -> str:
+        """GOPROXY of the Go module proxy."""
+        return f"http://{GO}:{self.port}/go"
+
+    def add_go_module(self, module: str, version: str, files: dict[str, str]) -> str:
+        """A module version (``files``: path -> text, go.mod among them) served by the Go
+        module proxy protocol; its ``go.sum`` lines."""
+        prefix = f"{module}@{version}/"
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for path, text in sorted(files.items()):
+                archive.writestr(prefix + path, text)
+        where = self.root / "go" / module / "@v"
+        where.mkdir(parents=True, exist_ok=True)
+        (where / f"{version}.zip").write_bytes(buffer.getvalue())
+        (where / f"{version}.mod").write_text(files["go.mod"])
+        (where / f"{version}.info").write_text(
+            json.dumps({"Version": version, "Time": "2024-01-01T00:00:00Z"})
+        )
+        (where / "list").write_text(version + "\n")
+        tree = _dirhash({prefix + path: text for path, text in files.items()})
+        return (
+            f"{module} {version} {tree}\n"
+            f"{module} {version}/go.mod {_dirhash({'go.mod': files['go.mod']})}\n"
+        )
 
     def add_wheel(self, name: str, version: str, files: dict[str, str]) -> None:
         """A pure-Python wheel of ``files`` (path -> text), listed in the simple index."""
@@ -215,6 +246,14 @@ class LocalRegistries:
         lock = {"name": project, "version": "1.0.0", "lockfileVersion": 3, "requires": True,
                 "packages": packages}  # fmt: skip
         return json.dumps(lock, indent=2) + "\n"
+
+
+def _dirhash(files: dict[str, str]) -> str:
+    """Go's ``h1:`` hash of files (golang.org/x/mod/sumdb/dirhash.Hash1)."""
+    summary = "".join(
+        f"{hashlib.sha256(files[name].encode()).hexdigest()}  {name}\n" for name in sorted(files)
+    )
+    return "h1:" + base64.b64encode(hashlib.sha256(summary.encode()).digest()).decode()
 
 
 def _sha256(path: Path) -> str:

@@ -19,7 +19,7 @@ from golem.forge import LocalForge
 from golem.sandbox import Engine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import SqlStore, Store
-from tests.blueprint.registries import NPM_PATTERN, PYPI_PATTERN, LocalRegistries
+from tests.blueprint.registries import GO_PATTERN, NPM_PATTERN, PYPI_PATTERN, LocalRegistries
 from tests.blueprint.repos import EXAMPLES, git
 from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image
 
@@ -277,5 +277,57 @@ async def test_node_dependencies_from_a_lockfile_are_installed_then_cached(
     assert "/npm/-/golemnpm-1.0.0.tgz" in registries.requests
     second = await run(config, engine, store, remote, conventions)
     assert second.status == "succeeded", second.error
+    assert (second.dependencies, second.dependencies_cached) == (first.dependencies, True)
+    assert [c.passed for c in second.checks] == [True]
+
+
+async def test_go_modules_are_downloaded_then_cached_for_offline_tests(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    go_mod = "module example.com/golemgo\n\ngo 1.19\n"
+    sums = registries.add_go_module(
+        "example.com/golemgo",
+        "v1.0.0",
+        {"go.mod": go_mod, "golemgo.go": "package golemgo\n\nconst Value = 42\n"},
+    )
+    remote = python_repo(reachable_dir)
+    work = reachable_dir / "calculator-seed"
+    (work / "go.mod").write_text(
+        "module example.com/calc\n\ngo 1.19\n\nrequire example.com/golemgo v1.0.0\n"
+    )
+    (work / "go.sum").write_text(sums)
+    (work / "calc_test.go").write_text(
+        'package calc\n\nimport (\n\t"testing"\n\n\t"example.com/golemgo"\n)\n\n'
+        "func TestValue(t *testing.T) {\n\tif golemgo.Value != 42 {\n\t\tt.Fatal(golemgo.Value)\n"
+        "\t}\n}\n"
+    )
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "go too", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    conventions = RepoConventions(
+        install=["go mod download"],
+        test=["go test ./..."],
+        cache=[".golem/go"],
+        cache_keys=["go.mod", "go.sum"],
+        registries=[GO_PATTERN],
+        env={
+            "GOPROXY": registries.go_url,
+            "GOSUMDB": "off",
+            "GOPATH": "/workspace/.golem/go",
+            "GOMODCACHE": "/workspace/.golem/go/mod",
+            "GOCACHE": "/tmp/go-build",
+        },
+        ecosystems=["go"],
+        source="the test's conventions",
+    )
+    first = await run(config, engine, store, remote, conventions)
+    assert first.status == "succeeded", (first.error, [r.output_tail for r in first.prepared])
+    assert "/go/example.com/golemgo/@v/v1.0.0.zip" in registries.requests
+    second = await run(config, engine, store, remote, conventions)
+    assert second.status == "succeeded", (second.error, [c.output_tail for c in second.checks])
     assert (second.dependencies, second.dependencies_cached) == (first.dependencies, True)
     assert [c.passed for c in second.checks] == [True]
