@@ -331,3 +331,36 @@ async def test_go_modules_are_downloaded_then_cached_for_offline_tests(
     assert second.status == "succeeded", (second.error, [c.output_tail for c in second.checks])
     assert (second.dependencies, second.dependencies_cached) == (first.dependencies, True)
     assert [c.passed for c in second.checks] == [True]
+
+
+async def test_a_rust_crate_without_dependencies_installs_nothing_and_tests_offline(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    remote = python_repo(reachable_dir)
+    work = reachable_dir / "calculator-seed"
+    (work / "Cargo.toml").write_text(
+        '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\npath = "lib.rs"\n'
+    )
+    (work / "lib.rs").write_text("#[test]\nfn adds() {\n    assert_eq!(2 + 3, 5);\n}\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "rust too", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    conventions = RepoConventions(
+        install=["cargo fetch"],
+        test=["cargo test"],
+        cache=[".golem/cargo"],
+        cache_keys=["Cargo.toml", "Cargo.lock"],
+        env={"CARGO_HOME": "/workspace/.golem/cargo"},
+        ecosystems=["rust"],
+        source="the test's conventions",
+    )
+    state = await run(config, engine, store, remote, conventions)
+    assert state.status == "succeeded", (state.error, [c.output_tail for c in state.checks])
+    assert [(r.command, r.passed) for r in state.prepared] == [("cargo fetch", True)]
+    assert [c.passed for c in state.checks] == [True]
+    [pr] = await LocalForge(store).pull_requests()
+    assert ".golem/" not in pr.diff
