@@ -18,7 +18,7 @@ import pytest
 
 from golem.blueprint.dependencies import InstallKeyParts, install_key
 from golem.core import GolemConfig, UnsafeBoxOutput, load_config
-from golem.sandbox import Engine
+from golem.sandbox import Engine, LocalEngine
 from golem.sandbox.keep import keep_archive
 from golem.sandbox.takeback import TakebackLimits
 from golem.store import SqlStore, Store
@@ -229,6 +229,33 @@ async def test_an_install_that_makes_too_much_is_not_kept_and_says_what_to_raise
     assert "takeback.size" in state.error
     assert "raise the box's max_file_bytes" in state.error
     assert cached(config) == []
+
+
+@pytest.mark.bwrap
+async def test_the_install_box_never_holds_the_runs_secrets(
+    tmp_path: Path,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOLEM_TEST_DEPLOY_KEY", "s3cr3t-deploy-key")
+    data = registries.engine_config(tmp_path / "state")
+    engine_data = data["engine"]
+    assert isinstance(engine_data, dict)
+    engine_data["defaults"]["secrets"] = {"OPERATOR_TOKEN": "0p3r4t0r"}
+    config = load_config(data, files=[])
+    remote = python_repo(reachable_dir)
+    conventions = python_conventions(
+        registries,  # the install runs foreign code online: none of them
+        install=['test -z "$GOLEM_TEST_DEPLOY_KEY$OPERATOR_TOKEN" && mkdir .venv'],
+        test=['test -n "$GOLEM_TEST_DEPLOY_KEY"'],  # the run's own box has the blueprint's
+    )
+    blueprint = minion_with_box(reachable_dir, secrets_env=["GOLEM_TEST_DEPLOY_KEY"])
+    async with LocalEngine(config) as engine:
+        state = await run(config, engine, store, remote, conventions, blueprint=blueprint)
+    assert state.status == "succeeded", (state.error, [r.output_tail for r in state.prepared])
+    assert [r.passed for r in state.prepared] == [True]
 
 
 @pytest.mark.bwrap

@@ -136,8 +136,7 @@ class Execution:
             overrides.setdefault("image", conventions.image)
         extra = overrides.pop("env", None)
         secrets = _host_secrets(overrides.pop("secrets_env", []))
-        if not install:
-            overrides["secrets"] = secrets
+        overrides["secrets"] = {} if install else secrets  # the install runs foreign code online
         env = {**self.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"}
         env.update(conventions.env if conventions is not None else {})
         labels = {"golem.run": self.state.id}
