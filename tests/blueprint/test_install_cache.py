@@ -54,6 +54,27 @@ def test_key_files_are_read_at_the_commit_not_from_the_checkout(tmp_path: Path) 
     assert key_files(tmp_path, ["requirements.txt"]) != committed
 
 
+def test_a_key_may_name_a_directory_or_a_pattern(tmp_path: Path) -> None:
+    git("init", "-q", "-b", "main", cwd=tmp_path)
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "test.txt").write_text("a==1\n")
+    (tmp_path / "requirements" / "docs.md").write_text("notes\n")
+    git("add", "-A", cwd=tmp_path)
+    git("commit", "-q", "-m", "one", cwd=tmp_path)
+    names = ["requirements", "requirements/*.txt", "*.lock"]
+    before = key_files(tmp_path, names)
+    assert before["*.lock"] == ""
+    assert all(before[name] for name in names[:2])
+    (tmp_path / "requirements" / "docs.md").write_text("more notes\n")
+    git("commit", "-q", "-am", "docs", cwd=tmp_path)
+    after = key_files(tmp_path, names)
+    assert after["requirements"] != before["requirements"]
+    assert after["requirements/*.txt"] == before["requirements/*.txt"]
+    (tmp_path / "requirements" / "test.txt").write_text("a==2\n")
+    git("commit", "-q", "-am", "pin", cwd=tmp_path)
+    assert key_files(tmp_path, names)["requirements/*.txt"] != before["requirements/*.txt"]
+
+
 def test_the_least_recently_used_archives_are_evicted_first(tmp_path: Path) -> None:
     config = load_config({"state_dir": str(tmp_path), "dependencies": {"max_bytes": 250}}, files=[])
     cache = DependencyCache(config)

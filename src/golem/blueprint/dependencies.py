@@ -12,6 +12,7 @@ changed lockfile) installs afresh. Archives (``<key>.tar``, written by
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
 import json
 import os
@@ -101,25 +102,37 @@ def kept_paths(conventions: RepoConventions) -> list[str]:
 
 
 def key_files(workspace: Path, names: Sequence[str], rev: str = "HEAD") -> dict[str, str]:
-    """The git object id of each file at ``rev`` ("" for one that is not there): the
-    content a key covers, read from git, never through the checkout's symlinks."""
+    """What each of ``names`` holds at ``rev``, read from git (never through the
+    checkout's symlinks): a file's object id; for a directory or a glob pattern
+    (``requirements/*.txt``), a digest of the files it matches; "" when nothing matches."""
     wanted = [posixpath.normpath(name).lstrip("/") for name in names]
-    found: dict[str, str] = dict.fromkeys(wanted, "")
     if not wanted:
-        return found
+        return {}
     env = git_environment(isolated=True, extra={"GIT_OPTIONAL_LOCKS": "0"})
-    args = ["ls-tree", "-z", "--full-tree", rev, "--", *wanted]
+    args = ["ls-tree", "-r", "-z", "--full-tree", rev]
     done = run_git_blocking("git", args, cwd=workspace, env=env)
     if done.returncode != 0:
         raise ConfigError(
-            f"could not read the dependency files {', '.join(wanted)} at {rev}: "
+            f"could not list the files of {rev} for the dependency key: "
             f"{done.stderr.strip()[-300:]}; check the repository's checkout"
         )
+    files: dict[str, str] = {}
     for line in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
         meta, _, path = line.partition("\t")
-        if path in found:
-            found[path] = meta.split(" ")[-1]
-    return found
+        if path:
+            files[path] = meta.split(" ")[-1]
+    return {name: _content_id(name, files) for name in wanted}
+
+
+def _content_id(name: str, files: Mapping[str, str]) -> str:
+    if name in files:
+        return files[name]
+    matched = sorted(
+        f"{path} {oid}\n"
+        for path, oid in files.items()
+        if path.startswith(name + "/") or fnmatch.fnmatchcase(path, name)
+    )
+    return hashlib.sha256("".join(matched).encode()).hexdigest() if matched else ""
 
 
 def install_key(parts: InstallKeyParts) -> str:
