@@ -43,6 +43,7 @@ Result = tuple[Literal["success", "failure"], str]
 
 async def run_install(ex: Execution, node: str) -> Result:
     """Make the run's dependencies ready: from the cache, or by installing them."""
+    ex.state.prepared = [r for r in ex.state.prepared if r.name != "install"]  # a resumed run
     conventions = ex.state.conventions
     if conventions is None or not conventions.install:
         return "success", "nothing to install"
