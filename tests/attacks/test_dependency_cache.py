@@ -258,6 +258,44 @@ async def test_the_install_box_never_holds_the_runs_secrets(
     assert [r.passed for r in state.prepared] == [True]
 
 
+INSTALL_AFTER_THE_AGENT = """\
+name: late-install
+nodes:
+  - {id: prepare, kind: host, action: prepare, next: implement}
+  - {id: implement, kind: agent, prompt: "{{ task }}", next: install}
+  - {id: install, kind: host, action: install, next: {success: end, failure: escalate}}
+  - {id: escalate, kind: host, action: escalate}
+"""
+
+
+@pytest.mark.bwrap
+async def test_an_install_after_the_agent_changed_the_checkout_is_refused(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    blueprint = reachable_dir / "late-install.yaml"
+    blueprint.write_text(INSTALL_AFTER_THE_AGENT)
+    poison = scripted(reachable_dir, "echo 'evil==6.6.6' >> requirements.txt")
+    remote = python_repo(reachable_dir)
+    conventions = python_conventions(registries)
+    state = await run(
+        config, engine, store, remote, conventions, model=poison, blueprint=str(blueprint)
+    )
+    assert state.status == "escalated"
+    assert [(s.node, s.outcome) for s in state.steps][-2:] == [
+        ("install", "failure"),
+        ("escalate", "success"),
+    ]
+    assert state.error is not None
+    assert "runs on the base commit only" in state.error
+    assert state.prepared == []
+    assert not (config.state_dir / "cache" / "dependencies").exists()
+    assert not any("evil" in path for path in registries.requests)
+
+
 @pytest.mark.bwrap
 async def test_the_agent_never_writes_the_cache_and_repositories_never_share_it(
     config: GolemConfig,

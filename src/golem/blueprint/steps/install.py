@@ -104,6 +104,13 @@ def _key(ex: Execution, conventions: RepoConventions, spec: BoxSpec, paths: list
 
 async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]) -> Result:
     """Install in an install box and keep what it made; the box is removed in all cases."""
+    if ex.state.commit is not None or not await ex.repo().is_clean():
+        return _failed(
+            ex,
+            "the dependency install runs on the base commit only, before any step changed the "
+            "checkout (what it makes is kept for later runs of the repository); put the "
+            "install node before the agent's steps in the blueprint",
+        )
     settings = ex.config.dependencies
     cache = DependencyCache(ex.config)
     limits = TakebackLimits(spec.max_file_bytes, min(spec.max_takeback_bytes, settings.max_bytes))
