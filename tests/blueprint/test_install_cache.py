@@ -12,7 +12,7 @@ from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
 from golem.blueprint.dependencies import DependencyCache, cache_paths, kept_paths, key_files
 from golem.context import RepoConventions
-from golem.core import ConfigError, load_config
+from golem.core import ConfigError, GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import SqlStore
 from tests.blueprint.repos import git
@@ -153,3 +153,32 @@ async def test_a_run_whose_archive_left_the_cache_says_to_start_again(
     assert ended.error is not None
     assert "are no longer in the cache" in ended.error
     assert "start the run again" in ended.error
+
+
+BOX_FIRST = """\
+name: box-first
+nodes:
+  - {id: prepare, kind: host, action: prepare, next: before}
+  - {id: before, kind: box, run: ["test ! -e .venv"], next: install}
+  - {id: install, kind: host, action: install, next: after}
+  - {id: after, kind: box, run: ['test -f .venv/made', 'test -z "$(git status --short)"']}
+"""
+
+
+@pytest.mark.bwrap
+async def test_a_box_made_before_the_install_gets_the_dependencies_too(
+    config: GolemConfig, engine: Engine, reachable_dir: Path
+) -> None:
+    blueprint = reachable_dir / "box-first.yaml"
+    blueprint.write_text(BOX_FIRST)
+    store = await SqlStore.open(config)
+    try:
+        made = conventions(install=["mkdir -p .venv && touch .venv/made"], cache=[".venv"])
+        remote = python_repo(reachable_dir)
+        state = await run(config, engine, store, remote, made, blueprint=str(blueprint))
+    finally:
+        await store.close()
+    assert [(s.node, s.outcome) for s in state.steps] == [
+        ("prepare", "success"), ("before", "success"), ("install", "success"),
+        ("after", "success"),
+    ]  # fmt: skip

@@ -161,6 +161,12 @@ class Execution:
             self._box = box
         return self._box
 
+    async def dependencies_ready(self) -> None:
+        """The run's dependencies are installed: a box made before (a blueprint that runs
+        commands before its install node) gets them now."""
+        if self._box is not None:
+            await self._place_dependencies(self._box)
+
     async def _place_dependencies(self, box: Box) -> None:
         """Unpack the run's dependency archive into the box's /workspace; the cache paths
         kept out of git there (so the agent's ``git status`` and the takeback never see

@@ -64,6 +64,7 @@ async def run_install(ex: Execution, node: str) -> Result:
         ex.state.dependencies, ex.state.dependencies_cached = key, True
         ex.note(f"dependencies: {key[:12]} from the cache ({', '.join(paths)})", node)
         ex.save()
+        await ex.dependencies_ready()
         return "success", f"cached {key[:12]}"
     return await _install(ex, node, spec, key, paths)
 
@@ -148,6 +149,7 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
         node,
     )
     ex.save()
+    await ex.dependencies_ready()
     return "success", f"installed {key[:12]}"
 
 
