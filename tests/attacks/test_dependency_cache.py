@@ -23,8 +23,8 @@ from golem.sandbox.keep import keep_archive
 from golem.sandbox.takeback import TakebackLimits
 from golem.store import SqlStore, Store
 from tests.attacks.takeback_harness import FIX_CALCULATOR, minion_with_box, scripted
+from tests.blueprint.install_runs import python_conventions, python_repo, run
 from tests.blueprint.registries import LocalRegistries
-from tests.blueprint.test_install import python_conventions, python_repo, run
 
 LIMITS = TakebackLimits(max_file_bytes=1024**2, max_bytes=4 * 1024**2)
 

@@ -5,38 +5,24 @@ offline box; a stalled install fails at its idle timeout instead of hanging."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from golem.blueprint import Runner, RunRequest, RunState
+from golem.blueprint import RunState
 from golem.blueprint.book import RunBook
 from golem.context import RepoConventions
 from golem.core import GolemConfig, load_config
 from golem.forge import LocalForge
 from golem.sandbox import Engine
-from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import SqlStore, Store
-from tests.blueprint.registries import GO_PATTERN, NPM_PATTERN, PYPI_PATTERN, LocalRegistries
-from tests.blueprint.repos import EXAMPLES, git
+from tests.blueprint.install_runs import change_on_main, python_conventions, python_repo, run
+from tests.blueprint.registries import GO_PATTERN, NPM_PATTERN, LocalRegistries
+from tests.blueprint.repos import git
 from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image
 
 pytestmark = pytest.mark.bwrap  # and docker, podman where a test runs on every backend
-
-FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
-TASK = "Fix the failing tests of the calculator"
-DEPENDENCY_TEST = """\
-import unittest
-
-import golemdemo
-
-
-class DependencyTest(unittest.TestCase):
-    def test_the_installed_package_is_there(self) -> None:
-        self.assertEqual(golemdemo.VALUE, 42)
-"""
 
 
 @pytest.fixture
@@ -63,75 +49,6 @@ async def store(config: GolemConfig) -> AsyncIterator[Store]:
     store = await SqlStore.open(config)
     yield store
     await store.close()
-
-
-def python_repo(parent: Path, name: str = "calculator") -> Path:
-    """A bare remote: the calculator, a requirements.txt and a test of the dependency."""
-    work = parent / f"{name}-seed"
-    shutil.copytree(EXAMPLES / "calculator", work)
-    (work / ".golem.toml").unlink()
-    (work / "requirements.txt").write_text("golemdemo==1.0\n")
-    (work / "test_dependency.py").write_text(DEPENDENCY_TEST)
-    git("init", "-q", "-b", "main", cwd=work)
-    git("add", "-A", cwd=work)
-    git("commit", "-q", "-m", "seed", cwd=work)
-    remote = parent / f"{name}.git"
-    git("clone", "-q", "--bare", str(work), str(remote), cwd=parent)
-    git("remote", "add", "origin", str(remote), cwd=work)
-    return remote
-
-
-def change_on_main(remote: Path, path: str, text: str) -> None:
-    """A new commit on the remote's main branch that writes ``path``."""
-    work = remote.parent / remote.name.replace(".git", "-seed")
-    (work / path).write_text(text)
-    git("commit", "-q", "-am", f"change {path}", cwd=work)
-    git("push", "-q", "origin", "main", cwd=work)
-
-
-def python_conventions(registries: LocalRegistries, **changes: object) -> RepoConventions:
-    fields: dict[str, object] = {
-        "install": [
-            "python3 -m venv .venv",
-            ".venv/bin/python -m pip install -q -r requirements.txt",
-        ],
-        "test": ["python3 -m unittest -v"],
-        "cache": [".venv"],
-        "cache_keys": ["requirements.txt"],
-        "registries": [PYPI_PATTERN],
-        "env": {
-            "PATH": f"/workspace/.venv/bin:{BOX_PATH}",
-            "VIRTUAL_ENV": "/workspace/.venv",
-            "PIP_INDEX_URL": registries.pypi_url,
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PIP_TRUSTED_HOST": "pypi.test",
-        },
-        "ecosystems": ["python"],
-        "source": "the test's conventions",
-    }
-    return RepoConventions.model_validate(fields | changes)
-
-
-async def run(
-    config: GolemConfig,
-    engine: Engine,
-    store: Store,
-    remote: Path,
-    conventions: RepoConventions,
-    model: str = FIX,
-    blueprint: str = "minion",
-) -> RunState:
-    """A whole run of ``blueprint`` whose repository has ``conventions`` (as a
-    ``.golem.toml`` or detection would give them)."""
-    runner = Runner(config, engine=engine, store=store)
-    request = RunRequest(repo=str(remote), task=TASK, model=model, blueprint=blueprint)
-    submitted = await runner.submit(request)
-    book = RunBook(store)
-    state = await book.load(submitted.id)
-    assert state is not None
-    state.conventions = conventions
-    await book.save(state)
-    return await runner.run(state.id)
 
 
 async def install_checks(store: Store, state: RunState) -> int:

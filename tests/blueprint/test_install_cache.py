@@ -15,8 +15,8 @@ from golem.context import RepoConventions
 from golem.core import ConfigError, GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import SqlStore
+from tests.blueprint.install_runs import python_repo, run
 from tests.blueprint.repos import git
-from tests.blueprint.test_install import python_repo, run
 
 
 def conventions(**fields: object) -> RepoConventions:
