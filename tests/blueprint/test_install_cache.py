@@ -83,10 +83,16 @@ def test_the_least_recently_used_archives_are_evicted_first(tmp_path: Path) -> N
     for age, key in enumerate(keys):
         cache.path(key).write_bytes(b"x" * 100)
         os.utime(cache.path(key), (1000 + age, 1000 + age))
+    stale, fresh = cache.root / ".golem-keep-dead", cache.root / ".golem-keep-writing"
+    stale.write_bytes(b"x")
+    os.utime(stale, (1000, 1000))
+    fresh.write_bytes(b"x")
     assert cache.take(keys[0])  # used now: the most recent
     assert not cache.take(f"{9:064x}")
     assert cache.evict(keep=keys[3]) == [keys[1], keys[2]]
-    assert sorted(p.stem for p in cache.root.iterdir()) == [keys[0], keys[3]]
+    assert sorted(p.name for p in cache.root.iterdir()) == [
+        ".golem-keep-writing", f"{keys[0]}.tar", f"{keys[3]}.tar",
+    ]  # fmt: skip
 
 
 @pytest.mark.bwrap

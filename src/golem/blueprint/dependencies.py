@@ -12,12 +12,14 @@ changed lockfile) installs afresh. Archives (``<key>.tar``, written by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import hashlib
 import json
 import os
 import posixpath
 import re
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +54,7 @@ OFFLINE_ENV = {
 once where something is missing, instead of waiting on a registry they cannot reach."""
 
 CHUNK = 1024 * 1024
+STALE_SECONDS = 86400.0
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -189,6 +192,7 @@ class DependencyCache:
     def evict(self, keep: str) -> list[str]:
         """Remove the least recently used archives (never ``keep``) until all fit in
         ``max_bytes``; the keys removed."""
+        self._remove_stale_temporaries()
         archives: list[tuple[float, int, Path]] = []
         for path in self.root.glob("*.tar"):
             try:
@@ -207,3 +211,12 @@ class DependencyCache:
             total -= size
             removed.append(path.stem)
         return removed
+
+    def _remove_stale_temporaries(self) -> None:
+        """Half-written archives of installs whose process died (a day old: no install
+        writes that long)."""
+        now = time.time()
+        for path in self.root.glob(".golem-keep-*"):
+            with contextlib.suppress(FileNotFoundError):
+                if now - path.stat().st_mtime > STALE_SECONDS:
+                    path.unlink()
