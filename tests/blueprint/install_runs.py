@@ -57,7 +57,9 @@ def change_on_main(remote: Path, path: str, text: str) -> None:
     git("push", "-q", "origin", "main", cwd=work)
 
 
-def python_conventions(registries: LocalRegistries, **changes: object) -> RepoConventions:
+def python_conventions(local: LocalRegistries, **changes: object) -> RepoConventions:
+    """Install into /workspace/.venv from ``local``'s simple index (``changes``: fields
+    to set instead)."""
     fields: dict[str, object] = {
         "install": [
             "python3 -m venv .venv",
@@ -70,7 +72,7 @@ def python_conventions(registries: LocalRegistries, **changes: object) -> RepoCo
         "env": {
             "PATH": f"/workspace/.venv/bin:{BOX_PATH}",
             "VIRTUAL_ENV": "/workspace/.venv",
-            "PIP_INDEX_URL": registries.pypi_url,
+            "PIP_INDEX_URL": local.pypi_url,
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "PIP_TRUSTED_HOST": "pypi.test",
         },

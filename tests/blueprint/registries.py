@@ -21,7 +21,10 @@ Usage (a fixture)::
 
     with LocalRegistries.started(tmp_path) as registries:
         registries.add_wheel("golemdemo", "1.0", {"golemdemo/__init__.py": "VALUE = 42\\n"})
-        config = load_config(registries.engine_config(state_dir), files=[])
+        config = load_config(registries.engine_config(state_dir, redirect=True), files=[])
+
+With ``redirect``, runs on detected conventions (which name pypi.org, registry.npmjs.org,
+proxy.golang.org) install from here: see ``engine_config``.
 """
 
 from __future__ import annotations
@@ -128,16 +131,30 @@ class LocalRegistries:
         """npm_config_registry of the npm registry."""
         return f"http://{NPM}:{self.port}/npm/"
 
-    def engine_config(self, state_dir: Path) -> dict[str, object]:
+    def engine_config(self, state_dir: Path, *, redirect: bool = False) -> dict[str, object]:
         """golem configuration whose filtered boxes may reach these registries (by the
-        install's allow list: the engine's own allows no host name)."""
-        return {
-            "state_dir": str(state_dir),
-            "engine": {
-                "network": {"nameservers": [self.dns.address]},
-                "defaults": {"egress": {"allow_cidrs": [f"{ADDRESS}/32"], "ports": [self.port]}},
-            },
+        install's allow list: the engine's own allows no host name). ``redirect``: every
+        box's package managers are pointed at these registries too (pip, npm, go) and the
+        install box may reach them whatever the repository's conventions name: for runs
+        on detected conventions, which name the real registries."""
+        defaults: dict[str, object] = {
+            "egress": {"allow_cidrs": [f"{ADDRESS}/32"], "ports": [self.port]}
         }
+        config: dict[str, object] = {
+            "state_dir": str(state_dir),
+            "engine": {"network": {"nameservers": [self.dns.address]}, "defaults": defaults},
+        }
+        if redirect:
+            defaults["env"] = {
+                "PIP_INDEX_URL": self.pypi_url,
+                "PIP_TRUSTED_HOST": PYPI,
+                "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "npm_config_registry": self.npm_url,
+                "GOPROXY": self.go_url,
+                "GOSUMDB": "off",
+            }
+            config["dependencies"] = {"registries": [PYPI_PATTERN, NPM_PATTERN, GO_PATTERN]}
+        return config
 
     @property
     def go_url(self) -> str:

@@ -16,6 +16,7 @@ from golem.context import RepoConventions
 from golem.core import GolemConfig, load_config
 from golem.forge import LocalForge
 from golem.sandbox import Engine
+from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import SqlStore, Store
 from tests.blueprint.install_runs import change_on_main, python_conventions, python_repo, run
 from tests.blueprint.registries import GO_PATTERN, NPM_PATTERN, LocalRegistries
@@ -281,3 +282,26 @@ async def test_a_rust_crate_without_dependencies_installs_nothing_and_tests_offl
     assert [c.passed for c in state.checks] == [True]
     [pr] = await LocalForge(store).pull_requests()
     assert ".golem/" not in pr.diff
+
+
+async def test_an_operators_mirror_serves_conventions_that_name_the_public_registry(
+    tmp_path: Path,
+    engine: Engine,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    settings = registries.engine_config(tmp_path / "mirrored", redirect=True)
+    mirrored = load_config(settings, files=[])
+    remote = python_repo(reachable_dir)
+    public = python_conventions(
+        registries,
+        registries=[r"^pypi\.org$", r"^files\.pythonhosted\.org$"],
+        env={"PATH": f"/workspace/.venv/bin:{BOX_PATH}", "VIRTUAL_ENV": "/workspace/.venv"},
+    )  # as detection gives them
+    store = await SqlStore.open(mirrored)
+    try:
+        state = await run(mirrored, engine, store, remote, public)
+    finally:
+        await store.close()
+    assert state.status == "succeeded", (state.error, [r.output_tail for r in state.prepared])
+    assert "/simple/golemdemo/" in registries.requests
