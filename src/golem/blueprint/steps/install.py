@@ -33,7 +33,7 @@ from golem.core.network import EgressPolicy
 from golem.core.sizes import format_size
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.forge import CheckResult
-from golem.sandbox.keep import keep_archive
+from golem.sandbox.keep import KeptArchive, keep_archive
 from golem.sandbox.takeback import TakebackLimits
 
 __all__ = ["run_install"]
@@ -104,7 +104,7 @@ def _key(ex: Execution, conventions: RepoConventions, spec: BoxSpec, paths: list
 
 
 async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]) -> Result:
-    """Install in an install box and keep what it made; the box is removed in all cases."""
+    """Install in an install box and keep what it made, then note it."""
     if ex.state.commit is not None or not await ex.repo().is_clean():
         return _failed(
             ex,
@@ -112,20 +112,8 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
             "checkout (what it makes is kept for later runs of the repository); put the "
             "install node before the agent's steps in the blueprint",
         )
-    settings = ex.config.dependencies
-    cache = DependencyCache(ex.config)
-    limits = TakebackLimits(spec.max_file_bytes, min(spec.max_takeback_bytes, settings.max_bytes))
-    box = await ex.engine.create_session(spec)
     try:
-        await copy_into_box(box, ex.workspace)
-        results = await run_checks(
-            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout, box=box
-        )
-        outcome = _recorded(ex, results, registries=spec.egress.allow)
-        if outcome[0] == "failure":
-            return outcome
-        chunks = box.stream_archive(WORKSPACE, paths=paths)
-        kept = await keep_archive(chunks, cache.path(key), limits, within=paths)
+        kept = await _install_in_box(ex, node, spec, key, paths)
     except UnsafeBoxOutput as exc:
         fix = (
             "; raise the box's max_file_bytes or max_takeback_bytes (engine.defaults, or the "
@@ -136,11 +124,11 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
         return _failed(
             ex, f"golem did not keep what the dependency install made: {exc.message}{fix}"
         )
-    finally:
-        await ex.engine.remove_session(box.id)
+    if kept is None:
+        return "failure", ex.state.error or "the dependency install failed"
     ex.state.dependencies, ex.state.dependencies_cached = key, False
     missing = sorted(set(paths) - set(kept.found))
-    evicted = cache.evict(keep=key)
+    evicted = DependencyCache(ex.config).evict(keep=key)
     ex.note(
         f"dependencies: {key[:12]} installed and kept ({format_size(kept.size)}, "
         f"{kept.entries} entries)"
@@ -151,6 +139,30 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
     ex.save()
     await ex.dependencies_ready()
     return "success", f"installed {key[:12]}"
+
+
+async def _install_in_box(
+    ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]
+) -> KeptArchive | None:
+    """The install box: the checkout in, the install commands run, the cache paths kept
+    as the archive of ``key``; None when a command failed. The box is removed in all
+    cases."""
+    settings = ex.config.dependencies
+    limits = TakebackLimits(spec.max_file_bytes, min(spec.max_takeback_bytes, settings.max_bytes))
+    reached = spec.egress.allow if spec.network == "filtered" else None
+    box = await ex.engine.create_session(spec)
+    try:
+        await copy_into_box(box, ex.workspace)
+        results = await run_checks(
+            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout, box=box
+        )
+        if _recorded(ex, results, registries=reached)[0] == "failure":
+            return None
+        chunks = box.stream_archive(WORKSPACE, paths=paths)
+        archive = DependencyCache(ex.config).path(key)
+        return await keep_archive(chunks, archive, limits, within=paths)
+    finally:
+        await ex.engine.remove_session(box.id)
 
 
 def _recorded(
