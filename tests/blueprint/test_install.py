@@ -305,3 +305,24 @@ async def test_an_operators_mirror_serves_conventions_that_name_the_public_regis
         await store.close()
     assert state.status == "succeeded", (state.error, [r.output_tail for r in state.prepared])
     assert "/simple/golemdemo/" in registries.requests
+
+
+async def test_a_trusted_install_may_use_the_hosts_network(
+    tmp_path: Path,
+    engine: Engine,
+    registries: LocalRegistries,
+    reachable_dir: Path,
+) -> None:
+    settings = registries.engine_config(tmp_path / "trusted")
+    settings["dependencies"] = {"network": "host"}
+    trusted = load_config(settings, files=[])
+    direct = f"curl -sSf http://127.0.0.2:{registries.port}/simple/golemdemo/ && mkdir .venv"
+    remote = python_repo(reachable_dir)
+    store = await SqlStore.open(trusted)
+    try:
+        state = await run(trusted, engine, store, remote, python_conventions(registries,
+                          install=[direct], test=["test -d .venv"]))  # fmt: skip
+    finally:
+        await store.close()
+    assert state.status == "succeeded", (state.error, [r.output_tail for r in state.prepared])
+    assert "/simple/golemdemo/" in registries.requests
