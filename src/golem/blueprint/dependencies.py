@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from golem.context import RepoConventions
 from golem.core.config import GolemConfig
@@ -183,11 +184,22 @@ class DependencyCache:
             return False
         return path.is_file()
 
-    async def chunks(self, key: str) -> AsyncIterator[bytes]:
-        """The archive's bytes, read off the event loop."""
-        with self.path(key).open("rb") as handle:
-            while data := await asyncio.to_thread(handle.read, CHUNK):
-                yield data
+    def open(self, key: str) -> BinaryIO | None:
+        """The archive of ``key``, opened (it stays readable if it is evicted meanwhile)
+        and marked used; None when it is not there."""
+        try:
+            handle = self.path(key).open("rb")
+        except FileNotFoundError:
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(handle.fileno())
+        return handle
+
+    @staticmethod
+    async def chunks(handle: BinaryIO) -> AsyncIterator[bytes]:
+        """An opened archive's bytes, read off the event loop."""
+        while data := await asyncio.to_thread(handle.read, CHUNK):
+            yield data
 
     def evict(self, keep: str) -> list[str]:
         """Remove the least recently used archives (never ``keep``) until all fit in

@@ -174,14 +174,15 @@ class Execution:
         key, conventions = self.state.dependencies, self.state.conventions
         paths = cache_paths(conventions) if conventions is not None else []
         if key is not None:
-            cache = DependencyCache(self.config)
-            if not cache.take(key):
+            archive = DependencyCache(self.config).open(key)
+            if archive is None:
                 raise DependenciesGone(
                     f"the dependencies this run installed ({key[:12]}) are no longer in the "
                     "cache (removed to keep [dependencies] max_bytes, or by hand); start the "
                     "run again to install them afresh"
                 )
-            await box.put_archive(WORKSPACE, cache.chunks(key))
+            with archive:
+                await box.put_archive(WORKSPACE, DependencyCache.chunks(archive))
         if paths:
             excluded = "".join(f"/{path}\n" for path in paths)
             exclude = _git_exclude(self.workspace) + excluded
