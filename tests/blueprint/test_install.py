@@ -180,7 +180,10 @@ async def test_node_dependencies_from_a_lockfile_are_installed_then_cached(
     git("push", "-q", "origin", "main", cwd=work)
     uses = "node -e \"process.exit(require('golemnpm').value === 42 ? 0 : 1)\""
     conventions = RepoConventions(
-        install=["npm ci --no-audit --no-fund"],
+        install=[
+            "npm ci --no-audit --no-fund",
+            "test -d .golem/downloads/npm/_cacache",  # downloads on /workspace, not /tmp
+        ],
         test=[uses],
         cache=["node_modules"],
         cache_keys=["package.json", "package-lock.json"],

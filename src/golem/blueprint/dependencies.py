@@ -33,6 +33,7 @@ from golem.forge import git_environment, run_git_blocking
 from golem.sandbox.hosttree import is_git_name
 
 __all__ = [
+    "INSTALL_ENV",
     "KEY_VERSION",
     "OFFLINE_ENV",
     "DependencyCache",
@@ -53,6 +54,14 @@ OFFLINE_ENV = {
 }
 """Settings of a box without a network: package managers use what is installed and fail at
 once where something is missing, instead of waiting on a registry they cannot reach."""
+
+INSTALL_ENV = {
+    "PIP_CACHE_DIR": "/workspace/.golem/downloads/pip",
+    "npm_config_cache": "/workspace/.golem/downloads/npm",
+    "YARN_CACHE_FOLDER": "/workspace/.golem/downloads/yarn",
+}
+"""Where the install box's package managers keep what they download: the workspace, which
+is larger than the box's /tmp (their default, under HOME). Not kept: only ``cache`` is."""
 
 CHUNK = 1024 * 1024
 STALE_SECONDS = 86400.0

@@ -13,7 +13,12 @@ from golem.agent import Budget, Model, make_model
 from golem.agent.events import AgentEvent, ModelDelta
 from golem.agent.messages import Usage
 from golem.blueprint.book import RunBook
-from golem.blueprint.dependencies import OFFLINE_ENV, DependencyCache, cache_paths
+from golem.blueprint.dependencies import (
+    INSTALL_ENV,
+    OFFLINE_ENV,
+    DependencyCache,
+    cache_paths,
+)
 from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
 from golem.blueprint.secrets import RunSecrets
@@ -138,6 +143,7 @@ class Execution:
         secrets = _host_secrets(overrides.pop("secrets_env", []))
         overrides["secrets"] = {} if install else secrets  # the install runs foreign code online
         env = {**self.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"}
+        env.update(INSTALL_ENV if install else {})
         env.update(conventions.env if conventions is not None else {})
         labels = {"golem.run": self.state.id}
         spec = self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
