@@ -39,8 +39,10 @@ __all__ = [
     "DependencyCache",
     "InstallKeyParts",
     "cache_paths",
+    "image_of",
     "install_key",
     "kept_paths",
+    "key_files",
 ]
 
 KEY_VERSION = "golem-dependencies-1"
