@@ -132,9 +132,10 @@ async def test_an_install_that_stalls_fails_at_its_idle_timeout(
     assert [s.node for s in state.steps][-2:] == ["install", "escalate"]
     [result] = state.prepared
     assert (result.name, result.command, result.passed) == ("install", stalled, False)
-    assert result.reason == "printed nothing for 3 s"
+    assert result.reason is not None
+    assert "printed nothing for 3" in result.reason  # the idle timeout, not a hang
     assert state.error is not None
-    assert f"`{stalled}` failed (printed nothing for 3 s)" in state.error
+    assert f"`{stalled}` failed (printed nothing for 3" in state.error
     assert state.dependencies is None
     assert not list((config.state_dir / "cache" / "dependencies").glob("*.tar"))
     assert [b for b in await engine.boxes() if b.labels.get("golem.run") == state.id] == []
