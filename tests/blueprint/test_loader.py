@@ -38,7 +38,7 @@ def problem(text: str) -> str:
 def test_the_minion_blueprint_is_the_standard_one() -> None:
     minion = load_blueprint("minion")
     assert [n.id for n in minion.nodes] == [
-        "prepare", "hydrate", "setup", "implement", "verify", "ship", "escalate",
+        "prepare", "hydrate", "install", "setup", "implement", "verify", "ship", "escalate",
     ]  # fmt: skip
     verify = minion.node("verify")
     assert isinstance(verify, LoopNode)
@@ -87,5 +87,14 @@ def test_an_unknown_blueprint_name_says_what_exists() -> None:
 def test_the_graph_is_drawn_happy_path_first() -> None:
     drawing = draw(load_blueprint("minion")).splitlines()
     order = [line[2:].split()[0] for line in drawing[1::2]]
-    assert order == ["prepare", "hydrate", "setup", "implement", "verify", "ship", "escalate"]
-    assert "success -> ship  failure -> escalate" in drawing[10]
+    assert order == [
+        "prepare",
+        "hydrate",
+        "install",
+        "setup",
+        "implement",
+        "verify",
+        "ship",
+        "escalate",
+    ]
+    assert "success -> ship  failure -> escalate" in drawing[12]

@@ -13,6 +13,12 @@ from golem.agent import Budget, Model, make_model
 from golem.agent.events import AgentEvent, ModelDelta
 from golem.agent.messages import Usage
 from golem.blueprint.book import RunBook
+from golem.blueprint.dependencies import (
+    INSTALL_ENV,
+    OFFLINE_ENV,
+    DependencyCache,
+    cache_paths,
+)
 from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
 from golem.blueprint.secrets import RunSecrets
@@ -20,8 +26,9 @@ from golem.blueprint.state import RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import BudgetSpent, ConfigError
+from golem.core.errors import BudgetSpent, ConfigError, DependenciesGone
 from golem.core.events import EventSink
+from golem.core.spec import WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
 from golem.sandbox import Box, Engine
 
@@ -123,28 +130,69 @@ class Execution:
 
     # The box ----------------------------------------------------------------------------
 
+    def box_spec(self, *, install: bool = False) -> BoxSpec:
+        """The spec of the run's box: the blueprint's box settings over the engine's
+        defaults, the repository's image and environment; without a network, the package
+        managers' offline settings. ``install``: the base of the install box's (no secrets
+        and no offline settings: it reaches the registries)."""
+        overrides = dict(self.blueprint.box)
+        conventions = self.state.conventions
+        if conventions is not None and conventions.image:
+            overrides.setdefault("image", conventions.image)
+        extra = overrides.pop("env", None)
+        secrets = _host_secrets(overrides.pop("secrets_env", []))
+        overrides["secrets"] = {} if install else secrets  # the install runs foreign code online
+        env = {**self.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"}
+        env.update(INSTALL_ENV if install else {})
+        env.update(conventions.env if conventions is not None else {})
+        labels = {"golem.run": self.state.id}
+        spec = self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
+        if not install and spec.network == "none":
+            env.update(OFFLINE_ENV)
+        if isinstance(extra, dict):
+            env.update({str(k): str(v) for k, v in extra.items()})
+        return self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
+
     async def box(self) -> Box:
-        """The run's box, started (with the checkout copied in) when first needed."""
+        """The run's box, started (with the checkout copied in, and the run's installed
+        dependencies unpacked in it) when first needed."""
         if self._box is None:
-            overrides = dict(self.blueprint.box)
-            if self.state.conventions is not None and self.state.conventions.image:
-                overrides.setdefault("image", self.state.conventions.image)
-            env = {**self.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"}
-            extra = overrides.pop("env", None)
-            if isinstance(extra, dict):
-                env.update({str(k): str(v) for k, v in extra.items()})
-            overrides["secrets"] = _host_secrets(overrides.pop("secrets_env", []))
-            spec = self.engine.spec(
-                overrides, env=env, labels={"golem.run": self.state.id}, workdir="/workspace"
-            )
-            box = await self.engine.create_session(spec)
+            box = await self.engine.create_session(self.box_spec())
             try:
                 self._layout = await copy_into_box(box, self.workspace)
+                await self._place_dependencies(box)
             except BaseException:
                 await self.engine.remove_session(box.id)
                 raise
             self._box = box
         return self._box
+
+    async def dependencies_ready(self) -> None:
+        """The run's dependencies are installed: a box made before (a blueprint that runs
+        commands before its install node) gets them now."""
+        if self._box is not None:
+            await self._place_dependencies(self._box)
+
+    async def _place_dependencies(self, box: Box) -> None:
+        """Unpack the run's dependency archive into the box's /workspace; the cache paths
+        kept out of git there (so the agent's ``git status`` and the takeback never see
+        them: they never ship)."""
+        key, conventions = self.state.dependencies, self.state.conventions
+        paths = cache_paths(conventions) if conventions is not None else []
+        if key is not None:
+            archive = DependencyCache(self.config).open(key)
+            if archive is None:
+                raise DependenciesGone(
+                    f"the dependencies this run installed ({key[:12]}) are no longer in the "
+                    "cache (removed to keep [dependencies] max_bytes, or by hand); start the "
+                    "run again to install them afresh"
+                )
+            with archive:
+                await box.put_archive(WORKSPACE, DependencyCache.chunks(archive))
+        if paths:
+            excluded = "".join(f"/{path}\n" for path in paths)
+            exclude = _git_exclude(self.workspace) + excluded
+            await box.put_file(f"{WORKSPACE}/.git/info/exclude", exclude)
 
     async def sync(self) -> list[str]:
         """Bring the box's changes back to the host checkout."""
@@ -208,6 +256,15 @@ class Execution:
         while (path := self.run_dir / f"trajectory-{node}-{number}.jsonl").exists():
             number += 1
         return path
+
+
+def _git_exclude(workspace: Path) -> str:
+    """The checkout's own ``.git/info/exclude`` (golem's clone's), ending with a newline."""
+    path = workspace / ".git" / "info" / "exclude"
+    if path.is_symlink() or not path.is_file():
+        return ""
+    text = path.read_text(errors="replace")
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _host_secrets(names: object) -> dict[str, str]:

@@ -33,7 +33,7 @@ __all__ = [
 END = "end"
 Outcome = Literal["success", "failure", "approved", "rejected"]
 OUTCOMES: tuple[str, ...] = ("success", "failure", "approved", "rejected")
-HostAction = Literal["prepare", "hydrate", "ship", "escalate"]
+HostAction = Literal["prepare", "hydrate", "install", "ship", "escalate"]
 CHECKS = ("setup", "lint", "build", "test")
 
 
@@ -66,8 +66,9 @@ class _Node(BaseModel):
 
 class HostNode(_Node):
     """Deterministic work on the host: ``prepare`` (clone or fetch, branch), ``hydrate``
-    (gather context), ``ship`` (commit, push, open the PR), ``escalate`` (the same, marked
-    for a human, with what still fails)."""
+    (gather context), ``install`` (the repository's dependencies, made in an install box or
+    taken from the cache, for the run's box), ``ship`` (commit, push, open the PR),
+    ``escalate`` (the same, marked for a human, with what still fails)."""
 
     kind: Literal["host"] = "host"
     action: HostAction

@@ -30,6 +30,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from golem.core.dependencies_config import DependenciesConfig
 from golem.core.errors import ConfigError
 from golem.core.forge_config import ForgeConfig
 from golem.core.model_config import ModelsConfig
@@ -200,6 +201,7 @@ class GolemConfig(BaseSettings):
         default_factory=list, description="Images `golem setup` builds ([[images]])."
     )
     models: ModelsConfig = Field(default_factory=ModelsConfig)
+    dependencies: DependenciesConfig = Field(default_factory=DependenciesConfig)
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     remote: RemoteConfig = Field(default_factory=RemoteConfig)

@@ -20,6 +20,7 @@ GolemError
  |    +-- BoxCrashed             the box (or its supervisor) went away mid-call
  |    +-- ProtocolError          the supervisor spoke something unexpected
  |    +-- UnsafeBoxOutput        what a box handed back breaks a rule of the trust boundary
+ |    +-- DependenciesGone       a run's installed dependencies left the cache before its box
  +-- ExecTimeout (also TimeoutError)   a file transfer or call exceeded its time
  +-- ModelError                  a model provider gave no usable answer (after retries)
  |    +-- ModelUnavailable       cannot reach the provider, or 5xx/overloaded after retries
@@ -244,6 +245,12 @@ class UnsafeBoxOutput(SandboxError):
         )
         self.path = path
         self.rule = rule
+
+
+class DependenciesGone(SandboxError):
+    """A run's installed dependencies are no longer in the cache when its box is made."""
+
+    http_status = 409
 
 
 class ExecTimeout(GolemError, TimeoutError):

@@ -14,7 +14,7 @@ from golem.blueprint.steps.check_output import LiveCheckOutput
 from golem.blueprint.steps.check_reports import STARTED, junit_written
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
-from golem.sandbox import ExecRequest
+from golem.sandbox import Box, ExecRequest
 
 __all__ = ["CHECK_TIMEOUT", "commands_of", "describe_failures", "run_box_node", "run_checks"]
 
@@ -27,7 +27,7 @@ def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
     conventions = ex.state.conventions
     pairs: list[tuple[str, str]] = []
     for name in names:
-        if name in ("setup", "lint", "build", "test"):
+        if name in ("install", "setup", "lint", "build", "test"):
             commands = getattr(conventions, name) if conventions is not None else []
             pairs.extend((name, command) for command in commands)
         else:
@@ -43,10 +43,12 @@ async def run_checks(
     round_: int = 0,
     stop_at_failure: bool = False,
     timeout: float | None = None,
+    box: Box | None = None,
 ) -> list[CheckResult]:
-    """Run the checks in the box; each one's output streams into the run's events as it
-    comes (CheckOutput), then its result is an event (CheckFinished)."""
-    box = await ex.box()
+    """Run the checks in ``box`` (default: the run's box); each one's output streams into
+    the run's events as it comes (CheckOutput), then its result is an event
+    (CheckFinished)."""
+    box = box or await ex.box()
     results: list[CheckResult] = []
     for name, command in commands_of(ex, names):
         request = ExecRequest(

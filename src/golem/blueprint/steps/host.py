@@ -10,6 +10,7 @@ from typing import Literal
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
 from golem.blueprint.steps import pr_text
+from golem.blueprint.steps.install import run_install
 from golem.context import hydrate, load_conventions, render_issue
 from golem.core.errors import ForgeError, PullRequestExists, SecretInChange
 from golem.forge import PullRequest, PullRequestDraft
@@ -29,6 +30,8 @@ async def run_host(ex: Execution, node: HostNode) -> Result:
         return await _prepare(ex)
     if node.action == "hydrate":
         return await _hydrate(ex, node.id)
+    if node.action == "install":
+        return await run_install(ex, node.id)
     return await _ship(ex, escalate=node.action == "escalate")
 
 

@@ -1,0 +1,192 @@
+"""The ``install`` step: the repository's dependencies, ready for the run's box.
+
+Before the run's box exists, the install key is computed (``golem.blueprint.dependencies``).
+A cached archive of that key is used as it is. Otherwise an install box (the run's box, but
+on the filtered network reaching the ecosystems' registries and the engine's egress allow
+list, with no secrets, and an idle timeout so a stalled registry fails instead of hanging)
+gets the checkout at the base commit, runs the install commands, and hands back the
+``cache`` paths as one archive, which ``golem.sandbox.keep`` checks and keeps. The run's box
+unpacks it (``Execution.box``). No agent has run yet, so what is kept comes from the base
+commit only; the install box is removed whatever happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Literal
+
+from golem.blueprint.dependencies import (
+    DependencyCache,
+    InstallKeyParts,
+    image_of,
+    install_key,
+    kept_paths,
+    key_files,
+)
+from golem.blueprint.execution import Execution
+from golem.blueprint.steps.checks import run_checks
+from golem.blueprint.workspace import copy_into_box
+from golem.context import RepoConventions
+from golem.core.errors import ConfigError, UnsafeBoxOutput
+from golem.core.network import EgressPolicy
+from golem.core.sizes import format_size
+from golem.core.spec import WORKSPACE, BoxSpec
+from golem.forge import CheckResult
+from golem.sandbox.keep import KeptArchive, keep_archive
+from golem.sandbox.takeback import TakebackLimits
+
+__all__ = ["run_install"]
+
+Result = tuple[Literal["success", "failure"], str]
+
+
+async def run_install(ex: Execution, node: str) -> Result:
+    """Make the run's dependencies ready: from the cache, or by installing them."""
+    ex.state.prepared = [r for r in ex.state.prepared if r.name != "install"]  # a resumed run
+    conventions = ex.state.conventions
+    if conventions is None or not conventions.install:
+        return "success", "nothing to install"
+    settings = ex.config.dependencies
+    if not settings.enabled:  # the commands run in the run's own box, every run
+        results = await run_checks(
+            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout
+        )
+        return _recorded(ex, results)
+    try:
+        paths = kept_paths(conventions)
+        spec = install_spec(ex, conventions)
+        key = await asyncio.to_thread(_key, ex, conventions, spec, paths)
+    except ConfigError as exc:
+        return _failed(ex, exc.message)
+    cache = DependencyCache(ex.config)
+    if cache.take(key):
+        ex.state.dependencies, ex.state.dependencies_cached = key, True
+        ex.note(f"dependencies: {key[:12]} from the cache ({', '.join(paths)})", node)
+        ex.save()
+        await ex.dependencies_ready()
+        return "success", f"cached {key[:12]}"
+    return await _install(ex, node, spec, key, paths)
+
+
+def install_spec(ex: Execution, conventions: RepoConventions) -> BoxSpec:
+    """The install box: the run's box on the install's network, reaching the registries
+    (the repository's and the configured ones) besides what the engine's egress allows."""
+    settings = ex.config.dependencies
+    base = ex.box_spec(install=True)
+    egress = EgressPolicy(
+        allow=[*base.egress.allow, *conventions.registries, *settings.registries],
+        deny=base.egress.deny,
+        allow_cidrs=base.egress.allow_cidrs,
+        ports=base.egress.ports,
+    )
+    return ex.engine.spec(
+        base,
+        network=settings.network,
+        egress=egress,
+        idle_timeout=settings.idle_timeout,
+        labels={**base.labels, "golem.step": "install"},
+    )
+
+
+def _key(ex: Execution, conventions: RepoConventions, spec: BoxSpec, paths: list[str]) -> str:
+    """The install key of this run (git and file reads: on a worker thread)."""
+    parts = InstallKeyParts(
+        tenant=ex.book.store.tenant or "",
+        repo=ex.state.request.repo,
+        image=image_of(spec, ex.config),
+        commands=conventions.install,
+        env=spec.env,
+        cache=paths,
+        keys=key_files(ex.workspace, conventions.cache_keys),
+    )
+    return install_key(parts)
+
+
+async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]) -> Result:
+    """Install in an install box and keep what it made, then note it."""
+    if ex.state.commit is not None or not await ex.repo().is_clean():
+        return _failed(
+            ex,
+            "the dependency install runs on the base commit only, before any step changed the "
+            "checkout (what it makes is kept for later runs of the repository); put the "
+            "install node before the agent's steps in the blueprint",
+        )
+    try:
+        kept = await _install_in_box(ex, node, spec, key, paths)
+    except UnsafeBoxOutput as exc:
+        fix = (
+            "; raise the box's max_file_bytes or max_takeback_bytes (engine.defaults, or the "
+            "blueprint's box) and [dependencies] max_bytes, or keep fewer paths"
+            if exc.rule == "takeback.size"
+            else ""
+        )
+        return _failed(
+            ex, f"golem did not keep what the dependency install made: {exc.message}{fix}"
+        )
+    if kept is None:
+        return "failure", ex.state.error or "the dependency install failed"
+    ex.state.dependencies, ex.state.dependencies_cached = key, False
+    missing = sorted(set(paths) - set(kept.found))
+    evicted = DependencyCache(ex.config).evict(keep=key)
+    ex.note(
+        f"dependencies: {key[:12]} installed and kept ({format_size(kept.size)}, "
+        f"{kept.entries} entries)"
+        + (f"; the install made no {', '.join(missing)}" if missing else "")
+        + (f"; {len(evicted)} older archive(s) removed from the cache" if evicted else ""),
+        node,
+    )
+    ex.save()
+    await ex.dependencies_ready()
+    return "success", f"installed {key[:12]}"
+
+
+async def _install_in_box(
+    ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]
+) -> KeptArchive | None:
+    """The install box: the checkout in, the install commands run, the cache paths kept
+    as the archive of ``key``; None when a command failed. The box is removed in all
+    cases."""
+    settings = ex.config.dependencies
+    limits = TakebackLimits(spec.max_file_bytes, min(spec.max_takeback_bytes, settings.max_bytes))
+    reached = spec.egress.allow if spec.network == "filtered" else None
+    box = await ex.engine.create_session(spec)
+    try:
+        await copy_into_box(box, ex.workspace)
+        results = await run_checks(
+            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout, box=box
+        )
+        if _recorded(ex, results, registries=reached)[0] == "failure":
+            return None
+        chunks = box.stream_archive(WORKSPACE, paths=paths)
+        archive = DependencyCache(ex.config).path(key)
+        return await keep_archive(chunks, archive, limits, within=paths)
+    finally:
+        await ex.engine.remove_session(box.id)
+
+
+def _recorded(
+    ex: Execution, results: list[CheckResult], registries: Sequence[str] | None = None
+) -> Result:
+    """Keep the install commands' results; a failure says what failed and what to do."""
+    ex.state.prepared.extend(results)
+    failed = next((result for result in results if not result.passed), None)
+    if failed is None:
+        ex.save()
+        return "success", f"{len(results)} install command(s) passed"
+    how = failed.reason or ("timed out" if failed.timed_out else f"exit {failed.exit_code}")
+    reach = (
+        f"it could reach {', '.join(registries) or 'no host'} (the registries and the "
+        "engine's egress allow list): allow a registry it needs in [dependencies] registries, "
+        "or fix the command in .golem.toml's [commands] install"
+        if registries is not None
+        else "fix the command in .golem.toml's [commands] install"
+    )
+    return _failed(ex, f"the dependency install `{failed.command}` failed ({how}); {reach}")
+
+
+def _failed(ex: Execution, message: str) -> Result:
+    ex.state.dependencies = None
+    ex.state.error = message
+    ex.save()
+    return "failure", message

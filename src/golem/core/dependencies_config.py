@@ -1,0 +1,63 @@
+"""Configuration of dependency installs (``[dependencies]`` in golem.toml): the install box
+a run's ``install`` step starts, and the cache of what installs made."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from golem.core.sizes import ByteSize
+
+__all__ = ["DependenciesConfig"]
+
+
+class DependenciesConfig(BaseModel):
+    """``[dependencies]``: how a repository's dependencies are installed and kept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        True,
+        description="Install in an install box that reaches the registries, and cache what "
+        "it makes per repository and lockfile; false: the install commands run in the run's "
+        "own box (with its network), every run.",
+    )
+    cache_dir: Path | None = Field(
+        None, description="Where the archives are kept; None: STATE_DIR/cache/dependencies."
+    )
+    max_bytes: ByteSize = Field(
+        10 * 1024**3,
+        ge=1,
+        description="Most bytes all cached archives take; past it, the least recently used "
+        "are removed.",
+    )
+    idle_timeout: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds an install command may print nothing before it is stopped (a "
+        "registry that stalls fails the install instead of hanging).",
+    )
+    timeout: float = Field(1800.0, gt=0, description="Seconds one install command may take.")
+    registries: list[str] = Field(
+        default_factory=list,
+        description=r"Host name regexes the install box may reach besides the ecosystems' "
+        r"registries (a private mirror, e.g. '^pypi\.corp\.example$').",
+    )
+    network: Literal["filtered", "host"] = Field(
+        "filtered",
+        description="The install box's network: 'filtered' (the registries and the engine's "
+        "egress allow list, through golem's proxy) or 'host' (trusted setups only).",
+    )
+
+    @field_validator("registries")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return patterns

@@ -1,0 +1,214 @@
+"""Directories of a box kept on the host as a tar archive that only another box unpacks.
+
+What a dependency install made in its box (``.venv``, ``node_modules``, a cargo or go cache)
+crosses to the host as a tar stream, like a takeback, but is never unpacked there: the host
+keeps a new archive written from the box's entries, checked one by one, and later uploads
+it into another box of the same repository. The stream is spooled (capped) and read with
+tarfile behind takeback's capped reader, and each entry is checked:
+
+- ``takeback.path``: relative paths of plain names only, and only beneath the directories
+  the host asked for; nothing beneath a symlink of the archive.
+- ``takeback.git``: no name ``.git`` anywhere (nor a link into one).
+- ``takeback.kind``: regular files, directories and symlinks only.
+- ``takeback.mode``: no setuid, setgid or sticky bit; files are kept 0644 or 0755,
+  directories 0755, owned by nobody in particular (uid and gid 0, no names).
+- ``takeback.size``: no file over ``max_file_bytes``, no archive over ``max_bytes``, at most
+  ``max_entries`` entries.
+
+A symlink's target is kept as it is (a virtual environment's ``bin/python3`` names the
+interpreter of the box's image, ``/usr/bin/python3``): it resolves only inside a box, whose
+unpacking keeps every entry inside the directory it unpacks to, and nothing of the archive
+is ever written through one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tarfile
+import tempfile
+from collections.abc import AsyncIterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from golem.core.errors import UnsafeBoxOutput
+from golem.core.sizes import format_size
+from golem.sandbox.hosttree import is_git_name, split_path
+from golem.sandbox.takeback import (
+    ARCHIVE_SLACK,
+    BROKEN,
+    TakebackLimits,
+    _members,
+    _opened,
+    landed_mode,
+)
+from golem.sandbox.tarscan import HeaderScan
+
+__all__ = ["KeptArchive", "keep_archive"]
+
+MAX_LINK = 4096
+MAX_MTIME = 8**11 - 1  # what a ustar header's mtime field holds
+
+
+@dataclass(frozen=True)
+class KeptArchive:
+    """What an archive kept: its size on disk, its entries and the asked-for directories
+    it held (those the box did not make are missing)."""
+
+    size: int
+    entries: int
+    found: list[str]
+
+
+async def keep_archive(
+    chunks: AsyncIterable[bytes],
+    destination: Path,
+    limits: TakebackLimits,
+    *,
+    within: Sequence[str],
+) -> KeptArchive:
+    """Check a tar stream from a box entry by entry (the rules above) and write the entries
+    allowed beneath ``within`` (relative directories) as a new archive at ``destination``,
+    atomically: nothing is there unless every entry passed."""
+    roots = [tuple(split_path(path)) for path in within]
+    if not roots or any(not root for root in roots):
+        raise ValueError("keep_archive needs directories beneath the root to keep")
+    cap = limits.max_bytes + ARCHIVE_SLACK
+    parent = destination.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(prefix=".golem-spool-", dir=parent) as spool:
+        scan = HeaderScan(limits.max_file_bytes)
+        size = 0
+
+        def take(chunk: bytes) -> None:  # on a worker thread: the scan never blocks the loop
+            scan.feed(chunk)
+            spool.write(chunk)
+
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > cap:
+                raise UnsafeBoxOutput(
+                    "(the archive)",
+                    f"the box sent more than {format_size(cap)}, over the limit of "
+                    f"{format_size(limits.max_bytes)}",
+                    "takeback.size",
+                )
+            await asyncio.to_thread(take, chunk)
+        spool.seek(0)
+        keeper = _Keeper(limits, roots)
+        return await asyncio.to_thread(keeper.write, spool, destination)
+
+
+class _Keeper:
+    """One archive's entries, checked and written to a new archive in order."""
+
+    def __init__(self, limits: TakebackLimits, roots: list[tuple[str, ...]]) -> None:
+        self.limits = limits
+        self.roots = roots
+        self.links: set[tuple[str, ...]] = set()
+        self.total = 0
+        self.name_bytes = 0
+
+    def write(self, spool: IO[bytes], destination: Path) -> KeptArchive:
+        handle, temp = tempfile.mkstemp(prefix=".golem-keep-", dir=destination.parent)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                entries, found = self._copy(spool, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, destination)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+            raise
+        return KeptArchive(destination.stat().st_size, entries, found)
+
+    def _copy(self, spool: IO[bytes], out: IO[bytes]) -> tuple[int, list[str]]:
+        found: set[str] = set()
+        entries = 0
+        with (
+            _opened(spool) as archive,
+            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as kept,
+        ):
+            for member in _members(archive):
+                entries += 1
+                archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
+                names = self._checked_names(member.name, entries)
+                if names is None:
+                    continue
+                found.update("/".join(root) for root in self.roots if names[: len(root)] == root)
+                info, source = self._entry(archive, member, names)
+                try:
+                    kept.addfile(info, source)
+                except BROKEN as exc:
+                    raise UnsafeBoxOutput(info.name, f"a broken tar entry ({exc})",
+                                          "takeback.kind") from None  # fmt: skip
+        return entries, sorted(found)
+
+    def _checked_names(self, name: str, count: int) -> tuple[str, ...] | None:
+        """The entry's names, checked; None for the archive's root itself."""
+        names = tuple(split_path(name))
+        self.name_bytes += len(name.encode("utf-8", "surrogateescape"))
+        if count > self.limits.max_entries or self.name_bytes > self.limits.max_name_bytes:
+            raise UnsafeBoxOutput(
+                name,
+                f"the box sent more than {self.limits.max_entries} entries or "
+                f"{format_size(self.limits.max_name_bytes)} of names",
+                "takeback.size",
+            )
+        if not names:
+            return None
+        path = "/".join(names)
+        if not any(names[: len(root)] == root for root in self.roots):
+            raise UnsafeBoxOutput(path, "golem did not ask the box for this path",
+                                  "takeback.path")  # fmt: skip
+        if any(names[:index] in self.links for index in range(1, len(names))):
+            raise UnsafeBoxOutput(path, "it lies beneath a symlink of the archive",
+                                  "takeback.link")  # fmt: skip
+        return names
+
+    def _entry(
+        self, archive: tarfile.TarFile, member: tarfile.TarInfo, names: tuple[str, ...]
+    ) -> tuple[tarfile.TarInfo, IO[bytes] | None]:
+        path = "/".join(names)
+        info = tarfile.TarInfo(path)
+        info.mtime = min(max(int(member.mtime), 0), MAX_MTIME)
+        if member.isdir():
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            return info, None
+        if member.issym():
+            info.type, info.mode = tarfile.SYMTYPE, 0o777
+            info.linkname = _checked_link(path, member.linkname)
+            self.links.add(names)
+            return info, None
+        if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE) and member.sparse is None:
+            if member.size < 0:
+                raise UnsafeBoxOutput(path, "a negative size", "takeback.kind")
+            info.mode = landed_mode(member.mode, path)
+            if member.size > self.limits.max_file_bytes:
+                raise self.limits.file_too_large(path, member.size)
+            self.total += member.size
+            if self.total > self.limits.max_bytes:
+                raise UnsafeBoxOutput(
+                    path,
+                    f"the archive passed its limit of {format_size(self.limits.max_bytes)}",
+                    "takeback.size",
+                )
+            info.size = member.size
+            return info, archive.extractfile(member)
+        raise UnsafeBoxOutput(
+            path,
+            "it is not a regular file, directory or symlink; only those are kept",
+            "takeback.kind",
+        )
+
+
+def _checked_link(path: str, target: str) -> str:
+    """A symlink's target, kept as data unless it is empty, oversized or names a .git."""
+    if not target or "\0" in target or len(target) > MAX_LINK:
+        raise UnsafeBoxOutput(path, f"a symlink to {target[:200]!r}", "takeback.link")
+    if any(is_git_name(name) for name in target.split("/") if name):
+        raise UnsafeBoxOutput(path, f"a symlink to {target!r} leads into .git", "takeback.link")
+    return target
