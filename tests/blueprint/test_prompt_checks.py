@@ -161,8 +161,11 @@ async def test_a_run_with_installed_dependencies_and_a_baseline_says_so_in_the_p
     failing = CheckResult(
         name="test", command="python3 -m unittest -v", passed=False, exit_code=1, duration=0.1
     )
+    installed = CheckResult(
+        name="install", command="uv sync --frozen", passed=True, exit_code=0, duration=1.0
+    )
     state = state.model_copy(
-        update={"conventions": conventions, "dependencies": "python-1f2e", "baseline": [failing],
+        update={"conventions": conventions, "prepared": [installed], "baseline": [failing],
                 "status": "running", "current": "implement", "owner_pid": None}
     )  # fmt: skip
     await book.save(state)
