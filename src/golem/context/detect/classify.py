@@ -1,0 +1,246 @@
+"""What a CI's shell line does, from the tool it runs: an install, a lint, a build or a
+test, or none of those (setup, caching, uploads, publishing: never a check). Nothing is
+run; lines are only read."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+
+from golem.context.contracts import Step
+from golem.context.detect.pyci import (
+    hatch_script,
+    installer_only,
+    pip_command,
+    strip_runner,
+    translate_python_install,
+)
+from golem.context.detect.python import PYTEST, PythonFacts
+
+__all__ = ["Classified", "classify", "script_lines"]
+
+TEST_TOOLS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "ava", "ctest", "bats", "tap"})
+LINT_TOOLS = frozenset({
+    "ruff", "flake8", "pylint", "mypy", "pyright", "basedpyright", "black", "isort", "pre-commit",
+    "eslint", "prettier", "biome", "golangci-lint", "staticcheck", "gofmt", "codespell",
+    "pydocstyle", "bandit", "vulture", "yamllint", "shellcheck", "actionlint", "stylelint",
+    "markdownlint", "pycodestyle", "pyflakes", "deptry", "typos", "taplo", "xo", "dmypy",
+})  # fmt: skip
+ENV_TOOLS = frozenset({"tox", "nox"})
+SKIP_TOOLS = {
+    "echo": "prints", "cat": "prints", "ls": "lists files", "git": "git, not a check",
+    "twine": "publishes", "codecov": "uploads coverage", "coveralls": "uploads coverage",
+    "docker": "docker is not in the box", "sudo": "needs root on the runner",
+    "apt-get": "installs system packages: the box's image has what it has",
+    "apt": "installs system packages: the box's image has what it has",
+    "brew": "installs system packages: the box's image has what it has",
+    "conda": "conda is not supported: write a .golem.toml", "mamba": "conda is not supported",
+    "source": "golem makes the virtual environment itself", "virtualenv": "golem makes the venv",
+    "rustup": "sets up the toolchain", "corepack": "sets up the toolchain", "gh": "talks to GitHub",
+}  # fmt: skip
+NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+PYTHON = re.compile(r"^python(?:3(?:\.\d+)?)?$")
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class Classified:
+    """A shell line read: its step (None: not run by golem) and the commands to run."""
+
+    step: Step | None
+    commands: tuple[str, ...] = ()
+    why: str = ""
+    ecosystem: str = ""
+    weak: bool = False
+    directory: str = ""
+
+
+def script_lines(script: str, workdir: str = "") -> list[tuple[str, str]]:
+    """(directory, line) for each command of a ``run:``/``script:`` block: continuations
+    joined, comments and blank lines left out, ``&&`` chains split, ``cd`` followed."""
+    joined = re.sub(r"\\\n\s*", " ", script)
+    found: list[tuple[str, str]] = []
+    cwd = _join("", workdir)
+    for raw in joined.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        for part in re.split(r"\s+&&\s+", line):
+            words = part.split()
+            if words[:1] == ["cd"] and len(words) == 2:
+                cwd = _join(cwd, words[1])
+            elif words and not cwd.startswith(("..", "/")):  # never outside the repository
+                found.append((cwd, part.strip()))
+    return found
+
+
+def classify(line: str, cwd: str, facts: PythonFacts) -> Classified:
+    """What ``line``, run in ``cwd`` (relative to the repository's root), does."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return Classified(None, why="cannot be read as a shell command")
+    assignments = []
+    while words and ASSIGNMENT.match(words[0]):
+        assignments.append(words.pop(0))
+    stripped = _unwrap(strip_runner(words))
+    if not stripped:
+        return Classified(None, why="sets variables only")
+    if stripped != words:  # a runner prefix went: the venv is first on PATH instead
+        line = shlex.join([*assignments, *stripped])
+    found = _classify_words(stripped, line, facts, cwd)
+    if found.step is None or not cwd:
+        return found
+    commands = tuple(f"cd {shlex.quote(cwd)} && {command}" for command in found.commands)
+    return Classified(found.step, commands, found.why, found.ecosystem, found.weak, cwd)
+
+
+def _classify_words(words: list[str], line: str, facts: PythonFacts, cwd: str) -> Classified:
+    tool = words[0].rsplit("/", 1)[-1]
+    if PYTHON.match(tool):
+        return _python_module(words, line, facts, cwd)
+    if tool in ("pip", "pip3"):
+        return _python_install(["pip", *words[1:]], facts, cwd)
+    if tool in ("uv", "poetry", "pdm", "pipx"):
+        return _python_install(words, facts, cwd)
+    if tool == "hatch":
+        return _hatch(words, facts)
+    if tool in NODE_MANAGERS or tool == "npx":
+        return _node(words, line)
+    if tool in ("cargo", "go"):
+        return _compiled(words, line)
+    if tool in ("make", "just"):
+        return _target(words, line)
+    return _tool(tool, words, line)
+
+
+def _tool(tool: str, words: list[str], line: str) -> Classified:
+    if tool in TEST_TOOLS:
+        return Classified("test", (line,), tool)
+    if tool in LINT_TOOLS:
+        return Classified("lint", (line,), tool)
+    if tool in ENV_TOOLS:
+        step: Step = "lint" if _names_lint(words[1:]) else "test"
+        return Classified(step, (line,), f"{tool} (builds its own environments)", weak=True)
+    if tool == "tsc":
+        return Classified("lint" if "--noEmit" in words else "build", (line,), "tsc")
+    return Classified(None, why=SKIP_TOOLS.get(tool, f"{tool}: not a known check"))
+
+
+def _python_module(words: list[str], line: str, facts: PythonFacts, cwd: str) -> Classified:
+    rest = words[1:]
+    if rest[:1] == ["-m"] and len(rest) > 1:
+        module = rest[1]
+        if module == "pip":
+            return _python_install(["pip", *rest[2:]], facts, cwd)
+        tail = shlex.join(["python3", *rest])
+        if module in ("pytest", "unittest", "doctest"):
+            return Classified("test", (tail,), module)
+        if module in ("venv", "virtualenv"):
+            return Classified(None, why="golem makes the virtual environment itself")
+        if module == "build":
+            return Classified(None, why="builds distributions, for publishing")
+        return _tool(module, [module, *rest[2:]], tail)
+    if rest[:2] == ["manage.py", "test"]:
+        return Classified("test", (shlex.join(["python3", *rest]),), "manage.py test")
+    return Classified(None, why="runs a script, not a known check")
+
+
+def _python_install(words: list[str], facts: PythonFacts, cwd: str) -> Classified:
+    arguments = translate_python_install(words, facts)
+    if arguments is None:
+        return _tool(words[0], words, shlex.join(words))
+    if not arguments or installer_only(arguments):
+        return Classified(None, why="upgrades the installer only")
+    return Classified("install", (pip_command(arguments, cwd),), "into .venv", "python")
+
+
+def _hatch(words: list[str], facts: PythonFacts) -> Classified:
+    if words[1:2] == ["test"]:
+        return Classified("test", (PYTEST,), "hatch test runs pytest")
+    if words[1:2] == ["run"]:
+        lines = hatch_script(words, facts)
+        if lines:
+            steps = [classify(line, "", facts) for line in lines]
+            chosen = [found for found in steps if found.step is not None]
+            if chosen:
+                commands = tuple(c for found in chosen for c in found.commands)
+                return Classified(chosen[0].step, commands, f"hatch script {words[2]}")
+    return Classified("test" if words[1:2] == ["test"] else None, why="a hatch environment command", weak=True)
+
+
+def _node(words: list[str], line: str) -> Classified:
+    manager, rest = words[0].rsplit("/", 1)[-1], words[1:]
+    if manager == "npx" or rest[:1] in (["exec"], ["dlx"], ["x"]):
+        inner = rest[1:] if manager != "npx" else [w for w in rest if not w.startswith("-")]
+        found = _tool(inner[0], inner, line) if inner else Classified(None)
+        return found if found.step is not None else Classified(None, why=found.why)
+    verb = rest[0] if rest else "install"
+    if verb in ("ci", "install", "i") and not [w for w in rest[1:] if not w.startswith("-")]:
+        if "-g" in rest or "--global" in rest:
+            return Classified(None, why="a global install")
+        return Classified("install", (line,), manager, "node")
+    if verb in ("test", "t"):
+        return Classified("test", (line,), f"{manager} test")
+    script = rest[1] if verb in ("run", "run-script") and len(rest) > 1 else verb
+    step = _script_step(script)
+    return Classified(step, (line,), f"script {script}") if step else Classified(None, why=f"{manager} {verb}: not a check")
+
+
+def _compiled(words: list[str], line: str) -> Classified:
+    tool, verb = words[0], words[1] if len(words) > 1 else ""
+    steps: dict[str, Step] = {
+        "test": "test", "nextest": "test", "clippy": "lint", "fmt": "lint", "vet": "lint",
+        "build": "build", "check": "build", "fetch": "install",
+    }  # fmt: skip
+    if tool == "go" and words[1:3] == ["mod", "download"]:
+        return Classified("install", (line,), "go mod download", "go")
+    if tool == "go" and verb in ("fmt", "fetch", "check"):
+        return Classified(None, why=f"go {verb}: not a check")
+    step = steps.get(verb)
+    if step is None:
+        return Classified(None, why=f"{tool} {verb}: not a check")
+    return Classified(step, (line,), f"{tool} {verb}", "rust" if tool == "cargo" and step == "install" else "")
+
+
+def _target(words: list[str], line: str) -> Classified:
+    targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    if not targets:
+        return Classified(None, why=f"{words[0]} runs its default target: what it checks is unknown")
+    step = _script_step(targets[0])
+    return Classified(step, (line,), f"{words[0]} {targets[0]}") if step else Classified(None, why=f"{words[0]} {targets[0]}: not a check")
+
+
+def _script_step(name: str) -> Step | None:
+    """A script's or target's step, by its name."""
+    lowered = name.lower()
+    if re.match(r"^(test|tests|check|unit|e2e|coverage|cov)\b", lowered) or lowered.startswith("test"):
+        return "test"
+    if re.match(r"^(lint|typecheck|type-check|types|check-types|format:check|fmt:check|check-format|style|flake8|mypy|ruff)", lowered):
+        return "lint"
+    if lowered.startswith("build") or lowered in ("compile", "all"):
+        return "build"
+    return None
+
+
+def _names_lint(arguments: list[str]) -> bool:
+    text = " ".join(arguments)
+    return re.search(r"\b(lint|style|flake8|mypy|ruff|typing|types|pre-commit)\b", text) is not None
+
+
+def _unwrap(words: list[str]) -> list[str]:
+    while words and words[0] in ("time", "env", "xvfb-run", "nice"):
+        words = words[1:]
+        while words and (words[0].startswith("-") or ASSIGNMENT.match(words[0])):
+            words = words[1:]
+    if words[:3] and words[0] == "coverage" and words[1:2] == ["run"]:
+        rest = [w for w in words[2:] if not w.startswith("--")]
+        return ["python3", *rest] if rest[:1] == ["-m"] else rest
+    return words
+
+
+def _join(cwd: str, rel: str) -> str:
+    joined = posixpath.normpath(posixpath.join(cwd or ".", rel))
+    return "" if joined == "." else joined

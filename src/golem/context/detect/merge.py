@@ -1,0 +1,148 @@
+"""Choosing among the sources' candidates: per check step the most trusted source's
+commands; per ecosystem every install (the CI's first), with the tools the chosen checks
+run added to the venv; and each ecosystem's cache, keys, registries and environment."""
+
+from __future__ import annotations
+
+import shlex
+
+from golem.context.contracts import CHECK_STEPS, DetectedCommand, RepoConventions, Step
+from golem.context.detect.defaults import dependencies_of
+from golem.context.detect.ecosystem import Dependencies, python_dependencies
+from golem.context.detect.found import Candidate, Dropped, RepoFiles
+from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, PythonFacts
+
+__all__ = ["merge"]
+
+PYTHON_TOOLS = frozenset({
+    "pytest", "ruff", "mypy", "flake8", "pylint", "black", "isort", "pre-commit", "tox", "nox",
+    "pyright", "codespell", "coverage", "dmypy",
+})  # fmt: skip
+PRE_COMMIT = Dependencies(
+    "pre-commit",
+    cache=[".golem/pre-commit"],
+    keys=[".pre-commit-config.yaml"],
+    registries=[r"^github\.com$", r"^pypi\.org$", r"^files\.pythonhosted\.org$", r"^registry\.npmjs\.org$"],
+    env={"PRE_COMMIT_HOME": "/workspace/.golem/pre-commit"},
+)
+
+
+def merge(
+    files: RepoFiles, facts: PythonFacts, ecosystems: list[str],
+    candidates: list[Candidate], dropped: list[tuple[Dropped, Step]],
+) -> RepoConventions:  # fmt: skip
+    """The conventions the candidates make."""
+    findings: list[DetectedCommand] = []
+    steps = {step: _choose(step, candidates, findings) for step in CHECK_STEPS}
+    install = _installs(ecosystems, candidates, findings)
+    checks = [command for step in CHECK_STEPS for command in steps[step]]
+    install += _tool_installs(checks, install, facts, findings)
+    venv = any(command.startswith(MAKE_VENV) for command in install)
+    deps = [
+        dep
+        for ecosystem in ecosystems
+        if any(f.step == "install" for f in findings if f.used and _ecosystem_of(f, candidates) == ecosystem)
+        or (ecosystem == "python" and venv)
+        for dep in dependencies_of(ecosystem, files, facts, _directories(ecosystem, candidates), venv)
+    ]
+    if ecosystems and "python" not in ecosystems and venv:
+        deps.append(python_dependencies(facts.project.keys, True))
+    if any(command.startswith("pre-commit") for command in checks):
+        deps.append(PRE_COMMIT)
+    findings += [
+        DetectedCommand(step=step, command=drop.command, origin=drop.origin, why=drop.why, used=False)
+        for drop, step in dropped
+    ]
+    return RepoConventions(
+        install=install,
+        **steps,
+        cache=_union(d.cache for d in deps),
+        cache_keys=[key for key in _union(d.keys for d in deps) if files.exists(key)],
+        registries=_union(d.registries for d in deps),
+        env={key: value for d in deps for key, value in d.env.items()},
+        ecosystems=ecosystems,
+        findings=findings,
+        source=_source(findings, files),
+    )
+
+
+def _choose(step: Step, candidates: list[Candidate], findings: list[DetectedCommand]) -> list[str]:
+    mine = [c for c in candidates if c.step == step]
+    if not mine:
+        return []
+    best = min(c.trust for c in mine)
+    chosen: list[str] = []
+    winner = next(c.origin for c in mine if c.trust == best)
+    for candidate in mine:
+        used = candidate.trust == best and candidate.command not in chosen
+        if used:
+            chosen.append(candidate.command)
+        why = candidate.why if used else f"{candidate.why}; not used: {winner} names the {step}"
+        findings.append(_finding(candidate, used, why))
+    return chosen
+
+
+def _installs(ecosystems: list[str], candidates: list[Candidate], findings: list[DetectedCommand]) -> list[str]:
+    chosen: list[str] = []
+    for ecosystem in ecosystems:
+        mine = sorted((c for c in candidates if c.step == "install" and c.ecosystem == ecosystem), key=lambda c: c.trust)
+        if ecosystem == "python" and mine and all(c.command != MAKE_VENV for c in mine):
+            mine.insert(0, Candidate("install", MAKE_VENV, "golem", "the checks' virtual environment", 0, "python"))
+        if ecosystem == "python" and mine:
+            mine.sort(key=lambda c: c.command != MAKE_VENV)
+        for candidate in mine:
+            used = candidate.command not in chosen
+            chosen += [candidate.command] if used else []
+            findings.append(_finding(candidate, used, candidate.why if used else f"{candidate.why}; already installed"))
+    return chosen
+
+
+def _tool_installs(checks: list[str], install: list[str], facts: PythonFacts, findings: list[DetectedCommand]) -> list[str]:
+    """pip installs of the Python tools the checks run that no install names."""
+    named = " ".join(install)
+    wanted = []
+    for check in checks:
+        words = shlex.split(check) if check else []
+        while words[:1] == ["cd"] or (len(words) > 1 and words[0] == "&&"):
+            words = words[3:] if words[:1] == ["cd"] else words[1:]
+        tool = words[2] if words[:2] == ["python3", "-m"] and len(words) > 2 else (words[0] if words else "")
+        if tool in PYTHON_TOOLS and tool not in named and not facts.project.installs(tool) and tool not in wanted:
+            wanted.append(tool)
+    if not wanted:
+        return []
+    commands = ([] if MAKE_VENV in install else [MAKE_VENV]) + [f"{PIP_INSTALL} {shlex.join(wanted)}"]
+    if "pre-commit" in wanted or any(c.startswith("pre-commit") for c in checks):
+        commands.append(".venv/bin/pre-commit install-hooks")
+    for command in commands:
+        findings.append(DetectedCommand(step="install", command=command, origin="golem", why=f"the checks run {', '.join(wanted)}"))
+    return commands
+
+
+def _finding(candidate: Candidate, used: bool, why: str) -> DetectedCommand:
+    return DetectedCommand(step=candidate.step, command=candidate.command, origin=candidate.origin, why=why, used=used)
+
+
+def _ecosystem_of(finding: DetectedCommand, candidates: list[Candidate]) -> str:
+    return next((c.ecosystem for c in candidates if c.command == finding.command and c.step == "install"), "")
+
+
+def _directories(ecosystem: str, candidates: list[Candidate]) -> list[str]:
+    return list(dict.fromkeys(c.directory for c in candidates if c.step == "install" and c.ecosystem == ecosystem))
+
+
+def _union(lists: object) -> list[str]:
+    found: list[str] = []
+    for items in lists:  # type: ignore[attr-defined]
+        found += [item for item in items if item not in found]
+    return found
+
+
+def _source(findings: list[DetectedCommand], files: RepoFiles) -> str:
+    used = [f for f in findings if f.used and f.step in CHECK_STEPS]
+    if not used:
+        return "no commands found: no .golem.toml, and no CI workflow, task runner or ecosystem default names lint, build or test"
+    origins: dict[str, list[str]] = {}
+    for finding in used:
+        origins.setdefault(finding.origin, []).append(finding.step)
+    parts = [f"{origin} ({', '.join(dict.fromkeys(steps))})" for origin, steps in origins.items()]
+    return "detected: " + "; ".join(parts)
