@@ -60,7 +60,7 @@ class Classified:
 def script_lines(script: str, workdir: str = "") -> list[tuple[str, str]]:
     """(directory, line) for each command of a ``run:``/``script:`` block: continuations
     joined, comments and blank lines left out, ``&&`` chains split, ``cd`` followed."""
-    joined = re.sub(r"\\\n\s*", " ", script)
+    joined = re.sub(r"[ \t]*\\\n\s*", " ", script)
     found: list[tuple[str, str]] = []
     cwd = _join("", workdir)
     for raw in joined.splitlines():

@@ -1,0 +1,263 @@
+"""CI definitions: GitHub Actions workflows and GitLab CI, read the way the CI runs them."""
+
+from __future__ import annotations
+
+from golem.context import load_conventions
+from tests.context.conftest import MakeRepo
+
+PYPROJECT = """\
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "pluggy-like"
+version = "1.0"
+
+[project.optional-dependencies]
+testing = ["pytest", "pytest-benchmark"]
+"""
+
+# In the spirit of pluggy's and humanize's workflows: a matrix, a multi-line run, setup and
+# caching actions, a publish job and a step that needs a secret.
+WORKFLOW = """\
+name: main
+on:
+  push:
+    branches: [main]
+  pull_request:
+env:
+  FORCE_COLOR: "1"
+  PYTEST_ADDOPTS: "-p no:cacheprovider"
+jobs:
+  test:
+    runs-on: ${{ matrix.os }}
+    strategy:
+      matrix:
+        os: [ubuntu-latest, windows-latest]
+        python-version: ["3.11", "3.12"]
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: ${{ matrix.python-version }}
+          cache: pip
+      - name: Install
+        run: |
+          python -m pip install --upgrade pip
+          python -m pip install -e .[testing]
+      - name: Test
+        run: python${{ matrix.python-version }} -m pytest --durations=10 $PYTEST_ADDOPTS
+      - name: Upload coverage
+        run: codecov --token ${{ secrets.CODECOV_TOKEN }}
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: pip install ruff==0.6.0 mypy
+      - run: |
+          # style first
+          ruff check . && ruff format --check .
+          mypy src \\
+            --strict
+      - name: Typos
+        run: typos --config ${{ github.workspace }}/typos.toml
+  deploy:
+    needs: [test]
+    runs-on: ubuntu-latest
+    if: startsWith(github.ref, 'refs/tags/')
+    steps:
+      - run: python -m build && twine upload dist/*
+"""
+
+
+def test_a_workflows_own_commands_win_over_the_defaults_in_the_venv_form(
+    make_repo: MakeRepo,
+) -> None:
+    repo = make_repo(
+        {
+            ".github/workflows/main.yml": WORKFLOW,
+            "pyproject.toml": PYPROJECT,
+            "tests/test_x.py": "def test_x(): ...\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["python3 -m pytest --durations=10 -p no:cacheprovider"]
+    assert conventions.lint == ["ruff check .", "ruff format --check .", "mypy src --strict"]
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -e '.[testing]'",
+        ".venv/bin/python -m pip install ruff==0.6.0 mypy",
+    ]
+    assert conventions.ecosystems == ["python"]
+    used = {(f.command, f.origin, f.why) for f in conventions.findings if f.used}
+    assert (
+        "python3 -m pytest --durations=10 -p no:cacheprovider",
+        ".github/workflows/main.yml",
+        "job test, step 4: pytest",
+    ) in used
+    dropped = {f.command: f.why for f in conventions.findings if not f.used}
+    assert dropped["typos --config ${{ github.workspace }}/typos.toml"] == (
+        "job lint, step 4: uses ${{ github.workspace }}, known only on the CI runner"
+    )
+    assert "python3 -m pytest" in dropped  # the default, outranked by the workflow
+    assert not any("twine" in c or "codecov" in c or "build" in c for c in used)
+    assert conventions.source == "detected: .github/workflows/main.yml (lint, test)"
+
+
+def test_a_matrix_key_that_changes_what_runs_gives_one_command_per_value(
+    make_repo: MakeRepo,
+) -> None:
+    workflow = """\
+on: [push, pull_request]
+jobs:
+  check:
+    runs-on: ubuntu-latest
+    strategy:
+      matrix:
+        task: [lint, test]
+        include:
+          - task: build
+    steps:
+      - run: pnpm install --frozen-lockfile
+      - run: pnpm run ${{ matrix.task }}
+        working-directory: web
+"""
+    repo = make_repo(
+        {
+            ".github/workflows/ci.yaml": workflow,
+            "web/package.json": '{"scripts": {"test": "vitest run"}}',
+            "web/pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.lint == ["cd web && pnpm run lint"]
+    assert conventions.test == ["cd web && pnpm run test"]
+    assert conventions.build == ["cd web && pnpm run build"]
+    assert conventions.install == ["pnpm install --frozen-lockfile"]
+    assert conventions.ecosystems == ["node"]
+
+
+def test_install_steps_run_where_the_workflow_runs_them(make_repo: MakeRepo) -> None:
+    workflow = """\
+on: pull_request
+defaults:
+  run:
+    working-directory: frontend
+jobs:
+  unit:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/setup-node@v4
+      - run: npm ci
+      - run: npx vitest run
+      - run: npm publish
+"""
+    repo = make_repo(
+        {
+            ".github/workflows/unit.yml": workflow,
+            "frontend/package.json": "{}",
+            "frontend/package-lock.json": "{}",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.install == ["cd frontend && npm ci"]
+    assert conventions.test == ["cd frontend && npx vitest run"]
+    assert conventions.cache == ["frontend/node_modules"]
+    assert conventions.cache_keys == ["frontend/package.json", "frontend/package-lock.json"]
+    assert conventions.registries == [r"^registry\.npmjs\.org$"]
+
+
+def test_workflows_that_do_not_run_on_changes_and_other_platforms_are_left_out(
+    make_repo: MakeRepo,
+) -> None:
+    release = "on:\n  release:\n    types: [published]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n"
+    windows = (
+        "on: push\njobs:\n  w:\n    runs-on: windows-latest\n    steps:\n"
+        "      - run: pytest\n        shell: pwsh\n"
+    )
+    repo = make_repo(
+        {
+            ".github/workflows/release.yml": release,
+            ".github/workflows/windows.yml": windows,
+            ".github/workflows/broken.yml": "on: [push\njobs: {",
+            "go.mod": "module example.com/x\n\ngo 1.21\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["go test ./..."]
+    assert conventions.source == "detected: ecosystem default (test)"
+
+
+def test_uv_sync_and_uv_run_become_the_venv_and_plain_commands(make_repo: MakeRepo) -> None:
+    pyproject = PYPROJECT + '\n[dependency-groups]\ndev = ["pytest>=8", "coverage"]\ndocs = ["sphinx"]\n'
+    workflow = """\
+on: [pull_request]
+jobs:
+  tests:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: astral-sh/setup-uv@v3
+      - run: uv sync --extra testing --frozen
+      - run: uv run --frozen coverage run -m pytest -x
+      - run: uv run tox -e ${{ matrix.env }}
+"""
+    repo = make_repo(
+        {".github/workflows/t.yml": workflow, "pyproject.toml": pyproject, "uv.lock": "version = 1\n"}
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.install[:2] == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -e '.[testing]' 'pytest>=8' coverage",
+    ]
+    assert conventions.test == ["python3 -m pytest -x"]
+    assert "uv.lock" in conventions.cache_keys
+    dropped = [f for f in conventions.findings if not f.used and "tox" in f.command]
+    assert dropped and "known only on the CI runner" in dropped[0].why
+
+
+def test_gitlab_ci_scripts_are_read_and_deploy_stages_left_out(make_repo: MakeRepo) -> None:
+    pipeline = """\
+stages: [test, deploy]
+variables:
+  CARGO_TERM_COLOR: always
+default:
+  image: rust:1.80
+.template: &t
+  script: [cargo build]
+test:
+  stage: test
+  before_script:
+    - rustup component add clippy
+  script:
+    - cargo fetch
+    - cargo clippy --all-targets -- -D warnings
+    - cargo test --workspace
+pages:
+  stage: deploy
+  script: [cargo doc]
+publish:
+  stage: deploy
+  script: [cargo publish --token $CRATES_TOKEN]
+"""
+    repo = make_repo(
+        {".gitlab-ci.yml": pipeline, "Cargo.toml": '[package]\nname = "x"\nversion = "0.1.0"\n'}
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.lint == ["cargo clippy --all-targets -- -D warnings"]
+    assert conventions.test == ["cargo test --workspace"]
+    assert conventions.install == ["cargo fetch"]
+    assert conventions.env == {"CARGO_HOME": "/workspace/.golem/cargo"}
+    assert conventions.ecosystems == ["rust"]
