@@ -96,7 +96,7 @@ def test_pytest_is_installed_when_the_tests_import_it_and_nothing_declares_it(
 
     assert conventions.install[-1] == ".venv/bin/python -m pip install -e . pytest"
     assert conventions.test == ["python3 -m pytest"]
-    assert conventions.findings[0].why == "test files import pytest"
+    assert [f.why for f in conventions.findings if f.step == "test"] == ["test files import pytest"]
 
 
 def test_plain_unittest_files_without_a_manifest_run_by_discovery_without_a_venv(

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import shlex
 
-from golem.context.contracts import CHECK_STEPS, DetectedCommand, RepoConventions, Step
+from golem.context.contracts import CHECK_STEPS, STEPS, DetectedCommand, RepoConventions, Step
 from golem.context.detect.defaults import dependencies_of
-from golem.context.detect.ecosystem import Dependencies, python_dependencies
+from golem.context.detect.ecosystem import Dependencies
 from golem.context.detect.found import Candidate, Dropped, RepoFiles
-from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, PythonFacts
+from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
 
 __all__ = ["merge"]
 
@@ -37,22 +37,23 @@ def merge(
     install = _installs(ecosystems, candidates, findings)
     checks = [command for step in CHECK_STEPS for command in steps[step]]
     install += _tool_installs(checks, install, facts, findings)
-    venv = any(command.startswith(MAKE_VENV) for command in install)
+    venv = MAKE_VENV in install
+    if venv and "python" not in ecosystems:  # only for the tools the checks run
+        ecosystems = ["python", *ecosystems]
+    installing = {c.ecosystem for c in candidates if c.step == "install" and c.command in install}
     deps = [
         dep
         for ecosystem in ecosystems
-        if any(f.step == "install" for f in findings if f.used and _ecosystem_of(f, candidates) == ecosystem)
-        or (ecosystem == "python" and venv)
+        if ecosystem in installing or (ecosystem == "python" and venv)
         for dep in dependencies_of(ecosystem, files, facts, _directories(ecosystem, candidates), venv)
     ]
-    if ecosystems and "python" not in ecosystems and venv:
-        deps.append(python_dependencies(facts.project.keys, True))
     if any(command.startswith("pre-commit") for command in checks):
         deps.append(PRE_COMMIT)
     findings += [
         DetectedCommand(step=step, command=drop.command, origin=drop.origin, why=drop.why, used=False)
         for drop, step in dropped
     ]
+    findings.sort(key=lambda finding: (not finding.used, STEPS.index(finding.step)))
     return RepoConventions(
         install=install,
         **steps,
@@ -87,7 +88,7 @@ def _installs(ecosystems: list[str], candidates: list[Candidate], findings: list
     for ecosystem in ecosystems:
         mine = sorted((c for c in candidates if c.step == "install" and c.ecosystem == ecosystem), key=lambda c: c.trust)
         if ecosystem == "python" and mine and all(c.command != MAKE_VENV for c in mine):
-            mine.insert(0, Candidate("install", MAKE_VENV, "golem", "the checks' virtual environment", 0, "python"))
+            mine.insert(0, Candidate("install", MAKE_VENV, "golem", VENV_WHY, 0, "python"))
         if ecosystem == "python" and mine:
             mine.sort(key=lambda c: c.command != MAKE_VENV)
         for candidate in mine:
@@ -120,10 +121,6 @@ def _tool_installs(checks: list[str], install: list[str], facts: PythonFacts, fi
 
 def _finding(candidate: Candidate, used: bool, why: str) -> DetectedCommand:
     return DetectedCommand(step=candidate.step, command=candidate.command, origin=candidate.origin, why=why, used=used)
-
-
-def _ecosystem_of(finding: DetectedCommand, candidates: list[Candidate]) -> str:
-    return next((c.ecosystem for c in candidates if c.command == finding.command and c.step == "install"), "")
 
 
 def _directories(ecosystem: str, candidates: list[Candidate]) -> list[str]:

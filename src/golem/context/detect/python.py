@@ -24,6 +24,7 @@ MAKE_VENV = "python3 -m venv .venv"
 PIP_INSTALL = ".venv/bin/python -m pip install"
 PYTEST = "python3 -m pytest"
 DEFAULT = "ecosystem default"
+VENV_WHY = "the checks' virtual environment, never the system Python"
 PYTEST_CONFIGS = ("pytest.ini", "conftest.py", "tests/conftest.py", "test/conftest.py")
 
 
@@ -77,9 +78,9 @@ def read_python(files: RepoFiles) -> PythonFacts:
     return PythonFacts(files)
 
 
-def pip_install(arguments: list[str]) -> list[str]:
+def pip_install(arguments: list[str]) -> tuple[str, str]:
     """A virtual environment and one pip install of ``arguments`` into it."""
-    return [MAKE_VENV, f"{PIP_INSTALL} {shlex.join(arguments)}"] if arguments else [MAKE_VENV]
+    return MAKE_VENV, f"{PIP_INSTALL} {shlex.join(arguments)}"
 
 
 def python_defaults(facts: PythonFacts) -> list[Candidate]:
@@ -90,10 +91,9 @@ def python_defaults(facts: PythonFacts) -> list[Candidate]:
     why = _why_pytest(facts) if pytest else "test_*.py files, no pytest"
     arguments = facts.install_arguments(with_pytest=pytest)
     if arguments:
-        found += [
-            Candidate("install", command, DEFAULT, _why_install(facts), TRUST_DEFAULT, "python")
-            for command in pip_install(arguments)
-        ]
+        venv, pip = pip_install(arguments)
+        found.append(Candidate("install", venv, DEFAULT, VENV_WHY, TRUST_DEFAULT, "python"))
+        found.append(Candidate("install", pip, DEFAULT, _why_install(facts), TRUST_DEFAULT, "python"))
     if pytest and (facts.tests.python or facts.project.installable):
         found.append(Candidate("test", PYTEST, DEFAULT, why, TRUST_DEFAULT))
     elif facts.tests.python:
