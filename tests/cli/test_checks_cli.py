@@ -48,7 +48,10 @@ def test_detect_prints_each_command_with_its_origin_and_why(tmp_path: Path) -> N
     lines = [" ".join(line.split()) for line in done.stdout.splitlines()]
     assert "lint go vet ./... .github/workflows/ci.yml job test, step 3: go vet" in lines
     assert "test go test -race ./... .github/workflows/ci.yml job test, step 4: go test" in lines
-    assert "install go mod download .github/workflows/ci.yml job test, step 2: go mod download" in lines
+    assert (
+        "install go mod download .github/workflows/ci.yml job test, step 2: go mod download"
+        in lines
+    )
     assert any(line.startswith("test go test ./... ecosystem default") for line in lines)
     assert any("known only on the CI runner" in line for line in lines)
     assert "ecosystems: go" in lines

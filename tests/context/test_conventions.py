@@ -89,7 +89,7 @@ def test_an_empty_golem_toml_means_no_commands(make_repo: MakeRepo) -> None:
         ('[dependencies]\ncache = ["/root"]\n', r"dependencies\.cache: .*not a path inside"),
         ('[dependencies]\nkeys = ["../x.lock"]\n', r"dependencies\.keys: .*not a path inside"),
         ('[dependencies]\nregistries = ["(pypi"]\n', r"dependencies\.registries: .*not a regular"),
-        ('[dependencies]\ncaches = []\n', r"dependencies\.caches: Extra inputs"),
+        ("[dependencies]\ncaches = []\n", r"dependencies\.caches: Extra inputs"),
         ('[env]\n"A B" = "x"\n', r"env: .*'A B' is not an environment variable name"),
         ("[env]\nX = 1\n", r"env\.X: Input should be a valid string"),
     ],
@@ -148,7 +148,10 @@ def test_install_dependencies_and_env_load_from_their_tables(make_repo: MakeRepo
 
 def test_rendered_conventions_load_back_the_same(make_repo: MakeRepo) -> None:
     conventions = RepoConventions(
-        install=["python3 -m venv .venv", """.venv/bin/python -m pip install -e '.[test]' "a\\b" \x7f"""],
+        install=[
+            "python3 -m venv .venv",
+            """.venv/bin/python -m pip install -e '.[test]' "a\\b" \x7f""",
+        ],
         lint=['ruff check . --config "x = 1"'],
         test=["python3 -m pytest -q", "printf 'tab\\there\\n' # ünïcode"],
         cache=[".venv", "web/node_modules"],
@@ -162,7 +165,18 @@ def test_rendered_conventions_load_back_the_same(make_repo: MakeRepo) -> None:
 
     loaded = load_conventions(repo)
 
-    fields = ("install", "setup", "lint", "build", "test", "cache", "cache_keys", "registries", "env", "image")
+    fields = (
+        "install",
+        "setup",
+        "lint",
+        "build",
+        "test",
+        "cache",
+        "cache_keys",
+        "registries",
+        "env",
+        "image",
+    )
     assert {f: getattr(loaded, f) for f in fields} == {f: getattr(conventions, f) for f in fields}
 
 
@@ -177,7 +191,10 @@ def test_the_golem_toml_example_in_the_docs_loads(make_repo: MakeRepo) -> None:
         "python3 -m venv .venv",
         ".venv/bin/python -m pip install -e '.[dev]'",
     ]
-    assert (conventions.lint, conventions.test) == (["ruff check .", "mypy"], ["python3 -m pytest -q"])
+    assert (conventions.lint, conventions.test) == (
+        ["ruff check .", "mypy"],
+        ["python3 -m pytest -q"],
+    )
     assert conventions.cache == [".venv"]
     assert conventions.env["VIRTUAL_ENV"] == "/workspace/.venv"
     assert conventions.image == "golem/python:3.11"

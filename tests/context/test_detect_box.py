@@ -16,6 +16,11 @@ from setuptools import find_packages, setup
 
 setup(name="tally", version="1.0", packages=find_packages("src"), package_dir={"": "src"})
 """
+TALLY = """\
+def count(text):
+    words = text.split()
+    return {word: words.count(word) for word in words}
+"""
 TEST = """\
 import unittest
 
@@ -38,7 +43,7 @@ async def test_the_detected_venv_install_and_test_run_offline_in_a_box(
     repo = make_repo(
         {
             "setup.py": SETUP_PY,
-            "src/tally/__init__.py": "def count(text):\n    words = text.split()\n    return {w: words.count(w) for w in words}\n",
+            "src/tally/__init__.py": TALLY,
             "tests/test_tally.py": TEST,
         }
     )

@@ -177,7 +177,10 @@ jobs:
 def test_workflows_that_do_not_run_on_changes_and_other_platforms_are_left_out(
     make_repo: MakeRepo,
 ) -> None:
-    release = "on:\n  release:\n    types: [published]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n"
+    release = (
+        "on:\n  release:\n    types: [published]\njobs:\n  t:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - run: make test\n"
+    )
     windows = (
         "on: push\njobs:\n  w:\n    runs-on: windows-latest\n    steps:\n"
         "      - run: pytest\n        shell: pwsh\n"
@@ -198,7 +201,9 @@ def test_workflows_that_do_not_run_on_changes_and_other_platforms_are_left_out(
 
 
 def test_uv_sync_and_uv_run_become_the_venv_and_plain_commands(make_repo: MakeRepo) -> None:
-    pyproject = PYPROJECT + '\n[dependency-groups]\ndev = ["pytest>=8", "coverage"]\ndocs = ["sphinx"]\n'
+    pyproject = (
+        PYPROJECT + '\n[dependency-groups]\ndev = ["pytest>=8", "coverage"]\ndocs = ["sphinx"]\n'
+    )
     workflow = """\
 on: [pull_request]
 jobs:
@@ -211,7 +216,11 @@ jobs:
       - run: uv run tox -e ${{ matrix.env }}
 """
     repo = make_repo(
-        {".github/workflows/t.yml": workflow, "pyproject.toml": pyproject, "uv.lock": "version = 1\n"}
+        {
+            ".github/workflows/t.yml": workflow,
+            "pyproject.toml": pyproject,
+            "uv.lock": "version = 1\n",
+        }
     )
 
     conventions = load_conventions(repo)
@@ -223,7 +232,9 @@ jobs:
     assert conventions.test == ["python3 -m pytest -x"]
     assert "uv.lock" in conventions.cache_keys
     dropped = [f for f in conventions.findings if not f.used and "tox" in f.command]
-    assert dropped and "known only on the CI runner" in dropped[0].why
+    assert [f.why for f in dropped] == [
+        "job tests, step 4: uses ${{ matrix.env }}, known only on the CI runner"
+    ]
 
 
 def test_gitlab_ci_scripts_are_read_and_deploy_stages_left_out(make_repo: MakeRepo) -> None:

@@ -108,7 +108,8 @@ def test_plain_unittest_files_without_a_manifest_run_by_discovery_without_a_venv
             "test_shlex_like.py": (
                 "import unittest\nimport shlex_like\n\n"
                 "class T(unittest.TestCase):\n"
-                "    def test_split(self):\n        self.assertEqual(shlex_like.split('a b'), ['a', 'b'])\n"
+                "    def test_split(self):\n"
+                "        self.assertEqual(shlex_like.split('a b'), ['a', 'b'])\n"
             ),
         }
     )
@@ -127,7 +128,10 @@ def test_plain_unittest_files_without_a_manifest_run_by_discovery_without_a_venv
 def test_unittest_discovery_starts_in_each_test_directory_that_is_not_a_package(
     make_repo: MakeRepo,
 ) -> None:
-    test = "import unittest\nimport lib\n\nclass T(unittest.TestCase):\n    def test_{n}(self):\n        self.assertTrue(lib.ok())\n"
+    test = (
+        "import unittest\nimport lib\n\nclass T(unittest.TestCase):\n"
+        "    def test_{n}(self):\n        self.assertTrue(lib.ok())\n"
+    )
     repo = make_repo(
         {
             "lib.py": "def ok():\n    return True\n",

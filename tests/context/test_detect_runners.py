@@ -15,9 +15,17 @@ CARGO = '[package]\nname = "x"\nversion = "0.1.0"\nedition = "2021"\n'
 def test_vitest_with_pnpm_installs_by_the_lockfile_and_runs_the_scripts(
     make_repo: MakeRepo,
 ) -> None:
-    scripts = {"test": "vitest run", "lint": "eslint .", "typecheck": "tsc --noEmit", "build": "vite build"}
+    scripts = {
+        "test": "vitest run",
+        "lint": "eslint .",
+        "typecheck": "tsc --noEmit",
+        "build": "vite build",
+    }
     repo = make_repo(
-        {"package.json": json.dumps({"scripts": scripts}), "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"}
+        {
+            "package.json": json.dumps({"scripts": scripts}),
+            "pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
+        }
     )
 
     conventions = load_conventions(repo)
@@ -40,13 +48,18 @@ def test_yarn_reaches_its_own_registry_and_no_lockfile_means_npm_install(
     yarn = make_repo({"package.json": '{"scripts": {"test": "jest"}}', "yarn.lock": ""})
     bare = make_repo({"package.json": '{"scripts": {"test": "jest"}}'}, name="bare")
 
-    assert load_conventions(yarn).registries == [r"^registry\.npmjs\.org$", r"^registry\.yarnpkg\.com$"]
+    assert load_conventions(yarn).registries == [
+        r"^registry\.npmjs\.org$",
+        r"^registry\.yarnpkg\.com$",
+    ]
     assert load_conventions(yarn).install == ["yarn install --frozen-lockfile"]
     assert load_conventions(bare).install == ["npm install"]
     assert load_conventions(bare).cache_keys == ["package.json"]
 
 
-def test_a_cargo_project_fetches_into_the_workspace_and_runs_cargo_test(make_repo: MakeRepo) -> None:
+def test_a_cargo_project_fetches_into_the_workspace_and_runs_cargo_test(
+    make_repo: MakeRepo,
+) -> None:
     repo = make_repo({"Cargo.toml": CARGO, "Cargo.lock": "version = 3\n", "src/lib.rs": ""})
 
     conventions = load_conventions(repo)
@@ -87,7 +100,10 @@ def test_a_go_module_downloads_into_the_workspace_and_runs_go_test(make_repo: Ma
 def test_several_ecosystems_merge_each_install_in_order(make_repo: MakeRepo) -> None:
     repo = make_repo(
         {
-            "pyproject.toml": '[project]\nname = "x"\nversion = "0"\n[project.optional-dependencies]\ntest = ["pytest"]\n',
+            "pyproject.toml": (
+                '[project]\nname = "x"\nversion = "0"\n'
+                '[project.optional-dependencies]\ntest = ["pytest"]\n'
+            ),
             "tests/test_x.py": "def test_x(): ...\n",
             "package.json": '{"scripts": {"build": "tsc"}}',
             "package-lock.json": "{}",
@@ -117,16 +133,28 @@ def test_makefile_and_justfile_targets_outrank_ecosystem_defaults(make_repo: Mak
         "test: lint\n\tpytest\n\nclean:\n\trm -rf build\n"
     )
     make = make_repo({"Makefile": makefile, "go.mod": "module x\n"})
-    just = make_repo({"justfile": "default:\n  just --list\n\ncheck *args:\n  cargo test {{args}}\n", "Cargo.toml": CARGO}, name="just")
+    just = make_repo(
+        {
+            "justfile": "default:\n  just --list\n\ncheck *args:\n  cargo test {{args}}\n",
+            "Cargo.toml": CARGO,
+        },
+        name="just",
+    )
 
-    assert (load_conventions(make).lint, load_conventions(make).test) == (["make lint"], ["make test"])
+    assert (load_conventions(make).lint, load_conventions(make).test) == (
+        ["make lint"],
+        ["make test"],
+    )
     assert load_conventions(make).install == ["go mod download"]
     assert load_conventions(just).test == ["just check"]
     assert load_conventions(just).install == ["cargo fetch"]
 
 
 def test_pre_commit_is_the_lint_when_nothing_more_trusted_names_one(make_repo: MakeRepo) -> None:
-    config = "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.6.0\n    hooks:\n      - id: ruff\n"
+    config = (
+        "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.6.0\n"
+        "    hooks:\n      - id: ruff\n"
+    )
     repo = make_repo({".pre-commit-config.yaml": config, "test_a.py": "import unittest\n"})
 
     conventions = load_conventions(repo)
@@ -156,7 +184,10 @@ def test_tox_and_nox_come_after_the_ecosystems_defaults(make_repo: MakeRepo) -> 
     assert load_conventions(with_tests).test == ["python3 -m pytest"]
     assert load_conventions(with_tests).lint == ["tox -e lint"]
     assert load_conventions(only_tox).test == ["tox"]
-    assert (load_conventions(only_nox).lint, load_conventions(only_nox).test) == (["nox -s lint"], ["nox -s tests"])
+    assert (load_conventions(only_nox).lint, load_conventions(only_nox).test) == (
+        ["nox -s lint"],
+        ["nox -s tests"],
+    )
     assert ".venv/bin/python -m pip install tox" in load_conventions(only_tox).install
     assert load_conventions(only_tox).cache == [".venv"]
     assert load_conventions(only_tox).ecosystems == ["python"]
@@ -169,7 +200,10 @@ def test_detection_only_reads_files(make_repo: MakeRepo, tmp_path: Path) -> None
             "noxfile.py": f"open({str(proof)!r}, 'w').close()\n",
             "Makefile": f"$(shell touch {proof})\ntest:\n\ttrue\n",
             "package.json": json.dumps({"scripts": {"test": f"touch {proof}"}}),
-            ".github/workflows/ci.yml": f"on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: touch {proof}\n",
+            ".github/workflows/ci.yml": (
+                "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
+                f"      - run: touch {proof}\n"
+            ),
         }
     )
 
@@ -190,7 +224,9 @@ def test_nothing_found_gives_empty_conventions_that_say_so(make_repo: MakeRepo) 
     assert not load_conventions(broken).verifies
 
 
-def test_files_linked_out_of_the_repository_are_not_read(make_repo: MakeRepo, tmp_path: Path) -> None:
+def test_files_linked_out_of_the_repository_are_not_read(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside.yml"
     outside.write_text("on: push\njobs:\n  t:\n    steps:\n      - run: pytest --evil\n")
     repo = make_repo({"README.md": "x"})

@@ -8,6 +8,12 @@ import tempfile
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from golem.context import CONVENTIONS_FILE, RepoConventions, detect_conventions, render_conventions
+from golem.core import ConfigError
 
 __all__ = ["checks_app"]
 
@@ -24,11 +30,6 @@ def detect_command(
 ) -> None:
     """Print the install, lint, build and test commands found in the repository's CI,
     task runners and ecosystem, and why; --write saves them as its .golem.toml."""
-    from rich.console import Console
-
-    from golem.context import CONVENTIONS_FILE, detect_conventions, render_conventions
-    from golem.core import ConfigError
-
     if not repo.is_dir():
         raise ConfigError(f"{repo} is not a directory; give the repository's with --repo PATH")
     target = repo / CONVENTIONS_FILE
@@ -48,14 +49,7 @@ def detect_command(
         console.print(f"note: {target} exists; runs use it, not what is detected here")
 
 
-def _print(console: object, conventions: object) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from golem.context import RepoConventions
-
-    assert isinstance(console, Console) and isinstance(conventions, RepoConventions)
+def _print(console: Console, conventions: RepoConventions) -> None:
     used = [f for f in conventions.findings if f.used]
     unused = [f for f in conventions.findings if not f.used]
     for title, findings in (("found", used), ("found but not used", unused)):
@@ -65,7 +59,9 @@ def _print(console: object, conventions: object) -> None:
         for column in ("STEP", "COMMAND", "ORIGIN", "WHY"):
             table.add_column(column, overflow="fold")
         for finding in findings:
-            table.add_row(finding.step, escape(finding.command), escape(finding.origin), escape(finding.why))
+            table.add_row(
+                finding.step, escape(finding.command), escape(finding.origin), escape(finding.why)
+            )
         console.print(table)
     console.print(f"checks: {escape(conventions.source)}")
     console.print(f"ecosystems: {', '.join(conventions.ecosystems) or 'none recognised'}")

@@ -68,7 +68,9 @@ def _relative_paths(paths: list[str]) -> list[str]:
     for path in paths:
         normal = posixpath.normpath(path) if path else ""
         if not path or path.startswith("/") or normal == "." or normal.split("/")[0] == "..":
-            raise ValueError(f"{path!r} is not a path inside the repository; write it relative to its root")
+            raise ValueError(
+                f"{path!r} is not a path inside the repository; write it relative to its root"
+            )
     return paths
 
 
@@ -144,7 +146,9 @@ def load_conventions(repo: str | os.PathLike[str]) -> RepoConventions:
     parsed = _parse(path, real)
     commands = parsed.commands
     findings = [
-        DetectedCommand(step=step, command=command, origin=CONVENTIONS_FILE, why=f"[commands] {step}")
+        DetectedCommand(
+            step=step, command=command, origin=CONVENTIONS_FILE, why=f"[commands] {step}"
+        )
         for step in STEPS
         for command in getattr(commands, step)
     ]
@@ -174,7 +178,10 @@ def render_conventions(conventions: RepoConventions) -> str:
     lines += ["", "[commands]"]
     lines += [f"{step} = {_strings(getattr(conventions, step))}" for step in STEPS]
     lines += ["", "[dependencies]"]
-    lines += [f"cache = {_strings(conventions.cache)}", f"keys = {_strings(conventions.cache_keys)}"]
+    lines += [
+        f"cache = {_strings(conventions.cache)}",
+        f"keys = {_strings(conventions.cache_keys)}",
+    ]
     lines += [f"registries = {_strings(conventions.registries)}", "", "[env]"]
     lines += [f"{_string(name)} = {_string(value)}" for name, value in conventions.env.items()]
     return "\n".join(lines) + "\n"
@@ -216,5 +223,3 @@ def _parse(path: Path, real: Path) -> ConventionsFile:
             for error in exc.errors()
         )
         raise ConfigError(f"{path} is not a valid golem file:\n{problems}\n{fix}") from exc
-
-

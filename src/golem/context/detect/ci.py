@@ -6,13 +6,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from golem.context.contracts import Step
 from golem.context.detect.classify import classify, script_lines
 from golem.context.detect.found import TRUST_CI, TRUST_LAST, Candidate, Dropped
 from golem.context.detect.python import PythonFacts
 
-__all__ = ["JobLines", "SKIPPED_NAMES", "read_lines"]
+__all__ = ["SKIPPED_NAMES", "JobLines", "read_lines"]
 
-SKIPPED_NAMES = re.compile(r"(deploy|publish|release|upload|pages|docs?\b|benchmark|pypi)", re.IGNORECASE)
+SKIPPED_NAMES = re.compile(
+    r"(deploy|publish|release|upload|pages|docs?\b|benchmark|pypi)", re.IGNORECASE
+)
 """Jobs and steps with these in their name are never checks."""
 SHELL_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 
@@ -22,7 +25,7 @@ class JobLines:
     """What a CI job's lines gave: commands by step, and lines dropped with why."""
 
     candidates: list[Candidate] = field(default_factory=list)
-    dropped: list[tuple[Dropped, str]] = field(default_factory=list)
+    dropped: list[tuple[Dropped, Step]] = field(default_factory=list)
     """Each with the step it would have been."""
 
 
@@ -31,8 +34,8 @@ def read_lines(
     facts: PythonFacts, found: JobLines,
 ) -> None:  # fmt: skip
     """Classify each line of ``script`` into ``found``; ``where`` names the job and step."""
-    for cwd, line in script_lines(script, workdir):
-        line = _substitute(line, env)
+    for cwd, written in script_lines(script, workdir):
+        line = _substitute(written, env)
         unknown = _runner_variable(line)
         result = classify(line, cwd, facts)
         if unknown and result.step is not None:
@@ -45,7 +48,9 @@ def read_lines(
         why = f"{where}: {result.why}" if result.why else where
         for command in result.commands:
             found.candidates.append(
-                Candidate(result.step, command, origin, why, trust, result.ecosystem, result.directory)
+                Candidate(
+                    result.step, command, origin, why, trust, result.ecosystem, result.directory
+                )
             )
 
 

@@ -21,7 +21,9 @@ from golem.context.detect.python import PYTEST, PythonFacts
 
 __all__ = ["Classified", "classify", "script_lines"]
 
-TEST_TOOLS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "ava", "ctest", "bats", "tap"})
+TEST_TOOLS = frozenset(
+    {"pytest", "py.test", "jest", "vitest", "mocha", "ava", "ctest", "bats", "tap"}
+)
 LINT_TOOLS = frozenset({
     "ruff", "flake8", "pylint", "mypy", "pyright", "basedpyright", "black", "isort", "pre-commit",
     "eslint", "prettier", "biome", "golangci-lint", "staticcheck", "gofmt", "codespell",
@@ -42,6 +44,12 @@ SKIP_TOOLS = {
 }  # fmt: skip
 NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 PYTHON = re.compile(r"^python(?:3(?:\.\d+)?)?$")
+PYTHON_WORD = re.compile(r"(^|\s)python(?:3(?:\.\d+)?)?(?=\s)")
+MODULES_SKIPPED = {
+    "venv": "golem makes the virtual environment itself",
+    "virtualenv": "golem makes the virtual environment itself",
+    "build": "builds distributions, for publishing",
+}
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -89,7 +97,7 @@ def classify(line: str, cwd: str, facts: PythonFacts) -> Classified:
     if not stripped:
         return Classified(None, why="sets variables only")
     if stripped != words:  # a runner prefix went: the venv is first on PATH instead
-        line = shlex.join([*assignments, *stripped])
+        line = _without_prefix(line, assignments, len(words) - len(stripped), stripped)
     found = _classify_words(stripped, line, facts, cwd)
     if found.step is None or not cwd:
         return found
@@ -97,22 +105,36 @@ def classify(line: str, cwd: str, facts: PythonFacts) -> Classified:
     return Classified(found.step, commands, found.why, found.ecosystem, found.weak, cwd)
 
 
+def _without_prefix(line: str, assignments: list[str], removed: int, kept: list[str]) -> str:
+    """``line`` without its first ``removed`` words (after the assignments), as written
+    when that is unambiguous (globs and quoting kept), else re-quoted."""
+    parts = line.split(None, len(assignments) + removed)
+    rest = parts[-1] if len(parts) > len(assignments) + removed else ""
+    try:
+        if shlex.split(rest) == kept:
+            return " ".join([*parts[: len(assignments)], rest])
+    except ValueError:
+        pass
+    return shlex.join([*assignments, *kept])
+
+
 def _classify_words(words: list[str], line: str, facts: PythonFacts, cwd: str) -> Classified:
     tool = words[0].rsplit("/", 1)[-1]
     if PYTHON.match(tool):
         return _python_module(words, line, facts, cwd)
-    if tool in ("pip", "pip3"):
-        return _python_install(["pip", *words[1:]], facts, cwd)
-    if tool in ("uv", "poetry", "pdm", "pipx"):
-        return _python_install(words, facts, cwd)
-    if tool == "hatch":
-        return _hatch(words, facts)
+    if tool in ("pip", "pip3", "uv", "poetry", "pdm", "pipx"):
+        return _python_install(["pip", *words[1:]] if tool == "pip3" else words, facts, cwd)
+    readers = {
+        "hatch": _hatch,
+        "cargo": _compiled,
+        "go": _compiled,
+        "make": _target,
+        "just": _target,
+    }
     if tool in NODE_MANAGERS or tool == "npx":
         return _node(words, line)
-    if tool in ("cargo", "go"):
-        return _compiled(words, line)
-    if tool in ("make", "just"):
-        return _target(words, line)
+    if tool in readers:
+        return readers[tool](words, line, facts)
     return _tool(tool, words, line)
 
 
@@ -131,21 +153,19 @@ def _tool(tool: str, words: list[str], line: str) -> Classified:
 
 def _python_module(words: list[str], line: str, facts: PythonFacts, cwd: str) -> Classified:
     rest = words[1:]
-    if rest[:1] == ["-m"] and len(rest) > 1:
-        module = rest[1]
-        if module == "pip":
-            return _python_install(["pip", *rest[2:]], facts, cwd)
-        tail = shlex.join(["python3", *rest])
-        if module in ("pytest", "unittest", "doctest"):
-            return Classified("test", (tail,), module)
-        if module in ("venv", "virtualenv"):
-            return Classified(None, why="golem makes the virtual environment itself")
-        if module == "build":
-            return Classified(None, why="builds distributions, for publishing")
-        return _tool(module, [module, *rest[2:]], tail)
+    command = PYTHON_WORD.sub(r"\1python3", line, count=1)
     if rest[:2] == ["manage.py", "test"]:
-        return Classified("test", (shlex.join(["python3", *rest]),), "manage.py test")
-    return Classified(None, why="runs a script, not a known check")
+        return Classified("test", (command,), "manage.py test")
+    if rest[:1] != ["-m"] or len(rest) < 2:
+        return Classified(None, why="runs a script, not a known check")
+    module = rest[1]
+    if module == "pip":
+        return _python_install(["pip", *rest[2:]], facts, cwd)
+    if module in ("pytest", "unittest", "doctest"):
+        return Classified("test", (command,), module)
+    if module in MODULES_SKIPPED:
+        return Classified(None, why=MODULES_SKIPPED[module])
+    return _tool(module, [module, *rest[2:]], command)
 
 
 def _python_install(words: list[str], facts: PythonFacts, cwd: str) -> Classified:
@@ -157,7 +177,7 @@ def _python_install(words: list[str], facts: PythonFacts, cwd: str) -> Classifie
     return Classified("install", (pip_command(arguments, cwd),), "into .venv", "python")
 
 
-def _hatch(words: list[str], facts: PythonFacts) -> Classified:
+def _hatch(words: list[str], _line: str, facts: PythonFacts) -> Classified:
     if words[1:2] == ["test"]:
         return Classified("test", (PYTEST,), "hatch test runs pytest")
     if words[1:2] == ["run"]:
@@ -168,7 +188,9 @@ def _hatch(words: list[str], facts: PythonFacts) -> Classified:
             if chosen:
                 commands = tuple(c for found in chosen for c in found.commands)
                 return Classified(chosen[0].step, commands, f"hatch script {words[2]}")
-    return Classified("test" if words[1:2] == ["test"] else None, why="a hatch environment command", weak=True)
+    return Classified(
+        "test" if words[1:2] == ["test"] else None, why="a hatch environment command", weak=True
+    )
 
 
 def _node(words: list[str], line: str) -> Classified:
@@ -186,10 +208,14 @@ def _node(words: list[str], line: str) -> Classified:
         return Classified("test", (line,), f"{manager} test")
     script = rest[1] if verb in ("run", "run-script") and len(rest) > 1 else verb
     step = _script_step(script)
-    return Classified(step, (line,), f"script {script}") if step else Classified(None, why=f"{manager} {verb}: not a check")
+    return (
+        Classified(step, (line,), f"script {script}")
+        if step
+        else Classified(None, why=f"{manager} {verb}: not a check")
+    )
 
 
-def _compiled(words: list[str], line: str) -> Classified:
+def _compiled(words: list[str], line: str, _facts: PythonFacts) -> Classified:
     tool, verb = words[0], words[1] if len(words) > 1 else ""
     steps: dict[str, Step] = {
         "test": "test", "nextest": "test", "clippy": "lint", "fmt": "lint", "vet": "lint",
@@ -202,23 +228,36 @@ def _compiled(words: list[str], line: str) -> Classified:
     step = steps.get(verb)
     if step is None:
         return Classified(None, why=f"{tool} {verb}: not a check")
-    return Classified(step, (line,), f"{tool} {verb}", "rust" if tool == "cargo" and step == "install" else "")
+    return Classified(
+        step, (line,), f"{tool} {verb}", "rust" if tool == "cargo" and step == "install" else ""
+    )
 
 
-def _target(words: list[str], line: str) -> Classified:
+def _target(words: list[str], line: str, _facts: PythonFacts) -> Classified:
     targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
     if not targets:
-        return Classified(None, why=f"{words[0]} runs its default target: what it checks is unknown")
+        return Classified(
+            None, why=f"{words[0]} runs its default target: what it checks is unknown"
+        )
     step = _script_step(targets[0])
-    return Classified(step, (line,), f"{words[0]} {targets[0]}") if step else Classified(None, why=f"{words[0]} {targets[0]}: not a check")
+    return (
+        Classified(step, (line,), f"{words[0]} {targets[0]}")
+        if step
+        else Classified(None, why=f"{words[0]} {targets[0]}: not a check")
+    )
 
 
 def _script_step(name: str) -> Step | None:
     """A script's or target's step, by its name."""
     lowered = name.lower()
-    if re.match(r"^(test|tests|check|unit|e2e|coverage|cov)\b", lowered) or lowered.startswith("test"):
+    if re.match(r"^(test|tests|check|unit|e2e|coverage|cov)\b", lowered) or lowered.startswith(
+        "test"
+    ):
         return "test"
-    if re.match(r"^(lint|typecheck|type-check|types|check-types|format:check|fmt:check|check-format|style|flake8|mypy|ruff)", lowered):
+    if re.match(
+        r"^(lint|typecheck|type-check|types|check-types|format:check|fmt:check|check-format|style|flake8|mypy|ruff)",
+        lowered,
+    ):
         return "lint"
     if lowered.startswith("build") or lowered in ("compile", "all"):
         return "build"

@@ -31,7 +31,9 @@ def recognise(files: RepoFiles, facts: PythonFacts) -> list[str]:
     return [name for name in ECOSYSTEMS if present[name]]
 
 
-def ecosystem_defaults(files: RepoFiles, facts: PythonFacts, ecosystems: list[str]) -> list[Candidate]:
+def ecosystem_defaults(
+    files: RepoFiles, facts: PythonFacts, ecosystems: list[str]
+) -> list[Candidate]:
     """Each recognised ecosystem's default install and checks."""
     found: list[Candidate] = []
     if "python" in ecosystems and facts.present:
@@ -41,15 +43,21 @@ def ecosystem_defaults(files: RepoFiles, facts: PythonFacts, ecosystems: list[st
         why = f"lockfile {lockfile}" if lockfile else "no lockfile"
         found.append(Candidate("install", install, DEFAULT, why, TRUST_DEFAULT, "node"))
     if "go" in ecosystems and files.exists("go.mod"):
-        found.append(Candidate("install", "go mod download", DEFAULT, "go.mod", TRUST_DEFAULT, "go"))
+        found.append(
+            Candidate("install", "go mod download", DEFAULT, "go.mod", TRUST_DEFAULT, "go")
+        )
         found.append(Candidate("test", "go test ./...", DEFAULT, "go.mod", TRUST_DEFAULT))
     if "rust" in ecosystems and files.exists("Cargo.toml"):
-        found.append(Candidate("install", "cargo fetch", DEFAULT, "Cargo.toml", TRUST_DEFAULT, "rust"))
+        found.append(
+            Candidate("install", "cargo fetch", DEFAULT, "Cargo.toml", TRUST_DEFAULT, "rust")
+        )
         found.append(Candidate("test", "cargo test", DEFAULT, "Cargo.toml", TRUST_DEFAULT))
     return found
 
 
-def dependencies_of(ecosystem: str, files: RepoFiles, facts: PythonFacts, directories: list[str], venv: bool) -> list[Dependencies]:
+def dependencies_of(
+    ecosystem: str, files: RepoFiles, facts: PythonFacts, directories: list[str], venv: bool
+) -> list[Dependencies]:
     """What ``ecosystem``'s install makes and needs (node: per directory it installs in)."""
     if ecosystem == "python":
         return [facts.dependencies(venv)]

@@ -8,6 +8,7 @@ import os
 import re
 from typing import Any
 
+from golem.context.contracts import Step
 from golem.context.detect.ci import SKIPPED_NAMES, JobLines, read_lines
 from golem.context.detect.found import TRUST_CI, Candidate, Dropped, RepoFiles
 from golem.context.detect.python import PythonFacts
@@ -22,7 +23,9 @@ SETUP_ACTIONS = {
     "actions/setup-node": "node", "pnpm/action-setup": "node",
     "actions/setup-go": "go", "dtolnay/rust-toolchain": "rust", "actions-rs/toolchain": "rust",
 }  # fmt: skip
-CHECK_ACTIONS = {"pre-commit/action": ("lint", "pre-commit run --all-files")}
+CHECK_ACTIONS: dict[str, tuple[Step, str]] = {
+    "pre-commit/action": ("lint", "pre-commit run --all-files")
+}
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 ANY_VALUE = re.compile(r"(version|python|node|go|rust|toolchain|os|platform|runner)", re.IGNORECASE)
 MAX_MATRIX = 8
@@ -33,8 +36,12 @@ def github_workflows(files: RepoFiles) -> list[str]:
     directory = files.root / WORKFLOWS
     if not files.is_dir(".github") or not files.is_dir(WORKFLOWS):
         return []
-    names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith((".yml", ".yaml")))
-    return [f"{WORKFLOWS}/{name}" for name in names if file_in_repo(files.root, f"{WORKFLOWS}/{name}")]
+    names = sorted(
+        entry.name for entry in os.scandir(directory) if entry.name.endswith((".yml", ".yaml"))
+    )
+    return [
+        f"{WORKFLOWS}/{name}" for name in names if file_in_repo(files.root, f"{WORKFLOWS}/{name}")
+    ]
 
 
 def read_github(files: RepoFiles, facts: PythonFacts, ecosystems: list[str]) -> JobLines:
@@ -48,7 +55,7 @@ def read_github(files: RepoFiles, facts: PythonFacts, ecosystems: list[str]) -> 
         env = _literal_env(workflow.get("env"), {})
         workdir = _workdir(workflow, "")
         jobs = workflow.get("jobs")
-        for name, job in (jobs.items() if isinstance(jobs, dict) else ()):
+        for name, job in jobs.items() if isinstance(jobs, dict) else ():
             if isinstance(job, dict) and _is_check_job(str(name), job):
                 _read_job(rel, str(name), job, env, workdir, facts, found, ecosystems)
     return found
@@ -66,12 +73,12 @@ def _read_job(
         if not isinstance(step, dict) or SKIPPED_NAMES.search(str(step.get("name", ""))):
             continue
         where = f"job {name}, step {number}"
-        uses = str(step.get("uses", "")).split("@")[0]
+        uses = str(step.get("uses", "")).split("@", 1)[0]
         if uses:
             _read_action(uses, origin, where, found, ecosystems)
             continue
         run, shell = step.get("run"), str(step.get("shell", "bash"))
-        if not isinstance(run, str) or shell.split()[0] in ("pwsh", "powershell", "cmd"):
+        if not isinstance(run, str) or shell.split(maxsplit=1)[0] in ("pwsh", "powershell", "cmd"):
             continue
         step_env = _literal_env(step.get("env"), job_env)
         cwd = str(step.get("working-directory", job_dir))
@@ -85,17 +92,29 @@ def _read_job(
                 )  # fmt: skip
 
 
-def _read_action(uses: str, origin: str, where: str, found: JobLines, ecosystems: list[str]) -> None:
+def _read_action(
+    uses: str, origin: str, where: str, found: JobLines, ecosystems: list[str]
+) -> None:
     if uses in SETUP_ACTIONS and SETUP_ACTIONS[uses] not in ecosystems:
         ecosystems.append(SETUP_ACTIONS[uses])
     if uses in CHECK_ACTIONS:
         step, command = CHECK_ACTIONS[uses]
-        found.candidates.append(Candidate(step, command, origin, f"{where}: {uses}", TRUST_CI))  # type: ignore[arg-type]
+        found.candidates.append(Candidate(step, command, origin, f"{where}: {uses}", TRUST_CI))
 
 
-def _drop(script: str, origin: str, why: str, cwd: str, facts: PythonFacts, found: JobLines) -> None:
+def _drop(
+    script: str, origin: str, why: str, cwd: str, facts: PythonFacts, found: JobLines
+) -> None:
     probe = JobLines()
-    read_lines(EXPRESSION.sub("X", script), origin=origin, where="", workdir="", env={}, facts=facts, found=probe)
+    read_lines(
+        EXPRESSION.sub("X", script),
+        origin=origin,
+        where="",
+        workdir="",
+        env={},
+        facts=facts,
+        found=probe,
+    )
     for candidate in probe.candidates:
         found.dropped.append((Dropped(script.strip(), origin, why), candidate.step))
         break
@@ -115,7 +134,8 @@ def _expand(run: str, matrix: dict[str, list[str]], env: dict[str, str]) -> list
     for combination in itertools.islice(itertools.product(*choices), MAX_MATRIX):
         script = run
         for key, value in combination:
-            script = re.sub(r"\$\{\{\s*" + re.escape(key) + r"\s*\}\}", lambda _m, v=value: v, script)
+            pattern = r"\$\{\{\s*" + re.escape(key) + r"\s*\}\}"
+            script = re.sub(pattern, value.replace("\\", "\\\\"), script)
         scripts.append((script, ""))
     return scripts
 
@@ -141,14 +161,17 @@ def _matrix(job: dict[str, Any]) -> dict[str, list[str]]:
             found[str(key)] = [str(v) for v in values if isinstance(v, str | int | float)]
     include = matrix.get("include")
     for entry in include if isinstance(include, list) else []:
-        for key, value in (entry.items() if isinstance(entry, dict) else ()):
-            if isinstance(value, str | int | float) and str(value) not in found.setdefault(str(key), []):
+        for key, value in entry.items() if isinstance(entry, dict) else ():
+            if isinstance(value, str | int | float) and str(value) not in found.setdefault(
+                str(key), []
+            ):
                 found[str(key)].append(str(value))
     return found
 
 
 def _runs_on_changes(workflow: dict[str, Any]) -> bool:
-    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
+    on: Any = True  # YAML 1.1 reads a bare `on` key as true
+    triggers = workflow.get("on", workflow.get(on))
     if triggers is None:
         return True
     if isinstance(triggers, str):
@@ -157,7 +180,11 @@ def _runs_on_changes(workflow: dict[str, Any]) -> bool:
 
 
 def _is_check_job(name: str, job: dict[str, Any]) -> bool:
-    if "uses" in job or SKIPPED_NAMES.search(name) or SKIPPED_NAMES.search(str(job.get("name", ""))):
+    if (
+        "uses" in job
+        or SKIPPED_NAMES.search(name)
+        or SKIPPED_NAMES.search(str(job.get("name", "")))
+    ):
         return False
     runs_on = str(job.get("runs-on", "ubuntu"))
     if re.search(r"windows|macos", runs_on) and "ubuntu" not in runs_on:
@@ -167,7 +194,7 @@ def _is_check_job(name: str, job: dict[str, Any]) -> bool:
 
 def _literal_env(value: Any, outer: dict[str, str]) -> dict[str, str]:
     env = dict(outer)
-    for key, item in (value.items() if isinstance(value, dict) else ()):
+    for key, item in value.items() if isinstance(value, dict) else ():
         if isinstance(item, str | int | float | bool) and "${{" not in str(item):
             env[str(key)] = str(item).lower() if isinstance(item, bool) else str(item)
     return env

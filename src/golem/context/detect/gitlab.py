@@ -37,7 +37,15 @@ def read_gitlab(files: RepoFiles, facts: PythonFacts) -> JobLines:
         for part, lines in (("before_script", job_before), ("script", _lines(job.get("script")))):
             for number, line in enumerate(lines, start=1):
                 where = f"job {name}, {part} {number}"
-                read_lines(line, origin=GITLAB_CI, where=where, workdir="", env=job_env, facts=facts, found=found)
+                read_lines(
+                    line,
+                    origin=GITLAB_CI,
+                    where=where,
+                    workdir="",
+                    env=job_env,
+                    facts=facts,
+                    found=found,
+                )
     return found
 
 
@@ -59,9 +67,8 @@ def _lines(value: Any) -> list[str]:
 
 def _variables(value: Any, outer: dict[str, str]) -> dict[str, str]:
     env = dict(outer)
-    for key, item in (value.items() if isinstance(value, dict) else ()):
-        if isinstance(item, dict):
-            item = item.get("value")
-        if isinstance(item, str | int | float):
-            env[str(key)] = str(item)
+    for key, item in value.items() if isinstance(value, dict) else ():
+        literal = item.get("value") if isinstance(item, dict) else item
+        if isinstance(literal, str | int | float):
+            env[str(key)] = str(literal)
     return env

@@ -12,7 +12,12 @@ from golem.context.detect.ecosystem import Dependencies
 from golem.context.detect.found import Candidate, Dropped, RepoFiles
 from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
 
-__all__ = ["merge"]
+__all__ = ["NOTHING_FOUND", "merge"]
+
+NOTHING_FOUND = (
+    "no commands found: no .golem.toml, and no CI workflow, task runner or ecosystem default "
+    "names lint, build or test"
+)
 
 PYTHON_TOOLS = frozenset({
     "pytest", "ruff", "mypy", "flake8", "pylint", "black", "isort", "pre-commit", "tox", "nox",
@@ -22,7 +27,12 @@ PRE_COMMIT = Dependencies(
     "pre-commit",
     cache=[".golem/pre-commit"],
     keys=[".pre-commit-config.yaml"],
-    registries=[r"^github\.com$", r"^pypi\.org$", r"^files\.pythonhosted\.org$", r"^registry\.npmjs\.org$"],
+    registries=[
+        r"^github\.com$",
+        r"^pypi\.org$",
+        r"^files\.pythonhosted\.org$",
+        r"^registry\.npmjs\.org$",
+    ],
     env={"PRE_COMMIT_HOME": "/workspace/.golem/pre-commit"},
 )
 
@@ -45,12 +55,16 @@ def merge(
         dep
         for ecosystem in ecosystems
         if ecosystem in installing or (ecosystem == "python" and venv)
-        for dep in dependencies_of(ecosystem, files, facts, _directories(ecosystem, candidates), venv)
+        for dep in dependencies_of(
+            ecosystem, files, facts, _directories(ecosystem, candidates), venv
+        )
     ]
     if any(command.startswith("pre-commit") for command in checks):
         deps.append(PRE_COMMIT)
     findings += [
-        DetectedCommand(step=step, command=drop.command, origin=drop.origin, why=drop.why, used=False)
+        DetectedCommand(
+            step=step, command=drop.command, origin=drop.origin, why=drop.why, used=False
+        )
         for drop, step in dropped
     ]
     findings.sort(key=lambda finding: (not finding.used, STEPS.index(finding.step)))
@@ -83,10 +97,15 @@ def _choose(step: Step, candidates: list[Candidate], findings: list[DetectedComm
     return chosen
 
 
-def _installs(ecosystems: list[str], candidates: list[Candidate], findings: list[DetectedCommand]) -> list[str]:
+def _installs(
+    ecosystems: list[str], candidates: list[Candidate], findings: list[DetectedCommand]
+) -> list[str]:
     chosen: list[str] = []
     for ecosystem in ecosystems:
-        mine = sorted((c for c in candidates if c.step == "install" and c.ecosystem == ecosystem), key=lambda c: c.trust)
+        mine = sorted(
+            (c for c in candidates if c.step == "install" and c.ecosystem == ecosystem),
+            key=lambda c: c.trust,
+        )
         if ecosystem == "python" and mine and all(c.command != MAKE_VENV for c in mine):
             mine.insert(0, Candidate("install", MAKE_VENV, "golem", VENV_WHY, 0, "python"))
         if ecosystem == "python" and mine:
@@ -94,11 +113,19 @@ def _installs(ecosystems: list[str], candidates: list[Candidate], findings: list
         for candidate in mine:
             used = candidate.command not in chosen
             chosen += [candidate.command] if used else []
-            findings.append(_finding(candidate, used, candidate.why if used else f"{candidate.why}; already installed"))
+            findings.append(
+                _finding(
+                    candidate,
+                    used,
+                    candidate.why if used else f"{candidate.why}; already installed",
+                )
+            )
     return chosen
 
 
-def _tool_installs(checks: list[str], install: list[str], facts: PythonFacts, findings: list[DetectedCommand]) -> list[str]:
+def _tool_installs(
+    checks: list[str], install: list[str], facts: PythonFacts, findings: list[DetectedCommand]
+) -> list[str]:
     """pip installs of the Python tools the checks run that no install names."""
     named = " ".join(install)
     wanted = []
@@ -106,25 +133,49 @@ def _tool_installs(checks: list[str], install: list[str], facts: PythonFacts, fi
         words = shlex.split(check) if check else []
         while words[:1] == ["cd"] or (len(words) > 1 and words[0] == "&&"):
             words = words[3:] if words[:1] == ["cd"] else words[1:]
-        tool = words[2] if words[:2] == ["python3", "-m"] and len(words) > 2 else (words[0] if words else "")
-        if tool in PYTHON_TOOLS and tool not in named and not facts.project.installs(tool) and tool not in wanted:
+        tool = (
+            words[2]
+            if words[:2] == ["python3", "-m"] and len(words) > 2
+            else (words[0] if words else "")
+        )
+        if (
+            tool in PYTHON_TOOLS
+            and tool not in named
+            and not facts.project.installs(tool)
+            and tool not in wanted
+        ):
             wanted.append(tool)
     if not wanted:
         return []
-    commands = ([] if MAKE_VENV in install else [MAKE_VENV]) + [f"{PIP_INSTALL} {shlex.join(wanted)}"]
+    commands = ([] if MAKE_VENV in install else [MAKE_VENV]) + [
+        f"{PIP_INSTALL} {shlex.join(wanted)}"
+    ]
     if "pre-commit" in wanted or any(c.startswith("pre-commit") for c in checks):
         commands.append(".venv/bin/pre-commit install-hooks")
     for command in commands:
-        findings.append(DetectedCommand(step="install", command=command, origin="golem", why=f"the checks run {', '.join(wanted)}"))
+        findings.append(
+            DetectedCommand(
+                step="install",
+                command=command,
+                origin="golem",
+                why=f"the checks run {', '.join(wanted)}",
+            )
+        )
     return commands
 
 
 def _finding(candidate: Candidate, used: bool, why: str) -> DetectedCommand:
-    return DetectedCommand(step=candidate.step, command=candidate.command, origin=candidate.origin, why=why, used=used)
+    return DetectedCommand(
+        step=candidate.step, command=candidate.command, origin=candidate.origin, why=why, used=used
+    )
 
 
 def _directories(ecosystem: str, candidates: list[Candidate]) -> list[str]:
-    return list(dict.fromkeys(c.directory for c in candidates if c.step == "install" and c.ecosystem == ecosystem))
+    return list(
+        dict.fromkeys(
+            c.directory for c in candidates if c.step == "install" and c.ecosystem == ecosystem
+        )
+    )
 
 
 def _union(lists: object) -> list[str]:
@@ -137,7 +188,7 @@ def _union(lists: object) -> list[str]:
 def _source(findings: list[DetectedCommand], files: RepoFiles) -> str:
     used = [f for f in findings if f.used and f.step in CHECK_STEPS]
     if not used:
-        return "no commands found: no .golem.toml, and no CI workflow, task runner or ecosystem default names lint, build or test"
+        return NOTHING_FOUND
     origins: dict[str, list[str]] = {}
     for finding in used:
         origins.setdefault(finding.origin, []).append(finding.step)

@@ -14,9 +14,17 @@ __all__ = ["PYTHON_RUNNERS", "installer_only", "translate_python_install"]
 
 SYSTEM_FLAGS = frozenset({"--user", "--system", "--break-system-packages"})
 INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel", "uv", "build", "virtualenv"})
-PYTHON_RUNNERS = {("uv", "run"), ("poetry", "run"), ("pdm", "run"), ("pipenv", "run"), ("rye", "run")}
+PYTHON_RUNNERS = {
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pdm", "run"),
+    ("pipenv", "run"),
+    ("rye", "run"),
+}
 """Prefixes that run a command in the project's environment: the venv is first on PATH."""
-UV_RUN_VALUES = frozenset({"--with", "--extra", "--group", "--python", "-p", "--package", "--env-file"})
+UV_RUN_VALUES = frozenset(
+    {"--with", "--extra", "--group", "--python", "-p", "--package", "--env-file"}
+)
 
 
 def translate_python_install(words: list[str], facts: PythonFacts) -> list[str] | None:
@@ -115,17 +123,26 @@ def hatch_script(words: list[str], facts: PythonFacts, depth: int = 0) -> list[s
     if len(words) < 3 or depth > 3:
         return None
     env, _, script = words[2].rpartition(":")
-    scripts = table(facts.files.toml("pyproject.toml"), "tool", "hatch", "envs", env or "default", "scripts")
+    scripts = table(
+        facts.files.toml("pyproject.toml"), "tool", "hatch", "envs", env or "default", "scripts"
+    )
     body = scripts.get(script)
     if body is None:
         return [shlex.join([script, *words[3:]])]
     lines = [body] if isinstance(body, str) else [line for line in body if isinstance(line, str)]
     resolved: list[str] = []
-    for line in lines:
-        line = _drop_args_placeholder(line)
+    for written in lines:
+        line = _drop_args_placeholder(written)
         words_of = line.split()
         if words_of and words_of[0] in scripts and words_of[0] != script:
-            resolved += hatch_script(["hatch", "run", f"{env}:{words_of[0]}" if env else words_of[0]], facts, depth + 1) or []
+            resolved += (
+                hatch_script(
+                    ["hatch", "run", f"{env}:{words_of[0]}" if env else words_of[0]],
+                    facts,
+                    depth + 1,
+                )
+                or []
+            )
         else:
             resolved.append(line)
     return resolved
@@ -135,5 +152,9 @@ def _drop_args_placeholder(line: str) -> str:
     while "{args" in line:
         start = line.index("{args")
         end = line.find("}", start)
-        line = line[:start] + (line[start + 6 : end] if line[start + 5 : start + 6] == ":" else "") + line[end + 1 :]
+        line = (
+            line[:start]
+            + (line[start + 6 : end] if line[start + 5 : start + 6] == ":" else "")
+            + line[end + 1 :]
+        )
     return " ".join(line.split())

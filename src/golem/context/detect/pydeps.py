@@ -72,7 +72,9 @@ def read_project(files: RepoFiles) -> PythonProject:
     return project
 
 
-def _installed_names(files: RepoFiles, project: PythonProject, pyproject: dict[str, Any]) -> set[str]:
+def _installed_names(
+    files: RepoFiles, project: PythonProject, pyproject: dict[str, Any]
+) -> set[str]:
     requirements = list(project.group_requirements)
     extras = table(pyproject, "project", "optional-dependencies")
     cfg = _setup_cfg(files)
@@ -99,7 +101,9 @@ def _hatch_requirements(pyproject: dict[str, Any]) -> list[str]:
     return found
 
 
-def group_requirements(groups: dict[str, Any], name: str, seen: frozenset[str] = frozenset()) -> list[str]:
+def group_requirements(
+    groups: dict[str, Any], name: str, seen: frozenset[str] = frozenset()
+) -> list[str]:
     """The requirements of PEP 735 group ``name``, its ``include-group`` entries expanded
     (a cycle or an unknown group contributes nothing)."""
     if name in seen or not isinstance(groups.get(name), list):
@@ -125,7 +129,9 @@ def _tool_groups(pyproject: dict[str, Any]) -> list[str]:
     for group in DEV_GROUPS:
         entries = pdm.get(group)
         if isinstance(entries, list):
-            found += [entry for entry in entries if isinstance(entry, str) and not entry.startswith("-")]
+            found += [
+                entry for entry in entries if isinstance(entry, str) and not entry.startswith("-")
+            ]
     return found
 
 

@@ -93,7 +93,9 @@ def python_defaults(facts: PythonFacts) -> list[Candidate]:
     if arguments:
         venv, pip = pip_install(arguments)
         found.append(Candidate("install", venv, DEFAULT, VENV_WHY, TRUST_DEFAULT, "python"))
-        found.append(Candidate("install", pip, DEFAULT, _why_install(facts), TRUST_DEFAULT, "python"))
+        found.append(
+            Candidate("install", pip, DEFAULT, _why_install(facts), TRUST_DEFAULT, "python")
+        )
     if pytest and (facts.tests.python or facts.project.installable):
         found.append(Candidate("test", PYTEST, DEFAULT, why, TRUST_DEFAULT))
     elif facts.tests.python:
@@ -107,11 +109,17 @@ def _linters(facts: PythonFacts) -> list[Candidate]:
     found: list[Candidate] = []
     ruff = table(pyproject, "tool", "ruff") or facts.files.exists("ruff.toml", ".ruff.toml")
     if ruff and facts.project.installs("ruff"):
-        found.append(Candidate("lint", "ruff check .", DEFAULT, "ruff configured and installed", TRUST_DEFAULT))
+        found.append(
+            Candidate(
+                "lint", "ruff check .", DEFAULT, "ruff configured and installed", TRUST_DEFAULT
+            )
+        )
     mypy = table(pyproject, "tool", "mypy")
     if (mypy or facts.files.exists("mypy.ini", ".mypy.ini")) and facts.project.installs("mypy"):
         command = "mypy" if mypy.get("files") else "mypy ."
-        found.append(Candidate("lint", command, DEFAULT, "mypy configured and installed", TRUST_DEFAULT))
+        found.append(
+            Candidate("lint", command, DEFAULT, "mypy configured and installed", TRUST_DEFAULT)
+        )
     return found
 
 
@@ -134,7 +142,9 @@ def _why_install(facts: PythonFacts) -> str:
     project = facts.project
     parts = []
     if project.installable:
-        parts.append("the project" + (f" with extras {', '.join(project.extras)}" if project.extras else ""))
+        parts.append(
+            "the project" + (f" with extras {', '.join(project.extras)}" if project.extras else "")
+        )
     if project.groups:
         parts.append(f"groups {', '.join(project.groups)}")
     parts += project.requirement_files

@@ -51,7 +51,9 @@ def node_manager(files: RepoFiles, directory: str = "") -> tuple[str, str, str |
     return "npm", "npm install", None
 
 
-def _targets(files: RepoFiles, names: tuple[str, ...], pattern: re.Pattern[str], tool: str, trust: float) -> list[Candidate]:
+def _targets(
+    files: RepoFiles, names: tuple[str, ...], pattern: re.Pattern[str], tool: str, trust: float
+) -> list[Candidate]:
     for name in names:
         text = files.text(name)
         if text is None:
@@ -77,7 +79,9 @@ def _package_json(files: RepoFiles) -> list[Candidate]:
                 found.append(Candidate(step, run, "package.json", f"script {name}", NODE_TRUST))
     test = scripts.get("test")
     if isinstance(test, str) and NPM_PLACEHOLDER not in test:
-        found.append(Candidate("test", f"{manager} test", "package.json", "script test", NODE_TRUST))
+        found.append(
+            Candidate("test", f"{manager} test", "package.json", "script test", NODE_TRUST)
+        )
     return found
 
 
@@ -86,7 +90,11 @@ def _pre_commit(files: RepoFiles) -> list[Candidate]:
     if not isinstance(config, dict) or not config.get("repos"):
         return []
     why = "hooks of .pre-commit-config.yaml"
-    return [Candidate("lint", "pre-commit run --all-files", ".pre-commit-config.yaml", why, PRECOMMIT_TRUST)]
+    return [
+        Candidate(
+            "lint", "pre-commit run --all-files", ".pre-commit-config.yaml", why, PRECOMMIT_TRUST
+        )
+    ]
 
 
 def _tox(files: RepoFiles) -> list[Candidate]:
@@ -109,7 +117,15 @@ def _nox(files: RepoFiles) -> list[Candidate]:
         named = re.search(r"name\s*=\s*['\"]([\w-]+)['\"]", match["args"] or "")
         sessions.add(named[1] if named else match["name"])
     test = next((name for name in ("tests", "test") if name in sessions), None)
-    found = [Candidate("test", f"nox -s {test}" if test else "nox", "noxfile.py", f"session {test or 'default'}", TRUST_LAST)]
+    found = [
+        Candidate(
+            "test",
+            f"nox -s {test}" if test else "nox",
+            "noxfile.py",
+            f"session {test or 'default'}",
+            TRUST_LAST,
+        )
+    ]
     if "lint" in sessions:
         found.append(Candidate("lint", "nox -s lint", "noxfile.py", "session lint", TRUST_LAST))
     return found
