@@ -272,3 +272,34 @@ publish:
     assert conventions.install == ["cargo fetch"]
     assert conventions.env == {"CARGO_HOME": "/workspace/.golem/cargo"}
     assert conventions.ecosystems == ["rust"]
+
+
+def test_env_expressions_resolve_from_the_jobs_literal_env(make_repo: MakeRepo) -> None:
+    # ripgrep's way: the cargo command and its flags come from the job's env
+    workflow = """\
+on: [push, pull_request]
+jobs:
+  test:
+    runs-on: ${{ matrix.os }}
+    env:
+      CARGO: cargo
+      TARGET_FLAGS:
+    strategy:
+      matrix:
+        os: [ubuntu-latest, macos-latest]
+    steps:
+      - run: echo "cargo command is ${{ env.CARGO }}"
+      - run: ${{ env.CARGO }} build --verbose --workspace ${{ env.TARGET_FLAGS }}
+      - run: ${{ env.CARGO }} test --verbose --workspace ${{ env.TARGET_FLAGS }}
+  docs:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cargo doc --no-deps
+"""
+    repo = make_repo({".github/workflows/ci.yml": workflow, "Cargo.toml": "[package]\n"})
+
+    conventions = load_conventions(repo)
+
+    assert conventions.build == ["cargo build --verbose --workspace"]
+    assert conventions.test == ["cargo test --verbose --workspace"]
+    assert conventions.install == ["cargo fetch"]

@@ -195,7 +195,9 @@ def _is_check_job(name: str, job: dict[str, Any]) -> bool:
 def _literal_env(value: Any, outer: dict[str, str]) -> dict[str, str]:
     env = dict(outer)
     for key, item in value.items() if isinstance(value, dict) else ():
-        if isinstance(item, str | int | float | bool) and "${{" not in str(item):
+        if item is None:  # `KEY:` with nothing after it is the empty string
+            env[str(key)] = ""
+        elif isinstance(item, str | int | float | bool) and "${{" not in str(item):
             env[str(key)] = str(item).lower() if isinstance(item, bool) else str(item)
     return env
 
