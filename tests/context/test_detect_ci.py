@@ -303,3 +303,60 @@ jobs:
     assert conventions.build == ["cargo build --verbose --workspace"]
     assert conventions.test == ["cargo test --verbose --workspace"]
     assert conventions.install == ["cargo fetch"]
+
+
+def test_a_jobs_installs_go_with_its_checks_and_release_workflows_are_left_out(
+    make_repo: MakeRepo,
+) -> None:
+    # requests' way: a main test job, a job testing against an old urllib3, a publish
+    # workflow that runs on pushes too
+    tests = """\
+on: [push, pull_request]
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - run: python -m pip install pip==26.0.1
+      - run: pip install -r requirements-dev.txt
+      - run: make ci
+  urllib3:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pip install 'urllib3<2'
+      - run: make ci
+"""
+    publish = """\
+name: Publish to PyPI
+on:
+  push:
+    tags: ["*"]
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pip install build==1.4.0
+      - run: python -m build && pytest
+"""
+    repo = make_repo(
+        {
+            ".github/workflows/run-tests.yml": tests,
+            ".github/workflows/publish.yml": publish,
+            "Makefile": "ci:\n\tpython -m pytest tests --junitxml=report.xml\n",
+            "requirements-dev.txt": "pytest\n",
+            "setup.py": "from setuptools import setup\nsetup()\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["make ci"]
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -r requirements-dev.txt",
+        ".venv/bin/python -m pip install -e . -r requirements-dev.txt",
+    ]
+    unused = {f.command: f.why for f in conventions.findings if not f.used}
+    assert unused[".venv/bin/python -m pip install 'urllib3<2'"] == (
+        "job urllib3, step 1: into .venv; not used: none of the chosen checks comes from this job"
+    )
+    assert not any("build" in f.command for f in conventions.findings)

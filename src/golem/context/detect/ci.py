@@ -11,7 +11,7 @@ from golem.context.detect.classify import classify, script_lines
 from golem.context.detect.found import TRUST_CI, TRUST_LAST, Candidate, Dropped
 from golem.context.detect.python import PythonFacts
 
-__all__ = ["SKIPPED_NAMES", "JobLines", "read_lines"]
+__all__ = ["SKIPPED_NAMES", "JobLines", "job_of", "read_lines"]
 
 SKIPPED_NAMES = re.compile(
     r"(deploy|publish|release|upload|pages|docs?\b|benchmark|pypi)", re.IGNORECASE
@@ -49,9 +49,21 @@ def read_lines(
         for command in result.commands:
             found.candidates.append(
                 Candidate(
-                    result.step, command, origin, why, trust, result.ecosystem, result.directory
-                )
+                    result.step,
+                    command,
+                    origin,
+                    why,
+                    trust,
+                    result.ecosystem,
+                    result.directory,
+                    job_of(origin, where),
+                )  # fmt: skip
             )
+
+
+def job_of(origin: str, where: str) -> str:
+    """The job a step's ``where`` ("job test, step 3") names, with its CI file."""
+    return f"{origin}#{where.split(',')[0]}" if where else ""
 
 
 def _substitute(line: str, env: dict[str, str]) -> str:

@@ -250,9 +250,7 @@ def _target(words: list[str], line: str, _facts: PythonFacts) -> Classified:
 def _script_step(name: str) -> Step | None:
     """A script's or target's step, by its name."""
     lowered = name.lower()
-    if re.match(r"^(test|tests|check|unit|e2e|coverage|cov)\b", lowered) or lowered.startswith(
-        "test"
-    ):
+    if lowered.startswith("test") or re.match(r"^(check|unit|e2e|coverage|cov|ci)\b", lowered):
         return "test"
     if re.match(
         r"^(lint|typecheck|type-check|types|check-types|format:check|fmt:check|check-format|style|flake8|mypy|ruff)",

@@ -40,6 +40,8 @@ class Candidate:
     """For an install: the ecosystem it installs for (python, node, go, rust)."""
     directory: str = ""
     """Where it runs, relative to the repository's root ("" for the root)."""
+    job: str = ""
+    """The CI job it is a step of (its file and name): a job's installs go with its checks."""
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from golem.context.contracts import Step
-from golem.context.detect.ci import SKIPPED_NAMES, JobLines, read_lines
+from golem.context.detect.ci import SKIPPED_NAMES, JobLines, job_of, read_lines
 from golem.context.detect.found import TRUST_CI, Candidate, Dropped, RepoFiles
 from golem.context.detect.python import PythonFacts
 from golem.context.files import file_in_repo
@@ -52,6 +53,10 @@ def read_github(files: RepoFiles, facts: PythonFacts, ecosystems: list[str]) -> 
         workflow = files.yaml(rel)
         if not isinstance(workflow, dict) or not _runs_on_changes(workflow):
             continue
+        if SKIPPED_NAMES.search(Path(rel).stem) or SKIPPED_NAMES.search(
+            str(workflow.get("name", ""))
+        ):
+            continue  # a release or deploy workflow, whatever its triggers
         env = _literal_env(workflow.get("env"), {})
         workdir = _workdir(workflow, "")
         jobs = workflow.get("jobs")
@@ -99,7 +104,8 @@ def _read_action(
         ecosystems.append(SETUP_ACTIONS[uses])
     if uses in CHECK_ACTIONS:
         step, command = CHECK_ACTIONS[uses]
-        found.candidates.append(Candidate(step, command, origin, f"{where}: {uses}", TRUST_CI))
+        why, job = f"{where}: {uses}", job_of(origin, where)
+        found.candidates.append(Candidate(step, command, origin, why, TRUST_CI, job=job))
 
 
 def _drop(

@@ -44,7 +44,7 @@ def merge(
     """The conventions the candidates make."""
     findings: list[DetectedCommand] = []
     steps = {step: _choose(step, candidates, findings) for step in CHECK_STEPS}
-    install = _installs(ecosystems, candidates, findings)
+    install = _installs(ecosystems, candidates, _check_jobs(candidates, steps), findings)
     checks = [command for step in CHECK_STEPS for command in steps[step]]
     install += _tool_installs(checks, install, facts, findings)
     venv = MAKE_VENV in install
@@ -97,29 +97,37 @@ def _choose(step: Step, candidates: list[Candidate], findings: list[DetectedComm
     return chosen
 
 
+def _check_jobs(candidates: list[Candidate], steps: dict[Step, list[str]]) -> set[str]:
+    """The CI jobs the chosen checks come from (the first job naming each command)."""
+    jobs: set[str] = set()
+    for step, commands in steps.items():
+        for command in commands:
+            first = next(c for c in candidates if c.step == step and c.command == command)
+            jobs.add(first.job)
+    return jobs - {""}
+
+
 def _installs(
-    ecosystems: list[str], candidates: list[Candidate], findings: list[DetectedCommand]
-) -> list[str]:
+    ecosystems: list[str], candidates: list[Candidate], jobs: set[str],
+    findings: list[DetectedCommand],
+) -> list[str]:  # fmt: skip
+    """Each ecosystem's installs, the most trusted first; a CI job's only when a chosen
+    check comes from that job (a job testing an old dependency installs it)."""
     chosen: list[str] = []
     for ecosystem in ecosystems:
-        mine = sorted(
-            (c for c in candidates if c.step == "install" and c.ecosystem == ecosystem),
-            key=lambda c: c.trust,
-        )
+        mine = [c for c in candidates if c.step == "install" and c.ecosystem == ecosystem]
         if ecosystem == "python" and mine and all(c.command != MAKE_VENV for c in mine):
             mine.insert(0, Candidate("install", MAKE_VENV, "golem", VENV_WHY, 0, "python"))
-        if ecosystem == "python" and mine:
-            mine.sort(key=lambda c: c.command != MAKE_VENV)
+        mine.sort(key=lambda c: (c.command != MAKE_VENV, c.trust))
         for candidate in mine:
-            used = candidate.command not in chosen
-            chosen += [candidate.command] if used else []
-            findings.append(
-                _finding(
-                    candidate,
-                    used,
-                    candidate.why if used else f"{candidate.why}; already installed",
-                )
-            )
+            why = candidate.why
+            if candidate.job and candidate.job not in jobs:
+                why += "; not used: none of the chosen checks comes from this job"
+            elif candidate.command in chosen:
+                why += "; already installed"
+            else:
+                chosen.append(candidate.command)
+            findings.append(_finding(candidate, why == candidate.why, why))
     return chosen
 
 

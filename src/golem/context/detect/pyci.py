@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 
 from golem.context.detect.found import table
-from golem.context.detect.pydeps import group_requirements
+from golem.context.detect.pydeps import group_requirements, requirement_name
 from golem.context.detect.python import PIP_INSTALL, PythonFacts
 
 __all__ = ["PYTHON_RUNNERS", "installer_only", "translate_python_install"]
@@ -47,8 +47,8 @@ def translate_python_install(words: list[str], facts: PythonFacts) -> list[str] 
 
 def installer_only(arguments: list[str]) -> bool:
     """Whether an install only upgrades the installer itself (pip, setuptools, wheel)."""
-    names = [word for word in arguments if not word.startswith("-")]
-    return bool(names) and all(name.lower() in INSTALLER_TOOLS for name in names)
+    names = [requirement_name(word) for word in arguments if not word.startswith("-")]
+    return bool(names) and all(name in INSTALLER_TOOLS for name in names)
 
 
 def pip_command(arguments: list[str], cwd: str) -> str:
