@@ -57,13 +57,13 @@ def read_lines(
                     result.ecosystem,
                     result.directory,
                     job_of(origin, where),
-                )  # fmt: skip
+                )
             )
 
 
 def job_of(origin: str, where: str) -> str:
     """The job a step's ``where`` ("job test, step 3") names, with its CI file."""
-    return f"{origin}#{where.split(',')[0]}" if where else ""
+    return f"{origin}#{where.split(',', 1)[0]}" if where else ""
 
 
 def _substitute(line: str, env: dict[str, str]) -> str:
