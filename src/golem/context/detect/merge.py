@@ -4,12 +4,15 @@ run added to the venv; and each ecosystem's cache, keys, registries and environm
 
 from __future__ import annotations
 
+import re
 import shlex
+from collections.abc import Iterable
 
 from golem.context.contracts import CHECK_STEPS, STEPS, DetectedCommand, RepoConventions, Step
 from golem.context.detect.defaults import dependencies_of
 from golem.context.detect.ecosystem import Dependencies
 from golem.context.detect.found import Candidate, Dropped, RepoFiles
+from golem.context.detect.pydeps import requirement_name
 from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
 
 __all__ = ["NOTHING_FOUND", "merge"]
@@ -23,6 +26,7 @@ PYTHON_TOOLS = frozenset({
     "pytest", "ruff", "mypy", "flake8", "pylint", "black", "isort", "pre-commit", "tox", "nox",
     "pyright", "codespell", "coverage", "dmypy",
 })  # fmt: skip
+CD_PREFIX = re.compile(r"^cd \S+ && ")
 PRE_COMMIT = Dependencies(
     "pre-commit",
     cache=[".golem/pre-commit"],
@@ -77,7 +81,7 @@ def merge(
         env={key: value for d in deps for key, value in d.env.items()},
         ecosystems=ecosystems,
         findings=findings,
-        source=_source(findings, files),
+        source=_source(findings),
     )
 
 
@@ -134,42 +138,40 @@ def _installs(
 def _tool_installs(
     checks: list[str], install: list[str], facts: PythonFacts, findings: list[DetectedCommand]
 ) -> list[str]:
-    """pip installs of the Python tools the checks run that no install names."""
-    named = " ".join(install)
-    wanted = []
-    for check in checks:
-        words = shlex.split(check) if check else []
-        while words[:1] == ["cd"] or (len(words) > 1 and words[0] == "&&"):
-            words = words[3:] if words[:1] == ["cd"] else words[1:]
-        tool = (
-            words[2]
-            if words[:2] == ["python3", "-m"] and len(words) > 2
-            else (words[0] if words else "")
-        )
-        if (
-            tool in PYTHON_TOOLS
-            and tool not in named
-            and not facts.project.installs(tool)
-            and tool not in wanted
-        ):
-            wanted.append(tool)
-    if not wanted:
-        return []
-    commands = ([] if MAKE_VENV in install else [MAKE_VENV]) + [
-        f"{PIP_INSTALL} {shlex.join(wanted)}"
+    """A pip install of the Python tools the checks run that no install names (and
+    pre-commit's hooks, when a check runs it)."""
+    named = {requirement_name(word) for command in install for word in _words(command)}
+    wanted = [
+        tool
+        for tool in dict.fromkeys(_tool_of(check) for check in checks)
+        if tool in PYTHON_TOOLS and tool not in named and not facts.project.installs(tool)
     ]
-    if "pre-commit" in wanted or any(c.startswith("pre-commit") for c in checks):
+    commands = [f"{PIP_INSTALL} {shlex.join(wanted)}"] if wanted else []
+    if any(_tool_of(check) == "pre-commit" for check in checks):
         commands.append(".venv/bin/pre-commit install-hooks")
-    for command in commands:
-        findings.append(
-            DetectedCommand(
-                step="install",
-                command=command,
-                origin="golem",
-                why=f"the checks run {', '.join(wanted)}",
-            )
-        )
+    if commands and MAKE_VENV not in install:
+        commands.insert(0, MAKE_VENV)
+    why = f"the checks run {', '.join(wanted or ['pre-commit'])}"
+    findings += [
+        DetectedCommand(step="install", command=command, origin="golem", why=why)
+        for command in commands
+    ]
     return commands
+
+
+def _tool_of(command: str) -> str:
+    """The program a check runs (``python3 -m X``: X), after any ``cd dir &&``."""
+    words = _words(CD_PREFIX.sub("", command))
+    if words[:2] == ["python3", "-m"] and len(words) > 2:
+        return words[2]
+    return words[0] if words else ""
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
 
 
 def _finding(candidate: Candidate, used: bool, why: str) -> DetectedCommand:
@@ -186,14 +188,14 @@ def _directories(ecosystem: str, candidates: list[Candidate]) -> list[str]:
     )
 
 
-def _union(lists: object) -> list[str]:
+def _union(lists: Iterable[list[str]]) -> list[str]:
     found: list[str] = []
-    for items in lists:  # type: ignore[attr-defined]
+    for items in lists:
         found += [item for item in items if item not in found]
     return found
 
 
-def _source(findings: list[DetectedCommand], files: RepoFiles) -> str:
+def _source(findings: list[DetectedCommand]) -> str:
     used = [f for f in findings if f.used and f.step in CHECK_STEPS]
     if not used:
         return NOTHING_FOUND

@@ -11,7 +11,7 @@ from typing import Any
 
 from golem.context.detect.found import RepoFiles, table
 
-__all__ = ["DEV_GROUPS", "PythonProject", "group_requirements", "read_project"]
+__all__ = ["DEV_GROUPS", "PythonProject", "group_requirements", "read_project", "requirement_name"]
 
 DEV_GROUPS = ("test", "tests", "testing", "dev")
 """Extras and groups that carry what a project's checks need, in this order."""
