@@ -360,3 +360,37 @@ jobs:
         "job urllib3, step 1: into .venv; not used: none of the chosen checks comes from this job"
     )
     assert not any("build" in f.command for f in conventions.findings)
+
+
+def test_hatch_scripts_run_as_the_commands_they_stand_for(make_repo: MakeRepo) -> None:
+    pyproject = PYPROJECT + (
+        "\n[tool.hatch.envs.test]\n"
+        'dependencies = ["pytest", "pytest-cov"]\n'
+        "[tool.hatch.envs.test.scripts]\n"
+        'test = "pytest {args:tests}"\n'
+        'cov = ["test --cov=src", "coverage report"]\n'
+        "[tool.hatch.envs.lint.scripts]\n"
+        'typing = "mypy --install-types --non-interactive {args:src}"\n'
+    )
+    workflow = """\
+on: [push, pull_request]
+jobs:
+  run:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pip install --upgrade hatch
+      - run: hatch run test:cov
+      - run: hatch run lint:typing
+"""
+    repo = make_repo({".github/workflows/test.yml": workflow, "pyproject.toml": pyproject})
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["pytest tests"]
+    assert conventions.lint == ["mypy --install-types --non-interactive src"]
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install --upgrade hatch",
+        ".venv/bin/python -m pip install -e '.[testing]' pytest pytest-cov",
+        ".venv/bin/python -m pip install mypy",
+    ]
