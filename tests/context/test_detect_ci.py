@@ -138,7 +138,11 @@ jobs:
     assert conventions.lint == ["cd web && pnpm run lint"]
     assert conventions.test == ["cd web && pnpm run test"]
     assert conventions.build == ["cd web && pnpm run build"]
-    assert conventions.install == ["pnpm install --frozen-lockfile"]
+    assert conventions.install == [
+        "command -v pnpm >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "--no-fund pnpm@9",
+        "pnpm install --frozen-lockfile",
+    ]
     assert conventions.ecosystems == ["node"]
 
 

@@ -7,8 +7,13 @@ import json
 from pathlib import Path
 
 from golem.context import RepoConventions, load_conventions
+from golem.core import BOX_PATH
 from tests.context.conftest import MakeRepo
 
+PNPM_9 = (
+    "command -v pnpm >/dev/null || npm install --prefix .golem/node-tools --no-audit --no-fund "
+    "pnpm@9"
+)
 CARGO = '[package]\nname = "x"\nversion = "0.1.0"\nedition = "2021"\n'
 
 
@@ -31,15 +36,35 @@ def test_vitest_with_pnpm_installs_by_the_lockfile_and_runs_the_scripts(
     conventions = load_conventions(repo)
 
     assert (conventions.install, conventions.lint, conventions.build, conventions.test) == (
-        ["pnpm install --frozen-lockfile"],
+        [PNPM_9, "pnpm install --frozen-lockfile"],
         ["pnpm run lint", "pnpm run typecheck"],
         ["pnpm run build"],
         ["pnpm test"],
     )
-    assert conventions.cache == ["node_modules"]
+    assert conventions.cache == ["node_modules", ".golem/node-tools"]
     assert conventions.cache_keys == ["package.json", "pnpm-lock.yaml"]
     assert conventions.registries == [r"^registry\.npmjs\.org$"]
-    assert conventions.env == {}
+    assert conventions.env == {"PATH": f"/workspace/.golem/node-tools/node_modules/.bin:{BOX_PATH}"}
+
+
+def test_the_package_manager_version_follows_package_json_then_the_lockfile(
+    make_repo: MakeRepo,
+) -> None:
+    named = {"packageManager": "yarn@4.5.1+sha512.abc", "scripts": {"test": "vitest"}}
+    berry = make_repo({"package.json": json.dumps(named), "yarn.lock": "__metadata:\n"})
+    pnpm8 = make_repo(
+        {"package.json": "{}", "pnpm-lock.yaml": "lockfileVersion: '6.0'\n"}, name="pnpm8"
+    )
+    npm = make_repo({"package.json": "{}", "package-lock.json": "{}"}, name="npm")
+
+    assert load_conventions(berry).install == [
+        "command -v yarn >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "--no-fund @yarnpkg/cli-dist@4.5.1",
+        "yarn install --frozen-lockfile",
+    ]
+    assert load_conventions(pnpm8).install[0].endswith(" pnpm@8")
+    assert load_conventions(npm).install == ["npm ci"]
+    assert load_conventions(npm).env == {}
 
 
 def test_yarn_reaches_its_own_registry_and_no_lockfile_means_npm_install(
@@ -52,7 +77,11 @@ def test_yarn_reaches_its_own_registry_and_no_lockfile_means_npm_install(
         r"^registry\.npmjs\.org$",
         r"^registry\.yarnpkg\.com$",
     ]
-    assert load_conventions(yarn).install == ["yarn install --frozen-lockfile"]
+    assert load_conventions(yarn).install == [
+        "command -v yarn >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "--no-fund yarn@1",
+        "yarn install --frozen-lockfile",
+    ]
     assert load_conventions(bare).install == ["npm install"]
     assert load_conventions(bare).cache_keys == ["package.json"]
 

@@ -7,10 +7,18 @@ from dataclasses import dataclass, field
 
 from golem.core import BOX_PATH, WORKSPACE
 
-__all__ = ["Dependencies", "go_dependencies", "node_dependencies", "rust_dependencies"]
+__all__ = [
+    "NODE_TOOLS",
+    "Dependencies",
+    "go_dependencies",
+    "node_dependencies",
+    "node_tools_dependencies",
+    "path_env",
+    "rust_dependencies",
+]
 
 VENV = ".venv"
-VENV_ENV = {"VIRTUAL_ENV": f"{WORKSPACE}/{VENV}", "PATH": f"{WORKSPACE}/{VENV}/bin:{BOX_PATH}"}
+NODE_TOOLS = ".golem/node-tools"
 NODE_LOCKS = {
     "pnpm-lock.yaml": ("pnpm", "pnpm install --frozen-lockfile"),
     "yarn.lock": ("yarn", "yarn install --frozen-lockfile"),
@@ -30,6 +38,14 @@ class Dependencies:
     keys: list[str] = field(default_factory=list)
     registries: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    path: list[str] = field(default_factory=list)
+    """Directories to put before the box's ``PATH``."""
+
+
+def path_env(dependencies: list[Dependencies]) -> dict[str, str]:
+    """``PATH``: each ecosystem's directories, in order, before the box's own."""
+    directories = [d for dependency in dependencies for d in dependency.path]
+    return {"PATH": ":".join([*dict.fromkeys(directories), BOX_PATH])} if directories else {}
 
 
 def python_dependencies(keys: list[str], venv: bool) -> Dependencies:
@@ -41,7 +57,8 @@ def python_dependencies(keys: list[str], venv: bool) -> Dependencies:
         cache=[VENV],
         keys=keys,
         registries=[r"^pypi\.org$", r"^files\.pythonhosted\.org$"],
-        env=dict(VENV_ENV),
+        env={"VIRTUAL_ENV": f"{WORKSPACE}/{VENV}"},
+        path=[f"{WORKSPACE}/{VENV}/bin"],
     )
 
 
@@ -53,6 +70,13 @@ def node_dependencies(directory: str, lockfile: str | None) -> Dependencies:
         registries.append(r"^registry\.yarnpkg\.com$")
     keys = [f"{prefix}package.json"] + ([f"{prefix}{lockfile}"] if lockfile else [])
     return Dependencies("node", cache=[f"{prefix}node_modules"], keys=keys, registries=registries)
+
+
+def node_tools_dependencies() -> Dependencies:
+    """Where a package manager the box lacks (pnpm, yarn) is installed by npm."""
+    return Dependencies(
+        "node", cache=[NODE_TOOLS], path=[f"{WORKSPACE}/{NODE_TOOLS}/node_modules/.bin"]
+    )
 
 
 def rust_dependencies() -> Dependencies:

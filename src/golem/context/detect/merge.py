@@ -10,8 +10,9 @@ from collections.abc import Iterable
 
 from golem.context.contracts import CHECK_STEPS, STEPS, DetectedCommand, RepoConventions, Step
 from golem.context.detect.defaults import dependencies_of
-from golem.context.detect.ecosystem import Dependencies
+from golem.context.detect.ecosystem import Dependencies, node_tools_dependencies, path_env
 from golem.context.detect.found import Candidate, Dropped, RepoFiles
+from golem.context.detect.nodetools import MANAGERS, manager_installs
 from golem.context.detect.pydeps import requirement_name
 from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
 
@@ -51,6 +52,7 @@ def merge(
     install = _installs(ecosystems, candidates, _check_jobs(candidates, steps), findings)
     checks = [command for step in CHECK_STEPS for command in steps[step]]
     install += _tool_installs(checks, install, facts, findings)
+    install = _manager_installs(files, install, checks, candidates, findings)
     venv = MAKE_VENV in install
     if venv and "python" not in ecosystems:  # only for the tools the checks run
         ecosystems = ["python", *ecosystems]
@@ -63,8 +65,10 @@ def merge(
             ecosystem, files, facts, _directories(ecosystem, candidates), venv
         )
     ]
-    if any(command.startswith("pre-commit") for command in checks):
+    if any(_tool_of(command) == "pre-commit" for command in checks):
         deps.append(PRE_COMMIT)
+    if any(command.startswith(("command -v pnpm", "command -v yarn")) for command in install):
+        deps.append(node_tools_dependencies())
     findings += [
         DetectedCommand(
             step=step, command=drop.command, origin=drop.origin, why=drop.why, used=False
@@ -78,7 +82,7 @@ def merge(
         cache=_union(d.cache for d in deps),
         cache_keys=[key for key in _union(d.keys for d in deps) if files.exists(key)],
         registries=_union(d.registries for d in deps),
-        env={key: value for d in deps for key, value in d.env.items()},
+        env={**{key: value for d in deps for key, value in d.env.items()}, **path_env(deps)},
         ecosystems=ecosystems,
         findings=findings,
         source=_source(findings),
@@ -157,6 +161,22 @@ def _tool_installs(
         for command in commands
     ]
     return commands
+
+
+def _manager_installs(
+    files: RepoFiles, install: list[str], checks: list[str], candidates: list[Candidate],
+    findings: list[DetectedCommand],
+) -> list[str]:  # fmt: skip
+    """``install`` with pnpm or yarn installed first when a command runs them."""
+    used = {_tool_of(command) for command in [*install, *checks]} & set(MANAGERS)
+    directory = next(iter(_directories("node", candidates)), "")
+    bootstrap = manager_installs(files, used, directory)
+    findings += [
+        DetectedCommand(step="install", command=command, origin="golem", why=why)
+        for command, why in bootstrap
+    ]
+    first = next((i for i, c in enumerate(install) if _tool_of(c) in MANAGERS), len(install))
+    return [*install[:first], *(command for command, _ in bootstrap), *install[first:]]
 
 
 def _tool_of(command: str) -> str:
