@@ -13,7 +13,9 @@ wins (``merge.py``):
 
 Installs go the ecosystem's way (a venv at ``/workspace/.venv``, ``npm ci`` by lockfile,
 cargo's and go's caches in the workspace): every source's install commands for an
-ecosystem run, the CI's first. ``.golem.toml`` (``conventions.py``) wins over all of this.
+ecosystem run, the CI's first (a CI job's only when a chosen check comes from that job),
+then the tools the checks run that no install names (``nodetools.py`` for pnpm and yarn).
+``.golem.toml`` (``conventions.py``) wins over all of this.
 """
 
 from __future__ import annotations
