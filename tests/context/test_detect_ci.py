@@ -398,3 +398,57 @@ jobs:
         ".venv/bin/python -m pip install -e '.[testing]' pytest pytest-cov",
         ".venv/bin/python -m pip install mypy",
     ]
+
+
+def test_local_composite_actions_and_reusable_workflows_are_read_where_used(
+    make_repo: MakeRepo,
+) -> None:
+    caller = """\
+on: [pull_request]
+jobs:
+  tests:
+    uses: ./.github/workflows/tests.yml
+  elsewhere:
+    uses: octo/shared/.github/workflows/lint.yml@v1
+  loop:
+    uses: ./.github/workflows/ci.yml
+"""
+    called = """\
+on: workflow_call
+jobs:
+  unit:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: ./.github/actions/setup
+      - run: python -m pytest -n auto
+"""
+    action = """\
+name: setup
+runs:
+  using: composite
+  steps:
+    - uses: actions/setup-python@v5
+    - run: pip install -e .[testing] pytest-xdist
+      shell: bash
+"""
+    repo = make_repo(
+        {
+            ".github/workflows/ci.yml": caller,
+            ".github/workflows/tests.yml": called,
+            ".github/actions/setup/action.yml": action,
+            "pyproject.toml": PYPROJECT,
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["python3 -m pytest -n auto"]
+    assert conventions.install[:2] == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -e '.[testing]' pytest-xdist",
+    ]
+    install = next(f for f in conventions.findings if "pytest-xdist" in f.command)
+    assert (install.origin, install.why) == (
+        ".github/workflows/tests.yml",
+        "job unit, step 1.2: into .venv",
+    )

@@ -1,23 +1,27 @@
 """GitHub Actions: the ``run:`` steps of the jobs that run on pushes and pull requests,
-with matrix and env expressions resolved where the workflow writes their values."""
+with matrix and env expressions resolved where the workflow writes their values; local
+composite actions and reusable workflows are read where they are used."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from golem.context.contracts import Step
 from golem.context.detect.ci import SKIPPED_NAMES, JobLines, job_of, read_lines
 from golem.context.detect.found import TRUST_CI, Candidate, Dropped, RepoFiles
+from golem.context.detect.gha_expr import EXPRESSION, expand, literal_env, matrix_of
 from golem.context.detect.python import PythonFacts
 from golem.context.files import file_in_repo
 
 __all__ = ["SETUP_ACTIONS", "github_workflows", "read_github"]
 
 WORKFLOWS = ".github/workflows"
+MAX_WORKFLOWS = 64
+MAX_DEPTH = 3
 CHECK_EVENTS = frozenset({"push", "pull_request", "pull_request_target", "merge_group"})
 SETUP_ACTIONS = {
     "actions/setup-python": "python", "astral-sh/setup-uv": "python",
@@ -27,152 +31,151 @@ SETUP_ACTIONS = {
 CHECK_ACTIONS: dict[str, tuple[Step, str]] = {
     "pre-commit/action": ("lint", "pre-commit run --all-files")
 }
-EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
-ANY_VALUE = re.compile(r"(version|python|node|go|rust|toolchain|os|platform|runner)", re.IGNORECASE)
-MAX_MATRIX = 8
 
 
 def github_workflows(files: RepoFiles) -> list[str]:
     """The workflow files, sorted, as paths relative to the repository's root."""
-    directory = files.root / WORKFLOWS
     if not files.is_dir(".github") or not files.is_dir(WORKFLOWS):
         return []
-    names = sorted(
-        entry.name for entry in os.scandir(directory) if entry.name.endswith((".yml", ".yaml"))
-    )
-    return [
-        f"{WORKFLOWS}/{name}" for name in names if file_in_repo(files.root, f"{WORKFLOWS}/{name}")
-    ]
+    entries = os.scandir(files.root / WORKFLOWS)
+    names = sorted(entry.name for entry in entries if entry.name.endswith((".yml", ".yaml")))
+    rels = [f"{WORKFLOWS}/{name}" for name in names[:MAX_WORKFLOWS]]
+    return [rel for rel in rels if file_in_repo(files.root, rel)]
 
 
 def read_github(files: RepoFiles, facts: PythonFacts, ecosystems: list[str]) -> JobLines:
     """Candidates from every workflow that runs on pushes or pull requests; the
     ecosystems its setup actions name are appended to ``ecosystems``."""
-    found = JobLines()
+    reader = _Reader(files, facts, ecosystems)
     for rel in github_workflows(files):
         workflow = files.yaml(rel)
-        if not isinstance(workflow, dict) or not _runs_on_changes(workflow):
-            continue
-        if SKIPPED_NAMES.search(Path(rel).stem) or SKIPPED_NAMES.search(
-            str(workflow.get("name", ""))
+        if (
+            isinstance(workflow, dict)
+            and _runs_on_changes(workflow)
+            and not _skipped(rel, workflow)
         ):
-            continue  # a release or deploy workflow, whatever its triggers
-        env = _literal_env(workflow.get("env"), {})
+            reader.workflow(rel, workflow, 0)
+    return reader.found
+
+
+@dataclass
+class _Reader:
+    files: RepoFiles
+    facts: PythonFacts
+    ecosystems: list[str]
+    found: JobLines = field(default_factory=JobLines)
+
+    def workflow(self, rel: str, workflow: dict[str, Any], depth: int) -> None:
+        env = literal_env(workflow.get("env"), {})
         workdir = _workdir(workflow, "")
         jobs = workflow.get("jobs")
         for name, job in jobs.items() if isinstance(jobs, dict) else ():
-            if isinstance(job, dict) and _is_check_job(str(name), job):
-                _read_job(rel, str(name), job, env, workdir, facts, found, ecosystems)
-    return found
+            if not isinstance(job, dict) or not _is_check_job(str(name), job):
+                continue
+            called = _local(job.get("uses"))
+            if "uses" not in job:
+                self.job(rel, str(name), job, env, workdir)
+            elif (
+                called is not None
+                and depth < MAX_DEPTH
+                and isinstance(self.files.yaml(called), dict)
+            ):
+                self.workflow(called, self.files.yaml(called), depth + 1)
 
+    def job(
+        self, origin: str, name: str, job: dict[str, Any], env: dict[str, str], workdir: str
+    ) -> None:
+        context = _Job(origin, name, matrix_of(job), literal_env(job.get("env"), env))
+        self.steps(context, job.get("steps"), _workdir(job, workdir), "", 0)
 
-def _read_job(
-    origin: str, name: str, job: dict[str, Any], env: dict[str, str], workdir: str,
-    facts: PythonFacts, found: JobLines, ecosystems: list[str],
-) -> None:  # fmt: skip
-    matrix = _matrix(job)
-    job_env = _literal_env(job.get("env"), env)
-    job_dir = _workdir(job, workdir)
-    steps = job.get("steps")
-    for number, step in enumerate(steps if isinstance(steps, list) else [], start=1):
-        if not isinstance(step, dict) or SKIPPED_NAMES.search(str(step.get("name", ""))):
-            continue
-        where = f"job {name}, step {number}"
-        uses = str(step.get("uses", "")).split("@", 1)[0]
-        if uses:
-            _read_action(uses, origin, where, found, ecosystems)
-            continue
+    def steps(self, job: _Job, steps: Any, workdir: str, prefix: str, depth: int) -> None:
+        for number, step in enumerate(steps if isinstance(steps, list) else [], start=1):
+            if not isinstance(step, dict) or SKIPPED_NAMES.search(str(step.get("name", ""))):
+                continue
+            where = f"job {job.name}, step {prefix}{number}"
+            uses = str(step.get("uses", "")).split("@", 1)[0]
+            if uses:
+                self.action(job, uses, where, workdir, depth)
+            else:
+                self.run(job, step, where, workdir)
+
+    def action(self, job: _Job, uses: str, where: str, workdir: str, depth: int) -> None:
+        if uses in SETUP_ACTIONS and SETUP_ACTIONS[uses] not in self.ecosystems:
+            self.ecosystems.append(SETUP_ACTIONS[uses])
+        if uses in CHECK_ACTIONS:
+            step, command = CHECK_ACTIONS[uses]
+            candidate = Candidate(
+                step,
+                command,
+                job.origin,
+                f"{where}: {uses}",
+                TRUST_CI,
+                job=job_of(job.origin, where),
+            )
+            self.found.candidates.append(candidate)
+        composite = self.composite(uses) if depth < MAX_DEPTH else None
+        if composite is not None:
+            prefix = where.rsplit("step ", 1)[1] + "."
+            self.steps(job, composite, workdir, prefix, depth + 1)
+
+    def composite(self, uses: str) -> list[Any] | None:
+        """The steps of a local composite action (``uses: ./.github/actions/setup``)."""
+        directory = _local(uses)
+        for name in ("action.yml", "action.yaml") if directory is not None else ():
+            action = self.files.yaml(f"{directory}/{name}")
+            runs = action.get("runs") if isinstance(action, dict) else None
+            if isinstance(runs, dict) and runs.get("using") == "composite":
+                steps = runs.get("steps")
+                return steps if isinstance(steps, list) else None
+        return None
+
+    def run(self, job: _Job, step: dict[str, Any], where: str, workdir: str) -> None:
         run, shell = step.get("run"), str(step.get("shell", "bash"))
         if not isinstance(run, str) or shell.split(maxsplit=1)[0] in ("pwsh", "powershell", "cmd"):
-            continue
-        step_env = _literal_env(step.get("env"), job_env)
-        cwd = str(step.get("working-directory", job_dir))
-        for script, why in _expand(run, matrix, step_env):
+            return
+        env = literal_env(step.get("env"), job.env)
+        cwd = str(step.get("working-directory", workdir))
+        for script, why in expand(run, job.matrix, env):
             if why:
-                _drop(script, origin, f"{where}: {why}", cwd, facts, found)
+                self.drop(script, job.origin, f"{where}: {why}")
             else:
                 read_lines(
-                    script, origin=origin, where=where, workdir=cwd, env=step_env,
-                    facts=facts, found=found,
+                    script, origin=job.origin, where=where, workdir=cwd, env=env,
+                    facts=self.facts, found=self.found,
                 )  # fmt: skip
 
-
-def _read_action(
-    uses: str, origin: str, where: str, found: JobLines, ecosystems: list[str]
-) -> None:
-    if uses in SETUP_ACTIONS and SETUP_ACTIONS[uses] not in ecosystems:
-        ecosystems.append(SETUP_ACTIONS[uses])
-    if uses in CHECK_ACTIONS:
-        step, command = CHECK_ACTIONS[uses]
-        why, job = f"{where}: {uses}", job_of(origin, where)
-        found.candidates.append(Candidate(step, command, origin, why, TRUST_CI, job=job))
-
-
-def _drop(
-    script: str, origin: str, why: str, cwd: str, facts: PythonFacts, found: JobLines
-) -> None:
-    probe = JobLines()
-    read_lines(
-        EXPRESSION.sub("X", script),
-        origin=origin,
-        where="",
-        workdir="",
-        env={},
-        facts=facts,
-        found=probe,
-    )
-    for candidate in probe.candidates:
-        found.dropped.append((Dropped(script.strip(), origin, why), candidate.step))
-        break
+    def drop(self, script: str, origin: str, why: str) -> None:
+        """Record a line that cannot run as written, with the step it would have been."""
+        probe = JobLines()
+        read_lines(
+            EXPRESSION.sub("X", script), origin=origin, where="", workdir="", env={},
+            facts=self.facts, found=probe,
+        )  # fmt: skip
+        for candidate in probe.candidates[:1]:
+            self.found.dropped.append((Dropped(script.strip(), origin, why), candidate.step))
 
 
-def _expand(run: str, matrix: dict[str, list[str]], env: dict[str, str]) -> list[tuple[str, str]]:
-    """``run`` with its expressions resolved: one script per value of a matrix key that
-    changes what runs; (script, why) with a reason when it cannot be resolved."""
-    keys = list(dict.fromkeys(EXPRESSION.findall(run)))
-    choices: list[list[tuple[str, str]]] = []
-    for key in keys:
-        values = _values(key, matrix, env)
-        if values is None:
-            return [(run, f"uses ${{{{ {key} }}}}, known only on the CI runner")]
-        choices.append([(key, value) for value in values])
-    scripts = []
-    for combination in itertools.islice(itertools.product(*choices), MAX_MATRIX):
-        script = run
-        for key, value in combination:
-            pattern = r"\$\{\{\s*" + re.escape(key) + r"\s*\}\}"
-            script = re.sub(pattern, value.replace("\\", "\\\\"), script)
-        scripts.append((script, ""))
-    return scripts
+@dataclass(frozen=True)
+class _Job:
+    origin: str
+    name: str
+    matrix: dict[str, list[str]]
+    env: dict[str, str]
 
 
-def _values(key: str, matrix: dict[str, list[str]], env: dict[str, str]) -> list[str] | None:
-    scope, _, name = key.partition(".")
-    if scope == "env" and name in env:
-        return [env[name]]
-    if scope != "matrix" or name not in matrix or not matrix[name]:
+def _local(uses: Any) -> str | None:
+    """The repository path a ``uses: ./path`` names (None for anything else)."""
+    if not isinstance(uses, str) or not uses.startswith("./"):
         return None
-    values = matrix[name]
-    return values[:1] if ANY_VALUE.search(name) else values
+    path = os.path.normpath(uses.split("@", 1)[0])
+    return None if path.startswith("..") else path
 
 
-def _matrix(job: dict[str, Any]) -> dict[str, list[str]]:
-    strategy = job.get("strategy")
-    matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
-    if not isinstance(matrix, dict):
-        return {}
-    found: dict[str, list[str]] = {}
-    for key, values in matrix.items():
-        if isinstance(values, list):
-            found[str(key)] = [str(v) for v in values if isinstance(v, str | int | float)]
-    include = matrix.get("include")
-    for entry in include if isinstance(include, list) else []:
-        for key, value in entry.items() if isinstance(entry, dict) else ():
-            if isinstance(value, str | int | float) and str(value) not in found.setdefault(
-                str(key), []
-            ):
-                found[str(key)].append(str(value))
-    return found
+def _skipped(rel: str, workflow: dict[str, Any]) -> bool:
+    """A release or deploy workflow, whatever its triggers."""
+    return bool(
+        SKIPPED_NAMES.search(Path(rel).stem) or SKIPPED_NAMES.search(str(workflow.get("name", "")))
+    )
 
 
 def _runs_on_changes(workflow: dict[str, Any]) -> bool:
@@ -186,26 +189,12 @@ def _runs_on_changes(workflow: dict[str, Any]) -> bool:
 
 
 def _is_check_job(name: str, job: dict[str, Any]) -> bool:
-    if (
-        "uses" in job
-        or SKIPPED_NAMES.search(name)
-        or SKIPPED_NAMES.search(str(job.get("name", "")))
-    ):
+    if SKIPPED_NAMES.search(name) or SKIPPED_NAMES.search(str(job.get("name", ""))):
         return False
     runs_on = str(job.get("runs-on", "ubuntu"))
     if re.search(r"windows|macos", runs_on) and "ubuntu" not in runs_on:
         return False
     return not re.search(r"refs/tags|release|deploy|publish", str(job.get("if", "")))
-
-
-def _literal_env(value: Any, outer: dict[str, str]) -> dict[str, str]:
-    env = dict(outer)
-    for key, item in value.items() if isinstance(value, dict) else ():
-        if item is None:  # `KEY:` with nothing after it is the empty string
-            env[str(key)] = ""
-        elif isinstance(item, str | int | float | bool) and "${{" not in str(item):
-            env[str(key)] = str(item).lower() if isinstance(item, bool) else str(item)
-    return env
 
 
 def _workdir(holder: dict[str, Any], outer: str) -> str:

@@ -1,6 +1,7 @@
 """Choosing among the sources' candidates: per check step the most trusted source's
 commands; per ecosystem every install (the CI's first, a CI job's only with its checks),
-with the tools the chosen checks run added (Python's to the venv, pnpm and yarn by npm); and each ecosystem's cache, keys, registries and environment."""
+with the tools the chosen checks run added (Python's to the venv, pnpm and yarn by npm);
+and each ecosystem's cache, keys, registries and environment."""
 
 from __future__ import annotations
 
