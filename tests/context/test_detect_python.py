@@ -157,3 +157,36 @@ def _ran(repo: object, command: str) -> int:
     done = subprocess.run(argv, cwd=repo, capture_output=True, text=True, check=True)  # type: ignore[call-overload]
     line = next(line for line in done.stderr.splitlines() if line.startswith("Ran "))
     return int(line.split()[1])
+
+
+def test_what_tox_installs_for_the_tests_goes_into_the_venv(make_repo: MakeRepo) -> None:
+    tox = """\
+[tox]
+envlist = py{39,310,311}, lint
+
+[testenv]
+extras = tests
+deps =
+    freezegun
+    py39: backports.zoneinfo
+    -r{toxinidir}/requirements/ci.txt
+    {[base]deps}
+commands = pytest {posargs}
+"""
+    repo = make_repo(
+        {
+            "tox.ini": tox,
+            "requirements/ci.txt": "pytest-cov\n",
+            "pyproject.toml": HATCH_PYPROJECT.replace("[dependency-groups]", "[x]"),
+            "tests/test_x.py": "import pytest\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.install[1] == (
+        ".venv/bin/python -m pip install -e '.[tests]' freezegun backports.zoneinfo "
+        "-r requirements/ci.txt"
+    )
+    assert conventions.test == ["python3 -m pytest"]
+    assert "requirements/ci.txt" in conventions.cache_keys

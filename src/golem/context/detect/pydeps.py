@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from golem.context.detect.found import RepoFiles, table
+from golem.context.detect.toxdeps import tox_requirements
 
 __all__ = ["DEV_GROUPS", "PythonProject", "group_requirements", "read_project", "requirement_name"]
 
@@ -57,14 +58,20 @@ def read_project(files: RepoFiles) -> PythonProject:
     declared |= set(table(pyproject, "tool", "poetry", "extras"))
     if _setup_cfg(files).has_section("options.extras_require"):
         declared |= set(_setup_cfg(files)["options.extras_require"])
+    tox_arguments, tox_files, tox_extras = tox_requirements(files)
     project.extras = [name for name in DEV_GROUPS if name in declared]
+    project.extras += [
+        name for name in tox_extras if name in declared and name not in project.extras
+    ]
     groups = table(pyproject, "dependency-groups")
     project.groups = [name for name in DEV_GROUPS if name in groups]
     for name in project.groups:
         project.group_requirements += group_requirements(groups, name)
     project.group_requirements += _tool_groups(pyproject) + _hatch_requirements(pyproject)
+    project.group_requirements += tox_arguments
     project.group_requirements = list(dict.fromkeys(project.group_requirements))
-    project.requirement_files = [rel for rel in REQUIREMENTS if files.exists(rel)]
+    listed = [rel for rel in REQUIREMENTS if files.exists(rel)]
+    project.requirement_files = list(dict.fromkeys([*listed, *tox_files]))
     locks = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
     present = [rel for rel in (*MANIFESTS, *locks) if files.exists(rel)]
     project.keys = [*present, *project.requirement_files]
