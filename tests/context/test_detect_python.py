@@ -169,6 +169,7 @@ extras = tests
 deps =
     freezegun
     py39: backports.zoneinfo
+    pytestmain: git+https://github.com/pytest-dev/pytest.git@main
     -r{toxinidir}/requirements/ci.txt
     {[base]deps}
 commands = pytest {posargs}
@@ -185,8 +186,7 @@ commands = pytest {posargs}
     conventions = load_conventions(repo)
 
     assert conventions.install[1] == (
-        ".venv/bin/python -m pip install -e '.[tests]' freezegun backports.zoneinfo "
-        "-r requirements/ci.txt"
+        ".venv/bin/python -m pip install -e '.[tests]' freezegun -r requirements/ci.txt"
     )
     assert conventions.test == ["python3 -m pytest"]
     assert "requirements/ci.txt" in conventions.cache_keys

@@ -47,15 +47,16 @@ def _strings(value: Any) -> list[str]:
 
 
 def _arguments(files: RepoFiles, lines: list[str]) -> tuple[list[str], list[str]]:
-    """(requirements, requirements files) of tox ``deps`` lines: factor prefixes dropped
-    (every factor's deps kept), ``{toxinidir}`` made relative, lines with other
-    substitutions, options and the project itself left out."""
+    """(requirements, requirements files) of tox ``deps`` lines, ``{toxinidir}`` made
+    relative; left out: lines for some factors only (``py39: x``, ``pytestmain: git+...``),
+    URLs (the install reaches registries only), other substitutions, options and the
+    project itself."""
     found: list[str] = []
     requirement_files: list[str] = []
     for raw in lines:
-        line = FACTOR.sub("", raw.split(" #", 1)[0].strip())
+        line = raw.split(" #", 1)[0].strip()
         line = line.replace("{toxinidir}/", "").replace("{toxinidir}", ".")
-        if not line or line.startswith("#") or "{" in line:
+        if not line or line.startswith("#") or "{" in line or "://" in line or FACTOR.match(line):
             continue
         named = re.match(r"^-r\s*(\S+)$", line)
         if named and files.exists(named[1]):
