@@ -160,6 +160,9 @@ jobs:
       - run: npm ci
       - run: npx vitest run
       - run: npm publish
+      - run: |
+          cd dist/pkg-*
+          npm test
 """
     repo = make_repo(
         {

@@ -50,6 +50,8 @@ MODULES_SKIPPED = {
     "virtualenv": "golem makes the virtual environment itself",
     "build": "builds distributions, for publishing",
 }
+UNKNOWN = "/unknown"
+"""The directory after a ``cd`` golem cannot follow: the lines after it are left out."""
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -77,8 +79,8 @@ def script_lines(script: str, workdir: str = "") -> list[tuple[str, str]]:
             continue
         for part in re.split(r"\s+&&\s+", line):
             words = part.split()
-            if words[:1] == ["cd"] and len(words) == 2:
-                cwd = _join(cwd, words[1])
+            if words[:1] == ["cd"]:
+                cwd = _join(cwd, words[1]) if len(words) == 2 else UNKNOWN
             elif words and not cwd.startswith(("..", "/")):  # never outside the repository
                 found.append((cwd, part.strip()))
     return found
@@ -279,5 +281,7 @@ def _unwrap(words: list[str]) -> list[str]:
 
 
 def _join(cwd: str, rel: str) -> str:
+    if re.search(r"[*?$`~\[{]", rel) or cwd == UNKNOWN:
+        return UNKNOWN  # a glob, a variable, home: where it lands is known only on the runner
     joined = posixpath.normpath(posixpath.join(cwd or ".", rel))
     return "" if joined == "." else joined
