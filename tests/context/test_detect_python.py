@@ -190,3 +190,16 @@ commands = pytest {posargs}
     )
     assert conventions.test == ["python3 -m pytest"]
     assert "requirements/ci.txt" in conventions.cache_keys
+
+
+def test_pytest_installed_but_no_tests_found_is_no_check(make_repo: MakeRepo) -> None:
+    pyproject = (
+        '[project]\nname = "x"\nversion = "0"\n[project.optional-dependencies]\ntest = ["pytest"]\n'
+    )
+    repo = make_repo({"pyproject.toml": pyproject, "x.py": "X = 1\n"})
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == []  # pytest would collect nothing and fail (exit 5)
+    assert not conventions.verifies
+    assert conventions.install[-1] == ".venv/bin/python -m pip install -e '.[test]'"

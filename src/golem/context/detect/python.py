@@ -42,15 +42,21 @@ class PythonFacts:
         return bool(self.project.keys or self.tests.python)
 
     @property
-    def uses_pytest(self) -> bool:
-        """pytest configured, imported by a test file, or declared as a dependency."""
+    def configures_pytest(self) -> bool:
+        """pytest configured: its table, ini file, a ``conftest.py`` or a section."""
         pyproject = self.files.toml("pyproject.toml")
         return bool(
             table(pyproject, "tool", "pytest") or self.files.exists(*PYTEST_CONFIGS)
             or "[tool:pytest]" in (self.files.text("setup.cfg") or "")
             or "[pytest]" in (self.files.text("tox.ini") or "")
-            or self.tests.imports_pytest or self.project.installs("pytest")
         )  # fmt: skip
+
+    @property
+    def uses_pytest(self) -> bool:
+        """pytest configured, imported by a test file, or installed for the tests."""
+        return (
+            self.configures_pytest or self.tests.imports_pytest or self.project.installs("pytest")
+        )
 
     def install_arguments(self, *, with_pytest: bool) -> list[str]:
         """pip's arguments for the project with its test extras, its test and dev groups
@@ -96,7 +102,7 @@ def python_defaults(facts: PythonFacts) -> list[Candidate]:
         found.append(
             Candidate("install", pip, DEFAULT, _why_install(facts), TRUST_DEFAULT, "python")
         )
-    if pytest and (facts.tests.python or facts.project.installable):
+    if pytest and (facts.tests.python or facts.configures_pytest):  # else it collects nothing
         found.append(Candidate("test", PYTEST, DEFAULT, why, TRUST_DEFAULT))
     elif facts.tests.python:
         for start, top in unittest_starts(facts.tests):
