@@ -197,6 +197,8 @@ def test_workflows_that_do_not_run_on_changes_and_other_platforms_are_left_out(
             ".github/workflows/release.yml": release,
             ".github/workflows/windows.yml": windows,
             ".github/workflows/broken.yml": "on: [push\njobs: {",
+            ".github/workflows/odd.yml": "on: 3\njobs:\n  t:\n    steps:\n      - run: pytest\n",
+            ".github/workflows/odder.yaml": "on: push\njobs: [1, {steps: 3}]\n",
             "go.mod": "module example.com/x\n\ngo 1.21\n",
         }
     )

@@ -185,6 +185,8 @@ def _runs_on_changes(workflow: dict[str, Any]) -> bool:
         return True
     if isinstance(triggers, str):
         triggers = [triggers]
+    if not isinstance(triggers, list | dict):
+        return False
     return bool(CHECK_EVENTS & {str(t) for t in triggers})
 
 
