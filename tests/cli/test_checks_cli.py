@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from golem.context import load_conventions
+from golem.context import RepoConventions, load_conventions
 from tests.context.conftest import write_tree
 
 WORKFLOW = """\
@@ -57,6 +57,8 @@ def test_detect_prints_each_command_with_its_origin_and_why(tmp_path: Path) -> N
     assert "ecosystems: go" in lines
     assert "install caches: .golem/go (keyed by go.mod, go.sum)" in lines
     assert not (tmp_path / ".golem.toml").exists()
+    as_json = golem("checks", "detect", "--json", "--repo", str(tmp_path), cwd=Path.cwd())
+    assert RepoConventions.model_validate_json(as_json.stdout) == load_conventions(tmp_path)
 
 
 def test_write_makes_a_golem_toml_that_loads_back_the_same_and_is_never_overwritten(

@@ -27,6 +27,7 @@ def detect_command(
     repo: Path = typer.Option(Path("."), "--repo", help="The repository's directory."),
     write: bool = typer.Option(False, "--write", help="Write what was found to .golem.toml."),
     force: bool = typer.Option(False, "--force", help="With --write: replace a .golem.toml."),
+    json_output: bool = typer.Option(False, "--json", help="Print the conventions as JSON."),
 ) -> None:
     """Print the install, lint, build and test commands found in the repository's CI,
     task runners and ecosystem, and why; --write saves them as its .golem.toml."""
@@ -41,7 +42,10 @@ def detect_command(
         )
     conventions = detect_conventions(repo)
     console = Console(soft_wrap=True)
-    _print(console, conventions)
+    if json_output:
+        typer.echo(conventions.model_dump_json(indent=2))
+    else:
+        _print(console, conventions)
     if write:
         _write_atomically(target, render_conventions(conventions))
         console.print(f"wrote {target}: commit it to make these the repository's commands")
