@@ -190,9 +190,7 @@ def _hatch(words: list[str], _line: str, facts: PythonFacts) -> Classified:
             if chosen:
                 commands = tuple(c for found in chosen for c in found.commands)
                 return Classified(chosen[0].step, commands, f"hatch script {words[2]}")
-    return Classified(
-        "test" if words[1:2] == ["test"] else None, why="a hatch environment command", weak=True
-    )
+    return Classified(None, why="a hatch command that is no script of the project")
 
 
 def _node(words: list[str], line: str) -> Classified:
@@ -274,7 +272,7 @@ def _unwrap(words: list[str]) -> list[str]:
         words = words[1:]
         while words and (words[0].startswith("-") or ASSIGNMENT.match(words[0])):
             words = words[1:]
-    if words[:3] and words[0] == "coverage" and words[1:2] == ["run"]:
+    if words[:2] == ["coverage", "run"]:
         rest = [w for w in words[2:] if not w.startswith("--")]
         return ["python3", *rest] if rest[:1] == ["-m"] else rest
     return words
