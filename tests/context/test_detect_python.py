@@ -203,3 +203,21 @@ def test_pytest_installed_but_no_tests_found_is_no_check(make_repo: MakeRepo) ->
     assert conventions.test == []  # pytest would collect nothing and fail (exit 5)
     assert not conventions.verifies
     assert conventions.install[-1] == ".venv/bin/python -m pip install -e '.[test]'"
+
+
+def test_a_django_project_without_pytest_runs_its_own_test_runner(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "manage.py": "import django\n",
+            "requirements.txt": "Django>=5\n",
+            "shop/tests.py": "from django.test import TestCase\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["python3 manage.py test"]
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -r requirements.txt",
+    ]

@@ -23,6 +23,7 @@ __all__ = [
 MAKE_VENV = "python3 -m venv .venv"
 PIP_INSTALL = ".venv/bin/python -m pip install"
 PYTEST = "python3 -m pytest"
+DJANGO = "python3 manage.py test"
 DEFAULT = "ecosystem default"
 VENV_WHY = "the checks' virtual environment, never the system Python"
 PYTEST_CONFIGS = ("pytest.ini", "conftest.py", "tests/conftest.py", "test/conftest.py")
@@ -104,6 +105,8 @@ def python_defaults(facts: PythonFacts) -> list[Candidate]:
         )
     if pytest and (facts.tests.python or facts.configures_pytest):  # else it collects nothing
         found.append(Candidate("test", PYTEST, DEFAULT, why, TRUST_DEFAULT))
+    elif facts.files.exists("manage.py") and facts.tests.python:  # Django's own runner
+        found.append(Candidate("test", DJANGO, DEFAULT, "manage.py, no pytest", TRUST_DEFAULT))
     elif facts.tests.python:
         for start, top in unittest_starts(facts.tests):
             found.append(Candidate("test", _discover(start, top), DEFAULT, why, TRUST_DEFAULT))
