@@ -264,3 +264,35 @@ def test_files_linked_out_of_the_repository_are_not_read(
     (repo / "Makefile").symlink_to(outside)
 
     assert not load_conventions(repo).verifies
+
+
+def test_a_target_run_through_poetry_or_uv_runs_its_recipe_from_the_venv(
+    make_repo: MakeRepo,
+) -> None:
+    makefile = (
+        ".PHONY: lint test\n"
+        "lint:\n\t@poetry run ruff check src\n\tpoetry run mypy src\n\n"
+        "test: install\n\t-uv run --frozen pytest -x tests\n\n"
+        "build:\n\tpoetry run $(PYTHON) -m build\n"
+    )
+    workflow = (
+        "on: [push]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n"
+    )
+    repo = make_repo(
+        {
+            "Makefile": makefile,
+            ".github/workflows/ci.yml": workflow,
+            "pyproject.toml": (
+                '[tool.poetry]\nname = "x"\n[tool.poetry.group.dev.dependencies]\n'
+                'pytest = "^8"\nruff = "*"\nmypy = "*"\n'
+            ),
+            "tests/test_x.py": "def test_x(): ...\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["pytest -x tests"]  # from the CI's `make test`, as written
+    assert conventions.lint == ["ruff check src", "mypy src"]
+    assert conventions.build == ["make build"]  # make's variables are known only to make
+    assert conventions.install[1] == ".venv/bin/python -m pip install -e . pytest ruff mypy"

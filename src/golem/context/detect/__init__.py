@@ -42,7 +42,7 @@ def detect_conventions(repo: Path) -> RepoConventions:
     ecosystems = recognise(files, facts)
     github = read_github(files, facts, ecosystems)
     gitlab = read_gitlab(files, facts)
-    candidates = [*github.candidates, *gitlab.candidates, *read_runners(files)]
+    candidates = [*github.candidates, *gitlab.candidates, *read_runners(files, facts)]
     for candidate in candidates:
         if candidate.ecosystem and candidate.ecosystem not in ecosystems:
             ecosystems.append(candidate.ecosystem)

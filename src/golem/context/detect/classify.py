@@ -18,8 +18,9 @@ from golem.context.detect.pyci import (
     translate_python_install,
 )
 from golem.context.detect.python import PYTEST, PythonFacts
+from golem.context.detect.recipes import runner_recipe
 
-__all__ = ["Classified", "classify", "script_lines"]
+__all__ = ["Classified", "classify", "recipe_commands", "script_lines"]
 
 TEST_TOOLS = frozenset(
     {"pytest", "py.test", "jest", "vitest", "mocha", "ava", "ctest", "bats", "tap"}
@@ -233,18 +234,31 @@ def _compiled(words: list[str], line: str, _facts: PythonFacts) -> Classified:
     )
 
 
-def _target(words: list[str], line: str, _facts: PythonFacts) -> Classified:
+def _target(words: list[str], line: str, facts: PythonFacts) -> Classified:
     targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
     if not targets:
         return Classified(
             None, why=f"{words[0]} runs its default target: what it checks is unknown"
         )
+    recipe = runner_recipe(facts.files, words[0], targets[0]) if len(targets) == 1 else None
+    if recipe is not None:
+        return recipe_commands(recipe, f"{words[0]} {targets[0]}", facts)
     step = _script_step(targets[0])
     return (
         Classified(step, (line,), f"{words[0]} {targets[0]}")
         if step
         else Classified(None, why=f"{words[0]} {targets[0]}: not a check")
     )
+
+
+def recipe_commands(recipe: list[str], name: str, facts: PythonFacts) -> Classified:
+    """A target's recipe as the commands it runs (their environment manager left out)."""
+    read = [classify(line, "", facts) for line in recipe]
+    steps = [found for found in read if found.step is not None and found.step != "install"]
+    if not steps:
+        return Classified(None, why=f"{name}: its recipe runs no known check")
+    commands = tuple(command for found in steps for command in found.commands)
+    return Classified(steps[0].step, commands, f"{name}, its recipe without the runner")
 
 
 def _script_step(name: str) -> Step | None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 
 from golem.context.contracts import Step
+from golem.context.detect.classify import recipe_commands
 from golem.context.detect.ecosystem import NODE_LOCKS
 from golem.context.detect.found import TRUST_LAST, Candidate, RepoFiles, table
+from golem.context.detect.python import PythonFacts
+from golem.context.detect.recipes import JUSTFILES, MAKEFILES, runner_recipe
 
 __all__ = ["node_manager", "read_runners"]
 
@@ -30,11 +33,11 @@ SCRIPTS: tuple[tuple[Step, tuple[str, ...]], ...] = (
 MAKE_TRUST, JUST_TRUST, NODE_TRUST, PRECOMMIT_TRUST = 2.0, 2.1, 2.2, 2.3
 
 
-def read_runners(files: RepoFiles) -> list[Candidate]:
+def read_runners(files: RepoFiles, facts: PythonFacts) -> list[Candidate]:
     """Every task runner's candidates, most trusted first."""
     return [
-        *_targets(files, ("GNUmakefile", "makefile", "Makefile"), MAKE_TARGET, "make", MAKE_TRUST),
-        *_targets(files, ("justfile", "Justfile", ".justfile"), JUST_RECIPE, "just", JUST_TRUST),
+        *_targets(files, facts, MAKEFILES, MAKE_TARGET, "make", MAKE_TRUST),
+        *_targets(files, facts, JUSTFILES, JUST_RECIPE, "just", JUST_TRUST),
         *_package_json(files),
         *_pre_commit(files),
         *_tox(files),
@@ -52,8 +55,9 @@ def node_manager(files: RepoFiles, directory: str = "") -> tuple[str, str, str |
 
 
 def _targets(
-    files: RepoFiles, names: tuple[str, ...], pattern: re.Pattern[str], tool: str, trust: float
-) -> list[Candidate]:
+    files: RepoFiles, facts: PythonFacts, names: tuple[str, ...], pattern: re.Pattern[str],
+    tool: str, trust: float,
+) -> list[Candidate]:  # fmt: skip
     for name in names:
         text = files.text(name)
         if text is None:
@@ -62,8 +66,13 @@ def _targets(
         found: list[Candidate] = []
         for step, wanted in TARGETS:
             target = next((t for t in wanted if t in targets), None)
-            if target is not None:
-                found.append(Candidate(step, f"{tool} {target}", name, f"target {target}", trust))
+            if target is None:
+                continue
+            recipe = runner_recipe(files, tool, target)
+            read = recipe_commands(recipe, f"target {target}", facts) if recipe else None
+            commands = read.commands if read is not None and read.step else (f"{tool} {target}",)
+            why = read.why if read is not None and read.step else f"target {target}"
+            found += [Candidate(step, command, name, why, trust) for command in commands]
         return found
     return []
 
