@@ -457,3 +457,41 @@ runs:
         ".github/workflows/tests.yml",
         "job unit, step 1.2: into .venv",
     )
+
+
+def test_the_files_a_ci_install_reads_key_the_cache(make_repo: MakeRepo) -> None:
+    workflow = """\
+on: [push]
+jobs:
+  api:
+    runs-on: ubuntu-latest
+    defaults:
+      run:
+        working-directory: backend
+    steps:
+      - run: pip install -e .[testing] -r requirements/ci.txt --constraint=constraints.txt
+      - run: pytest
+"""
+    repo = make_repo(
+        {
+            ".github/workflows/api.yml": workflow,
+            "backend/pyproject.toml": PYPROJECT,
+            "backend/requirements/ci.txt": "pytest\n",
+            "backend/constraints.txt": "pytest<9\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        "cd backend && /workspace/.venv/bin/python -m pip install -e '.[testing]' "
+        "-r requirements/ci.txt --constraint=constraints.txt",
+    ]
+    assert conventions.test == ["cd backend && pytest"]
+    assert conventions.cache == [".venv"]
+    assert conventions.cache_keys == [
+        "backend/pyproject.toml",
+        "backend/requirements/ci.txt",
+        "backend/constraints.txt",
+    ]

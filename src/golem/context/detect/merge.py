@@ -13,8 +13,9 @@ from golem.context.contracts import CHECK_STEPS, STEPS, DetectedCommand, RepoCon
 from golem.context.detect.defaults import dependencies_of
 from golem.context.detect.ecosystem import Dependencies, node_tools_dependencies, path_env
 from golem.context.detect.found import Candidate, Dropped, RepoFiles
+from golem.context.detect.keys import install_keys
 from golem.context.detect.nodetools import MANAGERS, manager_installs
-from golem.context.detect.pydeps import requirement_name
+from golem.context.detect.pydeps import declared_names, requirement_name
 from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
 
 __all__ = ["NOTHING_FOUND", "merge"]
@@ -81,7 +82,11 @@ def merge(
         install=install,
         **steps,
         cache=_union(d.cache for d in deps),
-        cache_keys=[key for key in _union(d.keys for d in deps) if files.exists(key)],
+        cache_keys=[
+            key
+            for key in _union([*(d.keys for d in deps), install_keys(install)])
+            if files.exists(key)
+        ],
         registries=_union(d.registries for d in deps),
         env={**{key: value for d in deps for key, value in d.env.items()}, **path_env(deps)},
         ecosystems=ecosystems,
@@ -146,6 +151,7 @@ def _tool_installs(
     """A pip install of the Python tools the checks run that no install names (and
     pre-commit's hooks, when a check runs it)."""
     named = {requirement_name(word) for command in install for word in _words(command)}
+    named |= {name for key in install_keys(install) for name in declared_names(facts.files, key)}
     wanted = [
         tool
         for tool in dict.fromkeys(_tool_of(check) for check in checks)

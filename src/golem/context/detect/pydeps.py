@@ -12,7 +12,14 @@ from typing import Any
 from golem.context.detect.found import RepoFiles, table
 from golem.context.detect.toxdeps import tox_requirements
 
-__all__ = ["DEV_GROUPS", "PythonProject", "group_requirements", "read_project", "requirement_name"]
+__all__ = [
+    "DEV_GROUPS",
+    "PythonProject",
+    "declared_names",
+    "group_requirements",
+    "read_project",
+    "requirement_name",
+]
 
 DEV_GROUPS = ("test", "tests", "testing", "dev")
 """Extras and groups that carry what a project's checks need, in this order."""
@@ -150,6 +157,24 @@ def _setup_cfg(files: RepoFiles) -> configparser.ConfigParser:
     except configparser.Error:
         return configparser.ConfigParser(interpolation=None)
     return parser
+
+
+def declared_names(files: RepoFiles, rel: str) -> set[str]:
+    """The requirement names a requirements file lists, or a pyproject.toml declares
+    (dependencies, extras, groups); nothing for other files."""
+    if rel.endswith(".txt"):
+        entries: list[Any] = (files.text(rel) or "").splitlines()
+    elif rel.endswith("pyproject.toml"):
+        data = files.toml(rel)
+        entries = list(table(data, "project").get("dependencies") or [])
+        for listed in [
+            *table(data, "project", "optional-dependencies").values(),
+            *table(data, "dependency-groups").values(),
+        ]:
+            entries += listed if isinstance(listed, list) else []
+    else:
+        return set()
+    return {requirement_name(entry) for entry in entries if isinstance(entry, str)} - {""}
 
 
 def requirement_name(requirement: str) -> str:
