@@ -221,3 +221,39 @@ def test_a_django_project_without_pytest_runs_its_own_test_runner(make_repo: Mak
         "python3 -m venv .venv",
         ".venv/bin/python -m pip install -r requirements.txt",
     ]
+
+
+def test_what_the_nox_test_session_installs_goes_into_the_venv(make_repo: MakeRepo) -> None:
+    noxfile = """\
+import nox
+
+LINT = ["ruff"]
+
+
+@nox.session(python=["3.11", "3.12"], name="tests")
+def run_tests(session):
+    session.install("-e", ".[tests]")
+    session.install("-r", "requirements/test.txt", "hypothesis")
+    session.install(*LINT)
+    session.run("pytest")
+
+
+@nox.session
+def docs(session):
+    session.install("sphinx")
+"""
+    repo = make_repo(
+        {
+            "noxfile.py": noxfile,
+            "requirements/test.txt": "pytest\n",
+            "pyproject.toml": HATCH_PYPROJECT.replace("[dependency-groups]", "[x]"),
+            "tests/test_x.py": "import pytest\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.install[1] == (
+        ".venv/bin/python -m pip install -e '.[tests]' hypothesis -r requirements/test.txt"
+    )
+    assert conventions.test == ["python3 -m pytest"]

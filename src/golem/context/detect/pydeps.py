@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from golem.context.detect.found import RepoFiles, table
+from golem.context.detect.noxdeps import nox_requirements
 from golem.context.detect.toxdeps import tox_requirements
 
 __all__ = [
@@ -66,6 +67,9 @@ def read_project(files: RepoFiles) -> PythonProject:
     if _setup_cfg(files).has_section("options.extras_require"):
         declared |= set(_setup_cfg(files)["options.extras_require"])
     tox_arguments, tox_files, tox_extras = tox_requirements(files)
+    nox_arguments, nox_files, nox_extras = nox_requirements(files)
+    tox_arguments, tox_files = tox_arguments + nox_arguments, tox_files + nox_files
+    tox_extras += nox_extras
     project.extras = [name for name in DEV_GROUPS if name in declared]
     project.extras += [
         name for name in tox_extras if name in declared and name not in project.extras
