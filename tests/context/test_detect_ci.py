@@ -495,3 +495,26 @@ jobs:
         "backend/requirements/ci.txt",
         "backend/constraints.txt",
     ]
+
+
+def test_tools_run_in_throwaway_environments_run_from_the_venv(make_repo: MakeRepo) -> None:
+    workflow = """\
+on: [push]
+jobs:
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - run: uv tool install mypy
+      - run: uvx --from ruff==0.6.0 ruff check .
+      - run: mypy src
+"""
+    repo = make_repo({".github/workflows/lint.yml": workflow, "pyproject.toml": PYPROJECT})
+
+    conventions = load_conventions(repo)
+
+    assert conventions.lint == ["ruff check .", "mypy src"]
+    assert conventions.install[1:] == [
+        ".venv/bin/python -m pip install mypy",
+        ".venv/bin/python -m pip install -e '.[testing]'",
+        ".venv/bin/python -m pip install ruff",
+    ]

@@ -51,6 +51,7 @@ MODULES_SKIPPED = {
     "virtualenv": "golem makes the virtual environment itself",
     "build": "builds distributions, for publishing",
 }
+TOOL_RUNNERS = (("uvx",), ("pipx", "run"), ("uv", "tool", "run"))
 UNKNOWN = "/unknown"
 """The directory after a ``cd`` golem cannot follow: the lines after it are left out."""
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -282,6 +283,11 @@ def _names_lint(arguments: list[str]) -> bool:
 
 
 def _unwrap(words: list[str]) -> list[str]:
+    for prefix in TOOL_RUNNERS:  # a tool run in a throwaway environment: the venv's instead
+        if tuple(words[: len(prefix)]) == prefix:
+            words = words[len(prefix) :]
+            while words and words[0].startswith("-"):
+                words = words[2:] if words[0] in ("--from", "--with", "--python") else words[1:]
     while words and words[0] in ("time", "env", "xvfb-run", "nice"):
         words = words[1:]
         while words and (words[0].startswith("-") or ASSIGNMENT.match(words[0])):

@@ -39,7 +39,7 @@ def translate_python_install(words: list[str], facts: PythonFacts) -> list[str] 
         return _uv_sync(words[2:], facts)
     if head in (["poetry", "install"], ["pdm", "install"], ["pdm", "sync"]):
         return _project(facts, facts.project.extras) + facts.project.group_requirements
-    if head in (["pipx", "install"], ["uv", "tool"]):
+    if head == ["pipx", "install"] or (head == ["uv", "tool"] and words[2:3] == ["install"]):
         tools = [word for word in words[2:] if not word.startswith("-") and word != "install"]
         return tools or None
     return None
