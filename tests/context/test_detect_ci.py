@@ -48,6 +48,9 @@ jobs:
           python -m pip install -e .[testing]
       - name: Test
         run: python${{ matrix.python-version }} -m pytest --durations=10 $PYTEST_ADDOPTS
+      - name: Test on Windows
+        if: runner.os == 'Windows'
+        run: python -m pytest -p no:xdist
       - name: Upload coverage
         run: codecov --token ${{ secrets.CODECOV_TOKEN }}
   lint:

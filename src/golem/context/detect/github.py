@@ -22,6 +22,9 @@ __all__ = ["SETUP_ACTIONS", "github_workflows", "read_github"]
 WORKFLOWS = ".github/workflows"
 MAX_WORKFLOWS = 64
 MAX_DEPTH = 3
+OTHER_PLATFORM = re.compile(
+    r"==\s*['\"](windows|macos)|startsWith\([^,]+,\s*['\"](windows|macos)", re.IGNORECASE
+)
 CHECK_EVENTS = frozenset({"push", "pull_request", "pull_request_target", "merge_group"})
 SETUP_ACTIONS = {
     "actions/setup-python": "python", "astral-sh/setup-uv": "python",
@@ -92,6 +95,8 @@ class _Reader:
         for number, step in enumerate(steps if isinstance(steps, list) else [], start=1):
             if not isinstance(step, dict) or SKIPPED_NAMES.search(str(step.get("name", ""))):
                 continue
+            if OTHER_PLATFORM.search(str(step.get("if", ""))):
+                continue  # only on Windows or macOS runners
             where = f"job {job.name}, step {prefix}{number}"
             uses = str(step.get("uses", "")).split("@", 1)[0]
             if uses:
@@ -196,7 +201,11 @@ def _is_check_job(name: str, job: dict[str, Any]) -> bool:
     runs_on = str(job.get("runs-on", "ubuntu"))
     if re.search(r"windows|macos", runs_on) and "ubuntu" not in runs_on:
         return False
-    return not re.search(r"refs/tags|release|deploy|publish", str(job.get("if", "")))
+    condition = str(job.get("if", ""))
+    return not (
+        re.search(r"refs/tags|release|deploy|publish", condition)
+        or OTHER_PLATFORM.search(condition)
+    )
 
 
 def _workdir(holder: dict[str, Any], outer: str) -> str:
