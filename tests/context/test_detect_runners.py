@@ -56,6 +56,9 @@ def test_the_package_manager_version_follows_package_json_then_the_lockfile(
         {"package.json": "{}", "pnpm-lock.yaml": "lockfileVersion: '6.0'\n"}, name="pnpm8"
     )
     npm = make_repo({"package.json": "{}", "package-lock.json": "{}"}, name="npm")
+    bun = make_repo(
+        {"package.json": '{"scripts": {"test": "bun test"}}', "bun.lock": "{}"}, name="bun"
+    )
 
     assert load_conventions(berry).install == [
         "command -v yarn >/dev/null || npm install --prefix .golem/node-tools --no-audit "
@@ -63,6 +66,12 @@ def test_the_package_manager_version_follows_package_json_then_the_lockfile(
         "yarn install --frozen-lockfile",
     ]
     assert load_conventions(pnpm8).install[0].endswith(" pnpm@8")
+    assert load_conventions(bun).install == [
+        "command -v bun >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "--no-fund bun@1",
+        "bun install --frozen-lockfile",
+    ]
+    assert load_conventions(bun).test == ["bun test"]
     assert load_conventions(npm).install == ["npm ci"]
     assert load_conventions(npm).env == {}
 

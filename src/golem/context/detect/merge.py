@@ -69,7 +69,7 @@ def merge(
     ]
     if any(_tool_of(command) == "pre-commit" for command in checks):
         deps.append(PRE_COMMIT)
-    if any(command.startswith(("command -v pnpm", "command -v yarn")) for command in install):
+    if any(command.startswith(tuple(f"command -v {m} " for m in MANAGERS)) for command in install):
         deps.append(node_tools_dependencies())
     findings += [
         DetectedCommand(

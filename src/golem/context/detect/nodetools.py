@@ -1,4 +1,4 @@
-"""pnpm and yarn where the box lacks them: installed by npm (which every Node box has)
+"""pnpm, yarn and bun where the box lacks them: installed by npm (which every Node box has)
 into the workspace, at the version the repository names (``packageManager``) or its
 lockfile implies, and only when the box has none of its own."""
 
@@ -11,9 +11,9 @@ from golem.context.detect.found import RepoFiles
 
 __all__ = ["MANAGERS", "manager_installs"]
 
-MANAGERS = ("pnpm", "yarn")
+MANAGERS = ("pnpm", "yarn", "bun")
 PNPM_BY_LOCKFILE = {"5": "7", "6": "8", "9": "9"}
-PACKAGE_MANAGER = re.compile(r"^(pnpm|yarn)@(\d[\w.\-]*)")
+PACKAGE_MANAGER = re.compile(r"^(pnpm|yarn|bun)@(\d[\w.\-]*)")
 PNPM_LOCK = re.compile(r"^lockfileVersion:\s*['\"]?(\d+)", re.MULTILINE)
 
 
@@ -37,6 +37,8 @@ def _package(files: RepoFiles, manager: str, directory: str) -> tuple[str, str]:
     match = PACKAGE_MANAGER.match(named) if isinstance(named, str) else None
     if match and match[1] == manager:
         return _npm_package(manager, match[2]), f"packageManager {match[1]}@{match[2]}"
+    if manager == "bun":  # npm's bun package carries the binary in a platform package
+        return "bun@1", "bun's lockfile"
     if manager == "pnpm":
         lock = PNPM_LOCK.search(files.text(f"{prefix}pnpm-lock.yaml") or "")
         major = PNPM_BY_LOCKFILE.get(lock[1] if lock else "9", "9")
