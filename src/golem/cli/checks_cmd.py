@@ -75,6 +75,11 @@ def _print(console: Console, conventions: RepoConventions) -> None:
         console.print(f"install reaches: {escape(' '.join(conventions.registries))}")
     for name, value in conventions.env.items():
         console.print(f"env: {name}={escape(value)}")
+    if not conventions.verifies:
+        console.print(
+            "nothing here verifies a change: a run would end unverified. Name the test "
+            "command in .golem.toml's [commands] (--write gives a file to fill in)."
+        )
 
 
 def _write_atomically(target: Path, text: str) -> None:
