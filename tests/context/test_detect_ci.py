@@ -521,3 +521,32 @@ jobs:
         ".venv/bin/python -m pip install -e '.[testing]'",
         ".venv/bin/python -m pip install ruff",
     ]
+
+
+def test_check_actions_are_the_commands_they_run_with_their_inputs(make_repo: MakeRepo) -> None:
+    workflow = """\
+on: [pull_request]
+jobs:
+  style:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: astral-sh/ruff-action@v3
+        with:
+          args: "format --check"
+          src: "./src"
+      - uses: psf/black@stable
+      - uses: pre-commit/action@v3.0.1
+        with:
+          extra_args: ${{ matrix.hooks }}
+"""
+    repo = make_repo({".github/workflows/style.yml": workflow, "pyproject.toml": PYPROJECT})
+
+    conventions = load_conventions(repo)
+
+    assert conventions.lint == [
+        "ruff format --check ./src",
+        "black --check --diff .",
+        "pre-commit run --show-diff-on-failure --color=always --all-files",
+    ]
+    assert ".venv/bin/python -m pip install ruff black pre-commit" in conventions.install
+    assert ".venv/bin/pre-commit install-hooks" in conventions.install

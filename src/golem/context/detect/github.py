@@ -31,9 +31,18 @@ SETUP_ACTIONS = {
     "actions/setup-node": "node", "pnpm/action-setup": "node",
     "actions/setup-go": "go", "dtolnay/rust-toolchain": "rust", "actions-rs/toolchain": "rust",
 }  # fmt: skip
-CHECK_ACTIONS: dict[str, tuple[Step, str]] = {
-    "pre-commit/action": ("lint", "pre-commit run --all-files")
-}
+RUFF_ACTION: tuple[Step, str, dict[str, str]] = ("lint", "ruff {args} {src}", {"args": "check"})
+CHECK_ACTIONS: dict[str, tuple[Step, str, dict[str, str]]] = {
+    "pre-commit/action": (
+        "lint", "pre-commit run --show-diff-on-failure --color=always {extra_args}",
+        {"extra_args": "--all-files"},
+    ),
+    "astral-sh/ruff-action": RUFF_ACTION,
+    "chartboost/ruff-action": RUFF_ACTION,
+    "psf/black": ("lint", "black {options} {src}", {"options": "--check --diff", "src": "."}),
+}  # fmt: skip
+"""Actions that run a check, as the command they run: a template over the step's
+``with:`` inputs (their defaults when not given, or given as an expression)."""
 
 
 def github_workflows(files: RepoFiles) -> list[str]:
@@ -100,24 +109,22 @@ class _Reader:
             where = f"job {job.name}, step {prefix}{number}"
             uses = str(step.get("uses", "")).split("@", 1)[0]
             if uses:
-                self.action(job, uses, where, workdir, depth)
+                self.action(job, uses, step.get("with"), where, workdir, depth)
             else:
                 self.run(job, step, where, workdir)
 
-    def action(self, job: _Job, uses: str, where: str, workdir: str, depth: int) -> None:
+    def action(
+        self, job: _Job, uses: str, inputs: Any, where: str, workdir: str, depth: int
+    ) -> None:
         if uses in SETUP_ACTIONS and SETUP_ACTIONS[uses] not in self.ecosystems:
             self.ecosystems.append(SETUP_ACTIONS[uses])
         if uses in CHECK_ACTIONS:
-            step, command = CHECK_ACTIONS[uses]
-            candidate = Candidate(
-                step,
-                command,
-                job.origin,
-                f"{where}: {uses}",
-                TRUST_CI,
-                job=job_of(job.origin, where),
+            step, template, defaults = CHECK_ACTIONS[uses]
+            command = _action_command(template, defaults, inputs)
+            why, ci_job = f"{where}: {uses}", job_of(job.origin, where)
+            self.found.candidates.append(
+                Candidate(step, command, job.origin, why, TRUST_CI, job=ci_job)
             )
-            self.found.candidates.append(candidate)
         composite = self.composite(uses) if depth < MAX_DEPTH else None
         if composite is not None:
             prefix = where.rsplit("step ", 1)[1] + "."
@@ -166,6 +173,16 @@ class _Job:
     name: str
     matrix: dict[str, list[str]]
     env: dict[str, str]
+
+
+def _action_command(template: str, defaults: dict[str, str], inputs: Any) -> str:
+    given = inputs if isinstance(inputs, dict) else {}
+    values = {}
+    for name in re.findall(r"\{(\w+)\}", template):
+        value = given.get(name)
+        usable = isinstance(value, str) and "${{" not in value
+        values[name] = str(value) if usable else defaults.get(name, "")
+    return " ".join(template.format(**values).split())
 
 
 def _local(uses: Any) -> str | None:
