@@ -55,22 +55,9 @@ def merge(
     checks = [command for step in CHECK_STEPS for command in steps[step]]
     install += _tool_installs(checks, install, facts, findings)
     install = _manager_installs(files, install, checks, candidates, findings)
-    venv = MAKE_VENV in install
-    if venv and "python" not in ecosystems:  # only for the tools the checks run
+    if MAKE_VENV in install and "python" not in ecosystems:  # only for the checks' tools
         ecosystems = ["python", *ecosystems]
-    installing = {c.ecosystem for c in candidates if c.step == "install" and c.command in install}
-    deps = [
-        dep
-        for ecosystem in ecosystems
-        if ecosystem in installing or (ecosystem == "python" and venv)
-        for dep in dependencies_of(
-            ecosystem, files, facts, _directories(ecosystem, candidates), venv
-        )
-    ]
-    if any(_tool_of(command) == "pre-commit" for command in checks):
-        deps.append(PRE_COMMIT)
-    if any(command.startswith(tuple(f"command -v {m} " for m in MANAGERS)) for command in install):
-        deps.append(node_tools_dependencies())
+    deps = _dependencies(files, facts, ecosystems, candidates, install, checks)
     findings += [
         DetectedCommand(
             step=step, command=drop.command, origin=drop.origin, why=drop.why, used=False
@@ -93,6 +80,28 @@ def merge(
         findings=findings,
         source=_source(findings),
     )
+
+
+def _dependencies(
+    files: RepoFiles, facts: PythonFacts, ecosystems: list[str], candidates: list[Candidate],
+    install: list[str], checks: list[str],
+) -> list[Dependencies]:  # fmt: skip
+    """What each ecosystem that installs something needs (caches, keys, registries, env)."""
+    venv = MAKE_VENV in install
+    installing = {c.ecosystem for c in candidates if c.step == "install" and c.command in install}
+    deps = [
+        dep
+        for ecosystem in ecosystems
+        if ecosystem in installing or (ecosystem == "python" and venv)
+        for dep in dependencies_of(
+            ecosystem, files, facts, _directories(ecosystem, candidates), venv
+        )
+    ]
+    if any(_tool_of(command) == "pre-commit" for command in checks):
+        deps.append(PRE_COMMIT)
+    if any(command.startswith(tuple(f"command -v {m} " for m in MANAGERS)) for command in install):
+        deps.append(node_tools_dependencies())
+    return deps
 
 
 def _choose(step: Step, candidates: list[Candidate], findings: list[DetectedCommand]) -> list[str]:
