@@ -188,7 +188,7 @@ commands = pytest {posargs}
     assert conventions.install[1] == (
         ".venv/bin/python -m pip install -e '.[tests]' freezegun -r requirements/ci.txt"
     )
-    assert conventions.test == ["python3 -m pytest"]
+    assert conventions.test == ["pytest"]  # tox's own command, from the venv
     assert "requirements/ci.txt" in conventions.cache_keys
 
 

@@ -209,7 +209,10 @@ def test_pre_commit_is_the_lint_when_nothing_more_trusted_names_one(make_repo: M
 
 
 def test_tox_and_nox_come_after_the_ecosystems_defaults(make_repo: MakeRepo) -> None:
-    tox = "[tox]\nenvlist = py311, lint\n\n[testenv]\ncommands = pytest\n\n[testenv:lint]\n"
+    tox = (
+        "[tox]\nenvlist = py311, lint\n\n[base]\ncommands = pytest\n\n"
+        "[testenv]\ncommands = {[base]commands}\n\n[testenv:lint]\n"
+    )
     with_tests = make_repo({"tox.ini": tox, "tests/test_a.py": "import pytest\n"})
     only_tox = make_repo({"tox.ini": tox}, name="only-tox")
     noxfile = (
@@ -229,6 +232,37 @@ def test_tox_and_nox_come_after_the_ecosystems_defaults(make_repo: MakeRepo) -> 
     assert ".venv/bin/python -m pip install tox" in load_conventions(only_tox).install
     assert load_conventions(only_tox).cache == [".venv"]
     assert load_conventions(only_tox).ecosystems == ["python"]
+
+
+def test_tox_environments_commands_run_from_the_venv(make_repo: MakeRepo) -> None:
+    tox = """\
+[tox]
+envlist = py3{9,10,11}, lint
+
+[testenv]
+deps = pytest
+commands =
+    {envpython} -m pytest --doctest-modules {posargs:src tests}
+    - coverage report
+
+[testenv:lint]
+deps = ruff
+commands = ruff check {toxinidir}/src
+"""
+    repo = make_repo({"tox.ini": tox, "tests/test_a.py": "import pytest\n"})
+
+    conventions = load_conventions(repo)
+
+    assert conventions.test == ["python3 -m pytest --doctest-modules src tests"]
+    assert conventions.lint == ["ruff check src"]
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install pytest",
+        ".venv/bin/python -m pip install ruff",
+    ]
+    assert [f.why for f in conventions.findings if f.step == "test" and f.used] == [
+        "[testenv] commands, run from the venv"
+    ]
 
 
 def test_detection_only_reads_files(make_repo: MakeRepo, tmp_path: Path) -> None:

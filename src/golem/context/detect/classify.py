@@ -252,14 +252,16 @@ def _target(words: list[str], line: str, facts: PythonFacts) -> Classified:
     )
 
 
-def recipe_commands(recipe: list[str], name: str, facts: PythonFacts) -> Classified:
+def recipe_commands(
+    recipe: list[str], name: str, facts: PythonFacts, how: str = "its recipe without the runner"
+) -> Classified:
     """A target's recipe as the commands it runs (their environment manager left out)."""
     read = [classify(line, "", facts) for line in recipe]
     steps = [found for found in read if found.step is not None and found.step != "install"]
     if not steps:
         return Classified(None, why=f"{name}: its recipe runs no known check")
     commands = tuple(command for found in steps for command in found.commands)
-    return Classified(steps[0].step, commands, f"{name}, its recipe without the runner")
+    return Classified(steps[0].step, commands, f"{name}, {how}")
 
 
 def _script_step(name: str) -> Step | None:

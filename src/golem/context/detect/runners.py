@@ -12,6 +12,7 @@ from golem.context.detect.ecosystem import NODE_LOCKS
 from golem.context.detect.found import TRUST_LAST, Candidate, RepoFiles, table
 from golem.context.detect.python import PythonFacts
 from golem.context.detect.recipes import JUSTFILES, MAKEFILES, runner_recipe
+from golem.context.detect.toxdeps import tox_commands
 
 __all__ = ["node_manager", "read_runners"]
 
@@ -30,7 +31,7 @@ SCRIPTS: tuple[tuple[Step, tuple[str, ...]], ...] = (
     ("lint", ("lint", "typecheck", "type-check", "check-types")),
     ("build", ("build",)),
 )
-MAKE_TRUST, JUST_TRUST, NODE_TRUST, PRECOMMIT_TRUST = 2.0, 2.1, 2.2, 2.3
+MAKE_TRUST, JUST_TRUST, NODE_TRUST, PRECOMMIT_TRUST, TOX_TRUST = 2.0, 2.1, 2.2, 2.3, 2.4
 
 
 def read_runners(files: RepoFiles, facts: PythonFacts) -> list[Candidate]:
@@ -40,7 +41,7 @@ def read_runners(files: RepoFiles, facts: PythonFacts) -> list[Candidate]:
         *_targets(files, facts, JUSTFILES, JUST_RECIPE, "just", JUST_TRUST),
         *_package_json(files),
         *_pre_commit(files),
-        *_tox(files),
+        *_tox(files, facts),
         *_nox(files),
     ]
 
@@ -106,15 +107,29 @@ def _pre_commit(files: RepoFiles) -> list[Candidate]:
     ]
 
 
-def _tox(files: RepoFiles) -> list[Candidate]:
+def _tox(files: RepoFiles, facts: PythonFacts) -> list[Candidate]:
     text = files.text("tox.ini")
     if text is None:
         return []
+    found = _tox_env_commands(files, facts, "test", "")
+    found += _tox_env_commands(files, facts, "lint", "lint")
     why = "tox (builds its own environments)"
-    found = [Candidate("test", "tox", "tox.ini", why, TRUST_LAST)]
+    found.append(Candidate("test", "tox", "tox.ini", why, TRUST_LAST))
     if re.search(r"^\[testenv:lint\]", text, re.MULTILINE):
         found.append(Candidate("lint", "tox -e lint", "tox.ini", "env lint", TRUST_LAST))
     return found
+
+
+def _tox_env_commands(
+    files: RepoFiles, facts: PythonFacts, step: Step, env: str
+) -> list[Candidate]:
+    """A tox environment's own commands, run from the venv (its deps are installed there)."""
+    lines = tox_commands(files, env)
+    name = f"[testenv{':' + env if env else ''}] commands"
+    read = recipe_commands(lines, name, facts, "run from the venv") if lines else None
+    if read is None or read.step is None:
+        return []
+    return [Candidate(step, command, "tox.ini", read.why, TOX_TRUST) for command in read.commands]
 
 
 def _nox(files: RepoFiles) -> list[Candidate]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from golem.context.detect.found import RepoFiles, table
 
-__all__ = ["tox_requirements"]
+__all__ = ["tox_commands", "tox_requirements"]
 
 FACTOR = re.compile(r"^[\w.,!-]+:\s+")
 
@@ -64,3 +64,39 @@ def _arguments(files: RepoFiles, lines: list[str]) -> tuple[list[str], list[str]
         elif not line.startswith(("-", ".")):
             found.append(line)
     return found, requirement_files
+
+
+def tox_commands(files: RepoFiles, env: str) -> list[str] | None:
+    """The ``commands`` of tox's ``[testenv]`` (``env`` "") or ``[testenv:<env>]`` as
+    shell lines, tox's substitutions resolved for the venv (``{envpython}``: python3,
+    ``{posargs:x}``: x); None without them, or when one needs a substitution golem
+    cannot resolve."""
+    section = "testenv" + (f":{env}" if env else "")
+    native = table(files.toml("tox.toml"), "env_run_base" if not env else "env")
+    if not env and native.get("commands"):
+        lines = [" ".join(map(str, c)) for c in native["commands"] if isinstance(c, list)]
+        return _resolved(lines)
+    text = files.text("tox.ini")
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text or "")
+    except configparser.Error:
+        return None
+    if not parser.has_option(section, "commands"):
+        return None
+    joined = re.sub(r"\\\n\s*", " ", parser[section]["commands"])
+    return _resolved(joined.splitlines())
+
+
+def _resolved(lines: list[str]) -> list[str] | None:
+    found: list[str] = []
+    for raw in lines:
+        line = raw.strip().removeprefix("- ").strip()
+        line = re.sub(r"\{posargs:([^}]*)\}", r"\1", line).replace("{posargs}", "")
+        line = line.replace("{envpython}", "python3").replace("{envbindir}/", "")
+        line = line.replace("{toxinidir}/", "").replace("{toxinidir}", ".")
+        if "{" in line:  # another section's value, an env name...: known only to tox
+            return None
+        if line and not line.startswith("#"):
+            found.append(" ".join(line.split()))
+    return found or None
