@@ -550,3 +550,28 @@ jobs:
     ]
     assert ".venv/bin/python -m pip install ruff black pre-commit" in conventions.install
     assert ".venv/bin/pre-commit install-hooks" in conventions.install
+
+
+def test_pyright_fetches_its_npm_package_at_install_where_it_is_kept(make_repo: MakeRepo) -> None:
+    workflow = """\
+on: [push]
+jobs:
+  typecheck:
+    runs-on: ubuntu-latest
+    steps:
+      - run: python -m pip install -e . pyright
+      - run: python -m pyright src/
+"""
+    repo = make_repo({".github/workflows/typecheck.yml": workflow, "pyproject.toml": PYPROJECT})
+
+    conventions = load_conventions(repo)
+
+    assert conventions.lint == ["python3 -m pyright src/"]
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -e . pyright",
+        ".venv/bin/python -m pip install -e '.[testing]'",
+        ".venv/bin/pyright --version",
+    ]
+    assert conventions.cache == [".venv", ".golem/pyright"]
+    assert conventions.env["PYRIGHT_PYTHON_CACHE_DIR"] == "/workspace/.golem/pyright"

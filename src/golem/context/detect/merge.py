@@ -30,18 +30,32 @@ PYTHON_TOOLS = frozenset({
     "pyright", "codespell", "coverage", "dmypy",
 })  # fmt: skip
 CD_PREFIX = re.compile(r"^cd \S+ && ")
-PRE_COMMIT = Dependencies(
-    "pre-commit",
-    cache=[".golem/pre-commit"],
-    keys=[".pre-commit-config.yaml"],
-    registries=[
-        r"^github\.com$",
-        r"^pypi\.org$",
-        r"^files\.pythonhosted\.org$",
-        r"^registry\.npmjs\.org$",
-    ],
-    env={"PRE_COMMIT_HOME": "/workspace/.golem/pre-commit"},
-)
+WARMUPS: dict[str, tuple[str, Dependencies]] = {
+    "pre-commit": (
+        ".venv/bin/pre-commit install-hooks",
+        Dependencies(
+            "pre-commit",
+            cache=[".golem/pre-commit"],
+            keys=[".pre-commit-config.yaml"],
+            registries=[
+                r"^github\.com$", r"^pypi\.org$", r"^files\.pythonhosted\.org$",
+                r"^registry\.npmjs\.org$",
+            ],
+            env={"PRE_COMMIT_HOME": "/workspace/.golem/pre-commit"},
+        ),
+    ),
+    "pyright": (
+        ".venv/bin/pyright --version",
+        Dependencies(
+            "pyright",
+            cache=[".golem/pyright"],
+            registries=[r"^registry\.npmjs\.org$"],
+            env={"PYRIGHT_PYTHON_CACHE_DIR": "/workspace/.golem/pyright"},
+        ),
+    ),
+}  # fmt: skip
+"""Python tools that fetch more on their first run (pre-commit its hooks, pyright its npm
+package): the install runs them once, where the fetched part is kept."""
 
 
 def merge(
@@ -97,8 +111,8 @@ def _dependencies(
             ecosystem, files, facts, _directories(ecosystem, candidates), venv
         )
     ]
-    if any(_tool_of(command) == "pre-commit" for command in checks):
-        deps.append(PRE_COMMIT)
+    run = {_tool_of(command) for command in checks}
+    deps += [dependencies for tool, (_, dependencies) in WARMUPS.items() if tool in run]
     if any(command.startswith(tuple(f"command -v {m} " for m in MANAGERS)) for command in install):
         deps.append(node_tools_dependencies())
     return deps
@@ -157,8 +171,8 @@ def _installs(
 def _tool_installs(
     checks: list[str], install: list[str], facts: PythonFacts, findings: list[DetectedCommand]
 ) -> list[str]:
-    """A pip install of the Python tools the checks run that no install names (and
-    pre-commit's hooks, when a check runs it)."""
+    """A pip install of the Python tools the checks run that no install names, and a
+    first run of those that fetch more then (``WARMUPS``)."""
     named = {requirement_name(word) for command in install for word in _words(command)}
     named |= {name for key in install_keys(install) for name in declared_names(facts.files, key)}
     wanted = [
@@ -167,11 +181,12 @@ def _tool_installs(
         if tool in PYTHON_TOOLS and tool not in named and not facts.project.installs(tool)
     ]
     commands = [f"{PIP_INSTALL} {shlex.join(wanted)}"] if wanted else []
-    if any(_tool_of(check) == "pre-commit" for check in checks):
-        commands.append(".venv/bin/pre-commit install-hooks")
+    run = {_tool_of(check) for check in checks}
+    warmed = [tool for tool in WARMUPS if tool in run]
+    commands += [WARMUPS[tool][0] for tool in warmed]
     if commands and MAKE_VENV not in install:
         commands.insert(0, MAKE_VENV)
-    why = f"the checks run {', '.join(wanted or ['pre-commit'])}"
+    why = f"the checks run {', '.join(dict.fromkeys(wanted + warmed))}"
     findings += [
         DetectedCommand(step="install", command=command, origin="golem", why=why)
         for command in commands
