@@ -46,21 +46,27 @@ def test_the_sample_repository_hydrates_with_its_rules_the_named_files_and_a_map
     assert context == hydrate(CALCULATOR, task="Fix add.", issue=ISSUE, budget_tokens=4_000)
 
 
-def test_the_sample_repository_names_no_commands_of_its_own(tmp_path: Path) -> None:
-    assert load_conventions(_copy(tmp_path)) == RepoConventions(
-        source=(
-            "no commands found: no .golem.toml, pyproject.toml, package.json, Makefile, "
-            "tox.ini or noxfile.py"
-        )
-    )
+def test_the_sample_repository_without_a_golem_toml_runs_unittest_discovery(
+    tmp_path: Path,
+) -> None:
+    conventions = load_conventions(_copy(tmp_path))
+
+    assert (conventions.install, conventions.test) == ([], ["python3 -m unittest discover"])
+    assert conventions.ecosystems == ["python"]
+    assert conventions.source == "detected: ecosystem default (test)"
 
 
 def test_the_sample_repository_with_a_golem_toml_runs_unittest(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
     (copy / ".golem.toml").write_text('[commands]\ntest = "python3 -m unittest -v"\n')
 
-    assert load_conventions(copy) == RepoConventions(
-        test=["python3 -m unittest -v"], source="from .golem.toml"
+    conventions = load_conventions(copy)
+
+    assert conventions == RepoConventions(
+        test=["python3 -m unittest -v"],
+        ecosystems=["python"],
+        findings=conventions.findings,
+        source="from .golem.toml",
     )
 
 

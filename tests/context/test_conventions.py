@@ -1,13 +1,12 @@
-"""Repository conventions: from .golem.toml, or detected from the build files."""
+"""Repository conventions from .golem.toml: loading, validating and writing it back."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from golem.context import RepoConventions, load_conventions
+from golem.context import RepoConventions, load_conventions, render_conventions
 from golem.core import ConfigError
 from tests.context.conftest import MakeRepo
 
@@ -53,20 +52,28 @@ def test_golem_toml_gives_commands_as_strings_or_lists_and_the_image(
         }
     )
 
-    assert load_conventions(repo) == RepoConventions(
+    conventions = load_conventions(repo)
+
+    assert conventions == RepoConventions(
         setup=["python3 -m pip install -e '.[dev]'"],
         lint=["ruff check .", "mypy"],
         build=[],  # the file wins entirely: the Makefile's build is not mixed in
         test=["python3 -m unittest -v"],
         image="golem/python:3.11",
+        ecosystems=["python"],  # recognised all the same, for the box's offline settings
+        findings=conventions.findings,
         source="from .golem.toml",
     )
+    assert [(f.step, f.command, f.origin, f.why) for f in conventions.findings][:2] == [
+        ("setup", "python3 -m pip install -e '.[dev]'", ".golem.toml", "[commands] setup"),
+        ("lint", "ruff check .", ".golem.toml", "[commands] lint"),
+    ]
 
 
 def test_an_empty_golem_toml_means_no_commands(make_repo: MakeRepo) -> None:
     repo = make_repo({".golem.toml": "# nothing to run\n", "Makefile": "test:\n\ttrue\n"})
 
-    assert load_conventions(repo) == RepoConventions(source="from .golem.toml")
+    assert load_conventions(repo) == RepoConventions(source="from .golem.toml")  # no install
 
 
 @pytest.mark.parametrize(
@@ -79,6 +86,12 @@ def test_an_empty_golem_toml_means_no_commands(make_repo: MakeRepo) -> None:
         ('[commands]\nlint = ["ruff", "  "]\n', r"commands\.lint: Value error, a command is empty"),
         ('imag = "x"\n', r"imag: Extra inputs are not permitted"),
         ('image = ""\n', r"image: String should have at least 1 character"),
+        ('[dependencies]\ncache = ["/root"]\n', r"dependencies\.cache: .*not a path inside"),
+        ('[dependencies]\nkeys = ["../x.lock"]\n', r"dependencies\.keys: .*not a path inside"),
+        ('[dependencies]\nregistries = ["(pypi"]\n', r"dependencies\.registries: .*not a regular"),
+        ("[dependencies]\ncaches = []\n", r"dependencies\.caches: Extra inputs"),
+        ('[env]\n"A B" = "x"\n', r"env: .*'A B' is not an environment variable name"),
+        ("[env]\nX = 1\n", r"env\.X: Input should be a valid string"),
     ],
 )
 def test_a_bad_golem_toml_is_a_config_error_that_names_the_file_and_the_problem(
@@ -112,173 +125,59 @@ def test_a_golem_toml_linked_out_of_the_repository_is_refused(
         load_conventions(repo)
 
 
-def test_pyproject_gives_dev_extras_ruff_mypy_and_pytest(make_repo: MakeRepo) -> None:
-    repo = make_repo({"pyproject.toml": PYPROJECT})
-
-    assert load_conventions(repo) == RepoConventions(
-        setup=["python3 -m pip install -e '.[dev]'"],
-        lint=["ruff check .", "mypy"],
-        test=["python3 -m pytest"],
-        source="detected: pyproject.toml (dev extras, ruff, mypy, pytest)",
+def test_install_dependencies_and_env_load_from_their_tables(make_repo: MakeRepo) -> None:
+    text = (
+        "[commands]\n"
+        'install = ["python3 -m venv .venv", ".venv/bin/python -m pip install -e ."]\n'
+        'test = "pytest"\n'
+        "[dependencies]\n"
+        'cache = [".venv"]\nkeys = ["pyproject.toml"]\nregistries = [\'^pypi\\.org$\']\n'
+        "[env]\n"
+        'VIRTUAL_ENV = "/workspace/.venv"\n'
     )
-
-
-def test_pyproject_finds_pytest_by_a_tests_directory_and_ruff_by_its_own_file(
-    make_repo: MakeRepo,
-) -> None:
-    repo = make_repo(
-        {
-            "pyproject.toml": '[project]\nname = "x"\n[build-system]\nrequires = []\n',
-            "ruff.toml": "line-length = 99\n",
-            "tests/test_x.py": "def test_x() -> None: ...\n",
-        }
-    )
-
-    assert load_conventions(repo) == RepoConventions(
-        setup=["python3 -m pip install -e ."],
-        lint=["ruff check ."],
-        test=["python3 -m pytest"],
-        source="detected: pyproject.toml (editable install, ruff, pytest)",
-    )
-
-
-def test_pyproject_with_only_tool_settings_has_no_setup(make_repo: MakeRepo) -> None:
-    repo = make_repo({"pyproject.toml": "[tool.mypy]\nstrict = true\n"})
+    repo = make_repo({".golem.toml": text})
 
     conventions = load_conventions(repo)
 
-    assert (conventions.setup, conventions.lint, conventions.test) == ([], ["mypy ."], [])
+    assert conventions.install == ["python3 -m venv .venv", ".venv/bin/python -m pip install -e ."]
+    assert conventions.test == ["pytest"]
+    assert (conventions.cache, conventions.cache_keys) == ([".venv"], ["pyproject.toml"])
+    assert conventions.registries == [r"^pypi\.org$"]
+    assert conventions.env == {"VIRTUAL_ENV": "/workspace/.venv"}
 
 
-def test_package_json_scripts_with_a_lockfile(make_repo: MakeRepo) -> None:
-    scripts = {"test": "vitest run", "lint": "eslint .", "typecheck": "tsc", "build": "vite"}
-    repo = make_repo({"package.json": json.dumps({"scripts": scripts}), "package-lock.json": "{}"})
-
-    assert load_conventions(repo) == RepoConventions(
-        setup=["npm ci"],
-        lint=["npm run lint", "npm run typecheck"],
-        build=["npm run build"],
-        test=["npm test"],
-        source=(
-            "detected: package.json (npm ci, script lint, script typecheck, script build, "
-            "script test)"
-        ),
+def test_rendered_conventions_load_back_the_same(make_repo: MakeRepo) -> None:
+    conventions = RepoConventions(
+        install=[
+            "python3 -m venv .venv",
+            """.venv/bin/python -m pip install -e '.[test]' "a\\b" \x7f""",
+        ],
+        lint=['ruff check . --config "x = 1"'],
+        test=["python3 -m pytest -q", "printf 'tab\\there\\n' # ünïcode"],
+        cache=[".venv", "web/node_modules"],
+        cache_keys=["pyproject.toml"],
+        registries=[r"^pypi\.org$", r"^files\.pythonhosted\.org$"],
+        env={"PATH": "/workspace/.venv/bin:/usr/bin", "EMPTY": "", "QUOTE": 'say "hi"\n'},
+        image="golem/python:3.11",
+        source="detected: somewhere",
     )
+    repo = make_repo({".golem.toml": render_conventions(conventions)})
 
+    loaded = load_conventions(repo)
 
-def test_package_json_skips_npms_placeholder_test_and_follows_the_lockfile(
-    make_repo: MakeRepo,
-) -> None:
-    placeholder = 'echo "Error: no test specified" && exit 1'
-    scripts = {"test": placeholder, "build": "tsc"}
-    repo = make_repo({"package.json": json.dumps({"scripts": scripts}), "yarn.lock": ""})
-
-    conventions = load_conventions(repo)
-
-    assert (conventions.setup, conventions.build, conventions.test) == (
-        ["yarn install --frozen-lockfile"],
-        ["yarn run build"],
-        [],
+    fields = (
+        "install",
+        "setup",
+        "lint",
+        "build",
+        "test",
+        "cache",
+        "cache_keys",
+        "registries",
+        "env",
+        "image",
     )
-    no_lock = make_repo({"package.json": json.dumps({"scripts": {"test": "jest"}})}, name="no-lock")
-    assert load_conventions(no_lock).setup == ["npm install"]
-
-
-def test_makefile_targets_test_lint_and_build(make_repo: MakeRepo) -> None:
-    makefile = (
-        "VENV := .venv\n.PHONY: test lint build\n\n"
-        "lint build:: deps\n\truff check .\n\n"
-        "test: lint\n\tpytest\n\nclean:\n\trm -rf build\n"
-    )
-    repo = make_repo({"Makefile": makefile})
-
-    assert load_conventions(repo) == RepoConventions(
-        lint=["make lint"],
-        build=["make build"],
-        test=["make test"],
-        source="detected: Makefile (target lint, target build, target test)",
-    )
-
-
-def test_makefile_check_is_the_test_when_there_is_no_test_target(make_repo: MakeRepo) -> None:
-    repo = make_repo({"Makefile": "check:\n\t./scripts/check\n"})
-
-    assert load_conventions(repo).test == ["make check"]
-
-
-def test_makefile_goes_before_pyproject_step_by_step(make_repo: MakeRepo) -> None:
-    repo = make_repo({"Makefile": "test:\n\tpytest -x\n", "pyproject.toml": PYPROJECT})
-
-    conventions = load_conventions(repo)
-
-    assert conventions.test == ["make test"]
-    assert conventions.lint == ["ruff check .", "mypy"]
-    assert conventions.source == (
-        "detected: pyproject.toml (dev extras, ruff, mypy); Makefile (target test)"
-    )
-
-
-def test_tox_ini_gives_tox_and_its_lint_environment(make_repo: MakeRepo) -> None:
-    tox = "[tox]\nenvlist = py311, lint\n\n[testenv]\ncommands = pytest\n\n[testenv:lint]\n"
-    repo = make_repo({"tox.ini": tox})
-
-    assert load_conventions(repo) == RepoConventions(
-        lint=["tox -e lint"], test=["tox"], source="detected: tox.ini (env lint, tox)"
-    )
-
-
-def test_noxfile_gives_its_sessions(make_repo: MakeRepo) -> None:
-    noxfile = (
-        "import nox\n\n@nox.session(python=['3.11'])\ndef tests(session):\n"
-        "    session.run('pytest')\n\n@nox.session(name='lint')\ndef run_linters(session):\n"
-        "    session.run('ruff')\n"
-    )
-    repo = make_repo({"noxfile.py": noxfile})
-
-    assert load_conventions(repo) == RepoConventions(
-        lint=["nox -s lint"],
-        test=["nox -s tests"],
-        source="detected: noxfile.py (session lint, session tests)",
-    )
-
-
-def test_detection_only_reads_files(make_repo: MakeRepo, tmp_path: Path) -> None:
-    proof = tmp_path / "ran"
-    repo = make_repo(
-        {
-            "noxfile.py": f"open({str(proof)!r}, 'w').close()\n",
-            "Makefile": f"$(shell touch {proof})\ntest:\n\ttrue\n",
-            "package.json": json.dumps({"scripts": {"test": f"touch {proof}"}}),
-        }
-    )
-
-    assert load_conventions(repo).test == ["make test"]
-    assert not proof.exists()
-
-
-def test_nothing_found_gives_empty_conventions_that_say_so(make_repo: MakeRepo) -> None:
-    empty = make_repo({"README.md": "# hi\n"})
-    useless = make_repo(
-        {"package.json": '{"name": "x"}', "Makefile": "clean:\n\trm -rf x\n"}, name="useless"
-    )
-
-    assert load_conventions(empty) == RepoConventions(
-        source=(
-            "no commands found: no .golem.toml, pyproject.toml, package.json, Makefile, "
-            "tox.ini or noxfile.py"
-        )
-    )
-    assert load_conventions(useless) == RepoConventions(
-        source="no commands found: no .golem.toml, and none in Makefile, package.json"
-    )
-
-
-def test_broken_build_files_are_passed_over(make_repo: MakeRepo) -> None:
-    repo = make_repo({"pyproject.toml": "[project\n", "package.json": "{nope"})
-
-    assert load_conventions(repo) == RepoConventions(
-        source="no commands found: no .golem.toml, and none in package.json, pyproject.toml"
-    )
+    assert {f: getattr(loaded, f) for f in fields} == {f: getattr(conventions, f) for f in fields}
 
 
 def test_the_golem_toml_example_in_the_docs_loads(make_repo: MakeRepo) -> None:
@@ -286,10 +185,16 @@ def test_the_golem_toml_example_in_the_docs_loads(make_repo: MakeRepo) -> None:
     example = docs.split("```toml\n", 1)[1].split("```", 1)[0]
     repo = make_repo({".golem.toml": example})
 
-    assert load_conventions(repo) == RepoConventions(
-        setup=["python3 -m pip install -e '.[dev]'"],
-        lint=["ruff check .", "mypy"],
-        test=["python3 -m pytest -q"],
-        image="golem/python:3.11",
-        source="from .golem.toml",
+    conventions = load_conventions(repo)
+
+    assert conventions.install == [
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -e '.[dev]'",
+    ]
+    assert (conventions.lint, conventions.test) == (
+        ["ruff check .", "mypy"],
+        ["python3 -m pytest -q"],
     )
+    assert conventions.cache == [".venv"]
+    assert conventions.env["VIRTUAL_ENV"] == "/workspace/.venv"
+    assert conventions.image == "golem/python:3.11"

@@ -12,6 +12,7 @@ from golem import __version__
 from golem.cli import (
     agent_cmd,
     blueprint_cmd,
+    checks_cmd,
     config_cmd,
     credentials_cmd,
     exec_cmd,
@@ -52,6 +53,7 @@ app.add_typer(blueprint_cmd.blueprint_app, name="blueprint")
 app.add_typer(serve_cmd.keys_app, name="keys")
 app.add_typer(credentials_cmd.credentials_app, name="credentials")
 app.add_typer(trajectory_cmd.trajectory_app, name="trajectory")
+app.add_typer(checks_cmd.checks_app, name="checks")
 
 
 def _version(value: bool) -> None:

@@ -1,5 +1,5 @@
 """golem.context: rule files, the issue, relevant files and a repo map, gathered before the
-agent starts; and the repository's own setup, lint, build and test commands."""
+agent starts; and the repository's own install, setup, lint, build and test commands."""
 
 from golem.context.contracts import (
     CHECK_STEPS,
@@ -11,7 +11,13 @@ from golem.context.contracts import (
     SectionKind,
     Step,
 )
-from golem.context.conventions import CONVENTIONS_FILE, ConventionsFile, load_conventions
+from golem.context.conventions import (
+    CONVENTIONS_FILE,
+    ConventionsFile,
+    load_conventions,
+    render_conventions,
+)
+from golem.context.detect import detect_conventions
 from golem.context.hydrate import DEFAULT_BUDGET_TOKENS, hydrate
 from golem.context.issue import NamedFile, files_named, render_issue
 from golem.context.repo_map import RepoMap, build_repo_map
@@ -34,10 +40,12 @@ __all__ = [
     "SectionKind",
     "Step",
     "build_repo_map",
+    "detect_conventions",
     "estimate_tokens",
     "files_named",
     "find_rule_files",
     "hydrate",
     "load_conventions",
+    "render_conventions",
     "render_issue",
 ]

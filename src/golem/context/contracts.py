@@ -81,6 +81,11 @@ class DetectedCommand(BaseModel):
         "'.golem.toml', or 'ecosystem default'."
     )
     why: str = Field("", description="e.g. 'job test, step 3', 'target test', 'uv.lock'.")
+    used: bool = Field(
+        True,
+        description="False: found but not run; ``why`` says why (a more trusted source "
+        "names the step, or the command cannot run as written, e.g. a matrix expression).",
+    )
 
 
 class RepoConventions(BaseModel):

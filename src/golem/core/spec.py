@@ -13,6 +13,7 @@ from golem.core.network import EgressPolicy
 from golem.core.sizes import ByteSize
 
 __all__ = [
+    "BOX_PATH",
     "MAX_ID",
     "WORKSPACE",
     "BoxSpec",
@@ -23,6 +24,8 @@ __all__ = [
 ]
 
 WORKSPACE = "/workspace"
+BOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""The ``PATH`` of every box's commands, unless a call or the run's environment says otherwise."""
 NetworkMode = Literal["none", "filtered", "host"]
 """``none``: no route out; ``filtered``: only through golem's egress proxy, by ``egress``;
 ``host``: the host's network, for trusted work only."""

@@ -6,12 +6,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from golem.core.spec import WORKSPACE, BoxSpec
+from golem.core.spec import BOX_PATH, WORKSPACE, BoxSpec
 from golem.sandbox.contracts import Mount
 
 __all__ = ["BOX_PATH", "BwrapLayout", "bwrap_argv"]
 
-BOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHM_SIZE = 64 * 1024**2
 RUN_SIZE = 1024**2
 

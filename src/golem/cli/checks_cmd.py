@@ -1,0 +1,93 @@
+"""`golem checks detect`: the commands golem finds in a repository, and why; `--write`
+makes them a `.golem.toml` the user can commit."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from golem.context import CONVENTIONS_FILE, RepoConventions, detect_conventions, render_conventions
+from golem.core import ConfigError
+
+__all__ = ["checks_app"]
+
+checks_app = typer.Typer(
+    help="A repository's checks: what golem detects and runs.", no_args_is_help=True
+)
+
+
+@checks_app.command("detect")
+def detect_command(
+    repo: Path = typer.Option(Path("."), "--repo", help="The repository's directory."),
+    write: bool = typer.Option(False, "--write", help="Write what was found to .golem.toml."),
+    force: bool = typer.Option(False, "--force", help="With --write: replace a .golem.toml."),
+    json_output: bool = typer.Option(False, "--json", help="Print the conventions as JSON."),
+) -> None:
+    """Print the install, lint, build and test commands found in the repository's CI,
+    task runners and ecosystem, and why; --write saves them as its .golem.toml."""
+    if not repo.is_dir():
+        raise ConfigError(f"{repo} is not a directory; give the repository's with --repo PATH")
+    target = repo / CONVENTIONS_FILE
+    exists = os.path.lexists(target)
+    if write and exists and not force:
+        raise ConfigError(
+            f"{target} exists and was not replaced; pass --force to replace it with what "
+            "golem detects, or edit it by hand"
+        )
+    conventions = detect_conventions(repo)
+    console = Console(soft_wrap=True)
+    if json_output:
+        typer.echo(conventions.model_dump_json(indent=2))
+    else:
+        _print(console, conventions)
+    if write:
+        _write_atomically(target, render_conventions(conventions))
+        console.print(f"wrote {target}: commit it to make these the repository's commands")
+    elif exists:
+        console.print(f"note: {target} exists; runs use it, not what is detected here")
+
+
+def _print(console: Console, conventions: RepoConventions) -> None:
+    used = [f for f in conventions.findings if f.used]
+    unused = [f for f in conventions.findings if not f.used]
+    for title, findings in (("found", used), ("found but not used", unused)):
+        if not findings:
+            continue
+        table = Table(title=title, box=None, title_justify="left")
+        for column in ("STEP", "COMMAND", "ORIGIN", "WHY"):
+            table.add_column(column, overflow="fold")
+        for finding in findings:
+            table.add_row(
+                finding.step, escape(finding.command), escape(finding.origin), escape(finding.why)
+            )
+        console.print(table)
+    console.print(f"checks: {escape(conventions.source)}")
+    console.print(f"ecosystems: {', '.join(conventions.ecosystems) or 'none recognised'}")
+    if conventions.cache:
+        keys = ", ".join(conventions.cache_keys) or "the install commands"
+        console.print(f"install caches: {', '.join(conventions.cache)} (keyed by {keys})")
+        console.print(f"install reaches: {escape(' '.join(conventions.registries))}")
+    for name, value in conventions.env.items():
+        console.print(f"env: {name}={escape(value)}")
+    if not conventions.verifies:
+        console.print(
+            "nothing here verifies a change: a run would end unverified. Name the test "
+            "command in .golem.toml's [commands] (--write gives a file to fill in)."
+        )
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=".golem.toml.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
