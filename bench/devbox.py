@@ -1,0 +1,186 @@
+"""How long a run takes to be ready: from `golem run` to the agent's first model call, on
+each fixture repository of tests/acceptance (one per ecosystem), with no golem configuration.
+
+    .venv/bin/python bench/devbox.py [--runs N] [--only NAME ...] [--json]
+
+For each repository, three figures, each over several runs (median and p99):
+
+* by hand: the floor: `git clone` of the repository and its dependency install done
+  directly on this machine, with the same commands golem detects and the same local
+  registries (no box, no golem);
+* golem, first run: a fresh state directory (nothing cached): clone, context, the install
+  in its own box, the run's box, setup, the baseline checks, up to the first model call;
+* golem, warm: the same repository again (dependencies and the baseline cached).
+
+The ratios compare golem with the floor measured in the same run. Target: warm <= 2 s.
+The registries are local servers speaking PyPI's and npm's protocols
+(tests/blueprint/registries.py), so the figures leave the internet out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the fixture repositories live with the tests
+
+from tests.acceptance.ecosystems import VERIFIED, Ecosystem, make_remote, scripted_model  # noqa: E402
+from tests.blueprint.registries import Registries, serve_registries  # noqa: E402
+
+from golem.agent.events import ModelCalled  # noqa: E402
+from golem.blueprint import Runner, RunRequest  # noqa: E402
+from golem.blueprint.events import AgentStep, RunEvent  # noqa: E402
+from golem.context import load_conventions  # noqa: E402
+from golem.core import GolemConfig, load_config  # noqa: E402
+from golem.sandbox import LocalEngine  # noqa: E402
+from golem.store import SqlStore  # noqa: E402
+
+TARGET_WARM = 2.0
+
+
+class FirstModelCall:
+    """Notes when the run's agent first calls its model."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.at: float | None = None
+
+    def __call__(self, event: RunEvent) -> None:
+        if (
+            self.at is None
+            and isinstance(event, AgentStep)
+            and isinstance(event.event, ModelCalled)
+        ):
+            self.at = time.perf_counter() - self.started
+
+
+def by_hand(remote: Path, scratch: Path, registries: Registries) -> float:
+    """Seconds to clone the repository and install its dependencies on this machine."""
+    target = Path(tempfile.mkdtemp(dir=scratch))
+    started = time.perf_counter()
+    subprocess.run(["git", "clone", "-q", str(remote), str(target / "repo")], check=True)
+    repo = target / "repo"
+    conventions = load_conventions(repo)
+    env = {**os.environ, **registries.env}
+    for name, value in conventions.env.items():
+        env[name] = value.replace("/workspace", str(repo))
+    for command in conventions.install:
+        subprocess.run(command.replace("/workspace", str(repo)), shell=True, cwd=repo, env=env,  # noqa: S602 - the repository's own commands
+                       check=True, capture_output=True)  # fmt: skip
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(target, ignore_errors=True)
+    return elapsed
+
+
+def configured(state_dir: Path, registries: Registries) -> GolemConfig:
+    return load_config(
+        {
+            "state_dir": str(state_dir),
+            "engine": {"defaults": {"env": registries.env, "egress": registries.egress}},
+        },
+        files=[],
+    )
+
+
+async def to_first_model_call(
+    config: GolemConfig, remote: Path, ecosystem: Ecosystem, model: str
+) -> float:
+    """Seconds from the run's request to its agent's first model call."""
+    store = await SqlStore.open(config)
+    try:
+        async with LocalEngine(config) as engine:
+            timing = FirstModelCall()
+            runner = Runner(config, engine=engine, store=store, on_event=timing)
+            state = await runner.start(
+                RunRequest(repo=str(remote), task=ecosystem.task, model=model)
+            )
+            if state.status != "succeeded" or timing.at is None:
+                raise SystemExit(f"{ecosystem.name}: the run ended {state.status}: {state.error}")
+            return timing.at
+    finally:
+        await store.close()
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    p99 = (
+        statistics.quantiles(ordered, n=100, method="inclusive")[98]
+        if len(ordered) > 1
+        else ordered[0]
+    )
+    return {"p50": statistics.median(ordered), "p99": p99, "n": len(ordered)}
+
+
+async def measure(
+    ecosystem: Ecosystem, runs: int, scratch: Path, registries: Registries
+) -> dict[str, Any]:
+    place = scratch / ecosystem.name
+    place.mkdir()
+    remote = make_remote(place, ecosystem)
+    model = scripted_model(place, ecosystem)
+    hand = [by_hand(remote, place, registries) for _ in range(runs)]
+    cold = []
+    for index in range(runs):
+        cold.append(
+            await to_first_model_call(
+                configured(place / f"cold-{index}", registries), remote, ecosystem, model
+            )
+        )
+    warm_config = configured(place / "warm", registries)
+    await to_first_model_call(warm_config, remote, ecosystem, model)  # fills the caches
+    warm = [await to_first_model_call(warm_config, remote, ecosystem, model) for _ in range(runs)]
+    return {"by_hand_s": stats(hand), "first_run_s": stats(cold), "warm_s": stats(warm)}
+
+
+def print_report(report: dict[str, dict[str, Any]]) -> None:
+    print("Seconds from `golem run` to the agent's first model call (p50 / p99):")
+    heads = ("repository", "by hand", "golem first run", "golem warm")
+    print(f"  {heads[0]:<10} {heads[1]:>15} {heads[2]:>17} {heads[3]:>15}  warm/hand")
+    for name, figures in report.items():
+        hand, cold, warm = figures["by_hand_s"], figures["first_run_s"], figures["warm_s"]
+        ratio = warm["p50"] / hand["p50"] if hand["p50"] else float("nan")
+        cells = [f"{f['p50']:6.2f} / {f['p99']:6.2f}" for f in (hand, cold, warm)]
+        print(f"  {name:<10} {cells[0]:>15} {cells[1]:>17} {cells[2]:>15}  {ratio:8.2f}x")
+    worst = max(figures["warm_s"]["p50"] for figures in report.values())
+    verdict = "met" if worst <= TARGET_WARM else "NOT met"
+    print(f"  warm target p50 <= {TARGET_WARM} s: {verdict} (worst {worst:.2f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", nargs="*", default=None, help="Repository names (default: all).")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    chosen = [e for e in VERIFIED if args.only is None or e.name in args.only]
+    scratch = Path(tempfile.mkdtemp(prefix="golem-bench-devbox-"))
+    scratch.chmod(0o755)
+    report: dict[str, dict[str, Any]] = {}
+    try:
+        for registries in serve_registries(scratch / "registries"):
+            for ecosystem in chosen:
+                report[ecosystem.name] = asyncio.run(
+                    measure(ecosystem, args.runs, scratch, registries)
+                )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print_report(report)
+
+
+if __name__ == "__main__":
+    main()

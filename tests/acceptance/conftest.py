@@ -1,0 +1,3 @@
+"""The fixture repositories under repos/ are data: their tests are not golem's."""
+
+collect_ignore_glob = ["repos/*"]

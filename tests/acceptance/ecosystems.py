@@ -1,0 +1,213 @@
+"""Fixture repositories, one per ecosystem, each at a real bug with no golem configuration.
+
+Each ``Ecosystem`` (its files in ``repos/NAME/base``) is a small repository the way its
+ecosystem lays one out (a pyproject
+with extras, plain unittest files with no manifest, a Node package with its lockfile, a Go
+module, a Cargo crate, a repository whose GitHub Actions workflow runs its checks its own
+way, a Makefile whose lint is a formatter, and one with nothing to check), a bug its own
+tests catch, the edit that fixes it and an edit that does not. ``make_remote`` turns one into
+a bare repository, the way a forge serves it; ``scripted_model`` writes the scripted model
+that makes the edit and adds the test that proves it (``repos/NAME/added``), as an upstream
+fix does: the tests there at the base commit pass, the bug is the one they miss.
+
+The Node package depends on ``tiny-pad``, served by the local npm registry of
+``tests.blueprint.registries``; the pyproject's ``tests`` extra needs pytest, served by the
+local package index there.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One edit the scripted agent makes."""
+
+    path: str
+    old: str
+    new: str
+
+
+REPOS = Path(__file__).parent / "repos"
+
+
+@dataclass(frozen=True)
+class Ecosystem:
+    """A fixture repository and what a run on it should find."""
+
+    name: str
+    task: str
+    fix: Edit
+    wrong: Edit
+    test_command: str  # a part of the command that must have run the repository's tests
+    installs: bool  # whether golem should install dependencies first
+    prepare: Callable[[Path], None] | None = field(default=None, compare=False)
+
+    @property
+    def base(self) -> Path:
+        return REPOS / self.name / "base"
+
+    def added(self) -> dict[str, str]:
+        """The files the fix adds (its test), by path."""
+        root = REPOS / self.name / "added"
+        return {
+            path.relative_to(root).as_posix(): path.read_text()
+            for path in sorted(root.rglob("*"))
+            if path.is_file()
+        }
+
+
+def git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(
+        ["git", *IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def make_remote(parent: Path, ecosystem: Ecosystem) -> Path:
+    """``ecosystem``'s repository as a bare repository with one commit on main."""
+    work = parent / f"{ecosystem.name}-seed"
+    shutil.copytree(ecosystem.base, work)
+    if ecosystem.prepare is not None:
+        ecosystem.prepare(work)
+    git("init", "-q", "-b", "main", cwd=work)
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "seed", cwd=work)
+    remote = parent / f"{ecosystem.name}.git"
+    git("clone", "-q", "--bare", str(work), str(remote), cwd=parent)
+    return remote
+
+
+def scripted_model(directory: Path, ecosystem: Ecosystem, *, wrong: bool = False) -> str:
+    """A scripted model (``scripted:FILE``) that makes the fix (or the wrong edit), then
+    finishes; in fix rounds it gives up."""
+    edit = ecosystem.wrong if wrong else ecosystem.fix
+    turns: list[dict[str, object]] = [
+        {"tool_calls": [{"name": "edit", "arguments": edit.__dict__}]},
+        *(
+            {"tool_calls": [{"name": "write", "arguments": {"path": path, "content": text}}]}
+            for path, text in ecosystem.added().items()
+        ),
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"fixed {edit.path}"}}]},
+    ]
+    for round_ in (1, 2):
+        turns += [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo thinking"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": f"round {round_}"}}]},
+        ]
+    script = directory / f"{ecosystem.name}-{'wrong' if wrong else 'fix'}.yaml"
+    script.write_text(yaml.safe_dump({"model": "fixture", "turns": turns}))
+    return f"scripted:{script}"
+
+
+PYPROJECT_EXTRAS = Ecosystem(
+    name="pyextras",
+    task="slugify() leaves empty words when a title has several spaces or tabs",
+    fix=Edit("slugkit/__init__.py", 'title.lower().split(" ")', "title.lower().split()"),
+    wrong=Edit("slugkit/__init__.py", 'title.lower().split(" ")', 'title.lower().split("  ")'),
+    test_command="pytest",
+    installs=True,
+)
+
+PLAIN_UNITTEST = Ecosystem(
+    name="pyplain",
+    task="count_words('') should be 0 and newlines separate words",
+    fix=Edit("wordcount.py", 'len(text.split(" "))', "len(text.split())"),
+    wrong=Edit("wordcount.py", 'len(text.split(" "))', 'len(text.strip().split(" "))'),
+    test_command="unittest",
+    installs=False,
+)
+
+GO_MODULE = Ecosystem(
+    name="gomod",
+    task="Clamp returns the lower bound for values above the range",
+    fix=Edit("clamp.go", "\tif v > hi {\n\t\treturn lo", "\tif v > hi {\n\t\treturn hi"),
+    wrong=Edit("clamp.go", "\tif v > hi {\n\t\treturn lo", "\tif v > hi {\n\t\treturn v"),
+    test_command="go test",
+    installs=True,
+)
+
+CARGO_CRATE = Ecosystem(
+    name="crate",
+    task="midpoint overflows for large numbers",
+    fix=Edit("src/lib.rs", "    (a + b) / 2", "    a / 2 + b / 2 + (a % 2 + b % 2) / 2"),
+    wrong=Edit("src/lib.rs", "    (a + b) / 2", "    a.wrapping_add(b) / 2"),
+    test_command="cargo test",
+    installs=True,
+)
+
+TINY_PAD = {"index.js": "module.exports = (text, width) => text.padStart(width);\n"}
+
+
+def _node_lockfile(work: Path) -> None:
+    """The lockfile names tiny-pad as the npm registry serves it (the local registry of
+    tests.blueprint.registries serves the same tarball)."""
+    from tests.blueprint.registries import npm_package
+
+    package = npm_package("tiny-pad", "1.0.0", TINY_PAD)
+    lock = {
+        "name": "padder",
+        "version": "1.0.0",
+        "lockfileVersion": 3,
+        "requires": True,
+        "packages": {
+            "": {"name": "padder", "version": "1.0.0", "dependencies": {"tiny-pad": "1.0.0"}},
+            "node_modules/tiny-pad": {
+                "version": "1.0.0",
+                "resolved": "https://registry.npmjs.org/tiny-pad/-/tiny-pad-1.0.0.tgz",
+                "integrity": package.integrity,
+            },
+        },
+    }
+    (work / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
+
+
+NODE_PACKAGE = Ecosystem(
+    name="nodelock",
+    task="align() pads to the shortest label instead of the widest",
+    fix=Edit("index.js", "Math.min(", "Math.max("),
+    wrong=Edit("index.js", "Math.min(", "1 + Math.min("),
+    test_command="npm test",
+    installs=True,
+    prepare=_node_lockfile,
+)
+
+WORKFLOW_CHECKS = Ecosystem(
+    name="workflow",
+    task="to_roman(30) gives X: repeated numerals are missing",
+    fix=Edit("roman.py", "        if number >= value:", "        while number >= value:"),
+    wrong=Edit("roman.py", "            out += numeral\n", "            out += numeral * 2\n"),
+    test_command="check_*.py",
+    installs=False,
+)
+
+FORMATTER_LINT = Ecosystem(
+    name="formatter",
+    task="greet() forgets the comma",
+    fix=Edit("greet.py", '    return "Hello " + name', '    return "Hello, " + name   '),
+    wrong=Edit("greet.py", '    return "Hello " + name', '    return "Hello " + name + ","'),
+    test_command="make test",
+    installs=False,
+)
+
+NOTHING_TO_CHECK = Ecosystem(
+    name="nochecks",
+    task="hello.sh misspells Hello",
+    fix=Edit("hello.sh", "Helo", "Hello"),
+    wrong=Edit("hello.sh", "Helo", "Hallo"),
+    test_command="",
+    installs=False,
+)
+
+VERIFIED = [PYPROJECT_EXTRAS, PLAIN_UNITTEST, NODE_PACKAGE, GO_MODULE, CARGO_CRATE, WORKFLOW_CHECKS]
+"""The ecosystems whose own tests verify a fix."""
