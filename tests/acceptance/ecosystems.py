@@ -10,14 +10,13 @@ a bare repository, the way a forge serves it; ``scripted_model`` writes the scri
 that makes the edit and adds the test that proves it (``repos/NAME/added``), as an upstream
 fix does: the tests there at the base commit pass, the bug is the one they miss.
 
-The Node package depends on ``tiny-pad``, served by the local npm registry of
-``tests.blueprint.registries``; the pyproject's ``tests`` extra needs pytest, served by the
-local package index there.
+The Node package depends on ``tiny-pad``, published in the local npm registry of
+``tests.blueprint.registries`` (``publish``); the pyproject's ``tests`` extra needs pytest
+and its build needs setuptools, real wheels the local package index serves.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -25,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from tests.blueprint.registries import LocalRegistries, downloaded_wheels
 
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
@@ -51,7 +52,7 @@ class Ecosystem:
     wrong: Edit
     test_command: str  # a part of the command that must have run the repository's tests
     installs: bool  # whether golem should install dependencies first
-    prepare: Callable[[Path], None] | None = field(default=None, compare=False)
+    prepare: Callable[[Path, LocalRegistries], None] | None = field(default=None, compare=False)
 
     @property
     def base(self) -> Path:
@@ -74,12 +75,13 @@ def git(*args: str, cwd: Path) -> str:
     return done.stdout
 
 
-def make_remote(parent: Path, ecosystem: Ecosystem) -> Path:
-    """``ecosystem``'s repository as a bare repository with one commit on main."""
+def make_remote(parent: Path, ecosystem: Ecosystem, registries: LocalRegistries) -> Path:
+    """``ecosystem``'s repository as a bare repository with one commit on main (what it
+    depends on published in ``registries``)."""
     work = parent / f"{ecosystem.name}-seed"
     shutil.copytree(ecosystem.base, work)
     if ecosystem.prepare is not None:
-        ecosystem.prepare(work)
+        ecosystem.prepare(work, registries)
     git("init", "-q", "-b", "main", cwd=work)
     git("add", "-A", cwd=work)
     git("commit", "-q", "-m", "seed", cwd=work)
@@ -149,27 +151,21 @@ CARGO_CRATE = Ecosystem(
 TINY_PAD = {"index.js": "module.exports = (text, width) => text.padStart(width);\n"}
 
 
-def _node_lockfile(work: Path) -> None:
-    """The lockfile names tiny-pad as the npm registry serves it (the local registry of
-    tests.blueprint.registries serves the same tarball)."""
-    from tests.blueprint.registries import npm_package
+def _node_lockfile(work: Path, registries: LocalRegistries) -> None:
+    """tiny-pad published, and the lockfile that pins it."""
+    integrity = registries.add_npm("tiny-pad", "1.0.0", TINY_PAD)
+    lock = registries.npm_lock("padder", {"tiny-pad": ("1.0.0", integrity)})
+    (work / "package-lock.json").write_text(lock)
 
-    package = npm_package("tiny-pad", "1.0.0", TINY_PAD)
-    lock = {
-        "name": "padder",
-        "version": "1.0.0",
-        "lockfileVersion": 3,
-        "requires": True,
-        "packages": {
-            "": {"name": "padder", "version": "1.0.0", "dependencies": {"tiny-pad": "1.0.0"}},
-            "node_modules/tiny-pad": {
-                "version": "1.0.0",
-                "resolved": "https://registry.npmjs.org/tiny-pad/-/tiny-pad-1.0.0.tgz",
-                "integrity": package.integrity,
-            },
-        },
-    }
-    (work / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
+
+PYTHON_WHEELS = ("setuptools>=61", "pytest>=7")
+"""What the pyproject's build and its tests extra install from the package index."""
+
+
+def serve_python_wheels(registries: LocalRegistries) -> None:
+    """The real wheels the Python fixtures install, in the local package index."""
+    for wheel in downloaded_wheels(*PYTHON_WHEELS):
+        registries.add_wheel_file(wheel)
 
 
 NODE_PACKAGE = Ecosystem(

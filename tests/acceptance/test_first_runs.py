@@ -13,7 +13,7 @@ agent, the local forge, real boxes, and the ecosystems' registries served locall
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,29 +30,27 @@ from tests.acceptance.ecosystems import (
     Ecosystem,
     make_remote,
     scripted_model,
+    serve_python_wheels,
 )
-from tests.blueprint.registries import Registries, serve_registries
+from tests.blueprint.registries import LocalRegistries
 
 pytestmark = pytest.mark.bwrap
 
 
 @pytest.fixture(scope="module")
-def registries(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Registries]:
-    """A package index (PyPI's simple API) and an npm registry on this machine."""
-    yield from serve_registries(tmp_path_factory.mktemp("registries"))
+def registries(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRegistries]:
+    """A package index (PyPI's simple API, real wheels) and an npm registry on this
+    machine, reached the way a box reaches the real ones: through golem's egress proxy."""
+    with LocalRegistries.started(tmp_path_factory.mktemp("registries")) as registries:
+        serve_python_wheels(registries)
+        yield registries
 
 
 @pytest.fixture
-def config(tmp_path: Path, registries: Registries) -> GolemConfig:
-    """Defaults, with the install boxes pointed at the local registries (an operator's
-    private registry is configured the same way)."""
-    return load_config(
-        {
-            "state_dir": str(tmp_path / "state"),
-            "engine": {"defaults": {"env": registries.env, "egress": registries.egress}},
-        },
-        files=[],
-    )
+def config(tmp_path: Path, registries: LocalRegistries) -> GolemConfig:
+    """Defaults, with the package managers pointed at the local registries (an operator's
+    mirror is configured the same way)."""
+    return load_config(registries.engine_config(tmp_path / "state", redirect=True), files=[])
 
 
 @pytest.fixture
@@ -96,8 +94,9 @@ async def test_a_first_run_reaches_a_verified_pull_request_and_a_second_reuses_i
     engine: Engine,
     store: Store,
     reachable_dir: Path,
+    registries: LocalRegistries,
 ) -> None:
-    remote = make_remote(reachable_dir, ecosystem)
+    remote = make_remote(reachable_dir, ecosystem, registries)
     fix = scripted_model(reachable_dir, ecosystem)
     first = await run(config, engine, store, remote, ecosystem.task, fix)
 
@@ -126,9 +125,13 @@ async def test_a_first_run_reaches_a_verified_pull_request_and_a_second_reuses_i
 
 
 async def test_a_repository_with_nothing_to_check_ends_unverified_never_succeeded(
-    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    reachable_dir: Path,
+    registries: LocalRegistries,
 ) -> None:
-    remote = make_remote(reachable_dir, NOTHING_TO_CHECK)
+    remote = make_remote(reachable_dir, NOTHING_TO_CHECK, registries)
     model = scripted_model(reachable_dir, NOTHING_TO_CHECK)
     state = await run(config, engine, store, remote, NOTHING_TO_CHECK.task, model)
 
@@ -142,9 +145,13 @@ async def test_a_repository_with_nothing_to_check_ends_unverified_never_succeede
 
 
 async def test_what_a_formatter_check_changes_is_part_of_what_ships(
-    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    reachable_dir: Path,
+    registries: LocalRegistries,
 ) -> None:
-    remote = make_remote(reachable_dir, FORMATTER_LINT)
+    remote = make_remote(reachable_dir, FORMATTER_LINT, registries)
     model = scripted_model(reachable_dir, FORMATTER_LINT)
     state = await run(config, engine, store, remote, FORMATTER_LINT.task, model)
 

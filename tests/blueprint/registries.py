@@ -33,6 +33,9 @@ import base64
 import hashlib
 import io
 import json
+import re
+import subprocess
+import sys
 import tarfile
 import threading
 import zipfile
@@ -201,15 +204,22 @@ class LocalRegistries:
             for path, data in content.items():
                 archive.writestr(path, data)
             archive.writestr(f"{info}/RECORD", record + f"{info}/RECORD,,\n")
-        wheel = buffer.getvalue()
+        self._publish(name, wheel_name, buffer.getvalue())
+
+    def add_wheel_file(self, wheel: Path) -> None:
+        """A wheel built elsewhere (e.g. one `pip download` fetched), listed in the index."""
+        self._publish(wheel.name.split("-")[0], wheel.name, wheel.read_bytes())
+
+    def _publish(self, name: str, wheel_name: str, wheel: bytes) -> None:
         packages = self.root / "packages"
         packages.mkdir(exist_ok=True)
         (packages / wheel_name).write_bytes(wheel)
-        project = self.root / "simple" / name
+        project = self.root / "simple" / re.sub(r"[-_.]+", "-", name).lower()
         project.mkdir(parents=True, exist_ok=True)
         links = [
             f'<a href="../../packages/{w.name}#sha256={_sha256(w)}">{w.name}</a>'
-            for w in sorted(packages.glob(f"{name}-*.whl"))
+            for w in sorted(packages.glob("*.whl"))
+            if re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower() == project.name
         ]
         (project / "index.html").write_text("<html><body>" + "".join(links) + "</body></html>\n")
 
@@ -279,3 +289,28 @@ def _sha256(path: Path) -> str:
 
 def _urlsafe(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+WHEELS = Path.home() / ".cache" / "golem-tests" / "wheels"
+
+
+def downloaded_wheels(*requirements: str) -> list[Path]:
+    """Wheels of ``requirements`` and their dependencies for the boxes' Python (3.11),
+    fetched once from the package index this machine's pip uses and kept in ``WHEELS``:
+    real packages (setuptools, pytest) for a local index to serve."""
+    place = WHEELS / hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:16]
+    if not place.is_dir():
+        partial = place.with_name(place.name + ".partial")
+        argv = [
+            sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+            "--python-version", "3.11", "--platform", "any", "--dest", str(partial),
+            *requirements,
+        ]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"could not download {requirements} for the local package index (this "
+                f"machine reaches the package registries when it sets up): {done.stderr[-800:]}"
+            )
+        partial.rename(place)
+    return sorted(place.glob("*.whl"))
