@@ -7,7 +7,6 @@ import json
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 from rich.table import Table
 
 from golem.cli.stores import using_store
@@ -61,7 +60,7 @@ def show_command(
         repos = ", ".join(p.repo for p in prs)
         raise InvalidRequest(f"#{number} exists in several repositories ({repos}); add --repo")
     pr = prs[0]
-    console = Console()
+    console = Console(soft_wrap=True)  # a URL or branch stays whole on a narrow terminal
     draft = " (draft)" if pr.draft else ""
     console.print(f"[bold]#{pr.number} {escape(pr.title)}[/]{draft}")
     console.print(f"{escape(pr.url)} · {escape(pr.head)} -> {escape(pr.base)}")
@@ -70,5 +69,17 @@ def show_command(
     console.rule()
     console.print(escape(pr.body))
     console.rule()
-    if pr.diff:
-        console.print(Syntax(pr.diff, "diff", theme="ansi_dark", background_color="default"))
+    print_diff(pr.diff)
+
+
+DIFF_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
+
+
+def print_diff(diff: str) -> None:
+    """The diff line for line as it is (never wrapped or cut, tabs kept); coloured on a
+    terminal only (click drops the colours elsewhere), so it can be piped to `git apply`."""
+    for line in diff.splitlines(keepends=True):
+        text = line.rstrip("\r\n")
+        colour = None if text.startswith(("+++", "---")) else DIFF_COLOURS.get(text[:1])
+        styled = typer.style(text, fg=colour) if colour else text
+        typer.echo(styled + line[len(text) :], nl=False)
