@@ -43,7 +43,7 @@ async def test_a_child_killed_by_the_limit_in_a_box_full_of_files_is_reported(
     async with engine.session(spec) as box:
         filled = await box.execute("dd if=/dev/zero of=/workspace/files bs=1M count=160 2>&1")
         assert filled.exit_code == 0, filled.stdout_text
-        result = await box.execute(f"sh -c \"{hog}\"; echo child $?")
+        result = await box.execute(f'sh -c "{hog}"; echo child $?')
         assert result.stdout_text == "child 137\n", result
         assert (result.exit_code, result.oom_killed) == (0, True), result
         assert (await box.execute("echo alive")).stdout == b"alive\n"
