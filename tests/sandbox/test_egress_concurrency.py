@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from golem.sandbox import Engine, ExecRequest
+from golem.sandbox.egress.proxy import MAX_CONNECTIONS
 from tests.conftest import BOTH_BACKENDS
 from tests.sandbox.nethosts import ALLOWED_ADDRESS, NetHosts
 from tests.sandbox.test_network import config, policy  # noqa: F401 - the fixture, shared
@@ -107,3 +108,44 @@ async def test_hundreds_of_concurrent_requests_through_the_proxy_are_all_answere
             done.stdout_text[-2000:] + done.stderr_text[-2000:]
         )
         assert len([e for e in done.network if e.allowed]) == CONNECTIONS
+
+
+FLOOD = """
+import resource, select, socket, sys
+total, refused_expected = int(sys.argv[1]), int(sys.argv[2])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held = {}
+for _ in range(total):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect("/run/golem/egress.sock")
+    held[sock.fileno()] = sock
+poll = select.poll()
+for fd in held:
+    poll.register(fd, select.POLLIN)
+refused = 0
+while refused < refused_expected:  # the proxy ends those it refuses: they read as closed
+    for fd, _ in poll.poll():
+        poll.unregister(fd)
+        held.pop(fd).close()
+        refused += 1
+answered = 0
+for sock in held.values():
+    sock.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+    answered += sock.recv(100).startswith(b"HTTP/1.1 400")
+print(answered, refused)
+"""
+
+
+async def test_a_box_that_bypasses_its_bridge_gets_no_more_than_its_share_of_the_proxy(
+    engine: Engine, net: NetHosts
+) -> None:
+    """The bridge is the box's own code: the host-side proxy caps one box's connections
+    itself, refusing the rest at once rather than spending the host's descriptors."""
+    flood = MAX_CONNECTIONS + 100
+    spec = engine.spec(network="filtered", egress=policy(net), timeout=60)
+    async with engine.session(spec) as box:
+        done = await box.execute(ExecRequest(cmd=["python3", "-c", FLOOD, str(flood), "100"]))
+        assert done.stdout_text.split() == [str(MAX_CONNECTIONS), "100"], done.stderr_text
+        after = await box.execute(f"curl -sS -m 20 http://allowed.test:{net.plain.port}/hello.txt")
+        assert after.stdout_text == "hello from the allowed host\n", after.stderr_text
