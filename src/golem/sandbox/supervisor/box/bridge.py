@@ -14,7 +14,7 @@ import selectors
 import socket
 import threading
 
-BRIDGE_CHUNK = 64 * 1024
+BRIDGE_CHUNK = 256 * 1024
 MAX_CONNECTIONS = 512
 BACKLOG = 4096  # the kernel caps it at net.core.somaxconn
 PROXY_CONNECT_TIMEOUT = 30.0
