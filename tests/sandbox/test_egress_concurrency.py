@@ -6,6 +6,8 @@ so all of them are open through the bridge and the proxy at the same time."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -149,3 +151,26 @@ async def test_a_box_that_bypasses_its_bridge_gets_no_more_than_its_share_of_the
         assert done.stdout_text.split() == [str(MAX_CONNECTIONS), "100"], done.stderr_text
         after = await box.execute(f"curl -sS -m 20 http://allowed.test:{net.plain.port}/hello.txt")
         assert after.stdout_text == "hello from the allowed host\n", after.stderr_text
+
+
+LIMIT_AFTER_ENGINE = """
+import resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+from golem.core import load_config
+from golem.sandbox.network import EgressService
+EgressService(load_config({}, files=[]))
+print(resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard, hard > 256)
+"""
+
+
+def test_the_engines_proxies_are_not_held_to_a_shells_open_files_limit() -> None:
+    """Each box connection costs the proxy two descriptors in golem's own process."""
+    done = subprocess.run(
+        [sys.executable, "-c", LIMIT_AFTER_ENGINE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.split() == ["True", "True"], done.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import shutil
 import ssl
 from pathlib import Path
@@ -28,7 +29,14 @@ from golem.sandbox.egress import (
     upstream_context,
 )
 
-__all__ = ["BOX_NETWORK_DIR", "BOX_SOCKET", "BoxNetwork", "EgressService", "host_ca_bundle"]
+__all__ = [
+    "BOX_NETWORK_DIR",
+    "BOX_SOCKET",
+    "BoxNetwork",
+    "EgressService",
+    "host_ca_bundle",
+    "lift_open_files_limit",
+]
 
 BOX_NETWORK_DIR = "/run/golem"
 BOX_SOCKET = f"{BOX_NETWORK_DIR}/egress.sock"
@@ -47,6 +55,24 @@ def host_ca_bundle() -> bytes:
         if candidate and Path(candidate).is_file():
             return Path(candidate).read_bytes()
     return b""
+
+
+NR_OPEN = 1 << 20
+"""The kernel's default ceiling on a process's open files (fs.nr_open)."""
+
+
+def lift_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit, and return it.
+
+    Every connection a filtered box holds costs its proxy two descriptors in this process;
+    a shell's usual soft limit (1024) would cap every box together at ~500 connections,
+    and a package manager's install opens hundreds."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = NR_OPEN if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):  # a ceiling below NR_OPEN: keep soft
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 class BoxNetwork:
@@ -98,6 +124,7 @@ class EgressService:
         self._ca: EgressCA | None = None
         self._own = host_addresses()
         self._upstream_tls: ssl.SSLContext | None = None
+        lift_open_files_limit()
 
     def broker(self) -> CredentialBroker:
         """The configured credentials with fresh sentinels (values read once)."""
