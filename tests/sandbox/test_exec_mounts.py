@@ -4,6 +4,7 @@ go test), on every backend, while a setuid file there still gains nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -72,3 +73,44 @@ async def test_a_setuid_root_file_in_the_workspace_gains_no_privilege(
         assert (probe.exit_code, probe.stdout_text) == (0, "1000 1000\n"), probe.stderr_text
         copied = await box.execute("cp -p /workspace/suid /tmp/suid; /tmp/suid")
         assert copied.stdout_text == "1000 1000\n", copied.stderr_text
+
+
+GO_PACKAGE = {
+    "go.mod": "module example.test/sum\n\ngo 1.19\n",
+    "sum.go": "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
+    "sum_test.go": (
+        'package sum\n\nimport "testing"\n\n'
+        'func TestSum(t *testing.T) {\n\tif Sum(2, 3) != 5 {\n\t\tt.Fatal("sum")\n\t}\n}\n'
+    ),
+}
+CRATE = {
+    "Cargo.toml": '[package]\nname = "sum"\nversion = "0.1.0"\nedition = "2021"\n',
+    "src/lib.rs": (
+        "pub fn sum(a: i32, b: i32) -> i32 { a + b }\n\n"
+        "#[cfg(test)]\nmod tests {\n    #[test]\n"
+        "    fn adds() { assert_eq!(super::sum(2, 3), 5); }\n}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+@pytest.mark.parametrize(
+    ("tool", "files", "command", "passed"),
+    [
+        ("go", GO_PACKAGE, "GOCACHE=/tmp/go-cache GOPATH=/tmp/go GOFLAGS= go test ./...", "ok"),
+        ("cargo", CRATE, "CARGO_HOME=/tmp/cargo cargo test --offline -q", "test result: ok"),
+    ],
+)
+async def test_compiled_tests_run_in_a_box(
+    engine: Engine, tool: str, files: dict[str, str], command: str, passed: str
+) -> None:
+    """The tools themselves, on bubblewrap, which sees the host's (the devbox image has
+    neither): go builds its test binary in /tmp, cargo in /workspace/target."""
+    if shutil.which(tool, path="/usr/bin:/bin") is None:
+        pytest.skip(f"{tool} is not installed in /usr/bin (apt-get install golang-go cargo)")
+    async with engine.session(engine.spec(timeout=300)) as box:
+        for path, text in files.items():
+            await box.put_file(path, text)
+        result = await box.execute(command)
+        assert result.exit_code == 0, result.stdout_text + result.stderr_text
+        assert passed in result.stdout_text
