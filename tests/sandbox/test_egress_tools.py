@@ -131,3 +131,13 @@ async def test_npm_installs_a_hundred_and_fifty_packages_through_the_proxy(
         )
         assert result.exit_code == 0, result.stdout_text[-2000:] + result.stderr_text[-2000:]
         assert result.stdout_text.split()[-1] == str(PACKAGES)
+
+
+@pytest.mark.parametrize("backend", BOTH_BACKENDS)
+async def test_npms_configuration_names_the_proxy(engine: Engine, net: NetHosts) -> None:
+    """What npm's configuration says (yarn 1 and pnpm read it too), beside the variables."""
+    async with engine.session(engine.spec(network="filtered", egress=policy(net))) as box:
+        result = await box.execute(
+            "npm config get proxy; npm config get https-proxy; echo $YARN_HTTPS_PROXY"
+        )
+        assert result.stdout_text.split() == ["http://127.0.0.1:3128"] * 3, result.stderr_text

@@ -47,6 +47,12 @@ TRUST_VARIABLES = (
     "NODE_EXTRA_CA_CERTS",
 )  # fmt: skip
 """Variables that point a box's TLS clients at /run/golem/ca-certificates.crt."""
+PACKAGE_MANAGER_PROXY_VARIABLES = (
+    "NPM_CONFIG_PROXY", "NPM_CONFIG_HTTPS_PROXY", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY",
+)  # fmt: skip
+"""Beside HTTP(S)_PROXY, which libcurl (curl, git, cargo), pip, npm and go read: npm's own
+configuration (which yarn 1 and pnpm read too) and yarn 2+'s, which ignores HTTP(S)_PROXY.
+Set in both spellings, as the rest."""
 
 
 def host_ca_bundle() -> bytes:
@@ -99,7 +105,7 @@ class BoxNetwork:
         port = self._service.config.proxy_port
         url = f"http://127.0.0.1:{port}"
         env: dict[str, str] = {}
-        for name in ("HTTP_PROXY", "HTTPS_PROXY"):
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", *PACKAGE_MANAGER_PROXY_VARIABLES):
             env[name] = env[name.lower()] = url
         env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
         env.update(dict.fromkeys(TRUST_VARIABLES, BOX_BUNDLE))
