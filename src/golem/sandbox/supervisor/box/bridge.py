@@ -13,6 +13,7 @@ import errno
 import selectors
 import socket
 import threading
+import time
 
 BRIDGE_CHUNK = 256 * 1024
 DRAIN_ROUNDS = 16
@@ -50,10 +51,11 @@ class Side:
 class Joint:
     """A box connection joined to one of the proxy's."""
 
-    __slots__ = ("sides",)
+    __slots__ = ("closed", "sides")
 
     def __init__(self, box: socket.socket, proxy: socket.socket) -> None:
         self.sides = (Side(box), Side(proxy))
+        self.closed = False
 
     def peer(self, side: Side) -> Side:
         return self.sides[1] if side is self.sides[0] else self.sides[0]
@@ -115,24 +117,30 @@ class Bridge:
         self.selector = selectors.DefaultSelector()
         self.joints = 0
         self.accepting = False
-        self.out_of_files = False
+        self.paused_until = 0.0  # out of descriptors: accept again from then on
 
     def run(self) -> None:
         self._accept_again()
         while True:
-            timeout = OUT_OF_FILES_PAUSE if self.out_of_files else None
+            timeout = None
+            if self.paused_until:
+                timeout = max(0.0, self.paused_until - time.monotonic())
             ready = self.selector.select(timeout)
-            if self.out_of_files and not ready:
-                self.out_of_files = False
+            if self.paused_until and time.monotonic() >= self.paused_until:
+                self.paused_until = 0.0
                 self._accept_again()
             for key, events in ready:
-                if key.data is None:
-                    self._accept()
-                else:
-                    self._step(key.data[0], key.data[1], events)
+                try:
+                    if key.data is None:
+                        self._accept()
+                    else:
+                        self._step(key.data[0], key.data[1], events)
+                except Exception:  # the box's only way out must outlive any connection
+                    if key.data is not None:
+                        self._close(key.data[0])
 
     def _accept_again(self) -> None:
-        if not self.accepting and not self.out_of_files and self.joints < MAX_CONNECTIONS:
+        if not self.accepting and not self.paused_until and self.joints < MAX_CONNECTIONS:
             self.selector.register(self.listener, READ, None)
             self.accepting = True
 
@@ -149,7 +157,7 @@ class Bridge:
                 return
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    self.out_of_files = True  # wait for descriptors, not in a busy loop
+                    self.paused_until = time.monotonic() + OUT_OF_FILES_PAUSE  # no busy loop
                     self._stop_accepting()
                 return
             self._join(conn)
@@ -172,6 +180,8 @@ class Bridge:
             self._watch(joint, side)
 
     def _step(self, joint: Joint, side: Side, events: int) -> None:
+        if joint.closed:  # an event of the same round as the one that closed it
+            return
         try:
             joint.step(side, events)
         except OSError:
@@ -196,9 +206,15 @@ class Bridge:
         side.events = wanted
 
     def _close(self, joint: Joint) -> None:
+        if joint.closed:
+            return
+        joint.closed = True
         for side in joint.sides:
             if side.events:
-                self.selector.unregister(side.sock)
+                try:
+                    self.selector.unregister(side.sock)
+                except (KeyError, ValueError):
+                    pass
                 side.events = 0
             side.sock.close()
         self.joints -= 1
