@@ -4,6 +4,10 @@ terminal's width, so the diff can be read, copied or piped to `git apply`."""
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 from golem.forge import LocalForge, PullRequestDraft
@@ -14,6 +18,7 @@ LONG = "x = " + " + ".join(f"value_{n}" for n in range(40))
 DIFF = (
     "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n"
     f"@@ -1 +1 @@\n-x = 1\n+{LONG}\n+\tindented = [1, 2]  # [bold]not markup[/]\n"
+    "+print('\x1b]0;retitled\x07\x1b[2Jcleared')\n"
 )
 
 
@@ -43,3 +48,36 @@ def test_prs_show_prints_long_diff_lines_whole_on_a_narrow_terminal(
     assert f"+{LONG}" in lines
     assert "+\tindented = [1, 2]  # [bold]not markup[/]" in lines
     assert shown.stdout.decode().endswith(DIFF)
+
+
+def test_prs_show_on_a_terminal_keeps_long_lines_and_drops_escape_sequences(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    number = open_pull_request(golem_env, DIFF)
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "golem", "prs", "show", str(number)],
+        stdout=follower,
+        stderr=follower,
+        env={**golem_env, "COLUMNS": "40", "TERM": "xterm"},
+        close_fds=True,
+    ) as process:
+        os.close(follower)
+        output = b""
+        while chunk := _read(leader):
+            output += chunk
+        assert process.wait(timeout=60) == 0, output
+    os.close(leader)
+    shown = output.decode()
+    assert LONG in shown  # one line, however narrow the terminal
+    assert "\x1b]0;" not in shown
+    assert "\x1b[2J" not in shown
+    assert "print(']0;retitled[2Jcleared')" in shown  # inert without the ESC and BEL
+
+
+def _read(fd: int) -> bytes:
+    """The next bytes of a terminal, b"" once its last writer is gone."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: every process holding the terminal has closed it
+        return b""

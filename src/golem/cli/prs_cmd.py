@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from golem.cli.progress import CONTROL
 from golem.cli.stores import using_store
 from golem.core.config import load_config
 from golem.core.errors import InvalidRequest
@@ -76,10 +78,16 @@ DIFF_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
 
 
 def print_diff(diff: str) -> None:
-    """The diff line for line as it is (never wrapped or cut, tabs kept); coloured on a
-    terminal only (click drops the colours elsewhere), so it can be piped to `git apply`."""
-    for line in diff.splitlines(keepends=True):
-        text = line.rstrip("\r\n")
+    """The diff line for line, never wrapped or cut. Piped (to `git apply`, say) it is
+    written exactly; on a terminal coloured, without control characters (escape sequences
+    in a diff must not drive the terminal)."""
+    if not sys.stdout.isatty():
+        sys.stdout.write(diff)
+        sys.stdout.flush()
+        return
+    lines = diff.split("\n")
+    for index, line in enumerate(lines):
+        text = CONTROL.sub("", line)
         colour = None if text.startswith(("+++", "---")) else DIFF_COLOURS.get(text[:1])
         styled = typer.style(text, fg=colour) if colour else text
-        typer.echo(styled + line[len(text) :], nl=False)
+        typer.echo(styled, nl=index < len(lines) - 1)
