@@ -31,3 +31,19 @@ async def test_a_box_that_fills_its_disks_keeps_its_supervisor(engine: Engine) -
         after = await box.execute("python3 -c 'b = bytearray(200 * 2**20); print(len(b))'")
         assert (after.exit_code, after.oom_killed) == (0, False), after
         assert (await box.execute("echo alive")).stdout == b"alive\n"
+
+
+async def test_a_child_killed_by_the_limit_in_a_box_full_of_files_is_reported(
+    engine: Engine,
+) -> None:
+    """Like `npm install` whose worker blows the limit while node_modules fills the tmpfs:
+    the call's own process survives, and the result still says the memory limit struck."""
+    spec = engine.spec(memory="256m", timeout=30)
+    hog = "python3 -c 'x = []\nwhile True: x.append(bytearray(16 << 20))'"
+    async with engine.session(spec) as box:
+        filled = await box.execute("dd if=/dev/zero of=/workspace/files bs=1M count=160 2>&1")
+        assert filled.exit_code == 0, filled.stdout_text
+        result = await box.execute(f'sh -c "{hog}"; echo child $?')
+        assert result.stdout_text == "child 137\n", result
+        assert (result.exit_code, result.oom_killed) == (0, True), result
+        assert (await box.execute("echo alive")).stdout == b"alive\n"

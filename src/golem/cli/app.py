@@ -1,59 +1,85 @@
-"""The `golem` command: wires the command groups together and turns errors into exit codes."""
+"""The `golem` command: wires the command groups together and turns errors into exit codes.
+
+Commands are listed in ``COMMANDS`` and imported only when run (`golem --help` stays fast);
+a command's summary there is the first paragraph of its own help (a test keeps them equal).
+"""
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from golem import __version__
-from golem.cli import (
-    agent_cmd,
-    blueprint_cmd,
-    checks_cmd,
-    config_cmd,
-    credentials_cmd,
-    exec_cmd,
-    image_cmd,
-    prs_cmd,
-    run_cmd,
-    runs_cmd,
-    serve_cmd,
-    sessions_cmd,
-    setup_cmd,
-    shell_cmd,
-    trajectory_cmd,
-)
-from golem.core.errors import GolemError
+from golem.cli.lazy import lazy_group
 
-__all__ = ["app", "main"]
+if TYPE_CHECKING:
+    from golem.core.errors import GolemError
+
+__all__ = ["COMMANDS", "app", "main"]
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "exec": (
+        "golem.cli.exec_cmd:exec_command",
+        "Run code, a script or a command in a fresh box; exit with its exit code.",
+    ),
+    "shell": (
+        "golem.cli.shell_cmd:shell_command",
+        "Open an interactive shell in a fresh box (needs a terminal).",
+    ),
+    "prune": (
+        "golem.cli.sessions_cmd:prune_command",
+        "Remove every box whose owning process is gone, and report what was removed.",
+    ),
+    "setup": (
+        "golem.cli.setup_cmd:setup_command",
+        "Bootstrap golem's devbox image if missing and build every image recipe of golem.toml.",
+    ),
+    "run": (
+        "golem.cli.run_cmd:run_command",
+        "Run a blueprint on a repository and end with a pull request.",
+    ),
+    "agent": (
+        "golem.cli.agent_cmd:agent_command",
+        "Run the agent on a directory in a box and show the diff it made.",
+    ),
+    "serve": (
+        "golem.cli.serve_cmd:serve_command",
+        "Serve the HTTP API, the job queue and the dashboard until stopped.",
+    ),
+    "sessions": ("golem.cli.sessions_cmd:sessions_app", "List and remove boxes."),
+    "config": ("golem.cli.config_cmd:config_app", "Inspect golem's configuration."),
+    "image": ("golem.cli.image_cmd:image_app", "Build and list box images."),
+    "runs": (
+        "golem.cli.runs_cmd:runs_app",
+        "Runs: list, show, resume, cancel, approve or reject.",
+    ),
+    "prs": ("golem.cli.prs_cmd:prs_app", "Pull requests of the local forge."),
+    "checks": (
+        "golem.cli.checks_cmd:checks_app",
+        "A repository's checks: what golem detects and runs.",
+    ),
+    "blueprint": ("golem.cli.blueprint_cmd:blueprint_app", "Check and draw blueprints."),
+    "keys": (
+        "golem.cli.serve_cmd:keys_app",
+        "API keys of the server (run on the server's host).",
+    ),
+    "credentials": (
+        "golem.cli.credentials_cmd:credentials_app",
+        "Tenants' forge tokens, sealed in the server's store (run on the server's host).",
+    ),
+    "trajectory": ("golem.cli.trajectory_cmd:trajectory_app", "Read recorded agent runs."),
+}
 
 app = typer.Typer(
     name="golem",
+    cls=lazy_group(COMMANDS),
     help="Unattended, one-shot coding agents in isolated devboxes.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals may hold secrets
     add_completion=False,
 )
-app.command("exec")(exec_cmd.exec_command)
-app.command("shell")(shell_cmd.shell_command)
-app.command("prune")(sessions_cmd.prune_command)
-app.command("setup")(setup_cmd.setup_command)
-app.command("run")(run_cmd.run_command)
-app.command("agent")(agent_cmd.agent_command)
-app.command("serve")(serve_cmd.serve_command)
-app.add_typer(sessions_cmd.sessions_app, name="sessions")
-app.add_typer(config_cmd.config_app, name="config")
-app.add_typer(image_cmd.image_app, name="image")
-app.add_typer(runs_cmd.runs_app, name="runs")
-app.add_typer(prs_cmd.prs_app, name="prs")
-app.add_typer(blueprint_cmd.blueprint_app, name="blueprint")
-app.add_typer(serve_cmd.keys_app, name="keys")
-app.add_typer(credentials_cmd.credentials_app, name="credentials")
-app.add_typer(trajectory_cmd.trajectory_app, name="trajectory")
-app.add_typer(checks_cmd.checks_app, name="checks")
 
 
 def _version(value: bool) -> None:
@@ -78,7 +104,19 @@ def main() -> None:
     """
     try:
         app()
-    except GolemError as exc:
+    except SystemExit:  # how click ends, --help too: never worth importing golem.core for
+        raise
+    except _golem_error() as exc:  # evaluated only when something else was raised
+        from rich.console import Console  # noqa: PLC0415
+        from rich.text import Text  # noqa: PLC0415
+
         message = Text.assemble(("golem: ", "bold red"), exc.message)
         Console(stderr=True, soft_wrap=True).print(message, highlight=False)
         sys.exit(exc.exit_code)
+
+
+def _golem_error() -> type[GolemError]:
+    """GolemError, imported late: golem.core loads pydantic, which `--help` never needs."""
+    from golem.core.errors import GolemError  # noqa: PLC0415
+
+    return GolemError

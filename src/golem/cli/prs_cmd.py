@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 from rich.table import Table
 
+from golem.cli.progress import CONTROL
 from golem.cli.stores import using_store
 from golem.core.config import load_config
 from golem.core.errors import InvalidRequest
@@ -61,7 +62,7 @@ def show_command(
         repos = ", ".join(p.repo for p in prs)
         raise InvalidRequest(f"#{number} exists in several repositories ({repos}); add --repo")
     pr = prs[0]
-    console = Console()
+    console = Console(soft_wrap=True)  # a URL or branch stays whole on a narrow terminal
     draft = " (draft)" if pr.draft else ""
     console.print(f"[bold]#{pr.number} {escape(pr.title)}[/]{draft}")
     console.print(f"{escape(pr.url)} · {escape(pr.head)} -> {escape(pr.base)}")
@@ -70,5 +71,23 @@ def show_command(
     console.rule()
     console.print(escape(pr.body))
     console.rule()
-    if pr.diff:
-        console.print(Syntax(pr.diff, "diff", theme="ansi_dark", background_color="default"))
+    print_diff(pr.diff)
+
+
+DIFF_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
+
+
+def print_diff(diff: str) -> None:
+    """The diff line for line, never wrapped or cut. Piped (to `git apply`, say) it is
+    written exactly; on a terminal coloured, without control characters (escape sequences
+    in a diff must not drive the terminal)."""
+    if not sys.stdout.isatty():
+        sys.stdout.write(diff)
+        sys.stdout.flush()
+        return
+    lines = diff.split("\n")
+    for index, line in enumerate(lines):
+        text = CONTROL.sub("", line)
+        colour = None if text.startswith(("+++", "---")) else DIFF_COLOURS.get(text[:1])
+        styled = typer.style(text, fg=colour) if colour else text
+        typer.echo(styled, nl=index < len(lines) - 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import shutil
 import ssl
 from pathlib import Path
@@ -28,7 +29,14 @@ from golem.sandbox.egress import (
     upstream_context,
 )
 
-__all__ = ["BOX_NETWORK_DIR", "BOX_SOCKET", "BoxNetwork", "EgressService", "host_ca_bundle"]
+__all__ = [
+    "BOX_NETWORK_DIR",
+    "BOX_SOCKET",
+    "BoxNetwork",
+    "EgressService",
+    "host_ca_bundle",
+    "lift_open_files_limit",
+]
 
 BOX_NETWORK_DIR = "/run/golem"
 BOX_SOCKET = f"{BOX_NETWORK_DIR}/egress.sock"
@@ -39,6 +47,12 @@ TRUST_VARIABLES = (
     "NODE_EXTRA_CA_CERTS",
 )  # fmt: skip
 """Variables that point a box's TLS clients at /run/golem/ca-certificates.crt."""
+PACKAGE_MANAGER_PROXY_VARIABLES = (
+    "NPM_CONFIG_PROXY", "NPM_CONFIG_HTTPS_PROXY", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY",
+)  # fmt: skip
+"""Beside HTTP(S)_PROXY, which libcurl (curl, git, cargo), pip, npm and go read: npm's own
+configuration (which yarn 1 and pnpm read too) and yarn 2+'s, which ignores HTTP(S)_PROXY.
+Set in both spellings, as the rest."""
 
 
 def host_ca_bundle() -> bytes:
@@ -47,6 +61,24 @@ def host_ca_bundle() -> bytes:
         if candidate and Path(candidate).is_file():
             return Path(candidate).read_bytes()
     return b""
+
+
+NR_OPEN = 1 << 20
+"""The kernel's default ceiling on a process's open files (fs.nr_open)."""
+
+
+def lift_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit, and return it.
+
+    Every connection a filtered box holds costs its proxy two descriptors in this process;
+    a shell's usual soft limit (1024) would cap every box together at ~500 connections,
+    and a package manager's install opens hundreds."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = NR_OPEN if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):  # a ceiling below NR_OPEN: keep soft
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 class BoxNetwork:
@@ -73,7 +105,7 @@ class BoxNetwork:
         port = self._service.config.proxy_port
         url = f"http://127.0.0.1:{port}"
         env: dict[str, str] = {}
-        for name in ("HTTP_PROXY", "HTTPS_PROXY"):
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", *PACKAGE_MANAGER_PROXY_VARIABLES):
             env[name] = env[name.lower()] = url
         env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
         env.update(dict.fromkeys(TRUST_VARIABLES, BOX_BUNDLE))
@@ -98,6 +130,7 @@ class EgressService:
         self._ca: EgressCA | None = None
         self._own = host_addresses()
         self._upstream_tls: ssl.SSLContext | None = None
+        lift_open_files_limit()
 
     def broker(self) -> CredentialBroker:
         """The configured credentials with fresh sentinels (values read once)."""

@@ -47,6 +47,10 @@ __all__ = [
 ]
 
 MAX_HEAD = 64 * 1024
+MAX_CONNECTIONS = 1024
+"""Connections one box may hold open at once (twice what its bridge joins): a box that
+bypasses its bridge for more is refused at once, before it costs the host descriptors."""
+BACKLOG = 1024
 ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
 
 
@@ -115,12 +119,14 @@ class EgressProxy:
     async def start(self, socket_path: Path) -> None:
         """Listen on a unix socket."""
         self._server = await asyncio.start_unix_server(
-            self._serve, path=str(socket_path), limit=MAX_HEAD
+            self._serve, path=str(socket_path), limit=MAX_HEAD, backlog=BACKLOG
         )
 
     async def start_tcp(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Listen on TCP (the host side of tests and benchmarks); returns the port."""
-        self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_HEAD)
+        self._server = await asyncio.start_server(
+            self._serve, host, port, limit=MAX_HEAD, backlog=BACKLOG
+        )
         return int(self._server.sockets[0].getsockname()[1])
 
     def drop_connections(self) -> None:
@@ -155,6 +161,9 @@ class EgressProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if len(self._handlers) >= MAX_CONNECTIONS:
+            writer.close()
+            return
         self._handlers.add(task)
         self._open.add(writer)
         try:

@@ -1,9 +1,10 @@
 """The docker backend: each box is a container whose pid 1 is golem's supervisor.
 
 Talks to the Docker Engine API through the docker SDK, so Podman's compatible socket works
-the same (``docker_host``). Hardening by default: read-only root, sized tmpfs /workspace and
-/tmp, a non-root user, all capabilities dropped, no new privileges, the engine's default
-seccomp profile (never replaced), pids/memory/cpu limits, no engine socket in the box.
+the same (``docker_host``). Hardening by default: read-only root, sized tmpfs /workspace,
+/tmp and /dev/shm (exec, so compiled tests run; nosuid, nodev), a non-root user, all
+capabilities dropped, no new privileges, the engine's default seccomp profile (never
+replaced), pids/memory/cpu limits, no engine socket in the box.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ __all__ = ["DockerBackend", "DockerBox"]
 
 LABEL = "golem.box"
 SHM_SIZE = 64 * 1024**2
+# The engines mount a tmpfs noexec by default; compiled tests (cargo test, go test) run
+# their binaries from the workspace and /tmp. no-new-privileges, no capabilities and nosuid
+# keep a setuid file there without effect.
+TMPFS_FLAGS = "exec,nosuid,nodev"
 
 
 class DockerBox:
@@ -148,13 +153,15 @@ class DockerBackend:
         # Podman ignores tmpfs mode= and refuses uid=; its U option hands the mount to the
         # container's user instead.
         podman = self._is_podman()
-        tmpfs = {"/tmp": f"size={spec.tmp_size}," + ("U" if podman else "mode=1777")}
+        shared = "U" if podman else "mode=1777"
+        tmpfs = {"/tmp": f"size={spec.tmp_size},{TMPFS_FLAGS},{shared}"}
+        tmpfs["/dev/shm"] = f"size={SHM_SIZE},{TMPFS_FLAGS},{shared}"
         binds = {}
         if spec.workspace is not None:
             binds[str(spec.workspace)] = {"bind": WORKSPACE, "mode": "rw"}
         else:
             owner = "U" if podman else f"mode=755,uid={uid},gid={gid}"
-            tmpfs[WORKSPACE] = f"size={spec.workspace_size},{owner}"
+            tmpfs[WORKSPACE] = f"size={spec.workspace_size},{TMPFS_FLAGS},{owner}"
         for mount in mounts:
             binds[str(mount.source)] = {"bind": mount.target, "mode": "ro"}
         limits: dict[str, Any] = {}
@@ -166,7 +173,6 @@ class DockerBackend:
             read_only=spec.read_only_root,
             tmpfs=tmpfs,
             binds=binds or None,
-            shm_size=SHM_SIZE,
             cap_drop=["ALL"],
             security_opt=self._security_options(),
             pids_limit=spec.pids,
