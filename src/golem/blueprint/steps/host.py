@@ -20,6 +20,7 @@ CONTEXT_BUDGET = 12_000
 
 
 TRAILER = "Golem-Run"
+UNVERIFIED_LABEL = "unverified"
 Result = tuple[Literal["success", "failure"], str]
 
 
@@ -120,24 +121,32 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
             f"and commit again on {state.branch}, or rotate the secret"
         )
     await repo.push(state.branch)
+    unverified = not escalate and state.unverified is not None
     draft = PullRequestDraft(
         repo=_repo_name(ex),
         base=state.base,
         head=state.branch,
         title=ex.secrets.mask(_title(ex, escalate=escalate)),
         body=ex.secrets.mask(_body(ex, escalate=escalate)),
-        draft=escalate,
-        labels=list(ex.config.forge.escalation_labels) if escalate else [],
+        draft=escalate or unverified,
+        labels=_labels(ex, escalate=escalate, unverified=unverified),
         issue=state.issue.number if state.issue is not None else None,
     )
     state.pr = await _open_pull_request(ex, draft, diff)
-    if escalate:
-        state.status = "escalated"
+    if escalate or unverified:
+        state.status = "escalated" if escalate else "unverified"
     ex.save()
-    await _comment(
-        ex, f"golem opened {state.pr.url}" + (" for a human to finish" if escalate else "")
-    )
+    why = " for a human to finish" if escalate else ""
+    if unverified:
+        why = f" as a draft: no check verified it ({state.unverified})"
+    await _comment(ex, f"golem opened {state.pr.url}{why}")
     return "success", state.pr.url
+
+
+def _labels(ex: Execution, *, escalate: bool, unverified: bool) -> list[str]:
+    if escalate:
+        return list(ex.config.forge.escalation_labels)
+    return [UNVERIFIED_LABEL] if unverified else []
 
 
 async def _open_pull_request(ex: Execution, draft: PullRequestDraft, diff: str) -> PullRequest:
@@ -190,9 +199,13 @@ def _body(ex: Execution, *, escalate: bool) -> str:
     lines = ["## Summary", "", state.summary or "(the agent gave no summary)", ""]
     if escalate:
         lines += ["## What still fails", "", describe_failures(state.checks), ""]
+    if state.unverified:
+        lines += ["## Not verified", "", state.unverified, ""]
     lines += ["## Checks", "", "| check | command | result | time |", "| --- | --- | --- | --- |"]
     for check in state.checks:
         result = "passed" if check.passed else f"failed (exit {check.exit_code})"
+        if check.preexisting or check.flaky:
+            result += " on the base commit too" if check.preexisting else " once: flaky"
         lines.append(f"| {check.name} | `{check.command}` | {result} | {check.duration:.1f}s |")
     if not state.checks:
         lines.append("| (none) | | | |")
