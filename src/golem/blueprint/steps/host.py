@@ -204,8 +204,10 @@ def _body(ex: Execution, *, escalate: bool) -> str:
     lines += ["## Checks", "", "| check | command | result | time |", "| --- | --- | --- | --- |"]
     for check in state.checks:
         result = "passed" if check.passed else f"failed (exit {check.exit_code})"
-        if check.preexisting or check.flaky:
-            result += " on the base commit too" if check.preexisting else " once: flaky"
+        if check.preexisting:
+            result += " on the base commit too"
+        if check.flaky:
+            result = "passed when run again (failed once: flaky)"
         lines.append(f"| {check.name} | `{check.command}` | {result} | {check.duration:.1f}s |")
     if not state.checks:
         lines.append("| (none) | | | |")
