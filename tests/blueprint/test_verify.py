@@ -60,7 +60,7 @@ async def events(store: Store, run_id: str) -> list[RunEvent]:
 
 def warmer() -> dict[str, object]:
     """The agent's change to the greeter: correct, and its tests still pass."""
-    return bash("sed -i 's/return \"Hello, \" + name/return \"Hello, \" + name  # warmly/' greet.py")
+    return bash('sed -i \'s/return "Hello, " + name/return "Hello, " + name  # warmly/\' greet.py')
 
 
 async def test_a_repo_with_no_check_ends_unverified_as_a_labelled_draft(
@@ -71,12 +71,14 @@ async def test_a_repo_with_no_check_ends_unverified_as_a_labelled_draft(
     state = await run(config, engine, store, remote, model)
     assert state.status == "unverified", state.error
     assert state.checks == []
-    assert state.unverified is not None and state.unverified.startswith("no check found")
+    assert state.unverified is not None
+    assert state.unverified.startswith("no check found")
     assert "golem checks detect --write" in state.unverified
     pr = await the_pr(store)
     assert pr.draft
     assert "unverified" in pr.labels
-    assert "## Not verified" in pr.body and "no check found" in pr.body
+    assert "## Not verified" in pr.body
+    assert "no check found" in pr.body
     assert "+two" in pr.diff
 
 
@@ -90,7 +92,8 @@ async def test_a_blueprint_may_fail_a_run_no_check_verified(
     model = scripted(tmp_path, "notes", write("README.md", "Notes!\n"))
     state = await run(config, engine, store, remote, model, blueprint=str(blueprint))
     assert state.status == "failed"
-    assert state.error is not None and state.error.startswith("no check verified the change")
+    assert state.error is not None
+    assert state.error.startswith("no check verified the change")
     assert await LocalForge(store).pull_requests() == []
 
 
@@ -128,7 +131,9 @@ async def test_a_lint_failing_on_the_base_commit_costs_no_fix_round(
     config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
 ) -> None:
     files = {p.name: p.read_text() for p in (EXAMPLES / "calculator").glob("*.py")}
-    files["lint.py"] = "import sys\nprint('legacy.py:12: E501 line too long (120 > 79)')\nsys.exit(1)\n"  # noqa: E501
+    files["lint.py"] = (
+        "import sys\nprint('legacy.py:12: E501 line too long (120 > 79)')\nsys.exit(1)\n"
+    )
     files[".golem.toml"] = golem_toml(lint="python3 lint.py", test=UNITTEST)
     remote = make_repo(reachable_dir, "calculator", files)
     fix = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
@@ -180,7 +185,8 @@ async def test_a_wrong_change_still_escalates_after_exactly_max_rounds(
     [test] = state.checks
     assert (test.passed, test.preexisting, test.flaky) == (False, False, False)
     pr = await the_pr(store)
-    assert "needs-human" in pr.labels and "unverified" not in pr.labels
+    assert "needs-human" in pr.labels
+    assert "unverified" not in pr.labels
 
 
 async def test_the_baseline_of_a_base_is_cached_for_the_next_run(
@@ -212,3 +218,25 @@ async def test_a_setup_that_fails_is_recorded_and_named_in_the_runs_error(
     assert state.error is not None
     assert state.error.startswith(f"setup failed: `{setup}` (exit 3)")
     assert "pip: no matching distribution" in state.error
+
+
+async def test_a_resumed_run_keeps_the_baseline_it_ran(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    remote = make_repo(reachable_dir, "greeter", greeter())
+    done = await run(config, engine, store, remote, scripted(tmp_path, "warm", warmer()))
+    assert done.status == "succeeded", done.error
+    book = RunBook(store)
+    crashed = await book.load(done.id)
+    assert crashed is not None
+    assert crashed.baseline is not None
+    # Its runner died in the baseline node, after the baseline was saved.
+    crashed.status, crashed.current, crashed.steps = "running", "baseline", crashed.steps[:3]
+    await book.save(crashed)
+    seen = len(await events(store, done.id))
+    resumed = await Runner(config, engine=engine, store=store).resume(done.id)
+    assert resumed.status == "succeeded", resumed.error
+    after = (await events(store, done.id))[seen:]
+    assert "baseline" not in [e.node for e in after if isinstance(e, CheckFinished)]
+    assert resumed.baseline == done.baseline
+    assert resumed.steps[3].detail == "1 check(s) kept"

@@ -16,7 +16,7 @@ GREET = '''"""Greetings."""
 def greet(name: str) -> str:
     return "Hello, " + name
 '''
-GREET_TESTS = '''import unittest
+GREET_TESTS = """import unittest
 
 from greet import greet
 
@@ -28,7 +28,7 @@ class GreetTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-'''
+"""
 UNITTEST = "python3 -m unittest -v"
 
 
