@@ -52,7 +52,7 @@ scratch = tempfile.mkdtemp(prefix="golem-tree-")
 env = dict(os.environ, GIT_INDEX_FILE=os.path.join(scratch, "index"))
 try:
     if os.path.exists(index):
-        shutil.copyfile(index, env["GIT_INDEX_FILE"])
+        shutil.copy2(index, env["GIT_INDEX_FILE"])  # its mtime too: racy entries stay racy
     if mode == "tree":
         print(json.dumps({"tree": snapshot(env, args["exclude"])}))
     elif mode == "diff":
