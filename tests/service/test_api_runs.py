@@ -102,7 +102,7 @@ def test_a_run_over_http_streams_its_events_and_ends_in_a_pull_request(
     assert "check" in kinds
     assert events[-1][1]["status"] == "succeeded"
     printed = [data for kind, data in events[: kinds.index("check")] if kind == "check_output"]
-    assert {(data["node"], data["check"]) for data in printed} == {("baseline", "test")}
+    assert {(data["node"], data["check"]) for data in printed} == {("verify", "test")}
     assert "test_add (test_calculator." in "".join(str(data["text"]) for data in printed)
 
     run = trusted.get(f"/v1/runs/{run_id}").json()

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
-from golem.blueprint.steps.baseline import already_failing, cache_paths
+from golem.blueprint.steps.baseline import already_failing, base_result, cache_paths
 from golem.blueprint.steps.checks import commands_of, run_check
 from golem.blueprint.steps.tree import changed_between, fingerprint
 from golem.forge import CheckResult
+from golem.sandbox import Box
 
 __all__ = ["held_against", "unverified_reason", "verify"]
 
@@ -74,30 +75,42 @@ async def _one_pass(
     results: list[CheckResult] = []
     changed: Changed = {}
     for position, (name, command) in enumerate(pairs):
-        results.append(await _judged(ex, node, name, command, round_))
-        after = await fingerprint(box, exclude=cache_paths(ex))
-        if after != tree:
-            changed[position] = await changed_between(box, tree, after)
-            tree = after
+        result = await run_check(ex, node, name, command, round_=round_)
+        tree = await _moved(ex, box, tree, changed, position)
+        if not result.passed:
+            result = await _judged(ex, node, result, round_, tree)
+            tree = await _moved(ex, box, tree, changed, position)  # a rerun may change it
+        results.append(result)
     return results, changed, tree
 
 
-async def _judged(ex: Execution, node: str, name: str, command: str, round_: int) -> CheckResult:
-    """A check's result: a failure the base had too is preexisting; any other is run once
-    more, and passing then makes it flaky (passed)."""
-    result = await run_check(ex, node, name, command, round_=round_)
-    if result.passed:
-        return result
-    if already_failing(result, ex.state.baseline):
+async def _moved(ex: Execution, box: Box, tree: str, changed: Changed, position: int) -> str:
+    """The tree now; a change from ``tree`` is the check's at ``position``."""
+    now = await fingerprint(box, exclude=cache_paths(ex))
+    if now != tree:
+        changed.setdefault(position, [])
+        changed[position] += await changed_between(box, tree, now)
+    return now
+
+
+async def _judged(
+    ex: Execution, node: str, result: CheckResult, round_: int, tree: str
+) -> CheckResult:
+    """A failed check judged: failing the same way on the base commit, it is preexisting;
+    otherwise it runs once more, and passing then makes it flaky (passed)."""
+    base = await base_result(ex, node, result.name, result.command, tree=tree)
+    if already_failing(result, [base] if base is not None else None):
         return result.model_copy(update={"preexisting": True})
     if result.timed_out:
         return result  # another full timeout would say nothing new
-    again = await run_check(ex, node, name, command, round_=round_)
+    again = await run_check(ex, node, result.name, result.command, round_=round_)
     if not again.passed:
         return again
-    how = "timed out" if result.timed_out else f"exit {result.exit_code}"
     return again.model_copy(
-        update={"flaky": True, "reason": f"failed at first ({how}), passed when run again"}
+        update={
+            "flaky": True,
+            "reason": f"failed at first (exit {result.exit_code}), passed when run again",
+        }
     )
 
 
