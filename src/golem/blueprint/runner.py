@@ -267,7 +267,8 @@ class Runner:
             decision = await run_gate(ex, node)
             return decision, decision
         looped = await run_loop(ex, node)
-        return looped, f"{ex.state.rounds} fix round(s)"
+        unverified = "; not verified" if ex.state.unverified else ""
+        return looped, f"{ex.state.rounds} fix round(s){unverified}"
 
 
 async def _quietly(work: object) -> None:
