@@ -82,19 +82,60 @@ async def test_a_repo_with_no_check_ends_unverified_as_a_labelled_draft(
     assert "+two" in pr.diff
 
 
+def minion_with(tmp_path: Path, when_unverified: str) -> str:
+    source = (EXAMPLES.parent / "src/golem/blueprint/builtin/minion.yaml").read_text()
+    blueprint = tmp_path / f"{when_unverified}.yaml"
+    blueprint.write_text(
+        source.replace("when_unverified: draft", f"when_unverified: {when_unverified}")
+    )
+    return str(blueprint)
+
+
 async def test_a_blueprint_may_fail_a_run_no_check_verified(
     config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
 ) -> None:
     remote = make_repo(reachable_dir, "notes", {"README.md": "Notes.\n"})
-    source = (EXAMPLES.parent / "src/golem/blueprint/builtin/minion.yaml").read_text()
-    blueprint = tmp_path / "strict.yaml"
-    blueprint.write_text(source.replace("when_unverified: draft", "when_unverified: fail"))
     model = scripted(tmp_path, "notes", write("README.md", "Notes!\n"))
-    state = await run(config, engine, store, remote, model, blueprint=str(blueprint))
+    state = await run(config, engine, store, remote, model, blueprint=minion_with(tmp_path, "fail"))
     assert state.status == "failed"
     assert state.error is not None
-    assert state.error.startswith("no check verified the change")
+    assert state.error.startswith("no check verified the change: no check found")
     assert await LocalForge(store).pull_requests() == []
+
+
+async def test_a_blueprint_may_escalate_a_change_no_check_verified(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    remote = make_repo(reachable_dir, "notes", {"README.md": "Notes.\n"})
+    model = scripted(tmp_path, "notes", write("README.md", "Notes!\n"))
+    blueprint = minion_with(tmp_path, "escalate")
+    state = await run(config, engine, store, remote, model, blueprint=blueprint)
+    assert state.status == "escalated"
+    pr = await the_pr(store)
+    assert pr.draft
+    assert pr.labels == ["needs-human"]
+    assert "## Not verified" in pr.body
+
+
+async def test_a_change_only_checks_failing_on_the_base_commit_judged_is_unverified(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    lint = "print('legacy.py:3: W291 trailing whitespace')\nraise SystemExit(1)\n"
+    files = {
+        "notes.txt": "one\n",
+        "lint.py": lint,
+        ".golem.toml": golem_toml(lint="python3 lint.py"),
+    }
+    remote = make_repo(reachable_dir, "notes", files)
+    model = scripted(tmp_path, "notes", write("notes.txt", "one\ntwo\n"))
+    state = await run(config, engine, store, remote, model)
+    assert state.status == "unverified", state.error
+    assert state.rounds == 0
+    [lint_result] = state.checks
+    assert lint_result.preexisting
+    assert state.unverified is not None
+    assert state.unverified.startswith("every check fails on the base commit too: lint")
+    assert "unverified" in (await the_pr(store)).labels
 
 
 async def test_a_formatters_edits_are_what_ships(
