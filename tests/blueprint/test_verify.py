@@ -300,3 +300,22 @@ async def test_a_resumed_run_keeps_the_baseline_it_ran(
     assert [e.node for e in after if isinstance(e, CheckFinished)] == ["verify", "verify"]
     assert resumed.baseline == done.baseline
     assert resumed.checks[0].preexisting
+
+
+async def test_the_fix_agent_is_given_only_its_failures_and_told_the_rest_is_not_its(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
+) -> None:
+    remote = calculator_with_broken_lint(reachable_dir)
+    never = f"scripted:{Path(__file__).parent / 'scripts' / 'never.yaml'}"
+    state = await run(config, engine, store, remote, never)
+    assert state.status == "escalated"
+    assert state.rounds == 2
+    [lint, test] = state.checks
+    assert (lint.preexisting, test.preexisting, test.passed) == (True, False, False)
+    fix_round = next(Path(t) for t in state.trajectories if "trajectory-verify-" in t)
+    prompt = fix_round.read_text()
+    assert "### test: `python3 -m unittest -v` (exit 1)" in prompt
+    assert "### lint" not in prompt
+    assert "lint: `python3 lint.py` fails on the base commit too" in prompt
+    body = (await the_pr(store)).body
+    assert body.index("### test:") < body.index("Not yours")

@@ -48,9 +48,9 @@ def _conclude(
     ex: Execution, node: LoopNode, results: list[CheckResult]
 ) -> Literal["success", "failure"]:
     """Success when a check verified the change; otherwise as ``when_unverified`` says."""
-    excused = [r.name for r in results if r.preexisting or r.flaky]
+    excused = [f"{r.name} ({_verdict(r)})" for r in results if r.preexisting or r.flaky]
     if excused:
-        ex.note(f"not held against the change: {describe_failures(results)}", node.id)
+        ex.note(f"not held against the change: {', '.join(excused)}", node.id)
     reason = unverified_reason(ex, node, results)
     ex.state.unverified = reason
     ex.save()
@@ -68,7 +68,7 @@ def _all_checks(results: list[CheckResult]) -> str:
 
 def _verdict(result: CheckResult) -> str:
     if result.preexisting:
-        return "FAILED, as on the base commit (not yours)"
+        return "failed, as on the base commit"
     if result.flaky:
-        return "passed when run again (flaky)"
+        return "flaky: passed when run again"
     return "passed" if result.passed else "FAILED"
