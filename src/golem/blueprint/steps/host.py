@@ -20,7 +20,6 @@ CONTEXT_BUDGET = 12_000
 
 
 TRAILER = "Golem-Run"
-UNVERIFIED_LABEL = "unverified"
 Result = tuple[Literal["success", "failure"], str]
 
 
@@ -146,7 +145,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
 def _labels(ex: Execution, *, escalate: bool, unverified: bool) -> list[str]:
     if escalate:
         return list(ex.config.forge.escalation_labels)
-    return [UNVERIFIED_LABEL] if unverified else []
+    return list(ex.config.forge.unverified_labels) if unverified else []
 
 
 async def _open_pull_request(ex: Execution, draft: PullRequestDraft, diff: str) -> PullRequest:
