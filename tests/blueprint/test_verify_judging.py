@@ -10,6 +10,13 @@ from golem.blueprint.steps.baseline import already_failing
 from golem.blueprint.steps.tree import changed_between, fingerprint, restore
 from golem.forge import CheckResult, TestFailure
 from golem.sandbox import Box, ExecRequest
+from tests.conftest import BOTH_BACKENDS
+
+
+@pytest.fixture(params=BOTH_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The fingerprint runs git and python3 in the box: on every backend."""
+    return str(request.param)
 
 
 def failed(output: str = "", *failures: tuple[str, str], exit_code: int = 1) -> CheckResult:
@@ -56,7 +63,6 @@ def test_parsed_failures_are_compared_by_test_and_message() -> None:
     assert not already_failing(failed("", ("t.py::test_a", "6 != 5")), before)
 
 
-@pytest.mark.bwrap
 async def test_a_fingerprint_sees_edits_and_restore_undoes_them(box: Box) -> None:
     async def sh(command: str) -> str:
         done = await box.execute(ExecRequest(cmd=command, workdir="/workspace"))
