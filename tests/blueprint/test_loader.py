@@ -38,7 +38,8 @@ def problem(text: str) -> str:
 def test_the_minion_blueprint_is_the_standard_one() -> None:
     minion = load_blueprint("minion")
     assert [n.id for n in minion.nodes] == [
-        "prepare", "hydrate", "install", "setup", "implement", "verify", "ship", "escalate",
+        "prepare", "hydrate", "install", "setup", "baseline", "implement", "verify", "ship",
+        "escalate",
     ]  # fmt: skip
     verify = minion.node("verify")
     assert isinstance(verify, LoopNode)
@@ -67,7 +68,7 @@ def test_a_blueprint_file_loads_with_its_edges(tmp_path: Path) -> None:
         (GOOD.replace("failure: ask", "failure: end"), "bp.yaml:11: blueprint: nodes no edge reaches: 'ask'"),
         (GOOD.replace("{{ task }}", "{{ tsak }}"), "bp.yaml:5: nodes.0.prompt: unknown template variable {{ tsak }}"),
         (GOOD.replace("kind: gate", "kind: teleport"), "bp.yaml:11: nodes.2: Input tag 'teleport'"),
-        (GOOD.replace("run: [make test]", "run: []"), "give either check or run"),
+        (GOOD.replace("run: [make test]", "run: []"), "give one of check, run or baseline"),
         ("name: x\nnodes: [\n", "bp.yaml:3: not valid YAML"),
         ("- just\n- a list\n", "bp.yaml:1: a blueprint is a mapping"),
         ("box: {secrets: {T: x}}\n" + GOOD, "bp.yaml:1: box: box.secrets would keep secret values"),
@@ -88,13 +89,7 @@ def test_the_graph_is_drawn_happy_path_first() -> None:
     drawing = draw(load_blueprint("minion")).splitlines()
     order = [line[2:].split()[0] for line in drawing[1::2]]
     assert order == [
-        "prepare",
-        "hydrate",
-        "install",
-        "setup",
-        "implement",
-        "verify",
-        "ship",
+        "prepare", "hydrate", "install", "setup", "baseline", "implement", "verify", "ship",
         "escalate",
-    ]
+    ]  # fmt: skip
     assert "success -> ship  failure -> escalate" in drawing[12]

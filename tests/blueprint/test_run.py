@@ -72,7 +72,7 @@ async def test_green_on_the_first_try_opens_a_pull_request(
     state = await make_runner().start(request(remote))
     assert state.status == "succeeded", state.error
     assert [step.node for step in state.steps] == [
-        "prepare", "hydrate", "install", "setup", "implement", "verify", "ship",
+        "prepare", "hydrate", "install", "setup", "baseline", "implement", "verify", "ship",
     ]  # fmt: skip
     assert (state.rounds, [c.passed for c in state.checks]) == (0, [True])
     [commit] = branch_commits(remote, state.branch)

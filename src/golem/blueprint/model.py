@@ -76,16 +76,21 @@ class HostNode(_Node):
 
 class BoxNode(_Node):
     """Deterministic commands in the run's box: the repository's own ``check`` (setup,
-    lint, build, test), or explicit commands. Succeeds when every command exits 0."""
+    lint, build, test), or explicit commands (succeeds when every command exits 0); or the
+    ``baseline`` of a loop node: its checks on the tree before any change, which the loop
+    compares its failures with (always succeeds: what fails there is information)."""
 
     kind: Literal["box"] = "box"
     check: Literal["setup", "lint", "build", "test"] | None = None
     run: list[str] = Field(default_factory=list, description="Shell commands, in order.")
+    baseline: str | None = Field(
+        None, description="A loop node's id: run its checks on the unchanged tree first."
+    )
 
     @model_validator(mode="after")
     def _something_to_run(self) -> BoxNode:
-        if (self.check is None) == (not self.run):
-            raise ValueError(f"box node {self.id!r}: give either check or run")
+        if [self.check is not None, bool(self.run), self.baseline is not None].count(True) != 1:
+            raise ValueError(f"box node {self.id!r}: give one of check, run or baseline")
         return self
 
 
@@ -130,6 +135,12 @@ class LoopNode(_Node):
     )
     fix: AgentSettings
     max_rounds: int = Field(2, ge=0, le=20)
+    when_unverified: Literal["draft", "escalate", "fail"] = Field(
+        "draft",
+        description="When no check verified the change (none found, or every one fails on "
+        "the base commit too): ``draft`` ends with success and ship opens a draft PR labelled "
+        "unverified; ``escalate`` ends with failure; ``fail`` fails the run.",
+    )
 
 
 Node = Annotated[HostNode | BoxNode | AgentNode | GateNode | LoopNode, Field(discriminator="kind")]
@@ -187,6 +198,10 @@ class Blueprint(BaseModel):
             for target in node.targets():
                 if target not in known:
                     raise ValueError(f"node {node.id!r} leads to unknown node {target!r}")
+        for node in self.nodes:
+            baseline = node.baseline if isinstance(node, BoxNode) else None
+            if baseline is not None and not isinstance(self._find(baseline), LoopNode):
+                raise ValueError(f"node {node.id!r}: baseline {baseline!r} is not a loop node")
         if self.start is not None and self.start not in ids:
             raise ValueError(f"start {self.start!r} is not a node")
         unreachable = sorted(set(ids) - self._reachable())
@@ -212,7 +227,10 @@ class Blueprint(BaseModel):
 
     def node(self, node_id: str) -> Node:
         """A node by id."""
-        for node in self.nodes:
-            if node.id == node_id:
-                return node
-        raise KeyError(node_id)
+        found = self._find(node_id)
+        if found is None:
+            raise KeyError(node_id)
+        return found
+
+    def _find(self, node_id: str) -> Node | None:
+        return next((node for node in self.nodes if node.id == node_id), None)

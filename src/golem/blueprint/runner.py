@@ -31,6 +31,7 @@ from golem.blueprint.model import (
 )
 from golem.blueprint.state import NodeRecord, RunRequest, RunState
 from golem.blueprint.steps.agent import run_agent_node
+from golem.blueprint.steps.baseline import run_baseline
 from golem.blueprint.steps.checks import run_box_node
 from golem.blueprint.steps.gate import run_gate
 from golem.blueprint.steps.host import run_host
@@ -257,6 +258,8 @@ class Runner:
         if isinstance(node, HostNode):
             return await run_host(ex, node)
         if isinstance(node, BoxNode):
+            if node.baseline is not None:
+                return await run_baseline(ex, node)
             return await run_box_node(ex, node)
         if isinstance(node, AgentNode):
             return await run_agent_node(ex, node)
@@ -264,7 +267,8 @@ class Runner:
             decision = await run_gate(ex, node)
             return decision, decision
         looped = await run_loop(ex, node)
-        return looped, f"{ex.state.rounds} fix round(s)"
+        unverified = "; not verified" if ex.state.unverified else ""
+        return looped, f"{ex.state.rounds} fix round(s){unverified}"
 
 
 async def _quietly(work: object) -> None:

@@ -23,6 +23,8 @@ def describe_node(node: Node) -> str:
     if isinstance(node, HostNode):
         return f"host: {node.action}"
     if isinstance(node, BoxNode):
+        if node.baseline:
+            return f"box: {node.baseline}'s checks on the base commit"
         return f"box: {node.check} check" if node.check else f"box: {' && '.join(node.run)}"
     if isinstance(node, AgentNode):
         who = f"external {node.external}" if node.external else ", ".join(node.tools)

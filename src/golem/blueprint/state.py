@@ -114,6 +114,11 @@ class RunState(BaseModel):
     baseline: list[CheckResult] | None = Field(
         None, description="The verifying checks on the base commit, before any change."
     )
+    base_tree: str | None = Field(
+        None,
+        description="The box's working tree before any change, as a git tree id: what a "
+        "check that fails is run on again (the baseline), when it did not run there yet.",
+    )
     checks: list[CheckResult] = Field(default_factory=list)
     unverified: str | None = Field(
         None, description="Why no check verified the change (None: verified, or not yet)."

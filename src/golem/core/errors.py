@@ -42,6 +42,7 @@ GolemError
  |    |    +-- PullRequestExists one is already open for the branch
  |    +-- IssueNotReadable       an issue reference or file golem cannot understand
  +-- SecretInChange              a change to be pushed holds a secret's value
+ +-- NotVerified                 no check verified a change (a blueprint's when_unverified: fail)
  +-- StoreError                  the database failed or refused
  |    +-- StoreUnavailable       the database cannot be reached or did not answer in time
  |    +-- RunNotFound            no such run (for this tenant)
@@ -96,6 +97,7 @@ __all__ = [
     "ModelRateLimited",
     "ModelRequestRejected",
     "ModelUnavailable",
+    "NotVerified",
     "PathNotFound",
     "PathRefused",
     "PolicyViolation",
@@ -405,6 +407,11 @@ class SecretInChange(GolemError):
     """The committed change holds a secret's value: it is not pushed."""
 
     exit_code, http_status = 2, 422
+
+
+class NotVerified(GolemError):
+    """No check verified the change, and the blueprint fails such a run: add checks to the
+    repository's .golem.toml, or let the loop's ``when_unverified`` open a draft."""
 
 
 # --- the store and the server ----------------------------------------------------------

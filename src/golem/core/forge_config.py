@@ -66,5 +66,9 @@ class ForgeConfig(BaseModel):
         default_factory=lambda: ["needs-human"],
         description="Labels of a pull request handed to a human (checks still fail).",
     )
+    unverified_labels: list[str] = Field(
+        default_factory=lambda: ["unverified"],
+        description="Labels of a draft pull request no check verified.",
+    )
     git_timeout: float = Field(600.0, gt=0, description="Seconds one git command may take.")
     github: GitHubConfig = Field(default_factory=GitHubConfig)

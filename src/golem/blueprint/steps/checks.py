@@ -16,9 +16,18 @@ from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
 from golem.sandbox import Box, ExecRequest
 
-__all__ = ["CHECK_TIMEOUT", "commands_of", "describe_failures", "run_box_node", "run_checks"]
+__all__ = [
+    "CHECK_TIMEOUT",
+    "commands_of",
+    "describe_failure",
+    "describe_failures",
+    "run_box_node",
+    "run_check",
+    "run_checks",
+]
 
 CHECK_TIMEOUT = 1800.0
+TAIL_IN_ERROR = 20
 
 
 def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
@@ -48,28 +57,44 @@ async def run_checks(
     """Run the checks in ``box`` (default: the run's box); each one's output streams into
     the run's events as it comes (CheckOutput), then its result is an event
     (CheckFinished)."""
-    box = box or await ex.box()
     results: list[CheckResult] = []
     for name, command in commands_of(ex, names):
-        request = ExecRequest(
-            cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT,
-            files={STARTED: b""},  # what is newer, the check wrote (its JUnit XML)
-        )  # fmt: skip
-        live = LiveCheckOutput(ex, node, round_, name, command)
-        ended = await _follow(box.stream(request), live)
-        tails = live.finish()
-        junit = await junit_written(box) if ended.exit_code != 0 else []
-        result = check_result(
-            name, command, ended, tails.stdout, tails.stderr, junit=junit,
-            memory=box.spec.memory, timeout=request.timeout,
-            idle_timeout=request.idle_timeout or box.spec.idle_timeout,
-            start_error=tails.start_error,
-        )  # fmt: skip
+        result = await run_check(ex, node, name, command, round_=round_, timeout=timeout, box=box)
         results.append(result)
-        ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
         if stop_at_failure and not result.passed:
             break
     return results
+
+
+async def run_check(
+    ex: Execution,
+    node: str,
+    name: str,
+    command: str,
+    *,
+    round_: int = 0,
+    timeout: float | None = None,
+    box: Box | None = None,
+) -> CheckResult:
+    """Run one check in ``box`` (default: the run's box): its output live, its result
+    (its failures parsed, the reason it failed) an event."""
+    box = box or await ex.box()
+    request = ExecRequest(
+        cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT,
+        files={STARTED: b""},  # what is newer, the check wrote (its JUnit XML)
+    )  # fmt: skip
+    live = LiveCheckOutput(ex, node, round_, name, command)
+    ended = await _follow(box.stream(request), live)
+    tails = live.finish()
+    junit = await junit_written(box) if ended.exit_code != 0 else []
+    result = check_result(
+        name, command, ended, tails.stdout, tails.stderr, junit=junit,
+        memory=box.spec.memory, timeout=request.timeout,
+        idle_timeout=request.idle_timeout or box.spec.idle_timeout,
+        start_error=tails.start_error,
+    )  # fmt: skip
+    ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
+    return result
 
 
 async def _follow(events: AsyncIterator[ExecEvent], live: LiveCheckOutput) -> ExitEvent:
@@ -105,29 +130,55 @@ async def _follow(events: AsyncIterator[ExecEvent], live: LiveCheckOutput) -> Ex
 
 
 async def run_box_node(ex: Execution, node: BoxNode) -> tuple[Literal["success", "failure"], str]:
-    """A box node: its commands in order, stopping at the first that fails."""
+    """A box node: its commands in order, stopping at the first that fails. Their results
+    are the run's ``prepared`` ones; a failure is the run's ``error``, saying what failed."""
     names: list[str] = [node.check] if node.check else list(node.run)
     results = await run_checks(ex, node.id, names, stop_at_failure=True)
     await ex.sync()
-    failed = [result.name for result in results if not result.passed]
+    ran = {(result.name, result.command) for result in results}
+    state = ex.state
+    state.prepared = [r for r in state.prepared if (r.name, r.command) not in ran] + results
+    failed = [result for result in results if not result.passed]
     if failed:
-        return "failure", f"failed: {', '.join(failed)}"
+        state.error = f"{node.id} failed: {describe_failure(failed[0], tail=TAIL_IN_ERROR)}"
+        ex.save()
+        return "failure", f"failed: {', '.join(result.name for result in failed)}"
+    ex.save()
     return "success", f"{len(results)} command(s) passed"
 
 
+def describe_failure(result: CheckResult, *, tail: int | None = None) -> str:
+    """One failed check: its command, how it ended, and its output's last lines."""
+    output = result.output_tail
+    if tail is not None:
+        output = "\n".join(output.splitlines()[-tail:])
+    fence = "```"
+    while fence in output:  # output holding a fence cannot close ours
+        fence += "`"
+    return f"`{result.command}` ({_how(result)})\n\n{fence}\n{output}\n{fence}"
+
+
+def _how(result: CheckResult) -> str:
+    if result.reason:
+        return result.reason
+    return "timed out" if result.timed_out else f"exit {result.exit_code}"
+
+
 def describe_failures(results: list[CheckResult]) -> str:
-    """The failing checks as the fix prompt and the escalation show them."""
-    parts = []
-    for result in results:
-        if result.passed:
-            continue
-        how = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        why = f"\n\nWhy: {result.reason}" if result.reason else ""
-        fence = "```"
-        while fence in result.output_tail:  # output holding a fence cannot close ours
-            fence += "`"
+    """The failing checks held against the change, as the fix prompt and the escalation
+    show them; those that fail on the base commit too, or failed once and then passed, are
+    named after them as not the change's doing."""
+    held = [result for result in results if not result.passed and not result.preexisting]
+    parts = [f"### {result.name}: {describe_failure(result)}" for result in held]
+    not_yours = [
+        f"- {result.name}: `{result.command}` "
+        + ("fails on the base commit too" if result.preexisting else "failed once, then passed")
+        for result in results
+        if result.preexisting or result.flaky
+    ]
+    if not_yours:
         parts.append(
-            f"### {result.name}: `{result.command}` ({how}){why}\n\n"
-            f"{fence}\n{result.output_tail}\n{fence}"
+            "Not yours (already so before your change; leave them unless the task is about "
+            "them):\n" + "\n".join(not_yours)
         )
     return "\n\n".join(parts) or "(no failing checks)"

@@ -123,24 +123,32 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
             f"and commit again on {state.branch}, or rotate the secret"
         )
     await repo.push(state.branch)
+    unverified = not escalate and state.unverified is not None
     draft = PullRequestDraft(
         repo=_repo_name(ex),
         base=state.base,
         head=state.branch,
         title=ex.secrets.mask(pr_text.title(state, escalate=escalate)),
         body=ex.secrets.mask(pr_text.body(state, escalate=escalate)),
-        draft=escalate,
-        labels=list(ex.config.forge.escalation_labels) if escalate else [],
+        draft=escalate or unverified,
+        labels=_labels(ex, escalate=escalate, unverified=unverified),
         issue=state.issue.number if state.issue is not None else None,
     )
     state.pr = await _open_pull_request(ex, draft, diff)
-    if escalate:
-        state.status = "escalated"
+    if escalate or unverified:
+        state.status = "escalated" if escalate else "unverified"
     ex.save()
-    await _comment(
-        ex, f"golem opened {state.pr.url}" + (" for a human to finish" if escalate else "")
-    )
+    why = " for a human to finish" if escalate else ""
+    if unverified:
+        why = f" as a draft: no check verified it ({state.unverified})"
+    await _comment(ex, f"golem opened {state.pr.url}{why}")
     return "success", state.pr.url
+
+
+def _labels(ex: Execution, *, escalate: bool, unverified: bool) -> list[str]:
+    if escalate:
+        return list(ex.config.forge.escalation_labels)
+    return list(ex.config.forge.unverified_labels) if unverified else []
 
 
 async def _open_pull_request(ex: Execution, draft: PullRequestDraft, diff: str) -> PullRequest:

@@ -7,23 +7,26 @@ from typing import Literal
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.agent import run_agent
-from golem.blueprint.steps.checks import describe_failures, run_checks
+from golem.blueprint.steps.checks import describe_failures
+from golem.blueprint.steps.verify import held_against, unverified_reason, verify
+from golem.core.errors import NotVerified
 from golem.forge import CheckResult
 
 __all__ = ["run_loop"]
 
 
 async def run_loop(ex: Execution, node: LoopNode) -> Literal["success", "failure"]:
-    """``success`` once every check passes; ``failure`` when they still fail after
-    ``max_rounds`` fix rounds (or a fix cannot run). A resumed run goes on from the rounds
-    it had finished."""
+    """``success`` once no check fails because of the change; ``failure`` when some still
+    do after ``max_rounds`` fix rounds (or a fix cannot run). Failures already there on the
+    base commit, and checks that pass when run again, cost no round. A resumed run goes on
+    from the rounds it had finished."""
     state = ex.state
     while True:
-        results = await run_checks(ex, node.id, node.checks, round_=state.rounds)
+        results = await verify(ex, node, round_=state.rounds)
         state.checks = results
         ex.save()
-        if all(result.passed for result in results):
-            return "success"
+        if not held_against(results):
+            return _conclude(ex, node, results)
         if state.rounds >= node.max_rounds:
             return "failure"
         state.rounds += 1
@@ -41,7 +44,31 @@ async def run_loop(ex: Execution, node: LoopNode) -> Literal["success", "failure
             return "failure"
 
 
+def _conclude(
+    ex: Execution, node: LoopNode, results: list[CheckResult]
+) -> Literal["success", "failure"]:
+    """Success when a check verified the change; otherwise as ``when_unverified`` says."""
+    excused = [f"{r.name} ({_verdict(r)})" for r in results if r.preexisting or r.flaky]
+    if excused:
+        ex.note(f"not held against the change: {', '.join(excused)}", node.id)
+    reason = unverified_reason(ex, node, results)
+    ex.state.unverified = reason
+    ex.save()
+    if reason is None:
+        return "success"
+    ex.note(f"not verified: {reason}", node.id)
+    if node.when_unverified == "fail":
+        raise NotVerified(f"no check verified the change: {reason}")
+    return "success" if node.when_unverified == "draft" else "failure"
+
+
 def _all_checks(results: list[CheckResult]) -> str:
-    return "\n".join(
-        f"- {r.name}: `{r.command}` {'passed' if r.passed else 'FAILED'}" for r in results
-    )
+    return "\n".join(f"- {r.name}: `{r.command}` {_verdict(r)}" for r in results)
+
+
+def _verdict(result: CheckResult) -> str:
+    if result.preexisting:
+        return "failed, as on the base commit"
+    if result.flaky:
+        return "flaky: passed when run again"
+    return "passed" if result.passed else "FAILED"

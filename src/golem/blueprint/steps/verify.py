@@ -1,0 +1,134 @@
+"""One verification: a loop's checks in the box, each failure judged against the baseline
+(already failing there: preexisting) or run once more (passing then: flaky), until the
+working tree holds still, so that what ships is the tree the checks passed on.
+
+A check that changes the tree (a formatter, ``--fix``) and passes makes the checks run
+again in the same round; changing it again then is a failure of that check. The box's
+tree is brought back to the host after every verification.
+"""
+
+from __future__ import annotations
+
+from golem.blueprint.execution import Execution
+from golem.blueprint.model import LoopNode
+from golem.blueprint.steps.baseline import already_failing, base_result, cache_paths
+from golem.blueprint.steps.checks import commands_of, run_check
+from golem.blueprint.steps.tree import changed_between, fingerprint
+from golem.forge import CheckResult
+from golem.sandbox import Box
+
+__all__ = ["held_against", "unverified_reason", "verify"]
+
+Changed = dict[int, list[str]]
+"""The checks (by position) that changed the tree, and the paths they changed."""
+
+
+async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckResult]:
+    """The loop's checks, judged, on a tree they leave as they found it."""
+    pairs = commands_of(ex, node.checks)
+    if not pairs:
+        return []
+    box = await ex.box()
+    tree = await fingerprint(box, exclude=cache_paths(ex))
+    results: list[CheckResult] = []
+    for attempt in (1, 2):
+        results, changed, tree = await _one_pass(ex, node.id, pairs, round_, tree)
+        if not changed or held_against(results):
+            break
+        if attempt == 2:
+            results = _refused(results, changed)
+        else:
+            names = ", ".join(f"`{pairs[i][1]}` changed {_paths(p)}" for i, p in changed.items())
+            ex.note(f"{names}: verifying the changed tree again", node.id)
+    await ex.sync()
+    return results
+
+
+def held_against(results: list[CheckResult]) -> list[CheckResult]:
+    """The failures that are the change's: neither already there nor flaky."""
+    return [result for result in results if not result.passed and not result.preexisting]
+
+
+def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
+    """Why no check verified the change (None: one did). A check that fails on the base
+    commit too verifies nothing; one that passed (on a rerun too) does."""
+    if not results:
+        source = ex.state.conventions.source if ex.state.conventions else "none read"
+        return (
+            f"no check found: the repository's conventions ({source}) name no "
+            f"{' / '.join(node.checks)} command; add a .golem.toml with the commands that "
+            "check this repository (`golem checks detect --write` writes one to start from)"
+        )
+    if any(result.passed for result in results):
+        return None
+    names = ", ".join(f"{result.name} (`{result.command}`)" for result in results)
+    return (
+        f"every check fails on the base commit too: {names}; none of them tells whether "
+        "the change works"
+    )
+
+
+async def _one_pass(
+    ex: Execution, node: str, pairs: list[tuple[str, str]], round_: int, tree: str
+) -> tuple[list[CheckResult], Changed, str]:
+    box = await ex.box()
+    results: list[CheckResult] = []
+    changed: Changed = {}
+    for position, (name, command) in enumerate(pairs):
+        result = await run_check(ex, node, name, command, round_=round_)
+        tree = await _moved(ex, box, tree, changed, position)
+        if not result.passed:
+            result = await _judged(ex, node, result, round_, tree)
+            tree = await _moved(ex, box, tree, changed, position)  # a rerun may change it
+        results.append(result)
+    return results, changed, tree
+
+
+async def _moved(ex: Execution, box: Box, tree: str, changed: Changed, position: int) -> str:
+    """The tree now; a change from ``tree`` is the check's at ``position``."""
+    now = await fingerprint(box, exclude=cache_paths(ex))
+    if now != tree:
+        changed.setdefault(position, [])
+        changed[position] += await changed_between(box, tree, now)
+    return now
+
+
+async def _judged(
+    ex: Execution, node: str, result: CheckResult, round_: int, tree: str
+) -> CheckResult:
+    """A failed check judged: failing the same way on the base commit, it is preexisting;
+    otherwise it runs once more, and passing then makes it flaky (passed)."""
+    base = await base_result(ex, node, result.name, result.command, tree=tree)
+    if already_failing(result, [base] if base is not None else None):
+        return result.model_copy(update={"preexisting": True})
+    if result.timed_out:
+        return result  # another full timeout would say nothing new
+    again = await run_check(ex, node, result.name, result.command, round_=round_)
+    if not again.passed:
+        return again
+    return again.model_copy(
+        update={
+            "flaky": True,
+            "reason": f"failed at first (exit {result.exit_code}), passed when run again",
+        }
+    )
+
+
+def _refused(results: list[CheckResult], changed: Changed) -> list[CheckResult]:
+    refused = list(results)
+    for position, paths in changed.items():
+        result = results[position]
+        refused[position] = result.model_copy(
+            update={
+                "passed": False,
+                "flaky": False,
+                "reason": f"`{result.command}` changes the tree every time it runs "
+                f"({_paths(paths)}): what it leaves cannot be verified; make it leave a "
+                "tree it already fixed as it is, or ignore those files in .gitignore",
+            }
+        )
+    return refused
+
+
+def _paths(paths: list[str]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

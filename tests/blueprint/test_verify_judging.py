@@ -1,0 +1,90 @@
+"""How a verification judges what it sees: whether a failure is the one the base commit
+had (by failing test and message where they were parsed, by output line otherwise), and the
+box's working tree as a fingerprint that a check's edits change and ``restore`` undoes."""
+
+from __future__ import annotations
+
+import pytest
+
+from golem.blueprint.steps.baseline import already_failing
+from golem.blueprint.steps.tree import changed_between, fingerprint, restore
+from golem.forge import CheckResult, TestFailure
+from golem.sandbox import Box, ExecRequest
+from tests.conftest import BOTH_BACKENDS
+
+
+@pytest.fixture(params=BOTH_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The fingerprint runs git and python3 in the box: on every backend."""
+    return str(request.param)
+
+
+def failed(output: str = "", *failures: tuple[str, str], exit_code: int = 1) -> CheckResult:
+    return CheckResult(
+        name="test",
+        command="pytest",
+        passed=False,
+        exit_code=exit_code,
+        duration=1.0,
+        output_tail=output,
+        failures=[TestFailure(name=name, message=message) for name, message in failures],
+    )
+
+
+LINT_BEFORE = "src/a.py:12:5: F401 `os` imported but unused\nFound 1 error in 0.21s"
+
+
+def test_the_same_lint_errors_on_shifted_lines_are_the_base_commits() -> None:
+    now = failed("src/a.py:14:5: F401 `os` imported but unused\nFound 1 error in 0.35s")
+    assert already_failing(now, [failed(LINT_BEFORE)])
+
+
+def test_a_new_lint_error_is_the_changes() -> None:
+    now = failed(LINT_BEFORE + "\nsrc/b.py:3:1: F841 local variable `x` is never used")
+    assert not already_failing(now, [failed(LINT_BEFORE)])
+
+
+def test_a_check_that_passed_on_the_base_or_never_ran_there_is_the_changes() -> None:
+    passed = failed(LINT_BEFORE).model_copy(update={"passed": True, "exit_code": 0})
+    assert not already_failing(failed(LINT_BEFORE), [passed])
+    assert not already_failing(failed(LINT_BEFORE), None)
+    other = failed(LINT_BEFORE).model_copy(update={"command": "ruff check"})
+    assert not already_failing(failed(LINT_BEFORE), [other])
+    assert not already_failing(failed(LINT_BEFORE, exit_code=2), [failed(LINT_BEFORE)])
+
+
+def test_parsed_failures_are_compared_by_test_and_message() -> None:
+    before = [
+        failed("", ("t.py::test_net", "ConnectionError at 0x7f3a"), ("t.py::test_a", "-1 != 5"))
+    ]
+    assert already_failing(failed("", ("t.py::test_net", "ConnectionError at 0x9b12")), before)
+    assert not already_failing(failed("", ("t.py::test_new", "boom")), before)
+    # the test the task is about, failing differently: the change's to fix
+    assert not already_failing(failed("", ("t.py::test_a", "6 != 5")), before)
+
+
+async def test_a_fingerprint_sees_edits_and_restore_undoes_them(box: Box) -> None:
+    async def sh(command: str) -> str:
+        done = await box.execute(ExecRequest(cmd=command, workdir="/workspace"))
+        assert done.exit_code == 0, done.stderr_text
+        return done.stdout_text
+
+    await sh(
+        "git init -q . && printf 'a\\n' > kept.txt && printf 'b\\n' > edited.txt && "
+        "mkdir -p .venv && echo x > .venv/made && git add kept.txt edited.txt && "
+        "git -c user.name=t -c user.email=t@t commit -qm base && echo new > untracked.txt"
+    )
+    before = await fingerprint(box, exclude=[".venv"])
+    assert await fingerprint(box, exclude=[".venv"]) == before  # reading changes nothing
+    await sh("echo y > .venv/made")  # an excluded path: not part of the tree
+    assert await fingerprint(box, exclude=[".venv"]) == before
+    await sh("printf 'B\\n' > edited.txt && rm untracked.txt && echo 1 > stamp.txt")
+    after = await fingerprint(box, exclude=[".venv"])
+    assert after != before
+    changed = await changed_between(box, before, after)
+    assert sorted(changed) == ["edited.txt", "stamp.txt", "untracked.txt"]
+    assert sorted(await restore(box, before, exclude=[".venv"])) == sorted(changed)
+    listed = await sh("cat edited.txt untracked.txt; ls")
+    assert listed == "b\nnew\nedited.txt\nkept.txt\nuntracked.txt\n"
+    assert await fingerprint(box, exclude=[".venv"]) == before
+    assert await sh("git status --porcelain") == "?? .venv/\n?? untracked.txt\n"  # index kept
