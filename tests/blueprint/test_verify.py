@@ -195,7 +195,7 @@ async def test_a_lint_failing_on_the_base_commit_costs_no_fix_round(
     )  # fmt: skip
     pr = await the_pr(store)
     assert not pr.draft
-    assert "| lint | `python3 lint.py` | failed (exit 1) on the base commit too |" in pr.body
+    assert "| lint | `python3 lint.py` | failed (exit 1) · fails on the base commit too |" in pr.body
 
 
 FLAKY = """n=$(cat /tmp/runs 2>/dev/null || echo 0); n=$((n+1)); echo $n > /tmp/runs
@@ -218,7 +218,7 @@ async def test_a_test_that_fails_once_then_passes_is_flaky_and_costs_no_round(
     assert [(e.node, e.check.passed) for e in finished] == [
         ("verify", False), ("baseline", True), ("verify", True),
     ]  # fmt: skip
-    assert "failed once: flaky" in (await the_pr(store)).body
+    assert "flaky (failed, then passed)" in (await the_pr(store)).body
 
 
 async def test_a_wrong_change_still_escalates_after_exactly_max_rounds(

@@ -31,6 +31,9 @@ def fail(done):
     print(json.dumps({"error": done.stderr.decode("utf-8", "replace")[-1000:]}))
     sys.exit(0)
 def snapshot(env, exclude):
+    ignored = git(["check-ignore", "--no-index", "-z", "--stdin"], env,
+                  b"\\0".join(map(os.fsencode, exclude))).stdout.split(b"\\0")
+    exclude = [p for p in exclude if os.fsencode(p) not in ignored]  # naming one fails add
     done = git(["add", "-A", "--", "."] + [":(exclude)" + p for p in exclude], env)
     if done.returncode:
         fail(done)
