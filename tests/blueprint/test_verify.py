@@ -195,7 +195,8 @@ async def test_a_lint_failing_on_the_base_commit_costs_no_fix_round(
     )  # fmt: skip
     pr = await the_pr(store)
     assert not pr.draft
-    assert "| lint | `python3 lint.py` | failed (exit 1) · fails on the base commit too |" in pr.body
+    outcome = "failed (exit 1) · fails on the base commit too"
+    assert f"| lint | `python3 lint.py` | {outcome} |" in pr.body
 
 
 FLAKY = """n=$(cat /tmp/runs 2>/dev/null || echo 0); n=$((n+1)); echo $n > /tmp/runs
