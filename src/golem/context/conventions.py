@@ -41,7 +41,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from golem.context.contracts import STEPS, DetectedCommand, RepoConventions
 from golem.context.detect import detect_conventions, recognise_ecosystems
 from golem.context.files import file_in_repo, read_bytes
-from golem.core import ConfigError
+from golem.core import ConfigError, HostPatterns
 from golem.core.spec import check_env
 
 __all__ = ["CONVENTIONS_FILE", "ConventionsFile", "load_conventions", "render_conventions"]
@@ -72,15 +72,6 @@ def _relative_paths(paths: list[str]) -> list[str]:
                 f"{path!r} is not a path inside the repository; write it relative to its root"
             )
     return paths
-
-
-def _regexes(patterns: list[str]) -> list[str]:
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"{pattern!r} is not a regular expression ({exc})") from exc
-    return patterns
 
 
 def _environment(env: dict[str, str]) -> dict[str, str]:
@@ -114,7 +105,7 @@ class DependenciesTable(BaseModel):
 
     cache: Paths = Field(default_factory=list)
     keys: Paths = Field(default_factory=list)
-    registries: Annotated[list[str], AfterValidator(_regexes)] = Field(default_factory=list)
+    registries: HostPatterns = Field(default_factory=list)
 
 
 class ConventionsFile(BaseModel):

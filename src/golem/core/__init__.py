@@ -43,7 +43,7 @@ from golem.core.events import (
 )
 from golem.core.ids import new_id
 from golem.core.model_config import ModelPrice, ModelsConfig, ProviderConfig
-from golem.core.network import Credential, Decision, EgressPolicy, NetworkConfig
+from golem.core.network import Credential, Decision, EgressPolicy, HostPatterns, NetworkConfig
 from golem.core.sizes import ByteSize, format_size, parse_size
 from golem.core.spec import BOX_PATH, WORKSPACE, BoxSpec, NetworkMode, resolve_workdir
 
@@ -69,6 +69,7 @@ __all__ = [
     "ExitEvent",
     "GolemConfig",
     "GolemError",
+    "HostPatterns",
     "ImageNotFound",
     "ImageRecipe",
     "InvalidRequest",

@@ -3,12 +3,12 @@ a run's ``install`` step starts, and the cache of what installs made."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from golem.core.network import HostPatterns
 from golem.core.sizes import ByteSize
 
 __all__ = ["DependenciesConfig"]
@@ -41,7 +41,7 @@ class DependenciesConfig(BaseModel):
         "registry that stalls fails the install instead of hanging).",
     )
     timeout: float = Field(1800.0, gt=0, description="Seconds one install command may take.")
-    registries: list[str] = Field(
+    registries: HostPatterns = Field(
         default_factory=list,
         description=r"Host name regexes the install box may reach besides the ecosystems' "
         r"registries (a private mirror, e.g. '^pypi\.corp\.example$').",
@@ -51,13 +51,3 @@ class DependenciesConfig(BaseModel):
         description="The install box's network: 'filtered' (the registries and the engine's "
         "egress allow list, through golem's proxy) or 'host' (trusted setups only).",
     )
-
-    @field_validator("registries")
-    @classmethod
-    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
-        return patterns

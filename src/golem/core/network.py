@@ -12,16 +12,25 @@ import os
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "ALWAYS_REFUSED",
     "Credential",
     "Decision",
     "EgressPolicy",
+    "HostPatterns",
     "IPAddress",
     "NetworkConfig",
     "RemotePolicy",
@@ -30,6 +39,19 @@ __all__ = [
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _compiled(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+    return patterns
+
+
+HostPatterns = Annotated[list[str], AfterValidator(_compiled)]
+"""Regular expressions of host names (an allow or deny list), each checked to compile."""
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ALWAYS_REFUSED: tuple[IPNetwork, ...] = tuple(
@@ -63,11 +85,11 @@ class EgressPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    allow: list[str] = Field(
+    allow: HostPatterns = Field(
         default_factory=list,
         description=r"Regular expressions of host names to allow, e.g. '^pypi\.org$'.",
     )
-    deny: list[str] = Field(
+    deny: HostPatterns = Field(
         default_factory=list, description="Regular expressions of host names refused first."
     )
     allow_cidrs: list[str] = Field(
@@ -75,16 +97,6 @@ class EgressPolicy(BaseModel):
         description="Address ranges allowed although private (an internal registry).",
     )
     ports: list[int] = Field(default_factory=lambda: [80, 443], description="Allowed ports.")
-
-    @field_validator("allow", "deny")
-    @classmethod
-    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
-        return patterns
 
     @field_validator("allow_cidrs")
     @classmethod

@@ -37,14 +37,13 @@ from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
 from golem.sandbox.hosttree import is_git_name, split_path
 from golem.sandbox.takeback import (
-    ARCHIVE_SLACK,
     BROKEN,
     TakebackLimits,
-    _members,
-    _opened,
+    archive_members,
     landed_mode,
+    opened_archive,
+    spooled,
 )
-from golem.sandbox.tarscan import HeaderScan
 
 __all__ = ["KeptArchive", "keep_archive"]
 
@@ -75,28 +74,8 @@ async def keep_archive(
     roots = [tuple(split_path(path)) for path in within]
     if not roots or any(not root for root in roots):
         raise ValueError("keep_archive needs directories beneath the root to keep")
-    cap = limits.max_bytes + ARCHIVE_SLACK
-    parent = destination.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile(prefix=".golem-spool-", dir=parent) as spool:
-        scan = HeaderScan(limits.max_file_bytes)
-        size = 0
-
-        def take(chunk: bytes) -> None:  # on a worker thread: the scan never blocks the loop
-            scan.feed(chunk)
-            spool.write(chunk)
-
-        async for chunk in chunks:
-            size += len(chunk)
-            if size > cap:
-                raise UnsafeBoxOutput(
-                    "(the archive)",
-                    f"the box sent more than {format_size(cap)}, over the limit of "
-                    f"{format_size(limits.max_bytes)}",
-                    "takeback.size",
-                )
-            await asyncio.to_thread(take, chunk)
-        spool.seek(0)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    async with spooled(chunks, limits, str(destination.parent)) as spool:
         keeper = _Keeper(limits, roots)
         return await asyncio.to_thread(keeper.write, spool, destination)
 
@@ -129,10 +108,10 @@ class _Keeper:
         found: set[str] = set()
         entries = 0
         with (
-            _opened(spool) as archive,
+            opened_archive(spool) as archive,
             tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as kept,
         ):
-            for member in _members(archive):
+            for member in archive_members(archive):
                 entries += 1
                 archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
                 names = self._checked_names(member.name, entries)

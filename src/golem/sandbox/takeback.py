@@ -33,7 +33,15 @@ import os
 import posixpath
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -120,9 +128,20 @@ async def land_archive(
     ``remove_missing`` are paths to remove from the destination unless the archive held
     them (what the box no longer has). Then the tree as a whole is checked: no link in it
     leads out or into .git, no directory the transfer touched is a git directory."""
-    cap = limits.max_bytes + ARCHIVE_SLACK
     destination.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile(prefix="golem-takeback-", dir=_spool_dir(destination)) as spool:
+    async with spooled(chunks, limits, _spool_dir(destination)) as spool:
+        unpacker = _Unpacker(destination, limits, wanted, frozenset(skip_git), known_links or {})
+        return await asyncio.to_thread(unpacker.run, spool, remove_missing)
+
+
+@contextlib.asynccontextmanager
+async def spooled(
+    chunks: AsyncIterable[bytes], limits: TakebackLimits, directory: str | None
+) -> AsyncIterator[IO[bytes]]:
+    """A tar stream from a box in a temporary file in ``directory``, rewound: refused past
+    ``limits.max_bytes`` (and its headers checked, ``HeaderScan``) as it comes."""
+    cap = limits.max_bytes + ARCHIVE_SLACK
+    with tempfile.TemporaryFile(prefix=".golem-spool-", dir=directory) as spool:
         size = 0
         scan = HeaderScan(limits.max_file_bytes)
 
@@ -141,8 +160,7 @@ async def land_archive(
                 )
             await asyncio.to_thread(take, chunk)
         spool.seek(0)
-        unpacker = _Unpacker(destination, limits, wanted, frozenset(skip_git), known_links or {})
-        return await asyncio.to_thread(unpacker.run, spool, remove_missing)
+        yield spool
 
 
 def _spool_dir(destination: Path) -> str | None:
@@ -196,10 +214,10 @@ class _Unpacker:
 
     def run(self, spool: IO[bytes], remove_missing: Sequence[str]) -> Landed:
         landed = Landed()
-        with _opened(spool) as archive, HostTree(self.destination) as tree:
+        with opened_archive(spool) as archive, HostTree(self.destination) as tree:
             tree.before_links_change = self._note_links
             seen: dict[str, None] = {}  # each path once, in order
-            for count, member in enumerate(_members(archive), 1):
+            for count, member in enumerate(archive_members(archive), 1):
                 archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
                 path = self._checked_path(member.name)
                 self._count(count, path if path is not None and path not in seen else "")
@@ -308,7 +326,7 @@ _KINDS = {
 
 
 @contextlib.contextmanager
-def _opened(spool: IO[bytes]) -> Iterator[tarfile.TarFile]:
+def opened_archive(spool: IO[bytes]) -> Iterator[tarfile.TarFile]:
     """The spooled archive, read through ``_CappedReader``."""
     try:
         archive = tarfile.TarFile(fileobj=_CappedReader(spool), mode="r")  # type: ignore[arg-type]
@@ -319,7 +337,7 @@ def _opened(spool: IO[bytes]) -> Iterator[tarfile.TarFile]:
         yield archive
 
 
-def _members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+def archive_members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     """The archive's entries, its format errors translated."""
     while True:
         try:
