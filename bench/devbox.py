@@ -35,8 +35,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the fixture repositories live with the tests
 
-from tests.acceptance.ecosystems import VERIFIED, Ecosystem, make_remote, scripted_model  # noqa: E402
-from tests.blueprint.registries import Registries, serve_registries  # noqa: E402
+from tests.acceptance.ecosystems import (  # noqa: E402
+    VERIFIED,
+    Ecosystem,
+    make_remote,
+    scripted_model,
+    serve_python_wheels,
+)
+from tests.blueprint.registries import ADDRESS, LocalRegistries  # noqa: E402
 
 from golem.agent.events import ModelCalled  # noqa: E402
 from golem.blueprint import Runner, RunRequest  # noqa: E402
@@ -65,14 +71,14 @@ class FirstModelCall:
             self.at = time.perf_counter() - self.started
 
 
-def by_hand(remote: Path, scratch: Path, registries: Registries) -> float:
+def by_hand(remote: Path, scratch: Path, registries: LocalRegistries) -> float:
     """Seconds to clone the repository and install its dependencies on this machine."""
     target = Path(tempfile.mkdtemp(dir=scratch))
     started = time.perf_counter()
     subprocess.run(["git", "clone", "-q", str(remote), str(target / "repo")], check=True)
     repo = target / "repo"
     conventions = load_conventions(repo)
-    env = {**os.environ, **registries.env}
+    env = {**os.environ, **by_address(registries)}
     for name, value in conventions.env.items():
         env[name] = value.replace("/workspace", str(repo))
     for command in conventions.install:
@@ -83,28 +89,38 @@ def by_hand(remote: Path, scratch: Path, registries: Registries) -> float:
     return elapsed
 
 
-def configured(state_dir: Path, registries: Registries) -> GolemConfig:
-    return load_config(
-        {
-            "state_dir": str(state_dir),
-            "engine": {"defaults": {"env": registries.env, "egress": registries.egress}},
-        },
-        files=[],
-    )
+def by_address(registries: LocalRegistries) -> dict[str, str]:
+    """The package managers' settings for the local registries, by address: their names
+    resolve only through the test DNS server golem's proxy asks."""
+    base = f"http://{ADDRESS}:{registries.port}"
+    return {
+        "PIP_INDEX_URL": f"{base}/simple/",
+        "PIP_TRUSTED_HOST": ADDRESS,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "npm_config_registry": f"{base}/npm/",
+        "npm_config_replace_registry_host": "always",
+        "GOPROXY": f"{base}/go",
+        "GOSUMDB": "off",
+        "GOFLAGS": "-modcacherw",
+    }
+
+
+def configured(state_dir: Path, registries: LocalRegistries) -> GolemConfig:
+    return load_config(registries.engine_config(state_dir, redirect=True), files=[])
 
 
 async def to_first_model_call(
     config: GolemConfig, remote: Path, ecosystem: Ecosystem, model: str
 ) -> float:
-    """Seconds from the run's request to its agent's first model call."""
+    """Seconds from the run's request (the store opened, the engine started, as `golem
+    run` does) to its agent's first model call."""
+    timing = FirstModelCall()
     store = await SqlStore.open(config)
     try:
         async with LocalEngine(config) as engine:
-            timing = FirstModelCall()
             runner = Runner(config, engine=engine, store=store, on_event=timing)
-            state = await runner.start(
-                RunRequest(repo=str(remote), task=ecosystem.task, model=model)
-            )
+            request = RunRequest(repo=str(remote), task=ecosystem.task, model=model)
+            state = await runner.start(request)
             if state.status != "succeeded" or timing.at is None:
                 raise SystemExit(f"{ecosystem.name}: the run ended {state.status}: {state.error}")
             return timing.at
@@ -123,11 +139,11 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 async def measure(
-    ecosystem: Ecosystem, runs: int, scratch: Path, registries: Registries
+    ecosystem: Ecosystem, runs: int, scratch: Path, registries: LocalRegistries
 ) -> dict[str, Any]:
     place = scratch / ecosystem.name
     place.mkdir()
-    remote = make_remote(place, ecosystem)
+    remote = make_remote(place, ecosystem, registries)
     model = scripted_model(place, ecosystem)
     hand = [by_hand(remote, place, registries) for _ in range(runs)]
     cold = []
@@ -168,7 +184,8 @@ def main() -> None:
     scratch.chmod(0o755)
     report: dict[str, dict[str, Any]] = {}
     try:
-        for registries in serve_registries(scratch / "registries"):
+        with LocalRegistries.started(scratch / "registries") as registries:
+            serve_python_wheels(registries)
             for ecosystem in chosen:
                 report[ecosystem.name] = asyncio.run(
                     measure(ecosystem, args.runs, scratch, registries)
