@@ -51,13 +51,22 @@ def held_against(results: list[CheckResult]) -> list[CheckResult]:
 
 def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
     """Why no check verified the change (None: one did). A check that fails on the base
-    commit too verifies nothing; one that passed (on a rerun too) does."""
+    commit too verifies nothing; one that passed (on a rerun too) does. Tests that all
+    fail as on the base leave the change unverified whatever a lint or build did: those
+    say nothing about whether it works."""
     if not results:
         source = ex.state.conventions.source if ex.state.conventions else "none read"
         return (
             f"no check found: the repository's conventions ({source}) name no "
             f"{' / '.join(node.checks)} command; add a .golem.toml with the commands that "
             "check this repository (`golem checks detect --write` writes one to start from)"
+        )
+    tests = [result for result in results if result.name == "test"]
+    if tests and not any(result.passed for result in tests):
+        failing = ", ".join(f"`{result.command}`" for result in tests)
+        return (
+            f"the tests fail on the base commit too, the same way: {failing}; they do not "
+            "tell whether the change works, whatever the other checks say"
         )
     if any(result.passed for result in results):
         return None
