@@ -1,0 +1,68 @@
+"""No unverified success, whole runs in real boxes with scripted agents and the local
+forge: tests that fail as on the base commit verify nothing whatever lint says; a test
+command that ran no test verifies nothing; a blueprint with no verify loop ships a draft
+labelled unverified; what a check creates (its report) never ships."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import Runner, RunRequest, RunState
+from golem.core import GolemConfig
+from golem.forge import LocalForge, PullRequest
+from golem.sandbox import Engine
+from golem.store import SqlStore, Store
+from tests.blueprint.repos import git
+from tests.blueprint.verify_repos import (
+    GREET_TESTS,
+    UNITTEST,
+    bash,
+    golem_toml,
+    greeter,
+    make_repo,
+    scripted,
+    write,
+)
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture
+async def store(config: GolemConfig) -> AsyncIterator[Store]:
+    store = await SqlStore.open(config)
+    yield store
+    await store.close()
+
+
+async def run(
+    config: GolemConfig, engine: Engine, store: Store, remote: Path, model: str, **fields: object
+) -> RunState:
+    runner = Runner(config, engine=engine, store=store)
+    request = {"repo": str(remote), "task": "Greet warmly", "model": model, **fields}
+    return await runner.start(RunRequest.model_validate(request))
+
+
+async def the_pr(store: Store) -> PullRequest:
+    [pr] = await LocalForge(store).pull_requests()
+    return pr
+
+
+async def test_tests_failing_as_on_the_base_leave_a_change_unverified_though_lint_passes(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    files = greeter(lint="python3 -c pass")
+    files["test_greet.py"] = GREET_TESTS.replace('"Hello, Ada"', '"Hello, dear Ada"')
+    remote = make_repo(reachable_dir, "greeter", files)
+    no_op = scripted(tmp_path, "no-op", write("notes.txt", "looked at it\n"))
+    state = await run(config, engine, store, remote, no_op)
+    assert state.status == "unverified", state.error
+    [lint, test] = state.checks
+    assert (lint.passed, test.passed, test.preexisting) == (True, False, True)
+    assert state.unverified is not None
+    assert state.unverified.startswith("the tests fail on the base commit too, the same way")
+    pr = await the_pr(store)
+    assert pr.draft
+    assert "unverified" in pr.labels
