@@ -66,3 +66,27 @@ async def test_tests_failing_as_on_the_base_leave_a_change_unverified_though_lin
     pr = await the_pr(store)
     assert pr.draft
     assert "unverified" in pr.labels
+
+
+NO_LOOP = """name: no-loop
+nodes:
+  - {id: prepare, kind: host, action: prepare, next: implement}
+  - {id: implement, kind: agent, prompt: "{{ task }}", tools: [all], next: check}
+  - {id: check, kind: box, check: test, next: ship}
+  - {id: ship, kind: host, action: ship, next: end}
+"""
+
+
+async def test_a_blueprint_without_a_verify_loop_ships_a_labelled_draft(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    remote = make_repo(reachable_dir, "notes", {"README.md": "Notes.\n"})  # no test command
+    blueprint = tmp_path / "no-loop.yaml"
+    blueprint.write_text(NO_LOOP)
+    model = scripted(tmp_path, "notes", write("README.md", "Notes!\n"))
+    state = await run(config, engine, store, remote, model, blueprint=str(blueprint))
+    assert state.status == "unverified", state.error
+    assert state.unverified is not None
+    assert state.unverified.startswith("this blueprint ran no check that verified the change")
+    pr = await the_pr(store)
+    assert (pr.draft, "unverified" in pr.labels) == (True, True)
