@@ -90,3 +90,23 @@ async def test_a_blueprint_without_a_verify_loop_ships_a_labelled_draft(
     assert state.unverified.startswith("this blueprint ran no check that verified the change")
     pr = await the_pr(store)
     assert (pr.draft, "unverified" in pr.labels) == (True, True)
+
+
+PYTEST_STYLE = 'from greet import greet\n\n\ndef test_greet():\n    assert greet("Ada") == "Hello, Ada"\n'
+
+
+async def test_a_test_command_that_runs_no_test_verifies_nothing(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    files = greeter(test="python3 -m unittest discover")
+    files["test_greet.py"] = PYTEST_STYLE  # unittest finds no TestCase: "Ran 0 tests ... OK"
+    remote = make_repo(reachable_dir, "greeter", files)
+    wrong = scripted(tmp_path, "wrong", bash("sed -i 's/Hello, /Hi, /' greet.py"))
+    state = await run(config, engine, store, remote, wrong)
+    assert state.status == "unverified", state.error
+    [test] = state.checks
+    assert (test.passed, test.preexisting) == (False, True)
+    assert test.reason is not None
+    assert test.reason.startswith("ran no tests: unittest found no test")
+    assert state.unverified is not None
+    assert state.unverified.startswith("the tests fail on the base commit too")
