@@ -110,3 +110,21 @@ async def test_a_test_command_that_runs_no_test_verifies_nothing(
     assert test.reason.startswith("ran no tests: unittest found no test")
     assert state.unverified is not None
     assert state.unverified.startswith("the tests fail on the base commit too")
+
+
+REPORTING = "python3 -m unittest -v; s=$?; date +%s%N > report.xml; mkdir -p cov; date +%N > cov/x; exit $s"
+
+
+async def test_what_a_check_creates_is_its_artifact_never_a_change_and_never_shipped(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    remote = make_repo(reachable_dir, "greeter", greeter(test=REPORTING))  # a new report each run
+    model = scripted(tmp_path, "warm", bash("sed -i 's/name$/name  # warmly/' greet.py"))
+    state = await run(config, engine, store, remote, model)
+    assert state.status == "succeeded", state.error
+    assert state.rounds == 0
+    pr = await the_pr(store)
+    assert "report.xml" not in pr.diff
+    assert "# warmly" in pr.diff
+    shipped = git("ls-tree", "-r", "--name-only", state.branch, cwd=remote).split()
+    assert sorted(shipped) == [".golem.toml", "greet.py", "test_greet.py"]

@@ -27,6 +27,7 @@ _NAMES = (
     "test-reports/*.xml",
     "surefire-reports/*.xml",
 )
+_NAMED = re.compile(r"--junit-?xml(?:=|\s+)['\"]?([^\s'\";&|]+)")
 _DOCTYPE = re.compile(r"<!DOCTYPE|<!ENTITY", re.IGNORECASE)
 
 
@@ -45,9 +46,16 @@ def junit_failures(documents: Sequence[str]) -> list[TestFailure]:
     return merge(failures)
 
 
-def junit_paths(paths: Iterable[str]) -> list[str]:
-    """Of the paths a check wrote, those named like JUnit reports."""
-    return [path for path in paths if path.endswith(".xml") and _named_like_a_report(path)]
+def junit_paths(paths: Iterable[str], command: str = "") -> list[str]:
+    """Of the paths a check wrote, those named like JUnit reports or named as one by
+    ``command`` (``--junitxml=PATH``, ``--junit-xml PATH``)."""
+    named = [name.lstrip("./") for name in _NAMED.findall(command)]
+    return [
+        path
+        for path in paths
+        if (path.endswith(".xml") and _named_like_a_report(path))
+        or any(path == name or path.endswith(f"/{name}") for name in named if name)
+    ]
 
 
 def _named_like_a_report(path: str) -> bool:

@@ -86,7 +86,7 @@ async def run_check(
     live = LiveCheckOutput(ex, node, round_, name, command)
     ended = await _follow(box.stream(request), live)
     tails = live.finish()
-    junit = await junit_written(box) if ended.exit_code != 0 else []
+    junit = await junit_written(box, command=command) if ended.exit_code != 0 else []
     result = check_result(
         name, command, ended, tails.stdout, tails.stderr, junit=junit,
         memory=box.spec.memory, timeout=request.timeout,

@@ -13,7 +13,7 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.baseline import already_failing, base_result, cache_paths
 from golem.blueprint.steps.checks import commands_of, run_check
-from golem.blueprint.steps.tree import changed_between, fingerprint
+from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
 from golem.forge import CheckResult
 from golem.sandbox import Box
 
@@ -85,17 +85,23 @@ async def _one_pass(
     changed: Changed = {}
     for position, (name, command) in enumerate(pairs):
         result = await run_check(ex, node, name, command, round_=round_)
-        tree = await _moved(ex, box, tree, changed, position)
+        tree = await _moved(ex, box, tree, changed, position, command)
         if not result.passed:
             result = await _judged(ex, node, result, round_, tree)
-            tree = await _moved(ex, box, tree, changed, position)  # a rerun may change it
+            tree = await _moved(ex, box, tree, changed, position, command)  # a rerun's too
         results.append(result)
     return results, changed, tree
 
 
-async def _moved(ex: Execution, box: Box, tree: str, changed: Changed, position: int) -> str:
-    """The tree now; a change from ``tree`` is the check's at ``position``."""
-    now = await fingerprint(box, exclude=cache_paths(ex))
+async def _moved(
+    ex: Execution, box: Box, tree: str, changed: Changed, position: int, command: str
+) -> str:
+    """The tree now; a change from ``tree`` is the check's at ``position``. Files the
+    check made (absent before it ran: its report, a coverage file) are its artifacts:
+    removed, so that they never ship, and no change of the tree."""
+    now, made = await remove_made(box, tree, exclude=cache_paths(ex))
+    if made:
+        ex.note(f"`{command}` made {_paths(made)}: its artifacts, removed (they do not ship)")
     if now != tree:
         changed.setdefault(position, [])
         changed[position] += await changed_between(box, tree, now)
