@@ -57,7 +57,8 @@ def test_go_test_with_no_test_files_ran_no_tests(tmp_path: Path) -> None:
     assert ran.exit_code == 0, ran.stderr
     passed, reason = judged(ran)
     assert not passed
-    assert reason is not None and reason.startswith("ran no tests: go test")
+    assert reason is not None
+    assert reason.startswith("ran no tests: go test")
     tested = {
         **files,
         "calc_test.go": 'package calc\n\nimport "testing"\n\nfunc TestX(t *testing.T) {}\n',
@@ -74,6 +75,7 @@ def test_cargo_test_with_no_test_ran_no_tests(tmp_path: Path) -> None:
     assert ran.exit_code == 0, ran.stderr
     passed, reason = judged(ran)
     assert not passed
-    assert reason is not None and reason.startswith("ran no tests: cargo test")
+    assert reason is not None
+    assert reason.startswith("ran no tests: cargo test")
     tested = {**files, "src/lib.rs": files["src/lib.rs"] + "#[test]\nfn it() {}\n"}
     assert judged(run("cargo test", write(tmp_path / "some", tested), **env)) == (True, None)

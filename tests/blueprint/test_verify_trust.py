@@ -18,9 +18,7 @@ from golem.store import SqlStore, Store
 from tests.blueprint.repos import git
 from tests.blueprint.verify_repos import (
     GREET_TESTS,
-    UNITTEST,
     bash,
-    golem_toml,
     greeter,
     make_repo,
     scripted,
@@ -92,7 +90,9 @@ async def test_a_blueprint_without_a_verify_loop_ships_a_labelled_draft(
     assert (pr.draft, "unverified" in pr.labels) == (True, True)
 
 
-PYTEST_STYLE = 'from greet import greet\n\n\ndef test_greet():\n    assert greet("Ada") == "Hello, Ada"\n'
+PYTEST_STYLE = (
+    'from greet import greet\n\n\ndef test_greet():\n    assert greet("Ada") == "Hello, Ada"\n'
+)
 
 
 async def test_a_test_command_that_runs_no_test_verifies_nothing(
@@ -112,7 +112,9 @@ async def test_a_test_command_that_runs_no_test_verifies_nothing(
     assert state.unverified.startswith("the tests fail on the base commit too")
 
 
-REPORTING = "python3 -m unittest -v; s=$?; date +%s%N > report.xml; mkdir -p cov; date +%N > cov/x; exit $s"
+REPORTING = (
+    "python3 -m unittest -v; s=$?; date +%s%N > report.xml; mkdir -p cov; date +%N > cov/x; exit $s"
+)
 
 
 async def test_what_a_check_creates_is_its_artifact_never_a_change_and_never_shipped(

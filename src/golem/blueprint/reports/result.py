@@ -12,7 +12,7 @@ from golem.blueprint.reports.nothing_ran import nothing_ran
 from golem.blueprint.reports.report import REPORT_BUDGET, failure_report, output_report
 from golem.core.events import ExitEvent
 from golem.core.sizes import format_size
-from golem.forge import CheckResult
+from golem.forge import CheckResult, TestFailure
 
 __all__ = ["SILENT", "check_result", "failure_reason"]
 
@@ -45,6 +45,7 @@ def check_result(
     what ran, so only a complete one is judged)."""
     passed = ended.exit_code == 0 and not (ended.timed_out or ended.idle_timed_out)
     empty = nothing_ran(stdout, stderr, exit_code=ended.exit_code) if complete else None
+    failures: list[TestFailure]
     if passed and empty is None:
         failures, tail, reason = [], output_report(stdout, stderr, budget=budget), None
     elif empty is not None and not (ended.timed_out or ended.idle_timed_out):

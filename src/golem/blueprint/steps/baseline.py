@@ -108,7 +108,8 @@ def already_failing(result: CheckResult, baseline: list[CheckResult] | None) -> 
     failed there and nothing in its failure is new. Where failing tests were parsed, each
     one (by name and message) failed there too; otherwise every line of its output is a
     line of the base's output, what moves aside (source positions, durations, hex
-    addresses, a summary's counts), never the values in a message. A test the change made fail differently is the change's to fix."""
+    addresses, a summary's counts), never the values in a message. A test the change
+    made fail differently is the change's to fix."""
     before = next(
         (b for b in baseline or [] if (b.name, b.command) == (result.name, result.command)),
         None,

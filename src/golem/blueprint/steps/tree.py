@@ -103,9 +103,7 @@ async def fingerprint(box: Box, *, exclude: Sequence[str] = ()) -> str:
     return tree
 
 
-async def remove_made(
-    box: Box, tree: str, *, exclude: Sequence[str] = ()
-) -> tuple[str, list[str]]:
+async def remove_made(box: Box, tree: str, *, exclude: Sequence[str] = ()) -> tuple[str, list[str]]:
     """Remove the files the box's working tree has and ``tree`` (a ``fingerprint``) lacks
     (what ran since made them: a check's report, its artifacts); the tree id after, and
     the paths removed (a few)."""
