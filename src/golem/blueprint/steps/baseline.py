@@ -35,6 +35,7 @@ _MOVING = (  # what moves between two runs of the same failure; values in messag
     re.compile(r"(?<=\S)(?::\d+)+(?=:|\)|\s|$)"),  # path:LINE:COL positions
     re.compile(r"(?<=\bline )\d+", re.I),  # "line 12"
     re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?)\b"),  # durations
+    re.compile(r"(?<=\[)\s*\d+(?=%\])"),  # progress: "[ 50%]"
 )
 _SUMMARY = re.compile(  # a summary line's counts ("Ran 12 tests", "3 failed, 9 passed")
     r"^(?:ran \d+ tests?\b|.*\b\d+ (?:passed|failed|errors?|skipped|tests?|warnings?)\b)",

@@ -3,7 +3,8 @@
 working tree holds still, so that what ships is the tree the checks passed on.
 
 A check that changes the tree (a formatter, ``--fix``) and passes makes the checks run
-again in the same round; changing it again then is a failure of that check. The box's
+again in the same round; changing it again then is a failure of that check. Files a check
+made (absent before it ran: its report) are its artifacts, removed and no change. The box's
 tree is brought back to the host after every verification.
 """
 
