@@ -105,7 +105,7 @@ def test_plain_test_functions_without_a_manifest_run_by_pytest_in_a_venv(
     repo = make_repo(
         {
             "calc.py": "def add(a, b):\n    return a + b\n",
-            "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+            "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2)\n",
         }
     )
 
