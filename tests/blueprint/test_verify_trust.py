@@ -130,3 +130,26 @@ async def test_what_a_check_creates_is_its_artifact_never_a_change_and_never_shi
     assert "# warmly" in pr.diff
     shipped = git("ls-tree", "-r", "--name-only", state.branch, cwd=remote).split()
     assert sorted(shipped) == [".golem.toml", "greet.py", "test_greet.py"]
+
+
+CI = """import sys, time, unittest
+path = sys.argv[1].split("=", 1)[1]
+ok = unittest.main(module=None, argv=["ci", "discover"], exit=False).result.wasSuccessful()
+open(path, "w").write(f"<testsuite time='{time.time_ns()}'/>")
+sys.exit(0 if ok else 1)
+"""
+
+
+async def test_a_report_the_agent_left_by_running_the_tests_is_not_shipped(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    test = "python3 ci.py --junitxml=report.xml"
+    remote = make_repo(reachable_dir, "greeter", {**greeter(test=test), "ci.py": CI})
+    edit = bash("sed -i 's/name$/name  # warmly/' greet.py")
+    model = scripted(tmp_path, "warm", edit, bash(test))  # it runs the tests, as told to
+    state = await run(config, engine, store, remote, model)
+    assert state.status == "succeeded", state.error
+    assert state.rounds == 0
+    pr = await the_pr(store)
+    assert "report.xml" not in pr.diff
+    assert "# warmly" in pr.diff

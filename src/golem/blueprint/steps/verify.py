@@ -10,13 +10,17 @@ tree is brought back to the host after every verification.
 
 from __future__ import annotations
 
+import shlex
+
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
+from golem.blueprint.reports.junit import named_reports
 from golem.blueprint.steps.baseline import already_failing, base_result, cache_paths
 from golem.blueprint.steps.checks import commands_of, run_check
 from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
+from golem.core.spec import WORKSPACE
 from golem.forge import CheckResult
-from golem.sandbox import Box
+from golem.sandbox import Box, ExecRequest
 
 __all__ = ["held_against", "unverified_reason", "verify"]
 
@@ -30,6 +34,7 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
     if not pairs:
         return []
     box = await ex.box()
+    await _drop_reports(box, [command for _, command in pairs])
     tree = await fingerprint(box, exclude=cache_paths(ex))
     results: list[CheckResult] = []
     for attempt in (1, 2):
@@ -43,6 +48,18 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
             ex.note(f"{names}: verifying the changed tree again", node.id)
     await ex.sync()
     return results
+
+
+async def _drop_reports(box: Box, commands: list[str]) -> None:
+    """Remove the untracked reports the checks name (``--junitxml=report.xml``), left by
+    the agent running them itself: each check then makes its own, an artifact."""
+    paths = sorted({path for command in commands for path in named_reports(command)})
+    if paths:
+        drop = "; ".join(
+            f"git ls-files --error-unmatch -- {p} >/dev/null 2>&1 || rm -f -- {p}"
+            for p in map(shlex.quote, paths)
+        )
+        await box.execute(ExecRequest(cmd=drop, workdir=WORKSPACE, timeout=60))
 
 
 def held_against(results: list[CheckResult]) -> list[CheckResult]:
