@@ -79,3 +79,10 @@ def test_cargo_test_with_no_test_ran_no_tests(tmp_path: Path) -> None:
     assert reason.startswith("ran no tests: cargo test")
     tested = {**files, "src/lib.rs": files["src/lib.rs"] + "#[test]\nfn it() {}\n"}
     assert judged(run("cargo test", write(tmp_path / "some", tested), **env)) == (True, None)
+
+
+def test_a_composite_command_where_one_runner_ran_tests_ran_tests(tmp_path: Path) -> None:
+    both = f"python3 -m unittest discover; {PYTHON} -m pytest -q -p no:cacheprovider"
+    ran = run(both, write(tmp_path, PYTEST_STYLE))
+    assert ran.exit_code == 0
+    assert judged(ran) == (True, None)

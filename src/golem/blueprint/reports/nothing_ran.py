@@ -9,7 +9,10 @@ import re
 __all__ = ["nothing_ran"]
 
 _UNITTEST = re.compile(r"^Ran 0 tests in ", re.M)
-_UNITTEST_RAN = re.compile(r"^Ran [1-9]\d* tests? in ", re.M)
+_SOME_RAN = re.compile(  # any runner of a composite command saying tests ran
+    r"^Ran [1-9]\d* tests? in |\b[1-9]\d* passed\b|^ok\s+\S+\s+\d|^running [1-9]\d* tests?$",
+    re.M,
+)
 _PYTEST = re.compile(r"^(?:=+ )?no tests ran\b|^collected 0 items\b", re.M)
 _CARGO = re.compile(r"^running (\d+) tests?$", re.M)
 _GO_PACKAGE = re.compile(r"^(ok|\?|FAIL|---)\s", re.M)
@@ -19,7 +22,9 @@ _GO_NONE = re.compile(r"^(?:\?\s+\S+\s+\[no test files\]|ok\s+\S+\s+\S+\s+\[no t
 def nothing_ran(stdout: str, stderr: str, *, exit_code: int) -> str | None:
     """What in the output says no test ran (None: tests ran, or it does not say)."""
     text = f"{stdout}\n{stderr}"
-    if _UNITTEST.search(text) and not _UNITTEST_RAN.search(text):
+    if _SOME_RAN.search(text):
+        return None
+    if _UNITTEST.search(text):
         return "unittest found no test (`Ran 0 tests`)"
     if exit_code == 5 and _PYTEST.search(text):  # pytest's exit code for "collected nothing"
         return "pytest collected no test (`no tests ran`, exit 5)"
