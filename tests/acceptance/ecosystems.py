@@ -2,7 +2,8 @@
 
 Each ``Ecosystem`` (its files in ``repos/NAME/base``) is a small repository the way its
 ecosystem lays one out (a pyproject
-with extras, plain unittest files with no manifest, a Node package with its lockfile, a Go
+with extras, plain unittest files with no manifest, plain pytest-style test functions with
+no manifest, a Node package with its lockfile, a Go
 module, a Cargo crate, a repository whose GitHub Actions workflow runs its checks its own
 way, a Makefile whose lint is a formatter, and one with nothing to check), a bug its own
 tests catch, the edit that fixes it and an edit that does not. ``make_remote`` turns one into
@@ -205,5 +206,17 @@ NOTHING_TO_CHECK = Ecosystem(
     installs=False,
 )
 
-VERIFIED = [PYPROJECT_EXTRAS, PLAIN_UNITTEST, NODE_PACKAGE, GO_MODULE, CARGO_CRATE, WORKFLOW_CHECKS]
+PLAIN_TEST_FUNCTIONS = Ecosystem(
+    name="pyfunctions",
+    task="initials() keeps lower-case initials lower case",
+    fix=Edit("initials.py", "word[0] for", "word[0].upper() for"),
+    wrong=Edit("initials.py", "word[0] for", "word[0].lower() for"),
+    test_command="pytest",  # plain test functions: unittest discovery would run none
+    installs=True,
+)
+
+VERIFIED = [
+    PYPROJECT_EXTRAS, PLAIN_UNITTEST, PLAIN_TEST_FUNCTIONS, NODE_PACKAGE, GO_MODULE,
+    CARGO_CRATE, WORKFLOW_CHECKS,
+]  # fmt: skip
 """The ecosystems whose own tests verify a fix."""

@@ -76,3 +76,10 @@ def test_conventional_junit_report_paths_are_recognised() -> None:
         "target/surefire-reports/TEST-x.xml", "test-results.xml", "out/vitest.junit.xml",
         "test-results/e2e/results.xml",
     ]  # fmt: skip
+
+
+def test_a_report_the_command_names_is_read_whatever_its_name() -> None:
+    written = ["/workspace/report.xml", "/workspace/other.xml", "/workspace/out/r.xml"]
+    assert junit_paths(written, "pytest tests --junitxml=report.xml") == [written[0]]
+    assert junit_paths(written, "pytest --junit-xml ./out/r.xml -q") == [written[2]]
+    assert junit_paths(written, "pytest tests") == []

@@ -158,7 +158,8 @@ async def test_a_formatters_edits_are_what_ships(
 async def test_a_check_that_changes_the_tree_every_time_fails_verification(
     config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
 ) -> None:
-    remote = make_repo(reachable_dir, "greeter", greeter(lint="echo x >> stamp.txt"))
+    files = {**greeter(lint="echo x >> stamp.txt"), "stamp.txt": ""}  # edits a file it had
+    remote = make_repo(reachable_dir, "greeter", files)
     state = await run(config, engine, store, remote, scripted(tmp_path, "warm", warmer()))
     assert state.status == "escalated"
     assert state.rounds == 2

@@ -88,3 +88,22 @@ async def test_a_fingerprint_sees_edits_and_restore_undoes_them(box: Box) -> Non
     assert listed == "b\nnew\nedited.txt\nkept.txt\nuntracked.txt\n"
     assert await fingerprint(box, exclude=[".venv"]) == before
     assert await sh("git status --porcelain") == "?? .venv/\n?? untracked.txt\n"  # index kept
+
+
+def test_a_value_in_a_message_that_changed_is_the_changes() -> None:
+    before = failed("AssertionError: 3 != 10\nRan 4 tests in 0.002s\nFAILED")
+    assert already_failing(
+        failed("AssertionError: 3 != 10\nRan 5 tests in 0.010s\nFAILED"), [before]
+    )
+    assert not already_failing(failed("AssertionError: 12 != 10\nRan 4 tests in 0.002s"), [before])
+
+
+def test_an_output_line_is_compared_whole_not_as_a_part_of_one() -> None:
+    before = failed("src/pkg/a.py:1:1: E501 line too long (120 > 79)")
+    assert not already_failing(failed("a.py:9:1: E501 line too long (120 > 79)"), [before])
+    assert not already_failing(failed("E501"), [before])
+    assert not already_failing(failed("src/pkg/a.py:3:1: E501 line too long (99 > 79)"), [before])
+    assert already_failing(failed("src/pkg/a.py:7:2: E501 line too long (120 > 79)"), [before])
+    trace = failed('  File "t.py", line 40, in test_x\nValueError: bad 0x7f3a2b10 at t.py:40')
+    now = failed('  File "t.py", line 44, in test_x\nValueError: bad 0x7f00ee20 at t.py:44')
+    assert already_failing(now, [trace])

@@ -99,6 +99,27 @@ def test_pytest_is_installed_when_the_tests_import_it_and_nothing_declares_it(
     assert [f.why for f in conventions.findings if f.step == "test"] == ["test files import pytest"]
 
 
+def test_plain_test_functions_without_a_manifest_run_by_pytest_in_a_venv(
+    make_repo: MakeRepo,
+) -> None:
+    repo = make_repo(
+        {
+            "calc.py": "def add(a, b):\n    return a + b\n",
+            "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2)\n",
+        }
+    )
+
+    conventions = load_conventions(repo)
+
+    assert conventions.install == [
+        "python3 -m venv .venv", ".venv/bin/python -m pip install pytest",
+    ]  # fmt: skip
+    assert conventions.test == ["python3 -m pytest"]
+    [why] = [f.why for f in conventions.findings if f.step == "test"]
+    assert why == "plain test functions (pytest style), no unittest.TestCase"
+    assert _ran(repo, "python3 -m unittest discover") == 0  # what discovery would "pass" on
+
+
 def test_plain_unittest_files_without_a_manifest_run_by_discovery_without_a_venv(
     make_repo: MakeRepo,
 ) -> None:

@@ -123,6 +123,11 @@ class RunState(BaseModel):
     unverified: str | None = Field(
         None, description="Why no check verified the change (None: verified, or not yet)."
     )
+    verified: bool = Field(
+        False,
+        description="Whether a verify loop concluded that the change passes the checks; a "
+        "change ships as verified only then.",
+    )
     rounds: int = Field(0, description="Fix rounds used.")
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0

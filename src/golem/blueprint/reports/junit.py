@@ -13,7 +13,7 @@ from golem.blueprint.reports.format import merge
 from golem.blueprint.reports.trim import first_lines
 from golem.forge import TestFailure
 
-__all__ = ["MAX_XML", "junit_failures", "junit_paths"]
+__all__ = ["MAX_XML", "junit_failures", "junit_paths", "named_reports"]
 
 MAX_XML = 8 * 1024 * 1024
 MESSAGE_CHARS = 800
@@ -27,6 +27,7 @@ _NAMES = (
     "test-reports/*.xml",
     "surefire-reports/*.xml",
 )
+_NAMED = re.compile(r"--junit-?xml(?:=|\s+)['\"]?([^\s'\";&|]+)")
 _DOCTYPE = re.compile(r"<!DOCTYPE|<!ENTITY", re.IGNORECASE)
 
 
@@ -45,9 +46,21 @@ def junit_failures(documents: Sequence[str]) -> list[TestFailure]:
     return merge(failures)
 
 
-def junit_paths(paths: Iterable[str]) -> list[str]:
-    """Of the paths a check wrote, those named like JUnit reports."""
-    return [path for path in paths if path.endswith(".xml") and _named_like_a_report(path)]
+def junit_paths(paths: Iterable[str], command: str = "") -> list[str]:
+    """Of the paths a check wrote, those named like JUnit reports or named as one by
+    ``command`` (``--junitxml=PATH``, ``--junit-xml PATH``)."""
+    named = named_reports(command)
+    return [
+        path
+        for path in paths
+        if (path.endswith(".xml") and _named_like_a_report(path))
+        or any(path == name or path.endswith(f"/{name}") for name in named if name)
+    ]
+
+
+def named_reports(command: str) -> list[str]:
+    """The JUnit reports ``command`` names (``--junitxml=PATH``), relative to where it runs."""
+    return [name for name in (found.lstrip("./") for found in _NAMED.findall(command)) if name]
 
 
 def _named_like_a_report(path: str) -> bool:

@@ -8,10 +8,11 @@ import re
 import signal
 from collections.abc import Sequence
 
+from golem.blueprint.reports.nothing_ran import nothing_ran
 from golem.blueprint.reports.report import REPORT_BUDGET, failure_report, output_report
 from golem.core.events import ExitEvent
 from golem.core.sizes import format_size
-from golem.forge import CheckResult
+from golem.forge import CheckResult, TestFailure
 
 __all__ = ["SILENT", "check_result", "failure_reason"]
 
@@ -34,14 +35,23 @@ def check_result(
     timeout: float | None = None,
     idle_timeout: float | None = None,
     start_error: str | None = None,
+    complete: bool = True,
     budget: int = REPORT_BUDGET,
 ) -> CheckResult:
     """The result of check ``name`` (``command``) whose call ended as ``ended`` after
     printing ``stdout`` and ``stderr`` (masked); ``memory`` is its box's limit, the
-    timeouts those it ran under, ``start_error`` why it could not start."""
+    timeouts those it ran under, ``start_error`` why it could not start. A check whose
+    ``complete`` output says it ran no test fails (a tail cut to its cap may have lost
+    what ran, so only a complete one is judged)."""
     passed = ended.exit_code == 0 and not (ended.timed_out or ended.idle_timed_out)
-    if passed:
+    empty = nothing_ran(stdout, stderr, exit_code=ended.exit_code) if complete else None
+    failures: list[TestFailure]
+    if passed and empty is None:
         failures, tail, reason = [], output_report(stdout, stderr, budget=budget), None
+    elif empty is not None and not (ended.timed_out or ended.idle_timed_out):
+        passed = False
+        failures, tail = [], output_report(stdout, stderr, budget=budget) or SILENT
+        reason = f"ran no tests: {empty}; a check that runs no test verifies nothing"
     else:
         report = failure_report(command, stdout, stderr, junit=junit, budget=budget)
         failures, tail = report.failures, report.text or SILENT

@@ -30,8 +30,18 @@ from golem.forge import CheckResult
 __all__ = ["already_failing", "base_result", "cache_paths", "run_baseline"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
-_DIGITS = re.compile(r"\d+")
+_HEX = re.compile(r"0x[0-9a-fA-F]{4,}")
+_MOVING = (  # what moves between two runs of the same failure; values in messages do not
+    re.compile(r"(?<=\S)(?::\d+)+(?=:|\)|\s|$)"),  # path:LINE:COL positions
+    re.compile(r"(?<=\bline )\d+", re.I),  # "line 12"
+    re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?)\b"),  # durations
+    re.compile(r"(?<=\[)\s*\d+(?=%\])"),  # progress: "[ 50%]"
+)
+_SUMMARY = re.compile(  # a summary line's counts ("Ran 12 tests", "3 failed, 9 passed")
+    r"^(?:ran \d+ tests?\b|.*\b\d+ (?:passed|failed|errors?|skipped|tests?|warnings?)\b)",
+    re.I,
+)
+_NUMBER = re.compile(r"\d+")
 
 
 async def run_baseline(ex: Execution, node: BoxNode) -> tuple[Literal["success"], str]:
@@ -97,9 +107,10 @@ def _baseline_node(ex: Execution, loop: str) -> str:
 def already_failing(result: CheckResult, baseline: list[CheckResult] | None) -> bool:
     """Whether a failed check failed the same way on the base commit: the same command
     failed there and nothing in its failure is new. Where failing tests were parsed, each
-    one (by name and message) failed there too; otherwise every line of its output is in
-    the base's output, numbers and addresses aside (line numbers shift, counts and
-    timings change). A test the change made fail differently is the change's to fix."""
+    one (by name and message) failed there too; otherwise every line of its output is a
+    line of the base's output, what moves aside (source positions, durations, hex
+    addresses, a summary's counts), never the values in a message. A test the change
+    made fail differently is the change's to fix."""
     before = next(
         (b for b in baseline or [] if (b.name, b.command) == (result.name, result.command)),
         None,
@@ -111,16 +122,27 @@ def already_failing(result: CheckResult, baseline: list[CheckResult] | None) -> 
         return all((f.name, _normal(f.message, digits=False)) in known for f in result.failures)
     if result.exit_code != before.exit_code:
         return False
-    seen = _normal(before.output_tail)
-    lines = _normal(result.output_tail).splitlines()
-    return all(line in seen for line in lines)
+    seen = set(_normal(before.output_tail).splitlines())
+    return set(_normal(result.output_tail).splitlines()) <= seen
 
 
 def _normal(text: str, *, digits: bool = True) -> str:
+    """``text`` without what moves from one run of a failure to the next: colours, hex
+    addresses, and (``digits``) source positions, durations and a summary's counts."""
     text = _HEX.sub("0x#", _ANSI.sub("", text))
+    lines = [" ".join(line.split()) for line in text.splitlines()]
     if digits:
-        text = _DIGITS.sub("#", text)
-    return "\n".join(" ".join(line.split()) for line in text.splitlines())
+        lines = [_moved(line) for line in lines]
+    return "\n".join(lines)
+
+
+def _moved(line: str) -> str:
+    if _SUMMARY.match(line):
+        return _NUMBER.sub("#", line)
+    line = _MOVING[0].sub(":#", line)
+    for moving in _MOVING[1:]:
+        line = moving.sub("#", line)
+    return line
 
 
 def cache_paths(ex: Execution) -> list[str]:

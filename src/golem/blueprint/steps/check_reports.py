@@ -21,9 +21,9 @@ _SKIPPED = ("node_modules", ".git", ".venv", "venv", ".tox", ".nox", "vendor")
 _FIND_TIMEOUT = 30.0
 
 
-async def junit_written(box: Box, workdir: str = "/workspace") -> list[str]:
-    """The JUnit reports written under ``workdir`` since the last check's call started
-    (none when there are none, or the box cannot say)."""
+async def junit_written(box: Box, workdir: str = "/workspace", command: str = "") -> list[str]:
+    """The JUnit reports written under ``workdir`` since the last check's call started,
+    those ``command`` names too (none when there are none, or the box cannot say)."""
     pruned = " -o ".join(f"-name {shlex.quote(name)}" for name in _SKIPPED)
     find = (
         f"find {STARTED} -printf '%T@ -\\n' && find {shlex.quote(workdir)} -xdev "
@@ -34,7 +34,7 @@ async def junit_written(box: Box, workdir: str = "/workspace") -> list[str]:
         found = await box.execute(ExecRequest(cmd=find, timeout=_FIND_TIMEOUT))
     except GolemError:
         return []
-    paths = junit_paths(_written_since_start(found.stdout_text))
+    paths = junit_paths(_written_since_start(found.stdout_text), command)
     documents = []
     for path in paths[:MAX_REPORTS]:
         if (document := await _read(box, path)) is not None:

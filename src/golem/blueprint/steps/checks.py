@@ -10,7 +10,7 @@ from golem.blueprint.events import CheckFinished
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
 from golem.blueprint.reports import check_result
-from golem.blueprint.steps.check_output import LiveCheckOutput
+from golem.blueprint.steps.check_output import TAIL, LiveCheckOutput
 from golem.blueprint.steps.check_reports import STARTED, junit_written
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
@@ -86,12 +86,13 @@ async def run_check(
     live = LiveCheckOutput(ex, node, round_, name, command)
     ended = await _follow(box.stream(request), live)
     tails = live.finish()
-    junit = await junit_written(box) if ended.exit_code != 0 else []
+    junit = await junit_written(box, command=command) if ended.exit_code != 0 else []
     result = check_result(
         name, command, ended, tails.stdout, tails.stderr, junit=junit,
         memory=box.spec.memory, timeout=request.timeout,
         idle_timeout=request.idle_timeout or box.spec.idle_timeout,
         start_error=tails.start_error,
+        complete=max(len(tails.stdout), len(tails.stderr)) < TAIL,
     )  # fmt: skip
     ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
     return result

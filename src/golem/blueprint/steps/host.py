@@ -21,6 +21,10 @@ CONTEXT_BUDGET = 12_000
 
 
 TRAILER = "Golem-Run"
+NO_VERIFYING_CHECK = (
+    "this blueprint ran no check that verified the change (no verify loop concluded with "
+    "passing checks); add a loop over the repository's checks before ship"
+)
 Result = tuple[Literal["success", "failure"], str]
 
 
@@ -123,6 +127,8 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
             f"and commit again on {state.branch}, or rotate the secret"
         )
     await repo.push(state.branch)
+    if not escalate and not state.verified and state.unverified is None:
+        state.unverified = NO_VERIFYING_CHECK
     unverified = not escalate and state.unverified is not None
     draft = PullRequestDraft(
         repo=_repo_name(ex),

@@ -53,6 +53,7 @@ def _conclude(
         ex.note(f"not held against the change: {', '.join(excused)}", node.id)
     reason = unverified_reason(ex, node, results)
     ex.state.unverified = reason
+    ex.state.verified = reason is None
     ex.save()
     if reason is None:
         return "success"

@@ -17,7 +17,7 @@ from golem.core.errors import SandboxError
 from golem.core.spec import WORKSPACE
 from golem.sandbox import Box, ExecRequest
 
-__all__ = ["changed_between", "fingerprint", "restore"]
+__all__ = ["changed_between", "fingerprint", "remove_made", "restore"]
 
 _TREE_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _PATHS_SHOWN = 20
@@ -60,6 +60,18 @@ try:
         print(json.dumps({"tree": snapshot(env, args["exclude"])}))
     elif mode == "diff":
         print(json.dumps({"paths": names(args["a"], args["b"])}))
+    elif mode == "artifacts":
+        now = snapshot(env, args["exclude"])
+        done = git(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                    "--diff-filter=A", args["tree"], now])
+        if done.returncode:
+            fail(done)
+        made = [n for n in done.stdout.split(b"\\0") if n]
+        for name in made:
+            if os.path.lexists(name) and not os.path.isdir(name):
+                os.unlink(name)
+        tree = snapshot(env, args["exclude"]) if made else now
+        print(json.dumps({"tree": tree, "paths": [os.fsdecode(n) for n in made]}))
     else:
         now = snapshot(env, args["exclude"])
         paths = names(args["tree"], now)
@@ -89,6 +101,17 @@ async def fingerprint(box: Box, *, exclude: Sequence[str] = ()) -> str:
     if not _TREE_ID.fullmatch(tree):
         raise SandboxError(f"git in the box gave no tree id for its working tree: {tree[:80]!r}")
     return tree
+
+
+async def remove_made(box: Box, tree: str, *, exclude: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """Remove the files the box's working tree has and ``tree`` (a ``fingerprint``) lacks
+    (what ran since made them: a check's report, its artifacts); the tree id after, and
+    the paths removed (a few)."""
+    answer = await _ask(box, "artifacts", {"tree": _checked(tree), "exclude": list(exclude)})
+    after = str(answer.get("tree", ""))
+    if not _TREE_ID.fullmatch(after):
+        raise SandboxError(f"git in the box gave no tree id for its working tree: {after[:80]!r}")
+    return after, _names(answer)
 
 
 async def changed_between(box: Box, before: str, after: str) -> list[str]:

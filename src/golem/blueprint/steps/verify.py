@@ -3,19 +3,24 @@
 working tree holds still, so that what ships is the tree the checks passed on.
 
 A check that changes the tree (a formatter, ``--fix``) and passes makes the checks run
-again in the same round; changing it again then is a failure of that check. The box's
+again in the same round; changing it again then is a failure of that check. Files a check
+made (absent before it ran: its report) are its artifacts, removed and no change. The box's
 tree is brought back to the host after every verification.
 """
 
 from __future__ import annotations
 
+import shlex
+
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
+from golem.blueprint.reports.junit import named_reports
 from golem.blueprint.steps.baseline import already_failing, base_result, cache_paths
 from golem.blueprint.steps.checks import commands_of, run_check
-from golem.blueprint.steps.tree import changed_between, fingerprint
+from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
+from golem.core.spec import WORKSPACE
 from golem.forge import CheckResult
-from golem.sandbox import Box
+from golem.sandbox import Box, ExecRequest
 
 __all__ = ["held_against", "unverified_reason", "verify"]
 
@@ -29,6 +34,7 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
     if not pairs:
         return []
     box = await ex.box()
+    await _drop_reports(box, [command for _, command in pairs])
     tree = await fingerprint(box, exclude=cache_paths(ex))
     results: list[CheckResult] = []
     for attempt in (1, 2):
@@ -44,6 +50,18 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
     return results
 
 
+async def _drop_reports(box: Box, commands: list[str]) -> None:
+    """Remove the untracked reports the checks name (``--junitxml=report.xml``), left by
+    the agent running them itself: each check then makes its own, an artifact."""
+    paths = sorted({path for command in commands for path in named_reports(command)})
+    if paths:
+        drop = "; ".join(
+            f"git ls-files --error-unmatch -- {p} >/dev/null 2>&1 || rm -f -- {p}"
+            for p in map(shlex.quote, paths)
+        )
+        await box.execute(ExecRequest(cmd=drop, workdir=WORKSPACE, timeout=60))
+
+
 def held_against(results: list[CheckResult]) -> list[CheckResult]:
     """The failures that are the change's: neither already there nor flaky."""
     return [result for result in results if not result.passed and not result.preexisting]
@@ -51,13 +69,22 @@ def held_against(results: list[CheckResult]) -> list[CheckResult]:
 
 def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
     """Why no check verified the change (None: one did). A check that fails on the base
-    commit too verifies nothing; one that passed (on a rerun too) does."""
+    commit too verifies nothing; one that passed (on a rerun too) does. Tests that all
+    fail as on the base leave the change unverified whatever a lint or build did: those
+    say nothing about whether it works."""
     if not results:
         source = ex.state.conventions.source if ex.state.conventions else "none read"
         return (
             f"no check found: the repository's conventions ({source}) name no "
             f"{' / '.join(node.checks)} command; add a .golem.toml with the commands that "
             "check this repository (`golem checks detect --write` writes one to start from)"
+        )
+    tests = [result for result in results if result.name == "test"]
+    if tests and not any(result.passed for result in tests):
+        failing = ", ".join(f"`{result.command}`" for result in tests)
+        return (
+            f"the tests fail on the base commit too, the same way: {failing}; they do not "
+            "tell whether the change works, whatever the other checks say"
         )
     if any(result.passed for result in results):
         return None
@@ -76,17 +103,23 @@ async def _one_pass(
     changed: Changed = {}
     for position, (name, command) in enumerate(pairs):
         result = await run_check(ex, node, name, command, round_=round_)
-        tree = await _moved(ex, box, tree, changed, position)
+        tree = await _moved(ex, box, tree, changed, position, command)
         if not result.passed:
             result = await _judged(ex, node, result, round_, tree)
-            tree = await _moved(ex, box, tree, changed, position)  # a rerun may change it
+            tree = await _moved(ex, box, tree, changed, position, command)  # a rerun's too
         results.append(result)
     return results, changed, tree
 
 
-async def _moved(ex: Execution, box: Box, tree: str, changed: Changed, position: int) -> str:
-    """The tree now; a change from ``tree`` is the check's at ``position``."""
-    now = await fingerprint(box, exclude=cache_paths(ex))
+async def _moved(
+    ex: Execution, box: Box, tree: str, changed: Changed, position: int, command: str
+) -> str:
+    """The tree now; a change from ``tree`` is the check's at ``position``. Files the
+    check made (absent before it ran: its report, a coverage file) are its artifacts:
+    removed, so that they never ship, and no change of the tree."""
+    now, made = await remove_made(box, tree, exclude=cache_paths(ex))
+    if made:
+        ex.note(f"`{command}` made {_paths(made)}: its artifacts, removed (they do not ship)")
     if now != tree:
         changed.setdefault(position, [])
         changed[position] += await changed_between(box, tree, now)

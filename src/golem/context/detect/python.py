@@ -1,6 +1,7 @@
 """Python, the ecosystem's way: a virtual environment at ``/workspace/.venv`` (never the
 box's system Python) with the project, its test extras and groups and its requirements
-files; pytest when the project uses it, else unittest discovery."""
+files; pytest when the project uses it (or its test files hold plain test functions only
+pytest runs), else unittest discovery."""
 
 from __future__ import annotations
 
@@ -54,10 +55,13 @@ class PythonFacts:
 
     @property
     def uses_pytest(self) -> bool:
-        """pytest configured, imported by a test file, or installed for the tests."""
+        """pytest configured, imported by a test file, installed for the tests, or the
+        only runner of the test files' plain test functions."""
+        tests = self.tests
         return (
-            self.configures_pytest or self.tests.imports_pytest or self.project.installs("pytest")
-        )
+            self.configures_pytest or tests.imports_pytest or tests.pytest_style
+            or self.project.installs("pytest")
+        )  # fmt: skip
 
     def install_arguments(self, *, with_pytest: bool) -> list[str]:
         """pip's arguments for the project with its test extras, its test and dev groups
@@ -144,6 +148,8 @@ def _discover(start: str, top: str) -> str:
 def _why_pytest(facts: PythonFacts) -> str:
     if facts.tests.imports_pytest:
         return "test files import pytest"
+    if facts.tests.pytest_style:
+        return "plain test functions (pytest style), no unittest.TestCase"
     return "pytest configured or declared"
 
 

@@ -18,6 +18,8 @@ MAX_ENTRIES = 20_000
 MAX_READ_FILES = 200
 READ_BYTES = 64 * 1024
 PYTEST_IMPORT = re.compile(r"^\s*(?:import pytest\b|from pytest\b|from _pytest\b)", re.MULTILINE)
+TEST_FUNCTION = re.compile(r"^(?:async )?def test\w*\(", re.MULTILINE)
+TEST_CASE = re.compile(r"\bTestCase\b")
 PY_TEST_NAME = re.compile(r"^(?:test.*|.*_test)\.py$")
 
 
@@ -27,6 +29,9 @@ class TestFiles:
 
     python: list[str] = field(default_factory=list)
     imports_pytest: bool = False
+    pytest_style: bool = False
+    """A test file holds module-level ``def test_...`` functions and no ``TestCase``: only
+    pytest runs those (unittest discovery finds nothing in it and passes)."""
     packages: set[str] = field(default_factory=set)
     """Directories that hold an ``__init__.py`` ("" is the root)."""
 
@@ -51,13 +56,10 @@ def scan_tests(files: RepoFiles) -> TestFiles:
         found.python += [f"{rel}/{n}" if rel else n for n in sorted(names) if PY_TEST_NAME.match(n)]
         if seen > MAX_ENTRIES:
             break
-    found.imports_pytest = any(_imports_pytest(files, rel) for rel in found.python[:MAX_READ_FILES])
+    read = [text[:READ_BYTES] for rel in found.python[:MAX_READ_FILES] if (text := files.text(rel))]
+    found.imports_pytest = any(PYTEST_IMPORT.search(text) for text in read)
+    found.pytest_style = any(TEST_FUNCTION.search(t) and not TEST_CASE.search(t) for t in read)
     return found
-
-
-def _imports_pytest(files: RepoFiles, rel: str) -> bool:
-    text = files.text(rel)
-    return text is not None and PYTEST_IMPORT.search(text[:READ_BYTES]) is not None
 
 
 def unittest_starts(tests: TestFiles) -> list[tuple[str, str]]:
