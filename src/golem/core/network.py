@@ -101,6 +101,7 @@ def host_name_patterns(names: list[str]) -> list[str]:
             patterns.append("^" + re.escape(name) + "$")
     return patterns
 
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ALWAYS_REFUSED: tuple[IPNetwork, ...] = tuple(

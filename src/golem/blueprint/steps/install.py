@@ -4,10 +4,10 @@ Before the run's box exists, the install key is computed (``golem.blueprint.depe
 A cached archive of that key is used as it is. Otherwise an install box (the run's box, but
 on the filtered network reaching the ecosystems' registries and the engine's egress allow
 list, with no secrets and no brokered credential, and an idle timeout so a stalled
-registry fails instead of hanging) gets the checkout at the base commit, runs the install commands, and hands back the
-``cache`` paths as one archive, which ``golem.sandbox.keep`` checks and keeps. The run's box
-unpacks it (``Execution.box``). No agent has run yet, so what is kept comes from the base
-commit only; the install box is removed whatever happens.
+registry fails instead of hanging) gets the checkout at the base commit, runs the install
+commands, and hands back the ``cache`` paths as one archive, which ``golem.sandbox.keep``
+checks and keeps. The run's box unpacks it (``Execution.box``). No agent has run yet, so
+what is kept comes from the base commit only; the install box is removed whatever happens.
 """
 
 from __future__ import annotations
