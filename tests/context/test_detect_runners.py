@@ -107,7 +107,7 @@ def test_a_cargo_project_fetches_into_the_workspace_and_runs_cargo_test(
         test=["cargo test"],
         cache=[".golem/cargo"],
         cache_keys=["Cargo.toml", "Cargo.lock"],
-        registries=[r"^index\.crates\.io$", r"^static\.crates\.io$", r"^crates\.io$"],
+        registries=["index.crates.io", "static.crates.io", "crates.io"],
         env={"CARGO_HOME": "/workspace/.golem/cargo"},
         ecosystems=["rust"],
         findings=conventions.findings,
