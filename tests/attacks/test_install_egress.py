@@ -30,7 +30,7 @@ BASIC = "golem-operator-token-" + secrets.token_hex(12)
 
 @pytest.mark.parametrize("hostile", ["^(a|aa)+$", r"pypi\.org", "(pypi", "*", "*.com", "a.*.b.c"])
 def test_a_repository_names_no_regex_nor_a_wildcard_over_a_whole_domain(hostile: str) -> None:
-    with pytest.raises(ValueError, match="host name|labels after it"):
+    with pytest.raises(ValueError, match=r"host name|labels after it"):
         RepoConventions(registries=[hostile], source="a repository")
 
 
@@ -139,8 +139,10 @@ async def test_an_operator_who_refuses_repository_registries_keeps_the_install_t
     async with LocalEngine(config) as engine:
         state = await run(config, engine, store, remote, conventions)
     assert state.status == "escalated"
-    assert state.error is not None and "dependency install" in state.error
+    assert state.error is not None
+    assert "dependency install" in state.error
     events = await store.events(state.id)
     notes = [e.data for e in events if "ignored the repository's registries" in e.data]
-    assert len(notes) == 1 and PYPI in notes[0]
+    assert len(notes) == 1
+    assert PYPI in notes[0]
     assert not any("golemdemo" in path for path in registries.requests)
