@@ -7,6 +7,7 @@ unanchored one, and to widen the install's egress where the operator said no.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,8 +16,9 @@ import pytest
 
 from golem.context import RepoConventions
 from golem.core import GolemConfig, host_name_patterns, load_config
-from golem.core.network import EgressPolicy
+from golem.core.network import EgressPolicy, NetworkConfig
 from golem.sandbox import LocalEngine
+from golem.sandbox.egress import EgressProxy, make_resolver
 from golem.store import SqlStore, Store
 from tests.attacks.secrets_upstream import EchoUpstream
 from tests.blueprint.install_runs import python_conventions, python_repo, run
@@ -55,6 +57,39 @@ def test_a_host_name_longer_than_dns_allows_is_refused_before_any_pattern_sees_i
     assert policy.check_name("a" * 240 + ".example", 443).allowed
     refused = policy.check_name("a" * 260 + ".example", 443)
     assert (refused.allowed, refused.rule) == (False, "host name longer than 253")
+
+
+async def test_the_proxy_refuses_a_made_up_overlong_name_and_a_look_alike_host() -> None:
+    proxy = EgressProxy(
+        EgressPolicy(allow=host_name_patterns(["*.corp.example", "pypi.org"]), ports=[443]),
+        resolver=make_resolver(NetworkConfig()),
+        ca=None,
+        upstream_tls=None,
+        own_addresses=frozenset(),
+    )
+    port = await proxy.start_tcp()
+    try:
+        statuses = [
+            await connect(port, host)
+            for host in ("a." * 130 + "corp.example", "pypi.org.evil.example")
+        ]
+    finally:
+        await proxy.close()
+    assert [status.split(b" ")[1] for status in statuses] == [b"403", b"403"]
+    assert [entry.rule for entry in proxy.log] == [
+        "host name longer than 253", "not in allow list"
+    ]  # fmt: skip
+
+
+async def connect(port: int, host: str) -> bytes:
+    """The status line the proxy answers a CONNECT to ``host``:443 with."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(f"CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n".encode())
+        await writer.drain()
+        return await reader.readline()
+    finally:
+        writer.close()
 
 
 # The install box and the operator's credentials -----------------------------------------
