@@ -17,8 +17,12 @@ import pytest
 from golem.context import RepoConventions
 from golem.core import GolemConfig, host_name_patterns, load_config
 from golem.core.network import EgressPolicy, NetworkConfig
+from golem.core.server_config import RolePolicy
+from golem.core.spec import BoxSpec
 from golem.sandbox import LocalEngine
 from golem.sandbox.egress import EgressProxy, make_resolver
+from golem.service.client import spec_payload
+from golem.service.policy import check_spec
 from golem.store import SqlStore, Store
 from tests.attacks.secrets_upstream import EchoUpstream
 from tests.blueprint.install_runs import python_conventions, python_repo, run
@@ -90,6 +94,14 @@ async def connect(port: int, host: str) -> bytes:
         return await reader.readline()
     finally:
         writer.close()
+
+
+def test_a_box_without_credentials_reaches_a_server_as_asked_and_any_key_may_ask_it() -> None:
+    install = BoxSpec(network="filtered").model_copy(update={"credentials": False})
+    asked = spec_payload(BoxSpec.model_validate({"network": "filtered", "credentials": False}))
+    assert asked == {"network": "filtered", "credentials": False}
+    check_spec(install, asked, RolePolicy(), "user", "")  # taking brokering away: allowed
+    assert BoxSpec().credentials  # every other box brokers as before
 
 
 # The install box and the operator's credentials -----------------------------------------
