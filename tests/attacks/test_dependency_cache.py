@@ -149,12 +149,13 @@ async def test_a_link_out_of_workspace_lands_nothing_outside_it_in_a_later_box(
 
 def test_another_repository_or_tenant_never_gets_the_cache() -> None:
     parts = InstallKeyParts(
-        tenant="acme", repo="https://git.example/acme/app.git", image="process:host",
+        tenant="acme", repo="https://git.example/acme/app.git", base="main", image="process:host",
         commands=["npm ci"], env={}, cache=["node_modules"], keys={"package-lock.json": "a1"},
     )  # fmt: skip
     key = install_key(parts)
     others = [
         InstallKeyParts(**{**parts.__dict__, "tenant": "globex"}),
+        InstallKeyParts(**{**parts.__dict__, "base": "attacker-feature"}),
         InstallKeyParts(**{**parts.__dict__, "repo": "https://git.example/acme/app2.git"}),
         InstallKeyParts(**{**parts.__dict__, "keys": {"package-lock.json": "b2"}}),
         InstallKeyParts(**{**parts.__dict__, "image": "docker:golem/devbox:latest"}),

@@ -16,7 +16,7 @@ from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import Store
-from tests.blueprint.registries import PYPI_PATTERN, LocalRegistries
+from tests.blueprint.registries import PYPI, LocalRegistries
 from tests.blueprint.repos import EXAMPLES, git
 
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
@@ -68,7 +68,7 @@ def python_conventions(local: LocalRegistries, **changes: object) -> RepoConvent
         "test": ["python3 -m unittest -v"],
         "cache": [".venv"],
         "cache_keys": ["requirements.txt"],
-        "registries": [PYPI_PATTERN],
+        "registries": [PYPI],
         "env": {
             "PATH": f"/workspace/.venv/bin:{BOX_PATH}",
             "VIRTUAL_ENV": "/workspace/.venv",

@@ -19,7 +19,7 @@ from golem.sandbox import Engine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import SqlStore, Store
 from tests.blueprint.install_runs import change_on_main, python_conventions, python_repo, run
-from tests.blueprint.registries import GO_PATTERN, NPM_PATTERN, LocalRegistries
+from tests.blueprint.registries import GO, NPM, LocalRegistries
 from tests.blueprint.repos import git
 from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image
 
@@ -188,7 +188,7 @@ async def test_node_dependencies_from_a_lockfile_are_installed_then_cached(
         test=[uses],
         cache=["node_modules"],
         cache_keys=["package.json", "package-lock.json"],
-        registries=[NPM_PATTERN],
+        registries=[NPM],
         env={"npm_config_registry": registries.npm_url},
         ecosystems=["node"],
         source="the test's conventions",
@@ -235,7 +235,7 @@ async def test_go_modules_are_downloaded_then_cached_for_offline_tests(
         test=["go test ./..."],
         cache=[".golem/go"],
         cache_keys=["go.mod", "go.sum"],
-        registries=[GO_PATTERN],
+        registries=[GO],
         env={
             "GOPROXY": registries.go_url,
             "GOSUMDB": "off",
@@ -299,7 +299,7 @@ async def test_an_operators_mirror_serves_conventions_that_name_the_public_regis
     remote = python_repo(reachable_dir)
     public = python_conventions(
         registries,
-        registries=[r"^pypi\.org$", r"^files\.pythonhosted\.org$"],
+        registries=["pypi.org", "files.pythonhosted.org"],
         env={"PATH": f"/workspace/.venv/bin:{BOX_PATH}", "VIRTUAL_ENV": "/workspace/.venv"},
     )  # as detection gives them
     store = await SqlStore.open(mirrored)

@@ -88,7 +88,13 @@ def test_an_empty_golem_toml_means_no_commands(make_repo: MakeRepo) -> None:
         ('image = ""\n', r"image: String should have at least 1 character"),
         ('[dependencies]\ncache = ["/root"]\n', r"dependencies\.cache: .*not a path inside"),
         ('[dependencies]\nkeys = ["../x.lock"]\n', r"dependencies\.keys: .*not a path inside"),
-        ('[dependencies]\nregistries = ["(pypi"]\n', r"dependencies\.registries: .*not a regular"),
+        ('[dependencies]\nregistries = ["(pypi"]\n', r"dependencies\.registries: .*not a host"),
+        ("[dependencies]\nregistries = ['^(a|aa)+$']\n", r"registries: .*no regular expression"),
+        ("[dependencies]\nregistries = ['pypi\\.org']\n", r"registries: .*not a host name"),
+        ('[dependencies]\nregistries = ["*"]\n', r"registries: .*not a host name"),
+        ('[dependencies]\nregistries = ["*.com"]\n', r"registries: .*two labels after it"),
+        ('[dependencies]\nregistries = ["a.*.example"]\n', r"registries: .*leftmost label"),
+        ('[dependencies]\nregistries = ["10.0.0.1"]\n', r"registries: .*an address"),
         ("[dependencies]\ncaches = []\n", r"dependencies\.caches: Extra inputs"),
         ('[env]\n"A B" = "x"\n', r"env: .*'A B' is not an environment variable name"),
         ("[env]\nX = 1\n", r"env\.X: Input should be a valid string"),
@@ -131,7 +137,8 @@ def test_install_dependencies_and_env_load_from_their_tables(make_repo: MakeRepo
         'install = ["python3 -m venv .venv", ".venv/bin/python -m pip install -e ."]\n'
         'test = "pytest"\n'
         "[dependencies]\n"
-        'cache = [".venv"]\nkeys = ["pyproject.toml"]\nregistries = [\'^pypi\\.org$\']\n'
+        'cache = [".venv"]\nkeys = ["pyproject.toml"]\n'
+        'registries = ["PyPI.org.", "*.corp.example"]\n'
         "[env]\n"
         'VIRTUAL_ENV = "/workspace/.venv"\n'
     )
@@ -142,7 +149,7 @@ def test_install_dependencies_and_env_load_from_their_tables(make_repo: MakeRepo
     assert conventions.install == ["python3 -m venv .venv", ".venv/bin/python -m pip install -e ."]
     assert conventions.test == ["pytest"]
     assert (conventions.cache, conventions.cache_keys) == ([".venv"], ["pyproject.toml"])
-    assert conventions.registries == [r"^pypi\.org$"]
+    assert conventions.registries == ["pypi.org", "*.corp.example"]
     assert conventions.env == {"VIRTUAL_ENV": "/workspace/.venv"}
 
 
@@ -156,7 +163,7 @@ def test_rendered_conventions_load_back_the_same(make_repo: MakeRepo) -> None:
         test=["python3 -m pytest -q", "printf 'tab\\there\\n' # ünïcode"],
         cache=[".venv", "web/node_modules"],
         cache_keys=["pyproject.toml"],
-        registries=[r"^pypi\.org$", r"^files\.pythonhosted\.org$"],
+        registries=["pypi.org", "files.pythonhosted.org", "*.corp.example"],
         env={"PATH": "/workspace/.venv/bin:/usr/bin", "EMPTY": "", "QUOTE": 'say "hi"\n'},
         image="golem/python:3.11",
         source="detected: somewhere",

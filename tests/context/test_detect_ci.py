@@ -181,7 +181,7 @@ jobs:
     assert conventions.test == ["cd frontend && npx vitest run"]
     assert conventions.cache == ["frontend/node_modules"]
     assert conventions.cache_keys == ["frontend/package.json", "frontend/package-lock.json"]
-    assert conventions.registries == [r"^registry\.npmjs\.org$"]
+    assert conventions.registries == ["registry.npmjs.org"]
 
 
 def test_workflows_that_do_not_run_on_changes_and_other_platforms_are_left_out(

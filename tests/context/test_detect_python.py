@@ -37,7 +37,7 @@ VENV_ENV = {
     "VIRTUAL_ENV": "/workspace/.venv",
     "PATH": f"/workspace/.venv/bin:{BOX_PATH}",
 }
-PYPI = [r"^pypi\.org$", r"^files\.pythonhosted\.org$"]
+PYPI = ["pypi.org", "files.pythonhosted.org"]
 
 
 def test_a_hatch_project_installs_its_test_extras_and_expanded_groups_into_a_venv(

@@ -43,7 +43,7 @@ def test_vitest_with_pnpm_installs_by_the_lockfile_and_runs_the_scripts(
     )
     assert conventions.cache == ["node_modules", ".golem/node-tools"]
     assert conventions.cache_keys == ["package.json", "pnpm-lock.yaml"]
-    assert conventions.registries == [r"^registry\.npmjs\.org$"]
+    assert conventions.registries == ["registry.npmjs.org"]
     assert conventions.env == {"PATH": f"/workspace/.golem/node-tools/node_modules/.bin:{BOX_PATH}"}
 
 
@@ -83,8 +83,8 @@ def test_yarn_reaches_its_own_registry_and_no_lockfile_means_npm_install(
     bare = make_repo({"package.json": '{"scripts": {"test": "jest"}}'}, name="bare")
 
     assert load_conventions(yarn).registries == [
-        r"^registry\.npmjs\.org$",
-        r"^registry\.yarnpkg\.com$",
+        "registry.npmjs.org",
+        "registry.yarnpkg.com",
     ]
     assert load_conventions(yarn).install == [
         "command -v yarn >/dev/null || npm install --prefix .golem/node-tools --no-audit "
@@ -107,7 +107,7 @@ def test_a_cargo_project_fetches_into_the_workspace_and_runs_cargo_test(
         test=["cargo test"],
         cache=[".golem/cargo"],
         cache_keys=["Cargo.toml", "Cargo.lock"],
-        registries=[r"^index\.crates\.io$", r"^static\.crates\.io$", r"^crates\.io$"],
+        registries=["index.crates.io", "static.crates.io", "crates.io"],
         env={"CARGO_HOME": "/workspace/.golem/cargo"},
         ecosystems=["rust"],
         findings=conventions.findings,
@@ -131,7 +131,7 @@ def test_a_go_module_downloads_into_the_workspace_and_runs_go_test(make_repo: Ma
         "GOCACHE": "/tmp/go-build",
     }
     assert conventions.registries == [
-        r"^proxy\.golang\.org$", r"^sum\.golang\.org$", r"^storage\.googleapis\.com$",
+        "proxy.golang.org", "sum.golang.org", "storage.googleapis.com",
     ]  # fmt: skip
 
 
@@ -205,7 +205,7 @@ def test_pre_commit_is_the_lint_when_nothing_more_trusted_names_one(make_repo: M
     ]
     assert conventions.env["PRE_COMMIT_HOME"] == "/workspace/.golem/pre-commit"
     assert conventions.cache == [".venv", ".golem/pre-commit"]
-    assert r"^github\.com$" in conventions.registries
+    assert "github.com" in conventions.registries
 
 
 def test_tox_and_nox_come_after_the_ecosystems_defaults(make_repo: MakeRepo) -> None:

@@ -45,7 +45,7 @@ __all__ = [
     "key_files",
 ]
 
-KEY_VERSION = "golem-dependencies-1"
+KEY_VERSION = "golem-dependencies-2"
 """Changes whenever what an archive holds, or how, changes: older archives no longer match."""
 
 OFFLINE_ENV = {
@@ -76,6 +76,8 @@ class InstallKeyParts:
 
     tenant: str
     repo: str
+    base: str
+    """The base branch: a run on another branch never writes what the default's runs read."""
     image: str
     commands: Sequence[str]
     env: Mapping[str, str]
@@ -156,6 +158,7 @@ def install_key(parts: InstallKeyParts) -> str:
         "version": KEY_VERSION,
         "tenant": parts.tenant,
         "repo": parts.repo,
+        "base": parts.base,
         "image": parts.image,
         "commands": list(parts.commands),
         "env": dict(sorted(parts.env.items())),

@@ -18,6 +18,7 @@ from golem.context.conventions import (
     render_conventions,
 )
 from golem.context.detect import detect_conventions
+from golem.context.detect.ecosystem import known_registries
 from golem.context.hydrate import DEFAULT_BUDGET_TOKENS, hydrate
 from golem.context.issue import NamedFile, files_named, render_issue
 from golem.context.repo_map import RepoMap, build_repo_map
@@ -45,6 +46,7 @@ __all__ = [
     "files_named",
     "find_rule_files",
     "hydrate",
+    "known_registries",
     "load_conventions",
     "render_conventions",
     "render_issue",

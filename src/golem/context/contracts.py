@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from golem.core import HostNames
+
 __all__ = [
     "CHECK_STEPS",
     "STEPS",
@@ -115,9 +117,10 @@ class RepoConventions(BaseModel):
         default_factory=list,
         description="Files whose content keys the install's cache (lockfiles, manifests).",
     )
-    registries: list[str] = Field(
+    registries: HostNames = Field(
         default_factory=list,
-        description="Host name regexes the install may reach (the ecosystems' registries).",
+        description="Host names (or *.suffix globs, never regexes) the install may reach "
+        "(the ecosystems' registries), e.g. 'pypi.org'.",
     )
     env: dict[str, str] = Field(
         default_factory=dict,

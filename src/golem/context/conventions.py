@@ -18,7 +18,7 @@ test = "python3 -m pytest -q"
 [dependencies]                        # what the install makes, keyed by what, from where
 cache = [".venv"]
 keys = ["pyproject.toml"]
-registries = ['^pypi\\.org$', '^files\\.pythonhosted\\.org$']
+registries = ["pypi.org", "files.pythonhosted.org"]  # host names or *.suffix globs
 
 [env]                                 # the environment of every command
 VIRTUAL_ENV = "/workspace/.venv"
@@ -41,7 +41,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from golem.context.contracts import STEPS, DetectedCommand, RepoConventions
 from golem.context.detect import detect_conventions, recognise_ecosystems
 from golem.context.files import file_in_repo, read_bytes
-from golem.core import ConfigError, HostPatterns
+from golem.core import ConfigError, HostNames
 from golem.core.spec import check_env
 
 __all__ = ["CONVENTIONS_FILE", "ConventionsFile", "load_conventions", "render_conventions"]
@@ -105,7 +105,7 @@ class DependenciesTable(BaseModel):
 
     cache: Paths = Field(default_factory=list)
     keys: Paths = Field(default_factory=list)
-    registries: HostPatterns = Field(default_factory=list)
+    registries: HostNames = Field(default_factory=list)
 
 
 class ConventionsFile(BaseModel):

@@ -43,7 +43,15 @@ from golem.core.events import (
 )
 from golem.core.ids import new_id
 from golem.core.model_config import ModelPrice, ModelsConfig, ProviderConfig
-from golem.core.network import Credential, Decision, EgressPolicy, HostPatterns, NetworkConfig
+from golem.core.network import (
+    Credential,
+    Decision,
+    EgressPolicy,
+    HostNames,
+    HostPatterns,
+    NetworkConfig,
+    host_name_patterns,
+)
 from golem.core.sizes import ByteSize, format_size, parse_size
 from golem.core.spec import BOX_PATH, WORKSPACE, BoxSpec, NetworkMode, resolve_workdir
 
@@ -69,6 +77,7 @@ __all__ = [
     "ExitEvent",
     "GolemConfig",
     "GolemError",
+    "HostNames",
     "HostPatterns",
     "ImageNotFound",
     "ImageRecipe",
@@ -96,6 +105,7 @@ __all__ = [
     "SetupFailed",
     "UnsafeBoxOutput",
     "format_size",
+    "host_name_patterns",
     "load_config",
     "new_id",
     "parse_size",

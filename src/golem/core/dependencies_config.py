@@ -51,3 +51,11 @@ class DependenciesConfig(BaseModel):
         description="The install box's network: 'filtered' (the registries and the engine's "
         "egress allow list, through golem's proxy) or 'host' (trusted setups only).",
     )
+    repository_registries: bool = Field(
+        True,
+        description="Let a repository widen its install box's egress with the hosts its "
+        ".golem.toml names ([dependencies] registries); false: only the registries golem "
+        "knows for the recognised ecosystems (pypi.org, registry.npmjs.org, ...) and these "
+        "registries, the rest ignored with a note in the run. A server that runs untrusted "
+        "repositories should choose false.",
+    )

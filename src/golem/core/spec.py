@@ -184,6 +184,11 @@ class BoxSpec(BaseModel):
     egress: EgressPolicy = Field(
         default_factory=EgressPolicy, description="What a 'filtered' box may reach."
     )
+    credentials: bool = Field(
+        True,
+        description="Whether a 'filtered' box's proxy brokers the configured [[credentials]]; "
+        "false: none (the dependency install box, which runs a repository's code online).",
+    )
     secrets: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="Environment variables whose values are masked as *** in all output.",

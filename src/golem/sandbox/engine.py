@@ -123,7 +123,7 @@ class LocalEngine:
         live = await self._acquire(spec)
         env = self._box_env(spec)
         if live.network is not None:
-            env.update(live.network.configure(spec.egress))
+            env.update(live.network.configure(spec.egress, credentials=spec.credentials))
         box = LocalBox(
             live.record.id,
             spec,

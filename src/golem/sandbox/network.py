@@ -97,9 +97,10 @@ class BoxNetwork:
             Mount(self.directory / "ca-certificates.crt", SYSTEM_BUNDLE, optional=True),
         ]
 
-    def configure(self, policy: EgressPolicy) -> dict[str, str]:
-        """Start a session with ``policy`` and fresh sentinels; returns the box's env."""
-        broker = self._service.broker()
+    def configure(self, policy: EgressPolicy, *, credentials: bool = True) -> dict[str, str]:
+        """Start a session with ``policy`` and fresh sentinels (no credential brokered
+        unless ``credentials``); returns the box's env."""
+        broker = self._service.broker() if credentials else CredentialBroker([], {})
         self.proxy.configure(policy, broker)
         self.secrets = broker.values
         port = self._service.config.proxy_port

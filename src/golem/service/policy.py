@@ -195,6 +195,7 @@ SPEC_RULES: dict[str, Rule] = {
     "user": _user,
     "network": _network,
     "egress": _egress,
+    "credentials": _allowed,  # every box's default is true; false only takes brokering away
     "secrets": _env,
     "setup": _allowed,
     "labels": _labels,

@@ -158,6 +158,7 @@ async def _key(ex: Execution) -> str:
     conventions = state.conventions
     box = await ex.box()
     parts = {
+        "tenant": ex.book.store.tenant or "",
         "repo": state.request.repo,
         "base": await ex.repo().head(),
         "dependencies": state.dependencies,

@@ -3,11 +3,11 @@
 Before the run's box exists, the install key is computed (``golem.blueprint.dependencies``).
 A cached archive of that key is used as it is. Otherwise an install box (the run's box, but
 on the filtered network reaching the ecosystems' registries and the engine's egress allow
-list, with no secrets, and an idle timeout so a stalled registry fails instead of hanging)
-gets the checkout at the base commit, runs the install commands, and hands back the
-``cache`` paths as one archive, which ``golem.sandbox.keep`` checks and keeps. The run's box
-unpacks it (``Execution.box``). No agent has run yet, so what is kept comes from the base
-commit only; the install box is removed whatever happens.
+list, with no secrets and no brokered credential, and an idle timeout so a stalled
+registry fails instead of hanging) gets the checkout at the base commit, runs the install
+commands, and hands back the ``cache`` paths as one archive, which ``golem.sandbox.keep``
+checks and keeps. The run's box unpacks it (``Execution.box``). No agent has run yet, so
+what is kept comes from the base commit only; the install box is removed whatever happens.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from golem.blueprint.dependencies import (
 from golem.blueprint.execution import Execution
 from golem.blueprint.steps.checks import run_checks
 from golem.blueprint.workspace import copy_into_box
-from golem.context import RepoConventions
+from golem.context import RepoConventions, known_registries
 from golem.core.errors import ConfigError, UnsafeBoxOutput
-from golem.core.network import EgressPolicy
+from golem.core.network import EgressPolicy, host_name_patterns
 from golem.core.sizes import format_size
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.forge import CheckResult
@@ -55,7 +55,7 @@ async def run_install(ex: Execution, node: str) -> Result:
         return _recorded(ex, results)
     try:
         paths = kept_paths(conventions)
-        spec = install_spec(ex, conventions)
+        spec = install_spec(ex, conventions, node)
         key = await asyncio.to_thread(_key, ex, conventions, spec, paths)
     except ConfigError as exc:
         return _failed(ex, exc.message)
@@ -69,13 +69,18 @@ async def run_install(ex: Execution, node: str) -> Result:
     return await _install(ex, node, spec, key, paths)
 
 
-def install_spec(ex: Execution, conventions: RepoConventions) -> BoxSpec:
+def install_spec(ex: Execution, conventions: RepoConventions, node: str) -> BoxSpec:
     """The install box: the run's box on the install's network, reaching the registries
-    (the repository's and the configured ones) besides what the engine's egress allows."""
+    (the repository's and the configured ones) besides what the engine's egress allows,
+    with no brokered credential (the install runs the repository's code online)."""
     settings = ex.config.dependencies
     base = ex.box_spec(install=True)
     egress = EgressPolicy(
-        allow=[*base.egress.allow, *conventions.registries, *settings.registries],
+        allow=[
+            *base.egress.allow,
+            *host_name_patterns(repository_hosts(ex, conventions, node)),
+            *settings.registries,
+        ],
         deny=base.egress.deny,
         allow_cidrs=base.egress.allow_cidrs,
         ports=base.egress.ports,
@@ -85,8 +90,27 @@ def install_spec(ex: Execution, conventions: RepoConventions) -> BoxSpec:
         network=settings.network,
         egress=egress,
         idle_timeout=settings.idle_timeout,
+        credentials=False,
         labels={**base.labels, "golem.step": "install"},
     )
+
+
+def repository_hosts(ex: Execution, conventions: RepoConventions, node: str) -> list[str]:
+    """The hosts the repository names that its install may reach: all of them, or with
+    ``repository_registries`` off only those golem knows for its ecosystems (a note says
+    which were ignored)."""
+    if ex.config.dependencies.repository_registries:
+        return conventions.registries
+    known = set(known_registries(conventions.ecosystems))
+    ignored = [host for host in conventions.registries if host not in known]
+    if ignored:
+        ex.note(
+            f"dependencies: ignored the repository's registries {', '.join(ignored)} "
+            "([dependencies] repository_registries is false: add a host the install needs "
+            "to golem.toml's [dependencies] registries)",
+            node,
+        )
+    return [host for host in conventions.registries if host in known]
 
 
 def _key(ex: Execution, conventions: RepoConventions, spec: BoxSpec, paths: list[str]) -> str:
@@ -94,6 +118,7 @@ def _key(ex: Execution, conventions: RepoConventions, spec: BoxSpec, paths: list
     parts = InstallKeyParts(
         tenant=ex.book.store.tenant or "",
         repo=ex.state.request.repo,
+        base=ex.state.base,
         image=image_of(spec, ex.config),
         commands=conventions.install,
         env=spec.env,

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from golem.core import BOX_PATH, WORKSPACE
 
 __all__ = [
+    "ECOSYSTEM_REGISTRIES",
     "NODE_TOOLS",
     "Dependencies",
     "go_dependencies",
+    "known_registries",
     "node_dependencies",
     "node_tools_dependencies",
     "path_env",
@@ -27,6 +29,25 @@ NODE_LOCKS = {
     "bun.lockb": ("bun", "bun install --frozen-lockfile"),
     "bun.lock": ("bun", "bun install --frozen-lockfile"),
 }
+
+PYPI = ["pypi.org", "files.pythonhosted.org"]
+NPM = ["registry.npmjs.org"]
+YARN = ["registry.yarnpkg.com"]
+CRATES = ["index.crates.io", "static.crates.io", "crates.io"]
+GO_PROXY = ["proxy.golang.org", "sum.golang.org", "storage.googleapis.com"]
+ECOSYSTEM_REGISTRIES: dict[str, list[str]] = {
+    "python": PYPI,
+    "node": [*NPM, *YARN],
+    "rust": CRATES,
+    "go": GO_PROXY,
+}
+"""The registries golem knows for each ecosystem it recognises: what an install may reach
+when the operator lets no repository name its own (``repository_registries = false``)."""
+
+
+def known_registries(ecosystems: list[str]) -> list[str]:
+    """The host names golem knows for ``ecosystems``."""
+    return [host for eco in ecosystems for host in ECOSYSTEM_REGISTRIES.get(eco, [])]
 
 
 @dataclass(frozen=True)
@@ -56,7 +77,7 @@ def python_dependencies(keys: list[str], venv: bool) -> Dependencies:
         "python",
         cache=[VENV],
         keys=keys,
-        registries=[r"^pypi\.org$", r"^files\.pythonhosted\.org$"],
+        registries=list(PYPI),
         env={"VIRTUAL_ENV": f"{WORKSPACE}/{VENV}"},
         path=[f"{WORKSPACE}/{VENV}/bin"],
     )
@@ -65,9 +86,7 @@ def python_dependencies(keys: list[str], venv: bool) -> Dependencies:
 def node_dependencies(directory: str, lockfile: str | None) -> Dependencies:
     """``node_modules`` beside ``package.json`` (in ``directory``, "" for the root)."""
     prefix = f"{directory}/" if directory else ""
-    registries = [r"^registry\.npmjs\.org$"]
-    if lockfile == "yarn.lock":
-        registries.append(r"^registry\.yarnpkg\.com$")
+    registries = [*NPM, *YARN] if lockfile == "yarn.lock" else list(NPM)
     keys = [f"{prefix}package.json"] + ([f"{prefix}{lockfile}"] if lockfile else [])
     return Dependencies("node", cache=[f"{prefix}node_modules"], keys=keys, registries=registries)
 
@@ -85,7 +104,7 @@ def rust_dependencies() -> Dependencies:
         "rust",
         cache=[".golem/cargo"],
         keys=["Cargo.toml", "Cargo.lock"],
-        registries=[r"^index\.crates\.io$", r"^static\.crates\.io$", r"^crates\.io$"],
+        registries=list(CRATES),
         env={"CARGO_HOME": f"{WORKSPACE}/.golem/cargo"},
     )
 
@@ -96,7 +115,7 @@ def go_dependencies() -> Dependencies:
         "go",
         cache=[".golem/go"],
         keys=["go.mod", "go.sum"],
-        registries=[r"^proxy\.golang\.org$", r"^sum\.golang\.org$", r"^storage\.googleapis\.com$"],
+        registries=list(GO_PROXY),
         env={
             "GOMODCACHE": f"{WORKSPACE}/.golem/go/mod",
             "GOPATH": f"{WORKSPACE}/.golem/go",

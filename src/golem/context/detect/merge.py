@@ -37,10 +37,7 @@ WARMUPS: dict[str, tuple[str, Dependencies]] = {
             "pre-commit",
             cache=[".golem/pre-commit"],
             keys=[".pre-commit-config.yaml"],
-            registries=[
-                r"^github\.com$", r"^pypi\.org$", r"^files\.pythonhosted\.org$",
-                r"^registry\.npmjs\.org$",
-            ],
+            registries=["github.com", "pypi.org", "files.pythonhosted.org", "registry.npmjs.org"],
             env={"PRE_COMMIT_HOME": "/workspace/.golem/pre-commit"},
         ),
     ),
@@ -49,7 +46,7 @@ WARMUPS: dict[str, tuple[str, Dependencies]] = {
         Dependencies(
             "pyright",
             cache=[".golem/pyright"],
-            registries=[r"^registry\.npmjs\.org$"],
+            registries=["registry.npmjs.org"],
             env={"PYRIGHT_PYTHON_CACHE_DIR": "/workspace/.golem/pyright"},
         ),
     ),
