@@ -41,17 +41,10 @@ from golem.core.events import (
     Phase,
     ResourceUsage,
 )
+from golem.core.hostnames import HostNames, HostPatterns, host_name_patterns
 from golem.core.ids import new_id
 from golem.core.model_config import ModelPrice, ModelsConfig, ProviderConfig
-from golem.core.network import (
-    Credential,
-    Decision,
-    EgressPolicy,
-    HostNames,
-    HostPatterns,
-    NetworkConfig,
-    host_name_patterns,
-)
+from golem.core.network import Credential, Decision, EgressPolicy, NetworkConfig
 from golem.core.sizes import ByteSize, format_size, parse_size
 from golem.core.spec import BOX_PATH, WORKSPACE, BoxSpec, NetworkMode, resolve_workdir
 

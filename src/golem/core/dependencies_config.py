@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from golem.core.network import HostPatterns
+from golem.core.hostnames import HostPatterns
 from golem.core.sizes import ByteSize
 
 __all__ = ["DependenciesConfig"]

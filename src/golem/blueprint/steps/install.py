@@ -29,7 +29,8 @@ from golem.blueprint.steps.checks import run_checks
 from golem.blueprint.workspace import copy_into_box
 from golem.context import RepoConventions, known_registries
 from golem.core.errors import ConfigError, UnsafeBoxOutput
-from golem.core.network import EgressPolicy, host_name_patterns
+from golem.core.hostnames import host_name_patterns
+from golem.core.network import EgressPolicy
 from golem.core.sizes import format_size
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.forge import CheckResult
