@@ -11,6 +11,7 @@ connection through ``run_sync``.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from importlib.resources import files
 from typing import Any
@@ -75,9 +76,27 @@ def _sqlite_connect(connection: Any, timeout: float) -> None:
     connection.isolation_level = None  # golem emits BEGIN itself (see _sqlite_begin)
     cursor = connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")  # a lock waits no longer
-    cursor.execute("PRAGMA journal_mode=WAL")  # readers do not block the runner's writes
+    _into_wal(cursor, timeout)  # readers do not block the runner's writes
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _into_wal(cursor: Any, timeout: float) -> None:
+    """Switch a new database to WAL. The switch takes an exclusive lock, and SQLite answers
+    "database is locked" at once, without its busy handler, when connections opening the
+    same new file at the same moment hold shared locks: try again until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except Exception as exc:  # sqlite3's, or the async driver's adapter of it
+            if "database is locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        else:
+            return
+        time.sleep(pause)  # only a new file, opened by several at once, ever waits here
+        pause = min(pause * 2, 0.2)
 
 
 def _sqlite_begin(connection: Connection) -> None:
