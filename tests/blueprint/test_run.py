@@ -84,6 +84,7 @@ async def test_green_on_the_first_try_opens_a_pull_request(
     assert "+    return a + b" in pr.diff
     assert "| test | `python3 -m unittest -v` | passed |" in pr.body
     assert "Fix rounds used: 0" in pr.body
+    assert "On the base commit" not in pr.body  # no check ran there: nothing to claim
     assert all(Path(t).is_file() for t in state.trajectories)
     assert await boxes_of(engine, state) == []  # its box is gone (or wiped back into the pool)
 

@@ -157,11 +157,9 @@ def _print_results(console: Console, state: RunState) -> None:
     if state.prepared:
         console.print("prepared:")
         console.print(_table("STEP", state.prepared))
-    if state.baseline is not None:
+    if state.baseline:  # checks run on the base: only those that failed after the change
         outcomes = ", ".join(f"{c.name} {check_outcome(c)}" for c in state.baseline)
-        console.print(
-            f"baseline on {escape(state.base or 'the base')}: {escape(outcomes or 'no checks')}"
-        )
+        console.print(f"baseline on {escape(state.base or 'the base')}: {escape(outcomes)}")
     if state.checks:
         console.print(_table("CHECK", state.checks))
     failures = [(check.name, failure) for check in state.checks for failure in check.failures]

@@ -43,7 +43,7 @@ def body(state: RunState, *, escalate: bool) -> str:
     if failed_preparation:
         lines += ["## Preparing the box failed", "", *_table(failed_preparation), ""]
     lines += ["## Checks", "", *_table(state.checks), ""]
-    if state.baseline is not None:
+    if state.baseline:  # checks that ran on the base commit (only those that failed after)
         lines += [_baseline(state.baseline, state.base), ""]
     lines += [
         f"Fix rounds used: {state.rounds} · cost: ${state.cost_usd:.4f} · "
@@ -92,6 +92,7 @@ def _table(checks: list[CheckResult]) -> list[str]:
 def _baseline(baseline: list[CheckResult], base: str) -> str:
     failing = [check for check in baseline if not check.passed]
     if not failing:
-        return f"On the base commit ({base}) these checks passed before the change."
+        named = ", ".join(f"{check.name} (`{check.command}`)" for check in baseline)
+        return f"On the base commit ({base}), before the change, these passed: {named}."
     named = ", ".join(f"{check.name} (`{check.command}`)" for check in failing)
     return f"On the base commit ({base}), before the change, these failed already: {named}."
