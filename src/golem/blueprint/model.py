@@ -22,6 +22,7 @@ __all__ = [
     "AgentSettings",
     "Blueprint",
     "BoxNode",
+    "CINode",
     "GateNode",
     "HostAction",
     "HostNode",
@@ -143,7 +144,44 @@ class LoopNode(_Node):
     )
 
 
-Node = Annotated[HostNode | BoxNode | AgentNode | GateNode | LoopNode, Field(discriminator="kind")]
+class CINode(_Node):
+    """After ship: wait for the forge's CI on the pushed commit; when it fails, a fix
+    round (the failing jobs, their failed steps and log tails as context), verified with
+    the ``verify`` loop's checks, pushed to the same branch as a new commit; at most
+    ``ci_rounds``. ``success`` when CI passes (or there is none, as ``when_silent`` says);
+    ``failure`` when it still fails after the cap, never finishes within ``wait``, or a
+    required check is never created."""
+
+    kind: Literal["ci"] = "ci"
+    ci_rounds: int = Field(2, ge=0, le=10, description="CI fix rounds at most.")
+    wait: float = Field(
+        3600.0, gt=0, description="Seconds CI may take on one commit before golem stops waiting."
+    )
+    appear: float = Field(
+        600.0,
+        gt=0,
+        description="Seconds for a first job (and every required check) to be created.",
+    )
+    poll: float = Field(30.0, gt=0, description="Seconds between two looks at the forge.")
+    required: list[str] = Field(
+        default_factory=list,
+        description="Job names (or globs) that must pass; default: what the base branch "
+        "requires on the forge, else every job reported.",
+    )
+    when_silent: Literal["pass", "escalate"] = Field(
+        "pass",
+        description="When no job at all is reported within ``appear`` (a repository without "
+        "CI): ``pass`` ends with success, golem's own checks stand; ``escalate`` fails.",
+    )
+    verify: str | None = Field(
+        None, description="A loop node whose checks run on a CI fix before it is pushed."
+    )
+    fix: AgentSettings
+
+
+Node = Annotated[
+    HostNode | BoxNode | AgentNode | GateNode | LoopNode | CINode, Field(discriminator="kind")
+]
 """Any node of a blueprint."""
 
 
@@ -202,6 +240,9 @@ class Blueprint(BaseModel):
             baseline = node.baseline if isinstance(node, BoxNode) else None
             if baseline is not None and not isinstance(self._find(baseline), LoopNode):
                 raise ValueError(f"node {node.id!r}: baseline {baseline!r} is not a loop node")
+            verify = node.verify if isinstance(node, CINode) else None
+            if verify is not None and not isinstance(self._find(verify), LoopNode):
+                raise ValueError(f"node {node.id!r}: verify {verify!r} is not a loop node")
         if self.start is not None and self.start not in ids:
             raise ValueError(f"start {self.start!r} is not a node")
         unreachable = sorted(set(ids) - self._reachable())

@@ -24,6 +24,7 @@ from golem.blueprint.model import (
     AgentNode,
     Blueprint,
     BoxNode,
+    CINode,
     GateNode,
     HostNode,
     Node,
@@ -33,6 +34,7 @@ from golem.blueprint.state import NodeRecord, RunRequest, RunState
 from golem.blueprint.steps.agent import run_agent_node
 from golem.blueprint.steps.baseline import run_baseline
 from golem.blueprint.steps.checks import run_box_node
+from golem.blueprint.steps.ci import run_ci
 from golem.blueprint.steps.gate import run_gate
 from golem.blueprint.steps.host import run_host
 from golem.blueprint.steps.loop import run_loop
@@ -258,14 +260,15 @@ class Runner:
         if isinstance(node, HostNode):
             return await run_host(ex, node)
         if isinstance(node, BoxNode):
-            if node.baseline is not None:
-                return await run_baseline(ex, node)
-            return await run_box_node(ex, node)
+            run_box = run_baseline if node.baseline is not None else run_box_node
+            return await run_box(ex, node)
         if isinstance(node, AgentNode):
             return await run_agent_node(ex, node)
         if isinstance(node, GateNode):
             decision = await run_gate(ex, node)
             return decision, decision
+        if isinstance(node, CINode):
+            return await run_ci(ex, node)
         looped = await run_loop(ex, node)
         unverified = "; not verified" if ex.state.unverified else ""
         return looped, f"{ex.state.rounds} fix round(s){unverified}"

@@ -14,11 +14,14 @@ from golem.forge import CheckResult, Issue, PullRequest
 
 __all__ = [
     "FINAL",
+    "CIRound",
+    "FollowUp",
     "GateState",
     "NodeRecord",
     "RunRequest",
     "RunState",
     "RunStatus",
+    "ThreadReply",
 ]
 
 RunStatus = Literal[
@@ -28,6 +31,22 @@ RunStatus = Literal[
 draft PR opened although no check verified it (``unverified`` says why); ``escalated``: a PR
 or branch marked for a human; ``failed``: it could not go on (the reason is in ``error``)."""
 FINAL: frozenset[str] = frozenset({"succeeded", "unverified", "escalated", "failed", "cancelled"})
+
+
+class FollowUp(BaseModel):
+    """A run that answers reviewers on a pull request golem opened: it works on that pull
+    request's branch and pushes new commits to it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo: str = Field(description="owner/name (GitHub) or group/project (GitLab) of the PR.")
+    number: int = Field(description="The pull (merge) request's number (GitLab: its iid).")
+    parent_run: str | None = Field(None, description="The run that opened it, when known.")
+    requested_by: str = Field("", description="Who asked (a login).")
+    thread: str | None = Field(
+        None, description="The review thread the request came from (ReviewThread.id)."
+    )
+    request: str = Field("", description="What they wrote, as they wrote it.")
 
 
 class RunRequest(BaseModel):
@@ -40,11 +59,14 @@ class RunRequest(BaseModel):
     issue: str | None = Field(None, description="An issue URL, owner/name#N, or a file.")
     blueprint: str = Field("minion", description="A built-in blueprint or a YAML file.")
     model: str | None = Field(None, description="provider/model; default: [models] default.")
-    forge: Literal["github", "local"] | None = Field(
+    forge: Literal["github", "gitlab", "local"] | None = Field(
         None, description="Where the PR goes; default: [forge] provider."
     )
     budget_usd: float | None = Field(None, gt=0, description="Dollars for the whole run.")
     base: str | None = Field(None, description="Base branch; default: the remote's default.")
+    follow_up: FollowUp | None = Field(
+        None, description="Answer the reviews of this pull request, on its branch."
+    )
 
 
 class NodeRecord(BaseModel):
@@ -58,6 +80,36 @@ class NodeRecord(BaseModel):
     started: float
     ended: float
     detail: str = ""
+    cost_usd: float = Field(0.0, description="What its agent steps cost.")
+
+
+class CIRound(BaseModel):
+    """One wait for the forge's CI on a pushed commit, and the fix that followed it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int = Field(description="0: the commit ship pushed; N: after the Nth CI fix.")
+    commit: str
+    started: float
+    ended: float | None = None
+    verdict: Literal["waiting", "passed", "failed", "no_ci", "timed_out", "missing"] = Field(
+        "waiting",
+        description="``no_ci``: nothing reported (or a forge without CI); ``timed_out``: "
+        "still running at the wait's end; ``missing``: a required check never created.",
+    )
+    failing: list[str] = Field(default_factory=list, description="The jobs that failed.")
+    note: str = ""
+    cost_usd: float = Field(0.0, description="What the fix after it cost.")
+
+
+class ThreadReply(BaseModel):
+    """A reply the agent of a follow-up run wrote for a review thread (posted at ship)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thread: str | None = Field(description="ReviewThread.id; None: the PR's conversation.")
+    body: str
+    posted: bool = False
 
 
 class GateState(BaseModel):
@@ -136,6 +188,13 @@ class RunState(BaseModel):
     commit: str | None = None
     diff_stat: str = ""
     pr: PullRequest | None = None
+    ci: list[CIRound] = Field(
+        default_factory=list, description="Each wait for the forge's CI, in order."
+    )
+    ci_rounds: int = Field(0, description="CI fix rounds used.")
+    replies: list[ThreadReply] = Field(
+        default_factory=list, description="A follow-up's replies to review threads."
+    )
     gate: GateState | None = None
     trajectories: list[str] = Field(default_factory=list)
     error: str | None = None

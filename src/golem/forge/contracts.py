@@ -8,9 +8,14 @@ for the ``local`` forge). Git itself (clone, branch, commit, push) runs on the h
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from golem.forge.ci import CIJob, CIStatus
+    from golem.forge.reviews import Permission, ReviewDiscussion
 
 __all__ = [
     "CheckResult",
@@ -46,6 +51,11 @@ class Issue(BaseModel):
     url: str | None = None
     number: int | None = None
     repo: str | None = Field(None, description="owner/name on its forge, when known.")
+    pull_request: bool = Field(
+        False,
+        description="It is a pull (merge) request's discussion: GitLab numbers those apart "
+        "from issues, so a comment on it goes elsewhere.",
+    )
 
 
 class TestFailure(BaseModel):
@@ -126,12 +136,21 @@ class PullRequest(BaseModel):
     diff: str = Field("", description="Kept by the local forge; empty elsewhere.")
     checks: list[CheckResult] = Field(default_factory=list)
     issue: int | None = Field(None, description="The issue it resolves, if any.")
+    head_commit: str | None = Field(None, description="The head branch's commit, when read.")
+    fork: bool = Field(
+        False, description="Its head branch is in another repository (golem cannot push there)."
+    )
 
     def as_issue(self) -> Issue:
         """The pull request as an issue, to ``Forge.comment`` on it (a pull request's
         discussion is an issue's, on GitHub and in the local forge alike)."""
         return Issue(
-            title=self.title, body=self.body, url=self.url, number=self.number, repo=self.repo
+            title=self.title,
+            body=self.body,
+            url=self.url,
+            number=self.number,
+            repo=self.repo,
+            pull_request=True,
         )
 
 
@@ -168,4 +187,39 @@ class Forge(Protocol):
 
     async def comment(self, issue: Issue, body: str) -> None:
         """Comment on an issue (the PR, or why golem escalated)."""
+        ...
+
+    async def add_labels(self, pr: PullRequest, labels: Sequence[str]) -> list[str]:
+        """Add ``labels`` to a pull request; returns all its labels."""
+        ...
+
+    async def fetch_pull_request(self, repo: str, number: int) -> PullRequest:
+        """An open or closed pull request by number, with its head commit
+        (ForgeNotFound when there is none)."""
+        ...
+
+    async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
+        """Every CI job the forge reports on ``commit`` (without their logs); with
+        ``base``, the checks that branch requires where the forge says."""
+        ...
+
+    async def ci_failure(self, repo: str, job: CIJob) -> CIJob:
+        """``job`` with what failed in it: its failed steps and the end of its log."""
+        ...
+
+    async def review_discussion(self, pr: PullRequest) -> ReviewDiscussion:
+        """The pull request's reviews, review threads and conversation, oldest first."""
+        ...
+
+    async def reply(self, pr: PullRequest, thread: str | None, body: str) -> None:
+        """Reply in review thread ``thread`` (``ReviewThread.id``), or on the pull request's
+        conversation when None."""
+        ...
+
+    async def request_review(self, pr: PullRequest, reviewers: Sequence[str]) -> None:
+        """Ask ``reviewers`` to review the pull request again."""
+        ...
+
+    async def permission(self, repo: str, user: str) -> Permission:
+        """What ``user`` (a login, or GitLab's numeric user id) may do in ``repo``."""
         ...

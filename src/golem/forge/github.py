@@ -10,6 +10,7 @@ import httpx
 
 from golem.core.errors import ForgeError, ForgeRequestRejected, PullRequestExists
 from golem.forge.auth import ForgeCredentials
+from golem.forge.ci import CIJob, CIStatus
 from golem.forge.config import GITHUB_API, GitHubConfig
 from golem.forge.contracts import (
     CheckResult,
@@ -20,6 +21,7 @@ from golem.forge.contracts import (
 )
 from golem.forge.github_api import GitHubAPI, GitHubReply
 from golem.forge.refs import IssueRef, parse_issue_ref, split_repo
+from golem.forge.reviews import Permission, ReviewDiscussion
 
 __all__ = ["GitHubForge"]
 
@@ -123,8 +125,11 @@ class GitHubForge:
             "POST", path, f"a comment on {issue.repo}#{issue.number}", json={"body": body}
         )
 
-    async def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> list[str]:
-        """Add ``labels`` to issue or pull request ``number``; returns all its labels."""
+    async def add_labels(self, pr: PullRequest, labels: Sequence[str]) -> list[str]:
+        """Add ``labels`` to a pull request; returns all its labels."""
+        return await self._label(pr.repo, pr.number, labels)
+
+    async def _label(self, repo: str, number: int, labels: Sequence[str]) -> list[str]:
         owner, name = split_repo(repo)
         path = f"/repos/{owner}/{name}/issues/{number}/labels"
         data = await self.api.call(
@@ -159,11 +164,33 @@ class GitHubForge:
 
     async def _add_labels(self, repo: str, number: int, labels: list[str]) -> list[str]:
         try:
-            return await self.add_labels(repo, number, labels)
+            return await self._label(repo, number, labels)
         except ForgeError as exc:
             # The pull request is open: losing it over its labels would lose more.
             log.warning("%s#%d opened, but its labels were not added: %s", repo, number, exc)
             return []
+
+    # Scaffolding until issue 16's GitHub part lands (helper i16-github replaces these).
+    async def fetch_pull_request(self, repo: str, number: int) -> PullRequest:
+        raise NotImplementedError
+
+    async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
+        raise NotImplementedError
+
+    async def ci_failure(self, repo: str, job: CIJob) -> CIJob:
+        raise NotImplementedError
+
+    async def review_discussion(self, pr: PullRequest) -> ReviewDiscussion:
+        raise NotImplementedError
+
+    async def reply(self, pr: PullRequest, thread: str | None, body: str) -> None:
+        raise NotImplementedError
+
+    async def request_review(self, pr: PullRequest, reviewers: Sequence[str]) -> None:
+        raise NotImplementedError
+
+    async def permission(self, repo: str, user: str) -> Permission:
+        raise NotImplementedError
 
     def _parse(self, ref: str) -> IssueRef:
         issue_ref = parse_issue_ref(ref)

@@ -11,15 +11,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from golem.core.errors import ForgeRequestRejected, PullRequestExists
+from golem.core.errors import ForgeNotFound, ForgeRequestRejected, PullRequestExists
+from golem.forge.ci import CIJob, CIStatus
 from golem.forge.contracts import (
     CheckResult,
     ForgeComment,
     Issue,
+    IssueComment,
     PullRequest,
     PullRequestDraft,
 )
 from golem.forge.issue_files import read_issue_file
+from golem.forge.reviews import Permission, ReviewDiscussion
 from golem.store import CommentRecord, Store
 
 __all__ = ["LocalForge", "comment_target", "local_pull_request_url"]
@@ -125,6 +128,50 @@ class LocalForge:
         """One recorded pull request, or None."""
         record = await self.store.get_pull_request(repo, number)
         return PullRequest.model_validate_json(record.data) if record is not None else None
+
+    async def add_labels(self, pr: PullRequest, labels: Sequence[str]) -> list[str]:
+        """Add ``labels`` to a recorded pull request (kept in its record)."""
+        current = await self.fetch_pull_request(pr.repo, pr.number)
+        merged = [*current.labels, *(x for x in labels if x not in current.labels)]
+        updated = current.model_copy(update={"labels": merged})
+        await self.store.update_pull_request(pr.repo, pr.number, updated.model_dump_json())
+        return merged
+
+    async def fetch_pull_request(self, repo: str, number: int) -> PullRequest:
+        """A recorded pull request (ForgeNotFound when there is none)."""
+        found = await self.pull_request(repo, number)
+        if found is None:
+            raise ForgeNotFound(
+                f"the local forge has no pull request {repo}#{number}; see `golem prs ls`"
+            )
+        return found
+
+    async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
+        """Nothing: the local forge runs no CI (golem's own checks are the verification)."""
+        return CIStatus(commit=commit, supported=False)
+
+    async def ci_failure(self, repo: str, job: CIJob) -> CIJob:
+        """``job`` as it is: the local forge has no CI logs."""
+        return job
+
+    async def review_discussion(self, pr: PullRequest) -> ReviewDiscussion:
+        """The comments recorded on the pull request, as its conversation."""
+        comments = await self.comments(pr.as_issue())
+        return ReviewDiscussion(
+            comments=[IssueComment(author="", body=c.body, created=None) for c in comments]
+        )
+
+    async def reply(self, pr: PullRequest, thread: str | None, body: str) -> None:
+        """Record a reply as a comment on the pull request (the local forge has no
+        threads)."""
+        await self.comment(pr.as_issue(), body)
+
+    async def request_review(self, pr: PullRequest, reviewers: Sequence[str]) -> None:
+        """Nothing to ask: the local forge's reviewer is whoever reads ``golem prs``."""
+
+    async def permission(self, repo: str, user: str) -> Permission:
+        """Everyone on this machine owns its local repositories."""
+        return "admin"
 
     async def comments(self, issue: Issue | None = None) -> list[ForgeComment]:
         """Recorded comments, oldest first (on one issue or pull request, when given)."""

@@ -32,6 +32,7 @@ RETRIED = frozenset(
         "reveal_forge_token", "find_api_key", "list_api_keys", "ping",
         # writes whose second try changes nothing the first one made
         "save_run", "request_cancel", "clear_gate", "prune_events", "append_event",
+        "update_pull_request",
     }
 )  # fmt: skip
 """The store's calls tried again after the database could not be reached."""

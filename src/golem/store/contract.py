@@ -130,6 +130,10 @@ class Store(Protocol):
         """One pull request, or None."""
         ...
 
+    async def update_pull_request(self, repo: str, number: int, data: str) -> bool:
+        """Replace a kept pull request's JSON (its labels changed); False when none."""
+        ...
+
     async def add_comment(self, comment: CommentRecord) -> CommentRecord:
         """Keep a comment the local forge made."""
         ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import func, insert, select, text, update
 
 from golem.store.plumbing import SqlBase
 from golem.store.records import CommentRecord, PullRequestRecord
@@ -59,6 +59,20 @@ class SqlForgeRecords:
         async with self.transaction() as db:
             rows = (await db.execute(query.order_by(pull_requests.c.id.desc()))).all()
         return [_pull_request(row) for row in rows]
+
+    async def update_pull_request(self: SqlBase, repo: str, number: int, data: str) -> bool:
+        """Replace a kept pull request's JSON; False when this tenant has none such."""
+        async with self.transaction(write=True) as db:
+            done = await db.execute(
+                update(pull_requests)
+                .where(
+                    self._mine(pull_requests),
+                    pull_requests.c.repo == repo,
+                    pull_requests.c.number == number,
+                )
+                .values(data=data)
+            )
+        return bool(done.rowcount)
 
     async def get_pull_request(self: SqlBase, repo: str, number: int) -> PullRequestRecord | None:
         """One pull request, or None."""

@@ -213,6 +213,14 @@ class MemoryStore:
         found = [pr for pr in await self.list_pull_requests(repo) if pr.number == number]
         return found[0] if found else None
 
+    async def update_pull_request(self, repo: str, number: int, data: str) -> bool:
+        """Replace a kept pull request's JSON; False when this tenant has none such."""
+        for index, (tenant, pr) in enumerate(self._data.pull_requests):
+            if self._mine(tenant) and pr.repo == repo and pr.number == number:
+                self._data.pull_requests[index] = (tenant, pr.model_copy(update={"data": data}))
+                return True
+        return False
+
     async def add_comment(self, comment: CommentRecord) -> CommentRecord:
         """Keep a comment the local forge made."""
         kept = comment.model_copy(update={"body": storable_text(comment.body)})
