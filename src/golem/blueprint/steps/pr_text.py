@@ -9,7 +9,7 @@ from golem.blueprint.state import RunState
 from golem.blueprint.steps.checks import describe_failures
 from golem.forge import CheckResult
 
-__all__ = ["body", "commit_message", "title"]
+__all__ = ["body", "commit_message", "marked_run", "run_marker", "title"]
 
 
 def title(state: RunState, *, escalate: bool) -> str:
@@ -57,7 +57,23 @@ def body(state: RunState, *, escalate: bool) -> str:
     ]
     if state.issue is not None and state.issue.number and not escalate:
         lines.append(f"\nCloses #{state.issue.number}")
+    lines.append(f"\n{run_marker(state.id)}")
     return "\n".join(lines) + "\n"
+
+
+def run_marker(run_id: str) -> str:
+    """The invisible mark that names the run a pull request's body came from (a webhook
+    about the pull request finds its run by it, and checks the run's PR is this one)."""
+    return f"<!-- golem:pr {run_id} -->"
+
+
+def marked_run(body: str) -> str | None:
+    """The run a pull request's body names by ``run_marker``, or None."""
+    found = RUN_MARK.search(body)
+    return found["run"] if found else None
+
+
+RUN_MARK = re.compile(r"<!-- golem:pr (?P<run>[\w.:-]+) -->")
 
 
 def _kind(state: RunState) -> str:
