@@ -239,3 +239,22 @@ async def test_a_resumed_run_pushes_its_ci_fix_once_and_waits_on_it(
     assert git("rev-parse", done.branch, cwd=remote).strip() == fixed  # pushed, not made again
     assert len(resumed.trajectories) == len(done.trajectories)  # no agent ran again
     assert len(branch_commits(remote, done.branch)) == 2
+
+
+async def test_the_local_forge_runs_no_ci_and_the_run_ends_at_once(
+    config: GolemConfig,  # noqa: F811
+    engine: Engine,
+    reachable_dir: Path,
+) -> None:
+    remote = make_remote(reachable_dir)
+    book = RunBook(MemoryStore())
+    runner = Runner(config, engine=engine, store=book.store)
+    blueprint = minion(reachable_dir, appear=3600, wait=3600)  # it would wait an hour
+    request = RunRequest(
+        repo=str(remote), task="Fix add()", model=FIX, blueprint=blueprint, forge="local"
+    )
+    state = await runner.start(request)
+    assert state.status == "succeeded", state.error
+    [only] = state.ci
+    assert (only.verdict, only.note) == ("no_ci", "the local forge runs no CI")
+    assert state.steps[-1].detail == "the local forge runs no CI"
