@@ -43,6 +43,7 @@ CI_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)$"), "_get_job"),
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)/logs$"), "_job_logs"),
     ("GET", re.compile(rf"^{REPO}/branches/(?P<branch>[^/]+)$"), "_get_branch"),
+    ("GET", re.compile(rf"^{REPO}/rules/branches/(?P<branch>[^/]+)$"), "_branch_rules"),
 )
 CIScript = Callable[[str, str], Sequence[dict[str, Any]]]
 HIDDEN = ("steps", "log", "annotations")
@@ -94,6 +95,7 @@ class CIEndpoints:
         self._run_ids: dict[tuple[str, str, str], int] = {}
         self._runs: dict[tuple[str, int], dict[str, Any]] = {}
         self._protection: dict[tuple[str, str], list[str]] = {}
+        self._rulesets: dict[tuple[str, str], list[str]] = {}
 
     def set_checks(self, repo: str, sha: str, runs: Iterable[dict[str, Any]]) -> None:
         """The check runs of ``repo@sha`` (see the module's docstring)."""
@@ -106,10 +108,14 @@ class CIEndpoints:
         with self._state:
             self._statuses[(repo, sha)] = list(statuses)
 
-    def protect(self, repo: str, branch: str, required: Sequence[str]) -> None:
-        """Protect ``branch``, requiring the checks named ``required``."""
+    def protect(
+        self, repo: str, branch: str, required: Sequence[str], *, ruleset: bool = False
+    ) -> None:
+        """Protect ``branch``, requiring the checks named ``required``: by its branch
+        protection, or by a ruleset (``ruleset=True``)."""
         with self._state:
-            self._protection[(repo, branch)] = list(required)
+            where = self._rulesets if ruleset else self._protection
+            where[(repo, branch)] = list(required)
 
     # Endpoints (called with the state lock held) ----------------------------------------
 
@@ -202,6 +208,21 @@ class CIEndpoints:
                 protected=True, protection={"enabled": True, "required_status_checks": checks}
             )
         return Reply.json(body)
+
+    def _branch_rules(
+        self, repo: str, request: RecordedRequest, query: dict[str, str], branch: str
+    ) -> Reply:
+        required = self._rulesets.get((repo, branch))
+        if required is None:
+            return Reply.json([{"type": "deletion", "ruleset_id": 41}])
+        checks = [{"context": name, "integration_id": 15368} for name in required]
+        parameters = {
+            "required_status_checks": checks,
+            "strict_required_status_checks_policy": False,
+        }
+        rule = {"type": "required_status_checks", "parameters": parameters, "ruleset_id": 42,
+                "ruleset_source_type": "Repository", "ruleset_source": repo}  # fmt: skip
+        return Reply.json([{"type": "deletion", "ruleset_id": 41}, rule])
 
     # Helpers ----------------------------------------------------------------------------
 

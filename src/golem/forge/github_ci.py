@@ -157,19 +157,36 @@ def _latest_statuses(statuses: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _required(api: GitHubAPI, repo: str, base: str) -> list[str] | None:
-    """The contexts ``base``'s branch protection requires; None where GitHub does not say
-    (no such branch, unprotected, or the token may not read its protection)."""
+    """The checks ``base`` requires, by its branch protection and by rulesets; None where
+    GitHub says none (or does not say: no such branch, or a token that may not read it)."""
+    names = await _protected_contexts(api, repo, base) + await _ruleset_contexts(api, repo, base)
+    return list(dict.fromkeys(names)) or None
+
+
+async def _protected_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
     try:
         branch = await api.call("GET", f"/repos/{repo}/branches/{base}", f"branch {base}")
     except (ForgeNotFound, ForgeAuthError) as exc:
-        log.info("%s: the checks %s requires are unknown: %s", repo, base, exc)
-        return None
+        log.info("%s: the checks %s's protection requires are unknown: %s", repo, base, exc)
+        return []
     checks = ((branch.get("protection") or {}).get("required_status_checks")) or {}
-    if not branch.get("protected") or not checks:
-        return None
-    names = list(checks.get("contexts") or [])
-    names += [c["context"] for c in checks.get("checks") or [] if c.get("context") not in names]
-    return names
+    if not branch.get("protected"):
+        return []
+    return [*(checks.get("contexts") or []), *(c["context"] for c in checks.get("checks") or [])]
+
+
+async def _ruleset_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
+    try:
+        rules = await api.paginate(f"/repos/{repo}/rules/branches/{base}", f"the rules of {base}")
+    except (ForgeNotFound, ForgeAuthError) as exc:  # servers before rulesets answer 404
+        log.info("%s: the checks %s's rulesets require are unknown: %s", repo, base, exc)
+        return []
+    return [
+        check["context"]
+        for rule in rules
+        if rule.get("type") == "required_status_checks"
+        for check in (rule.get("parameters") or {}).get("required_status_checks") or []
+    ]
 
 
 async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[str], str]:
