@@ -12,9 +12,10 @@ Script CI per commit, statically or as a function of what was pushed::
 
 A check run is given as GitHub shows it, with only what matters to the test: ``status``
 (default ``completed``, or ``in_progress`` when there is no ``conclusion``), ``conclusion``,
-``app`` (a slug, default ``github-actions``), ``output``; the server fills ``id`` (stable
-per repository, commit and name), ``head_sha``, the URLs and ``check_suite``. Extra keys,
-not shown by the API: ``steps`` (``(name, conclusion)`` pairs, the Actions job's),
+``app`` (a slug, default ``github-actions``), ``output``, ``check_suite`` (``{"id": N}``:
+give one to make a re-run of a job); the server fills ``id`` (stable per repository, commit,
+name and how many times the name came before), ``head_sha``, the URLs. Extra keys, not
+shown by the API: ``steps`` (``(name, conclusion)`` pairs, the Actions job's),
 ``log`` (its raw log; None: the log has expired, 410) and ``annotations`` (dicts as GitHub's
 annotations endpoint returns them). A ``ci`` entry with a ``context`` is a commit status.
 
@@ -92,7 +93,7 @@ class CIEndpoints:
         self.logs = LogHost()
         self._checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._statuses: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self._run_ids: dict[tuple[str, str, str], int] = {}
+        self._run_ids: dict[tuple[str, str, str, int], int] = {}
         self._runs: dict[tuple[str, int], dict[str, Any]] = {}
         self._protection: dict[tuple[str, str], list[str]] = {}
         self._rulesets: dict[tuple[str, str], list[str]] = {}
@@ -235,10 +236,14 @@ class CIEndpoints:
         else:
             given = self._checks.get((repo, sha), [])
             statuses = self._statuses.get((repo, sha), [])
-        return [self._fill(repo, sha, run) for run in given], statuses
+        names = [run["name"] for run in given]
+        runs = [
+            self._fill(repo, sha, run, names[:n].count(run["name"])) for n, run in enumerate(given)
+        ]
+        return runs, statuses
 
-    def _fill(self, repo: str, sha: str, given: dict[str, Any]) -> dict[str, Any]:
-        key = (repo, sha, given["name"])
+    def _fill(self, repo: str, sha: str, given: dict[str, Any], attempt: int) -> dict[str, Any]:
+        key = (repo, sha, given["name"], attempt)
         if key not in self._run_ids:
             self._ids += 1
             self._run_ids[key] = self._ids

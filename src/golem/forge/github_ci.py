@@ -13,7 +13,7 @@ import logging
 import re
 from typing import Any
 
-from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound
+from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRequestRejected
 from golem.forge.ci import CIJob, CIStatus, JobState
 from golem.forge.github_api import GitHubAPI
 from golem.forge.refs import split_repo
@@ -53,12 +53,18 @@ async def ci_status(api: GitHubAPI, repo: str, commit: str, base: str | None) ->
     """Every check run and commit status on ``commit``; with ``base``, what it requires."""
     owner, name = split_repo(repo)
     prefix = f"/repos/{owner}/{name}/commits/{commit}"
-    runs = await api.paginate(
-        f"{prefix}/check-runs",
-        f"the check runs of {owner}/{name}@{commit[:12]}",
-        {"filter": "latest"},
-        key="check_runs",
-    )
+    try:
+        runs = await api.paginate(
+            f"{prefix}/check-runs",
+            f"the check runs of {owner}/{name}@{commit[:12]}",
+            {"filter": "latest"},
+            key="check_runs",
+        )
+    except ForgeRequestRejected as exc:
+        if "no commit found" not in exc.message.lower():
+            raise
+        log.info("%s/%s: GitHub does not know %s yet: nothing reported", owner, name, commit)
+        return CIStatus(commit=commit)
     combined = await api.call(
         "GET",
         f"{prefix}/status",
@@ -141,10 +147,12 @@ def _status_job(status: dict[str, Any]) -> CIJob:
 
 
 def _latest_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One check run per app and name: the newest (a re-run makes a new one)."""
+    """One check run per suite and name: the newest (re-running a job adds one to its
+    suite; two workflows' jobs of the same name are two suites)."""
     newest: dict[tuple[str, str], dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: int(r["id"])):
-        newest[((run.get("app") or {}).get("slug") or "", run.get("name") or "")] = run
+        suite = str((run.get("check_suite") or {}).get("id") or "")
+        newest[(suite, run.get("name") or "")] = run
     return list(newest.values())
 
 
