@@ -8,13 +8,16 @@ Script CI per commit, statically or as a function of what was pushed::
                                           "log": "...##[error]Process completed..."}])
     server.set_statuses("octo/demo", sha, [{"context": "ci/jenkins", "state": "pending"}])
     server.ci = lambda repo, sha: [...]   # asked on every read; wins over set_checks
+    server.ci = lambda repo, sha: [{"name": "test", "conclusion":
+        "success" if commit_file(bare, sha, "ci-result") == "pass\n" else "failure"}]
     server.protect("octo/demo", "main", ["test"])
 
 A check run is given as GitHub shows it, with only what matters to the test: ``status``
 (default ``completed``, or ``in_progress`` when there is no ``conclusion``), ``conclusion``,
-``app`` (a slug, default ``github-actions``), ``output``; the server fills ``id`` (stable
-per repository, commit and name), ``head_sha``, the URLs and ``check_suite``. Extra keys,
-not shown by the API: ``steps`` (``(name, conclusion)`` pairs, the Actions job's),
+``app`` (a slug, default ``github-actions``), ``output``, ``check_suite`` (``{"id": N}``:
+give one to make a re-run of a job); the server fills ``id`` (stable per repository, commit,
+name and how many times the name came before), ``head_sha``, the URLs. Extra keys, not
+shown by the API: ``steps`` (``(name, conclusion)`` pairs, the Actions job's),
 ``log`` (its raw log; None: the log has expired, 410) and ``annotations`` (dicts as GitHub's
 annotations endpoint returns them). A ``ci`` entry with a ``context`` is a commit status.
 
@@ -25,14 +28,16 @@ refuses any request carrying ``Authorization``, as a pre-signed storage URL does
 from __future__ import annotations
 
 import re
+import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
 
-__all__ = ["CI_ROUTES", "CIEndpoints", "LogHost"]
+__all__ = ["CI_ROUTES", "CIEndpoints", "LogHost", "commit_file"]
 
 REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
 CI_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
@@ -43,9 +48,18 @@ CI_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)$"), "_get_job"),
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)/logs$"), "_job_logs"),
     ("GET", re.compile(rf"^{REPO}/branches/(?P<branch>[^/]+)$"), "_get_branch"),
+    ("GET", re.compile(rf"^{REPO}/rules/branches/(?P<branch>[^/]+)$"), "_branch_rules"),
 )
 CIScript = Callable[[str, str], Sequence[dict[str, Any]]]
 HIDDEN = ("steps", "log", "annotations")
+
+
+def commit_file(bare: Path, sha: str, path: str) -> str | None:
+    """File ``path`` as commit ``sha`` of repository ``bare`` holds it, or None (no such
+    commit or file): lets ``server.ci`` judge what golem pushed, with no timing."""
+    command = ["git", "-C", str(bare), "show", f"{sha}:{path}"]
+    shown = subprocess.run(command, check=False, capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else None
 
 
 class LogHost(WireServer):
@@ -91,9 +105,10 @@ class CIEndpoints:
         self.logs = LogHost()
         self._checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._statuses: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self._run_ids: dict[tuple[str, str, str], int] = {}
+        self._run_ids: dict[tuple[str, str, str, int], int] = {}
         self._runs: dict[tuple[str, int], dict[str, Any]] = {}
         self._protection: dict[tuple[str, str], list[str]] = {}
+        self._rulesets: dict[tuple[str, str], list[str]] = {}
 
     def set_checks(self, repo: str, sha: str, runs: Iterable[dict[str, Any]]) -> None:
         """The check runs of ``repo@sha`` (see the module's docstring)."""
@@ -106,10 +121,14 @@ class CIEndpoints:
         with self._state:
             self._statuses[(repo, sha)] = list(statuses)
 
-    def protect(self, repo: str, branch: str, required: Sequence[str]) -> None:
-        """Protect ``branch``, requiring the checks named ``required``."""
+    def protect(
+        self, repo: str, branch: str, required: Sequence[str], *, ruleset: bool = False
+    ) -> None:
+        """Protect ``branch``, requiring the checks named ``required``: by its branch
+        protection, or by a ruleset (``ruleset=True``)."""
         with self._state:
-            self._protection[(repo, branch)] = list(required)
+            where = self._rulesets if ruleset else self._protection
+            where[(repo, branch)] = list(required)
 
     # Endpoints (called with the state lock held) ----------------------------------------
 
@@ -203,6 +222,21 @@ class CIEndpoints:
             )
         return Reply.json(body)
 
+    def _branch_rules(
+        self, repo: str, request: RecordedRequest, query: dict[str, str], branch: str
+    ) -> Reply:
+        required = self._rulesets.get((repo, branch))
+        if required is None:
+            return Reply.json([{"type": "deletion", "ruleset_id": 41}])
+        checks = [{"context": name, "integration_id": 15368} for name in required]
+        parameters = {
+            "required_status_checks": checks,
+            "strict_required_status_checks_policy": False,
+        }
+        rule = {"type": "required_status_checks", "parameters": parameters, "ruleset_id": 42,
+                "ruleset_source_type": "Repository", "ruleset_source": repo}  # fmt: skip
+        return Reply.json([{"type": "deletion", "ruleset_id": 41}, rule])
+
     # Helpers ----------------------------------------------------------------------------
 
     def _commit_ci(self, repo: str, sha: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -214,10 +248,14 @@ class CIEndpoints:
         else:
             given = self._checks.get((repo, sha), [])
             statuses = self._statuses.get((repo, sha), [])
-        return [self._fill(repo, sha, run) for run in given], statuses
+        names = [run["name"] for run in given]
+        runs = [
+            self._fill(repo, sha, run, names[:n].count(run["name"])) for n, run in enumerate(given)
+        ]
+        return runs, statuses
 
-    def _fill(self, repo: str, sha: str, given: dict[str, Any]) -> dict[str, Any]:
-        key = (repo, sha, given["name"])
+    def _fill(self, repo: str, sha: str, given: dict[str, Any], attempt: int) -> dict[str, Any]:
+        key = (repo, sha, given["name"], attempt)
         if key not in self._run_ids:
             self._ids += 1
             self._run_ids[key] = self._ids

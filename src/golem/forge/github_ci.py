@@ -13,7 +13,7 @@ import logging
 import re
 from typing import Any
 
-from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound
+from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRequestRejected
 from golem.forge.ci import CIJob, CIStatus, JobState
 from golem.forge.github_api import GitHubAPI
 from golem.forge.refs import split_repo
@@ -53,12 +53,18 @@ async def ci_status(api: GitHubAPI, repo: str, commit: str, base: str | None) ->
     """Every check run and commit status on ``commit``; with ``base``, what it requires."""
     owner, name = split_repo(repo)
     prefix = f"/repos/{owner}/{name}/commits/{commit}"
-    runs = await api.paginate(
-        f"{prefix}/check-runs",
-        f"the check runs of {owner}/{name}@{commit[:12]}",
-        {"filter": "latest"},
-        key="check_runs",
-    )
+    try:
+        runs = await api.paginate(
+            f"{prefix}/check-runs",
+            f"the check runs of {owner}/{name}@{commit[:12]}",
+            {"filter": "latest"},
+            key="check_runs",
+        )
+    except ForgeRequestRejected as exc:
+        if "no commit found" not in exc.message.lower():
+            raise
+        log.info("%s/%s: GitHub does not know %s yet: nothing reported", owner, name, commit)
+        return CIStatus(commit=commit)
     combined = await api.call(
         "GET",
         f"{prefix}/status",
@@ -77,13 +83,18 @@ async def ci_failure(api: GitHubAPI, repo: str, job: CIJob) -> CIJob:
     if job.kind == "status":
         note = f"{job.summary}\nDetails: {job.url}" if job.url else job.summary
         return job.model_copy(update={"log_tail": note.strip()})
-    run = await api.call(
-        "GET", f"/repos/{owner}/{name}/check-runs/{job.id}", f"check run {job.name!r}"
-    )
-    if (run.get("app") or {}).get("slug") == ACTIONS_APP:
-        steps, tail = await _actions_failure(api, f"{owner}/{name}", job)
-    else:
-        steps, tail = [], await _check_output(api, f"{owner}/{name}", run)
+    try:
+        run = await api.call(
+            "GET", f"/repos/{owner}/{name}/check-runs/{job.id}", f"check run {job.name!r}"
+        )
+        if (run.get("app") or {}).get("slug") == ACTIONS_APP:
+            steps, tail = await _actions_failure(api, f"{owner}/{name}", job)
+        else:
+            steps, tail = [], await _check_output(api, f"{owner}/{name}", run)
+    except (ForgeNotFound, ForgeAuthError) as exc:
+        # A token without "actions: read" still lets the round go on, with what it knows.
+        note = f"(what failed in it could not be read: {exc})"
+        return job.model_copy(update={"log_tail": f"{job.summary}\n{note}".strip()})
     return job.model_copy(update={"failed_steps": steps, "log_tail": tail})
 
 
@@ -141,10 +152,12 @@ def _status_job(status: dict[str, Any]) -> CIJob:
 
 
 def _latest_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One check run per app and name: the newest (a re-run makes a new one)."""
+    """One check run per suite and name: the newest (re-running a job adds one to its
+    suite; two workflows' jobs of the same name are two suites)."""
     newest: dict[tuple[str, str], dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: int(r["id"])):
-        newest[((run.get("app") or {}).get("slug") or "", run.get("name") or "")] = run
+        suite = str((run.get("check_suite") or {}).get("id") or "")
+        newest[(suite, run.get("name") or "")] = run
     return list(newest.values())
 
 
@@ -157,19 +170,36 @@ def _latest_statuses(statuses: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _required(api: GitHubAPI, repo: str, base: str) -> list[str] | None:
-    """The contexts ``base``'s branch protection requires; None where GitHub does not say
-    (no such branch, unprotected, or the token may not read its protection)."""
+    """The checks ``base`` requires, by its branch protection and by rulesets; None where
+    GitHub says none (or does not say: no such branch, or a token that may not read it)."""
+    names = await _protected_contexts(api, repo, base) + await _ruleset_contexts(api, repo, base)
+    return list(dict.fromkeys(names)) or None
+
+
+async def _protected_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
     try:
         branch = await api.call("GET", f"/repos/{repo}/branches/{base}", f"branch {base}")
     except (ForgeNotFound, ForgeAuthError) as exc:
-        log.info("%s: the checks %s requires are unknown: %s", repo, base, exc)
-        return None
+        log.info("%s: the checks %s's protection requires are unknown: %s", repo, base, exc)
+        return []
     checks = ((branch.get("protection") or {}).get("required_status_checks")) or {}
-    if not branch.get("protected") or not checks:
-        return None
-    names = list(checks.get("contexts") or [])
-    names += [c["context"] for c in checks.get("checks") or [] if c.get("context") not in names]
-    return names
+    if not branch.get("protected"):
+        return []
+    return [*(checks.get("contexts") or []), *(c["context"] for c in checks.get("checks") or [])]
+
+
+async def _ruleset_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
+    try:
+        rules = await api.paginate(f"/repos/{repo}/rules/branches/{base}", f"the rules of {base}")
+    except (ForgeNotFound, ForgeAuthError) as exc:  # servers before rulesets answer 404
+        log.info("%s: the checks %s's rulesets require are unknown: %s", repo, base, exc)
+        return []
+    return [
+        check["context"]
+        for rule in rules
+        if rule.get("type") == "required_status_checks"
+        for check in (rule.get("parameters") or {}).get("required_status_checks") or []
+    ]
 
 
 async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[str], str]:
@@ -181,15 +211,18 @@ async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[
     ]
     what = f"the log of job {job.name!r}"
     try:
-        raw = await api.download_tail(
+        download = await api.download_tail(
             f"/repos/{repo}/actions/jobs/{job.id}/logs", what, limit=LOG_READ_BYTES
         )
     except ForgeError as exc:
         return failed, f"(its log could not be read: {exc})"
-    text = raw.decode("utf-8", errors="replace")
-    if len(raw) == LOG_READ_BYTES:
+    text = download.tail.decode("utf-8", errors="replace")
+    if len(download.tail) == LOG_READ_BYTES:
         text = text.partition("\n")[2]  # the first line is cut
-    return failed, log_excerpt(clean_log(text))
+    excerpt = log_excerpt(clean_log(text))
+    if not download.complete:
+        excerpt = f"(the log is longer than golem reads; it stopped here)\n{excerpt}"
+    return failed, excerpt
 
 
 async def _check_output(api: GitHubAPI, repo: str, run: dict[str, Any]) -> str:
