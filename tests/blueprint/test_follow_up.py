@@ -180,4 +180,6 @@ async def test_a_resumed_follow_up_posts_only_the_replies_not_yet_posted(
     again = await conversation(store, pr)
     assert again.count("Documented that add() takes ints too.") == 1
     assert again.count("Checked with deploy-secret-0123456789 as asked.") == 2
+    assert resumed.commit == state.commit is not None
+    assert again[-1] == f"golem pushed {state.commit[:12]}: add() documents that it takes ints"
     assert len(git("log", "--format=%H", "main..golem/fix-add", cwd=remote).split()) == 2

@@ -185,7 +185,7 @@ async def _commit_and_push(ex: Execution) -> str | None:
     """The run's commit on the branch, pushed (None: the agent changed nothing)."""
     state = ex.state
     repo = ex.repo()
-    state.commit = await repo.find_commit(f"{TRAILER}: {state.id}", base=f"origin/{state.branch}")
+    state.commit = await repo.find_commit(f"{TRAILER}: {state.id}", base=state.base)
     if state.commit is None:
         message = f"Follow-up on the review: {state.summary or state.title}".strip()
         state.commit = await repo.commit_all(
