@@ -183,3 +183,18 @@ async def test_a_resumed_follow_up_posts_only_the_replies_not_yet_posted(
     assert resumed.commit == state.commit is not None
     assert again[-1] == f"golem pushed {state.commit[:12]}: add() documents that it takes ints"
     assert len(git("log", "--format=%H", "main..golem/fix-add", cwd=remote).split()) == 2
+
+
+async def test_an_agent_that_replied_nowhere_answers_the_request_with_its_summary(
+    make_runner: MakeRunner, remote: Path, store: Store
+) -> None:
+    pr = await pushed_pull_request(store, remote)
+    work = remote.parent / "by-hand"  # the branch's add() subtracts again: the fixer has work
+    git("revert", "--no-edit", "HEAD", cwd=work)
+    git("push", "-q", "origin", "golem/fix-add", cwd=work)
+    asked = follow_up(remote).model_copy(update={"model": FIX})  # an agent without reply
+    state = await make_runner().start(asked)
+    assert state.status == "succeeded", state.error
+    said = await conversation(store, pr)
+    summary = "add() subtracted its arguments; it now adds them. All 3 tests pass."
+    assert said[-2:] == [summary, f"golem pushed {(state.commit or '')[:12]}: {summary}"]
