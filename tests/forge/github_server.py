@@ -29,10 +29,11 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+from tests.forge.github_ci_server import CI_ROUTES, CIEndpoints
 
 __all__ = [
     "GitHubServer",
@@ -52,6 +53,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("POST", re.compile(rf"^{REPO}/issues/(?P<number>\d+)/labels$"), "_add_labels"),
     ("POST", re.compile(rf"^{REPO}/pulls$"), "_create_pull"),
     ("GET", re.compile(rf"^{REPO}/pulls$"), "_list_pulls"),
+    *CI_ROUTES,
 )
 
 
@@ -98,9 +100,10 @@ def secondary_rate_limited(retry_after: int = 0, status: int = 403) -> Reply:
     )
 
 
-class GitHubServer(WireServer):
+class GitHubServer(CIEndpoints, WireServer):
     """GitHub's REST API on 127.0.0.1 and a free port, with issues, pull requests,
-    labels and comments kept per repository (``owner/name``)."""
+    labels and comments kept per repository (``owner/name``), and CI per commit
+    (``tests/forge/github_ci_server.py``)."""
 
     def __init__(self, token: str | None = None, *, drafts: bool = True) -> None:
         super().__init__()
@@ -112,7 +115,18 @@ class GitHubServer(WireServer):
         self._comments: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self._ids = 1000
         self._remaining = 5000
+        self._init_ci()
         self.otherwise(self.route)
+
+    def start(self) -> Self:
+        """Start serving, and the log host with it."""
+        self.logs.start()
+        return super().start()
+
+    def stop(self) -> None:
+        """Stop serving, and the log host with it."""
+        super().stop()
+        self.logs.stop()
 
     @property
     def api_url(self) -> str:

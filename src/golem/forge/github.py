@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from golem.core.errors import ForgeError, ForgeRequestRejected, PullRequestExists
+from golem.forge import github_ci
 from golem.forge.auth import ForgeCredentials
 from golem.forge.ci import CIJob, CIStatus
 from golem.forge.config import GITHUB_API, GitHubConfig
@@ -175,10 +176,14 @@ class GitHubForge:
         raise NotImplementedError
 
     async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
-        raise NotImplementedError
+        """The check runs and commit statuses on ``commit``; with ``base``, the checks its
+        branch protection requires (None where GitHub does not say)."""
+        return await github_ci.ci_status(self.api, repo, commit, base)
 
     async def ci_failure(self, repo: str, job: CIJob) -> CIJob:
-        raise NotImplementedError
+        """``job`` with its failed steps and the end of its log (an Actions job), or its
+        output and failure annotations (another app's check), or its description."""
+        return await github_ci.ci_failure(self.api, repo, job)
 
     async def review_discussion(self, pr: PullRequest) -> ReviewDiscussion:
         raise NotImplementedError
