@@ -215,7 +215,8 @@ async def test_a_follow_up_still_red_hands_the_pull_request_to_a_person(
     assert state.status == "escalated", state.error
     assert [step.node for step in state.steps][-2:] == ["verify", "escalate"]
     assert "needs-human" in (await LocalForge(store).fetch_pull_request(pr.repo, 1)).labels
-    last = (await conversation(store, pr))[-1]
-    assert last.startswith(f"golem pushed {(state.commit or '')[:12]} but could not finish")
+    pushed, handed = (await conversation(store, pr))[-2:]
+    assert pushed == f"golem pushed {(state.commit or '')[:12]}: still no idea"
+    assert handed.startswith("golem stops here: a person should take this pull request over")
     assert state.commit is not None
     assert git("rev-parse", "golem/fix-add", cwd=remote).strip() == state.commit
