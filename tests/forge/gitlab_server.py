@@ -13,7 +13,8 @@ was made::
         assert server.merge_requests("group/sub/demo")[0]["source_branch"] == "golem/fix"
 
 Projects are named by path (``group/sub/demo``) and reached by their URL-encoded path or
-numeric id. Issues and merge requests have separate ``iid`` sequences. A merge request's
+numeric id. Issues and merge requests have separate ``iid`` sequences; a merge request's
+``sha`` is what ``head_sha(project, branch)`` answers when set. A merge request's
 notes are discussions (``individual_note`` for a plain note), as on GitLab. CI is scripted
 with ``ci``: a function of ``(project, sha)`` returning job dicts (``name``, ``status``, and
 optionally ``stage``, ``allow_failure``, ``failure_reason``, ``trace``), asked again on every
@@ -80,6 +81,9 @@ class GitLabServer(WireServer):
         self.token = token
         self.ci: CIScript | None = None
         """The scripted CI (None: no pipeline for any commit)."""
+        self.head_sha: Callable[[str, str], str | None] | None = None
+        """``(project, branch) -> sha``, asked when a merge request is read, so that its
+        ``sha`` follows what was pushed (e.g. ``git rev-parse`` in a bare repository)."""
         self._state = threading.Lock()
         self._projects: dict[str, Project] = {}
         self._users: dict[str, dict[str, Any]] = {}
@@ -181,9 +185,8 @@ class GitLabServer(WireServer):
         return self._projects.get(key)
 
     def _refresh_ci(self, project: Project) -> None:
-        """Ask the scripted CI again about every sha the project's pipelines are asked for."""
-        if self.ci is not None:
-            project.ci = self.ci
+        """Hand the project the scripted CI and heads, asked again on every request."""
+        project.ci, project.head_sha = self.ci, self.head_sha
 
 
 def _page(request: RecordedRequest, query: dict[str, str], items: list[Any]) -> Reply:
