@@ -256,4 +256,6 @@ def test_make_forge_builds_gitlab_with_the_tokens_of_the_run(gitlab: GitLabServe
     assert isinstance(forge, GitLabForge)
     assert forge.api.has_token
     assert forge.api.token_source == "tenant acme"  # noqa: S105
-    assert make_forge("gitlab", ForgeConfig()).name == "gitlab"
+    on_host = make_forge("gitlab", ForgeConfig(gitlab=GitLabConfig(token_env=TOKEN_ENV)))
+    assert isinstance(on_host, GitLabForge)
+    assert on_host.api.token_source == f"${TOKEN_ENV}"  # its own variable, not GitHub's
