@@ -25,6 +25,9 @@ class IssueCall:
     sender: str
     why: str
     """What asked, in words: ``labelled golem``, ``mentioned @golem``."""
+    member: str | None = None
+    """Who must be a member of the repository for this to count, as ``Forge.permission``
+    takes them (GitLab's mentions; GitHub's delivery says it: ``author_association``)."""
 
     @property
     def ref(self) -> str:

@@ -11,7 +11,7 @@ from golem.core.errors import ForgeError
 from golem.forge import IssueComment, PullRequest
 from golem.forge.reviews import may_write
 from golem.service.trigger import comments
-from golem.service.trigger.calls import ReviewCall
+from golem.service.trigger.calls import IssueCall, ReviewCall
 from golem.service.trigger.reach import ForgeReach
 
 __all__ = ["FollowUps"]
@@ -68,6 +68,22 @@ class FollowUps:
             f"{call.sender} has {permission} access to {call.repo}: only people who may push "
             "start follow-ups"
         )
+
+    async def stranger(self, call: IssueCall) -> str | None:
+        """Why ``call.member`` may not start a run by a mention (no access to the
+        repository), or None: they may, or nobody needs to be checked."""
+        if call.member is None:
+            return None
+        try:
+            permission = await (await self.reach.forge()).permission(call.repo, call.member)
+        except ForgeError as exc:
+            return f"golem could not read {call.sender}'s permission on {call.repo}: {exc.message}"
+        if permission == "none":
+            return (
+                f"{call.sender} is not a member of {call.repo}: only its members start runs "
+                "by a mention"
+            )
+        return None
 
     def follow_up(self, call: ReviewCall, parent: RunState) -> FollowUp:
         """What the follow-up run is asked: ``parent`` opened the pull request."""

@@ -87,6 +87,9 @@ class Trigger:
             return await self._start_follow_up(call, delivery)
 
     async def _start_issue(self, call: IssueCall, delivery: str) -> TriggerAnswer:
+        stranger = await self.follow_ups.stranger(call)
+        if stranger is not None:
+            return TriggerAnswer(status="ignored", reason=stranger)
         issue = await self.reach.read_issue(call.ref)
         answer = await self._marked(call, delivery, comments.started(issue.comments))
         if answer is not None:
