@@ -287,7 +287,6 @@ def test_deliveries_that_ask_for_nothing_start_nothing_and_say_why(
         ("issue_comment", commented(repo, "> @golem fix it\n\nno."), "does not mention"),
         ("issue_comment", commented(repo, "`@golem` is a bot"), "does not mention"),
         ("issue_comment", commented(repo, "@golem fix", action="edited"), "only new comments"),
-        ("issue_comment", commented(repo, "@golem fix", on_pull=True), "pull requests"),
         ("issue_comment", commented(repo, "@golem fix", association="NONE"), "collaborators"),
         ("push", {"ref": "refs/heads/main", "repository": {"full_name": repo}}, "'push'"),
         ("issues", {"action": "labeled", "label": {"name": "golem"}}, "names no issue"),
