@@ -88,7 +88,7 @@ class Runner:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
         is the store's room for it (a server's limits: else QueueFull)."""
-        if not (request.task or request.issue):
+        if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
         blueprint = parse_blueprint(source, origin)

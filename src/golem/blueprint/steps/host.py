@@ -9,13 +9,13 @@ from typing import Literal
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
-from golem.blueprint.steps import pr_text
+from golem.blueprint.steps import follow_up, pr_text
 from golem.blueprint.steps.install import run_install
 from golem.context import hydrate, load_conventions, render_issue
 from golem.core.errors import ForgeError, PullRequestExists, SecretInChange
 from golem.forge import PullRequest, PullRequestDraft
 
-__all__ = ["run_host"]
+__all__ = ["refuse_secrets", "run_host"]
 
 CONTEXT_BUDGET = 12_000
 
@@ -29,7 +29,9 @@ Result = tuple[Literal["success", "failure"], str]
 
 
 async def run_host(ex: Execution, node: HostNode) -> Result:
-    """Run a host action."""
+    """Run a host action (a follow-up run's own prepare, hydrate and ship: steps/follow_up)."""
+    if ex.state.request.follow_up is not None and node.action != "install":
+        return await _follow_up(ex, node)
     if node.action == "prepare":
         return await _prepare(ex)
     if node.action == "hydrate":
@@ -37,6 +39,14 @@ async def run_host(ex: Execution, node: HostNode) -> Result:
     if node.action == "install":
         return await run_install(ex, node.id)
     return await _ship(ex, escalate=node.action == "escalate")
+
+
+async def _follow_up(ex: Execution, node: HostNode) -> Result:
+    if node.action == "prepare":
+        return await follow_up.prepare_follow_up(ex)
+    if node.action == "hydrate":
+        return await follow_up.hydrate_follow_up(ex, node.id, CONTEXT_BUDGET)
+    return await follow_up.ship_follow_up(ex, escalate=node.action == "escalate")
 
 
 def _slug(text: str) -> str:
@@ -119,13 +129,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         return "failure", "the agent changed nothing: nothing to ship"
     state.diff_stat = (await repo.diff_stat(state.base)).summary()
     diff = await repo.diff(state.base)
-    every_byte = await repo.diff(state.base, text=True)  # binary and -diff files too
-    if ex.secrets.mask(every_byte) != every_byte:
-        raise SecretInChange(
-            "the change holds the value of a secret this run knows (a box secret, a brokered "
-            "credential or a forge token); golem does not push it. Remove it from the files "
-            f"and commit again on {state.branch}, or rotate the secret"
-        )
+    await refuse_secrets(ex, state.base)
     await repo.push(state.branch)
     if not escalate and not state.verified and state.unverified is None:
         state.unverified = NO_VERIFYING_CHECK
@@ -149,6 +153,17 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         why = f" as a draft: no check verified it ({state.unverified})"
     await _comment(ex, f"golem opened {state.pr.url}{why}")
     return "success", state.pr.url
+
+
+async def refuse_secrets(ex: Execution, since: str) -> None:
+    """Raise SecretInChange when the commits since ``since`` hold a secret's value."""
+    every_byte = await ex.repo().diff(since, text=True)  # binary and -diff files too
+    if ex.secrets.mask(every_byte) != every_byte:
+        raise SecretInChange(
+            "the change holds the value of a secret this run knows (a box secret, a brokered "
+            "credential or a forge token); golem does not push it. Remove it from the files "
+            f"and commit again on {ex.state.branch}, or rotate the secret"
+        )
 
 
 def _labels(ex: Execution, *, escalate: bool, unverified: bool) -> list[str]:
