@@ -18,6 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from golem.core.server_config import GitLabTriggerConfig
+from golem.service.trigger import Ignored, IssueCall, ReviewCall
+from golem.service.trigger.gitlab_events import read_delivery
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap
@@ -134,3 +137,59 @@ def test_deliveries_that_ask_for_nothing_start_nothing_and_say_why(served: Serve
     assert no_uuid.status_code == 400, no_uuid.text
     with served.admin() as admin:
         assert admin.get("/v1/runs").json() == []
+
+
+def noted(kind: str, text: str, *, author: str = "root", author_id: int = 1) -> dict[str, Any]:
+    """A Note Hook: ``author`` wrote ``text`` on issue 17 or merge request 1."""
+    name = "note_hook_issue" if kind == "Issue" else "note_hook_merge_request"
+    hook = payload(name)
+    hook["object_attributes"]["note"] = text
+    hook["user"].update(username=author, id=author_id)
+    return hook
+
+
+def test_a_note_on_a_merge_request_asks_for_a_follow_up_in_its_discussion() -> None:
+    hook = noted("MergeRequest", "@golem please handle the empty list", author_id=42)
+    call = read_delivery("Note Hook", hook, GitLabTriggerConfig(), own_login="golem-bot")
+    assert isinstance(call, ReviewCall)
+    assert (call.repo, call.number, call.key) == ("gitlab-org/gitlab-test", 1,
+                                                  "gitlab-org/gitlab-test!1")  # fmt: skip
+    assert (call.sender, call.user) == ("root", "42")  # permission is asked by user id
+    assert call.thread == "f3ab1bd8a9a04b7e9f5e61c2ba5a2d6c2dbd2c0e"
+    assert call.request == "@golem please handle the empty list"
+
+
+def test_a_note_on_an_issue_asks_for_a_run_by_a_member() -> None:
+    call = read_delivery(
+        "Note Hook", noted("Issue", "@golem fix this"), GitLabTriggerConfig(), None
+    )
+    assert isinstance(call, IssueCall)
+    assert (call.ref, call.member) == ("gitlab-org/gitlab-test#17", "1")
+
+
+def test_notes_that_ask_nothing_are_ignored() -> None:
+    config = GitLabTriggerConfig()
+    system = noted("MergeRequest", "@golem added 1 commit")
+    system["object_attributes"]["system"] = True
+    edited = noted("Issue", "@golem fix")
+    edited["object_attributes"]["action"] = "update"
+    merged = noted("MergeRequest", "@golem fix")
+    merged["merge_request"]["state"] = "merged"
+    commit = noted("Issue", "@golem fix")
+    commit["object_attributes"]["noteable_type"] = "Commit"
+    asks = [
+        (noted("Issue", "> @golem fix\n\nno"), "does not mention"),
+        (noted("MergeRequest", "@golem again", author="golem-bot"), "golem's own account"),
+        (noted("Issue", "done <!-- golem:done run-1 -->"), "golem's own"),
+        (system, "GitLab's or golem's own"),
+        (edited, "only new notes"),
+        (merged, "is merged"),
+        (commit, "Commit"),
+    ]
+    for hook, reason in asks:
+        found = read_delivery("Note Hook", hook, config, own_login="golem-bot")
+        assert isinstance(found, Ignored), (hook["object_attributes"], found)
+        assert reason in found.reason
+    quiet = GitLabTriggerConfig(follow_up_on=["changes_requested"])
+    found = read_delivery("Note Hook", noted("MergeRequest", "@golem fix"), quiet, None)
+    assert isinstance(found, Ignored)
