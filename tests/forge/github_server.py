@@ -15,7 +15,10 @@ Endpoints: ``GET /repos/{o}/{r}/issues/{n}``, ``GET|POST .../issues/{n}/comments
 (``per_page``/``page`` and ``Link`` headers), ``POST .../issues/{n}/labels``,
 ``POST /repos/{o}/{r}/pulls`` (422 when one is open for the head, or a draft where
 ``drafts`` is off) and ``GET /repos/{o}/{r}/pulls?head=o:branch&state=open``. Issues and
-pull requests share one number sequence per repository, as on GitHub.
+pull requests share one number sequence per repository, as on GitHub. CI (check runs,
+statuses, Actions jobs and logs, branch protection) is ``github_ci_server.py``'s; a pull
+request by number, reviews, review comments, GraphQL review threads, requested reviewers
+and permissions are ``github_review_server.py``'s.
 
 Failures are scripted with ``push`` (inherited from ``WireServer``): the next requests get
 those replies, whatever they ask; build them with ``github_error``, ``rate_limited`` and
@@ -29,10 +32,12 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+from tests.forge.github_ci_server import CI_ROUTES, CIEndpoints
+from tests.forge.github_review_server import REVIEW_ROUTES, ReviewEndpoints
 
 __all__ = [
     "GitHubServer",
@@ -52,6 +57,8 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("POST", re.compile(rf"^{REPO}/issues/(?P<number>\d+)/labels$"), "_add_labels"),
     ("POST", re.compile(rf"^{REPO}/pulls$"), "_create_pull"),
     ("GET", re.compile(rf"^{REPO}/pulls$"), "_list_pulls"),
+    *CI_ROUTES,
+    *REVIEW_ROUTES,
 )
 
 
@@ -98,9 +105,11 @@ def secondary_rate_limited(retry_after: int = 0, status: int = 403) -> Reply:
     )
 
 
-class GitHubServer(WireServer):
+class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
     """GitHub's REST API on 127.0.0.1 and a free port, with issues, pull requests,
-    labels and comments kept per repository (``owner/name``)."""
+    labels and comments kept per repository (``owner/name``), and CI per commit
+    (``tests/forge/github_ci_server.py``) and reviews per pull request
+    (``tests/forge/github_review_server.py``)."""
 
     def __init__(self, token: str | None = None, *, drafts: bool = True) -> None:
         super().__init__()
@@ -112,7 +121,19 @@ class GitHubServer(WireServer):
         self._comments: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self._ids = 1000
         self._remaining = 5000
+        self._init_ci()
+        self._init_reviews()
         self.otherwise(self.route)
+
+    def start(self) -> Self:
+        """Start serving, and the log host with it."""
+        self.logs.start()
+        return super().start()
+
+    def stop(self) -> None:
+        """Stop serving, and the log host with it."""
+        super().stop()
+        self.logs.stop()
 
     @property
     def api_url(self) -> str:
@@ -188,7 +209,7 @@ class GitHubServer(WireServer):
         for method, pattern, handler in ROUTES:
             if method == request.method and (match := pattern.match(url.path)):
                 args = match.groupdict()
-                repo = f"{args.pop('owner')}/{args.pop('name')}"
+                repo = f"{args.pop('owner')}/{args.pop('name')}" if "owner" in args else ""
                 with self._state:
                     reply: Reply = getattr(self, handler)(repo, request, query, **args)
                     return self._with_rate_headers(reply)
@@ -279,14 +300,9 @@ class GitHubServer(WireServer):
         if data.get("draft") and not self.drafts:
             return github_error(422, "Draft pull requests are not supported in this repository.")
         number = max(self._items.get(repo, {}), default=0) + 1
-        item = self._item(repo, number, "pull", data["title"], data.get("body"))
-        item.update(
-            draft=bool(data.get("draft")),
-            labels=[],
-            head={"ref": head, "label": f"{owner}:{head}", "sha": "0" * 40},
-            base={"ref": data["base"], "label": f"{owner}:{data['base']}", "sha": "1" * 40},
-            merged=False,
-        )
+        item = self._new_pull(repo, number, data["title"], data.get("body"), head, data["base"])
+        item.update(draft=bool(data.get("draft")))
+        item["user"]["login"] = self.login
         self._items.setdefault(repo, {})[number] = item
         return Reply.json(item, status=201)
 
@@ -300,6 +316,21 @@ class GitHubServer(WireServer):
         return Reply.json(pulls)
 
     # Helpers ----------------------------------------------------------------------------
+
+    def _new_pull(
+        self, repo: str, number: int, title: str, body: str | None, head: str, base: str
+    ) -> dict[str, Any]:
+        owner = repo.partition("/")[0]
+        where = {"full_name": repo, "name": repo.partition("/")[2], "fork": False}
+        item = self._item(repo, number, "pull", title, body)
+        item.update(
+            draft=False,
+            labels=[],
+            head={"ref": head, "label": f"{owner}:{head}", "sha": "0" * 40, "repo": where},
+            base={"ref": base, "label": f"{owner}:{base}", "sha": "1" * 40, "repo": where},
+            merged=False,
+        )
+        return item
 
     def _pulls(self, repo: str) -> list[dict[str, Any]]:
         return [item for item in self._items.get(repo, {}).values() if "head" in item]

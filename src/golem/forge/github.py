@@ -9,13 +9,13 @@ from typing import Any
 import httpx
 
 from golem.core.errors import ForgeError, ForgeRequestRejected, PullRequestExists
+from golem.forge import github_ci, github_reviews
 from golem.forge.auth import ForgeCredentials
 from golem.forge.ci import CIJob, CIStatus
 from golem.forge.config import GITHUB_API, GitHubConfig
 from golem.forge.contracts import (
     CheckResult,
     Issue,
-    IssueComment,
     PullRequest,
     PullRequestDraft,
 )
@@ -73,7 +73,7 @@ class GitHubForge:
         return Issue(
             title=data["title"],
             body=data.get("body") or "",
-            comments=[_comment(c) for c in comments],
+            comments=[github_reviews.issue_comment(c) for c in comments],
             labels=[_label_name(label) for label in data.get("labels") or []],
             url=data.get("html_url"),
             number=data["number"],
@@ -170,27 +170,40 @@ class GitHubForge:
             log.warning("%s#%d opened, but its labels were not added: %s", repo, number, exc)
             return []
 
-    # Scaffolding until issue 16's GitHub part lands (helper i16-github replaces these).
     async def fetch_pull_request(self, repo: str, number: int) -> PullRequest:
-        raise NotImplementedError
+        """Pull request ``repo#number`` (open or closed) with its head commit, and whether
+        its head branch is in another repository (a fork, or one since deleted)."""
+        owner, name = split_repo(repo)
+        path = f"/repos/{owner}/{name}/pulls/{number}"
+        data = await self.api.call("GET", path, f"pull request {owner}/{name}#{number}")
+        return _pull_request(data, f"{owner}/{name}")
 
     async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
-        raise NotImplementedError
+        """The check runs and commit statuses on ``commit``; with ``base``, the checks its
+        branch protection requires (None where GitHub does not say)."""
+        return await github_ci.ci_status(self.api, repo, commit, base)
 
     async def ci_failure(self, repo: str, job: CIJob) -> CIJob:
-        raise NotImplementedError
+        """``job`` with its failed steps and the end of its log (an Actions job), or its
+        output and failure annotations (another app's check), or its description."""
+        return await github_ci.ci_failure(self.api, repo, job)
 
     async def review_discussion(self, pr: PullRequest) -> ReviewDiscussion:
-        raise NotImplementedError
+        """Its reviews, review threads (resolved and outdated marked) and conversation."""
+        return await github_reviews.review_discussion(self.api, pr)
 
     async def reply(self, pr: PullRequest, thread: str | None, body: str) -> None:
-        raise NotImplementedError
+        """Reply in review thread ``thread`` (its first comment's id), or on the
+        conversation when None."""
+        await github_reviews.reply(self.api, pr, thread, body)
 
     async def request_review(self, pr: PullRequest, reviewers: Sequence[str]) -> None:
-        raise NotImplementedError
+        """Ask ``reviewers`` (but the pull request's author) to review again."""
+        await github_reviews.request_review(self.api, pr, reviewers)
 
     async def permission(self, repo: str, user: str) -> Permission:
-        raise NotImplementedError
+        """``user``'s permission in ``repo`` (``none`` when not a collaborator)."""
+        return await github_reviews.permission(self.api, repo, user)
 
     def _parse(self, ref: str) -> IssueRef:
         issue_ref = parse_issue_ref(ref)
@@ -207,13 +220,6 @@ def _label_name(label: Any) -> str:
     return str(label["name"]) if isinstance(label, dict) else str(label)
 
 
-def _comment(data: Any) -> IssueComment:
-    user = data.get("user") or {}
-    return IssueComment(
-        author=user.get("login") or "", body=data.get("body") or "", created=data.get("created_at")
-    )
-
-
 def _pull_request(data: Any, repo: str, *, issue: int | None = None) -> PullRequest:
     return PullRequest(
         provider="github",
@@ -227,4 +233,15 @@ def _pull_request(data: Any, repo: str, *, issue: int | None = None) -> PullRequ
         draft=bool(data.get("draft")),
         labels=[_label_name(label) for label in data.get("labels") or []],
         issue=issue,
+        head_commit=data["head"].get("sha"),
+        fork=_from_fork(data, repo),
     )
+
+
+def _from_fork(data: Any, repo: str) -> bool:
+    """Whether the head branch lives outside ``repo`` (a deleted fork's head repo is null)."""
+    head_repo = data["head"].get("repo", {"full_name": repo})
+    if head_repo is None:
+        return True
+    base_repo = (data["base"].get("repo") or {}).get("full_name") or repo
+    return str(head_repo.get("full_name") or base_repo).lower() != str(base_repo).lower()

@@ -76,9 +76,15 @@ class GitHubAPI:
         return response.json() if response.content else None
 
     async def paginate(
-        self, path: str, what: str, params: Mapping[str, str | int] | None = None
+        self,
+        path: str,
+        what: str,
+        params: Mapping[str, str | int] | None = None,
+        *,
+        key: str | None = None,
     ) -> list[GitHubReply]:
-        """Every item of a list endpoint, following ``Link: <...>; rel="next"``."""
+        """Every item of a list endpoint, following ``Link: <...>; rel="next"``; ``key``
+        names the list in endpoints that wrap it (``{"total_count", "check_runs": [...]}``)."""
         items: list[GitHubReply] = []
         url: str | None = path
         query: Mapping[str, str | int] | None = {"per_page": 100, **(params or {})}
@@ -87,9 +93,59 @@ class GitHubAPI:
                 if url is None:
                     break
                 response = await self._send(client, "GET", url, what, params=query)
-                items.extend(response.json())
+                page = response.json()
+                items.extend((page.get(key) or []) if key is not None else page)
                 url, query = self._next_page(response), None
         return items
+
+    async def download_tail(self, path: str, what: str, *, limit: int) -> bytes:
+        """The last ``limit`` bytes of a download (a job's log) that the API answers with a
+        redirect to a pre-signed URL on another origin: that URL is fetched without the
+        token, streamed, and only its tail kept."""
+        async with self._client() as client:
+            response = await self._send(client, "GET", path, what, follow_redirects=False)
+        if not response.is_redirect:
+            return response.content[-limit:]
+        location = response.url.join(response.headers["location"])
+        # A pre-signed URL carries its own authority: the token never leaves the API's origin.
+        async with httpx.AsyncClient(
+            headers={"User-Agent": "golem"},
+            timeout=self.config.timeout,
+            transport=self._transport,
+            follow_redirects=True,
+        ) as plain:
+            try:
+                return await _stream_tail(plain, location, what, limit)
+            except httpx.TransportError as exc:
+                raise ForgeUnavailable(
+                    f"cannot download {what} from {location.host} ({type(exc).__name__}: "
+                    f"{exc}); try later"
+                ) from exc
+
+    async def graphql(self, query: str, variables: Mapping[str, Any], what: str) -> GitHubReply:
+        """The ``data`` of a GraphQL query (errors it reports are a ForgeError)."""
+        async with self._client() as client:
+            response = await self._send(
+                client,
+                "POST",
+                self.graphql_url,
+                what,
+                json={"query": query, "variables": variables},
+            )
+        body = response.json()
+        if body.get("errors"):
+            messages = "; ".join(str(e.get("message")) for e in body["errors"])
+            raise ForgeRequestRejected(f"GitHub's GraphQL API refused {what}: {messages}")
+        return body.get("data")
+
+    @property
+    def graphql_url(self) -> str:
+        """``https://api.github.com/graphql``; a GitHub Enterprise server's
+        ``https://HOST/api/graphql`` (its REST API being ``https://HOST/api/v3``)."""
+        base = self.config.api_url.rstrip("/")
+        if base.endswith("/api/v3"):
+            return base.removesuffix("/v3") + "/graphql"
+        return base + "/graphql"
 
     def _client(self) -> httpx.AsyncClient:
         headers = {
@@ -127,11 +183,14 @@ class GitHubAPI:
         *,
         json: Mapping[str, Any] | None = None,
         params: Mapping[str, str | int] | None = None,
+        follow_redirects: bool = True,
     ) -> httpx.Response:
         attempt = 0
         while True:
             try:
-                response = await client.request(method, url, json=json, params=params)
+                response = await client.request(
+                    method, url, json=json, params=params, follow_redirects=follow_redirects
+                )
             except httpx.TransportError as exc:
                 if attempt >= self.config.max_retries:
                     raise ForgeUnavailable(
@@ -198,6 +257,21 @@ class GitHubAPI:
             f"GitHub refused {what} ({said}): the token ({env}) lacks a permission it "
             "needs (issues and pull requests: read and write; contents: read)"
         )
+
+
+async def _stream_tail(client: httpx.AsyncClient, url: httpx.URL, what: str, limit: int) -> bytes:
+    tail = b""
+    async with client.stream("GET", url) as response:
+        if response.status_code in (403, 404, 410):
+            raise ForgeNotFound(
+                f"{what} cannot be downloaded any more ({url.host} said "
+                f"{response.status_code}): it has expired or was deleted"
+            )
+        if response.status_code >= 400:
+            raise ForgeUnavailable(f"{url.host} failed {what} ({response.status_code}); try later")
+        async for chunk in response.aiter_bytes():
+            tail = (tail + chunk)[-limit:]
+    return tail
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:

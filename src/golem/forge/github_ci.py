@@ -1,0 +1,209 @@
+"""GitHub's verdict on a commit: its check runs and commit statuses, the checks its base
+branch requires, and what failed in a job (failed steps and the end of its log).
+
+GitHub Actions jobs are check runs of the ``github-actions`` app whose id is also the
+job's: their steps come from ``/actions/jobs/{id}`` and their log from a pre-signed URL
+the API redirects to (fetched without the token). Other apps' check runs tell what failed
+through their output and annotations; a commit status through its description and link.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound
+from golem.forge.ci import CIJob, CIStatus, JobState
+from golem.forge.github_api import GitHubAPI
+from golem.forge.refs import split_repo
+
+__all__ = ["ci_failure", "ci_status", "clean_log", "log_excerpt"]
+
+log = logging.getLogger(__name__)
+
+ACTIONS_APP = "github-actions"
+LOG_READ_BYTES = 64 * 1024
+"""How much of a job log's end is downloaded (the error is near the end)."""
+TAIL_CHARS = 6000
+"""How much of it, and of a check's output, reaches the model."""
+
+CONCLUSIONS: dict[str, JobState] = {
+    "success": "passed",
+    "failure": "failed",
+    "timed_out": "failed",
+    "action_required": "failed",
+    "startup_failure": "failed",
+    "cancelled": "cancelled",
+    "stale": "cancelled",
+    "skipped": "skipped",
+    "neutral": "neutral",
+}
+STATUS_STATES: dict[str, JobState] = {
+    "pending": "pending",
+    "success": "passed",
+    "failure": "failed",
+    "error": "failed",
+}
+TIMESTAMP = re.compile(r"^\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ", re.MULTILINE)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+async def ci_status(api: GitHubAPI, repo: str, commit: str, base: str | None) -> CIStatus:
+    """Every check run and commit status on ``commit``; with ``base``, what it requires."""
+    owner, name = split_repo(repo)
+    prefix = f"/repos/{owner}/{name}/commits/{commit}"
+    runs = await api.paginate(
+        f"{prefix}/check-runs",
+        f"the check runs of {owner}/{name}@{commit[:12]}",
+        {"filter": "latest"},
+        key="check_runs",
+    )
+    combined = await api.call(
+        "GET",
+        f"{prefix}/status",
+        f"the commit statuses of {owner}/{name}@{commit[:12]}",
+        params={"per_page": 100},
+    )
+    jobs = [_check_job(run) for run in _latest_runs(runs)]
+    jobs += [_status_job(status) for status in _latest_statuses(combined.get("statuses") or [])]
+    required = await _required(api, f"{owner}/{name}", base) if base is not None else None
+    return CIStatus(commit=commit, jobs=jobs, required=required)
+
+
+async def ci_failure(api: GitHubAPI, repo: str, job: CIJob) -> CIJob:
+    """``job`` with its failed steps and the relevant end of its log (or output)."""
+    owner, name = split_repo(repo)
+    if job.kind == "status":
+        note = f"{job.summary}\nDetails: {job.url}" if job.url else job.summary
+        return job.model_copy(update={"log_tail": note.strip()})
+    run = await api.call(
+        "GET", f"/repos/{owner}/{name}/check-runs/{job.id}", f"check run {job.name!r}"
+    )
+    if (run.get("app") or {}).get("slug") == ACTIONS_APP:
+        steps, tail = await _actions_failure(api, f"{owner}/{name}", job)
+    else:
+        steps, tail = [], await _check_output(api, f"{owner}/{name}", run)
+    return job.model_copy(update={"failed_steps": steps, "log_tail": tail})
+
+
+def clean_log(text: str) -> str:
+    """An Actions log as a person reads it: no timestamps, ANSI codes or group markers."""
+    text = ANSI.sub("", TIMESTAMP.sub("", text.replace("\r\n", "\n")))
+    lines = [line for line in text.split("\n") if not line.startswith("##[endgroup]")]
+    return "\n".join(line.removeprefix("##[group]") for line in lines)
+
+
+def log_excerpt(text: str, limit: int = TAIL_CHARS) -> str:
+    """The part of a cleaned job log that tells why it failed: from the start of the step
+    that printed the first ``##[error]`` (or ``limit`` before its last one) to the end of
+    that last error line; the log's end where there is none."""
+    errors = [m.start() for m in re.finditer(r"^##\[error\]", text, re.MULTILINE)]
+    if not errors:
+        return text[-limit:]
+    line_end = text.find("\n", errors[-1])
+    end = len(text) if line_end < 0 else line_end
+    step = text.rfind("\nRun ", 0, errors[0])
+    start = max(step + 1, end - limit)
+    return text[start:end]
+
+
+def _check_job(run: dict[str, Any]) -> CIJob:
+    output = run.get("output") or {}
+    return CIJob(
+        id=str(run["id"]),
+        name=run.get("name") or "",
+        kind="check",
+        state=_check_state(run.get("status"), run.get("conclusion")),
+        group=(run.get("app") or {}).get("slug") or "",
+        url=run.get("html_url") or run.get("details_url"),
+        summary=output.get("title") or "",
+    )
+
+
+def _check_state(status: str | None, conclusion: str | None) -> JobState:
+    if status == "in_progress":
+        return "running"
+    if status != "completed":
+        return "pending"  # queued, waiting, requested, pending
+    return CONCLUSIONS.get(conclusion or "", "failed")
+
+
+def _status_job(status: dict[str, Any]) -> CIJob:
+    return CIJob(
+        id=status["context"],
+        name=status["context"],
+        kind="status",
+        state=STATUS_STATES.get(status.get("state") or "", "failed"),
+        url=status.get("target_url"),
+        summary=status.get("description") or "",
+    )
+
+
+def _latest_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One check run per app and name: the newest (a re-run makes a new one)."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in sorted(runs, key=lambda r: int(r["id"])):
+        newest[((run.get("app") or {}).get("slug") or "", run.get("name") or "")] = run
+    return list(newest.values())
+
+
+def _latest_statuses(statuses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One status per context: the newest."""
+    newest: dict[str, dict[str, Any]] = {}
+    for status in sorted(statuses, key=lambda s: (s.get("updated_at") or "", int(s["id"]))):
+        newest[status["context"]] = status
+    return list(newest.values())
+
+
+async def _required(api: GitHubAPI, repo: str, base: str) -> list[str] | None:
+    """The contexts ``base``'s branch protection requires; None where GitHub does not say
+    (no such branch, unprotected, or the token may not read its protection)."""
+    try:
+        branch = await api.call("GET", f"/repos/{repo}/branches/{base}", f"branch {base}")
+    except (ForgeNotFound, ForgeAuthError) as exc:
+        log.info("%s: the checks %s requires are unknown: %s", repo, base, exc)
+        return None
+    checks = ((branch.get("protection") or {}).get("required_status_checks")) or {}
+    if not branch.get("protected") or not checks:
+        return None
+    names = list(checks.get("contexts") or [])
+    names += [c["context"] for c in checks.get("checks") or [] if c.get("context") not in names]
+    return names
+
+
+async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[str], str]:
+    data = await api.call("GET", f"/repos/{repo}/actions/jobs/{job.id}", f"job {job.name!r}")
+    failed = [
+        step.get("name") or f"step {step.get('number')}"
+        for step in data.get("steps") or []
+        if step.get("conclusion") in ("failure", "timed_out", "cancelled")
+    ]
+    what = f"the log of job {job.name!r}"
+    try:
+        raw = await api.download_tail(
+            f"/repos/{repo}/actions/jobs/{job.id}/logs", what, limit=LOG_READ_BYTES
+        )
+    except ForgeError as exc:
+        return failed, f"(its log could not be read: {exc})"
+    text = raw.decode("utf-8", errors="replace")
+    if len(raw) == LOG_READ_BYTES:
+        text = text.partition("\n")[2]  # the first line is cut
+    return failed, log_excerpt(clean_log(text))
+
+
+async def _check_output(api: GitHubAPI, repo: str, run: dict[str, Any]) -> str:
+    output = run.get("output") or {}
+    parts = [output.get(k) or "" for k in ("title", "summary", "text")]
+    if (output.get("annotations_count") or 0) > 0:
+        annotations = await api.paginate(
+            f"/repos/{repo}/check-runs/{run['id']}/annotations",
+            f"the annotations of check run {run.get('name')!r}",
+        )
+        parts += [
+            f"{a.get('path')}:{a.get('start_line')}: {a.get('message')}"
+            for a in annotations
+            if a.get("annotation_level") == "failure"
+        ]
+    text = ANSI.sub("", "\n".join(p for p in parts if p))
+    return text[:TAIL_CHARS]
