@@ -6,7 +6,8 @@ wants a token, as GitHub's git endpoint does, and records each request's headers
         ...  # clone, fetch and push with GitAuth("t0k3n", url)
         assert server.requests[-1].authorization is not None
 
-Requests without ``Authorization: Basic base64(x-access-token:TOKEN)`` get a 401 with a
+Requests without ``Authorization: Basic base64(USERNAME:TOKEN)`` (``x-access-token``
+unless told) get a 401 with a
 ``WWW-Authenticate`` challenge. Repositories are the bare ones under ``root``.
 """
 
@@ -40,9 +41,11 @@ class GitRequest:
 class GitHttpServer:
     """Serves the bare repositories under ``root`` to clients that send ``token``."""
 
-    def __init__(self, root: Path, token: str) -> None:
+    def __init__(self, root: Path, token: str, *, username: str = "x-access-token") -> None:
         self.root = root
         self.token = token
+        self.username = username
+        """The basic-auth user the token comes with (GitLab's is ``oauth2``)."""
         self._lock = threading.Lock()
         self._requests: list[GitRequest] = []
         self._httpd = _Server(self)
@@ -68,7 +71,7 @@ class GitHttpServer:
 
     def expected_authorization(self) -> str:
         """The header value that opens the door."""
-        pair = f"x-access-token:{self.token}".encode()
+        pair = f"{self.username}:{self.token}".encode()
         return "Basic " + base64.b64encode(pair).decode()
 
     def record(self, request: GitRequest) -> None:

@@ -39,8 +39,8 @@ def test_make_forge_chooses_by_name_or_config() -> None:
 
 
 def test_make_forge_refuses_unknown_names_and_a_local_forge_without_store() -> None:
-    with pytest.raises(ConfigError, match="choose one of github, local"):
-        make_forge("gitlab", ForgeConfig())
+    with pytest.raises(ConfigError, match="choose one of github, gitlab, local"):
+        make_forge("bitbucket", ForgeConfig())
     with pytest.raises(ConfigError, match="MemoryStore"):
         make_forge("local", ForgeConfig())
 

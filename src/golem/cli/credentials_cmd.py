@@ -25,9 +25,9 @@ __all__ = ["credentials_app"]
 credentials_app = typer.Typer(
     help="Tenants' forge tokens, sealed in the server's store (run on the server's host)."
 )
-FORGES: tuple[ForgeName, ...] = ("github",)
+FORGES: tuple[ForgeName, ...] = ("github", "gitlab")
 TENANT = typer.Option(..., "--tenant", help="The tenant whose token it is.")
-FORGE = typer.Option("github", "--forge", help="The forge: github.")
+FORGE = typer.Option("github", "--forge", help="The forge: github or gitlab.")
 
 
 def _config(config_file: Path | None) -> GolemConfig:
@@ -37,9 +37,10 @@ def _config(config_file: Path | None) -> GolemConfig:
 
 
 def _forge(name: str) -> ForgeName:
-    if name not in FORGES:
-        raise InvalidRequest(f"--forge {name!r}: choose {', '.join(FORGES)}")
-    return "github"
+    for forge in FORGES:
+        if name == forge:
+            return forge
+    raise InvalidRequest(f"--forge {name!r}: choose {', '.join(FORGES)}")
 
 
 def _read_token(token_env: str | None) -> str:

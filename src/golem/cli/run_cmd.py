@@ -32,7 +32,7 @@ def run_command(
     blueprint: str = typer.Option("minion", "--blueprint", help="minion, or a YAML file."),
     model: str | None = typer.Option(None, "--model", help="provider/model or scripted:PATH."),
     forge: str | None = typer.Option(
-        None, "--forge", help="github or local (default: [forge] provider)."
+        None, "--forge", help="github, gitlab or local (default: [forge] provider)."
     ),
     budget_usd: float | None = typer.Option(None, "--budget-usd", help="Dollars for the run."),
     base: str | None = typer.Option(None, "--base", help="Base branch (default: the repo's)."),

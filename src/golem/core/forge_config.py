@@ -8,9 +8,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ForgeConfig", "GitHubConfig"]
+__all__ = ["GITHUB_API", "GITLAB_URL", "ForgeConfig", "GitHubConfig", "GitLabConfig"]
 
 GITHUB_API = "https://api.github.com"
+GITLAB_URL = "https://gitlab.com"
 
 
 class GitHubConfig(BaseModel):
@@ -49,12 +50,53 @@ class GitHubConfig(BaseModel):
         return os.environ.get(self.token_env) or None
 
 
+class GitLabConfig(BaseModel):
+    """``[forge.gitlab]``: how to reach GitLab (gitlab.com, or a self-managed instance)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(
+        GITLAB_URL,
+        description="The instance's web address; its REST API is BASE_URL/api/v4.",
+    )
+    token_env: str = Field(
+        "GITLAB_TOKEN",
+        description="Environment variable that holds the token (personal, project or group "
+        "access token; never the token itself).",
+    )
+    token_for_git: bool = Field(
+        False,
+        description="Also give git the token (as oauth2:TOKEN) for HTTPS pushes and clones; "
+        "otherwise git uses the host's own credentials (helpers, ssh keys).",
+    )
+    max_retries: int = Field(
+        3, ge=0, description="Retries on 502/503/504, network errors and rate limits."
+    )
+    max_wait: float = Field(
+        60.0, ge=0, description="Longest Retry-After (seconds) golem waits before giving up."
+    )
+    timeout: float = Field(30.0, gt=0, description="Seconds one API request may take.")
+
+    @property
+    def api_url(self) -> str:
+        """The REST API v4 of the instance."""
+        return f"{self.base_url.rstrip('/')}/api/v4"
+
+    def git_host(self) -> str | None:
+        """The host git remotes of this GitLab live on."""
+        return urlsplit(self.base_url).hostname
+
+    def token(self) -> str | None:
+        """The token from ``token_env``, or None when it is unset or empty."""
+        return os.environ.get(self.token_env) or None
+
+
 class ForgeConfig(BaseModel):
     """``[forge]``: where pull requests go, and how golem commits."""
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: Literal["github", "local"] = Field(
+    provider: Literal["github", "gitlab", "local"] = Field(
         "local", description="The forge used when a run names none."
     )
     author_name: str = Field("golem", description="Author and committer of golem's commits.")
@@ -72,3 +114,4 @@ class ForgeConfig(BaseModel):
     )
     git_timeout: float = Field(600.0, gt=0, description="Seconds one git command may take.")
     github: GitHubConfig = Field(default_factory=GitHubConfig)
+    gitlab: GitLabConfig = Field(default_factory=GitLabConfig)

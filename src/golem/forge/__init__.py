@@ -1,6 +1,6 @@
 """golem.forge: git on the host, and the forges issues come from and pull requests go to.
 
-``make_forge`` chooses a forge (``github`` or ``local``, whose records are kept in
+``make_forge`` chooses a forge (``github``, ``gitlab`` or ``local``, whose records are kept in
 golem's store: ``golem.store.MemoryStore`` for tests and demos); ``GitRepo`` runs git on
 the host.
 """
@@ -8,7 +8,7 @@ the host.
 from typing import TYPE_CHECKING
 
 from golem.forge.auth import ForgeCredentials, GitAuth, git_auth
-from golem.forge.config import ForgeConfig, GitHubConfig
+from golem.forge.config import ForgeConfig, GitHubConfig, GitLabConfig
 from golem.forge.contracts import (
     CheckResult,
     Forge,
@@ -29,6 +29,7 @@ from golem.forge.remotes import pin_remote
 
 if TYPE_CHECKING:
     from golem.forge.github import GitHubForge
+    from golem.forge.gitlab import GitLabForge
 
 __all__ = [
     "CheckResult",
@@ -41,6 +42,8 @@ __all__ = [
     "GitAuth",
     "GitHubConfig",
     "GitHubForge",
+    "GitLabConfig",
+    "GitLabForge",
     "GitRepo",
     "Issue",
     "IssueComment",
@@ -59,9 +62,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """GitHubForge, imported when first asked for (it brings httpx)."""
+    """GitHubForge and GitLabForge, imported when first asked for (they bring httpx)."""
     if name == "GitHubForge":
         from golem.forge.github import GitHubForge  # noqa: PLC0415
 
         return GitHubForge
+    if name == "GitLabForge":
+        from golem.forge.gitlab import GitLabForge  # noqa: PLC0415
+
+        return GitLabForge
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

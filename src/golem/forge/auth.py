@@ -47,8 +47,8 @@ def _is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True)
 class GitAuth:
-    """A token for git's HTTPS remotes at one origin (GitHub's ``x-access-token`` basic
-    auth, which every major forge accepts for its tokens)."""
+    """A token for git's HTTPS remotes at one origin, as basic auth: GitHub's
+    ``x-access-token``, GitLab's ``oauth2`` username."""
 
     token: str = field(repr=False)
     url: str
@@ -101,29 +101,57 @@ class ForgeCredentials:
     github: str | None = field(default=None, repr=False)
     source: str = "the host's environment"
     host_git: bool = True
+    gitlab: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_config(cls, config: ForgeConfig) -> ForgeCredentials:
-        """The tokens the host's environment holds (``[forge.github] token_env``)."""
-        return cls(github=config.github.token(), source=f"${config.github.token_env}")
+        """The tokens the host's environment holds (``[forge.github] token_env``,
+        ``[forge.gitlab] token_env``)."""
+        return cls(
+            github=config.github.token(),
+            gitlab=config.gitlab.token(),
+            source=f"${config.github.token_env} or ${config.gitlab.token_env}",
+        )
 
     def secrets(self) -> list[str]:
         """Every token, for masking."""
-        return [token for token in (self.github,) if token]
+        return [token for token in (self.github, self.gitlab) if token]
 
 
 def git_auth(
     config: ForgeConfig, remote_url: str, credentials: ForgeCredentials | None = None
 ) -> GitAuth | None:
-    """The token git gets for ``remote_url``: GitHub's (from ``credentials``, by default the
-    host's), when there is a token, the remote is on GitHub's host (``api_url``'s, or
-    github.com for api.github.com) and either ``token_for_git`` is set or the credentials
-    may not fall back to the host's own (a tenant's); else None, and the host's own
-    credentials answer where allowed."""
+    """The token git gets for ``remote_url``, chosen by the remote's host: GitHub's (from
+    ``credentials``, by default the host's) for GitHub's host (``api_url``'s, or github.com
+    for api.github.com), GitLab's (as ``oauth2``) for GitLab's (``base_url``'s); a token
+    only when there is one and either that forge's ``token_for_git`` is set or the
+    credentials may not fall back to the host's own (a tenant's). Another host gets no
+    token (None), and the host's own credentials answer where allowed."""
     chosen = credentials or ForgeCredentials.from_config(config)
-    token = chosen.github
-    if token is None or not (config.github.token_for_git or not chosen.host_git):
+    forge = _forge_of(config, remote_url)
+    if forge == "github":
+        token, for_git, username = chosen.github, config.github.token_for_git, "x-access-token"
+    elif forge == "gitlab":
+        token, for_git, username = chosen.gitlab, config.gitlab.token_for_git, "oauth2"
+    else:
         return None
-    if urlsplit(remote_url).hostname != config.github.git_host():
+    if token is None or not (for_git or not chosen.host_git):
         return None
-    return GitAuth(token, remote_url)
+    return GitAuth(token, remote_url, username)
+
+
+def _forge_of(config: ForgeConfig, remote_url: str) -> str | None:
+    """The forge whose host ``remote_url`` is on; where both forges are on one host (two
+    ports of one machine), the one on its port too; None when none is, or it is unclear."""
+    remote = urlsplit(remote_url)
+    if remote.hostname is None:
+        return None
+    github = urlsplit(config.github.api_url)
+    places = {
+        "github": (config.github.git_host(), github.port),
+        "gitlab": (config.gitlab.git_host(), urlsplit(config.gitlab.base_url).port),
+    }
+    on_host = [name for name, (host, _) in places.items() if host == remote.hostname]
+    if len(on_host) > 1:
+        on_host = [name for name in on_host if places[name][1] == remote.port]
+    return on_host[0] if len(on_host) == 1 else None

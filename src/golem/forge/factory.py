@@ -10,7 +10,7 @@ from golem.store import Store
 
 __all__ = ["FORGES", "make_forge"]
 
-FORGES = ("github", "local")
+FORGES = ("github", "gitlab", "local")
 
 
 def make_forge(
@@ -19,15 +19,20 @@ def make_forge(
     store: Store | None = None,
     credentials: ForgeCredentials | None = None,
 ) -> Forge:
-    """The forge called ``name`` (None: ``config.provider``): ``github`` (its token from
-    ``credentials``, by default the host's ``config.github.token_env``) or ``local`` (pull
-    requests kept in ``store``)."""
+    """The forge called ``name`` (None: ``config.provider``): ``github`` or ``gitlab`` (its
+    token from ``credentials``, by default the host's ``token_env`` of ``config.github`` or
+    ``config.gitlab``) or ``local`` (pull requests kept in ``store``)."""
     chosen = name or config.provider
     if chosen == "github":
         from golem.forge.github import GitHubForge  # noqa: PLC0415 (httpx only when chosen)
 
         chosen_credentials = credentials or ForgeCredentials.from_config(config)
         return GitHubForge(config.github, credentials=chosen_credentials, labels=config.labels)
+    if chosen == "gitlab":
+        from golem.forge.gitlab import GitLabForge  # noqa: PLC0415 (httpx only when chosen)
+
+        chosen_credentials = credentials or ForgeCredentials.from_config(config)
+        return GitLabForge(config.gitlab, credentials=chosen_credentials, labels=config.labels)
     if chosen == "local":
         if store is None:
             raise ConfigError(

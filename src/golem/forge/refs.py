@@ -1,4 +1,5 @@
-"""Issue references as people write them: ``https://github.com/o/r/issues/12``, ``o/r#12``."""
+"""Issue references as people write them: ``https://github.com/o/r/issues/12``, ``o/r#12``;
+GitLab's ``group/sub/project#12`` and ``group/sub/project!12`` (a merge request)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from urllib.parse import urlsplit
 
 from golem.core.errors import ForgeRequestRejected, IssueNotReadable
 
-__all__ = ["IssueRef", "parse_issue_ref", "split_repo"]
+__all__ = [
+    "GitLabRef",
+    "IssueRef",
+    "parse_gitlab_ref",
+    "parse_issue_ref",
+    "split_project",
+    "split_repo",
+]
 
 NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,99})"
 SHORT = re.compile(rf"^({NAME})/({NAME})#(\d+)$")
@@ -60,4 +68,56 @@ def split_repo(repo: str) -> tuple[str, str]:
         return match[1], match[2]
     raise ForgeRequestRejected(
         f"{repo!r} does not name a GitHub repository: write OWNER/REPO or its https:// URL"
+    )
+
+
+GITLAB_PATH = rf"{NAME}(?:/{NAME})+"
+GITLAB_SHORT = re.compile(rf"^({GITLAB_PATH})([#!])(\d+)$")
+GITLAB_WEB_PATH = re.compile(rf"^/({GITLAB_PATH})/-/(issues|merge_requests)/(\d+)/?$")
+GITLAB_PROJECT = re.compile(rf"^{GITLAB_PATH}$")
+
+
+@dataclass(frozen=True)
+class GitLabRef:
+    """An issue (``group/project#N``) or merge request (``group/project!N``) on GitLab,
+    whose projects may sit in nested groups; and the web host, if a URL named it."""
+
+    project: str
+    iid: int
+    merge_request: bool = False
+    host: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.project}{'!' if self.merge_request else '#'}{self.iid}"
+
+
+def parse_gitlab_ref(ref: str) -> GitLabRef:
+    """Parse ``group/sub/project#N`` (an issue), ``group/sub/project!N`` (a merge request),
+    or their web URLs ``https://HOST/group/project/-/issues/N`` and ``.../-/merge_requests/N``."""
+    text = ref.strip()
+    if short := GITLAB_SHORT.match(text):
+        return GitLabRef(short[1], int(short[3]), short[2] == "!")
+    parts = urlsplit(text)
+    web = GITLAB_WEB_PATH.match(parts.path)
+    if parts.scheme in ("http", "https") and parts.hostname and web:
+        return GitLabRef(web[1], int(web[3]), web[2] == "merge_requests", parts.hostname)
+    raise IssueNotReadable(
+        f"{ref!r} is not a GitLab issue or merge request: write GROUP/PROJECT#N (an issue), "
+        "GROUP/PROJECT!N (a merge request), or their https://HOST/GROUP/PROJECT/-/issues/N "
+        "or /-/merge_requests/N URL"
+    )
+
+
+def split_project(repo: str) -> str:
+    """A GitLab project's path (``group/sub/project``) from itself or its https URL (a
+    trailing ``.git`` allowed)."""
+    text = repo.strip().removesuffix("/").removesuffix(".git")
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https"):
+        text = parts.path.strip("/")
+    if GITLAB_PROJECT.match(text):
+        return text
+    raise ForgeRequestRejected(
+        f"{repo!r} does not name a GitLab project: write GROUP/PROJECT (subgroups allowed) "
+        "or its https:// URL"
     )

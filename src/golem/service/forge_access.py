@@ -1,16 +1,20 @@
-"""Which forge tokens a tenant's runs get: the tenant's own, from the store; else the
-server's own token (``[forge.github] token_env``), but only for tenants the configuration
-names (``[server] shared_forge_tenants``; unset: the GitHub trigger's tenant alone); else
-none. One tenant's runs never get another tenant's token."""
+"""Which forge tokens a tenant's runs get: the tenant's own (GitHub's, GitLab's), from the
+store; else the server's own tokens (``[forge.github] token_env``, ``[forge.gitlab]
+token_env``), but only for tenants the configuration names (``[server]
+shared_forge_tenants``; unset: the GitHub trigger's tenant alone); else none. One tenant's
+runs never get another tenant's token."""
 
 from __future__ import annotations
 
 from golem.core.config import GolemConfig
 from golem.core.errors import MissingForgeToken
 from golem.forge import ForgeCredentials
-from golem.store import Store, TokenCipher
+from golem.store import ForgeName, Store, TokenCipher
 
 __all__ = ["ForgeAccess"]
+
+TOKEN_FORGES: tuple[ForgeName, ...] = ("github", "gitlab")
+TITLES = {"github": "GitHub", "gitlab": "GitLab"}
 
 
 class ForgeAccess:
@@ -28,27 +32,34 @@ class ForgeAccess:
         return tenant in (allowed if allowed is not None else [server.github.tenant])
 
     async def for_tenant(self, tenant: str) -> ForgeCredentials:
-        """The tokens ``tenant``'s runs use (CredentialsKeyError when the stored one cannot
-        be opened: it is kept, and the error says which key is needed)."""
-        own = await self.store.for_tenant(tenant).reveal_forge_token("github", self.cipher)
-        if own is not None:
+        """The tokens ``tenant``'s runs use (CredentialsKeyError when a stored one cannot
+        be opened: it is kept, and the error says which key is needed). A tenant with a
+        token of its own gets its own tokens only, never the server's beside them."""
+        scoped = self.store.for_tenant(tenant)
+        own = {forge: await scoped.reveal_forge_token(forge, self.cipher) for forge in TOKEN_FORGES}
+        if any(own.values()):
             return ForgeCredentials(
-                github=own, source=f"tenant {tenant}'s stored token", host_git=False
+                github=own["github"],
+                gitlab=own["gitlab"],
+                source=f"tenant {tenant}'s stored token",
+                host_git=False,
             )
         if self.shares_server_token(tenant):  # the server's own, with its git credentials
             return ForgeCredentials.from_config(self.config.forge)
-        return ForgeCredentials(github=None, source=f"tenant {tenant} has none", host_git=False)
+        return ForgeCredentials(source=f"tenant {tenant} has none", host_git=False)
 
     async def require(self, tenant: str, forge: str, why: str) -> ForgeCredentials:
-        """``tenant``'s tokens, when they hold one for ``forge``; else MissingForgeToken
-        saying how to give the tenant one (``why``: what needs it)."""
+        """``tenant``'s tokens, when they hold one for ``forge`` (``github``, ``gitlab``;
+        any other needs none); else MissingForgeToken saying how to give the tenant one
+        (``why``: what needs it)."""
         credentials = await self.for_tenant(tenant)
-        if forge == "github" and credentials.github is None:
+        token = {"github": credentials.github, "gitlab": credentials.gitlab}.get(forge, "")
+        if token is None:
             raise MissingForgeToken(
-                f"{why} needs a GitHub token, and tenant {tenant!r} has none: set one with "
-                "PUT /v1/credentials/github (a key of the tenant), or on the server with "
-                f"`golem credentials set --tenant {tenant} --forge github`; golem uses no "
-                "other tenant's token, nor the server's unless server.shared_forge_tenants "
+                f"{why} needs a {TITLES[forge]} token, and tenant {tenant!r} has none: set "
+                f"one with PUT /v1/credentials/{forge} (a key of the tenant), or on the server "
+                f"with `golem credentials set --tenant {tenant} --forge {forge}`; golem uses "
+                "no other tenant's token, nor the server's unless server.shared_forge_tenants "
                 "names the tenant"
             )
         return credentials

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 Decision = Literal["approved", "rejected"]
-ForgeName = Literal["github"]
+ForgeName = Literal["github", "gitlab"]
 Role = Literal["user", "trusted", "admin"]
 ACTIVE: tuple[str, ...] = ("running", "waiting")
 """The statuses of a run in progress (a server owns it)."""

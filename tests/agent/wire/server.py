@@ -216,6 +216,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._serve()
 
+    def do_PUT(self) -> None:
+        self._serve()
+
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests assert on ``requests`` instead."""
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from golem.blueprint.reports.ansi import plain
 from golem.blueprint.reports.cargo import CARGO_TEST
 from golem.blueprint.reports.doctests import DOCTEST
 from golem.blueprint.reports.format import Format, merge
@@ -19,6 +18,7 @@ from golem.blueprint.reports.pytest import PYTEST
 from golem.blueprint.reports.tap import TAP
 from golem.blueprint.reports.trim import first_lines, last_lines
 from golem.blueprint.reports.unittest import UNITTEST
+from golem.core.ansi import plain
 from golem.forge import TestFailure
 
 __all__ = [

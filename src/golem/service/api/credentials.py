@@ -41,7 +41,8 @@ class TokenBody(BaseModel):
     token: SecretStr = Field(
         min_length=1,
         max_length=2048,
-        description="The token, e.g. a GitHub fine-grained personal access token.",
+        description="The token, e.g. a GitHub fine-grained personal access token or a "
+        "GitLab personal, project or group access token (scope api).",
     )
 
 

@@ -1,0 +1,274 @@
+"""GitLab's REST API v4 over httpx: retries, pagination, bounded log tails, and GitLab's
+errors as ForgeErrors.
+
+Retried: 502/503/504 and network errors (with doubling backoff), and 429 whose wait
+(``Retry-After``, or ``RateLimit-Reset``) is at most ``max_wait``. Everything else becomes
+the fitting ``ForgeError`` at once, with GitLab's own message (``{"message": ...}`` as a
+string, a list or a dict of fields; or ``{"error": ..., "error_description": ...}``) and
+what to do next. The token is sent as ``PRIVATE-TOKEN`` to the API's origin only;
+pagination links elsewhere are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from golem.core.errors import (
+    ForgeAuthError,
+    ForgeError,
+    ForgeNotFound,
+    ForgeRateLimited,
+    ForgeRequestRejected,
+    ForgeUnavailable,
+    PullRequestExists,
+)
+from golem.forge.config import GitLabConfig
+
+__all__ = ["GitLabAPI", "GitLabReply", "project_id"]
+
+RETRIED_STATUSES = frozenset({502, 503, 504})
+MAX_PAGES = 50
+GitLabReply = Any
+"""A decoded JSON reply of GitLab's API."""
+Params = Mapping[str, str | int]
+
+
+def project_id(project: str) -> str:
+    """A project's id in API paths: its URL-encoded path (``group%2Fsub%2Fproject``)."""
+    return quote(project, safe="")
+
+
+class GitLabAPI:
+    """A client of one GitLab instance's API (gitlab.com's, or a self-managed one's)."""
+
+    def __init__(
+        self,
+        config: GitLabConfig,
+        *,
+        token: str | None = None,
+        token_source: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff: float = 1.0,
+    ) -> None:
+        """``token_source`` says where the token came from, for error messages (default:
+        the variable ``config.token_env`` names)."""
+        self.config = config
+        self._token = token or None
+        self.token_source = token_source or f"${config.token_env}"
+        self._transport = transport
+        self.backoff = backoff
+
+    @property
+    def has_token(self) -> bool:
+        """Whether requests carry a token."""
+        return self._token is not None
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Params | None = None,
+    ) -> GitLabReply:
+        """One request; its JSON reply. ``what`` names the target in error messages."""
+        async with self._client() as client:
+            response = await self._send(client, method, path, what, json=json, params=params)
+            await response.aread()
+        return response.json() if response.content else None
+
+    async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
+        """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
+        items: list[Any] = []
+        url: str | None = path
+        query: dict[str, str | int] = {"per_page": 100, **(params or {})}
+        async with self._client() as client:
+            for _ in range(MAX_PAGES):
+                if url is None:
+                    break
+                response = await self._send(client, "GET", url, what, params=query)
+                await response.aread()
+                items.extend(response.json())
+                url, query = self._next_page(response, path, query)
+        return items
+
+    async def tail(self, path: str, what: str, limit: int) -> bytes:
+        """The last ``limit`` bytes of a (possibly huge) plain-text reply, read as a stream."""
+        kept: deque[bytes] = deque()
+        size = 0
+        async with self._client() as client:
+            response = await self._send(client, "GET", path, what)
+            try:
+                async for chunk in response.aiter_bytes():
+                    kept.append(chunk)
+                    size += len(chunk)
+                    while kept and size - len(kept[0]) >= limit:
+                        size -= len(kept.popleft())
+            finally:
+                await response.aclose()
+        return b"".join(kept)[-limit:]
+
+    def _client(self) -> httpx.AsyncClient:
+        headers = {"Accept": "application/json", "User-Agent": "golem"}
+        if self._token is not None:
+            headers["PRIVATE-TOKEN"] = self._token
+        return httpx.AsyncClient(
+            base_url=self.config.api_url,
+            headers=headers,
+            timeout=self.config.timeout,
+            transport=self._transport,
+            follow_redirects=True,
+        )
+
+    def _next_page(
+        self, response: httpx.Response, path: str, query: dict[str, str | int]
+    ) -> tuple[str | None, dict[str, str | int]]:
+        link = response.links.get("next", {}).get("url")
+        if link is not None:
+            if _origin(httpx.URL(link)) != _origin(httpx.URL(self.config.api_url)):
+                raise ForgeError(
+                    f"GitLab's next page {link!r} is on another host than "
+                    f"{self.config.api_url}: golem does not send the token there; check "
+                    "forge.gitlab.base_url"
+                )
+            return link, {}
+        following = response.headers.get("x-next-page", "").strip()
+        if following.isdigit():
+            return path, {**query, "page": int(following)}
+        return None, query
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        method: str,
+        url: str,
+        what: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Params | None = None,
+    ) -> httpx.Response:
+        """The response, its body not read yet (the caller reads or streams it)."""
+        attempt = 0
+        while True:
+            request = client.build_request(method, url, json=json, params=params)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt >= self.config.max_retries:
+                    raise ForgeUnavailable(
+                        f"cannot reach GitLab at {self.config.api_url} ({type(exc).__name__}: "
+                        f"{exc}): check the network, any proxy, and forge.gitlab.base_url"
+                    ) from exc
+                await asyncio.sleep(self.backoff * 2.0**attempt)
+                attempt += 1
+                continue
+            if response.status_code < 400:
+                return response
+            await response.aread()
+            delay = self._retry_delay(response, attempt)
+            if delay is None:
+                raise self.error(response, what)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
+        """Seconds to wait before trying again, or None to give up now."""
+        if attempt >= self.config.max_retries:
+            return None
+        if response.status_code in RETRIED_STATUSES:
+            return self.backoff * 2.0**attempt
+        if response.status_code != 429:
+            return None
+        wait = _rate_limit_wait(response)
+        return wait if wait <= self.config.max_wait else None
+
+    def error(self, response: httpx.Response, what: str) -> ForgeError:
+        """The ForgeError for GitLab's error ``response`` to a request about ``what``."""
+        status = response.status_code
+        detail = gitlab_detail(response)
+        said = f"GitLab said {status}: {detail}"
+        if status in (401, 403, 429):
+            return self._access_error(status, what, said)
+        if status == 404:
+            return ForgeNotFound(
+                f"GitLab has no {what} ({said}), or the token ({self.token_source}) cannot "
+                "see it (private projects answer 404): check the path and the token's access"
+            )
+        if status == 409 and "already exists" in detail.lower():
+            return PullRequestExists(
+                f"{what}: a merge request for this branch is already open ({said}); update "
+                "it, or push to a new branch"
+            )
+        if status >= 500:
+            return ForgeUnavailable(f"GitLab failed {what} ({said}) after retries; try later")
+        return ForgeRequestRejected(f"GitLab refused {what} ({said})")
+
+    def _access_error(self, status: int, what: str, said: str) -> ForgeError:
+        env = self.token_source
+        if status == 401 and not self.has_token:
+            return ForgeAuthError(f"GitLab wants a token for {what} ({said}): set {env}")
+        if status == 401:
+            return ForgeAuthError(
+                f"GitLab refused the token ({env}) for {what} ({said}): it is wrong, expired "
+                "or revoked; set a valid one"
+            )
+        if status == 429:
+            return ForgeRateLimited(
+                f"GitLab's rate limit stopped {what} ({said}); wait, or raise forge.gitlab.max_wait"
+            )
+        return ForgeAuthError(
+            f"GitLab refused {what} ({said}): the token ({env}) lacks a scope or role it "
+            "needs (scope api; at least Developer in the project)"
+        )
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
+def gitlab_detail(response: httpx.Response) -> str:
+    """GitLab's error body as one line: ``message`` (a string, list, or dict of field
+    errors), or OAuth's ``error`` and ``error_description``."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or response.reason_phrase
+    if not isinstance(body, dict):
+        return str(body)[:300]
+    if "message" in body:
+        return _flatten(body["message"]) or response.reason_phrase
+    if "error" in body:
+        parts = [_flatten(body["error"]), _flatten(body.get("error_description"))]
+        return ": ".join(part for part in parts if part)
+    return str(body)[:300]
+
+
+def _flatten(message: Any) -> str:
+    if message is None:
+        return ""
+    if isinstance(message, dict):
+        return "; ".join(f"{key} {_flatten(value)}" for key, value in message.items())
+    if isinstance(message, list):
+        return "; ".join(_flatten(item) for item in message)
+    return str(message)
+
+
+def _rate_limit_wait(response: httpx.Response) -> float:
+    """Seconds GitLab asks to wait (``Retry-After``, else until ``RateLimit-Reset``)."""
+    headers = response.headers
+    try:
+        if "retry-after" in headers:
+            return max(0.0, float(headers["retry-after"]))
+        if "ratelimit-reset" in headers:
+            return max(0.0, float(headers["ratelimit-reset"]) - time.time())
+    except ValueError:
+        pass
+    return 60.0

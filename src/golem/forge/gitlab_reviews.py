@@ -1,0 +1,80 @@
+"""A GitLab merge request's review discussion: its discussions (threads on lines or on the
+whole change, resolved or not; a plain note is a discussion of one ``individual_note``)
+and its approvals, as golem's ``ReviewDiscussion``. GitLab's system notes ("added 1
+commit", "requested review from ...") are left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from golem.core.errors import ForgeAuthError, ForgeNotFound
+from golem.forge.contracts import IssueComment, PullRequest
+from golem.forge.gitlab_api import GitLabAPI
+from golem.forge.reviews import Review, ReviewDiscussion, ReviewNote, ReviewThread
+
+__all__ = ["note_comment", "read_review_discussion"]
+
+
+async def read_review_discussion(api: GitLabAPI, path: str, pr: PullRequest) -> ReviewDiscussion:
+    """The discussion of the merge request at API ``path`` (``/projects/ID/merge_requests/N``)."""
+    what = f"{pr.repo}!{pr.number}"
+    discussions = await api.paginate(f"{path}/discussions", f"the discussions of {what}")
+    threads: list[ReviewThread] = []
+    comments: list[IssueComment] = []
+    for discussion in discussions:
+        notes = [note for note in discussion.get("notes") or [] if not note.get("system")]
+        if not notes:
+            continue
+        if discussion.get("individual_note"):
+            comments += [note_comment(note) for note in notes]
+        else:
+            threads.append(_thread(str(discussion["id"]), notes))
+    return ReviewDiscussion(
+        reviews=await _approvals(api, path, what), threads=threads, comments=comments
+    )
+
+
+async def _approvals(api: GitLabAPI, path: str, what: str) -> list[Review]:
+    try:
+        data = await api.call("GET", f"{path}/approvals", f"the approvals of {what}")
+    except (ForgeNotFound, ForgeAuthError):  # approvals switched off, or not in this tier
+        return []
+    reviews = []
+    for approval in (data or {}).get("approved_by") or []:
+        user = approval.get("user") or {}
+        name = str(user.get("username") or "")
+        reviews.append(Review(id=f"approval-{user.get('id', name)}", author=name, state="approved"))
+    return reviews
+
+
+def _thread(identifier: str, notes: list[Any]) -> ReviewThread:
+    first = notes[0]
+    position = first.get("position") or {}
+    resolvable = [note for note in notes if note.get("resolvable")]
+    return ReviewThread(
+        id=identifier,
+        path=position.get("new_path") or position.get("old_path"),
+        line=position.get("new_line") or position.get("old_line"),
+        resolved=bool(resolvable) and all(note.get("resolved") for note in resolvable),
+        comments=[_note(note) for note in notes],
+    )
+
+
+def _note(note: Any) -> ReviewNote:
+    author = note.get("author") or {}
+    return ReviewNote(
+        id=str(note["id"]),
+        author=author.get("username") or "",
+        body=note.get("body") or "",
+        created=note.get("created_at"),
+    )
+
+
+def note_comment(note: Any) -> IssueComment:
+    """A GitLab note as one comment of a conversation."""
+    author = note.get("author") or {}
+    return IssueComment(
+        author=author.get("username") or "",
+        body=note.get("body") or "",
+        created=note.get("created_at"),
+    )
