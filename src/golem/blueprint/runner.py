@@ -212,10 +212,11 @@ class Runner:
                     "blueprint's max_steps or break its cycle"
                 )
             node = blueprint.node(state.current)
+            spent = state.cost_usd
             outcome, detail, began = await self._node(ex, node)
             state.steps.append(
                 NodeRecord(node=node.id, kind=node.kind, outcome=outcome, started=began,
-                           ended=time.time(), detail=detail)
+                           ended=time.time(), detail=detail, cost_usd=state.cost_usd - spent)
             )  # fmt: skip
             following = node.successor(outcome)
             if following is None:

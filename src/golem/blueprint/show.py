@@ -8,6 +8,7 @@ from golem.blueprint.model import (
     AgentNode,
     Blueprint,
     BoxNode,
+    CINode,
     GateNode,
     HostNode,
     LoopNode,
@@ -32,6 +33,8 @@ def describe_node(node: Node) -> str:
     if isinstance(node, GateNode):
         timeout = f"{node.timeout:g}s" if node.timeout is not None else "no timeout"
         return f"gate: waits for a person, {timeout}, then {node.default}"
+    if isinstance(node, CINode):
+        return f"ci: wait for the forge's CI; fix with an agent, at most {node.ci_rounds} rounds"
     assert isinstance(node, LoopNode)
     return f"loop: {', '.join(node.checks)}; fix with an agent, at most {node.max_rounds} rounds"
 

@@ -10,9 +10,11 @@ from typing import Literal
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
 from golem.blueprint.steps import follow_up, pr_text
+from golem.blueprint.steps.handoff import hand_off
 from golem.blueprint.steps.install import run_install
+from golem.blueprint.steps.publish import TRAILER, commit_change, push_change, refuse_secrets
 from golem.context import hydrate, load_conventions, render_issue
-from golem.core.errors import ForgeError, PullRequestExists, SecretInChange
+from golem.core.errors import ForgeError, PullRequestExists
 from golem.forge import PullRequest, PullRequestDraft
 
 __all__ = ["refuse_secrets", "run_host"]
@@ -20,7 +22,6 @@ __all__ = ["refuse_secrets", "run_host"]
 CONTEXT_BUDGET = 12_000
 
 
-TRAILER = "Golem-Run"
 NO_VERIFYING_CHECK = (
     "this blueprint ran no check that verified the change (no verify loop concluded with "
     "passing checks); add a loop over the repository's checks before ship"
@@ -109,17 +110,10 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     state = ex.state
     repo = ex.repo()
     if state.pr is not None:
-        return "success", state.pr.url
-    trailer = f"{TRAILER}: {state.id}"
-    state.commit = await repo.find_commit(trailer, base=state.base)
-    if state.commit is None:
-        state.commit = await repo.commit_all(
-            ex.secrets.mask(pr_text.commit_message(state, escalate=escalate)),
-            ex.config.forge.author_name,
-            ex.config.forge.author_email,
-            trailers={TRAILER: state.id},
-        )
-        ex.save()
+        return await hand_off(ex) if escalate else ("success", state.pr.url)
+    message = pr_text.commit_message(state, escalate=escalate)
+    state.commit = await commit_change(ex, message, {TRAILER: state.id}, since=state.base)
+    ex.save()
     if state.commit is None:
         if escalate:
             state.status = "escalated"
@@ -129,8 +123,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         return "failure", "the agent changed nothing: nothing to ship"
     state.diff_stat = (await repo.diff_stat(state.base)).summary()
     diff = await repo.diff(state.base)
-    await refuse_secrets(ex, state.base)
-    await repo.push(state.branch)
+    await push_change(ex, since=state.base)
     if not escalate and not state.verified and state.unverified is None:
         state.unverified = NO_VERIFYING_CHECK
     unverified = not escalate and state.unverified is not None
@@ -153,17 +146,6 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         why = f" as a draft: no check verified it ({state.unverified})"
     await _comment(ex, f"golem opened {state.pr.url}{why}")
     return "success", state.pr.url
-
-
-async def refuse_secrets(ex: Execution, since: str) -> None:
-    """Raise SecretInChange when the commits since ``since`` hold a secret's value."""
-    every_byte = await ex.repo().diff(since, text=True)  # binary and -diff files too
-    if ex.secrets.mask(every_byte) != every_byte:
-        raise SecretInChange(
-            "the change holds the value of a secret this run knows (a box secret, a brokered "
-            "credential or a forge token); golem does not push it. Remove it from the files "
-            f"and commit again on {ex.state.branch}, or rotate the secret"
-        )
 
 
 def _labels(ex: Execution, *, escalate: bool, unverified: bool) -> list[str]:
