@@ -14,8 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from typing import Any
 
 import httpx
 import pytest
@@ -25,7 +24,6 @@ import golem.blueprint
 from golem.core.server_config import GitHubTriggerConfig
 from golem.service.trigger import Ignored, ReviewCall
 from golem.service.trigger.github_events import read_delivery
-from tests.forge.github_server import RecordedRequest, Reply
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import (
     SERVER_ENV,
@@ -34,6 +32,7 @@ from tests.service.test_github_trigger import (
     GitHub,
     deliver,
     gated_minion,
+    green,
     labelled,
     new_repo,
     run_to_end,
@@ -43,20 +42,6 @@ from tests.service.test_github_trigger import (
 pytestmark = pytest.mark.bwrap
 
 WRITER, READER = "maintainer", "passerby"
-
-
-class ReviewedGitHub(GitHub):
-    """The loopback GitHub, answering each person's permission on every repository."""
-
-    permissions: ClassVar[dict[str, str]] = {WRITER: "write", READER: "read"}
-
-    def route(self, request: RecordedRequest) -> Reply:
-        """A collaborator's permission, or what GitHub answers."""
-        parts = urlsplit(request.path).path.strip("/").split("/")
-        if request.method == "GET" and parts[-1:] == ["permission"] and len(parts) == 6:
-            level = self.permissions.get(parts[4], "none")
-            return Reply.json({"permission": level, "user": {"login": parts[4]}})
-        return super().route(request)
 
 
 def gated(directory: Path, name: str) -> Path:
@@ -73,8 +58,9 @@ def gated(directory: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def github() -> Iterator[ReviewedGitHub]:
-    with ReviewedGitHub(token=TOKEN) as server:
+def github() -> Iterator[GitHub]:
+    with GitHub(token=TOKEN) as server:
+        server.ci = green
         yield server
 
 
@@ -87,7 +73,7 @@ def remotes(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(
-    tmp_path_factory: pytest.TempPathFactory, github: ReviewedGitHub, remotes: Path
+    tmp_path_factory: pytest.TempPathFactory, github: GitHub, remotes: Path
 ) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("review-trigger")
     config = trigger_config(github, remotes, gated_minion(home))
@@ -102,9 +88,11 @@ def key(served: Served) -> str:
 
 
 @pytest.fixture(scope="module")
-def opened(served: Served, key: str, github: ReviewedGitHub, remotes: Path) -> tuple[str, int, str]:
+def opened(served: Served, key: str, github: GitHub, remotes: Path) -> tuple[str, int, str]:
     """A pull request golem opened for a labelled issue: its repository, number, and run."""
     repo = new_repo(github, remotes, "reviewed")
+    github.set_permission(repo, WRITER, "write")
+    github.set_permission(repo, READER, "read")
     run_id = deliver(served, "issues", labelled(repo)).json()["run_id"]
     assert run_to_end(served, key, run_id)["status"] == "succeeded"
     [pr] = github.pulls(repo)
@@ -150,7 +138,7 @@ def follow_ups(served: Served, key: str, repo: str, number: int) -> list[dict[st
     return sorted(found, key=lambda r: r["created"])
 
 
-def open_pull(github: ReviewedGitHub, repo: str, body: str) -> int:
+def open_pull(github: GitHub, repo: str, body: str) -> int:
     """A pull request someone opened on the loopback GitHub, with ``body``."""
     branch = f"someone-{uuid.uuid4().hex[:6]}"
     made = httpx.post(
@@ -164,7 +152,7 @@ def open_pull(github: ReviewedGitHub, repo: str, body: str) -> int:
 
 
 def test_a_writers_review_comment_starts_a_follow_up_with_its_thread_and_parent(
-    served: Served, key: str, github: ReviewedGitHub, opened: tuple[str, int, str]
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
 ) -> None:
     repo, number, parent = opened
     body = "@golem please rename `add` to `plus` here."
@@ -198,7 +186,7 @@ def test_a_reply_in_a_thread_names_the_threads_first_comment(
 
 
 def test_a_reader_is_refused_once_and_starts_nothing(
-    served: Served, key: str, github: ReviewedGitHub, opened: tuple[str, int, str]
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
 ) -> None:
     repo, number, _ = opened
     before = len(follow_ups(served, key, repo, number))
@@ -216,7 +204,7 @@ def test_a_reader_is_refused_once_and_starts_nothing(
 
 
 def test_pull_requests_golem_did_not_open_start_nothing(
-    served: Served, key: str, github: ReviewedGitHub, opened: tuple[str, int, str]
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
 ) -> None:
     repo, _, parent = opened
     unmarked = open_pull(github, repo, "A person's change.")
