@@ -21,19 +21,49 @@ import pytest
 from golem.core.server_config import GitLabTriggerConfig
 from golem.service.trigger import Ignored, IssueCall, ReviewCall
 from golem.service.trigger.gitlab_events import read_delivery
+from tests.blueprint.repos import EXAMPLES, make_remote
+from tests.forge.gitlab_server import GitLabServer
 from tests.service.served import Served, serving
+from tests.service.test_github_trigger import remotes, run_to_end
+from tests.service.test_review_trigger import gated
+
+__all__ = ["remotes"]  # a fixture
 
 pytestmark = pytest.mark.bwrap
 
 SECRET = "gitlab-webhook-token-0123456789"  # noqa: S105 - a test secret
 PAYLOADS = Path(__file__).parent / "payloads" / "gitlab"
-SERVER_ENV = {"TRIGGER_TEST_GITLAB_SECRET": SECRET}
+TOKEN = "glpat-triggertest0123456789"  # noqa: S105 - a test token
+SERVER_ENV = {"TRIGGER_TEST_GITLAB_SECRET": SECRET, "TRIGGER_TEST_GITLAB_TOKEN": TOKEN}
+DEVELOPER, REPORTER = 30, 20  # GitLab's access levels
 CONFIG = """
 [server.gitlab]
 secret_env = "TRIGGER_TEST_GITLAB_SECRET"
 label = "golem"
 handle = "@golem"
 repo_url = "/nowhere/{repo}.git"
+"""
+
+
+def gitlab_config(gitlab: GitLabServer, remotes: Path, home: Path) -> str:
+    """golem.toml of a server whose GitLab is the loopback one."""
+    model = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    return f"""
+[forge]
+provider = "gitlab"
+
+[forge.gitlab]
+base_url = "{gitlab.base_url}"
+token_env = "TRIGGER_TEST_GITLAB_TOKEN"
+
+[server.gitlab]
+secret_env = "TRIGGER_TEST_GITLAB_SECRET"
+label = "golem"
+handle = "@golem"
+blueprint = "{gated(home, "minion")}"
+follow_up_blueprint = "{gated(home, "follow-up")}"
+model = "{model}"
+repo_url = "{remotes}/{{repo}}.git"
 """
 
 
@@ -80,11 +110,59 @@ def deliver(
         return client.post("/v1/gitlab/webhook", content=json.dumps(body), headers=headers)
 
 
+def passing(project: str, sha: str) -> list[dict[str, Any]]:
+    """Every commit's pipeline: one job, passed."""
+    return [{"name": "test", "status": "success"}]
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    home = tmp_path_factory.mktemp("gitlab-trigger")
-    with serving(home / "state", config=CONFIG, env=SERVER_ENV) as server:
+def gitlab() -> Iterator[GitLabServer]:
+    with GitLabServer(token=TOKEN) as server:
+        server.ci = passing
         yield server
+
+
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory, gitlab: GitLabServer, remotes: Path
+) -> Iterator[Served]:
+    home = tmp_path_factory.mktemp("gitlab-trigger")
+    config = gitlab_config(gitlab, remotes, home)
+    with serving(home / "state", config=config, env=SERVER_ENV) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def key(served: Served) -> str:
+    return served.key("default")
+
+
+def new_project(gitlab: GitLabServer, remotes: Path, name: str) -> str:
+    """group/sub/NAME: a bare repository of examples/calculator, with issue 1 about it,
+    a developer and a reporter."""
+    make_remote(remotes / "group" / "sub", name)
+    project = f"group/sub/{name}"
+    gitlab.add_issue(project, 1, "add() subtracts its arguments", "`add(2, 3)` gives -1.")
+    gitlab.add_member(project, "dev", DEVELOPER)
+    gitlab.add_member(project, "reporter", REPORTER)
+    return project
+
+
+def notes_of(gitlab: GitLabServer, project: str, iid: int, *, mr: bool = False) -> list[str]:
+    """The bodies of an issue's (or merge request's) notes, oldest first."""
+    found = gitlab.project(project)
+    if mr:
+        return [n["body"] for d in found.discussions.get(iid, []) for n in d["notes"]]
+    return [n["body"] for n in found.issue_notes.get(iid, [])]
+
+
+def note_by(gitlab: GitLabServer, project: str, kind: str, iid: int, text: str,
+            author: str) -> dict[str, Any]:  # fmt: skip
+    """A Note Hook for ``author``'s new note on issue or merge request ``iid``."""
+    hook = noted(kind, text, author=author, author_id=gitlab.add_user(author)["id"])
+    hook["project"]["path_with_namespace"] = project
+    hook["issue" if kind == "Issue" else "merge_request"]["iid"] = iid
+    return hook
 
 
 def test_a_delivery_without_the_secret_token_is_refused(served: Served) -> None:
@@ -193,3 +271,63 @@ def test_notes_that_ask_nothing_are_ignored() -> None:
     quiet = GitLabTriggerConfig(follow_up_on=["changes_requested"])
     found = read_delivery("Note Hook", noted("MergeRequest", "@golem fix"), quiet, None)
     assert isinstance(found, Ignored)
+
+
+def test_an_issue_labelled_for_golem_runs_to_a_merge_request_and_a_developers_note_follows_up(
+    served: Served, key: str, gitlab: GitLabServer, remotes: Path
+) -> None:
+    project = new_project(gitlab, remotes, "labelled")
+    answer = deliver(served, "Issue Hook", labelled(project, 1, ("bug",), ("bug", "golem")))
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["status"] == "started"
+    run_id = answer.json()["run_id"]
+    assert run_to_end(served, key, run_id)["status"] == "succeeded"
+    assert any(f"run `{run_id}` for this issue" in n for n in notes_of(gitlab, project, 1))
+    [mr] = gitlab.merge_requests(project)
+    assert f"<!-- golem:pr {run_id} -->" in mr["description"]
+    hook = note_by(gitlab, project, "MergeRequest", mr["iid"], "@golem handle add(0, 0)", "dev")
+    asked = deliver(served, "Note Hook", hook)
+    assert asked.status_code == 202, asked.text
+    assert asked.json()["status"] == "started", asked.text
+    with served.client(key) as client:
+        run = client.get(f"/v1/runs/{asked.json()['run_id']}").json()
+    assert run["request"]["forge"] == "gitlab"
+    assert run["request"]["follow_up"] == {
+        "repo": project, "number": mr["iid"], "parent_run": run_id, "requested_by": "dev",
+        "thread": hook["object_attributes"]["discussion_id"],
+        "request": "@golem handle add(0, 0)",
+    }  # fmt: skip
+    assert run_to_end(served, key, run["id"], "cancel")["status"] == "cancelled"
+    notes = notes_of(gitlab, project, mr["iid"], mr=True)
+    assert any(f"run `{run['id']}` for this pull request" in n for n in notes)
+    refused = note_by(gitlab, project, "MergeRequest", mr["iid"], "@golem please", "reporter")
+    for _ in range(2):
+        answer = deliver(served, "Note Hook", refused)
+        assert (answer.status_code, answer.json()["status"]) == (202, "ignored"), answer.text
+        assert "reporter has read access" in answer.json()["reason"]
+    refusals = [n for n in notes_of(gitlab, project, mr["iid"], mr=True) if "golem:refused" in n]
+    assert len(refusals) == 1
+
+
+def test_a_members_mention_on_an_issue_starts_a_run_and_a_strangers_does_not(
+    served: Served, key: str, gitlab: GitLabServer, remotes: Path
+) -> None:
+    project = new_project(gitlab, remotes, "mentioned")
+    stranger = deliver(
+        served, "Note Hook", note_by(gitlab, project, "Issue", 1, "@golem fix", "eve")
+    )
+    assert stranger.json()["status"] == "ignored", stranger.text
+    assert "not a member" in stranger.json()["reason"]
+    delivery = str(uuid.uuid4())
+    hook = note_by(gitlab, project, "Issue", 1, "@golem fix it", "reporter")
+    answer = deliver(served, "Note Hook", hook, delivery=delivery)
+    assert answer.json()["status"] == "started", answer.text
+    run_id = answer.json()["run_id"]
+    again = deliver(served, "Note Hook", hook, delivery=delivery)
+    assert (again.status_code, again.json()["status"], again.json()["run_id"]) == (
+        200, "duplicate", run_id,
+    )  # fmt: skip
+    with served.client(key) as client:
+        run = client.get(f"/v1/runs/{run_id}").json()
+    assert (run["request"]["issue"], run["request"]["forge"]) == (f"{project}#1", "gitlab")
+    assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
