@@ -180,4 +180,42 @@ async def test_a_resumed_follow_up_posts_only_the_replies_not_yet_posted(
     again = await conversation(store, pr)
     assert again.count("Documented that add() takes ints too.") == 1
     assert again.count("Checked with deploy-secret-0123456789 as asked.") == 2
+    assert resumed.commit == state.commit is not None
+    assert again[-1] == f"golem pushed {state.commit[:12]}: add() documents that it takes ints"
     assert len(git("log", "--format=%H", "main..golem/fix-add", cwd=remote).split()) == 2
+
+
+async def broken_pull_request(store: Store, remote: Path) -> PullRequest:
+    """A pull request whose branch's add() subtracts again (a fixer has work)."""
+    pr = await pushed_pull_request(store, remote)
+    work = remote.parent / "by-hand"
+    git("revert", "--no-edit", "HEAD", cwd=work)
+    git("push", "-q", "origin", "golem/fix-add", cwd=work)
+    return pr
+
+
+async def test_an_agent_that_replied_nowhere_answers_the_request_with_its_summary(
+    make_runner: MakeRunner, remote: Path, store: Store
+) -> None:
+    pr = await broken_pull_request(store, remote)
+    asked = follow_up(remote).model_copy(update={"model": FIX})  # an agent without reply
+    state = await make_runner().start(asked)
+    assert state.status == "succeeded", state.error
+    said = await conversation(store, pr)
+    summary = "add() subtracted its arguments; it now adds them. All 3 tests pass."
+    assert said[-2:] == [summary, f"golem pushed {(state.commit or '')[:12]}: {summary}"]
+
+
+async def test_a_follow_up_still_red_hands_the_pull_request_to_a_person(
+    make_runner: MakeRunner, remote: Path, store: Store
+) -> None:
+    pr = await broken_pull_request(store, remote)
+    never = f"scripted:{SCRIPTS / 'never.yaml'}"
+    state = await make_runner().start(follow_up(remote).model_copy(update={"model": never}))
+    assert state.status == "escalated", state.error
+    assert [step.node for step in state.steps][-2:] == ["verify", "escalate"]
+    assert "needs-human" in (await LocalForge(store).fetch_pull_request(pr.repo, 1)).labels
+    last = (await conversation(store, pr))[-1]
+    assert last.startswith(f"golem pushed {(state.commit or '')[:12]} but could not finish")
+    assert state.commit is not None
+    assert git("rev-parse", "golem/fix-add", cwd=remote).strip() == state.commit

@@ -12,9 +12,10 @@ Script CI per commit, statically or as a function of what was pushed::
 
 A check run is given as GitHub shows it, with only what matters to the test: ``status``
 (default ``completed``, or ``in_progress`` when there is no ``conclusion``), ``conclusion``,
-``app`` (a slug, default ``github-actions``), ``output``; the server fills ``id`` (stable
-per repository, commit and name), ``head_sha``, the URLs and ``check_suite``. Extra keys,
-not shown by the API: ``steps`` (``(name, conclusion)`` pairs, the Actions job's),
+``app`` (a slug, default ``github-actions``), ``output``, ``check_suite`` (``{"id": N}``:
+give one to make a re-run of a job); the server fills ``id`` (stable per repository, commit,
+name and how many times the name came before), ``head_sha``, the URLs. Extra keys, not
+shown by the API: ``steps`` (``(name, conclusion)`` pairs, the Actions job's),
 ``log`` (its raw log; None: the log has expired, 410) and ``annotations`` (dicts as GitHub's
 annotations endpoint returns them). A ``ci`` entry with a ``context`` is a commit status.
 
@@ -43,6 +44,7 @@ CI_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)$"), "_get_job"),
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)/logs$"), "_job_logs"),
     ("GET", re.compile(rf"^{REPO}/branches/(?P<branch>[^/]+)$"), "_get_branch"),
+    ("GET", re.compile(rf"^{REPO}/rules/branches/(?P<branch>[^/]+)$"), "_branch_rules"),
 )
 CIScript = Callable[[str, str], Sequence[dict[str, Any]]]
 HIDDEN = ("steps", "log", "annotations")
@@ -91,9 +93,10 @@ class CIEndpoints:
         self.logs = LogHost()
         self._checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._statuses: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self._run_ids: dict[tuple[str, str, str], int] = {}
+        self._run_ids: dict[tuple[str, str, str, int], int] = {}
         self._runs: dict[tuple[str, int], dict[str, Any]] = {}
         self._protection: dict[tuple[str, str], list[str]] = {}
+        self._rulesets: dict[tuple[str, str], list[str]] = {}
 
     def set_checks(self, repo: str, sha: str, runs: Iterable[dict[str, Any]]) -> None:
         """The check runs of ``repo@sha`` (see the module's docstring)."""
@@ -106,10 +109,14 @@ class CIEndpoints:
         with self._state:
             self._statuses[(repo, sha)] = list(statuses)
 
-    def protect(self, repo: str, branch: str, required: Sequence[str]) -> None:
-        """Protect ``branch``, requiring the checks named ``required``."""
+    def protect(
+        self, repo: str, branch: str, required: Sequence[str], *, ruleset: bool = False
+    ) -> None:
+        """Protect ``branch``, requiring the checks named ``required``: by its branch
+        protection, or by a ruleset (``ruleset=True``)."""
         with self._state:
-            self._protection[(repo, branch)] = list(required)
+            where = self._rulesets if ruleset else self._protection
+            where[(repo, branch)] = list(required)
 
     # Endpoints (called with the state lock held) ----------------------------------------
 
@@ -203,6 +210,21 @@ class CIEndpoints:
             )
         return Reply.json(body)
 
+    def _branch_rules(
+        self, repo: str, request: RecordedRequest, query: dict[str, str], branch: str
+    ) -> Reply:
+        required = self._rulesets.get((repo, branch))
+        if required is None:
+            return Reply.json([{"type": "deletion", "ruleset_id": 41}])
+        checks = [{"context": name, "integration_id": 15368} for name in required]
+        parameters = {
+            "required_status_checks": checks,
+            "strict_required_status_checks_policy": False,
+        }
+        rule = {"type": "required_status_checks", "parameters": parameters, "ruleset_id": 42,
+                "ruleset_source_type": "Repository", "ruleset_source": repo}  # fmt: skip
+        return Reply.json([{"type": "deletion", "ruleset_id": 41}, rule])
+
     # Helpers ----------------------------------------------------------------------------
 
     def _commit_ci(self, repo: str, sha: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -214,10 +236,14 @@ class CIEndpoints:
         else:
             given = self._checks.get((repo, sha), [])
             statuses = self._statuses.get((repo, sha), [])
-        return [self._fill(repo, sha, run) for run in given], statuses
+        names = [run["name"] for run in given]
+        runs = [
+            self._fill(repo, sha, run, names[:n].count(run["name"])) for n, run in enumerate(given)
+        ]
+        return runs, statuses
 
-    def _fill(self, repo: str, sha: str, given: dict[str, Any]) -> dict[str, Any]:
-        key = (repo, sha, given["name"])
+    def _fill(self, repo: str, sha: str, given: dict[str, Any], attempt: int) -> dict[str, Any]:
+        key = (repo, sha, given["name"], attempt)
         if key not in self._run_ids:
             self._ids += 1
             self._run_ids[key] = self._ids

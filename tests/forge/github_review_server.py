@@ -100,11 +100,15 @@ class ReviewEndpoints:
     def add_review_comment(
         self, repo: str, number: int, body: str, *, author: str = "octocat",
         path: str = "README.md", line: int | None = 1, reply_to: int | None = None,
+        on_file: bool = False,
     ) -> dict[str, Any]:  # fmt: skip
-        """Comment on a line (``line`` None: the line changed since, outdated), or reply to
-        the thread of comment ``reply_to``."""
+        """Comment on a line (``line`` None: the line changed since, outdated), on a whole
+        file (``on_file``), or reply to the thread of comment ``reply_to``."""
         with self._state:
-            return self._new_review_comment(repo, number, body, author, path, line, reply_to)
+            comment = self._new_review_comment(repo, number, body, author, path, line, reply_to)
+            if on_file:
+                comment.update(subject_type="file", line=None, original_line=None)
+            return comment
 
     def resolve(self, repo: str, comment_id: int) -> None:
         """Mark the thread that comment ``comment_id`` starts as resolved."""
@@ -219,7 +223,8 @@ class ReviewEndpoints:
         start = int(variables.get("after") or 0)
         page = roots[start : start + 100]
         nodes = [
-            {"isResolved": (repo, c["id"]) in self._resolved, "isOutdated": c["line"] is None,
+            {"isResolved": (repo, c["id"]) in self._resolved,
+             "isOutdated": c["line"] is None and c.get("subject_type") != "file",
              "comments": {"nodes": [{"databaseId": c["id"]}]}}
             for c in page
         ]  # fmt: skip

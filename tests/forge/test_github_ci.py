@@ -142,6 +142,58 @@ async def test_ci_status_reads_the_checks_the_base_branch_requires(github: GitHu
     assert unprotected.required is None
 
 
+async def test_ci_status_reads_checks_required_by_rulesets_with_branch_protection(
+    github: GitHubServer,
+) -> None:
+    github.protect(REPO, "main", ["test"])
+    github.protect(REPO, "main", ["test", "lint"], ruleset=True)
+    github.protect(REPO, "release", ["build"], ruleset=True)
+    forge = make(github)
+
+    assert (await forge.ci_status(REPO, SHA, base="main")).required == ["test", "lint"]
+    assert (await forge.ci_status(REPO, SHA, base="release")).required == ["build"]
+
+
+async def test_ci_status_on_a_server_without_rulesets_reads_branch_protection(
+    github: GitHubServer,
+) -> None:
+    github.protect(REPO, "main", ["test"])
+    rules_gone = github_error(404, "Not Found")
+    github.push(github.route, github.route, github.route, rules_gone)
+
+    status = await make(github).ci_status(REPO, SHA, base="main")
+
+    assert status.required == ["test"]
+
+
+async def test_ci_status_keeps_the_newest_run_of_a_job_and_both_workflows_jobs_of_a_name(
+    github: GitHubServer,
+) -> None:
+    github.set_checks(
+        REPO,
+        SHA,
+        [
+            {"name": "build", "conclusion": "failure", "check_suite": {"id": 1}},
+            {"name": "build", "conclusion": "success", "check_suite": {"id": 1}},  # re-run
+            {"name": "build", "conclusion": "failure", "check_suite": {"id": 2}},
+        ],
+    )
+
+    jobs = (await make(github).ci_status(REPO, SHA)).jobs
+
+    assert [(job.name, job.state) for job in jobs] == [("build", "passed"), ("build", "failed")]
+
+
+async def test_ci_status_of_a_commit_github_does_not_know_yet_reports_nothing(
+    github: GitHubServer,
+) -> None:
+    github.push(github_error(422, "No commit found for SHA: " + SHA))
+
+    status = await make(github).ci_status(REPO, SHA)
+
+    assert (status.jobs, status.supported) == ([], True)
+
+
 async def test_ci_status_of_a_repository_github_does_not_show_is_a_forge_error(
     github: GitHubServer,
 ) -> None:

@@ -57,6 +57,7 @@ async def test_review_discussion_groups_comments_into_threads_marking_resolved_a
     stale = github.add_review_comment(
         REPO, number, "Typo here", author="bob", path="README.md", line=None
     )
+    whole = github.add_review_comment(REPO, number, "Split this file", path="big.py", on_file=True)
     github.add_review_comment(REPO, number, "Agreed", author="bob", reply_to=first["id"])
     github.add_review_comment(REPO, number, "Fixed", author="carol", reply_to=stale["id"])
     github.resolve(REPO, stale["id"])
@@ -69,8 +70,10 @@ async def test_review_discussion_groups_comments_into_threads_marking_resolved_a
     discussion = await forge.review_discussion(await forge.fetch_pull_request(REPO, number))
 
     threads = {t.id: t for t in discussion.threads}
-    assert list(threads) == [str(first["id"]), str(stale["id"])]
+    assert list(threads) == [str(first["id"]), str(stale["id"]), str(whole["id"])]
     live, old = threads[str(first["id"])], threads[str(stale["id"])]
+    on_file = threads[str(whole["id"])]
+    assert (on_file.path, on_file.line, on_file.outdated) == ("big.py", None, False)
     assert [(n.author, n.body) for n in live.comments] == [
         ("alice", "Rename add to plus"),
         ("bob", "Agreed"),
@@ -85,7 +88,7 @@ async def test_review_discussion_groups_comments_into_threads_marking_resolved_a
     assert [(c.author, c.body) for c in discussion.comments] == [
         ("erin", "@golem also update the docs")
     ]
-    assert discussion.reviewers() == ["alice", "dave", "bob", "carol"]
+    assert discussion.reviewers() == ["alice", "dave", "bob", "carol", "octocat"]
 
 
 async def test_review_discussion_reads_every_page_of_threads(github: GitHubServer) -> None:

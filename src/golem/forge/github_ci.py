@@ -13,7 +13,7 @@ import logging
 import re
 from typing import Any
 
-from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound
+from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRequestRejected
 from golem.forge.ci import CIJob, CIStatus, JobState
 from golem.forge.github_api import GitHubAPI
 from golem.forge.refs import split_repo
@@ -53,12 +53,18 @@ async def ci_status(api: GitHubAPI, repo: str, commit: str, base: str | None) ->
     """Every check run and commit status on ``commit``; with ``base``, what it requires."""
     owner, name = split_repo(repo)
     prefix = f"/repos/{owner}/{name}/commits/{commit}"
-    runs = await api.paginate(
-        f"{prefix}/check-runs",
-        f"the check runs of {owner}/{name}@{commit[:12]}",
-        {"filter": "latest"},
-        key="check_runs",
-    )
+    try:
+        runs = await api.paginate(
+            f"{prefix}/check-runs",
+            f"the check runs of {owner}/{name}@{commit[:12]}",
+            {"filter": "latest"},
+            key="check_runs",
+        )
+    except ForgeRequestRejected as exc:
+        if "no commit found" not in exc.message.lower():
+            raise
+        log.info("%s/%s: GitHub does not know %s yet: nothing reported", owner, name, commit)
+        return CIStatus(commit=commit)
     combined = await api.call(
         "GET",
         f"{prefix}/status",
@@ -141,10 +147,12 @@ def _status_job(status: dict[str, Any]) -> CIJob:
 
 
 def _latest_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One check run per app and name: the newest (a re-run makes a new one)."""
+    """One check run per suite and name: the newest (re-running a job adds one to its
+    suite; two workflows' jobs of the same name are two suites)."""
     newest: dict[tuple[str, str], dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: int(r["id"])):
-        newest[((run.get("app") or {}).get("slug") or "", run.get("name") or "")] = run
+        suite = str((run.get("check_suite") or {}).get("id") or "")
+        newest[(suite, run.get("name") or "")] = run
     return list(newest.values())
 
 
@@ -157,19 +165,36 @@ def _latest_statuses(statuses: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _required(api: GitHubAPI, repo: str, base: str) -> list[str] | None:
-    """The contexts ``base``'s branch protection requires; None where GitHub does not say
-    (no such branch, unprotected, or the token may not read its protection)."""
+    """The checks ``base`` requires, by its branch protection and by rulesets; None where
+    GitHub says none (or does not say: no such branch, or a token that may not read it)."""
+    names = await _protected_contexts(api, repo, base) + await _ruleset_contexts(api, repo, base)
+    return list(dict.fromkeys(names)) or None
+
+
+async def _protected_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
     try:
         branch = await api.call("GET", f"/repos/{repo}/branches/{base}", f"branch {base}")
     except (ForgeNotFound, ForgeAuthError) as exc:
-        log.info("%s: the checks %s requires are unknown: %s", repo, base, exc)
-        return None
+        log.info("%s: the checks %s's protection requires are unknown: %s", repo, base, exc)
+        return []
     checks = ((branch.get("protection") or {}).get("required_status_checks")) or {}
-    if not branch.get("protected") or not checks:
-        return None
-    names = list(checks.get("contexts") or [])
-    names += [c["context"] for c in checks.get("checks") or [] if c.get("context") not in names]
-    return names
+    if not branch.get("protected"):
+        return []
+    return [*(checks.get("contexts") or []), *(c["context"] for c in checks.get("checks") or [])]
+
+
+async def _ruleset_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
+    try:
+        rules = await api.paginate(f"/repos/{repo}/rules/branches/{base}", f"the rules of {base}")
+    except (ForgeNotFound, ForgeAuthError) as exc:  # servers before rulesets answer 404
+        log.info("%s: the checks %s's rulesets require are unknown: %s", repo, base, exc)
+        return []
+    return [
+        check["context"]
+        for rule in rules
+        if rule.get("type") == "required_status_checks"
+        for check in (rule.get("parameters") or {}).get("required_status_checks") or []
+    ]
 
 
 async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[str], str]:

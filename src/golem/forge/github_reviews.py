@@ -137,7 +137,7 @@ def _threads(comments: list[dict[str, Any]]) -> list[ReviewThread]:
                 id=str(root),
                 path=first.get("path"),
                 line=first.get("line") or first.get("original_line"),
-                outdated=first.get("line") is None,
+                outdated=first.get("line") is None and first.get("subject_type") != "file",
             )
         threads[root].comments.append(_note(comment))
     return list(threads.values())

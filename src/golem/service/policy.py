@@ -333,6 +333,7 @@ RUN_RULES: dict[str, RunRule] = {
     "forge": _names_nothing,
     "budget_usd": _names_nothing,
     "base": _names_nothing,
+    "follow_up": _names_nothing,  # a pull request on the run's forge, the tenant's parent run
 }
 """The rule of every RunRequest field (``server_files``; the repository's reach is
 ``check_repo``'s)."""

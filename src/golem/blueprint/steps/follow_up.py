@@ -11,6 +11,7 @@ from typing import Literal
 from golem.agent import ReplyTool
 from golem.blueprint.execution import Execution
 from golem.blueprint.state import FollowUp, ThreadReply
+from golem.blueprint.steps import pr_text
 from golem.context import hydrate, load_conventions
 from golem.context.review import ReviewAsk, render_review
 from golem.core.errors import ForgeError, GitError, GitPushRejected, InvalidRequest
@@ -57,6 +58,10 @@ async def prepare_follow_up(ex: Execution) -> Result:
     state = ex.state
     pr = await fetch_open_pull_request(ex)
     follow = _follow_up(ex)
+    if follow.parent_run is None:  # golem's pull requests name the run that opened them
+        marked = pr_text.marked_run(pr.body)
+        if marked is not None and await ex.book.load(marked) is not None:
+            follow.parent_run = marked
     state.title = f"Follow-up on {pr.title}"[:160]
     state.task_text = follow.request.strip() or f"Answer the review of {pr.url}"
     repo = ex.repo()
@@ -180,7 +185,7 @@ async def _commit_and_push(ex: Execution) -> str | None:
     """The run's commit on the branch, pushed (None: the agent changed nothing)."""
     state = ex.state
     repo = ex.repo()
-    state.commit = await repo.find_commit(f"{TRAILER}: {state.id}", base=f"origin/{state.branch}")
+    state.commit = await repo.find_commit(f"{TRAILER}: {state.id}", base=state.base)
     if state.commit is None:
         message = f"Follow-up on the review: {state.summary or state.title}".strip()
         state.commit = await repo.commit_all(
