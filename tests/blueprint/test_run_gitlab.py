@@ -1,0 +1,95 @@
+"""`golem run` from a GitLab issue to a GitLab merge request, against a loopback server that
+speaks GitLab's REST API v4 and a git server that wants GitLab's ``oauth2`` token: the
+issue and its notes feed the agent, the merge request and the note come back, and the
+token goes nowhere but the API and GitLab's git."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import Runner, RunRequest
+from golem.blueprint.book import RunBook
+from golem.core import GolemConfig, load_config
+from golem.sandbox import Engine
+from golem.store import MemoryStore
+from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
+from tests.forge.git_http_server import GitHttpServer
+from tests.forge.gitlab_server import GitLabServer
+
+pytestmark = pytest.mark.bwrap
+
+TOKEN = "glpat-golemRunTest0123456789"  # noqa: S105 - a test token
+PROJECT = "group/calculator"
+
+
+@pytest.fixture
+def gitlab(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabServer]:
+    monkeypatch.setenv("GOLEM_TEST_GITLAB_TOKEN", TOKEN)
+    with GitLabServer(token=TOKEN) as server:
+        server.add_issue(
+            PROJECT, 7, "add() subtracts its arguments",
+            "`add(2, 3)` gives -1. See calculator.py.",
+            notes=["test_calculator.py shows it too"],
+        )  # fmt: skip
+        yield server
+
+
+@pytest.fixture
+def served(reachable_dir: Path) -> Iterator[GitHttpServer]:
+    """group/calculator.git over smart HTTP, wanting oauth2:TOKEN."""
+    root = reachable_dir / "served"
+    (root / "group").mkdir(parents=True)
+    remote = make_remote(root / "group")
+    git("config", "http.receivepack", "true", cwd=remote)
+    with GitHttpServer(root, TOKEN, username="oauth2") as server:
+        yield server
+
+
+@pytest.fixture
+def config(config: GolemConfig, gitlab: GitLabServer, served: GitHttpServer) -> GolemConfig:
+    data = config.model_dump(mode="json")
+    data["forge"] = {
+        "provider": "gitlab",
+        "gitlab": {
+            "base_url": gitlab.base_url,
+            "token_env": "GOLEM_TEST_GITLAB_TOKEN",
+            "token_for_git": True,
+        },
+    }
+    return load_config(data, files=[])
+
+
+async def test_a_gitlab_issue_becomes_a_merge_request_and_a_note(
+    config: GolemConfig, engine: Engine, gitlab: GitLabServer, served: GitHttpServer
+) -> None:
+    book = RunBook(MemoryStore())
+    runner = Runner(config, engine=engine, store=book.store)
+    model = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    url = served.url_for("group/calculator.git")
+    request = RunRequest(repo=url, issue=f"{PROJECT}#7", model=model, forge="gitlab")
+
+    state = await runner.start(request)
+
+    assert state.status == "succeeded", state.error
+    assert "test_calculator.py shows it too" in state.task_text  # the notes came along
+    [mr] = gitlab.merge_requests(PROJECT)
+    assert (mr["source_branch"], mr["target_branch"], mr["draft"]) == (state.branch, "main", False)
+    assert "Closes #7" in mr["description"]
+    note = gitlab.project(PROJECT).issue_notes[7][-1]
+    assert note["body"].startswith(f"golem opened {mr['web_url']}")
+    assert state.pr is not None
+    assert (state.pr.provider, state.pr.url) == ("gitlab", mr["web_url"])
+    remote = served.root / "group" / "calculator.git"
+    assert branch_commits(remote, state.branch)  # pushed over HTTP with the token
+    assert {r.authorization for r in served.requests} == {served.expected_authorization()}
+    assert all(r.headers.get("private-token") == TOKEN for r in gitlab.requests)
+    leaks = {
+        "mr": mr["description"] + mr["title"],
+        "commit": "\n".join(branch_commits(remote, state.branch)),
+        "events": "".join(e.model_dump_json() for _, e in await book.events(state.id)),
+        "state": (await book.load(state.id)).model_dump_json(),  # type: ignore[union-attr]
+    }
+    assert [name for name, text in leaks.items() if TOKEN in text] == []
