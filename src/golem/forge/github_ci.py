@@ -206,15 +206,18 @@ async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[
     ]
     what = f"the log of job {job.name!r}"
     try:
-        raw = await api.download_tail(
+        download = await api.download_tail(
             f"/repos/{repo}/actions/jobs/{job.id}/logs", what, limit=LOG_READ_BYTES
         )
     except ForgeError as exc:
         return failed, f"(its log could not be read: {exc})"
-    text = raw.decode("utf-8", errors="replace")
-    if len(raw) == LOG_READ_BYTES:
+    text = download.tail.decode("utf-8", errors="replace")
+    if len(download.tail) == LOG_READ_BYTES:
         text = text.partition("\n")[2]  # the first line is cut
-    return failed, log_excerpt(clean_log(text))
+    excerpt = log_excerpt(clean_log(text))
+    if not download.complete:
+        excerpt = f"(the log is longer than golem reads; it stopped here)\n{excerpt}"
+    return failed, excerpt
 
 
 async def _check_output(api: GitHubAPI, repo: str, run: dict[str, Any]) -> str:
