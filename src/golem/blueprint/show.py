@@ -24,9 +24,7 @@ def describe_node(node: Node) -> str:
     if isinstance(node, HostNode):
         return f"host: {node.action}"
     if isinstance(node, BoxNode):
-        if node.baseline:
-            return f"box: {node.baseline}'s checks on the base commit"
-        return f"box: {node.check} check" if node.check else f"box: {' && '.join(node.run)}"
+        return _describe_box(node)
     if isinstance(node, AgentNode):
         who = f"external {node.external}" if node.external else ", ".join(node.tools)
         return f"agent ({who})"
@@ -37,6 +35,12 @@ def describe_node(node: Node) -> str:
         return f"ci: wait for the forge's CI; fix with an agent, at most {node.ci_rounds} rounds"
     assert isinstance(node, LoopNode)
     return f"loop: {', '.join(node.checks)}; fix with an agent, at most {node.max_rounds} rounds"
+
+
+def _describe_box(node: BoxNode) -> str:
+    if node.baseline:
+        return f"box: {node.baseline}'s checks on the base commit"
+    return f"box: {node.check} check" if node.check else f"box: {' && '.join(node.run)}"
 
 
 def _edges(node: Node) -> str:
