@@ -24,6 +24,7 @@ import golem.blueprint
 from golem.core.server_config import GitHubTriggerConfig
 from golem.service.trigger import Ignored, ReviewCall
 from golem.service.trigger.github_events import read_delivery
+from tests.blueprint.repos import EXAMPLES, branch_commits, git
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import (
     SERVER_ENV,
@@ -278,3 +279,53 @@ def runs_after(served: Served, key: str, repo: str, number: int, run_id: str) ->
             return follow_ups(served, key, repo, number)[-1]
         assert time.monotonic() < deadline, f"no follow-up after {run_id} in {WAIT}s"
         time.sleep(0.05)  # a poll of the server's runs, not a wait for a result
+
+
+FOLLOW_UP_SCRIPT = """\
+turns:
+  - tool_calls:
+      - name: edit
+        arguments:
+          path: calculator.py
+          old: '\"\"\"The sum of a and b.\"\"\"'
+          new: '\"\"\"The sum of a and b (ints work too).\"\"\"'
+  - tool_calls: [{{name: reply, arguments: {{thread: "{thread}", body: "Documented it."}}}}]
+  - tool_calls: [{{name: finish, arguments: {{summary: "add() says it takes ints"}}}}]
+"""
+
+
+def test_a_follow_up_pushes_a_commit_to_the_pull_request_and_replies_in_the_thread(
+    tmp_path: Path, github: GitHub, remotes: Path
+) -> None:
+    repo = new_repo(github, remotes, "followed")
+    bare = remotes / f"{repo}.git"
+    github.set_permission(repo, WRITER, "write")
+    github.head_sha = lambda name, branch: git("rev-parse", branch, cwd=remotes / f"{name}.git")
+    script = tmp_path / "follow-up.yaml"
+    fixer = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    config = trigger_config(github, remotes, gated_minion(tmp_path))
+    config = config.replace(fixer, f"scripted:{script}")
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as server:
+        key = server.key("default", "trusted")  # its runs may name a scripted model's file
+        parent = {"repo": str(bare), "issue": f"{repo}#1", "forge": "github", "model": fixer}
+        with server.client(key) as client:
+            submitted = client.post("/v1/runs", json=parent)
+        assert submitted.status_code == 202, submitted.text
+        assert run_to_end(server, key, submitted.json()["id"])["status"] == "succeeded"
+        [pr] = github.pulls(repo)
+        asked = "@golem say in add()'s docstring that it takes ints"
+        root = github.add_review_comment(
+            repo, pr["number"], asked, author=WRITER, path="calculator.py", line=5
+        )
+        script.write_text(FOLLOW_UP_SCRIPT.format(thread=root["id"]))
+        payload = review_comment(repo, pr["number"], asked)
+        payload["comment"]["id"] = root["id"]
+        answer = deliver(server, "pull_request_review_comment", payload)
+        assert answer.json()["status"] == "started", answer.text
+        end = run_to_end(server, key, answer.json()["run_id"])
+    assert end["status"] == "succeeded", end
+    commits = branch_commits(bare, pr["head"]["ref"])
+    assert len(commits) == 2  # the fix, then the follow-up's commit on the same branch
+    assert "(ints work too)" in git("show", f"{pr['head']['ref']}:calculator.py", cwd=bare)
+    replies = [c for c in github.review_comments(repo, pr["number"]) if c["id"] != root["id"]]
+    assert [(c["in_reply_to_id"], c["body"]) for c in replies] == [(root["id"], "Documented it.")]
