@@ -21,11 +21,11 @@ import pytest
 from golem.core.server_config import GitLabTriggerConfig
 from golem.service.trigger import Ignored, IssueCall, ReviewCall
 from golem.service.trigger.gitlab_events import read_delivery
-from tests.blueprint.repos import EXAMPLES, make_remote
+from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
 from tests.forge.gitlab_server import GitLabServer
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import remotes, run_to_end
-from tests.service.test_review_trigger import gated
+from tests.service.test_review_trigger import FOLLOW_UP_SCRIPT, gated
 
 __all__ = ["remotes"]  # a fixture
 
@@ -331,3 +331,36 @@ def test_a_members_mention_on_an_issue_starts_a_run_and_a_strangers_does_not(
         run = client.get(f"/v1/runs/{run_id}").json()
     assert (run["request"]["issue"], run["request"]["forge"]) == (f"{project}#1", "gitlab")
     assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+
+
+def test_a_follow_up_pushes_a_commit_to_the_merge_request_and_replies_in_the_discussion(
+    tmp_path: Path, gitlab: GitLabServer, remotes: Path
+) -> None:
+    project = new_project(gitlab, remotes, "followed")
+    bare = remotes / f"{project}.git"
+    script = tmp_path / "follow-up.yaml"
+    fixer = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    config = gitlab_config(gitlab, remotes, tmp_path).replace(fixer, f"scripted:{script}")
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as server:
+        key = server.key("default", "trusted")  # its runs may name a scripted model's file
+        parent = {"repo": str(bare), "issue": f"{project}#1", "forge": "gitlab", "model": fixer}
+        with server.client(key) as client:
+            submitted = client.post("/v1/runs", json=parent)
+        assert submitted.status_code == 202, submitted.text
+        assert run_to_end(server, key, submitted.json()["id"])["status"] == "succeeded"
+        [mr] = gitlab.merge_requests(project)
+        asked = "@golem say in add()'s docstring that it takes ints"
+        thread = gitlab.project(project).add_discussion(
+            mr["iid"], [("dev", asked)], path="calculator.py", line=5
+        )
+        script.write_text(FOLLOW_UP_SCRIPT.format(thread=thread["id"]))
+        hook = note_by(gitlab, project, "MergeRequest", mr["iid"], asked, "dev")
+        hook["object_attributes"]["discussion_id"] = thread["id"]
+        answer = deliver(server, "Note Hook", hook)
+        assert answer.json()["status"] == "started", answer.text
+        end = run_to_end(server, key, answer.json()["run_id"])
+    assert end["status"] == "succeeded", end
+    assert len(branch_commits(bare, mr["source_branch"])) == 2  # the fix, then the follow-up's
+    assert "(ints work too)" in git("show", f"{mr['source_branch']}:calculator.py", cwd=bare)
+    replies = [(n["author"]["username"], n["body"]) for n in thread["notes"][1:]]
+    assert replies == [("golem-bot", "Documented it.")]
