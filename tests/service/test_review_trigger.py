@@ -31,6 +31,8 @@ from tests.service.test_github_trigger import (
     TOKEN,
     WAIT,
     GitHub,
+    acknowledged,
+    comments_when,
     deliver,
     gated_minion,
     green,
@@ -329,3 +331,55 @@ def test_a_follow_up_pushes_a_commit_to_the_pull_request_and_replies_in_the_thre
     assert "(ints work too)" in git("show", f"{pr['head']['ref']}:calculator.py", cwd=bare)
     replies = [c for c in github.review_comments(repo, pr["number"]) if c["id"] != root["id"]]
     assert [(c["in_reply_to_id"], c["body"]) for c in replies] == [(root["id"], "Documented it.")]
+
+
+def test_a_mark_naming_another_tenants_run_starts_nothing(
+    served: Served, github: GitHub, remotes: Path
+) -> None:
+    repo = new_repo(github, remotes, "elsewhere")
+    github.set_permission(repo, WRITER, "write")
+    other = served.key("other", "trusted")  # its runs may name a scripted model's file
+    fixer = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    parent = {"repo": str(remotes / f"{repo}.git"), "issue": f"{repo}#1", "forge": "github",
+              "model": fixer}  # fmt: skip
+    with served.client(other) as client:
+        assert client.put("/v1/credentials/github", json={"token": TOKEN}).status_code == 200
+        submitted = client.post("/v1/runs", json=parent)
+    assert submitted.status_code == 202, submitted.text
+    assert run_to_end(served, other, submitted.json()["id"])["status"] == "succeeded"
+    [pr] = github.pulls(repo)
+    assert f"<!-- golem:pr {submitted.json()['id']} -->" in pr["body"]
+    answer = deliver(served, "pull_request_review_comment", review_comment(repo, pr["number"],
+                     "@golem fix"))  # fmt: skip
+    assert (answer.status_code, answer.json()["status"]) == (202, "ignored"), answer.text
+    assert "not among tenant 'default''s runs" in answer.json()["reason"]
+    assert not any("golem started" in c["body"] for c in github.comments(repo, pr["number"]))
+
+
+def test_after_a_restart_a_follow_ups_end_is_still_reported_on_the_pull_request(
+    tmp_path: Path, github: GitHub, remotes: Path
+) -> None:
+    repo = new_repo(github, remotes, "restarted-review")
+    github.set_permission(repo, WRITER, "write")
+    config = trigger_config(github, remotes, gated_minion(tmp_path))
+    config += f'follow_up_blueprint = "{gated(tmp_path, "follow-up")}"\n'
+    delivery = str(uuid.uuid4())
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as first:
+        key = first.key("default")
+        parent = deliver(first, "issues", labelled(repo)).json()["run_id"]
+        assert run_to_end(first, key, parent)["status"] == "succeeded"
+        [pr] = github.pulls(repo)
+        asked = review_comment(repo, pr["number"], "@golem rename it")
+        run_id = deliver(first, "pull_request_review_comment", asked, delivery=delivery).json()[
+            "run_id"
+        ]
+        comments_when(github, repo, acknowledged(run_id), number=pr["number"])
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as second:
+        key = second.key("default")
+        again = deliver(second, "pull_request_review_comment", asked, delivery=delivery)
+        assert (again.json()["status"], again.json()["run_id"]) == ("duplicate", run_id)
+        assert run_to_end(second, key, run_id, "cancel")["status"] == "cancelled"
+        ended = f"golem run `{run_id}` was cancelled"
+        comments_when(
+            github, repo, lambda found: any(ended in c["body"] for c in found), pr["number"]
+        )
