@@ -32,6 +32,7 @@ from tests.service.test_github_trigger import (
     WAIT,
     GitHub,
     acknowledged,
+    commented,
     comments_when,
     deliver,
     gated_minion,
@@ -383,3 +384,19 @@ def test_after_a_restart_a_follow_ups_end_is_still_reported_on_the_pull_request(
         comments_when(
             github, repo, lambda found: any(ended in c["body"] for c in found), pr["number"]
         )
+
+
+def test_a_comment_on_a_pull_requests_conversation_asks_without_a_thread() -> None:
+    config = GitHubTriggerConfig()
+    comment = commented("octo/x", "@golem please also update the README", number=2,
+                        association="CONTRIBUTOR", on_pull=True)  # fmt: skip
+    call = read_delivery("issue_comment", comment, config, "golem-bot")
+    assert isinstance(call, ReviewCall)
+    assert (call.key, call.thread, call.user) == ("octo/x!2", None, "octocat")
+    bot = review("octo/x", 2, "changes_requested")
+    bot["review"]["user"] = {"login": "lint[bot]", "type": "Bot"}
+    assert "is a bot" in str(read_delivery("pull_request_review", bot, config, None))
+    own = review_comment("octo/x", 2, "@golem noted", author="golem-bot")
+    assert "own account" in str(
+        read_delivery("pull_request_review_comment", own, config, "golem-bot")
+    )
