@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -27,13 +27,23 @@ from golem.core.errors import (
 )
 from golem.forge.config import GitHubConfig
 
-__all__ = ["GitHubAPI", "GitHubReply"]
+__all__ = ["Download", "GitHubAPI", "GitHubReply"]
 
 API_VERSION = "2022-11-28"
 RETRIED_STATUSES = frozenset({502, 503, 504})
 MAX_PAGES = 50
+MAX_DOWNLOAD = 64 * 1024 * 1024
+"""Bytes of a download read at most: a log that never ends does not hold a run."""
 GitHubReply = Any
 """A decoded JSON reply of GitHub's API."""
+
+
+class Download(NamedTuple):
+    """The end of a download: ``tail``, and whether it is the real end (``complete``) or
+    where reading stopped."""
+
+    tail: bytes
+    complete: bool
 
 
 class GitHubAPI:
@@ -98,14 +108,16 @@ class GitHubAPI:
                 url, query = self._next_page(response), None
         return items
 
-    async def download_tail(self, path: str, what: str, *, limit: int) -> bytes:
+    async def download_tail(
+        self, path: str, what: str, *, limit: int, max_read: int = MAX_DOWNLOAD
+    ) -> Download:
         """The last ``limit`` bytes of a download (a job's log) that the API answers with a
         redirect to a pre-signed URL on another origin: that URL is fetched without the
-        token, streamed, and only its tail kept."""
+        token, streamed, and only its tail kept; reading stops after ``max_read`` bytes."""
         async with self._client() as client:
             response = await self._send(client, "GET", path, what, follow_redirects=False)
         if not response.is_redirect:
-            return response.content[-limit:]
+            return Download(response.content[-limit:], complete=True)
         location = response.url.join(response.headers["location"])
         # A pre-signed URL carries its own authority: the token never leaves the API's origin.
         async with httpx.AsyncClient(
@@ -115,7 +127,7 @@ class GitHubAPI:
             follow_redirects=True,
         ) as plain:
             try:
-                return await _stream_tail(plain, location, what, limit)
+                return await _stream_tail(plain, location, what, limit, max_read)
             except httpx.TransportError as exc:
                 raise ForgeUnavailable(
                     f"cannot download {what} from {location.host} ({type(exc).__name__}: "
@@ -259,8 +271,10 @@ class GitHubAPI:
         )
 
 
-async def _stream_tail(client: httpx.AsyncClient, url: httpx.URL, what: str, limit: int) -> bytes:
-    tail = b""
+async def _stream_tail(
+    client: httpx.AsyncClient, url: httpx.URL, what: str, limit: int, max_read: int
+) -> Download:
+    tail, read = b"", 0
     async with client.stream("GET", url) as response:
         if response.status_code in (403, 404, 410):
             raise ForgeNotFound(
@@ -270,8 +284,10 @@ async def _stream_tail(client: httpx.AsyncClient, url: httpx.URL, what: str, lim
         if response.status_code >= 400:
             raise ForgeUnavailable(f"{url.host} failed {what} ({response.status_code}); try later")
         async for chunk in response.aiter_bytes():
-            tail = (tail + chunk)[-limit:]
-    return tail
+            tail, read = (tail + chunk)[-limit:], read + len(chunk)
+            if read >= max_read:
+                return Download(tail, complete=False)
+    return Download(tail, complete=True)
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
