@@ -71,7 +71,11 @@ def changelog_ci(remote: Path) -> Jobs:
 
 
 async def run(
-    config: GolemConfig, engine: Engine, remote: Path, model: str, blueprint: str
+    config: GolemConfig,  # noqa: F811 - not the fixture: the one a test got
+    engine: Engine,
+    remote: Path,
+    model: str,
+    blueprint: str,
 ) -> tuple[RunState, RunBook]:
     book = RunBook(MemoryStore())
     runner = Runner(config, engine=engine, store=book.store)
@@ -86,9 +90,9 @@ def trajectory(state: RunState, node: str) -> str:
 
 
 async def test_ci_red_once_is_fixed_in_a_ci_round_and_pushed_as_a_second_commit(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811 - a fixture, imported above
+    github: GitHubServer,  # noqa: F811
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -121,7 +125,7 @@ async def test_ci_red_once_is_fixed_in_a_ci_round_and_pushed_as_a_second_commit(
 
 
 async def test_ci_still_red_after_the_cap_hands_the_pull_request_to_a_person(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811
     engine: Engine,
     github: GitHubServer,  # noqa: F811
     reachable_dir: Path,
@@ -145,7 +149,7 @@ async def test_ci_still_red_after_the_cap_hands_the_pull_request_to_a_person(
 
 
 async def test_a_silent_ci_passes_on_golems_own_checks(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811
     engine: Engine,
     github: GitHubServer,  # noqa: F811
     reachable_dir: Path,
@@ -159,7 +163,7 @@ async def test_a_silent_ci_passes_on_golems_own_checks(
 
 
 async def test_a_silent_ci_escalates_when_the_blueprint_says_so(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811
     engine: Engine,
     github: GitHubServer,  # noqa: F811
     reachable_dir: Path,
@@ -175,7 +179,7 @@ async def test_a_silent_ci_escalates_when_the_blueprint_says_so(
 
 
 async def test_a_required_check_never_created_fails_naming_it(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811
     engine: Engine,
     github: GitHubServer,  # noqa: F811
     reachable_dir: Path,
@@ -193,7 +197,7 @@ async def test_a_required_check_never_created_fails_naming_it(
 
 
 async def test_a_ci_pending_forever_times_out_naming_what_is_pending(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811
     engine: Engine,
     github: GitHubServer,  # noqa: F811
     reachable_dir: Path,
@@ -212,7 +216,7 @@ async def test_a_ci_pending_forever_times_out_naming_what_is_pending(
 
 
 async def test_a_resumed_run_pushes_its_ci_fix_once_and_waits_on_it(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811
     engine: Engine,
     github: GitHubServer,  # noqa: F811
     reachable_dir: Path,
@@ -235,3 +239,22 @@ async def test_a_resumed_run_pushes_its_ci_fix_once_and_waits_on_it(
     assert git("rev-parse", done.branch, cwd=remote).strip() == fixed  # pushed, not made again
     assert len(resumed.trajectories) == len(done.trajectories)  # no agent ran again
     assert len(branch_commits(remote, done.branch)) == 2
+
+
+async def test_the_local_forge_runs_no_ci_and_the_run_ends_at_once(
+    config: GolemConfig,  # noqa: F811
+    engine: Engine,
+    reachable_dir: Path,
+) -> None:
+    remote = make_remote(reachable_dir)
+    book = RunBook(MemoryStore())
+    runner = Runner(config, engine=engine, store=book.store)
+    blueprint = minion(reachable_dir, appear=3600, wait=3600)  # it would wait an hour
+    request = RunRequest(
+        repo=str(remote), task="Fix add()", model=FIX, blueprint=blueprint, forge="local"
+    )
+    state = await runner.start(request)
+    assert state.status == "succeeded", state.error
+    [only] = state.ci
+    assert (only.verdict, only.note) == ("no_ci", "the local forge runs no CI")
+    assert state.steps[-1].detail == "the local forge runs no CI"

@@ -1,7 +1,7 @@
 // The sections of a run's page, each drawn from the run's state (GET /v1/runs/<id>) or
 // its diff (GET /v1/runs/<id>/diff).
 
-import { badge, clock, duration, empty, fill, h, money, safeLink, when } from "./dom.js";
+import { badge, clock, duration, empty, fill, h, money, safeLink, table, when } from "./dom.js";
 import { FINAL, runDuration, runTitle } from "./runs.js";
 
 function fact(label, ...value) {
@@ -92,7 +92,7 @@ export function drawPullRequest(el, run) {
     pr.checks.length ? h("p", { class: "small" }, `${passed} of ${pr.checks.length} checks passed`) : null);
 }
 
-/** The steps that ran, with outcome and duration. */
+/** The steps that ran, with outcome, duration and what their agent steps cost. */
 export function drawSteps(el, run) {
   if (!run.steps.length) {
     fill(el, empty(run.status === "queued" ? "Queued: no step has run yet." : "No step has ended yet."));
@@ -104,8 +104,24 @@ export function drawSteps(el, run) {
       h("span", { class: "node" }, step.node),
       h("span", { class: "kind" }, step.kind),
       h("span", { class: "outcome" }, step.outcome),
-      h("span", { class: "took" }, duration(step.ended - step.started)));
+      h("span", { class: "took" }, duration(step.ended - step.started)),
+      h("span", { class: "cost" }, step.cost_usd ? money(step.cost_usd) : ""));
   })));
+}
+
+/** Each wait for the forge's CI after ship: its commit, verdict, failing jobs, how long CI
+ * took and what the fix after it cost; hidden while there is none. */
+export function drawCI(el, run) {
+  const rounds = run.ci || [];
+  el.hidden = !rounds.length;
+  fill(el.lastChild, table([
+    ["Round", (ci) => String(ci.round)],
+    ["Commit", (ci) => h("code", {}, ci.commit.slice(0, 12))],
+    ["Verdict", (ci) => h("span", { class: `verdict ${ci.verdict}`, title: ci.note }, ci.verdict)],
+    ["Failing", (ci) => ci.failing.join(", ") || "–"],
+    ["Time", (ci) => (ci.ended === null ? "waiting" : duration(ci.ended - ci.started))],
+    ["Fix cost", (ci) => (ci.cost_usd ? money(ci.cost_usd) : "–")],
+  ], rounds, (ci) => ({ "data-testid": `ci-round-${ci.round}` })));
 }
 
 /** A check's result in words, as `golem runs show` and the pull request say it. */
