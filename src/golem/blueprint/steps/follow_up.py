@@ -138,7 +138,7 @@ async def reply_tool(ex: Execution) -> ReplyTool:
     discussion = await ex.forge.review_discussion(pr)
 
     def record(thread: str | None, body: str) -> None:
-        ex.state.replies.append(ThreadReply(thread=thread, body=body))
+        ex.state.replies.append(ThreadReply(thread=thread, body=ex.secrets.mask(body)))
         ex.save()
 
     return ReplyTool([thread.id for thread in discussion.threads], record)
