@@ -122,7 +122,9 @@ async def test_a_follow_up_pushes_a_new_commit_on_the_branch_and_replies(
         "add() documents that it takes ints",
     ]
     assert all(reply.posted for reply in state.replies)
-    assert SECRET not in "".join(said) + await events_text(store, state.id)
+    kept = (await RunBook(store).load(state.id)).model_dump_json()  # type: ignore[union-attr]
+    assert SECRET not in "".join(said) + await events_text(store, state.id) + kept
+    assert SECRET not in "".join(Path(t).read_text() for t in state.trajectories)
     assert "there is no review thread 'no-such-thread'" in await events_text(store, state.id)
     assert [p.number for p in await forge.pull_requests()] == [1]  # no second PR
 

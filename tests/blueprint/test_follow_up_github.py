@@ -60,7 +60,7 @@ def remote(reachable_dir: Path, github: GitHubServer) -> Path:
     return remote
 
 
-def answering(tmp_path: Path, thread: int) -> str:
+def answering(tmp_path: Path, thread: int | str) -> str:
     """A scripted model that documents add() and replies in ``thread``."""
     turns = [
         {"tool_calls": [{"name": "edit", "arguments": {

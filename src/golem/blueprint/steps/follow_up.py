@@ -34,7 +34,7 @@ def _follow_up(ex: Execution) -> FollowUp:
     return follow
 
 
-async def fetch_open_pull_request(ex: Execution) -> PullRequest:
+async def _open_pull_request(ex: Execution) -> PullRequest:
     """The pull request to follow up, refused (``InvalidRequest``) when golem cannot push
     to its branch: a fork's, or one no longer open."""
     follow = _follow_up(ex)
@@ -57,7 +57,7 @@ async def prepare_follow_up(ex: Execution) -> Result:
     """Clone (or reuse) the checkout and check out the pull request's branch as it is on
     the remote, its base beside it."""
     state = ex.state
-    pr = await fetch_open_pull_request(ex)
+    pr = await _open_pull_request(ex)
     follow = _follow_up(ex)
     if follow.parent_run is None:  # golem's pull requests name the run that opened them
         marked = pr_text.marked_run(pr.body)
@@ -138,7 +138,7 @@ async def reply_tool(ex: Execution) -> ReplyTool:
     discussion = await ex.forge.review_discussion(pr)
 
     def record(thread: str | None, body: str) -> None:
-        ex.state.replies.append(ThreadReply(thread=thread, body=body))
+        ex.state.replies.append(ThreadReply(thread=thread, body=ex.secrets.mask(body)))
         ex.save()
 
     return ReplyTool([thread.id for thread in discussion.threads], record)

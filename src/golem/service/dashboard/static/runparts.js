@@ -8,6 +8,17 @@ function fact(label, ...value) {
   return h("div", { class: "fact" }, h("dt", {}, label), h("dd", {}, ...value));
 }
 
+/** A follow-up's link to the run that opened its pull request, and the pull request. */
+function followUpFact(run) {
+  const follow = run.request.follow_up;
+  if (!follow) return null;
+  const parent = follow.parent_run
+    ? h("a", { href: `#/runs/${encodeURIComponent(follow.parent_run)}` }, follow.parent_run)
+    : "a run not known here";
+  const where = run.pr ? safeLink(run.pr.url, run.pr.url) : `${follow.repo}#${follow.number}`;
+  return fact("Follow-up of", h("span", { "data-testid": "run-follow-up" }, parent, " on ", where));
+}
+
 /** Title, status and the facts of the run; a Cancel button while it is not over. */
 export function drawHeader(ui, run, { onCancel }) {
   fill(ui.title, runTitle(run));
@@ -20,6 +31,7 @@ export function drawHeader(ui, run, { onCancel }) {
     fact("Repository", h("span", { class: "mono clip" }, run.request.repo)),
     fact("Branch", h("span", { class: "mono" }, branch)),
     fact("Blueprint", run.blueprint),
+    followUpFact(run),
     fact("Model", run.request.model ?? "server default"),
     fact("Cost", h("span", { "data-testid": "run-cost" }, money(run.cost_usd))),
     fact("Duration", ui.duration),
