@@ -284,3 +284,24 @@ async def test_a_forge_away_while_ci_runs_is_asked_again(
     assert state.status == "succeeded", state.error
     assert [r.verdict for r in state.ci] == ["passed"]
     assert "asking again" in "".join(e.model_dump_json() for _, e in await book.events(state.id))
+
+
+async def test_a_ci_fix_that_fails_golems_checks_is_not_pushed_and_goes_back_to_the_agent(
+    config: GolemConfig,  # noqa: F811
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811
+    reachable_dir: Path,
+) -> None:
+    remote = make_remote(reachable_dir)
+    github.ci = changelog_ci(remote)
+    model = f"scripted:{SCRIPTS / 'ci-local-red.yaml'}"
+    state, _ = await run(config, engine, remote, model, minion(reachable_dir, ci_rounds=2))
+    assert state.status == "succeeded", state.error
+    assert state.ci_rounds == 2
+    assert [(r.round, r.verdict) for r in state.ci] == [(0, "failed"), (2, "passed")]
+    fixed, first = branch_commits(remote, state.branch)  # nothing of round 1 was pushed
+    assert "Golem-CI-Round: 2" in fixed
+    assert "Golem-CI-Round" not in first
+    second_prompt = Path(state.trajectories[-1]).read_text()
+    assert "Your last fix was not pushed: golem's own checks failed on it" in second_prompt
+    assert ERROR_LINE in second_prompt  # CI's failure still stands
