@@ -176,6 +176,9 @@ async def test_a_silent_ci_escalates_when_the_blueprint_says_so(
     assert [r.verdict for r in state.ci] == ["no_ci"]
     [pr] = github.pulls(REPO)
     assert github.labels(REPO, pr["number"]) == ["needs-human"]
+    handed = github.comments(REPO, pr["number"])[-1]["body"]
+    assert "CI never judged" in handed
+    assert "no CI job was reported within 0.5s" in handed
 
 
 async def test_a_required_check_never_created_fails_naming_it(

@@ -85,13 +85,14 @@ def still_failing(state: RunState) -> str:
     """Why the pull request needs a person: the last CI round's verdict and note, else the
     run's error, else the checks that fail."""
     last: CIRound | None = state.ci[-1] if state.ci else None
-    if last is not None and last.verdict in ("failed", "timed_out", "missing"):
-        head = {
-            "failed": f"CI still fails on {last.commit[:12]} after {state.ci_rounds} CI fix "
-            "round(s):",
-            "timed_out": f"CI did not finish on {last.commit[:12]}:",
-            "missing": f"a required check never ran on {last.commit[:12]}:",
-        }[last.verdict]
+    heads = {
+        "failed": f"CI still fails on {{commit}} after {state.ci_rounds} CI fix round(s):",
+        "timed_out": "CI did not finish on {commit}:",
+        "missing": "a required check never ran on {commit}:",
+        "no_ci": "CI never judged {commit}, and this blueprint wants it to:",
+    }
+    if last is not None and last.verdict in heads:
+        head = heads[last.verdict].format(commit=last.commit[:12])
         return f"{head}\n\n{last.note}".strip()
     if state.error:
         return state.error
