@@ -19,7 +19,7 @@ from golem.blueprint.model import CINode, LoopNode
 from golem.blueprint.state import CIRound
 from golem.blueprint.steps.agent import run_agent
 from golem.blueprint.steps.checks import describe_failures
-from golem.blueprint.steps.ci_report import describe_jobs, fix_failures
+from golem.blueprint.steps.ci_report import SHOWN_JOBS, describe_jobs, fix_failures
 from golem.blueprint.steps.ci_wait import Verdict, repo_name, wait_for_ci
 from golem.blueprint.steps.publish import TRAILER, commit_change, find_change, push_change
 from golem.blueprint.steps.verify import held_against, verify
@@ -29,9 +29,6 @@ from golem.forge.ci import CIJob
 __all__ = ["CI_TRAILER", "run_ci"]
 
 CI_TRAILER = "Golem-CI-Round"
-MAX_JOBS = 5
-"""Failing jobs whose logs a fix round reads (the others are named)."""
-
 Result = tuple[Literal["success", "failure"], str]
 
 
@@ -93,14 +90,14 @@ async def _with_failures(ex: Execution, jobs: list[CIJob]) -> list[CIJob]:
     """The first failing jobs with their failed steps and log tails (masked); the rest as
     the status gave them. A log the forge cannot give is noted, not an error."""
     read: list[CIJob] = []
-    for job in jobs[:MAX_JOBS]:
+    for job in jobs[:SHOWN_JOBS]:
         try:
             detailed = await ex.forge.ci_failure(repo_name(ex), job)
         except ForgeError as exc:
             ex.note(f"could not read CI job {job.name}'s log: {exc.message}")
             detailed = job
         read.append(ex.secrets.mask_model(detailed))
-    return read + [ex.secrets.mask_model(job) for job in jobs[MAX_JOBS:]]
+    return read + [ex.secrets.mask_model(job) for job in jobs[SHOWN_JOBS:]]
 
 
 async def _fix_round(ex: Execution, node: CINode, failing: list[CIJob], local: str) -> Fix:

@@ -28,16 +28,28 @@ def job_line(job: CIJob) -> str:
     return f"`{job.name}`{group} {job.state}{url}{steps}{summary}"
 
 
+SHOWN_JOBS = 5
+"""Failing jobs a note or a fix prompt details; the others are named."""
+
+
 def describe_jobs(jobs: list[CIJob]) -> str:
-    """One line per job, as a round's note keeps them."""
-    return "\n".join(f"- {job_line(job)}" for job in jobs)
+    """One line per job (the first few), as a round's note keeps them."""
+    return "\n".join([*(f"- {job_line(job)}" for job in jobs[:SHOWN_JOBS]), *_more(jobs)])
+
+
+def _more(jobs: list[CIJob]) -> list[str]:
+    rest = jobs[SHOWN_JOBS:]
+    if not rest:
+        return []
+    names = ", ".join(job.name for job in rest[:20]) + (", ..." if len(rest) > 20 else "")
+    return [f"... and {len(rest)} more failing: {names}"]
 
 
 def fix_failures(jobs: list[CIJob], checks: list[CheckResult], local: str = "") -> str:
     """The ``{{ failures }}`` of a CI fix prompt: each failing job with its failed steps and
     the end of its log; where a check golem ran passed in its box, that it fails only in
     CI; then ``local``: what golem's own checks said of the last fix, if it failed them."""
-    parts = [_job_section(job, checks) for job in jobs]
+    parts = [_job_section(job, checks) for job in jobs[:SHOWN_JOBS]] + _more(jobs)
     if local:
         parts.append(
             "Your last fix was not pushed: golem's own checks failed on it:\n\n" + local.strip()
