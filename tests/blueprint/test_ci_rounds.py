@@ -229,9 +229,9 @@ async def test_a_resumed_run_pushes_its_ci_fix_once_and_waits_on_it(
     done, book = await run(config, engine, remote, CI_FIX, minion(reachable_dir))
     assert done.status == "succeeded", done.error
     first, fixed = done.ci[0].commit, done.ci[1].commit
-    # Its runner died after it committed the CI fix, before it pushed or saved it.
+    # Its runner died after it committed the CI fix, before it pushed it or saved the round.
     crashed = done.model_copy(deep=True)
-    crashed.ci, crashed.ci_rounds, crashed.commit = crashed.ci[:1], 0, first
+    crashed.ci, crashed.ci_rounds, crashed.commit = crashed.ci[:1], 1, first
     crashed.status, crashed.current, crashed.steps = "running", "ci", crashed.steps[:-1]
     await book.save(crashed)
     git("update-ref", f"refs/heads/{done.branch}", first, cwd=remote)
@@ -308,3 +308,29 @@ async def test_a_ci_fix_that_fails_golems_checks_is_not_pushed_and_goes_back_to_
     second_prompt = Path(state.trajectories[-1]).read_text()
     assert "Your last fix was not pushed: golem's own checks failed on it" in second_prompt
     assert ERROR_LINE in second_prompt  # CI's failure still stands
+
+
+async def test_a_run_resumed_while_waiting_on_ci_waits_on_its_last_commit(
+    config: GolemConfig,  # noqa: F811
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811
+    reachable_dir: Path,
+) -> None:
+    remote = make_remote(reachable_dir)
+    github.ci = changelog_ci(remote)
+    done, book = await run(config, engine, remote, CI_FIX, minion(reachable_dir))
+    assert done.status == "succeeded", done.error
+    # Its runner died while CI ran on the fix it had pushed.
+    crashed = done.model_copy(deep=True)
+    crashed.ci[-1].verdict, crashed.ci[-1].ended = "waiting", None
+    crashed.status, crashed.current, crashed.steps = "running", "ci", crashed.steps[:-1]
+    await book.save(crashed)
+    asked: list[str] = []
+    github.ci = lambda repo, sha: asked.append(sha) or changelog_ci(remote)(repo, sha)
+
+    resumed = await Runner(config, engine=engine, store=book.store).resume(done.id)
+    assert resumed.status == "succeeded", resumed.error
+    assert set(asked) == {done.ci[1].commit}  # only the last round's commit was looked at
+    assert [(r.round, r.verdict) for r in resumed.ci] == [(0, "failed"), (1, "passed")]
+    assert len(resumed.trajectories) == len(done.trajectories)
+    assert len(branch_commits(remote, done.branch)) == 2

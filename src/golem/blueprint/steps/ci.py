@@ -48,7 +48,8 @@ async def run_ci(ex: Execution, node: CINode) -> Result:
         note = "no pull request was shipped: there is no CI to watch"
         ex.note(note, node.id)
         return "success", note
-    record, verdict = await _wait(ex, node, state.commit)
+    commit = await _pushed_before_crash(ex, node) or state.commit
+    record, verdict = await _wait(ex, node, commit)
     local = ""
     while verdict.kind == "failed" and state.ci_rounds < node.ci_rounds:
         fix = await _fix_round(ex, node, verdict.failing, local)
@@ -113,13 +114,34 @@ async def _fix_round(ex: Execution, node: CINode, failing: list[CIJob], local: s
         commit = await commit_change(ex, _message(ex, number, failing), trailers, since=state.base)
         if commit is None:
             return Fix(None, local="Your last fix changed no file: nothing was pushed.")
+    await _push_fix(ex, node, number, commit)
+    return Fix(commit)
+
+
+async def _pushed_before_crash(ex: Execution, node: CINode) -> str | None:
+    """A resumed run whose last fix round had begun (its agent ran) but whose commit is
+    not yet a round: that commit, found by its trailers, pushed now (None: there is none,
+    the last round's commit is the one to wait on)."""
+    state = ex.state
+    if not state.ci or state.ci_rounds <= state.ci[-1].round:
+        return None
+    number = state.ci_rounds
+    trailers = {CI_TRAILER: str(number), TRAILER: state.id}
+    commit = await find_change(ex, trailers, since=state.base)
+    if commit is not None:
+        await _push_fix(ex, node, number, commit)
+    return commit
+
+
+async def _push_fix(ex: Execution, node: CINode, number: int, commit: str) -> None:
+    """Push the fix of round ``number`` and make it the commit CI is waited on."""
+    state = ex.state
     state.ci_rounds = max(state.ci_rounds, number)
     await push_change(ex, since=state.base)
     state.commit = commit
     state.ci.append(CIRound(round=number, commit=commit, started=time.time()))
     ex.save()
     ex.note(f"CI fix round {number}: pushed {commit[:12]}", node.id)
-    return Fix(commit)
 
 
 async def _fix(
