@@ -141,6 +141,8 @@ async def test_ci_still_red_after_the_cap_hands_the_pull_request_to_a_person(
     assert len(branch_commits(remote, state.branch)) == 3
     [pr] = github.pulls(REPO)
     assert github.labels(REPO, pr["number"]) == ["needs-human"]
+    assert state.pr is not None
+    assert state.pr.labels == ["needs-human"]
     handed = github.comments(REPO, pr["number"])[-1]["body"]
     assert "CI still fails" in handed
     assert "`test`" in handed

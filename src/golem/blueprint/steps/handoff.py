@@ -27,7 +27,10 @@ async def hand_off(ex: Execution) -> tuple[Literal["success", "failure"], str]:
         return "success", f"{pr.url} is a person's"
     labels = list(ex.config.forge.escalation_labels)
     if labels:
-        await _quietly(ex, ex.forge.add_labels(pr, labels), "label the pull request")
+        try:
+            state.pr = pr.model_copy(update={"labels": await ex.forge.add_labels(pr, labels)})
+        except ForgeError as exc:
+            ex.note(f"could not label the pull request: {exc.message}")
     why = ex.secrets.mask(still_failing(state))
     text = f"golem stops here: a person should take this pull request over.\n\n{why}"
     await _quietly(ex, ex.forge.comment(pr.as_issue(), text), "comment on the pull request")
