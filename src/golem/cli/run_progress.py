@@ -131,7 +131,7 @@ def print_report(console: Console, state: RunState) -> None:
     console.rule(f"[bold {colour}]{state.status}[/] · {state.id}")
     if state.pr is not None:
         kind = "draft PR (needs a human)" if state.pr.draft else "PR"
-        labels = f"  [{escape(', '.join(state.pr.labels))}]" if state.pr.labels else ""
+        labels = escape(f"  [{', '.join(state.pr.labels)}]") if state.pr.labels else ""
         console.print(f"{kind}: [bold]{state.pr.url}[/]  {escape(state.pr.title)}{labels}")
     if state.error:
         console.print(f"[red]{escape(state.error)}[/]")
