@@ -5,6 +5,7 @@ run is not verified and its error."""
 from __future__ import annotations
 
 from golem.blueprint.state import CIRound, NodeRecord
+from golem.forge import PullRequest
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 from tests.cli.test_runs_control_cli import keep, new_run
@@ -45,7 +46,10 @@ def test_runs_show_gives_each_ci_round_and_each_steps_cost(
                 failing=["test", "lint"], cost_usd=0.0421),
         CIRound(round=1, commit="b" * 40, started=40.0, ended=62.0, verdict="timed_out"),
     ]  # fmt: skip
-    state = new_run("run-ci", status="escalated", steps=steps, ci=rounds, ci_rounds=1)
+    pr = PullRequest(provider="github", number=3, url="https://github.com/o/r/pull/3",
+                     repo="o/r", base="main", head="golem/x", title="fix: x", body="",
+                     labels=["needs-human"])  # fmt: skip
+    state = new_run("run-ci", status="escalated", steps=steps, ci=rounds, ci_rounds=1, pr=pr)
     keep(golem_env, state)
     done = golem({**golem_env, "COLUMNS": "250"}, "runs", "show", "run-ci")
     assert done.returncode == 0, done.stderr
@@ -54,3 +58,4 @@ def test_runs_show_gives_each_ci_round_and_each_steps_cost(
     assert f"0 {'a' * 12} failed test, lint 30.5s $0.0421" in lines
     assert f"1 {'b' * 12} timed_out - 22.0s -" in lines
     assert any("CI fix rounds: 1" in line for line in lines)
+    assert "PR: https://github.com/o/r/pull/3 fix: x [needs-human]" in lines
