@@ -30,6 +30,7 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitLabConfig
+from golem.forge.github_api import MAX_DOWNLOAD, Download
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
 
@@ -100,21 +101,26 @@ class GitLabAPI:
                 url, query = self._next_page(response, path, query)
         return items
 
-    async def tail(self, path: str, what: str, limit: int) -> bytes:
-        """The last ``limit`` bytes of a (possibly huge) plain-text reply, read as a stream."""
+    async def tail(
+        self, path: str, what: str, *, limit: int, max_read: int = MAX_DOWNLOAD
+    ) -> Download:
+        """The last ``limit`` bytes of a (possibly huge) plain-text reply, streamed; reading
+        stops after ``max_read`` bytes (then it is not the real end: ``complete`` False)."""
         kept: deque[bytes] = deque()
-        size = 0
+        size = read = 0
         async with self._client() as client:
             response = await self._send(client, "GET", path, what)
             try:
                 async for chunk in response.aiter_bytes():
                     kept.append(chunk)
-                    size += len(chunk)
+                    size, read = size + len(chunk), read + len(chunk)
                     while kept and size - len(kept[0]) >= limit:
                         size -= len(kept.popleft())
+                    if read >= max_read:
+                        return Download(b"".join(kept)[-limit:], complete=False)
             finally:
                 await response.aclose()
-        return b"".join(kept)[-limit:]
+        return Download(b"".join(kept)[-limit:], complete=True)
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Accept": "application/json", "User-Agent": "golem"}

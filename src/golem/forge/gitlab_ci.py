@@ -16,6 +16,7 @@ from typing import Any
 
 from golem.core.ansi import plain
 from golem.forge.ci import CIJob, CIStatus, JobState
+from golem.forge.github_api import MAX_DOWNLOAD
 from golem.forge.gitlab_api import GitLabAPI, project_id
 
 __all__ = ["failed_section", "read_ci_status", "read_job_failure"]
@@ -87,15 +88,17 @@ async def read_job_failure(api: GitLabAPI, project: str, job: CIJob) -> CIJob:
     """``job`` with its failed step and log tail (a commit status has no log: as it is)."""
     if job.kind != "job":
         return job
-    raw = await api.tail(
+    raw, complete = await api.tail(
         f"/projects/{project_id(project)}/jobs/{job.id}/trace",
         f"the log of job {job.name} ({job.id}) of {project}",
-        TRACE_BYTES,
+        limit=TRACE_BYTES,
     )
     text = raw.decode("utf-8", errors="replace")
     if len(raw) >= TRACE_BYTES:
         text = text.partition("\n")[2]  # the first line is cut
     step, tail = failed_section(text)
+    if not complete:
+        tail += f"\n(the log goes on: golem read its first {MAX_DOWNLOAD // 2**20} MiB)"
     return job.model_copy(update={"failed_steps": [step] if step else [], "log_tail": tail})
 
 
