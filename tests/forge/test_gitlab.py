@@ -53,9 +53,11 @@ def draft(**overrides: object) -> PullRequestDraft:
     return PullRequestDraft.model_validate({**fields, **overrides})
 
 
+@pytest.mark.parametrize("link_pages", [True, False], ids=["Link", "x-next-page"])
 async def test_fetch_issue_reads_every_page_of_notes_without_system_notes(
-    gitlab: GitLabServer,
+    gitlab: GitLabServer, link_pages: bool
 ) -> None:
+    gitlab.link_pages = link_pages
     notes = [("alice", f"note {n}") for n in range(230)]
     gitlab.add_issue(PROJECT, 7, "Parser fails", None, labels=["bug"], notes=notes)
     project = gitlab.project(PROJECT)

@@ -89,8 +89,8 @@ class GitLabAPI:
     async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
         """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
         items: list[Any] = []
-        url: str | None = path
-        query: dict[str, str | int] = {"per_page": 100, **(params or {})}
+        url: str | httpx.URL | None = path
+        query: Params | None = {"per_page": 100, **(params or {})}
         async with self._client() as client:
             for _ in range(MAX_PAGES):
                 if url is None:
@@ -98,7 +98,7 @@ class GitLabAPI:
                 response = await self._send(client, "GET", url, what, params=query)
                 await response.aread()
                 items.extend(response.json())
-                url, query = self._next_page(response, path, query)
+                url, query = self._next_page(response), None  # the next URL has its query
         return items
 
     async def tail(
@@ -134,9 +134,7 @@ class GitLabAPI:
             follow_redirects=True,
         )
 
-    def _next_page(
-        self, response: httpx.Response, path: str, query: dict[str, str | int]
-    ) -> tuple[str | None, dict[str, str | int]]:
+    def _next_page(self, response: httpx.Response) -> httpx.URL | None:
         link = response.links.get("next", {}).get("url")
         if link is not None:
             if _origin(httpx.URL(link)) != _origin(httpx.URL(self.config.api_url)):
@@ -145,17 +143,17 @@ class GitLabAPI:
                     f"{self.config.api_url}: golem does not send the token there; check "
                     "forge.gitlab.base_url"
                 )
-            return link, {}
+            return httpx.URL(link)
         following = response.headers.get("x-next-page", "").strip()
         if following.isdigit():
-            return path, {**query, "page": int(following)}
-        return None, query
+            return response.request.url.copy_set_param("page", following)
+        return None
 
     async def _send(
         self,
         client: httpx.AsyncClient,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         what: str,
         *,
         json: Mapping[str, Any] | None = None,
