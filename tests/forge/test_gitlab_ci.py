@@ -72,10 +72,11 @@ async def test_ci_status_reads_the_jobs_of_the_pipeline_and_external_statuses(
     assert list(by_name) == ["lint", "test", "docs", "deploy", "jenkins"]
     assert [(j.kind, j.state, j.group) for j in status.jobs] == [
         ("job", "passed", "check"), ("job", "running", "test"), ("job", "failed", "test"),
-        ("job", "pending", "deploy"), ("status", "failed", ""),
+        ("job", "skipped", "deploy"), ("status", "failed", ""),
     ]  # fmt: skip
     assert by_name["docs"].allowed_to_fail
     assert by_name["jenkins"].summary == "2 tests failed"
+    assert by_name["deploy"].summary == "manual: runs when a person starts it"
     assert by_name["test"].url is not None
     assert by_name["test"].url.endswith("/-/jobs/" + by_name["test"].id)
     assert status.required is None

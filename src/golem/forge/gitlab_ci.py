@@ -7,6 +7,9 @@ each phase of a job in ``section_start:TIME:NAME`` / ``section_end:TIME:NAME`` m
 job failed in (the one still open, else the last that is not the runner's own cleanup)
 names the failed step, and its text and whatever the runner printed after it (``ERROR: Job
 failed: exit code 1``) are the log tail, markers and ANSI codes removed.
+
+A ``manual`` job reads as ``skipped``: it runs only when a person starts it, so waiting for
+it (a blocking deploy after the tests, say) would only wait for the timeout.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ TAIL_LINES = 200
 TAIL_CHARS = 16_000
 STATES: dict[str, JobState] = {
     "created": "pending", "pending": "pending", "waiting_for_resource": "pending",
-    "preparing": "pending", "scheduled": "pending", "manual": "pending",
+    "preparing": "pending", "scheduled": "pending", "manual": "skipped",
     "waiting_for_callback": "pending", "running": "running", "canceling": "running",
     "success": "passed", "failed": "failed", "canceled": "cancelled", "skipped": "skipped",
 }  # fmt: skip
@@ -155,6 +158,7 @@ def _newest_by_name(entries: list[Any]) -> list[Any]:
 
 
 def _job(job: Any) -> CIJob:
+    manual = job.get("status") == "manual"
     return CIJob(
         id=str(job["id"]),
         name=job["name"],
@@ -163,7 +167,9 @@ def _job(job: Any) -> CIJob:
         group=job.get("stage") or "",
         url=job.get("web_url"),
         allowed_to_fail=bool(job.get("allow_failure")),
-        summary=job.get("failure_reason") or "",
+        summary="manual: runs when a person starts it"
+        if manual
+        else job.get("failure_reason") or "",
     )
 
 
