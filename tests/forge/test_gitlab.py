@@ -94,6 +94,18 @@ async def test_gitlab_refs_in_every_form(gitlab: GitLabServer) -> None:
         await forge.fetch_issue(f"https://gl.corp/{PROJECT}/-/issues/7")
 
 
+def test_a_gitlab_under_a_path_takes_its_web_urls() -> None:
+    config = GitLabConfig(base_url="https://corp.example/gitlab/")
+    forge = GitLabForge(config, token=TOKEN)
+
+    parsed = forge._parse(f"https://corp.example/gitlab/{PROJECT}/-/merge_requests/3")
+
+    assert (parsed.project, parsed.iid, parsed.merge_request) == (PROJECT, 3, True)
+    assert forge._project(f"https://corp.example/gitlab/{PROJECT}.git") == PROJECT
+    assert forge._project("gitlab/tools") == "gitlab/tools"  # a path names itself
+    assert config.api_url == "https://corp.example/gitlab/api/v4"
+
+
 async def test_a_merge_request_ref_reads_its_description_and_notes(gitlab: GitLabServer) -> None:
     pr = await make(gitlab).open_pull_request(draft())
     gitlab.project(PROJECT).add_discussion(pr.number, [("carol", "why this?")], individual=True)
