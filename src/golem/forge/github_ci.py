@@ -219,6 +219,8 @@ async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[
     text = download.tail.decode("utf-8", errors="replace")
     if len(download.tail) == LOG_READ_BYTES:
         text = text.partition("\n")[2]  # the first line is cut
+    if not download.complete:
+        text = text.rpartition("\n")[0]  # and so is the last
     excerpt = log_excerpt(clean_log(text))
     if not download.complete:
         excerpt = f"(the log is longer than golem reads; it stopped here)\n{excerpt}"
