@@ -11,9 +11,7 @@ pagination links elsewhere are refused.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -30,11 +28,10 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitLabConfig
-from golem.forge.github_api import MAX_DOWNLOAD, Download
+from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
 
-RETRIED_STATUSES = frozenset({502, 503, 504})
 MAX_PAGES = 50
 GitLabReply = Any
 """A decoded JSON reply of GitLab's API."""
@@ -64,7 +61,15 @@ class GitLabAPI:
         self._token = token or None
         self.token_source = token_source or f"${config.token_env}"
         self._transport = transport
-        self.backoff = backoff
+        self.retries = Retries(
+            forge="GitLab",
+            api_url=config.api_url,
+            setting="forge.gitlab.base_url",
+            max_retries=config.max_retries,
+            max_wait=config.max_wait,
+            backoff=backoff,
+            rate_limit_wait=_rate_limit_wait,
+        )
 
     @property
     def has_token(self) -> bool:
@@ -106,21 +111,12 @@ class GitLabAPI:
     ) -> Download:
         """The last ``limit`` bytes of a (possibly huge) plain-text reply, streamed; reading
         stops after ``max_read`` bytes (then it is not the real end: ``complete`` False)."""
-        kept: deque[bytes] = deque()
-        size = read = 0
         async with self._client() as client:
             response = await self._send(client, "GET", path, what)
             try:
-                async for chunk in response.aiter_bytes():
-                    kept.append(chunk)
-                    size, read = size + len(chunk), read + len(chunk)
-                    while kept and size - len(kept[0]) >= limit:
-                        size -= len(kept.popleft())
-                    if read >= max_read:
-                        return Download(b"".join(kept)[-limit:], complete=False)
+                return await read_tail(response, limit, max_read)
             finally:
                 await response.aclose()
-        return Download(b"".join(kept)[-limit:], complete=True)
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Accept": "application/json", "User-Agent": "golem"}
@@ -137,7 +133,7 @@ class GitLabAPI:
     def _next_page(self, response: httpx.Response) -> httpx.URL | None:
         link = response.links.get("next", {}).get("url")
         if link is not None:
-            if _origin(httpx.URL(link)) != _origin(httpx.URL(self.config.api_url)):
+            if origin(link) != origin(self.config.api_url):
                 raise ForgeError(
                     f"GitLab's next page {link!r} is on another host than "
                     f"{self.config.api_url}: golem does not send the token there; check "
@@ -160,39 +156,12 @@ class GitLabAPI:
         params: Params | None = None,
     ) -> httpx.Response:
         """The response, its body not read yet (the caller reads or streams it)."""
-        attempt = 0
-        while True:
-            request = client.build_request(method, url, json=json, params=params)
-            try:
-                response = await client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if attempt >= self.config.max_retries:
-                    raise ForgeUnavailable(
-                        f"cannot reach GitLab at {self.config.api_url} ({type(exc).__name__}: "
-                        f"{exc}): check the network, any proxy, and forge.gitlab.base_url"
-                    ) from exc
-                await asyncio.sleep(self.backoff * 2.0**attempt)
-                attempt += 1
-                continue
-            if response.status_code < 400:
-                return response
-            await response.aread()
-            delay = self._retry_delay(response, attempt)
-            if delay is None:
-                raise self.error(response, what)
-            await asyncio.sleep(delay)
-            attempt += 1
 
-    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
-        """Seconds to wait before trying again, or None to give up now."""
-        if attempt >= self.config.max_retries:
-            return None
-        if response.status_code in RETRIED_STATUSES:
-            return self.backoff * 2.0**attempt
-        if response.status_code != 429:
-            return None
-        wait = _rate_limit_wait(response)
-        return wait if wait <= self.config.max_wait else None
+        async def attempt_once() -> httpx.Response:
+            request = client.build_request(method, url, json=json, params=params)
+            return await client.send(request, stream=True)
+
+        return await self.retries.send(attempt_once, lambda response: self.error(response, what))
 
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitLab's error ``response`` to a request about ``what``."""
@@ -234,10 +203,6 @@ class GitLabAPI:
         )
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return url.scheme, url.host, url.port
-
-
 def gitlab_detail(response: httpx.Response) -> str:
     """GitLab's error body as one line: ``message`` (a string, list, or dict of field
     errors), or OAuth's ``error`` and ``error_description``."""
@@ -265,14 +230,15 @@ def _flatten(message: Any) -> str:
     return str(message)
 
 
-def _rate_limit_wait(response: httpx.Response) -> float:
-    """Seconds GitLab asks to wait (``Retry-After``, else until ``RateLimit-Reset``)."""
-    headers = response.headers
+def _rate_limit_wait(response: httpx.Response) -> float | None:
+    """Seconds a 429 asks to wait (``Retry-After``, else until ``RateLimit-Reset``; 60 when
+    it names neither); None for any other answer."""
+    if response.status_code != 429:
+        return None
+    asked = retry_after(response)
+    if asked is not None:
+        return asked
     try:
-        if "retry-after" in headers:
-            return max(0.0, float(headers["retry-after"]))
-        if "ratelimit-reset" in headers:
-            return max(0.0, float(headers["ratelimit-reset"]) - time.time())
-    except ValueError:
-        pass
-    return 60.0
+        return max(0.0, float(response.headers["ratelimit-reset"]) - time.time())
+    except (KeyError, ValueError):
+        return 60.0

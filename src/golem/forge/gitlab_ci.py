@@ -19,8 +19,8 @@ from typing import Any
 
 from golem.core.ansi import plain
 from golem.forge.ci import CIJob, CIStatus, JobState
-from golem.forge.github_api import MAX_DOWNLOAD
 from golem.forge.gitlab_api import GitLabAPI, project_id
+from golem.forge.rest import MAX_DOWNLOAD
 
 __all__ = ["failed_section", "read_ci_status", "read_job_failure"]
 
@@ -99,6 +99,8 @@ async def read_job_failure(api: GitLabAPI, project: str, job: CIJob) -> CIJob:
     text = raw.decode("utf-8", errors="replace")
     if len(raw) >= TRACE_BYTES:
         text = text.partition("\n")[2]  # the first line is cut
+    if not complete:
+        text = text.rpartition("\n")[0]  # and so is the last, where reading stopped
     step, tail = failed_section(text)
     if not complete:
         tail += f"\n(the log goes on: golem read its first {MAX_DOWNLOAD // 2**20} MiB)"
