@@ -39,7 +39,7 @@ def test_the_minion_blueprint_is_the_standard_one() -> None:
     minion = load_blueprint("minion")
     assert [n.id for n in minion.nodes] == [
         "prepare", "hydrate", "install", "setup", "baseline", "implement", "verify", "ship",
-        "escalate",
+        "ci", "escalate",
     ]  # fmt: skip
     verify = minion.node("verify")
     assert isinstance(verify, LoopNode)
@@ -90,7 +90,7 @@ def test_the_graph_is_drawn_happy_path_first() -> None:
     order = [line[2:].split()[0] for line in drawing[1::2]]
     assert order == [
         "prepare", "hydrate", "install", "setup", "baseline", "implement", "verify", "ship",
-        "escalate",
+        "ci", "escalate",
     ]  # fmt: skip
     verify = next(i for i, line in enumerate(drawing) if line[2:].startswith("verify "))
     assert "success -> ship  failure -> escalate" in drawing[verify + 1]

@@ -73,6 +73,7 @@ async def test_green_on_the_first_try_opens_a_pull_request(
     assert state.status == "succeeded", state.error
     assert [step.node for step in state.steps] == [
         "prepare", "hydrate", "install", "setup", "baseline", "implement", "verify", "ship",
+        "ci",
     ]  # fmt: skip
     assert (state.rounds, [c.passed for c in state.checks]) == (0, [True])
     [commit] = branch_commits(remote, state.branch)

@@ -36,7 +36,7 @@ from golem.agent.messages import (
 )
 from golem.agent.models import make_model, price_for
 from golem.agent.prompt import Verification, command_line
-from golem.agent.tools import TOOLSETS, make_tools
+from golem.agent.tools import TOOLSETS, ReplyTool, make_tools
 from golem.agent.trajectory import TrajectoryWriter, read_trajectory
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "OutcomeStatus",
     "OutputStream",
     "Price",
+    "ReplyTool",
     "StopReason",
     "Tool",
     "ToolCall",

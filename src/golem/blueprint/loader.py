@@ -18,7 +18,7 @@ from golem.core.errors import ConfigError
 
 __all__ = ["BUILTINS", "blueprint_text", "load_blueprint", "parse_blueprint"]
 
-BUILTINS = ("minion",)
+BUILTINS = ("minion", "follow-up")
 Path_ = tuple[str | int, ...]
 
 

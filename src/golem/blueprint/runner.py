@@ -88,7 +88,7 @@ class Runner:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
         is the store's room for it (a server's limits: else QueueFull)."""
-        if not (request.task or request.issue):
+        if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
         blueprint = parse_blueprint(source, origin)
@@ -212,10 +212,11 @@ class Runner:
                     "blueprint's max_steps or break its cycle"
                 )
             node = blueprint.node(state.current)
+            spent = state.cost_usd
             outcome, detail, began = await self._node(ex, node)
             state.steps.append(
                 NodeRecord(node=node.id, kind=node.kind, outcome=outcome, started=began,
-                           ended=time.time(), detail=detail)
+                           ended=time.time(), detail=detail, cost_usd=state.cost_usd - spent)
             )  # fmt: skip
             following = node.successor(outcome)
             if following is None:

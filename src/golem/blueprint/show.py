@@ -8,14 +8,16 @@ from golem.blueprint.model import (
     AgentNode,
     Blueprint,
     BoxNode,
+    CINode,
     GateNode,
     HostNode,
     LoopNode,
     Node,
 )
+from golem.blueprint.state import CIRound
 from golem.forge import CheckResult
 
-__all__ = ["check_outcome", "describe_node", "draw", "failing_tests"]
+__all__ = ["check_outcome", "ci_round_cells", "describe_node", "draw", "failing_tests"]
 
 
 def describe_node(node: Node) -> str:
@@ -23,17 +25,23 @@ def describe_node(node: Node) -> str:
     if isinstance(node, HostNode):
         return f"host: {node.action}"
     if isinstance(node, BoxNode):
-        if node.baseline:
-            return f"box: {node.baseline}'s checks on the base commit"
-        return f"box: {node.check} check" if node.check else f"box: {' && '.join(node.run)}"
+        return _describe_box(node)
     if isinstance(node, AgentNode):
         who = f"external {node.external}" if node.external else ", ".join(node.tools)
         return f"agent ({who})"
     if isinstance(node, GateNode):
         timeout = f"{node.timeout:g}s" if node.timeout is not None else "no timeout"
         return f"gate: waits for a person, {timeout}, then {node.default}"
+    if isinstance(node, CINode):
+        return f"ci: wait for the forge's CI; fix with an agent, at most {node.ci_rounds} rounds"
     assert isinstance(node, LoopNode)
     return f"loop: {', '.join(node.checks)}; fix with an agent, at most {node.max_rounds} rounds"
+
+
+def _describe_box(node: BoxNode) -> str:
+    if node.baseline:
+        return f"box: {node.baseline}'s checks on the base commit"
+    return f"box: {node.check} check" if node.check else f"box: {' && '.join(node.run)}"
 
 
 def _edges(node: Node) -> str:
@@ -79,3 +87,11 @@ def failing_tests(checks: list[CheckResult], limit: int = 20) -> list[str]:
     names = [f"{check.name}: {failure.name}" for check in checks for failure in check.failures]
     more = len(names) - limit
     return names[:limit] + ([f"... and {more} more"] if more > 0 else [])
+
+
+def ci_round_cells(ci: CIRound) -> tuple[str, str, str, str, str, str]:
+    """A CI round as the CLI shows it: round, commit, verdict, failing jobs, how long CI
+    took on it, what the fix after it cost."""
+    took = f"{ci.ended - ci.started:.1f}s" if ci.ended is not None else "waiting"
+    cost = f"${ci.cost_usd:.4f}" if ci.cost_usd else "-"
+    return (str(ci.round), ci.commit[:12], ci.verdict, ", ".join(ci.failing) or "-", took, cost)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from golem.agent.messages import Usage
 from golem.context import RepoConventions
@@ -65,8 +65,16 @@ class RunRequest(BaseModel):
     budget_usd: float | None = Field(None, gt=0, description="Dollars for the whole run.")
     base: str | None = Field(None, description="Base branch; default: the remote's default.")
     follow_up: FollowUp | None = Field(
-        None, description="Answer the reviews of this pull request, on its branch."
+        None,
+        description="Answer the reviews of this pull request, on its branch (the blueprint "
+        "is then follow-up unless one is named).",
     )
+
+    @model_validator(mode="after")
+    def _follow_up_blueprint(self) -> RunRequest:
+        if self.follow_up is not None and "blueprint" not in self.model_fields_set:
+            self.blueprint = "follow-up"
+        return self
 
 
 class NodeRecord(BaseModel):

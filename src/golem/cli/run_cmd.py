@@ -14,10 +14,12 @@ from golem.cli import options
 from golem.cli.run_progress import RunProgress, print_report
 from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
+from golem.forge import parse_issue_ref
+from golem.forge.refs import parse_gitlab_ref, split_project, split_repo
 from golem.sandbox import LocalEngine
 from golem.store import SqlStore
 
-__all__ = ["EXIT_CODES", "run_command", "run_with_progress"]
+__all__ = ["EXIT_CODES", "follow_up_of", "run_command", "run_with_progress"]
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "escalated": 3, "cancelled": 4, "unverified": 5}
 """What `golem run` and `golem runs resume` exit with, by the run's final status."""
@@ -29,35 +31,69 @@ def run_command(
     issue: str | None = typer.Option(
         None, "--issue", help="An issue: URL, owner/name#N (GitLab: group/project#N), or a file."
     ),
-    blueprint: str = typer.Option("minion", "--blueprint", help="minion, or a YAML file."),
+    blueprint: str | None = typer.Option(
+        None, "--blueprint", help="minion (follow-up with --pr), or a YAML file."
+    ),
     model: str | None = typer.Option(None, "--model", help="provider/model or scripted:PATH."),
     forge: str | None = typer.Option(
         None, "--forge", help="github, gitlab or local (default: [forge] provider)."
     ),
     budget_usd: float | None = typer.Option(None, "--budget-usd", help="Dollars for the run."),
     base: str | None = typer.Option(None, "--base", help="Base branch (default: the repo's)."),
+    pr: str | None = typer.Option(
+        None,
+        "--pr",
+        help="Answer the review of this pull request on its branch (a follow-up run): "
+        "owner/name#N, its URL, or N for --repo's; --task adds what to do.",
+    ),
     backend: str | None = options.BACKEND,
     image: str | None = options.IMAGE,
     config_file: Path | None = options.CONFIG,
 ) -> None:
-    """Run a blueprint on a repository and end with a pull request."""
-    if (task is None) == (issue is None):
-        raise InvalidRequest("give exactly one of --task or --issue")
+    """Run a blueprint on a repository and end with a pull request (or, with --pr, answer
+    a pull request's review with new commits on its branch)."""
+    if pr is None and (task is None) == (issue is None):
+        raise InvalidRequest("give exactly one of --task or --issue (or --pr)")
+    if pr is not None and issue is not None:
+        raise InvalidRequest("--pr follows up a pull request: give --task, not --issue")
     flags = options.BoxFlags(
         backend, image, None, None, None, None, None, None, None, None, config_file
     )
     config = flags.load()
+    fields: dict[str, object] = {
+        "repo": _repo(repo), "task": task, "issue": issue, "model": model, "forge": forge,
+        "budget_usd": budget_usd, "base": base,
+    }  # fmt: skip
+    if blueprint is not None:
+        fields["blueprint"] = blueprint
+    if pr is not None:
+        chosen = forge or config.forge.provider
+        fields["follow_up"] = follow_up_of(pr, _repo(repo), forge=chosen, request=task)
+        fields["task"] = None
     try:
-        request = RunRequest.model_validate(
-            {"repo": _repo(repo), "task": task, "issue": issue, "blueprint": blueprint,
-             "model": model, "forge": forge, "budget_usd": budget_usd, "base": base}
-        )  # fmt: skip
+        request = RunRequest.model_validate(fields)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"])
         raise InvalidRequest(f"--{where.replace('_', '-')}: {error['msg']}") from None
     state = run_with_progress(config, lambda runner: runner.start(request))
     raise typer.Exit(EXIT_CODES.get(state.status, 1))
+
+
+def follow_up_of(ref: str, repo: str, *, forge: str, request: str | None) -> dict[str, object]:
+    """The follow-up of pull request ``ref``: ``owner/name#N`` or its URL (GitLab:
+    ``group/project!N`` or its URL), or ``N`` for ``repo``'s (the local forge files its
+    pull requests under the repository's path)."""
+    number = ref.strip().removeprefix("#").removeprefix("!")
+    if number.isdigit():
+        name = repo if forge == "local" else None
+        name = name or (split_project(repo) if forge == "gitlab" else "/".join(split_repo(repo)))
+        return {"repo": name, "number": int(number), "request": request or ""}
+    if forge == "gitlab":
+        found = parse_gitlab_ref(ref)
+        return {"repo": found.project, "number": found.iid, "request": request or ""}
+    parsed = parse_issue_ref(ref)
+    return {"repo": parsed.repo, "number": parsed.number, "request": request or ""}
 
 
 def _repo(value: str) -> str:

@@ -26,6 +26,9 @@ from golem.store import Store
 
 __all__ = ["runs_app"]
 
+FOLLOW_UPS_SCANNED = 200
+"""How many of the newest runs `golem runs show` looks through for a run's follow-ups."""
+
 runs_app = typer.Typer(help="Runs: list, show, resume, cancel, approve or reject.")
 
 
@@ -72,10 +75,12 @@ def show_command(
     console = Console()
     console.print(f"[bold]{state.id}[/] {escape(state.title)} · {state.status}")
     console.print(f"repo: {escape(state.request.repo)} · branch: {state.branch or '-'}")
+    _print_links(console, state, using_store(load_config(), lambda s: _follow_ups(s, state.id)))
     for step in state.steps:
+        cost = f"${step.cost_usd:.4f}" if step.cost_usd else ""
         console.print(
-            f"  {step.node:<12} {step.outcome:<9} {step.ended - step.started:6.1f}s  "
-            f"{escape(step.detail)}",
+            f"  {step.node:<12} {step.outcome:<9} {step.ended - step.started:6.1f}s "
+            f"{cost:>8}  {escape(step.detail)}",
             highlight=False,
         )
     if state.current and not state.finished:
@@ -84,6 +89,27 @@ def show_command(
         for seq, event in kept:
             console.print(f"[dim]{seq:>4} {event.type}[/] {escape(event.model_dump_json())[:200]}")
     print_report(console, state)
+
+
+async def _follow_ups(store: Store, run_id: str) -> list[RunState]:
+    """The follow-up runs of ``run_id`` among the newest runs, oldest first."""
+    newest = await RunBook(store).newest(FOLLOW_UPS_SCANNED)
+    return [
+        run
+        for run in reversed(newest)
+        if run.request.follow_up is not None and run.request.follow_up.parent_run == run_id
+    ]
+
+
+def _print_links(console: Console, state: RunState, follow_ups: list[RunState]) -> None:
+    """The run a follow-up follows (and on which pull request), and a run's follow-ups."""
+    follow = state.request.follow_up
+    if follow is not None:
+        where = state.pr.url if state.pr is not None else f"{follow.repo}#{follow.number}"
+        parent = follow.parent_run or "a run not known here"
+        console.print(f"follow-up of {parent} on {escape(where)}", highlight=False)
+    for run in follow_ups:
+        console.print(f"follow-up: {run.id} · {run.status} · ${run.cost_usd:.4f}", highlight=False)
 
 
 @runs_app.command("resume")

@@ -14,6 +14,7 @@ from golem.agent.tools.finish import FinishArguments, FinishTool
 from golem.agent.tools.ls import LsArguments, LsTool
 from golem.agent.tools.read import ReadArguments, ReadTool
 from golem.agent.tools.registry import TOOLS, TOOLSETS, make_tools
+from golem.agent.tools.reply import ReplyArguments, ReplyTool
 from golem.agent.tools.search import GlobArguments, GlobTool, GrepArguments, GrepTool
 from golem.agent.tools.write import WriteArguments, WriteTool
 
@@ -35,6 +36,8 @@ __all__ = [
     "LsTool",
     "ReadArguments",
     "ReadTool",
+    "ReplyArguments",
+    "ReplyTool",
     "WriteArguments",
     "WriteTool",
     "make_tools",

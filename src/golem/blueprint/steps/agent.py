@@ -9,6 +9,7 @@ from golem.agent.events import AgentOutcome
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import AgentNode, AgentSettings
 from golem.blueprint.steps.briefing import verification_of, verifying_checks
+from golem.blueprint.steps.follow_up import reply_tool
 from golem.blueprint.template import render
 from golem.core.errors import BudgetSpent
 
@@ -54,9 +55,10 @@ async def run_agent(
             box, prompt, context=ex.state.context, trajectory=trajectory, verification=verification
         )
     else:
-        agent = Agent(
-            ex.model(settings.model), make_tools(settings.tools), budget=budget, on_event=sink
-        )
+        tools = make_tools(settings.tools)
+        if ex.state.request.follow_up is not None and ex.state.pr is None:
+            tools.append(await reply_tool(ex))  # replies are posted at ship: until then
+        agent = Agent(ex.model(settings.model), tools, budget=budget, on_event=sink)
         outcome = await agent.run(
             box, prompt, context=ex.state.context, trajectory=trajectory, verification=verification
         )

@@ -9,18 +9,19 @@ from typing import Literal
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import HostNode
-from golem.blueprint.steps import pr_text
+from golem.blueprint.steps import follow_up, pr_text
+from golem.blueprint.steps.handoff import hand_off
 from golem.blueprint.steps.install import run_install
+from golem.blueprint.steps.publish import TRAILER, commit_change, push_change, refuse_secrets
 from golem.context import hydrate, load_conventions, render_issue
-from golem.core.errors import ForgeError, PullRequestExists, SecretInChange
+from golem.core.errors import ForgeError, PullRequestExists
 from golem.forge import PullRequest, PullRequestDraft
 
-__all__ = ["run_host"]
+__all__ = ["refuse_secrets", "run_host"]
 
 CONTEXT_BUDGET = 12_000
 
 
-TRAILER = "Golem-Run"
 NO_VERIFYING_CHECK = (
     "this blueprint ran no check that verified the change (no verify loop concluded with "
     "passing checks); add a loop over the repository's checks before ship"
@@ -29,7 +30,9 @@ Result = tuple[Literal["success", "failure"], str]
 
 
 async def run_host(ex: Execution, node: HostNode) -> Result:
-    """Run a host action."""
+    """Run a host action (a follow-up run's own prepare, hydrate and ship: steps/follow_up)."""
+    if ex.state.request.follow_up is not None and node.action != "install":
+        return await _follow_up(ex, node)
     if node.action == "prepare":
         return await _prepare(ex)
     if node.action == "hydrate":
@@ -37,6 +40,14 @@ async def run_host(ex: Execution, node: HostNode) -> Result:
     if node.action == "install":
         return await run_install(ex, node.id)
     return await _ship(ex, escalate=node.action == "escalate")
+
+
+async def _follow_up(ex: Execution, node: HostNode) -> Result:
+    if node.action == "prepare":
+        return await follow_up.prepare_follow_up(ex)
+    if node.action == "hydrate":
+        return await follow_up.hydrate_follow_up(ex, node.id, CONTEXT_BUDGET)
+    return await follow_up.ship_follow_up(ex, escalate=node.action == "escalate")
 
 
 def _slug(text: str) -> str:
@@ -99,17 +110,10 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     state = ex.state
     repo = ex.repo()
     if state.pr is not None:
-        return "success", state.pr.url
-    trailer = f"{TRAILER}: {state.id}"
-    state.commit = await repo.find_commit(trailer, base=state.base)
-    if state.commit is None:
-        state.commit = await repo.commit_all(
-            ex.secrets.mask(pr_text.commit_message(state, escalate=escalate)),
-            ex.config.forge.author_name,
-            ex.config.forge.author_email,
-            trailers={TRAILER: state.id},
-        )
-        ex.save()
+        return await hand_off(ex) if escalate else ("success", state.pr.url)
+    message = pr_text.commit_message(state, escalate=escalate)
+    state.commit = await commit_change(ex, message, {TRAILER: state.id}, since=state.base)
+    ex.save()
     if state.commit is None:
         if escalate:
             state.status = "escalated"
@@ -119,14 +123,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
         return "failure", "the agent changed nothing: nothing to ship"
     state.diff_stat = (await repo.diff_stat(state.base)).summary()
     diff = await repo.diff(state.base)
-    every_byte = await repo.diff(state.base, text=True)  # binary and -diff files too
-    if ex.secrets.mask(every_byte) != every_byte:
-        raise SecretInChange(
-            "the change holds the value of a secret this run knows (a box secret, a brokered "
-            "credential or a forge token); golem does not push it. Remove it from the files "
-            f"and commit again on {state.branch}, or rotate the secret"
-        )
-    await repo.push(state.branch)
+    await push_change(ex, since=state.base)
     if not escalate and not state.verified and state.unverified is None:
         state.unverified = NO_VERIFYING_CHECK
     unverified = not escalate and state.unverified is not None
