@@ -94,6 +94,12 @@ async def test_gitlab_refs_in_every_form(gitlab: GitLabServer) -> None:
         await forge.fetch_issue(f"https://gl.corp/{PROJECT}/-/issues/7")
 
 
+@pytest.mark.parametrize("base_url", ["gitlab.com", "ftp://gl.corp", "https://gl.corp/api/v4"])
+def test_a_base_url_that_is_no_web_address_is_refused(base_url: str) -> None:
+    with pytest.raises(ValueError, match=r"web address"):
+        GitLabConfig(base_url=base_url)
+
+
 def test_a_gitlab_under_a_path_takes_its_web_urls() -> None:
     config = GitLabConfig(base_url="https://corp.example/gitlab/")
     forge = GitLabForge(config, token=TOKEN)

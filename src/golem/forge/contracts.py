@@ -1,8 +1,8 @@
 """The forge layer's contracts: issues in, pull requests out, wherever the repository lives.
 
 A ``Forge`` reads issues and opens pull requests (GitHub's or GitLab's REST API, or
-golem's own store for the ``local`` forge). Git itself (clone, branch, commit, push) runs on the host through
-``golem.forge.git``; tokens never enter a box.
+golem's own store for the ``local`` forge). Git itself (clone, branch, commit, push) runs
+on the host through ``golem.forge.git``; tokens never enter a box.
 """
 
 from __future__ import annotations
