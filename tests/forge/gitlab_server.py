@@ -47,6 +47,7 @@ MR = rf"{P}/merge_requests/(?P<iid>\d+)"
 ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
     (method, re.compile(pattern + "$"), handler)
     for method, pattern, handler in (
+        ("GET", P, "get_project"),
         ("GET", rf"{P}/issues/(?P<iid>\d+)", "get_issue"),
         ("GET", rf"{P}/issues/(?P<iid>\d+)/notes", "list_issue_notes"),
         ("POST", rf"{P}/issues/(?P<iid>\d+)/notes", "create_issue_note"),

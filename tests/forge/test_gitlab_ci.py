@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from golem.core.errors import ForgeNotFound
+from golem.core.errors import ForgeAuthError, ForgeNotFound
 from golem.forge import PullRequest
 from golem.forge.config import GitLabConfig
 from golem.forge.gitlab import GitLabForge
 from golem.forge.gitlab_ci import TRACE_BYTES, failed_section
-from tests.forge.gitlab_server import GitLabServer
+from tests.forge.gitlab_server import GitLabServer, gitlab_error
 
 TOKEN = "glpat-golemCITest0123456789"  # noqa: S105 (a test token)
 PROJECT = "group/demo"
@@ -94,6 +94,20 @@ async def test_a_commit_without_a_pipeline_has_no_jobs(gitlab: GitLabServer) -> 
         "/api/v4/projects/group%2Fdemo/pipelines",
         f"/api/v4/projects/group%2Fdemo/repository/commits/{SHA}/statuses",
     ]
+
+
+async def test_a_project_without_ci_cd_has_no_ci_and_a_refusal_stays_an_error(
+    gitlab: GitLabServer,
+) -> None:
+    gitlab.project(PROJECT).jobs_enabled = False
+
+    status = await make(gitlab).ci_status(PROJECT, SHA)
+
+    assert (status.supported, status.jobs) == (False, [])
+    gitlab.project(PROJECT).jobs_enabled = True
+    gitlab.push(gitlab_error(403, "403 Forbidden"), gitlab.route)
+    with pytest.raises(ForgeAuthError, match="403 Forbidden"):
+        await make(gitlab).ci_status(PROJECT, SHA)
 
 
 async def test_ci_failure_names_the_failed_section_and_keeps_its_log(

@@ -8,6 +8,7 @@ job failed in (the one still open, else the last that is not the runner's own cl
 names the failed step, and its text and whatever the runner printed after it (``ERROR: Job
 failed: exit code 1``) are the log tail, markers and ANSI codes removed.
 
+A project whose CI/CD is switched off has no CI (``supported`` False), as the local forge.
 A ``manual`` job reads as ``skipped``: it runs only when a person starts it, so waiting for
 it (a blocking deploy after the tests, say) would only wait for the timeout.
 """
@@ -18,6 +19,7 @@ import re
 from typing import Any
 
 from golem.core.ansi import plain
+from golem.core.errors import ForgeAuthError
 from golem.forge.ci import CIJob, CIStatus, JobState
 from golem.forge.gitlab_api import GitLabAPI, project_id
 from golem.forge.rest import MAX_DOWNLOAD
@@ -54,12 +56,17 @@ async def read_ci_status(api: GitLabAPI, project: str, commit: str) -> CIStatus:
     """Every job of the newest pipeline on ``commit`` (a retried job once, its newest run),
     and the commit statuses that are not those jobs (external CI)."""
     pid = project_id(project)
-    pipelines = await api.call(
-        "GET",
-        f"/projects/{pid}/pipelines",
-        f"the pipelines of {project} on {commit[:12]}",
-        params={"sha": commit, "order_by": "id", "sort": "desc"},
-    )
+    try:
+        pipelines = await api.call(
+            "GET",
+            f"/projects/{pid}/pipelines",
+            f"the pipelines of {project} on {commit[:12]}",
+            params={"sha": commit, "order_by": "id", "sort": "desc"},
+        )
+    except ForgeAuthError:
+        if await _runs_ci(api, project):
+            raise
+        return CIStatus(commit=commit, supported=False)
     ours = [p for p in pipelines or [] if p.get("source") != "external"] or pipelines or []
     pipeline = max(ours, key=lambda p: int(p["id"]), default=None)
     jobs: list[Any] = []
@@ -85,6 +92,12 @@ async def read_ci_status(api: GitLabAPI, project: str, commit: str) -> CIStatus:
         required=None,
         url=pipeline.get("web_url") if pipeline else None,
     )
+
+
+async def _runs_ci(api: GitLabAPI, project: str) -> bool:
+    """Whether the project has CI/CD switched on (its pipelines answer 403 when not)."""
+    data = await api.call("GET", f"/projects/{project_id(project)}", f"project {project}")
+    return bool(data.get("jobs_enabled", True)) and data.get("builds_access_level") != "disabled"
 
 
 async def read_job_failure(api: GitLabAPI, project: str, job: CIJob) -> CIJob:
