@@ -47,6 +47,8 @@ class Project:
         self.members: dict[int, tuple[dict[str, Any], int]] = {}
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.ci: CIScript | None = None
+        self.jobs_enabled = True
+        """False: CI/CD is switched off in the project (its pipelines answer 403)."""
         self.head_sha: Callable[[str, str], str | None] | None = None
         self._ids = itertools.count(1000 * number)
         self._job_ids: dict[tuple[str, str, int], int] = {}
@@ -128,6 +130,14 @@ class Project:
         self.statuses.setdefault(sha, []).append(entry | {"created_at": _stamp(), **fields})
 
     # Endpoints --------------------------------------------------------------------------
+
+    def get_project(self, request: RecordedRequest, query: Query) -> Answer:
+        access = "enabled" if self.jobs_enabled else "disabled"
+        return Reply.json({
+            "id": self.id, "path_with_namespace": self.path, "web_url": self.web,
+            "default_branch": "main", "jobs_enabled": self.jobs_enabled,
+            "builds_access_level": access,
+        })  # fmt: skip
 
     def get_issue(self, request: RecordedRequest, query: Query, iid: str) -> Answer:
         issue = self.issues.get(int(iid))
@@ -248,6 +258,8 @@ class Project:
     # CI ---------------------------------------------------------------------------------
 
     def list_pipelines(self, request: RecordedRequest, query: Query) -> Answer:
+        if not self.jobs_enabled:
+            return _error(403, "403 Forbidden")
         sha = query.get("sha")
         shas = [sha] if sha else list(self._pipeline_ids)
         return [p for p in (self._pipeline(s) for s in shas) if p is not None]

@@ -6,7 +6,7 @@ import os
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["GITHUB_API", "GITLAB_URL", "ForgeConfig", "GitHubConfig", "GitLabConfig"]
 
@@ -76,6 +76,19 @@ class GitLabConfig(BaseModel):
         60.0, ge=0, description="Longest Retry-After (seconds) golem waits before giving up."
     )
     timeout: float = Field(30.0, gt=0, description="Seconds one API request may take.")
+
+    @field_validator("base_url")
+    @classmethod
+    def _web_address(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"{value!r} is not a GitLab's web address: write https://gitlab.com or "
+                "https://HOST (the API's /api/v4 is added)"
+            )
+        if parts.path.rstrip("/").endswith("/api/v4"):
+            raise ValueError(f"{value!r} is the API: give the web address, without /api/v4")
+        return value
 
     @property
     def api_url(self) -> str:

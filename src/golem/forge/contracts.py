@@ -1,8 +1,8 @@
 """The forge layer's contracts: issues in, pull requests out, wherever the repository lives.
 
-A ``Forge`` reads issues and opens pull requests (GitHub's REST API, or golem's own store
-for the ``local`` forge). Git itself (clone, branch, commit, push) runs on the host through
-``golem.forge.git``; tokens never enter a box.
+A ``Forge`` reads issues and opens pull requests (GitHub's or GitLab's REST API, or
+golem's own store for the ``local`` forge). Git itself (clone, branch, commit, push) runs
+on the host through ``golem.forge.git``; tokens never enter a box.
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ class Forge(Protocol):
     name: str
 
     async def fetch_issue(self, ref: str) -> Issue:
-        """An issue by URL, ``owner/name#N``, or (local forge) a file path."""
+        """An issue by URL, ``owner/name#N`` (GitLab: ``group/project#N``, or ``!N`` for a
+        merge request), or (local forge) a file path."""
         ...
 
     async def open_pull_request(

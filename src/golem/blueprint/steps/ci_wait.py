@@ -57,7 +57,8 @@ async def wait_for_ci(ex: Execution, node: CINode, commit: str) -> Verdict:
             await asyncio.sleep(node.poll)
             continue
         if not status.supported:
-            return Verdict("no_ci", "the local forge runs no CI", supported=False)
+            where = "the local forge" if ex.forge.name == "local" else f"{ex.forge.name} here"
+            return Verdict("no_ci", f"{where} runs no CI", supported=False)
         verdict = judge(node, status, time.monotonic() - began)
         if verdict is not None:
             return verdict
