@@ -136,15 +136,19 @@ async def reply_tool(ex: Execution) -> ReplyTool:
     next saved: a step run again after a crash records its replies afresh, and a reply
     recorded already is not recorded twice."""
     follow = _follow_up(ex)
-    pr = await ex.forge.fetch_pull_request(follow.repo, follow.number)
-    discussion = await ex.forge.review_discussion(pr)
+    try:
+        pr = await ex.forge.fetch_pull_request(follow.repo, follow.number)
+        threads = [thread.id for thread in (await ex.forge.review_discussion(pr)).threads]
+    except ForgeError as exc:  # the agent can still answer on the conversation
+        ex.note(f"reply: the review threads could not be read: {exc.message}")
+        threads = []
 
     def record(thread: str | None, body: str) -> None:
         reply = ThreadReply(thread=thread, body=ex.secrets.mask(body))
         if reply not in ex.state.replies:
             ex.state.replies.append(reply)
 
-    return ReplyTool([thread.id for thread in discussion.threads], record)
+    return ReplyTool(threads, record)
 
 
 async def ship_follow_up(ex: Execution, *, escalate: bool) -> Result:
