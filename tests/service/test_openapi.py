@@ -33,7 +33,10 @@ max_sessions = 2
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     state = tmp_path_factory.mktemp("openapi") / "state"
-    secret = {"GOLEM_GITHUB_WEBHOOK_SECRET": "fuzz-secret"}  # unsigned deliveries: 401
+    secret = {  # unsigned deliveries, or without the token: 401
+        "GOLEM_GITHUB_WEBHOOK_SECRET": "fuzz-secret",
+        "GOLEM_GITLAB_WEBHOOK_SECRET": "fuzz-secret",
+    }
     with serving(state, config=SMALL, env=secret) as server:
         yield server
 

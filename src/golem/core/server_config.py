@@ -1,5 +1,5 @@
 """Configuration of `golem serve` (``[server]`` in golem.toml): where it listens, how much it
-runs at once, what each role of API key may ask for, and the GitHub trigger."""
+runs at once, what each role of API key may ask for, and the forges' triggers."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from golem.core.spec import NetworkMode
 
 __all__ = [
     "GitHubTriggerConfig",
+    "GitLabTriggerConfig",
     "RemoteConfig",
     "RetentionConfig",
     "RolePolicy",
     "ServerConfig",
+    "TriggerConfig",
     "default_policies",
 ]
 
@@ -155,8 +157,16 @@ def default_policies() -> dict[str, RolePolicy]:
     return {"user": RolePolicy(), "trusted": open_policy, "admin": open_policy}
 
 
-class GitHubTriggerConfig(BaseModel):
-    """``[server.github]``: runs started by GitHub's webhooks."""
+FollowUpOn = Literal["mention", "changes_requested"]
+
+
+def _follow_up_on() -> list[FollowUpOn]:
+    return ["mention", "changes_requested"]
+
+
+class TriggerConfig(BaseModel):
+    """What a forge's webhook trigger starts, and for whom (``[server.github]``,
+    ``[server.gitlab]``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -168,10 +178,38 @@ class GitHubTriggerConfig(BaseModel):
     handle: str = Field("@golem", description="A comment mentioning this starts a run.")
     tenant: str = Field("default", description="Tenant that owns the runs it starts.")
     blueprint: str = Field("minion", description="Blueprint of those runs.")
+    follow_up_blueprint: str = Field(
+        "follow-up",
+        description="Blueprint of the runs that answer reviewers on a pull request golem opened.",
+    )
+    follow_up_on: list[FollowUpOn] = Field(
+        default_factory=_follow_up_on,
+        description="What on a pull request golem opened starts a follow-up: a comment or "
+        "review mentioning the handle (mention), any review requesting changes "
+        "(changes_requested). Only from people who may push to the repository.",
+    )
     model: str | None = Field(None, description="Their model; default: [models] default.")
-    repo_url: str = Field(
+    repo_url: str | None = Field(
         "https://github.com/{repo}.git",
         description="How to clone a repository named owner/name ({repo}).",
+    )
+
+
+class GitHubTriggerConfig(TriggerConfig):
+    """``[server.github]``: runs started by GitHub's webhooks."""
+
+
+class GitLabTriggerConfig(TriggerConfig):
+    """``[server.gitlab]``: runs started by GitLab's webhooks."""
+
+    secret_env: str = Field(
+        "GOLEM_GITLAB_WEBHOOK_SECRET",
+        description="Variable holding the webhook's secret token; unset: the endpoint refuses all.",
+    )
+    repo_url: str | None = Field(
+        None,
+        description="How to clone a project named group/project ({repo}); None: "
+        "{base_url}/{repo}.git of [forge.gitlab].",
     )
 
 
@@ -239,6 +277,7 @@ class ServerConfig(BaseModel):
         default_factory=default_policies, description="What each role may ask for."
     )
     github: GitHubTriggerConfig = Field(default_factory=GitHubTriggerConfig)
+    gitlab: GitLabTriggerConfig = Field(default_factory=GitLabTriggerConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     @field_validator("policies")

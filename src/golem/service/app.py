@@ -14,6 +14,7 @@ from golem.core.config import GolemConfig, load_config
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, credentials, files, interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
+from golem.service.api.gitlab_hook import router as gitlab_hook_router
 from golem.service.dashboard import router as dashboard_router
 from golem.service.health import Health, StoreProbe
 from golem.service.keys import KeyStore
@@ -70,6 +71,7 @@ def create_app(config: GolemConfig | None = None) -> FastAPI:
     for module in (sessions, files, calls, interactive, runs, keys, credentials):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)
+    app.include_router(gitlab_hook_router, responses=ERROR_RESPONSES)
     app.include_router(dashboard_router, responses=ERROR_RESPONSES)
 
     @app.get("/healthz", tags=["server"])

@@ -1,8 +1,9 @@
-"""What the GitHub trigger says on an issue, and the marks it leaves there.
+"""What a forge's trigger says on an issue or a pull request, and the marks it leaves there.
 
-Every comment the trigger posts ends with an HTML comment (invisible on GitHub) naming
-its run: ``<!-- golem:run RUN delivery ID -->`` when a run starts, ``<!-- golem:done RUN
--->`` when it has reported the end. The issue's discussion is thus the trigger's record:
+Every comment the trigger posts ends with an HTML comment (invisible on GitHub and GitLab)
+naming its run: ``<!-- golem:run RUN delivery ID -->`` when a run starts, ``<!-- golem:done
+RUN -->`` when it has reported the end, ``<!-- golem:refused WHO -->`` when it told someone
+they may not start a follow-up. The discussion is thus the trigger's record:
 a restarted server finds the runs it still has to report, and a redelivered webhook
 finds the run it started already.
 """
@@ -23,6 +24,8 @@ __all__ = [
     "acknowledgement",
     "busy",
     "completion",
+    "refusal",
+    "refused",
     "reported",
     "started",
 ]
@@ -30,6 +33,8 @@ __all__ = [
 MARKER = "<!-- golem:"
 _STARTED = re.compile(r"<!-- golem:run (?P<run>[\w.:-]+) delivery (?P<delivery>[\w.:-]+) -->")
 _DONE = re.compile(r"<!-- golem:done (?P<run>[\w.:-]+) -->")
+_REFUSED = re.compile(r"<!-- golem:refused (?P<who>[\w.:-]+) -->")
+_UNSAFE = re.compile(r"[^\w.:-]")
 REASON_LIMIT = 1500
 
 
@@ -41,30 +46,51 @@ class Started:
     delivery: str
 
 
-def acknowledgement(run_id: str, delivery: str, why: str, sender: str) -> str:
-    """The comment that says a run started (the sender is named, never @-mentioned)."""
+def acknowledgement(run_id: str, delivery: str, why: str, sender: str, noun: str = "issue") -> str:
+    """The comment that says a run started for this ``noun`` (the sender is named, never
+    @-mentioned)."""
     who = f" by {sender}" if sender else ""
     return (
-        f"golem started run `{run_id}` for this issue ({why}{who}). It will say here how "
+        f"golem started run `{run_id}` for this {noun} ({why}{who}). It will say here how "
         f"the run ends.\n\n<!-- golem:run {run_id} delivery {delivery} -->"
     )
 
 
-def busy(why: str) -> str:
+def refusal(who: str, handle: str) -> str:
+    """The comment that tells ``who`` (named, never @-mentioned) they may not start a
+    follow-up, said once per person and pull request."""
+    return (
+        f"Thanks, {who}. golem answers reviews on its pull requests only when someone who "
+        f"may push to this repository asks; ask a maintainer to mention {handle} if this "
+        f"should be followed up.\n\n<!-- golem:refused {_UNSAFE.sub('_', who)} -->"
+    )
+
+
+def refused(comments: Iterable[IssueComment], who: str) -> bool:
+    """Whether ``who`` was refused in these comments already."""
+    name = _UNSAFE.sub("_", who)
+    return any(found["who"] == name for c in comments for found in _REFUSED.finditer(c.body))
+
+
+def busy(why: str, noun: str = "issue") -> str:
     """The comment that says no run could start because the server is full (``why``)."""
     return (
-        f"golem could not start a run for this issue: {why}. "
+        f"golem could not start a run for this {noun}: {why}. "
         f"Ask again later (add the label again, or mention golem again).\n\n{MARKER}busy -->"
     )
 
 
 def completion(state: RunState, secrets: Iterable[str] = ()) -> str | None:
     """The comment that reports how ``state`` ended, or None when the run's own ship step
-    has said it already (a pull request opened, or an escalation)."""
+    has said it already (a pull request opened or pushed to, or an escalation)."""
+    follow_up = state.request.follow_up is not None
     if state.status == "escalated" or (state.status == "succeeded" and state.pr is not None):
         return None
     pr = f"\n\nIts pull request: {state.pr.url}" if state.pr is not None else ""
-    if state.status == "succeeded":
+    if state.status == "succeeded" and follow_up:
+        summary = f": {state.summary}" if state.summary else "."
+        text = f"golem run `{state.id}` pushed nothing{summary}"
+    elif state.status == "succeeded":
         summary = f": {state.summary}" if state.summary else "."
         text = f"golem run `{state.id}` ended without a pull request{summary}"
     elif state.status == "cancelled":

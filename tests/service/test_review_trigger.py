@@ -1,0 +1,402 @@
+"""Review follow-ups through GitHub's webhook, against a real `golem serve` and a loopback
+GitHub: on a pull request golem opened, a writer's review comment, review or comment
+starts a follow-up run on it (its request names the thread and the run that opened the
+pull request); a reader is refused, once; a pull request golem did not open, or whose mark
+names another pull request's run, starts nothing; one run at a time per pull request, and a
+request made meanwhile starts once that run ends.
+
+The follow-up blueprint starts at a gate, so that each test decides when its run ends.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+import golem.blueprint
+from golem.core.server_config import GitHubTriggerConfig
+from golem.service.trigger import Ignored, ReviewCall
+from golem.service.trigger.github_events import read_delivery
+from tests.blueprint.repos import EXAMPLES, branch_commits, git
+from tests.service.served import Served, serving
+from tests.service.test_github_trigger import (
+    SERVER_ENV,
+    TOKEN,
+    WAIT,
+    GitHub,
+    acknowledged,
+    commented,
+    comments_when,
+    deliver,
+    gated_minion,
+    green,
+    labelled,
+    new_repo,
+    run_to_end,
+    trigger_config,
+)
+
+pytestmark = pytest.mark.bwrap
+
+WRITER, READER = "maintainer", "passerby"
+
+
+def gated(directory: Path, name: str) -> Path:
+    """Built-in blueprint ``name``, starting at a gate (approved: on to its first node)."""
+    source = Path(golem.blueprint.__file__).parent / "builtin" / f"{name}.yaml"
+    blueprint = yaml.safe_load(source.read_text())
+    first = blueprint.get("start") or blueprint["nodes"][0]["id"]
+    gate = {"id": "approve", "kind": "gate", "message": "Go on?", "timeout": 3600}
+    blueprint["nodes"].append({**gate, "next": {"approved": first, "rejected": "end"}})
+    blueprint.update(name=f"gated-{name}", start="approve")
+    path = directory / f"gated-{name}.yaml"
+    path.write_text(yaml.safe_dump(blueprint))
+    return path
+
+
+@pytest.fixture(scope="module")
+def github() -> Iterator[GitHub]:
+    with GitHub(token=TOKEN) as server:
+        server.ci = green
+        yield server
+
+
+@pytest.fixture(scope="module")
+def remotes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("remotes")
+    directory.chmod(0o755)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory, github: GitHub, remotes: Path
+) -> Iterator[Served]:
+    home = tmp_path_factory.mktemp("review-trigger")
+    config = trigger_config(github, remotes, gated_minion(home))
+    config += f'follow_up_blueprint = "{gated(home, "follow-up")}"\n'
+    with serving(home / "state", config=config, env=SERVER_ENV) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def key(served: Served) -> str:
+    return served.key("default")
+
+
+@pytest.fixture(scope="module")
+def opened(served: Served, key: str, github: GitHub, remotes: Path) -> tuple[str, int, str]:
+    """A pull request golem opened for a labelled issue: its repository, number, and run."""
+    repo = new_repo(github, remotes, "reviewed")
+    github.set_permission(repo, WRITER, "write")
+    github.set_permission(repo, READER, "read")
+    run_id = deliver(served, "issues", labelled(repo)).json()["run_id"]
+    assert run_to_end(served, key, run_id)["status"] == "succeeded"
+    [pr] = github.pulls(repo)
+    return repo, pr["number"], run_id
+
+
+def review_comment(
+    repo: str, number: int, body: str, *, author: str = WRITER, reply_to: int | None = None
+) -> dict[str, Any]:
+    """A ``pull_request_review_comment`` delivery: a new comment on a line of the change."""
+    user = {"login": author, "type": "User"}
+    comment = {
+        "id": 7000 + number * 100 + (reply_to or 0) % 97, "in_reply_to_id": reply_to,
+        "body": body, "user": user, "path": "calculator.py", "line": 3,
+        "author_association": "CONTRIBUTOR",
+    }  # fmt: skip
+    if reply_to is None:
+        del comment["in_reply_to_id"]
+    pull = {"number": number, "state": "open", "body": "", "user": {"login": "golem-bot"}}
+    return {"action": "created", "comment": comment, "pull_request": pull,
+            "repository": {"full_name": repo}, "sender": user}  # fmt: skip
+
+
+def review(repo: str, number: int, state: str, body: str = "") -> dict[str, Any]:
+    """A ``pull_request_review`` delivery: a review was submitted."""
+    user = {"login": WRITER, "type": "User"}
+    submitted = {"id": 99, "user": user, "body": body, "state": state}
+    pull = {"number": number, "state": "open", "body": ""}
+    return {"action": "submitted", "review": submitted, "pull_request": pull,
+            "repository": {"full_name": repo}, "sender": user}  # fmt: skip
+
+
+def follow_ups(served: Served, key: str, repo: str, number: int) -> list[dict[str, Any]]:
+    """The tenant's follow-up runs of pull request ``repo#number``, oldest first."""
+    with served.client(key) as client:
+        listed = client.get("/v1/runs", params={"limit": 500})
+    listed.raise_for_status()
+    found = [
+        r for r in listed.json()
+        if (r["request"].get("follow_up") or {}).get("number") == number
+        and r["request"]["follow_up"]["repo"] == repo
+    ]  # fmt: skip
+    return sorted(found, key=lambda r: r["created"])
+
+
+def open_pull(github: GitHub, repo: str, body: str) -> int:
+    """A pull request someone opened on the loopback GitHub, with ``body``."""
+    branch = f"someone-{uuid.uuid4().hex[:6]}"
+    made = httpx.post(
+        f"{github.api_url}/repos/{repo}/pulls",
+        json={"title": "A change", "head": branch, "base": "main", "body": body},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+    assert made.status_code == 201, made.text
+    number: int = made.json()["number"]
+    return number
+
+
+def test_a_writers_review_comment_starts_a_follow_up_with_its_thread_and_parent(
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+) -> None:
+    repo, number, parent = opened
+    body = "@golem please rename `add` to `plus` here."
+    answer = deliver(served, "pull_request_review_comment", review_comment(repo, number, body))
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["status"] == "started"
+    run_id = answer.json()["run_id"]
+    [run] = [r for r in follow_ups(served, key, repo, number) if r["id"] == run_id]
+    thread = str(7000 + number * 100)
+    assert run["request"]["follow_up"] == {
+        "repo": repo, "number": number, "parent_run": parent, "requested_by": WRITER,
+        "thread": thread, "request": body,
+    }  # fmt: skip
+    assert run["request"]["forge"] == "github"
+    acks = [c for c in github.comments(repo, number) if f"run `{run_id}`" in c["body"]]
+    assert "for this pull request (mentioned @golem by maintainer)" in acks[0]["body"]
+    assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+
+
+def test_a_reply_in_a_thread_names_the_threads_first_comment(
+    served: Served, key: str, opened: tuple[str, int, str]
+) -> None:
+    repo, number, _ = opened
+    payload = review_comment(repo, number, "@golem and this one too", reply_to=4242)
+    answer = deliver(served, "pull_request_review_comment", payload)
+    assert answer.json()["status"] == "started", answer.text
+    run_id = answer.json()["run_id"]
+    [run] = [r for r in follow_ups(served, key, repo, number) if r["id"] == run_id]
+    assert run["request"]["follow_up"]["thread"] == "4242"
+    assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+
+
+def test_a_reader_is_refused_once_and_starts_nothing(
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+) -> None:
+    repo, number, _ = opened
+    before = len(follow_ups(served, key, repo, number))
+    for attempt in ("@golem fix this", "@golem please, fix this"):
+        payload = review_comment(repo, number, attempt, author=READER)
+        answer = deliver(served, "pull_request_review_comment", payload)
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["status"] == "ignored"
+        assert "passerby has read access" in answer.json()["reason"]
+    refusals = [c for c in github.comments(repo, number) if "golem:refused" in c["body"]]
+    assert len(refusals) == 1
+    assert refusals[0]["body"].startswith("Thanks, passerby.")
+    assert "@passerby" not in refusals[0]["body"]
+    assert len(follow_ups(served, key, repo, number)) == before
+
+
+def test_pull_requests_golem_did_not_open_start_nothing(
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+) -> None:
+    repo, _, parent = opened
+    unmarked = open_pull(github, repo, "A person's change.")
+    forged = open_pull(github, repo, f"Looks like golem's.\n\n<!-- golem:pr {parent} -->")
+    asks = [
+        (unmarked, "not a pull request golem opened"),
+        (forged, f"names run {parent}, which did not open it"),
+    ]
+    for number, reason in asks:
+        answer = deliver(served, "pull_request_review_comment",
+                         review_comment(repo, number, "@golem fix"))  # fmt: skip
+        assert (answer.status_code, answer.json()["status"]) == (202, "ignored"), answer.text
+        assert reason in answer.json()["reason"]
+        assert follow_ups(served, key, repo, number) == []
+        assert github.comments(repo, number) == []
+
+
+def test_a_review_requesting_changes_starts_a_follow_up_and_an_approval_does_not(
+    served: Served, key: str, opened: tuple[str, int, str]
+) -> None:
+    repo, number, _ = opened
+    approved = deliver(served, "pull_request_review", review(repo, number, "approved", "LGTM"))
+    assert approved.json()["status"] == "ignored", approved.text
+    asked = deliver(served, "pull_request_review", review(repo, number, "changes_requested"))
+    assert asked.json()["status"] == "started", asked.text
+    run_id = asked.json()["run_id"]
+    [run] = [r for r in follow_ups(served, key, repo, number) if r["id"] == run_id]
+    assert run["request"]["follow_up"]["thread"] is None
+    assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+
+
+def test_changes_requested_counts_only_when_follow_up_on_names_it() -> None:
+    config = GitHubTriggerConfig(follow_up_on=["mention"])
+    payload = review("octo/x", 2, "changes_requested", "Please change the docstring.")
+    assert isinstance(read_delivery("pull_request_review", payload, config, None), Ignored)
+    mentioned = review("octo/x", 2, "changes_requested", "@golem change the docstring.")
+    assert isinstance(read_delivery("pull_request_review", mentioned, config, None), ReviewCall)
+    silent = GitHubTriggerConfig(follow_up_on=["changes_requested"])
+    comment = review_comment("octo/x", 2, "@golem fix")
+    assert isinstance(read_delivery("pull_request_review_comment", comment, silent, None), Ignored)
+
+
+def test_a_redelivery_is_deduped_and_a_request_meanwhile_starts_after_the_run_ends(
+    served: Served, key: str, opened: tuple[str, int, str]
+) -> None:
+    repo, number, _ = opened
+    delivery = str(uuid.uuid4())
+    first = review_comment(repo, number, "@golem first thing")
+    run_id = deliver(served, "pull_request_review_comment", first, delivery=delivery).json()[
+        "run_id"
+    ]
+    again = deliver(served, "pull_request_review_comment", first, delivery=delivery)
+    assert (again.status_code, again.json()["status"], again.json()["run_id"]) == (
+        200, "duplicate", run_id,
+    )  # fmt: skip
+    second = review_comment(repo, number, "@golem and a second thing")
+    meanwhile = deliver(served, "pull_request_review_comment", second)
+    assert (meanwhile.json()["status"], meanwhile.json()["run_id"]) == ("running", run_id)
+    assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+    later = runs_after(served, key, repo, number, run_id)
+    assert later["request"]["follow_up"]["request"] == "@golem and a second thing"
+    assert run_to_end(served, key, later["id"], "cancel")["status"] == "cancelled"
+
+
+def runs_after(served: Served, key: str, repo: str, number: int, run_id: str) -> dict[str, Any]:
+    """The follow-up started after ``run_id`` ended (polled, at most WAIT)."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        ids = [r["id"] for r in follow_ups(served, key, repo, number)]
+        if run_id in ids and ids[-1] != run_id:
+            return follow_ups(served, key, repo, number)[-1]
+        assert time.monotonic() < deadline, f"no follow-up after {run_id} in {WAIT}s"
+        time.sleep(0.05)  # a poll of the server's runs, not a wait for a result
+
+
+FOLLOW_UP_SCRIPT = """\
+turns:
+  - tool_calls:
+      - name: edit
+        arguments:
+          path: calculator.py
+          old: '\"\"\"The sum of a and b.\"\"\"'
+          new: '\"\"\"The sum of a and b (ints work too).\"\"\"'
+  - tool_calls: [{{name: reply, arguments: {{thread: "{thread}", body: "Documented it."}}}}]
+  - tool_calls: [{{name: finish, arguments: {{summary: "add() says it takes ints"}}}}]
+"""
+
+
+def test_a_follow_up_pushes_a_commit_to_the_pull_request_and_replies_in_the_thread(
+    tmp_path: Path, github: GitHub, remotes: Path
+) -> None:
+    repo = new_repo(github, remotes, "followed")
+    bare = remotes / f"{repo}.git"
+    github.set_permission(repo, WRITER, "write")
+    github.head_sha = lambda name, branch: git("rev-parse", branch, cwd=remotes / f"{name}.git")
+    script = tmp_path / "follow-up.yaml"
+    fixer = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    config = trigger_config(github, remotes, gated_minion(tmp_path))
+    config = config.replace(fixer, f"scripted:{script}")
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as server:
+        key = server.key("default", "trusted")  # its runs may name a scripted model's file
+        parent = {"repo": str(bare), "issue": f"{repo}#1", "forge": "github", "model": fixer}
+        with server.client(key) as client:
+            submitted = client.post("/v1/runs", json=parent)
+        assert submitted.status_code == 202, submitted.text
+        assert run_to_end(server, key, submitted.json()["id"])["status"] == "succeeded"
+        [pr] = github.pulls(repo)
+        asked = "@golem say in add()'s docstring that it takes ints"
+        root = github.add_review_comment(
+            repo, pr["number"], asked, author=WRITER, path="calculator.py", line=5
+        )
+        script.write_text(FOLLOW_UP_SCRIPT.format(thread=root["id"]))
+        payload = review_comment(repo, pr["number"], asked)
+        payload["comment"]["id"] = root["id"]
+        answer = deliver(server, "pull_request_review_comment", payload)
+        assert answer.json()["status"] == "started", answer.text
+        end = run_to_end(server, key, answer.json()["run_id"])
+    assert end["status"] == "succeeded", end
+    commits = branch_commits(bare, pr["head"]["ref"])
+    assert len(commits) == 2  # the fix, then the follow-up's commit on the same branch
+    assert "(ints work too)" in git("show", f"{pr['head']['ref']}:calculator.py", cwd=bare)
+    replies = [c for c in github.review_comments(repo, pr["number"]) if c["id"] != root["id"]]
+    assert [(c["in_reply_to_id"], c["body"]) for c in replies] == [(root["id"], "Documented it.")]
+
+
+def test_a_mark_naming_another_tenants_run_starts_nothing(
+    served: Served, github: GitHub, remotes: Path
+) -> None:
+    repo = new_repo(github, remotes, "elsewhere")
+    github.set_permission(repo, WRITER, "write")
+    other = served.key("other", "trusted")  # its runs may name a scripted model's file
+    fixer = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    parent = {"repo": str(remotes / f"{repo}.git"), "issue": f"{repo}#1", "forge": "github",
+              "model": fixer}  # fmt: skip
+    with served.client(other) as client:
+        assert client.put("/v1/credentials/github", json={"token": TOKEN}).status_code == 200
+        submitted = client.post("/v1/runs", json=parent)
+    assert submitted.status_code == 202, submitted.text
+    assert run_to_end(served, other, submitted.json()["id"])["status"] == "succeeded"
+    [pr] = github.pulls(repo)
+    assert f"<!-- golem:pr {submitted.json()['id']} -->" in pr["body"]
+    answer = deliver(served, "pull_request_review_comment", review_comment(repo, pr["number"],
+                     "@golem fix"))  # fmt: skip
+    assert (answer.status_code, answer.json()["status"]) == (202, "ignored"), answer.text
+    assert "not among tenant 'default''s runs" in answer.json()["reason"]
+    assert not any("golem started" in c["body"] for c in github.comments(repo, pr["number"]))
+
+
+def test_after_a_restart_a_follow_ups_end_is_still_reported_on_the_pull_request(
+    tmp_path: Path, github: GitHub, remotes: Path
+) -> None:
+    repo = new_repo(github, remotes, "restarted-review")
+    github.set_permission(repo, WRITER, "write")
+    config = trigger_config(github, remotes, gated_minion(tmp_path))
+    config += f'follow_up_blueprint = "{gated(tmp_path, "follow-up")}"\n'
+    delivery = str(uuid.uuid4())
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as first:
+        key = first.key("default")
+        parent = deliver(first, "issues", labelled(repo)).json()["run_id"]
+        assert run_to_end(first, key, parent)["status"] == "succeeded"
+        [pr] = github.pulls(repo)
+        asked = review_comment(repo, pr["number"], "@golem rename it")
+        run_id = deliver(first, "pull_request_review_comment", asked, delivery=delivery).json()[
+            "run_id"
+        ]
+        comments_when(github, repo, acknowledged(run_id), number=pr["number"])
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as second:
+        key = second.key("default")
+        again = deliver(second, "pull_request_review_comment", asked, delivery=delivery)
+        assert (again.json()["status"], again.json()["run_id"]) == ("duplicate", run_id)
+        assert run_to_end(second, key, run_id, "cancel")["status"] == "cancelled"
+        ended = f"golem run `{run_id}` was cancelled"
+        comments_when(
+            github, repo, lambda found: any(ended in c["body"] for c in found), pr["number"]
+        )
+
+
+def test_a_comment_on_a_pull_requests_conversation_asks_without_a_thread() -> None:
+    config = GitHubTriggerConfig()
+    comment = commented("octo/x", "@golem please also update the README", number=2,
+                        association="CONTRIBUTOR", on_pull=True)  # fmt: skip
+    call = read_delivery("issue_comment", comment, config, "golem-bot")
+    assert isinstance(call, ReviewCall)
+    assert (call.key, call.thread, call.user) == ("octo/x!2", None, "octocat")
+    bot = review("octo/x", 2, "changes_requested")
+    bot["review"]["user"] = {"login": "lint[bot]", "type": "Bot"}
+    assert "is a bot" in str(read_delivery("pull_request_review", bot, config, None))
+    own = review_comment("octo/x", 2, "@golem noted", author="golem-bot")
+    assert "own account" in str(
+        read_delivery("pull_request_review_comment", own, config, "golem-bot")
+    )
