@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from golem.forge.github_api import MAX_DOWNLOAD
+from golem.forge.rest import MAX_DOWNLOAD
 from tests.forge.github_ci_server import LogHost
 from tests.forge.github_server import GitHubServer, Reply
 from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make

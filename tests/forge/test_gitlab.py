@@ -53,9 +53,11 @@ def draft(**overrides: object) -> PullRequestDraft:
     return PullRequestDraft.model_validate({**fields, **overrides})
 
 
+@pytest.mark.parametrize("link_pages", [True, False], ids=["Link", "x-next-page"])
 async def test_fetch_issue_reads_every_page_of_notes_without_system_notes(
-    gitlab: GitLabServer,
+    gitlab: GitLabServer, link_pages: bool
 ) -> None:
+    gitlab.link_pages = link_pages
     notes = [("alice", f"note {n}") for n in range(230)]
     gitlab.add_issue(PROJECT, 7, "Parser fails", None, labels=["bug"], notes=notes)
     project = gitlab.project(PROJECT)
@@ -90,6 +92,18 @@ async def test_gitlab_refs_in_every_form(gitlab: GitLabServer) -> None:
         await forge.fetch_issue("demo#7")
     with pytest.raises(ForgeRequestRejected, match=r"forge.gitlab.base_url to https://gl\.corp"):
         await forge.fetch_issue(f"https://gl.corp/{PROJECT}/-/issues/7")
+
+
+def test_a_gitlab_under_a_path_takes_its_web_urls() -> None:
+    config = GitLabConfig(base_url="https://corp.example/gitlab/")
+    forge = GitLabForge(config, token=TOKEN)
+
+    parsed = forge._parse(f"https://corp.example/gitlab/{PROJECT}/-/merge_requests/3")
+
+    assert (parsed.project, parsed.iid, parsed.merge_request) == (PROJECT, 3, True)
+    assert forge._project(f"https://corp.example/gitlab/{PROJECT}.git") == PROJECT
+    assert forge._project("gitlab/tools") == "gitlab/tools"  # a path names itself
+    assert config.api_url == "https://corp.example/gitlab/api/v4"
 
 
 async def test_a_merge_request_ref_reads_its_description_and_notes(gitlab: GitLabServer) -> None:

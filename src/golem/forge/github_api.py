@@ -9,10 +9,9 @@ to the API's origin only; pagination links elsewhere are refused.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import httpx
 
@@ -26,24 +25,14 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitHubConfig
+from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
 
 __all__ = ["Download", "GitHubAPI", "GitHubReply"]
 
 API_VERSION = "2022-11-28"
-RETRIED_STATUSES = frozenset({502, 503, 504})
 MAX_PAGES = 50
-MAX_DOWNLOAD = 64 * 1024 * 1024
-"""Bytes of a download read at most: a log that never ends does not hold a run."""
 GitHubReply = Any
 """A decoded JSON reply of GitHub's API."""
-
-
-class Download(NamedTuple):
-    """The end of a download: ``tail``, and whether it is the real end (``complete``) or
-    where reading stopped."""
-
-    tail: bytes
-    complete: bool
 
 
 class GitHubAPI:
@@ -64,7 +53,15 @@ class GitHubAPI:
         self._token = token or None
         self.token_source = token_source or f"${config.token_env}"
         self._transport = transport
-        self.backoff = backoff
+        self.retries = Retries(
+            forge="GitHub",
+            api_url=config.api_url,
+            setting="forge.github.api_url",
+            max_retries=config.max_retries,
+            max_wait=config.max_wait,
+            backoff=backoff,
+            rate_limit_wait=_retried_wait,
+        )
 
     @property
     def has_token(self) -> bool:
@@ -179,7 +176,7 @@ class GitHubAPI:
         link = response.links.get("next", {}).get("url")
         if link is None:
             return None
-        if _origin(httpx.URL(link)) != _origin(httpx.URL(self.config.api_url)):
+        if origin(link) != origin(self.config.api_url):
             raise ForgeError(
                 f"GitHub's next page {link!r} is on another host than {self.config.api_url}: "
                 "golem does not send the token there; check forge.github.api_url"
@@ -197,40 +194,12 @@ class GitHubAPI:
         params: Mapping[str, str | int] | None = None,
         follow_redirects: bool = True,
     ) -> httpx.Response:
-        attempt = 0
-        while True:
-            try:
-                response = await client.request(
-                    method, url, json=json, params=params, follow_redirects=follow_redirects
-                )
-            except httpx.TransportError as exc:
-                if attempt >= self.config.max_retries:
-                    raise ForgeUnavailable(
-                        f"cannot reach GitHub at {self.config.api_url} ({type(exc).__name__}: "
-                        f"{exc}): check the network, any proxy, and forge.github.api_url"
-                    ) from exc
-                await asyncio.sleep(self.backoff * 2.0**attempt)
-                attempt += 1
-                continue
-            if response.status_code < 400:
-                return response
-            delay = self._retry_delay(response, attempt)
-            if delay is None:
-                raise self.error(response, what)
-            await asyncio.sleep(delay)
-            attempt += 1
+        async def attempt_once() -> httpx.Response:
+            return await client.request(
+                method, url, json=json, params=params, follow_redirects=follow_redirects
+            )
 
-    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
-        """Seconds to wait before trying again, or None to give up now."""
-        if attempt >= self.config.max_retries:
-            return None
-        status = response.status_code
-        if status in RETRIED_STATUSES:
-            return self.backoff * 2.0**attempt
-        if status not in (403, 429):
-            return None
-        wait = _rate_limit_wait(response)
-        return wait if wait is not None and wait <= self.config.max_wait else None
+        return await self.retries.send(attempt_once, lambda response: self.error(response, what))
 
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitHub's error ``response`` to a request about ``what``."""
@@ -274,7 +243,6 @@ class GitHubAPI:
 async def _stream_tail(
     client: httpx.AsyncClient, url: httpx.URL, what: str, limit: int, max_read: int
 ) -> Download:
-    tail, read = b"", 0
     async with client.stream("GET", url) as response:
         if response.status_code in (403, 404, 410):
             raise ForgeNotFound(
@@ -283,15 +251,7 @@ async def _stream_tail(
             )
         if response.status_code >= 400:
             raise ForgeUnavailable(f"{url.host} failed {what} ({response.status_code}); try later")
-        async for chunk in response.aiter_bytes():
-            tail, read = (tail + chunk)[-limit:], read + len(chunk)
-            if read >= max_read:
-                return Download(tail, complete=False)
-    return Download(tail, complete=True)
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return url.scheme, url.host, url.port
+        return await read_tail(response, limit, max_read)
 
 
 def _rejection(what: str, detail: str, said: str) -> ForgeRequestRejected:
@@ -330,14 +290,17 @@ def _detail(response: httpx.Response) -> str:
     return text
 
 
+def _retried_wait(response: httpx.Response) -> float | None:
+    """The wait of a 403 or 429 that is a rate limit (None for anything else)."""
+    return _rate_limit_wait(response) if response.status_code in (403, 429) else None
+
+
 def _rate_limit_wait(response: httpx.Response) -> float | None:
     """Seconds GitHub asks to wait, for a rate-limit answer; None if it is not one."""
     headers = response.headers
-    if "retry-after" in headers:
-        try:
-            return max(0.0, float(headers["retry-after"]))
-        except ValueError:
-            return 60.0
+    asked = retry_after(response)
+    if asked is not None:
+        return asked
     if headers.get("x-ratelimit-remaining") == "0":
         try:
             return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())

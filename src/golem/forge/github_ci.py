@@ -13,6 +13,7 @@ import logging
 import re
 from typing import Any
 
+from golem.core.ansi import plain
 from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRequestRejected
 from golem.forge.ci import CIJob, CIStatus, JobState
 from golem.forge.github_api import GitHubAPI
@@ -46,7 +47,6 @@ STATUS_STATES: dict[str, JobState] = {
     "error": "failed",
 }
 TIMESTAMP = re.compile(r"^\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ", re.MULTILINE)
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 async def ci_status(api: GitHubAPI, repo: str, commit: str, base: str | None) -> CIStatus:
@@ -100,7 +100,7 @@ async def ci_failure(api: GitHubAPI, repo: str, job: CIJob) -> CIJob:
 
 def clean_log(text: str) -> str:
     """An Actions log as a person reads it: no timestamps, ANSI codes or group markers."""
-    text = ANSI.sub("", TIMESTAMP.sub("", text.replace("\r\n", "\n")))
+    text = plain(TIMESTAMP.sub("", text.replace("\r\n", "\n")))
     lines = [line for line in text.split("\n") if not line.startswith("##[endgroup]")]
     return "\n".join(line.removeprefix("##[group]") for line in lines)
 
@@ -240,5 +240,5 @@ async def _check_output(api: GitHubAPI, repo: str, run: dict[str, Any]) -> str:
             for a in annotations
             if a.get("annotation_level") == "failure"
         ]
-    text = ANSI.sub("", "\n".join(p for p in parts if p))
+    text = plain("\n".join(p for p in parts if p))
     return text[:TAIL_CHARS]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -92,7 +93,7 @@ class GitLabForge:
         """Open a merge request for the pushed ``draft.head`` with its labels (a draft's
         title starts with ``Draft:``, GitLab's way). Raises ``PullRequestExists`` (with its
         ``url``) when one is open for the branch."""
-        project = split_project(draft.repo)
+        project = self._project(draft.repo)
         labels = [*self.labels, *(x for x in draft.labels if x not in self.labels)]
         payload = {
             "source_branch": draft.head,
@@ -117,7 +118,7 @@ class GitLabForge:
 
     async def find_pull_request(self, repo: str, head: str) -> PullRequest | None:
         """The open merge request from branch ``head``, or None."""
-        project = split_project(repo)
+        project = self._project(repo)
         found = await self.api.call(
             "GET",
             f"/projects/{project_id(project)}/merge_requests",
@@ -128,7 +129,7 @@ class GitLabForge:
 
     async def fetch_pull_request(self, repo: str, number: int) -> PullRequest:
         """Merge request ``!number`` of ``repo``, with its head commit."""
-        project = split_project(repo)
+        project = self._project(repo)
         data = await self.api.call("GET", self._mr_path(project, number), f"{project}!{number}")
         return merge_request(data, project)
 
@@ -139,7 +140,7 @@ class GitLabForge:
                 f"cannot comment on {issue.url or issue.title!r} on GitLab: it has no "
                 "project and number (an issue read from a local file?)"
             )
-        project = split_project(issue.repo)
+        project = self._project(issue.repo)
         kind, mark = ("merge_requests", "!") if issue.pull_request else ("issues", "#")
         path = f"/projects/{project_id(project)}/{kind}/{issue.number}/notes"
         what = f"a note on {project}{mark}{issue.number}"
@@ -147,7 +148,7 @@ class GitLabForge:
 
     async def add_labels(self, pr: PullRequest, labels: Sequence[str]) -> list[str]:
         """Add ``labels`` to a merge request; returns all its labels."""
-        project = split_project(pr.repo)
+        project = self._project(pr.repo)
         data = await self.api.call(
             "PUT",
             self._mr_path(project, pr.number),
@@ -159,20 +160,20 @@ class GitLabForge:
     async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
         """The jobs of the newest pipeline on ``commit``, with external commit statuses
         (``required`` is None: GitLab's free API names no required checks)."""
-        return await read_ci_status(self.api, split_project(repo), commit)
+        return await read_ci_status(self.api, self._project(repo), commit)
 
     async def ci_failure(self, repo: str, job: CIJob) -> CIJob:
         """``job`` with the end of its trace and the log section it failed in."""
-        return await read_job_failure(self.api, split_project(repo), job)
+        return await read_job_failure(self.api, self._project(repo), job)
 
     async def review_discussion(self, pr: PullRequest) -> ReviewDiscussion:
         """The merge request's approvals, threads (resolved or not) and notes."""
-        project = split_project(pr.repo)
+        project = self._project(pr.repo)
         return await read_review_discussion(self.api, self._mr_path(project, pr.number), pr)
 
     async def reply(self, pr: PullRequest, thread: str | None, body: str) -> None:
         """A note in discussion ``thread``, or on the merge request when None."""
-        project = split_project(pr.repo)
+        project = self._project(pr.repo)
         path = self._mr_path(project, pr.number)
         if thread is None:
             what = f"a note on {project}!{pr.number}"
@@ -184,7 +185,7 @@ class GitLabForge:
     async def request_review(self, pr: PullRequest, reviewers: Sequence[str]) -> None:
         """Make ``reviewers`` (usernames) the merge request's reviewers again, beside any
         it has (GitLab's REST API has no re-request: setting them notifies new ones)."""
-        project = split_project(pr.repo)
+        project = self._project(pr.repo)
         path = self._mr_path(project, pr.number)
         current = await self.api.call("GET", path, f"{project}!{pr.number}")
         ids = [int(person["id"]) for person in current.get("reviewers") or []]
@@ -202,7 +203,7 @@ class GitLabForge:
     async def permission(self, repo: str, user: str) -> Permission:
         """What ``user`` (a username, or a numeric user id) may do in ``repo``, by their
         access level there (inherited from groups too)."""
-        project = split_project(repo)
+        project = self._project(repo)
         number = int(user) if user.isdigit() else await self._user_id(user)
         if number is None:
             return "none"
@@ -230,12 +231,26 @@ class GitLabForge:
     def _parse(self, ref: str) -> GitLabRef:
         parsed = parse_gitlab_ref(ref)
         host = self.config.git_host()
-        if parsed.host is not None and parsed.host != host:
+        if parsed.host is None:
+            return parsed
+        if parsed.host != host:
             raise ForgeRequestRejected(
                 f"{ref} is not on {host}: for a self-managed GitLab, set "
                 f"forge.gitlab.base_url to https://{parsed.host}"
             )
-        return parsed
+        project = self._unprefixed(parsed.project)
+        return GitLabRef(project, parsed.iid, parsed.merge_request, parsed.host)
+
+    def _project(self, repo: str) -> str:
+        """The project path of ``repo`` (a path, or a URL of this GitLab)."""
+        project = split_project(repo)
+        return self._unprefixed(project) if "://" in repo else project
+
+    def _unprefixed(self, project: str) -> str:
+        """``project`` without the path a GitLab under a path (``https://HOST/gitlab``)
+        puts before every project in its URLs."""
+        prefix = urlsplit(self.config.base_url).path.strip("/")
+        return project.removeprefix(f"{prefix}/") if prefix else project
 
 
 def merge_request(data: Any, project: str, *, issue: int | None = None) -> PullRequest:

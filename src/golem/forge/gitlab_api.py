@@ -11,9 +11,7 @@ pagination links elsewhere are refused.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -30,10 +28,10 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitLabConfig
+from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
 
-RETRIED_STATUSES = frozenset({502, 503, 504})
 MAX_PAGES = 50
 GitLabReply = Any
 """A decoded JSON reply of GitLab's API."""
@@ -63,7 +61,15 @@ class GitLabAPI:
         self._token = token or None
         self.token_source = token_source or f"${config.token_env}"
         self._transport = transport
-        self.backoff = backoff
+        self.retries = Retries(
+            forge="GitLab",
+            api_url=config.api_url,
+            setting="forge.gitlab.base_url",
+            max_retries=config.max_retries,
+            max_wait=config.max_wait,
+            backoff=backoff,
+            rate_limit_wait=_rate_limit_wait,
+        )
 
     @property
     def has_token(self) -> bool:
@@ -88,8 +94,8 @@ class GitLabAPI:
     async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
         """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
         items: list[Any] = []
-        url: str | None = path
-        query: dict[str, str | int] = {"per_page": 100, **(params or {})}
+        url: str | httpx.URL | None = path
+        query: Params | None = {"per_page": 100, **(params or {})}
         async with self._client() as client:
             for _ in range(MAX_PAGES):
                 if url is None:
@@ -97,24 +103,20 @@ class GitLabAPI:
                 response = await self._send(client, "GET", url, what, params=query)
                 await response.aread()
                 items.extend(response.json())
-                url, query = self._next_page(response, path, query)
+                url, query = self._next_page(response), None  # the next URL has its query
         return items
 
-    async def tail(self, path: str, what: str, limit: int) -> bytes:
-        """The last ``limit`` bytes of a (possibly huge) plain-text reply, read as a stream."""
-        kept: deque[bytes] = deque()
-        size = 0
+    async def tail(
+        self, path: str, what: str, *, limit: int, max_read: int = MAX_DOWNLOAD
+    ) -> Download:
+        """The last ``limit`` bytes of a (possibly huge) plain-text reply, streamed; reading
+        stops after ``max_read`` bytes (then it is not the real end: ``complete`` False)."""
         async with self._client() as client:
             response = await self._send(client, "GET", path, what)
             try:
-                async for chunk in response.aiter_bytes():
-                    kept.append(chunk)
-                    size += len(chunk)
-                    while kept and size - len(kept[0]) >= limit:
-                        size -= len(kept.popleft())
+                return await read_tail(response, limit, max_read)
             finally:
                 await response.aclose()
-        return b"".join(kept)[-limit:]
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Accept": "application/json", "User-Agent": "golem"}
@@ -128,67 +130,38 @@ class GitLabAPI:
             follow_redirects=True,
         )
 
-    def _next_page(
-        self, response: httpx.Response, path: str, query: dict[str, str | int]
-    ) -> tuple[str | None, dict[str, str | int]]:
+    def _next_page(self, response: httpx.Response) -> httpx.URL | None:
         link = response.links.get("next", {}).get("url")
         if link is not None:
-            if _origin(httpx.URL(link)) != _origin(httpx.URL(self.config.api_url)):
+            if origin(link) != origin(self.config.api_url):
                 raise ForgeError(
                     f"GitLab's next page {link!r} is on another host than "
                     f"{self.config.api_url}: golem does not send the token there; check "
                     "forge.gitlab.base_url"
                 )
-            return link, {}
+            return httpx.URL(link)
         following = response.headers.get("x-next-page", "").strip()
         if following.isdigit():
-            return path, {**query, "page": int(following)}
-        return None, query
+            return response.request.url.copy_set_param("page", following)
+        return None
 
     async def _send(
         self,
         client: httpx.AsyncClient,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         what: str,
         *,
         json: Mapping[str, Any] | None = None,
         params: Params | None = None,
     ) -> httpx.Response:
         """The response, its body not read yet (the caller reads or streams it)."""
-        attempt = 0
-        while True:
-            request = client.build_request(method, url, json=json, params=params)
-            try:
-                response = await client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if attempt >= self.config.max_retries:
-                    raise ForgeUnavailable(
-                        f"cannot reach GitLab at {self.config.api_url} ({type(exc).__name__}: "
-                        f"{exc}): check the network, any proxy, and forge.gitlab.base_url"
-                    ) from exc
-                await asyncio.sleep(self.backoff * 2.0**attempt)
-                attempt += 1
-                continue
-            if response.status_code < 400:
-                return response
-            await response.aread()
-            delay = self._retry_delay(response, attempt)
-            if delay is None:
-                raise self.error(response, what)
-            await asyncio.sleep(delay)
-            attempt += 1
 
-    def _retry_delay(self, response: httpx.Response, attempt: int) -> float | None:
-        """Seconds to wait before trying again, or None to give up now."""
-        if attempt >= self.config.max_retries:
-            return None
-        if response.status_code in RETRIED_STATUSES:
-            return self.backoff * 2.0**attempt
-        if response.status_code != 429:
-            return None
-        wait = _rate_limit_wait(response)
-        return wait if wait <= self.config.max_wait else None
+        async def attempt_once() -> httpx.Response:
+            request = client.build_request(method, url, json=json, params=params)
+            return await client.send(request, stream=True)
+
+        return await self.retries.send(attempt_once, lambda response: self.error(response, what))
 
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitLab's error ``response`` to a request about ``what``."""
@@ -230,10 +203,6 @@ class GitLabAPI:
         )
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return url.scheme, url.host, url.port
-
-
 def gitlab_detail(response: httpx.Response) -> str:
     """GitLab's error body as one line: ``message`` (a string, list, or dict of field
     errors), or OAuth's ``error`` and ``error_description``."""
@@ -261,14 +230,15 @@ def _flatten(message: Any) -> str:
     return str(message)
 
 
-def _rate_limit_wait(response: httpx.Response) -> float:
-    """Seconds GitLab asks to wait (``Retry-After``, else until ``RateLimit-Reset``)."""
-    headers = response.headers
+def _rate_limit_wait(response: httpx.Response) -> float | None:
+    """Seconds a 429 asks to wait (``Retry-After``, else until ``RateLimit-Reset``; 60 when
+    it names neither); None for any other answer."""
+    if response.status_code != 429:
+        return None
+    asked = retry_after(response)
+    if asked is not None:
+        return asked
     try:
-        if "retry-after" in headers:
-            return max(0.0, float(headers["retry-after"]))
-        if "ratelimit-reset" in headers:
-            return max(0.0, float(headers["ratelimit-reset"]) - time.time())
-    except ValueError:
-        pass
-    return 60.0
+        return max(0.0, float(response.headers["ratelimit-reset"]) - time.time())
+    except (KeyError, ValueError):
+        return 60.0

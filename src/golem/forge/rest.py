@@ -1,0 +1,116 @@
+"""What the forges' REST clients (``GitHubAPI``, ``GitLabAPI``) share: sending a request
+again after network errors, 502/503/504 (doubling backoff) and rate limits the forge
+names a wait for; the origin a token is kept to; and the bounded tail of a download (a CI
+job's log)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import httpx
+
+from golem.core.errors import ForgeError, ForgeUnavailable
+
+__all__ = [
+    "MAX_DOWNLOAD",
+    "RETRIED_STATUSES",
+    "Download",
+    "Retries",
+    "origin",
+    "read_tail",
+    "retry_after",
+]
+
+RETRIED_STATUSES = frozenset({502, 503, 504})
+MAX_DOWNLOAD = 64 * 1024 * 1024
+"""Bytes of a download read at most: a log that never ends does not hold a run."""
+
+
+class Download(NamedTuple):
+    """The end of a download: ``tail``, and whether it is the real end (``complete``) or
+    where reading stopped."""
+
+    tail: bytes
+    complete: bool
+
+
+async def read_tail(response: httpx.Response, limit: int, max_read: int) -> Download:
+    """The last ``limit`` bytes of a streamed ``response``, reading at most ``max_read``."""
+    tail, read = b"", 0
+    async for chunk in response.aiter_bytes():
+        tail, read = (tail + chunk)[-limit:], read + len(chunk)
+        if read >= max_read:
+            return Download(tail, complete=False)
+    return Download(tail, complete=True)
+
+
+def origin(url: httpx.URL | str) -> tuple[str, str, int | None]:
+    """Scheme, host and port: where a token may go."""
+    parsed = httpx.URL(url)
+    return parsed.scheme, parsed.host, parsed.port
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds ``Retry-After`` asks for (60 when it says no number), or None."""
+    if "retry-after" not in response.headers:
+        return None
+    try:
+        return max(0.0, float(response.headers["retry-after"]))
+    except ValueError:
+        return 60.0
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How one forge's client retries: ``forge`` and ``setting`` name it in messages
+    (``GitHub``, ``forge.github.api_url``); ``rate_limit_wait`` is the wait the forge asks
+    for in a refusal (None: it is no rate limit)."""
+
+    forge: str
+    api_url: str
+    setting: str
+    max_retries: int
+    max_wait: float
+    backoff: float
+    rate_limit_wait: Callable[[httpx.Response], float | None]
+
+    async def send(
+        self,
+        attempt_once: Callable[[], Awaitable[httpx.Response]],
+        error: Callable[[httpx.Response], ForgeError],
+    ) -> httpx.Response:
+        """The first answer below 400 of ``attempt_once``, tried again while allowed;
+        else ``error(response)`` (its body read), or ForgeUnavailable when unreachable."""
+        attempt = 0
+        while True:
+            try:
+                response = await attempt_once()
+            except httpx.TransportError as exc:
+                if attempt >= self.max_retries:
+                    raise ForgeUnavailable(
+                        f"cannot reach {self.forge} at {self.api_url} ({type(exc).__name__}: "
+                        f"{exc}): check the network, any proxy, and {self.setting}"
+                    ) from exc
+                await asyncio.sleep(self.backoff * 2.0**attempt)
+                attempt += 1
+                continue
+            if response.status_code < 400:
+                return response
+            await response.aread()
+            delay = self.delay(response, attempt)
+            if delay is None:
+                raise error(response)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    def delay(self, response: httpx.Response, attempt: int) -> float | None:
+        """Seconds to wait before trying again, or None to give up now."""
+        if attempt >= self.max_retries:
+            return None
+        if response.status_code in RETRIED_STATUSES:
+            return self.backoff * 2.0**attempt
+        wait = self.rate_limit_wait(response)
+        return wait if wait is not None and wait <= self.max_wait else None
