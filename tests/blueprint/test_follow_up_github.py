@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
+from golem.blueprint.events import NodeStarted, RunEvent
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from tests.blueprint.repos import git, make_remote
-from tests.forge.github_server import GitHubServer
+from tests.forge.github_server import GitHubServer, github_error
 
 pytestmark = pytest.mark.bwrap
 
@@ -141,3 +142,27 @@ async def test_a_fork_pull_request_is_refused(
     assert state.status == "failed"
     assert state.error is not None
     assert "comes from a fork" in state.error
+
+
+async def test_review_threads_unreadable_at_the_agent_step_leave_the_conversation(
+    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+) -> None:
+    number = github.add_pull(REPO, BRANCH)["number"]
+    root = github.add_review_comment(REPO, number, "Say ints work", author="alice", line=5)
+
+    def threads_away(event: RunEvent) -> None:
+        if isinstance(event, NodeStarted) and event.node == "implement":
+            github.push(github_error(404, "Not Found"))  # the tool's read of the PR
+
+    runner = Runner(config, engine=engine, store=MemoryStore(), on_event=threads_away)
+    asked = {"repo": REPO, "number": number, "request": ASKED}
+    model = answering(tmp_path, root["id"])
+    request = RunRequest.model_validate(
+        {"repo": str(remote), "model": model, "forge": "github", "follow_up": asked}
+    )
+    state = await runner.start(request)
+
+    assert state.status == "succeeded", state.error
+    assert [(r.thread, r.body) for r in state.replies] == [(None, "documented ints")]
+    assert [c for c in github.review_comments(REPO, number) if c.get("in_reply_to_id")] == []
+    assert [c["body"] for c in github.comments(REPO, number)][-2] == "documented ints"

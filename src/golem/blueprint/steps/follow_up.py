@@ -132,16 +132,23 @@ async def _parent_summary(ex: Execution, follow: FollowUp) -> str:
 
 async def reply_tool(ex: Execution) -> ReplyTool:
     """The ``reply`` tool of a follow-up's agent steps: it records each reply in the run's
-    state (saved at once), for ship to post."""
+    state, for ship to post. They are kept with the step's other results when the state is
+    next saved: a step run again after a crash records its replies afresh, and a reply
+    recorded already is not recorded twice."""
     follow = _follow_up(ex)
-    pr = await ex.forge.fetch_pull_request(follow.repo, follow.number)
-    discussion = await ex.forge.review_discussion(pr)
+    try:
+        pr = await ex.forge.fetch_pull_request(follow.repo, follow.number)
+        threads = [thread.id for thread in (await ex.forge.review_discussion(pr)).threads]
+    except ForgeError as exc:  # the agent can still answer on the conversation
+        ex.note(f"reply: the review threads could not be read: {exc.message}")
+        threads = []
 
     def record(thread: str | None, body: str) -> None:
-        ex.state.replies.append(ThreadReply(thread=thread, body=ex.secrets.mask(body)))
-        ex.save()
+        reply = ThreadReply(thread=thread, body=ex.secrets.mask(body))
+        if reply not in ex.state.replies:
+            ex.state.replies.append(reply)
 
-    return ReplyTool([thread.id for thread in discussion.threads], record)
+    return ReplyTool(threads, record)
 
 
 async def ship_follow_up(ex: Execution, *, escalate: bool) -> Result:
