@@ -8,6 +8,8 @@ Script CI per commit, statically or as a function of what was pushed::
                                           "log": "...##[error]Process completed..."}])
     server.set_statuses("octo/demo", sha, [{"context": "ci/jenkins", "state": "pending"}])
     server.ci = lambda repo, sha: [...]   # asked on every read; wins over set_checks
+    server.ci = lambda repo, sha: [{"name": "test", "conclusion":
+        "success" if commit_file(bare, sha, "ci-result") == "pass\n" else "failure"}]
     server.protect("octo/demo", "main", ["test"])
 
 A check run is given as GitHub shows it, with only what matters to the test: ``status``
@@ -26,14 +28,16 @@ refuses any request carrying ``Authorization``, as a pre-signed storage URL does
 from __future__ import annotations
 
 import re
+import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
 
-__all__ = ["CI_ROUTES", "CIEndpoints", "LogHost"]
+__all__ = ["CI_ROUTES", "CIEndpoints", "LogHost", "commit_file"]
 
 REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
 CI_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
@@ -48,6 +52,14 @@ CI_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 CIScript = Callable[[str, str], Sequence[dict[str, Any]]]
 HIDDEN = ("steps", "log", "annotations")
+
+
+def commit_file(bare: Path, sha: str, path: str) -> str | None:
+    """File ``path`` as commit ``sha`` of repository ``bare`` holds it, or None (no such
+    commit or file): lets ``server.ci`` judge what golem pushed, with no timing."""
+    command = ["git", "-C", str(bare), "show", f"{sha}:{path}"]
+    shown = subprocess.run(command, check=False, capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else None
 
 
 class LogHost(WireServer):

@@ -4,12 +4,16 @@ commit, required checks, and what failed in a job (steps, log tail, annotations)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from golem.core.errors import ForgeNotFound
 from golem.forge.ci import CIJob
 from golem.forge.github_ci import clean_log, log_excerpt
+from tests.forge.conftest import git
+from tests.forge.github_ci_server import commit_file
 from tests.forge.github_server import GitHubServer, github_error
 from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
 
@@ -127,6 +131,32 @@ async def test_ci_status_follows_a_script_of_the_pushed_commit(github: GitHubSer
         ("ci/external", "passed"),
     ]
     assert next((j.name, j.state) for j in failing.jobs) == ("test", "failed")
+
+
+async def test_ci_status_can_judge_what_was_pushed_to_a_bare_repository(
+    github: GitHubServer, origin: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    git("clone", "-q", str(origin), str(work))
+    commit = ("-c", "user.name=T", "-c", "user.email=t@x.invalid", "commit", "-q")
+    (work / "ci-result").write_text("fail\n")
+    git("add", "ci-result", cwd=work)
+    git(*commit, "-m", "red", cwd=work)
+    red = git("rev-parse", "HEAD", cwd=work)
+    (work / "ci-result").write_text("pass\n")
+    git(*commit, "-am", "green", cwd=work)
+    green = git("rev-parse", "HEAD", cwd=work)
+    git("push", "-q", "origin", "HEAD:main", cwd=work)
+
+    def judge(repo: str, sha: str) -> list[dict[str, Any]]:
+        passed = commit_file(origin, sha, "ci-result") == "pass\n"
+        return [{"name": "test", "conclusion": "success" if passed else "failure"}]
+
+    github.ci = judge
+    forge = make(github)
+
+    assert (await forge.ci_status(REPO, red)).jobs[0].state == "failed"
+    assert (await forge.ci_status(REPO, green)).jobs[0].state == "passed"
 
 
 async def test_ci_status_reads_the_checks_the_base_branch_requires(github: GitHubServer) -> None:
@@ -253,6 +283,22 @@ async def test_ci_failure_with_an_expired_log_says_so_in_its_tail(github: GitHub
 
     assert failed.failed_steps == ["Run tests"]
     assert failed.log_tail.startswith("(its log could not be read:")
+
+
+async def test_ci_failure_the_token_may_not_read_is_a_note_saying_why(
+    github: GitHubServer,
+) -> None:
+    output = {"title": "3 tests failed"}
+    github.set_checks(REPO, SHA, [{"name": "test", "conclusion": "failure", "output": output}])
+    forge = make(github)
+    job = (await forge.ci_status(REPO, SHA)).jobs[0]
+    github.push(github.route, github_error(403, "Resource not accessible by integration"))
+
+    failed = await forge.ci_failure(REPO, job)
+
+    assert failed.failed_steps == []
+    assert failed.log_tail.startswith("3 tests failed\n(what failed in it could not be read:")
+    assert "Resource not accessible by integration" in failed.log_tail
 
 
 async def test_ci_failure_of_another_apps_check_reads_its_output_and_failure_annotations(

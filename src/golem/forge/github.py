@@ -180,7 +180,7 @@ class GitHubForge:
 
     async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
         """The check runs and commit statuses on ``commit``; with ``base``, the checks its
-        branch protection requires (None where GitHub does not say)."""
+        branch protection and rulesets require (None where GitHub says none or nothing)."""
         return await github_ci.ci_status(self.api, repo, commit, base)
 
     async def ci_failure(self, repo: str, job: CIJob) -> CIJob:

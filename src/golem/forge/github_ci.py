@@ -83,13 +83,18 @@ async def ci_failure(api: GitHubAPI, repo: str, job: CIJob) -> CIJob:
     if job.kind == "status":
         note = f"{job.summary}\nDetails: {job.url}" if job.url else job.summary
         return job.model_copy(update={"log_tail": note.strip()})
-    run = await api.call(
-        "GET", f"/repos/{owner}/{name}/check-runs/{job.id}", f"check run {job.name!r}"
-    )
-    if (run.get("app") or {}).get("slug") == ACTIONS_APP:
-        steps, tail = await _actions_failure(api, f"{owner}/{name}", job)
-    else:
-        steps, tail = [], await _check_output(api, f"{owner}/{name}", run)
+    try:
+        run = await api.call(
+            "GET", f"/repos/{owner}/{name}/check-runs/{job.id}", f"check run {job.name!r}"
+        )
+        if (run.get("app") or {}).get("slug") == ACTIONS_APP:
+            steps, tail = await _actions_failure(api, f"{owner}/{name}", job)
+        else:
+            steps, tail = [], await _check_output(api, f"{owner}/{name}", run)
+    except (ForgeNotFound, ForgeAuthError) as exc:
+        # A token without "actions: read" still lets the round go on, with what it knows.
+        note = f"(what failed in it could not be read: {exc})"
+        return job.model_copy(update={"log_tail": f"{job.summary}\n{note}".strip()})
     return job.model_copy(update={"failed_steps": steps, "log_tail": tail})
 
 
@@ -214,6 +219,8 @@ async def _actions_failure(api: GitHubAPI, repo: str, job: CIJob) -> tuple[list[
     text = download.tail.decode("utf-8", errors="replace")
     if len(download.tail) == LOG_READ_BYTES:
         text = text.partition("\n")[2]  # the first line is cut
+    if not download.complete:
+        text = text.rpartition("\n")[0]  # and so is the last
     excerpt = log_excerpt(clean_log(text))
     if not download.complete:
         excerpt = f"(the log is longer than golem reads; it stopped here)\n{excerpt}"
