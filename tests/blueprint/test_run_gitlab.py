@@ -5,6 +5,7 @@ token goes nowhere but the API and GitLab's git."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,13 @@ pytestmark = pytest.mark.bwrap
 
 TOKEN = "glpat-golemRunTest0123456789"  # noqa: S105 - a test token
 PROJECT = "group/calculator"
+
+
+def head(remote: Path, branch: str) -> str | None:
+    """The commit ``branch`` points to in the bare ``remote`` (None: no such branch)."""
+    argv = ["git", "rev-parse", "--verify", "-q", branch]
+    done = subprocess.run(argv, cwd=remote, capture_output=True, text=True, check=False)
+    return done.stdout.strip() or None
 
 
 @pytest.fixture
@@ -69,6 +77,8 @@ async def test_a_gitlab_issue_becomes_a_merge_request_and_a_note(
     runner = Runner(config, engine=engine, store=book.store)
     model = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
     url = served.url_for("group/calculator.git")
+    remote = served.root / "group" / "calculator.git"
+    gitlab.head_sha = lambda project, branch: head(remote, branch)
     request = RunRequest(repo=url, issue=f"{PROJECT}#7", model=model, forge="gitlab")
 
     state = await runner.start(request)
@@ -82,7 +92,7 @@ async def test_a_gitlab_issue_becomes_a_merge_request_and_a_note(
     assert note["body"].startswith(f"golem opened {mr['web_url']}")
     assert state.pr is not None
     assert (state.pr.provider, state.pr.url) == ("gitlab", mr["web_url"])
-    remote = served.root / "group" / "calculator.git"
+    assert state.pr.head_commit == head(remote, state.branch)
     assert branch_commits(remote, state.branch)  # pushed over HTTP with the token
     assert {r.authorization for r in served.requests} == {served.expected_authorization()}
     assert all(r.headers.get("private-token") == TOKEN for r in gitlab.requests)

@@ -1,6 +1,7 @@
 """A loopback GitLab REST API v4 for tests: the endpoints golem uses, with GitLab's request
 and response shapes, pagination headers (``x-next-page``, ``x-total``, ``Link``) and error
-bodies (``{"message": ...}``, ``{"error": ...}``).
+bodies (``{"message": ...}``, ``{"error": ...}``); a list's pages carry both ``x-next-page``
+and ``Link`` (``link_pages = False`` leaves ``Link`` out, as some proxies do).
 
 Give it projects, issues and people, point a forge at ``server.base_url``, then assert what
 was made::
@@ -13,7 +14,8 @@ was made::
         assert server.merge_requests("group/sub/demo")[0]["source_branch"] == "golem/fix"
 
 Projects are named by path (``group/sub/demo``) and reached by their URL-encoded path or
-numeric id. Issues and merge requests have separate ``iid`` sequences. A merge request's
+numeric id. Issues and merge requests have separate ``iid`` sequences; a merge request's
+``sha`` is what ``head_sha(project, branch)`` answers when set. A merge request's
 notes are discussions (``individual_note`` for a plain note), as on GitLab. CI is scripted
 with ``ci``: a function of ``(project, sha)`` returning job dicts (``name``, ``status``, and
 optionally ``stage``, ``allow_failure``, ``failure_reason``, ``trace``), asked again on every
@@ -30,7 +32,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
 from tests.forge.gitlab_state import Project
@@ -80,6 +82,11 @@ class GitLabServer(WireServer):
         self.token = token
         self.ci: CIScript | None = None
         """The scripted CI (None: no pipeline for any commit)."""
+        self.link_pages = True
+        """Whether list pages carry ``Link`` beside ``x-next-page``."""
+        self.head_sha: Callable[[str, str], str | None] | None = None
+        """``(project, branch) -> sha``, asked when a merge request is read, so that its
+        ``sha`` follows what was pushed (e.g. ``git rev-parse`` in a bare repository)."""
         self._state = threading.Lock()
         self._projects: dict[str, Project] = {}
         self._users: dict[str, dict[str, Any]] = {}
@@ -167,7 +174,9 @@ class GitLabServer(WireServer):
                         return gitlab_error(404, "404 Project Not Found")
                     self._refresh_ci(project)
                     answer = getattr(project, handler)(request, query, **args)
-                return answer if isinstance(answer, Reply) else _page(request, query, answer)
+                if isinstance(answer, Reply):
+                    return answer
+                return _page(request, query, answer, self.url if self.link_pages else None)
         return gitlab_error(404, "404 Not Found")
 
     def _project(self, path: str) -> Project:
@@ -181,13 +190,14 @@ class GitLabServer(WireServer):
         return self._projects.get(key)
 
     def _refresh_ci(self, project: Project) -> None:
-        """Ask the scripted CI again about every sha the project's pipelines are asked for."""
-        if self.ci is not None:
-            project.ci = self.ci
+        """Hand the project the scripted CI and heads, asked again on every request."""
+        project.ci, project.head_sha = self.ci, self.head_sha
 
 
-def _page(request: RecordedRequest, query: dict[str, str], items: list[Any]) -> Reply:
-    """One page of ``items`` with GitLab's pagination headers."""
+def _page(
+    request: RecordedRequest, query: dict[str, str], items: list[Any], base: str | None
+) -> Reply:
+    """One page of ``items`` with GitLab's pagination headers (``x-*`` and ``Link``)."""
     per_page = max(1, min(int(query.get("per_page", 20)), 100))
     page = max(1, int(query.get("page", 1)))
     total_pages = max(1, -(-len(items) // per_page))
@@ -199,4 +209,13 @@ def _page(request: RecordedRequest, query: dict[str, str], items: list[Any]) -> 
         "x-next-page": str(page + 1) if page < total_pages else "",
         "x-prev-page": str(page - 1) if page > 1 else "",
     }
+    url = urlsplit(request.path)
+
+    def link(to: int, rel: str) -> str:
+        others = {k: v for k, v in query.items() if k != "page"}
+        return f'<{base}{url.path}?{urlencode({**others, "page": to})}>; rel="{rel}"'
+
+    if base is not None:
+        links = [link(page + 1, "next")] if page < total_pages else []
+        headers["link"] = ", ".join([*links, link(1, "first"), link(total_pages, "last")])
     return Reply.json(items[(page - 1) * per_page : page * per_page], headers=headers)

@@ -47,6 +47,7 @@ class Project:
         self.members: dict[int, tuple[dict[str, Any], int]] = {}
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.ci: CIScript | None = None
+        self.head_sha: Callable[[str, str], str | None] | None = None
         self._ids = itertools.count(1000 * number)
         self._job_ids: dict[tuple[str, str, int], int] = {}
         self._pipeline_ids: dict[str, int] = {}
@@ -161,7 +162,7 @@ class Project:
             data["source_branch"], data["target_branch"], data["title"],
             description=data.get("description"), labels=[n for n in names if n],
         )  # fmt: skip
-        return Reply.json(mr, status=201)
+        return Reply.json(self._headed(mr), status=201)
 
     def list_mrs(self, request: RecordedRequest, query: Query) -> Answer:
         state = query.get("state", "all")
@@ -170,11 +171,11 @@ class Project:
             if state in ("all", mr["state"])
             and query.get("source_branch", mr["source_branch"]) == mr["source_branch"]
         ]  # fmt: skip
-        return sorted(found, key=lambda mr: -int(mr["iid"]))
+        return [self._headed(mr) for mr in sorted(found, key=lambda mr: -int(mr["iid"]))]
 
     def get_mr(self, request: RecordedRequest, query: Query, iid: str) -> Answer:
         mr = self.mrs.get(int(iid))
-        return Reply.json(mr) if mr else _error(404, "404 Not found")
+        return Reply.json(self._headed(mr)) if mr else _error(404, "404 Not found")
 
     def update_mr(self, request: RecordedRequest, query: Query, iid: str) -> Answer:
         mr = self.mrs.get(int(iid))
@@ -236,6 +237,13 @@ class Project:
         if member is None:
             return _error(404, "404 Not found")
         return Reply.json(member[0] | {"access_level": member[1]})
+
+    def _headed(self, mr: dict[str, Any]) -> dict[str, Any]:
+        """``mr`` with its source branch's head as ``sha``, where ``head_sha`` says."""
+        if self.head_sha is not None:
+            sha = self.head_sha(self.path, mr["source_branch"])
+            mr["sha"] = sha if sha is not None else mr["sha"]
+        return mr
 
     # CI ---------------------------------------------------------------------------------
 

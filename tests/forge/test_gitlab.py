@@ -53,9 +53,11 @@ def draft(**overrides: object) -> PullRequestDraft:
     return PullRequestDraft.model_validate({**fields, **overrides})
 
 
+@pytest.mark.parametrize("link_pages", [True, False], ids=["Link", "x-next-page"])
 async def test_fetch_issue_reads_every_page_of_notes_without_system_notes(
-    gitlab: GitLabServer,
+    gitlab: GitLabServer, link_pages: bool
 ) -> None:
+    gitlab.link_pages = link_pages
     notes = [("alice", f"note {n}") for n in range(230)]
     gitlab.add_issue(PROJECT, 7, "Parser fails", None, labels=["bug"], notes=notes)
     project = gitlab.project(PROJECT)
@@ -256,4 +258,6 @@ def test_make_forge_builds_gitlab_with_the_tokens_of_the_run(gitlab: GitLabServe
     assert isinstance(forge, GitLabForge)
     assert forge.api.has_token
     assert forge.api.token_source == "tenant acme"  # noqa: S105
-    assert make_forge("gitlab", ForgeConfig()).name == "gitlab"
+    on_host = make_forge("gitlab", ForgeConfig(gitlab=GitLabConfig(token_env=TOKEN_ENV)))
+    assert isinstance(on_host, GitLabForge)
+    assert on_host.api.token_source == f"${TOKEN_ENV}"  # its own variable, not GitHub's

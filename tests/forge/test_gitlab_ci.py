@@ -72,10 +72,11 @@ async def test_ci_status_reads_the_jobs_of_the_pipeline_and_external_statuses(
     assert list(by_name) == ["lint", "test", "docs", "deploy", "jenkins"]
     assert [(j.kind, j.state, j.group) for j in status.jobs] == [
         ("job", "passed", "check"), ("job", "running", "test"), ("job", "failed", "test"),
-        ("job", "pending", "deploy"), ("status", "failed", ""),
+        ("job", "skipped", "deploy"), ("status", "failed", ""),
     ]  # fmt: skip
     assert by_name["docs"].allowed_to_fail
     assert by_name["jenkins"].summary == "2 tests failed"
+    assert by_name["deploy"].summary == "manual: runs when a person starts it"
     assert by_name["test"].url is not None
     assert by_name["test"].url.endswith("/-/jobs/" + by_name["test"].id)
     assert status.required is None
@@ -235,3 +236,20 @@ async def test_permission_maps_access_levels(gitlab: GitLabServer) -> None:
     assert await forge.permission(PROJECT, str(dev_id)) == "write"
     assert await forge.permission(PROJECT, str(outsider["id"])) == "none"
     assert gitlab.requests[-1].path == f"/api/v4/projects/group%2Fdemo/members/all/{outsider['id']}"
+
+
+async def test_a_log_that_goes_on_is_read_only_so_far(gitlab: GitLabServer) -> None:
+    trace = "".join(f"{n:09d}\n" for n in range(10_000))  # 100,000 bytes
+    gitlab.ci = lambda project, sha: [{"name": "build", "status": "failed", "trace": trace}]
+    forge = make(gitlab)
+    (job,) = (await forge.ci_status(PROJECT, SHA)).jobs
+    path = f"/projects/group%2Fdemo/jobs/{job.id}/trace"
+
+    cut = await forge.api.tail(path, "a log", limit=30, max_read=20_000)
+    whole = await forge.api.tail(path, "a log", limit=30)
+
+    assert not cut.complete
+    assert len(cut.tail) == 30
+    assert cut.tail in trace.encode()[20_000 - 30 :]  # where reading stopped, past max_read
+    assert cut.tail != whole.tail
+    assert whole == (b"000009997\n000009998\n000009999\n", True)

@@ -29,7 +29,7 @@ def run_command(
     repo: str = typer.Option(..., "--repo", help="A git URL or a local repository path."),
     task: str | None = typer.Option(None, "--task", help="What to do, in words."),
     issue: str | None = typer.Option(
-        None, "--issue", help="An issue: URL, owner/name#N, or a file."
+        None, "--issue", help="An issue: URL, owner/name#N (GitLab: group/project#N), or a file."
     ),
     blueprint: str | None = typer.Option(
         None, "--blueprint", help="minion (follow-up with --pr), or a YAML file."

@@ -94,7 +94,8 @@ class ForgeCredentials:
     (``from_config``); a server gives each run its tenant's, so that one tenant's key
     never reaches another's repositories.
 
-    ``source`` says where the token came from (for messages); ``host_git`` whether git may
+    ``source`` says where the tokens came from (for messages; empty: each forge's
+    ``token_env``); ``host_git`` whether git may
     also use the host's own credentials (helpers, ssh keys, netrc): true for the host's own
     runs, false for a tenant's, whose git gets the tenant's token and nothing else."""
 
@@ -107,11 +108,8 @@ class ForgeCredentials:
     def from_config(cls, config: ForgeConfig) -> ForgeCredentials:
         """The tokens the host's environment holds (``[forge.github] token_env``,
         ``[forge.gitlab] token_env``)."""
-        return cls(
-            github=config.github.token(),
-            gitlab=config.gitlab.token(),
-            source=f"${config.github.token_env} or ${config.gitlab.token_env}",
-        )
+        # No one source: each forge's messages name its own token_env.
+        return cls(github=config.github.token(), gitlab=config.gitlab.token(), source="")
 
     def secrets(self) -> list[str]:
         """Every token, for masking."""

@@ -30,6 +30,7 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitLabConfig
+from golem.forge.github_api import MAX_DOWNLOAD, Download
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
 
@@ -88,8 +89,8 @@ class GitLabAPI:
     async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
         """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
         items: list[Any] = []
-        url: str | None = path
-        query: dict[str, str | int] = {"per_page": 100, **(params or {})}
+        url: str | httpx.URL | None = path
+        query: Params | None = {"per_page": 100, **(params or {})}
         async with self._client() as client:
             for _ in range(MAX_PAGES):
                 if url is None:
@@ -97,24 +98,29 @@ class GitLabAPI:
                 response = await self._send(client, "GET", url, what, params=query)
                 await response.aread()
                 items.extend(response.json())
-                url, query = self._next_page(response, path, query)
+                url, query = self._next_page(response), None  # the next URL has its query
         return items
 
-    async def tail(self, path: str, what: str, limit: int) -> bytes:
-        """The last ``limit`` bytes of a (possibly huge) plain-text reply, read as a stream."""
+    async def tail(
+        self, path: str, what: str, *, limit: int, max_read: int = MAX_DOWNLOAD
+    ) -> Download:
+        """The last ``limit`` bytes of a (possibly huge) plain-text reply, streamed; reading
+        stops after ``max_read`` bytes (then it is not the real end: ``complete`` False)."""
         kept: deque[bytes] = deque()
-        size = 0
+        size = read = 0
         async with self._client() as client:
             response = await self._send(client, "GET", path, what)
             try:
                 async for chunk in response.aiter_bytes():
                     kept.append(chunk)
-                    size += len(chunk)
+                    size, read = size + len(chunk), read + len(chunk)
                     while kept and size - len(kept[0]) >= limit:
                         size -= len(kept.popleft())
+                    if read >= max_read:
+                        return Download(b"".join(kept)[-limit:], complete=False)
             finally:
                 await response.aclose()
-        return b"".join(kept)[-limit:]
+        return Download(b"".join(kept)[-limit:], complete=True)
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Accept": "application/json", "User-Agent": "golem"}
@@ -128,9 +134,7 @@ class GitLabAPI:
             follow_redirects=True,
         )
 
-    def _next_page(
-        self, response: httpx.Response, path: str, query: dict[str, str | int]
-    ) -> tuple[str | None, dict[str, str | int]]:
+    def _next_page(self, response: httpx.Response) -> httpx.URL | None:
         link = response.links.get("next", {}).get("url")
         if link is not None:
             if _origin(httpx.URL(link)) != _origin(httpx.URL(self.config.api_url)):
@@ -139,17 +143,17 @@ class GitLabAPI:
                     f"{self.config.api_url}: golem does not send the token there; check "
                     "forge.gitlab.base_url"
                 )
-            return link, {}
+            return httpx.URL(link)
         following = response.headers.get("x-next-page", "").strip()
         if following.isdigit():
-            return path, {**query, "page": int(following)}
-        return None, query
+            return response.request.url.copy_set_param("page", following)
+        return None
 
     async def _send(
         self,
         client: httpx.AsyncClient,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         what: str,
         *,
         json: Mapping[str, Any] | None = None,

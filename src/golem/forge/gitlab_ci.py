@@ -7,6 +7,9 @@ each phase of a job in ``section_start:TIME:NAME`` / ``section_end:TIME:NAME`` m
 job failed in (the one still open, else the last that is not the runner's own cleanup)
 names the failed step, and its text and whatever the runner printed after it (``ERROR: Job
 failed: exit code 1``) are the log tail, markers and ANSI codes removed.
+
+A ``manual`` job reads as ``skipped``: it runs only when a person starts it, so waiting for
+it (a blocking deploy after the tests, say) would only wait for the timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from golem.core.ansi import plain
 from golem.forge.ci import CIJob, CIStatus, JobState
+from golem.forge.github_api import MAX_DOWNLOAD
 from golem.forge.gitlab_api import GitLabAPI, project_id
 
 __all__ = ["failed_section", "read_ci_status", "read_job_failure"]
@@ -26,7 +30,7 @@ TAIL_LINES = 200
 TAIL_CHARS = 16_000
 STATES: dict[str, JobState] = {
     "created": "pending", "pending": "pending", "waiting_for_resource": "pending",
-    "preparing": "pending", "scheduled": "pending", "manual": "pending",
+    "preparing": "pending", "scheduled": "pending", "manual": "skipped",
     "waiting_for_callback": "pending", "running": "running", "canceling": "running",
     "success": "passed", "failed": "failed", "canceled": "cancelled", "skipped": "skipped",
 }  # fmt: skip
@@ -87,15 +91,17 @@ async def read_job_failure(api: GitLabAPI, project: str, job: CIJob) -> CIJob:
     """``job`` with its failed step and log tail (a commit status has no log: as it is)."""
     if job.kind != "job":
         return job
-    raw = await api.tail(
+    raw, complete = await api.tail(
         f"/projects/{project_id(project)}/jobs/{job.id}/trace",
         f"the log of job {job.name} ({job.id}) of {project}",
-        TRACE_BYTES,
+        limit=TRACE_BYTES,
     )
     text = raw.decode("utf-8", errors="replace")
     if len(raw) >= TRACE_BYTES:
         text = text.partition("\n")[2]  # the first line is cut
     step, tail = failed_section(text)
+    if not complete:
+        tail += f"\n(the log goes on: golem read its first {MAX_DOWNLOAD // 2**20} MiB)"
     return job.model_copy(update={"failed_steps": [step] if step else [], "log_tail": tail})
 
 
@@ -152,6 +158,7 @@ def _newest_by_name(entries: list[Any]) -> list[Any]:
 
 
 def _job(job: Any) -> CIJob:
+    manual = job.get("status") == "manual"
     return CIJob(
         id=str(job["id"]),
         name=job["name"],
@@ -160,7 +167,9 @@ def _job(job: Any) -> CIJob:
         group=job.get("stage") or "",
         url=job.get("web_url"),
         allowed_to_fail=bool(job.get("allow_failure")),
-        summary=job.get("failure_reason") or "",
+        summary="manual: runs when a person starts it"
+        if manual
+        else job.get("failure_reason") or "",
     )
 
 
