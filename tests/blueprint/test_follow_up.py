@@ -122,7 +122,9 @@ async def test_a_follow_up_pushes_a_new_commit_on_the_branch_and_replies(
         "add() documents that it takes ints",
     ]
     assert all(reply.posted for reply in state.replies)
-    assert SECRET not in "".join(said) + await events_text(store, state.id)
+    kept = (await RunBook(store).load(state.id)).model_dump_json()  # type: ignore[union-attr]
+    assert SECRET not in "".join(said) + await events_text(store, state.id) + kept
+    assert SECRET not in "".join(Path(t).read_text() for t in state.trajectories)
     assert "there is no review thread 'no-such-thread'" in await events_text(store, state.id)
     assert [p.number for p in await forge.pull_requests()] == [1]  # no second PR
 
@@ -215,7 +217,8 @@ async def test_a_follow_up_still_red_hands_the_pull_request_to_a_person(
     assert state.status == "escalated", state.error
     assert [step.node for step in state.steps][-2:] == ["verify", "escalate"]
     assert "needs-human" in (await LocalForge(store).fetch_pull_request(pr.repo, 1)).labels
-    last = (await conversation(store, pr))[-1]
-    assert last.startswith(f"golem pushed {(state.commit or '')[:12]} but could not finish")
+    pushed, handed = (await conversation(store, pr))[-2:]
+    assert pushed == f"golem pushed {(state.commit or '')[:12]}: still no idea"
+    assert handed.startswith("golem stops here: a person should take this pull request over")
     assert state.commit is not None
     assert git("rev-parse", "golem/fix-add", cwd=remote).strip() == state.commit

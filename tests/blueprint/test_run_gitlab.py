@@ -42,6 +42,7 @@ def gitlab(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabServer]:
             "`add(2, 3)` gives -1. See calculator.py.",
             notes=["test_calculator.py shows it too"],
         )  # fmt: skip
+        server.ci = lambda project, sha: [{"name": "test", "status": "success"}]  # CI is green
         yield server
 
 

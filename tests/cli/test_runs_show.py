@@ -4,6 +4,7 @@ run is not verified and its error."""
 
 from __future__ import annotations
 
+from golem.blueprint.state import CIRound, NodeRecord
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 from tests.cli.test_runs_control_cli import keep, new_run
@@ -29,3 +30,27 @@ def test_runs_show_tells_every_result_and_why(
     assert "build python -m build flaky (failed, then passed) 1.5s" in lines
     assert f"test pytest -q failed ({OOM}) 1.5s" in lines
     assert "✗ test: tests/test_calc.py::test_add assert 0 == 3" in lines
+
+
+def test_runs_show_gives_each_ci_round_and_each_steps_cost(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    steps = [
+        NodeRecord(node="ship", kind="host", outcome="success", started=1.0, ended=2.0),
+        NodeRecord(node="ci", kind="ci", outcome="failure", started=2.0, ended=62.0,
+                   detail="CI failed", cost_usd=0.0421),
+    ]  # fmt: skip
+    rounds = [
+        CIRound(round=0, commit="a" * 40, started=2.0, ended=32.5, verdict="failed",
+                failing=["test", "lint"], cost_usd=0.0421),
+        CIRound(round=1, commit="b" * 40, started=40.0, ended=62.0, verdict="timed_out"),
+    ]  # fmt: skip
+    state = new_run("run-ci", status="escalated", steps=steps, ci=rounds, ci_rounds=1)
+    keep(golem_env, state)
+    done = golem({**golem_env, "COLUMNS": "250"}, "runs", "show", "run-ci")
+    assert done.returncode == 0, done.stderr
+    lines = [" ".join(line.split()) for line in done.stdout.decode().splitlines()]
+    assert "ci failure 60.0s $0.0421 CI failed" in lines
+    assert f"0 {'a' * 12} failed test, lint 30.5s $0.0421" in lines
+    assert f"1 {'b' * 12} timed_out - 22.0s -" in lines
+    assert any("CI fix rounds: 1" in line for line in lines)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from golem.blueprint import RunBook, RunState
+from golem.blueprint import RunBook, RunRequest, RunState
+from golem.blueprint.state import CIRound, NodeRecord
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.test_runs_control_cli import new_run
@@ -57,3 +58,47 @@ def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
     expect(page.get_by_test_id("check-lint")).to_contain_text("fails on the base commit too")
     expect(page.get_by_test_id("check-build")).to_contain_text("flaky (failed, then passed)")
     expect(checks).not_to_contain_text("uv sync")  # the install passed: not shown
+
+
+def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
+    served: Served,  # noqa: F811 - fixtures, imported above
+    page: Page,  # noqa: F811
+) -> None:
+    key = served.key("viewer")
+    steps = [
+        NodeRecord(node="ci", kind="ci", outcome="success", started=2.0, ended=62.0,
+                   detail="CI passed", cost_usd=0.0421),
+    ]  # fmt: skip
+    rounds = [
+        CIRound(round=0, commit="a" * 40, started=2.0, ended=32.0, verdict="failed",
+                failing=["test"], cost_usd=0.0421),
+        CIRound(round=1, commit="b" * 40, started=40.0, ended=62.0, verdict="passed"),
+    ]  # fmt: skip
+    keep(served, "viewer", new_run("run-ci", status="succeeded", steps=steps, ci=rounds))
+    sign_in(page, served, key)
+    page.goto(f"{served.url}/#/runs/run-ci")
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded")
+    expect(page.get_by_test_id("steps")).to_contain_text("$0.0421")
+    expect(page.get_by_test_id("ci-round-0")).to_contain_text("aaaaaaaaaaaa")
+    expect(page.get_by_test_id("ci-round-0")).to_contain_text("failed")
+    expect(page.get_by_test_id("ci-round-0")).to_contain_text("test")
+    expect(page.get_by_test_id("ci-round-0")).to_contain_text("30s")
+    expect(page.get_by_test_id("ci-round-0")).to_contain_text("$0.0421")
+    expect(page.get_by_test_id("ci-round-1")).to_contain_text("passed")
+
+
+def test_the_run_page_of_a_follow_up_links_the_run_that_opened_its_pull_request(
+    served: Served,  # noqa: F811 - fixtures, imported above
+    page: Page,  # noqa: F811
+) -> None:
+    key = served.key("viewer")
+    asked = {"repo": "octo/calc", "number": 7, "parent_run": "run-parent"}
+    request = RunRequest.model_validate({"repo": "/srv/repo", "follow_up": asked})
+    keep(served, "viewer", new_run("run-parent", status="succeeded"))
+    keep(served, "viewer", new_run("run-child", status="running", request=request))
+    sign_in(page, served, key)
+    page.goto(f"{served.url}/#/runs/run-child")
+    link = page.get_by_test_id("run-follow-up")
+    expect(link).to_have_text("run-parent on octo/calc#7")
+    link.get_by_role("link", name="run-parent").click()
+    expect(page).to_have_url(f"{served.url}/#/runs/run-parent")

@@ -14,9 +14,10 @@ from golem.blueprint.model import (
     LoopNode,
     Node,
 )
+from golem.blueprint.state import CIRound
 from golem.forge import CheckResult
 
-__all__ = ["check_outcome", "describe_node", "draw", "failing_tests"]
+__all__ = ["check_outcome", "ci_round_cells", "describe_node", "draw", "failing_tests"]
 
 
 def describe_node(node: Node) -> str:
@@ -86,3 +87,11 @@ def failing_tests(checks: list[CheckResult], limit: int = 20) -> list[str]:
     names = [f"{check.name}: {failure.name}" for check in checks for failure in check.failures]
     more = len(names) - limit
     return names[:limit] + ([f"... and {more} more"] if more > 0 else [])
+
+
+def ci_round_cells(ci: CIRound) -> tuple[str, str, str, str, str, str]:
+    """A CI round as the CLI shows it: round, commit, verdict, failing jobs, how long CI
+    took on it, what the fix after it cost."""
+    took = f"{ci.ended - ci.started:.1f}s" if ci.ended is not None else "waiting"
+    cost = f"${ci.cost_usd:.4f}" if ci.cost_usd else "-"
+    return (str(ci.round), ci.commit[:12], ci.verdict, ", ".join(ci.failing) or "-", took, cost)

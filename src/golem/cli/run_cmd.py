@@ -15,7 +15,7 @@ from golem.cli.run_progress import RunProgress, print_report
 from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.forge import parse_issue_ref
-from golem.forge.refs import split_repo
+from golem.forge.refs import parse_gitlab_ref, split_project, split_repo
 from golem.sandbox import LocalEngine
 from golem.store import SqlStore
 
@@ -67,8 +67,8 @@ def run_command(
     if blueprint is not None:
         fields["blueprint"] = blueprint
     if pr is not None:
-        local = (forge or config.forge.provider) == "local"
-        fields["follow_up"] = follow_up_of(pr, _repo(repo), local=local, request=task)
+        chosen = forge or config.forge.provider
+        fields["follow_up"] = follow_up_of(pr, _repo(repo), forge=chosen, request=task)
         fields["task"] = None
     try:
         request = RunRequest.model_validate(fields)
@@ -80,13 +80,18 @@ def run_command(
     raise typer.Exit(EXIT_CODES.get(state.status, 1))
 
 
-def follow_up_of(ref: str, repo: str, *, local: bool, request: str | None) -> dict[str, object]:
-    """The follow-up of pull request ``ref``: ``owner/name#N`` or its URL, or ``N`` (``#N``)
-    for ``repo``'s (the local forge's are filed under the repository's path)."""
-    number = ref.strip().removeprefix("#")
+def follow_up_of(ref: str, repo: str, *, forge: str, request: str | None) -> dict[str, object]:
+    """The follow-up of pull request ``ref``: ``owner/name#N`` or its URL (GitLab:
+    ``group/project!N`` or its URL), or ``N`` for ``repo``'s (the local forge files its
+    pull requests under the repository's path)."""
+    number = ref.strip().removeprefix("#").removeprefix("!")
     if number.isdigit():
-        name = repo if local else "/".join(split_repo(repo))
+        name = repo if forge == "local" else None
+        name = name or (split_project(repo) if forge == "gitlab" else "/".join(split_repo(repo)))
         return {"repo": name, "number": int(number), "request": request or ""}
+    if forge == "gitlab":
+        found = parse_gitlab_ref(ref)
+        return {"repo": found.project, "number": found.iid, "request": request or ""}
     parsed = parse_issue_ref(ref)
     return {"repo": parsed.repo, "number": parsed.number, "request": request or ""}
 

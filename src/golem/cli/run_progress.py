@@ -21,7 +21,7 @@ from golem.blueprint.events import (
     RunNote,
     RunStarted,
 )
-from golem.blueprint.show import check_outcome
+from golem.blueprint.show import check_outcome, ci_round_cells
 from golem.blueprint.state import RunState
 from golem.cli.progress import AgentProgress, first_line, printable
 from golem.forge import CheckResult
@@ -139,10 +139,13 @@ def print_report(console: Console, state: RunState) -> None:
     if state.diff_stat:
         console.print(escape(state.diff_stat.rstrip()))
     _print_results(console, state)
+    if state.ci:
+        console.print(_ci_table(state))
     duration = (state.steps[-1].ended - state.steps[0].started) if state.steps else 0.0
+    ci_rounds = f" · CI fix rounds: {state.ci_rounds}" if state.ci else ""
     console.print(
-        f"fix rounds: {state.rounds} · cost: ${state.cost_usd:.4f} · turns: {state.turns} · "
-        f"duration: {duration:.1f}s"
+        f"fix rounds: {state.rounds}{ci_rounds} · cost: ${state.cost_usd:.4f} · "
+        f"turns: {state.turns} · duration: {duration:.1f}s"
     )
     for path in state.trajectories:
         console.print(f"[dim]trajectory: {path}[/]")
@@ -170,6 +173,16 @@ def _print_results(console: Console, state: RunState) -> None:
         )
     if len(failures) > SHOWN_FAILURES:
         console.print(f"  ... and {len(failures) - SHOWN_FAILURES} more failing tests")
+
+
+def _ci_table(state: RunState) -> Table:
+    """Each wait for the forge's CI: its commit, verdict, failing jobs, time, fix cost."""
+    table = Table("CI ROUND", "COMMIT", "VERDICT", "FAILING", "TIME", "FIX COST", box=None)
+    for ci in state.ci:
+        cells = ci_round_cells(ci)
+        colour = {"passed": "green", "no_ci": "yellow", "waiting": "dim"}.get(ci.verdict, "red")
+        table.add_row(cells[0], cells[1], f"[{colour}]{cells[2]}[/]", *map(escape, cells[3:]))
+    return table
 
 
 def _table(heading: str, results: list[CheckResult]) -> Table:

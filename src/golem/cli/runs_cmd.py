@@ -77,9 +77,10 @@ def show_command(
     console.print(f"repo: {escape(state.request.repo)} · branch: {state.branch or '-'}")
     _print_links(console, state, using_store(load_config(), lambda s: _follow_ups(s, state.id)))
     for step in state.steps:
+        cost = f"${step.cost_usd:.4f}" if step.cost_usd else ""
         console.print(
-            f"  {step.node:<12} {step.outcome:<9} {step.ended - step.started:6.1f}s  "
-            f"{escape(step.detail)}",
+            f"  {step.node:<12} {step.outcome:<9} {step.ended - step.started:6.1f}s "
+            f"{cost:>8}  {escape(step.detail)}",
             highlight=False,
         )
     if state.current and not state.finished:

@@ -79,8 +79,9 @@ def _request(pr: PullRequest, discussion: ReviewDiscussion, ask: ReviewAsk) -> s
     lines = [f"# Follow-up on pull request {pr.url}: {pr.title}", ""]
     lines.append(
         f"You work on its branch {pr.head} (into {pr.base}). Answer its review: change what "
-        "the reviewers ask, reply to each thread you addressed (the reply tool takes a "
-        "thread's id, or none for the conversation), and say why where you disagree."
+        "the reviewers ask, reply to each thread you addressed (where you have the reply "
+        "tool: it takes a thread's id, or none for the conversation), and say why where you "
+        "disagree."
     )
     if ask.request.strip():
         who = ask.requested_by or "a reviewer"

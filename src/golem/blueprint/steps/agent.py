@@ -56,8 +56,8 @@ async def run_agent(
         )
     else:
         tools = make_tools(settings.tools)
-        if ex.state.request.follow_up is not None:  # answers its reviewers as it goes
-            tools.append(await reply_tool(ex))
+        if ex.state.request.follow_up is not None and ex.state.pr is None:
+            tools.append(await reply_tool(ex))  # replies are posted at ship: until then
         agent = Agent(ex.model(settings.model), tools, budget=budget, on_event=sink)
         outcome = await agent.run(
             box, prompt, context=ex.state.context, trajectory=trajectory, verification=verification

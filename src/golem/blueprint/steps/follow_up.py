@@ -12,6 +12,8 @@ from golem.agent import ReplyTool
 from golem.blueprint.execution import Execution
 from golem.blueprint.state import FollowUp, ThreadReply
 from golem.blueprint.steps import pr_text
+from golem.blueprint.steps.handoff import hand_off
+from golem.blueprint.steps.publish import TRAILER, commit_change, push_change
 from golem.context import hydrate, load_conventions
 from golem.context.review import ReviewAsk, render_review
 from golem.core.errors import ForgeError, GitError, GitPushRejected, InvalidRequest
@@ -23,7 +25,6 @@ __all__ = ["hydrate_follow_up", "prepare_follow_up", "reply_tool", "ship_follow_
 REVIEW_BUDGET = 8_000
 """Estimated tokens of the review the task gets (the repository's context has its own)."""
 
-TRAILER = "Golem-Run"
 Result = tuple[Literal["success", "failure"], str]
 
 
@@ -33,7 +34,7 @@ def _follow_up(ex: Execution) -> FollowUp:
     return follow
 
 
-async def fetch_open_pull_request(ex: Execution) -> PullRequest:
+async def _open_pull_request(ex: Execution) -> PullRequest:
     """The pull request to follow up, refused (``InvalidRequest``) when golem cannot push
     to its branch: a fork's, or one no longer open."""
     follow = _follow_up(ex)
@@ -56,7 +57,7 @@ async def prepare_follow_up(ex: Execution) -> Result:
     """Clone (or reuse) the checkout and check out the pull request's branch as it is on
     the remote, its base beside it."""
     state = ex.state
-    pr = await fetch_open_pull_request(ex)
+    pr = await _open_pull_request(ex)
     follow = _follow_up(ex)
     if follow.parent_run is None:  # golem's pull requests name the run that opened them
         marked = pr_text.marked_run(pr.body)
@@ -137,7 +138,7 @@ async def reply_tool(ex: Execution) -> ReplyTool:
     discussion = await ex.forge.review_discussion(pr)
 
     def record(thread: str | None, body: str) -> None:
-        ex.state.replies.append(ThreadReply(thread=thread, body=body))
+        ex.state.replies.append(ThreadReply(thread=thread, body=ex.secrets.mask(body)))
         ex.save()
 
     return ReplyTool([thread.id for thread in discussion.threads], record)
@@ -145,10 +146,12 @@ async def reply_tool(ex: Execution) -> ReplyTool:
 
 async def ship_follow_up(ex: Execution, *, escalate: bool) -> Result:
     """Commit on the pull request's branch, push it (fast-forward only), post the replies,
-    ask the reviewers again and say what was pushed; escalating, also label the pull
-    request for a person. Each part is done once: a resumed run finds its commit by its
-    trailer and posts only the replies not yet posted."""
+    ask the reviewers again and say what was pushed. Escalating, push what there is (unless
+    ship did), then hand the pull request to a person. Each part is done once: a resumed
+    run finds its commit by its trailer and posts only the replies not yet posted."""
     state = ex.state
+    if escalate and state.pr is not None:  # shipped; its CI stayed red
+        return await hand_off(ex)
     pushed = await _commit_and_push(ex)
     if state.pr is None:
         follow = _follow_up(ex)
@@ -163,47 +166,29 @@ async def ship_follow_up(ex: Execution, *, escalate: bool) -> Result:
     if reviewers and not escalate:
         await _quietly(ex, ex.forge.request_review(pr, reviewers), "re-request review")
     what = ex.secrets.mask(state.summary or "no summary")
-    if escalate:
-        state.status = "escalated"
-        labels = list(ex.config.forge.escalation_labels)
-        await _quietly(ex, ex.forge.add_labels(pr, labels), "label the pull request")
-        why = state.error or "its checks still fail"
-        head = f"golem pushed {pushed[:12]}" if pushed else "golem pushed nothing"
-        text = (
-            f"{head} but could not finish this follow-up ({why}); a person should take over: {what}"
-        )
-    elif pushed:
+    if pushed:
         text = f"golem pushed {pushed[:12]}: {what}"
     else:
         text = f"golem changed nothing on {state.branch}: {what}"
     await _quietly(ex, ex.forge.comment(pr.as_issue(), ex.secrets.mask(text)), "comment")
     ex.save()
+    if escalate:
+        return await hand_off(ex)
     return "success", f"{pushed[:12] if pushed else 'nothing pushed'} on {pr.url}"
 
 
 async def _commit_and_push(ex: Execution) -> str | None:
     """The run's commit on the branch, pushed (None: the agent changed nothing)."""
     state = ex.state
-    repo = ex.repo()
-    state.commit = await repo.find_commit(f"{TRAILER}: {state.id}", base=state.base)
-    if state.commit is None:
-        message = f"Follow-up on the review: {state.summary or state.title}".strip()
-        state.commit = await repo.commit_all(
-            ex.secrets.mask(message),
-            ex.config.forge.author_name,
-            ex.config.forge.author_email,
-            trailers={TRAILER: state.id},
-        )
-        ex.save()
+    message = f"Follow-up on the review: {state.summary or state.title}".strip()
+    state.commit = await commit_change(ex, message, {TRAILER: state.id}, since=state.base)
+    ex.save()
     if state.commit is None:
         return None
-    since = f"origin/{state.branch}"
-    from golem.blueprint.steps.host import refuse_secrets  # noqa: PLC0415 - host imports us
-
-    await refuse_secrets(ex, since)
-    state.diff_stat = (await repo.diff_stat(since)).summary() or state.diff_stat
+    since = f"origin/{state.branch}"  # the branch as prepare found it (or as last pushed)
+    state.diff_stat = (await ex.repo().diff_stat(since)).summary() or state.diff_stat
     try:
-        await repo.push(state.branch)
+        await push_change(ex, since=since)
     except GitPushRejected as exc:
         raise GitPushRejected(
             f"the remote refused to move {state.branch} to golem's commit: most likely the "

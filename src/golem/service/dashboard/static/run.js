@@ -4,7 +4,7 @@
 import { api, ApiError, follow } from "./api.js";
 import { clock, duration, empty, fill, h, notify, pause } from "./dom.js";
 import { CHANGES_STATE, describe, outputOf } from "./events.js";
-import { drawChecks, drawDiff, drawGate, drawHeader, drawPullRequest, drawSteps } from "./runparts.js";
+import { drawChecks, drawCI, drawDiff, drawGate, drawHeader, drawPullRequest, drawSteps } from "./runparts.js";
 import { FINAL, runDuration } from "./runs.js";
 
 function section(title, body, attrs = {}) {
@@ -24,6 +24,7 @@ function layout(main) {
     pr: h("section", { class: "card", "data-testid": "pr" }),
     steps: h("div", { "data-testid": "steps" }),
     checks: h("div", { "data-testid": "checks" }),
+    ci: h("section", { class: "card", "data-testid": "ci", hidden: true }, h("h2", {}, "CI"), h("div")),
     diff: h("div", {}, empty("Loading the diff…")),
     log: eventLog(),
   };
@@ -34,7 +35,7 @@ function layout(main) {
     ui.facts, ui.taskBox, ui.error, ui.gate,
     h("div", { class: "columns" },
       section("Events", [ui.log.state, ui.log.list], { class: "card events" }),
-      h("div", { class: "side" }, ui.pr, section("Steps", ui.steps), section("Checks", ui.checks))),
+      h("div", { class: "side" }, ui.pr, section("Steps", ui.steps), ui.ci, section("Checks", ui.checks))),
     ui.summary,
     section("Diff", ui.diff)));
   return ui;
@@ -164,6 +165,7 @@ export async function runView(main, runId, signal) {
     drawGate(ui.gate, run, handlers);
     drawPullRequest(ui.pr, run);
     drawSteps(ui.steps, run);
+    drawCI(ui.ci, run);
     drawChecks(ui.checks, run);
     const changeKey = `${run.pr?.number ?? ""}|${run.commit ?? ""}|${FINAL.has(run.status)}`;
     if (changeKey !== diffFor) {

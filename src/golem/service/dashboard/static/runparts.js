@@ -1,11 +1,22 @@
 // The sections of a run's page, each drawn from the run's state (GET /v1/runs/<id>) or
 // its diff (GET /v1/runs/<id>/diff).
 
-import { badge, clock, duration, empty, fill, h, money, safeLink, when } from "./dom.js";
+import { badge, clock, duration, empty, fill, h, money, safeLink, table, when } from "./dom.js";
 import { FINAL, runDuration, runTitle } from "./runs.js";
 
 function fact(label, ...value) {
   return h("div", { class: "fact" }, h("dt", {}, label), h("dd", {}, ...value));
+}
+
+/** A follow-up's link to the run that opened its pull request, and the pull request. */
+function followUpFact(run) {
+  const follow = run.request.follow_up;
+  if (!follow) return null;
+  const parent = follow.parent_run
+    ? h("a", { href: `#/runs/${encodeURIComponent(follow.parent_run)}` }, follow.parent_run)
+    : "a run not known here";
+  const where = run.pr ? safeLink(run.pr.url, run.pr.url) : `${follow.repo}#${follow.number}`;
+  return fact("Follow-up of", h("span", { "data-testid": "run-follow-up" }, parent, " on ", where));
 }
 
 /** Title, status and the facts of the run; a Cancel button while it is not over. */
@@ -20,6 +31,7 @@ export function drawHeader(ui, run, { onCancel }) {
     fact("Repository", h("span", { class: "mono clip" }, run.request.repo)),
     fact("Branch", h("span", { class: "mono" }, branch)),
     fact("Blueprint", run.blueprint),
+    followUpFact(run),
     fact("Model", run.request.model ?? "server default"),
     fact("Cost", h("span", { "data-testid": "run-cost" }, money(run.cost_usd))),
     fact("Duration", ui.duration),
@@ -92,7 +104,7 @@ export function drawPullRequest(el, run) {
     pr.checks.length ? h("p", { class: "small" }, `${passed} of ${pr.checks.length} checks passed`) : null);
 }
 
-/** The steps that ran, with outcome and duration. */
+/** The steps that ran, with outcome, duration and what their agent steps cost. */
 export function drawSteps(el, run) {
   if (!run.steps.length) {
     fill(el, empty(run.status === "queued" ? "Queued: no step has run yet." : "No step has ended yet."));
@@ -104,8 +116,24 @@ export function drawSteps(el, run) {
       h("span", { class: "node" }, step.node),
       h("span", { class: "kind" }, step.kind),
       h("span", { class: "outcome" }, step.outcome),
-      h("span", { class: "took" }, duration(step.ended - step.started)));
+      h("span", { class: "took" }, duration(step.ended - step.started)),
+      h("span", { class: "cost" }, step.cost_usd ? money(step.cost_usd) : ""));
   })));
+}
+
+/** Each wait for the forge's CI after ship: its commit, verdict, failing jobs, how long CI
+ * took and what the fix after it cost; hidden while there is none. */
+export function drawCI(el, run) {
+  const rounds = run.ci || [];
+  el.hidden = !rounds.length;
+  fill(el.lastChild, table([
+    ["Round", (ci) => String(ci.round)],
+    ["Commit", (ci) => h("code", {}, ci.commit.slice(0, 12))],
+    ["Verdict", (ci) => h("span", { class: `verdict ${ci.verdict}`, title: ci.note }, ci.verdict)],
+    ["Failing", (ci) => ci.failing.join(", ") || "–"],
+    ["Time", (ci) => (ci.ended === null ? "waiting" : duration(ci.ended - ci.started))],
+    ["Fix cost", (ci) => (ci.cost_usd ? money(ci.cost_usd) : "–")],
+  ], rounds, (ci) => ({ "data-testid": `ci-round-${ci.round}` })));
 }
 
 /** A check's result in words, as `golem runs show` and the pull request say it. */

@@ -1,0 +1,143 @@
+"""Follow-up runs against the loopback GitHub: a review thread asks for a change on a pull
+request golem opened; the follow-up (a scripted model) changes the file, replies in the
+thread, and the branch gets a new commit on top (never forced), the reply goes to the
+thread's replies endpoint, review is asked for again and the pull request says what was
+pushed. A closed pull request, or a fork's, is refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import Runner, RunRequest, RunState
+from golem.core import GolemConfig, load_config
+from golem.sandbox import Engine
+from golem.store import MemoryStore
+from tests.blueprint.repos import git, make_remote
+from tests.forge.github_server import GitHubServer
+
+pytestmark = pytest.mark.bwrap
+
+TOKEN = "ghp_golemfollowup0123456789abcdef"  # noqa: S105 - a test token
+REPO = "octo/calculator"
+BRANCH = "golem/fix-add"
+ASKED = "@golem please do what alice asks"
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
+    monkeypatch.setenv("GOLEM_TEST_GITHUB_TOKEN", TOKEN)
+    with GitHubServer(token=TOKEN) as server:
+        server.ci = lambda repo, sha: [{"name": "test", "conclusion": "success"}]  # CI is green
+        yield server
+
+
+@pytest.fixture
+def config(config: GolemConfig, github: GitHubServer) -> GolemConfig:
+    data = config.model_dump(mode="json")
+    data["forge"] = {
+        "provider": "github",
+        "github": {"api_url": github.api_url, "token_env": "GOLEM_TEST_GITHUB_TOKEN"},
+    }
+    return load_config(data, files=[])
+
+
+@pytest.fixture
+def remote(reachable_dir: Path, github: GitHubServer) -> Path:
+    """The repository with branch golem/fix-add (add() fixed) pushed, as a PR golem opened."""
+    remote = make_remote(reachable_dir)
+    work = reachable_dir / "by-hand"
+    git("clone", "-q", str(remote), str(work), cwd=reachable_dir)
+    git("checkout", "-q", "-b", BRANCH, cwd=work)
+    source = (work / "calculator.py").read_text().replace("return a - b", "return a + b")
+    (work / "calculator.py").write_text(source)
+    git("commit", "-qam", "fix add", cwd=work)
+    git("push", "-q", "origin", BRANCH, cwd=work)
+    github.head_sha = lambda repo, branch: git("rev-parse", branch, cwd=remote).strip()
+    return remote
+
+
+def answering(tmp_path: Path, thread: int | str) -> str:
+    """A scripted model that documents add() and replies in ``thread``."""
+    turns = [
+        {"tool_calls": [{"name": "edit", "arguments": {
+            "path": "calculator.py", "old": '"""The sum of a and b."""',
+            "new": '"""The sum of a and b (ints work too)."""'}}]},
+        {"tool_calls": [{"name": "reply", "arguments": {
+            "thread": str(thread), "body": "Done: the docstring says ints work too."}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": "documented ints"}}]},
+    ]  # fmt: skip
+    path = tmp_path / "answer.yaml"
+    path.write_text(json.dumps({"turns": turns}))  # JSON is YAML
+    return f"scripted:{path}"
+
+
+async def follow_up(
+    config: GolemConfig, engine: Engine, remote: Path, model: str, number: int
+) -> RunState:
+    runner = Runner(config, engine=engine, store=MemoryStore())
+    asked = {"repo": REPO, "number": number, "requested_by": "alice", "request": ASKED}
+    request = RunRequest.model_validate(
+        {"repo": str(remote), "model": model, "forge": "github", "follow_up": asked}
+    )
+    return await runner.start(request)
+
+
+async def test_a_review_thread_gets_a_new_commit_a_reply_and_a_new_review_request(
+    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+) -> None:
+    pr = github.add_pull(REPO, BRANCH, title="Fix add()")
+    number = pr["number"]
+    root = github.add_review_comment(
+        REPO, number, "Say that it takes ints too", author="alice", path="calculator.py", line=5
+    )
+    settled = github.add_review_comment(REPO, number, "Typo", author="bob", line=1)
+    github.resolve(REPO, settled["id"])
+    github.add_review(REPO, number, "alice", "CHANGES_REQUESTED", "See my note")
+    before = git("rev-parse", BRANCH, cwd=remote).strip()
+
+    state = await follow_up(config, engine, remote, answering(tmp_path, root["id"]), number)
+
+    assert state.status == "succeeded", state.error
+    assert f"## Open thread {root['id']} on calculator.py:5" in state.task_text
+    assert f"thread {settled['id']} on README.md:1, resolved: bob: Typo" in state.task_text
+    assert "- alice requested changes: See my note" in state.task_text
+    log = git("log", "--format=%H %P", f"main..{BRANCH}", cwd=remote).splitlines()
+    assert [line.split()[1] for line in log[:1]] == [before]  # on top of the old commit
+    assert len(log) == 2
+    replies = [c for c in github.review_comments(REPO, number) if c.get("in_reply_to_id")]
+    assert [(c["in_reply_to_id"], c["body"]) for c in replies] == [
+        (root["id"], "Done: the docstring says ints work too.")
+    ]
+    assert github.requested_reviewers(REPO, number) == ["alice", "bob"]
+    said = [c["body"] for c in github.comments(REPO, number)]
+    assert said[-1] == f"golem pushed {(state.commit or '')[:12]}: documented ints"
+    assert state.pr is not None
+    assert state.pr.number == number
+    assert [r.posted for r in state.replies] == [True]
+    assert [c.verdict for c in state.ci] == ["passed"]  # the ci node watched the new commit
+
+
+async def test_a_closed_pull_request_is_refused(
+    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+) -> None:
+    number = github.add_pull(REPO, BRANCH)["number"]
+    github._items[REPO][number]["state"] = "closed"
+    state = await follow_up(config, engine, remote, answering(tmp_path, 1), number)
+    assert state.status == "failed"
+    assert state.error is not None
+    assert "is closed or merged" in state.error
+    assert len(git("log", "--format=%H", f"main..{BRANCH}", cwd=remote).split()) == 1
+
+
+async def test_a_fork_pull_request_is_refused(
+    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+) -> None:
+    number = github.add_pull(REPO, BRANCH, fork="someone/calculator")["number"]
+    state = await follow_up(config, engine, remote, answering(tmp_path, 1), number)
+    assert state.status == "failed"
+    assert state.error is not None
+    assert "comes from a fork" in state.error
