@@ -16,7 +16,7 @@ import yaml
 import golem.blueprint
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
-from golem.core import GolemConfig
+from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
@@ -26,7 +26,7 @@ from tests.blueprint.test_run_github import (  # noqa: F401 - the loopback GitHu
     config,
     github,
 )
-from tests.forge.github_server import GitHubServer
+from tests.forge.github_server import GitHubServer, github_error
 
 pytestmark = pytest.mark.bwrap
 
@@ -258,3 +258,29 @@ async def test_the_local_forge_runs_no_ci_and_the_run_ends_at_once(
     [only] = state.ci
     assert (only.verdict, only.note) == ("no_ci", "the local forge runs no CI")
     assert state.steps[-1].detail == "the local forge runs no CI"
+
+
+async def test_a_forge_away_while_ci_runs_is_asked_again(
+    config: GolemConfig,  # noqa: F811
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811
+    reachable_dir: Path,
+) -> None:
+    remote = make_remote(reachable_dir)
+    asked: list[str] = []
+
+    def away_once(repo: str, sha: str) -> list[dict[str, Any]]:
+        if not asked:  # the next request (the commit's statuses) finds GitHub away
+            github.push(github_error(503, "Service Unavailable"))
+        asked.append(sha)
+        return [{"name": "test", "conclusion": "success"}]
+
+    github.ci = away_once
+    data = config.model_dump(mode="json")
+    data["forge"]["github"]["max_retries"] = 0
+    state, book = await run(
+        load_config(data, files=[]), engine, remote, FIX, minion(reachable_dir, wait=3600)
+    )
+    assert state.status == "succeeded", state.error
+    assert [r.verdict for r in state.ci] == ["passed"]
+    assert "asking again" in "".join(e.model_dump_json() for _, e in await book.events(state.id))

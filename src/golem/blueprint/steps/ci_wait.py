@@ -16,6 +16,7 @@ from typing import Literal
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import CINode
+from golem.core.errors import ForgeRateLimited, ForgeUnavailable
 from golem.forge.ci import FINISHED_JOB_STATES, CIJob, CIStatus
 
 __all__ = ["Verdict", "judge", "repo_name", "wait_for_ci"]
@@ -43,10 +44,18 @@ def repo_name(ex: Execution) -> str:
 
 async def wait_for_ci(ex: Execution, node: CINode, commit: str) -> Verdict:
     """Look at the forge's jobs on ``commit`` every ``node.poll`` seconds until they judge
-    it (or ``appear`` / ``wait`` run out)."""
+    it (or ``appear`` / ``wait`` run out). A forge away or rate limiting is asked again
+    (within ``wait``); any other error of the forge is the node's."""
     began = time.monotonic()
     while True:
-        status = await ex.forge.ci_status(repo_name(ex), commit, base=ex.state.base)
+        try:
+            status = await ex.forge.ci_status(repo_name(ex), commit, base=ex.state.base)
+        except (ForgeUnavailable, ForgeRateLimited) as exc:
+            if time.monotonic() - began >= node.wait:
+                raise
+            ex.note(f"the forge did not answer about CI; asking again: {exc.message}", node.id)
+            await asyncio.sleep(node.poll)
+            continue
         if not status.supported:
             return Verdict("no_ci", "the local forge runs no CI", supported=False)
         verdict = judge(node, status, time.monotonic() - began)
