@@ -364,3 +364,20 @@ def test_a_follow_up_pushes_a_commit_to_the_merge_request_and_replies_in_the_dis
     assert "(ints work too)" in git("show", f"{mr['source_branch']}:calculator.py", cwd=bare)
     replies = [(n["author"]["username"], n["body"]) for n in thread["notes"][1:]]
     assert replies == [("golem-bot", "Documented it.")]
+
+
+def test_without_repo_url_runs_clone_from_the_gitlab_instance(
+    tmp_path: Path, gitlab: GitLabServer, remotes: Path
+) -> None:
+    project = new_project(gitlab, remotes, "cloned")
+    config = gitlab_config(gitlab, remotes, tmp_path)
+    config = config.replace(f'repo_url = "{remotes}/{{repo}}.git"\n', "")
+    with serving(tmp_path / "state", config=config, env=SERVER_ENV) as server:
+        key = server.key("default")
+        answer = deliver(server, "Issue Hook", labelled(project, 1, (), ("golem",)))
+        assert answer.json()["status"] == "started", answer.text
+        run_id = answer.json()["run_id"]
+        with server.client(key) as client:
+            run = client.get(f"/v1/runs/{run_id}").json()
+        assert run_to_end(server, key, run_id, "cancel")["status"] == "cancelled"
+    assert run["request"]["repo"] == f"{gitlab.base_url}/{project}.git"

@@ -30,7 +30,7 @@ class FollowUps:
         parent = await self._opener(pr, call)
         if isinstance(parent, str):
             return parent
-        conversation = await self.reach.conversation(call)
+        conversation = await self.reach.conversation(call, pr)
         refused = await self._refused(call, conversation)
         return refused if refused is not None else (parent, conversation)
 

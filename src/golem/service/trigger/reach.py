@@ -105,12 +105,13 @@ class ForgeReach:
         ref = f"{repo}!{number}"
         return await self._read(ref, lambda forge: forge.fetch_pull_request(repo, number))
 
-    async def conversation(self, call: Call) -> list[IssueComment]:
-        """The comments of the issue, or of the pull request's conversation."""
+    async def conversation(self, call: Call, pr: PullRequest | None = None) -> list[IssueComment]:
+        """The comments of the issue, or of the pull request's conversation (``pr``: the
+        pull request, when read already)."""
         if isinstance(call, IssueCall):
             return (await self.read_issue(call.ref)).comments
-        pr = await self.read_pull(call.repo, call.number)
-        return (await self._read(call.key, lambda forge: forge.review_discussion(pr))).comments
+        read = pr or await self.read_pull(call.repo, call.number)
+        return (await self._read(call.key, lambda forge: forge.review_discussion(read))).comments
 
     async def _read(self, ref: str, read: Callable[[Forge], Awaitable[T]]) -> T:
         try:
