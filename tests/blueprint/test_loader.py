@@ -67,6 +67,7 @@ def test_a_blueprint_file_loads_with_its_edges(tmp_path: Path) -> None:
         (GOOD.replace("id: ask", "id: work"), "node ids must be unique: work"),
         (GOOD.replace("failure: ask", "failure: end"), "bp.yaml:11: blueprint: nodes no edge reaches: 'ask'"),
         (GOOD.replace("{{ task }}", "{{ tsak }}"), "bp.yaml:5: nodes.0.prompt: unknown template variable {{ tsak }}"),
+        (GOOD.replace("kind: box\n    run: [make test]", 'kind: ci\n    fix: {prompt: "{{ falures }}"}'), "nodes.1.prompt: unknown template variable {{ falures }}"),
         (GOOD.replace("kind: gate", "kind: teleport"), "bp.yaml:11: nodes.2: Input tag 'teleport'"),
         (GOOD.replace("run: [make test]", "run: []"), "give one of check, run or baseline"),
         ("name: x\nnodes: [\n", "bp.yaml:3: not valid YAML"),

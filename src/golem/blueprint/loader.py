@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from golem.blueprint.model import AgentNode, Blueprint, LoopNode
+from golem.blueprint.model import AgentNode, Blueprint, CINode, LoopNode
 from golem.blueprint.template import VARIABLES, unknown_variables
 from golem.core.errors import ConfigError
 
@@ -129,7 +129,7 @@ def _check_templates(blueprint: Blueprint, origin: str, lines: dict[Path_, int])
         prompts: list[tuple[Path_, str]] = []
         if isinstance(node, AgentNode):
             prompts.append((("nodes", index, "prompt"), node.prompt))
-        elif isinstance(node, LoopNode):
+        elif isinstance(node, LoopNode | CINode):
             prompts.append((("nodes", index, "fix", "prompt"), node.fix.prompt))
         for path, prompt in prompts:
             for name in unknown_variables(prompt):
