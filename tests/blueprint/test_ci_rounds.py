@@ -5,6 +5,7 @@ required check never created, pending forever, a token in a log, a resumed run."
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -336,3 +337,27 @@ async def test_a_run_resumed_while_waiting_on_ci_waits_on_its_last_commit(
     assert [(r.round, r.verdict) for r in resumed.ci] == [(0, "failed"), (1, "passed")]
     assert len(resumed.trajectories) == len(done.trajectories)
     assert len(branch_commits(remote, done.branch)) == 2
+
+
+async def test_no_box_of_the_run_is_kept_while_ci_runs(
+    config: GolemConfig,  # noqa: F811
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811
+    reachable_dir: Path,
+) -> None:
+    remote = make_remote(reachable_dir)
+    judge = changelog_ci(remote)
+    loop = asyncio.get_running_loop()
+    boxes_seen: list[list[str]] = []
+
+    def looking_at_boxes(repo: str, sha: str) -> Sequence[dict[str, Any]]:
+        boxes = asyncio.run_coroutine_threadsafe(engine.boxes(), loop).result(timeout=60)
+        boxes_seen.append([box.id for box in boxes if "golem.run" in box.labels])
+        return judge(repo, sha)
+
+    github.ci = looking_at_boxes
+    state, _ = await run(config, engine, remote, CI_FIX, minion(reachable_dir))
+    assert state.status == "succeeded", state.error
+    assert len(state.ci) == 2  # a fix round's box came and went between the two waits
+    assert boxes_seen
+    assert all(seen == [] for seen in boxes_seen)
