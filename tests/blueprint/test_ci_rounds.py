@@ -361,3 +361,19 @@ async def test_no_box_of_the_run_is_kept_while_ci_runs(
     assert len(state.ci) == 2  # a fix round's box came and went between the two waits
     assert boxes_seen
     assert all(seen == [] for seen in boxes_seen)
+
+
+async def test_a_ci_fix_that_changes_nothing_pushes_nothing_and_uses_its_round(
+    config: GolemConfig,  # noqa: F811
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811
+    reachable_dir: Path,
+) -> None:
+    remote = make_remote(reachable_dir)
+    github.ci = changelog_ci(remote)
+    model = f"scripted:{SCRIPTS / 'ci-nothing.yaml'}"
+    state, _ = await run(config, engine, remote, model, minion(reachable_dir, ci_rounds=1))
+    assert state.status == "escalated"
+    assert state.ci_rounds == 1
+    assert [r.verdict for r in state.ci] == ["failed"]
+    assert len(branch_commits(remote, state.branch)) == 1
