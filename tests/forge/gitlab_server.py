@@ -60,6 +60,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
         ("GET", rf"{MR}/discussions", "list_discussions"),
         ("POST", rf"{MR}/discussions/(?P<discussion>[0-9a-f]+)/notes", "reply_discussion"),
         ("GET", rf"{MR}/approvals", "get_approvals"),
+        ("GET", rf"{MR}/reviewers", "list_reviewers"),
         ("GET", rf"{P}/members/all/(?P<user>\d+)", "get_member"),
         ("GET", rf"{P}/pipelines", "list_pipelines"),
         ("GET", rf"{P}/pipelines/(?P<pipeline>\d+)/jobs", "list_jobs"),

@@ -44,6 +44,9 @@ class Project:
         self.mrs: dict[int, dict[str, Any]] = {}
         self.discussions: dict[int, list[dict[str, Any]]] = {}
         self.approvals: dict[int, list[str]] = {}
+        self.review_states: dict[tuple[int, str], str] = {}
+        """A reviewer's state on a merge request (``unreviewed`` unless set): ``reviewed``,
+        ``requested_changes``, ``approved``..."""
         self.members: dict[int, tuple[dict[str, Any], int]] = {}
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.ci: CIScript | None = None
@@ -241,6 +244,16 @@ class Project:
         names = self.approvals.get(int(iid), [])
         approved_by = [{"user": self.user(name)} for name in names]
         return Reply.json({"iid": int(iid), "approved": bool(names), "approved_by": approved_by})
+
+    def list_reviewers(self, request: RecordedRequest, query: Query, iid: str) -> Answer:
+        mr = self.mrs.get(int(iid))
+        if mr is None:
+            return _error(404, "404 Not found")
+        return [
+            {"user": person, "state": self.review_states.get((int(iid), person["username"]),
+             "unreviewed"), "created_at": mr["created_at"]}
+            for person in mr["reviewers"]
+        ]  # fmt: skip
 
     def get_member(self, request: RecordedRequest, query: Query, user: str) -> Answer:
         member = self.members.get(int(user))

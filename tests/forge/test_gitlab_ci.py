@@ -182,6 +182,8 @@ async def test_review_discussion_reads_threads_notes_and_approvals(
     system = project.add_discussion(1, [("bob", "added 1 commit")], individual=True)
     system["notes"][0]["system"] = True
     project.approvals[1] = ["erin"]
+    project.mrs[1]["reviewers"] = [project.user("frank"), project.user("gina")]
+    project.review_states[(1, "frank")] = "requested_changes"
 
     discussion = await make(gitlab).review_discussion(pr)
 
@@ -195,8 +197,11 @@ async def test_review_discussion_reads_threads_notes_and_approvals(
     assert [(c.author, c.body) for c in discussion.comments] == [
         ("dave", "@golem please also fix docs")
     ]
-    assert [(r.author, r.state) for r in discussion.reviews] == [("erin", "approved")]
-    assert discussion.reviewers() == ["erin", "bob", "alice", "carol"]
+    assert [(r.author, r.state) for r in discussion.reviews] == [
+        ("erin", "approved"),
+        ("frank", "changes_requested"),
+    ]  # fmt: skip  (gina has not reviewed)
+    assert discussion.reviewers() == ["erin", "frank", "bob", "alice", "carol"]
 
 
 async def test_reply_in_a_thread_or_on_the_merge_request(gitlab: GitLabServer) -> None:

@@ -1,11 +1,12 @@
 """A GitLab merge request's review discussion: its discussions (threads on lines or on the
 whole change, resolved or not; a plain note is a discussion of one ``individual_note``)
-and its approvals, as golem's ``ReviewDiscussion``. GitLab's system notes ("added 1
+its approvals and its reviewers' states (GitLab's "Request changes"), as golem's
+``ReviewDiscussion``. GitLab's system notes ("added 1
 commit", "requested review from ...") are left out."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from golem.core.errors import ForgeAuthError, ForgeNotFound
 from golem.forge.contracts import IssueComment, PullRequest
@@ -34,16 +35,41 @@ async def read_review_discussion(api: GitLabAPI, path: str, pr: PullRequest) -> 
     )
 
 
+REVIEWER_STATES: dict[str, Literal["changes_requested", "commented"]] = {
+    "requested_changes": "changes_requested",
+    "reviewed": "commented",
+}
+"""A reviewer's state (``GET .../reviewers``) that is a review: GitLab's "Request changes"
+and a submitted review; approvals come from ``.../approvals``."""
+
+
 async def _approvals(api: GitLabAPI, path: str, what: str) -> list[Review]:
     try:
         data = await api.call("GET", f"{path}/approvals", f"the approvals of {what}")
     except (ForgeNotFound, ForgeAuthError):  # approvals switched off, or not in this tier
-        return []
+        data = {}
     reviews = []
     for approval in (data or {}).get("approved_by") or []:
         user = approval.get("user") or {}
         name = str(user.get("username") or "")
         reviews.append(Review(id=f"approval-{user.get('id', name)}", author=name, state="approved"))
+    return reviews + await _reviewer_states(api, path, what)
+
+
+async def _reviewer_states(api: GitLabAPI, path: str, what: str) -> list[Review]:
+    try:
+        reviewers = await api.paginate(f"{path}/reviewers", f"the reviewers of {what}")
+    except ForgeNotFound:  # a GitLab older than 15.3
+        return []
+    reviews = []
+    for reviewer in reviewers:
+        state = REVIEWER_STATES.get(str(reviewer.get("state")))
+        user = reviewer.get("user") or {}
+        name = str(user.get("username") or "")
+        if state is not None:
+            identifier = f"reviewer-{user.get('id', name)}"
+            when = reviewer.get("created_at")
+            reviews.append(Review(id=identifier, author=name, state=state, submitted=when))
     return reviews
 
 
