@@ -142,7 +142,7 @@ def test_resuming_a_run_whose_runner_lives_is_refused(
     [
         (["run", "--repo", "x"], b"give exactly one of --task or --issue"),
         (["run", "--repo", "x", "--task", "t", "--issue", "i"], b"exactly one of"),
-        (["run", "--repo", "x", "--task", "t", "--forge", "gitlab"], b"--forge"),
+        (["run", "--repo", "x", "--task", "t", "--forge", "gitea"], b"--forge"),
         (["run", "--repo", "x", "--task", "t", "--blueprint", "nope"], b"no blueprint 'nope'"),
         (["runs", "show", "run-nope"], b"no run 'run-nope'"),
         (["runs", "approve", "run-nope"], b"no run 'run-nope'"),
