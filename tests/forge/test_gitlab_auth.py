@@ -142,3 +142,17 @@ async def test_a_tenants_runs_get_its_own_gitlab_token(
     with pytest.raises(MissingForgeToken, match=r"needs a GitHub token"):
         await access.require("acme", "github", "run r4")
     assert (await access.require("other", "local", "run r5")).secrets() == []
+
+
+def test_the_gitlab_triggers_tenant_shares_the_servers_token_by_default(tmp_path: Path) -> None:
+    config = GolemConfig.model_validate(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "server": {"gitlab": {"tenant": "gl-team"}, "github": {"tenant": "gh-team"}},
+        }
+    )
+    access = ForgeAccess(config, MemoryStore())
+
+    assert access.shares_server_token("gl-team")
+    assert access.shares_server_token("gh-team")
+    assert not access.shares_server_token("default")

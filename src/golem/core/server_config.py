@@ -299,8 +299,8 @@ class ServerConfig(BaseModel):
     shared_forge_tenants: list[str] | None = Field(
         None,
         description="Tenants whose runs may use the server's own forge token ([forge.github] "
-        "token_env) when they have none of their own; unset: only the GitHub trigger's "
-        "tenant (server.github.tenant); []: no tenant.",
+        "token_env, [forge.gitlab] token_env) when they have none of their own; unset: the "
+        "triggers' tenants (server.github.tenant, server.gitlab.tenant); []: no tenant.",
     )
 
 

@@ -29,7 +29,8 @@ class ForgeAccess:
         """Whether ``tenant`` may use the server's own token when it has none."""
         server = self.config.server
         allowed = server.shared_forge_tenants
-        return tenant in (allowed if allowed is not None else [server.github.tenant])
+        triggers = [server.github.tenant, server.gitlab.tenant]
+        return tenant in (allowed if allowed is not None else triggers)
 
     async def for_tenant(self, tenant: str) -> ForgeCredentials:
         """The tokens ``tenant``'s runs use (CredentialsKeyError when a stored one cannot
