@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Awaitable
 from pathlib import Path
 
 from golem.agent import Budget, Model, make_model
@@ -26,7 +27,7 @@ from golem.blueprint.state import RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import BudgetSpent, ConfigError, DependenciesGone
+from golem.core.errors import BudgetSpent, ConfigError, DependenciesGone, ForgeError
 from golem.core.events import EventSink
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
@@ -103,6 +104,14 @@ class Execution:
     def note(self, message: str, node: str | None = None) -> None:
         """Tell the person watching (and the store) something worth knowing."""
         self.emit(RunNote(run_id=self.state.id, node=node, message=message))
+
+    async def quietly(self, work: Awaitable[object], what: str) -> None:
+        """Await a forge call whose failure is noted (``could not <what>``), never the
+        run's end: a comment or a label is worth less than the pushed work."""
+        try:
+            await work
+        except ForgeError as exc:
+            self.note(f"could not {what}: {exc.message}")
 
     def agent_sink(self, node: str) -> EventSink[AgentEvent]:
         """Where an agent step's events go: wrapped with their node, deltas only shown."""

@@ -206,7 +206,5 @@ async def _conclude(ex: Execution, node: CINode, record: CIRound, verdict: Verdi
 async def _comment_on_pr(ex: Execution, text: str) -> None:
     pr = ex.state.pr
     assert pr is not None
-    try:
-        await ex.forge.comment(pr.as_issue(), ex.secrets.mask(text))
-    except ForgeError as exc:
-        ex.note(f"could not comment on the pull request: {exc.message}")
+    comment = ex.forge.comment(pr.as_issue(), ex.secrets.mask(text))
+    await ex.quietly(comment, "comment on the pull request")

@@ -5,7 +5,6 @@ forced), replying on the threads it addressed and asking the reviewers to look a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 from typing import Literal
 
 from golem.agent import ReplyTool
@@ -171,13 +170,13 @@ async def ship_follow_up(ex: Execution, *, escalate: bool) -> Result:
     await _post_replies(ex, pr, discussion)
     reviewers = _reviewers_to_ask(ex, discussion)
     if reviewers and not escalate:
-        await _quietly(ex, ex.forge.request_review(pr, reviewers), "re-request review")
+        await ex.quietly(ex.forge.request_review(pr, reviewers), "re-request review")
     what = ex.secrets.mask(state.summary or "no summary")
     if pushed:
         text = f"golem pushed {pushed[:12]}: {what}"
     else:
         text = f"golem changed nothing on {state.branch}: {what}"
-    await _quietly(ex, ex.forge.comment(pr.as_issue(), ex.secrets.mask(text)), "comment")
+    await ex.quietly(ex.forge.comment(pr.as_issue(), ex.secrets.mask(text)), "comment")
     ex.save()
     if escalate:
         return await hand_off(ex)
@@ -237,11 +236,3 @@ def _reviewers_to_ask(ex: Execution, discussion: ReviewDiscussion) -> list[str]:
         for name in discussion.reviewers()
         if name.lower() not in own and not name.endswith("[bot]")
     ]
-
-
-async def _quietly(ex: Execution, work: Awaitable[object], what: str) -> None:
-    """A forge call whose failure is noted, never the run's end."""
-    try:
-        await work
-    except ForgeError as exc:
-        ex.note(f"could not {what}: {exc.message}")

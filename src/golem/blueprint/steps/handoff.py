@@ -8,7 +8,6 @@ never the run's end: the pull request is open either way.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Literal
 
 from golem.blueprint.execution import Execution
@@ -33,18 +32,11 @@ async def hand_off(ex: Execution) -> tuple[Literal["success", "failure"], str]:
             ex.note(f"could not label the pull request: {exc.message}")
     why = ex.secrets.mask(still_failing(state))
     text = f"golem stops here: a person should take this pull request over.\n\n{why}"
-    await _quietly(ex, ex.forge.comment(pr.as_issue(), text), "comment on the pull request")
+    await ex.quietly(ex.forge.comment(pr.as_issue(), text), "comment on the pull request")
     if state.issue is not None:
         first = why.splitlines()[0].rstrip(":")
         note = f"golem opened {pr.url}, but it needs a person: {first}"
-        await _quietly(ex, ex.forge.comment(state.issue, note), "comment on the issue")
+        await ex.quietly(ex.forge.comment(state.issue, note), "comment on the issue")
     state.status = "escalated"
     ex.save()
     return "success", f"{pr.url} handed to a person"
-
-
-async def _quietly(ex: Execution, work: Awaitable[object], what: str) -> None:
-    try:
-        await work
-    except ForgeError as exc:
-        ex.note(f"could not {what}: {exc.message}")
