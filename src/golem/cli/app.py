@@ -38,7 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "run": (
         "golem.cli.run_cmd:run_command",
-        "Run a blueprint on a repository and end with a pull request.",
+        "Run a blueprint on a repository and end with a pull request (or, with --pr, "
+        "answer a pull request's review with new commits on its branch).",
     ),
     "agent": (
         "golem.cli.agent_cmd:agent_command",
