@@ -145,7 +145,9 @@ async def test_the_wall_clock_budget_stops_a_tool_and_its_process(
         repo_box, "t"
     )
     assert outcome.status == "budget_spent"
-    left = await repo_box.execute("ls started finished; pgrep -x sleep || echo gone")
+    # A killed sleep may still be a zombie until pid 1 reaps it; no live one may be left.
+    live_sleep = "cat /proc/[0-9]*/stat 2>/dev/null | grep '(sleep) [^Z]' || echo gone"
+    left = await repo_box.execute(f"ls started finished; {live_sleep}")
     assert "gone" in left.stdout_text
     assert "No such file" in left.stderr_text  # finished was never made
 

@@ -5,6 +5,7 @@ runs on that golem server."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -125,8 +126,8 @@ async def _run_streaming(
 ) -> int:
     exit_code = 1
     decisions: list[NetworkEvent] = []
-    async with engine:
-        async for event in engine.stream(request, spec):
+    async with engine, contextlib.aclosing(engine.stream(request, spec)) as events:
+        async for event in events:
             if isinstance(event, OutputEvent):
                 _write_bytes(sys.stdout if event.type == "stdout" else sys.stderr, event.data)
             elif isinstance(event, ExitEvent):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
 from golem.core.errors import (
     BoxCrashed,
@@ -118,15 +118,16 @@ class LocalBox(BoxFiles):
         stderr: list[bytes] = []
         network: list[NetworkEvent] = []
         exit_event: ExitEvent | None = None
-        async for event in self.stream(request, phase=phase):
-            if isinstance(event, OutputEvent):
-                (stdout if event.type == "stdout" else stderr).append(event.data)
-            elif isinstance(event, ExitEvent):
-                exit_event = event
-            elif isinstance(event, NetworkEvent):
-                network.append(event)
-            else:
-                stderr.append(f"{event.message}\n".encode())
+        async with contextlib.aclosing(self.stream(request, phase=phase)) as events:
+            async for event in events:
+                if isinstance(event, OutputEvent):
+                    (stdout if event.type == "stdout" else stderr).append(event.data)
+                elif isinstance(event, ExitEvent):
+                    exit_event = event
+                elif isinstance(event, NetworkEvent):
+                    network.append(event)
+                else:
+                    stderr.append(f"{event.message}\n".encode())
         assert exit_event is not None  # stream ends with an exit event or raises
         if self._network is not None:  # the bytes each connection moved until now
             network = [self._network.proxy.current(event) for event in network]
@@ -154,15 +155,16 @@ class LocalBox(BoxFiles):
 
     async def stream(
         self, request: ExecRequest | str | Sequence[str], *, phase: Phase = "code"
-    ) -> AsyncIterator[ExecEvent]:
+    ) -> AsyncGenerator[ExecEvent, None]:
         """Run a call and yield its output as it comes, then one exit event."""
         request = as_request(request)
         async with self._call(request, phase, keep_stdin=False) as call:
             if request.stdin is not None:
                 await call.write(request.stdin)
                 await call.close_stdin()
-            async for event in call.events():
-                yield event
+            async with contextlib.aclosing(call.events()) as events:
+                async for event in events:
+                    yield event
 
     def interact(
         self, request: ExecRequest | str | Sequence[str]
@@ -254,7 +256,7 @@ class LocalBox(BoxFiles):
         request: ExecRequest,
         phase: Phase,
         oom_before: int,
-    ) -> AsyncIterator[ExecEvent]:
+    ) -> AsyncGenerator[ExecEvent, None]:
         outputs = {"stdout": SecretMasker(self._secrets), "stderr": SecretMasker(self._secrets)}
         limit = (request.timeout or self.spec.timeout) + HOST_GRACE
         loop = asyncio.get_running_loop()
@@ -294,7 +296,7 @@ class LocalBox(BoxFiles):
                 yield self._exit_event(message, phase, oom_before)
                 return
 
-    async def _start_failed(self, message: Error, phase: Phase) -> AsyncIterator[ExecEvent]:
+    async def _start_failed(self, message: Error, phase: Phase) -> AsyncGenerator[ExecEvent, None]:
         text = self.mask(message.message)
         if message.kind == "Invalid":
             raise InvalidRequest(text)

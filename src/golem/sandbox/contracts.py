@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import signal as signals
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +62,7 @@ class Interaction(Protocol):
         """True once the call's exit event was read."""
         ...
 
-    def events(self) -> AsyncIterator[ExecEvent]:
+    def events(self) -> AsyncGenerator[ExecEvent, None]:
         """The call's events: output as it comes, then its exit."""
         ...
 
@@ -128,7 +136,7 @@ class Box(Protocol):
         """Run a call to completion and return its result."""
         ...
 
-    def stream(self, request: Request) -> AsyncIterator[ExecEvent]:
+    def stream(self, request: Request) -> AsyncGenerator[ExecEvent, None]:
         """Run a call and yield its output as it comes, then one exit event."""
         ...
 
@@ -261,7 +269,7 @@ class Engine(Protocol):
         """Run one call in a box of its own."""
         ...
 
-    def stream(self, request: Request, spec: SpecLike = None) -> AsyncIterator[ExecEvent]:
+    def stream(self, request: Request, spec: SpecLike = None) -> AsyncGenerator[ExecEvent, None]:
         """Run one call in a box of its own: setup events, then the call's events."""
         ...
 

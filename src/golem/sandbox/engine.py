@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -282,7 +282,7 @@ class LocalEngine:
         self,
         request: ExecRequest | str | Sequence[str],
         spec: BoxSpec | Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[ExecEvent]:
+    ) -> AsyncGenerator[ExecEvent, None]:
         """Run one call in a box of its own, yielding setup events, then the call's events."""
         setup_events: asyncio.Queue[ExecEvent] = asyncio.Queue()
         try:
@@ -294,8 +294,9 @@ class LocalEngine:
         try:
             while not setup_events.empty():
                 yield setup_events.get_nowait()
-            async for event in box.stream(as_request(request)):
-                yield event
+            async with contextlib.aclosing(box.stream(as_request(request))) as events:
+                async for event in events:
+                    yield event
         finally:
             await self.remove_session(box.id)
 

@@ -4,7 +4,7 @@ signals (the API's WebSocket). Box.stream and Box.interact both go through it.""
 from __future__ import annotations
 
 import signal as signals
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from golem.core.events import ExecEvent, ExitEvent
 from golem.sandbox.supervisor import SessionClient
@@ -22,14 +22,14 @@ class LocalInteraction:
         self,
         client: SessionClient,
         call_id: str,
-        events: Callable[[], AsyncIterator[ExecEvent]],
+        events: Callable[[], AsyncGenerator[ExecEvent, None]],
     ) -> None:
         self._client = client
         self.id = call_id
         self._events = events
         self.finished = False
 
-    async def events(self) -> AsyncIterator[ExecEvent]:
+    async def events(self) -> AsyncGenerator[ExecEvent, None]:
         """The call's events: output as it comes, then its exit."""
         async for event in self._events():
             if isinstance(event, ExitEvent):

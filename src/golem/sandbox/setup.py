@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from golem.core.errors import SetupFailed
 from golem.core.events import EventSink, ExecEvent, ExitEvent, OutputEvent
 from golem.sandbox.box import LocalBox
@@ -18,13 +20,15 @@ async def run_setup(box: LocalBox, script: str, on_event: EventSink[ExecEvent] |
     with the end of its output when it exits non-zero."""
     tail = b""
     exit_event: ExitEvent | None = None
-    async for event in box.stream(ExecRequest(cmd=["/bin/sh", "-c", script]), phase="setup"):
-        if on_event is not None:
-            on_event(event)
-        if isinstance(event, OutputEvent):
-            tail = (tail + event.data)[-SETUP_OUTPUT_TAIL:]
-        elif isinstance(event, ExitEvent):
-            exit_event = event
+    request = ExecRequest(cmd=["/bin/sh", "-c", script])
+    async with contextlib.aclosing(box.stream(request, phase="setup")) as events:
+        async for event in events:
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, OutputEvent):
+                tail = (tail + event.data)[-SETUP_OUTPUT_TAIL:]
+            elif isinstance(event, ExitEvent):
+                exit_event = event
     if exit_event is None or exit_event.exit_code != 0:
         output = tail.decode(errors="replace")
         code = exit_event.exit_code if exit_event else None

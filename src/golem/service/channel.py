@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal
 
 import websockets
@@ -96,7 +96,7 @@ class CallChannel:
                     return answer.result
         raise GolemError("the server ended a call without its result")
 
-    async def stream(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
+    async def stream(self, request: ExecRequest) -> AsyncGenerator[ExecEvent, None]:
         """A call's events as they come."""
         async with contextlib.aclosing(self._call("stream", request)) as answers:
             async for answer in answers:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -218,7 +218,9 @@ class RemoteEngine:
         body = {"request": _request_json(request), "spec": spec_payload(spec)}
         return ExecResult.model_validate((await self.request("POST", "/v1/exec", json=body)).json())
 
-    async def stream(self, request: Request, spec: SpecLike = None) -> AsyncIterator[ExecEvent]:
+    async def stream(
+        self, request: Request, spec: SpecLike = None
+    ) -> AsyncGenerator[ExecEvent, None]:
         """One call in a box of its own on the server, its events as they come."""
         body = {"request": _request_json(request), "spec": spec_payload(spec)}
         async for _name, data in self.sse("/v1/exec/stream", body):

@@ -7,8 +7,16 @@ HTTP; interactive calls and ptys over a WebSocket each."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal as signals
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+)
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -92,11 +100,12 @@ class RemoteBox:
         """Run a call to completion and return its result."""
         return await self._watch(self._channel.execute(as_request(request)))
 
-    async def stream(self, request: Request) -> AsyncIterator[ExecEvent]:
+    async def stream(self, request: Request) -> AsyncGenerator[ExecEvent, None]:
         """Run a call and yield its output as it comes, then one exit event."""
         try:
-            async for event in self._channel.stream(as_request(request)):
-                yield event
+            async with contextlib.aclosing(self._channel.stream(as_request(request))) as events:
+                async for event in events:
+                    yield event
         except SessionNotFound:
             self._ended = True
             raise

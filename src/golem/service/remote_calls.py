@@ -8,7 +8,7 @@ import base64
 import contextlib
 import json
 import signal as signals
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import websockets
@@ -72,7 +72,7 @@ class RemoteInteraction(_Socket):
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
 
-    async def events(self) -> AsyncIterator[ExecEvent]:
+    async def events(self) -> AsyncGenerator[ExecEvent, None]:
         """The call's events: output as it comes, then its exit."""
         async for message in self.socket:
             event = _EVENT.validate_json(message)

@@ -4,7 +4,8 @@ may stop the CLI between lines (a budget golem holds for it is spent)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from golem.agent.events import AgentEvent, ExternalOutput, OutputStream
@@ -107,16 +108,13 @@ async def run_call(
     when the call is killed), emitting events as lines arrive."""
     reader = _Reader(parser, emit)
     request = ExecRequest(cmd=call.argv, env=call.env, stdin=call.stdin, timeout=call.timeout)
-    events = box.stream(request)
-    try:
-        async for event in events:
-            if not reader.take(event, watch):
-                break
+    try:  # closing a stream early kills its call
+        async with contextlib.aclosing(box.stream(request)) as events:
+            async for event in events:
+                if not reader.take(event, watch):
+                    break
     except GolemError as exc:  # the box went away or stopped answering
         reader.ended.failure = exc.message
-    finally:
-        if isinstance(events, AsyncGenerator):  # closing a stream early kills its call
-            await events.aclose()
     if reader.ended.stopped is None:
         reader.flush()
     return reader.ended

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from golem.agent.contracts import ToolResult
@@ -66,13 +68,14 @@ class BashTool(BoxTool[BashArguments]):
         )
         chunks: list[bytes] = []
         outcome: ExitEvent | None = None
-        async for event in box.stream(request):
-            if isinstance(event, OutputEvent):
-                chunks.append(event.data)
-            elif isinstance(event, ErrorEvent):
-                chunks.append(f"[{event.message}]\n".encode())
-            elif isinstance(event, ExitEvent):
-                outcome = event
+        async with contextlib.aclosing(box.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, OutputEvent):
+                    chunks.append(event.data)
+                elif isinstance(event, ErrorEvent):
+                    chunks.append(f"[{event.message}]\n".encode())
+                elif isinstance(event, ExitEvent):
+                    outcome = event
         assert outcome is not None  # a stream ends with its exit event or raises
         output = b"".join(chunks).decode(errors="replace")  # for the model: text
         output = await self._clipped(box, output, outcome.truncated)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Literal
 
 from golem.blueprint.events import CheckFinished
@@ -98,7 +98,7 @@ async def run_check(
     return result
 
 
-async def _follow(events: AsyncIterator[ExecEvent], live: LiveCheckOutput) -> ExitEvent:
+async def _follow(events: AsyncGenerator[ExecEvent, None], live: LiveCheckOutput) -> ExitEvent:
     """Read a call's events to their end into ``live``, sending what has gathered when it
     is due even while the call prints nothing; the call's exit."""
     ended: ExitEvent | None = None
@@ -124,8 +124,7 @@ async def _follow(events: AsyncIterator[ExecEvent], live: LiveCheckOutput) -> Ex
         if not pending.done():  # cancelled, or a sink failed: stop the call
             pending.cancel()
             await asyncio.wait({pending})
-        if isinstance(events, AsyncGenerator):
-            await events.aclose()
+        await events.aclose()
     assert ended is not None  # a call's events end with its exit, or raise
     return ended
 

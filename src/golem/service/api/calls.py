@@ -97,8 +97,9 @@ class _Channel:
                 result = await box.execute(request)
                 await self.send(f'{{"id":{call_id},"result":{result.model_dump_json()}}}')
                 return
-            async for event in box.stream(request):
-                await self.send(f'{{"id":{call_id},"event":{event.model_dump_json()}}}')
+            async with contextlib.aclosing(box.stream(request)) as events:
+                async for event in events:
+                    await self.send(f'{{"id":{call_id},"event":{event.model_dump_json()}}}')
             await self.send(f'{{"id":{call_id},"end":true}}')
         except GolemError as exc:
             await self.refuse(call_id, exc.http_status, type(exc).__name__, exc.message)

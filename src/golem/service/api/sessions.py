@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query, Request, status
@@ -331,10 +331,11 @@ async def stream_once(
             released.set()
             await state.sessions.close(principal, held.box.id)
 
-    async def events() -> AsyncIterator[ExecEvent]:
+    async def events() -> AsyncGenerator[ExecEvent, None]:
         try:
-            async for event in held.box.stream(body.request):
-                yield event
+            async with contextlib.aclosing(held.box.stream(body.request)) as events:
+                async for event in events:
+                    yield event
         finally:
             await release()
 
