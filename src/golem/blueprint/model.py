@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golem.agent.budget import Budget
+from golem.context.toolshed.selection import parse_patterns
 from golem.core.spec import BoxSpec
 
 __all__ = [
@@ -107,6 +108,17 @@ class AgentSettings(BaseModel):
     external: str | None = Field(
         None, description="Run an external CLI agent instead: claude, codex, pi, aider, goose."
     )
+    toolshed: list[str] = Field(
+        default_factory=list,
+        description="Toolshed tools this step gets: <server>.<tool> names or globs "
+        "(tracker.search, memory.*); default: none.",
+    )
+
+    @field_validator("toolshed")
+    @classmethod
+    def _toolshed_patterns(cls, value: list[str]) -> list[str]:
+        parse_patterns(value)
+        return value
 
 
 class AgentNode(_Node, AgentSettings):

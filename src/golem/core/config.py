@@ -21,6 +21,7 @@ from pydantic import (
     Tag,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
@@ -37,6 +38,7 @@ from golem.core.model_config import ModelsConfig
 from golem.core.network import Credential, NetworkConfig
 from golem.core.server_config import RemoteConfig, ServerConfig
 from golem.core.spec import BoxSpec
+from golem.core.toolshed_config import ToolshedConfig
 
 __all__ = [
     "BackendConfig",
@@ -202,6 +204,7 @@ class GolemConfig(BaseSettings):
     )
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     dependencies: DependenciesConfig = Field(default_factory=DependenciesConfig)
+    toolshed: ToolshedConfig = Field(default_factory=ToolshedConfig)
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     remote: RemoteConfig = Field(default_factory=RemoteConfig)
@@ -218,6 +221,17 @@ class GolemConfig(BaseSettings):
         if duplicates:
             raise ValueError(f"credential names must be unique: {', '.join(duplicates)}")
         return credentials
+
+    @model_validator(mode="after")
+    def _toolshed_credentials_exist(self) -> GolemConfig:
+        names = {credential.name for credential in self.credentials}
+        for server in self.toolshed.servers:
+            if server.credential is not None and server.credential not in names:
+                raise ValueError(
+                    f"toolshed server {server.name!r}: credential {server.credential!r} is "
+                    f"not a [[credentials]] entry (entries: {', '.join(sorted(names)) or 'none'})"
+                )
+        return self
 
     @classmethod
     def settings_customise_sources(
