@@ -81,7 +81,7 @@ async def test_a_credential_is_never_sent_to_a_host_its_pattern_does_not_match(
     url = f"http://localhost:{proxy.port}/mcp"
     shed = Toolshed(http_config(config, url, credential="tracker"))
     async with engine.session(allowing(proxy.port)) as box:
-        with pytest.raises(ConfigError, match="for hosts matching.*not localhost"):
+        with pytest.raises(ConfigError, match=r"for hosts matching.*not localhost"):
             await shed.tools(box, ["every.echo"])
     await shed.close()
     assert proxy.sent == b""
