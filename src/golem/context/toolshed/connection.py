@@ -190,6 +190,8 @@ def _describe(error: BaseException | None) -> str:
         return "it ended before listing its tools"
     if isinstance(error, ToolshedError):
         return error.message
+    if isinstance(error, MCPError) and error.code == types.CONNECTION_CLOSED:
+        return "it closed the connection before listing its tools"
     if isinstance(error, MCPError):
         return f"it answered with an error: {error.message}"
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
