@@ -77,7 +77,7 @@ def shed_config(state: str, port: int, script: str) -> GolemConfig:
     )
 
 
-async def golem_calls(config: GolemConfig, box: Box, shed: Toolshed) -> dict[str, Call]:
+async def golem_calls(box: Box, shed: Toolshed) -> dict[str, Call]:
     [boxed] = await shed.tools(box, ["boxed.echo"])
     [web] = await shed.tools(box, ["web.echo"])
     return {
@@ -114,7 +114,7 @@ async def measure(runs: int, warmup: int, port: int) -> dict[str, dict[str, floa
         script = entry(EVERYTHING, await copy_into(box, EVERYTHING))
         shed = Toolshed(shed_config(state, port, script))
         stack.push_async_callback(shed.close)
-        calls = {**await sdk_calls(stack, port), **await golem_calls(base, box, shed)}
+        calls = {**await sdk_calls(stack, port), **await golem_calls(box, shed)}
         samples: dict[str, list[float]] = {name: [] for name in calls}
         for round_ in range(warmup + runs):
             for name, call in calls.items():
