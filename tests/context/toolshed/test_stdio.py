@@ -131,3 +131,19 @@ async def test_a_server_lives_in_the_box_for_the_run_and_is_listed_once(
     assert '"runs agents"' in graph.output  # the same process, across steps
     assert first is again  # listed once
     assert b'"name":"golem"' in kept  # it wrote inside the box
+
+
+async def test_a_server_that_never_answers_fails_within_connect_timeout(
+    config: GolemConfig, box: Box
+) -> None:
+    silent = {"command": ["sleep", "600"], "connect_timeout": 1}
+    shed = Toolshed(shed_config(config, silent=silent))
+    try:
+        with pytest.raises(ToolshedError, match=r"did not start and list its tools within 1s"):
+            await shed.tools(box, ["silent.*"])
+        with pytest.raises(ToolshedError, match="unavailable for this run"):
+            await shed.tools(box, ["silent.*"])  # broken: at once, the same reason
+        left = await box.execute(["pgrep", "sleep"])
+    finally:
+        await shed.close()
+    assert left.exit_code == 1  # the silent server was stopped

@@ -97,6 +97,8 @@ class ServerConnection:
         self._stop.set()
         task, self._task = self._task, None
         if task is not None:
+            if self._session is None:
+                task.cancel()  # still starting (or stuck starting): nothing to wind down
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 async with asyncio.timeout(self.server.connect_timeout):
                     await task
