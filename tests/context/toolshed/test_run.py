@@ -13,7 +13,7 @@ import yaml
 
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
-from golem.core.config import GolemConfig
+from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
@@ -23,6 +23,7 @@ from tests.context.toolshed.test_http import TOKEN, http_config
 
 pytestmark = pytest.mark.bwrap
 
+EVIL = Path(__file__).parents[2] / "attacks" / "toolshed_servers" / "evil_mcp.py"
 MINION = Path(__file__).parents[3] / "src" / "golem" / "blueprint" / "builtin" / "minion.yaml"
 
 
@@ -99,3 +100,24 @@ async def test_a_step_naming_an_unknown_server_is_refused_before_any_box(
     with pytest.raises(ConfigError, match=r"step implement.*'tracker', which"):
         await Runner(config, engine=engine, store=store).submit(request)
     assert await engine.boxes() == []
+
+
+async def test_a_step_whose_tool_schemas_exceed_the_context_budget_does_not_start(
+    config: GolemConfig, engine: Engine, store: Store, tmp_path: Path
+) -> None:
+    evil = ["python3", "-c", EVIL.read_text(), "many", "3000"]
+    data = config.model_dump(mode="json", exclude_unset=True)
+    data["toolshed"] = {"servers": [{"name": "evil", "command": evil}]}
+    request = RunRequest(
+        repo=str(make_remote(tmp_path / "remote")),
+        task="Fix the failing tests of the calculator",
+        model=f"scripted:{EXAMPLES / 'calculator-fix.yaml'}",
+        blueprint=str(blueprint(tmp_path, ["evil.*"], 80)),
+    )
+    runner = Runner(load_config(data, files=[]), engine=engine, store=store)
+    state = await runner.start(request)
+    assert state.status == "failed"
+    assert state.error is not None
+    assert "schemas take about" in state.error
+    assert "more than the context budget of 12000" in state.error
+    assert state.turns == 0  # the model was never called

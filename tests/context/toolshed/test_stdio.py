@@ -4,6 +4,7 @@ dies gives a clear tool error and stays broken for the run."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -34,8 +35,11 @@ async def test_a_step_gets_the_tools_its_patterns_choose_and_calls_reach_the_ser
 ) -> None:
     shed = Toolshed(shed_config(config, every={"command": ["node", everything, "stdio"]}))
     try:
-        tools = await shed.tools(box, ["every.echo", "every.get-sum"])
-        assert sorted(tool.spec.name for tool in tools) == ["every__echo", "every__get-sum"]
+        tools = await shed.tools(box, ["every.echo", "every.get-sum", "every.get-tiny-image"])
+        names = sorted(tool.spec.name for tool in tools)
+        assert names == ["every__echo", "every__get-sum", "every__get-tiny-image"]
+        image = await tools[2].run(box, {})
+        assert re.search(r"\[image/png, [0-9]+ bytes\]", image.output), image.output
         echo = next(tool for tool in tools if tool.spec.name == "every__echo")
         assert "message" in echo.spec.parameters["properties"]
         result = await echo.run(box, {"message": "hello from golem"})
