@@ -13,7 +13,7 @@ from golem.context.toolshed import Toolshed
 from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ToolshedError
 from golem.sandbox import Box
-from tests.context.toolshed.servers import EVERYTHING, MEMORY, copy_into, entry
+from tests.context.toolshed.servers import EVERYTHING, MEMORY, TIME, copy_into, entry
 
 pytestmark = pytest.mark.bwrap
 
@@ -151,3 +151,18 @@ async def test_a_server_that_never_answers_fails_within_connect_timeout(
     finally:
         await shed.close()
     assert left.exit_code == 1  # the silent server was stopped
+
+
+async def test_a_python_server_from_pypi_runs_in_the_box(config: GolemConfig, box: Box) -> None:
+    site = await copy_into(box, TIME, pypi=True)
+    command = ["python3", "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    shed = Toolshed(shed_config(config, time={"command": command, "env": {"PYTHONPATH": site}}))
+    try:
+        [convert] = await shed.tools(box, ["time.convert_time"])
+        arguments = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+        result = await convert.run(box, arguments)
+    finally:
+        await shed.close()
+    assert not result.is_error, result.output
+    assert '"datetime": "' in result.output
+    assert "T21:00:00+09:00" in result.output
