@@ -73,7 +73,7 @@ async def test_hostile_tool_names_become_distinct_wire_safe_names(
     try:
         tools = await shed.tools(box, ["evil.*"])
         names = [tool.spec.name for tool in tools]
-        assert len(set(names)) == len(names) == 7
+        assert len(set(names)) == len(names) == 8
         for name in names:
             assert len(name) <= WIRE_NAME_LIMIT
             assert name.replace("_", "").replace("-", "").isalnum()

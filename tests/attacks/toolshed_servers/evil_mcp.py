@@ -9,7 +9,17 @@ import sys
 MODE = sys.argv[1]
 COUNT = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 PAGE = 500
-NAMES = ["../../etc/passwd", "rm -rf /; echo", "$(id)", "a.b", "a_b", "x" * 200, "ok"]
+# a_b_c34052db: what a.b becomes on the wire (server "evil"), taken by a tool of its own
+NAMES = [
+    "../../etc/passwd",
+    "rm -rf /; echo",
+    "$(id)",
+    "a.b",
+    "a_b",
+    "a_b_c34052db",
+    "x" * 200,
+    "ok",
+]
 
 
 def tool(name):
