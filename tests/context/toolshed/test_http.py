@@ -85,3 +85,23 @@ async def test_a_credential_is_never_sent_to_a_host_its_pattern_does_not_match(
             await shed.tools(box, ["every.echo"])
     await shed.close()
     assert proxy.sent == b""
+
+
+async def test_the_address_the_policy_checked_is_the_one_connected_to(
+    config: GolemConfig, engine: Engine, proxy: RecordingProxy
+) -> None:
+    """mcp.test is known only to golem's resolver (network.hosts): the call reaches the
+    server only if golem connects to the address it checked, without a lookup of its own."""
+    data = config.model_dump(mode="json", exclude_unset=True)
+    data.setdefault("engine", {})["network"] = {"hosts": {"mcp.test": ["127.0.0.1"]}}
+    data["toolshed"] = {"servers": [{"name": "every", "url": f"http://mcp.test:{proxy.port}/mcp"}]}
+    shed = Toolshed(load_config(data, files=[]))
+    policy = {"allow": [r"^mcp\.test$"], "allow_cidrs": ["127.0.0.1/32"], "ports": [proxy.port]}
+    async with engine.session({"egress": policy}) as box:
+        try:
+            [echo] = await shed.tools(box, ["every.echo"])
+            result = await echo.run(box, {"message": "pinned"})
+        finally:
+            await shed.close()
+    assert result.output == "Echo: pinned"
+    assert f"Host: mcp.test:{proxy.port}".lower() in proxy.sent.decode().lower()

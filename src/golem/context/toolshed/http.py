@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 import httpx2
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from golem.core.errors import ConfigError, ToolshedError
 from golem.core.masking import basic_auth
@@ -22,7 +21,7 @@ from golem.core.toolshed_config import McpServer
 from golem.sandbox.egress import read_credential_values
 from golem.sandbox.egress.resolve import host_addresses, make_resolver
 
-__all__ = ["HttpAccess", "check_egress", "http_access", "http_transport"]
+__all__ = ["HttpAccess", "PinnedTransport", "check_egress", "http_access", "http_transport"]
 
 
 @dataclass(frozen=True)
@@ -60,9 +59,9 @@ def http_access(server: McpServer, credentials: Sequence[Credential]) -> HttpAcc
     return HttpAccess({credential.header: sent}, (value, sent))
 
 
-async def check_egress(server: McpServer, policy: EgressPolicy, network: NetworkConfig) -> None:
-    """ToolshedError unless the run's egress policy allows the url's host and port, and
-    every address it resolves to."""
+async def check_egress(server: McpServer, policy: EgressPolicy, network: NetworkConfig) -> str:
+    """The address to connect to: ToolshedError unless the run's egress policy allows the
+    url's host and port, and every address it resolves to."""
     parts = urlsplit(server.url or "")
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -90,16 +89,38 @@ async def check_egress(server: McpServer, policy: EgressPolicy, network: Network
                 f"{refused}: {host} resolves to a refused address ({verdict.rule}); list it "
                 "in the egress policy's allow_cidrs if it is meant"
             )
+    return str(addresses[0])
+
+
+class PinnedTransport(httpx2.AsyncHTTPTransport):
+    """Connects to the checked address whatever the name resolves to later (no second
+    lookup a DNS answer could change); TLS still verifies the server's name."""
+
+    def __init__(self, host: str, address: str) -> None:
+        super().__init__(trust_env=False)
+        self._host, self._address = host, address
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.host != self._host:
+            raise ToolshedError(f"the toolshed server at {self._host} sent golem elsewhere")
+        request.url = request.url.copy_with(host=self._address)
+        request.extensions = {**request.extensions, "sni_hostname": self._host}
+        return await super().handle_async_request(request)
 
 
 @asynccontextmanager
-async def http_transport(server: McpServer, access: HttpAccess) -> AsyncIterator[TransportStreams]:
-    """The SDK's streamable-HTTP transport to ``server``, its requests carrying
-    ``access``'s headers."""
+async def http_transport(
+    server: McpServer, access: HttpAccess, address: str
+) -> AsyncIterator[TransportStreams]:
+    """The SDK's streamable-HTTP transport to ``server`` at ``address`` (checked by
+    ``check_egress``), its requests carrying ``access``'s headers."""
     assert server.url is not None
     timeout = httpx2.Timeout(server.connect_timeout, read=server.call_timeout)
+    pinned = PinnedTransport(urlsplit(server.url).hostname or "", address)
     async with (
-        create_mcp_http_client(headers=access.headers, timeout=timeout) as client,
+        httpx2.AsyncClient(
+            headers=access.headers, timeout=timeout, transport=pinned, trust_env=False
+        ) as client,
         streamable_http_client(server.url, http_client=client) as streams,
     ):
         yield streams

@@ -100,10 +100,9 @@ class Toolshed:
                 server, partial(box_stdio, box, server, process), process=process
             )
         access = http_access(server, self.config.credentials)
-        await check_egress(server, box.spec.egress, self.config.engine.network)
-        return ServerConnection(
-            server, partial(http_transport, server, access), secrets=access.secrets
-        )
+        address = await check_egress(server, box.spec.egress, self.config.engine.network)
+        transport = partial(http_transport, server, access, address)
+        return ServerConnection(server, transport, secrets=access.secrets)
 
 
 def _same(offered: Tool, connection: ServerConnection, tool: types.Tool) -> bool:
