@@ -18,7 +18,6 @@ from golem.context.toolshed.selection import (
     WIRE_NAME_LIMIT,
     ToolPattern,
     check_patterns,
-    parse_patterns,
     wire_name,
 )
 from golem.core.config import GolemConfig
@@ -35,15 +34,6 @@ class Toolshed:
     def __init__(self, config: GolemConfig) -> None:
         self.config = config
         self._connections: dict[str, tuple[str, ServerConnection]] = {}
-
-    def patterns(self, texts: Sequence[str], where: str) -> list[ToolPattern]:
-        """``texts`` parsed and checked against the configured servers (ConfigError)."""
-        try:
-            patterns = parse_patterns(texts)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        check_patterns(patterns, self.config.toolshed, where)
-        return patterns
 
     async def tools(self, box: Box, patterns: Sequence[str | ToolPattern]) -> list[Tool]:
         """The tools ``patterns`` choose, for a step working in ``box``. ToolshedError when
