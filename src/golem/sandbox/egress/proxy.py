@@ -213,6 +213,15 @@ class EgressProxy:
         allowed = {"allowed": True, "rule": decision.rule, "address": chosen}
         return chosen, self._record(entry.model_copy(update=allowed))
 
+    def _host_route(self, host: str, port: int, method: str, item: Brokered) -> Traffic:
+        """Log a request on a route golem registered to its own service on this host's
+        loopback: the one exception to the policy, for exactly that address and port."""
+        entry = NetworkEvent(
+            host=host, port=port, allowed=True, rule="golem host route", method=method,
+            brokered=item.credential.name, address=host,
+        )  # fmt: skip
+        return self._record(entry)
+
     def _refuse(self, entry: NetworkEvent, status: int, rule: str) -> EgressRefused:
         self._record(entry.model_copy(update={"allowed": False, "rule": rule}))
         return EgressRefused(status, rule)
@@ -378,7 +387,10 @@ class EgressProxy:
             applied = self.broker.for_host(url.hostname)
         host = url.hostname or ""
         port = url.port or (443 if tls is not None else 80)
-        address, traffic = await self._decide(host, port, method, applied)
+        if applied and applied[0].host_route:
+            address, traffic = host, self._host_route(host, port, method, applied[0])
+        else:
+            address, traffic = await self._decide(host, port, method, applied)
         origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
         return _Route(Upstream(address, port, host, tls), origin.encode(), applied, traffic)
 

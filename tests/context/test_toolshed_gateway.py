@@ -1,0 +1,72 @@
+"""A step's MCP gateway, called with the official SDK's client over streamable HTTP: it
+lists exactly the tools it was given, runs them in the real box, masks the box's secrets
+and refuses other names and requests without its token."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from golem.agent import make_tools
+from golem.context.toolshed.gateway import Gateway, serve_tools
+from golem.sandbox import Box, Engine
+
+pytestmark = pytest.mark.bwrap
+
+SECRET = "s3cr3t-value-of-the-box-0123456789"
+
+
+@pytest.fixture
+async def secret_box(engine: Engine) -> AsyncIterator[Box]:
+    async with engine.session(engine.spec(secrets={"TOKEN": SECRET})) as box:
+        await box.put_file("/workspace/notes.txt", f"the key is {SECRET}\nline two\n")
+        yield box
+
+
+@contextlib.asynccontextmanager
+async def _client(gateway: Gateway) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {gateway.token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(gateway.url, http_client=http)) as client,
+    ):
+        yield client
+
+
+async def test_the_gateway_lists_and_runs_only_its_tools_with_secrets_masked(
+    secret_box: Box,
+) -> None:
+    async with serve_tools(make_tools(["read", "ls"]), secret_box) as gateway:
+        async with _client(gateway) as client:
+            listed = await client.list_tools()
+            assert sorted(tool.name for tool in listed.tools) == ["ls", "read"]
+            schema = next(t for t in listed.tools if t.name == "read").input_schema
+            assert "path" in schema["properties"]
+
+            read = await client.call_tool("read", {"path": "notes.txt"})
+            text = read.content[0].text  # type: ignore[union-attr]
+            assert not read.is_error
+            assert "line two" in text
+            assert SECRET not in text
+            assert "***" in text
+
+            refused = await client.call_tool("bash", {"command": "id"})
+            assert refused.is_error
+            assert "no tool 'bash'" in refused.content[0].text  # type: ignore[union-attr]
+
+
+async def test_the_gateway_refuses_a_request_without_its_token(secret_box: Box) -> None:
+    async with serve_tools(make_tools(["read"]), secret_box) as gateway:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        async with httpx2.AsyncClient() as http:
+            bare = await http.post(gateway.url, json=body)
+            wrong = await http.post(
+                gateway.url, json=body, headers={"Authorization": "Bearer guessed"}
+            )
+        assert bare.status_code == 401
+        assert wrong.status_code == 401
