@@ -18,7 +18,7 @@ from golem.sandbox import Box, Engine
 
 pytestmark = pytest.mark.bwrap
 
-SECRET = "s3cr3t-value-of-the-box-0123456789"
+SECRET = "s3cr3t-value-of-the-box-0123456789"  # noqa: S105 - the secret the box must mask
 
 
 @pytest.fixture
@@ -41,23 +41,25 @@ async def _client(gateway: Gateway) -> AsyncIterator[Client]:
 async def test_the_gateway_lists_and_runs_only_its_tools_with_secrets_masked(
     secret_box: Box,
 ) -> None:
-    async with serve_tools(make_tools(["read", "ls"]), secret_box) as gateway:
-        async with _client(gateway) as client:
-            listed = await client.list_tools()
-            assert sorted(tool.name for tool in listed.tools) == ["ls", "read"]
-            schema = next(t for t in listed.tools if t.name == "read").input_schema
-            assert "path" in schema["properties"]
+    async with (
+        serve_tools(make_tools(["read", "ls"]), secret_box) as gateway,
+        _client(gateway) as client,
+    ):
+        listed = await client.list_tools()
+        assert sorted(tool.name for tool in listed.tools) == ["ls", "read"]
+        schema = next(t for t in listed.tools if t.name == "read").input_schema
+        assert "path" in schema["properties"]
 
-            read = await client.call_tool("read", {"path": "notes.txt"})
-            text = read.content[0].text  # type: ignore[union-attr]
-            assert not read.is_error
-            assert "line two" in text
-            assert SECRET not in text
-            assert "***" in text
+        read = await client.call_tool("read", {"path": "notes.txt"})
+        text = read.content[0].text  # type: ignore[union-attr]
+        assert not read.is_error
+        assert "line two" in text
+        assert SECRET not in text
+        assert "***" in text
 
-            refused = await client.call_tool("bash", {"command": "id"})
-            assert refused.is_error
-            assert "no tool 'bash'" in refused.content[0].text  # type: ignore[union-attr]
+        refused = await client.call_tool("bash", {"command": "id"})
+        assert refused.is_error
+        assert "no tool 'bash'" in refused.content[0].text  # type: ignore[union-attr]
 
 
 async def test_the_gateway_refuses_a_request_without_its_token(secret_box: Box) -> None:

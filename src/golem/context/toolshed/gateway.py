@@ -75,11 +75,8 @@ async def serve_tools(tools: Sequence[Tool], box: Box) -> AsyncIterator[Gateway]
 def _server(tools: Sequence[Tool], box: Box) -> Server[Any]:
     by_name = {tool.spec.name: tool for tool in tools}
     listed = [
-        types.Tool(
-            name=tool.spec.name, description=tool.spec.description,
-            input_schema=tool.spec.parameters,
-        )  # fmt: skip
-        for tool in tools
+        types.Tool(name=t.spec.name, description=t.spec.description, input_schema=t.spec.parameters)
+        for t in tools
     ]
 
     async def list_tools(
@@ -103,9 +100,7 @@ def _server(tools: Sequence[Tool], box: Box) -> Server[Any]:
 
 
 def _text(text: str, *, error: bool) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], is_error=error
-    )
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
 class _Guarded:
