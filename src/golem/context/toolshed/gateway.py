@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 from golem.agent.contracts import Tool
 from golem.sandbox import Box
 
-__all__ = ["Gateway", "serve_tools"]
+__all__ = ["Gateway", "serve_tools", "tools_for_box"]
 
 MCP_PATH = "/mcp"
 
@@ -70,6 +70,16 @@ async def serve_tools(tools: Sequence[Tool], box: Box) -> AsyncIterator[Gateway]
             with contextlib.suppress(asyncio.CancelledError):
                 await serving
             listener.close()
+
+
+@contextlib.asynccontextmanager
+async def tools_for_box(tools: Sequence[Tool], box: Box) -> AsyncIterator[str]:
+    """``tools`` served to ``box`` while the block lasts: yields the URL at which a client
+    in the box (an external CLI agent) finds them as one MCP server. ConfigError when the
+    box cannot reach a service of golem's (see ``Box.host_route``)."""
+    async with serve_tools(tools, box) as gateway:
+        with box.host_route(gateway.url, gateway.token) as url:
+            yield url
 
 
 def _server(tools: Sequence[Tool], box: Box) -> Server[Any]:
