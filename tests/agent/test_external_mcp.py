@@ -137,16 +137,20 @@ async def test_claude_code_lists_and_calls_the_steps_tools_over_mcp(
         agent = ExternalAgent("claude", model="claude-sonnet-4-5", on_event=events.append)
         async with tools_for_box(make_tools(["read"]), box) as url:
             outcome = await agent.run(box, "Read the notes", mcp_url=url, mcp_tools=["read"])
+            network = await box.network_log()
 
     assert (outcome.status, outcome.summary) == ("done", "I read the notes."), outcome.reason
-    requests = anthropic_server.requests
-    offered = [tool["name"] for tool in requests[0].json["tools"]]
-    mcp = [name for name in offered if name.startswith("mcp__")]
-    assert mcp == ["mcp__golem__read"]  # the subset, nothing else from golem
+    init = json.loads(next(line for line in lines(events, "stdout") if '"subtype":"init"' in line))
+    assert init["mcp_servers"] == [{"name": "golem", "status": "connected", "source": "dynamic"}]
+    mcp = [name for name in init["tools"] if name.startswith("mcp__")]
+    assert mcp == ["mcp__golem__read"]  # the step's subset, nothing else from golem
+    routed = [event for event in network if event.rule == "golem host route"]
+    assert len(routed) >= 3  # initialize, tools/list, tools/call: all through the route
     [started] = of_type(events, ToolStarted)
     assert started.call.name == "mcp__golem__read"
     [finished] = of_type(events, ToolFinished)
     assert not finished.is_error
     assert "read through MCP" in finished.output
+    requests = anthropic_server.requests
     assert "read through MCP" in json.dumps(requests[1].json["messages"])
     assert {r.headers["x-api-key"] for r in requests} == {TEST_KEY}
