@@ -13,6 +13,7 @@ import pytest
 
 from golem.agent import AgentEvent, AgentStarted, ToolFinished, ToolStarted, make_tools
 from golem.agent.external import BUILTINS, ExternalAgent, ExternalTemplate
+from golem.context.toolshed import Toolshed
 from golem.context.toolshed.gateway import tools_for_box
 from golem.core import ConfigError
 from tests.agent.external_support import (
@@ -26,6 +27,8 @@ from tests.agent.external_support import (
 from tests.agent.wire import TEST_KEY, AnthropicServer
 from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
 from tests.context.mcp_box_client import SCRIPT
+from tests.context.toolshed.servers import EVERYTHING, copy_into, entry
+from tests.context.toolshed.test_stdio import shed_config
 
 NOTES = "the step's notes, read through MCP\n"
 
@@ -154,3 +157,36 @@ async def test_claude_code_lists_and_calls_the_steps_tools_over_mcp(
     requests = anthropic_server.requests
     assert "read through MCP" in json.dumps(requests[1].json["messages"])
     assert {r.headers["x-api-key"] for r in requests} == {TEST_KEY}
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
+async def test_claude_code_gets_a_real_servers_subset_through_the_toolshed(
+    claude_image: str, anthropic_server: AnthropicServer, tmp_path: Path
+) -> None:
+    anthropic_server.push(
+        stream_reply(ToolUse("mcp__golem__every__echo", {"message": "hello via the toolshed"})),
+        stream_reply(Text("Echoed.")),
+    )
+    anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
+    base = external_config(tmp_path, [anthropic_credential(anthropic_server)], claude_image)
+    events: list[AgentEvent] = []
+    async with open_box(base, anthropic_server) as box:
+        server = entry(EVERYTHING, await copy_into(box, EVERYTHING))
+        shed = Toolshed(shed_config(base, every={"command": ["node", server, "stdio"]}))
+        try:
+            tools = await shed.tools(box, ["every.echo"])
+            agent = ExternalAgent("claude", model="claude-sonnet-4-5", on_event=events.append)
+            async with tools_for_box(tools, box) as url:
+                outcome = await agent.run(box, "Echo", mcp_url=url, mcp_tools=["every__echo"])
+        finally:
+            await shed.close()
+
+    assert (outcome.status, outcome.summary) == ("done", "Echoed."), outcome.reason
+    init = json.loads(next(line for line in lines(events, "stdout") if '"subtype":"init"' in line))
+    assert [name for name in init["tools"] if name.startswith("mcp__")] == [
+        "mcp__golem__every__echo"
+    ]
+    [finished] = of_type(events, ToolFinished)
+    assert not finished.is_error
+    assert "hello via the toolshed" in finished.output
