@@ -23,9 +23,11 @@ from tests.agent.external_support import (
     lines,
     of_type,
     open_box,
+    openai_credential,
 )
-from tests.agent.wire import TEST_KEY, AnthropicServer
+from tests.agent.wire import TEST_KEY, AnthropicServer, OpenAIServer
 from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
+from tests.agent.wire.openai_responses import FunctionCall, OutputText, responses_stream_reply
 from tests.context.mcp_box_client import SCRIPT
 from tests.context.toolshed.servers import EVERYTHING, copy_into, entry
 from tests.context.toolshed.test_stdio import shed_config
@@ -190,3 +192,42 @@ async def test_claude_code_gets_a_real_servers_subset_through_the_toolshed(
     [finished] = of_type(events, ToolFinished)
     assert not finished.is_error
     assert "hello via the toolshed" in finished.output
+
+
+# Codex ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def codex_image() -> str:
+    return cli_image("codex")
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
+async def test_codex_is_offered_and_calls_the_steps_tools_over_mcp(
+    codex_image: str, openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.push(
+        responses_stream_reply(FunctionCall("read", {"path": "notes.txt"}, namespace="mcp__golem")),
+        responses_stream_reply(OutputText("I read the notes.")),
+    )
+    openai_server.otherwise(responses_stream_reply(OutputText("(an extra request)")))
+    config = external_config(tmp_path, [openai_credential(openai_server)], codex_image)
+    events: list[AgentEvent] = []
+    async with open_box(config, openai_server) as box:
+        await box.put_file("/workspace/notes.txt", NOTES)
+        agent = ExternalAgent("codex", model="gpt-5-mini", on_event=events.append)
+        async with tools_for_box(make_tools(["read"]), box) as url:
+            outcome = await agent.run(box, "Read the notes", mcp_url=url, mcp_tools=["read"])
+
+    assert (outcome.status, outcome.summary) == ("done", "I read the notes."), outcome.reason
+    requests = openai_server.requests
+    [golem] = [tool for tool in requests[0].json["tools"] if "golem" in tool.get("name", "")]
+    assert (golem["type"], golem["name"]) == ("namespace", "mcp__golem")
+    assert [tool["name"] for tool in golem["tools"]] == ["read"]  # the subset only
+    [started] = of_type(events, ToolStarted)
+    assert (started.call.name, started.call.arguments) == ("golem.read", {"path": "notes.txt"})
+    [finished] = of_type(events, ToolFinished)
+    assert not finished.is_error
+    assert "read through MCP" in finished.output
+    assert "read through MCP" in json.dumps(requests[1].json["input"])
