@@ -4,11 +4,21 @@ refused, naming the step, before anything is cloned or started."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from golem.blueprint import parse_blueprint
+from golem.blueprint import Runner, RunRequest, RunState, parse_blueprint
 from golem.blueprint.steps.agent import check_toolshed
 from golem.core import ConfigError, load_config
+from golem.sandbox import LocalEngine
+from golem.store import SqlStore
+from tests.agent.external_support import anthropic_credential, cli_image, external_config
+from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer
+from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
+from tests.blueprint.repos import make_remote
+from tests.context.toolshed.servers import everything_over_http
 
 BLUEPRINT = """
 name: tools-for-a-cli
@@ -37,3 +47,79 @@ def test_a_cli_without_mcp_support_is_refused_with_the_step_named(cli: str) -> N
 def test_a_cli_that_reads_mcp_config_may_be_given_toolshed_tools(cli: str) -> None:
     config = load_config(SHED, files=[])
     check_toolshed(parse_blueprint(BLUEPRINT.format(cli=cli)), config)
+
+
+# A whole run -----------------------------------------------------------------------------
+
+RUN_BLUEPRINT = """
+name: claude-with-tools
+box:
+  network: filtered
+  memory: 2g
+  pids: 1024
+  egress: {{allow_cidrs: ["127.0.0.1/32"], ports: [{ports}]}}
+nodes:
+  - id: prepare
+    kind: host
+    action: prepare
+    next: implement
+  - id: implement
+    kind: agent
+    external: claude
+    prompt: "{{{{ task }}}}"
+    toolshed: [every.echo]
+    next: end
+"""
+
+
+@pytest.fixture(scope="session")
+def claude_image() -> str:
+    return cli_image("claude")
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(900)
+async def test_a_runs_claude_step_calls_its_toolshed_tool_and_the_result_reaches_the_trajectory(
+    claude_image: str, monkeypatch: pytest.MonkeyPatch, reachable_dir: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(ANTHROPIC_KEY_ENV, TEST_KEY)
+    with AnthropicServer(api_key=TEST_KEY) as anthropic_server:
+        state = await _run_with_tools(anthropic_server, claude_image, reachable_dir, tmp_path)
+        echoed = json.dumps(anthropic_server.requests[1].json["messages"])
+
+    assert state.status == "succeeded", state.error
+    [trajectory] = state.trajectories
+    recorded = Path(trajectory).read_text()
+    assert "mcp__golem__every__echo" in recorded
+    assert "echoed through golem" in recorded
+    assert "echoed through golem" in echoed
+
+
+async def _run_with_tools(
+    anthropic_server: AnthropicServer, image: str, reachable_dir: Path, tmp_path: Path
+) -> RunState:
+    anthropic_server.push(
+        stream_reply(ToolUse("mcp__golem__every__echo", {"message": "echoed through golem"})),
+        stream_reply(Text("Done with the tools.")),
+    )
+    anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
+    with everything_over_http() as port:
+        servers = [{"name": "every", "url": f"http://127.0.0.1:{port}/mcp"}]
+        base = external_config(
+            tmp_path / "state", [anthropic_credential(anthropic_server)], image
+        )
+        data = base.model_dump(mode="json", exclude_unset=True)
+        config = load_config({**data, "toolshed": {"servers": servers}}, files=[])
+        ports = f"{port}, {anthropic_server.url.rsplit(':', 1)[1].split('/')[0]}"
+        blueprint = tmp_path / "claude-with-tools.yaml"
+        blueprint.write_text(RUN_BLUEPRINT.format(ports=ports))
+        request = RunRequest.model_validate(
+            {"repo": str(make_remote(reachable_dir)), "task": "Echo", "blueprint": str(blueprint)}
+        )
+        store = await SqlStore.open(config)
+        try:
+            async with LocalEngine(config) as engine:
+                state = await Runner(config, engine=engine, store=store).start(request)
+        finally:
+            await store.close()
+    return state
