@@ -95,6 +95,8 @@ def everything_over_http() -> Iterator[int]:
     finally:
         process.kill()
         process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
 
 
 @dataclass
