@@ -191,7 +191,7 @@ async def test_claude_code_gets_a_real_servers_subset_through_the_toolshed(
     ]
     [finished] = of_type(events, ToolFinished)
     assert not finished.is_error
-    assert "hello via the toolshed" in finished.output
+    assert "Echo: hello via the toolshed" in finished.output
 
 
 # Codex ------------------------------------------------------------------------------------

@@ -89,10 +89,12 @@ async def test_a_runs_claude_step_calls_its_toolshed_tool_and_the_result_reaches
 
     assert state.status == "succeeded", state.error
     [trajectory] = state.trajectories
-    recorded = Path(trajectory).read_text()
-    assert "mcp__golem__every__echo" in recorded
-    assert "echoed through golem" in recorded
-    assert "echoed through golem" in echoed
+    events = [json.loads(line) for line in Path(trajectory).read_text().splitlines()]
+    assert events[0]["tools"] == ["every__echo"]
+    [finished] = [event for event in events if event["type"] == "tool_result"]
+    assert finished["output"] == "Echo: echoed through golem"  # the server's own answer
+    assert not finished["is_error"]
+    assert "Echo: echoed through golem" in echoed  # and Claude Code gave it to the model
 
 
 async def _run_with_tools(
@@ -105,9 +107,7 @@ async def _run_with_tools(
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
     with everything_over_http() as port:
         servers = [{"name": "every", "url": f"http://127.0.0.1:{port}/mcp"}]
-        base = external_config(
-            tmp_path / "state", [anthropic_credential(anthropic_server)], image
-        )
+        base = external_config(tmp_path / "state", [anthropic_credential(anthropic_server)], image)
         data = base.model_dump(mode="json", exclude_unset=True)
         config = load_config({**data, "toolshed": {"servers": servers}}, files=[])
         ports = f"{port}, {anthropic_server.url.rsplit(':', 1)[1].split('/')[0]}"
