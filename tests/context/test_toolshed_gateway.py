@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx2
 import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from golem.agent import make_tools
+from golem.agent import ToolResult, ToolSpec, make_tools
 from golem.context.toolshed.gateway import Gateway, serve_tools
 from golem.sandbox import Box, Engine
 
@@ -72,3 +73,21 @@ async def test_the_gateway_refuses_a_request_without_its_token(secret_box: Box) 
             )
         assert bare.status_code == 401
         assert wrong.status_code == 401
+
+
+class _Crashing:
+    """A tool whose run raises, with the box's secret in its message."""
+
+    spec = ToolSpec(name="crash", description="Raises.", parameters={"type": "object"})
+
+    async def run(self, box: Box, arguments: dict[str, Any]) -> ToolResult:
+        raise RuntimeError(f"could not reach the tracker with {SECRET}")
+
+
+async def test_a_tool_that_crashes_is_a_masked_tool_error(secret_box: Box) -> None:
+    async with serve_tools([_Crashing()], secret_box) as gateway, _client(gateway) as client:
+        crashed = await client.call_tool("crash", {})
+    text = crashed.content[0].text  # type: ignore[union-attr]
+    assert crashed.is_error
+    assert text.startswith("the tool failed: RuntimeError: could not reach the tracker")
+    assert SECRET not in text

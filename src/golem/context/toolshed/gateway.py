@@ -103,7 +103,10 @@ def _server(tools: Sequence[Tool], box: Box) -> Server[Any]:
                 f"no tool {params.name!r} here: this step has {', '.join(by_name) or 'none'}",
                 error=True,
             )
-        result = await tool.run(box, dict(params.arguments or {}))
+        try:
+            result = await tool.run(box, dict(params.arguments or {}))
+        except Exception as exc:  # a tool's crash is the CLI's observation, as for golem's agent
+            return _text(box.mask(f"the tool failed: {type(exc).__name__}: {exc}"), error=True)
         return _text(box.mask(result.output), error=result.is_error)
 
     return Server("golem", on_list_tools=list_tools, on_call_tool=call_tool)
