@@ -4,6 +4,7 @@ and refuses other names and requests without its token."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -91,3 +92,36 @@ async def test_a_tool_that_crashes_is_a_masked_tool_error(secret_box: Box) -> No
     assert crashed.is_error
     assert text.startswith("the tool failed: RuntimeError: could not reach the tracker")
     assert SECRET not in text
+
+
+class _Hanging:
+    """A tool that never answers; ``entered`` is set once a call is inside it."""
+
+    spec = ToolSpec(name="hang", description="Never answers.", parameters={"type": "object"})
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+
+    async def run(self, box: Box, arguments: dict[str, Any]) -> ToolResult:
+        self.entered.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.timeout(60)
+async def test_the_gateway_stops_with_a_call_still_running(secret_box: Box) -> None:
+    hanging = _Hanging()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hang"}}
+    async with httpx2.AsyncClient(timeout=None) as http:
+        async with serve_tools([hanging], secret_box) as gateway:
+            headers = {
+                "Authorization": f"Bearer {gateway.token}",
+                "Accept": "application/json, text/event-stream",
+            }
+            call = asyncio.create_task(http.post(gateway.url, json=body, headers=headers))
+            await hanging.entered.wait()
+        # the block was left with a call inside the tool: the call ends, unanswered
+        [ended] = await asyncio.gather(call, return_exceptions=True)
+        assert isinstance(ended, httpx2.HTTPError) or ended.status_code >= 500
+        with pytest.raises(httpx2.ConnectError):
+            await http.post(gateway.url, json=body, headers=headers)

@@ -33,6 +33,9 @@ from golem.sandbox import Box
 __all__ = ["Gateway", "serve_tools", "tools_for_box"]
 
 MCP_PATH = "/mcp"
+STOP_GRACE = 2
+"""Seconds a call still running when the step ends may take before it is cancelled (the
+CLI that made it is gone)."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,11 @@ async def serve_tools(tools: Sequence[Tool], box: Box) -> AsyncIterator[Gateway]
     listener = _loopback_listener()
     port = int(listener.getsockname()[1])
     config = uvicorn.Config(
-        _Guarded(manager, token), lifespan="off", log_level="warning", access_log=False
+        _Guarded(manager, token),
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=STOP_GRACE,
     )
     server = _QuietServer(config)
     async with manager.run():
