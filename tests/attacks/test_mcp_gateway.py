@@ -14,6 +14,7 @@ from golem.context.toolshed.gateway import serve_tools
 from golem.core.errors import ConfigError
 from golem.sandbox import Box, Engine, ExecRequest, LocalBox
 from tests.context.mcp_box_client import SCRIPT
+from tests.traces import traces_in_box
 
 pytestmark = pytest.mark.bwrap
 
@@ -46,6 +47,7 @@ async def test_the_box_calls_the_steps_tools_through_its_route(filtered_box: Loc
             bash = {"name": "bash", "arguments": {"command": "id"}}
             refused = await _mcp(filtered_box, url, "tools/call", bash)
             env = (await filtered_box.execute(["env"])).stdout.decode()
+            traces = await traces_in_box(filtered_box, gateway.token)
     assert listed.startswith("200 ")
     assert [tool["name"] for tool in json.loads(listed[4:])["result"]["tools"]] == ["read"]
     assert called.startswith("200 ")
@@ -53,6 +55,7 @@ async def test_the_box_calls_the_steps_tools_through_its_route(filtered_box: Loc
     assert '"isError":true' in refused.replace(" ", "")
     assert "no tool 'bash'" in refused
     assert gateway.token not in env
+    assert traces == []  # in no process, environment or file of the box
     log = await filtered_box.network_log()
     assert any(event.allowed and event.rule == "golem host route" for event in log)
 
