@@ -78,6 +78,10 @@ async def run_agent(
     ex.save()
     sink = ex.agent_sink(node)
     verification = verification_of(ex, box)
+    context, shed = ex.state.context, []
+    if settings.toolshed:  # the schemas count against the context budget, for a CLI too
+        shed = await ex.toolshed.tools(box, settings.toolshed)
+        context = fit_context(context, [tool.spec for tool in shed], CONTEXT_BUDGET)
     if settings.external is not None:
         from golem.agent.external import ExternalAgent  # noqa: PLC0415 - optional CLIs
 
@@ -85,25 +89,19 @@ async def run_agent(
             settings.external, model=settings.model, budget=budget, on_event=sink
         )
         run = partial(
-            runner.run, box, prompt, context=ex.state.context, trajectory=trajectory,
+            runner.run, box, prompt, context=context, trajectory=trajectory,
             verification=verification,
         )  # fmt: skip
         if not settings.toolshed:
             outcome = await run()
         else:  # golem serves the step's tools to the CLI: its MCP gateway, the box's route
-            shed = await ex.toolshed.tools(box, settings.toolshed)
             async with tools_for_box(shed, box) as url:
                 outcome = await run(mcp_url=url, mcp_tools=[tool.spec.name for tool in shed])
     else:
         tools = make_tools(settings.tools)
         if ex.state.request.follow_up is not None and ex.state.pr is None:
             tools.append(await reply_tool(ex))  # replies are posted at ship: until then
-        context = ex.state.context
-        if settings.toolshed:
-            shed = await ex.toolshed.tools(box, settings.toolshed)
-            context = fit_context(context, [tool.spec for tool in shed], CONTEXT_BUDGET)
-            tools += shed
-        agent = Agent(ex.model(settings.model), tools, budget=budget, on_event=sink)
+        agent = Agent(ex.model(settings.model), [*tools, *shed], budget=budget, on_event=sink)
         outcome = await agent.run(
             box, prompt, context=context, trajectory=trajectory, verification=verification
         )
