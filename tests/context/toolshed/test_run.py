@@ -96,6 +96,6 @@ async def test_a_step_naming_an_unknown_server_is_refused_before_any_box(
     request = RunRequest(
         repo=str(remote), task="Fix", blueprint=str(blueprint(tmp_path, ["tracker.search"], 80))
     )
-    with pytest.raises(ConfigError, match="step implement.*'tracker', which"):
+    with pytest.raises(ConfigError, match=r"step implement.*'tracker', which"):
         await Runner(config, engine=engine, store=store).submit(request)
     assert await engine.boxes() == []
