@@ -102,3 +102,16 @@ async def test_a_box_without_filtered_network_gets_no_route(engine: Engine) -> N
         assert isinstance(box, LocalBox)
         with pytest.raises(ConfigError, match="filtered"):
             box.host_route("http://127.0.0.1:1/", "t").__enter__()
+
+
+async def test_a_path_on_the_route_never_changes_where_it_goes(filtered_box: LocalBox) -> None:
+    async with serve_tools(make_tools(["read"]), filtered_box) as gateway:
+        port = int(gateway.url.split(":")[2].split("/")[0])
+        with filtered_box.host_route(gateway.url, gateway.token) as url:
+            tricks = ["/@127.0.0.1:22/", "/../../x", "//127.0.0.1:22/", "/%2e%2e/%2e%2e/"]
+            answers = [await _curl(filtered_box, "--path-as-is", url + t) for t in tricks]
+        log = await filtered_box.network_log()
+    assert all(answer.endswith(" 404") for answer in answers), answers  # the gateway's 404
+    routed = [event for event in log if event.rule == "golem host route"]
+    assert len(routed) == len(tricks)
+    assert {(event.address, event.port) for event in routed} == {("127.0.0.1", port)}
