@@ -12,8 +12,16 @@ from typing import Any
 
 import pytest
 
-from golem.agent import AgentEvent, AgentStarted, ToolFinished, ToolStarted, make_tools
+from golem.agent import (
+    AgentEvent,
+    AgentStarted,
+    Budget,
+    ToolFinished,
+    ToolStarted,
+    make_tools,
+)
 from golem.agent.external import BUILTINS, ExternalAgent, ExternalTemplate
+from golem.agent.external.plan import plan_call
 from golem.context.toolshed import Toolshed
 from golem.context.toolshed.gateway import tools_for_box
 from golem.core import ConfigError
@@ -233,3 +241,28 @@ async def test_codex_is_offered_and_calls_the_steps_tools_over_mcp(
     assert not finished.is_error
     assert "read through MCP" in finished.output
     assert "read through MCP" in json.dumps(requests[1].json["input"])
+
+
+def test_the_mcp_fields_are_filled_only_when_the_step_has_tools() -> None:
+    template = ExternalTemplate(
+        name="mine",
+        argv=["mine", "--run"],
+        mcp_args=["--tools-from", "{run_dir}/tools.json"],
+        mcp_env={"MINE_MCP_URL": "{mcp_url}"},
+        mcp_files={"tools.json": '{"url": "{mcp_url}"}'},
+    )
+    url = "http://127.0.0.1:3128/_golem/host-0123456789abcdef"
+    given = plan_call(
+        template, task="t", prompt="p", model=None, budget=Budget(), run_dir="/r",
+        box_env={}, timeout=60, mcp_url=url,
+    )  # fmt: skip
+    plain = plan_call(
+        template, task="t", prompt="p", model=None, budget=Budget(), run_dir="/r",
+        box_env={}, timeout=60,
+    )  # fmt: skip
+    assert given.command == ["mine", "--run", "--tools-from", "/r/tools.json"]
+    assert given.env == {"MINE_MCP_URL": url}
+    assert given.files["/r/tools.json"] == f'{{"url": "{url}"}}'
+    assert plain.command == ["mine", "--run"]
+    assert plain.env == {}
+    assert set(plain.files) == {"/r/prompt.md"}
