@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -125,3 +126,12 @@ async def test_the_gateway_stops_with_a_call_still_running(secret_box: Box) -> N
         assert isinstance(ended, httpx2.HTTPError) or ended.status_code >= 500
         with pytest.raises(httpx2.ConnectError):
             await http.post(gateway.url, json=body, headers=headers)
+
+
+async def test_the_gateway_leaves_the_processs_logging_alone(secret_box: Box) -> None:
+    before = {name: logging.getLogger(name).level for name in ("uvicorn", "uvicorn.error")}
+    handlers = list(logging.getLogger("uvicorn").handlers)
+    async with serve_tools(make_tools(["read"]), secret_box):
+        pass
+    assert {name: logging.getLogger(name).level for name in before} == before
+    assert logging.getLogger("uvicorn").handlers == handlers

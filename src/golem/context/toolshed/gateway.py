@@ -63,7 +63,8 @@ async def serve_tools(tools: Sequence[Tool], box: Box) -> AsyncIterator[Gateway]
     config = uvicorn.Config(
         _Guarded(manager, token),
         lifespan="off",
-        log_level="warning",
+        log_config=None,  # the process's logging (golem serve's own uvicorn's) left alone
+        log_level=None,
         access_log=False,
         timeout_graceful_shutdown=STOP_GRACE,
     )
