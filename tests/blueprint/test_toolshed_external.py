@@ -10,15 +10,17 @@ from pathlib import Path
 import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState, parse_blueprint
+from golem.blueprint.book import RunBook
 from golem.blueprint.steps.agent import check_toolshed
 from golem.core import ConfigError, load_config
 from golem.sandbox import LocalEngine
 from golem.store import SqlStore
-from tests.agent.external_support import anthropic_credential, cli_image, external_config
+from tests.agent.external_support import anthropic_credential, cli_image
 from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer
 from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
 from tests.blueprint.repos import make_remote
-from tests.context.toolshed.servers import everything_over_http
+from tests.context.toolshed.servers import everything_over_http, recording_proxy
+from tests.context.toolshed.test_http import TOKEN
 
 BLUEPRINT = """
 name: tools-for-a-cli
@@ -83,43 +85,59 @@ async def test_a_runs_claude_step_calls_its_toolshed_tool_and_the_result_reaches
     claude_image: str, monkeypatch: pytest.MonkeyPatch, reachable_dir: Path, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(ANTHROPIC_KEY_ENV, TEST_KEY)
-    with AnthropicServer(api_key=TEST_KEY) as anthropic_server:
-        state = await _run_with_tools(anthropic_server, claude_image, reachable_dir, tmp_path)
-        echoed = json.dumps(anthropic_server.requests[1].json["messages"])
+    with AnthropicServer(api_key=TEST_KEY) as anthropic_server, everything_over_http() as port:
+        async with recording_proxy(port) as tracker:  # sees what reaches the server
+            state, store_text = await _run_with_tools(
+                anthropic_server, tracker.port, claude_image, reachable_dir, tmp_path
+            )
+        model_saw = json.dumps([request.json for request in anthropic_server.requests])
 
     assert state.status == "succeeded", state.error
     [trajectory] = state.trajectories
-    events = [json.loads(line) for line in Path(trajectory).read_text().splitlines()]
+    recorded = Path(trajectory).read_text()
+    events = [json.loads(line) for line in recorded.splitlines()]
     assert events[0]["tools"] == ["every__echo"]
     [finished] = [event for event in events if event["type"] == "tool_result"]
     assert finished["output"] == "Echo: echoed through golem"  # the server's own answer
     assert not finished["is_error"]
-    assert "Echo: echoed through golem" in echoed  # and Claude Code gave it to the model
+    assert "Echo: echoed through golem" in model_saw  # and Claude Code gave it to the model
+    reached = tracker.sent.decode().lower()
+    assert f"authorization: bearer {TOKEN}" in reached  # the brokered credential reached it
+    for text in (recorded, model_saw, store_text):  # and nothing else saw it
+        assert TOKEN not in text
 
 
 async def _run_with_tools(
-    anthropic_server: AnthropicServer, image: str, reachable_dir: Path, tmp_path: Path
-) -> RunState:
+    anthropic_server: AnthropicServer, port: int, image: str, reachable_dir: Path, tmp_path: Path
+) -> tuple[RunState, str]:
     anthropic_server.push(
         stream_reply(ToolUse("mcp__golem__every__echo", {"message": "echoed through golem"})),
         stream_reply(Text("Done with the tools.")),
     )
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
-    with everything_over_http() as port:
-        servers = [{"name": "every", "url": f"http://127.0.0.1:{port}/mcp"}]
-        base = external_config(tmp_path / "state", [anthropic_credential(anthropic_server)], image)
-        data = base.model_dump(mode="json", exclude_unset=True)
-        config = load_config({**data, "toolshed": {"servers": servers}}, files=[])
-        ports = f"{port}, {anthropic_server.url.rsplit(':', 1)[1].split('/')[0]}"
-        blueprint = tmp_path / "claude-with-tools.yaml"
-        blueprint.write_text(RUN_BLUEPRINT.format(ports=ports))
-        request = RunRequest.model_validate(
-            {"repo": str(make_remote(reachable_dir)), "task": "Echo", "blueprint": str(blueprint)}
-        )
-        store = await SqlStore.open(config)
-        try:
-            async with LocalEngine(config) as engine:
-                state = await Runner(config, engine=engine, store=store).start(request)
-        finally:
-            await store.close()
-    return state
+    tracker = {"name": "tracker", "host": r"^127\.0\.0\.1$", "env": "TRACKER_TOKEN", "value": TOKEN}
+    servers = [{"name": "every", "url": f"http://127.0.0.1:{port}/mcp", "credential": "tracker"}]
+    credentials = [anthropic_credential(anthropic_server), tracker]
+    config = load_config(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "credentials": credentials,
+            "engine": {"backend": {"type": "docker", "image": image}},
+            "toolshed": {"servers": servers},
+        },
+        files=[],
+    )  # as external_config makes it, and the toolshed (a dump would lose the secret)
+    ports = f"{port}, {anthropic_server.url.rsplit(':', 1)[1].split('/')[0]}"
+    blueprint = tmp_path / "claude-with-tools.yaml"
+    blueprint.write_text(RUN_BLUEPRINT.format(ports=ports))
+    request = RunRequest.model_validate(
+        {"repo": str(make_remote(reachable_dir)), "task": "Echo", "blueprint": str(blueprint)}
+    )
+    store = await SqlStore.open(config)
+    try:
+        async with LocalEngine(config) as engine:
+            state = await Runner(config, engine=engine, store=store).start(request)
+        events = await RunBook(store).events(state.id)
+    finally:
+        await store.close()
+    return state, "".join(event.model_dump_json() for _, event in events)
