@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal as signals
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 
 from golem.core.errors import (
     BoxCrashed,
+    ConfigError,
     ExecTimeout,
     InvalidRequest,
     RuntimeNotAvailable,
@@ -94,6 +95,21 @@ class LocalBox(BoxFiles):
     async def network_log(self) -> list[NetworkEvent]:
         """Every decision of this session's egress proxy so far (``filtered`` boxes)."""
         return list(self._network.proxy.log) if self._network is not None else []
+
+    @contextlib.contextmanager
+    def host_route(self, upstream: str, token: str) -> Iterator[str]:
+        """A route from this ``filtered`` box to a service golem runs on this host's
+        loopback (``http://127.0.0.1:<port>/...``), for as long as the block lasts; yields
+        the URL the box calls. Requests on it get ``Authorization: Bearer <token>`` from
+        the proxy: the box never holds the token, and its output has it masked."""
+        if self._network is None:
+            raise ConfigError(
+                f"box {self.id} has network={self.spec.network!r}: a route to a service of "
+                "golem's (a step's MCP tools for an external agent) needs network = 'filtered'"
+            )
+        self._secrets.append(token)
+        with self._network.host_route(upstream, token) as url:
+            yield url
 
     @property
     def closed(self) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -150,6 +150,13 @@ class Box(Protocol):
 
     async def network_log(self) -> list[NetworkEvent]:
         """Every decision of this session's egress proxy so far."""
+        ...
+
+    def host_route(self, upstream: str, token: str) -> AbstractContextManager[str]:
+        """A route from this ``filtered`` box to a service golem runs on this host's
+        loopback (``http://127.0.0.1:<port>/...``) while the block lasts; yields the URL
+        the box calls. The proxy puts ``Authorization: Bearer <token>`` on each request:
+        the box never holds the token. ConfigError where the box cannot have one."""
         ...
 
     async def put_file(

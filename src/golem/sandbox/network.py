@@ -13,6 +13,7 @@ import os
 import resource
 import shutil
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 
 from golem.core.config import GolemConfig
@@ -20,6 +21,7 @@ from golem.core.errors import ConfigError
 from golem.core.network import EgressPolicy, NetworkConfig
 from golem.sandbox.contracts import Mount
 from golem.sandbox.egress import (
+    ROUTE_PREFIX,
     CredentialBroker,
     EgressCA,
     EgressProxy,
@@ -112,6 +114,18 @@ class BoxNetwork:
         env.update(dict.fromkeys(TRUST_VARIABLES, BOX_BUNDLE))
         env.update(broker.box_env(port))
         return env
+
+    @contextlib.contextmanager
+    def host_route(self, upstream: str, token: str) -> Iterator[str]:
+        """A route, for as long as the block lasts, from the box to a service golem runs
+        on this host's loopback; yields its URL as the box calls it. The proxy puts
+        ``Authorization: Bearer <token>`` on every request through it."""
+        item = self.proxy.broker.add_host_route(upstream, token)
+        port = self._service.config.proxy_port
+        try:
+            yield f"http://127.0.0.1:{port}{ROUTE_PREFIX}{item.credential.name}"
+        finally:
+            self.proxy.broker.remove(item)
 
     async def close(self) -> None:
         """Stop the proxy and remove the directory."""

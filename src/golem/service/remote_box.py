@@ -20,7 +20,7 @@ from collections.abc import (
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from golem.core.errors import SessionNotFound
+from golem.core.errors import ConfigError, SessionNotFound
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.spec import BoxSpec
 from golem.sandbox import (
@@ -127,6 +127,15 @@ class RemoteBox:
     async def network_log(self) -> list[NetworkEvent]:
         """The egress proxy's decisions for this session so far."""
         return [NetworkEvent.model_validate(e) for e in await self._request("GET", "/network")]
+
+    def host_route(self, upstream: str, token: str) -> contextlib.AbstractContextManager[str]:
+        """Never here: a remote box's proxy runs on the server's host, which cannot reach
+        a service on this one's loopback."""
+        raise ConfigError(
+            f"box {self.id} runs on a golem server, whose proxy cannot reach services on "
+            "this host (a step's MCP tools for an external agent): run the step on a local "
+            "engine, or give it golem's own agent"
+        )
 
     # Files --------------------------------------------------------------------------------
 

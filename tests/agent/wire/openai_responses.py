@@ -41,6 +41,8 @@ class FunctionCall:
     arguments: Mapping[str, Any] | str
     call_id: str | None = None
     chunk: int = 7
+    namespace: str | None = None
+    """The tool's namespace (Codex offers an MCP server's tools as ``mcp__<server>``)."""
 
     def arguments_json(self) -> str:
         """The arguments as the JSON text to stream."""
@@ -148,6 +150,7 @@ def _function_call_events(
     added = {
         "id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id,
         "name": item.name, "arguments": "",
+        **({"namespace": item.namespace} if item.namespace else {}),
     }  # fmt: skip
     where = {"item_id": item_id, "output_index": index}
     deltas = [

@@ -5,11 +5,13 @@ other) run in their one-shot mode inside a box, with the same ``run`` as golem's
     outcome = await agent.run(box, "Fix the failing test", trajectory=Path("run.jsonl"))
 
 The box must be ``filtered`` and broker the CLI's provider key (``[[credentials]]``): the
-CLI holds only a sentinel and golem's route; the egress proxy adds the real key.
+CLI holds only a sentinel and golem's route; the egress proxy adds the real key. A step's
+toolshed tools reach claude, codex and goose as one MCP server (``run(..., mcp_url=...)``).
 """
 
 from golem.agent.external.builtins import ANTHROPIC, BUILTINS, OPENAI
 from golem.agent.external.parsers import PARSERS
+from golem.agent.external.plan import check_mcp
 from golem.agent.external.runner import ExternalAgent
 from golem.agent.external.template import (
     ExternalTemplate,
@@ -26,4 +28,5 @@ __all__ = [
     "ExternalTemplate",
     "OutputFormat",
     "ProviderCredential",
+    "check_mcp",
 ]

@@ -3,8 +3,9 @@
 Each runs its one-shot mode with permissions auto-approved (the box is the security
 boundary), reads the prompt from standard input or a file (no argv length limit, no task
 mistaken for an option), reaches its model only through golem's credential route, and has
-its telemetry, update checks and error reporting switched off. The flags are those of the
-versions named in docs/external-agents.md.
+its telemetry, update checks and error reporting switched off. claude, codex and goose get
+a step's toolshed tools as one streamable-HTTP MCP server named ``golem`` (pi and aider
+have no MCP client). The flags are those of the versions named in docs/external-agents.md.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ CLAUDE = ExternalTemplate(
     model_args=["--model", "{model}"],
     turns_args=["--max-turns", "{max_turns}"],
     usd_args=["--max-budget-usd", "{max_usd}"],
+    mcp_args=["--mcp-config", "{run_dir}/mcp.json", "--strict-mcp-config"],  # ends the list
+    mcp_files={"mcp.json": '{"mcpServers": {"golem": {"type": "http", "url": "{mcp_url}"}}}'},
     stdin="{prompt}",
     env={
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -73,6 +76,7 @@ CODEX = ExternalTemplate(
         "-c", "check_for_update_on_startup=false",
     ],
     model_args=["--model", "{model}"],
+    mcp_args=["-c", 'mcp_servers.golem.url="{mcp_url}"'],
     stdin="{prompt}",
     credentials=[OPENAI],
     output="codex",
@@ -126,6 +130,7 @@ GOOSE = ExternalTemplate(
     ],
     model_args=["--model", "{model}"],
     turns_args=["--max-turns", "{max_turns}"],
+    mcp_args=["--with-streamable-http-extension", "{mcp_url}"],
     env={
         "GOOSE_MODE": "auto",
         "ANTHROPIC_HOST": "{env:ANTHROPIC_BASE_URL}",

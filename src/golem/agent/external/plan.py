@@ -10,7 +10,7 @@ from golem.agent.budget import Budget
 from golem.agent.external.template import ExternalTemplate, fill
 from golem.core.errors import ConfigError
 
-__all__ = ["DROP_FILTER", "Invocation", "plan_call"]
+__all__ = ["DROP_FILTER", "Invocation", "check_mcp", "plan_call"]
 
 PROMPT_FILE = "prompt.md"
 DROP_FILTER = """\
@@ -22,6 +22,14 @@ exit "$status"
 """
 """Runs "$@" with its stdout lines matching $1 dropped, and exits with its exit code. The
 command and its arguments stay separate words: no shell parses them."""
+
+
+_NO_MCP = (
+    "the {name} agent takes no MCP configuration (its template has no mcp_args, mcp_env "
+    "or mcp_files), so it cannot be given the step's toolshed tools: remove the step's "
+    "toolshed patterns, or choose claude, codex or goose"
+)
+"""Why a step with toolshed tools cannot run a CLI."""
 
 
 @dataclass(frozen=True)
@@ -51,9 +59,11 @@ def plan_call(
     box_env: Mapping[str, str],
     extra_args: Sequence[str] = (),
     timeout: float,
+    mcp_url: str | None = None,
 ) -> Invocation:
     """Fill ``template`` in; ``timeout`` is the call's own limit, which the budget's wall
-    clock may shorten."""
+    clock may shorten; ``mcp_url``: the step's tools, as an MCP server the CLI is told of
+    through the template's ``mcp_*`` fields."""
     values = {
         "task": task,
         "prompt": prompt,
@@ -71,17 +81,30 @@ def plan_call(
     if budget.usd is not None and template.usd_args:
         values["max_usd"] = f"{budget.usd:g}"
         items += template.usd_args
+    env, files = dict(template.env), dict(template.files)
+    if mcp_url is not None:
+        check_mcp(template)
+        values["mcp_url"] = mcp_url
+        items += template.mcp_args
+        env.update(template.mcp_env)
+        files.update(template.mcp_files)
     command = _filled(template, [*items], values) + list(extra_args)
     wall = budget.wall_seconds
     return Invocation(
         argv=_filtered(template, command),
-        env={name: _filled(template, [v], values)[0] for name, v in template.env.items()},
+        env={name: _filled(template, [v], values)[0] for name, v in env.items()},
         stdin=_filled(template, [template.stdin], values)[0].encode() if template.stdin else None,
-        files=_files(template, values, run_dir, prompt),
+        files=_files(template, files, values, run_dir, prompt),
         timeout=min(timeout, wall) if wall is not None else timeout,
         limited_by_budget=wall is not None and wall <= timeout,
         command=command,
     )
+
+
+def check_mcp(template: ExternalTemplate) -> None:
+    """ConfigError when the CLI cannot be given a step's tools."""
+    if not template.speaks_mcp:
+        raise ConfigError(_NO_MCP.format(name=template.name))
 
 
 def _filled(template: ExternalTemplate, texts: list[str], values: Mapping[str, str]) -> list[str]:
@@ -98,10 +121,14 @@ def _filled(template: ExternalTemplate, texts: list[str], values: Mapping[str, s
 
 
 def _files(
-    template: ExternalTemplate, values: Mapping[str, str], run_dir: str, prompt: str
+    template: ExternalTemplate,
+    contents: Mapping[str, str],
+    values: Mapping[str, str],
+    run_dir: str,
+    prompt: str,
 ) -> dict[str, str]:
     files = {f"{run_dir}/{PROMPT_FILE}": prompt}
-    for path, content in template.files.items():
+    for path, content in contents.items():
         files[f"{run_dir}/{path}"] = _filled(template, [content], values)[0]
     return files
 

@@ -27,7 +27,7 @@ from golem.agent.events import (
 )
 from golem.agent.external.builtins import BUILTINS
 from golem.agent.external.parsers import OutputParser, make_parser
-from golem.agent.external.plan import Invocation, plan_call
+from golem.agent.external.plan import Invocation, check_mcp, plan_call
 from golem.agent.external.preflight import check_box, probe_box
 from golem.agent.external.prompt import external_prompt
 from golem.agent.external.stream import Ended, run_call
@@ -94,10 +94,16 @@ class ExternalAgent:
         context: str = "",
         trajectory: Path | None = None,
         verification: Verification | None = None,
+        mcp_url: str | None = None,
+        mcp_tools: Sequence[str] = (),
     ) -> AgentOutcome:
         """Run the CLI on ``task`` in ``box`` until it ends or its time is up. Raises
         ConfigError (or RuntimeNotAvailable) before anything runs when the box is not fit
-        for it; the CLI's own failures end the run as ``error``."""
+        for it; the CLI's own failures end the run as ``error``. ``mcp_url``: the step's
+        tools (``mcp_tools``, by name) as an MCP server the box reaches, given to the CLI
+        through its template's ``mcp_*`` fields."""
+        if mcp_url is not None:
+            check_mcp(self.template)
         check_box(box, self.template)
         box_env = await probe_box(box, self.template)
         run_dir = f"{RUN_ROOT}/{secrets.token_hex(8)}"
@@ -105,7 +111,7 @@ class ExternalAgent:
         call = plan_call(
             self.template, task=task, prompt=prompt, model=self.model, budget=self.budget,
             run_dir=run_dir, box_env=box_env, extra_args=self.extra_args,
-            timeout=self.timeout or box.spec.timeout,
+            timeout=self.timeout or box.spec.timeout, mcp_url=mcp_url,
         )  # fmt: skip
         writer = TrajectoryWriter(trajectory) if trajectory is not None else None
         sinks = [*self._sinks, *([_writing(writer)] if writer else [])]
@@ -119,7 +125,11 @@ class ExternalAgent:
         try:
             emit(
                 AgentStarted(
-                    task=task, model=self.name, tools=[], budget=self.budget, system=prompt
+                    task=task,
+                    model=self.name,
+                    tools=list(mcp_tools),
+                    budget=self.budget,
+                    system=prompt,
                 )
             )
             emit(ExternalOutput(stream="golem", line="$ " + shlex.join(call.command)))

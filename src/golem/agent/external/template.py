@@ -30,12 +30,15 @@ OutputFormat = Literal["text", "claude", "codex", "pi", "aider"]
 with its token and cost lines)."""
 
 PLACEHOLDER = re.compile(
-    r"\{(task|prompt|prompt_file|model|run_dir|max_turns|max_usd|env:[A-Za-z_][A-Za-z0-9_]*)\}"
+    r"\{(task|prompt|prompt_file|model|run_dir|max_turns|max_usd|mcp_url"
+    r"|env:[A-Za-z_][A-Za-z0-9_]*)\}"
 )
 """``{task}`` the task as given; ``{prompt}`` the prompt golem composes (context and
 task); ``{prompt_file}`` a file in the box holding it; ``{model}``; ``{run_dir}`` a fresh
 directory in the box for this run; ``{max_turns}`` and ``{max_usd}`` from the budget;
-``{env:NAME}`` the value of NAME in the box's environment (a golem route, say)."""
+``{env:NAME}`` the value of NAME in the box's environment (a golem route, say);
+``{mcp_url}`` the URL of the step's tools as one streamable-HTTP MCP server (golem's
+gateway, reached through the box's proxy: no token needed), in ``mcp_*`` fields only."""
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -113,6 +116,19 @@ class ExternalTemplate(BaseModel):
         default_factory=dict,
         description="Files written before the call, by path relative to {run_dir}.",
     )
+    mcp_args: list[str] = Field(
+        default_factory=list,
+        description="Appended when the step gives the CLI tools (toolshed): how it takes "
+        "the MCP server at '{mcp_url}', e.g. ['--mcp-config', '{run_dir}/mcp.json'].",
+    )
+    mcp_env: dict[str, str] = Field(
+        default_factory=dict, description="Set for the call when the step gives it tools."
+    )
+    mcp_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Written before the call when the step gives it tools, by path "
+        "relative to {run_dir}: the CLI's MCP configuration naming '{mcp_url}'.",
+    )
     stdin: str | None = Field(None, description="Fed to standard input, e.g. '{prompt}'.")
     credentials: list[ProviderCredential] = Field(
         default_factory=list, description="Provider keys the CLI needs, brokered by golem."
@@ -142,7 +158,7 @@ class ExternalTemplate(BaseModel):
             )
         return value
 
-    @field_validator("env")
+    @field_validator("env", "mcp_env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
@@ -150,7 +166,7 @@ class ExternalTemplate(BaseModel):
                 raise ValueError(f"{name!r} is not an environment variable name")
         return value
 
-    @field_validator("files")
+    @field_validator("files", "mcp_files")
     @classmethod
     def _relative_paths(cls, value: dict[str, str]) -> dict[str, str]:
         for path in value:
@@ -163,10 +179,16 @@ class ExternalTemplate(BaseModel):
         """The CLI's name or path (argv[0])."""
         return self.argv[0]
 
+    @property
+    def speaks_mcp(self) -> bool:
+        """Whether golem can hand this CLI a step's tools (an MCP server by URL)."""
+        return bool(self.mcp_args or self.mcp_env or self.mcp_files)
+
     def env_names_needed(self) -> list[str]:
         """Box variables the CLI needs: its credentials and any ``{env:NAME}`` used."""
         names = [name for cred in self.credentials for name in cred.env_names()]
         texts = [*self.argv, *self.model_args, *self.env.values(), *self.files.values()]
+        texts += [*self.mcp_args, *self.mcp_env.values(), *self.mcp_files.values()]
         for name in placeholder_env_names([*texts, self.stdin or ""]):
             if name not in names:
                 names.append(name)

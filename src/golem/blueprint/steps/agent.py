@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 from golem.agent import Agent, make_tools
@@ -13,9 +14,10 @@ from golem.blueprint.steps.follow_up import reply_tool
 from golem.blueprint.steps.host import CONTEXT_BUDGET
 from golem.blueprint.template import render
 from golem.context.toolshed.budget import fit_context
+from golem.context.toolshed.gateway import tools_for_box
 from golem.context.toolshed.selection import check_patterns, parse_patterns
 from golem.core.config import GolemConfig
-from golem.core.errors import BudgetSpent
+from golem.core.errors import BudgetSpent, ConfigError
 
 __all__ = ["check_toolshed", "run_agent", "run_agent_node", "template_values", "toolshed_steps"]
 
@@ -38,6 +40,13 @@ def check_toolshed(blueprint: Blueprint, config: GolemConfig) -> None:
     for name, settings in toolshed_steps(blueprint):
         where = f"blueprint {blueprint.name!r}, step {name}"
         check_patterns(parse_patterns(settings.toolshed), config.toolshed, where)
+        if settings.external is not None:
+            from golem.agent.external import ExternalAgent, check_mcp  # noqa: PLC0415
+
+            try:
+                check_mcp(ExternalAgent(settings.external).template)
+            except ConfigError as error:
+                raise ConfigError(f"{where}: {error.message}") from None
 
 
 def template_values(ex: Execution, **extra: object) -> dict[str, object]:
@@ -69,25 +78,30 @@ async def run_agent(
     ex.save()
     sink = ex.agent_sink(node)
     verification = verification_of(ex, box)
+    context, shed = ex.state.context, []
+    if settings.toolshed:  # the schemas count against the context budget, for a CLI too
+        shed = await ex.toolshed.tools(box, settings.toolshed)
+        context = fit_context(context, [tool.spec for tool in shed], CONTEXT_BUDGET)
     if settings.external is not None:
         from golem.agent.external import ExternalAgent  # noqa: PLC0415 - optional CLIs
 
         runner = ExternalAgent(
             settings.external, model=settings.model, budget=budget, on_event=sink
         )
-        outcome = await runner.run(
-            box, prompt, context=ex.state.context, trajectory=trajectory, verification=verification
-        )
+        run = partial(
+            runner.run, box, prompt, context=context, trajectory=trajectory,
+            verification=verification,
+        )  # fmt: skip
+        if not settings.toolshed:
+            outcome = await run()
+        else:  # golem serves the step's tools to the CLI: its MCP gateway, the box's route
+            async with tools_for_box(shed, box) as url:
+                outcome = await run(mcp_url=url, mcp_tools=[tool.spec.name for tool in shed])
     else:
         tools = make_tools(settings.tools)
         if ex.state.request.follow_up is not None and ex.state.pr is None:
             tools.append(await reply_tool(ex))  # replies are posted at ship: until then
-        context = ex.state.context
-        if settings.toolshed:
-            shed = await ex.toolshed.tools(box, settings.toolshed)
-            context = fit_context(context, [tool.spec for tool in shed], CONTEXT_BUDGET)
-            tools += shed
-        agent = Agent(ex.model(settings.model), tools, budget=budget, on_event=sink)
+        agent = Agent(ex.model(settings.model), [*tools, *shed], budget=budget, on_event=sink)
         outcome = await agent.run(
             box, prompt, context=context, trajectory=trajectory, verification=verification
         )

@@ -14,6 +14,7 @@ import os
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from golem.core.errors import ConfigError
 from golem.core.masking import SecretMasker, basic_auth
@@ -60,6 +61,9 @@ class Brokered:
     credential: Credential
     value: str
     sentinel: str
+    host_route: bool = False
+    """A route golem registered to a service of its own on this host's loopback (a
+    step's MCP gateway): reached only by its route, its Authorization always set."""
 
     @property
     def secrets(self) -> list[str]:
@@ -71,9 +75,11 @@ class Brokered:
 
     def apply(self, headers: Headers) -> Headers:
         """The request headers with this credential put in."""
-        if self.credential.auth == "basic":
-            token = basic_auth(self.credential.username, self.value).encode()
+        if self.credential.auth == "basic" or self.host_route:
             kept = [(k, v) for k, v in headers if k.lower() != b"authorization"]
+            if self.host_route:
+                return [*kept, (b"Authorization", b"Bearer " + self.value.encode())]
+            token = basic_auth(self.credential.username, self.value).encode()
             return [*kept, (b"Authorization", b"Basic " + token)]
         name = self.credential.header.lower().encode()
         sentinel, value = self.sentinel.encode(), self.value.encode()
@@ -93,8 +99,31 @@ class CredentialBroker:
         return bool(self.items)
 
     def for_host(self, host: str) -> list[Brokered]:
-        """The credentials that apply to ``host``."""
-        return [item for item in self.items if item.credential.matches(host)]
+        """The credentials that apply to ``host`` (a host route only by its route)."""
+        return [
+            item for item in self.items if not item.host_route and item.credential.matches(host)
+        ]
+
+    def add_host_route(self, upstream: str, token: str) -> Brokered:
+        """Register a route to a service golem runs on this host's loopback for this
+        session (``upstream``: ``http://127.0.0.1:<port>/...``), under a fresh random
+        name; requests on it carry ``Authorization: Bearer <token>``, which the box never
+        sees. The proxy lets this route, and nothing else, reach the host."""
+        parts = urlsplit(upstream)
+        if parts.scheme != "http" or parts.hostname != "127.0.0.1" or parts.port is None:
+            raise ValueError(f"a host route goes to http://127.0.0.1:<port>, not {upstream}")
+        name = f"host-{secrets.token_hex(8)}"
+        credential = Credential(
+            name=name, host=r"^127\.0\.0\.1$", env="GOLEM_HOST_ROUTE", value=token,
+            upstream=upstream,
+        )  # fmt: skip
+        item = Brokered(credential, token, f"golem-sentinel-{name}", host_route=True)
+        self.items.append(item)
+        return item
+
+    def remove(self, item: Brokered) -> None:
+        """Forget a route added by ``add_host_route``."""
+        self.items = [kept for kept in self.items if kept is not item]
 
     def by_route(self, name: str) -> Brokered | None:
         """The credential whose plain-HTTP route is ``/_golem/<name>``."""
@@ -114,6 +143,8 @@ class CredentialBroker:
         env = {}
         for item in self.items:
             credential = item.credential
+            if item.host_route:
+                continue
             if credential.env is not None:
                 env[credential.env] = item.sentinel
             if credential.base_url_env is not None:

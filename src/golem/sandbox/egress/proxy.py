@@ -213,6 +213,18 @@ class EgressProxy:
         allowed = {"allowed": True, "rule": decision.rule, "address": chosen}
         return chosen, self._record(entry.model_copy(update=allowed))
 
+    def _host_route(self, method: str, item: Brokered) -> tuple[str, int, Traffic]:
+        """Where a route golem registered to its own service on this host's loopback goes
+        (exactly its upstream's address and port, whatever the path), logged: the one
+        exception to the policy."""
+        upstream = urlsplit(item.credential.upstream or "")
+        host, port = upstream.hostname or "", upstream.port or 80
+        entry = NetworkEvent(
+            host=host, port=port, allowed=True, rule="golem host route", method=method,
+            brokered=item.credential.name, address=host,
+        )  # fmt: skip
+        return host, port, self._record(entry)
+
     def _refuse(self, entry: NetworkEvent, status: int, rule: str) -> EgressRefused:
         self._record(entry.model_copy(update={"allowed": False, "rule": rule}))
         return EgressRefused(status, rule)
@@ -378,7 +390,11 @@ class EgressProxy:
             applied = self.broker.for_host(url.hostname)
         host = url.hostname or ""
         port = url.port or (443 if tls is not None else 80)
-        address, traffic = await self._decide(host, port, method, applied)
+        if applied and applied[0].host_route:
+            address, port, traffic = self._host_route(method, applied[0])
+            host = address
+        else:
+            address, traffic = await self._decide(host, port, method, applied)
         origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
         return _Route(Upstream(address, port, host, tls), origin.encode(), applied, traffic)
 

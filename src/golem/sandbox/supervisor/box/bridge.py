@@ -170,6 +170,9 @@ class Bridge:
             proxy.connect(self.path)
             proxy.setblocking(False)
             conn.setblocking(False)
+            # an answer comes from the proxy in pieces (head, body): without this, each
+            # piece after the first waits for the client's delayed ACK (~40 ms, Nagle)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             conn.close()
             proxy.close()
