@@ -43,7 +43,9 @@ def _listen(host: str, port: int) -> socket.socket:
     """The server's socket, bound now so that a busy port is a clear error and port 0
     picks a free one."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted sockets only then (else
+    # each small answer waits ~40 ms for the client's delayed ACK).
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, port))
