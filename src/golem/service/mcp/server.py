@@ -1,0 +1,36 @@
+"""The MCP server golem is: its tools, on the official SDK's MCPServer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from mcp.server.mcpserver import MCPServer
+
+from golem import __version__
+from golem.service.mcp.boxes import BOX_TOOLS
+from golem.service.mcp.host import Host
+from golem.service.mcp.runs import RUN_TOOLS
+
+__all__ = ["INSTRUCTIONS", "golem_mcp"]
+
+INSTRUCTIONS = """golem runs code in isolated boxes and runs coding agents that end in pull
+requests. Boxes: box_open, then box_exec / box_read_file / box_write_file with its box_id,
+then box_close. Runs: run_start (repo and task or issue), then follow it with run_events
+(after=next_after, wait=seconds) or run_status; answer a gate with run_approve or
+run_reject; fetch its pull request with run_pr."""
+
+
+def golem_mcp(host: Host) -> MCPServer[Host]:
+    """golem's tools, acting on ``host``."""
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[Host]) -> AsyncIterator[Host]:
+        yield host
+
+    server: MCPServer[Host] = MCPServer(
+        "golem", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan
+    )
+    for function in (*BOX_TOOLS, *RUN_TOOLS):
+        server.add_tool(function)
+    return server
