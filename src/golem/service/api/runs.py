@@ -24,7 +24,7 @@ from golem.service.keys import Principal
 from golem.service.policy import check_repo, check_run
 from golem.service.state import ServerState
 
-__all__ = ["GateDecision", "pull_request", "router", "run_book", "submit"]
+__all__ = ["GateDecision", "events_over", "pull_request", "router", "run_book", "submit"]
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 MAX_INT = 2**31 - 1  # the database's integer
@@ -139,7 +139,7 @@ async def _live(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str
                 if event.type == "run_end":
                     return
             current = await book.load(run_id)
-            if current is None or (current.finished and await _over(book, run_id, seen)):
+            if current is None or (current.finished and await events_over(book, run_id, seen)):
                 return
             # A run saves its end before it writes its run_end (a run that failed or was
             # cancelled before it started has no event before it): wait for that.
@@ -147,7 +147,7 @@ async def _live(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str
                 return
 
 
-async def _over(book: RunBook, run_id: str, seen: int) -> bool:
+async def events_over(book: RunBook, run_id: str, seen: int) -> bool:
     """Whether an ended run's stream is over at ``seen``: its run_end was the last one
     read (a client reconnecting after the end; retention keeps a run's run_end)."""
     around = await book.events(run_id, after=max(seen - 1, 0))

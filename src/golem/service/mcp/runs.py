@@ -14,7 +14,7 @@ from golem.blueprint.book import RunBook
 from golem.blueprint.control import cancel_run, decide_gate, load_run
 from golem.core.errors import Problem
 from golem.forge import PullRequest
-from golem.service.api.runs import pull_request, run_book, submit
+from golem.service.api.runs import events_over, pull_request, run_book, submit
 from golem.service.mcp.host import acting, tool
 
 __all__ = ["RUN_TOOLS"]
@@ -67,10 +67,12 @@ class RunEvent(BaseModel):
 
 
 class EventPage(BaseModel):
-    """Events after a cursor; call again with ``after=next_after`` for the next ones."""
+    """Events after a cursor; call again with ``after=next_after`` for the next ones,
+    until ``ended``."""
 
     events: list[RunEvent]
     next_after: int
+    ended: bool = Field(description="The run's last event (run_end) has been read.")
     run: RunSummary
 
 
@@ -108,15 +110,20 @@ async def run_events(
         RunEvent(seq=seq, type=event.type, data=event.model_dump(mode="json"))
         for seq, event in events[:limit]
     ]
-    return EventPage(
-        events=page, next_after=page[-1].seq if page else after, run=RunSummary.of(run)
+    ended = (
+        page[-1].type == "run_end"
+        if page
+        else run.finished and await events_over(book, run_id, after)
     )
+    cursor = page[-1].seq if page else after
+    return EventPage(events=page, next_after=cursor, ended=ended, run=RunSummary.of(run))
 
 
 async def _events_after(
     book: RunBook, run_id: str, after: int, wait: float
 ) -> tuple[list[tuple[int, Any]], RunState]:
-    """The events after ``after`` and the run; woken by the store, never polled."""
+    """The events after ``after`` and the run, waiting at most ``wait`` seconds for one
+    (woken by the store, never polled; a run saves its end before its run_end)."""
     deadline = asyncio.get_running_loop().time() + wait
     with book.watch(run_id) as changed:
         while True:
@@ -124,7 +131,9 @@ async def _events_after(
             run = await load_run(book, run_id)
             events = await book.events(run_id, after=after)
             remaining = deadline - asyncio.get_running_loop().time()
-            if events or run.finished or remaining <= 0:
+            if events or remaining <= 0:
+                return events, run
+            if run.finished and await events_over(book, run_id, after):
                 return events, run
             await changed.wait(remaining)
 
