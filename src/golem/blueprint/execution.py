@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from golem.agent import Budget, Model, make_model
 from golem.agent.events import AgentEvent, ModelDelta
@@ -32,6 +33,9 @@ from golem.core.events import EventSink
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
 from golem.sandbox import Box, Engine
+
+if TYPE_CHECKING:
+    from golem.context.toolshed import Toolshed
 
 __all__ = ["Execution"]
 
@@ -69,6 +73,7 @@ class Execution:
         self._box: Box | None = None
         self._layout = Layout()
         self._models: dict[str, Model] = {}
+        self._toolshed: Toolshed | None = None
 
     @property
     def workspace(self) -> Path:
@@ -210,8 +215,20 @@ class Execution:
         paths = await take_back(self._box, self.workspace, self._layout, repo=self.repo())
         return paths or []
 
+    @property
+    def toolshed(self) -> Toolshed:
+        """The run's toolshed (its MCP servers' connections), made when first needed."""
+        if self._toolshed is None:
+            from golem.context.toolshed import Toolshed  # noqa: PLC0415 - loads the MCP SDK
+
+            self._toolshed = Toolshed(self.config)
+        return self._toolshed
+
     async def close(self) -> None:
-        """Remove the run's box."""
+        """End the run's toolshed servers and remove its box."""
+        if self._toolshed is not None:
+            toolshed, self._toolshed = self._toolshed, None
+            await toolshed.close()
         if self._box is not None:
             box, self._box = self._box, None
             await self.engine.remove_session(box.id)

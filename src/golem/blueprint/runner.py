@@ -31,7 +31,7 @@ from golem.blueprint.model import (
     Outcome,
 )
 from golem.blueprint.state import NodeRecord, RunRequest, RunState
-from golem.blueprint.steps.agent import run_agent_node
+from golem.blueprint.steps.agent import check_toolshed, run_agent_node
 from golem.blueprint.steps.baseline import run_baseline
 from golem.blueprint.steps.checks import run_box_node
 from golem.blueprint.steps.ci import run_ci
@@ -92,6 +92,7 @@ class Runner:
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
         blueprint = parse_blueprint(source, origin)
+        check_toolshed(blueprint, self.config)
         state = RunState(
             id=new_id("run"), request=request, blueprint=blueprint.name,
             blueprint_source=source, remote_policy=remote_policy,

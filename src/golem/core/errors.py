@@ -118,6 +118,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "ToolProblem",
+    "ToolshedError",
     "UnsafeBoxOutput",
     "UnsafeRepository",
 ]
@@ -298,6 +299,13 @@ class ToolProblem(GolemError):
     """A problem the model can fix (a missing file, an ambiguous edit, a bad pattern).
 
     Raised inside a tool; the tool turns it into an ``is_error`` result for the model."""
+
+
+class ToolshedError(GolemError):
+    """A toolshed server cannot give a step its tools: it does not start, its host is
+    refused, or a step's pattern matches none of its tools."""
+
+    exit_code, http_status = 2, 422
 
 
 # --- forges and host git ---------------------------------------------------------------

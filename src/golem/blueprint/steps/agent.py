@@ -7,13 +7,37 @@ from typing import Literal
 from golem.agent import Agent, make_tools
 from golem.agent.events import AgentOutcome
 from golem.blueprint.execution import Execution
-from golem.blueprint.model import AgentNode, AgentSettings
+from golem.blueprint.model import AgentNode, AgentSettings, Blueprint, CINode, LoopNode
 from golem.blueprint.steps.briefing import verification_of, verifying_checks
 from golem.blueprint.steps.follow_up import reply_tool
+from golem.blueprint.steps.host import CONTEXT_BUDGET
 from golem.blueprint.template import render
+from golem.context.toolshed.budget import fit_context
+from golem.context.toolshed.selection import check_patterns, parse_patterns
+from golem.core.config import GolemConfig
 from golem.core.errors import BudgetSpent
 
-__all__ = ["run_agent", "run_agent_node", "template_values"]
+__all__ = ["check_toolshed", "run_agent", "run_agent_node", "template_values", "toolshed_steps"]
+
+
+def toolshed_steps(blueprint: Blueprint) -> list[tuple[str, AgentSettings]]:
+    """Every agent step of ``blueprint`` that names toolshed tools, with its node's id
+    (a loop's or a CI node's fix agent is ``NODE.fix``)."""
+    steps: list[tuple[str, AgentSettings]] = []
+    for node in blueprint.nodes:
+        if isinstance(node, AgentNode):
+            steps.append((node.id, node))
+        elif isinstance(node, LoopNode | CINode):
+            steps.append((f"{node.id}.fix", node.fix))
+    return [(name, settings) for name, settings in steps if settings.toolshed]
+
+
+def check_toolshed(blueprint: Blueprint, config: GolemConfig) -> None:
+    """ConfigError when a step's toolshed pattern names a server the configuration does
+    not have (before any box starts)."""
+    for name, settings in toolshed_steps(blueprint):
+        where = f"blueprint {blueprint.name!r}, step {name}"
+        check_patterns(parse_patterns(settings.toolshed), config.toolshed, where)
 
 
 def template_values(ex: Execution, **extra: object) -> dict[str, object]:
@@ -58,9 +82,14 @@ async def run_agent(
         tools = make_tools(settings.tools)
         if ex.state.request.follow_up is not None and ex.state.pr is None:
             tools.append(await reply_tool(ex))  # replies are posted at ship: until then
+        context = ex.state.context
+        if settings.toolshed:
+            shed = await ex.toolshed.tools(box, settings.toolshed)
+            context = fit_context(context, [tool.spec for tool in shed], CONTEXT_BUDGET)
+            tools += shed
         agent = Agent(ex.model(settings.model), tools, budget=budget, on_event=sink)
         outcome = await agent.run(
-            box, prompt, context=ex.state.context, trajectory=trajectory, verification=verification
+            box, prompt, context=context, trajectory=trajectory, verification=verification
         )
     ex.charge(outcome.usage, outcome.cost_usd, outcome.turns)
     if outcome.status == "done":

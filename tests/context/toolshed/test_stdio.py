@@ -1,0 +1,111 @@
+"""A real stdio MCP server (npm's server-everything) run inside a box: its tools listed
+once, a step's subset offered under wire names, calls answered; a server that hangs or
+dies gives a clear tool error and stays broken for the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from golem.context.toolshed import Toolshed
+from golem.core.config import GolemConfig, load_config
+from golem.core.errors import ToolshedError
+from golem.sandbox import Box
+from tests.context.toolshed.servers import EVERYTHING, copy_into, entry
+
+pytestmark = pytest.mark.bwrap
+
+
+def shed_config(config: GolemConfig, **servers: dict[str, Any]) -> GolemConfig:
+    data = config.model_dump(mode="json", exclude_unset=True)
+    data["toolshed"] = {"servers": [{"name": name, **s} for name, s in servers.items()]}
+    return load_config(data, files=[])
+
+
+@pytest.fixture
+async def everything(box: Box) -> str:
+    """server-everything copied into the box: its entry script there."""
+    return entry(EVERYTHING, await copy_into(box, EVERYTHING))
+
+
+async def test_a_step_gets_the_tools_its_patterns_choose_and_calls_reach_the_server(
+    config: GolemConfig, box: Box, everything: str
+) -> None:
+    shed = Toolshed(shed_config(config, every={"command": ["node", everything, "stdio"]}))
+    try:
+        tools = await shed.tools(box, ["every.echo", "every.get-sum"])
+        assert sorted(tool.spec.name for tool in tools) == ["every__echo", "every__get-sum"]
+        echo = next(tool for tool in tools if tool.spec.name == "every__echo")
+        assert "message" in echo.spec.parameters["properties"]
+        result = await echo.run(box, {"message": "hello from golem"})
+        assert not result.is_error
+        assert "hello from golem" in result.output
+        listing = await shed.listing(box, "every")
+        assert {"echo", "get-sum", "get-env"} <= {tool.name for tool in listing}
+    finally:
+        await shed.close()
+
+
+async def test_a_hanging_call_is_a_tool_error_and_the_server_stays_broken(
+    config: GolemConfig, box: Box, everything: str
+) -> None:
+    server = {"command": ["node", everything, "stdio"], "call_timeout": 1}
+    shed = Toolshed(shed_config(config, every=server))
+    try:
+        tools = {t.spec.name: t for t in await shed.tools(box, ["every.*"])}
+        hang = tools["every__trigger-long-running-operation"]
+        result = await hang.run(box, {"duration": 600, "steps": 1})
+        assert result.is_error
+        assert "toolshed server 'every' is unavailable for this run" in result.output
+        assert "trigger-long-running-operation" in result.output
+        assert "1s" in result.output
+        again = await tools["every__echo"].run(box, {"message": "still there?"})
+        assert again.is_error
+        assert again.output.startswith(result.output.split(";")[0])
+        alive = await box.execute(["pgrep", "-f", "index.js"])
+        assert alive.exit_code == 1  # the hung server was stopped, not left running
+    finally:
+        await shed.close()
+
+
+async def test_a_server_killed_mid_run_is_a_clear_tool_error_with_its_end(
+    config: GolemConfig, box: Box, everything: str
+) -> None:
+    shed = Toolshed(shed_config(config, every={"command": ["node", everything, "stdio"]}))
+    try:
+        [echo] = await shed.tools(box, ["every.echo"])
+        assert not (await echo.run(box, {"message": "one"})).is_error
+        killed = await box.execute(["pkill", "-KILL", "-f", "index.js"])
+        assert killed.exit_code == 0
+        result = await echo.run(box, {"message": "two"})
+        assert result.is_error
+        assert "toolshed server 'every' is unavailable" in result.output
+        assert "the call of echo lost the connection" in result.output
+        assert "Starting default (STDIO) server" in result.output  # its stderr's tail
+    finally:
+        await shed.close()
+
+
+async def test_a_server_that_cannot_start_says_why_with_its_stderr(
+    config: GolemConfig, box: Box
+) -> None:
+    script = "echo 'no such module: @acme/tracker' >&2; exit 3"
+    shed = Toolshed(shed_config(config, bad={"command": ["sh", "-c", script]}))
+    with pytest.raises(ToolshedError) as raised:
+        await shed.tools(box, ["bad.*"])
+    await shed.close()
+    assert "toolshed server 'bad' is unavailable for this run" in raised.value.message
+    assert "exited with code 3" in raised.value.message
+    assert "no such module: @acme/tracker" in raised.value.message
+
+
+async def test_a_pattern_that_matches_nothing_names_the_servers_tools(
+    config: GolemConfig, box: Box, everything: str
+) -> None:
+    shed = Toolshed(shed_config(config, every={"command": ["node", everything, "stdio"]}))
+    try:
+        with pytest.raises(ToolshedError, match=r"'every.ech' matches none.*\(.*echo.*get-sum"):
+            await shed.tools(box, ["every.ech"])
+    finally:
+        await shed.close()
