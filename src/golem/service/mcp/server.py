@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import inspect
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
@@ -28,9 +29,20 @@ def golem_mcp(host: Host) -> MCPServer[Host]:
     async def lifespan(_server: MCPServer[Host]) -> AsyncIterator[Host]:
         yield host
 
+    # WARNING: the SDK sets up the root logger when nothing has (basicConfig), and logs
+    # every stateless request at INFO.
     server: MCPServer[Host] = MCPServer(
-        "golem", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan
+        "golem",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
     )
     for function in (*BOX_TOOLS, *RUN_TOOLS):
-        server.add_tool(function)
+        server.add_tool(function, description=_one_paragraph(function))
     return server
+
+
+def _one_paragraph(function: Callable[..., object]) -> str:
+    """A tool's docstring as the client shows it: one paragraph, no source indentation."""
+    return " ".join((inspect.getdoc(function) or "").split())
