@@ -39,9 +39,11 @@ def remote(reachable_dir: Path) -> Path:
 
 async def use_a_box(client: Client) -> None:
     """Open a box, run a command, write and read a file, close it."""
-    box = await call(client, "box_open")
+    box = await call(client, "box_open", spec={"env": {"GREETING": "hi"}})
     box_id = box["box_id"]
     assert [b["box_id"] for b in await call(client, "box_list")] == [box_id]
+    greeted = await call(client, "box_exec", box_id=box_id, command="echo $GREETING")
+    assert greeted["stdout"] == "hi\n"  # the spec reached the box
     ran = await call(client, "box_exec", box_id=box_id, command="echo out; echo err >&2; exit 3")
     assert (ran["exit_code"], ran["stdout"], ran["stderr"]) == (3, "out\n", "err\n")
     await call(client, "box_write_file", box_id=box_id, path="notes/a.txt", text="héllo\n")
@@ -103,6 +105,9 @@ async def test_golem_errors_are_tool_errors_and_the_session_goes_on(served: Serv
         assert "no run 'run-nope'" in missing
         no_task = await refused(client, "run_start", run={"repo": "x"})
         assert "task or an issue" in no_task
+        unknown = await refused(client, "box_open", spec={"sudo": True})
+        assert "sudo" in unknown
+        assert await call(client, "box_list") == []
         assert await call(client, "run_list") == []  # the session is still there
 
 

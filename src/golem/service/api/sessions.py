@@ -32,6 +32,7 @@ from golem.service.sessions import HeldSession
 from golem.service.state import ServerState
 
 __all__ = [
+    "BoxSpecFields",
     "ExecOnce",
     "SessionCreate",
     "SessionInfo",

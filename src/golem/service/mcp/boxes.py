@@ -3,13 +3,20 @@ list and close boxes. Each calls what the session routes call."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
 from golem.sandbox import ExecRequest
-from golem.service.api.sessions import SessionCreate, SessionInfo, asked, checked_box, session_box
+from golem.service.api.sessions import (
+    BoxSpecFields,
+    SessionCreate,
+    SessionInfo,
+    asked,
+    checked_box,
+    session_box,
+)
 from golem.service.mcp.host import acting, tool
 
 __all__ = ["BOX_TOOLS"]
@@ -57,12 +64,16 @@ class FileContent(BaseModel):
     text: str
 
 
+if TYPE_CHECKING:
+    Spec = dict[str, Any]
+else:  # the tool's schema is the REST API's, field by field (mypy cannot take a made model)
+    Spec = BoxSpecFields
+
 SpecArg = Annotated[
-    dict[str, Any] | None,
+    Spec | None,
     Field(
         description="BoxSpec fields over the server's defaults, within the key's policy, as "
-        "POST /v1/sessions takes them: image, network (none, filtered, open), env, cpus, "
-        "memory, timeout, setup, ..."
+        "POST /v1/sessions takes them (image, network, env, setup, ...)."
     ),
 ]
 
