@@ -84,8 +84,20 @@ async def test_the_sdk_client_lists_golems_tools_over_http(served: Served) -> No
     async with over_http(served.url, served.key("lister")) as client:
         listed = await client.list_tools()
     assert {tool.name for tool in listed.tools} == TOOLS
-    exec_tool = next(tool for tool in listed.tools if tool.name == "box_exec")
-    assert {"box_id", "command"} <= set(exec_tool.input_schema["required"])
+    tools = {tool.name: tool for tool in listed.tools}
+    assert {"box_id", "command"} <= set(tools["box_exec"].input_schema["required"])
+    assert "network" in str(tools["box_open"].input_schema)  # BoxSpec's own fields
+    read_only = {name for name, tool in tools.items() if tool.annotations.read_only_hint}
+    assert read_only == {
+        "box_list",
+        "box_read_file",
+        "run_status",
+        "run_events",
+        "run_pr",
+        "run_list",
+    }
+    assert tools["box_close"].annotations.destructive_hint
+    assert not tools["box_exec"].annotations.read_only_hint
 
 
 async def test_a_box_is_opened_used_and_closed_over_http(served: Served) -> None:

@@ -7,19 +7,28 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
 
 from golem import __version__
 from golem.service.mcp.boxes import BOX_TOOLS
 from golem.service.mcp.host import Host
 from golem.service.mcp.runs import RUN_TOOLS
 
-__all__ = ["INSTRUCTIONS", "golem_mcp"]
+__all__ = ["DESTRUCTIVE", "INSTRUCTIONS", "READ_ONLY", "golem_mcp"]
 
 INSTRUCTIONS = """golem runs code in isolated boxes and runs coding agents that end in pull
 requests. Boxes: box_open, then box_exec / box_read_file / box_write_file with its box_id,
 then box_close. Runs: run_start (repo and task or issue), then follow it with run_events
 (after=next_after, wait=seconds) or run_status; answer a gate with run_approve or
 run_reject; fetch its pull request with run_pr."""
+
+
+READ_ONLY = frozenset(
+    {"box_list", "box_read_file", "run_status", "run_events", "run_pr", "run_list"}
+)
+"""Tools a client may call without asking its user: they change nothing."""
+DESTRUCTIVE = frozenset({"box_close", "run_cancel", "run_reject"})
+"""Tools that end or refuse something for good."""
 
 
 def golem_mcp(host: Host) -> MCPServer[Host]:
@@ -39,7 +48,11 @@ def golem_mcp(host: Host) -> MCPServer[Host]:
         log_level="WARNING",
     )
     for function in (*BOX_TOOLS, *RUN_TOOLS):
-        server.add_tool(function, description=_one_paragraph(function))
+        name = function.__name__
+        hints = ToolAnnotations(read_only_hint=name in READ_ONLY, destructive_hint=False)
+        if name in DESTRUCTIVE:
+            hints = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+        server.add_tool(function, description=_one_paragraph(function), annotations=hints)
     return server
 
 
