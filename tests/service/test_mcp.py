@@ -64,7 +64,11 @@ async def follow_a_run_to_its_pr(client: Client, remote: Path) -> None:
     assert started["status"] == "queued"
     after, kinds = 0, []
     while True:
-        page = await call(client, "run_events", run_id=run_id, after=after, wait=30)
+        page = await call(client, "run_events", run_id=run_id, after=after, limit=4, wait=30)
+        assert len(page["events"]) <= 4
+        assert [event["seq"] for event in page["events"]] == list(
+            range(after + 1, after + 1 + len(page["events"]))
+        )  # each page goes on where the last ended, nothing skipped
         kinds += [event["type"] for event in page["events"]]
         after = page["next_after"]
         if page["ended"]:

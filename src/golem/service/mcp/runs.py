@@ -20,6 +20,7 @@ from golem.service.mcp.host import acting, tool
 __all__ = ["RUN_TOOLS"]
 
 MAX_EVENTS = 500
+MAX_PAGE_BYTES = 256 * 1024  # of events' JSON in one run_events answer
 MAX_WAIT = 60.0  # seconds a run_events call may wait for the next event
 
 
@@ -101,15 +102,12 @@ async def run_events(
         float, Field(ge=0, le=MAX_WAIT, description="Seconds to wait for a new event.")
     ] = 0,
 ) -> EventPage:
-    """A run's events after the cursor ``after`` (at most ``limit``); with ``wait``, waits
-    that long for the next one when there is none yet and the run goes on."""
+    """A run's events after the cursor ``after`` (at most ``limit``, and 256 KiB); with
+    ``wait``, waits that long for the next one when there is none yet and the run goes on."""
     state, principal = acting(ctx)
     book = run_book(state, principal)
     events, run = await _events_after(book, run_id, after, wait)
-    page = [
-        RunEvent(seq=seq, type=event.type, data=event.model_dump(mode="json"))
-        for seq, event in events[:limit]
-    ]
+    page = _bounded(events[:limit])
     ended = (
         page[-1].type == "run_end"
         if page
@@ -117,6 +115,19 @@ async def run_events(
     )
     cursor = page[-1].seq if page else after
     return EventPage(events=page, next_after=cursor, ended=ended, run=RunSummary.of(run))
+
+
+def _bounded(events: list[tuple[int, Any]]) -> list[RunEvent]:
+    """The events, up to ``MAX_PAGE_BYTES`` of JSON (always the first): a client's context
+    takes what a page holds."""
+    page: list[RunEvent] = []
+    size = 0
+    for seq, event in events:
+        size += len(event.model_dump_json())
+        if page and size > MAX_PAGE_BYTES:
+            break
+        page.append(RunEvent(seq=seq, type=event.type, data=event.model_dump(mode="json")))
+    return page
 
 
 async def _events_after(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
@@ -38,15 +39,10 @@ def golem_mcp(host: Host) -> MCPServer[Host]:
     async def lifespan(_server: MCPServer[Host]) -> AsyncIterator[Host]:
         yield host
 
-    # WARNING: the SDK sets up the root logger when nothing has (basicConfig), and logs
-    # every stateless request at INFO.
-    server: MCPServer[Host] = MCPServer(
-        "golem",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        lifespan=lifespan,
-        log_level="WARNING",
-    )
+    with _logging_untouched():
+        server: MCPServer[Host] = MCPServer(
+            "golem", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan
+        )
     for function in (*BOX_TOOLS, *RUN_TOOLS):
         name = function.__name__
         hints = ToolAnnotations(read_only_hint=name in READ_ONLY, destructive_hint=False)
@@ -54,6 +50,19 @@ def golem_mcp(host: Host) -> MCPServer[Host]:
             hints = ToolAnnotations(read_only_hint=False, destructive_hint=True)
         server.add_tool(function, description=_one_paragraph(function), annotations=hints)
     return server
+
+
+@contextmanager
+def _logging_untouched() -> Iterator[None]:
+    """MCPServer() configures the root logger (a Rich handler that wraps lines, at INFO)
+    when nothing has; golem's log stays as the server or CLI set it up."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def _one_paragraph(function: Callable[..., object]) -> str:
