@@ -180,3 +180,17 @@ async def test_a_user_key_may_not_run_server_files_over_mcp(
         assert "403 PolicyViolation" in error
         assert f"{USER}.server_files" in error
         assert await call(client, "run_list") == []
+
+
+def test_a_revoked_key_is_refused_at_its_next_mcp_request(served: Served) -> None:
+    key = served.key("revoked")
+    key_id = key.split("_")[1]
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=served.url, timeout=30) as http:
+        assert http.post("/mcp", json=listing, headers=headers).status_code == 200
+        with served.admin() as admin:
+            assert admin.delete(f"/v1/keys/{key_id}").status_code == 204
+        refused_now = http.post("/mcp", json=listing, headers=headers)
+    assert refused_now.status_code == 401
+    assert refused_now.json()["detail"] == "the API key is not valid, or was revoked"
