@@ -17,7 +17,7 @@ from golem.forge import PullRequest
 from golem.service.api.runs import events_over, pull_request, run_book, submit
 from golem.service.mcp.host import acting, tool
 
-__all__ = ["RUN_TOOLS"]
+__all__ = ["MAX_PAGE_BYTES", "RUN_TOOLS", "bounded_page"]
 
 MAX_EVENTS = 500
 MAX_PAGE_BYTES = 256 * 1024  # of events' JSON in one run_events answer
@@ -107,7 +107,7 @@ async def run_events(
     state, principal = acting(ctx)
     book = run_book(state, principal)
     events, run = await _events_after(book, run_id, after, wait)
-    page = _bounded(events[:limit])
+    page = bounded_page(events[:limit])
     ended = (
         page[-1].type == "run_end"
         if page
@@ -117,7 +117,7 @@ async def run_events(
     return EventPage(events=page, next_after=cursor, ended=ended, run=RunSummary.of(run))
 
 
-def _bounded(events: list[tuple[int, Any]]) -> list[RunEvent]:
+def bounded_page(events: list[tuple[int, Any]]) -> list[RunEvent]:
     """The events, up to ``MAX_PAGE_BYTES`` of JSON (always the first): a client's context
     takes what a page holds."""
     page: list[RunEvent] = []

@@ -45,9 +45,9 @@ def golem_mcp(host: Host) -> MCPServer[Host]:
         )
     for function in (*BOX_TOOLS, *RUN_TOOLS):
         name = function.__name__
-        hints = ToolAnnotations(read_only_hint=name in READ_ONLY, destructive_hint=False)
-        if name in DESTRUCTIVE:
-            hints = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+        hints = ToolAnnotations(
+            read_only_hint=name in READ_ONLY, destructive_hint=name in DESTRUCTIVE
+        )
         server.add_tool(function, description=_one_paragraph(function), annotations=hints)
     return server
 
