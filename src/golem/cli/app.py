@@ -76,6 +76,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Tenants' forge tokens, sealed in the server's store (run on the server's host).",
     ),
     "trajectory": ("golem.cli.trajectory_cmd:trajectory_app", "Read recorded agent runs."),
+    "toolshed": (
+        "golem.cli.toolshed_cmd:toolshed_app",
+        "The toolshed: MCP servers whose tools agent steps get.",
+    ),
 }
 
 app = typer.Typer(

@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from golem.sandbox import Box
 
 EVERYTHING = ("@modelcontextprotocol/server-everything", "2026.8.31")
 MEMORY = ("@modelcontextprotocol/server-memory", "2026.8.31")
+TIME = ("mcp-server-time", "2026.10.19")  # from PyPI
 CACHE = Path(os.environ.get("GOLEM_TEST_CACHE", Path.home() / ".cache" / "golem-tests")) / "mcp"
 BOX_DIR = "/tmp/mcp"
 
@@ -51,15 +53,45 @@ def npm_package(name: str, version: str) -> Path:
     return target
 
 
+def pypi_package(name: str, version: str) -> Path:
+    """The package installed (with its dependencies) under the cache with ``pip install
+    --target``, once per version, by this interpreter (boxes' python3 is the host's
+    /usr/bin/python3: the same minor version, so the same wheels)."""
+    target = CACHE / f"pypi-{name}-{version}"
+    if (target / ".installed").is_file():
+        return target
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--target",
+            str(partial),
+            f"{name}=={version}",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (partial / ".installed").touch()
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+    return target
+
+
 def entry(package: tuple[str, str], root: str) -> str:
     """The server's main script under ``root`` (a copy of its cache directory)."""
     name, _ = package
     return f"{root}/node_modules/{name}/dist/index.js"
 
 
-async def copy_into(box: Box, package: tuple[str, str]) -> str:
+async def copy_into(box: Box, package: tuple[str, str], *, pypi: bool = False) -> str:
     """Copy an installed package into the box; the box directory holding it."""
-    source = npm_package(*package)
+    source = pypi_package(*package) if pypi else npm_package(*package)
     target = f"{BOX_DIR}/{source.name}"
     await box.execute(["mkdir", "-p", target])
     await box.put_dir(source, target)

@@ -4,6 +4,7 @@ dies gives a clear tool error and stays broken for the run."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from golem.context.toolshed import Toolshed
 from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ToolshedError
 from golem.sandbox import Box
-from tests.context.toolshed.servers import EVERYTHING, copy_into, entry
+from tests.context.toolshed.servers import EVERYTHING, MEMORY, TIME, copy_into, entry
 
 pytestmark = pytest.mark.bwrap
 
@@ -34,8 +35,11 @@ async def test_a_step_gets_the_tools_its_patterns_choose_and_calls_reach_the_ser
 ) -> None:
     shed = Toolshed(shed_config(config, every={"command": ["node", everything, "stdio"]}))
     try:
-        tools = await shed.tools(box, ["every.echo", "every.get-sum"])
-        assert sorted(tool.spec.name for tool in tools) == ["every__echo", "every__get-sum"]
+        tools = await shed.tools(box, ["every.echo", "every.get-sum", "every.get-tiny-image"])
+        names = sorted(tool.spec.name for tool in tools)
+        assert names == ["every__echo", "every__get-sum", "every__get-tiny-image"]
+        image = await tools[2].run(box, {})
+        assert re.search(r"\[image/png, [0-9]+ bytes\]", image.output), image.output
         echo = next(tool for tool in tools if tool.spec.name == "every__echo")
         assert "message" in echo.spec.parameters["properties"]
         result = await echo.run(box, {"message": "hello from golem"})
@@ -109,3 +113,56 @@ async def test_a_pattern_that_matches_nothing_names_the_servers_tools(
             await shed.tools(box, ["every.ech"])
     finally:
         await shed.close()
+
+
+async def test_a_server_lives_in_the_box_for_the_run_and_is_listed_once(
+    config: GolemConfig, box: Box
+) -> None:
+    script = entry(MEMORY, await copy_into(box, MEMORY))
+    server = {"command": ["node", script], "env": {"MEMORY_FILE_PATH": "/tmp/memory.jsonl"}}
+    shed = Toolshed(shed_config(config, memory=server))
+    try:
+        [create] = await shed.tools(box, ["memory.create_entities"])  # one step
+        entity = {"name": "golem", "entityType": "project", "observations": ["runs agents"]}
+        created = await create.run(box, {"entities": [entity]})
+        [read] = await shed.tools(box, ["memory.read_graph"])  # a later step
+        graph = await read.run(box, {})
+        first, again = await shed.listing(box, "memory"), await shed.listing(box, "memory")
+        kept = await box.get_file("/tmp/memory.jsonl")
+    finally:
+        await shed.close()
+    assert not created.is_error, created.output
+    assert '"runs agents"' in graph.output  # the same process, across steps
+    assert first is again  # listed once
+    assert b'"name":"golem"' in kept  # it wrote inside the box
+
+
+async def test_a_server_that_never_answers_fails_within_connect_timeout(
+    config: GolemConfig, box: Box
+) -> None:
+    silent = {"command": ["sleep", "600"], "connect_timeout": 1}
+    shed = Toolshed(shed_config(config, silent=silent))
+    try:
+        with pytest.raises(ToolshedError, match=r"did not start and list its tools within 1s"):
+            await shed.tools(box, ["silent.*"])
+        with pytest.raises(ToolshedError, match="unavailable for this run"):
+            await shed.tools(box, ["silent.*"])  # broken: at once, the same reason
+        left = await box.execute(["pgrep", "sleep"])
+    finally:
+        await shed.close()
+    assert left.exit_code == 1  # the silent server was stopped
+
+
+async def test_a_python_server_from_pypi_runs_in_the_box(config: GolemConfig, box: Box) -> None:
+    site = await copy_into(box, TIME, pypi=True)
+    command = ["python3", "-m", "mcp_server_time", "--local-timezone", "UTC"]
+    shed = Toolshed(shed_config(config, time={"command": command, "env": {"PYTHONPATH": site}}))
+    try:
+        [convert] = await shed.tools(box, ["time.convert_time"])
+        arguments = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+        result = await convert.run(box, arguments)
+    finally:
+        await shed.close()
+    assert not result.is_error, result.output
+    assert '"datetime": "' in result.output
+    assert "T21:00:00+09:00" in result.output

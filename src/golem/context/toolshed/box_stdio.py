@@ -31,10 +31,22 @@ class ServerProcess:
     """What is known of a server's process: the tail of its stderr, how it ended, and how
     many output bytes the box has carried (a call's output is capped by the box's spec)."""
 
+    output_cap: int
     stderr: bytearray = field(default_factory=bytearray)
     exit: ExitEvent | None = None
     failure: str | None = None
     output_bytes: int = 0
+
+    @property
+    def capped(self) -> bool:
+        """Whether the box's cap on a call's output was reached: the box drops the rest,
+        so the server can answer nothing more (a new process can)."""
+        return self.output_bytes >= self.output_cap
+
+    def reset(self) -> None:
+        """Forget the last process (a new one starts)."""
+        self.stderr.clear()
+        self.exit, self.failure, self.output_bytes = None, None, 0
 
     def feed_stderr(self, data: bytes) -> None:
         """Keep the last ``STDERR_TAIL_BYTES`` of stderr."""
@@ -112,6 +124,13 @@ async def _read_output(
         async for event in stream:
             if isinstance(event, OutputEvent):
                 process.output_bytes += len(event.data)
+                if process.capped:
+                    process.failure = (
+                        f"its output reached the box's max_output_bytes ({process.output_cap} "
+                        "bytes for a call, the server's whole life), past which the box drops "
+                        "it; raise the blueprint's box.max_output_bytes"
+                    )
+                    return
                 if event.type == "stderr":
                     process.feed_stderr(event.data)
                     continue

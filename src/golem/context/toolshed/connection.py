@@ -51,6 +51,12 @@ class ServerConnection:
         self._start_error: BaseException | None = None
         self.broken: str | None = None
 
+    @property
+    def restartable(self) -> bool:
+        """Broken only because its stdio output reached the box's cap: a new process
+        starts afresh (what the old one kept in memory is lost)."""
+        return self.broken is not None and self._process is not None and self._process.capped
+
     def mask(self, text: str) -> str:
         """``text`` without the server's credential (an answer may echo it)."""
         return self._masker.mask_text(text) if self._masker else text
@@ -66,6 +72,8 @@ class ServerConnection:
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Call a tool within ``call_timeout``; ToolshedError when the server is (or
         becomes) broken, MCPError for an error the server answered with."""
+        if self.restartable:
+            await self._restart()
         await self.tools()
         session = self._session
         if self.broken is not None or session is None:
@@ -89,6 +97,8 @@ class ServerConnection:
         self._stop.set()
         task, self._task = self._task, None
         if task is not None:
+            if self._session is None:
+                task.cancel()  # still starting (or stuck starting): nothing to wind down
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 async with asyncio.timeout(self.server.connect_timeout):
                     await task
@@ -96,6 +106,16 @@ class ServerConnection:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+    async def _restart(self) -> None:
+        """A new process for a server whose output reached the box's cap (its tools stay
+        as listed)."""
+        await self.close()
+        assert self._process is not None
+        self._process.reset()
+        self.broken, self._start_error, self._session = None, None, None
+        self._ready, self._stop = asyncio.Event(), asyncio.Event()
+        await self._connect()
 
     async def _connect(self) -> None:
         if self.broken is not None:
@@ -111,7 +131,7 @@ class ServerConnection:
                 "(connect_timeout)"
             )
             return
-        if self._tools is None and self.broken is None:
+        if self._session is None and self.broken is None:
             self.broken = f"it could not start: {_describe(self._start_error)}"
 
     async def _serve(self) -> None:
@@ -128,7 +148,7 @@ class ServerConnection:
         except Exception as exc:
             self._start_error = exc
         finally:
-            self._session = None if self._stop.is_set() else self._session
+            self._session = None
             self._ready.set()
 
     async def _break(self, reason: str) -> None:
@@ -172,6 +192,8 @@ def _describe(error: BaseException | None) -> str:
         return "it ended before listing its tools"
     if isinstance(error, ToolshedError):
         return error.message
+    if isinstance(error, MCPError) and error.code == types.CONNECTION_CLOSED:
+        return "it closed the connection before listing its tools"
     if isinstance(error, MCPError):
         return f"it answered with an error: {error.message}"
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -95,7 +95,7 @@ class Toolshed:
 
     async def _connect(self, box: Box, server: McpServer) -> ServerConnection:
         if server.transport == "stdio":
-            process = ServerProcess()
+            process = ServerProcess(output_cap=int(box.spec.max_output_bytes))
             return ServerConnection(
                 server, partial(box_stdio, box, server, process), process=process
             )

@@ -1,0 +1,131 @@
+"""`golem toolshed ls`: the configured MCP servers, their tools, and which steps of a
+blueprint get each."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from golem.blueprint.loader import load_blueprint
+from golem.blueprint.model import Blueprint
+from golem.blueprint.steps.agent import toolshed_steps
+from golem.cli import options
+from golem.context.toolshed.selection import parse_patterns, wire_name
+from golem.core.config import GolemConfig, load_config
+from golem.core.errors import ConfigError, GolemError
+from golem.core.toolshed_config import McpServer
+from golem.sandbox import Box, LocalEngine
+
+TARGET_SHOWN = 100
+"""A server's command or url is shown this long at most (--json gives it whole)."""
+
+if TYPE_CHECKING:
+    from golem.context.toolshed import Toolshed
+
+__all__ = ["toolshed_app"]
+
+toolshed_app = typer.Typer(
+    help="The toolshed: MCP servers whose tools agent steps get.", no_args_is_help=True
+)
+
+
+@toolshed_app.command("ls")
+def ls_command(
+    blueprint: str = typer.Option(
+        "minion", "--blueprint", help="A blueprint file or built-in name: whose steps to show."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print the listing as JSON."),
+    config_file: Path | None = options.CONFIG,
+) -> None:
+    """List the toolshed's servers and their tools (connecting to each: stdio servers in a
+    box made like a run's), and which steps of the blueprint get each tool."""
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"config file {config_file} does not exist")
+    config = load_config(files=[config_file] if config_file else None)
+    chosen = load_blueprint(blueprint)
+    servers = asyncio.run(_list(config, chosen)) if config.toolshed.servers else []
+    if json_output:
+        typer.echo(json.dumps({"blueprint": chosen.name, "servers": servers}, indent=2))
+    elif not servers:
+        typer.echo("no toolshed servers: add [[toolshed.servers]] to golem.toml")
+    else:
+        _print(Console(soft_wrap=True), servers)
+
+
+async def _list(config: GolemConfig, blueprint: Blueprint) -> list[dict[str, Any]]:
+    """Each server with its tools (or why they could not be listed)."""
+    from golem.context.toolshed import Toolshed  # noqa: PLC0415 - loads the MCP SDK
+
+    box_settings = {k: v for k, v in blueprint.box.items() if k != "secrets_env"}
+    shed = Toolshed(config)
+    async with LocalEngine(config) as engine, engine.session(box_settings) as box:
+        try:
+            return [
+                await _server(shed, box, server, blueprint) for server in config.toolshed.servers
+            ]
+        finally:
+            await shed.close()
+
+
+async def _server(
+    shed: Toolshed, box: Box, server: McpServer, blueprint: Blueprint
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": server.name,
+        "transport": server.transport,
+        "target": server.url or shlex.join(server.command or []),
+        "tools": [],
+        "error": None,
+    }
+    try:
+        listed = await shed.listing(box, server.name)
+    except GolemError as exc:
+        entry["error"] = exc.message
+        return entry
+    steps = [
+        (name, parse_patterns(settings.toolshed)) for name, settings in toolshed_steps(blueprint)
+    ]
+    for tool in listed:
+        chosen_by = [
+            name
+            for name, patterns in steps
+            if any(p.matches(server.name, tool.name) for p in patterns)
+        ]
+        entry["tools"].append(
+            {
+                "name": tool.name,
+                "wire_name": wire_name(server.name, tool.name),
+                "description": (tool.description or "").strip().split("\n")[0],
+                "steps": chosen_by,
+            }
+        )
+    return entry
+
+
+def _print(console: Console, servers: list[dict[str, Any]]) -> None:
+    for server in servers:
+        target = server["target"]
+        target = target if len(target) <= TARGET_SHOWN else target[: TARGET_SHOWN - 3] + "..."
+        console.print(
+            f"[bold]{escape(server['name'])}[/bold] ({server['transport']}) {escape(target)}"
+        )
+        if server["error"]:
+            console.print(f"  [red]unavailable:[/red] {escape(server['error'])}")
+            continue
+        table = Table(box=None, padding=(0, 2))
+        for column in ("TOOL", "MODEL SEES", "STEPS", "DESCRIPTION"):
+            table.add_column(column, overflow="fold")
+        for tool in server["tools"]:
+            steps = ", ".join(tool["steps"]) or "-"
+            table.add_row(
+                escape(tool["name"]), tool["wire_name"], steps, escape(tool["description"])
+            )
+        console.print(table)
