@@ -3,7 +3,6 @@ engine and the run queue and closes them again. Nothing happens at import."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -23,7 +22,6 @@ from golem.service.state import ServerState, running_state
 
 __all__ = ["create_app"]
 
-log = logging.getLogger("golem.service")
 DESCRIPTION = """golem's API: sandboxed sessions (exec, streams, files, processes), runs
 (a task in, a pull request out), their events, pull requests and API keys. Authenticate with
 `Authorization: Bearer <key>`; every object belongs to the key's tenant. Errors are
