@@ -16,6 +16,12 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
+TOOLS = {  # golem's MCP tools, by name
+    "box_open", "box_exec", "box_read_file", "box_write_file", "box_close", "box_list",
+    "run_start", "run_status", "run_events", "run_approve", "run_reject", "run_pr",
+    "run_list", "run_cancel",
+}  # fmt: skip
+
 
 @asynccontextmanager
 async def over_http(url: str, key: str | None) -> AsyncIterator[Client]:

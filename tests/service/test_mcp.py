@@ -12,18 +12,13 @@ import pytest
 from mcp import Client
 
 from tests.blueprint.repos import EXAMPLES, make_remote
-from tests.service.mcp_clients import call, over_http, over_stdio, refused
+from tests.service.mcp_clients import TOOLS, call, over_http, over_stdio, refused
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap
 
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 TASK = "Fix the failing tests of the calculator"
-TOOLS = {
-    "box_open", "box_exec", "box_read_file", "box_write_file", "box_close", "box_list",
-    "run_start", "run_status", "run_events", "run_approve", "run_reject", "run_pr",
-    "run_list", "run_cancel",
-}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

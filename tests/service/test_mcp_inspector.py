@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.context.toolshed.servers import npm_package
+from tests.service.mcp_clients import TOOLS
 from tests.service.served import Served, serving
-from tests.service.test_mcp import TOOLS
 
 INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
 
