@@ -49,6 +49,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "golem.cli.serve_cmd:serve_command",
         "Serve the HTTP API, the job queue and the dashboard until stopped.",
     ),
+    "mcp": (
+        "golem.cli.mcp_cmd:mcp_command",
+        "Serve golem's boxes and runs as MCP tools on stdin and stdout (for Claude Code, "
+        "Cursor or any MCP client).",
+    ),
     "sessions": ("golem.cli.sessions_cmd:sessions_app", "List and remove boxes."),
     "config": ("golem.cli.config_cmd:config_app", "Inspect golem's configuration."),
     "image": ("golem.cli.image_cmd:image_app", "Build and list box images."),

@@ -20,7 +20,9 @@ __all__ = [
     "Admin",
     "Caller",
     "State",
+    "authenticated",
     "caller",
+    "presented_key",
     "principal_from_headers",
     "principal_of",
     "server_state",
@@ -50,9 +52,15 @@ async def principal_from_headers(
 ) -> Principal | None:
     """The principal of the key a request's headers present (``Authorization: Bearer`` or
     ``X-Golem-Key``), for code outside a route's dependencies (middleware, WebSockets)."""
-    bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
-    presented = bearer or headers.get("x-golem-key", "")
+    presented = presented_key(headers)
     return await principal_of(state, presented) if presented else None
+
+
+def presented_key(headers: Mapping[str, str]) -> str:
+    """The key a request's headers present (``Authorization: Bearer`` or ``X-Golem-Key``;
+    "" for none)."""
+    bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
+    return bearer or headers.get("x-golem-key", "")
 
 
 async def caller(
@@ -61,7 +69,12 @@ async def caller(
     header: Annotated[str | None, Depends(_header)],
 ) -> Principal:
     """The principal of the request's key; 401 without a valid one."""
-    presented = bearer.credentials if bearer is not None else header
+    return await authenticated(state, bearer.credentials if bearer is not None else header)
+
+
+async def authenticated(state: ServerState, presented: str | None) -> Principal:
+    """The principal of a presented key; 401 without a valid one (every route, and
+    ``/mcp``)."""
     challenge = {"WWW-Authenticate": 'Bearer realm="golem"'}
     if not presented:
         raise Problem(

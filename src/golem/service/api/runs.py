@@ -24,7 +24,7 @@ from golem.service.keys import Principal
 from golem.service.policy import check_repo, check_run
 from golem.service.state import ServerState
 
-__all__ = ["GateDecision", "router"]
+__all__ = ["GateDecision", "events_over", "pull_request", "router", "run_book", "submit"]
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 MAX_INT = 2**31 - 1  # the database's integer
@@ -36,7 +36,8 @@ class GateDecision(BaseModel):
     decision: Literal["approved", "rejected"]
 
 
-def _book(state: ServerState, principal: Principal) -> RunBook:
+def run_book(state: ServerState, principal: Principal) -> RunBook:
+    """The runs of the principal's tenant."""
     return RunBook(state.store.for_tenant(principal.tenant))
 
 
@@ -44,9 +45,9 @@ def _forge(state: ServerState, principal: Principal) -> LocalForge:
     return LocalForge(state.store.for_tenant(principal.tenant))
 
 
-@router.post("/runs", status_code=status.HTTP_202_ACCEPTED)
-async def submit_run(request: RunRequest, principal: Caller, state: State) -> RunState:
-    """Queue a run: a blueprint on a repository, for a task or an issue."""
+async def submit(state: ServerState, principal: Principal, request: RunRequest) -> RunState:
+    """Queue a run for the principal's tenant, once the key's policy allows it (the REST
+    API and the MCP server alike)."""
     policy = state.config.server.policies[principal.role]
     default_forge = state.config.forge.provider
     check_run(request, policy, principal.role, BUILTINS, default_forge=default_forge)
@@ -55,30 +56,46 @@ async def submit_run(request: RunRequest, principal: Caller, state: State) -> Ru
     return await state.queue.submit(request, principal.tenant, remote_policy=policy.repos)
 
 
+async def pull_request(
+    state: ServerState, principal: Principal, repo: str, number: int
+) -> PullRequest:
+    """One pull request the local forge opened for the principal's tenant (404 otherwise)."""
+    pr = await _forge(state, principal).pull_request(repo, number)
+    if pr is None:
+        raise Problem(404, f"no pull request #{number} in {repo!r}")
+    return pr
+
+
+@router.post("/runs", status_code=status.HTTP_202_ACCEPTED)
+async def submit_run(request: RunRequest, principal: Caller, state: State) -> RunState:
+    """Queue a run: a blueprint on a repository, for a task or an issue."""
+    return await submit(state, principal, request)
+
+
 @router.get("/runs")
 async def list_runs(
     principal: Caller, state: State, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> list[RunState]:
     """This tenant's runs, newest first."""
-    return await _book(state, principal).newest(limit)
+    return await run_book(state, principal).newest(limit)
 
 
 @router.get("/runs/{run_id}")
 async def get_run(run_id: str, principal: Caller, state: State) -> RunState:
     """One run."""
-    return await load_run(_book(state, principal), run_id)
+    return await load_run(run_book(state, principal), run_id)
 
 
 @router.post("/runs/{run_id}/cancel")
 async def cancel_run(run_id: str, principal: Caller, state: State) -> RunState:
     """Stop a run: queued, it never starts; running, its runner stops and removes its box."""
-    return await cancel(_book(state, principal), run_id)
+    return await cancel(run_book(state, principal), run_id)
 
 
 @router.post("/runs/{run_id}/gate")
 async def decide_gate(run_id: str, body: GateDecision, principal: Caller, state: State) -> RunState:
     """Approve or reject the gate a run waits at."""
-    return await decide(_book(state, principal), run_id, body.decision)
+    return await decide(run_book(state, principal), run_id, body.decision)
 
 
 @router.get(
@@ -95,7 +112,7 @@ async def follow_run(
 ) -> EventSourceResponse:
     """The run's events as server-sent events (id: its number in the run), live until the
     run ends; reconnect with Last-Event-ID (or ``after``) to go on where you left."""
-    book = _book(state, principal)
+    book = run_book(state, principal)
     await load_run(book, run_id)
     start = last_event_id if last_event_id is not None else after
     return EventSourceResponse(_events(book, run_id, start))
@@ -122,7 +139,7 @@ async def _live(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str
                 if event.type == "run_end":
                     return
             current = await book.load(run_id)
-            if current is None or (current.finished and await _over(book, run_id, seen)):
+            if current is None or (current.finished and await events_over(book, run_id, seen)):
                 return
             # A run saves its end before it writes its run_end (a run that failed or was
             # cancelled before it started has no event before it): wait for that.
@@ -130,7 +147,7 @@ async def _live(book: RunBook, run_id: str, seen: int) -> AsyncIterator[dict[str
                 return
 
 
-async def _over(book: RunBook, run_id: str, seen: int) -> bool:
+async def events_over(book: RunBook, run_id: str, seen: int) -> bool:
     """Whether an ended run's stream is over at ``seen``: its run_end was the last one
     read (a client reconnecting after the end; retention keeps a run's run_end)."""
     around = await book.events(run_id, after=max(seen - 1, 0))
@@ -153,7 +170,4 @@ async def get_pull_request(
     repo: Annotated[str, Query(min_length=1)],
 ) -> PullRequest:
     """One pull request of a repository."""
-    pr = await _forge(state, principal).pull_request(repo, number)
-    if pr is None:
-        raise Problem(404, f"no pull request #{number} in {repo!r}")
-    return pr
+    return await pull_request(state, principal, repo, number)

@@ -31,7 +31,16 @@ from golem.service.policy import check_call
 from golem.service.sessions import HeldSession
 from golem.service.state import ServerState
 
-__all__ = ["ExecOnce", "SessionCreate", "SessionInfo", "router", "session_box"]
+__all__ = [
+    "BoxSpecFields",
+    "ExecOnce",
+    "SessionCreate",
+    "SessionInfo",
+    "asked",
+    "checked_box",
+    "router",
+    "session_box",
+]
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
@@ -193,13 +202,16 @@ async def delete_session(session_id: str, principal: Caller, state: State) -> No
     await state.sessions.close(principal, session_id)
 
 
-def session_box(state: State, principal: Caller, session_id: str) -> Box:
+def session_box(state: ServerState, principal: Principal, session_id: str) -> Box:
     """The box of a session of the principal's tenant (404 for any other)."""
     return state.sessions.get(principal, session_id).box
 
 
-def _call(state: State, principal: Caller, session_id: str, request: ExecRequest) -> Box:
-    """The session's box, once the call is within the key's policy."""
+def checked_box(
+    state: ServerState, principal: Principal, session_id: str, request: ExecRequest
+) -> Box:
+    """The session's box, once the call is within the key's policy (the REST API and the
+    MCP server alike)."""
     box = session_box(state, principal, session_id)
     check_call(request, state.config.server.policies[principal.role], principal.role)
     return box
@@ -210,7 +222,7 @@ async def execute(
     session_id: str, request: ExecRequest, principal: Caller, state: State, asking: Request
 ) -> ExecResult:
     """Run a call to its end; its result (the call is killed if the client leaves)."""
-    box = _call(state, principal, session_id, request)
+    box = checked_box(state, principal, session_id, request)
     return await while_connected(asking, box.execute(request))
 
 
@@ -223,7 +235,7 @@ async def stream(
     session_id: str, request: ExecRequest, principal: Caller, state: State
 ) -> EventSourceResponse:
     """Run a call; its events as server-sent events (event: the type; data: the event)."""
-    return _sse(_call(state, principal, session_id, request).stream(request))
+    return _sse(checked_box(state, principal, session_id, request).stream(request))
 
 
 @router.post("/sessions/{session_id}/processes", status_code=status.HTTP_201_CREATED)
@@ -231,7 +243,7 @@ async def start_process(
     session_id: str, request: ExecRequest, principal: Caller, state: State
 ) -> BackgroundProcess:
     """Start a background process."""
-    return await _call(state, principal, session_id, request).start(request)
+    return await checked_box(state, principal, session_id, request).start(request)
 
 
 @router.get("/sessions/{session_id}/processes")
