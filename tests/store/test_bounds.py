@@ -6,6 +6,7 @@ it waits, as on a frozen server)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 from collections.abc import Iterator
@@ -68,3 +69,26 @@ def test_every_call_of_the_store_contract_is_bounded() -> None:
     assert calls - (RETRIED | ONCE) == set()
     assert not RETRIED & ONCE
     assert (RETRIED | ONCE) - calls == set()
+
+
+async def test_closing_the_store_waits_for_the_calls_it_gave_up_on(sql: Database) -> None:
+    """A worker cancelled mid-call at shutdown leaves its call running in the driver: the
+    store's close waits for it, so no call outlives the connections (a process waiting for
+    its tasks at exit hung on one)."""
+    await (await sql.open()).create_run(run("run-1"))
+    store = await SqlStore.connect(sql.url, timeout=5)
+    before = asyncio.all_tasks()
+    with locked(sql):
+        caller = asyncio.ensure_future(
+            store.save_run("run-1", status="running", updated=1.0, document="{}")
+        )
+        started = asyncio.all_tasks() - before - {caller}
+        while not started:  # the bounded call's own task: created once the caller runs
+            await asyncio.wait({caller}, timeout=0.01)
+            started = asyncio.all_tasks() - before - {caller}
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+    await store.close()
+    left = asyncio.all_tasks() - before - {asyncio.current_task()}
+    assert not left, f"store calls still running after close: {left}"

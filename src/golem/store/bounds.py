@@ -52,6 +52,16 @@ class StoreDeadline:
     def __init__(self, timeout: float, where: str) -> None:
         self.timeout = timeout
         self.where = where
+        self._abandoned: set[asyncio.Future[Any]] = set()
+
+    async def settle(self) -> None:
+        """Wait, at most ``timeout`` seconds, for the calls given up on to end: closing the
+        connections under one that still runs can leave it waiting for ever (and a process
+        that waits for its tasks at exit with it)."""
+        if self._abandoned:
+            _, left = await asyncio.wait(self._abandoned, timeout=self.timeout)
+            if left:
+                log.warning("%d abandoned store calls still run at close", len(left))
 
     async def call(self, attempt: Callable[[], Awaitable[T]], *, retried: bool, what: str) -> T:
         """``attempt()`` within the deadline (tried again while ``retried`` and time is
@@ -73,10 +83,10 @@ class StoreDeadline:
         try:
             done, _ = await asyncio.wait({task}, timeout=max(seconds, 0.0))
         except asyncio.CancelledError:
-            _abandon(task)
+            self._abandon(task)
             raise
         if not done:
-            _abandon(task)
+            self._abandon(task)
             raise StoreUnavailable(
                 f"the database {self.where} did not answer within {self.timeout:g}s "
                 f"({what}; database_timeout)",
@@ -84,11 +94,13 @@ class StoreDeadline:
             )
         return task.result()
 
-
-def _abandon(task: asyncio.Future[Any]) -> None:
-    """Cancel a call nobody waits for any more; it ends in the background."""
-    task.cancel()
-    task.add_done_callback(_forget)
+    def _abandon(self, task: asyncio.Future[Any]) -> None:
+        """Cancel a call nobody waits for any more; it ends in the background (``settle``
+        waits for it before the store closes)."""
+        task.cancel()
+        self._abandoned.add(task)
+        task.add_done_callback(self._abandoned.discard)
+        task.add_done_callback(_forget)
 
 
 def _forget(task: asyncio.Future[Any]) -> None:

@@ -147,6 +147,7 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         """Release the connections (a ``for_tenant`` store leaves them to its parent)."""
         if not self._owns_engine:
             return
+        await self.deadline.settle()
         if self._listener is not None:
             await self._listener.close()
         if self._signals is not None:
