@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import tempfile
 import time
 from typing import Any
@@ -25,6 +24,7 @@ from golem.agent import ToolResult, ToolSpec, make_tools
 from golem.context.toolshed.gateway import tools_for_box
 from golem.core import load_config
 from golem.sandbox import Box, ExecRequest, LocalEngine
+from latency import summarize  # bench/ is on sys.path
 
 MIN_RUNS = 200
 READ = {"path": "notes.txt"}
@@ -58,15 +58,6 @@ class Noop:
 
     async def run(self, box: Box, arguments: dict[str, Any]) -> ToolResult:
         return ToolResult("ok")
-
-
-def summarize(samples: list[float]) -> dict[str, float]:
-    ms = sorted(s * 1000 for s in samples)
-    return {
-        "p50": statistics.median(ms),
-        "p99": statistics.quantiles(ms, n=100, method="inclusive")[98],
-        "runs": len(ms),
-    }
 
 
 async def measure(runs: int, warmup: int) -> dict[str, dict[str, float]]:

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import tempfile
 import time
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from golem.agent.tools import make_tools
 from golem.core import load_config
 from golem.sandbox import LocalEngine
+from latency import summarize  # bench/ is on sys.path
 
 MIN_RUNS = 200
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -33,15 +33,6 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "glob": ("glob", {"pattern": "**/*.py"}),
 }
 FLOOR = "bash true"
-
-
-def summarize(samples: list[float]) -> dict[str, float]:
-    ms = sorted(s * 1000 for s in samples)
-    return {
-        "p50": statistics.median(ms),
-        "p99": statistics.quantiles(ms, n=100, method="inclusive")[98],
-        "runs": len(ms),
-    }
 
 
 async def measure(runs: int, warmup: int) -> dict[str, dict[str, float]]:

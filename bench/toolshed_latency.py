@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ from golem.context.toolshed import Toolshed
 from golem.core import load_config
 from golem.core.config import GolemConfig
 from golem.sandbox import Box, LocalEngine
+from latency import summarize  # bench/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the servers' install cache lives with the tests
@@ -52,14 +52,6 @@ from tests.context.toolshed.servers import (  # noqa: E402
 MIN_RUNS = 200
 ARGUMENTS = {"message": "how long does this take?"}
 Call = Callable[[], Awaitable[object]]
-
-
-def summarize(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": statistics.median(ordered) * 1000,
-        "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
-    }
 
 
 def shed_config(state: str, port: int, script: str) -> GolemConfig:
