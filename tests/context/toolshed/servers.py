@@ -55,9 +55,13 @@ def npm_package(name: str, version: str) -> Path:
 
 def pypi_package(name: str, version: str) -> Path:
     """The package installed (with its dependencies) under the cache with ``pip install
-    --target``, once per version, by this interpreter (boxes' python3 is the host's
-    /usr/bin/python3: the same minor version, so the same wheels)."""
-    target = CACHE / f"pypi-{name}-{version}"
+    --target``, once per version, for the boxes' python3 (the host's /usr/bin/python3,
+    whose minor version may not be this interpreter's: its wheels are chosen)."""
+    box_python = subprocess.run(
+        ["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    target = CACHE / f"pypi-{name}-{version}-py{box_python}"
     if (target / ".installed").is_file():
         return target
     partial = target.with_name(target.name + ".partial")
@@ -71,6 +75,9 @@ def pypi_package(name: str, version: str) -> Path:
             "-q",
             "--target",
             str(partial),
+            "--python-version",
+            box_python,
+            "--only-binary=:all:",
             f"{name}=={version}",
         ],
         check=True,
