@@ -9,11 +9,10 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.context.toolshed.servers import npm_package
+from tests.context.toolshed.servers import node_at_least, npm_package
 from tests.service.mcp_clients import TOOLS
 from tests.service.served import Served, serving
 
@@ -23,11 +22,13 @@ pytestmark = pytest.mark.skipif(shutil.which("npm") is None, reason="needs node 
 
 
 @pytest.fixture(scope="session")
-def inspector() -> Path:
-    """The Inspector's launcher script, installed once per version."""
+def inspector() -> list[str]:
+    """The Inspector's launcher, installed once per version, run by a node it accepts (it
+    needs node 20; Debian's is 18)."""
     name, _ = INSPECTOR
     root = npm_package(*INSPECTOR)
-    return root / "node_modules" / name / "clients" / "launcher" / "build" / "index.js"
+    launcher = root / "node_modules" / name / "clients" / "launcher" / "build" / "index.js"
+    return [node_at_least(20), str(launcher)]
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +37,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield server
 
 
-def list_tools(inspector: Path, url: str, *headers: str) -> subprocess.CompletedProcess[str]:
+def list_tools(inspector: list[str], url: str, *headers: str) -> subprocess.CompletedProcess[str]:
     """`mcp-inspector --cli URL --transport http --method tools/list [--header ...]`."""
-    command = ["node", str(inspector), "--cli", f"{url}/mcp", "--transport", "http"]
+    command = [*inspector, "--cli", f"{url}/mcp", "--transport", "http"]
     command += ["--method", "tools/list"]
     for header in headers:
         command += ["--header", header]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_the_mcp_inspector_cli_lists_golems_tools(inspector: Path, served: Served) -> None:
+def test_the_mcp_inspector_cli_lists_golems_tools(inspector: list[str], served: Served) -> None:
     key = served.key("inspected")
     listed = list_tools(inspector, served.url, f"Authorization: Bearer {key}")
     assert listed.returncode == 0, listed.stderr
@@ -55,7 +56,9 @@ def test_the_mcp_inspector_cli_lists_golems_tools(inspector: Path, served: Serve
     assert "pull request" in run_start["description"]
 
 
-def test_the_mcp_inspector_cli_without_a_key_lists_nothing(inspector: Path, served: Served) -> None:
+def test_the_mcp_inspector_cli_without_a_key_lists_nothing(
+    inspector: list[str], served: Served
+) -> None:
     listed = list_tools(inspector, served.url)
     assert listed.returncode != 0
     assert "box_exec" not in listed.stdout

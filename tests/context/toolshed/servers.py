@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import platform
 import re
 import shutil
 import socket
@@ -51,6 +52,24 @@ def npm_package(name: str, version: str) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return target
+
+
+NODE = "20.20.2"
+"""The node fetched from the npm registry (node-linux-<arch>) when the host's is older than
+a client needs (Debian's nodejs is 18)."""
+
+
+def node_at_least(major: int) -> str:
+    """A node binary of at least ``major``: the host's, or the npm registry's build of
+    ``NODE`` (cached like a package)."""
+    host = shutil.which("node")
+    if host is not None:
+        shown = subprocess.run([host, "--version"], capture_output=True, text=True, check=True)
+        if int(shown.stdout.strip().lstrip("v").split(".")[0]) >= major:
+            return host
+    arch = {"x86_64": "x64", "aarch64": "arm64"}[platform.machine()]
+    package = f"node-linux-{arch}"
+    return str(npm_package(package, NODE) / "node_modules" / package / "bin" / "node")
 
 
 def pypi_package(name: str, version: str) -> Path:
