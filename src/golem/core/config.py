@@ -31,6 +31,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from golem.core.cluster_config import ClusterConfig
 from golem.core.dependencies_config import DependenciesConfig
 from golem.core.errors import ConfigError
 from golem.core.forge_config import ForgeConfig
@@ -208,6 +209,7 @@ class GolemConfig(BaseSettings):
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     remote: RemoteConfig = Field(default_factory=RemoteConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     credentials: list[Credential] = Field(
         default_factory=list,
         description="Credentials the egress proxy adds for filtered boxes ([[credentials]]).",

@@ -97,6 +97,7 @@ __all__ = [
     "ModelRateLimited",
     "ModelRequestRejected",
     "ModelUnavailable",
+    "NodeLost",
     "NotVerified",
     "PathNotFound",
     "PathRefused",
@@ -213,6 +214,11 @@ class BoxEnded(SessionNotFound):
     its container removed): the session is gone; start a new one."""
 
     exit_code, http_status = 1, 410
+
+
+class NodeLost(BoxEnded):
+    """The cluster node that held the session's box is gone (its Ray node died or left):
+    the session ended with it; start a new one (Ray places it on a live node)."""
 
 
 class ProcessNotFound(SandboxError):

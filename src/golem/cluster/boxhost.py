@@ -1,0 +1,160 @@
+"""The box host: one Ray actor per node, pinned to it, owning that node's LocalEngine (its
+boxes and warm pool) and serving golem's sessions API on the node, so that the control plane
+reaches a session there with the RemoteEngine it already has (no new protocol).
+
+It answers only its own key, made when it starts and handed out by the actor: whoever can
+call actors of the Ray cluster can run code on its nodes anyway, so the Ray cluster is the
+trust boundary, and the key keeps the node's port closed to anyone else on the network."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import ray
+import uvicorn
+from fastapi import FastAPI
+
+from golem import __version__
+from golem.core.config import GolemConfig
+from golem.sandbox import LocalEngine
+from golem.service.api import calls, files, interactive, sessions
+from golem.service.health import StoreProbe
+from golem.service.keys import KeyStore
+from golem.service.limits import BodyLimit, ws_max_size
+from golem.service.problems import ERROR_RESPONSES, install_problem_handlers
+from golem.service.queue import RunQueue
+from golem.service.sessions import SessionRegistry
+from golem.service.state import ServerState, server_id
+from golem.store import SqlStore
+
+__all__ = ["KEY_ENV", "BoxHost", "box_host_app", "node_config"]
+
+log = logging.getLogger("golem.cluster")
+
+KEY_ENV = "GOLEM_BOX_HOST_KEY"
+"""Where the box host's process keeps its key (the node server's admin key)."""
+UNLIMITED = 1_000_000
+"""A node's session limits: Ray's slots (``[cluster] slot_resource``) are the real one."""
+READY_TIMEOUT = 120.0
+
+
+def node_config(base: GolemConfig, node_id: str) -> GolemConfig:
+    """The control plane's configuration as a node's box host uses it: its own state
+    directory (boxes, records, a SQLite store of its own), its key, no limits of its own."""
+    server = base.server
+    policies = {
+        role: policy.model_copy(update={"max_sessions": UNLIMITED})
+        for role, policy in server.policies.items()
+    }
+    return base.model_copy(
+        update={
+            "state_dir": Path(base.state_dir) / "cluster" / node_id[:16],
+            "database_url": None,
+            "server": server.model_copy(
+                update={"admin_key_env": KEY_ENV, "max_sessions": UNLIMITED, "policies": policies}
+            ),
+        }
+    )
+
+
+@asynccontextmanager
+async def node_state(settings: GolemConfig) -> AsyncIterator[ServerState]:
+    """What the session routes need on a node: its engine (pruned of what a box host
+    before it left) and session registry; the store only holds nothing (no keys, no runs)."""
+    store = await SqlStore.open(settings, tenant=None)
+    engine = LocalEngine(settings)
+    identity = server_id()
+    state = ServerState(
+        config=settings,
+        engine=engine,
+        store=store,
+        keys=KeyStore(store, settings.server.admin_key_env),
+        sessions=SessionRegistry(settings, engine),
+        queue=RunQueue(settings, engine, store, identity),  # never started: runs are not here
+        health=StoreProbe(store, identity),
+        id=identity,
+    )
+    await engine.start()
+    await engine.prune()  # a box host before this one died: its boxes go
+    try:
+        yield state
+    finally:
+        try:
+            await state.sessions.close_all()
+            await engine.close()
+        finally:
+            await store.close()
+
+
+def box_host_app(settings: GolemConfig, ready: threading.Event) -> FastAPI:
+    """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on a node."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with node_state(settings) as state:
+            app.state.golem = state
+            ready.set()
+            yield
+
+    app = FastAPI(title="golem box host", version=__version__, lifespan=lifespan)
+    install_problem_handlers(app)
+    app.add_middleware(BodyLimit)
+    for module in (sessions, files, calls, interactive):
+        app.include_router(module.router, responses=ERROR_RESPONSES)
+    return app
+
+
+class BoxHost:
+    """The Ray actor of one node (made by ``golem.cluster.engine``, pinned there)."""
+
+    def __init__(self, config: GolemConfig, node_id: str) -> None:
+        self.node_id = node_id
+        self._key = "golem-box-host-" + secrets.token_urlsafe(32)
+        os.environ[KEY_ENV] = self._key  # this actor's own process
+        settings = node_config(config, node_id)
+        host: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call,unused-ignore]
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, 0))
+        self.url = f"http://{host}:{listener.getsockname()[1]}"
+        ready = threading.Event()
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                box_host_app(settings, ready),
+                log_level="warning",
+                ws="websockets-sansio",
+                ws_max_size=ws_max_size(settings),
+                timeout_graceful_shutdown=10,
+                timeout_keep_alive=75,
+            )
+        )
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [listener]}, daemon=True
+        )
+        self._thread.start()
+        waited = 0.0
+        while not ready.wait(0.5):  # its lifespan says when it serves; a failed one ends it
+            waited += 0.5
+            if not self._thread.is_alive() or waited > READY_TIMEOUT:
+                raise RuntimeError(f"the box host of node {node_id} did not start; see its log")
+        log.info("box host of node %s serves %s", node_id, self.url)
+
+    def address(self) -> tuple[str, str]:
+        """The node's sessions API and its key."""
+        return self.url, self._key
+
+    def ping(self) -> str:
+        """This host's node id (an answer: the node is alive)."""
+        return self.node_id
+
+    def stop(self) -> None:
+        """End the node's sessions and its server (ray.kill afterwards)."""
+        self._server.should_exit = True
+        self._thread.join(60)

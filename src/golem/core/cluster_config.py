@@ -1,0 +1,34 @@
+"""Configuration of scale-out on Ray (``[cluster]``): where the Ray cluster is and what a
+session asks of a node. Unset ``ray_address``: one machine, no Ray imported."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ClusterConfig"]
+
+
+class ClusterConfig(BaseModel):
+    """``[cluster]``: boxes (and later runs) placed on a Ray cluster (extra ``golem[ray]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ray_address: str | None = Field(
+        None,
+        description="The Ray cluster, as ray.init takes it (ray://head:10001, head:6379, "
+        "or auto); None: boxes on this machine (no Ray).",
+    )
+    namespace: str = Field(
+        "golem", description="Ray namespace of golem's actors (box hosts, leases)."
+    )
+    slot_resource: str = Field(
+        "golem_box",
+        description="The Ray custom resource a node advertises as its box slots (ray start "
+        "--resources='{\"golem_box\": 8}'); a session holds 1 while it lives.",
+    )
+    lease_timeout: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds a session waits for a slot when the cluster is full; None: it "
+        "waits in Ray's queue until one frees.",
+    )

@@ -1,0 +1,65 @@
+"""Session parity on a Ray cluster: the scenarios of tests/service/test_remote_engine.py
+run against ClusterEngine, whose sessions Ray places on three nodes and whose calls go to
+the node's box host; and what only a cluster has: sessions spread over the nodes, a full
+cluster that queues and drains."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from golem.cluster import ClusterEngine
+from golem.core import GolemConfig, load_config
+from tests.cluster.conftest import NODES, SLOTS
+from tests.service.test_remote_engine import (  # noqa: F401  (collected here, on the cluster)
+    test_a_background_process_is_read_signalled_and_reaped,
+    test_a_failing_setup_is_seen_by_on_event_then_raised,
+    test_a_one_shot_call_and_its_stream,
+    test_a_pty_reports_its_size_and_exit,
+    test_a_raw_pty_passes_bytes_that_are_not_utf8,
+    test_a_removed_session_is_closed_for_every_handle,
+    test_a_secret_is_masked_in_both,
+    test_a_session_keeps_state_between_calls,
+    test_an_interactive_call_takes_stdin_as_it_comes,
+    test_files_and_directories_round_trip,
+    test_output_that_is_not_utf8_comes_back_byte_for_byte,
+    test_setup_events_reach_on_event_as_the_script_runs,
+    test_streamed_events_arrive_in_order_with_the_exit_last,
+)
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture
+def cluster_config(ray_cluster: object, cluster_state: Path) -> GolemConfig:
+    return load_config(
+        {"state_dir": str(cluster_state), "cluster": {"ray_address": "auto"}}, files=[]
+    )
+
+
+@pytest.fixture
+async def any_engine(cluster_config: GolemConfig) -> AsyncIterator[ClusterEngine]:
+    """The cluster's engine (the name the imported parity tests take)."""
+    async with ClusterEngine(cluster_config) as engine:
+        yield engine
+
+
+async def test_sessions_spread_over_the_nodes_and_a_full_cluster_queues_then_drains(
+    any_engine: ClusterEngine,
+) -> None:
+    full = [await any_engine.create_session() for _ in range(NODES * SLOTS)]
+    nodes = {any_engine.node_of(box.id) for box in full}
+    assert len(nodes) == NODES
+    waiting = asyncio.ensure_future(any_engine.create_session())
+    done, _ = await asyncio.wait([waiting], timeout=3)
+    assert not done  # no slot: the lease waits in Ray
+    freed = full.pop()
+    await any_engine.remove_session(freed.id)
+    late = await waiting  # the freed slot goes to the waiting session
+    assert (await late.execute("echo drained")).stdout_text == "drained\n"
+    for box in [*full, late]:
+        await any_engine.remove_session(box.id)
+    assert await any_engine.boxes() == []
