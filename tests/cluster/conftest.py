@@ -23,11 +23,19 @@ def ray_cluster() -> Iterator[object]:
     process is the Ray driver (the control plane)."""
     cluster = cluster_utils.Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 1, "resources": {"golem_box": SLOTS}},
+        head_node_args={
+            "num_cpus": 1,
+            "resources": {"golem_box": SLOTS},
+            "labels": {"golem-node": "node-0"},
+        },
     )
     try:
-        for _ in range(NODES - 1):
-            cluster.add_node(num_cpus=1, resources={"golem_box": SLOTS})
+        for number in range(1, NODES):
+            cluster.add_node(
+                num_cpus=1,
+                resources={"golem_box": SLOTS},
+                labels={"golem-node": f"node-{number}"},
+            )
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, namespace="golem-test", log_to_driver=False)
         yield cluster

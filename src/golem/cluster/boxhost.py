@@ -34,7 +34,7 @@ from golem.service.sessions import SessionRegistry
 from golem.service.state import ServerState, server_id
 from golem.store import SqlStore
 
-__all__ = ["KEY_ENV", "BoxHost", "box_host_app", "node_config"]
+__all__ = ["KEY_ENV", "NODE_LABEL", "BoxHost", "box_host_app", "node_config", "node_name"]
 
 log = logging.getLogger("golem.cluster")
 
@@ -43,9 +43,19 @@ KEY_ENV = "GOLEM_BOX_HOST_KEY"
 UNLIMITED = 1_000_000
 """A node's session limits: Ray's slots (``[cluster] slot_resource``) are the real one."""
 READY_TIMEOUT = 120.0
+NODE_LABEL = "golem-node"
 
 
-def node_config(base: GolemConfig, node_id: str) -> GolemConfig:
+def node_name() -> str:
+    """This node's name: its Ray label ``golem-node`` (``ray start --labels``), else its
+    host name. It names the node's state directory, so a node that comes back under the
+    same name (a new Ray node id) finds, and prunes, what it left."""
+    labels: dict[str, object] = dict(ray.get_runtime_context().get_node_labels())
+    label = labels.get(NODE_LABEL)
+    return str(label) if label else socket.gethostname()
+
+
+def node_config(base: GolemConfig, name: str) -> GolemConfig:
     """The control plane's configuration as a node's box host uses it: its own state
     directory (boxes, records, a SQLite store of its own), its key, no limits of its own."""
     server = base.server
@@ -55,7 +65,7 @@ def node_config(base: GolemConfig, node_id: str) -> GolemConfig:
     }
     return base.model_copy(
         update={
-            "state_dir": Path(base.state_dir) / "cluster" / node_id[:16],
+            "state_dir": Path(base.state_dir) / "cluster" / name,
             "database_url": None,
             "server": server.model_copy(
                 update={"admin_key_env": KEY_ENV, "max_sessions": UNLIMITED, "policies": policies}
@@ -118,7 +128,8 @@ class BoxHost:
         self.node_id = node_id
         self._key = "golem-box-host-" + secrets.token_urlsafe(32)
         os.environ[KEY_ENV] = self._key  # this actor's own process
-        settings = node_config(config, node_id)
+        self.name = node_name()
+        settings = node_config(config, self.name)
         host: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call,unused-ignore]
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -144,7 +155,7 @@ class BoxHost:
             waited += 0.5
             if not self._thread.is_alive() or waited > READY_TIMEOUT:
                 raise RuntimeError(f"the box host of node {node_id} did not start; see its log")
-        log.info("box host of node %s serves %s", node_id, self.url)
+        log.info("box host of node %s (%s) serves %s", self.name, node_id, self.url)
 
     def address(self) -> tuple[str, str]:
         """The node's sessions API and its key."""
