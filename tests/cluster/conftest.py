@@ -15,6 +15,8 @@ cluster_utils = pytest.importorskip("ray.cluster_utils")
 SLOTS = 2
 """Box slots of each node (``golem_box``): three nodes, six sessions at once."""
 NODES = 3
+NODE_NAMES = [f"node-{number}" for number in range(NODES)]
+"""Their ``golem-node`` labels (so each its own state directory)."""
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +28,7 @@ def ray_cluster() -> Iterator[object]:
         head_node_args={
             "num_cpus": 1,
             "resources": {"golem_box": SLOTS},
-            "labels": {"golem-node": "node-0"},
+            "labels": {"golem-node": NODE_NAMES[0]},
         },
     )
     try:
@@ -34,7 +36,7 @@ def ray_cluster() -> Iterator[object]:
             cluster.add_node(
                 num_cpus=1,
                 resources={"golem_box": SLOTS},
-                labels={"golem-node": f"node-{number}"},
+                labels={"golem-node": NODE_NAMES[number]},
             )
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, namespace="golem-test", log_to_driver=False)

@@ -19,6 +19,7 @@ from golem.cli import options
 from golem.cli.stores import using_store
 from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, InvalidRequest
+from golem.sandbox import Engine
 from golem.service.app import create_app
 from golem.service.keys import KeyStore
 from golem.service.limits import ws_max_size
@@ -79,6 +80,21 @@ def cap_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(M_ARENA_MAX, arenas))
 
 
+def engine_maker(config: GolemConfig) -> Callable[[GolemConfig], Engine] | None:
+    """What makes the server's engine: a Ray cluster's when ``[cluster] ray_address`` is
+    set (golem.cluster, and Ray, imported only then), else None (this machine's)."""
+    if config.cluster.ray_address is None:
+        return None
+    try:
+        from golem.cluster import ClusterEngine  # noqa: PLC0415  (Ray only when asked for)
+    except ImportError as exc:
+        raise ConfigError(
+            f"[cluster] ray_address is set but Ray is not installed ({exc}): "
+            "pip install 'golem[ray]'"
+        ) from exc
+    return ClusterEngine
+
+
 def serve_command(
     host: str | None = typer.Option(None, "--host", help="Address (default: [server] host)."),
     port: int | None = typer.Option(
@@ -98,7 +114,7 @@ def serve_command(
         highlight=False,
     )
     settings = uvicorn.Config(
-        create_app(config),
+        create_app(config, engine_maker(config)),
         log_level="info",
         ws="websockets-sansio",
         ws_max_size=ws_max_size(config),  # each role's own cap is checked per message

@@ -60,7 +60,7 @@ def node_config(base: GolemConfig, name: str) -> GolemConfig:
     directory (boxes, records, a SQLite store of its own), its key, no limits of its own."""
     server = base.server
     policies = {
-        role: policy.model_copy(update={"max_sessions": UNLIMITED})
+        role: policy.model_copy(update={"max_sessions": UNLIMITED, "server_labels": True})
         for role, policy in server.policies.items()
     }
     return base.model_copy(

@@ -196,9 +196,9 @@ class ClusterEngine:
         address = self._cluster.ray_address
         if address is None:
             raise ConfigError("ClusterEngine needs [cluster] ray_address")
-        await asyncio.to_thread(
-            ray.init, address=address, namespace=self._cluster.namespace, log_to_driver=False
-        )
+        # On this thread (the server's main one): Ray installs signal handlers, and joining
+        # takes a moment once, at startup.
+        ray.init(address=address, namespace=self._cluster.namespace, log_to_driver=False)
 
     async def _node(self, node_id: str) -> NodeEngine:
         """The engine of a node's box host, the host started when there is none yet."""

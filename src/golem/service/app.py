@@ -3,13 +3,14 @@ engine and the run queue and closes them again. Nothing happens at import."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from golem import __version__
 from golem.core.config import GolemConfig, load_config
+from golem.sandbox import Engine
 from golem.service.api import calls, credentials, files, interactive, keys, runs, sessions
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.api.gitlab_hook import router as gitlab_hook_router
@@ -29,13 +30,16 @@ problem details (application/problem+json). The same tools speak MCP (streamable
 `/mcp`, with the same key."""
 
 
-def create_app(config: GolemConfig | None = None) -> FastAPI:
-    """The app for ``config`` (default: golem.toml and GOLEM_* variables)."""
+def create_app(
+    config: GolemConfig | None = None, make_engine: Callable[[GolemConfig], Engine] | None = None
+) -> FastAPI:
+    """The app for ``config`` (default: golem.toml and GOLEM_* variables), its boxes made by
+    ``make_engine``'s engine (default: this machine's)."""
     settings = config or load_config()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with running_state(settings) as state, serving_mcp(app, state):
+        async with running_state(settings, make_engine) as state, serving_mcp(app, state):
             app.state.golem = state
             yield
 

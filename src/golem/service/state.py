@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -50,11 +50,14 @@ class ServerState:
 
 
 @asynccontextmanager
-async def running_state(settings: GolemConfig) -> AsyncIterator[ServerState]:
+async def running_state(
+    settings: GolemConfig, make_engine: Callable[[GolemConfig], Engine] | None = None
+) -> AsyncIterator[ServerState]:
     """The server's state, open: store, engine, sessions and the run queue's workers (for
-    ``golem serve`` and ``golem mcp`` alike); closed again when the block ends."""
+    ``golem serve`` and ``golem mcp`` alike); closed again when the block ends. The engine:
+    ``make_engine``'s (a cluster's, made by the CLI), else this machine's."""
     store = await SqlStore.open(settings, tenant=None)  # the server reads all; scopes per key
-    engine = LocalEngine(settings)
+    engine = (make_engine or LocalEngine)(settings)
     identity = server_id()
     state = ServerState(
         config=settings,

@@ -1,0 +1,69 @@
+"""`golem serve` with ``[cluster] ray_address``: the control plane's sessions are placed on
+the Ray cluster's nodes, and the session parity scenarios pass through its API with
+RemoteEngine exactly as against a single-machine server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golem.cluster.boxhost import node_config
+from golem.core import GolemConfig, load_config
+from golem.sandbox import LocalEngine
+from golem.service.client import RemoteEngine
+from tests.cluster.conftest import NODE_NAMES
+from tests.service.served import Served, serving
+from tests.service.test_remote_engine import (  # noqa: F401  (collected here, through the server)
+    test_a_background_process_is_read_signalled_and_reaped,
+    test_a_failing_setup_is_seen_by_on_event_then_raised,
+    test_a_one_shot_call_and_its_stream,
+    test_a_pty_reports_its_size_and_exit,
+    test_a_raw_pty_passes_bytes_that_are_not_utf8,
+    test_a_removed_session_is_closed_for_every_handle,
+    test_a_secret_is_masked_in_both,
+    test_a_session_keeps_state_between_calls,
+    test_an_interactive_call_takes_stdin_as_it_comes,
+    test_files_and_directories_round_trip,
+    test_output_that_is_not_utf8_comes_back_byte_for_byte,
+    test_setup_events_reach_on_event_as_the_script_runs,
+    test_streamed_events_arrive_in_order_with_the_exit_last,
+)
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(scope="module")
+def served(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A control plane on the session's Ray cluster."""
+    config = f'[cluster]\nray_address = "{ray_cluster.address}"\n'
+    with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
+        yield server
+
+
+@pytest.fixture
+async def any_engine(served: Served, config: GolemConfig) -> AsyncIterator[RemoteEngine]:
+    """The control plane's sessions through RemoteEngine (the name the parity tests take)."""
+    async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
+        yield remote
+
+
+async def test_the_control_plane_boxes_are_on_the_nodes_not_its_own_machine(
+    served: Served, cluster_state: Path
+) -> None:
+    local = LocalEngine(load_config({"state_dir": str(served.state_dir)}, files=[]))
+    async with RemoteEngine(served.url, served.key("where")) as remote, remote.session() as box:
+        assert await local.boxes() == []  # nothing on the control plane's engine
+        on_nodes = [
+            info.id
+            for state in (served.state_dir, cluster_state)  # whoever started the box hosts
+            for name in NODE_NAMES
+            for info in await LocalEngine(_node(state, name)).boxes()
+        ]
+        assert on_nodes == [box.id]
+
+
+def _node(state: Path, name: str) -> GolemConfig:
+    return node_config(load_config({"state_dir": str(state)}, files=[]), name)
