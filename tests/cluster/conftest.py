@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from golem.core import GolemConfig, load_config
+from golem.sandbox import LocalEngine
+
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 
@@ -55,3 +58,36 @@ def cluster_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The state directory the box hosts of the session's cluster share (each its own
     ``cluster/<node>`` under it)."""
     return tmp_path_factory.mktemp("cluster") / "state"
+
+
+NO_POOL = {"pool": {"clean": 0}}
+"""No warm pool on the nodes: an ended session's box is stopped and its record goes, so
+the boxes on a node's disk are exactly its sessions' (a pool keeps wiped boxes)."""
+
+
+def cluster_settings(
+    state: Path, node_state: Path, address: str = "auto", **cluster: object
+) -> GolemConfig:
+    """A control plane's configuration on the test cluster: its own state, the box hosts'
+    under ``node_state`` (every node the same, whoever starts its box host)."""
+    settings = {"ray_address": address, "node_state_dir": str(node_state), **cluster}
+    return load_config({"state_dir": str(state), "cluster": settings, "engine": NO_POOL}, files=[])
+
+
+def server_toml(address: str, node_state: Path) -> str:
+    """The golem.toml of a `golem serve` control plane on the test cluster."""
+    return (
+        f'[cluster]\nray_address = "{address}"\nnode_state_dir = "{node_state}"\n'
+        "[engine.pool]\nclean = 0\n"
+    )
+
+
+async def on_nodes(node_state: Path) -> list[str]:
+    """The boxes on the nodes' disks (their records in each box host's state)."""
+    from golem.cluster.boxhost import node_config
+
+    found: list[str] = []
+    for name in NODE_NAMES:
+        settings = node_config(cluster_settings(node_state, node_state), name)
+        found += [info.id for info in await LocalEngine(settings).boxes()]
+    return found

@@ -4,17 +4,17 @@ RemoteEngine exactly as against a single-machine server."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from golem.cluster.boxhost import node_config
 from golem.core import GolemConfig, load_config
 from golem.sandbox import LocalEngine
 from golem.service.client import RemoteEngine
-from tests.cluster.conftest import NODE_NAMES
+from tests.cluster.conftest import on_nodes, server_toml
 from tests.service.served import Served, serving
 from tests.service.test_remote_engine import (  # noqa: F401  (collected here, through the server)
     test_a_background_process_is_read_signalled_and_reaped,
@@ -36,9 +36,11 @@ pytestmark = pytest.mark.bwrap
 
 
 @pytest.fixture(scope="module")
-def served(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(
+    ray_cluster: Any, cluster_state: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
     """A control plane on the session's Ray cluster."""
-    config = f'[cluster]\nray_address = "{ray_cluster.address}"\n'
+    config = server_toml(ray_cluster.address, cluster_state)
     with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
         yield server
 
@@ -56,14 +58,29 @@ async def test_the_control_plane_boxes_are_on_the_nodes_not_its_own_machine(
     local = LocalEngine(load_config({"state_dir": str(served.state_dir)}, files=[]))
     async with RemoteEngine(served.url, served.key("where")) as remote, remote.session() as box:
         assert await local.boxes() == []  # nothing on the control plane's engine
-        on_nodes = [
-            info.id
-            for state in (served.state_dir, cluster_state)  # whoever started the box hosts
-            for name in NODE_NAMES
-            for info in await LocalEngine(_node(state, name)).boxes()
-        ]
-        assert on_nodes == [box.id]
+        assert await on_nodes(cluster_state) == [box.id]
 
 
-def _node(state: Path, name: str) -> GolemConfig:
-    return node_config(load_config({"state_dir": str(state)}, files=[]), name)
+async def test_a_control_plane_killed_leaves_no_box_on_the_nodes(
+    ray_cluster: Any, cluster_state: Path, tmp_path: Path
+) -> None:
+    import ray
+
+    from golem.cluster.engine import BOX_HOST_PREFIX
+
+    config = server_toml(ray_cluster.address, cluster_state)
+    with serving(tmp_path / "state", config=config) as doomed:
+        with doomed.client(doomed.key("doomed")) as client:
+            made = client.post("/v1/sessions", json={"spec": {}})
+        assert made.status_code == 201, made.text
+        box_id = made.json()["id"]
+        assert box_id in await on_nodes(cluster_state)
+        doomed.kill()  # SIGKILL: no shutdown, its Ray driver just goes
+    hosts = [
+        ray.get_actor(named["name"], namespace="golem")
+        for named in ray.util.list_named_actors(all_namespaces=True)
+        if named["name"].startswith(BOX_HOST_PREFIX)
+    ]
+    # its leases die with their owner; each box host ends the sessions they held
+    await asyncio.gather(*(host.ended.remote(box_id) for host in hosts))
+    assert box_id not in await on_nodes(cluster_state)

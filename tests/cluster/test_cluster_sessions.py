@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from golem.cluster import ClusterEngine
-from golem.core import GolemConfig, load_config
-from tests.cluster.conftest import NODES, SLOTS
+from golem.core import GolemConfig
+from tests.cluster.conftest import NODES, SLOTS, cluster_settings
 from tests.service.test_remote_engine import (  # noqa: F401  (collected here, on the cluster)
     test_a_background_process_is_read_signalled_and_reaped,
     test_a_failing_setup_is_seen_by_on_event_then_raised,
@@ -35,9 +35,7 @@ pytestmark = pytest.mark.bwrap
 
 @pytest.fixture
 def cluster_config(ray_cluster: object, cluster_state: Path) -> GolemConfig:
-    return load_config(
-        {"state_dir": str(cluster_state), "cluster": {"ray_address": "auto"}}, files=[]
-    )
+    return cluster_settings(cluster_state / "control", cluster_state)
 
 
 @pytest.fixture

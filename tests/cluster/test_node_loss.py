@@ -12,9 +12,10 @@ import pytest
 
 from golem.cluster import ClusterEngine
 from golem.cluster.boxhost import node_config
-from golem.core import GolemConfig, load_config
+from golem.core import GolemConfig
 from golem.core.errors import NodeLost
 from golem.sandbox import LocalEngine
+from tests.cluster.conftest import cluster_settings
 
 pytestmark = pytest.mark.bwrap
 
@@ -30,8 +31,7 @@ def _victim(ray_cluster: Any) -> Any:
 
 @pytest.fixture
 def victim_config(ray_cluster: Any, cluster_state: Path) -> GolemConfig:
-    cluster = {"ray_address": "auto", "slot_resource": VICTIM}
-    return load_config({"state_dir": str(cluster_state), "cluster": cluster}, files=[])
+    return cluster_settings(cluster_state / "control", cluster_state, slot_resource=VICTIM)
 
 
 async def test_a_session_on_a_node_that_dies_ends_naming_the_node_and_leaves_no_box(

@@ -8,25 +8,30 @@ trust boundary, and the key keeps the node's port closed to anyone else on the n
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import secrets
 import socket
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import ray
 import uvicorn
 from fastapi import FastAPI
+from ray.exceptions import RayActorError
 
 from golem import __version__
-from golem.core.config import GolemConfig
+from golem.core.config import GolemConfig, default_state_dir
+from golem.core.errors import GolemError
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, files, interactive, sessions
 from golem.service.health import StoreProbe
-from golem.service.keys import KeyStore
+from golem.service.keys import ADMIN_TENANT, KeyStore, Principal
 from golem.service.limits import BodyLimit, ws_max_size
 from golem.service.problems import ERROR_RESPONSES, install_problem_handlers
 from golem.service.queue import RunQueue
@@ -44,6 +49,10 @@ UNLIMITED = 1_000_000
 """A node's session limits: Ray's slots (``[cluster] slot_resource``) are the real one."""
 READY_TIMEOUT = 120.0
 NODE_LABEL = "golem-node"
+NODE_PRINCIPAL = Principal(tenant=ADMIN_TENANT, role="admin", key_id="admin")
+"""Whom the box host's key acts for: the node server's admin (its sessions' tenant)."""
+HOST_CALLS = 16
+"""Calls a box host's actor takes at once (``ended`` waits, ``ping`` must still answer)."""
 
 
 def node_name() -> str:
@@ -65,7 +74,9 @@ def node_config(base: GolemConfig, name: str) -> GolemConfig:
     }
     return base.model_copy(
         update={
-            "state_dir": Path(base.state_dir) / "cluster" / name,
+            "state_dir": Path(base.cluster.node_state_dir or default_state_dir())
+            / "cluster"
+            / name,
             "database_url": None,
             "server": server.model_copy(
                 update={"admin_key_env": KEY_ENV, "max_sessions": UNLIMITED, "policies": policies}
@@ -103,14 +114,52 @@ async def node_state(settings: GolemConfig) -> AsyncIterator[ServerState]:
             await store.close()
 
 
-def box_host_app(settings: GolemConfig, ready: threading.Event) -> FastAPI:
-    """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on a node."""
+class Leases:
+    """The node's sessions tied to their leases (on the server's loop): a lease that dies
+    (killed when its session ends, or with the control plane that owns it) ends its
+    session here, so a control plane gone for good leaves no box on the nodes."""
+
+    def __init__(self, state: ServerState) -> None:
+        self._state = state
+        self._following: dict[str, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly only
+
+    async def adopt(self, box_id: str, lease: Any) -> None:
+        """End session ``box_id`` when ``lease`` dies."""
+        ended = self._following[box_id] = asyncio.Event()
+        task = asyncio.ensure_future(self._follow(box_id, lease, ended))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _follow(self, box_id: str, lease: Any, ended: asyncio.Event) -> None:
+        try:
+            await lease.hold.remote()
+        except RayActorError:
+            pass  # the lease is gone, which is all this waits for
+        finally:
+            try:
+                with contextlib.suppress(GolemError):  # ended already: nothing to do
+                    await self._state.sessions.close(NODE_PRINCIPAL, box_id)
+            finally:
+                self._following.pop(box_id, None)
+                ended.set()
+
+    async def ended(self, box_id: str) -> None:
+        """Return once no session ``box_id`` tied to a lease is held here."""
+        following = self._following.get(box_id)
+        if following is not None:
+            await following.wait()
+
+
+def box_host_app(settings: GolemConfig, ready: Callable[[ServerState], None]) -> FastAPI:
+    """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on a node;
+    ``ready`` is called with its state, on its loop, once it serves."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with node_state(settings) as state:
             app.state.golem = state
-            ready.set()
+            ready(state)
             yield
 
     app = FastAPI(title="golem box host", version=__version__, lifespan=lifespan)
@@ -136,9 +185,15 @@ class BoxHost:
         listener.bind((host, 0))
         self.url = f"http://{host}:{listener.getsockname()[1]}"
         ready = threading.Event()
+
+        def serving(state: ServerState) -> None:
+            self._loop = asyncio.get_running_loop()
+            self._leases = Leases(state)
+            ready.set()
+
         self._server = uvicorn.Server(
             uvicorn.Config(
-                box_host_app(settings, ready),
+                box_host_app(settings, serving),
                 log_level="warning",
                 ws="websockets-sansio",
                 ws_max_size=ws_max_size(settings),
@@ -160,6 +215,14 @@ class BoxHost:
     def address(self) -> tuple[str, str]:
         """The node's sessions API and its key."""
         return self.url, self._key
+
+    def adopt(self, box_id: str, lease: Any) -> None:
+        """Tie session ``box_id`` to ``lease``: when the lease dies, the session ends."""
+        asyncio.run_coroutine_threadsafe(self._leases.adopt(box_id, lease), self._loop).result(30)
+
+    def ended(self, box_id: str, timeout: float | None = None) -> None:
+        """Return once session ``box_id`` is no longer held for a lease (TimeoutError)."""
+        asyncio.run_coroutine_threadsafe(self._leases.ended(box_id), self._loop).result(timeout)
 
     def ping(self) -> str:
         """This host's node id (an answer: the node is alive)."""

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from golem.cluster.boxhost import BoxHost
+from golem.cluster.boxhost import HOST_CALLS, BoxHost
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, GolemError, NodeLost, Problem, SessionNotFound
 from golem.core.events import EventSink, ExecEvent
@@ -211,6 +211,7 @@ class ClusterEngine:
                 namespace=self._cluster.namespace,
                 get_if_exists=True,
                 lifetime="detached",  # named alone, it dies with the last handle (an engine's)
+                max_concurrency=HOST_CALLS,
                 num_cpus=0,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
             ).remote(self.config, node_id)
@@ -255,6 +256,13 @@ class ClusterEngine:
         try:
             box = await node.create_session(full, on_event=on_event)
         except BaseException:
+            ray.kill(lease)
+            raise
+        try:
+            await node.host.adopt.remote(box.id, lease)  # the node ends it if the lease dies
+        except BaseException:
+            with contextlib.suppress(GolemError):
+                await node.remove_session(box.id)
             ray.kill(lease)
             raise
         placed = _Placed(lease, node)

@@ -3,6 +3,8 @@ session asks of a node. Unset ``ray_address``: one machine, no Ray imported."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["ClusterConfig"]
@@ -25,6 +27,12 @@ class ClusterConfig(BaseModel):
         "golem_box",
         description="The Ray custom resource a node advertises as its box slots (ray start "
         "--resources='{\"golem_box\": 8}'); a session holds 1 while it lives.",
+    )
+    node_state_dir: Path | None = Field(
+        None,
+        description="Where box hosts keep their state on their nodes (under it: "
+        "cluster/<node name>); None: each node's own default state directory "
+        "(GOLEM_STATE_DIR of the node's environment, else the XDG one).",
     )
     lease_timeout: float | None = Field(
         None,
