@@ -5,6 +5,21 @@ Layering: ``cli`` -> ``cluster`` -> ``service``. Nothing below imports this pack
 importing it imports Ray: the rest of golem names it only when the configuration sets
 ``[cluster] ray_address``."""
 
-from golem.cluster.engine import ClusterEngine
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from golem.cluster.engine import ClusterEngine
 
 __all__ = ["ClusterEngine"]
+
+
+def __getattr__(name: str) -> Any:
+    """``ClusterEngine`` on first use: a lease's worker imports ``golem.cluster.lease``
+    only, and must not pay for the engine's imports (the service layer)."""
+    if name == "ClusterEngine":
+        from golem.cluster.engine import ClusterEngine  # noqa: PLC0415
+
+        return ClusterEngine
+    raise AttributeError(name)

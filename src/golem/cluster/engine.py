@@ -28,6 +28,7 @@ from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from golem.cluster.boxhost import HOST_CALLS, BoxHost
+from golem.cluster.lease import Lease
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, GolemError, NodeLost, Problem, SessionNotFound
 from golem.core.events import EventSink, ExecEvent
@@ -43,21 +44,6 @@ log = logging.getLogger("golem.cluster")
 
 PING_TIMEOUT = 10.0
 BOX_HOST_PREFIX = "golem-box-host-"
-
-
-class Lease:
-    """A session's claim on one box slot of a node (a Ray actor; see the module)."""
-
-    def __init__(self) -> None:
-        self._node = ray.get_runtime_context().get_node_id()
-
-    async def node(self) -> str:
-        """The node Ray placed this lease on."""
-        return self._node
-
-    async def hold(self) -> None:
-        """Never returns: its caller learns of the lease's death (its node's) by the error."""
-        await asyncio.Event().wait()
 
 
 Handle = Any
