@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from golem.cluster import ClusterEngine
@@ -61,3 +62,19 @@ async def test_sessions_spread_over_the_nodes_and_a_full_cluster_queues_then_dra
     for box in [*full, late]:
         await any_engine.remove_session(box.id)
     assert await any_engine.boxes() == []
+
+
+async def test_a_box_hosts_port_answers_only_its_own_key(any_engine: ClusterEngine) -> None:
+    async with any_engine.session() as box:
+        node = any_engine.node_engine(box.id)
+        async with httpx.AsyncClient(base_url=node.url) as stranger:
+            for headers in ({}, {"Authorization": "Bearer golem_abc_def"}, {"X-Golem-Key": "x"}):
+                listing = await stranger.get("/v1/sessions", headers=headers)
+                assert listing.status_code == 401
+                called = await stranger.post(
+                    f"/v1/sessions/{box.id}/exec", json={"command": ["true"]}, headers=headers
+                )
+                assert called.status_code == 401
+            # only the session routes are there: no key, run or admin API on a node
+            key = await stranger.post("/v1/keys", json={"tenant": "t"}, headers=headers)
+            assert key.status_code == 404

@@ -278,12 +278,16 @@ class ClusterEngine:
         for callback in self._callbacks:
             callback(box_id, why)
 
-    def node_of(self, box_id: str) -> str:
-        """The Ray node id of the node holding a session of this engine."""
+    def node_engine(self, box_id: str) -> NodeEngine:
+        """The engine of the box host holding a session of this engine."""
         placed = self._placed.get(box_id)
         if placed is None:
             raise SessionNotFound(f"no session {box_id!r} on the cluster")
-        return placed.node.node_id
+        return placed.node
+
+    def node_of(self, box_id: str) -> str:
+        """The Ray node id of the node holding a session of this engine."""
+        return self.node_engine(box_id).node_id
 
     async def get_session(self, box_id: str) -> RemoteBox:
         """A new handle on a live session of this engine."""
