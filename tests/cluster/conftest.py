@@ -1,19 +1,18 @@
 """A real multi-node Ray cluster on this machine (Ray's ``cluster_utils``: a head and two
 workers, each its own raylet, each advertising box slots), for the whole session, shut
-down after it. Skipped where Ray is not installed (extra ``golem[ray]``)."""
+down after it. Each test module skips where Ray is not installed (extra ``golem[ray]``):
+a conftest may not skip, so Ray is imported here only inside the fixtures."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from golem.core import GolemConfig, load_config
 from golem.sandbox import LocalEngine
-
-ray = pytest.importorskip("ray")
-cluster_utils = pytest.importorskip("ray.cluster_utils")
 
 SLOTS = 2
 """Box slots of each node (``golem_box``): three nodes, six sessions at once."""
@@ -23,9 +22,12 @@ NODE_NAMES = [f"node-{number}" for number in range(NODES)]
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[object]:
+def ray_cluster() -> Iterator[Any]:
     """Three raylets on this machine, one CPU and ``SLOTS`` box slots each; this test
     process is the Ray driver (the control plane)."""
+    import ray
+    from ray import cluster_utils
+
     cluster = cluster_utils.Cluster(
         initialize_head=True,
         head_node_args={

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
+
 from golem.core import GolemConfig, load_config
 from golem.sandbox import LocalEngine
 from golem.service.client import RemoteEngine

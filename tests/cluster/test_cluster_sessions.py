@@ -12,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
+
 from golem.cluster import ClusterEngine
 from golem.core import GolemConfig
 from tests.cluster.conftest import NODES, SLOTS, cluster_settings

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
+
 from golem.cluster import ClusterEngine
 from golem.cluster.boxhost import node_config
 from golem.core import GolemConfig
