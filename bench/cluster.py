@@ -11,8 +11,8 @@ each), this process its driver, and measures, one side after the other:
   LocalEngine (``local``) and on one of a ClusterEngine (``cluster``: the call goes over the
   node's call channel, a WebSocket to its box host);
 * ``open``: opening and ending a session ``--sessions`` times on each: for the cluster,
-  the lease (a Ray actor asking for one ``golem_box``, placed by Ray), the box host's
-  session, and the release; ``lease``: the lease alone (created, placed, killed).
+  the slot (a Ray placement group of one ``golem_box``, placed by Ray), the box host's
+  session, and the release; ``lease``: the slot alone (reserved, looked up, removed).
 
 Reported: p50 and p99 of each in ms, and the cluster's added latency per call and per
 session (p50 difference). The cluster is shut down at the end, whatever happens.
@@ -32,10 +32,14 @@ from typing import Any
 
 import ray
 from ray.cluster_utils import Cluster
+from ray.util.placement_group import (
+    placement_group,
+    placement_group_table,
+    remove_placement_group,
+)
 
 from golem.cluster import ClusterEngine
-from golem.cluster.engine import stop_box_hosts
-from golem.cluster.lease import Lease
+from golem.cluster.nodes import stop_box_hosts
 from golem.core import load_config
 from golem.sandbox import Engine, LocalEngine
 from latency import summarize  # bench/ is on sys.path
@@ -69,12 +73,11 @@ async def _opens(engine: Engine, sessions: int) -> list[float]:
 
 
 async def _leases(times: int) -> list[float]:
-    actor: Any = ray.remote(Lease)
-
     async def once() -> None:
-        lease = actor.options(num_cpus=0, resources={"golem_box": 1}).remote()
-        await lease.node.remote()
-        ray.kill(lease)
+        slot = placement_group([{"golem_box": 1}])
+        await slot.ready()
+        placement_group_table(slot)  # which node: what the engine asks next
+        remove_placement_group(slot)
 
     await once()
     return await _timed(once, times)

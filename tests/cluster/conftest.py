@@ -48,7 +48,7 @@ def ray_cluster() -> Iterator[Any]:
         yield cluster
     finally:
         if ray.is_initialized():
-            from golem.cluster.engine import stop_box_hosts
+            from golem.cluster.nodes import stop_box_hosts
 
             stop_box_hosts("golem")
         ray.shutdown()

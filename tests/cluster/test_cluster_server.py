@@ -68,7 +68,7 @@ async def test_a_control_plane_killed_leaves_no_box_on_the_nodes(
 ) -> None:
     import ray
 
-    from golem.cluster.engine import BOX_HOST_PREFIX
+    from golem.cluster.nodes import BOX_HOST_PREFIX
 
     config = server_toml(ray_cluster.address, cluster_state)
     with serving(tmp_path / "state", config=config) as doomed:

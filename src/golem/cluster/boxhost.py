@@ -51,8 +51,8 @@ READY_TIMEOUT = 120.0
 NODE_LABEL = "golem-node"
 NODE_PRINCIPAL = Principal(tenant=ADMIN_TENANT, role="admin", key_id="admin")
 """Whom the box host's key acts for: the node server's admin (its sessions' tenant)."""
-HOST_CALLS = 16
-"""Calls a box host's actor takes at once (``ended`` waits, ``ping`` must still answer)."""
+HOST_CALLS = 1000
+"""Calls a box host's actor takes at once (each control plane's ``hold`` waits there)."""
 
 
 def node_name() -> str:
@@ -114,41 +114,48 @@ async def node_state(settings: GolemConfig) -> AsyncIterator[ServerState]:
             await store.close()
 
 
-class Leases:
-    """The node's sessions tied to their leases (on the server's loop): a lease that dies
-    (killed when its session ends, or with the control plane that owns it) ends its
-    session here, so a control plane gone for good leaves no box on the nodes."""
+class Owners:
+    """The node's sessions by the control plane that opened them (on the server's loop):
+    when a control plane's ``Owner`` actor dies (Ray ends it with its driver), the sessions
+    it left here end, so a control plane gone for good leaves no box on the nodes."""
 
     def __init__(self, state: ServerState) -> None:
         self._state = state
-        self._following: dict[str, asyncio.Event] = {}
+        self._sessions: dict[str, set[str]] = {}  # owner id -> its sessions here
+        self._gone: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly only
 
-    async def adopt(self, box_id: str, lease: Any) -> None:
-        """End session ``box_id`` when ``lease`` dies."""
-        ended = self._following[box_id] = asyncio.Event()
-        task = asyncio.ensure_future(self._follow(box_id, lease, ended))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    async def adopt(self, box_id: str, owner_id: str, owner: Any) -> None:
+        """End session ``box_id`` when ``owner`` dies."""
+        boxes = self._sessions.get(owner_id)
+        if boxes is None:
+            boxes = self._sessions[owner_id] = set()
+            self._gone[owner_id] = asyncio.Event()
+            task = asyncio.ensure_future(self._follow(owner_id, owner))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        held = {h.box.id for h in self._state.sessions.list(NODE_PRINCIPAL)}
+        boxes.intersection_update(held)  # forget the sessions that ended meanwhile
+        boxes.add(box_id)
 
-    async def _follow(self, box_id: str, lease: Any, ended: asyncio.Event) -> None:
+    async def _follow(self, owner_id: str, owner: Any) -> None:
         try:
-            await lease.hold.remote()
+            await owner.hold.remote()
         except RayActorError:
-            pass  # the lease is gone, which is all this waits for
+            pass  # the owner is gone, which is all this waits for
         finally:
             try:
-                with contextlib.suppress(GolemError):  # ended already: nothing to do
-                    await self._state.sessions.close(NODE_PRINCIPAL, box_id)
+                for box_id in self._sessions.pop(owner_id, set()):
+                    with contextlib.suppress(GolemError):  # ended already: nothing to do
+                        await self._state.sessions.close(NODE_PRINCIPAL, box_id)
             finally:
-                self._following.pop(box_id, None)
-                ended.set()
+                self._gone.pop(owner_id).set()
 
     async def ended(self, box_id: str) -> None:
-        """Return once no session ``box_id`` tied to a lease is held here."""
-        following = self._following.get(box_id)
-        if following is not None:
-            await following.wait()
+        """Return once no session ``box_id`` of a control plane is held here for it."""
+        for owner_id, boxes in list(self._sessions.items()):
+            if box_id in boxes:
+                await self._gone[owner_id].wait()
 
 
 def box_host_app(settings: GolemConfig, ready: Callable[[ServerState], None]) -> FastAPI:
@@ -188,7 +195,7 @@ class BoxHost:
 
         def serving(state: ServerState) -> None:
             self._loop = asyncio.get_running_loop()
-            self._leases = Leases(state)
+            self._owners = Owners(state)
             ready.set()
 
         self._server = uvicorn.Server(
@@ -212,23 +219,32 @@ class BoxHost:
                 raise RuntimeError(f"the box host of node {node_id} did not start; see its log")
         log.info("box host of node %s (%s) serves %s", self.name, node_id, self.url)
 
-    def address(self) -> tuple[str, str]:
+    # An async actor: its methods run on the actor's loop; the server's are on its own.
+
+    async def address(self) -> tuple[str, str]:
         """The node's sessions API and its key."""
         return self.url, self._key
 
-    def adopt(self, box_id: str, lease: Any) -> None:
-        """Tie session ``box_id`` to ``lease``: when the lease dies, the session ends."""
-        asyncio.run_coroutine_threadsafe(self._leases.adopt(box_id, lease), self._loop).result(30)
+    async def adopt(self, box_id: str, owner_id: str, owner: Any) -> None:
+        """Tie session ``box_id`` to its control plane's ``owner``: when it dies, the
+        session ends."""
+        adopting = self._owners.adopt(box_id, owner_id, owner)
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(adopting, self._loop))
 
-    def ended(self, box_id: str, timeout: float | None = None) -> None:
-        """Return once session ``box_id`` is no longer held for a lease (TimeoutError)."""
-        asyncio.run_coroutine_threadsafe(self._leases.ended(box_id), self._loop).result(timeout)
+    async def ended(self, box_id: str) -> None:
+        """Return once session ``box_id`` is no longer held for a control plane."""
+        waiting = self._owners.ended(box_id)
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(waiting, self._loop))
 
-    def ping(self) -> str:
+    async def ping(self) -> str:
         """This host's node id (an answer: the node is alive)."""
         return self.node_id
 
-    def stop(self) -> None:
+    async def hold(self) -> None:
+        """Never returns: a control plane learns of the node's death by its error."""
+        await asyncio.Event().wait()
+
+    async def stop(self) -> None:
         """End the node's sessions and its server (ray.kill afterwards)."""
         self._server.should_exit = True
-        self._thread.join(60)
+        await asyncio.to_thread(self._thread.join, 60)

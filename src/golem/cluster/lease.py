@@ -1,29 +1,20 @@
-"""The lease: a session's claim on one box slot of a node, as a Ray actor.
+"""The control plane's token on the cluster: one ``Owner`` actor per ClusterEngine.
 
-Kept apart, importing nothing of golem's: each lease is an actor, so a Ray worker process
-of its own, and that worker imports this module to make it; importing golem.cluster.engine
-(FastAPI, the service layer) there cost about 2.5 s per session on the test machine."""
+A session's slot is a Ray placement group (no process); what a box host needs besides is
+to learn when the control plane that opened a session is gone for good, and Ray ends an
+actor with the driver that owns it. Kept apart, importing nothing of golem's: the owner's
+worker process imports this module only (the engine's imports cost ~2.5 s there)."""
 
 from __future__ import annotations
 
 import asyncio
 
-import ray
-
-__all__ = ["Lease"]
+__all__ = ["Owner"]
 
 
-class Lease:
-    """Placed by Ray on a node with a free slot; lives as long as its session."""
-
-    def __init__(self) -> None:
-        self._node = ray.get_runtime_context().get_node_id()
-
-    async def node(self) -> str:
-        """The node Ray placed this lease on."""
-        return self._node
+class Owner:
+    """Lives as long as the control plane's Ray driver."""
 
     async def hold(self) -> None:
-        """Never returns: its caller learns of the lease's death (its node's, or its
-        owner's) by the error."""
+        """Never returns: its caller learns of the owner's death by the error."""
         await asyncio.Event().wait()
