@@ -16,6 +16,7 @@ pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
 
 from golem.cluster import ClusterEngine
 from golem.core import GolemConfig
+from golem.core.errors import Problem
 from tests.cluster.conftest import NODES, SLOTS, cluster_settings
 from tests.service.test_remote_engine import (  # noqa: F401  (collected here, on the cluster)
     test_a_background_process_is_read_signalled_and_reaped,
@@ -80,3 +81,17 @@ async def test_a_box_hosts_port_answers_only_its_own_key(any_engine: ClusterEngi
             # only the session routes are there: no key, run or admin API on a node
             key = await stranger.post("/v1/keys", json={"tenant": "t"}, headers=headers)
             assert key.status_code == 404
+
+
+async def test_a_session_no_node_can_hold_gives_up_after_lease_timeout(
+    ray_cluster: object, cluster_state: Path
+) -> None:
+    settings = cluster_settings(
+        cluster_state / "control", cluster_state, slot_resource="golem_box_nowhere",
+        lease_timeout=0.5,
+    )  # fmt: skip
+    async with ClusterEngine(settings) as engine:
+        with pytest.raises(Problem, match="lease_timeout") as refused:
+            await engine.create_session()
+        assert refused.value.http_status == 429
+        assert await engine.boxes() == []
