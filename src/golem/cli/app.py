@@ -55,6 +55,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Cursor or any MCP client).",
     ),
     "sessions": ("golem.cli.sessions_cmd:sessions_app", "List and remove boxes."),
+    "cluster": (
+        "golem.cli.cluster_cmd:cluster_app",
+        "The Ray cluster golem's boxes run on ([cluster] ray_address).",
+    ),
     "config": ("golem.cli.config_cmd:config_app", "Inspect golem's configuration."),
     "image": ("golem.cli.image_cmd:image_app", "Build and list box images."),
     "runs": (

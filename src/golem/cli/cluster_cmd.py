@@ -1,0 +1,52 @@
+"""`golem cluster`: the Ray cluster golem's boxes run on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from golem.cli import options
+from golem.core.config import load_config
+from golem.core.errors import ConfigError
+
+__all__ = ["cluster_app"]
+
+cluster_app = typer.Typer(help="The Ray cluster golem's boxes run on ([cluster] ray_address).")
+
+
+@cluster_app.command("status")
+def status_command(
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per node."),
+    config_file: Path | None = options.CONFIG,
+) -> None:
+    """Nodes, their box slots and how many sessions hold one, and their box hosts."""
+    config = load_config(files=[config_file] if config_file is not None else None)
+    cluster = config.cluster
+    if cluster.ray_address is None:
+        raise ConfigError("[cluster] ray_address is not set: golem runs on this machine only")
+    try:
+        import ray  # noqa: PLC0415  (Ray only when asked for)
+
+        from golem.cluster.status import cluster_status  # noqa: PLC0415
+    except ImportError as exc:
+        raise ConfigError(f"Ray is not installed ({exc}): pip install 'golem[ray]'") from exc
+    ray.init(address=cluster.ray_address, namespace=cluster.namespace, log_to_driver=False)
+    try:
+        nodes = cluster_status(cluster.slot_resource, cluster.namespace)
+    finally:
+        ray.shutdown()
+    if as_json:
+        for node in nodes:
+            typer.echo(json.dumps(node.model_dump()))
+        return
+    table = Table("name", "node", "address", "alive", "slots", "taken", "box host")
+    for node in nodes:
+        table.add_row(
+            node.name, node.node_id[:12], node.address, "yes" if node.alive else "no",
+            str(node.slots), str(node.taken), "up" if node.box_host else "-",
+        )  # fmt: skip
+    Console().print(table)
