@@ -144,11 +144,12 @@ class Owners:
         except RayActorError:
             pass  # the owner is gone, which is all this waits for
         finally:
-            try:
-                for box_id in self._sessions.pop(owner_id, set()):
+            try:  # the set stays until all are closed: ``ended`` waits for them
+                for box_id in list(self._sessions.get(owner_id, ())):
                     with contextlib.suppress(GolemError):  # ended already: nothing to do
                         await self._state.sessions.close(NODE_PRINCIPAL, box_id)
             finally:
+                self._sessions.pop(owner_id, None)
                 self._gone.pop(owner_id).set()
 
     async def ended(self, box_id: str) -> None:
