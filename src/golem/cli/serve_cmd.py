@@ -105,6 +105,7 @@ def serve_command(
     """Serve the HTTP API, the job queue and the dashboard until stopped."""
     cap_malloc_arenas()  # before the server starts its threads
     config = _load(config_file)
+    make_engine = engine_maker(config)  # before listening: a missing Ray says so first
     server = config.server
     listener = _listen(host or server.host, server.port if port is None else port)
     bound_host, bound_port = listener.getsockname()[:2]
@@ -114,7 +115,7 @@ def serve_command(
         highlight=False,
     )
     settings = uvicorn.Config(
-        create_app(config, engine_maker(config)),
+        create_app(config, make_engine),
         log_level="info",
         ws="websockets-sansio",
         ws_max_size=ws_max_size(config),  # each role's own cap is checked per message
