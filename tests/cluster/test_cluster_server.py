@@ -86,3 +86,22 @@ async def test_a_control_plane_killed_leaves_no_box_on_the_nodes(
     # its leases die with their owner; each box host ends the sessions they held
     await asyncio.gather(*(host.ended.remote(box_id) for host in hosts))
     assert box_id not in await on_nodes(cluster_state)
+
+
+def test_a_run_on_a_cluster_control_plane_reaches_its_pull_request(
+    served: Served, reachable_dir: Path
+) -> None:
+    """Today's shape (the runner on the control plane, its boxes on the nodes): a scripted
+    run to its PR. Next: the runner itself on the node of its box."""
+    from tests.blueprint.repos import make_remote
+    from tests.service.test_api_runs import follow, submit
+
+    remote = make_remote(reachable_dir)
+    with served.client(served.key("runs", "trusted")) as client:
+        submitted = submit(client, remote)
+        assert submitted.status_code == 202, submitted.text
+        events = follow(client, submitted.json()["id"])
+        assert events[-1][0] == "run_end"
+        assert events[-1][1]["status"] == "succeeded", events[-1]
+        run = client.get(f"/v1/runs/{submitted.json()['id']}").json()
+        assert run["pr"]["number"] == 1
