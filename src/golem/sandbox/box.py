@@ -60,6 +60,7 @@ from golem.sandbox.terminal import SPAWN_FAILED, LocalTerminal
 __all__ = ["LocalBox", "LocalInteraction", "LocalTerminal", "as_request"]
 
 HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
+KILL_WAIT = 5.0  # seconds a killed call's exit is waited for when its block is left
 
 
 def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
@@ -207,10 +208,13 @@ class LocalBox(BoxFiles):
             yield call
         finally:
             unsubscribe()
-            self._client.close_call(call_id)
-            if not call.finished and self._client.lost is None:
-                with contextlib.suppress(SandboxError):
-                    await self._client.send(call_id, Signal(signal=signals.SIGKILL))
+            try:
+                if not call.finished and self._client.lost is None:
+                    with contextlib.suppress(SandboxError):
+                        await self._client.send(call_id, Signal(signal=signals.SIGKILL))
+                        await _killed(queue)
+            finally:
+                self._client.close_call(call_id)
 
     def _subscribe_network(self, queue: asyncio.Queue[Frame | None]) -> Callable[[], None]:
         """Route the proxy's decisions into a call's queue while it runs. They travel as
@@ -415,3 +419,13 @@ class LocalBox(BoxFiles):
         queue = self._client.open(call_id)
         await self._client.send(call_id, message.model_copy(update={"timeout": None}), payload)
         return LocalTerminal(self._client, call_id, queue, self._secrets)
+
+
+async def _killed(queue: asyncio.Queue[Frame | None]) -> None:
+    """Wait, at most KILL_WAIT seconds, for a killed call's end: its process is then gone
+    (reaped by the supervisor) before the caller goes on to its next call."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(KILL_WAIT):
+            while (frame := await queue.get()) is not None:
+                if isinstance(frame[0], Exit | Error):
+                    return
