@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -293,3 +294,15 @@ async def test_an_interactive_call_reads_stdin_as_it_comes_and_takes_signals(box
         [ended] = [event async for event in events]
     assert isinstance(ended, ExitEvent)
     assert ended.signal == signal.SIGTERM
+
+
+async def test_leaving_a_call_early_ends_its_process_before_the_next_call(box: Box) -> None:
+    """A call left while it runs (a consumer cancelled, an interaction closed) is killed
+    and its process is gone, not even a zombie, when the block has been left."""
+    for _ in range(5):
+        async with box.interact(["sleep", "600"]) as call:
+            await call.write(b"")
+        async with contextlib.aclosing(box.stream(["sh", "-c", "echo up; exec sleep 601"])) as out:
+            assert getattr(await anext(out), "data", b"") == b"up\n"
+        left = await box.execute("grep -l '^sleep' /proc/[0-9]*/comm 2>/dev/null || echo none")
+        assert left.stdout_text == "none\n", left.stdout_text

@@ -28,30 +28,24 @@ from golem.core.events import (
     Phase,
     ResourceUsage,
 )
-from golem.core.spec import MAX_TIMEOUT, BoxSpec, resolve_workdir
+from golem.core.spec import BoxSpec, resolve_workdir
+from golem.sandbox.background import BoxProcesses
 from golem.sandbox.contracts import StartedBox
 from golem.sandbox.files import BoxFiles, capped
 from golem.sandbox.interaction import LocalInteraction
 from golem.sandbox.masking import SecretMasker
-from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult, ProcessOutput
+from golem.sandbox.models import BackgroundProcess, ExecRequest, ExecResult
 from golem.sandbox.network import BoxNetwork
 from golem.sandbox.supervisor import Frame, SessionClient
 from golem.sandbox.supervisor.messages import (
     Error,
     Exec,
     Exit,
-    Forget,
     NetworkNotice,
     Out,
-    ProcOutput,
-    ProcOutputReply,
-    Procs,
-    ProcsReply,
     Signal,
     Started,
     Tool,
-    Wait,
-    Waited,
     expect,
 )
 from golem.sandbox.takeback import TakebackLimits
@@ -60,6 +54,7 @@ from golem.sandbox.terminal import SPAWN_FAILED, LocalTerminal
 __all__ = ["LocalBox", "LocalInteraction", "LocalTerminal", "as_request"]
 
 HOST_GRACE = 10.0  # past the call's own timeout, the host stops trusting the supervisor
+KILL_WAIT = 5.0  # seconds a killed call's exit is waited for when its block is left
 
 
 def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
@@ -71,7 +66,7 @@ def as_request(request: ExecRequest | str | Sequence[str]) -> ExecRequest:
     return ExecRequest(cmd=list(request))
 
 
-class LocalBox(BoxFiles):
+class LocalBox(BoxFiles, BoxProcesses):
     """A running box. Get one from ``Engine.session`` or ``Engine.create_session``."""
 
     def __init__(
@@ -83,7 +78,7 @@ class LocalBox(BoxFiles):
         *,
         network: BoxNetwork | None = None,
     ) -> None:
-        super().__init__(client, spec.workdir, limits=TakebackLimits.of(spec))
+        BoxFiles.__init__(self, client, spec.workdir, limits=TakebackLimits.of(spec))
         self.id = box_id
         self.spec = spec
         self._client = client
@@ -91,6 +86,7 @@ class LocalBox(BoxFiles):
         self._network = network
         brokered = network.secrets if network is not None else []
         self._secrets = [v for v in [*spec.secret_values().values(), *brokered] if v]
+        BoxProcesses.__init__(self, client, self._secrets)
 
     async def network_log(self) -> list[NetworkEvent]:
         """Every decision of this session's egress proxy so far (``filtered`` boxes)."""
@@ -207,10 +203,13 @@ class LocalBox(BoxFiles):
             yield call
         finally:
             unsubscribe()
-            self._client.close_call(call_id)
-            if not call.finished and self._client.lost is None:
-                with contextlib.suppress(SandboxError):
-                    await self._client.send(call_id, Signal(signal=signals.SIGKILL))
+            try:
+                if not call.finished and self._client.lost is None:
+                    with contextlib.suppress(SandboxError):
+                        await self._client.send(call_id, Signal(signal=signals.SIGKILL))
+                        await _killed(queue)
+            finally:
+                self._client.close_call(call_id)
 
     def _subscribe_network(self, queue: asyncio.Queue[Frame | None]) -> Callable[[], None]:
         """Route the proxy's decisions into a call's queue while it runs. They travel as
@@ -351,60 +350,6 @@ class LocalBox(BoxFiles):
             id=call_id, argv=message.argv, pid=expect(reply, Started).pid, running=True
         )
 
-    async def processes(self) -> list[BackgroundProcess]:
-        """Background processes of this box, running or finished."""
-        reply, _ = await self._client.request(Procs())
-        return [BackgroundProcess.model_validate(p) for p in expect(reply, ProcsReply).procs]
-
-    async def read_output(self, process_id: str, offset: int = 0) -> ProcessOutput:
-        """A background process's output from ``offset`` on (secrets masked); pass the
-        returned ``offset`` to the next read. While the process runs, a tail that could
-        begin a secret is kept for the next read."""
-        masker = SecretMasker(self._secrets)
-        overlap = max(masker.longest - 1, 0)
-        frame = await self._client.request(
-            ProcOutput(target=process_id, offset=max(offset - overlap, 0))
-        )
-        reply, data = expect(frame[0], ProcOutputReply), frame[1]
-        start = reply.start
-        if start > max(offset - overlap, 0):  # the box dropped bytes: one may end a secret
-            cut = masker.partial_prefix(data)
-            data, start = data[cut:], start + cut
-        final = not reply.running
-        masked, next_offset = masker.window(data, start, offset, final)
-        return ProcessOutput(
-            data=masked,
-            start=max(start, offset),
-            offset=next_offset,
-            running=reply.running,
-            exit_code=reply.exit.exit_code if reply.exit else None,
-            truncated=reply.truncated,
-        )
-
-    async def signal(self, process_id: str, signal: int = signals.SIGTERM) -> None:
-        """Send a signal to a background process and its process group."""
-        reply_id = self._client.new_id()
-        await self._client.request(
-            Signal(signal=int(signal), target=process_id, reply=reply_id), call_id=reply_id
-        )
-
-    async def wait(self, process_id: str, timeout: float | None = None) -> int | None:
-        """Wait for a background process to end; its exit code, or None on timeout."""
-        if timeout is not None and not 0 <= timeout <= MAX_TIMEOUT:
-            raise InvalidRequest(f"wait's timeout {timeout} is not 0 to {MAX_TIMEOUT:g} seconds")
-        call_id, wait = self._client.new_id(), Wait(target=process_id, timeout=timeout)
-        try:
-            reply, _ = await self._client.request(wait, call_id=call_id)
-        except asyncio.CancelledError:  # its caller left: the box's wait ends too
-            await asyncio.shield(self._client.cancel(call_id))
-            raise
-        exit_info = expect(reply, Waited).exit
-        return exit_info.exit_code if exit_info else None
-
-    async def forget(self, process_id: str) -> None:
-        """Kill a background process if it runs and drop its output."""
-        await self._client.request(Forget(target=process_id))
-
     # Interactive -------------------------------------------------------------------------
 
     async def open_pty(self, request: ExecRequest | str | Sequence[str]) -> LocalTerminal:
@@ -415,3 +360,13 @@ class LocalBox(BoxFiles):
         queue = self._client.open(call_id)
         await self._client.send(call_id, message.model_copy(update={"timeout": None}), payload)
         return LocalTerminal(self._client, call_id, queue, self._secrets)
+
+
+async def _killed(queue: asyncio.Queue[Frame | None]) -> None:
+    """Wait, at most KILL_WAIT seconds, for a killed call's end: its process is then gone
+    (reaped by the supervisor) before the caller goes on to its next call."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(KILL_WAIT):
+            while (frame := await queue.get()) is not None:
+                if isinstance(frame[0], Exit | Error):
+                    return

@@ -11,10 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from golem.core.config import (
-    GolemConfig,
-    load_config,
-)
+from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
 from golem.core.events import EventSink, ExecEvent
 from golem.core.ids import new_id
@@ -284,16 +281,16 @@ class LocalEngine:
         spec: BoxSpec | Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[ExecEvent, None]:
         """Run one call in a box of its own, yielding setup events, then the call's events."""
-        setup_events: asyncio.Queue[ExecEvent] = asyncio.Queue()
+        setup_events: list[ExecEvent] = []
         try:
-            box = await self.create_session(spec, on_event=setup_events.put_nowait)
+            box = await self.create_session(spec, on_event=setup_events.append)
         except SetupFailed:
-            while not setup_events.empty():
-                yield setup_events.get_nowait()
+            for event in setup_events:
+                yield event
             raise
         try:
-            while not setup_events.empty():
-                yield setup_events.get_nowait()
+            for event in setup_events:
+                yield event
             async with contextlib.aclosing(box.stream(as_request(request))) as events:
                 async for event in events:
                     yield event

@@ -24,7 +24,7 @@ from golem.core.masking import SecretMasker
 from golem.sandbox.egress.answers import AnswerDecoder, answer_decoder
 from golem.sandbox.egress.broker import Brokered, response_masker, rewrite_request_headers
 
-__all__ = ["HttpSide", "Traffic", "Upstream", "relay", "send_error"]
+__all__ = ["HttpSide", "Route", "Traffic", "Upstream", "ready_upstream", "relay", "send_error"]
 
 CHUNK = 256 * 1024
 MAX_HEAD = 64 * 1024
@@ -124,6 +124,27 @@ class Upstream:
         side = HttpSide(reader, writer, h11.CLIENT)
         side.at = self
         return side
+
+
+@dataclass
+class Route:
+    """Where one plain-HTTP request from a box goes: the upstream, the request target,
+    the credentials applied, and the counter of its bytes."""
+
+    upstream: Upstream
+    target: bytes
+    applied: list[Brokered]
+    traffic: Traffic
+
+
+async def ready_upstream(upstream: HttpSide | None, upstream_at: Upstream) -> HttpSide:
+    """The open upstream connection when it can take another request, else a new one."""
+    if upstream is not None and upstream.reusable():
+        upstream.h11.start_next_cycle()
+        return upstream
+    if upstream is not None:
+        upstream.close()
+    return await upstream_at.connect()
 
 
 async def send_error(box: HttpSide, status: int, text: str) -> None:

@@ -18,7 +18,6 @@ import ipaddress
 import socket
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,8 +30,10 @@ from golem.sandbox.egress.broker import ROUTE_PREFIX, Brokered, CredentialBroker
 from golem.sandbox.egress.http import (
     HOP_BY_HOP,
     HttpSide,
+    Route,
     Traffic,
     Upstream,
+    ready_upstream,
     relay,
     send_error,
 )
@@ -42,9 +43,7 @@ from golem.sandbox.egress.sockets import open_socket, refuse_raw, take_socket
 from golem.sandbox.egress.splice import splice_tunnel
 from golem.sandbox.egress.tls import EgressCA
 
-__all__ = [
-    "EgressProxy",
-]
+__all__ = ["EgressProxy"]
 
 MAX_HEAD = 64 * 1024
 MAX_CONNECTIONS = 1024
@@ -52,16 +51,6 @@ MAX_CONNECTIONS = 1024
 bypasses its bridge for more is refused at once, before it costs the host descriptors."""
 BACKLOG = 1024
 ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
-
-
-@dataclass
-class _Route:
-    """Where one plain-HTTP request goes."""
-
-    upstream: Upstream
-    target: bytes
-    applied: list[Brokered]
-    traffic: Traffic
 
 
 class EgressProxy:
@@ -287,7 +276,7 @@ class EgressProxy:
         upstream: HttpSide | None = None
         try:
             while isinstance(request := await box.next_event(), h11.Request):
-                upstream = await _ready(upstream, upstream_at)
+                upstream = await ready_upstream(upstream, upstream_at)
                 await relay(box, request, request.target, upstream, upstream_at, applied, traffic)
                 if not box.reusable():
                     break
@@ -328,7 +317,7 @@ class EgressProxy:
                     upstream.close()
                     upstream = None
                 try:
-                    upstream = await _ready(upstream, route.upstream)
+                    upstream = await ready_upstream(upstream, route.upstream)
                 except (OSError, TimeoutError) as exc:
                     await send_error(box, 502, f"upstream unreachable ({exc.__class__.__name__})")
                     return
@@ -343,7 +332,7 @@ class EgressProxy:
             if upstream is not None:
                 upstream.close()
 
-    async def _forward_raw(self, box: HttpSide, request: h11.Request, route: _Route) -> None:
+    async def _forward_raw(self, box: HttpSide, request: h11.Request, route: Route) -> None:
         """Send the request's head upstream, then splice both ways until either ends."""
         try:
             upstream = await open_socket(route.upstream.address, route.upstream.port)
@@ -369,7 +358,7 @@ class EgressProxy:
         finally:
             self._tunnels.discard(sock)
 
-    async def _route(self, request: h11.Request) -> _Route:
+    async def _route(self, request: h11.Request) -> Route:
         """Decide where a plain-HTTP request goes: a credential's route, or the URL."""
         method = request.method.decode("latin-1")
         target = request.target.decode("latin-1")
@@ -396,17 +385,7 @@ class EgressProxy:
         else:
             address, traffic = await self._decide(host, port, method, applied)
         origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
-        return _Route(Upstream(address, port, host, tls), origin.encode(), applied, traffic)
-
-
-async def _ready(upstream: HttpSide | None, upstream_at: Upstream) -> HttpSide:
-    """The open upstream connection when it can take another request, else a new one."""
-    if upstream is not None and upstream.reusable():
-        upstream.h11.start_next_cycle()
-        return upstream
-    if upstream is not None:
-        upstream.close()
-    return await upstream_at.connect()
+        return Route(Upstream(address, port, host, tls), origin.encode(), applied, traffic)
 
 
 def _names(applied: list[Brokered]) -> str:
