@@ -158,8 +158,10 @@ class ClusterEngine:
                 for callback in self._callbacks:
                     callback(box_id, node.lost)
 
-    async def _lease(self) -> tuple[PlacementGroup, NodeEngine]:
-        """A slot on some node, once Ray has one (or within ``lease_timeout``)."""
+    async def lease(self, spec: BoxSpec | None = None) -> tuple[PlacementGroup, NodeEngine]:
+        """A slot on some node that can hold boxes of ``spec`` (a session's, or a run's
+        box spec), once Ray has one (or within ``lease_timeout``); free it with
+        ``remove_placement_group``."""
         slot = placement_group([{self._cluster.slot_resource: 1}])
         try:
             async with asyncio.timeout(self._cluster.lease_timeout):
@@ -183,7 +185,7 @@ class ClusterEngine:
     ) -> RemoteBox:
         """A box on a node Ray chose, for as long as the session lives."""
         full = self.spec(spec)
-        slot, node = await self._lease()
+        slot, node = await self.lease(full)
         try:
             box = await node.create_session(full, on_event=on_event)
         except BaseException:
@@ -251,7 +253,7 @@ class ClusterEngine:
 
     async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
         """One call in a box of its own, on a node with a free slot."""
-        slot, node = await self._lease()
+        slot, node = await self.lease(self.spec(spec))
         try:
             return await node.execute(request, self.spec(spec))
         finally:
@@ -261,7 +263,7 @@ class ClusterEngine:
         self, request: Request, spec: SpecLike = None
     ) -> AsyncGenerator[ExecEvent, None]:
         """One call in a box of its own: setup events, then the call's, as they come."""
-        slot, node = await self._lease()
+        slot, node = await self.lease(self.spec(spec))
         try:
             async with contextlib.aclosing(node.stream(request, self.spec(spec))) as events:
                 async for event in events:
