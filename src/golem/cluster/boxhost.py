@@ -196,8 +196,11 @@ class BoxHost:
 
         def serving(state: ServerState) -> None:
             self._loop = asyncio.get_running_loop()
+            self._state = state
             self._owners = Owners(state)
             ready.set()
+
+        self._runs: dict[str, str] = {}  # run id -> its tenant, while its runner is here
 
         self._server = uvicorn.Server(
             uvicorn.Config(
@@ -236,6 +239,16 @@ class BoxHost:
         """Return once session ``box_id`` is no longer held for a control plane."""
         waiting = self._owners.ended(box_id)
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(waiting, self._loop))
+
+    async def held(self) -> dict[str, list[str]]:
+        """What this node holds: ``sessions`` (ids of its live sessions) and ``runs`` (ids
+        of the runs whose runner is here)."""
+
+        async def sessions() -> list[str]:
+            return sorted(h.box.id for h in self._state.sessions.list(NODE_PRINCIPAL))
+
+        listing = asyncio.run_coroutine_threadsafe(sessions(), self._loop)
+        return {"sessions": await asyncio.wrap_future(listing), "runs": sorted(self._runs)}
 
     async def ping(self) -> str:
         """This host's node id (an answer: the node is alive)."""
