@@ -34,6 +34,10 @@ def ray_cluster() -> Iterator[Any]:
             "num_cpus": 1,
             "resources": {"golem_box": SLOTS},
             "labels": {"golem-node": NODE_NAMES[0]},
+            # No dashboard, and no fixed port for it: a port test of Ray's leaks its socket
+            # when 8265 is taken (another cluster on this machine), and pytest fails on it.
+            "include_dashboard": False,
+            "dashboard_port": None,
         },
     )
     try:
@@ -86,9 +90,10 @@ def server_toml(address: str, node_state: Path, database: str) -> str:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster_database() -> Iterator[str]:
-    """A PostgreSQL database for the session's control planes (dropped after it)."""
+    """A PostgreSQL database for a module's control planes (dropped after it): control
+    planes on one database share its queue, so each module has its own."""
     from tests.conftest import new_postgres_database
 
     with new_postgres_database() as url:
