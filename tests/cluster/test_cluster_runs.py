@@ -53,6 +53,11 @@ def at_gate(event: tuple[str, dict[str, Any]]) -> bool:
     return event[0] == "gate_wait"
 
 
+def at_gate_again(event: tuple[str, dict[str, Any]]) -> bool:
+    """A resumed run reaches the gate it waited at (which keeps its question, unasked)."""
+    return event[0] == "node_start" and event[1]["node"] == "approve"
+
+
 def waits_for_a_slot(event: tuple[str, dict[str, Any]]) -> bool:
     return event[0] == "note" and "waits for a free box slot" in event[1]["message"]
 
@@ -156,7 +161,7 @@ def test_a_run_whose_node_dies_resumes_on_another_node_with_one_commit_and_one_p
             rescuer = ray_cluster.add_node(num_cpus=1, resources={RESOURCE: 1},
                                            labels={"golem-node": "rescuer"})  # fmt: skip
             ray_cluster.remove_node(victim)  # the machine goes, mid-run
-            again = follow(client, run_id, until=at_gate, after=len(seen))
+            again = follow(client, run_id, until=at_gate_again, after=len(seen))
             notes = [e[1]["message"] for e in again if e[0] == "note"]
             assert any(victim.node_id in note and "queued again" in note for note in notes)
             assert any("made again on this machine" in note for note in notes)
@@ -220,7 +225,7 @@ def test_a_run_whose_control_plane_dies_is_stopped_on_its_node_and_resumed_by_th
             seen = follow(client, run_id, until=at_gate)
         doomed.kill()  # SIGKILL: its Ray driver goes, and its Owner actor with it
     with serving(tmp_path / "state", config=config) as again, again.client(key) as client:
-        follow(client, run_id, until=at_gate, after=len(seen))  # recovered, resumed
+        follow(client, run_id, until=at_gate_again, after=len(seen))  # recovered, resumed
         approve(client, run_id)
         end = follow(client, run_id)[-1]
         assert end[1]["status"] == "unverified", end

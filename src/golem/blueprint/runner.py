@@ -216,6 +216,7 @@ class Runner:
         state = ex.state
         if self.checkpoints is not None:  # this machine's checkout, from the last save
             await self.checkpoints.begin(ex, resumed=resumed)
+            ex.save()
         steps = 0
         while state.current is not None and state.current != END:
             steps += 1

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import ray
 from ray.exceptions import RayActorError, TaskCancelledError
 
 from golem.blueprint import Runner, RunState
@@ -88,7 +89,7 @@ async def carry(
                 await asyncio.wait_for(asyncio.shield(_settled(ref)), STOP_WAIT)
             raise
         except RayActorError as exc:
-            from golem.cluster.nodes import why  # noqa: PLC0415 - nodes imports the service layer
+            from golem.cluster.nodes import why  # noqa: PLC0415 - nodes -> boxhost -> here
 
             raise NodeLost(
                 f"run {order.run_id}: its node {node.node_id} is gone ({why(exc)}); it is "
@@ -105,8 +106,6 @@ async def _settled(ref: Any) -> None:
 
 def ray_cancel(ref: Any) -> None:
     """Cancel an actor call (its coroutine is cancelled on the actor)."""
-    import ray  # noqa: PLC0415
-
     with contextlib.suppress(Exception):
         ray.cancel(ref)
 
