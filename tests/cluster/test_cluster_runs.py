@@ -76,7 +76,7 @@ def control(
 ) -> Iterator[Served]:
     """A control plane with more runners than the cluster has slots (runs wait in Ray)."""
     config = server_toml(ray_cluster.address, cluster_state, cluster_database)
-    config += f"[server]\nmax_runs = {NODES * SLOTS + 2}\noverflow = \"queue\"\n"
+    config += f'[server]\nmax_runs = {NODES * SLOTS + 2}\noverflow = "queue"\n'
     with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
         yield server
 
@@ -152,9 +152,10 @@ def test_a_run_whose_node_dies_resumes_on_another_node_with_one_commit_and_one_p
     config = server_toml(ray_cluster.address, cluster_state, postgres_url)  # its own queue
     config = config.replace("[cluster]\n", f'[cluster]\nslot_resource = "{RESOURCE}"\n')
     try:
-        with serving(tmp_path / "state", config=config) as server, server.client(
-            server.key("resume", "trusted")
-        ) as client:
+        with (
+            serving(tmp_path / "state", config=config) as server,
+            server.client(server.key("resume", "trusted")) as client,
+        ):
             run_id = submit(client, remote, blueprint=gated).json()["id"]
             seen = follow(client, run_id, until=at_gate)
             assert node_of(client.get(f"/v1/runs/{run_id}").json()) == "victim"

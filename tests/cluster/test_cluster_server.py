@@ -94,8 +94,9 @@ async def test_a_control_plane_killed_leaves_no_box_on_the_nodes(
 def test_a_run_on_a_cluster_control_plane_reaches_its_pull_request(
     served: Served, reachable_dir: Path
 ) -> None:
-    """Today's shape (the runner on the control plane, its boxes on the nodes): a scripted
-    run to its PR. Next: the runner itself on the node of its box."""
+    """A scripted run to its PR, its runner on a node. The box hosts were started by the
+    control planes of earlier modules, with their own databases: a node writes each run to
+    its own control plane's store."""
     from tests.blueprint.repos import make_remote
     from tests.service.test_api_runs import follow, submit
 

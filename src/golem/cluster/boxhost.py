@@ -162,17 +162,17 @@ class Owners:
 
 
 def box_host_app(
-    settings: GolemConfig, control: GolemConfig, ready: Callable[[ServerState, NodeRuns], None]
+    settings: GolemConfig, name: str, ready: Callable[[ServerState, NodeRuns], None]
 ) -> FastAPI:
-    """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on a node;
-    ``ready`` is called with its state and its runs (``control``'s, the control plane's
-    configuration), on its loop, once it serves."""
+    """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on node
+    ``name``; ``ready`` is called with its state and its runs, on its loop, once it
+    serves."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with node_state(settings) as state:
             app.state.golem = state
-            runs = NodeRuns(settings, control, state)
+            runs = NodeRuns(lambda control: node_config(control, name), state)
             ready(state, runs)
             try:
                 yield
@@ -212,7 +212,7 @@ class BoxHost:
 
         self._server = uvicorn.Server(
             uvicorn.Config(
-                box_host_app(settings, config, serving),
+                box_host_app(settings, self.name, serving),
                 log_level="warning",
                 ws="websockets-sansio",
                 ws_max_size=ws_max_size(settings),

@@ -216,7 +216,7 @@ class ClusterEngine:
     ) -> None:
         """Run a run this process claimed on a node of the cluster (``golem.cluster.runs``);
         NodeLost when its node died under it."""
-        order = control_plane_order(run_id, tenant, credentials, resumed=resumed)
+        order = control_plane_order(self.config, run_id, tenant, credentials, resumed=resumed)
         await carry(self, order, note)
 
     async def create_session(

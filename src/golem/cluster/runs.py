@@ -51,10 +51,12 @@ STOP_WAIT = 60.0
 @dataclass(frozen=True)
 class RunOrder:
     """What a node needs to run a claimed run: which one, whose (its tenant's store and
-    forge tokens), whether it resumes, and the control plane process answering for it."""
+    forge tokens), the control plane's configuration (its store, models, forges), whether
+    it resumes, and the control plane process answering for it."""
 
     run_id: str
     tenant: str
+    config: GolemConfig
     credentials: ForgeCredentials
     resumed: bool
     owner_pid: int
@@ -111,28 +113,31 @@ def ray_cancel(ref: Any) -> None:
 
 
 class NodeRuns:
-    """The runs whose runner is on this node (used on the box host's server loop)."""
+    """The runs whose runner is on this node (used on the box host's server loop). Each
+    run comes with its control plane's configuration: several control planes may share a
+    cluster, each with its own store and settings; the node's own part of a configuration
+    (its state directory: checkouts, dependency caches) is ``local``'s."""
 
-    def __init__(self, settings: GolemConfig, control: GolemConfig, state: ServerState) -> None:
-        self._settings = settings  # the node's (its state directory: checkouts, caches)
-        self._control = control  # the control plane's (its database)
+    def __init__(self, local: Callable[[GolemConfig], GolemConfig], state: ServerState) -> None:
+        self._local = local
         self._state = state
-        self._store: SqlStore | None = None
+        self._stores: dict[str, SqlStore] = {}  # by database URL: one per control plane's
         self._opening = asyncio.Lock()
         self.running: dict[str, asyncio.Task[RunState]] = {}
 
-    async def _runs_store(self) -> SqlStore:
+    async def _store_of(self, config: GolemConfig) -> SqlStore:
+        url = database_url(config)
         async with self._opening:
-            if self._store is None:
-                self._store = await SqlStore.connect(database_url(self._control), tenant=None)
-            return self._store
+            if url not in self._stores:
+                self._stores[url] = await SqlStore.connect(url, tenant=None)
+            return self._stores[url]
 
     async def carry(self, order: RunOrder, owner: Any) -> str:
         """Run ``order``'s run here to its end (or until its control plane's ``owner``
         dies, or the call is cancelled); its status."""
-        store = (await self._runs_store()).for_tenant(order.tenant)
+        store = (await self._store_of(order.config)).for_tenant(order.tenant)
         runner = Runner(
-            self._settings, engine=self._state.engine, store=store,
+            self._local(order.config), engine=self._state.engine, store=store,
             credentials=order.credentials, checkpoints=Checkpoints(),
             owner=(order.owner_pid, order.owner_start),
         )  # fmt: skip
@@ -171,15 +176,15 @@ class NodeRuns:
             task.cancel()
         if self.running:
             await asyncio.wait(list(self.running.values()), timeout=STOP_WAIT)
-        if self._store is not None:
-            await self._store.close()
+        for store in self._stores.values():
+            await store.close()
 
 
-def control_plane_order(run_id: str, tenant: str, credentials: ForgeCredentials,
-                        *, resumed: bool) -> RunOrder:  # fmt: skip
+def control_plane_order(config: GolemConfig, run_id: str, tenant: str,
+                        credentials: ForgeCredentials, *, resumed: bool) -> RunOrder:  # fmt: skip
     """The order of a run this process claimed (it answers for the run)."""
     pid = os.getpid()
     return RunOrder(
-        run_id=run_id, tenant=tenant, credentials=credentials, resumed=resumed,
-        owner_pid=pid, owner_start=process_start_time(pid),
+        run_id=run_id, tenant=tenant, config=config, credentials=credentials,
+        resumed=resumed, owner_pid=pid, owner_start=process_start_time(pid),
     )  # fmt: skip
