@@ -25,6 +25,8 @@ from tests.service.served import Served, serving
 pytestmark = pytest.mark.bwrap
 
 CHROMIUM = Path("/usr/bin/chromium")
+# The async tests come first: once the module's browser runs (Playwright's sync API keeps
+# a loop of its own on this thread), no async test can start one.
 SESSIONS = 3
 """More than a node's slots (2): the sessions are on two nodes at least."""
 
@@ -107,6 +109,23 @@ async def test_the_api_shows_each_nodes_sessions_as_the_nodes_hold_them(
     assert all(nodes[name].runs == [] for name in NODE_NAMES)
 
 
+async def test_a_box_host_that_does_not_answer_in_time_is_unknown_not_an_error(
+    ray_cluster: Any, cluster_state: Path
+) -> None:
+    settings = cluster_settings(cluster_state / "control", cluster_state)
+    async with ClusterEngine(settings) as engine, engine.session() as box:
+        answered = await cluster_status("golem_box", "golem")
+        silent = await cluster_status("golem_box", "golem", held_timeout=0)
+        holder_id = engine.node_of(box.id)
+    holder = next(n for n in answered.nodes if n.node_id == holder_id)
+    assert holder.sessions is not None
+    assert box.id in holder.sessions
+    hosted = [n for n in silent.nodes if n.box_host]
+    assert hosted
+    assert all(n.sessions is None and n.runs is None for n in hosted)
+    assert [n.taken for n in silent.nodes] == [n.taken for n in answered.nodes]
+
+
 def test_only_an_admin_key_sees_the_cluster(served: Served) -> None:
     with served.client(served.key("curious", "trusted")) as client:
         refused = client.get("/v1/cluster")
@@ -114,9 +133,7 @@ def test_only_an_admin_key_sees_the_cluster(served: Served) -> None:
     assert "admin" in refused.json()["detail"]
 
 
-def test_a_server_on_one_machine_says_it_has_no_cluster(
-    tmp_path: Path, browser: Browser
-) -> None:
+def test_a_server_on_one_machine_says_it_has_no_cluster(tmp_path: Path, browser: Browser) -> None:
     with serving(tmp_path / "state") as alone, alone.admin() as admin:
         answer = admin.get("/v1/cluster")
         assert answer.status_code == 404
@@ -127,20 +144,6 @@ def test_a_server_on_one_machine_says_it_has_no_cluster(
         expect(tab.locator("#nav")).to_have_attribute("data-cluster", "no")
         expect(tab.locator("#nav a[data-view='cluster']")).to_be_hidden()
         tab.close()
-
-
-async def test_a_box_host_that_does_not_answer_in_time_is_unknown_not_an_error(
-    ray_cluster: Any, cluster_state: Path
-) -> None:
-    settings = cluster_settings(cluster_state / "control", cluster_state)
-    async with ClusterEngine(settings) as engine, engine.session() as box:
-        answered = await cluster_status("golem_box", "golem")
-        silent = await cluster_status("golem_box", "golem", held_timeout=0)
-    holder = next(n for n in answered.nodes if n.node_id == engine.node_of(box.id))
-    assert holder.sessions is not None and box.id in holder.sessions
-    hosted = [n for n in silent.nodes if n.box_host]
-    assert hosted and all(n.sessions is None and n.runs is None for n in hosted)
-    assert [n.taken for n in silent.nodes] == [n.taken for n in answered.nodes]
 
 
 def test_the_dashboard_shows_an_admin_the_nodes_and_their_sessions(

@@ -44,7 +44,9 @@ def status_command(
         for node in nodes:
             typer.echo(json.dumps(node.model_dump()))
         return
-    table = Table("name", "node", "address", "alive", "slots", "taken", "box host", "sessions", "runs")
+    table = Table(
+        "name", "node", "address", "alive", "slots", "taken", "box host", "sessions", "runs"
+    )
     for node in nodes:
         table.add_row(
             node.name, node.node_id[:12], node.address, "yes" if node.alive else "no",

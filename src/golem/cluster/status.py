@@ -85,7 +85,7 @@ def _node(
     """One node's status; ``held``: what each live box host said (None: no answer)."""
     node_id = node["NodeID"]
     labels = node.get("Labels") or {}
-    holds = held[node_id] if node_id in held else NOTHING
+    holds = held.get(node_id, NOTHING)
     return NodeStatus(
         node_id=node_id,
         name=str(labels.get(NODE_LABEL) or node.get("NodeManagerHostname", "")),
