@@ -5,6 +5,7 @@ a conftest may not skip, so Ray is imported here only inside the fixtures."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,17 @@ NODE_NAMES = [f"node-{number}" for number in range(NODES)]
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[Any]:
+def ray_client_port() -> int:
+    """A free port for the head's Ray client server (``ray://``: how a control plane outside
+    the cluster joins it, as on KubeRay)."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_client_port: int) -> Iterator[Any]:
     """Three raylets on this machine, one CPU and ``SLOTS`` box slots each; this test
     process is the Ray driver (the control plane)."""
     import ray
@@ -34,6 +45,7 @@ def ray_cluster() -> Iterator[Any]:
             "num_cpus": 1,
             "resources": {"golem_box": SLOTS},
             "labels": {"golem-node": NODE_NAMES[0]},
+            "ray_client_server_port": ray_client_port,
         },
     )
     try:
@@ -53,6 +65,13 @@ def ray_cluster() -> Iterator[Any]:
             stop_box_hosts("golem")
         ray.shutdown()
         cluster.shutdown()
+
+
+@pytest.fixture(scope="session")
+def ray_client_address(ray_cluster: Any, ray_client_port: int) -> str:
+    """The session's cluster through the Ray client (``ray://head:port``)."""
+    host = ray_cluster.address.rpartition(":")[0]
+    return f"ray://{host}:{ray_client_port}"
 
 
 @pytest.fixture(scope="session")

@@ -33,10 +33,11 @@ SESSIONS = 3
 
 @pytest.fixture(scope="module")
 def served(
-    ray_cluster: Any, cluster_state: Path, tmp_path_factory: pytest.TempPathFactory
+    ray_client_address: str, cluster_state: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    """A control plane on the session's Ray cluster."""
-    config = server_toml(ray_cluster.address, cluster_state)
+    """A control plane on the session's Ray cluster, joined through the Ray client
+    (``ray://``) as deploy/kuberay's control plane joins its RayCluster."""
+    config = server_toml(ray_client_address, cluster_state)
     with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
         yield server
 
