@@ -5,7 +5,9 @@ a conftest may not skip, so Ray is imported here only inside the fixtures."""
 
 from __future__ import annotations
 
+import gc
 import socket
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,15 +41,18 @@ def ray_cluster(ray_client_port: int) -> Iterator[Any]:
     import ray
     from ray import cluster_utils
 
-    cluster = cluster_utils.Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "resources": {"golem_box": SLOTS},
-            "labels": {"golem-node": NODE_NAMES[0]},
-            "ray_client_server_port": ray_client_port,
-        },
-    )
+    with warnings.catch_warnings():  # Ray leaves its client server's log files open
+        warnings.simplefilter("ignore", ResourceWarning)
+        cluster = cluster_utils.Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "resources": {"golem_box": SLOTS},
+                "labels": {"golem-node": NODE_NAMES[0]},
+                "ray_client_server_port": ray_client_port,
+            },
+        )
+        gc.collect()
     try:
         for number in range(1, NODES):
             cluster.add_node(
