@@ -33,6 +33,7 @@ class _Snapshot:
 
 
 def _snapshot(slot_resource: str, namespace: str) -> _Snapshot:
+    """Ray's nodes, the slots its placement groups hold on each, and the box hosts."""
     taken: Counter[str] = Counter()
     for group in placement_group_table().values():
         if group.get("state") != "CREATED":
@@ -40,13 +41,22 @@ def _snapshot(slot_resource: str, namespace: str) -> _Snapshot:
         for index, bundle in group.get("bundles", {}).items():
             if slot_resource in bundle:
                 taken[group["bundles_to_node_id"][index]] += int(bundle[slot_resource])
-    hosts = {
-        named["name"].removeprefix(BOX_HOST_PREFIX): ray.get_actor(named["name"], namespace)
-        for named in ray.util.list_named_actors(all_namespaces=True)
-        if named["namespace"] == namespace and named["name"].startswith(BOX_HOST_PREFIX)
-    }
     nodes = ray.nodes()  # type: ignore[no-untyped-call,unused-ignore]
-    return _Snapshot(nodes=nodes, taken=taken, hosts=hosts)
+    return _Snapshot(nodes=nodes, taken=taken, hosts=_box_hosts(namespace))
+
+
+def _box_hosts(namespace: str) -> dict[str, Any]:
+    """The box hosts of ``namespace`` by node id (one gone since it was listed: left out)."""
+    hosts = {}
+    for named in ray.util.list_named_actors(all_namespaces=True):
+        if named["namespace"] != namespace or not named["name"].startswith(BOX_HOST_PREFIX):
+            continue
+        try:
+            handle = ray.get_actor(named["name"], namespace)
+        except ValueError:  # it died in between
+            continue
+        hosts[named["name"].removeprefix(BOX_HOST_PREFIX)] = handle
+    return hosts
 
 
 async def _held(host: Any, timeout: float) -> dict[str, list[str]] | None:
