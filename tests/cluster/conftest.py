@@ -100,12 +100,23 @@ def cluster_settings(
     return load_config({"state_dir": str(state), "cluster": settings, "engine": NO_POOL}, files=[])
 
 
-def server_toml(address: str, node_state: Path) -> str:
-    """The golem.toml of a `golem serve` control plane on the test cluster."""
+def server_toml(address: str, node_state: Path, database: str) -> str:
+    """The golem.toml of a `golem serve` control plane on the test cluster (its store:
+    ``database``, a PostgreSQL URL every node reaches)."""
     return (
+        f'database_url = "{database}"\n'
         f'[cluster]\nray_address = "{address}"\nnode_state_dir = "{node_state}"\n'
         "[engine.pool]\nclean = 0\n"
     )
+
+
+@pytest.fixture(scope="session")
+def cluster_database() -> Iterator[str]:
+    """A PostgreSQL database for the session's control planes (dropped after it)."""
+    from tests.conftest import new_postgres_database
+
+    with new_postgres_database() as url:
+        yield url
 
 
 async def on_nodes(node_state: Path) -> list[str]:

@@ -33,11 +33,14 @@ SESSIONS = 3
 
 @pytest.fixture(scope="module")
 def served(
-    ray_client_address: str, cluster_state: Path, tmp_path_factory: pytest.TempPathFactory
+    ray_client_address: str,
+    cluster_state: Path,
+    cluster_database: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Served]:
     """A control plane on the session's Ray cluster, joined through the Ray client
     (``ray://``) as deploy/kuberay's control plane joins its RayCluster."""
-    config = server_toml(ray_client_address, cluster_state)
+    config = server_toml(ray_client_address, cluster_state, cluster_database)
     with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
         yield server
 

@@ -22,7 +22,14 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +47,13 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from golem.cluster.boxhost import HOST_CALLS
 from golem.cluster.lease import Owner
 from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, why
+from golem.cluster.runs import carry, control_plane_order
 from golem.cluster.status import cluster_status
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, GolemError, NodeLost, Problem, SessionNotFound
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
+from golem.forge import ForgeCredentials
 from golem.sandbox import BoxInfo, ExecResult, Request
 from golem.service.cluster import ClusterStatus
 from golem.service.remote_box import RemoteBox
@@ -160,13 +169,15 @@ class ClusterEngine:
                 for callback in self._callbacks:
                     callback(box_id, node.lost)
 
-    async def lease(self, spec: BoxSpec | None = None) -> tuple[PlacementGroup, NodeEngine]:
+    async def lease(
+        self, spec: BoxSpec | None = None, *, queue: bool = False
+    ) -> tuple[PlacementGroup, NodeEngine]:
         """A slot on some node that can hold boxes of ``spec`` (a session's, or a run's
-        box spec), once Ray has one (or within ``lease_timeout``); free it with
-        ``remove_placement_group``."""
+        box spec), once Ray has one: within ``lease_timeout``, or, with ``queue`` (a
+        claimed run), however long the cluster stays full. ``free`` it after."""
         slot = placement_group([{self._cluster.slot_resource: 1}])
         try:
-            async with asyncio.timeout(self._cluster.lease_timeout):
+            async with asyncio.timeout(None if queue else self._cluster.lease_timeout):
                 await slot.ready()
             table = await asyncio.to_thread(placement_group_table, slot)
             return slot, await self._node(table["bundles_to_node_id"][0])
@@ -181,6 +192,34 @@ class ClusterEngine:
         except BaseException:
             remove_placement_group(slot)
             raise
+
+    def free(self, slot: PlacementGroup) -> None:
+        """Give a leased slot back (a slot Ray still waits to place is withdrawn)."""
+        remove_placement_group(slot)
+
+    @property
+    def owner(self) -> Handle:
+        """This engine's ``Owner`` actor: the nodes end what it left when it dies."""
+        return self._owner
+
+    @property
+    def owner_id(self) -> str:
+        """The id the nodes know this engine's ``Owner`` by."""
+        return self._owner_id
+
+    async def carry_run(
+        self,
+        run_id: str,
+        tenant: str,
+        credentials: ForgeCredentials,
+        *,
+        resumed: bool,
+        note: Callable[[str], Awaitable[None]],
+    ) -> None:
+        """Run a run this process claimed on a node of the cluster (``golem.cluster.runs``);
+        NodeLost when its node died under it."""
+        order = control_plane_order(run_id, tenant, credentials, resumed=resumed)
+        await carry(self, order, note)
 
     async def create_session(
         self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
