@@ -19,8 +19,11 @@ from golem.cluster.boxhost import node_config
 from golem.cluster.status import cluster_status
 from golem.sandbox import LocalEngine
 from golem.service.cluster import ClusterStatus
+from tests.blueprint.repos import make_remote
 from tests.cluster.conftest import NODE_NAMES, cluster_settings, server_toml
+from tests.cluster.test_cluster_runs import GATED, at_gate, node_of
 from tests.service.served import Served, serving
+from tests.service.test_api_runs import follow, submit
 
 pytestmark = pytest.mark.bwrap
 
@@ -33,14 +36,13 @@ SESSIONS = 3
 
 @pytest.fixture(scope="module")
 def served(
-    ray_client_address: str,
+    ray_cluster: Any,
     cluster_state: Path,
     cluster_database: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Served]:
-    """A control plane on the session's Ray cluster, joined through the Ray client
-    (``ray://``) as deploy/kuberay's control plane joins its RayCluster."""
-    config = server_toml(ray_client_address, cluster_state, cluster_database)
+    """A control plane on the session's Ray cluster."""
+    config = server_toml(ray_cluster.address, cluster_state, cluster_database)
     with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
         yield server
 
@@ -128,6 +130,24 @@ async def test_a_box_host_that_does_not_answer_in_time_is_unknown_not_an_error(
     assert hosted
     assert all(n.sessions is None and n.runs is None for n in hosted)
     assert [n.taken for n in silent.nodes] == [n.taken for n in answered.nodes]
+
+
+def test_the_api_shows_a_run_on_the_node_that_runs_it(
+    served: Served, reachable_dir: Path, tmp_path: Path
+) -> None:
+    blueprint = tmp_path / "gated.yaml"
+    blueprint.write_text(GATED)
+    remote = make_remote(reachable_dir, "status")
+    with served.client(served.key("runner", "trusted")) as client:
+        run_id = submit(client, remote, blueprint=str(blueprint)).json()["id"]
+        follow(client, run_id, until=at_gate)  # its runner waits on its node
+        run = client.get(f"/v1/runs/{run_id}").json()
+        with served.admin() as admin:
+            nodes = ClusterStatus.model_validate(admin.get("/v1/cluster").json()).nodes
+        answered = client.post(f"/v1/runs/{run_id}/gate", json={"decision": "rejected"})
+        assert answered.status_code == 200, answered.text
+        follow(client, run_id)
+    assert [n.name for n in nodes if n.runs and run_id in n.runs] == [node_of(run)]
 
 
 def test_only_an_admin_key_sees_the_cluster(served: Served) -> None:
