@@ -5,9 +5,6 @@ a conftest may not skip, so Ray is imported here only inside the fixtures."""
 
 from __future__ import annotations
 
-import gc
-import socket
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,34 +22,24 @@ NODE_NAMES = [f"node-{number}" for number in range(NODES)]
 
 
 @pytest.fixture(scope="session")
-def ray_client_port() -> int:
-    """A free port for the head's Ray client server (``ray://``: how a control plane outside
-    the cluster joins it, as on KubeRay)."""
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-@pytest.fixture(scope="session")
-def ray_cluster(ray_client_port: int) -> Iterator[Any]:
+def ray_cluster() -> Iterator[Any]:
     """Three raylets on this machine, one CPU and ``SLOTS`` box slots each; this test
     process is the Ray driver (the control plane)."""
     import ray
     from ray import cluster_utils
 
-    with warnings.catch_warnings():  # Ray leaves its client server's log files open
-        warnings.simplefilter("ignore", ResourceWarning)
-        cluster = cluster_utils.Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 1,
-                "resources": {"golem_box": SLOTS},
-                "labels": {"golem-node": NODE_NAMES[0]},
-                "ray_client_server_port": ray_client_port,
-            },
-        )
-        gc.collect()
+    cluster = cluster_utils.Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "resources": {"golem_box": SLOTS},
+            "labels": {"golem-node": NODE_NAMES[0]},
+            # No dashboard, and no fixed port for it: a port test of Ray's leaks its socket
+            # when 8265 is taken (another cluster on this machine), and pytest fails on it.
+            "include_dashboard": False,
+            "dashboard_port": None,
+        },
+    )
     try:
         for number in range(1, NODES):
             cluster.add_node(
@@ -70,13 +57,6 @@ def ray_cluster(ray_client_port: int) -> Iterator[Any]:
             stop_box_hosts("golem")
         ray.shutdown()
         cluster.shutdown()
-
-
-@pytest.fixture(scope="session")
-def ray_client_address(ray_cluster: Any, ray_client_port: int) -> str:
-    """The session's cluster through the Ray client (``ray://head:port``)."""
-    host = ray_cluster.address.rpartition(":")[0]
-    return f"ray://{host}:{ray_client_port}"
 
 
 @pytest.fixture(scope="session")
@@ -110,9 +90,10 @@ def server_toml(address: str, node_state: Path, database: str) -> str:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster_database() -> Iterator[str]:
-    """A PostgreSQL database for the session's control planes (dropped after it)."""
+    """A PostgreSQL database for a module's control planes (dropped after it): control
+    planes on one database share its queue, so each module has its own."""
     from tests.conftest import new_postgres_database
 
     with new_postgres_database() as url:

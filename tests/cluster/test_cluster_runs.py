@@ -50,7 +50,7 @@ def node_of(run: dict[str, Any]) -> str:
 
 
 def at_gate(event: tuple[str, dict[str, Any]]) -> bool:
-    return event[0] == "gate_waiting"
+    return event[0] == "gate_wait"
 
 
 def waits_for_a_slot(event: tuple[str, dict[str, Any]]) -> bool:
@@ -83,6 +83,7 @@ def gated(tmp_path: Path) -> str:
     return str(path)
 
 
+@pytest.mark.timeout(900)  # thirty whole runs on a 2-core machine
 def test_thirty_runs_spread_over_the_nodes_all_reach_their_pull_request(
     control: Served, reachable_dir: Path
 ) -> None:
@@ -101,6 +102,7 @@ def test_thirty_runs_spread_over_the_nodes_all_reach_their_pull_request(
         assert len(branch_commits(remote, run["branch"])) == 1
 
 
+@pytest.mark.timeout(600)
 def test_a_full_cluster_holds_claimed_runs_in_its_queue_then_drains(
     control: Served, reachable_dir: Path, gated: str
 ) -> None:
@@ -129,10 +131,11 @@ RESOURCE = "golem_box_resume"
 """The only slots this test's control plane asks for: the victim's, then the rescuer's."""
 
 
+@pytest.mark.timeout(600)
 def test_a_run_whose_node_dies_resumes_on_another_node_with_one_commit_and_one_pr(
     ray_cluster: Any,
     cluster_state: Path,
-    cluster_database: str,
+    postgres_url: str,
     reachable_dir: Path,
     tmp_path: Path,
     gated: str,
@@ -141,7 +144,7 @@ def test_a_run_whose_node_dies_resumes_on_another_node_with_one_commit_and_one_p
     victim = ray_cluster.add_node(num_cpus=1, resources={RESOURCE: 1},
                                   labels={"golem-node": "victim"})  # fmt: skip
     rescuer = None
-    config = server_toml(ray_cluster.address, cluster_state, cluster_database)
+    config = server_toml(ray_cluster.address, cluster_state, postgres_url)  # its own queue
     config = config.replace("[cluster]\n", f'[cluster]\nslot_resource = "{RESOURCE}"\n')
     try:
         with serving(tmp_path / "state", config=config) as server, server.client(
@@ -195,3 +198,36 @@ def _victims_boxes_go_when_it_returns(ray_cluster: Any, cluster_state: Path) -> 
         assert left == [made]  # only the new session's box: the old one was pruned
     finally:
         ray_cluster.remove_node(node)
+
+
+@pytest.mark.timeout(600)
+def test_a_run_whose_control_plane_dies_is_stopped_on_its_node_and_resumed_by_the_next(
+    ray_cluster: Any,
+    cluster_state: Path,
+    postgres_url: str,
+    reachable_dir: Path,
+    tmp_path: Path,
+    gated: str,
+) -> None:
+    from tests.cluster.conftest import on_nodes
+
+    remote = make_remote(reachable_dir, "restart")
+    config = server_toml(ray_cluster.address, cluster_state, postgres_url)  # its own queue
+    with serving(tmp_path / "state", config=config) as doomed:
+        key = doomed.key("restart", "trusted")
+        with doomed.client(key) as client:
+            run_id = submit(client, remote, blueprint=gated).json()["id"]
+            seen = follow(client, run_id, until=at_gate)
+        doomed.kill()  # SIGKILL: its Ray driver goes, and its Owner actor with it
+    with serving(tmp_path / "state", config=config) as again, again.client(key) as client:
+        follow(client, run_id, until=at_gate, after=len(seen))  # recovered, resumed
+        approve(client, run_id)
+        end = follow(client, run_id)[-1]
+        assert end[1]["status"] == "unverified", end
+        done = client.get(f"/v1/runs/{run_id}").json()
+    assert [s["node"] for s in done["steps"]].count("implement") == 1
+    assert len(branch_commits(remote, done["branch"])) == 1
+    assert done["pr"]["number"] == 1
+    import asyncio
+
+    assert asyncio.run(on_nodes(cluster_state)) == []  # the stopped runner removed its box
