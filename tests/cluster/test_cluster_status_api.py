@@ -41,7 +41,13 @@ def served(
     cluster_database: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Served]:
-    """A control plane on the session's Ray cluster."""
+    """A control plane on the session's Ray cluster, whose box hosts are its own: a box
+    host runs its node's runs on the database of the control plane that started it, and
+    each module has a database of its own (so the box hosts an earlier module started
+    would look for this module's runs in theirs)."""
+    from golem.cluster.nodes import stop_box_hosts
+
+    stop_box_hosts("golem")
     config = server_toml(ray_cluster.address, cluster_state, cluster_database)
     with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
         yield server
@@ -142,6 +148,7 @@ def test_the_api_shows_a_run_on_the_node_that_runs_it(
         run_id = submit(client, remote, blueprint=str(blueprint)).json()["id"]
         follow(client, run_id, until=at_gate)  # its runner waits on its node
         run = client.get(f"/v1/runs/{run_id}").json()
+        assert run["status"] == "waiting", run
         with served.admin() as admin:
             nodes = ClusterStatus.model_validate(admin.get("/v1/cluster").json()).nodes
         answered = client.post(f"/v1/runs/{run_id}/gate", json={"decision": "rejected"})
