@@ -1,5 +1,5 @@
 """`golem cluster status`: the nodes as Ray knows them, their box slots and how many
-sessions hold one, and whether golem's box host runs there."""
+sessions hold one, whether golem's box host runs there, and the sessions it holds."""
 
 from __future__ import annotations
 
@@ -42,4 +42,7 @@ async def test_the_status_shows_each_nodes_slots_and_the_one_a_session_holds(
     assert sorted(ours) == NODE_NAMES
     assert {node.slots for node in ours.values()} == {SLOTS}
     assert [(n.node_id, n.taken) for n in ours.values() if n.taken] == [(holder, 1)]
-    assert next(n for n in ours.values() if n.node_id == holder).box_host
+    held = next(n for n in ours.values() if n.node_id == holder)
+    assert held.box_host
+    assert held.sessions == [box.id]
+    assert all(n.sessions == [] for n in ours.values() if n.node_id != holder)

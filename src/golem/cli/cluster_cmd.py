@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def status_command(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per node."),
     config_file: Path | None = options.CONFIG,
 ) -> None:
-    """Nodes, their box slots and how many sessions hold one, and their box hosts."""
+    """Nodes, their box slots and use, and the sessions and runs on each."""
     config = load_config(files=[config_file] if config_file is not None else None)
     cluster = config.cluster
     if cluster.ray_address is None:
@@ -36,17 +37,25 @@ def status_command(
         raise ConfigError(f"Ray is not installed ({exc}): pip install 'golem[ray]'") from exc
     ray.init(address=cluster.ray_address, namespace=cluster.namespace, log_to_driver=False)
     try:
-        nodes = cluster_status(cluster.slot_resource, cluster.namespace)
+        nodes = asyncio.run(cluster_status(cluster.slot_resource, cluster.namespace)).nodes
     finally:
         ray.shutdown()
     if as_json:
         for node in nodes:
             typer.echo(json.dumps(node.model_dump()))
         return
-    table = Table("name", "node", "address", "alive", "slots", "taken", "box host")
+    table = Table(
+        "name", "node", "address", "alive", "slots", "taken", "box host", "sessions", "runs"
+    )
     for node in nodes:
         table.add_row(
             node.name, node.node_id[:12], node.address, "yes" if node.alive else "no",
             str(node.slots), str(node.taken), "up" if node.box_host else "-",
+            _ids(node.sessions), _ids(node.runs),
         )  # fmt: skip
     Console().print(table)
+
+
+def _ids(ids: list[str] | None) -> str:
+    """A node's session or run ids for the table ("?": its box host did not answer)."""
+    return "?" if ids is None else " ".join(ids) or "-"

@@ -48,12 +48,14 @@ from golem.cluster.boxhost import HOST_CALLS
 from golem.cluster.lease import Owner
 from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, why
 from golem.cluster.runs import carry, control_plane_order
+from golem.cluster.status import cluster_status
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, GolemError, NodeLost, Problem, SessionNotFound
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
 from golem.sandbox import BoxInfo, ExecResult, Request
+from golem.service.cluster import ClusterStatus
 from golem.service.remote_box import RemoteBox
 
 __all__ = ["ClusterEngine"]
@@ -317,6 +319,10 @@ class ClusterEngine:
             if node.lost is None:
                 found += [b for b in await node.boxes() if b.id in self._placed]
         return found
+
+    async def cluster_status(self) -> ClusterStatus:
+        """The cluster's nodes, their slots and what each holds (``GET /v1/cluster``)."""
+        return await cluster_status(self._cluster.slot_resource, self._cluster.namespace)
 
     async def prune(self) -> list[BoxInfo]:
         """Nothing here: each box host prunes its node when it starts."""

@@ -11,7 +11,16 @@ from fastapi import FastAPI
 from golem import __version__
 from golem.core.config import GolemConfig, load_config
 from golem.sandbox import Engine
-from golem.service.api import calls, credentials, files, interactive, keys, runs, sessions
+from golem.service.api import (
+    calls,
+    cluster,
+    credentials,
+    files,
+    interactive,
+    keys,
+    runs,
+    sessions,
+)
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.api.gitlab_hook import router as gitlab_hook_router
 from golem.service.dashboard import router as dashboard_router
@@ -46,7 +55,7 @@ def create_app(
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
     app.add_middleware(BodyLimit)
-    for module in (sessions, files, calls, interactive, runs, keys, credentials):
+    for module in (sessions, files, calls, interactive, runs, keys, credentials, cluster):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)
     app.include_router(gitlab_hook_router, responses=ERROR_RESPONSES)

@@ -1,7 +1,9 @@
 // The dashboard's entry point: asks for an API key once (kept in this tab's
-// sessionStorage), then shows a view per address: #/runs, #/runs/<id>, #/prs, #/sessions.
+// sessionStorage), then shows a view per address: #/runs, #/runs/<id>, #/prs, #/sessions,
+// #/cluster (linked only for a key that sees a cluster).
 
 import { api, ApiError, onUnauthorized, session } from "./api.js";
+import { clusterView, hasCluster } from "./cluster.js";
 import { fill, h, notify } from "./dom.js";
 import { prsView } from "./prs.js";
 import { runView } from "./run.js";
@@ -11,7 +13,9 @@ import { sessionsView } from "./sessions.js";
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const signOut = document.getElementById("sign-out");
+const clusterLink = nav.querySelector("a[data-view='cluster']");
 let shown = null; // the AbortController of the view on screen
+let probed = null; // the key whose cluster link is decided (nav's data-cluster says how)
 
 function stopView() {
   shown?.abort();
@@ -26,6 +30,7 @@ function route() {
   if (!session.key) return login();
   nav.hidden = false;
   signOut.hidden = false;
+  showClusterLink();
   const [view, id] = location.hash.replace(/^#\/?/, "").split("/");
   for (const link of nav.querySelectorAll("a")) {
     link.classList.toggle("active", link.dataset.view === (view || "runs"));
@@ -34,10 +39,25 @@ function route() {
   if (view === "runs" && id) shownView = runView(main, decoded(id), signal);
   else if (view === "sessions") shownView = sessionsView(main, signal);
   else if (view === "prs") shownView = prsView(main, signal);
+  else if (view === "cluster") shownView = clusterView(main, signal);
   else shownView = runsView(main, signal);
   shownView.catch((error) => {
     if (!signal.aborted) notify(`Something went wrong: ${error.message}`);
   });
+}
+
+/** Show the cluster link once per key, when the key sees a cluster. */
+function showClusterLink() {
+  const key = session.key;
+  if (probed === key) return;
+  probed = key;
+  delete nav.dataset.cluster;
+  clusterLink.hidden = true;
+  hasCluster().then((seen) => {
+    if (probed !== key) return;
+    clusterLink.hidden = !seen;
+    nav.dataset.cluster = seen ? "yes" : "no";
+  }, () => { probed = null; }); // the server did not answer: ask again on the next view
 }
 
 function decoded(part) {
