@@ -49,9 +49,11 @@ async def test_a_run_resumes_on_another_machine_from_its_last_checkpoint(
     with contextlib.suppress(asyncio.CancelledError):
         await run[0]
     left = await RunBook(store).load(submitted.id)
-    assert left is not None and (left.status, left.current) == ("running", "verify")
+    assert left is not None
+    assert (left.status, left.current) == ("running", "verify")
     saved = await store.load_checkpoint(submitted.id)
-    assert saved is not None and saved.node == "implement"
+    assert saved is not None
+    assert saved.node == "implement"
 
     other = config.model_copy(update={"state_dir": tmp_path / "other-machine"})
     second = Runner(other, engine=engine, store=store, checkpoints=Checkpoints())

@@ -17,10 +17,12 @@ async def test_a_checkpoint_round_trips_byte_for_byte_and_the_next_replaces_it(
     first = os.urandom(3 * 1024 * 1024) + b"\x00\xff"  # binary, larger than a page
     await store.save_checkpoint("run-1", "prepare", first)
     kept = await store.load_checkpoint("run-1")
-    assert kept is not None and (kept.node, kept.data) == ("prepare", first)
+    assert kept is not None
+    assert (kept.node, kept.data) == ("prepare", first)
     await store.save_checkpoint("run-1", "implement", b"second")
     kept = await store.load_checkpoint("run-1")
-    assert kept is not None and (kept.node, kept.data) == ("implement", b"second")
+    assert kept is not None
+    assert (kept.node, kept.data) == ("implement", b"second")
     await store.delete_checkpoint("run-1")
     assert await store.load_checkpoint("run-1") is None
 
@@ -33,7 +35,9 @@ async def test_a_checkpoint_is_its_tenants_alone(database: Database) -> None:
     await theirs.save_checkpoint("run-1", "ship", b"overwritten")
     await theirs.delete_checkpoint("run-1")
     kept = await mine.load_checkpoint("run-1")
-    assert kept is not None and kept.data == b"acme's checkout"
+    assert kept is not None
+    assert kept.data == b"acme's checkout"
     everyone = await database.open(None)
     seen = await everyone.load_checkpoint("run-1")
-    assert seen is not None and seen.node == "prepare"
+    assert seen is not None
+    assert seen.node == "prepare"

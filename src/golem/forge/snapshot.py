@@ -75,7 +75,8 @@ async def restore_checkout(repo: GitRepo, data: bytes) -> None:
         if branch is None:
             await repo.plumbing(["checkout", "--quiet", "--detach", head, "--"], {})
         else:
-            await repo.plumbing(["checkout", "--quiet", "-B", check_ref_name(branch), head, "--"], {})
+            name = check_ref_name(branch)
+            await repo.plumbing(["checkout", "--quiet", "-B", name, head, "--"], {})
         await repo.plumbing(["read-tree", "-u", "--reset", REF], {})
         await repo.plumbing(["reset", "--quiet"], {})  # the index is HEAD's again
     finally:

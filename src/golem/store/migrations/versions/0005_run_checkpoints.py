@@ -20,9 +20,11 @@ def upgrade() -> None:
     op.create_table(
         "run_checkpoints",
         sa.Column(
-            "run_id", sa.String(64), sa.ForeignKey("runs.id", ondelete="CASCADE"),
+            "run_id",
+            sa.String(64),
+            sa.ForeignKey("runs.id", ondelete="CASCADE"),
             primary_key=True,
-        ),  # fmt: skip
+        ),
         sa.Column("node", sa.String(64), nullable=False),
         sa.Column("created", sa.Float, nullable=False),
         sa.Column("data", sa.LargeBinary, nullable=False),
