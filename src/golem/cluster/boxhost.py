@@ -27,7 +27,8 @@ from ray.exceptions import RayActorError
 
 from golem import __version__
 from golem.core.config import GolemConfig, default_state_dir
-from golem.core.errors import GolemError
+from golem.cluster.placement import BACKEND_LABEL, DEFAULT_BACKEND
+from golem.core.errors import BackendUnavailable, GolemError
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, files, interactive, sessions
 from golem.service.health import StoreProbe
@@ -83,6 +84,21 @@ def node_config(base: GolemConfig, name: str) -> GolemConfig:
             ),
         }
     )
+
+
+def check_labels(settings: GolemConfig, name: str) -> None:
+    """Refuse to start on a node whose ``golem-backend`` label says another backend than
+    the one its boxes would use (whether that backend runs here is the engine's own check,
+    when the host starts)."""
+    labels: dict[str, object] = dict(ray.get_runtime_context().get_node_labels())
+    claimed = str(labels.get(BACKEND_LABEL, DEFAULT_BACKEND))
+    backend = settings.engine.backend.type
+    if claimed != backend:
+        raise BackendUnavailable(
+            f"node {name} is labelled {BACKEND_LABEL}={claimed}, but its boxes would use the "
+            f"{backend} backend ([engine.backend] of the control plane): fix the node's "
+            "labels (ray start --labels) or the control plane's backend"
+        )
 
 
 @asynccontextmanager
@@ -159,13 +175,21 @@ class Owners:
                 await self._gone[owner_id].wait()
 
 
-def box_host_app(settings: GolemConfig, ready: Callable[[ServerState], None]) -> FastAPI:
+def box_host_app(
+    settings: GolemConfig, ready: Callable[[ServerState | BaseException], None]
+) -> FastAPI:
     """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on a node;
-    ``ready`` is called with its state, on its loop, once it serves."""
+    ``ready`` is called with its state, on its loop, once it serves (or with the error
+    that kept it from starting: no backend on the node, ...)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with node_state(settings) as state:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                state = await stack.enter_async_context(node_state(settings))
+            except Exception as exc:
+                ready(exc)
+                raise
             app.state.golem = state
             ready(state)
             yield
@@ -192,9 +216,15 @@ class BoxHost:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, 0))
         self.url = f"http://{host}:{listener.getsockname()[1]}"
+        check_labels(settings, self.name)
         ready = threading.Event()
+        failed: list[BaseException] = []
 
-        def serving(state: ServerState) -> None:
+        def serving(state: ServerState | BaseException) -> None:
+            if isinstance(state, BaseException):
+                failed.append(state)
+                ready.set()
+                return
             self._loop = asyncio.get_running_loop()
             self._state = state
             self._owners = Owners(state)
@@ -221,6 +251,8 @@ class BoxHost:
             waited += 0.5
             if not self._thread.is_alive() or waited > READY_TIMEOUT:
                 raise RuntimeError(f"the box host of node {node_id} did not start; see its log")
+        if failed:  # the actor's creation error: the control plane shows it
+            raise failed[0]
         log.info("box host of node %s (%s) serves %s", self.name, node_id, self.url)
 
     # An async actor: its methods run on the actor's loop; the server's are on its own.
