@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -75,6 +76,16 @@ class _Placed:
 
 async def _ready(slot: PlacementGroup) -> None:
     await slot.ready()
+
+
+REFUSED = re.compile(r"^golem\.core\.errors\.\w+: (.+)$", re.MULTILINE)
+
+
+def _refusal(exc: RayActorError) -> str:
+    """Why a box host died: its own error when it refused to start (a creation task's
+    GolemError, the last in Ray's traceback), else Ray's reason."""
+    found = REFUSED.findall(str(exc))
+    return str(found[-1]) if found else why(exc)
 
 
 def _shown(wanted: dict[str, str]) -> str:
@@ -153,7 +164,7 @@ class ClusterEngine:
             try:
                 url, key = await host.address.remote()
             except RayActorError as exc:
-                raise NodeLost(f"node {node_id} cannot host boxes: {why(exc)}") from exc
+                raise NodeLost(f"node {node_id} cannot host boxes: {_refusal(exc)}") from exc
             engine = NodeEngine(node_id, host, url, key, self.config)
             self._nodes[node_id] = engine
             held = host.hold.remote()
