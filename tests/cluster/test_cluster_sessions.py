@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
 
 from golem.cluster import ClusterEngine
-from golem.core import GolemConfig
 from golem.cluster.engine import PLACEMENT_CHECK
+from golem.core import GolemConfig
 from golem.core.errors import NoNodeFits, Problem
 from tests.cluster.conftest import NODES, SLOTS, cluster_settings
 from tests.service.test_remote_engine import (  # noqa: F401  (collected here, on the cluster)

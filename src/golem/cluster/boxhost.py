@@ -26,8 +26,8 @@ from fastapi import FastAPI
 from ray.exceptions import RayActorError
 
 from golem import __version__
-from golem.core.config import GolemConfig, default_state_dir
 from golem.cluster.placement import BACKEND_LABEL, DEFAULT_BACKEND
+from golem.core.config import GolemConfig, default_state_dir
 from golem.core.errors import BackendUnavailable, GolemError
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, files, interactive, sessions
