@@ -8,6 +8,7 @@ pass by skipping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import pwd
@@ -203,6 +204,13 @@ def postgres_url() -> Iterator[str]:
     """A SQLAlchemy URL of a new, empty PostgreSQL database of this test's own, dropped (with
     whatever connections are left) after it. A test using it is marked ``postgres``; one that
     asks for it by ``request.getfixturevalue`` must carry that marker itself."""
+    with new_postgres_database() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def new_postgres_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database's SQLAlchemy URL, dropped after the block."""
     name = f"golem_test_{secrets.token_hex(6)}"
     with psycopg.connect(_libpq(POSTGRES_URL), autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

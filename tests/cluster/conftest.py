@@ -46,6 +46,10 @@ def ray_cluster() -> Iterator[Any]:
             "num_cpus": 1,
             "resources": {"golem_box": SLOTS},
             "labels": {"golem-node": NODE_NAMES[0]},
+            # No dashboard, and no fixed port for it: a port test of Ray's leaks its socket
+            # when 8265 is taken (another cluster on this machine), and pytest fails on it.
+            "include_dashboard": False,
+            "dashboard_port": None,
         },
     )
     try:
@@ -88,12 +92,24 @@ def cluster_settings(
     return load_config({"state_dir": str(state), "cluster": settings, "engine": NO_POOL}, files=[])
 
 
-def server_toml(address: str, node_state: Path) -> str:
-    """The golem.toml of a `golem serve` control plane on the test cluster."""
+def server_toml(address: str, node_state: Path, database: str) -> str:
+    """The golem.toml of a `golem serve` control plane on the test cluster (its store:
+    ``database``, a PostgreSQL URL every node reaches)."""
     return (
+        f'database_url = "{database}"\n'
         f'[cluster]\nray_address = "{address}"\nnode_state_dir = "{node_state}"\n'
         "[engine.pool]\nclean = 0\n"
     )
+
+
+@pytest.fixture(scope="module")
+def cluster_database() -> Iterator[str]:
+    """A PostgreSQL database for a module's control planes (dropped after it): control
+    planes on one database share its queue, so each module has its own."""
+    from tests.conftest import new_postgres_database
+
+    with new_postgres_database() as url:
+        yield url
 
 
 async def on_nodes(node_state: Path) -> list[str]:

@@ -39,10 +39,13 @@ pytestmark = pytest.mark.bwrap
 
 @pytest.fixture(scope="module")
 def served(
-    ray_cluster: Any, cluster_state: Path, tmp_path_factory: pytest.TempPathFactory
+    ray_cluster: Any,
+    cluster_state: Path,
+    cluster_database: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Served]:
     """A control plane on the session's Ray cluster."""
-    config = server_toml(ray_cluster.address, cluster_state)
+    config = server_toml(ray_cluster.address, cluster_state, cluster_database)
     with serving(tmp_path_factory.mktemp("control") / "state", config=config) as server:
         yield server
 
@@ -64,13 +67,13 @@ async def test_the_control_plane_boxes_are_on_the_nodes_not_its_own_machine(
 
 
 async def test_a_control_plane_killed_leaves_no_box_on_the_nodes(
-    ray_cluster: Any, cluster_state: Path, tmp_path: Path
+    ray_cluster: Any, cluster_state: Path, cluster_database: str, tmp_path: Path
 ) -> None:
     import ray
 
     from golem.cluster.nodes import BOX_HOST_PREFIX
 
-    config = server_toml(ray_cluster.address, cluster_state)
+    config = server_toml(ray_cluster.address, cluster_state, cluster_database)
     with serving(tmp_path / "state", config=config) as doomed:
         with doomed.client(doomed.key("doomed")) as client:
             made = client.post("/v1/sessions", json={"spec": {}})

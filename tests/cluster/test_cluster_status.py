@@ -22,11 +22,11 @@ pytestmark = pytest.mark.bwrap
 
 
 async def test_the_status_shows_each_nodes_slots_and_the_one_a_session_holds(
-    ray_cluster: Any, cluster_state: Path, tmp_path: Path
+    ray_cluster: Any, cluster_state: Path, cluster_database: str, tmp_path: Path
 ) -> None:
     settings = cluster_settings(cluster_state / "control", cluster_state)
     config_file = tmp_path / "golem.toml"
-    config_file.write_text(server_toml(ray_cluster.address, cluster_state))
+    config_file.write_text(server_toml(ray_cluster.address, cluster_state, cluster_database))
     async with ClusterEngine(settings) as engine, engine.session() as box:
         holder = engine.node_of(box.id)
         command = [sys.executable, "-m", "golem", "cluster", "status", "--json"]

@@ -16,6 +16,7 @@ import os
 import time
 
 from golem.blueprint.book import RunBook
+from golem.blueprint.checkpoint import Checkpoints
 from golem.blueprint.events import NodeFinished, NodeStarted, RunEvent, RunFinished, RunStarted
 from golem.blueprint.execution import Execution
 from golem.blueprint.loader import blueprint_text, parse_blueprint
@@ -66,10 +67,15 @@ class Runner:
         forge: Forge | None = None,
         credentials: ForgeCredentials | None = None,
         on_event: EventSink[RunEvent] | None = None,
+        checkpoints: Checkpoints | None = None,
+        owner: tuple[int, int | None] | None = None,
     ) -> None:
         """``store`` keeps the runs (and the local forge's records); ``forge`` serves
         every run when given, otherwise each run gets the one its request names.
-        ``credentials`` are the forge tokens the runs may use (default: the host's)."""
+        ``credentials`` are the forge tokens the runs may use (default: the host's).
+        ``checkpoints`` keep each run's checkout in the store after every node, so another
+        machine can resume it (a cluster's node); ``owner`` is the process (pid, start)
+        that answers for the runs, when it is not this one (a cluster's control plane)."""
         self.config = config
         self.engine = engine
         self.store = store
@@ -77,6 +83,8 @@ class Runner:
         self.forge = forge
         self.credentials = credentials or ForgeCredentials.from_config(config.forge)
         self.on_event = on_event
+        self.checkpoints = checkpoints
+        self.owner = owner
 
     async def submit(
         self,
@@ -131,8 +139,8 @@ class Runner:
         if state.finished:
             return state
         blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
-        state.owner_pid = os.getpid()
-        state.owner_start = process_start_time(state.owner_pid)
+        state.owner_pid, state.owner_start = self.owner or (os.getpid(), None)
+        state.owner_start = state.owner_start or process_start_time(state.owner_pid)
         state.status = "running"
         forge = self.forge or make_forge(
             state.request.forge, self.config.forge, self.store, self.credentials
@@ -151,7 +159,7 @@ class Runner:
         await ex.writes.flush()  # running, and whose, before any node starts
         ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))
         started = time.monotonic()
-        work = asyncio.ensure_future(self._nodes(ex, blueprint))
+        work = asyncio.ensure_future(self._nodes(ex, blueprint, resumed=resumed))
         watcher = asyncio.ensure_future(self._watch_cancel(run_id, work))
         try:
             await work
@@ -174,6 +182,8 @@ class Runner:
             await _quietly(ex.close())
             state.owner_pid = None
             ex.save()
+        if self.checkpoints is not None and state.finished:
+            await _quietly(self.checkpoints.end(ex))
         ex.emit(
             RunFinished(
                 run_id=run_id, status=state.status, summary=state.summary, pr=state.pr,
@@ -202,8 +212,11 @@ class Runner:
                 await asked.wait()
         return False
 
-    async def _nodes(self, ex: Execution, blueprint: Blueprint) -> None:
+    async def _nodes(self, ex: Execution, blueprint: Blueprint, *, resumed: bool) -> None:
         state = ex.state
+        if self.checkpoints is not None:  # this machine's checkout, from the last save
+            await self.checkpoints.begin(ex, resumed=resumed)
+            ex.save()
         steps = 0
         while state.current is not None and state.current != END:
             steps += 1
@@ -222,6 +235,8 @@ class Runner:
             following = node.successor(outcome)
             if following is None:
                 raise InvalidRequest(f"node {node.id!r} has no edge for outcome {outcome!r}")
+            if self.checkpoints is not None:  # before the state: never behind it
+                await self.checkpoints.save(ex, node.id)
             state.current = following
             ex.save()
             await ex.writes.flush()  # a node's result is kept before the next node starts

@@ -82,7 +82,8 @@ def cap_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
 
 def engine_maker(config: GolemConfig) -> Callable[[GolemConfig], Engine] | None:
     """What makes the server's engine: a Ray cluster's when ``[cluster] ray_address`` is
-    set (golem.cluster, and Ray, imported only then), else None (this machine's)."""
+    set (golem.cluster, and Ray, imported only then; the store must be PostgreSQL), else
+    None (this machine's)."""
     if config.cluster.ray_address is None:
         return None
     try:
@@ -92,6 +93,13 @@ def engine_maker(config: GolemConfig) -> Callable[[GolemConfig], Engine] | None:
             f"[cluster] ray_address is set but Ray is not installed ({exc}): "
             "pip install 'golem[ray]'"
         ) from exc
+    if not (config.database_url or "").startswith("postgresql"):
+        raise ConfigError(
+            "[cluster] ray_address needs golem's store in PostgreSQL, which the control plane "
+            "and every node reach (the queue, and the runs the nodes carry): set "
+            'database_url = "postgresql://..." (or GOLEM_DATABASE_URL); a SQLite file is '
+            "one machine's alone"
+        )
     return ClusterEngine
 
 

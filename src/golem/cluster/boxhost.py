@@ -15,10 +15,10 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 import uvicorn
@@ -27,6 +27,7 @@ from ray.exceptions import RayActorError
 
 from golem import __version__
 from golem.cluster.placement import BACKEND_LABEL, DEFAULT_BACKEND
+from golem.cluster.runs import NodeRuns, RunOrder
 from golem.core.config import GolemConfig, default_state_dir
 from golem.core.errors import BackendUnavailable, GolemError
 from golem.sandbox import LocalEngine
@@ -52,6 +53,7 @@ READY_TIMEOUT = 120.0
 NODE_LABEL = "golem-node"
 NODE_PRINCIPAL = Principal(tenant=ADMIN_TENANT, role="admin", key_id="admin")
 """Whom the box host's key acts for: the node server's admin (its sessions' tenant)."""
+T = TypeVar("T")
 HOST_CALLS = 1000
 """Calls a box host's actor takes at once (each control plane's ``hold`` waits there)."""
 
@@ -176,11 +178,15 @@ class Owners:
 
 
 def box_host_app(
-    settings: GolemConfig, ready: Callable[[ServerState | BaseException], None]
+    settings: GolemConfig,
+    control: GolemConfig,
+    ready: Callable[[ServerState, NodeRuns], None],
+    failed: Callable[[BaseException], None],
 ) -> FastAPI:
     """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on a node;
-    ``ready`` is called with its state, on its loop, once it serves (or with the error
-    that kept it from starting: no backend on the node, ...)."""
+    ``ready`` is called with its state and its runs (``control``'s, the control plane's
+    configuration), on its loop, once it serves; ``failed`` with the error that kept it
+    from starting (no backend on the node, ...)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -188,11 +194,15 @@ def box_host_app(
             try:
                 state = await stack.enter_async_context(node_state(settings))
             except Exception as exc:
-                ready(exc)
+                failed(exc)
                 raise
             app.state.golem = state
-            ready(state)
-            yield
+            runs = NodeRuns(settings, control, state)
+            ready(state, runs)
+            try:
+                yield
+            finally:
+                await runs.close()
 
     app = FastAPI(title="golem box host", version=__version__, lifespan=lifespan)
     install_problem_handlers(app)
@@ -220,21 +230,20 @@ class BoxHost:
         ready = threading.Event()
         failed: list[BaseException] = []
 
-        def serving(state: ServerState | BaseException) -> None:
-            if isinstance(state, BaseException):
-                failed.append(state)
-                ready.set()
-                return
+        def refused(error: BaseException) -> None:
+            failed.append(error)
+            ready.set()
+
+        def serving(state: ServerState, runs: NodeRuns) -> None:
             self._loop = asyncio.get_running_loop()
             self._state = state
             self._owners = Owners(state)
+            self._runs = runs
             ready.set()
-
-        self._runs: dict[str, str] = {}  # run id -> its tenant, while its runner is here
 
         self._server = uvicorn.Server(
             uvicorn.Config(
-                box_host_app(settings, serving),
+                box_host_app(settings, config, serving, refused),
                 log_level="warning",
                 ws="websockets-sansio",
                 ws_max_size=ws_max_size(settings),
@@ -276,11 +285,26 @@ class BoxHost:
         """What this node holds: ``sessions`` (ids of its live sessions) and ``runs`` (ids
         of the runs whose runner is here)."""
 
-        async def sessions() -> list[str]:
-            return sorted(h.box.id for h in self._state.sessions.list(NODE_PRINCIPAL))
+        async def listing() -> dict[str, list[str]]:
+            sessions = sorted(h.box.id for h in self._state.sessions.list(NODE_PRINCIPAL))
+            return {"sessions": sessions, "runs": sorted(self._runs.running)}
 
-        listing = asyncio.run_coroutine_threadsafe(sessions(), self._loop)
-        return {"sessions": await asyncio.wrap_future(listing), "runs": sorted(self._runs)}
+        return await self._on_server(listing())
+
+    async def carry_run(self, order: RunOrder, owner_id: str, owner: Any) -> str:
+        """Run a claimed run on this node to its end (see ``golem.cluster.runs``); its
+        status. Cancelled (its control plane stops), the run's runner ends its box first."""
+        log.info("node %s runs %s for control plane %s", self.name, order.run_id, owner_id)
+        carrying = asyncio.run_coroutine_threadsafe(self._runs.carry(order, owner), self._loop)
+        try:
+            return await asyncio.shield(asyncio.wrap_future(carrying))
+        except asyncio.CancelledError:
+            await self._on_server(self._runs.stop(order.run_id))
+            raise
+
+    async def _on_server(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await ``work`` on the server's loop (where the node's engine lives)."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
 
     async def ping(self) -> str:
         """This host's node id (an answer: the node is alive)."""

@@ -21,9 +21,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,19 +46,20 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from golem.cluster.boxhost import HOST_CALLS
 from golem.cluster.lease import Owner
-from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, why
-from golem.cluster.placement import selector
+from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, refusal, why
+from golem.cluster.placement import selector, slot_ready, unplaceable
+from golem.cluster.runs import carry, control_plane_order
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     ConfigError,
     GolemError,
     NodeLost,
-    NoNodeFits,
     Problem,
     SessionNotFound,
 )
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
+from golem.forge import ForgeCredentials
 from golem.sandbox import BoxInfo, ExecResult, Request
 from golem.service.remote_box import RemoteBox
 
@@ -72,24 +79,6 @@ class _Placed:
 
     slot: PlacementGroup
     node: NodeEngine
-
-
-async def _ready(slot: PlacementGroup) -> None:
-    await slot.ready()
-
-
-REFUSED = re.compile(r"^golem\.core\.errors\.\w+: (.+)$", re.MULTILINE)
-
-
-def _refusal(exc: RayActorError) -> str:
-    """Why a box host died: its own error when it refused to start (a creation task's
-    GolemError, the last in Ray's traceback), else Ray's reason."""
-    found = REFUSED.findall(str(exc))
-    return str(found[-1]) if found else why(exc)
-
-
-def _shown(wanted: dict[str, str]) -> str:
-    return ", ".join(f"{name}={value}" for name, value in sorted(wanted.items()))
 
 
 class ClusterEngine:
@@ -164,7 +153,7 @@ class ClusterEngine:
             try:
                 url, key = await host.address.remote()
             except RayActorError as exc:
-                raise NodeLost(f"node {node_id} cannot host boxes: {_refusal(exc)}") from exc
+                raise NodeLost(f"node {node_id} cannot host boxes: {refusal(exc)}") from exc
             engine = NodeEngine(node_id, host, url, key, self.config)
             self._nodes[node_id] = engine
             held = host.hold.remote()
@@ -189,15 +178,17 @@ class ClusterEngine:
                 for callback in self._callbacks:
                     callback(box_id, node.lost)
 
-    async def lease(self, spec: BoxSpec | None = None) -> tuple[PlacementGroup, NodeEngine]:
+    async def lease(
+        self, spec: BoxSpec | None = None, *, queue: bool = False
+    ) -> tuple[PlacementGroup, NodeEngine]:
         """A slot on some node that can run boxes of ``spec`` (a session's, or a run's box
-        spec: the node's labels match ``placement.selector``), once Ray has one (or within
-        ``lease_timeout``); NoNodeFits at once when no node could ever hold it. Free it
-        with ``remove_placement_group``."""
+        spec: the node's labels match ``placement.selector``), once Ray has one: within
+        ``lease_timeout``, or, with ``queue`` (a claimed run), however long the cluster
+        stays full; NoNodeFits at once when no node could ever hold it. ``free`` it after."""
         wanted = selector(spec or self.spec(), self.config)
         slot = placement_group([{self._cluster.slot_resource: 1}], bundle_label_selector=[wanted])
         try:
-            async with asyncio.timeout(self._cluster.lease_timeout):
+            async with asyncio.timeout(None if queue else self._cluster.lease_timeout):
                 await self._placed_slot(slot, wanted)
             table = await asyncio.to_thread(placement_group_table, slot)
             return slot, await self._node(table["bundles_to_node_id"][0])
@@ -218,19 +209,14 @@ class ClusterEngine:
         the slot is read every ``PLACEMENT_CHECK`` seconds (Ray says nothing by itself):
         INFEASIBLE (no node has the labels and slots) raises NoNodeFits, any other state
         is what ``waiting`` reports."""
-        ready = asyncio.ensure_future(_ready(slot))
+        ready = asyncio.ensure_future(slot_ready(slot))
         key = slot.id.hex()
         try:
             while not (await asyncio.wait([ready], timeout=PLACEMENT_CHECK))[0]:
                 table = await asyncio.to_thread(placement_group_table, slot)
                 state = str(table.get("stats", {}).get("scheduling_state", ""))
                 if state == "INFEASIBLE":
-                    raise NoNodeFits(
-                        f"no node of the cluster can run this box: none is labelled "
-                        f"{_shown(wanted)} with {self._cluster.slot_resource} slots; start "
-                        "one with those labels (ray start --labels, docs/cluster.md) or ask "
-                        "for what the nodes have"
-                    )
+                    raise unplaceable(wanted, self._cluster.slot_resource)
                 async with self._checked:
                     self._unplaced[key] = state
                     self._checked.notify_all()
@@ -246,6 +232,34 @@ class ClusterEngine:
         async with self._checked:
             await self._checked.wait_for(lambda: len(self._unplaced) >= at_least)
             return sorted(self._unplaced.values())
+
+    def free(self, slot: PlacementGroup) -> None:
+        """Give a leased slot back (a slot Ray still waits to place is withdrawn)."""
+        remove_placement_group(slot)
+
+    @property
+    def owner(self) -> Handle:
+        """This engine's ``Owner`` actor: the nodes end what it left when it dies."""
+        return self._owner
+
+    @property
+    def owner_id(self) -> str:
+        """The id the nodes know this engine's ``Owner`` by."""
+        return self._owner_id
+
+    async def carry_run(
+        self,
+        run_id: str,
+        tenant: str,
+        credentials: ForgeCredentials,
+        *,
+        resumed: bool,
+        note: Callable[[str], Awaitable[None]],
+    ) -> None:
+        """Run a run this process claimed on a node of the cluster (``golem.cluster.runs``);
+        NodeLost when its node died under it."""
+        order = control_plane_order(run_id, tenant, credentials, resumed=resumed)
+        await carry(self, order, note)
 
     async def create_session(
         self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None

@@ -20,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from golem.core.config import GolemConfig
+from golem.core.errors import NoNodeFits
 from golem.core.spec import BoxSpec
 
 __all__ = [
@@ -33,7 +35,9 @@ __all__ = [
     "image_label",
     "node_labels",
     "selector",
+    "slot_ready",
     "tiers",
+    "unplaceable",
 ]
 
 BACKEND_LABEL = "golem-backend"
@@ -88,6 +92,21 @@ def selector(spec: BoxSpec, config: GolemConfig) -> dict[str, str]:
     if spec.image is not None:
         wanted[image_label(spec.image)] = HAS
     return wanted
+
+
+def unplaceable(wanted: dict[str, str], slot_resource: str) -> NoNodeFits:
+    """The error of a slot Ray finds INFEASIBLE: no node has ``wanted`` and slots."""
+    shown = ", ".join(f"{name}={value}" for name, value in sorted(wanted.items()))
+    return NoNodeFits(
+        f"no node of the cluster can run this box: none is labelled {shown} with "
+        f"{slot_resource} slots; start one with those labels (ray start --labels, "
+        "docs/cluster.md) or ask for what the nodes have"
+    )
+
+
+async def slot_ready(slot: Any) -> None:
+    """Return once Ray has placed placement group ``slot``."""
+    await slot.ready()
 
 
 def node_labels(

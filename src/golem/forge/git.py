@@ -292,6 +292,11 @@ class GitRepo:
         """Whether ``find_commit`` finds one: a resumed run checks this before it commits."""
         return await self.find_commit(line, rev=rev, base=base) is not None
 
+    async def plumbing(self, args: Sequence[str], env: Mapping[str, str]) -> GitOutput:
+        """A local git command of another module's (``golem.forge.snapshot``), run as this
+        class runs its own: isolated from the host's config, the repository's checked."""
+        return await self._git(args, extra_env=env)
+
     async def _resolve(self, rev: str) -> str | None:
         args = ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"]
         out = await self._git(args, check=False)

@@ -1,5 +1,7 @@
 """The run queue: runs wait in the store; this server's workers claim them one at a time,
-fairly across tenants, and run them to their end.
+fairly across tenants, and run them to their end: here, or, when the engine is a
+``RunCarrier`` (a Ray cluster's), on the machine that holds the run's box; a run whose
+machine died there is queued again and resumed by the next claim.
 
 Several servers can share one PostgreSQL store: a claim is atomic, so no run is taken
 twice. Idle workers wait for the store to announce a queued run (``golem.store.notify``;
@@ -13,24 +15,45 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Awaitable, Callable
+from typing import Protocol, runtime_checkable
 
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook, run_state
-from golem.blueprint.events import RunFinished
+from golem.blueprint.events import RunFinished, RunNote
 from golem.blueprint.retention import prune_runs
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, StoreUnavailable
+from golem.core.errors import GolemError, NodeLost, StoreUnavailable
 from golem.core.network import RemotePolicy
+from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
 from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, RunRecord, Store
 
-__all__ = ["RunQueue"]
+__all__ = ["RunCarrier", "RunQueue"]
 
 log = logging.getLogger("golem.service.queue")
 STOP_TIMEOUT = 60.0  # seconds the shutdown waits for the workers to end their runs' boxes
+
+
+@runtime_checkable
+class RunCarrier(Protocol):
+    """An engine that runs a claimed run's runner on another machine (a cluster's node)."""
+
+    async def carry_run(
+        self,
+        run_id: str,
+        tenant: str,
+        credentials: ForgeCredentials,
+        *,
+        resumed: bool,
+        note: Callable[[str], Awaitable[None]],
+    ) -> None:
+        """Run the run to its end there (``note`` tells the run's followers something, as
+        that it waits for room); NodeLost when that machine died under it."""
+        ...
 
 
 class RunQueue:
@@ -154,8 +177,32 @@ class RunQueue:
         except GolemError as exc:
             await self._fail(claimed, RunBook(scoped), exc.message)
             return
+        if isinstance(self.engine, RunCarrier):
+            book = RunBook(scoped)
+
+            async def note(message: str) -> None:
+                await book.append(RunNote(run_id=claimed.id, message=message))
+
+            try:
+                await self.engine.carry_run(
+                    claimed.id, tenant, credentials, resumed=bool(claimed.steps), note=note
+                )
+            except NodeLost as exc:
+                await self._requeue(claimed.id, book, exc.message)
+            return
         runner = Runner(self.config, engine=self.engine, store=scoped, credentials=credentials)
         await runner.run(claimed.id, resumed=bool(claimed.steps))
+
+    async def _requeue(self, run_id: str, book: RunBook, why: str) -> None:
+        """Queue again a run whose machine died under it, as its runner last saved it."""
+        state = await book.load(run_id)
+        if state is None or state.finished:
+            return
+        state.owner_pid = state.owner_start = state.owner_server = None
+        state.status = "queued"
+        if await book.store.requeue_run(run_id, state.model_dump_json()):
+            await book.append(RunNote(run_id=run_id, message=why))
+            log.warning("%s", why)
 
     async def _settle(self, run_id: str, tenant: str, exc: Exception) -> None:
         """End a run whose runner raised before it could end it: failed, with the error."""

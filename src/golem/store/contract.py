@@ -13,6 +13,7 @@ from golem.store.cipher import TokenCipher
 from golem.store.notify import Signal
 from golem.store.records import (
     ApiKeyRecord,
+    CheckpointRecord,
     CommentRecord,
     Decision,
     EventRecord,
@@ -114,6 +115,19 @@ class Store(Protocol):
     async def prune_events(self, run_id: str) -> None:
         """Delete a run's events, all but its ``run_end`` (a follower of the run still
         learns how it ended)."""
+        ...
+
+    async def save_checkpoint(self, run_id: str, node: str, data: bytes) -> None:
+        """Keep ``data`` as the run's checkpoint after blueprint node ``node`` (replacing
+        the one before)."""
+        ...
+
+    async def load_checkpoint(self, run_id: str) -> CheckpointRecord | None:
+        """The run's checkpoint, or None."""
+        ...
+
+    async def delete_checkpoint(self, run_id: str) -> None:
+        """Forget the run's checkpoint."""
         ...
 
     async def add_pull_request(

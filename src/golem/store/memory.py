@@ -17,6 +17,7 @@ from golem.store.records import (
     ACTIVE,
     FINISHED,
     ApiKeyRecord,
+    CheckpointRecord,
     CommentRecord,
     Decision,
     EventRecord,
@@ -39,6 +40,7 @@ class _Data:
     comments: list[tuple[str, CommentRecord]] = field(default_factory=list)
     tokens: dict[tuple[str, ForgeName], tuple[str, ForgeCredential]] = field(default_factory=dict)
     keys: dict[str, tuple[ApiKeyRecord, str]] = field(default_factory=dict)
+    checkpoints: dict[str, CheckpointRecord] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -189,6 +191,23 @@ class MemoryStore:
             return
         events = self._data.events.get(run_id, [])
         self._data.events[run_id] = [event for event in events if event.type == "run_end"]
+
+    async def save_checkpoint(self, run_id: str, node: str, data: bytes) -> None:
+        """Keep the run's checkpoint after ``node``."""
+        if await self.load_run(run_id) is not None:
+            record = CheckpointRecord(node=node, created=time.time(), data=data)
+            self._data.checkpoints[run_id] = record
+
+    async def load_checkpoint(self, run_id: str) -> CheckpointRecord | None:
+        """The run's checkpoint, or None."""
+        if await self.load_run(run_id) is None:
+            return None
+        return self._data.checkpoints.get(run_id)
+
+    async def delete_checkpoint(self, run_id: str) -> None:
+        """Forget the run's checkpoint."""
+        if await self.load_run(run_id) is not None:
+            self._data.checkpoints.pop(run_id, None)
 
     # The local forge --------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ __all__ = [
     "FINISHED",
     "TOKEN_PATTERN",
     "ApiKeyRecord",
+    "CheckpointRecord",
     "CommentRecord",
     "Decision",
     "EventRecord",
@@ -69,6 +70,14 @@ class RunRecord(_Record):
     cancel_requested: bool = False
     gate_decision: Decision | None = None
     owner: str | None = Field(None, description="host:pid of the server that claimed it.")
+
+
+class CheckpointRecord(_Record):
+    """A run's checkout after blueprint node ``node`` (golem.forge.snapshot's bytes)."""
+
+    node: str
+    created: float
+    data: bytes
 
 
 class EventRecord(_Record):

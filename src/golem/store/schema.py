@@ -9,6 +9,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -23,6 +24,7 @@ __all__ = [
     "forge_credentials",
     "metadata",
     "pull_requests",
+    "run_checkpoints",
     "run_events",
     "runs",
 ]
@@ -56,6 +58,15 @@ run_events = Table(
     Column("type", String(32), nullable=False),
     Column("data", Text, nullable=False),  # the event as JSON
     UniqueConstraint("run_id", "seq", name="uq_run_events_run_seq"),
+)
+
+run_checkpoints = Table(
+    "run_checkpoints",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("node", String(64), nullable=False),  # the blueprint node it was taken after
+    Column("created", Float, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # golem.forge.snapshot's bytes
 )
 
 pull_requests = Table(

@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from golem.core.config import GolemConfig
 from golem.core.errors import QueueFull, RunNotFound, StoreError, StoreUnavailable
 from golem.store.api_keys import SqlApiKeys
+from golem.store.checkpoints import SqlCheckpoints
 from golem.store.bounds import RETRY_AFTER, StoreDeadline, bounded_calls
 from golem.store.claims import SqlQueue
 from golem.store.credentials import SqlCredentials
@@ -84,7 +85,9 @@ def _file_signals(store: SqlStore) -> FileSignals | None:
 
 
 @bounded_calls
-class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetention):
+class SqlStore(
+    SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetention, SqlCheckpoints
+):
     """Runs, events, keys, credentials and forge records of one tenant (``default``
     outside the server); ``tenant=None``: all tenants'. Open it with ``connect``."""
 

@@ -1,0 +1,185 @@
+"""Runs on a Ray cluster: a claimed run's runner executes on the node that holds its box.
+
+The control plane claims runs from the store (PostgreSQL: every node reaches it) as a
+single server does, and hands each to the cluster (``carry``): a slot is reserved like a
+session's (Ray's queue holds the run while the cluster is full), and the slot's node's box
+host runs golem's ``Runner`` there (``NodeRuns``) with the node's engine, the run's tenant's
+store and forge tokens, and ``Checkpoints``: after each node its checkout is kept in the
+store. The run's owner stays the control plane's process (so a restarted control plane
+recovers it as its own), and the node ends the run's runner when that control plane dies.
+
+A node that dies under a run: its box host's death reaches the control plane as the call's
+error (``NodeLost``), the run goes back to the queue, and the next node resumes it from its
+last checkpoint (one commit, one pull request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import RayActorError, TaskCancelledError
+
+from golem.blueprint import Runner, RunState
+from golem.blueprint.checkpoint import Checkpoints
+from golem.core.config import GolemConfig
+from golem.core.errors import NodeLost
+from golem.forge import ForgeCredentials
+from golem.sandbox.records import process_start_time
+from golem.store import SqlStore, database_url
+
+if TYPE_CHECKING:
+    from golem.cluster.engine import ClusterEngine
+    from golem.service.state import ServerState
+
+__all__ = ["NodeRuns", "RunOrder", "carry"]
+
+log = logging.getLogger("golem.cluster")
+
+SLOT_WAIT_NOTE = 2.0
+"""Seconds a run waits for a slot before its followers are told it waits."""
+STOP_WAIT = 60.0
+"""Seconds a node's runner has to end its box once its run is taken back."""
+
+
+@dataclass(frozen=True)
+class RunOrder:
+    """What a node needs to run a claimed run: which one, whose (its tenant's store and
+    forge tokens), whether it resumes, and the control plane process answering for it."""
+
+    run_id: str
+    tenant: str
+    credentials: ForgeCredentials
+    resumed: bool
+    owner_pid: int
+    owner_start: int | None
+
+
+async def carry(
+    engine: ClusterEngine, order: RunOrder, note: Callable[[str], Awaitable[None]]
+) -> None:
+    """Run ``order``'s run to its end on a node of ``engine``'s cluster; NodeLost when
+    the node died under it (the run is then the caller's to requeue). A run that waits
+    for a slot says so (``note``), once."""
+    leasing = asyncio.ensure_future(engine.lease(engine.spec(), queue=True))
+    try:
+        done, _ = await asyncio.wait([leasing], timeout=SLOT_WAIT_NOTE)
+        if not done:
+            await note(
+                f"waits for a free box slot: every {engine.config.cluster.slot_resource} "
+                "slot of the cluster is taken; it starts when one frees"
+            )
+        slot, node = await leasing
+    except BaseException:
+        leasing.cancel()
+        raise
+    try:
+        ref = node.host.carry_run.remote(order, engine.owner_id, engine.owner)
+        try:
+            await ref
+        except asyncio.CancelledError:  # the control plane stops: the node lets the run go
+            ray_cancel(ref)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(_settled(ref)), STOP_WAIT)
+            raise
+        except RayActorError as exc:
+            from golem.cluster.nodes import why  # noqa: PLC0415 - nodes -> boxhost -> here
+
+            raise NodeLost(
+                f"run {order.run_id}: its node {node.node_id} is gone ({why(exc)}); it is "
+                "queued again and resumes from its last checkpoint on another node"
+            ) from exc
+    finally:
+        engine.free(slot)
+
+
+async def _settled(ref: Any) -> None:
+    with contextlib.suppress(TaskCancelledError, RayActorError):
+        await ref
+
+
+def ray_cancel(ref: Any) -> None:
+    """Cancel an actor call (its coroutine is cancelled on the actor)."""
+    with contextlib.suppress(Exception):
+        ray.cancel(ref)
+
+
+class NodeRuns:
+    """The runs whose runner is on this node (used on the box host's server loop)."""
+
+    def __init__(self, settings: GolemConfig, control: GolemConfig, state: ServerState) -> None:
+        self._settings = settings  # the node's (its state directory: checkouts, caches)
+        self._control = control  # the control plane's (its database)
+        self._state = state
+        self._store: SqlStore | None = None
+        self._opening = asyncio.Lock()
+        self.running: dict[str, asyncio.Task[RunState]] = {}
+
+    async def _runs_store(self) -> SqlStore:
+        async with self._opening:
+            if self._store is None:
+                self._store = await SqlStore.connect(database_url(self._control), tenant=None)
+            return self._store
+
+    async def carry(self, order: RunOrder, owner: Any) -> str:
+        """Run ``order``'s run here to its end (or until its control plane's ``owner``
+        dies, or the call is cancelled); its status."""
+        store = (await self._runs_store()).for_tenant(order.tenant)
+        runner = Runner(
+            self._settings, engine=self._state.engine, store=store,
+            credentials=order.credentials, checkpoints=Checkpoints(),
+            owner=(order.owner_pid, order.owner_start),
+        )  # fmt: skip
+        task = asyncio.ensure_future(runner.run(order.run_id, resumed=order.resumed))
+        self.running[order.run_id] = task
+        follow = asyncio.ensure_future(self._follow(owner, task))
+        try:
+            return (await task).status
+        finally:
+            follow.cancel()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(task), STOP_WAIT)
+            self.running.pop(order.run_id, None)
+
+    async def stop(self, run_id: str) -> None:
+        """Stop the run's runner here (its box removed first); the run stays running in
+        the store, for its control plane to requeue or recover."""
+        task = self.running.get(run_id)
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task], timeout=STOP_WAIT)
+
+    async def _follow(self, owner: Any, task: asyncio.Future[Any]) -> None:
+        """Cancel ``task`` when the control plane's ``owner`` actor dies."""
+        with contextlib.suppress(RayActorError):
+            await owner.hold.remote()
+        log.warning("the control plane of a run here is gone: its runner stops")
+        task.cancel()
+
+    async def close(self) -> None:
+        """Stop the runners here (their runs stay running, for their control plane to
+        requeue) and close the store."""
+        for task in list(self.running.values()):
+            task.cancel()
+        if self.running:
+            await asyncio.wait(list(self.running.values()), timeout=STOP_WAIT)
+        if self._store is not None:
+            await self._store.close()
+
+
+def control_plane_order(run_id: str, tenant: str, credentials: ForgeCredentials,
+                        *, resumed: bool) -> RunOrder:  # fmt: skip
+    """The order of a run this process claimed (it answers for the run)."""
+    pid = os.getpid()
+    return RunOrder(
+        run_id=run_id, tenant=tenant, credentials=credentials, resumed=resumed,
+        owner_pid=pid, owner_start=process_start_time(pid),
+    )  # fmt: skip
