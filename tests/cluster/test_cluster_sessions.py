@@ -15,8 +15,9 @@ import pytest
 pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
 
 from golem.cluster import ClusterEngine
+from golem.cluster.engine import PLACEMENT_CHECK
 from golem.core import GolemConfig
-from golem.core.errors import Problem
+from golem.core.errors import NoNodeFits, Problem
 from tests.cluster.conftest import NODES, SLOTS, cluster_settings
 from tests.service.test_remote_engine import (  # noqa: F401  (collected here, on the cluster)
     test_a_background_process_is_read_signalled_and_reaped,
@@ -50,14 +51,21 @@ async def any_engine(cluster_config: GolemConfig) -> AsyncIterator[ClusterEngine
 
 
 async def test_sessions_spread_over_the_nodes_and_a_full_cluster_queues_then_drains(
-    any_engine: ClusterEngine,
+    any_engine: ClusterEngine, cluster_state: Path
 ) -> None:
     full = [await any_engine.create_session() for _ in range(NODES * SLOTS)]
     nodes = {any_engine.node_of(box.id) for box in full}
     assert len(nodes) == NODES
     waiting = asyncio.ensure_future(any_engine.create_session())
-    done, _ = await asyncio.wait([waiting], timeout=3)
-    assert not done  # no slot: the lease waits in Ray
+    assert await any_engine.waiting(at_least=1) == ["NO_RESOURCES"]  # Ray has no slot
+    assert not waiting.done()
+    impatient = cluster_settings(
+        cluster_state / "control", cluster_state, lease_timeout=PLACEMENT_CHECK / 2
+    )
+    async with ClusterEngine(impatient) as other:
+        with pytest.raises(Problem, match="lease_timeout") as refused:
+            await other.create_session()
+        assert refused.value.http_status == 429
     freed = full.pop()
     await any_engine.remove_session(freed.id)
     late = await waiting  # the freed slot goes to the waiting session
@@ -83,15 +91,15 @@ async def test_a_box_hosts_port_answers_only_its_own_key(any_engine: ClusterEngi
             assert key.status_code == 404
 
 
-async def test_a_session_no_node_can_hold_gives_up_after_lease_timeout(
+async def test_a_session_no_node_can_hold_fails_at_once_even_without_lease_timeout(
     ray_cluster: object, cluster_state: Path
 ) -> None:
     settings = cluster_settings(
-        cluster_state / "control", cluster_state, slot_resource="golem_box_nowhere",
-        lease_timeout=0.5,
-    )  # fmt: skip
+        cluster_state / "control", cluster_state, slot_resource="golem_box_nowhere"
+    )
     async with ClusterEngine(settings) as engine:
-        with pytest.raises(Problem, match="lease_timeout") as refused:
+        with pytest.raises(NoNodeFits, match="golem_box_nowhere slots") as refused:
             await engine.create_session()
-        assert refused.value.http_status == 429
+        assert refused.value.http_status == 503
         assert await engine.boxes() == []
+        assert await engine.waiting() == []

@@ -103,6 +103,23 @@ def engine_maker(config: GolemConfig) -> Callable[[GolemConfig], Engine] | None:
     return ClusterEngine
 
 
+CLUSTER_SESSIONS = 1_000_000
+"""``[server] max_sessions`` of a control plane on a Ray cluster, unless set: the cluster's
+box slots are its limit (a full cluster queues sessions in Ray)."""
+
+
+def cluster_limits(config: GolemConfig) -> GolemConfig:
+    """``config`` as a control plane serves it: on a Ray cluster (``[cluster]
+    ray_address``) the server's own ``max_sessions`` is lifted unless set explicitly, so
+    that Ray's slots, not one machine's default, bound the sessions (the roles' per-tenant
+    ``max_sessions`` stay)."""
+    server = config.server
+    if config.cluster.ray_address is None or "max_sessions" in server.model_fields_set:
+        return config
+    lifted = server.model_copy(update={"max_sessions": CLUSTER_SESSIONS})
+    return config.model_copy(update={"server": lifted})
+
+
 def serve_command(
     host: str | None = typer.Option(None, "--host", help="Address (default: [server] host)."),
     port: int | None = typer.Option(
@@ -112,7 +129,7 @@ def serve_command(
 ) -> None:
     """Serve the HTTP API, the job queue and the dashboard until stopped."""
     cap_malloc_arenas()  # before the server starts its threads
-    config = _load(config_file)
+    config = cluster_limits(_load(config_file))
     make_engine = engine_maker(config)  # before listening: a missing Ray says so first
     server = config.server
     listener = _listen(host or server.host, server.port if port is None else port)

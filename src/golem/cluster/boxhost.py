@@ -26,9 +26,10 @@ from fastapi import FastAPI
 from ray.exceptions import RayActorError
 
 from golem import __version__
+from golem.cluster.placement import BACKEND_LABEL, DEFAULT_BACKEND
 from golem.cluster.runs import NodeRuns, RunOrder
 from golem.core.config import GolemConfig, default_state_dir
-from golem.core.errors import GolemError
+from golem.core.errors import BackendUnavailable, GolemError
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, files, interactive, sessions
 from golem.service.health import StoreProbe
@@ -85,6 +86,21 @@ def node_config(base: GolemConfig, name: str) -> GolemConfig:
             ),
         }
     )
+
+
+def check_labels(settings: GolemConfig, name: str) -> None:
+    """Refuse to start on a node whose ``golem-backend`` label says another backend than
+    the one its boxes would use (whether that backend runs here is the engine's own check,
+    when the host starts)."""
+    labels: dict[str, object] = dict(ray.get_runtime_context().get_node_labels())
+    claimed = str(labels.get(BACKEND_LABEL, DEFAULT_BACKEND))
+    backend = settings.engine.backend.type
+    if claimed != backend:
+        raise BackendUnavailable(
+            f"node {name} is labelled {BACKEND_LABEL}={claimed}, but its boxes would use the "
+            f"{backend} backend ([engine.backend] of the control plane): fix the node's "
+            "labels (ray start --labels) or the control plane's backend"
+        )
 
 
 @asynccontextmanager
@@ -162,15 +178,24 @@ class Owners:
 
 
 def box_host_app(
-    settings: GolemConfig, name: str, ready: Callable[[ServerState, NodeRuns], None]
+    settings: GolemConfig,
+    name: str,
+    ready: Callable[[ServerState, NodeRuns], None],
+    failed: Callable[[BaseException], None],
 ) -> FastAPI:
     """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on node
     ``name``; ``ready`` is called with its state and its runs, on its loop, once it
-    serves."""
+    serves; ``failed`` with the error that kept it from starting (no backend on the
+    node, ...)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with node_state(settings) as state:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                state = await stack.enter_async_context(node_state(settings))
+            except Exception as exc:
+                failed(exc)
+                raise
             app.state.golem = state
             runs = NodeRuns(lambda control: node_config(control, name), state)
             ready(state, runs)
@@ -201,7 +226,13 @@ class BoxHost:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, 0))
         self.url = f"http://{host}:{listener.getsockname()[1]}"
+        check_labels(settings, self.name)
         ready = threading.Event()
+        failed: list[BaseException] = []
+
+        def refused(error: BaseException) -> None:
+            failed.append(error)
+            ready.set()
 
         def serving(state: ServerState, runs: NodeRuns) -> None:
             self._loop = asyncio.get_running_loop()
@@ -212,7 +243,7 @@ class BoxHost:
 
         self._server = uvicorn.Server(
             uvicorn.Config(
-                box_host_app(settings, self.name, serving),
+                box_host_app(settings, self.name, serving, refused),
                 log_level="warning",
                 ws="websockets-sansio",
                 ws_max_size=ws_max_size(settings),
@@ -229,6 +260,8 @@ class BoxHost:
             waited += 0.5
             if not self._thread.is_alive() or waited > READY_TIMEOUT:
                 raise RuntimeError(f"the box host of node {node_id} did not start; see its log")
+        if failed:  # the actor's creation error: the control plane shows it
+            raise failed[0]
         log.info("box host of node %s (%s) serves %s", self.name, node_id, self.url)
 
     # An async actor: its methods run on the actor's loop; the server's are on its own.

@@ -46,11 +46,18 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from golem.cluster.boxhost import HOST_CALLS
 from golem.cluster.lease import Owner
-from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, why
+from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, refusal, why
+from golem.cluster.placement import selector, slot_ready, unplaceable
 from golem.cluster.runs import carry, control_plane_order
 from golem.cluster.status import cluster_status
 from golem.core.config import GolemConfig
-from golem.core.errors import ConfigError, GolemError, NodeLost, Problem, SessionNotFound
+from golem.core.errors import (
+    ConfigError,
+    GolemError,
+    NodeLost,
+    Problem,
+    SessionNotFound,
+)
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
@@ -63,6 +70,8 @@ __all__ = ["ClusterEngine"]
 log = logging.getLogger("golem.cluster")
 
 _OwnerActor: Any = ray.remote(Owner)
+PLACEMENT_CHECK = 0.5
+"""Seconds between two reads of a waiting slot's state in Ray."""
 SpecLike = BoxSpec | Mapping[str, Any] | None
 
 
@@ -86,6 +95,8 @@ class ClusterEngine:
         self._ended: dict[str, str] = {}  # session id -> why (its node went)
         self._callbacks: list[Callable[[str, str], None]] = []
         self._hosting = asyncio.Lock()
+        self._unplaced: dict[str, str] = {}  # slot id -> Ray's scheduling state, while waiting
+        self._checked = asyncio.Condition()
         self._owner: Handle = None
         self._owner_id = secrets.token_hex(8)
 
@@ -144,7 +155,7 @@ class ClusterEngine:
             try:
                 url, key = await host.address.remote()
             except RayActorError as exc:
-                raise NodeLost(f"node {node_id} cannot host boxes: {why(exc)}") from exc
+                raise NodeLost(f"node {node_id} cannot host boxes: {refusal(exc)}") from exc
             engine = NodeEngine(node_id, host, url, key, self.config)
             self._nodes[node_id] = engine
             held = host.hold.remote()
@@ -172,13 +183,15 @@ class ClusterEngine:
     async def lease(
         self, spec: BoxSpec | None = None, *, queue: bool = False
     ) -> tuple[PlacementGroup, NodeEngine]:
-        """A slot on some node that can hold boxes of ``spec`` (a session's, or a run's
-        box spec), once Ray has one: within ``lease_timeout``, or, with ``queue`` (a
-        claimed run), however long the cluster stays full. ``free`` it after."""
-        slot = placement_group([{self._cluster.slot_resource: 1}])
+        """A slot on some node that can run boxes of ``spec`` (a session's, or a run's box
+        spec: the node's labels match ``placement.selector``), once Ray has one: within
+        ``lease_timeout``, or, with ``queue`` (a claimed run), however long the cluster
+        stays full; NoNodeFits at once when no node could ever hold it. ``free`` it after."""
+        wanted = selector(spec or self.spec(), self.config)
+        slot = placement_group([{self._cluster.slot_resource: 1}], bundle_label_selector=[wanted])
         try:
             async with asyncio.timeout(None if queue else self._cluster.lease_timeout):
-                await slot.ready()
+                await self._placed_slot(slot, wanted)
             table = await asyncio.to_thread(placement_group_table, slot)
             return slot, await self._node(table["bundles_to_node_id"][0])
         except TimeoutError:
@@ -192,6 +205,35 @@ class ClusterEngine:
         except BaseException:
             remove_placement_group(slot)
             raise
+
+    async def _placed_slot(self, slot: PlacementGroup, wanted: dict[str, str]) -> None:
+        """Return once Ray has placed ``slot``. While it waits, Ray's scheduling state of
+        the slot is read every ``PLACEMENT_CHECK`` seconds (Ray says nothing by itself):
+        INFEASIBLE (no node has the labels and slots) raises NoNodeFits, any other state
+        is what ``waiting`` reports."""
+        ready = asyncio.ensure_future(slot_ready(slot))
+        key = slot.id.hex()
+        try:
+            while not (await asyncio.wait([ready], timeout=PLACEMENT_CHECK))[0]:
+                table = await asyncio.to_thread(placement_group_table, slot)
+                state = str(table.get("stats", {}).get("scheduling_state", ""))
+                if state == "INFEASIBLE":
+                    raise unplaceable(wanted, self._cluster.slot_resource)
+                async with self._checked:
+                    self._unplaced[key] = state
+                    self._checked.notify_all()
+            ready.result()
+        finally:
+            ready.cancel()
+            self._unplaced.pop(key, None)
+
+    async def waiting(self, at_least: int = 0) -> list[str]:
+        """Ray's scheduling state (``NO_RESOURCES``: the nodes that could hold it are
+        full) of each slot this engine waits for, once at least ``at_least`` of them have
+        been checked (see ``_placed_slot``)."""
+        async with self._checked:
+            await self._checked.wait_for(lambda: len(self._unplaced) >= at_least)
+            return sorted(self._unplaced.values())
 
     def free(self, slot: PlacementGroup) -> None:
         """Give a leased slot back (a slot Ray still waits to place is withdrawn)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +18,15 @@ from golem.core.errors import GolemError, NodeLost
 from golem.service.channel import ProblemFrame
 from golem.service.client import RemoteEngine, error_of
 
-__all__ = ["BOX_HOST_PREFIX", "BoxHostActor", "Handle", "NodeEngine", "stop_box_hosts", "why"]
+__all__ = [
+    "BOX_HOST_PREFIX",
+    "BoxHostActor",
+    "Handle",
+    "NodeEngine",
+    "refusal",
+    "stop_box_hosts",
+    "why",
+]
 
 PING_TIMEOUT = 10.0
 BOX_HOST_PREFIX = "golem-box-host-"
@@ -45,6 +54,16 @@ def why(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     said = [line for line in lines if "died because" in line or "node" in line.lower()]
     return (said or lines or [type(exc).__name__])[-1]
+
+
+REFUSED = re.compile(r"^golem\.core\.errors\.\w+: (.+)$", re.MULTILINE)
+
+
+def refusal(exc: RayActorError) -> str:
+    """Why a box host died: its own error when it refused to start (a creation task's
+    GolemError, the last in Ray's traceback), else Ray's reason."""
+    found = REFUSED.findall(str(exc))
+    return str(found[-1]) if found else why(exc)
 
 
 class NodeEngine(RemoteEngine):

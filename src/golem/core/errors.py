@@ -7,6 +7,7 @@ GolemError
  +-- ConfigError                 bad option, file or environment variable (exit code 2)
  +-- SandboxError
  |    +-- BackendUnavailable     bubblewrap or a kernel feature is missing
+ |    |    +-- NoNodeFits        no node of the Ray cluster can run the box (labels, slots)
  |    +-- ImageNotFound          the image (or image directory) does not exist
  |    +-- RuntimeNotAvailable    the image lacks the interpreter a request needs
  |    +-- InvalidRequest         a request that cannot run (bad workdir, cmd and code...)
@@ -153,6 +154,12 @@ class BackendUnavailable(SandboxError):
     """The backend cannot run on this machine (a tool or kernel feature is missing)."""
 
     exit_code, http_status = 2, 503
+
+
+class NoNodeFits(BackendUnavailable):
+    """No node of the Ray cluster can run the box: none has the backend, trust tier or
+    image it needs (node labels) with box slots; start one (``ray start --labels``, see
+    docs/cluster.md) or ask for what the nodes have."""
 
 
 class ImageNotFound(SandboxError):

@@ -101,6 +101,13 @@ class RolePolicy(BaseModel):
         False, description="May run as uid 0 or gid 0 inside the box, however it is spelled."
     )
     max_sessions: int = Field(16, ge=0, description="Sessions a tenant may hold at once.")
+    tier: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$",
+        description="On a Ray cluster ([cluster]): the trust tier whose nodes alone hold "
+        "this role's boxes (nodes labelled golem-tier=<tier>), which hold no other role's; "
+        "None: the nodes of no tier. Unused on one machine.",
+    )
     max_body_bytes: ByteSize = Field(
         16 * MIB,
         ge=1024,

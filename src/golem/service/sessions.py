@@ -78,6 +78,8 @@ class SessionRegistry:
         self._starting[tenant] = self._starting.get(tenant, 0) + 1
         try:
             labels = {**spec.labels, "golem.tenant": tenant}
+            if policy.tier is not None:  # a cluster places the box on the tier's nodes only
+                labels["golem.tier"] = policy.tier
             box = await self._engine.create_session(
                 spec.model_copy(update={"labels": labels}), on_event=on_event
             )
