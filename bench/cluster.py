@@ -129,12 +129,11 @@ async def _runs(engine: Engine, config: GolemConfig, state: Path, times: int) ->
         return None
 
     async def once() -> None:
-        run_id = (await runner.submit(request)).id
+        submitted = await runner.submit(request)
         if isinstance(engine, ClusterEngine):
-            await engine.carry_run(run_id, "default", ForgeCredentials(), resumed=False,
-                                   note=nothing)  # fmt: skip
+            await engine.carry_run(submitted, "default", ForgeCredentials(), note=nothing)
         else:
-            await runner.run(run_id)
+            await runner.run(submitted.id)
 
     try:
         await once()

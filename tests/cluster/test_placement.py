@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +141,35 @@ async def test_a_docker_control_plane_gets_only_docker_nodes_whose_host_checks_d
     message = str(refused.value)
     assert labelled_nodes[DOCKER_NODE] in message
     assert "container engine" in message  # the box host checked the node's Docker
+
+
+def test_a_tiers_run_runs_on_its_tiers_node_only(
+    labelled_nodes: dict[str, str],
+    ray_cluster: Any,
+    cluster_state: Path,
+    postgres_url: str,
+    reachable_dir: Path,
+    tmp_path: Path,
+) -> None:
+    """A run is placed like a session of the role that submitted it: the tier travels with
+    the run (its state), and its runner and boxes are on the tier's node."""
+    from tests.blueprint.repos import make_remote
+    from tests.cluster.conftest import server_toml
+    from tests.cluster.test_cluster_runs import node_of
+    from tests.service.served import serving
+    from tests.service.test_api_runs import follow, submit
+
+    config = server_toml(ray_cluster.address, cluster_state, postgres_url)
+    config += f'[server.policies.trusted]\nserver_files = true\ntier = "{TIER}"\n'
+    remote = make_remote(reachable_dir, "tiered")
+    with (
+        serving(tmp_path / "state", config=config) as server,
+        server.client(server.key("stranger", "trusted")) as client,
+    ):
+        submitted = submit(client, remote)
+        assert submitted.status_code == 202, submitted.text
+        assert submitted.json()["tier"] == TIER
+        end = follow(client, submitted.json()["id"])[-1]
+        assert end[1]["status"] == "succeeded", end
+        run = client.get(f"/v1/runs/{submitted.json()['id']}").json()
+    assert node_of(run) == TIER_NODE

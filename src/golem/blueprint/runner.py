@@ -92,10 +92,12 @@ class Runner:
         *,
         remote_policy: RemotePolicy | None = None,
         cap: RunCap | None = None,
+        tier: str | None = None,
     ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
-        is the store's room for it (a server's limits: else QueueFull)."""
+        is the store's room for it (a server's limits: else QueueFull); ``tier`` the
+        trust tier of the role that submitted it (a cluster places it on that tier)."""
         if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
@@ -103,7 +105,7 @@ class Runner:
         check_toolshed(blueprint, self.config)
         state = RunState(
             id=new_id("run"), request=request, blueprint=blueprint.name,
-            blueprint_source=source, remote_policy=remote_policy,
+            blueprint_source=source, remote_policy=remote_policy, tier=tier,
         )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first

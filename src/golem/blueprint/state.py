@@ -153,6 +153,11 @@ class RunState(BaseModel):
         description="The git remotes the run may reach (a server role's repos policy); "
         "None: any the host can.",
     )
+    tier: str | None = Field(
+        None,
+        description="The trust tier of the role that submitted it (a server role's tier): "
+        "on a Ray cluster its runner and boxes run on that tier's nodes only.",
+    )
     current: str | None = Field(None, description="The node to run next (or running).")
     steps: list[NodeRecord] = Field(default_factory=list)
     workspace: str = Field("", description="The host checkout the run works on.")

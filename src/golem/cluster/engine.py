@@ -44,11 +44,12 @@ from ray.util.placement_group import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from golem.blueprint import RunState
 from golem.cluster.boxhost import HOST_CALLS
 from golem.cluster.lease import Owner
 from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, refusal, why
 from golem.cluster.placement import selector, slot_ready, unplaceable
-from golem.cluster.runs import carry, control_plane_order
+from golem.cluster.runs import carry, control_plane_order, run_spec
 from golem.cluster.status import cluster_status
 from golem.core.config import GolemConfig
 from golem.core.errors import (
@@ -251,17 +252,17 @@ class ClusterEngine:
 
     async def carry_run(
         self,
-        run_id: str,
+        claimed: RunState,
         tenant: str,
         credentials: ForgeCredentials,
         *,
-        resumed: bool,
         note: Callable[[str], Awaitable[None]],
     ) -> None:
-        """Run a run this process claimed on a node of the cluster (``golem.cluster.runs``);
-        NodeLost when its node died under it."""
-        order = control_plane_order(self.config, run_id, tenant, credentials, resumed=resumed)
-        await carry(self, order, note)
+        """Run a run this process claimed on a node of the cluster (``golem.cluster.runs``)
+        that can hold its boxes (its tier's, with its blueprint's image); NodeLost when its
+        node died under it."""
+        order = control_plane_order(self.config, claimed, tenant, credentials)
+        await carry(self, order, run_spec(self, claimed), note)
 
     async def create_session(
         self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None

@@ -28,8 +28,11 @@ from ray.exceptions import RayActorError, TaskCancelledError
 
 from golem.blueprint import Runner, RunState
 from golem.blueprint.checkpoint import Checkpoints
+from golem.blueprint.loader import parse_blueprint
+from golem.cluster.placement import TIER_BOX_LABEL
 from golem.core.config import GolemConfig
 from golem.core.errors import NodeLost
+from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
 from golem.sandbox.records import process_start_time
 from golem.store import SqlStore, database_url
@@ -64,12 +67,15 @@ class RunOrder:
 
 
 async def carry(
-    engine: ClusterEngine, order: RunOrder, note: Callable[[str], Awaitable[None]]
+    engine: ClusterEngine,
+    order: RunOrder,
+    spec: BoxSpec,
+    note: Callable[[str], Awaitable[None]],
 ) -> None:
     """Run ``order``'s run to its end on a node of ``engine``'s cluster; NodeLost when
     the node died under it (the run is then the caller's to requeue). A run that waits
     for a slot says so (``note``), once."""
-    leasing = asyncio.ensure_future(engine.lease(engine.spec(), queue=True))
+    leasing = asyncio.ensure_future(engine.lease(spec, queue=True))
     try:
         done, _ = await asyncio.wait([leasing], timeout=SLOT_WAIT_NOTE)
         if not done:
@@ -180,11 +186,24 @@ class NodeRuns:
             await store.close()
 
 
-def control_plane_order(config: GolemConfig, run_id: str, tenant: str,
-                        credentials: ForgeCredentials, *, resumed: bool) -> RunOrder:  # fmt: skip
+def control_plane_order(
+    config: GolemConfig, claimed: RunState, tenant: str, credentials: ForgeCredentials
+) -> RunOrder:
     """The order of a run this process claimed (it answers for the run)."""
     pid = os.getpid()
     return RunOrder(
-        run_id=run_id, tenant=tenant, config=config, credentials=credentials,
-        resumed=resumed, owner_pid=pid, owner_start=process_start_time(pid),
+        run_id=claimed.id, tenant=tenant, config=config, credentials=credentials,
+        resumed=bool(claimed.steps), owner_pid=pid, owner_start=process_start_time(pid),
     )  # fmt: skip
+
+
+def run_spec(engine: ClusterEngine, claimed: RunState) -> BoxSpec:
+    """What the run's slot asks of a node: the boxes of its blueprint (its image), in the
+    trust tier of the role that submitted it."""
+    box = parse_blueprint(claimed.blueprint_source, claimed.blueprint).box
+    image = box.get("image")
+    labels = {TIER_BOX_LABEL: claimed.tier} if claimed.tier is not None else {}
+    wanted: dict[str, object] = {"labels": labels}
+    if isinstance(image, str):
+        wanted["image"] = image
+    return engine.spec(wanted)

@@ -44,11 +44,10 @@ class RunCarrier(Protocol):
 
     async def carry_run(
         self,
-        run_id: str,
+        claimed: RunState,
         tenant: str,
         credentials: ForgeCredentials,
         *,
-        resumed: bool,
         note: Callable[[str], Awaitable[None]],
     ) -> None:
         """Run the run to its end there (``note`` tells the run's followers something, as
@@ -108,7 +107,12 @@ class RunQueue:
         return [state.id for state in orphans]
 
     async def submit(
-        self, request: RunRequest, tenant: str, *, remote_policy: RemotePolicy | None = None
+        self,
+        request: RunRequest,
+        tenant: str,
+        *,
+        remote_policy: RemotePolicy | None = None,
+        tier: str | None = None,
     ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
@@ -116,7 +120,7 @@ class RunQueue:
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
-        return await runner.submit(request, remote_policy=remote_policy, cap=self._cap())
+        return await runner.submit(request, remote_policy=remote_policy, cap=self._cap(), tier=tier)
 
     def _cap(self) -> RunCap:
         """The room the store must have for a new run: limits count every server's runs
@@ -184,9 +188,7 @@ class RunQueue:
                 await book.append(RunNote(run_id=claimed.id, message=message))
 
             try:
-                await self.engine.carry_run(
-                    claimed.id, tenant, credentials, resumed=bool(claimed.steps), note=note
-                )
+                await self.engine.carry_run(claimed, tenant, credentials, note=note)
             except NodeLost as exc:
                 await self._requeue(claimed.id, book, exc.message)
             return

@@ -53,7 +53,9 @@ async def submit(state: ServerState, principal: Principal, request: RunRequest) 
     check_run(request, policy, principal.role, BUILTINS, default_forge=default_forge)
     if policy.repos is not None:
         await check_repo(request.repo, policy.repos, principal.role, state.config.engine.network)
-    return await state.queue.submit(request, principal.tenant, remote_policy=policy.repos)
+    return await state.queue.submit(
+        request, principal.tenant, remote_policy=policy.repos, tier=policy.tier
+    )
 
 
 async def pull_request(
