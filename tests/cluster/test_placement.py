@@ -160,7 +160,10 @@ def test_a_tiers_run_runs_on_its_tiers_node_only(
     from tests.service.test_api_runs import follow, submit
 
     config = server_toml(ray_cluster.address, cluster_state, postgres_url)
-    config += f'[server.policies.trusted]\nserver_files = true\nrepos = {{schemes = ["file"]}}\ntier = "{TIER}"\n'
+    config += (
+        f'[server.policies.trusted]\nserver_files = true\ntier = "{TIER}"\n'
+        'repos = {schemes = ["file"]}\n'
+    )
     remote = make_remote(reachable_dir, "tiered")
     with (
         serving(tmp_path / "state", config=config) as server,
