@@ -295,7 +295,9 @@ class BoxHost:
         """Run a claimed run on this node to its end (see ``golem.cluster.runs``); its
         status. Cancelled (its control plane stops), the run's runner ends its box first."""
         log.info("node %s runs %s for control plane %s", self.name, order.run_id, owner_id)
-        carrying = asyncio.run_coroutine_threadsafe(self._runs.carry(order, owner), self._loop)
+        carrying = asyncio.run_coroutine_threadsafe(
+            self._runs.carry(order, owner_id, owner), self._loop
+        )
         try:
             return await asyncio.shield(asyncio.wrap_future(carrying))
         except asyncio.CancelledError:

@@ -130,6 +130,8 @@ class NodeRuns:
         self._stores: dict[str, SqlStore] = {}  # by database URL: one per control plane's
         self._opening = asyncio.Lock()
         self.running: dict[str, asyncio.Task[RunState]] = {}
+        self._owners: dict[str, asyncio.Task[None]] = {}  # control plane -> its one watch
+        self._runs_of: dict[str, set[str]] = {}  # control plane -> its runs here
 
     async def _store_of(self, config: GolemConfig) -> SqlStore:
         url = database_url(config)
@@ -138,9 +140,9 @@ class NodeRuns:
                 self._stores[url] = await SqlStore.connect(url, tenant=None)
             return self._stores[url]
 
-    async def carry(self, order: RunOrder, owner: Any) -> str:
+    async def carry(self, order: RunOrder, owner_id: str, owner: Any) -> str:
         """Run ``order``'s run here to its end (or until its control plane's ``owner``
-        dies, or the call is cancelled); its status."""
+        actor, known as ``owner_id``, dies, or the call is cancelled); its status."""
         store = (await self._store_of(order.config)).for_tenant(order.tenant)
         runner = Runner(
             self._local(order.config), engine=self._state.engine, store=store,
@@ -149,11 +151,13 @@ class NodeRuns:
         )  # fmt: skip
         task = asyncio.ensure_future(runner.run(order.run_id, resumed=order.resumed))
         self.running[order.run_id] = task
-        follow = asyncio.ensure_future(self._follow(owner, task))
+        self._runs_of.setdefault(owner_id, set()).add(order.run_id)
+        if owner_id not in self._owners:  # one call per control plane, not one per run
+            self._owners[owner_id] = asyncio.ensure_future(self._follow(owner_id, owner))
         try:
             return (await task).status
         finally:
-            follow.cancel()
+            self._runs_of.get(owner_id, set()).discard(order.run_id)
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):
@@ -168,16 +172,23 @@ class NodeRuns:
             task.cancel()
             await asyncio.wait([task], timeout=STOP_WAIT)
 
-    async def _follow(self, owner: Any, task: asyncio.Future[Any]) -> None:
-        """Cancel ``task`` when the control plane's ``owner`` actor dies."""
+    async def _follow(self, owner_id: str, owner: Any) -> None:
+        """When the control plane's ``owner`` actor dies, its runs here stop."""
         with contextlib.suppress(RayActorError):
             await owner.hold.remote()
-        log.warning("the control plane of a run here is gone: its runner stops")
-        task.cancel()
+        self._owners.pop(owner_id, None)
+        runs = self._runs_of.pop(owner_id, set())
+        if runs:
+            log.warning("control plane %s is gone: its runs here stop: %s", owner_id, runs)
+        for run_id in runs:
+            if (task := self.running.get(run_id)) is not None:
+                task.cancel()
 
     async def close(self) -> None:
         """Stop the runners here (their runs stay running, for their control plane to
         requeue) and close the store."""
+        for watch in self._owners.values():
+            watch.cancel()
         for task in list(self.running.values()):
             task.cancel()
         if self.running:
