@@ -132,6 +132,37 @@ def test_a_full_cluster_holds_claimed_runs_in_its_queue_then_drains(
             assert follow(client, run_id)[-1][1]["status"] == "unverified"
 
 
+LATER = "golem_box_later"
+"""Slots no node has when the run is claimed."""
+
+
+@pytest.mark.timeout(600)
+def test_a_run_no_node_can_hold_yet_waits_for_one_to_join(
+    ray_cluster: Any, cluster_state: Path, postgres_url: str, reachable_dir: Path, tmp_path: Path
+) -> None:
+    """A claimed run waits (a session would fail at once): a node may come back, or an
+    autoscaler add one."""
+    remote = make_remote(reachable_dir, "later")
+    config = server_toml(ray_cluster.address, cluster_state, postgres_url)
+    config = config.replace("[cluster]\n", f'[cluster]\nslot_resource = "{LATER}"\n')
+    node = None
+    try:
+        with (
+            serving(tmp_path / "state", config=config) as server,
+            server.client(server.key("later", "trusted")) as client,
+        ):
+            run_id = submit(client, remote).json()["id"]
+            follow(client, run_id, until=waits_for_a_slot)
+            node = ray_cluster.add_node(num_cpus=1, resources={LATER: 1},
+                                        labels={"golem-node": "joiner"})  # fmt: skip
+            end = follow(client, run_id)[-1]
+            assert end[1]["status"] == "succeeded", end
+            assert node_of(client.get(f"/v1/runs/{run_id}").json()) == "joiner"
+    finally:
+        if node is not None:
+            ray_cluster.remove_node(node)
+
+
 RESOURCE = "golem_box_resume"
 """The only slots this test's control plane asks for: the victim's, then the rescuer's."""
 
@@ -165,7 +196,9 @@ def test_a_run_whose_node_dies_resumes_on_another_node_with_one_commit_and_one_p
             again = follow(client, run_id, until=at_gate_again, after=len(seen))
             notes = [e[1]["message"] for e in again if e[0] == "note"]
             assert any(victim.node_id in note and "queued again" in note for note in notes)
-            assert any("made again on this machine" in note for note in notes)
+            assert any("made again on this machine" in note for note in notes), [
+                (e[0], e[1].get("message") or e[1].get("summary") or e[1].get("node")) for e in again
+            ]
             resumed = client.get(f"/v1/runs/{run_id}").json()
             assert node_of(resumed) == "rescuer"
             assert [s["node"] for s in resumed["steps"]] == ["prepare", "implement"]

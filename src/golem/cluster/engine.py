@@ -187,12 +187,13 @@ class ClusterEngine:
         """A slot on some node that can run boxes of ``spec`` (a session's, or a run's box
         spec: the node's labels match ``placement.selector``), once Ray has one: within
         ``lease_timeout``, or, with ``queue`` (a claimed run), however long the cluster
-        stays full; NoNodeFits at once when no node could ever hold it. ``free`` it after."""
+        stays full; NoNodeFits at once when no node could hold it now (a claimed run waits
+        on: a node may come back, or be added). ``free`` it after."""
         wanted = selector(spec or self.spec(), self.config)
         slot = placement_group([{self._cluster.slot_resource: 1}], bundle_label_selector=[wanted])
         try:
             async with asyncio.timeout(None if queue else self._cluster.lease_timeout):
-                await self._placed_slot(slot, wanted)
+                await self._placed_slot(slot, wanted, wait_infeasible=queue)
             table = await asyncio.to_thread(placement_group_table, slot)
             return slot, await self._node(table["bundles_to_node_id"][0])
         except TimeoutError:
@@ -207,18 +208,20 @@ class ClusterEngine:
             remove_placement_group(slot)
             raise
 
-    async def _placed_slot(self, slot: PlacementGroup, wanted: dict[str, str]) -> None:
+    async def _placed_slot(
+        self, slot: PlacementGroup, wanted: dict[str, str], *, wait_infeasible: bool
+    ) -> None:
         """Return once Ray has placed ``slot``. While it waits, Ray's scheduling state of
         the slot is read every ``PLACEMENT_CHECK`` seconds (Ray says nothing by itself):
-        INFEASIBLE (no node has the labels and slots) raises NoNodeFits, any other state
-        is what ``waiting`` reports."""
+        INFEASIBLE (no node has the labels and slots) raises NoNodeFits unless
+        ``wait_infeasible``; any state is what ``waiting`` reports."""
         ready = asyncio.ensure_future(slot_ready(slot))
         key = slot.id.hex()
         try:
             while not (await asyncio.wait([ready], timeout=PLACEMENT_CHECK))[0]:
                 table = await asyncio.to_thread(placement_group_table, slot)
                 state = str(table.get("stats", {}).get("scheduling_state", ""))
-                if state == "INFEASIBLE":
+                if state == "INFEASIBLE" and not wait_infeasible:
                     raise unplaceable(wanted, self._cluster.slot_resource)
                 async with self._checked:
                     self._unplaced[key] = state
