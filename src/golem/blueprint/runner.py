@@ -141,8 +141,11 @@ class Runner:
         if state.finished:
             return state
         blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
-        state.owner_pid, state.owner_start = self.owner or (os.getpid(), None)
-        state.owner_start = state.owner_start or process_start_time(state.owner_pid)
+        if self.owner is not None:  # another machine's process: its start time is its own
+            state.owner_pid, state.owner_start = self.owner
+        else:
+            state.owner_pid = os.getpid()
+            state.owner_start = process_start_time(state.owner_pid)
         state.status = "running"
         forge = self.forge or make_forge(
             state.request.forge, self.config.forge, self.store, self.credentials
