@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import ray
-from pydantic import ValidationError
 from ray.exceptions import RayActorError
 from ray.util.placement_group import (
     PlacementGroup,
@@ -62,7 +61,7 @@ from golem.core.errors import (
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
-from golem.sandbox import BoxInfo, ExecResult, Request
+from golem.sandbox import BoxInfo, ExecResult, Request, configured_spec
 from golem.service.cluster import ClusterStatus
 from golem.service.remote_box import RemoteBox
 
@@ -111,16 +110,7 @@ class ClusterEngine:
     def spec(self, spec: SpecLike = None, **overrides: Any) -> BoxSpec:
         """A BoxSpec from the configured defaults, ``spec`` and ``overrides`` (as
         LocalEngine's: the nodes run with this configuration)."""
-        if isinstance(spec, BoxSpec) and not overrides:
-            return spec
-        base = self.config.engine.defaults.model_dump(exclude_unset=False)
-        given = (
-            spec.model_dump(exclude_unset=True) if isinstance(spec, BoxSpec) else dict(spec or {})
-        )
-        try:
-            return BoxSpec.model_validate({**base, **given, **overrides})
-        except ValidationError as exc:
-            raise ConfigError(f"invalid box spec: {exc.errors()[0]['msg']}") from exc
+        return configured_spec(self.config, spec, overrides)
 
     async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
         """Join the Ray cluster (unless this process already has), and make this engine's

@@ -33,6 +33,7 @@ from golem.sandbox.models import (
     ProcessOutput,
     Runtime,
 )
+from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
 
 __all__ = [
@@ -65,4 +66,5 @@ __all__ = [
     "SyncEngine",
     "Terminal",
     "as_request",
+    "configured_spec",
 ]

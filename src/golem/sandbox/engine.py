@@ -9,10 +9,8 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from golem.core.config import GolemConfig, load_config
-from golem.core.errors import ConfigError, GolemError, SessionNotFound, SetupFailed
+from golem.core.errors import GolemError, SessionNotFound, SetupFailed
 from golem.core.events import EventSink, ExecEvent
 from golem.core.ids import new_id
 from golem.core.spec import BoxSpec
@@ -25,6 +23,7 @@ from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
 from golem.sandbox.setup import run_setup
+from golem.sandbox.specs import configured_spec
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
 from golem.sandbox.supervisor.messages import Bridge, Configure
 
@@ -63,20 +62,7 @@ class LocalEngine:
 
     def spec(self, spec: BoxSpec | Mapping[str, Any] | None = None, **overrides: Any) -> BoxSpec:
         """A BoxSpec from the configured defaults, with ``spec`` and ``overrides`` applied."""
-        if isinstance(spec, BoxSpec) and not overrides:
-            return spec
-        base = self.config.engine.defaults.model_dump(exclude_unset=False)
-        given = (
-            spec.model_dump(exclude_unset=True) if isinstance(spec, BoxSpec) else dict(spec or {})
-        )
-        try:
-            return BoxSpec.model_validate({**base, **given, **overrides})
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in error['loc']) or 'spec'}: {error['msg']}"
-                for error in exc.errors()
-            )
-            raise ConfigError(f"invalid box spec: {problems}") from exc
+        return configured_spec(self.config, spec, overrides)
 
     async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
         """Get ready for a long life: reap old and idle boxes every so often, and with
