@@ -164,12 +164,14 @@ class Runner:
         await ex.writes.flush()  # running, and whose, before any node starts
         ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))
         started = time.monotonic()
+        stopped = False  # from outside: its machine or its owner goes
         work = asyncio.ensure_future(self._nodes(ex, blueprint, resumed=resumed))
         watcher = asyncio.ensure_future(self._watch_cancel(run_id, work))
         try:
             await work
         except asyncio.CancelledError:
             if not watcher.done() or watcher.result() is not True:
+                stopped = True
                 raise  # cancelled from outside: the caller's decision, not a cancel request
             state.status = "cancelled"
             state.error = "cancelled on request"
@@ -186,7 +188,8 @@ class Runner:
                 await watcher
             await _quietly(ex.close())
             state.owner_pid = None
-            ex.save()
+            if not (stopped and self.checkpoints is not None):  # another machine may
+                ex.save()  # have resumed it from its last node already: never overwrite
         if self.checkpoints is not None and state.finished:
             await _quietly(self.checkpoints.end(ex))
         ex.emit(
