@@ -19,6 +19,7 @@ from golem.cluster import ClusterEngine
 from golem.cluster.boxhost import node_config
 from golem.sandbox import LocalEngine
 from tests.blueprint.repos import branch_commits, make_remote
+from tests.blueprint.test_run import GATED as GATED_TEMPLATE
 from tests.cluster.conftest import NODE_NAMES, NODES, SLOTS, cluster_settings, server_toml
 from tests.service.served import Served, serving
 from tests.service.test_api_runs import follow, submit
@@ -26,20 +27,7 @@ from tests.service.test_api_runs import follow, submit
 pytestmark = pytest.mark.bwrap
 
 RUNS = 30
-GATED = """\
-name: gated
-nodes:
-  - {id: prepare, kind: host, action: prepare, next: implement}
-  - {id: implement, kind: agent, prompt: "{{ task }}", next: approve}
-  - id: approve
-    kind: gate
-    message: Ship it?
-    timeout: 900
-    default: rejected
-    next: {approved: ship, rejected: escalate}
-  - {id: ship, kind: host, action: ship}
-  - {id: escalate, kind: host, action: escalate}
-"""
+GATED = GATED_TEMPLATE.replace("TIMEOUT", "900")
 """A blueprint whose runs wait at a gate, holding their slot, until a person answers."""
 
 
