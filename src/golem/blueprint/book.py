@@ -21,12 +21,13 @@ EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 def run_state(record: RunRecord) -> RunState:
     """A run's state from its record: the columns other processes write (status, cancel
-    request, gate answer, owner) win over the document."""
+    request, gate answer, owner, claim) win over the document."""
     state = RunState.model_validate_json(record.document)
     state.status = cast(RunStatus, record.status)
     state.updated = record.updated
     state.cancel_requested = record.cancel_requested
     state.owner_server = record.owner
+    state.claim = record.claim
     if state.gate is not None and state.gate.decision is None and record.gate_decision:
         state.gate = state.gate.model_copy(
             update={"decision": record.gate_decision, "decided_by": "person"}
@@ -55,13 +56,15 @@ class RunBook:
         )  # fmt: skip
 
     async def save(self, state: RunState, *, touch: bool = True) -> None:
-        """Replace a run's state (its cancel request and gate answer are kept); ``touch``
-        stamps it as changed now (a finished run's time is when it ended)."""
+        """Replace a run's state (its cancel request and gate answer are kept), if it was
+        not claimed again since ``state`` was read (else RunTaken); ``touch`` stamps it as
+        changed now (a finished run's time is when it ended)."""
         if touch:
             state.updated = time.time()
         await self.store.save_run(
-            state.id, status=state.status, updated=state.updated, document=state.model_dump_json()
-        )
+            state.id, status=state.status, updated=state.updated,
+            document=state.model_dump_json(), claim=state.claim,
+        )  # fmt: skip
 
     async def load(self, run_id: str) -> RunState | None:
         """A run with its latest cancel request and gate answer, or None."""
@@ -72,11 +75,13 @@ class RunBook:
         """Runs, newest first."""
         return [run_state(record) for record in await self.store.list_runs(limit)]
 
-    async def append(self, event: RunEvent) -> int:
-        """Keep an event of its run; returns its number in the run (from 1)."""
+    async def append(self, event: RunEvent, *, claim: int | None = None) -> int:
+        """Keep an event of its run; returns its number in the run (from 1). A runner
+        gives its ``claim``: its events are refused once the run was claimed again."""
         return await self.store.append_event(
-            event.run_id, time=event.time, kind=event.type, data=event.model_dump_json()
-        )
+            event.run_id, time=event.time, kind=event.type, data=event.model_dump_json(),
+            claim=claim,
+        )  # fmt: skip
 
     async def events(self, run_id: str, after: int = 0) -> list[tuple[int, RunEvent]]:
         """The run's events after number ``after``, in order."""

@@ -73,12 +73,12 @@ class Checkpoints:
             return
         data = await snapshot_checkout(ex.repo())
         if data is not None:
-            store, run_id = ex.book.store, ex.state.id
-            ex.writes.put(lambda: store.save_checkpoint(run_id, node, data))
+            store, run_id, claim = ex.book.store, ex.state.id, ex.state.claim
+            ex.writes.put(lambda: store.save_checkpoint(run_id, node, data, claim))
             await ex.writes.flush()
 
     async def end(self, ex: Execution) -> None:
         """The run ended: its checkpoint goes."""
-        store, run_id = ex.book.store, ex.state.id
-        ex.writes.put(lambda: store.delete_checkpoint(run_id))
+        store, run_id, claim = ex.book.store, ex.state.id, ex.state.claim
+        ex.writes.put(lambda: store.delete_checkpoint(run_id, claim))
         await ex.writes.flush()

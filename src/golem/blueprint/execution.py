@@ -101,8 +101,8 @@ class Execution:
     def emit(self, event: RunEvent) -> None:
         """Keep an event in the store (in order, see StoreWriter) and show it (the run's
         secrets masked)."""
-        event = self.secrets.mask_model(event)
-        self.writes.put(lambda: self.book.append(event))
+        event, claim = self.secrets.mask_model(event), self.state.claim
+        self.writes.put(lambda: self.book.append(event, claim=claim))
         if self._on_event is not None:
             self._on_event(event)
 

@@ -5,6 +5,10 @@ cancel request in the store stops it at once (the store wakes the runner: no pol
 run whose owner died is resumed by ``resume``: its box was pruned, a new one gets the host
 checkout (which holds the result of the last finished node), and the node that was running
 starts again. Whatever happens, the run's box is removed.
+
+A runner writes its run under the claim it read (``RunState.claim``): once the run is queued
+or claimed again (its machine was declared dead while it still ran), the store refuses what
+it writes and the store's change wakes it, and it stops without a word more (RunTaken).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import contextlib
 import logging
 import os
 import time
+from typing import Literal
 
 from golem.blueprint.book import RunBook
 from golem.blueprint.checkpoint import Checkpoints
@@ -40,7 +45,7 @@ from golem.blueprint.steps.gate import run_gate
 from golem.blueprint.steps.host import run_host
 from golem.blueprint.steps.loop import run_loop
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, InvalidRequest, StoreUnavailable
+from golem.core.errors import GolemError, InvalidRequest, RunTaken, StoreUnavailable
 from golem.core.events import EventSink
 from golem.core.ids import new_id
 from golem.core.masking import mask_log_records, masking_logs
@@ -69,13 +74,15 @@ class Runner:
         on_event: EventSink[RunEvent] | None = None,
         checkpoints: Checkpoints | None = None,
         owner: tuple[int, int | None] | None = None,
+        claim: int | None = None,
     ) -> None:
         """``store`` keeps the runs (and the local forge's records); ``forge`` serves
         every run when given, otherwise each run gets the one its request names.
         ``credentials`` are the forge tokens the runs may use (default: the host's).
         ``checkpoints`` keep each run's checkout in the store after every node, so another
         machine can resume it (a cluster's node); ``owner`` is the process (pid, start)
-        that answers for the runs, when it is not this one (a cluster's control plane)."""
+        that answers for the runs, when it is not this one (a cluster's control plane),
+        and ``claim`` the claim it took the run under (RunTaken if the run's is another)."""
         self.config = config
         self.engine = engine
         self.store = store
@@ -85,6 +92,7 @@ class Runner:
         self.on_event = on_event
         self.checkpoints = checkpoints
         self.owner = owner
+        self.claim = claim
 
     async def submit(
         self,
@@ -140,6 +148,8 @@ class Runner:
         state = await self._load(run_id)
         if state.finished:
             return state
+        if self.claim is not None and state.claim != self.claim:
+            raise _taken(run_id)
         blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
         if self.owner is not None:  # another machine's process: its start time is its own
             state.owner_pid, state.owner_start = self.owner
@@ -164,17 +174,24 @@ class Runner:
         await ex.writes.flush()  # running, and whose, before any node starts
         ex.emit(RunStarted(run_id=run_id, blueprint=blueprint.name, resumed=resumed))
         started = time.monotonic()
-        stopped = False  # from outside: its machine or its owner goes
+        stopped = taken = False  # from outside (its machine or owner goes); taken from it
         work = asyncio.ensure_future(self._nodes(ex, blueprint, resumed=resumed))
-        watcher = asyncio.ensure_future(self._watch_cancel(run_id, work))
+        watcher = asyncio.ensure_future(self._watch_cancel(state, work))
         try:
             await work
         except asyncio.CancelledError:
-            if not watcher.done() or watcher.result() is not True:
+            asked = watcher.result() if watcher.done() else None
+            if asked == "taken":
+                stopped = taken = True
+                raise _taken(run_id) from None
+            if asked != "cancel":
                 stopped = True
                 raise  # cancelled from outside: the caller's decision, not a cancel request
             state.status = "cancelled"
             state.error = "cancelled on request"
+        except RunTaken:  # a write was refused: it is another runner's run now
+            stopped = taken = True
+            raise
         except GolemError as exc:
             state.status = "failed"
             state.error = exc.message
@@ -188,8 +205,8 @@ class Runner:
                 await watcher
             await _quietly(ex.close())
             state.owner_pid = None
-            if not (stopped and self.checkpoints is not None):  # another machine may
-                ex.save()  # have resumed it from its last node already: never overwrite
+            if not taken and not (stopped and self.checkpoints is not None):  # another
+                ex.save()  # machine may have resumed it from its last node: never overwrite
         if self.checkpoints is not None and state.finished:
             await _quietly(self.checkpoints.end(ex))
         ex.emit(
@@ -201,10 +218,13 @@ class Runner:
         await ex.writes.flush()
         return state
 
-    async def _watch_cancel(self, run_id: str, work: asyncio.Future[None]) -> bool:
-        """Cancel ``work`` when the store says the run should stop; True if it did. The
-        store wakes it when the run is asked to stop (its re-check interval only covers a
-        lost notification)."""
+    async def _watch_cancel(
+        self, state: RunState, work: asyncio.Future[None]
+    ) -> Literal["cancel", "taken"] | None:
+        """Cancel ``work`` when the store says the run should stop (``cancel``) or was
+        claimed again (``taken``). The store wakes it when the run is asked to stop or is
+        queued again (its re-check interval only covers a lost notification)."""
+        run_id, claim = state.id, state.claim
         with self.book.watch_control(run_id) as asked:
             while not work.done():
                 asked.clear()
@@ -214,11 +234,14 @@ class Runner:
                     log.warning("run %s: cannot read its cancel requests: %s", run_id, exc)
                     await asked.wait(RETRY_AFTER)
                     continue
+                if current is not None and current.claim != claim:
+                    work.cancel()
+                    return "taken"
                 if current is not None and current.cancel_requested:
                     work.cancel()
-                    return True
+                    return "cancel"
                 await asked.wait()
-        return False
+        return None
 
     async def _nodes(self, ex: Execution, blueprint: Blueprint, *, resumed: bool) -> None:
         state = ex.state
@@ -302,3 +325,10 @@ class Runner:
 async def _quietly(work: object) -> None:
     with contextlib.suppress(Exception):
         await work  # type: ignore[misc]
+
+
+def _taken(run_id: str) -> RunTaken:
+    return RunTaken(
+        f"run {run_id} was queued or claimed again since this runner took it: another runner "
+        "has it now, and this one stops without writing to it"
+    )

@@ -148,6 +148,11 @@ class RunState(BaseModel):
     owner_pid: int | None = None
     owner_start: int | None = None
     owner_server: str | None = Field(None, description="host:pid of the server running it.")
+    claim: int = Field(
+        0,
+        description="How often a server claimed the run or queued it again: a runner writes "
+        "the run only while its claim is the one it read (the store refuses a stale runner).",
+    )
     remote_policy: RemotePolicy | None = Field(
         None,
         description="The git remotes the run may reach (a server role's repos policy); "

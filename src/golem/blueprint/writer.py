@@ -9,7 +9,10 @@ failed (before anyone reads the store back: a gate, the run's end).
 A write the store could not make because the database is away (``StoreUnavailable``) is
 tried again, paused, until the database is back: the run waits at its next flush and then
 goes on, and its end is kept whatever the outage's length (each write the runner makes is
-one the store may repeat: a run's state is replaced, a repeated event is kept once)."""
+one the store may repeat: a run's state is replaced, a repeated event is kept once).
+
+A write refused because the run was claimed again (``RunTaken``) drops what waits after
+it: every later write of this runner would be refused as well."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
-from golem.core.errors import GolemError, StoreUnavailable
+from golem.core.errors import GolemError, RunTaken, StoreUnavailable
 
 __all__ = ["StoreWriter"]
 
@@ -54,6 +57,10 @@ class StoreWriter:
             write = self._pending.popleft()
             try:
                 await _until_kept(write)
+            except RunTaken as exc:
+                log.warning("the run's writes stop: %s", exc.message)
+                self._pending.clear()
+                self._failure = self._failure or exc
             except GolemError as exc:  # kept for flush; later writes still go
                 log.warning("a write of the run to the store failed: %s", exc.message)
                 self._failure = self._failure or exc

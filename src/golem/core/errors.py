@@ -49,6 +49,7 @@ GolemError
  |    +-- RunNotFound            no such run (for this tenant)
  |    +-- CredentialsKeyError    the key sealing forge tokens is missing or wrong
  +-- RunConflict                 the run's state does not allow that (ended, gate answered)
+ |    +-- RunTaken               the run was claimed again: this runner's writes are refused
  +-- PolicyViolation             a server key's role does not allow the request
  +-- QueueFull                   the server takes no more runs now (retry later)
  +-- MissingForgeToken           a run needs a forge token its tenant does not have
@@ -112,6 +113,7 @@ __all__ = [
     "RemoteRefused",
     "RunConflict",
     "RunNotFound",
+    "RunTaken",
     "RuntimeNotAvailable",
     "SandboxError",
     "SecretInChange",
@@ -471,6 +473,12 @@ class RunConflict(GolemError):
     """The run is not in a state that allows this (it ended; its gate was answered)."""
 
     exit_code, http_status = 2, 409
+
+
+class RunTaken(RunConflict):
+    """The run was claimed again (or queued again) since this writer read it: its runner
+    is another now (its machine was declared dead, its server's runs were recovered), and
+    what this one still had to write is refused so that it cannot write over that one."""
 
 
 class PolicyViolation(GolemError):

@@ -24,7 +24,7 @@ from golem.blueprint.events import RunFinished, RunNote
 from golem.blueprint.retention import prune_runs
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, NodeLost, StoreUnavailable
+from golem.core.errors import GolemError, NodeLost, RunTaken, StoreUnavailable
 from golem.core.network import RemotePolicy
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
@@ -149,6 +149,8 @@ class RunQueue:
                     continue
                 try:
                     await self._carry(record, number)
+                except RunTaken as exc:  # another runner has it: nothing of it is ours to end
+                    log.warning("worker %d lets run %s go: %s", number, record.id, exc.message)
                 except Exception as exc:  # keep the worker alive; never leave the run running
                     log.exception("worker %d: run %s ended with an error", number, record.id)
                     try:

@@ -8,7 +8,7 @@ import time
 
 from sqlalchemy import delete, select
 
-from golem.store.plumbing import SqlBase
+from golem.store.plumbing import SqlBase, held_claim
 from golem.store.records import CheckpointRecord
 from golem.store.schema import run_checkpoints, runs
 
@@ -18,11 +18,13 @@ __all__ = ["SqlCheckpoints"]
 class SqlCheckpoints:
     """The checkpoint part of SqlStore (a tenant's store sees its own runs' only)."""
 
-    async def save_checkpoint(self: SqlBase, run_id: str, node: str, data: bytes) -> None:
-        """Keep ``data`` as run ``run_id``'s checkpoint after blueprint node ``node``."""
-        mine = select(runs.c.id).where(runs.c.id == run_id, self._mine(runs))
+    async def save_checkpoint(
+        self: SqlBase, run_id: str, node: str, data: bytes, claim: int | None = None
+    ) -> None:
+        """Keep ``data`` as run ``run_id``'s checkpoint after blueprint node ``node``; with
+        ``claim``, only while the run's claim is that one."""
         async with self.transaction(write=True) as db:
-            if (await db.execute(mine)).scalar_one_or_none() is None:
+            if await held_claim(db, self._mine(runs), run_id, claim) is None:
                 return  # not this tenant's run (or gone): nothing of it is kept
             await db.execute(delete(run_checkpoints).where(run_checkpoints.c.run_id == run_id))
             await db.execute(
@@ -44,8 +46,9 @@ class SqlCheckpoints:
             return None
         return CheckpointRecord(node=row.node, created=row.created, data=bytes(row.data))
 
-    async def delete_checkpoint(self: SqlBase, run_id: str) -> None:
-        """Forget run ``run_id``'s checkpoint (it ended)."""
-        mine = select(runs.c.id).where(runs.c.id == run_id, self._mine(runs))
+    async def delete_checkpoint(self: SqlBase, run_id: str, claim: int | None = None) -> None:
+        """Forget run ``run_id``'s checkpoint (it ended); with ``claim``, only while the
+        run's claim is that one."""
         async with self.transaction(write=True) as db:
-            await db.execute(delete(run_checkpoints).where(run_checkpoints.c.run_id.in_(mine)))
+            if await held_claim(db, self._mine(runs), run_id, claim) is not None:
+                await db.execute(delete(run_checkpoints).where(run_checkpoints.c.run_id == run_id))

@@ -56,8 +56,8 @@ class SqlQueue:
     """The queue part of SqlStore. Claims span all tenants."""
 
     async def claim_next_run(self: SqlBase, owner: str) -> RunRecord | None:
-        """Take the next queued run for server ``owner`` (its status becomes running), or
-        None when nothing waits."""
+        """Take the next queued run for server ``owner`` (its status becomes running, its
+        claim goes up by one), or None when nothing waits."""
         for _ in range(CLAIM_TRIES):
             async with self.transaction(write=True) as db:
                 run_id = await _next_candidate(db)
@@ -66,7 +66,9 @@ class SqlQueue:
                 taken = await db.execute(
                     update(runs)
                     .where(runs.c.id == run_id, runs.c.status == "queued")
-                    .values(status="running", owner=owner, updated=time.time())
+                    .values(
+                        status="running", owner=owner, claim=runs.c.claim + 1, updated=time.time()
+                    )
                     .returning(*runs.c)
                 )
                 row = taken.first()
@@ -95,12 +97,15 @@ class SqlQueue:
 
     async def requeue_run(self: SqlBase, run_id: str, document: str) -> bool:
         """Put a run in progress whose server died back in the queue, with ``document``
-        as its state; False if it was not in progress."""
-        async with self.transaction(write=True, changed=(run_id, QUEUE)) as db:
+        as its state; False if it was not in progress. Its claim goes up by one: what its
+        runner still writes is refused, and that runner, if it still runs, is woken to
+        learn it."""
+        changed = (run_id, control_key(run_id), QUEUE)
+        async with self.transaction(write=True, changed=changed) as db:
             done = await db.execute(
                 update(runs)
                 .where(runs.c.id == run_id, runs.c.status.in_(ACTIVE), self._mine(runs))
-                .values(status="queued", owner=None, state=document)
+                .values(status="queued", owner=None, claim=runs.c.claim + 1, state=document)
             )
         return done.rowcount == 1
 

@@ -54,8 +54,11 @@ class Store(Protocol):
         leave it room (else QueueFull), atomically across the processes sharing it."""
         ...
 
-    async def save_run(self, run_id: str, *, status: str, updated: float, document: str) -> None:
-        """Replace a run's document and status (cancel request, gate answer, owner kept)."""
+    async def save_run(
+        self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None
+    ) -> None:
+        """Replace a run's document and status (cancel request, gate answer, owner kept);
+        with ``claim``, only while the run's claim is that one (else RunTaken)."""
         ...
 
     async def load_run(self, run_id: str) -> RunRecord | None:
@@ -78,9 +81,12 @@ class Store(Protocol):
         """Forget a gate's answer once the runner has acted on it."""
         ...
 
-    async def append_event(self, run_id: str, *, time: float, kind: str, data: str) -> int:
+    async def append_event(
+        self, run_id: str, *, time: float, kind: str, data: str, claim: int | None = None
+    ) -> int:
         """Keep an event; returns its sequence number in the run (from 1). The same
-        ``data`` as the run's last event is that event, kept once (a retried write)."""
+        ``data`` as the run's last event is that event, kept once (a retried write). With
+        ``claim``, only while the run's claim is that one (else RunTaken)."""
         ...
 
     async def events(self, run_id: str, after: int = 0) -> list[EventRecord]:
@@ -88,7 +94,8 @@ class Store(Protocol):
         ...
 
     async def claim_next_run(self, owner: str) -> RunRecord | None:
-        """Take the next queued run (fairly across tenants) for server ``owner``."""
+        """Take the next queued run (fairly across tenants) for server ``owner``; its
+        claim goes up by one."""
         ...
 
     async def count_runs(self, *statuses: str) -> int:
@@ -100,7 +107,8 @@ class Store(Protocol):
         ...
 
     async def requeue_run(self, run_id: str, document: str) -> bool:
-        """Put a run in progress back in the queue; False if it was not in progress."""
+        """Put a run in progress back in the queue (its claim goes up by one, so that its
+        runner's writes are refused from now on); False if it was not in progress."""
         ...
 
     async def cancel_queued(self, run_id: str, document: str) -> bool:
@@ -117,17 +125,21 @@ class Store(Protocol):
         learns how it ended)."""
         ...
 
-    async def save_checkpoint(self, run_id: str, node: str, data: bytes) -> None:
+    async def save_checkpoint(
+        self, run_id: str, node: str, data: bytes, claim: int | None = None
+    ) -> None:
         """Keep ``data`` as the run's checkpoint after blueprint node ``node`` (replacing
-        the one before)."""
+        the one before); with ``claim``, only while the run's claim is that one (else
+        RunTaken)."""
         ...
 
     async def load_checkpoint(self, run_id: str) -> CheckpointRecord | None:
         """The run's checkpoint, or None."""
         ...
 
-    async def delete_checkpoint(self, run_id: str) -> None:
-        """Forget the run's checkpoint."""
+    async def delete_checkpoint(self, run_id: str, claim: int | None = None) -> None:
+        """Forget the run's checkpoint; with ``claim``, only while the run's claim is that
+        one (else RunTaken)."""
         ...
 
     async def add_pull_request(

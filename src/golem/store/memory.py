@@ -26,6 +26,7 @@ from golem.store.records import (
     PullRequestRecord,
     RunCap,
     RunRecord,
+    check_claim,
     check_token,
 )
 
@@ -81,9 +82,12 @@ class MemoryStore:
         self._data.runs[record.id] = record.model_copy(update={"tenant": tenant})
         self._changed(record.id, QUEUE)
 
-    async def save_run(self, run_id: str, *, status: str, updated: float, document: str) -> None:
-        """Replace a run's document and status."""
-        self._update(run_id, status=status, updated=updated, document=document)
+    async def save_run(
+        self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None
+    ) -> None:
+        """Replace a run's document and status (with ``claim``: only while it holds)."""
+        if await self._held(run_id, claim):
+            self._update(run_id, status=status, updated=updated, document=document)
 
     async def load_run(self, run_id: str) -> RunRecord | None:
         """A run, or None."""
@@ -112,9 +116,11 @@ class MemoryStore:
         """Forget a gate's answer."""
         self._update(run_id, gate_decision=None, notify=False)
 
-    async def append_event(self, run_id: str, *, time: float, kind: str, data: str) -> int:
+    async def append_event(
+        self, run_id: str, *, time: float, kind: str, data: str, claim: int | None = None
+    ) -> int:
         """Keep an event; returns its sequence number in the run (from 1)."""
-        if await self.load_run(run_id) is None:
+        if not await self._held(run_id, claim):
             raise RunNotFound(f"no run {run_id!r}; see `golem runs ls`")
         events = self._data.events.setdefault(run_id, [])
         if events and events[-1].data == data:
@@ -142,7 +148,8 @@ class MemoryStore:
             if run.status in ACTIVE:
                 busy[run.tenant] = busy.get(run.tenant, 0) + 1
         chosen = min(queued, key=lambda run: (busy.get(run.tenant, 0), run.created, run.id))
-        self._update(chosen.id, status="running", owner=owner, updated=time.time(), notify=False)
+        self._update(chosen.id, status="running", owner=owner, claim=chosen.claim + 1,
+                     updated=time.time(), notify=False)  # fmt: skip
         return self._data.runs[chosen.id]
 
     async def count_runs(self, *statuses: str) -> int:
@@ -158,8 +165,8 @@ class MemoryStore:
         run = await self.load_run(run_id)
         if run is None or run.status not in ACTIVE:
             return False
-        self._update(run_id, status="queued", owner=None, document=document)
-        self._changed(QUEUE)
+        self._update(run_id, status="queued", owner=None, claim=run.claim + 1, document=document)
+        self._changed(control_key(run_id), QUEUE)
         return True
 
     async def cancel_queued(self, run_id: str, document: str) -> bool:
@@ -192,9 +199,11 @@ class MemoryStore:
         events = self._data.events.get(run_id, [])
         self._data.events[run_id] = [event for event in events if event.type == "run_end"]
 
-    async def save_checkpoint(self, run_id: str, node: str, data: bytes) -> None:
-        """Keep the run's checkpoint after ``node``."""
-        if await self.load_run(run_id) is not None:
+    async def save_checkpoint(
+        self, run_id: str, node: str, data: bytes, claim: int | None = None
+    ) -> None:
+        """Keep the run's checkpoint after ``node`` (with ``claim``: only while it holds)."""
+        if await self._held(run_id, claim):
             record = CheckpointRecord(node=node, created=time.time(), data=data)
             self._data.checkpoints[run_id] = record
 
@@ -204,9 +213,9 @@ class MemoryStore:
             return None
         return self._data.checkpoints.get(run_id)
 
-    async def delete_checkpoint(self, run_id: str) -> None:
-        """Forget the run's checkpoint."""
-        if await self.load_run(run_id) is not None:
+    async def delete_checkpoint(self, run_id: str, claim: int | None = None) -> None:
+        """Forget the run's checkpoint (with ``claim``: only while it holds)."""
+        if await self._held(run_id, claim):
             self._data.checkpoints.pop(run_id, None)
 
     # The local forge --------------------------------------------------------------------
@@ -326,6 +335,13 @@ class MemoryStore:
                 f"a store for all tenants cannot create {what}: use store.for_tenant(tenant)"
             )
         return self.tenant
+
+    async def _held(self, run_id: str, claim: int | None) -> bool:
+        """Whether the run is this store's; RunTaken if ``claim`` is not the run's."""
+        run = await self.load_run(run_id)
+        if run is not None:
+            check_claim(run_id, run.claim, claim)
+        return run is not None
 
     def _update(self, run_id: str, *, notify: bool = True, **values: object) -> None:
         run = self._data.runs.get(run_id)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, Table
+from sqlalchemy import ColumnElement, Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from golem.store.records import RunRecord
+from golem.store.records import RunRecord, check_claim
+from golem.store.schema import runs
 
-__all__ = ["SqlBase", "run_record"]
+__all__ = ["SqlBase", "held_claim", "run_record"]
 
 
 class SqlBase(Protocol):
@@ -31,5 +32,20 @@ def run_record(row: Any) -> RunRecord:
     return RunRecord(
         id=row.id, tenant=row.tenant, status=row.status, created=row.created,
         updated=row.updated, document=row.state, cancel_requested=bool(row.cancel_requested),
-        gate_decision=row.gate_decision, owner=row.owner,
+        gate_decision=row.gate_decision, owner=row.owner, claim=row.claim,
     )  # fmt: skip
+
+
+async def held_claim(
+    db: AsyncConnection, mine: ColumnElement[bool], run_id: str, claim: int | None
+) -> int | None:
+    """Lock the run's row for this write and return its claim (None: not the store's run);
+    RunTaken when ``claim`` is given and the run's is another (it was claimed again since
+    the writer read it)."""
+    held = (
+        await db.execute(select(runs.c.claim).where(runs.c.id == run_id, mine).with_for_update())
+    ).scalar_one_or_none()
+    if held is None:
+        return None
+    check_claim(run_id, int(held), claim)
+    return int(held)

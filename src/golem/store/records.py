@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from golem.core.errors import InvalidRequest
+from golem.core.errors import InvalidRequest, RunTaken
 
 __all__ = [
     "ACTIVE",
@@ -28,6 +28,7 @@ __all__ = [
     "Role",
     "RunCap",
     "RunRecord",
+    "check_claim",
     "check_token",
 ]
 
@@ -70,6 +71,19 @@ class RunRecord(_Record):
     cancel_requested: bool = False
     gate_decision: Decision | None = None
     owner: str | None = Field(None, description="host:pid of the server that claimed it.")
+    claim: int = Field(
+        0, description="How often it was claimed or requeued: the fencing token of its runner."
+    )
+
+
+def check_claim(run_id: str, held: int, claim: int | None) -> None:
+    """RunTaken when a writer's ``claim`` is given and is not the one the run ``held``: it
+    was claimed (or queued) again since the writer read it."""
+    if claim is not None and held != claim:
+        raise RunTaken(
+            f"run {run_id} was claimed again (claim {held}) since this runner took it (claim "
+            f"{claim}): another runner has it now, and this one's writes are refused"
+        )
 
 
 class CheckpointRecord(_Record):

@@ -43,6 +43,7 @@ runs = Table(
     Column("cancel_requested", Boolean, nullable=False, server_default="0"),
     Column("gate_decision", String(16), nullable=True),
     Column("owner", String(128), nullable=True),  # host:pid of the server that claimed it
+    Column("claim", Integer, nullable=False, server_default="0"),  # fences stale runners
     Index("ix_runs_tenant_created", "tenant", "created"),
     Index("ix_runs_status", "status"),
     Index("ix_runs_status_created", "status", "created"),

@@ -34,7 +34,7 @@ from golem.store.database import DEFAULT_TIMEOUT, WRITE, migrate, open_engine, s
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
-from golem.store.plumbing import run_record
+from golem.store.plumbing import held_claim, run_record
 from golem.store.records import Decision, EventRecord, RunCap, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
@@ -183,13 +183,17 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
                 )
             )  # fmt: skip
 
-    async def save_run(self, run_id: str, *, status: str, updated: float, document: str) -> None:
+    async def save_run(
+        self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None
+    ) -> None:
         """Replace a run's document and status; its cancel request, gate decision and
-        owner are kept."""
+        owner are kept. With ``claim``, only while the run's claim is that one."""
         async with self.transaction(write=True, changed=(run_id,)) as db:
+            if await held_claim(db, self._mine(runs), run_id, claim) is None:
+                return  # not this tenant's run (or gone): nothing of it is kept
             await db.execute(
                 update(runs)
-                .where(runs.c.id == run_id, self._mine(runs))
+                .where(runs.c.id == run_id)
                 .values(status=status, updated=updated, state=document)
             )
 
@@ -240,16 +244,14 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
                 update(runs).where(runs.c.id == run_id, self._mine(runs)).values(gate_decision=None)
             )
 
-    async def append_event(self, run_id: str, *, time: float, kind: str, data: str) -> int:
+    async def append_event(
+        self, run_id: str, *, time: float, kind: str, data: str, claim: int | None = None
+    ) -> int:
         """Keep an event (``data``: it as JSON); returns its sequence number in the run
-        (from 1)."""
+        (from 1). With ``claim``, only while the run's claim is that one."""
         async with self.transaction(write=True, changed=(run_id,)) as db:
-            found = (
-                await db.execute(
-                    select(runs.c.id).where(runs.c.id == run_id, self._mine(runs)).with_for_update()
-                )
-            ).first()  # the run's row lock numbers its events one writer at a time
-            if found is None:
+            # the run's row lock numbers its events one writer at a time
+            if await held_claim(db, self._mine(runs), run_id, claim) is None:
                 raise RunNotFound(f"no run {run_id!r}; see `golem runs ls`")
             last = (
                 await db.execute(
