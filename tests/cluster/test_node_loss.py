@@ -76,3 +76,24 @@ async def test_a_session_on_a_node_that_dies_ends_naming_the_node_and_leaves_no_
     finally:
         if node in ray_cluster.worker_nodes:
             ray_cluster.remove_node(node)
+
+
+async def test_a_worker_node_that_dies_takes_no_control_plane_with_it(
+    ray_cluster: Any, cluster_state: Path
+) -> None:
+    """The engine's owner lives on the engine's own node: a worker that dies (whichever)
+    ends no session and no run of other nodes, as its owner's death would."""
+    import ray
+
+    bystander = ray_cluster.add_node(num_cpus=1, labels={"golem-node": "bystander"})
+    ray_cluster.wait_for_nodes()
+    settings = cluster_settings(cluster_state / "control", cluster_state)
+    try:
+        async with ClusterEngine(settings) as engine, engine.session() as box:
+            assert await engine.owner.node.remote() == ray.get_runtime_context().get_node_id()
+            ray_cluster.remove_node(bystander)
+            ran = await box.execute("echo alive")
+            assert (ran.exit_code, ran.stdout) == (0, b"alive\n")
+    finally:
+        if bystander in ray_cluster.worker_nodes:
+            ray_cluster.remove_node(bystander)

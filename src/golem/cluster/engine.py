@@ -122,10 +122,12 @@ class ClusterEngine:
             # On this thread (the server's main one): Ray installs signal handlers, and
             # joining takes a moment once, at startup.
             ray.init(address=address, namespace=self._cluster.namespace, log_to_driver=False)
-        if self._owner is None:
+        if self._owner is None:  # on this process's node: left to Ray, it could live on a
+            here = ray.get_runtime_context().get_node_id()  # worker and die with that one
             self._owner = _OwnerActor.options(
-                num_cpus=0, namespace=self._cluster.namespace
-            ).remote()
+                num_cpus=0, namespace=self._cluster.namespace,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+            ).remote()  # fmt: skip
 
     async def _node(self, node_id: str) -> NodeEngine:
         """The engine of a node's box host, the host started when there is none yet, and

@@ -18,3 +18,9 @@ class Owner:
     async def hold(self) -> None:
         """Never returns: its caller learns of the owner's death by the error."""
         await asyncio.Event().wait()
+
+    def node(self) -> str:
+        """The id of the Ray node it lives on (its control plane's)."""
+        import ray  # noqa: PLC0415 - in the actor's process, where Ray is loaded already
+
+        return str(ray.get_runtime_context().get_node_id())

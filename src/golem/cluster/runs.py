@@ -55,7 +55,8 @@ STOP_WAIT = 60.0
 class RunOrder:
     """What a node needs to run a claimed run: which one, whose (its tenant's store and
     forge tokens), the control plane's configuration (its store, models, forges), whether
-    it resumes, and the control plane process answering for it."""
+    it resumes, the control plane process answering for it, and the claim it took the run
+    under (the node's runner writes nothing once the run was claimed again)."""
 
     run_id: str
     tenant: str
@@ -64,6 +65,7 @@ class RunOrder:
     resumed: bool
     owner_pid: int
     owner_start: int | None
+    claim: int
 
 
 async def carry(
@@ -102,6 +104,12 @@ async def carry(
             raise NodeLost(
                 f"run {order.run_id}: its node {node.node_id} is gone ({why(exc)}); it is "
                 "queued again and resumes from its last checkpoint on another node"
+            ) from exc
+        except TaskCancelledError as exc:  # not by this process: its node stopped it
+            raise NodeLost(
+                f"run {order.run_id}: its runner on node {node.node_id} was stopped there "
+                "(its box host shuts down); it is queued again and resumes from its last "
+                "checkpoint"
             ) from exc
     finally:
         engine.free(slot)
@@ -147,7 +155,7 @@ class NodeRuns:
         runner = Runner(
             self._local(order.config), engine=self._state.engine, store=store,
             credentials=order.credentials, checkpoints=Checkpoints(),
-            owner=(order.owner_pid, order.owner_start),
+            owner=(order.owner_pid, order.owner_start), claim=order.claim,
         )  # fmt: skip
         task = asyncio.ensure_future(runner.run(order.run_id, resumed=order.resumed))
         self.running[order.run_id] = task
@@ -205,6 +213,7 @@ def control_plane_order(
     return RunOrder(
         run_id=claimed.id, tenant=tenant, config=config, credentials=credentials,
         resumed=bool(claimed.steps), owner_pid=pid, owner_start=process_start_time(pid),
+        claim=claimed.claim,
     )  # fmt: skip
 
 
