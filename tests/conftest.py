@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Box, Engine, LocalEngine
+from golem.sandbox.backends.docker.reach import unix_refusal
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
@@ -60,6 +61,8 @@ def engine_api(backend: str) -> docker.APIClient:
 
 @functools.cache
 def engine_reachable(backend: str) -> bool:
+    if unix_refusal(ENGINES[backend]) is not None:
+        return False  # the Docker SDK would leave its socket open (a ResourceWarning later)
     try:
         with engine_api(backend) as api:
             api.ping()

@@ -24,6 +24,7 @@ from golem.core.config import DockerBackendConfig
 from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest, SandboxError
 from golem.core.spec import WORKSPACE, BoxSpec
 from golem.sandbox.backends.docker.attach import AttachedStreams, open_attach
+from golem.sandbox.backends.docker.reach import engine_url, unix_refusal
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.sandbox.backends.process.cgroups import BoxCgroup
 from golem.sandbox.backends.process.seccomp import engine_profile
@@ -100,13 +101,17 @@ class DockerBackend:
     def api(self) -> docker.APIClient:
         """The low-level client, connected on first use."""
         if self._api is None:
+            refused = unix_refusal(self._base_url())
             try:
-                self._api = docker.APIClient(base_url=self._base_url(), version="auto")
+                if refused is None:
+                    self._api = docker.APIClient(base_url=self._base_url(), version="auto")
             except DockerException as exc:
+                refused = str(exc)
+            if self._api is None:
                 raise BackendUnavailable(
-                    f"cannot reach a container engine at {self._base_url()}: {exc}; start "
+                    f"cannot reach a container engine at {self._base_url()}: {refused}; start "
                     "dockerd (or podman's socket) or set engine.backend.docker_host"
-                ) from exc
+                )
         return self._api
 
     @property
@@ -115,11 +120,7 @@ class DockerBackend:
         return self._base_url()
 
     def _base_url(self) -> str:
-        return (
-            self.config.docker_host
-            or os.environ.get("DOCKER_HOST")
-            or "unix:///var/run/docker.sock"
-        )
+        return engine_url(self.config.docker_host)
 
     def _is_podman(self) -> bool:
         if self._podman is None:
