@@ -188,14 +188,15 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
     ) -> None:
         """Replace a run's document and status; its cancel request, gate decision and
         owner are kept. With ``claim``, only while the run's claim is that one."""
+        fenced = [runs.c.claim == claim] if claim is not None else []
         async with self.transaction(write=True, changed=(run_id,)) as db:
-            if await held_claim(db, self._mine(runs), run_id, claim) is None:
-                return  # not this tenant's run (or gone): nothing of it is kept
-            await db.execute(
+            saved = await db.execute(
                 update(runs)
-                .where(runs.c.id == run_id)
+                .where(runs.c.id == run_id, self._mine(runs), *fenced)
                 .values(status=status, updated=updated, state=document)
             )
+            if saved.rowcount == 0:  # RunTaken if it is there under another claim
+                await held_claim(db, self._mine(runs), run_id, claim)
 
     async def load_run(self, run_id: str) -> RunRecord | None:
         """A run, or None."""
