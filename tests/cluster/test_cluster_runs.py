@@ -185,7 +185,8 @@ def test_a_run_whose_node_dies_resumes_on_another_node_with_one_commit_and_one_p
             notes = [e[1]["message"] for e in again if e[0] == "note"]
             assert any(victim.node_id in note and "queued again" in note for note in notes)
             said = [(e[0], e[1].get("message") or e[1].get("summary")) for e in again]
-            assert any("made again on this machine" in note for note in notes), said
+            why = (said, client.get(f"/v1/runs/{run_id}").json(), "".join(server.output[-60:]))
+            assert any("made again on this machine" in note for note in notes), why
             resumed = client.get(f"/v1/runs/{run_id}").json()
             assert node_of(resumed) == "rescuer"
             assert [s["node"] for s in resumed["steps"]] == ["prepare", "implement"]
