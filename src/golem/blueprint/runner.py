@@ -53,7 +53,7 @@ from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
-from golem.store import RETRY_AFTER, RunCap, Store
+from golem.store import RETRY_AFTER, RunCap, Store, check_claim
 
 __all__ = ["Runner"]
 
@@ -148,8 +148,7 @@ class Runner:
         state = await self._load(run_id)
         if state.finished:
             return state
-        if self.claim is not None and state.claim != self.claim:
-            raise _taken(run_id)
+        check_claim(run_id, state.claim, self.claim)
         blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
         if self.owner is not None:  # another machine's process: its start time is its own
             state.owner_pid, state.owner_start = self.owner
@@ -181,9 +180,9 @@ class Runner:
             await work
         except asyncio.CancelledError:
             asked = watcher.result() if watcher.done() else None
-            if asked == "taken":
+            if isinstance(asked, RunTaken):
                 stopped = taken = True
-                raise _taken(run_id) from None
+                raise asked from None
             if asked != "cancel":
                 stopped = True
                 raise  # cancelled from outside: the caller's decision, not a cancel request
@@ -220,10 +219,10 @@ class Runner:
 
     async def _watch_cancel(
         self, state: RunState, work: asyncio.Future[None]
-    ) -> Literal["cancel", "taken"] | None:
+    ) -> Literal["cancel"] | RunTaken | None:
         """Cancel ``work`` when the store says the run should stop (``cancel``) or was
-        claimed again (``taken``). The store wakes it when the run is asked to stop or is
-        queued again (its re-check interval only covers a lost notification)."""
+        claimed again (the RunTaken to raise). The store wakes it when the run is asked to
+        stop or is queued again (its re-check interval only covers a lost notification)."""
         run_id, claim = state.id, state.claim
         with self.book.watch_control(run_id) as asked:
             while not work.done():
@@ -234,9 +233,11 @@ class Runner:
                     log.warning("run %s: cannot read its cancel requests: %s", run_id, exc)
                     await asked.wait(RETRY_AFTER)
                     continue
-                if current is not None and current.claim != claim:
+                try:
+                    check_claim(run_id, current.claim if current else claim, claim)
+                except RunTaken as taken:
                     work.cancel()
-                    return "taken"
+                    return taken
                 if current is not None and current.cancel_requested:
                     work.cancel()
                     return "cancel"
@@ -325,10 +326,3 @@ class Runner:
 async def _quietly(work: object) -> None:
     with contextlib.suppress(Exception):
         await work  # type: ignore[misc]
-
-
-def _taken(run_id: str) -> RunTaken:
-    return RunTaken(
-        f"run {run_id} was queued or claimed again since this runner took it: another runner "
-        "has it now, and this one stops without writing to it"
-    )

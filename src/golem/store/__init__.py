@@ -25,6 +25,7 @@ from golem.store.records import (
     Role,
     RunCap,
     RunRecord,
+    check_claim,
     check_token,
 )
 from golem.store.sql import SqlStore, database_url
@@ -51,6 +52,7 @@ __all__ = [
     "SqlStore",
     "Store",
     "TokenCipher",
+    "check_claim",
     "check_token",
     "control_key",
     "database_url",
