@@ -291,7 +291,7 @@ async def test_an_install_after_the_agent_changed_the_checkout_is_refused(
         ("escalate", "success"),
     ]
     assert state.error is not None
-    assert "runs on the base commit only" in state.error
+    assert "runs on the checkout as fetched only" in state.error
     assert state.prepared == []
     assert not (config.state_dir / "cache" / "dependencies").exists()
     assert not any("evil" in path for path in registries.requests)
