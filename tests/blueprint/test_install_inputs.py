@@ -72,6 +72,10 @@ CASES: dict[str, tuple[dict[str, str], list[str], str]] = {
         {"install.sh": "sh tools/a.sh\n", "tools/a.sh": "sh tools/b.sh\n", "tools/b.sh": "echo\n"},
         ["sh install.sh"], "tools/b.sh",
     ),
+    "a script in a dot-directory a script names": (
+        {"install.sh": "sh .ci/deps.sh\n", ".ci/deps.sh": "sh tools/x.sh\n", "tools/x.sh": "\n"},
+        ["sh install.sh"], "tools/x.sh",
+    ),
     "a release a yarnrc names": (
         {".yarnrc.yml": "yarnPath: tools/yarn-4.cjs\n", "tools/yarn-4.cjs": "x\n"},
         ["yarn install"], "tools/yarn-4.cjs",
@@ -133,6 +137,15 @@ def test_files_below_the_root_that_nothing_names_leave_the_key_alone(tmp_path: P
     for path in UNNAMED:  # src/app is named as a directory by a file's text: not taken
         appended(root, path)
     assert key(root, commands) == before
+
+
+def test_documentation_counts_but_what_it_names_does_not(tmp_path: Path) -> None:
+    readme = "See src/app/module.py and docs/guide/intro.md; run ./install.sh.\n"
+    root = repository(tmp_path, {"README.md": readme, "install.sh": "echo\n"})
+    assert set(read_inputs(root, ["true"], [])) == {"README.md", "install.sh"}
+    before = key(root, ["true"])
+    appended(root, "README.md")
+    assert key(root, ["true"]) != before
 
 
 def test_a_declared_lockfile_still_keys_the_install(tmp_path: Path) -> None:

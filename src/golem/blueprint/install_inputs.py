@@ -18,11 +18,13 @@ by one rule that knows no tool:
   names its target.
 
 A directory that only a file's text names (a pyproject's ``testpaths = ["tests"]``) adds
-nothing: that is what keeps a change to the sources from changing the key. Files are read
-for names up to ``SCAN_FILE_BYTES`` each and ``SCAN_BYTES`` in all; a file past them still
-counts by its content. A path an install computes (``cat "$dir/$(echo name)"``) is not
-found: the repository names it in ``[dependencies] keys``. Whatever the key misses never
-crosses branches: only a commit of the base branch writes the base's archive.
+nothing, and prose (``README.md``, ``docs/*.rst``: ``PROSE``) counts by its content but is
+not read for names: that is what keeps a change to the sources or the documentation from
+changing the key. Files are read for names up to ``SCAN_FILE_BYTES`` each and
+``SCAN_BYTES`` in all; a file past them still counts by its content. A path an install
+computes (``cat "$dir/$(echo name)"``) is not found: the repository names it in
+``[dependencies] keys``. Whatever the key misses never crosses branches: only a commit of
+the base branch writes the base's archive.
 """
 
 from __future__ import annotations
@@ -38,12 +40,14 @@ from pathlib import Path
 from golem.core.errors import ConfigError
 from golem.forge import git_environment, run_git_blocking
 
-__all__ = ["SCAN_BYTES", "SCAN_FILE_BYTES", "CommitTree", "install_inputs"]
+__all__ = ["PROSE", "SCAN_BYTES", "SCAN_FILE_BYTES", "CommitTree", "install_inputs"]
 
 SCAN_FILE_BYTES = 256 * 1024
 """A file larger than this (a lockfile, a bundled tool) is keyed but not read for names."""
-SCAN_BYTES = 16 * 1024 * 1024
+SCAN_BYTES = 4 * 1024 * 1024
 """What one key reads for names in all, at most."""
+PROSE = (".md", ".markdown", ".rst", ".adoc", ".asciidoc", ".org", ".rdoc", ".textile")
+"""Documentation: written for people, naming files it explains, never run by an install."""
 LONGEST_NAME = 4096
 SUFFIXES = 8
 """How many leading directories of a word are tried away (``$ROOT/tools/x`` -> ``tools/x``)."""
@@ -69,11 +73,16 @@ class CommitTree:
         self.workspace = workspace
         self.entries = dict(entries)
         self.directories = {""}
+        self._own: dict[str, list[str]] = {}
         for path in self.entries:
-            parent = posixpath.dirname(path)
-            while parent not in self.directories:
-                self.directories.add(parent)
-                parent = posixpath.dirname(parent)
+            names = path.split("/")
+            self._own.setdefault("/".join(names[:-1]), []).append(path)
+            for depth in range(len(names) - 1):
+                self.directories.add("/".join(names[: depth + 1]))
+                if names[depth].startswith("."):  # beneath a dot-directory of names[:depth]
+                    self._own.setdefault("/".join(names[:depth]), []).append(path)
+        self.basenames = {posixpath.basename(path) for path in [*self.entries, *self.directories]}
+        """The last name of every tracked path: a word ending in another names none."""
 
     @classmethod
     def read(cls, workspace: Path, rev: str = "HEAD") -> CommitTree:
@@ -107,14 +116,7 @@ class CommitTree:
 
     def files_of(self, directory: str) -> list[str]:
         """A directory's own files and those beneath its dot-directories."""
-        prefix = f"{directory}/" if directory else ""
-        found = []
-        for path in self.entries:
-            if path.startswith(prefix):
-                first, _, rest = path[len(prefix) :].partition("/")
-                if not rest or first.startswith("."):
-                    found.append(path)
-        return found
+        return self._own.get(directory, [])
 
     def texts(self, paths: Sequence[str]) -> dict[str, bytes]:
         """The content of each of ``paths`` (blobs), read in one ``git cat-file``."""
@@ -159,55 +161,59 @@ def _hidden(path: str, directory: str) -> bool:
 
 
 def _follow(tree: CommitTree, found: set[str], pending: list[str]) -> None:
-    """Read the pending files for names, adding the files they name, until none is new
-    or the budget is spent."""
+    """Read the pending files for names, adding the files they name (and reading those in
+    turn), until none is new or the budget is spent."""
     budget = SCAN_BYTES
-    read: set[str] = set()
+    queued = set(pending)
     while pending:
         batch = []
-        for path in dict.fromkeys(pending):
+        for path in pending:
             size = tree.entries[path].size
-            if path in read or size is None or size > SCAN_FILE_BYTES or size > budget:
+            if size is None or size > min(SCAN_FILE_BYTES, budget):
                 continue
-            read.add(path)
-            budget -= size
-            batch.append(path)
+            if not path.lower().endswith(PROSE):
+                budget -= size
+                batch.append(path)
         pending = []
         for path, text in tree.texts(batch).items():
             if b"\0" in text:
                 continue  # not text
-            base = posixpath.dirname(path)
-            for name in _names(text, [base, ""], tree):
-                if name in tree.entries and name not in found:
+            for name in _names(text, [posixpath.dirname(path), ""], tree):
+                if name in tree.entries:
                     found.add(name)
-                    pending.append(name)
+                    if name not in queued:
+                        queued.add(name)
+                        pending.append(name)
         pending.sort()
 
 
 def _names(text: bytes, bases: Sequence[str], tree: CommitTree) -> Iterator[str]:
-    """The tracked paths (files or directories) the words of ``text`` name."""
+    """The tracked paths (files or directories) the words of ``text`` name, in order."""
     for word in dict.fromkeys(WORD.findall(text)):
-        if len(word) > LONGEST_NAME:
-            continue
-        token = word.decode("utf-8", "surrogateescape")
-        for candidate in _candidates(token, bases):
-            if candidate in tree.entries or candidate in tree.directories:
-                yield candidate
-                break
+        if len(word) <= LONGEST_NAME:
+            token = word.decode("utf-8", "surrogateescape")
+            found = next(_candidates(token, bases, tree), None)
+            if found is not None:
+                yield found
 
 
-def _candidates(token: str, bases: Sequence[str]) -> Iterator[str]:
+def _candidates(token: str, bases: Sequence[str], tree: CommitTree) -> Iterator[str]:
+    """The tracked paths ``token`` may name: itself, without a short option's letter
+    (``-rrequirements.txt``), without leading directories (``$ROOT/tools/x``), from each
+    of ``bases``; the most literal first."""
     forms = [token]
     if len(token) > 2 and token[0] == "-" and token[1] != "-":
-        forms.append(token[2:])  # -rrequirements.txt
+        forms.append(token[2:])
     for form in forms:
+        if posixpath.basename(form.rstrip("/")) not in tree.basenames:
+            continue  # no tracked path ends so: most words of a file
         parts = form.split("/")
         for start in range(min(len(parts), SUFFIXES)):
             rest = "/".join(parts[start:])
-            for base in bases:
-                path = posixpath.normpath(posixpath.join(base, rest)) if rest else "."
-                if path != "." and not path.startswith(("/", "../")) and path != "..":
-                    yield path
+            for base in bases if rest else []:
+                path = posixpath.normpath(posixpath.join(base, rest))
+                if path in tree.entries or path in tree.directories:
+                    yield path  # never "." (the root): normpath's answer for it
 
 
 def _batch(output: bytes) -> Iterator[bytes]:

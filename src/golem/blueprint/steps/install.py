@@ -164,10 +164,20 @@ async def _install(
     if kept is None:
         return "failure", ex.state.error or "the dependency install failed"
     ex.state.dependencies, ex.state.dependencies_cached = key, False
-    missing = sorted(set(paths) - set(kept.found))
     evicted = DependencyCache(ex.config).evict(keep=key)
-    ex.note(
-        f"dependencies: {key[:12]} installed and kept ({format_size(kept.size)}, "
+    ex.note(_kept_note(ex, keys, kept, paths, evicted), node)
+    ex.save()
+    await ex.dependencies_ready()
+    return "success", f"installed {key[:12]}"
+
+
+def _kept_note(
+    ex: Execution, keys: InstallKeys, kept: KeptArchive, paths: list[str], evicted: list[str]
+) -> str:
+    """What the install kept, and for whom."""
+    missing = sorted(set(paths) - set(kept.found))
+    return (
+        f"dependencies: {keys.write[:12]} installed and kept ({format_size(kept.size)}, "
         f"{kept.entries} entries)"
         + (f"; the install made no {', '.join(missing)}" if missing else "")
         + (f"; {len(evicted)} older archive(s) removed from the cache" if evicted else "")
@@ -176,12 +186,8 @@ async def _install(
             if keys.shared
             else f"; kept for this commit only (not a commit of {ex.state.base} as fetched: "
             "the base branch's runs never read it)"
-        ),
-        node,
+        )
     )
-    ex.save()
-    await ex.dependencies_ready()
-    return "success", f"installed {key[:12]}"
 
 
 async def _install_in_box(
