@@ -1,6 +1,8 @@
 """Attacks on what one run leaves for the next through golem's caches: a tenant's baseline
-results never answer another tenant's run, and a run based on an attacker's branch never
-writes the dependency archive the default branch's runs unpack."""
+results never answer another tenant's run, and a run on anything but a commit of the base
+branch (a follow-up on a pull request's head, a run based on an attacker's branch) never
+writes the dependency archive the base branch's runs unpack, whichever install input it
+changed; a change to any file the install reads on the base branch installs afresh."""
 
 from __future__ import annotations
 
@@ -13,9 +15,23 @@ from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckFinished
 from golem.core import GolemConfig, load_config
+from golem.forge import LocalForge
 from golem.sandbox import Engine, LocalEngine
 from golem.store import SqlStore, Store
-from tests.blueprint.install_runs import TASK, python_conventions, python_repo
+from tests.attacks.takeback_harness import FIX_CALCULATOR, scripted
+from tests.blueprint.install_runs import (
+    BASE_ORIGIN,
+    TASK,
+    change_on_main,
+    look_blueprint,
+    pull_request_changing,
+    python_conventions,
+    python_repo,
+    run,
+    script_conventions,
+    script_install_repo,
+    seen,
+)
 from tests.blueprint.registries import LocalRegistries
 from tests.blueprint.repos import EXAMPLES, git
 from tests.blueprint.verify_repos import UNITTEST, golem_toml, make_repo
@@ -108,3 +124,95 @@ async def test_a_run_on_another_branch_never_writes_the_default_branchs_dependen
     assert main.dependencies is not None, main.error
     assert not main.dependencies_cached
     assert main.dependencies != feature.dependencies
+
+
+# Who writes the base branch's archive -----------------------------------------------------
+
+
+async def test_a_follow_up_on_a_shipped_pr_that_edited_install_sh_never_feeds_the_base_branch(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
+) -> None:
+    remote = script_install_repo(reachable_dir)
+    conventions, look = script_conventions(), look_blueprint(reachable_dir)
+    edit = "sed -i 's/install.sh: base/install.sh: agent/' install.sh"
+    parent = await run(
+        config,
+        engine,
+        store,
+        remote,
+        conventions,
+        model=scripted(reachable_dir, FIX_CALCULATOR, edit),
+    )
+    assert parent.status == "succeeded", parent.error
+    [pr] = await LocalForge(store).pull_requests()
+    assert "install.sh: agent" in git("show", f"{parent.branch}:install.sh", cwd=remote)
+    for archive in (config.state_dir / "cache" / "dependencies").glob("*.tar"):
+        archive.unlink()  # the base's archive is evicted
+
+    tidy = scripted(reachable_dir, "echo '# tidied' >> calculator.py")
+    follow = await run(config, engine, store, remote, conventions, model=tidy, follow_up=pr.number)
+    assert follow.dependencies is not None, follow.error
+    assert not follow.dependencies_cached  # installed from the pull request's head
+
+    base = await run(config, engine, store, remote, conventions, blueprint=look)
+    assert await seen(store, base) == BASE_ORIGIN  # not the agent's install.sh's
+    assert base.dependencies not in (None, follow.dependencies)
+    again = await run(config, engine, store, remote, conventions, blueprint=look)
+    assert (again.dependencies, again.dependencies_cached) == (base.dependencies, True)
+    assert await seen(store, again) == BASE_ORIGIN
+
+
+INPUT_CHANGES = {
+    "the install script": ("install.sh", "install.sh: base", "install.sh: agent"),
+    "a script it sources": ("scripts/lib.sh", "lib.sh: base", "lib.sh: agent"),
+    "the lockfile": ("requirements.txt", "golemdemo==1.0", "golemdemo==1.0  # agent"),
+    "a file read through a path no key names": ("data/flavour", "flavour: base", "flavour: agent"),
+}
+
+
+@pytest.mark.parametrize("change", INPUT_CHANGES, ids=list(INPUT_CHANGES))
+async def test_an_install_input_changed_on_a_pr_head_never_reaches_the_base_branchs_entry(
+    change: str, config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
+) -> None:
+    path, old, new = INPUT_CHANGES[change]
+    remote = script_install_repo(reachable_dir)
+    conventions, look = script_conventions(), look_blueprint(reachable_dir)
+    pr = await pull_request_changing(store, remote, path, old, new)
+    follow = await run(
+        config, engine, store, remote, conventions, blueprint=look, follow_up=pr.number
+    )
+    assert "agent" in await seen(store, follow), follow.error  # its own head's install
+
+    base = await run(config, engine, store, remote, conventions, blueprint=look)
+    assert await seen(store, base) == BASE_ORIGIN
+    assert base.dependencies not in (None, follow.dependencies)
+    assert not base.dependencies_cached
+
+
+async def test_a_follow_up_whose_head_changed_no_install_input_uses_the_base_branchs_entry(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
+) -> None:
+    remote = script_install_repo(reachable_dir)
+    conventions, look = script_conventions(), look_blueprint(reachable_dir)
+    base = await run(config, engine, store, remote, conventions, blueprint=look)
+    assert base.dependencies is not None, base.error
+    pr = await pull_request_changing(store, remote, "docs/usage.md", "add(a, b)", "add(1, 2)")
+    follow = await run(
+        config, engine, store, remote, conventions, blueprint=look, follow_up=pr.number
+    )
+    assert (follow.dependencies, follow.dependencies_cached) == (base.dependencies, True)
+    assert await seen(store, follow) == BASE_ORIGIN
+
+
+async def test_a_change_to_a_script_the_install_sources_installs_afresh_on_the_base_branch(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path
+) -> None:
+    remote = script_install_repo(reachable_dir)
+    conventions, look = script_conventions(), look_blueprint(reachable_dir)
+    first = await run(config, engine, store, remote, conventions, blueprint=look)
+    assert await seen(store, first) == BASE_ORIGIN, first.error
+    change_on_main(remote, "scripts/lib.sh", 'lib_says() { echo "lib.sh: v2"; }\n')
+    second = await run(config, engine, store, remote, conventions, blueprint=look)
+    assert second.dependencies not in (None, first.dependencies)
+    assert not second.dependencies_cached
+    assert await seen(store, second) == BASE_ORIGIN.replace("lib.sh: base", "lib.sh: v2")

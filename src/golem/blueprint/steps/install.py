@@ -1,13 +1,17 @@
 """The ``install`` step: the repository's dependencies, ready for the run's box.
 
-Before the run's box exists, the install key is computed (``golem.blueprint.dependencies``).
-A cached archive of that key is used as it is. Otherwise an install box (the run's box, but
-on the filtered network reaching the ecosystems' registries and the engine's egress allow
-list, with no secrets and no brokered credential, and an idle timeout so a stalled
-registry fails instead of hanging) gets the checkout at the base commit, runs the install
-commands, and hands back the ``cache`` paths as one archive, which ``golem.sandbox.keep``
-checks and keeps. The run's box unpacks it (``Execution.box``). No agent has run yet, so
-what is kept comes from the base commit only; the install box is removed whatever happens.
+Before the run's box exists, the install keys are computed (``golem.blueprint.dependencies``)
+from the files the install could read at the checkout's commit, and from whether that
+commit is on the base branch as the host fetched it. A cached archive of the base
+branch's key, or of the run's own, is used as it is. Otherwise an install box (the run's
+box, but on the filtered network reaching the ecosystems' registries and the engine's
+egress allow list, with no secrets and no brokered credential, and an idle timeout so a
+stalled registry fails instead of hanging) gets the checkout, runs the install commands,
+and hands back the ``cache`` paths as one archive, which ``golem.sandbox.keep`` checks and
+keeps: under the base branch's key only when the checkout is a commit of the base branch,
+else under its commit's own key (a follow-up on a pull request's head never writes what
+the base branch's runs read). The run's box unpacks it (``Execution.box``). No agent has
+run yet; the install box is removed whatever happens.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from typing import Literal
 from golem.blueprint.dependencies import (
     DependencyCache,
     InstallKeyParts,
+    InstallKeys,
+    checkout_of,
     image_of,
-    install_key,
+    install_keys,
     kept_paths,
-    key_files,
+    read_inputs,
 )
 from golem.blueprint.execution import Execution
 from golem.blueprint.steps.checks import run_checks
@@ -57,17 +63,18 @@ async def run_install(ex: Execution, node: str) -> Result:
     try:
         paths = kept_paths(conventions)
         spec = install_spec(ex, conventions, node)
-        key = await asyncio.to_thread(_key, ex, conventions, spec, paths)
+        keys = await asyncio.to_thread(_keys, ex, conventions, spec, paths)
     except ConfigError as exc:
         return _failed(ex, exc.message)
     cache = DependencyCache(ex.config)
-    if cache.take(key):
-        ex.state.dependencies, ex.state.dependencies_cached = key, True
-        ex.note(f"dependencies: {key[:12]} from the cache ({', '.join(paths)})", node)
-        ex.save()
-        await ex.dependencies_ready()
-        return "success", f"cached {key[:12]}"
-    return await _install(ex, node, spec, key, paths)
+    for key in keys.read:
+        if cache.take(key):
+            ex.state.dependencies, ex.state.dependencies_cached = key, True
+            ex.note(f"dependencies: {key[:12]} from the cache ({', '.join(paths)})", node)
+            ex.save()
+            await ex.dependencies_ready()
+            return "success", f"cached {key[:12]}"
+    return await _install(ex, node, spec, keys, paths)
 
 
 def install_spec(ex: Execution, conventions: RepoConventions, node: str) -> BoxSpec:
@@ -114,30 +121,34 @@ def repository_hosts(ex: Execution, conventions: RepoConventions, node: str) -> 
     return [host for host in conventions.registries if host in known]
 
 
-def _key(ex: Execution, conventions: RepoConventions, spec: BoxSpec, paths: list[str]) -> str:
-    """The install key of this run (git and file reads: on a worker thread)."""
+def _keys(
+    ex: Execution, conventions: RepoConventions, spec: BoxSpec, paths: list[str]
+) -> InstallKeys:
+    """The install keys of this run (git and file reads: on a worker thread)."""
     parts = InstallKeyParts(
         tenant=ex.book.store.tenant or "",
         repo=ex.state.request.repo,
-        base=ex.state.base,
         image=image_of(spec, ex.config),
         commands=conventions.install,
         env=spec.env,
         cache=paths,
-        keys=key_files(ex.workspace, conventions.cache_keys),
+        inputs=read_inputs(ex.workspace, conventions.install, conventions.cache_keys),
     )
-    return install_key(parts)
+    return install_keys(parts, checkout_of(ex.workspace, ex.state.base))
 
 
-async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]) -> Result:
+async def _install(
+    ex: Execution, node: str, spec: BoxSpec, keys: InstallKeys, paths: list[str]
+) -> Result:
     """Install in an install box and keep what it made, then note it."""
     if ex.state.commit is not None or not await ex.repo().is_clean():
         return _failed(
             ex,
-            "the dependency install runs on the base commit only, before any step changed the "
-            "checkout (what it makes is kept for later runs of the repository); put the "
+            "the dependency install runs on the checkout as fetched only, before any step "
+            "changed it (what it makes is kept for later runs of the repository); put the "
             "install node before the agent's steps in the blueprint",
         )
+    key = keys.write
     try:
         kept = await _install_in_box(ex, node, spec, key, paths)
     except UnsafeBoxOutput as exc:
@@ -153,18 +164,30 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
     if kept is None:
         return "failure", ex.state.error or "the dependency install failed"
     ex.state.dependencies, ex.state.dependencies_cached = key, False
-    missing = sorted(set(paths) - set(kept.found))
     evicted = DependencyCache(ex.config).evict(keep=key)
-    ex.note(
-        f"dependencies: {key[:12]} installed and kept ({format_size(kept.size)}, "
-        f"{kept.entries} entries)"
-        + (f"; the install made no {', '.join(missing)}" if missing else "")
-        + (f"; {len(evicted)} older archive(s) removed from the cache" if evicted else ""),
-        node,
-    )
+    ex.note(_kept_note(ex, keys, kept, paths, evicted), node)
     ex.save()
     await ex.dependencies_ready()
     return "success", f"installed {key[:12]}"
+
+
+def _kept_note(
+    ex: Execution, keys: InstallKeys, kept: KeptArchive, paths: list[str], evicted: list[str]
+) -> str:
+    """What the install kept, and for whom."""
+    missing = sorted(set(paths) - set(kept.found))
+    return (
+        f"dependencies: {keys.write[:12]} installed and kept ({format_size(kept.size)}, "
+        f"{kept.entries} entries)"
+        + (f"; the install made no {', '.join(missing)}" if missing else "")
+        + (f"; {len(evicted)} older archive(s) removed from the cache" if evicted else "")
+        + (
+            ""
+            if keys.shared
+            else f"; kept for this commit only (not a commit of {ex.state.base} as fetched: "
+            "the base branch's runs never read it)"
+        )
+    )
 
 
 async def _install_in_box(
