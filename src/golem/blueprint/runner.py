@@ -88,7 +88,9 @@ class Runner:
         self.store = store
         self.book = RunBook(store)
         self.forge = forge
-        self.credentials = credentials or ForgeCredentials.from_config(config.forge)
+        self.credentials = credentials or ForgeCredentials.from_config(
+            config.forge, config.state_dir
+        )
         self.on_event = on_event
         self.checkpoints = checkpoints
         self.owner = owner
@@ -164,7 +166,7 @@ class Runner:
             forge=forge, credentials=self.credentials, on_event=self.on_event,
         )  # fmt: skip
         mask_log_records()
-        with masking_logs(ex.secrets.values):
+        with masking_logs(ex.secrets.current):
             return await self._run(ex, blueprint, resumed=resumed)
 
     async def _run(self, ex: Execution, blueprint: Blueprint, *, resumed: bool) -> RunState:
