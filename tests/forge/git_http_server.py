@@ -8,7 +8,9 @@ wants a token, as GitHub's git endpoint does, and records each request's headers
 
 Requests without ``Authorization: Basic base64(USERNAME:TOKEN)`` (``x-access-token``
 unless told) get a 401 with a
-``WWW-Authenticate`` challenge. Repositories are the bare ones under ``root``.
+``WWW-Authenticate`` challenge. ``token`` may also be a function that says whether a token
+works now (a GitHub App's installation tokens expire; a GitLab OAuth token is revoked).
+Repositories are the bare ones under ``root``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -41,7 +44,9 @@ class GitRequest:
 class GitHttpServer:
     """Serves the bare repositories under ``root`` to clients that send ``token``."""
 
-    def __init__(self, root: Path, token: str, *, username: str = "x-access-token") -> None:
+    def __init__(
+        self, root: Path, token: str | Callable[[str], bool], *, username: str = "x-access-token"
+    ) -> None:
         self.root = root
         self.token = token
         self.username = username
@@ -70,9 +75,34 @@ class GitHttpServer:
             return list(self._requests)
 
     def expected_authorization(self) -> str:
-        """The header value that opens the door."""
+        """The header value that opens the door (for a fixed token)."""
+        assert isinstance(self.token, str)
         pair = f"{self.username}:{self.token}".encode()
         return "Basic " + base64.b64encode(pair).decode()
+
+    def opens(self, authorization: str | None) -> bool:
+        """Whether ``authorization`` (the header's value) opens the door now."""
+        if isinstance(self.token, str):
+            return authorization == self.expected_authorization()
+        if not authorization or not authorization.startswith("Basic "):
+            return False
+        try:
+            pair = base64.b64decode(authorization.removeprefix("Basic ")).decode()
+        except ValueError:
+            return False
+        username, _, token = pair.partition(":")
+        return username == self.username and self.token(token)
+
+    @staticmethod
+    def token_of(request: GitRequest) -> str | None:
+        """The token a request carried (None: none)."""
+        if request.authorization is None or not request.authorization.startswith("Basic "):
+            return None
+        return (
+            base64.b64decode(request.authorization.removeprefix("Basic "))
+            .decode()
+            .partition(":")[2]
+        )
 
     def record(self, request: GitRequest) -> None:
         """Keep a request (called by the handler)."""
@@ -130,7 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         authorization = self.headers.get("authorization")
         path = urlsplit(self.path)
-        if authorization != owner.expected_authorization():
+        if not owner.opens(authorization):
             owner.record(GitRequest(self.command, path.path, authorization, 401))
             self._send(401, {"WWW-Authenticate": 'Basic realm="git"'}, b"Unauthorized\n")
             return
