@@ -25,6 +25,9 @@ __all__ = [
 ]
 
 RETRIED_STATUSES = frozenset({502, 503, 504})
+MAX_REFRESHES = 2
+"""Fresh tokens one request may try after a 401: the second serves when the first was one
+another holder had kept, and it proved stale too."""
 MAX_DOWNLOAD = 64 * 1024 * 1024
 """Bytes of a download read at most: a log that never ends does not hold a run."""
 
@@ -86,9 +89,9 @@ class Retries:
     ) -> httpx.Response:
         """The first answer below 400 of ``attempt_once``, tried again while allowed;
         else ``error(response)`` (its body read), or ForgeUnavailable when unreachable.
-        A 401 is tried once more when ``refresh`` gets a fresh token (True)."""
-        attempt = 0
-        refreshed = False
+        A 401 is tried again when ``refresh`` gets a fresh token (True), at most
+        ``MAX_REFRESHES`` times."""
+        attempt = refreshed = 0
         while True:
             try:
                 response = await attempt_once()
@@ -104,8 +107,8 @@ class Retries:
             if response.status_code < 400:
                 return response
             await response.aread()
-            if response.status_code == 401 and refresh is not None and not refreshed:
-                refreshed = True
+            if response.status_code == 401 and refresh is not None and refreshed < MAX_REFRESHES:
+                refreshed += 1
                 await response.aclose()
                 if await refresh():
                     continue
