@@ -7,6 +7,7 @@ keeps its commit and branch for a resume."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -38,6 +39,12 @@ def served_remote(reachable_dir: Path, owner: str) -> Path:
     remote = make_remote(reachable_dir / "served" / owner)
     git("config", "http.receivepack", "true", cwd=remote)
     return remote
+
+
+def has_branch(remote: Path, branch: str) -> bool:
+    """Whether the bare ``remote`` has ``branch``."""
+    argv = ["git", "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"]
+    return subprocess.run(argv, cwd=remote, check=False).returncode == 0
 
 
 def when_the_agent_works(act: Callable[[], None]) -> Callable[[RunEvent], None]:
@@ -149,7 +156,8 @@ def gitlab_config(
         "gitlab": {
             "base_url": gitlab.base_url, "token_env": "GOLEM_TEST_OAUTH_ACCESS",
             "refresh_token_env": "GOLEM_TEST_OAUTH_REFRESH", "token_for_git": True,
-            "oauth_client_id": oauth.client_id, "oauth_client_secret_env": "GOLEM_TEST_OAUTH_SECRET",
+            "oauth_client_id": oauth.client_id,
+            "oauth_client_secret_env": "GOLEM_TEST_OAUTH_SECRET",
         },
     }  # fmt: skip
     return load_config(data, files=[])
@@ -185,7 +193,7 @@ async def test_a_gitlab_401_mid_run_is_refreshed_and_the_run_ships(
     assert await leaks(book, state, [*oauth.access_tokens(), *oauth.refresh_tokens()]) == []
 
 
-async def test_a_refresh_token_revoked_mid_run_fails_it_with_what_to_fix_and_keeps_the_work(
+async def test_a_refresh_token_revoked_mid_run_fails_it_saying_what_to_fix_and_resumes_after(
     config: GolemConfig,
     engine: Engine,
     oauth: OAuthAuthority,
@@ -207,12 +215,21 @@ async def test_a_refresh_token_revoked_mid_run_fails_it_with_what_to_fix_and_kee
 
         state = await runner.start(request)
 
-    assert state.status == "failed"
-    assert state.error is not None
-    assert "authorise golem's OAuth application again" in state.error
-    assert f"golem runs resume {state.id}" in state.error
-    assert state.commit is not None  # the work is committed in the run's checkout
-    workspace = Path(state.workspace)
-    assert git("rev-parse", state.branch, cwd=workspace).strip() == state.commit
-    assert branch_commits(remote, state.branch) == []  # nothing half-pushed
-    assert gitlab.merge_requests("group/calculator") == []
+        assert state.status == "failed"
+        assert state.error is not None
+        assert "authorise golem's OAuth application again" in state.error
+        assert f"`golem runs resume {state.id}` goes on from ship" in state.error
+        assert state.commit is not None  # the work is committed in the run's checkout
+        workspace = Path(state.workspace)
+        assert git("rev-parse", state.branch, cwd=workspace).strip() == state.commit
+        assert not has_branch(remote, state.branch)  # nothing half-pushed
+        assert gitlab.merge_requests("group/calculator") == []
+
+        fixed = gitlab_config(config, gitlab, oauth, monkeypatch)  # the person authorised again
+        resumed = await Runner(fixed, engine=engine, store=book.store).resume(state.id)
+
+    assert resumed.status == "succeeded", resumed.error
+    assert resumed.commit == state.commit  # the same work, not done again
+    assert branch_commits(remote, state.branch)
+    [mr] = gitlab.merge_requests("group/calculator")
+    assert mr["source_branch"] == state.branch
