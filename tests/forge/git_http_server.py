@@ -9,8 +9,9 @@ wants a token, as GitHub's git endpoint does, and records each request's headers
 Requests without ``Authorization: Basic base64(USERNAME:TOKEN)`` (``x-access-token``
 unless told) get a 401 with a
 ``WWW-Authenticate`` challenge. ``token`` may also be a function that says whether a token
-works now (a GitHub App's installation tokens expire; a GitLab OAuth token is revoked).
-Repositories are the bare ones under ``root``.
+works now (a GitHub App's installation tokens expire; a GitLab OAuth token is revoked), and
+``before(method, path)``, when set, is called as each request arrives (a test's moment to
+expire them: at the first push, say). Repositories are the bare ones under ``root``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class GitHttpServer:
         self.token = token
         self.username = username
         """The basic-auth user the token comes with (GitLab's is ``oauth2``)."""
+        self.before: Callable[[str, str], None] | None = None
         self._lock = threading.Lock()
         self._requests: list[GitRequest] = []
         self._httpd = _Server(self)
@@ -160,6 +162,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         authorization = self.headers.get("authorization")
         path = urlsplit(self.path)
+        if owner.before is not None:
+            owner.before(self.command, f"{path.path}?{path.query}")
         if not owner.opens(authorization):
             owner.record(GitRequest(self.command, path.path, authorization, 401))
             self._send(401, {"WWW-Authenticate": 'Basic realm="git"'}, b"Unauthorized\n")
