@@ -8,6 +8,7 @@ application says what to do."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from golem.forge import ForgeConfig, ForgeCredentials, GitLabConfig, GitRepo, gi
 from golem.forge.auth import GRANT_FILE
 from golem.forge.gitlab import GitLabForge
 from golem.forge.gitlab_oauth import GitLabOAuthTokens, StoredGrant
-from golem.store import MemoryStore, OAuthGrant, TokenCipher
+from golem.store import MemoryStore, OAuthGrant, SqlStore, TokenCipher
 from tests.forge.conftest import AUTHOR, git, seed_bare
 from tests.forge.git_http_server import GitHttpServer
 from tests.forge.gitlab_oauth_server import OAuthAuthority
@@ -230,3 +231,29 @@ async def test_a_push_refused_for_a_revoked_token_is_retried_once_refreshed(
     assert oauth.refreshes == 1
     pushed = [r for r in served.requests if r.method == "POST" and "receive-pack" in r.path]
     assert {served.token_of(r) for r in pushed} == {oauth.access_tokens()[-1]}
+
+
+async def test_a_tenants_grant_travels_to_another_process_and_keeps_its_refresh_there(
+    oauth: OAuthAuthority, gitlab: GitLabServer, clock: Clock, tmp_path: Path
+) -> None:
+    store = await SqlStore.connect(f"sqlite:///{tmp_path / 'golem.db'}", tenant="acme")
+    cipher = TokenCipher("GOLEM_TEST_NO_KEY", tmp_path / "credentials.key")
+    try:
+        grant = first_grant(oauth, clock)
+        await store.set_forge_token("gitlab", grant, cipher)
+        tokens = source(grant, gitlab, clock, keeper=StoredGrant(store, cipher, "acme"))
+        order = ForgeCredentials(gitlab=tokens, source="tenant acme", host_git=False)
+        carried = pickle.loads(pickle.dumps(order))  # noqa: S301 - as a run to a cluster's node
+
+        oauth.revoke_access()
+        config = GitLabConfig(base_url=gitlab.base_url)
+        issue = await GitLabForge(config, credentials=carried, backoff=0).fetch_issue(
+            f"{PROJECT}#7"
+        )
+        kept = await store.reveal_forge_token("gitlab", cipher)
+    finally:
+        await store.close()
+
+    assert issue.title == "Fix the parser"
+    assert isinstance(kept, OAuthGrant)
+    assert kept.refresh_token == oauth.refresh_tokens()[-1]  # kept where the tenant's is

@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,7 +32,7 @@ from golem.core.errors import ForgeCredentialsRefused, ForgeError
 from golem.forge.gitlab_api import gitlab_detail
 from golem.forge.rest import RETRIED_STATUSES, Retries
 from golem.forge.tokens import Clock, Minted, MintedTokens
-from golem.store import OAuthGrant, Store, TokenCipher
+from golem.store import OAuthGrant, SqlStore, Store, TokenCipher
 
 __all__ = ["FileGrant", "GitLabOAuthTokens", "GrantKeeper", "StoredGrant"]
 
@@ -60,21 +60,50 @@ class GrantKeeper(Protocol):
 
 
 class StoredGrant:
-    """A tenant's grant in golem's store (sealed)."""
+    """A tenant's grant in golem's store (sealed). It travels to another process (a run
+    carried to a cluster's node) as its database's address: there it opens the store for
+    each load and replace."""
 
     def __init__(self, store: Store, cipher: TokenCipher, tenant: str) -> None:
-        self.store = store
+        self.store: Store | None = store
         self.cipher = cipher
+        self.tenant = tenant
         self.where = f"tenant {tenant}'s stored GitLab grant"
+        self._url: str | None = getattr(store, "url", None)
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._url is None:
+            raise TypeError(f"{self.where} is kept in memory: it cannot leave this process")
+        cipher = (self.cipher.key_env, self.cipher.key_file)
+        return {"url": self._url, "cipher": cipher, "tenant": self.tenant}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.store, self.cipher = None, TokenCipher(*state["cipher"])
+        self.tenant, self._url = state["tenant"], state["url"]
+        self.where = f"tenant {self.tenant}'s stored GitLab grant"
 
     async def load(self) -> OAuthGrant | None:
         """The grant the store holds for the tenant."""
-        kept = await self.store.reveal_forge_token("gitlab", self.cipher)
+        kept = await self._on_store(lambda store: store.reveal_forge_token("gitlab", self.cipher))
         return kept if isinstance(kept, OAuthGrant) else None
 
     async def replace(self, old: OAuthGrant, new: OAuthGrant) -> bool:
         """Compare-and-swap in the store."""
-        return await self.store.replace_forge_grant("gitlab", old, new, self.cipher)
+        return bool(
+            await self._on_store(
+                lambda store: store.replace_forge_grant("gitlab", old, new, self.cipher)
+            )
+        )
+
+    async def _on_store(self, work: Callable[[Store], Awaitable[Any]]) -> Any:
+        if self.store is not None:
+            return await work(self.store)
+        assert self._url is not None  # unpickled: its database's address came along
+        store = await SqlStore.connect(self._url, tenant=self.tenant)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
 
 
 class FileGrant:
