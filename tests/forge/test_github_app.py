@@ -6,6 +6,7 @@ GitHub refuses, or an App not installed, says what to fix."""
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -260,3 +261,16 @@ async def test_the_hosts_app_comes_from_golem_toml(
 
     assert issue.title == "Fix the parser"
     assert sent(github) == app.tokens()[:1] * len(sent(github))
+
+
+async def test_an_app_travels_to_another_process_and_mints_there(
+    app: AppAuthority, github: GitHubServer, clock: Clock
+) -> None:
+    order = ForgeCredentials(github=tokens(app, github, clock), source="", host_git=False)
+    await order.github_tokens.token(REPO)  # type: ignore[union-attr]
+
+    carried = pickle.loads(pickle.dumps(order))  # noqa: S301 - as a run to a cluster's node
+    issue = await forge_of(carried.github_tokens, github).fetch_issue(f"{REPO}#7")
+
+    assert issue.title == "Fix the parser"
+    assert set(sent(github)) <= set(app.tokens())
