@@ -35,10 +35,11 @@ class GitHubForge:
     """Issues and pull requests on GitHub (or a GitHub Enterprise server, by ``api_url``).
 
     Its tokens come from ``credentials.github`` when credentials are given (None: no
-    token), else are ``token`` as it is, else the App ``config.app_id`` names, or the token of ``config.token_env``; each request asks for the current
-    one (``golem.forge.tokens``). Reading public issues works without one. ``labels`` are added to every pull request. Give a
-    ``transport`` (``httpx.MockTransport``) to answer requests in process; ``backoff`` is
-    the first wait (seconds) before retrying a 5xx.
+    token), else are ``token`` as it is, else the App ``config.app_id`` names or the token
+    of ``config.token_env``; each request asks for the current one (``golem.forge.tokens``).
+    Reading public issues works without one. ``labels`` are added to every pull request.
+    Give a ``transport`` (``httpx.MockTransport``) to answer requests in process;
+    ``backoff`` is the first wait (seconds) before retrying a 5xx.
     """
 
     name = "github"

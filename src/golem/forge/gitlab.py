@@ -38,9 +38,11 @@ class GitLabForge:
     """Issues and merge requests on GitLab.
 
     Its tokens come from ``credentials.gitlab`` when credentials are given (None: no
-    token), else are ``token`` as it is, else the OAuth grant or the token ``config`` names; each request asks for the current
-    one (``golem.forge.tokens``). Reading public issues works without one. ``labels`` are added to every merge request. Give a ``transport`` to
-    answer requests in process; ``backoff`` is the first wait (seconds) before a retry.
+    token), else are ``token`` as it is, else the OAuth grant or the token ``config``
+    names; each request asks for the current one (``golem.forge.tokens``). Reading public
+    issues works without one. ``labels`` are added to every merge request. Give a
+    ``transport`` to answer requests in process; ``backoff`` is the first wait (seconds)
+    before a retry.
     """
 
     name = "gitlab"
