@@ -220,6 +220,9 @@ async def test_a_refresh_token_revoked_mid_run_fails_it_saying_what_to_fix_and_r
         assert "authorise golem's OAuth application again" in state.error
         assert f"`golem runs resume {state.id}` goes on from ship" in state.error
         assert state.commit is not None  # the work is committed in the run's checkout
+        assert f"commit {state.commit[:12]} on branch {state.branch} in {state.workspace}" in (
+            state.error
+        )
         workspace = Path(state.workspace)
         assert git("rev-parse", state.branch, cwd=workspace).strip() == state.commit
         assert not has_branch(remote, state.branch)  # nothing half-pushed

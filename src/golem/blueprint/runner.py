@@ -346,13 +346,14 @@ def _fail(state: RunState, error: GolemError) -> None:
     if not refused or state.current is None:
         return
     state.resumable = True
-    kept = f"golem kept the run's work in {state.workspace}"
-    if state.branch:
-        kept += f" (branch {state.branch}" + (
-            f", commit {state.commit[:12]})" if state.commit else ")"
-        )
+    kept = ""
+    if state.commit:
+        kept = f" golem kept the run's work: commit {state.commit[:12]} on branch {state.branch}"
+    elif state.branch:
+        kept = f" golem kept the run's checkout: branch {state.branch}"
+    where = f" in {state.workspace}." if kept else ""
     state.error = (
-        f"{error.message}. {kept}: once the credentials are fixed, `golem runs resume "
+        f"{error.message}.{kept}{where} Once the credentials are fixed, `golem runs resume "
         f"{state.id}` goes on from {state.current}"
     )
 
