@@ -4,8 +4,10 @@ read from stdin, sealed in the store, listed without its value, and removed by f
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.forge.github_app_server import AppAuthority
 
 TOKEN = b"glpat-cliTest0123456789abcdef"
 
@@ -32,3 +34,45 @@ def test_a_gitlab_token_is_set_listed_and_removed_beside_a_github_one(
     assert [c["forge"] for c in json.loads(after.stdout)] == ["github"]
     assert refused.returncode != 0
     assert b"choose github, gitlab" in refused.stderr + refused.stdout
+
+
+def test_a_github_app_is_kept_from_its_key_file_and_a_file_that_is_no_key_is_refused(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    app = AppAuthority(42)
+    good = app.key_file(tmp_path)
+    bad = tmp_path / "not-a-key.pem"
+    bad.write_text("ghp_a-token-in-the-wrong-file\n")
+    args = ("credentials", "set", "--tenant", "acme", "--forge", "github", "--app-id", "42")
+
+    kept = golem(golem_env, *args, "--private-key", str(good))
+    refused = golem(golem_env, *args, "--private-key", str(bad))
+
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout.decode().strip() == "github App of tenant acme set"
+    assert refused.returncode != 0
+    assert b".pem file" in refused.stderr + refused.stdout
+    assert app.private_key.encode().splitlines()[1] not in kept.stdout + kept.stderr
+    stored = golem(golem_env, "credentials", "ls", "--json")
+    assert [(c["tenant"], c["forge"]) for c in json.loads(stored.stdout)] == [("acme", "github")]
+
+
+def test_a_gitlab_oauth_grant_is_kept_from_its_variables(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    env = {**golem_env, "CLI_TEST_REFRESH": "oauth-refresh-0123456789", "CLI_TEST_SECRET": "s3"}
+    args = ("credentials", "set", "--tenant", "acme", "--forge", "gitlab")
+    done = golem(
+        env, *args, "--refresh-token-env", "CLI_TEST_REFRESH", "--client-id", "app",
+        "--client-secret-env", "CLI_TEST_SECRET", stdin=b"oauth-access-0123456789",
+    )  # fmt: skip
+    wrong_forge = golem(
+        env, "credentials", "set", "--tenant", "acme", "--forge", "github",
+        "--refresh-token-env", "CLI_TEST_REFRESH", stdin=b"oauth-access-0123456789",
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().strip() == "gitlab OAuth grant of tenant acme set"
+    assert wrong_forge.returncode != 0
+    assert b"--forge gitlab" in wrong_forge.stderr + wrong_forge.stdout

@@ -8,7 +8,10 @@ wants a token, as GitHub's git endpoint does, and records each request's headers
 
 Requests without ``Authorization: Basic base64(USERNAME:TOKEN)`` (``x-access-token``
 unless told) get a 401 with a
-``WWW-Authenticate`` challenge. Repositories are the bare ones under ``root``.
+``WWW-Authenticate`` challenge. ``token`` may also be a function that says whether a token
+works now (a GitHub App's installation tokens expire; a GitLab OAuth token is revoked), and
+``before(method, path)``, when set, is called as each request arrives (a test's moment to
+expire them: at the first push, say). Repositories are the bare ones under ``root``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -41,11 +45,14 @@ class GitRequest:
 class GitHttpServer:
     """Serves the bare repositories under ``root`` to clients that send ``token``."""
 
-    def __init__(self, root: Path, token: str, *, username: str = "x-access-token") -> None:
+    def __init__(
+        self, root: Path, token: str | Callable[[str], bool], *, username: str = "x-access-token"
+    ) -> None:
         self.root = root
         self.token = token
         self.username = username
         """The basic-auth user the token comes with (GitLab's is ``oauth2``)."""
+        self.before: Callable[[str, str], None] | None = None
         self._lock = threading.Lock()
         self._requests: list[GitRequest] = []
         self._httpd = _Server(self)
@@ -70,9 +77,34 @@ class GitHttpServer:
             return list(self._requests)
 
     def expected_authorization(self) -> str:
-        """The header value that opens the door."""
+        """The header value that opens the door (for a fixed token)."""
+        assert isinstance(self.token, str)
         pair = f"{self.username}:{self.token}".encode()
         return "Basic " + base64.b64encode(pair).decode()
+
+    def opens(self, authorization: str | None) -> bool:
+        """Whether ``authorization`` (the header's value) opens the door now."""
+        if isinstance(self.token, str):
+            return authorization == self.expected_authorization()
+        if not authorization or not authorization.startswith("Basic "):
+            return False
+        try:
+            pair = base64.b64decode(authorization.removeprefix("Basic ")).decode()
+        except ValueError:
+            return False
+        username, _, token = pair.partition(":")
+        return username == self.username and self.token(token)
+
+    @staticmethod
+    def token_of(request: GitRequest) -> str | None:
+        """The token a request carried (None: none)."""
+        if request.authorization is None or not request.authorization.startswith("Basic "):
+            return None
+        return (
+            base64.b64decode(request.authorization.removeprefix("Basic "))
+            .decode()
+            .partition(":")[2]
+        )
 
     def record(self, request: GitRequest) -> None:
         """Keep a request (called by the handler)."""
@@ -130,7 +162,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         authorization = self.headers.get("authorization")
         path = urlsplit(self.path)
-        if authorization != owner.expected_authorization():
+        if owner.before is not None:
+            owner.before(self.command, f"{path.path}?{path.query}")
+        if not owner.opens(authorization):
             owner.record(GitRequest(self.command, path.path, authorization, 401))
             self._send(401, {"WWW-Authenticate": 'Basic realm="git"'}, b"Unauthorized\n")
             return

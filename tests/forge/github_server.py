@@ -23,7 +23,9 @@ and permissions are ``github_review_server.py``'s.
 Failures are scripted with ``push`` (inherited from ``WireServer``): the next requests get
 those replies, whatever they ask; build them with ``github_error``, ``rate_limited`` and
 ``secondary_rate_limited``. With ``token`` set, requests without ``Authorization: Bearer
-TOKEN`` (or ``token TOKEN``) get GitHub's 401 before any script.
+TOKEN`` (or ``token TOKEN``) get GitHub's 401 before any script. With ``app`` (an
+``AppAuthority``, ``tests/forge/github_app_server.py``), the App's endpoints want its JWT
+and every other request one of its installation tokens that has not expired.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+from tests.forge.github_app_server import APP_ROUTES, AppAuthority
 from tests.forge.github_ci_server import CI_ROUTES, CIEndpoints
 from tests.forge.github_review_server import REVIEW_ROUTES, ReviewEndpoints
 
@@ -111,9 +114,12 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
     (``tests/forge/github_ci_server.py``) and reviews per pull request
     (``tests/forge/github_review_server.py``)."""
 
-    def __init__(self, token: str | None = None, *, drafts: bool = True) -> None:
+    def __init__(
+        self, token: str | None = None, *, drafts: bool = True, app: AppAuthority | None = None
+    ) -> None:
         super().__init__()
         self.token = token
+        self.app = app
         self.drafts = drafts
         """Whether repositories accept draft pull requests."""
         self._state = threading.Lock()
@@ -192,7 +198,10 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
             return list(self._comments.get((repo, number), []))
 
     def check(self, request: RecordedRequest) -> Reply | None:
-        """GitHub's 401 for a missing or wrong token, when the server has one."""
+        """GitHub's 401 for a missing or wrong token, when the server has one (or an App's
+        JWT or installation token that does not work)."""
+        if self.app is not None:
+            return self._check_app(request, self.app)
         if self.token is None:
             return None
         given = request.headers.get("authorization")
@@ -201,9 +210,59 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
         message = "Bad credentials" if given else "Requires authentication"
         return github_error(401, message)
 
+    def _check_app(self, request: RecordedRequest, app: AppAuthority) -> Reply | None:
+        given = request.headers.get("authorization") or ""
+        path = urlsplit(request.path).path
+        if any(request.method == method and pattern.match(path) for method, pattern in APP_ROUTES):
+            why = app.check_jwt(given)
+            return github_error(401, why) if why is not None else None
+        if given and app.accepts(given.removeprefix("Bearer ").removeprefix("token ")):
+            return None
+        return github_error(401, "Bad credentials" if given else "Requires authentication")
+
+    def _app_route(self, request: RecordedRequest, app: AppAuthority) -> Reply | None:
+        """The App's endpoints (the JWT was checked)."""
+        path = urlsplit(request.path).path
+        for method, pattern in APP_ROUTES:
+            found = pattern.match(path) if method == request.method else None
+            if found is None:
+                continue
+            args = found.groupdict()
+            if "owner" in args:
+                number = app.installation_of(f"{args['owner']}/{args['name']}")
+                if number is None:
+                    return github_error(404, "Not Found")
+                return Reply.json(self._installation(number, app))
+            if "installation" not in args:
+                listed = sorted(set(app.installations.values()))
+                return Reply.json([self._installation(n, app) for n in listed])
+            if int(args["installation"]) not in app.installations.values():
+                return github_error(404, "Not Found")
+            issued = app.issue(int(args["installation"]))
+            body = {
+                "token": issued.token,
+                "expires_at": app.timestamp(issued.expires_at),
+                "permissions": {"contents": "write", "issues": "write", "pull_requests": "write"},
+                "repository_selection": "all",
+            }
+            return Reply.json(body, status=201)
+        return None
+
+    @staticmethod
+    def _installation(number: int, app: AppAuthority) -> dict[str, Any]:
+        account = {"login": "octo", "id": 1, "type": "Organization"}
+        return {
+            "id": number,
+            "app_id": app.app_id,
+            "account": account,
+            "target_type": "Organization",
+        }
+
     def route(self, request: RecordedRequest) -> Reply:
         """The stateful answer to ``request`` (what answers when nothing is scripted); push
         it to let one request through before scripted failures."""
+        if self.app is not None and (answer := self._app_route(request, self.app)) is not None:
+            return answer
         url = urlsplit(request.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         for method, pattern, handler in ROUTES:

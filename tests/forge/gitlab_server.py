@@ -23,7 +23,10 @@ request so a test's CI can change as golem pushes; a sha with jobs gets one pipe
 same id every time), whose jobs also show as commit statuses (as on GitLab), with the
 external statuses of ``add_status``. Failures are scripted with ``push`` (from
 ``WireServer``); build them with ``gitlab_error``. With ``token`` set, requests without
-``PRIVATE-TOKEN: TOKEN`` (or ``Authorization: Bearer TOKEN``) get GitLab's 401 first.
+``PRIVATE-TOKEN: TOKEN`` (or ``Authorization: Bearer TOKEN``) get GitLab's 401 first. With
+``oauth`` (an ``OAuthAuthority``, ``tests/forge/gitlab_oauth_server.py``), ``POST
+/oauth/token`` refreshes its grants and every API request wants one of its access tokens
+that still works.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+from tests.forge.gitlab_oauth_server import OAuthAuthority, expired_token_reply
 from tests.forge.gitlab_state import Project
 
 __all__ = ["CIScript", "GitLabServer", "RecordedRequest", "Reply", "gitlab_error"]
@@ -79,9 +83,10 @@ def gitlab_error(status: int, message: Any, *, headers: dict[str, str] | None = 
 class GitLabServer(WireServer):
     """GitLab's REST API v4 on 127.0.0.1 and a free port."""
 
-    def __init__(self, token: str | None = None) -> None:
+    def __init__(self, token: str | None = None, *, oauth: OAuthAuthority | None = None) -> None:
         super().__init__()
         self.token = token
+        self.oauth = oauth
         self.ci: CIScript | None = None
         """The scripted CI (None: no pipeline for any commit)."""
         self.link_pages = True
@@ -150,7 +155,15 @@ class GitLabServer(WireServer):
             return list(self._project(path).mrs.values())
 
     def check(self, request: RecordedRequest) -> Reply | None:
-        """GitLab's 401 for a missing or wrong token, when the server has one."""
+        """GitLab's 401 for a missing or wrong token, when the server has one (or an OAuth
+        access token that does not work)."""
+        if self.oauth is not None:
+            if urlsplit(request.path).path == "/oauth/token":
+                return None
+            bearer = request.headers.get("authorization") or ""
+            if bearer.startswith("Bearer ") and self.oauth.accepts(bearer.removeprefix("Bearer ")):
+                return None
+            return expired_token_reply()
         if self.token is None:
             return None
         given = request.headers.get("private-token")
@@ -163,6 +176,8 @@ class GitLabServer(WireServer):
         """The stateful answer to ``request`` (what answers when nothing is scripted)."""
         url = urlsplit(request.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        if self.oauth is not None and request.method == "POST" and url.path == "/oauth/token":
+            return self.oauth.token_endpoint(request.body)
         if request.method == "GET" and USERS.match(url.path):
             with self._state:
                 found = [u for u in self._users.values() if u["username"] == query.get("username")]

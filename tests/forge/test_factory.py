@@ -66,7 +66,7 @@ def test_git_gets_the_github_token_only_when_asked_and_only_for_github(
 
     auth = git_auth(config, "https://github.com/octo/demo.git")
     assert auth is not None
-    assert auth.token == TOKEN
+    assert auth.tokens.secrets() == [TOKEN]
     assert git_auth(config, "https://gitlab.com/octo/demo.git") is None
     assert git_auth(config, "/srv/repos/demo.git") is None
     assert git_auth(ForgeConfig(), "https://github.com/octo/demo.git") is None

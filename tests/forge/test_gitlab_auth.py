@@ -41,9 +41,9 @@ def test_git_gets_the_token_of_the_remotes_forge() -> None:
     on_github = git_auth(config, "https://github.com/octo/demo.git", TENANT)
 
     assert on_gitlab is not None
-    assert (on_gitlab.token, on_gitlab.username) == (GITLAB_TOKEN, "oauth2")
+    assert (on_gitlab.tokens.secrets(), on_gitlab.username) == ([GITLAB_TOKEN], "oauth2")
     assert on_github is not None
-    assert (on_github.token, on_github.username) == (GITHUB_TOKEN, "x-access-token")
+    assert (on_github.tokens.secrets(), on_github.username) == ([GITHUB_TOKEN], "x-access-token")
     for elsewhere in (
         "https://gitlab.com/group/demo.git",  # not this configuration's GitLab
         "https://evil.example/group/demo.git",
@@ -70,11 +70,11 @@ def test_the_hosts_gitlab_token_reaches_git_only_with_token_for_git(
     given = ForgeConfig(gitlab=GitLabConfig(token_env=TOKEN_ENV, token_for_git=True))
     url = "https://gitlab.com/group/demo.git"
 
-    assert ForgeCredentials.from_config(quiet).gitlab == GITLAB_TOKEN
+    assert ForgeCredentials.from_config(quiet).secrets() == [GITLAB_TOKEN]
     assert git_auth(quiet, url) is None  # the host's own git credentials answer
     auth = git_auth(given, url)
     assert auth is not None
-    assert auth.token == GITLAB_TOKEN
+    assert auth.tokens.secrets() == [GITLAB_TOKEN]
 
 
 def test_two_forges_on_one_host_are_told_apart_by_port() -> None:
@@ -87,9 +87,9 @@ def test_two_forges_on_one_host_are_told_apart_by_port() -> None:
     on_github = git_auth(config, "http://127.0.0.1:8001/octo/demo.git", TENANT)
 
     assert on_gitlab is not None
-    assert on_gitlab.token == GITLAB_TOKEN
+    assert on_gitlab.tokens.secrets() == [GITLAB_TOKEN]
     assert on_github is not None
-    assert on_github.token == GITHUB_TOKEN
+    assert on_github.tokens.secrets() == [GITHUB_TOKEN]
     assert git_auth(config, "http://127.0.0.1:8003/group/demo.git", TENANT) is None
 
 
@@ -135,8 +135,8 @@ async def test_a_tenants_runs_get_its_own_gitlab_token(
     acme = await access.require("acme", "gitlab", "run r1")
     shared = await access.require("shared", "gitlab", "run r2")
 
-    assert (acme.gitlab, acme.github, acme.host_git) == (GITLAB_TOKEN, None, False)
-    assert shared.gitlab == "glpat-server-own"
+    assert (acme.secrets(), acme.github, acme.host_git) == ([GITLAB_TOKEN], None, False)
+    assert shared.secrets() == ["glpat-server-own"]
     with pytest.raises(MissingForgeToken, match=r"GitLab token.*--forge gitlab"):
         await access.require("other", "gitlab", "run r3")
     with pytest.raises(MissingForgeToken, match=r"needs a GitHub token"):

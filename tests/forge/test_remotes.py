@@ -242,7 +242,7 @@ def test_a_tenants_token_goes_to_git_whatever_token_for_git_says() -> None:
     tenant = ForgeCredentials(github="ghs_tenant", source="tenant acme", host_git=False)
     auth = git_auth(config, url, tenant)
     assert auth is not None
-    assert auth.token == "ghs_tenant"  # noqa: S105 - a test token
+    assert auth.tokens.secrets() == ["ghs_tenant"]
     host = ForgeCredentials(github="ghs_host")
     assert git_auth(config, url, host) is None  # the host's own git credentials answer
     assert git_auth(config, "https://gitlab.com/octo/demo.git", tenant) is None

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from golem.agent.events import ToolFinished, ToolStarted
 from golem.agent.messages import ToolCall
+from golem.blueprint.secrets import RunSecrets
 from golem.core.masking import (
     basic_auth,
     mask_fields,
@@ -157,3 +158,22 @@ def test_every_log_record_made_in_a_runs_scope_is_masked_whatever_its_logger() -
     assert "s3cret-value-42" not in inside
     assert inside.count("***") == 3  # the message, the failing line, the exception
     assert "s3cret-value-42" in outside
+
+
+def test_a_secret_learnt_inside_a_runs_scope_is_masked_in_the_log_records_after() -> None:
+    """masking_logs given a function asks it at each record: a forge token minted mid-run
+    (learnt by the run's RunSecrets) is masked in every record made after."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("some.library.minted")
+    logger.addHandler(handler)
+    logger.propagate = False
+    secrets = RunSecrets(["first-token-0123"])
+    try:
+        mask_log_records()
+        with masking_logs(secrets.current):
+            secrets.learn("minted-later-4567")
+            logger.warning("pushing with %s after %s", "minted-later-4567", "first-token-0123")
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue() == "pushing with *** after ***\n"

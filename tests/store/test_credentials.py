@@ -15,7 +15,9 @@ from sqlalchemy import select
 
 from golem.core.errors import CredentialsKeyError, InvalidRequest, StoreError
 from golem.store import (
+    AppKey,
     MemoryStore,
+    OAuthGrant,
     SqlStore,
     Store,
     TokenCipher,
@@ -184,3 +186,43 @@ async def test_a_token_that_cannot_be_one_is_refused_without_being_quoted(
         await store.for_tenant("a").set_forge_token("github", token, cipher)
     assert token not in refused.value.message or not token
     assert (await raw_tokens(store)) == {}
+
+
+GRANT = OAuthGrant.model_validate(  # test tokens
+    {
+        "access_token": "oauth-access-0123456789", "refresh_token": "oauth-refresh-0123456789",
+        "expires_at": 1_800_000_000.0, "client_id": "app", "client_secret": "gloas-0123456789",
+    }
+)  # fmt: skip
+APP = AppKey(
+    app_id=42, private_key="-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n"
+)
+
+
+async def test_an_app_key_and_an_oauth_grant_are_kept_sealed_and_come_back_whole(
+    store: Store, cipher: TokenCipher
+) -> None:
+    tenant = store.for_tenant("a")
+    await tenant.set_forge_token("github", APP, cipher)
+    await tenant.set_forge_token("gitlab", GRANT, cipher)
+
+    sealed = "".join((await raw_tokens(store)).values())
+    assert await tenant.reveal_forge_token("github", cipher) == APP
+    assert await tenant.reveal_forge_token("gitlab", cipher) == GRANT
+    for secret in (APP.private_key, GRANT.access_token, GRANT.refresh_token, "gloas-"):
+        assert secret not in sealed
+
+
+async def test_of_two_refreshes_of_one_grant_only_the_first_is_kept(
+    store: Store, cipher: TokenCipher
+) -> None:
+    tenant = store.for_tenant("a")
+    await tenant.set_forge_token("gitlab", GRANT, cipher)
+    first = GRANT.model_copy(update={"access_token": "access-1", "refresh_token": "refresh-1"})
+    second = GRANT.model_copy(update={"access_token": "access-2", "refresh_token": "refresh-2"})
+
+    assert await tenant.replace_forge_grant("gitlab", GRANT, first, cipher)
+    assert not await tenant.replace_forge_grant("gitlab", GRANT, second, cipher)  # lost
+
+    assert await tenant.reveal_forge_token("gitlab", cipher) == first
+    assert not await store.for_tenant("b").replace_forge_grant("gitlab", GRANT, second, cipher)

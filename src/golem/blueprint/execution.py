@@ -62,13 +62,16 @@ class Execution:
         self.writes = StoreWriter()
         self.engine = engine
         self.forge = forge
-        self.credentials = credentials or ForgeCredentials.from_config(config.forge)
+        self.credentials = credentials or ForgeCredentials.from_config(
+            config.forge, config.state_dir
+        )
         names = blueprint.box.get("secrets_env") or []
         self.secrets = RunSecrets.gather(
             [os.environ.get(str(name), "") for name in names] if isinstance(names, list) else [],
             config.credentials,
             self.credentials.secrets(),
         )
+        self.credentials.on_minted(self.secrets.learn)  # tokens minted mid-run are masked
         self._on_event = on_event
         self._box: Box | None = None
         self._layout = Layout()

@@ -45,12 +45,19 @@ from golem.blueprint.steps.gate import run_gate
 from golem.blueprint.steps.host import run_host
 from golem.blueprint.steps.loop import run_loop
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, InvalidRequest, RunTaken, StoreUnavailable
+from golem.core.errors import (
+    ForgeAuthError,
+    GitRemoteError,
+    GolemError,
+    InvalidRequest,
+    RunTaken,
+    StoreUnavailable,
+)
 from golem.core.events import EventSink
 from golem.core.ids import new_id
 from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
-from golem.forge import Forge, ForgeCredentials, make_forge
+from golem.forge import Forge, ForgeCredentials, make_forge, refused_credentials
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
 from golem.store import RETRY_AFTER, RunCap, Store, check_claim
@@ -88,7 +95,9 @@ class Runner:
         self.store = store
         self.book = RunBook(store)
         self.forge = forge
-        self.credentials = credentials or ForgeCredentials.from_config(config.forge)
+        self.credentials = credentials or ForgeCredentials.from_config(
+            config.forge, config.state_dir
+        )
         self.on_event = on_event
         self.checkpoints = checkpoints
         self.owner = owner
@@ -125,9 +134,10 @@ class Runner:
         return await self.run((await self.submit(request)).id)
 
     async def resume(self, run_id: str) -> RunState:
-        """Go on with a run whose runner died: prune its box, run from its current node."""
+        """Go on with a run whose runner died, or that failed for its forge credentials
+        (``resumable``): prune its box, run from its current node."""
         state = await self._load(run_id)
-        if state.finished:
+        if state.finished and not state.resumable:
             return state
         if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
             raise InvalidRequest(
@@ -135,6 +145,9 @@ class Runner:
                 "cancel it with `golem runs cancel` or wait for it"
             )
         await self.engine.prune()
+        if state.resumable:  # the credentials were fixed, the person says: on from the node
+            state.status, state.error, state.resumable = "running", None, False
+            await self.book.save(state)
         return await self.run(run_id, resumed=True)
 
     async def _load(self, run_id: str) -> RunState:
@@ -164,7 +177,7 @@ class Runner:
             forge=forge, credentials=self.credentials, on_event=self.on_event,
         )  # fmt: skip
         mask_log_records()
-        with masking_logs(ex.secrets.values):
+        with masking_logs(ex.secrets.current):
             return await self._run(ex, blueprint, resumed=resumed)
 
     async def _run(self, ex: Execution, blueprint: Blueprint, *, resumed: bool) -> RunState:
@@ -192,8 +205,7 @@ class Runner:
             stopped = taken = True
             raise
         except GolemError as exc:
-            state.status = "failed"
-            state.error = exc.message
+            _fail(state, exc)
         except Exception as exc:  # a bug must end the run, not leave it "running" forever
             log.exception("run %s: internal error", run_id)
             state.status = "failed"
@@ -321,6 +333,29 @@ class Runner:
         looped = await run_loop(ex, node)
         unverified = "; not verified" if ex.state.unverified else ""
         return looped, f"{ex.state.rounds} fix round(s){unverified}"
+
+
+def _fail(state: RunState, error: GolemError) -> None:
+    """End the run as failed with ``error``'s message. A run a forge refused for its
+    credentials (an expired or revoked token, an App key or refresh token refused) keeps
+    its place: the message says where its work is and how to go on once they are fixed."""
+    state.status, state.error = "failed", error.message
+    refused = isinstance(error, ForgeAuthError) or (
+        isinstance(error, GitRemoteError) and refused_credentials(error)
+    )
+    if not refused or state.current is None:
+        return
+    state.resumable = True
+    kept = ""
+    if state.commit:
+        kept = f" golem kept the run's work: commit {state.commit[:12]} on branch {state.branch}"
+    elif state.branch:
+        kept = f" golem kept the run's checkout: branch {state.branch}"
+    where = f" in {state.workspace}." if kept else ""
+    state.error = (
+        f"{error.message}.{kept}{where} Once the credentials are fixed, `golem runs resume "
+        f"{state.id}` goes on from {state.current}"
+    )
 
 
 async def _quietly(work: object) -> None:

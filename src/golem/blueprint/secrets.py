@@ -2,9 +2,10 @@
 
 A run knows secrets a box must never hand out: the values its box gets as secrets
 (``box.secrets_env``), the real values of brokered credentials (``[[credentials]]``) and
-its forge tokens. Whatever leaves the run (events, its saved state, the commit message,
-the pull request and comments) goes through ``RunSecrets.mask`` first, so a secret a box
-printed, an agent repeated or an error carried is ``***`` wherever it is shown or kept.
+its forge tokens, including those minted after it started (``learn``). Whatever leaves
+the run (events, its saved state, the commit message, the pull request and comments) goes
+through ``RunSecrets.mask`` first, so a secret a box printed, an agent repeated or an
+error carried is ``***`` wherever it is shown or kept.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ class RunSecrets:
     def __init__(self, values: Sequence[str]) -> None:
         self.values = sorted({value for value in values if value})
         self._masker = SecretMasker(self.values)
+
+    def learn(self, value: str) -> None:
+        """Mask ``value`` too from now on (a forge token minted mid-run)."""
+        if value and value not in self.values:
+            self.values = sorted({*self.values, value})
+            self._masker = SecretMasker(self.values)
+
+    def current(self) -> list[str]:
+        """Every secret known now (for a log filter that outlives ``learn``)."""
+        return self.values
 
     @classmethod
     def gather(

@@ -216,6 +216,11 @@ class RunState(BaseModel):
     gate: GateState | None = None
     trajectories: list[str] = Field(default_factory=list)
     error: str | None = None
+    resumable: bool = Field(
+        False,
+        description="It failed for its forge credentials, its work kept: `golem runs "
+        "resume` goes on from its current node once they are fixed.",
+    )
     cancel_requested: bool = False
 
     @property

@@ -1,6 +1,7 @@
 """`golem credentials set|ls|rm|new-key`: tenants' forge tokens in the server's store (run on
 the server's host, with its configuration). A token is read from stdin or a variable, never
-from the command line (argv is visible to every user of the host)."""
+from the command line (argv is visible to every user of the host); a GitHub App's private
+key from its file; a GitLab OAuth grant's refresh token and secret from variables."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from rich.table import Table
 from golem.cli import options
 from golem.cli.stores import using_store
 from golem.core.config import GolemConfig, load_config
-from golem.core.errors import ConfigError, InvalidRequest
-from golem.store import ForgeName, TokenCipher, new_key
+from golem.core.errors import ConfigError, ForgeCredentialsRefused, InvalidRequest
+from golem.store import AppKey, ForgeName, ForgeSecret, OAuthGrant, TokenCipher, new_key
 
 __all__ = ["credentials_app"]
 
@@ -57,6 +58,39 @@ def _read_token(token_env: str | None) -> str:
     return token
 
 
+def _variable(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise InvalidRequest(f"${name} is unset or empty: export the value in it")
+    return value
+
+
+def _app_key(
+    forge: ForgeName, app_id: int, key_file: Path | None, installation: int | None
+) -> AppKey:
+    from golem.forge.github_app import check_app_key  # noqa: PLC0415 (PyJWT when used)
+
+    if forge != "github" or key_file is None:
+        raise InvalidRequest("a GitHub App needs --forge github, --app-id and --private-key FILE")
+    try:
+        pem = key_file.read_text()
+        check_app_key(pem, str(key_file))
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {key_file}: {exc.strerror}") from exc
+    except ForgeCredentialsRefused as exc:
+        raise InvalidRequest(exc.message) from exc
+    return AppKey(app_id=app_id, private_key=pem, installation_id=installation)
+
+
+def _grant(
+    token: str, refresh_env: str, client_id: str | None, secret_env: str | None
+) -> OAuthGrant:
+    return OAuthGrant(
+        access_token=token, refresh_token=_variable(refresh_env), client_id=client_id,
+        client_secret=_variable(secret_env) if secret_env else None,
+    )  # fmt: skip
+
+
 @credentials_app.command("set")
 def set_command(
     tenant: str = TENANT,
@@ -64,15 +98,46 @@ def set_command(
     token_env: str | None = typer.Option(
         None, "--token-env", help="Read the token from this variable; default: stdin."
     ),
+    app_id: int | None = typer.Option(
+        None, "--app-id", help="A GitHub App's id: keep the App (with --private-key)."
+    ),
+    private_key: Path | None = typer.Option(
+        None, "--private-key", help="The GitHub App's private key: its .pem file."
+    ),
+    installation_id: int | None = typer.Option(
+        None, "--installation-id", help="The App's installation (default: each repository's)."
+    ),
+    refresh_token_env: str | None = typer.Option(
+        None,
+        "--refresh-token-env",
+        help="A GitLab OAuth grant: the variable holding its refresh token (the token is "
+        "then its access token; golem refreshes it).",
+    ),
+    client_id: str | None = typer.Option(None, "--client-id", help="The OAuth application's id."),
+    client_secret_env: str | None = typer.Option(
+        None, "--client-secret-env", help="The variable holding the OAuth application's secret."
+    ),
     config_file: Path | None = options.CONFIG,
 ) -> None:
-    """Keep a tenant's token (replacing any): its runs use it, no other tenant's do."""
+    """Keep a tenant's token, GitHub App or GitLab OAuth grant (replacing any): its runs
+    use it, no other tenant's do."""
     chosen = _forge(forge)
-    token = _read_token(token_env)
+    token: ForgeSecret
+    if app_id is not None:
+        token = _app_key(chosen, app_id, private_key, installation_id)
+    elif refresh_token_env is not None:
+        if chosen != "gitlab":
+            raise InvalidRequest(
+                "an OAuth grant with --refresh-token-env is GitLab's: --forge gitlab"
+            )
+        token = _grant(_read_token(token_env), refresh_token_env, client_id, client_secret_env)
+    else:
+        token = _read_token(token_env)
     config = _config(config_file)
     cipher = TokenCipher.from_config(config)
     using_store(config, lambda store: store.set_forge_token(chosen, token, cipher), tenant=tenant)
-    typer.echo(f"{chosen} token of tenant {tenant} set")
+    kind = "App" if app_id is not None else "OAuth grant" if refresh_token_env else "token"
+    typer.echo(f"{chosen} {kind} of tenant {tenant} set")
 
 
 def _when(stamp: float) -> str:

@@ -116,8 +116,9 @@ def _print_links(console: Console, state: RunState, follow_ups: list[RunState]) 
 def resume_command(
     run_id: str = typer.Argument(...), config_file: Path | None = options.CONFIG
 ) -> None:
-    """Go on with a run whose runner died (its box is removed; the node that was running
-    starts again from the checkout's last saved state)."""
+    """Go on with a run whose runner died, or that failed for its forge credentials once
+    they are fixed (its box is removed; the node that was running starts again from the
+    checkout's last saved state)."""
     config = options.BoxFlags(
         None, None, None, None, None, None, None, None, None, None, config_file
     ).load()

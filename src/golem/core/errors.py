@@ -36,6 +36,7 @@ GolemError
  |    |    +-- UnsafeRepository  the repository's own config would run commands on the host
  |    |    +-- RemoteRefused     the run's remote policy does not let git reach that remote
  |    +-- ForgeAuthError         the token is missing, refused, or lacks a permission
+ |    |    +-- ForgeCredentialsRefused  no token can be minted (an App's key, a refresh token)
  |    +-- ForgeNotFound          no such repository, issue or pull request (or not visible)
  |    +-- ForgeRateLimited       the API's rate limit, still hit after waiting
  |    +-- ForgeUnavailable       cannot reach the API, or 5xx after every retry
@@ -80,6 +81,7 @@ __all__ = [
     "EgressRefused",
     "ExecTimeout",
     "ForgeAuthError",
+    "ForgeCredentialsRefused",
     "ForgeError",
     "ForgeNotFound",
     "ForgeRateLimited",
@@ -384,6 +386,12 @@ class ForgeAuthError(ForgeError):
     """The forge's token is missing, refused, or lacks a permission."""
 
     exit_code, http_status = 2, 401
+
+
+class ForgeCredentialsRefused(ForgeAuthError):
+    """No fresh token can be minted: a GitHub App's key or installation, or a GitLab
+    refresh token or OAuth application, was refused. Waiting does not help; new
+    credentials do."""
 
 
 class ForgeNotFound(ForgeError):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
+from pathlib import Path
+from typing import Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 __all__ = ["GITHUB_API", "GITLAB_URL", "ForgeConfig", "GitHubConfig", "GitLabConfig"]
 
@@ -39,11 +40,47 @@ class GitHubConfig(BaseModel):
         60.0, ge=0, description="Longest Retry-After (seconds) golem waits before giving up."
     )
     timeout: float = Field(30.0, gt=0, description="Seconds one API request may take.")
+    app_id: int | None = Field(
+        None,
+        gt=0,
+        description="A GitHub App's id: golem mints the App's installation tokens (one hour "
+        "each, refreshed before they expire) instead of reading token_env.",
+    )
+    private_key: SecretStr | None = Field(
+        None,
+        description="The App's private key: the path of its PEM file (keep it mode 0600), or "
+        "the PEM itself (GOLEM_FORGE__GITHUB__PRIVATE_KEY).",
+    )
+    installation_id: int | None = Field(
+        None,
+        gt=0,
+        description="The App's installation to mint tokens for; unset: the one installed on "
+        "each run's repository (GET /repos/{owner}/{repo}/installation).",
+    )
+
+    @model_validator(mode="after")
+    def _whole_app(self) -> Self:
+        if (self.app_id is None) != (self.private_key is None):
+            raise ValueError(
+                "a GitHub App needs both app_id and private_key (the path of its PEM file): "
+                "set both, or neither to use token_env"
+            )
+        return self
 
     def git_host(self) -> str | None:
         """The host git remotes of this GitHub live on."""
         host = urlsplit(self.api_url).hostname
         return "github.com" if host == "api.github.com" else host
+
+    def app_key(self) -> str | None:
+        """The App's private key as PEM text (read from its file when ``private_key`` is a
+        path), or None without an App."""
+        if self.private_key is None:
+            return None
+        value = self.private_key.get_secret_value()
+        if value.lstrip().startswith("-----BEGIN"):
+            return value
+        return Path(value).expanduser().read_text(encoding="utf-8", errors="replace")
 
     def token(self) -> str | None:
         """The token from ``token_env``, or None when it is unset or empty."""
@@ -76,6 +113,21 @@ class GitLabConfig(BaseModel):
         60.0, ge=0, description="Longest Retry-After (seconds) golem waits before giving up."
     )
     timeout: float = Field(30.0, gt=0, description="Seconds one API request may take.")
+    refresh_token_env: str | None = Field(
+        None,
+        description="Environment variable that holds an OAuth refresh token: token_env's "
+        "token is then an OAuth access token (two hours), refreshed through /oauth/token "
+        "before it expires and after a 401; each new refresh token is kept in the state "
+        "directory (gitlab-oauth.json), which wins over the variable once written.",
+    )
+    oauth_client_id: str | None = Field(
+        None, description="The OAuth application's id (Application ID) the tokens belong to."
+    )
+    oauth_client_secret_env: str | None = Field(
+        None,
+        description="Environment variable that holds the OAuth application's secret, where "
+        "the application is confidential.",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -102,6 +154,16 @@ class GitLabConfig(BaseModel):
     def token(self) -> str | None:
         """The token from ``token_env``, or None when it is unset or empty."""
         return os.environ.get(self.token_env) or None
+
+    def refresh_token(self) -> str | None:
+        """The OAuth refresh token from ``refresh_token_env`` (None: unset or empty)."""
+        name = self.refresh_token_env
+        return (os.environ.get(name) or None) if name else None
+
+    def client_secret(self) -> str | None:
+        """The OAuth application's secret from ``oauth_client_secret_env`` (None: unset)."""
+        name = self.oauth_client_secret_env
+        return (os.environ.get(name) or None) if name else None
 
 
 class ForgeConfig(BaseModel):

@@ -211,15 +211,24 @@ def _masked_model(model: BaseModel, mask: Callable[[str], str]) -> BaseModel:
     return model.model_copy(update=changes) if changes else model
 
 
-_LOG_SECRETS: ContextVar[tuple[str, ...]] = ContextVar("golem_log_secrets", default=())
+_LOG_SECRETS: ContextVar[tuple[Callable[[], Iterable[str]], ...]] = ContextVar(
+    "golem_log_secrets", default=()
+)
 
 
 @contextlib.contextmanager
-def masking_logs(secrets: Iterable[str]) -> Iterator[None]:
+def masking_logs(secrets: Iterable[str] | Callable[[], Iterable[str]]) -> Iterator[None]:
     """Within this block (and the tasks and threads it starts, which copy its context), log
-    records that pass a ``SecretLogFilter`` have ``secrets`` masked. Scoped to the code that
-    holds the secrets (a run, a session), so no registry of every secret is kept."""
-    token = _LOG_SECRETS.set((*_LOG_SECRETS.get(), *(s for s in secrets if s)))
+    records that pass a ``SecretLogFilter`` have ``secrets`` masked: the values, or a
+    function asked for them at each record (secrets learnt later, such as a forge token
+    minted mid-run, are masked too). Scoped to the code that holds the secrets (a run, a
+    session), so no registry of every secret is kept."""
+    if callable(secrets):
+        current = secrets
+    else:
+        fixed = tuple(s for s in secrets if s)
+        current = lambda: fixed  # noqa: E731
+    token = _LOG_SECRETS.set((*_LOG_SECRETS.get(), current))
     try:
         yield
     finally:
@@ -233,7 +242,7 @@ class SecretLogFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Mask ``record`` in place; never drops it."""
-        secrets = _LOG_SECRETS.get()
+        secrets = [s for current in _LOG_SECRETS.get() for s in current() if s]
         if not secrets:
             return True
         masker = SecretMasker(secrets)

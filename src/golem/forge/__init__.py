@@ -7,7 +7,7 @@ the host.
 
 from typing import TYPE_CHECKING
 
-from golem.forge.auth import ForgeCredentials, GitAuth, git_auth
+from golem.forge.auth import ForgeCredentials, GitAuth, GitLogin, git_auth
 from golem.forge.config import ForgeConfig, GitHubConfig, GitLabConfig
 from golem.forge.contracts import (
     CheckResult,
@@ -22,7 +22,7 @@ from golem.forge.contracts import (
 from golem.forge.diffstat import DiffStat, FileChange
 from golem.forge.factory import make_forge
 from golem.forge.git import GitRepo
-from golem.forge.gitcmd import git_environment, run_git_blocking
+from golem.forge.gitcmd import git_environment, refused_credentials, run_git_blocking
 from golem.forge.local import LocalForge
 from golem.forge.refs import IssueRef, parse_issue_ref
 from golem.forge.remotes import pin_remote
@@ -44,6 +44,7 @@ __all__ = [
     "GitHubForge",
     "GitLabConfig",
     "GitLabForge",
+    "GitLogin",
     "GitRepo",
     "Issue",
     "IssueComment",
@@ -57,6 +58,7 @@ __all__ = [
     "make_forge",
     "parse_issue_ref",
     "pin_remote",
+    "refused_credentials",
     "run_git_blocking",
 ]
 

@@ -1,7 +1,9 @@
 """A git repository on the host: clone, branch, commit, push, and what a change touched.
 
 Every method runs git as a subprocess (``golem.forge.gitcmd``); tokens reach git through
-the environment only (``GitAuth``). Commands on the work tree run isolated from the host's
+the environment only (``GitAuth``), asked of the run's ``GitLogin`` for each command that
+talks to the remote; a command the remote refused for its token is run once more with a
+fresh one. Commands on the work tree run isolated from the host's
 git config (its files came from a box); the repository's own config is checked before each
 command, though no box writes it (``golem.sandbox.takeback`` never lands a ``.git`` path).
 Commands that reach a remote are held to the repository's ``RemotePolicy`` when it has one
@@ -17,7 +19,7 @@ from urllib.parse import urlsplit
 
 from golem.core.errors import GitError
 from golem.core.network import NetworkConfig, RemotePolicy
-from golem.forge.auth import GitAuth
+from golem.forge.auth import GitAuth, GitLogin
 from golem.forge.diffstat import DiffStat, parse_numstat, parse_status_paths
 from golem.forge.gitcmd import (
     GitOutput,
@@ -25,6 +27,7 @@ from golem.forge.gitcmd import (
     check_repository_config,
     git_environment,
     needs_safe_directory,
+    refused_credentials,
     require_git,
     run_git,
     shareable_config,
@@ -39,7 +42,8 @@ TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 class GitRepo:
     """A working tree at ``path``, worked on with the host's git.
 
-    ``auth`` gives git a token for HTTPS remotes on its origin; without it, the host's own
+    ``auth`` gives git a token for HTTPS remotes on its origin (a ``GitLogin`` is asked for
+    it per command; a ``GitAuth`` is one token, always); without it, the host's own
     git config and credential helpers answer, unless ``host_credentials`` is false (a
     tenant's run: only ``auth`` is sent) or ``remote_policy`` is given: then every remote is
     checked against it (resolved as ``network`` says), git is pinned to what was checked and
@@ -52,7 +56,7 @@ class GitRepo:
         self,
         path: str | Path,
         *,
-        auth: GitAuth | None = None,
+        auth: GitAuth | GitLogin | None = None,
         git: str = "git",
         timeout: float = 600.0,
         remote_policy: RemotePolicy | None = None,
@@ -61,7 +65,7 @@ class GitRepo:
         check_config: bool = True,
     ) -> None:
         self.path = Path(path).absolute()
-        self.auth = auth
+        self.auth = GitLogin.of(auth) if isinstance(auth, GitAuth) else auth
         self.git = git
         self.timeout = timeout
         self.remote_policy = remote_policy
@@ -80,7 +84,7 @@ class GitRepo:
         *,
         branch: str | None = None,
         depth: int | None = None,
-        auth: GitAuth | None = None,
+        auth: GitAuth | GitLogin | None = None,
         git: str = "git",
         timeout: float = 600.0,
     ) -> GitRepo:
@@ -361,23 +365,37 @@ class GitRepo:
         pinned to the checked ``urls``."""
         policy = self.remote_policy if remote else None
         require_git(self.git, pinned=policy is not None)  # one `git --version`, then cached
-        config = self.auth.git_config() if self.auth is not None and remote else []
         way = Reach()
         if remote:
             way = await reach(urls or [], policy, self.network,
                               host_credentials=self.host_credentials)  # fmt: skip
-        env = git_environment(
-            [*config, *way.config], safe_directories=safe_directories,
-            extra={**(extra_env or {}), **way.env}, isolated=not remote, sealed=way.sealed,
-        )  # fmt: skip
         if cwd is not None and not cwd.is_dir():
             raise GitError(f"{cwd} does not exist: clone the repository there first")
-        try:
+        login = self.auth if remote else None
+        auth = await login.auth() if login is not None else None
+
+        async def attempt(auth: GitAuth | None) -> GitOutput:
+            env = git_environment(
+                [*(auth.git_config() if auth is not None else []), *way.config],
+                safe_directories=safe_directories, extra={**(extra_env or {}), **way.env},
+                isolated=not remote, sealed=way.sealed,
+            )  # fmt: skip
             return await run_git(
                 self.git, args, cwd=cwd, env=env,
-                secrets=self.auth.secrets() if self.auth is not None else (),
+                secrets=auth.secrets() if auth is not None else (),
                 stdin=stdin, timeout=self.timeout, check=check, remote=remote,
             )  # fmt: skip
+
+        try:
+            try:
+                return await attempt(auth)
+            except GitError as exc:  # the token expired or was revoked: once, a fresh one
+                if login is None or auth is None or not refused_credentials(exc):
+                    raise
+                fresh = await login.refreshed(auth)
+                if fresh is None:
+                    raise
+                return await attempt(fresh)
         except GitError as exc:
             if policy is None or policy.git_errors:
                 raise

@@ -35,6 +35,7 @@ __all__ = [
     "check_repository_config",
     "git_environment",
     "needs_safe_directory",
+    "refused_credentials",
     "require_git",
     "run_git",
     "run_git_blocking",
@@ -326,6 +327,13 @@ def classify_failure(command: str, result: GitOutput, *, remote: bool = False) -
         else f"{command} failed with exit code {result.returncode} {said}"
     )
     return kind(message, command=command, returncode=result.returncode, output=result.stderr)
+
+
+def refused_credentials(error: GitError) -> bool:
+    """Whether git failed because the remote refused (or wanted) credentials: a 401 or
+    403, "authentication failed", no user name to give."""
+    said = error.output.lower()
+    return any(pattern in said for pattern, kind in REMOTE_PATTERNS if kind == "credentials")
 
 
 def _diagnose(stderr: str) -> tuple[type[GitError], str]:

@@ -10,7 +10,7 @@ import httpx
 
 from golem.core.errors import ForgeError, ForgeRequestRejected, PullRequestExists
 from golem.forge import github_ci, github_reviews
-from golem.forge.auth import ForgeCredentials
+from golem.forge.auth import ForgeCredentials, github_source
 from golem.forge.ci import CIJob, CIStatus
 from golem.forge.config import GITHUB_API, GitHubConfig
 from golem.forge.contracts import (
@@ -22,6 +22,7 @@ from golem.forge.contracts import (
 from golem.forge.github_api import GitHubAPI, GitHubReply
 from golem.forge.refs import IssueRef, parse_issue_ref, split_repo
 from golem.forge.reviews import Permission, ReviewDiscussion
+from golem.forge.tokens import StaticToken, TokenSource
 
 __all__ = ["GitHubForge"]
 
@@ -33,11 +34,12 @@ WEB_HOSTS = frozenset({"github.com", "www.github.com"})
 class GitHubForge:
     """Issues and pull requests on GitHub (or a GitHub Enterprise server, by ``api_url``).
 
-    The token is ``credentials.github`` when credentials are given (None: no token), else
-    ``token``, else the variable ``config.token_env`` names; reading public issues works
-    without one. ``labels`` are added to every pull request. Give a
-    ``transport`` (``httpx.MockTransport``) to answer requests in process; ``backoff`` is
-    the first wait (seconds) before retrying a 5xx.
+    Its tokens come from ``credentials.github`` when credentials are given (None: no
+    token), else are ``token`` as it is, else the App ``config.app_id`` names or the token
+    of ``config.token_env``; each request asks for the current one (``golem.forge.tokens``).
+    Reading public issues works without one. ``labels`` are added to every pull request.
+    Give a ``transport`` (``httpx.MockTransport``) to answer requests in process;
+    ``backoff`` is the first wait (seconds) before retrying a 5xx.
     """
 
     name = "github"
@@ -55,12 +57,15 @@ class GitHubForge:
         self.config = config or GitHubConfig()
         self.labels = list(labels)
         source = None
+        tokens: TokenSource | None
         if credentials is not None:
-            token, source = credentials.github, credentials.source
-        elif token is None:
-            token = self.config.token()
+            tokens, source = credentials.github_tokens, credentials.source or None
+        elif token is not None:
+            tokens = StaticToken(token, f"${self.config.token_env}")
+        else:
+            tokens = github_source(self.config)
         self.api = GitHubAPI(
-            self.config, token=token, token_source=source, transport=transport, backoff=backoff
+            self.config, tokens=tokens, token_source=source, transport=transport, backoff=backoff
         )
 
     async def fetch_issue(self, ref: str) -> Issue:

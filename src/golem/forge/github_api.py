@@ -3,12 +3,15 @@
 Retried: 502/503/504 and network errors (with doubling backoff), and rate limits whose
 wait (``Retry-After``, or ``x-ratelimit-reset`` when ``x-ratelimit-remaining`` is 0) is at
 most ``max_wait``. Everything else becomes the fitting ``ForgeError`` at once, with
-GitHub's own message and what to do next. The token is sent as ``Authorization: Bearer``
-to the API's origin only; pagination links elsewhere are refused.
+GitHub's own message and what to do next. The token is asked of its ``TokenSource`` for
+each request (a GitHub App's are minted per use) and sent as ``Authorization: Bearer`` to
+the API's origin only; pagination links elsewhere are refused. A 401 is answered once with
+a fresh token, where the source can mint one.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -26,13 +29,29 @@ from golem.core.errors import (
 )
 from golem.forge.config import GitHubConfig
 from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
+from golem.forge.tokens import StaticToken, TokenSource
 
-__all__ = ["Download", "GitHubAPI", "GitHubReply"]
+__all__ = [
+    "API_VERSION",
+    "Download",
+    "GitHubAPI",
+    "GitHubReply",
+    "github_detail",
+    "repo_of_path",
+    "retried_wait",
+]
 
 API_VERSION = "2022-11-28"
 MAX_PAGES = 50
 GitHubReply = Any
 """A decoded JSON reply of GitHub's API."""
+REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/?#]+)/(?P<name>[^/?#]+)")
+
+
+def repo_of_path(path: str) -> str | None:
+    """``owner/name`` of an API path under ``/repos/{owner}/{name}``, else None."""
+    found = REPO_PATH.match(path.split("?", 1)[0])
+    return f"{found['owner']}/{found['name']}" if found else None
 
 
 class GitHubAPI:
@@ -43,15 +62,20 @@ class GitHubAPI:
         config: GitHubConfig,
         *,
         token: str | None = None,
+        tokens: TokenSource | None = None,
         token_source: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 1.0,
     ) -> None:
-        """``token_source`` says where the token came from, for error messages (default:
-        the variable ``config.token_env`` names)."""
+        """The token comes from ``tokens``, else is ``token`` as it is (none: requests go
+        without one); ``token_source`` says where it came from, for error messages
+        (default: the source's own word, or the variable ``config.token_env`` names)."""
         self.config = config
-        self._token = token or None
-        self.token_source = token_source or f"${config.token_env}"
+        default_source = tokens.source if tokens is not None else f"${config.token_env}"
+        self.token_source = token_source or default_source
+        if tokens is None and token:
+            tokens = StaticToken(token, self.token_source)
+        self._tokens = tokens
         self._transport = transport
         self.retries = Retries(
             forge="GitHub",
@@ -60,13 +84,13 @@ class GitHubAPI:
             max_retries=config.max_retries,
             max_wait=config.max_wait,
             backoff=backoff,
-            rate_limit_wait=_retried_wait,
+            rate_limit_wait=retried_wait,
         )
 
     @property
     def has_token(self) -> bool:
         """Whether requests carry a token."""
-        return self._token is not None
+        return self._tokens is not None
 
     async def call(
         self,
@@ -162,8 +186,6 @@ class GitHubAPI:
             "X-GitHub-Api-Version": API_VERSION,
             "User-Agent": "golem",
         }
-        if self._token is not None:
-            headers["Authorization"] = f"Bearer {self._token}"
         return httpx.AsyncClient(
             base_url=self.config.api_url,
             headers=headers,
@@ -194,17 +216,42 @@ class GitHubAPI:
         params: Mapping[str, str | int] | None = None,
         follow_redirects: bool = True,
     ) -> httpx.Response:
+        repo = repo_of_path(self._api_path(url))
+        sent: list[str] = []  # the token the last attempt carried
+
         async def attempt_once() -> httpx.Response:
+            headers = {}
+            if self._tokens is not None:
+                sent[:] = [await self._tokens.token(repo)]
+                headers["Authorization"] = f"Bearer {sent[0]}"
             return await client.request(
-                method, url, json=json, params=params, follow_redirects=follow_redirects
+                method, url, json=json, params=params, headers=headers,
+                follow_redirects=follow_redirects,
+            )  # fmt: skip
+
+        async def refreshed() -> bool:
+            tokens = self._tokens
+            return (
+                bool(sent)
+                and tokens is not None
+                and await tokens.refresh(sent[0], repo) is not None
             )
 
-        return await self.retries.send(attempt_once, lambda response: self.error(response, what))
+        return await self.retries.send(
+            attempt_once, lambda response: self.error(response, what), refresh=refreshed
+        )
+
+    def _api_path(self, url: str) -> str:
+        """``url``'s path below the API's base (``/repos/o/r/...``), for any URL form."""
+        base = httpx.URL(self.config.api_url)
+        path = httpx.URL(url).path if "://" in url else url
+        prefix = base.path.rstrip("/")
+        return path.removeprefix(prefix) if prefix and path.startswith(prefix + "/") else path
 
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitHub's error ``response`` to a request about ``what``."""
         status = response.status_code
-        said = f"GitHub said {status}: {_detail(response)}"
+        said = f"GitHub said {status}: {github_detail(response)}"
         if status in (401, 403, 429):
             return self._access_error(response, what, said)
         if status in (404, 410):
@@ -214,7 +261,7 @@ class GitHubAPI:
                 "token's access"
             )
         if status == 422:
-            return _rejection(what, _detail(response), said)
+            return _rejection(what, github_detail(response), said)
         if status >= 500:
             return ForgeUnavailable(f"GitHub failed {what} ({said}) after retries; try later")
         return ForgeRequestRejected(f"GitHub refused {what} ({said})")
@@ -269,7 +316,7 @@ def _rejection(what: str, detail: str, said: str) -> ForgeRequestRejected:
     return ForgeRequestRejected(f"GitHub refused {what} ({said})")
 
 
-def _detail(response: httpx.Response) -> str:
+def github_detail(response: httpx.Response) -> str:
     """GitHub's ``message``, its ``errors`` and ``documentation_url``, as one line."""
     try:
         body = response.json()
@@ -290,7 +337,7 @@ def _detail(response: httpx.Response) -> str:
     return text
 
 
-def _retried_wait(response: httpx.Response) -> float | None:
+def retried_wait(response: httpx.Response) -> float | None:
     """The wait of a 403 or 429 that is a rate limit (None for anything else)."""
     return _rate_limit_wait(response) if response.status_code in (403, 429) else None
 
@@ -306,7 +353,7 @@ def _rate_limit_wait(response: httpx.Response) -> float | None:
             return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
         except (KeyError, ValueError):
             return 60.0
-    if "secondary rate limit" in _detail(response).lower():
+    if "secondary rate limit" in github_detail(response).lower():
         return 60.0  # GitHub's advice when it names no wait
     return None
 

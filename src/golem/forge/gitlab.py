@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from golem.core.errors import ForgeNotFound, ForgeRequestRejected, PullRequestExists
-from golem.forge.auth import ForgeCredentials
+from golem.forge.auth import ForgeCredentials, gitlab_source
 from golem.forge.ci import CIJob, CIStatus
 from golem.forge.config import GitLabConfig
 from golem.forge.contracts import (
@@ -24,6 +24,7 @@ from golem.forge.gitlab_ci import read_ci_status, read_job_failure
 from golem.forge.gitlab_reviews import note_comment, read_review_discussion
 from golem.forge.refs import GitLabRef, parse_gitlab_ref, split_project
 from golem.forge.reviews import Permission, ReviewDiscussion
+from golem.forge.tokens import StaticToken, TokenSource
 
 __all__ = ["GitLabForge"]
 
@@ -36,10 +37,12 @@ Reporter (20), Guest (10) and Minimal (5) read."""
 class GitLabForge:
     """Issues and merge requests on GitLab.
 
-    The token is ``credentials.gitlab`` when credentials are given (None: no token), else
-    ``token``, else the variable ``config.token_env`` names; reading public issues works
-    without one. ``labels`` are added to every merge request. Give a ``transport`` to
-    answer requests in process; ``backoff`` is the first wait (seconds) before a retry.
+    Its tokens come from ``credentials.gitlab`` when credentials are given (None: no
+    token), else are ``token`` as it is, else the OAuth grant or the token ``config``
+    names; each request asks for the current one (``golem.forge.tokens``). Reading public
+    issues works without one. ``labels`` are added to every merge request. Give a
+    ``transport`` to answer requests in process; ``backoff`` is the first wait (seconds)
+    before a retry.
     """
 
     name = "gitlab"
@@ -57,12 +60,15 @@ class GitLabForge:
         self.config = config or GitLabConfig()
         self.labels = list(labels)
         source = None
+        tokens: TokenSource | None
         if credentials is not None:
-            token, source = credentials.gitlab, credentials.source
-        elif token is None:
-            token = self.config.token()
+            tokens, source = credentials.gitlab_tokens, credentials.source or None
+        elif token is not None:
+            tokens = StaticToken(token, f"${self.config.token_env}")
+        else:
+            tokens = gitlab_source(self.config, None)
         self.api = GitLabAPI(
-            self.config, token=token, token_source=source, transport=transport, backoff=backoff
+            self.config, tokens=tokens, token_source=source, transport=transport, backoff=backoff
         )
 
     async def fetch_issue(self, ref: str) -> Issue:

@@ -5,8 +5,10 @@ Retried: 502/503/504 and network errors (with doubling backoff), and 429 whose w
 (``Retry-After``, or ``RateLimit-Reset``) is at most ``max_wait``. Everything else becomes
 the fitting ``ForgeError`` at once, with GitLab's own message (``{"message": ...}`` as a
 string, a list or a dict of fields; or ``{"error": ..., "error_description": ...}``) and
-what to do next. The token is sent as ``PRIVATE-TOKEN`` to the API's origin only;
-pagination links elsewhere are refused.
+what to do next. The token is asked of its ``TokenSource`` for each request and sent to
+the API's origin only (``PRIVATE-TOKEN`` for an access token, ``Authorization: Bearer``
+for an OAuth one); pagination links elsewhere are refused. A 401 is answered once with a
+refreshed token, where the source can refresh it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from golem.core.errors import (
 )
 from golem.forge.config import GitLabConfig
 from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
+from golem.forge.tokens import StaticToken, TokenSource
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
 
@@ -51,15 +54,20 @@ class GitLabAPI:
         config: GitLabConfig,
         *,
         token: str | None = None,
+        tokens: TokenSource | None = None,
         token_source: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 1.0,
     ) -> None:
-        """``token_source`` says where the token came from, for error messages (default:
-        the variable ``config.token_env`` names)."""
+        """The token comes from ``tokens``, else is ``token`` as it is (none: requests go
+        without one); ``token_source`` says where it came from, for error messages
+        (default: the source's own word, or the variable ``config.token_env`` names)."""
         self.config = config
-        self._token = token or None
-        self.token_source = token_source or f"${config.token_env}"
+        default_source = tokens.source if tokens is not None else f"${config.token_env}"
+        self.token_source = token_source or default_source
+        if tokens is None and token:
+            tokens = StaticToken(token, self.token_source)
+        self._tokens = tokens
         self._transport = transport
         self.retries = Retries(
             forge="GitLab",
@@ -74,7 +82,7 @@ class GitLabAPI:
     @property
     def has_token(self) -> bool:
         """Whether requests carry a token."""
-        return self._token is not None
+        return self._tokens is not None
 
     async def call(
         self,
@@ -120,8 +128,6 @@ class GitLabAPI:
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Accept": "application/json", "User-Agent": "golem"}
-        if self._token is not None:
-            headers["PRIVATE-TOKEN"] = self._token
         return httpx.AsyncClient(
             base_url=self.config.api_url,
             headers=headers,
@@ -157,11 +163,26 @@ class GitLabAPI:
     ) -> httpx.Response:
         """The response, its body not read yet (the caller reads or streams it)."""
 
+        sent: list[str] = []  # the token the last attempt carried
+
         async def attempt_once() -> httpx.Response:
-            request = client.build_request(method, url, json=json, params=params)
+            headers = {}
+            if self._tokens is not None:
+                sent[:] = [await self._tokens.token()]
+                if isinstance(self._tokens, StaticToken):
+                    headers["PRIVATE-TOKEN"] = sent[0]
+                else:  # an OAuth access token
+                    headers["Authorization"] = f"Bearer {sent[0]}"
+            request = client.build_request(method, url, json=json, params=params, headers=headers)
             return await client.send(request, stream=True)
 
-        return await self.retries.send(attempt_once, lambda response: self.error(response, what))
+        async def refreshed() -> bool:
+            tokens = self._tokens
+            return bool(sent) and tokens is not None and await tokens.refresh(sent[0]) is not None
+
+        return await self.retries.send(
+            attempt_once, lambda response: self.error(response, what), refresh=refreshed
+        )
 
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitLab's error ``response`` to a request about ``what``."""

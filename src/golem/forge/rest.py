@@ -1,7 +1,7 @@
 """What the forges' REST clients (``GitHubAPI``, ``GitLabAPI``) share: sending a request
-again after network errors, 502/503/504 (doubling backoff) and rate limits the forge
-names a wait for; the origin a token is kept to; and the bounded tail of a download (a CI
-job's log)."""
+again after network errors, 502/503/504 (doubling backoff), rate limits the forge names a
+wait for, and once after a 401 with a fresh token; the origin a token is kept to; and the
+bounded tail of a download (a CI job's log)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ __all__ = [
 ]
 
 RETRIED_STATUSES = frozenset({502, 503, 504})
+MAX_REFRESHES = 2
+"""Fresh tokens one request may try after a 401: the second serves when the first was one
+another holder had kept, and it proved stale too."""
 MAX_DOWNLOAD = 64 * 1024 * 1024
 """Bytes of a download read at most: a log that never ends does not hold a run."""
 
@@ -81,10 +84,14 @@ class Retries:
         self,
         attempt_once: Callable[[], Awaitable[httpx.Response]],
         error: Callable[[httpx.Response], ForgeError],
+        *,
+        refresh: Callable[[], Awaitable[bool]] | None = None,
     ) -> httpx.Response:
         """The first answer below 400 of ``attempt_once``, tried again while allowed;
-        else ``error(response)`` (its body read), or ForgeUnavailable when unreachable."""
-        attempt = 0
+        else ``error(response)`` (its body read), or ForgeUnavailable when unreachable.
+        A 401 is tried again when ``refresh`` gets a fresh token (True), at most
+        ``MAX_REFRESHES`` times."""
+        attempt = refreshed = 0
         while True:
             try:
                 response = await attempt_once()
@@ -100,6 +107,11 @@ class Retries:
             if response.status_code < 400:
                 return response
             await response.aread()
+            if response.status_code == 401 and refresh is not None and refreshed < MAX_REFRESHES:
+                refreshed += 1
+                await response.aclose()
+                if await refresh():
+                    continue
             delay = self.delay(response, attempt)
             if delay is None:
                 raise error(response)

@@ -40,7 +40,7 @@ ONCE = frozenset(
     {
         "create_run", "decide_gate", "claim_next_run", "requeue_run", "cancel_queued",
         "add_pull_request", "add_comment", "set_forge_token", "delete_forge_token",
-        "add_api_key", "revoke_api_key",
+        "add_api_key", "revoke_api_key", "replace_forge_grant",
     }
 )  # fmt: skip
 """The store's calls tried once (a second try could act twice or answer differently)."""

@@ -19,6 +19,8 @@ from golem.store.records import (
     EventRecord,
     ForgeCredential,
     ForgeName,
+    ForgeSecret,
+    OAuthGrant,
     PullRequestRecord,
     RunCap,
     RunRecord,
@@ -169,9 +171,10 @@ class Store(Protocol):
         ...
 
     async def set_forge_token(
-        self, forge: ForgeName, token: str, cipher: TokenCipher
+        self, forge: ForgeName, token: ForgeSecret, cipher: TokenCipher
     ) -> ForgeCredential:
-        """Keep this tenant's token for ``forge``, sealed."""
+        """Keep this tenant's credential for ``forge`` (a token, an App's key, an OAuth
+        grant), sealed."""
         ...
 
     async def delete_forge_token(self, forge: ForgeName) -> bool:
@@ -182,8 +185,15 @@ class Store(Protocol):
         """Which forges have a token (never the tokens)."""
         ...
 
-    async def reveal_forge_token(self, forge: ForgeName, cipher: TokenCipher) -> str | None:
-        """This tenant's token for ``forge``, opened; for its runner only."""
+    async def reveal_forge_token(self, forge: ForgeName, cipher: TokenCipher) -> ForgeSecret | None:
+        """This tenant's credential for ``forge``, opened; for its runner only."""
+        ...
+
+    async def replace_forge_grant(
+        self, forge: ForgeName, old: OAuthGrant, new: OAuthGrant, cipher: TokenCipher
+    ) -> bool:
+        """Keep a refreshed OAuth grant in place of ``old``, if ``old`` is still the one
+        kept (False: another refresh came first)."""
         ...
 
     async def add_api_key(self, key: ApiKeyRecord, digest: str) -> None:

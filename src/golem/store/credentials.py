@@ -1,23 +1,34 @@
-"""Forge credentials in golem's store: one token per tenant and forge, sealed at rest.
+"""Forge credentials in golem's store: one per tenant and forge, sealed at rest.
 
-A token goes in and never comes back out, except to the runner of that tenant's runs
-(``reveal_forge_token``); listings show which forges have one and when it was set. Before
-sealing, the store checks that the key opens the tokens stored already, so that a wrong or
-missing key is an error instead of a database whose tokens no key opens.
+A credential is a plain token, a GitHub App's key or a GitLab OAuth grant (``ForgeSecret``;
+the documents are sealed as JSON). It goes in and never comes back out, except to the
+runner of that tenant's runs (``reveal_forge_token``); listings show which forges have one
+and when it was set. Before sealing, the store checks that the key opens the credentials
+stored already, so that a wrong or missing key is an error instead of a database whose
+credentials no key opens. A refreshed OAuth grant replaces the one it was refreshed from
+only if that one is still stored (``replace_forge_grant``): of two refreshes from one grant,
+one is kept, and the other learns it lost.
 """
 
 from __future__ import annotations
 
 import time
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from golem.core.errors import StoreError
 from golem.store.cipher import TokenCipher
 from golem.store.plumbing import SqlBase
-from golem.store.records import ForgeCredential, ForgeName, check_token
+from golem.store.records import (
+    ForgeCredential,
+    ForgeName,
+    ForgeSecret,
+    OAuthGrant,
+    forge_secret,
+    sealable,
+)
 from golem.store.schema import forge_credentials
 
 __all__ = ["SqlCredentials"]
@@ -31,16 +42,17 @@ class SqlCredentials:
     """The forge-credentials part of SqlStore."""
 
     async def set_forge_token(
-        self: SqlBase, forge: ForgeName, token: str, cipher: TokenCipher
+        self: SqlBase, forge: ForgeName, token: ForgeSecret, cipher: TokenCipher
     ) -> ForgeCredential:
-        """Keep this tenant's token for ``forge`` (replacing any), sealed by ``cipher``."""
+        """Keep this tenant's credential for ``forge`` (replacing any), sealed by
+        ``cipher``."""
         tenant = self._creating("a forge token")
-        check_token(token)
+        text = sealable(token)
         async with self.transaction() as db:
             stored = (await db.execute(select(forge_credentials).limit(1))).first()
         if stored is not None:  # the key must open what is there before it seals more
             cipher.open(stored.token, f"the stored {stored.forge} token of {stored.tenant!r}")
-        sealed = cipher.seal(token)
+        sealed = cipher.seal(text)
         now = time.time()
         async with self.transaction(write=True) as db:
             insert = postgresql_insert if db.dialect.name == "postgresql" else sqlite_insert
@@ -88,20 +100,49 @@ class SqlCredentials:
 
     async def reveal_forge_token(
         self: SqlBase, forge: ForgeName, cipher: TokenCipher
-    ) -> str | None:
-        """This tenant's token for ``forge``, opened (None: it has none). For the runner of
-        this tenant's runs only: never answer it to a client, log it or put it in an event."""
-        if self.tenant is None:
-            raise StoreError("a store for all tenants reveals no token: use store.for_tenant")
-        async with self.transaction() as db:
-            sealed = (
-                await db.execute(
-                    select(forge_credentials.c.token).where(
-                        forge_credentials.c.tenant == self.tenant,
-                        forge_credentials.c.forge == forge,
-                    )
-                )
-            ).scalar_one_or_none()
+    ) -> ForgeSecret | None:
+        """This tenant's credential for ``forge``, opened (None: it has none). For the
+        runner of this tenant's runs only: never answer it to a client, log it or put it in
+        an event."""
+        sealed = await _sealed(self, forge)
         if sealed is None:
             return None
-        return cipher.open(str(sealed), f"the {forge} token of tenant {self.tenant!r}")
+        return forge_secret(cipher.open(sealed, f"the {forge} token of tenant {self.tenant!r}"))
+
+    async def replace_forge_grant(
+        self: SqlBase, forge: ForgeName, old: OAuthGrant, new: OAuthGrant, cipher: TokenCipher
+    ) -> bool:
+        """Keep ``new`` in place of ``old`` (the grant it was refreshed from), if ``old`` is
+        still this tenant's grant for ``forge``; False when another refresh (or a new
+        grant) came first: then read the stored one."""
+        sealed = await _sealed(self, forge)
+        if sealed is None:
+            return False
+        stored = forge_secret(cipher.open(sealed, f"the {forge} token of tenant {self.tenant!r}"))
+        if not isinstance(stored, OAuthGrant) or stored.refresh_token != old.refresh_token:
+            return False
+        table = forge_credentials
+        async with self.transaction(write=True) as db:
+            done = await db.execute(
+                update(table)
+                .where(table.c.tenant == self.tenant, table.c.forge == forge)
+                .where(table.c.token == sealed)  # unchanged since it was read: else lost
+                .values(token=cipher.seal(sealable(new)), updated=time.time())
+            )
+        return bool(done.rowcount)
+
+
+async def _sealed(store: SqlBase, forge: ForgeName) -> str | None:
+    """The tenant's sealed credential for ``forge``, as stored."""
+    if store.tenant is None:
+        raise StoreError("a store for all tenants reveals no token: use store.for_tenant")
+    async with store.transaction() as db:
+        sealed = (
+            await db.execute(
+                select(forge_credentials.c.token).where(
+                    forge_credentials.c.tenant == store.tenant,
+                    forge_credentials.c.forge == forge,
+                )
+            )
+        ).scalar_one_or_none()
+    return None if sealed is None else str(sealed)

@@ -23,11 +23,14 @@ from golem.store.records import (
     EventRecord,
     ForgeCredential,
     ForgeName,
+    ForgeSecret,
+    OAuthGrant,
     PullRequestRecord,
     RunCap,
     RunRecord,
     check_claim,
-    check_token,
+    forge_secret,
+    sealable,
 )
 
 __all__ = ["MemoryStore"]
@@ -265,18 +268,18 @@ class MemoryStore:
     # Forge credentials ------------------------------------------------------------------
 
     async def set_forge_token(
-        self, forge: ForgeName, token: str, cipher: TokenCipher
+        self, forge: ForgeName, token: ForgeSecret, cipher: TokenCipher
     ) -> ForgeCredential:
-        """Keep this tenant's token for ``forge``, sealed by ``cipher``."""
+        """Keep this tenant's credential for ``forge``, sealed by ``cipher``."""
         tenant = self._creating("a forge token")
-        check_token(token)
+        text = sealable(token)
         for (owner, name), (sealed, _) in list(self._data.tokens.items())[:1]:
             cipher.open(sealed, f"the stored {name} token of {owner!r}")
         now = time.time()
         earlier = self._data.tokens.get((tenant, forge))
         created = earlier[1].created if earlier is not None else now
         listed = ForgeCredential(tenant=tenant, forge=forge, created=created, updated=now)
-        self._data.tokens[(tenant, forge)] = (cipher.seal(token), listed)
+        self._data.tokens[(tenant, forge)] = (cipher.seal(text), listed)
         return listed
 
     async def delete_forge_token(self, forge: ForgeName) -> bool:
@@ -289,14 +292,27 @@ class MemoryStore:
         return [listed for key, (_, listed) in sorted(self._data.tokens.items())
                 if self._mine(key[0])]  # fmt: skip
 
-    async def reveal_forge_token(self, forge: ForgeName, cipher: TokenCipher) -> str | None:
-        """This tenant's token for ``forge``, opened."""
+    async def reveal_forge_token(self, forge: ForgeName, cipher: TokenCipher) -> ForgeSecret | None:
+        """This tenant's credential for ``forge``, opened."""
         if self.tenant is None:
             raise StoreError("a store for all tenants reveals no token: use store.for_tenant")
         kept = self._data.tokens.get((self.tenant, forge))
         if kept is None:
             return None
-        return cipher.open(kept[0], f"the {forge} token of tenant {self.tenant!r}")
+        return forge_secret(cipher.open(kept[0], f"the {forge} token of tenant {self.tenant!r}"))
+
+    async def replace_forge_grant(
+        self, forge: ForgeName, old: OAuthGrant, new: OAuthGrant, cipher: TokenCipher
+    ) -> bool:
+        """Keep ``new`` in place of ``old``, if ``old`` is still the one kept."""
+        stored = await self.reveal_forge_token(forge, cipher)
+        if not isinstance(stored, OAuthGrant) or stored.refresh_token != old.refresh_token:
+            return False
+        assert self.tenant is not None  # reveal_forge_token refused a store of all tenants
+        _, listed = self._data.tokens[(self.tenant, forge)]
+        updated = listed.model_copy(update={"updated": time.time()})
+        self._data.tokens[(self.tenant, forge)] = (cipher.seal(sealable(new)), updated)
+        return True
 
     # API keys ---------------------------------------------------------------------------
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from golem.core.errors import InvalidRequest, RunTaken
 
@@ -18,18 +18,22 @@ __all__ = [
     "FINISHED",
     "TOKEN_PATTERN",
     "ApiKeyRecord",
+    "AppKey",
     "CheckpointRecord",
     "CommentRecord",
     "Decision",
     "EventRecord",
     "ForgeCredential",
     "ForgeName",
+    "ForgeSecret",
+    "OAuthGrant",
     "PullRequestRecord",
     "Role",
     "RunCap",
     "RunRecord",
     "check_claim",
     "check_token",
+    "forge_secret",
 ]
 
 Decision = Literal["approved", "rejected"]
@@ -138,6 +142,62 @@ class ApiKeyRecord(_Record):
     name: str = ""
     created: float = Field(default_factory=time.time)
     revoked: bool = False
+
+
+class AppKey(_Record):
+    """A GitHub App's credentials: golem mints its installation tokens per use."""
+
+    kind: Literal["app"] = "app"
+    app_id: int = Field(gt=0)
+    private_key: str = Field(min_length=1, max_length=16384, repr=False)
+    """The App's private key, PEM."""
+    installation_id: int | None = Field(None, gt=0)
+    """None: the installation on each run's repository."""
+
+
+class OAuthGrant(_Record):
+    """An OAuth grant (GitLab's): the access token, the refresh token that mints the next
+    one, and the OAuth application it belongs to. Each refresh replaces the whole grant:
+    GitLab spends the refresh token it was given."""
+
+    kind: Literal["oauth"] = "oauth"
+    access_token: str = Field(pattern=r"^[\x21-\x7e]{0,2048}$", repr=False)
+    """Empty: none yet (the refresh token mints the first)."""
+    refresh_token: str = Field(pattern=TOKEN_PATTERN.pattern, repr=False)
+    expires_at: float | None = None
+    """When the access token expires (epoch seconds); None: unknown (used until a 401)."""
+    client_id: str | None = Field(None, max_length=256)
+    client_secret: str | None = Field(None, max_length=2048, repr=False)
+
+
+ForgeSecret = str | AppKey | OAuthGrant
+"""What a tenant keeps for a forge: a plain token (personal, project or group access
+token), a GitHub App's key, or a GitLab OAuth grant."""
+
+_DOCUMENTS: TypeAdapter[AppKey | OAuthGrant] = TypeAdapter(
+    Annotated[AppKey | OAuthGrant, Field(discriminator="kind")]
+)
+
+
+def forge_secret(opened: str) -> ForgeSecret:
+    """A stored secret from its opened text: a JSON document (an App's key, an OAuth
+    grant), else a plain token (which never starts with ``{``)."""
+    if not opened.startswith("{"):
+        return opened
+    try:
+        return _DOCUMENTS.validate_json(opened)
+    except ValidationError as exc:
+        raise InvalidRequest(
+            "a stored forge credential cannot be read (it was written by another version of "
+            "golem?): set it again with PUT /v1/credentials/FORGE"
+        ) from exc
+
+
+def sealable(secret: ForgeSecret) -> str:
+    """The text a secret is sealed as (``forge_secret`` reads it back)."""
+    if isinstance(secret, str):
+        return check_token(secret)
+    return secret.model_dump_json()
 
 
 def check_token(token: str) -> str:

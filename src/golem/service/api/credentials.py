@@ -1,21 +1,26 @@
 """Forge credentials over HTTP: a tenant sets, lists and deletes its own forge tokens.
 
-A token is write-only: it is sealed in the store and never answered, logged or put in an
-event. A key acts for its own tenant; only an admin key may name another (``tenant=``).
+A credential is a token, a GitHub App (its id and private key: golem mints its
+installation tokens per use) or a GitLab OAuth grant (an access token with its refresh
+token: golem refreshes it). It is write-only: sealed in the store and never answered,
+logged or put in an event. A key acts for its own tenant; only an admin key may name
+another (``tenant=``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from golem.core.errors import Problem
+from golem.core.errors import ForgeCredentialsRefused, Problem
+from golem.forge.github_app import check_app_key
 from golem.service.api.deps import Caller, State
 from golem.service.keys import Principal
-from golem.store import ForgeCredential, ForgeName
+from golem.store import AppKey, ForgeCredential, ForgeName, ForgeSecret, OAuthGrant
 
 __all__ = ["TokenBody", "router"]
 
@@ -34,16 +39,91 @@ TenantParameter = Annotated[
 
 
 class TokenBody(BaseModel):
-    """A forge token to keep for the tenant (write-only: never shown again)."""
+    """A forge credential to keep for the tenant (write-only: never shown again): a
+    ``token``; or a GitHub App (``app_id``, ``private_key``, optionally
+    ``installation_id``); or a GitLab OAuth grant (``token`` and ``refresh_token``, with
+    ``client_id``, ``client_secret`` where the OAuth application needs them)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    token: SecretStr = Field(
+    token: SecretStr | None = Field(
+        None,
         min_length=1,
         max_length=2048,
         description="The token, e.g. a GitHub fine-grained personal access token or a "
-        "GitLab personal, project or group access token (scope api).",
+        "GitLab personal, project or group access token (scope api); with refresh_token, "
+        "a GitLab OAuth access token.",
     )
+    app_id: int | None = Field(None, gt=0, description="A GitHub App's id.")
+    private_key: SecretStr | None = Field(
+        None, min_length=1, max_length=16384, description="The GitHub App's private key (PEM)."
+    )
+    installation_id: int | None = Field(
+        None, gt=0, description="The App's installation; unset: each run's repository's."
+    )
+    refresh_token: SecretStr | None = Field(
+        None, min_length=1, max_length=2048, description="A GitLab OAuth refresh token."
+    )
+    expires_in: int | None = Field(
+        None, gt=0, description="Seconds the OAuth access token has left (unset: unknown)."
+    )
+    client_id: str | None = Field(
+        None, min_length=1, max_length=256, description="The OAuth application's id."
+    )
+    client_secret: SecretStr | None = Field(
+        None, min_length=1, max_length=2048, description="The OAuth application's secret."
+    )
+
+    def secret(self, forge: ForgeName) -> ForgeSecret:
+        """What to keep; a 422 that names the fields when the body is none of the forms."""
+        given = {name for name, value in self if value is not None}
+        app = {"app_id", "private_key", "installation_id"}
+        oauth = {"token", "refresh_token", "expires_in", "client_id", "client_secret"}
+        if given == {"token"}:
+            return _plain(self.token)
+        if forge == "github" and {"app_id", "private_key"} <= given <= app:
+            return self._app()
+        if forge == "gitlab" and {"refresh_token"} <= given <= oauth:
+            return self._grant()
+        raise Problem(
+            422,
+            f"a {forge} credential is a token alone"
+            + (
+                ", or a GitHub App: app_id and private_key (installation_id optional)"
+                if forge == "github"
+                else ", or an OAuth grant: refresh_token (token, expires_in, client_id and "
+                "client_secret as the OAuth application needs)"
+            )
+            + f"; this body gave {', '.join(sorted(given)) or 'nothing'}",
+        )
+
+    def _app(self) -> AppKey:
+        assert self.app_id is not None
+        assert self.private_key is not None
+        pem = self.private_key.get_secret_value()
+        try:
+            check_app_key(pem, "private_key")
+        except ForgeCredentialsRefused as exc:
+            raise Problem(422, exc.message) from None
+        return AppKey(app_id=self.app_id, private_key=pem, installation_id=self.installation_id)
+
+    def _grant(self) -> OAuthGrant:
+        assert self.refresh_token is not None
+        try:
+            return OAuthGrant(
+                access_token=_plain(self.token) if self.token is not None else "",
+                refresh_token=_plain(self.refresh_token),
+                expires_at=time.time() + self.expires_in if self.expires_in else None,
+                client_id=self.client_id,
+                client_secret=_plain(self.client_secret) if self.client_secret else None,
+            )
+        except ValueError:
+            raise Problem(422, "the OAuth grant's fields cannot be kept: check them") from None
+
+
+def _plain(value: SecretStr | None) -> str:
+    assert value is not None
+    return value.get_secret_value()
 
 
 def _tenant(principal: Principal, tenant: str | None) -> str:
@@ -75,8 +155,7 @@ async def set_credential(
     no other tenant's run ever does."""
     target = _tenant(principal, tenant)
     store = state.store.for_tenant(target)
-    token = body.token.get_secret_value()
-    kept = await store.set_forge_token(forge, token, state.forge_access.cipher)
+    kept = await store.set_forge_token(forge, body.secret(forge), state.forge_access.cipher)
     log.info("tenant %s: %s token set (key %s)", target, forge, principal.key_id)
     return kept
 
