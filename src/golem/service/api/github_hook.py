@@ -15,6 +15,7 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
+from golem.service.forge_names import GITHUB_DELIVERY, check_delivery
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.github_events import read_delivery
 
@@ -39,6 +40,7 @@ def signature(secret: str, body: bytes) -> str:
     responses={
         200: {"description": "ping, or the run a delivery asked for exists already"},
         401: {"description": "missing or wrong X-Hub-Signature-256"},
+        422: {"description": "a name the delivery gives is not one (the field is named)"},
         503: {"description": "no webhook secret is configured: every delivery is refused"},
     },
 )
@@ -60,6 +62,7 @@ async def github_webhook(
     if not x_github_event or not x_github_delivery or not DELIVERY_ID.match(x_github_delivery):
         raise Problem(400, "a delivery needs X-GitHub-Event and X-GitHub-Delivery headers")
     payload = read_payload(body, request.headers.get("content-type", ""))
+    check_delivery(GITHUB_DELIVERY, payload)
     answer = answered(response, await _answer(trigger, x_github_event, x_github_delivery, payload))
     log.info(
         "GitHub delivery %s (%s): %s, %s",
