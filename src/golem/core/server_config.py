@@ -228,7 +228,10 @@ class RetentionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     days: float | None = Field(
-        None, gt=0, description="Days a finished run's events and directory are kept; None: ever."
+        None,
+        gt=0,
+        description="Days a finished run's events and directory, and the record of a webhook "
+        "delivery that started a run, are kept; None: ever.",
     )
     trajectories: Literal["keep", "archive", "delete"] = Field(
         "archive",

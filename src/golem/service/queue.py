@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
@@ -30,7 +31,7 @@ from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
-from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, RunRecord, Store
+from golem.store import ACTIVE, QUEUE, RETRY_AFTER, DeliveryRecord, RunCap, RunRecord, Store
 
 __all__ = ["RunCarrier", "RunQueue"]
 
@@ -77,15 +78,18 @@ class RunQueue:
     async def _retain(self) -> None:
         """Prune what old runs left, every ``[server.retention] interval`` seconds (a
         schedule: nothing to be woken by)."""
+        retention = self.config.server.retention
         while True:
             try:
                 pruned = await prune_runs(self.store, self.config)
+                if retention.days is not None:  # a delivery older than that is not redelivered
+                    await self.store.prune_deliveries(time.time() - retention.days * 86400)
             except (GolemError, OSError) as exc:
                 log.warning("pruning old runs failed (tried again later): %s", exc)
             else:
                 if pruned:
                     log.info("pruned %d old runs: %s", len(pruned), ", ".join(pruned))
-            await asyncio.sleep(self.config.server.retention.interval)
+            await asyncio.sleep(retention.interval)
 
     async def recover(self) -> list[str]:
         """Requeue runs whose runner on this host is gone; returns their ids."""
@@ -113,14 +117,19 @@ class RunQueue:
         *,
         remote_policy: RemotePolicy | None = None,
         tier: str | None = None,
+        delivery: DeliveryRecord | None = None,
     ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
-        the git remotes the run may reach (the submitting key's role's ``repos``)."""
+        the git remotes the run may reach (the submitting key's role's ``repos``);
+        ``delivery`` is the webhook delivery that asked for it, kept with it in the same
+        step (DuplicateDelivery when it started a run already, on any server)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
-        return await runner.submit(request, remote_policy=remote_policy, cap=self._cap(), tier=tier)
+        return await runner.submit(
+            request, remote_policy=remote_policy, cap=self._cap(), tier=tier, delivery=delivery
+        )
 
     def _cap(self) -> RunCap:
         """The room the store must have for a new run: limits count every server's runs
