@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
@@ -78,18 +77,15 @@ class RunQueue:
     async def _retain(self) -> None:
         """Prune what old runs left, every ``[server.retention] interval`` seconds (a
         schedule: nothing to be woken by)."""
-        retention = self.config.server.retention
         while True:
             try:
                 pruned = await prune_runs(self.store, self.config)
-                if retention.days is not None:  # a delivery older than that is not redelivered
-                    await self.store.prune_deliveries(time.time() - retention.days * 86400)
             except (GolemError, OSError) as exc:
                 log.warning("pruning old runs failed (tried again later): %s", exc)
             else:
                 if pruned:
                     log.info("pruned %d old runs: %s", len(pruned), ", ".join(pruned))
-            await asyncio.sleep(retention.interval)
+            await asyncio.sleep(self.config.server.retention.interval)
 
     async def recover(self) -> list[str]:
         """Requeue runs whose runner on this host is gone; returns their ids."""
