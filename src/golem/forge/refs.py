@@ -20,7 +20,9 @@ __all__ = [
     "split_repo",
 ]
 
-NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,99})"
+NAME = r"(?!\.{1,2}(?![A-Za-z0-9._-]))[A-Za-z0-9._][A-Za-z0-9._-]{0,99}"
+"""One part of a repository's or project's path: letters, digits, '.', '_' and '-', not
+starting with '-', and never '.' or '..' (which a URL path would read as a step)."""
 SHORT = re.compile(rf"^({NAME})/({NAME})#(\d+)$")
 WEB_PATH = re.compile(rf"^/({NAME})/({NAME})/(?:issues|pull|pulls)/(\d+)/?$")
 REPO = re.compile(rf"^({NAME})/({NAME})$")
