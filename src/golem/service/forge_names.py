@@ -53,7 +53,7 @@ def repo_name(value: Any) -> str | None:
         return None
     return (
         f"{value!r} is not a GitHub repository: OWNER/NAME, each of letters, digits, '.', '_' "
-        "and '-' and starting with a letter or a digit"
+        "and '-', not starting with '-', and neither '.' nor '..'"
     )
 
 
@@ -63,7 +63,7 @@ def project_path(value: Any) -> str | None:
         return None
     return (
         f"{value!r} is not a GitLab project path: GROUP/PROJECT (subgroups allowed), each of "
-        "letters, digits, '.', '_' and '-' and starting with a letter or a digit"
+        "letters, digits, '.', '_' and '-', not starting with '-', and neither '.' nor '..'"
     )
 
 
