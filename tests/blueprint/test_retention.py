@@ -15,7 +15,7 @@ from golem.blueprint import RunBook, RunRequest, RunState, RunStatus
 from golem.blueprint.events import RunFinished, RunNote
 from golem.blueprint.retention import prune_runs
 from golem.core import GolemConfig, load_config
-from golem.store import MemoryStore, SqlStore, Store
+from golem.store import DeliveryRecord, MemoryStore, SqlStore, Store
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -135,3 +135,20 @@ async def test_a_pruned_runs_events_go_on_numbered_after_its_run_end(
     assert [seq for seq, _ in await book.events("run-old", after=1)] == [2]
     await book.append(RunNote(run_id="run-old", message="late"))
     assert [seq for seq, _ in await book.events("run-old", after=2)] == [3]
+
+
+async def test_webhook_deliveries_kept_longer_ago_than_the_age_are_forgotten(
+    store: Store, tmp_path: Path
+) -> None:
+    config = configured(tmp_path, days=30)
+    book = RunBook(store.for_tenant("acme"))
+    for run_id, created in (("run-old", NOW - 31 * DAY), ("run-new", NOW - 29 * DAY)):
+        state = RunState(
+            id=run_id, request=RunRequest(repo="/srv/repo", task="t"), blueprint="minion",
+            blueprint_source="", created=created,
+        )  # fmt: skip
+        await book.create(state, delivery=DeliveryRecord(source="github", ids=(f"d-{run_id}",)))
+    await prune_runs(store, config, now=NOW)
+    acme = store.for_tenant("acme")
+    assert await acme.find_delivery("github", ("d-run-old",)) is None  # asked again, if ever
+    assert await acme.find_delivery("github", ("d-run-new",)) == "run-new"

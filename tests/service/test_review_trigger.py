@@ -46,6 +46,7 @@ from tests.service.test_github_trigger import (
 pytestmark = pytest.mark.bwrap
 
 WRITER, READER = "maintainer", "passerby"
+SECOND_WRITER = "co-maintainer"
 
 
 def gated(directory: Path, name: str) -> Path:
@@ -271,6 +272,36 @@ def test_a_redelivery_is_deduped_and_a_request_meanwhile_starts_after_the_run_en
     later = runs_after(served, key, repo, number, run_id)
     assert later["request"]["follow_up"]["request"] == "@golem and a second thing"
     assert run_to_end(served, key, later["id"], "cancel")["status"] == "cancelled"
+
+
+def test_a_request_meanwhile_is_kept_per_person_and_one_who_may_not_push_never_replaces_it(
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+) -> None:
+    repo, number, _ = opened
+    github.set_permission(repo, SECOND_WRITER, "maintain")
+    asked = review_comment(repo, number, "@golem first thing")
+    run_id = deliver(served, "pull_request_review_comment", asked).json()["run_id"]
+    waiting = [
+        review_comment(repo, number, "@golem then rename it"),
+        review_comment(repo, number, "@golem and the README", author=SECOND_WRITER),
+    ]
+    for request in waiting:
+        answer = deliver(served, "pull_request_review_comment", request)
+        assert (answer.json()["status"], answer.json()["run_id"]) == ("running", run_id)
+    stranger = review_comment(repo, number, "@golem do something else", author=READER)
+    refused = deliver(served, "pull_request_review_comment", stranger)
+    assert (refused.status_code, refused.json()["status"]) == (202, "ignored"), refused.text
+    assert "passerby has read access" in refused.json()["reason"]
+    assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+    started = []
+    for _ in waiting:  # one at a time: each starts once the one before it ended
+        later = runs_after(served, key, repo, number, run_id)
+        started.append(later["request"]["follow_up"])
+        run_id = later["id"]
+        assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+    assert [(f["requested_by"], f["request"]) for f in started] == [
+        (WRITER, "@golem then rename it"), (SECOND_WRITER, "@golem and the README"),
+    ]  # fmt: skip
 
 
 def runs_after(served: Served, key: str, repo: str, number: int, run_id: str) -> dict[str, Any]:

@@ -137,6 +137,34 @@ def test_an_interrupted_archive_upload_unpacks_nothing(
     until(lambda: shell(acme, session, look) == "kept.txt\n", "as it was")
 
 
+def test_a_client_that_leaves_mid_body_is_one_line_in_the_log_never_a_traceback(
+    served: Served, key: str, acme: httpx.Client, session: str
+) -> None:
+    acme.put(f"/v1/sessions/{session}/files", params={"path": "kept.txt"}, content=b"kept")
+    look = "ls -A; cat kept.txt"
+    assert shell(acme, session, look) == "kept.txt\nkept"
+    url = httpx.URL(served.url)
+    cut = [  # a file, an archive, a JSON body: each cut off a quarter of the way
+        ("PUT", f"/v1/sessions/{session}/files?path=kept.txt", b"x" * (2 << 20)),
+        ("PUT", f"/v1/sessions/{session}/archive?path=unpacked", b"\0" * (2 << 20)),
+        ("POST", f"/v1/sessions/{session}/exec", b'{"cmd": "' + b"y" * (2 << 20)),
+    ]
+    start = len(served.output)
+    for method, target, body in cut:
+        head = (
+            f"{method} {target} HTTP/1.1\r\nHost: {url.host}\r\nAuthorization: Bearer {key}"
+            f"\r\nContent-Type: application/octet-stream\r\nContent-Length: {8 << 20}\r\n\r\n"
+        )
+        with socket.create_connection((url.host, url.port)) as client:
+            client.sendall(head.encode() + body)
+        said = f"{method} {target.split('?')[0]} left"
+        until(lambda said=said: any(said in line for line in served.output[start:]), said)
+    log = "".join(served.output[start:])
+    assert "Traceback" not in log, log[-3000:]
+    assert len([line for line in served.output[start:] if " left after " in line]) == 3, log
+    assert shell(acme, session, look) == "kept.txt\nkept"  # the session as it was, and alive
+
+
 def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: Served) -> None:
     session = open_session(acme, max_file_bytes="1m")
     try:

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter
 
 from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState, RunStatus
-from golem.store import RunCap, RunRecord, Signal, Store, control_key
+from golem.store import DeliveryRecord, RunCap, RunRecord, Signal, Store, control_key
 
 __all__ = ["RunBook", "run_state"]
 
@@ -45,14 +45,18 @@ class RunBook:
         """The runs of ``tenant`` (a book for all tenants changes runs through this)."""
         return RunBook(self.store.for_tenant(tenant))
 
-    async def create(self, state: RunState, *, cap: RunCap | None = None) -> None:
-        """Keep a new run (if ``cap`` leaves it room: else QueueFull)."""
+    async def create(
+        self, state: RunState, *, cap: RunCap | None = None, delivery: DeliveryRecord | None = None
+    ) -> None:
+        """Keep a new run (if ``cap`` leaves it room: else QueueFull; if ``delivery`` started
+        no run yet: else DuplicateDelivery)."""
         await self.store.create_run(
             RunRecord(
                 id=state.id, tenant=self.store.tenant or "", status=state.status,
                 created=state.created, updated=state.updated, document=state.model_dump_json(),
             ),
             cap=cap,
+            delivery=delivery,
         )  # fmt: skip
 
     async def save(self, state: RunState, *, touch: bool = True) -> None:

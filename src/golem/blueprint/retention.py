@@ -1,7 +1,7 @@
 """Retention: what runs that ended long ago leave behind is pruned, as ``[server.retention]``
 says: their directories (the checkout) are removed and their trajectories kept, archived
 or deleted, then the store deletes their events but their ``run_end`` (the runs stay listed,
-with their outcome).
+with their outcome), and forgets the webhook deliveries kept as long ago.
 The server runs it every ``interval`` seconds."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a run id that name
 
 async def prune_runs(store: Store, config: GolemConfig, now: float | None = None) -> list[str]:
     """Prune the runs of ``store`` that ended more than ``[server.retention] days`` before
-    ``now``; returns their ids (none when retention is off)."""
+    ``now``, and the deliveries kept before then; returns the runs' ids (none when
+    retention is off)."""
     retention = config.server.retention
     if retention.days is None:
         return []
@@ -44,6 +45,7 @@ async def prune_runs(store: Store, config: GolemConfig, now: float | None = None
         await RunBook(tenant).save(state, touch=False)  # it still ended when it ended
         await tenant.prune_events(state.id)
         pruned.append(state.id)
+    await store.prune_deliveries(ended_before)  # redelivered that late, it is asked again
     return pruned
 
 

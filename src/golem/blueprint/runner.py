@@ -60,7 +60,7 @@ from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge, refused_credentials
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
-from golem.store import RETRY_AFTER, RunCap, Store, check_claim
+from golem.store import RETRY_AFTER, DeliveryRecord, RunCap, Store, check_claim
 
 __all__ = ["Runner"]
 
@@ -110,11 +110,14 @@ class Runner:
         remote_policy: RemotePolicy | None = None,
         cap: RunCap | None = None,
         tier: str | None = None,
+        delivery: DeliveryRecord | None = None,
     ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
         is the store's room for it (a server's limits: else QueueFull); ``tier`` the
-        trust tier of the role that submitted it (a cluster places it on that tier)."""
+        trust tier of the role that submitted it (a cluster places it on that tier);
+        ``delivery`` the webhook delivery that asked for it, kept with it (one that started
+        a run already: DuplicateDelivery)."""
         if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
@@ -126,7 +129,7 @@ class Runner:
         )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
-        await self.book.create(state, cap=cap)
+        await self.book.create(state, cap=cap, delivery=delivery)
         return state
 
     async def start(self, request: RunRequest) -> RunState:

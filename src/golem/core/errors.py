@@ -51,6 +51,8 @@ GolemError
  |    +-- CredentialsKeyError    the key sealing forge tokens is missing or wrong
  +-- RunConflict                 the run's state does not allow that (ended, gate answered)
  |    +-- RunTaken               the run was claimed again: this runner's writes are refused
+ |    +-- DuplicateDelivery      a webhook delivery started a run already (that run is named)
+ +-- NameRefused                 a name bound for a forge's URL path is not one (its field named)
  +-- PolicyViolation             a server key's role does not allow the request
  +-- QueueFull                   the server takes no more runs now (retry later)
  +-- MissingForgeToken           a run needs a forge token its tenant does not have
@@ -78,6 +80,7 @@ __all__ = [
     "BudgetSpent",
     "ConfigError",
     "CredentialsKeyError",
+    "DuplicateDelivery",
     "EgressRefused",
     "ExecTimeout",
     "ForgeAuthError",
@@ -101,6 +104,7 @@ __all__ = [
     "ModelRateLimited",
     "ModelRequestRejected",
     "ModelUnavailable",
+    "NameRefused",
     "NodeLost",
     "NotVerified",
     "PathNotFound",
@@ -487,6 +491,28 @@ class RunTaken(RunConflict):
     """The run was claimed again (or queued again) since this writer read it: its runner
     is another now (its machine was declared dead, its server's runs were recovered), and
     what this one still had to write is refused so that it cannot write over that one."""
+
+
+class DuplicateDelivery(RunConflict):
+    """A forge's webhook delivery (by one of its ids) started run ``run_id`` already: a
+    redelivery or a retry, to this server or to another one of the store."""
+
+    def __init__(self, run_id: str, delivery: str) -> None:
+        super().__init__(f"delivery {delivery} started run {run_id} already: nothing new starts")
+        self.run_id = run_id
+
+
+class NameRefused(GolemError):
+    """A name that would go into a forge's URL path (a repository, a project path, an issue
+    reference, a branch, a login, a thread, a number) is not one; ``field`` names where it
+    came from. Refused where it enters the server, before any forge call."""
+
+    exit_code, http_status = 2, 422
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
 
 
 class PolicyViolation(GolemError):

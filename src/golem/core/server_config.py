@@ -228,7 +228,10 @@ class RetentionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     days: float | None = Field(
-        None, gt=0, description="Days a finished run's events and directory are kept; None: ever."
+        None,
+        gt=0,
+        description="Days a finished run's events and directory, and the record of a webhook "
+        "delivery that started a run, are kept; None: ever.",
     )
     trajectories: Literal["keep", "archive", "delete"] = Field(
         "archive",
@@ -279,6 +282,14 @@ class ServerConfig(BaseModel):
     )
     body_min_rate: int = Field(
         1024, ge=0, description="Bytes a second a request body must average (body_timeout)."
+    )
+    max_json_depth: int = Field(
+        64,
+        ge=2,
+        le=200,
+        description="Deepest nesting of a JSON request body, webhook delivery, MCP request or "
+        "WebSocket message; deeper is refused (400) before it is parsed. At most 200, the "
+        "depth pydantic's own parser stops at.",
     )
     policies: dict[str, RolePolicy] = Field(
         default_factory=default_policies, description="What each role may ask for."

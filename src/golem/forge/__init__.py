@@ -24,7 +24,13 @@ from golem.forge.factory import make_forge
 from golem.forge.git import GitRepo
 from golem.forge.gitcmd import git_environment, refused_credentials, run_git_blocking
 from golem.forge.local import LocalForge
-from golem.forge.refs import IssueRef, parse_issue_ref
+from golem.forge.refs import (
+    IssueRef,
+    is_project_path,
+    is_repo_name,
+    parse_gitlab_ref,
+    parse_issue_ref,
+)
 from golem.forge.remotes import pin_remote
 
 if TYPE_CHECKING:
@@ -55,7 +61,10 @@ __all__ = [
     "TestFailure",
     "git_auth",
     "git_environment",
+    "is_project_path",
+    "is_repo_name",
     "make_forge",
+    "parse_gitlab_ref",
     "parse_issue_ref",
     "pin_remote",
     "refused_credentials",

@@ -12,13 +12,17 @@ from golem.core.errors import ForgeRequestRejected, IssueNotReadable
 __all__ = [
     "GitLabRef",
     "IssueRef",
+    "is_project_path",
+    "is_repo_name",
     "parse_gitlab_ref",
     "parse_issue_ref",
     "split_project",
     "split_repo",
 ]
 
-NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,99})"
+NAME = r"(?!\.{1,2}(?![A-Za-z0-9._-]))[A-Za-z0-9._][A-Za-z0-9._-]{0,99}"
+"""One part of a repository's or project's path: letters, digits, '.', '_' and '-', not
+starting with '-', and never '.' or '..' (which a URL path would read as a step)."""
 SHORT = re.compile(rf"^({NAME})/({NAME})#(\d+)$")
 WEB_PATH = re.compile(rf"^/({NAME})/({NAME})/(?:issues|pull|pulls)/(\d+)/?$")
 REPO = re.compile(rf"^({NAME})/({NAME})$")
@@ -56,6 +60,12 @@ def parse_issue_ref(ref: str) -> IssueRef:
         f"{ref!r} is not an issue reference: write https://github.com/OWNER/REPO/issues/N "
         "or OWNER/REPO#N (or give the local forge a .md, .yaml or .json file)"
     )
+
+
+def is_repo_name(text: str) -> bool:
+    """Whether ``text`` is a GitHub repository's ``owner/name``, exactly (each part a name
+    that stays one segment of a URL path)."""
+    return REPO.fullmatch(text) is not None
 
 
 def split_repo(repo: str) -> tuple[str, str]:
@@ -106,6 +116,11 @@ def parse_gitlab_ref(ref: str) -> GitLabRef:
         "GROUP/PROJECT!N (a merge request), or their https://HOST/GROUP/PROJECT/-/issues/N "
         "or /-/merge_requests/N URL"
     )
+
+
+def is_project_path(text: str) -> bool:
+    """Whether ``text`` is a GitLab project's path (``group/sub/project``), exactly."""
+    return GITLAB_PROJECT.fullmatch(text) is not None
 
 
 def split_project(repo: str) -> str:

@@ -9,8 +9,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.requests import ClientDisconnect
 
-from golem.core.errors import GolemError
+from golem.core.errors import GolemError, NameRefused
 
 __all__ = [
     "ERROR_RESPONSES", "ProblemDetails", "install_problem_handlers", "problem", "problem_of",
@@ -78,7 +79,11 @@ def problem(status: int, title: str, detail: str, **extra: object) -> JSONRespon
 def problem_of(exc: GolemError) -> JSONResponse:
     """A GolemError's problem: its status, its message, its kind and its headers."""
     status = exc.http_status
-    response = problem(status, _TITLES.get(status, "Error"), exc.message, kind=type(exc).__name__)
+    extra: dict[str, object] = {}
+    if isinstance(exc, NameRefused):
+        extra["errors"] = [{"field": exc.field, "problem": exc.problem}]
+    title = _TITLES.get(status, "Error")
+    response = problem(status, title, exc.message, kind=type(exc).__name__, **extra)
     for name, value in getattr(exc, "headers", {}).items():
         response.headers[name] = value
     return response
@@ -100,6 +105,12 @@ def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(GolemError)
     async def golem_error(_request: Request, exc: GolemError) -> JSONResponse:
         return problem_of(exc)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_left(_request: Request, _exc: ClientDisconnect) -> JSONResponse:
+        # Nobody hears the answer; the route has ended what it started (an upload lands
+        # whole or not at all), and the body's reader has logged the client's leaving.
+        return problem(400, _TITLES[400], "the client left before its request was whole")
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:

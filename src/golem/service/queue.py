@@ -30,7 +30,7 @@ from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
-from golem.store import ACTIVE, QUEUE, RETRY_AFTER, RunCap, RunRecord, Store
+from golem.store import ACTIVE, QUEUE, RETRY_AFTER, DeliveryRecord, RunCap, RunRecord, Store
 
 __all__ = ["RunCarrier", "RunQueue"]
 
@@ -113,14 +113,19 @@ class RunQueue:
         *,
         remote_policy: RemotePolicy | None = None,
         tier: str | None = None,
+        delivery: DeliveryRecord | None = None,
     ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
-        the git remotes the run may reach (the submitting key's role's ``repos``)."""
+        the git remotes the run may reach (the submitting key's role's ``repos``);
+        ``delivery`` is the webhook delivery that asked for it, kept with it in the same
+        step (DuplicateDelivery when it started a run already, on any server)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
-        return await runner.submit(request, remote_policy=remote_policy, cap=self._cap(), tier=tier)
+        return await runner.submit(
+            request, remote_policy=remote_policy, cap=self._cap(), tier=tier, delivery=delivery
+        )
 
     def _cap(self) -> RunCap:
         """The room the store must have for a new run: limits count every server's runs

@@ -1,7 +1,7 @@
-"""golem.store: runs, their events, the run queue, API keys, tenants' forge credentials
-(sealed) and the local forge's records. Async: SQL on SQLAlchemy's asyncio engine (SQLite
-by default, PostgreSQL by URL), or in memory for tests and demos; both wake waiters on
-change (``watch``) instead of being polled.
+"""golem.store: runs, their events, the run queue, the webhook deliveries that started runs,
+API keys, tenants' forge credentials (sealed) and the local forge's records. Async: SQL on
+SQLAlchemy's asyncio engine (SQLite by default, PostgreSQL by URL), or in memory for tests
+and demos; both wake waiters on change (``watch``) instead of being polled.
 
 The store sits below the blueprint and forge layers: a run's state and its events are kept
 as JSON documents of theirs, with the fields it queries by in columns of their own."""
@@ -19,6 +19,7 @@ from golem.store.records import (
     CheckpointRecord,
     CommentRecord,
     Decision,
+    DeliveryRecord,
     EventRecord,
     ForgeCredential,
     ForgeName,
@@ -44,6 +45,7 @@ __all__ = [
     "CheckpointRecord",
     "CommentRecord",
     "Decision",
+    "DeliveryRecord",
     "EventRecord",
     "ForgeCredential",
     "ForgeName",

@@ -30,9 +30,10 @@ RETRIED = frozenset(
         "load_run", "list_runs", "events", "count_runs", "list_active_runs", "prunable_runs",
         "list_pull_requests", "get_pull_request", "list_comments", "list_forge_credentials",
         "reveal_forge_token", "find_api_key", "list_api_keys", "ping", "load_checkpoint",
+        "find_delivery",
         # writes whose second try changes nothing the first one made
         "save_run", "request_cancel", "clear_gate", "prune_events", "append_event",
-        "update_pull_request", "save_checkpoint", "delete_checkpoint",
+        "update_pull_request", "save_checkpoint", "delete_checkpoint", "prune_deliveries",
     }
 )  # fmt: skip
 """The store's calls tried again after the database could not be reached."""

@@ -16,6 +16,7 @@ from golem.store.records import (
     CheckpointRecord,
     CommentRecord,
     Decision,
+    DeliveryRecord,
     EventRecord,
     ForgeCredential,
     ForgeName,
@@ -51,9 +52,25 @@ class Store(Protocol):
         answer or events), or ``QUEUE`` (a run was queued)."""
         ...
 
-    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        cap: RunCap | None = None,
+        delivery: DeliveryRecord | None = None,
+    ) -> None:
         """Keep a new run of this store's tenant; with ``cap``, only if the store's runs
-        leave it room (else QueueFull), atomically across the processes sharing it."""
+        leave it room (else QueueFull); with ``delivery``, only if no run was kept with one
+        of its ids (else DuplicateDelivery naming that run), the delivery kept with it; all
+        atomically across the processes sharing the store."""
+        ...
+
+    async def find_delivery(self, source: ForgeName, ids: tuple[str, ...]) -> str | None:
+        """The run a webhook delivery with one of ``ids`` started, or None."""
+        ...
+
+    async def prune_deliveries(self, before: float) -> int:
+        """Forget the deliveries kept before ``before`` (a time); how many ids went."""
         ...
 
     async def save_run(

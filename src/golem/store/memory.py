@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
-from golem.core.errors import QueueFull, RunNotFound, StoreError
+from golem.core.errors import DuplicateDelivery, QueueFull, RunNotFound, StoreError
 from golem.store.cipher import TokenCipher
 from golem.store.forge_records import storable_text
 from golem.store.notify import QUEUE, Hub, Signal, control_key
@@ -20,6 +20,7 @@ from golem.store.records import (
     CheckpointRecord,
     CommentRecord,
     Decision,
+    DeliveryRecord,
     EventRecord,
     ForgeCredential,
     ForgeName,
@@ -45,6 +46,7 @@ class _Data:
     tokens: dict[tuple[str, ForgeName], tuple[str, ForgeCredential]] = field(default_factory=dict)
     keys: dict[str, tuple[ApiKeyRecord, str]] = field(default_factory=dict)
     checkpoints: dict[str, CheckpointRecord] = field(default_factory=dict)
+    deliveries: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -73,8 +75,15 @@ class MemoryStore:
 
     # Runs -----------------------------------------------------------------------------
 
-    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
-        """Keep a new run (if ``cap`` leaves it room)."""
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        cap: RunCap | None = None,
+        delivery: DeliveryRecord | None = None,
+    ) -> None:
+        """Keep a new run (if ``cap`` leaves it room, and no run was kept with one of
+        ``delivery``'s ids: else DuplicateDelivery), the delivery with it."""
         tenant = self._creating("a run")
         if record.id in self._data.runs:
             raise StoreError(f"run {record.id!r} exists already")
@@ -82,8 +91,31 @@ class MemoryStore:
             taken = sum(run.status in cap.statuses for run in self._data.runs.values())
             if taken >= cap.limit:
                 raise QueueFull(cap.reason, retry_after=cap.retry_after)
+        keys = [(tenant, delivery.source, one) for one in delivery.ids] if delivery else []
+        for key in keys:
+            if key in self._data.deliveries:
+                raise DuplicateDelivery(self._data.deliveries[key][0], key[2])
+        self._data.deliveries.update({key: (record.id, record.created) for key in keys})
         self._data.runs[record.id] = record.model_copy(update={"tenant": tenant})
         self._changed(record.id, QUEUE)
+
+    async def find_delivery(self, source: ForgeName, ids: tuple[str, ...]) -> str | None:
+        """The run a delivery with one of ``ids`` started, or None."""
+        for (tenant, kept_source, one), (run_id, _) in self._data.deliveries.items():
+            if kept_source == source and one in ids and self._mine(tenant):
+                return run_id
+        return None
+
+    async def prune_deliveries(self, before: float) -> int:
+        """Forget the deliveries kept before ``before``; how many ids went."""
+        old = [
+            key
+            for key, (_, created) in self._data.deliveries.items()
+            if created < before and self._mine(key[0])
+        ]
+        for key in old:
+            del self._data.deliveries[key]
+        return len(old)
 
     async def save_run(
         self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None

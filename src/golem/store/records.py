@@ -9,7 +9,7 @@ import re
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from golem.core.errors import InvalidRequest, RunTaken
 
@@ -22,6 +22,7 @@ __all__ = [
     "CheckpointRecord",
     "CommentRecord",
     "Decision",
+    "DeliveryRecord",
     "EventRecord",
     "ForgeCredential",
     "ForgeName",
@@ -43,6 +44,7 @@ ACTIVE: tuple[str, ...] = ("running", "waiting")
 """The statuses of a run in progress (a server owns it)."""
 FINISHED: tuple[str, ...] = ("succeeded", "unverified", "escalated", "failed", "cancelled")
 """The statuses of a run that has ended."""
+DELIVERY_ID_MAX = 128
 TOKEN_PATTERN = re.compile(r"^[\x21-\x7e]{1,2048}$")
 """A token: 1-2048 visible ASCII characters (it travels in HTTP headers)."""
 
@@ -88,6 +90,22 @@ def check_claim(run_id: str, held: int, claim: int | None) -> None:
             f"run {run_id} was claimed again (claim {held}) since this runner took it (claim "
             f"{claim}): another runner has it now, and this one's writes are refused"
         )
+
+
+class DeliveryRecord(_Record):
+    """A forge's webhook delivery, by every id the forge gave it (GitHub: its delivery id;
+    GitLab: its event's UUID and its Idempotency-Key): kept with the run it started, in the
+    same step, so that the same delivery again (by any of its ids) starts nothing."""
+
+    source: ForgeName
+    ids: tuple[str, ...] = Field(min_length=1, max_length=4)
+
+    @field_validator("ids")
+    @classmethod
+    def _sized(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not 1 <= len(one) <= DELIVERY_ID_MAX for one in ids):
+            raise ValueError(f"a delivery's id is 1 to {DELIVERY_ID_MAX} characters")
+        return tuple(dict.fromkeys(ids))  # each once, in order
 
 
 class CheckpointRecord(_Record):

@@ -27,6 +27,7 @@ __all__ = [
     "run_checkpoints",
     "run_events",
     "runs",
+    "webhook_deliveries",
 ]
 
 metadata = MetaData()
@@ -114,4 +115,15 @@ forge_credentials = Table(
     Column("token", Text, nullable=False),  # sealed (Fernet); the key is never in the database
     Column("created", Float, nullable=False),
     Column("updated", Float, nullable=False),
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("tenant", String(64), primary_key=True),
+    Column("source", String(16), primary_key=True),  # the forge: github, gitlab
+    Column("delivery", String(128), primary_key=True),  # one of the delivery's ids
+    Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("created", Float, nullable=False),
+    Index("ix_webhook_deliveries_created", "created"),
 )

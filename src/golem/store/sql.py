@@ -1,10 +1,11 @@
 """golem's store in SQL: a SQLite file by default, PostgreSQL when a database URL is given.
 
-It keeps runs, their events, the run queue, API keys, tenants' forge credentials and the
-local forge's records. The schema is migrated with Alembic when a store opens, so several
-processes (a runner, ``golem runs cancel``, servers) can share one database. Each change a
-waiter may wait for is announced (``golem.store.notify``): to this process's hub once
-committed, and on PostgreSQL with ``NOTIFY`` to the other processes too.
+It keeps runs, their events, the run queue, the webhook deliveries that started runs, API
+keys, tenants' forge credentials and the local forge's records. The schema is migrated with
+Alembic when a store opens, so several processes (a runner, ``golem runs cancel``,
+servers) can share one database. Each change a waiter may wait for is announced
+(``golem.store.notify``): to this process's hub once committed, and on PostgreSQL with
+``NOTIFY`` to the other processes too.
 
 A store acts for one tenant: it sees and changes that tenant's records only. A store for
 all tenants (``tenant=None``, the server's own) reads everything and creates nothing;
@@ -31,11 +32,12 @@ from golem.store.checkpoints import SqlCheckpoints
 from golem.store.claims import SqlQueue
 from golem.store.credentials import SqlCredentials
 from golem.store.database import DEFAULT_TIMEOUT, WRITE, migrate, open_engine, safe_url
+from golem.store.deliveries import SqlDeliveries, keep_delivery
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
 from golem.store.plumbing import held_claim, run_record
-from golem.store.records import Decision, EventRecord, RunCap, RunRecord
+from golem.store.records import Decision, DeliveryRecord, EventRecord, RunCap, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
 from golem.store.signals import FileSignals
@@ -85,7 +87,15 @@ def _file_signals(store: SqlStore) -> FileSignals | None:
 
 
 @bounded_calls
-class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetention, SqlCheckpoints):
+class SqlStore(
+    SqlQueue,
+    SqlCredentials,
+    SqlForgeRecords,
+    SqlApiKeys,
+    SqlRetention,
+    SqlCheckpoints,
+    SqlDeliveries,
+):
     """Runs, events, keys, credentials and forge records of one tenant (``default``
     outside the server); ``tenant=None``: all tenants'. Open it with ``connect``."""
 
@@ -167,11 +177,19 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
 
     # Runs -----------------------------------------------------------------------------
 
-    async def create_run(self, record: RunRecord, *, cap: RunCap | None = None) -> None:
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        cap: RunCap | None = None,
+        delivery: DeliveryRecord | None = None,
+    ) -> None:
         """Keep a new run (of this store's tenant; ``record.tenant`` is ignored); with
-        ``cap``, only if the store's runs leave room. The count and the insert are one
-        transaction that one process at a time makes (PostgreSQL: an advisory lock;
-        SQLite: its write lock), so servers sharing the store never overshoot the cap."""
+        ``cap``, only if the store's runs leave room; with ``delivery``, only if no run was
+        kept with one of its ids (else DuplicateDelivery), the delivery kept with it. The
+        count, the inserts and the delivery's key are one transaction that one process at a
+        time makes (PostgreSQL: an advisory lock and the key; SQLite: its write lock), so
+        servers sharing the store never overshoot the cap nor start a delivery twice."""
         tenant = self._creating("a run")
         async with self.transaction(write=True, changed=(record.id, QUEUE)) as db:
             if cap is not None:
@@ -182,6 +200,8 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
                     updated=record.updated, state=record.document,
                 )
             )  # fmt: skip
+            if delivery is not None:
+                await keep_delivery(db, tenant, delivery, record.id, record.created)
 
     async def save_run(
         self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None

@@ -145,7 +145,7 @@ async def calls(websocket: WebSocket, session_id: str) -> None:
     if opened is None:
         return
     principal, _box = opened
-    limit = MessageLimit.of(principal, state.config.server.policies[principal.role])
+    limit = MessageLimit.of(principal, state.config.server)
     channel = _Channel(websocket, state, session_id, principal.role)
     try:
         while True:

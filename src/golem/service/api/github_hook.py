@@ -15,8 +15,10 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
+from golem.service.forge_names import GITHUB_DELIVERY, check_delivery
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.github_events import read_delivery
+from golem.store import DeliveryRecord
 
 __all__ = ["router", "signature"]
 
@@ -37,8 +39,12 @@ def signature(secret: str, body: bytes) -> str:
     "/webhook",
     status_code=status.HTTP_202_ACCEPTED,
     responses={
-        200: {"description": "ping, or the run a delivery asked for exists already"},
+        200: {
+            "description": "ping; the run a delivery asked for exists already; or a duplicate "
+            "of a delivery that started a run (``duplicate``, naming it)"
+        },
         401: {"description": "missing or wrong X-Hub-Signature-256"},
+        422: {"description": "a name the delivery gives is not one (the field is named)"},
         503: {"description": "no webhook secret is configured: every delivery is refused"},
     },
 )
@@ -60,7 +66,9 @@ async def github_webhook(
     if not x_github_event or not x_github_delivery or not DELIVERY_ID.match(x_github_delivery):
         raise Problem(400, "a delivery needs X-GitHub-Event and X-GitHub-Delivery headers")
     payload = read_payload(body, request.headers.get("content-type", ""))
-    answer = answered(response, await _answer(trigger, x_github_event, x_github_delivery, payload))
+    check_delivery(GITHUB_DELIVERY, payload)
+    delivery = DeliveryRecord(source="github", ids=(x_github_delivery,))
+    answer = answered(response, await _answer(trigger, x_github_event, delivery, payload))
     log.info(
         "GitHub delivery %s (%s): %s, %s",
         x_github_delivery, x_github_event, answer.status, answer.reason,
@@ -69,7 +77,7 @@ async def github_webhook(
 
 
 async def _answer(
-    trigger: Trigger, event: str, delivery: str, payload: Mapping[str, Any]
+    trigger: Trigger, event: str, delivery: DeliveryRecord, payload: Mapping[str, Any]
 ) -> TriggerAnswer:
     if event == "ping":
         return TriggerAnswer(status="ok", reason="pong: golem receives this webhook's deliveries")

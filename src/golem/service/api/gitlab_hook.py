@@ -14,8 +14,10 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
+from golem.service.forge_names import GITLAB_DELIVERY, check_delivery
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.gitlab_events import read_delivery
+from golem.store import DeliveryRecord
 
 __all__ = ["router"]
 
@@ -29,7 +31,10 @@ router = APIRouter(prefix="/v1/gitlab", tags=["gitlab"], lifespan=lifespan("gitl
     "/webhook",
     status_code=status.HTTP_202_ACCEPTED,
     responses={
-        200: {"description": "the run a delivery asked for exists already"},
+        200: {
+            "description": "the run a delivery asked for exists already, or a duplicate of a "
+            "delivery that started a run (``duplicate``, naming it)"
+        },
         401: {"description": "missing or wrong X-Gitlab-Token"},
         503: {"description": "no webhook secret is configured: every delivery is refused"},
     },
@@ -50,19 +55,21 @@ async def gitlab_webhook(
     trigger: Trigger = request.app.state.gitlab_trigger
     _check_token(trigger, x_gitlab_token)
     body = await read_body(request)
-    delivery = idempotency_key or x_gitlab_event_uuid
-    if not x_gitlab_event or not delivery or not DELIVERY_ID.match(delivery):
+    ids = tuple(given for given in (idempotency_key, x_gitlab_event_uuid) if given)
+    if not x_gitlab_event or not ids or not all(DELIVERY_ID.match(given) for given in ids):
         raise Problem(
             400, "a delivery needs X-Gitlab-Event and X-Gitlab-Event-UUID (or Idempotency-Key)"
         )
+    delivery = DeliveryRecord(source="gitlab", ids=ids)
     payload = read_payload(body, request.headers.get("content-type", ""))
+    check_delivery(GITLAB_DELIVERY, payload)
     own = await trigger.reach.own_login() if x_gitlab_event == "Note Hook" else None
     call = read_delivery(x_gitlab_event, payload, trigger.config, own)
     if isinstance(call, Ignored):
         answer = TriggerAnswer(status="ignored", reason=call.reason)
     else:
         answer = await trigger.start(call, delivery)
-    log.info("GitLab delivery %s (%s): %s, %s", delivery, x_gitlab_event, answer.status,
+    log.info("GitLab delivery %s (%s): %s, %s", ids[0], x_gitlab_event, answer.status,
              answer.reason)  # fmt: skip
     return answered(response, answer)
 

@@ -96,7 +96,7 @@ async def interactive(websocket: WebSocket, session_id: str) -> None:
         return
     principal, box = opened_socket
     policy = state.config.server.policies[principal.role]
-    limit = MessageLimit.of(principal, policy)
+    limit = MessageLimit.of(principal, state.config.server)
     try:
         opened = await receive(websocket, OpenCall, limit)
         check_call(opened.request, policy, principal.role)

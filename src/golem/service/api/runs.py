@@ -20,6 +20,7 @@ from golem.core.errors import GolemError, Problem
 from golem.forge import LocalForge, PullRequest
 from golem.service.api.deps import Caller, State
 from golem.service.api.streams import Frame, problem_frame
+from golem.service.forge_names import check_run_names
 from golem.service.keys import Principal
 from golem.service.policy import check_repo, check_run
 from golem.service.state import ServerState
@@ -50,6 +51,7 @@ async def submit(state: ServerState, principal: Principal, request: RunRequest) 
     API and the MCP server alike)."""
     policy = state.config.server.policies[principal.role]
     default_forge = state.config.forge.provider
+    check_run_names(request, request.forge or default_forge)
     check_run(request, policy, principal.role, BUILTINS, default_forge=default_forge)
     if policy.repos is not None:
         await check_repo(request.repo, policy.repos, principal.role, state.config.engine.network)

@@ -12,10 +12,11 @@ from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ValidationError
 
 from golem.core.errors import BadMessage, GolemError
-from golem.core.server_config import RolePolicy
+from golem.core.server_config import ServerConfig
 from golem.core.sizes import format_size
 from golem.sandbox import Box
 from golem.service.api.deps import principal_from_headers
+from golem.service.json_depth import JsonDepth, depth_refusal
 from golem.service.keys import Principal
 from golem.service.problems import problem
 from golem.service.state import ServerState
@@ -38,15 +39,20 @@ Message = TypeVar("Message", bound=BaseModel)
 
 @dataclass(frozen=True)
 class MessageLimit:
-    """The most one client message may hold, and the option that sets it."""
+    """The most one client message may hold, the option that sets it, and how deep its
+    JSON may nest."""
 
     size: int
     option: str
+    depth: int
 
     @classmethod
-    def of(cls, principal: Principal, policy: RolePolicy) -> MessageLimit:
-        """The role's ``max_body_bytes``, as for an HTTP request's body."""
-        return cls(policy.max_body_bytes, f"server.policies.{principal.role}.max_body_bytes")
+    def of(cls, principal: Principal, server: ServerConfig) -> MessageLimit:
+        """The role's ``max_body_bytes`` and the server's ``max_json_depth``, as for an HTTP
+        request's body."""
+        policy = server.policies[principal.role]
+        option = f"server.policies.{principal.role}.max_body_bytes"
+        return cls(policy.max_body_bytes, option, server.max_json_depth)
 
 
 async def open_session_socket(
@@ -80,12 +86,15 @@ async def receive(websocket: WebSocket, model: type[Message], limit: MessageLimi
     if message["type"] == "websocket.disconnect":
         raise WebSocketDisconnect(message.get("code", 1000))
     data: str | bytes = message.get("text") or message.get("bytes") or b""
-    size = len(data.encode() if isinstance(data, str) else data)
+    raw = data.encode() if isinstance(data, str) else data
+    size = len(raw)
     if size > limit.size:
         raise BadMessage(
             TOO_LARGE,
             f"a message of {format_size(size)} is over {format_size(limit.size)} ({limit.option})",
         )
+    if not JsonDepth(limit.depth).feed(raw):
+        raise BadMessage(BAD_REQUEST, f"the message: {depth_refusal(limit.depth)}")
     try:
         return model.model_validate_json(data)
     except ValidationError as exc:

@@ -4,8 +4,9 @@ Every comment the trigger posts ends with an HTML comment (invisible on GitHub a
 naming its run: ``<!-- golem:run RUN delivery ID -->`` when a run starts, ``<!-- golem:done
 RUN -->`` when it has reported the end, ``<!-- golem:refused WHO -->`` when it told someone
 they may not start a follow-up. The discussion is thus the trigger's record:
-a restarted server finds the runs it still has to report, and a redelivered webhook
-finds the run it started already.
+a restarted server finds the runs it still has to report, and any server finds a run in
+progress there. (Which delivery started which run is the store's record: a redelivery is
+told by it, not by a mark anyone could write.)
 """
 
 from __future__ import annotations

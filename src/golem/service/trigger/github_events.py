@@ -10,11 +10,11 @@ golem opened the pull request, and whether the person may ask, is the trigger's 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from golem.core.server_config import TriggerConfig
+from golem.forge import is_repo_name
 from golem.service.trigger.calls import Ignored, IssueCall, ReviewCall, mentions
 from golem.service.trigger.comments import MARKER
 
@@ -23,7 +23,6 @@ __all__ = ["TRUSTED_AUTHORS", "is_bot", "read_delivery"]
 TRUSTED_AUTHORS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 """Whose mentions start runs on issues (GitHub's ``author_association``): people with a say
 in the repository, never any passer-by of a public one."""
-REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 EVENTS = ("issues", "issue_comment", "pull_request_review", "pull_request_review_comment")
 
 
@@ -43,7 +42,7 @@ def read_delivery(
     item = _mapping(payload.get("pull_request") or payload.get("issue"))
     repo = str(_mapping(payload.get("repository")).get("full_name") or "")
     number = item.get("number")
-    if not REPO_NAME.match(repo) or not isinstance(number, int) or isinstance(number, bool):
+    if not is_repo_name(repo) or not isinstance(number, int) or isinstance(number, bool):
         return Ignored(f"the {event} delivery names no issue or pull request")
     on_pull = event != "issues" and ("pull_request" in item or "pull_request" in payload)
     if item.get("state") == "closed":

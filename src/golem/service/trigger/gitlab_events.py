@@ -9,17 +9,16 @@ polling.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from golem.core.server_config import TriggerConfig
+from golem.forge import is_project_path
 from golem.service.trigger.calls import Ignored, IssueCall, ReviewCall, mentions
 from golem.service.trigger.comments import MARKER
 
 __all__ = ["read_delivery"]
 
-PROJECT_PATH = re.compile(r"^[A-Za-z0-9_.-]{1,255}(/[A-Za-z0-9_.-]{1,255}){1,20}$")
 EVENTS = ("Issue Hook", "Note Hook")
 """What starts runs: ``X-Gitlab-Event`` (a group's hook sends the same names)."""
 
@@ -35,7 +34,7 @@ def read_delivery(
             "pipelines by polling)"
         )
     project = str(_mapping(payload.get("project")).get("path_with_namespace") or "")
-    if not PROJECT_PATH.match(project):
+    if not is_project_path(project):
         return Ignored(f"the {event} delivery names no project (project.path_with_namespace)")
     if event == "Issue Hook":
         return _labelled(payload, config, project)

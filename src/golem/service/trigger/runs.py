@@ -3,11 +3,14 @@ opened (once per delivery, one at a time per issue or pull request), acknowledge
 and report its end there. The same for every forge: only reading deliveries
 (``github_events``, ``gitlab_events``) and reaching the forge (``reach``) differ.
 
-Deduplication has two memories. This server remembers the deliveries it handled and the
-run it started for each issue and pull request; the discussion remembers the rest (see
-``comments``): the acknowledgement of each run names the delivery that started it. So a
-redelivery, even after a restart or to another server of the same store, starts nothing
-new, and neither does a second request while a run is in progress there.
+A delivery starts at most one run, whatever redelivers it: the store keeps its ids with the
+run it started, in the same transaction (``Store.create_run``), so the same delivery again,
+to this server or another of the store, before or after a restart, is answered
+``duplicate`` with that run, and the database refuses a second one however close they
+come. A second request while a run is in progress there starts nothing either: this
+server remembers each issue's and pull request's latest run, and the discussion's marks
+(``comments``) tell what another server or a restarted one started. A follow-up asked
+meanwhile waits for that run's end, one pending request per person who may push.
 """
 
 from __future__ import annotations
@@ -15,13 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections import OrderedDict
 from typing import Literal
 
 from pydantic import BaseModel
 
 from golem.blueprint import RunRequest, RunState
-from golem.core.errors import Problem, QueueFull
+from golem.core.errors import DuplicateDelivery, Problem, QueueFull
 from golem.core.server_config import TriggerConfig
 from golem.forge import Forge
 from golem.service.state import ServerState
@@ -30,11 +32,11 @@ from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.follow_ups import FollowUps
 from golem.service.trigger.reach import ForgeReach
 from golem.service.trigger.watch import Watchers
+from golem.store import DeliveryRecord
 
 __all__ = ["Trigger", "TriggerAnswer"]
 
 log = logging.getLogger("golem.service.trigger")
-REMEMBERED = 10_000  # deliveries kept in memory
 
 
 class TriggerAnswer(BaseModel):
@@ -60,7 +62,6 @@ class Trigger:
         self.reach = ForgeReach(state, provider, config, forge)
         self.watchers = Watchers(self.reach)
         self.follow_ups = FollowUps(self.reach)
-        self._deliveries: OrderedDict[str, str] = OrderedDict()
         self._latest: dict[str, str] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -73,43 +74,53 @@ class Trigger:
         """The webhook's secret (None: unset; every delivery is refused then)."""
         return self.reach.secret()
 
-    async def start(self, call: Call, delivery: str) -> TriggerAnswer:
+    async def start(self, call: Call, delivery: DeliveryRecord) -> TriggerAnswer:
         """Start a run for ``call`` unless ``delivery`` started one already or a run is in
-        progress there (then that run's id is the answer); a follow-up asked meanwhile
-        starts once that run ends."""
+        progress there (then that run's id is the answer); a follow-up asked meanwhile by
+        someone who may push starts once that run ends."""
         lock = self._locks.setdefault(call.key, asyncio.Lock())
         async with lock:
-            known = await self._known(call, delivery)
-            if known is not None:
-                return known
+            started = await self.reach.book.store.find_delivery(delivery.source, delivery.ids)
+            if started is not None:
+                return _duplicate(delivery, started)
             if isinstance(call, IssueCall):
                 return await self._start_issue(call, delivery)
             return await self._start_follow_up(call, delivery)
 
-    async def _start_issue(self, call: IssueCall, delivery: str) -> TriggerAnswer:
+    async def _start_issue(self, call: IssueCall, delivery: DeliveryRecord) -> TriggerAnswer:
+        busy = await self._latest_in_progress(call)
+        if busy is not None:
+            return self._running(call, busy)
         stranger = await self.follow_ups.stranger(call)
         if stranger is not None:
             return TriggerAnswer(status="ignored", reason=stranger)
         issue = await self.reach.read_issue(call.ref)
-        answer = await self._marked(call, delivery, comments.started(issue.comments))
-        if answer is not None:
-            return answer
+        busy = await self._marked_in_progress(call, comments.started(issue.comments))
+        if busy is not None:
+            return self._running(call, busy)
         request = RunRequest(
             repo=self.reach.clone_url(call.repo), issue=call.ref,
             blueprint=self.config.blueprint, model=self.config.model, forge=self.reach.provider,
         )  # fmt: skip
         return await self._submit(call, delivery, request)
 
-    async def _start_follow_up(self, call: ReviewCall, delivery: str) -> TriggerAnswer:
-        checked = await self.follow_ups.check(call)
+    async def _start_follow_up(self, call: ReviewCall, delivery: DeliveryRecord) -> TriggerAnswer:
+        checked = await self.follow_ups.check(call)  # who asks may push: before anything waits
         if isinstance(checked, str):
             return TriggerAnswer(status="ignored", reason=checked)
         parent, conversation = checked
-        answer = await self._marked(call, delivery, comments.started(conversation))
-        if answer is None and not parent.finished:
-            answer = self._remember(call, delivery, parent, "running")
-        if answer is not None:
-            return answer
+        busy = await self._latest_in_progress(call)
+        if busy is None:
+            busy = await self._marked_in_progress(call, comments.started(conversation))
+        if busy is None and not parent.finished:
+            busy = parent
+        if busy is not None:
+            self.watchers.want(call, delivery, busy.id, self.start)  # starts after it ends
+            reason = (
+                f"{call.key} has run {busy.id} in progress ({busy.status}): {call.sender}'s "
+                "follow-up starts when it ends"
+            )
+            return TriggerAnswer(status="running", reason=reason, run_id=busy.id)
         request = RunRequest(
             repo=self.reach.clone_url(call.repo), blueprint=self.config.follow_up_blueprint,
             model=self.config.model, forge=self.reach.provider,
@@ -117,67 +128,46 @@ class Trigger:
         )  # fmt: skip
         return await self._submit(call, delivery, request)
 
-    async def _marked(
-        self, call: Call, delivery: str, marks: list[comments.Started]
-    ) -> TriggerAnswer | None:
-        """The answer the discussion's marks give: the run this delivery started, or one
-        in progress there."""
-        for mark in marks:
-            run = await self.reach.run_for(call, mark.run_id)
-            if run is not None and mark.delivery == delivery:
-                return self._remember(call, delivery, run, "duplicate")
-            if run is not None and not run.finished:
-                return self._remember(call, delivery, run, "running")
-        return None
-
-    async def _known(self, call: Call, delivery: str) -> TriggerAnswer | None:
-        """The answer this server's memory gives, if any."""
-        run_id = self._deliveries.get(delivery)
-        if run_id is not None:
-            reason = f"delivery {delivery} started run {run_id} already"
-            return TriggerAnswer(status="duplicate", reason=reason, run_id=run_id)
+    async def _latest_in_progress(self, call: Call) -> RunState | None:
+        """The run this server last started there, if it is still in progress."""
         latest = self._latest.get(call.key)
         run = await self.reach.run_for(call, latest) if latest is not None else None
-        if run is not None and not run.finished:
-            return self._remember(call, delivery, run, "running")
+        return run if run is not None and not run.finished else None
+
+    async def _marked_in_progress(
+        self, call: Call, marks: list[comments.Started]
+    ) -> RunState | None:
+        """A run the discussion's marks name (any server's) that is still in progress."""
+        for mark in marks:
+            run = await self.reach.run_for(call, mark.run_id)
+            if run is not None and not run.finished:
+                self.note(call.key, run.id)
+                return run
         return None
 
-    def _remember(
-        self, call: Call, delivery: str, run: RunState, status: Literal["duplicate", "running"]
-    ) -> TriggerAnswer:
-        if status == "running" and isinstance(call, ReviewCall):
-            self.watchers.want(call, delivery, run.id, self.start)  # starts after it ends
-            reason = (
-                f"{call.key} has run {run.id} in progress ({run.status}): a follow-up starts "
-                "when it ends"
-            )
-            return TriggerAnswer(status=status, reason=reason, run_id=run.id)
-        self.note(delivery, call.key, run.id)
-        reason = (
-            f"delivery {delivery} started run {run.id} already"
-            if status == "duplicate"
-            else f"{call.key} has run {run.id} in progress ({run.status})"
-        )
-        return TriggerAnswer(status=status, reason=reason, run_id=run.id)
+    def _running(self, call: Call, run: RunState) -> TriggerAnswer:
+        reason = f"{call.key} has run {run.id} in progress ({run.status})"
+        return TriggerAnswer(status="running", reason=reason, run_id=run.id)
 
-    def note(self, delivery: str, key: str, run_id: str) -> None:
-        """Remember that ``delivery`` started ``run_id``, the latest run of ``key``."""
-        self._deliveries[delivery] = run_id
-        self._deliveries.move_to_end(delivery)
-        while len(self._deliveries) > REMEMBERED:
-            self._deliveries.popitem(last=False)
+    def note(self, key: str, run_id: str) -> None:
+        """Remember ``run_id`` as the latest run of ``key`` (an issue, a pull request)."""
         self._latest[key] = run_id
 
-    async def _submit(self, call: Call, delivery: str, request: RunRequest) -> TriggerAnswer:
+    async def _submit(
+        self, call: Call, delivery: DeliveryRecord, request: RunRequest
+    ) -> TriggerAnswer:
+        shown = delivery.ids[0]
         try:
-            run = await self.state.queue.submit(request, self.config.tenant)
+            run = await self.state.queue.submit(request, self.config.tenant, delivery=delivery)
+        except DuplicateDelivery as twice:  # another server (or request) kept it first
+            return _duplicate(delivery, twice.run_id)
         except QueueFull as full:
-            self.watchers.say_later(f"busy:{delivery}", call, comments.busy(full.reason, call.noun))
+            self.watchers.say_later(f"busy:{shown}", call, comments.busy(full.reason, call.noun))
             raise Problem(
                 429, f"{full.message}; no run was started: redeliver this delivery later"
             ) from full
-        self.note(delivery, call.key, run.id)
-        ack = comments.acknowledgement(run.id, delivery, call.why, call.sender, call.noun)
+        self.note(call.key, run.id)
+        ack = comments.acknowledgement(run.id, shown, call.why, call.sender, call.noun)
         self.watchers.follow(run.id, call, ack)
         log.info("%s trigger: run %s for %s (%s)", self.provider, run.id, call.key, call.why)
         return TriggerAnswer(status="started", reason=f"{call.why}: run {run.id}", run_id=run.id)
@@ -191,3 +181,8 @@ class Trigger:
     async def close(self) -> None:
         """Stop watching (a restarted server picks the runs up again)."""
         await self.watchers.close()
+
+
+def _duplicate(delivery: DeliveryRecord, run_id: str) -> TriggerAnswer:
+    reason = f"delivery {delivery.ids[0]} started run {run_id} already: a duplicate starts nothing"
+    return TriggerAnswer(status="duplicate", reason=reason, run_id=run_id)

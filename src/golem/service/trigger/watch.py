@@ -1,7 +1,7 @@
 """The trigger's background work: post a run's acknowledgement, wait for the run's end and
-report it where it was asked for; start a follow-up asked while another run was in
-progress once that run ends; after a restart, go on watching what a previous server left
-unreported."""
+report it where it was asked for; start the follow-ups asked while another run was in
+progress once that run ends (each person's latest request, one run at a time); after a
+restart, go on watching what a previous server left unreported."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from golem.core.errors import Problem
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.reach import ForgeReach
+from golem.store import DeliveryRecord
 
 __all__ = ["Watchers"]
 
@@ -24,8 +25,8 @@ log = logging.getLogger("golem.service.trigger")
 RECOVER_LIMIT = 200  # newest runs looked at after a restart
 RECOVER_WINDOW = 3600.0  # finished this recently (seconds): their end may be unreported
 ISSUE_REF = re.compile(r"^(?P<repo>[\w.-]+(?:/[\w.-]+)+)#(?P<number>\d+)$")
-Start = Callable[[Call, str], Awaitable[object]]
-Note = Callable[[str, str, str], None]
+Start = Callable[[Call, DeliveryRecord], Awaitable[object]]
+Note = Callable[[str, str], None]
 
 
 class Watchers:
@@ -34,7 +35,7 @@ class Watchers:
     def __init__(self, reach: ForgeReach) -> None:
         self.reach = reach
         self._tasks: dict[str, asyncio.Task[object]] = {}
-        self._wanted: dict[str, tuple[ReviewCall, str]] = {}
+        self._wanted: dict[str, dict[str, tuple[ReviewCall, DeliveryRecord]]] = {}
 
     def follow(self, run_id: str, call: Call, ack: str | None) -> None:
         """Watch ``run_id``: post ``ack`` (if any) now, and report its end where ``call``
@@ -46,21 +47,26 @@ class Watchers:
         """Comment ``text`` where ``call`` asked, without waiting for it."""
         self._spawn(name, self.reach.say(call, text))
 
-    def want(self, call: ReviewCall, delivery: str, run_id: str, start: Start) -> None:
-        """Start a follow-up for ``call`` (the latest request wins) once ``run_id`` ends."""
-        self._wanted[call.key] = (call, delivery)
+    def want(self, call: ReviewCall, delivery: DeliveryRecord, run_id: str, start: Start) -> None:
+        """Start a follow-up for ``call`` once ``run_id`` ends. Requests are kept per person
+        (their latest one): one person's never replaces another's. Only requests of people
+        who may push get here (checked as they arrive, and again when they start)."""
+        self._wanted.setdefault(call.key, {})[call.user] = (call, delivery)
         name = f"wanted:{call.key}"
         if name not in self._tasks:
             self._spawn(name, self._after(run_id, call.key, start))
 
     async def _after(self, run_id: str, key: str, start: Start) -> None:
         await self.wait_end(run_id)
-        call, delivery = self._wanted.pop(key)
+        wanted = self._wanted.pop(key, {})
         self._tasks.pop(f"wanted:{key}", None)  # a want from now on waits anew
-        try:
-            await start(call, delivery)
-        except Problem as exc:
-            log.warning("%s trigger: the follow-up of %s: %s", self.reach.title, key, exc.message)
+        for call, delivery in wanted.values():  # the first starts; the rest wait for it
+            try:
+                await start(call, delivery)
+            except Problem as exc:
+                log.warning(
+                    "%s trigger: the follow-up of %s: %s", self.reach.title, key, exc.message
+                )
 
     def _spawn(self, name: str, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.ensure_future(work)
@@ -106,7 +112,7 @@ class Watchers:
     async def recover(self, note: Note) -> list[str]:
         """Go on watching the runs a previous server started and has not reported the end
         of (in progress, or ended within the last hour); returns their ids. ``note``
-        remembers each one's delivery."""
+        remembers each one as the latest of its issue or pull request."""
         now = time.time()
         pending: dict[str, tuple[Call, list[RunState]]] = {}
         for run in await self.reach.book.newest(RECOVER_LIMIT):
@@ -124,12 +130,12 @@ class Watchers:
         except Problem as exc:
             log.warning("%s trigger: not watching %s: %s", self.reach.title, call.key, exc.message)
             return []
-        marks = {mark.run_id: mark.delivery for mark in comments.started(conversation)}
+        marks = {mark.run_id for mark in comments.started(conversation)}
         done = comments.reported(conversation)
         followed = []
         for run in sorted(runs, key=lambda r: r.created):
             if run.id in marks and run.id not in done:
-                note(marks[run.id], call.key, run.id)
+                note(call.key, run.id)
                 self.follow(run.id, call, None)
                 followed.append(run.id)
         return followed

@@ -1,0 +1,72 @@
+"""Webhook deliveries in golem's store, kept once: each id of a delivery that started a run
+is a row keyed by tenant, forge and id, inserted in the transaction that keeps the run
+(``SqlStore.create_run``). A second delivery with one of those ids conflicts on the key
+and the database refuses it, whichever process of the store inserts it and however many
+insert at once (``ON CONFLICT DO NOTHING``: on PostgreSQL the second insert waits for the
+first's transaction, then finds its row); the run kept with it goes back with it."""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from golem.core.errors import DuplicateDelivery
+from golem.store.plumbing import SqlBase
+from golem.store.records import DeliveryRecord, ForgeName
+from golem.store.schema import webhook_deliveries
+
+__all__ = ["SqlDeliveries", "keep_delivery"]
+
+_TABLE = webhook_deliveries.c
+
+
+async def keep_delivery(
+    db: AsyncConnection, tenant: str, delivery: DeliveryRecord, run_id: str, created: float
+) -> None:
+    """Record ``delivery`` as the one that started ``run_id``, within the caller's write
+    transaction; DuplicateDelivery (naming the run it started) when one of its ids is kept
+    already."""
+    insert = postgresql_insert if db.dialect.name == "postgresql" else sqlite_insert
+    for delivery_id in delivery.ids:
+        kept = await db.execute(
+            insert(webhook_deliveries)
+            .values(
+                tenant=tenant, source=delivery.source, delivery=delivery_id, run_id=run_id,
+                created=created,
+            )
+            .on_conflict_do_nothing()
+            .returning(_TABLE.delivery)
+        )  # fmt: skip
+        if kept.first() is None:  # its key is another run's (rowcount is not told reliably)
+            mine = _TABLE.tenant == tenant
+            first = await _run_of(db, mine, delivery.source, (delivery_id,))
+            raise DuplicateDelivery(first or "unknown", delivery_id)
+
+
+async def _run_of(
+    db: AsyncConnection, mine: ColumnElement[bool], source: str, ids: tuple[str, ...]
+) -> str | None:
+    found = await db.execute(
+        select(_TABLE.run_id)
+        .where(mine, _TABLE.source == source, _TABLE.delivery.in_(ids))
+        .limit(1)
+    )
+    return found.scalar_one_or_none()
+
+
+class SqlDeliveries:
+    """The webhook deliveries' part of SqlStore."""
+
+    async def find_delivery(self: SqlBase, source: ForgeName, ids: tuple[str, ...]) -> str | None:
+        """The run a delivery of this tenant with one of ``ids`` started, or None."""
+        async with self.transaction() as db:
+            return await _run_of(db, self._mine(webhook_deliveries), source, ids)
+
+    async def prune_deliveries(self: SqlBase, before: float) -> int:
+        """Forget the deliveries kept before ``before`` (a time); how many ids went."""
+        old = (_TABLE.created < before, self._mine(webhook_deliveries))
+        async with self.transaction(write=True) as db:
+            pruned = await db.execute(delete(webhook_deliveries).where(*old))
+        return int(pruned.rowcount)
