@@ -15,9 +15,11 @@ line a progress bar redrew with carriage returns only its last drawing.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar, cast
 
 __all__ = ["clean", "clean_json", "plain"]
+
+T = TypeVar("T")
 
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erase line
@@ -58,13 +60,13 @@ def clean(text: str, *, multiline: bool = True) -> str:
     return text if multiline else _SPACES.sub(" ", text)
 
 
-def clean_json(value: Any) -> Any:
+def clean_json(value: T) -> T:
     """Decoded JSON with ``clean`` applied to every string in it, keys included: changed in
     place (what ``json.loads`` made is the caller's own), and without recursion, so that
     no nesting the decoder accepted can exhaust the stack here."""
     if isinstance(value, str):
-        return clean(value)
-    pending = [value]
+        return cast(T, clean(value))
+    pending: list[Any] = [value]
     while pending:
         node = pending.pop()
         if isinstance(node, list):

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from golem.core.ansi import clean
 from golem.core.errors import (
     ForgeAuthError,
     ForgeError,
@@ -25,7 +26,15 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitHubConfig
-from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
+from golem.forge.rest import (
+    MAX_DOWNLOAD,
+    Download,
+    Retries,
+    decoded,
+    origin,
+    read_tail,
+    retry_after,
+)
 
 __all__ = ["Download", "GitHubAPI", "GitHubReply"]
 
@@ -80,7 +89,7 @@ class GitHubAPI:
         """One request; its JSON reply. ``what`` names the target in error messages."""
         async with self._client() as client:
             response = await self._send(client, method, path, what, json=json, params=params)
-        return response.json() if response.content else None
+        return decoded(response)
 
     async def paginate(
         self,
@@ -100,7 +109,7 @@ class GitHubAPI:
                 if url is None:
                     break
                 response = await self._send(client, "GET", url, what, params=query)
-                page = response.json()
+                page = decoded(response)
                 items.extend((page.get(key) or []) if key is not None else page)
                 url, query = self._next_page(response), None
         return items
@@ -141,7 +150,7 @@ class GitHubAPI:
                 what,
                 json={"query": query, "variables": variables},
             )
-        body = response.json()
+        body = decoded(response)
         if body.get("errors"):
             messages = "; ".join(str(e.get("message")) for e in body["errors"])
             raise ForgeRequestRejected(f"GitHub's GraphQL API refused {what}: {messages}")
@@ -204,7 +213,7 @@ class GitHubAPI:
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitHub's error ``response`` to a request about ``what``."""
         status = response.status_code
-        said = f"GitHub said {status}: {_detail(response)}"
+        said = f"GitHub said {status}: {clean(_detail(response), multiline=False)}"
         if status in (401, 403, 429):
             return self._access_error(response, what, said)
         if status in (404, 410):

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
+from golem.core.ansi import clean
 from golem.core.errors import (
     ForgeAuthError,
     ForgeError,
@@ -28,7 +29,15 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitLabConfig
-from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
+from golem.forge.rest import (
+    MAX_DOWNLOAD,
+    Download,
+    Retries,
+    decoded,
+    origin,
+    read_tail,
+    retry_after,
+)
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
 
@@ -89,7 +98,7 @@ class GitLabAPI:
         async with self._client() as client:
             response = await self._send(client, method, path, what, json=json, params=params)
             await response.aread()
-        return response.json() if response.content else None
+        return decoded(response)
 
     async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
         """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
@@ -102,7 +111,7 @@ class GitLabAPI:
                     break
                 response = await self._send(client, "GET", url, what, params=query)
                 await response.aread()
-                items.extend(response.json())
+                items.extend(decoded(response))
                 url, query = self._next_page(response), None  # the next URL has its query
         return items
 
@@ -166,7 +175,7 @@ class GitLabAPI:
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitLab's error ``response`` to a request about ``what``."""
         status = response.status_code
-        detail = gitlab_detail(response)
+        detail = clean(gitlab_detail(response), multiline=False)
         said = f"GitLab said {status}: {detail}"
         if status in (401, 403, 429):
             return self._access_error(status, what, said)
