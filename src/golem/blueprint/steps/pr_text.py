@@ -101,9 +101,8 @@ def _table(checks: list[CheckResult]) -> list[str]:
     lines = ["| check | command | result | time |", "| --- | --- | --- | --- |"]
     for check in checks:
         command = markdown.code(check.command, table=True)
-        lines.append(
-            f"| {check.name} | {command} | {check_outcome(check)} | {check.duration:.1f}s |"
-        )
+        outcome = check_outcome(check).replace("|", "\\|")  # a reason may quote a command
+        lines.append(f"| {check.name} | {command} | {outcome} | {check.duration:.1f}s |")
     if not checks:
         lines.append("| (none) | | | |")
     return lines
