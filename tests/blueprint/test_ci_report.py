@@ -29,9 +29,9 @@ def test_a_failing_job_comes_with_its_steps_log_and_the_local_check_that_passed(
         failed_steps=["Run pytest"], log_tail="$ pytest -q\nE   assert 2 == 3\n1 failed",
     )  # fmt: skip
     text = fix_failures([failing], [check("test", "pytest -q", passed=True)])
-    assert "### unit tests (test)" in text
-    assert "https://ci.example/jobs/1" in text
-    assert "Failed steps: Run pytest" in text
+    assert "### `unit tests` (`test`)" in text
+    assert "`https://ci.example/jobs/1`" in text
+    assert "Failed steps: `Run pytest`" in text
     assert "E   assert 2 == 3" in text
     assert "passed in golem's box (`pytest -q`) but fails in CI" in text
 
@@ -49,8 +49,8 @@ def test_a_cancelled_job_says_it_did_not_finish() -> None:
 def test_a_matrix_of_failures_is_detailed_for_the_first_few_and_named_after() -> None:
     jobs = [job(f"test ({n})") for n in range(8)]
     prompt = fix_failures(jobs, [])
-    assert prompt.count("### test (") == 5
-    assert "... and 3 more failing: test (5), test (6), test (7)" in prompt
+    assert prompt.count("### `test (") == 5
+    assert "... and 3 more failing: `test (5)`, `test (6)`, `test (7)`" in prompt
     note = describe_jobs(jobs)
     assert len(note.splitlines()) == 6
-    assert note.endswith("... and 3 more failing: test (5), test (6), test (7)")
+    assert note.endswith("... and 3 more failing: `test (5)`, `test (6)`, `test (7)`")

@@ -70,7 +70,7 @@ async def test_an_escalated_pull_request_shows_reasons_preparation_and_failing_t
         pr.body
     )
     assert "Failing tests:\n\n- `test: tests/test_calc.py::test_add`" in pr.body
-    assert "golem stopped: setup failed" in pr.body
+    assert "golem stopped:\n\n```\nsetup failed: npm run prepare | tee log" in pr.body
     assert "these failed already: lint (`ruff check .`)" in pr.body
 
 

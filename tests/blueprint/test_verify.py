@@ -166,7 +166,7 @@ async def test_a_check_that_changes_the_tree_every_time_fails_verification(
     [lint, _] = state.checks
     assert not lint.passed
     assert lint.reason is not None
-    assert "`echo x >> stamp.txt` changes the tree every time it runs (stamp.txt)" in lint.reason
+    assert "`echo x >> stamp.txt` changes the tree every time it runs (`stamp.txt`)" in lint.reason
 
 
 def calculator_with_broken_lint(parent: Path) -> Path:

@@ -4,11 +4,30 @@ run is not verified and its error."""
 
 from __future__ import annotations
 
+import asyncio
+import unicodedata
+
+from golem.blueprint.book import RunBook
+from golem.blueprint.events import RunEvent, RunNote
 from golem.blueprint.state import CIRound, NodeRecord
 from golem.forge import PullRequest
+from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
-from tests.cli.test_runs_control_cli import keep, new_run
+from tests.cli.test_runs_control_cli import _url, keep, new_run
+
+
+def append(env: dict[str, str], event: RunEvent) -> None:
+    """Add ``event`` to its run in the store of ``golem``'s state directory."""
+
+    async def add() -> None:
+        store = await SqlStore.connect(_url(env))
+        try:
+            await RunBook(store).append(event)
+        finally:
+            await store.close()
+
+    asyncio.run(add())
 
 
 def test_runs_show_tells_every_result_and_why(
@@ -59,3 +78,32 @@ def test_runs_show_gives_each_ci_round_and_each_steps_cost(
     assert f"1 {'b' * 12} timed_out - 22.0s -" in lines
     assert any("CI fix rounds: 1" in line for line in lines)
     assert "PR: https://github.com/o/r/pull/3 fix: x [needs-human]" in lines
+
+
+def test_runs_show_prints_no_escape_or_hidden_character_whatever_the_run_holds(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    """Text a run keeps but golem did not write (a forge's names, a repository's commands,
+    a box's test names, an error) as an older golem may have stored it: printed plain."""
+    evil = "\x1b]8;;https://evil.example\x07x\x1b]8;;\x07\x1b]52;c;cm0=\x07\x1b[2J\x9b1A\u202e@all"
+    steps = [NodeRecord(node="ci", kind="ci", outcome="failure", started=1.0, ended=2.0,
+                        detail=f"CI failed: {evil}")]  # fmt: skip
+    rounds = [CIRound(round=0, commit="a" * 40, started=2.0, ended=3.0, verdict="failed",
+                      failing=[evil], note=evil)]  # fmt: skip
+    pr = PullRequest(provider="github", number=3, url=f"https://github.com/o/r/pull/3{evil}",
+                     repo="o/r", base="main", head=evil, title=evil, body=evil,
+                     labels=[evil])  # fmt: skip
+    state = with_outcomes(new_run("run-evil", status="escalated", steps=steps, ci=rounds, pr=pr))
+    checks = [c.model_copy(update={"name": evil, "command": evil}) for c in state.checks]
+    state = state.model_copy(
+        update={"title": evil, "error": evil, "unverified": evil, "branch": evil, "checks": checks}
+    )
+    keep(golem_env, state)
+    note = RunNote(run_id="run-evil", message=evil)
+    append(golem_env, note)
+    done = golem({**golem_env, "COLUMNS": "250"}, "runs", "show", "--events", "run-evil")
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout.decode()
+    assert shown.count("@all") >= 8
+    hidden = [c for c in shown if unicodedata.category(c) in ("Cc", "Cf") and c != "\n"]
+    assert hidden == []

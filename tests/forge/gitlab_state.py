@@ -330,7 +330,8 @@ class Project:
             job.setdefault("allow_failure", False)
             failed = job["status"] == "failed"
             job.setdefault("failure_reason", "script_failure" if failed else None)
-            job |= {"id": number, "web_url": f"{self.web}/-/jobs/{number}", "ref": "golem"}
+            job.setdefault("web_url", f"{self.web}/-/jobs/{number}")
+            job |= {"id": number, "ref": "golem"}
             job["commit"] = {"id": sha}
             jobs.append(job)
         return jobs

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from golem.cli.progress import printable
 from golem.context import CONVENTIONS_FILE, RepoConventions, detect_conventions, render_conventions
 from golem.core import ConfigError
 
@@ -64,17 +64,20 @@ def _print(console: Console, conventions: RepoConventions) -> None:
             table.add_column(column, overflow="fold")
         for finding in findings:
             table.add_row(
-                finding.step, escape(finding.command), escape(finding.origin), escape(finding.why)
+                finding.step,
+                printable(finding.command),
+                printable(finding.origin),
+                printable(finding.why),
             )
         console.print(table)
-    console.print(f"checks: {escape(conventions.source)}")
+    console.print(f"checks: {printable(conventions.source)}")
     console.print(f"ecosystems: {', '.join(conventions.ecosystems) or 'none recognised'}")
     if conventions.cache:
         keys = ", ".join(conventions.cache_keys) or "the install commands"
         console.print(f"install caches: {', '.join(conventions.cache)} (keyed by {keys})")
-        console.print(f"install reaches: {escape(' '.join(conventions.registries))}")
+        console.print(f"install reaches: {printable(' '.join(conventions.registries))}")
     for name, value in conventions.env.items():
-        console.print(f"env: {name}={escape(value)}")
+        console.print(f"env: {name}={printable(value)}")
     if not conventions.verifies:
         console.print(
             "nothing here verifies a change: a run would end unverified. Name the test "

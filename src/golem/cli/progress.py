@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.console import Console
 from rich.markup import escape
 
@@ -17,17 +15,19 @@ from golem.agent.events import (
     ToolFinished,
     ToolStarted,
 )
+from golem.core.ansi import plain
 
 __all__ = ["AgentProgress", "describe_call", "first_line", "printable"]
 
 WIDTH = 100
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def printable(text: str) -> str:
-    """What a box printed, safe for a terminal: control characters (escape sequences that
-    would move the cursor, retitle the window, ...) are left out, then markup escaped."""
-    return escape(CONTROL.sub("", text))
+    """Text golem did not write (what a box printed, a forge's names, a run's error), safe
+    for a terminal: made plain by the one sanitiser (``golem.core.ansi``: no escape
+    sequence to move the cursor, retitle the window or write the clipboard, no control or
+    invisible character), then its markup escaped."""
+    return escape(plain(text))
 
 
 def first_line(text: str, width: int = WIDTH) -> str:
@@ -55,7 +55,7 @@ class AgentProgress:
     def __call__(self, event: AgentEvent) -> None:
         """Print one event."""
         if isinstance(event, ModelDelta):
-            self.console.print(escape(event.text), end="", style="cyan", highlight=False)
+            self.console.print(printable(event.text), end="", style="cyan", highlight=False)
             self._streaming = True
             return
         if self._streaming:
@@ -63,16 +63,17 @@ class AgentProgress:
             self._streaming = False
         if isinstance(event, AgentStarted):
             self.console.print(
-                f"[bold]golem agent[/] {escape(event.model)} · tools: {', '.join(event.tools)}"
+                f"[bold]golem agent[/] {printable(event.model)} · tools: "
+                f"{printable(', '.join(event.tools))}"
             )
         elif isinstance(event, ModelAnswered):
             self._answered(event)
         elif isinstance(event, ToolStarted):
             line = describe_call(event.call.name, event.call.arguments)
-            self.console.print(f"  [bold]→[/] {escape(line)}", highlight=False)
+            self.console.print(f"  [bold]→[/] {printable(line)}", highlight=False)
         elif isinstance(event, ToolFinished):
             mark = "[red]✗[/]" if event.is_error else "[green]✓[/]"
-            self.console.print(f"    {mark} {escape(first_line(event.output))}", highlight=False)
+            self.console.print(f"    {mark} {printable(first_line(event.output))}", highlight=False)
         elif isinstance(event, ExternalOutput):
             style = "dim" if event.stream != "golem" else "yellow"
             self.console.print(f"  [{style}]{printable(event.line)}[/]", highlight=False)
@@ -92,7 +93,7 @@ class AgentProgress:
         colour = "green" if outcome.status == "done" else "red"
         self.console.print(
             f"[bold {colour}]{outcome.status}[/] after {outcome.turns} turns, "
-            f"{outcome.duration:.1f}s, ${outcome.cost_usd:.4f}: {escape(outcome.reason)}"
+            f"{outcome.duration:.1f}s, ${outcome.cost_usd:.4f}: {printable(outcome.reason)}"
         )
         if outcome.summary and outcome.summary != outcome.reason:
-            self.console.print(escape(outcome.summary))
+            self.console.print(printable(outcome.summary))

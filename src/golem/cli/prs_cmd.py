@@ -7,11 +7,11 @@ import sys
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from golem.cli.progress import CONTROL
+from golem.cli.progress import printable
 from golem.cli.stores import using_store
+from golem.core.ansi import plain
 from golem.core.config import load_config
 from golem.core.errors import InvalidRequest
 from golem.forge import LocalForge, PullRequest
@@ -43,7 +43,7 @@ def list_command(
         passed = sum(1 for c in pr.checks if c.passed)
         state = "draft, " if pr.draft else ""
         table.add_row(
-            str(pr.number), escape(pr.repo), escape(pr.head), escape(pr.title),
+            str(pr.number), printable(pr.repo), printable(pr.head), printable(pr.title),
             f"{state}{passed}/{len(pr.checks)} passed",
         )  # fmt: skip
     Console().print(table)
@@ -64,12 +64,12 @@ def show_command(
     pr = prs[0]
     console = Console(soft_wrap=True)  # a URL or branch stays whole on a narrow terminal
     draft = " (draft)" if pr.draft else ""
-    console.print(f"[bold]#{pr.number} {escape(pr.title)}[/]{draft}")
-    console.print(f"{escape(pr.url)} · {escape(pr.head)} -> {escape(pr.base)}")
+    console.print(f"[bold]#{pr.number} {printable(pr.title)}[/]{draft}")
+    console.print(f"{printable(pr.url)} · {printable(pr.head)} -> {printable(pr.base)}")
     if pr.labels:
         console.print("labels: " + ", ".join(pr.labels))
     console.rule()
-    console.print(escape(pr.body))
+    console.print(printable(pr.body))
     console.rule()
     print_diff(pr.diff)
 
@@ -87,7 +87,7 @@ def print_diff(diff: str) -> None:
         return
     lines = diff.split("\n")
     for index, line in enumerate(lines):
-        text = CONTROL.sub("", line)
+        text = plain(line)
         colour = None if text.startswith(("+++", "---")) else DIFF_COLOURS.get(text[:1])
         styled = typer.style(text, fg=colour) if colour else text
         typer.echo(styled, nl=index < len(lines) - 1)

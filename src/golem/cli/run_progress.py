@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from golem.agent.events import AgentFinished, AgentStarted, ModelAnswered
@@ -63,13 +62,13 @@ class RunProgress:
             self._node_finished(event)
         elif isinstance(event, GateWaiting):
             self.console.print(
-                f"  [yellow]waiting for a person[/]: {escape(event.message)} "
+                f"  [yellow]waiting for a person[/]: {printable(event.message)} "
                 f"(golem runs approve|reject {event.run_id})"
             )
         elif isinstance(event, GateDecided):
-            self.console.print(f"  gate {event.decision} by {event.decided_by}")
+            self.console.print(f"  gate {event.decision} by {printable(event.decided_by)}")
         elif isinstance(event, RunNote):
-            self.console.print(f"  [dim]· {escape(event.message)}[/]")
+            self.console.print(f"  [dim]· {printable(event.message)}[/]")
 
     def _agent(self, step: AgentStep) -> None:
         event = step.event
@@ -106,8 +105,9 @@ class RunProgress:
         self.round = event.round
         detail = "" if check.passed else f" {check_outcome(check)}: {first_line(check.output_tail)}"
         self.console.print(
-            f"  {mark} {check.name} [dim]{escape(check.command)}[/] {check.duration:.1f}s"
-            f"{escape(detail)}",
+            f"  {mark} {printable(check.name)} [dim]{printable(check.command)}[/] "
+            f"{check.duration:.1f}s"
+            f"{printable(detail)}",
             highlight=False,
         )
 
@@ -115,7 +115,7 @@ class RunProgress:
         colour = "green" if event.outcome in ("success", "approved") else "red"
         elapsed = time.monotonic() - self.started
         self.console.print(
-            f"[{colour}]◂ {event.node} {event.outcome}[/] [dim]{escape(event.detail)} · "
+            f"[{colour}]◂ {event.node} {event.outcome}[/] [dim]{printable(event.detail)} · "
             f"round {self.round} · {self.tokens / 1000:.1f}k tokens · ${self.cost:.4f} · "
             f"{int(elapsed) // 60}:{int(elapsed) % 60:02d} elapsed[/]"
         )
@@ -131,14 +131,15 @@ def print_report(console: Console, state: RunState) -> None:
     console.rule(f"[bold {colour}]{state.status}[/] · {state.id}")
     if state.pr is not None:
         kind = "draft PR (needs a human)" if state.pr.draft else "PR"
-        labels = escape(f"  [{', '.join(state.pr.labels)}]") if state.pr.labels else ""
-        console.print(f"{kind}: [bold]{state.pr.url}[/]  {escape(state.pr.title)}{labels}")
+        labels = printable(f"  [{', '.join(state.pr.labels)}]") if state.pr.labels else ""
+        url, title = printable(state.pr.url), printable(state.pr.title)
+        console.print(f"{kind}: [bold]{url}[/]  {title}{labels}")
     if state.error:
-        console.print(f"[red]{escape(state.error)}[/]")
+        console.print(f"[red]{printable(state.error)}[/]")
     if state.unverified:
-        console.print(f"[yellow]not verified: {escape(state.unverified)}[/]")
+        console.print(f"[yellow]not verified: {printable(state.unverified)}[/]")
     if state.diff_stat:
-        console.print(escape(state.diff_stat.rstrip()))
+        console.print(printable(state.diff_stat.rstrip()))
     _print_results(console, state)
     if state.ci:
         console.print(_ci_table(state))
@@ -157,20 +158,21 @@ def _print_results(console: Console, state: RunState) -> None:
     if state.dependencies is not None or state.dependencies_cached:
         how = "reused" if state.dependencies_cached else "installed"
         key = f" {state.dependencies}" if state.dependencies else ""
-        console.print(f"dependencies{escape(key)}: {how}", highlight=False)
+        console.print(f"dependencies{printable(key)}: {how}", highlight=False)
     if state.prepared:
         console.print("prepared:")
         console.print(_table("STEP", state.prepared))
     if state.baseline:  # checks run on the base: only those that failed after the change
         outcomes = ", ".join(f"{c.name} {check_outcome(c)}" for c in state.baseline)
-        console.print(f"baseline on {escape(state.base or 'the base')}: {escape(outcomes)}")
+        console.print(f"baseline on {printable(state.base or 'the base')}: {printable(outcomes)}")
     if state.checks:
         console.print(_table("CHECK", state.checks))
     failures = [(check.name, failure) for check in state.checks for failure in check.failures]
     for name, failure in failures[:SHOWN_FAILURES]:
         message = f"  {first_line(failure.message)}" if failure.message else ""
         console.print(
-            f"  [red]✗[/] {escape(name)}: {escape(failure.name)}{escape(message)}", highlight=False
+            f"  [red]✗[/] {printable(name)}: {printable(failure.name)}{printable(message)}",
+            highlight=False,
         )
     if len(failures) > SHOWN_FAILURES:
         console.print(f"  ... and {len(failures) - SHOWN_FAILURES} more failing tests")
@@ -182,7 +184,7 @@ def _ci_table(state: RunState) -> Table:
     for ci in state.ci:
         cells = ci_round_cells(ci)
         colour = {"passed": "green", "no_ci": "yellow", "waiting": "dim"}.get(ci.verdict, "red")
-        table.add_row(cells[0], cells[1], f"[{colour}]{cells[2]}[/]", *map(escape, cells[3:]))
+        table.add_row(cells[0], cells[1], f"[{colour}]{cells[2]}[/]", *map(printable, cells[3:]))
     return table
 
 
@@ -194,9 +196,9 @@ def _table(heading: str, results: list[CheckResult]) -> Table:
             "yellow" if result.flaky or result.preexisting else "green" if result.passed else "red"
         )
         table.add_row(
-            result.name,
-            escape(result.command),
-            f"[{colour}]{escape(outcome)}[/]",
+            printable(result.name),
+            printable(result.command),
+            f"[{colour}]{printable(outcome)}[/]",
             f"{result.duration:.1f}s",
         )
     return table

@@ -9,7 +9,6 @@ from typing import Literal
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from golem.blueprint.book import RunBook
@@ -17,6 +16,7 @@ from golem.blueprint.control import cancel_run, decide_gate, load_run
 from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState
 from golem.cli import options
+from golem.cli.progress import printable
 from golem.cli.run_cmd import EXIT_CODES, run_with_progress
 from golem.cli.run_progress import print_report
 from golem.cli.stores import using_store
@@ -55,7 +55,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     for run in runs:
         age = int(now - run.created)
         table.add_row(
-            run.id, run.status, run.current or "-", escape(run.title[:50]),
+            run.id, run.status, run.current or "-", printable(run.title[:50]),
             f"${run.cost_usd:.4f}", f"{age // 3600}h{age % 3600 // 60:02d}m",
         )  # fmt: skip
     Console().print(table)
@@ -73,21 +73,23 @@ def show_command(
         typer.echo(state.model_dump_json(indent=2))
         return
     console = Console()
-    console.print(f"[bold]{state.id}[/] {escape(state.title)} · {state.status}")
-    console.print(f"repo: {escape(state.request.repo)} · branch: {state.branch or '-'}")
+    console.print(f"[bold]{state.id}[/] {printable(state.title)} · {state.status}")
+    branch = printable(state.branch or "-")
+    console.print(f"repo: {printable(state.request.repo)} · branch: {branch}")
     _print_links(console, state, using_store(load_config(), lambda s: _follow_ups(s, state.id)))
     for step in state.steps:
         cost = f"${step.cost_usd:.4f}" if step.cost_usd else ""
         console.print(
             f"  {step.node:<12} {step.outcome:<9} {step.ended - step.started:6.1f}s "
-            f"{cost:>8}  {escape(step.detail)}",
+            f"{cost:>8}  {printable(step.detail)}",
             highlight=False,
         )
     if state.current and not state.finished:
         console.print(f"  next: {state.current}")
     if events:
         for seq, event in kept:
-            console.print(f"[dim]{seq:>4} {event.type}[/] {escape(event.model_dump_json())[:200]}")
+            shown = printable(event.model_dump_json())[:200]
+            console.print(f"[dim]{seq:>4} {event.type}[/] {shown}")
     print_report(console, state)
 
 
@@ -107,7 +109,7 @@ def _print_links(console: Console, state: RunState, follow_ups: list[RunState]) 
     if follow is not None:
         where = state.pr.url if state.pr is not None else f"{follow.repo}#{follow.number}"
         parent = follow.parent_run or "a run not known here"
-        console.print(f"follow-up of {parent} on {escape(where)}", highlight=False)
+        console.print(f"follow-up of {printable(parent)} on {printable(where)}", highlight=False)
     for run in follow_ups:
         console.print(f"follow-up: {run.id} · {run.status} · ${run.cost_usd:.4f}", highlight=False)
 

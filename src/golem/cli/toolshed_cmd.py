@@ -101,9 +101,9 @@ async def _server(
         ]
         entry["tools"].append(
             {
-                "name": tool.name,
-                "wire_name": wire_name(server.name, tool.name),
-                "description": (tool.description or "").strip().split("\n")[0],
+                "name": tool.shown.name,
+                "wire_name": wire_name(server.name, tool.shown.name),
+                "description": (tool.shown.description or "").strip().split("\n")[0],
                 "steps": chosen_by,
             }
         )

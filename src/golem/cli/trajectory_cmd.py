@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 
 from golem.agent.events import (
@@ -20,7 +19,7 @@ from golem.agent.events import (
     ToolStarted,
 )
 from golem.agent.trajectory import read_trajectory
-from golem.cli.progress import describe_call
+from golem.cli.progress import describe_call, printable
 
 __all__ = ["trajectory_app"]
 
@@ -39,7 +38,7 @@ def show_command(
     for event in events:
         _render(console, event, limit)
     for note in notes:
-        console.print(f"[dim]{escape(note)}[/]")
+        console.print(f"[dim]{printable(note)}[/]")
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -54,14 +53,15 @@ def _render(console: Console, event: AgentEvent, limit: int | None) -> None:
         budget = ", ".join(
             f"{k}={v}" for k, v in event.budget.model_dump().items() if v is not None
         )
-        console.print(Panel(escape(event.task.strip()), title=f"task · {escape(event.model)}"))
+        title = f"task · {printable(event.model)}"
+        console.print(Panel(printable(event.task.strip()), title=title))
         console.print(f"[dim]tools: {', '.join(event.tools)} · budget: {budget}[/]")
     elif isinstance(event, ModelCalled):
         console.rule(f"turn {event.turn}", style="dim")
     elif isinstance(event, ModelAnswered):
         message = event.response.message
         if message.content.strip():
-            console.print(f"[cyan]{escape(_clip(message.content, limit))}[/]")
+            console.print(f"[cyan]{printable(_clip(message.content, limit))}[/]")
         usage = event.response.usage
         console.print(
             f"[dim]{usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens} in"
@@ -69,18 +69,19 @@ def _render(console: Console, event: AgentEvent, limit: int | None) -> None:
             f"{event.response.stop_reason}[/]"
         )
     elif isinstance(event, ToolStarted):
-        console.print(f"[bold]→ {escape(describe_call(event.call.name, event.call.arguments))}[/]")
+        call = describe_call(event.call.name, event.call.arguments)
+        console.print(f"[bold]→ {printable(call)}[/]")
     elif isinstance(event, ToolFinished):
         style = "red" if event.is_error else "green"
         console.print(
-            Panel(escape(_clip(event.output, limit)) or "(no output)", border_style=style)
+            Panel(printable(_clip(event.output, limit)) or "(no output)", border_style=style)
         )
     elif isinstance(event, ExternalOutput):
-        console.print(f"[dim]{event.stream}: {escape(event.line)}[/]")
+        console.print(f"[dim]{event.stream}: {printable(event.line)}[/]")
     elif isinstance(event, AgentFinished):
         outcome = event.outcome
         console.rule(f"{outcome.status}", style="green" if outcome.status == "done" else "red")
-        console.print(escape(outcome.summary))
+        console.print(printable(outcome.summary))
         console.print(
             f"[dim]{outcome.reason} · {outcome.turns} turns · {outcome.duration:.1f}s · "
             f"${outcome.cost_usd:.4f} · {outcome.usage.input_tokens} in / "

@@ -2,10 +2,11 @@
 the egress proxy hands back, log records) replaces secrets with ``***`` through it.
 
 ``SecretMasker`` masks bytes, streamed (correct when a secret is split across chunks) or
-whole, and text; it knows a secret's JSON-escaped forms too. ``mask_fields`` masks every
-string of a pydantic model. ``basic_auth`` gives the form golem itself sends a basic-auth
-secret in, which must be masked too. ``SecretLogFilter`` masks log records with the
-secrets ``masking_logs`` put in scope.
+whole, and text; it knows a secret's JSON-escaped and URL-encoded forms too.
+``mask_fields`` masks every string of a pydantic model (its extra fields too).
+``basic_auth`` gives the form golem itself sends a basic-auth secret in, which must be
+masked too. ``SecretLogFilter`` masks log records with the secrets ``masking_logs`` put
+in scope.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import json
 import logging
 import re
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, Literal, TypeVar, cast, get_origin
@@ -148,9 +150,10 @@ class SecretMasker:
 
 
 def _forms(secret: str | bytes) -> set[bytes]:
-    """A secret and its JSON-escaped forms (golem's in-box tools answer in JSON, and so do
-    the CLIs and APIs it talks to): a secret with a quote, a backslash, a slash or a
-    non-ASCII character looks different there."""
+    """A secret and its JSON-escaped and URL-encoded forms (golem's in-box tools answer in
+    JSON, and so do the CLIs and APIs it talks to; a URL or a form carries it encoded): a
+    secret with a quote, a backslash, a slash, a space or a non-ASCII character looks
+    different there."""
     data = secret.encode() if isinstance(secret, str) else secret
     try:
         text = data.decode()
@@ -158,6 +161,7 @@ def _forms(secret: str | bytes) -> set[bytes]:
         return {data}
     escaped = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
     escaped |= {form.replace("/", "\\/") for form in escaped}
+    escaped |= {urllib.parse.quote(text, safe=""), urllib.parse.quote_plus(text, safe="")}
     return {data, *(form.encode() for form in escaped)}
 
 
@@ -175,7 +179,8 @@ def basic_auth(username: str, value: str) -> str:
 def mask_fields(value: T, mask: Callable[[str], str]) -> T:
     """``value`` with ``mask`` applied to every string in it: pydantic models (their fields
     typed as a ``Literal`` excepted: those are golem's own constants, such as an event's
-    type), lists, tuples and dicts (keys and values). What holds no secret is returned as
+    type; the extra fields of a model that allows them included), lists, tuples and dicts
+    (keys and values). What holds no secret is returned as
     the same object, so a model without one is not copied."""
     return cast(T, _masked(value, mask))
 
@@ -205,6 +210,10 @@ def _masked_model(model: BaseModel, mask: Callable[[str], str]) -> BaseModel:
         if get_origin(info.annotation) is Literal:
             continue
         old = getattr(model, name)
+        new = _masked(old, mask)
+        if new is not old:
+            changes[name] = new
+    for name, old in (model.model_extra or {}).items():
         new = _masked(old, mask)
         if new is not old:
             changes[name] = new

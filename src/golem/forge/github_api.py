@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from golem.core.ansi import clean
 from golem.core.errors import (
     ForgeAuthError,
     ForgeError,
@@ -28,7 +29,15 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitHubConfig
-from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
+from golem.forge.rest import (
+    MAX_DOWNLOAD,
+    Download,
+    Retries,
+    decoded,
+    origin,
+    read_tail,
+    retry_after,
+)
 from golem.forge.tokens import StaticToken, TokenSource
 
 __all__ = [
@@ -104,7 +113,7 @@ class GitHubAPI:
         """One request; its JSON reply. ``what`` names the target in error messages."""
         async with self._client() as client:
             response = await self._send(client, method, path, what, json=json, params=params)
-        return response.json() if response.content else None
+        return decoded(response)
 
     async def paginate(
         self,
@@ -124,7 +133,7 @@ class GitHubAPI:
                 if url is None:
                     break
                 response = await self._send(client, "GET", url, what, params=query)
-                page = response.json()
+                page = decoded(response)
                 items.extend((page.get(key) or []) if key is not None else page)
                 url, query = self._next_page(response), None
         return items
@@ -165,7 +174,7 @@ class GitHubAPI:
                 what,
                 json={"query": query, "variables": variables},
             )
-        body = response.json()
+        body = decoded(response)
         if body.get("errors"):
             messages = "; ".join(str(e.get("message")) for e in body["errors"])
             raise ForgeRequestRejected(f"GitHub's GraphQL API refused {what}: {messages}")
@@ -317,7 +326,12 @@ def _rejection(what: str, detail: str, said: str) -> ForgeRequestRejected:
 
 
 def github_detail(response: httpx.Response) -> str:
-    """GitHub's ``message``, its ``errors`` and ``documentation_url``, as one line."""
+    """GitHub's ``message``, its ``errors`` and ``documentation_url``, as one line,
+    cleaned (a forge's text, ``golem.core.ansi.clean``)."""
+    return clean(_detail(response), multiline=False)
+
+
+def _detail(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import httpx
 
+from golem.core.ansi import clean
 from golem.core.errors import (
     ForgeAuthError,
     ForgeError,
@@ -30,7 +31,15 @@ from golem.core.errors import (
     PullRequestExists,
 )
 from golem.forge.config import GitLabConfig
-from golem.forge.rest import MAX_DOWNLOAD, Download, Retries, origin, read_tail, retry_after
+from golem.forge.rest import (
+    MAX_DOWNLOAD,
+    Download,
+    Retries,
+    decoded,
+    origin,
+    read_tail,
+    retry_after,
+)
 from golem.forge.tokens import StaticToken, TokenSource
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
@@ -97,7 +106,7 @@ class GitLabAPI:
         async with self._client() as client:
             response = await self._send(client, method, path, what, json=json, params=params)
             await response.aread()
-        return response.json() if response.content else None
+        return decoded(response)
 
     async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
         """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
@@ -110,7 +119,7 @@ class GitLabAPI:
                     break
                 response = await self._send(client, "GET", url, what, params=query)
                 await response.aread()
-                items.extend(response.json())
+                items.extend(decoded(response))
                 url, query = self._next_page(response), None  # the next URL has its query
         return items
 
@@ -226,7 +235,12 @@ class GitLabAPI:
 
 def gitlab_detail(response: httpx.Response) -> str:
     """GitLab's error body as one line: ``message`` (a string, list, or dict of field
-    errors), or OAuth's ``error`` and ``error_description``."""
+    errors), or OAuth's ``error`` and ``error_description``; cleaned (a forge's text,
+    ``golem.core.ansi.clean``)."""
+    return clean(_detail(response), multiline=False)
+
+
+def _detail(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:

@@ -1,17 +1,18 @@
 """What the forges' REST clients (``GitHubAPI``, ``GitLabAPI``) share: sending a request
 again after network errors, 502/503/504 (doubling backoff), rate limits the forge names a
-wait for, and once after a 401 with a fresh token; the origin a token is kept to; and the
-bounded tail of a download (a CI job's log)."""
+wait for, and once after a 401 with a fresh token; the origin a token is kept to; the
+bounded tail of a download (a CI job's log); and a reply's JSON, cleaned (``decoded``)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import httpx
 
+from golem.core.ansi import clean_json
 from golem.core.errors import ForgeError, ForgeUnavailable
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "RETRIED_STATUSES",
     "Download",
     "Retries",
+    "decoded",
     "origin",
     "read_tail",
     "retry_after",
@@ -48,6 +50,14 @@ async def read_tail(response: httpx.Response, limit: int, max_read: int) -> Down
         if read >= max_read:
             return Download(tail, complete=False)
     return Download(tail, complete=True)
+
+
+def decoded(response: httpx.Response) -> Any:
+    """A reply's JSON (None when it is empty) with every string in it cleaned
+    (``golem.core.ansi.clean``): where what a forge says (a CI job's name, an issue's
+    title, a comment, a login, a branch) enters golem, so that nothing golem stores or
+    shows of it carries an escape sequence, a control character or hidden text."""
+    return clean_json(response.json()) if response.content else None
 
 
 def origin(url: httpx.URL | str) -> tuple[str, str, int | None]:

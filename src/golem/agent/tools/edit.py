@@ -16,13 +16,14 @@ from golem.agent.tools.paths import resolve, shown
 from golem.agent.tools.text import count, human_size, line_count, numbered, split_lines
 from golem.agent.tools.write import check_writable
 from golem.core.errors import ToolProblem
+from golem.core.masking import MASK
 from golem.sandbox import Box
 
 __all__ = ["EditArguments", "EditTool"]
 
 CONTEXT = 4
 LISTED_LINES = 20
-MASKED = "***"
+MASKED = MASK.decode()
 
 DESCRIPTION = """Replace text in a file: `old` must occur exactly once (copy it exactly from \
 read's output, with its indentation but without the line-number prefix), unless \

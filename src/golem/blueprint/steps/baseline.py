@@ -24,12 +24,12 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
 from golem.blueprint.steps.checks import run_check
 from golem.blueprint.steps.tree import fingerprint, restore
+from golem.core.ansi import plain
 from golem.core.errors import SandboxError
 from golem.forge import CheckResult
 
 __all__ = ["already_failing", "base_result", "cache_paths", "run_baseline"]
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _HEX = re.compile(r"0x[0-9a-fA-F]{4,}")
 _MOVING = (  # what moves between two runs of the same failure; values in messages do not
     re.compile(r"(?<=\S)(?::\d+)+(?=:|\)|\s|$)"),  # path:LINE:COL positions
@@ -129,7 +129,7 @@ def already_failing(result: CheckResult, baseline: list[CheckResult] | None) -> 
 def _normal(text: str, *, digits: bool = True) -> str:
     """``text`` without what moves from one run of a failure to the next: colours, hex
     addresses, and (``digits``) source positions, durations and a summary's counts."""
-    text = _HEX.sub("0x#", _ANSI.sub("", text))
+    text = _HEX.sub("0x#", plain(text))
     lines = [" ".join(line.split()) for line in text.splitlines()]
     if digits:
         lines = [_moved(line) for line in lines]

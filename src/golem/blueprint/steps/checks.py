@@ -13,7 +13,7 @@ from golem.blueprint.reports import check_result
 from golem.blueprint.steps.check_output import TAIL, LiveCheckOutput
 from golem.blueprint.steps.check_reports import STARTED, junit_written
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
-from golem.forge import CheckResult
+from golem.forge import CheckResult, markdown
 from golem.sandbox import Box, ExecRequest
 
 __all__ = [
@@ -152,10 +152,7 @@ def describe_failure(result: CheckResult, *, tail: int | None = None) -> str:
     output = result.output_tail
     if tail is not None:
         output = "\n".join(output.splitlines()[-tail:])
-    fence = "```"
-    while fence in output:  # output holding a fence cannot close ours
-        fence += "`"
-    return f"`{result.command}` ({_how(result)})\n\n{fence}\n{output}\n{fence}"
+    return f"{markdown.code(result.command)} ({_how(result)})\n\n{markdown.block(output)}"
 
 
 def _how(result: CheckResult) -> str:
@@ -171,7 +168,7 @@ def describe_failures(results: list[CheckResult]) -> str:
     held = [result for result in results if not result.passed and not result.preexisting]
     parts = [f"### {result.name}: {describe_failure(result)}" for result in held]
     not_yours = [
-        f"- {result.name}: `{result.command}` "
+        f"- {result.name}: {markdown.code(result.command)} "
         + ("fails on the base commit too" if result.preexisting else "failed once, then passed")
         for result in results
         if result.preexisting or result.flaky

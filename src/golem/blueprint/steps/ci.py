@@ -23,6 +23,7 @@ from golem.blueprint.steps.ci_report import SHOWN_JOBS, describe_jobs, fix_failu
 from golem.blueprint.steps.ci_wait import Verdict, repo_name, wait_for_ci
 from golem.blueprint.steps.publish import TRAILER, commit_change, find_change, push_change
 from golem.blueprint.steps.verify import held_against, verify
+from golem.core.ansi import clean
 from golem.core.errors import ForgeError
 from golem.forge.ci import CIJob
 
@@ -185,7 +186,7 @@ def _verify_loop(ex: Execution, node: CINode) -> LoopNode | None:
 
 
 def _message(ex: Execution, number: int, failing: list[CIJob]) -> str:
-    names = ", ".join(job.name for job in failing[:3]) or "CI"
+    names = ", ".join(clean(job.name, multiline=False) for job in failing[:3]) or "CI"
     summary = ex.state.summary or "(the agent gave no summary)"
     return f"fix: make {names} pass in CI (CI round {number})\n\n{summary}\n"
 

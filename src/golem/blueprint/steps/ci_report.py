@@ -2,7 +2,10 @@
 fails when the pull request goes to a person.
 
 Everything here is text about the forge's jobs; what a log holds is the forge's, so it is
-masked with the run's secrets before it is kept or shown (``RunSecrets.mask``).
+masked with the run's secrets before it is kept or shown (``RunSecrets.mask``). Every
+string of a job (its name, workflow, link, steps, summary, log) is the forge's, written
+by the pull request's own workflow: it goes into this markdown only as code
+(``golem.forge.markdown``), so no name can mention anyone or break out of its place.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ from __future__ import annotations
 import re
 
 from golem.blueprint.state import CIRound, RunState
-from golem.forge import CheckResult
+from golem.forge import CheckResult, markdown
 from golem.forge.ci import CIJob
 
-__all__ = ["describe_jobs", "fix_failures", "job_line", "still_failing"]
+__all__ = ["describe_jobs", "fix_failures", "job_line", "job_names", "still_failing"]
 
 LOG_TAIL_CHARS = 4_000
 """Of each failing job's log tail, what a fix prompt shows (its end)."""
@@ -21,11 +24,20 @@ LOG_TAIL_CHARS = 4_000
 
 def job_line(job: CIJob) -> str:
     """``name`` (group) state: url · failed steps: ..., one line."""
-    group = f" ({job.group})" if job.group else ""
-    url = f": {job.url}" if job.url else ""
-    steps = f" · failed steps: {', '.join(job.failed_steps)}" if job.failed_steps else ""
-    summary = f" · {job.summary}" if job.summary else ""
-    return f"`{job.name}`{group} {job.state}{url}{steps}{summary}"
+    group = f" ({markdown.code(job.group)})" if job.group else ""
+    url = f": {markdown.code(job.url)}" if job.url else ""
+    steps = f" · failed steps: {_codes(job.failed_steps)}" if job.failed_steps else ""
+    summary = f" · {markdown.code(job.summary)}" if job.summary else ""
+    return f"{markdown.code(job.name)}{group} {job.state}{url}{steps}{summary}"
+
+
+def job_names(jobs: list[CIJob]) -> str:
+    """The jobs' names, as code, comma-separated (``none`` for none)."""
+    return _codes([job.name for job in jobs]) or "none"
+
+
+def _codes(texts: list[str]) -> str:
+    return ", ".join(markdown.code(text) for text in texts)
 
 
 SHOWN_JOBS = 5
@@ -41,7 +53,7 @@ def _more(jobs: list[CIJob]) -> list[str]:
     rest = jobs[SHOWN_JOBS:]
     if not rest:
         return []
-    names = ", ".join(job.name for job in rest[:20]) + (", ..." if len(rest) > 20 else "")
+    names = job_names(rest[:20]) + (", ..." if len(rest) > 20 else "")
     return [f"... and {len(rest)} more failing: {names}"]
 
 
@@ -58,21 +70,23 @@ def fix_failures(jobs: list[CIJob], checks: list[CheckResult], local: str = "") 
 
 
 def _job_section(job: CIJob, checks: list[CheckResult]) -> str:
-    lines = [f"### {job.name}" + (f" ({job.group})" if job.group else "")]
-    lines.append(f"CI says: {_state_words(job)}" + (f" · {job.url}" if job.url else ""))
+    group = f" ({markdown.code(job.group)})" if job.group else ""
+    lines = [f"### {markdown.code(job.name)}{group}"]
+    url = f" · {markdown.code(job.url)}" if job.url else ""
+    lines.append(f"CI says: {_state_words(job)}{url}")
     if job.failed_steps:
-        lines.append(f"Failed steps: {', '.join(job.failed_steps)}")
+        lines.append(f"Failed steps: {_codes(job.failed_steps)}")
     if job.summary:
-        lines.append(f"Summary: {job.summary}")
+        lines.append(f"Summary: {markdown.code(job.summary)}")
     for check in _passed_locally(job, checks):
         lines.append(
-            f"The {check.name} check passed in golem's box (`{check.command}`) but fails in "
-            "CI: look for what differs (versions, environment, services, steps golem did not "
-            "run)."
+            f"The {check.name} check passed in golem's box ({markdown.code(check.command)}) "
+            "but fails in CI: look for what differs (versions, environment, services, steps "
+            "golem did not run)."
         )
     tail = job.log_tail.strip()
     if tail:
-        lines += ["End of its log:", "```", tail[-LOG_TAIL_CHARS:], "```"]
+        lines += ["End of its log:", markdown.block(tail[-LOG_TAIL_CHARS:])]
     return "\n".join(lines)
 
 
@@ -95,7 +109,8 @@ def _passed_locally(job: CIJob, checks: list[CheckResult]) -> list[CheckResult]:
 
 def still_failing(state: RunState) -> str:
     """Why the pull request needs a person: the last CI round's verdict and note, else the
-    run's error, else the checks that fail."""
+    run's error (as a code block: it may carry any forge's or box's text), else the checks
+    that fail."""
     last: CIRound | None = state.ci[-1] if state.ci else None
     heads = {
         "failed": f"CI still fails on {{commit}} after {state.ci_rounds} CI fix round(s):",
@@ -107,6 +122,6 @@ def still_failing(state: RunState) -> str:
         head = heads[last.verdict].format(commit=last.commit[:12])
         return f"{head}\n\n{last.note}".strip()
     if state.error:
-        return state.error
-    failing = [f"- {c.name} (`{c.command}`)" for c in state.checks if not c.passed]
+        return f"golem stopped:\n\n{markdown.block(state.error)}"
+    failing = [f"- {c.name} ({markdown.code(c.command)})" for c in state.checks if not c.passed]
     return "\n".join(["golem's checks fail:", *failing]) if failing else "golem could not finish"

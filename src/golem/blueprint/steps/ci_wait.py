@@ -16,7 +16,9 @@ from typing import Literal
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import CINode
+from golem.blueprint.steps.ci_report import job_names
 from golem.core.errors import ForgeRateLimited, ForgeUnavailable
+from golem.forge import markdown
 from golem.forge.ci import FINISHED_JOB_STATES, CIJob, CIStatus
 
 __all__ = ["Verdict", "judge", "repo_name", "wait_for_ci"]
@@ -74,11 +76,11 @@ def judge(node: CINode, status: CIStatus, elapsed: float) -> Verdict | None:
     counted = _counted(status.jobs, patterns)
     pending = [j for j in counted if j.state not in FINISHED_JOB_STATES and not j.allowed_to_fail]
     if pending:
-        late = Verdict("timed_out", f"still pending after {node.wait:g}s: {_names(pending)}")
+        late = Verdict("timed_out", f"still pending after {node.wait:g}s: {job_names(pending)}")
         return None if elapsed < node.wait else late
     failing = [j for j in counted if j.state in FAILING_STATES and not j.allowed_to_fail]
     if failing:
-        states = ", ".join(f"`{job.name}` {job.state}" for job in failing)
+        states = ", ".join(f"{markdown.code(job.name)} {job.state}" for job in failing)
         return Verdict("failed", f"failing: {states}", failing)
     return Verdict("passed", f"{len(counted)} job(s) passed")
 
@@ -91,11 +93,11 @@ def _absent(node: CINode, status: CIStatus, patterns: list[str]) -> Verdict | No
     missing = [p for p in patterns if not any(_matches(job, p) for job in status.jobs)]
     if not missing:
         return None
-    names = ", ".join(f"`{name}`" for name in missing)
+    names = ", ".join(markdown.code(name) for name in missing)
     return Verdict(
         "missing",
         f"required check(s) {names} never created within {node.appear:g}s "
-        f"(jobs reported: {_names(status.jobs)})",
+        f"(jobs reported: {job_names(status.jobs)})",
     )
 
 
@@ -108,7 +110,3 @@ def _counted(jobs: list[CIJob], patterns: list[str]) -> list[CIJob]:
 def _matches(job: CIJob, pattern: str) -> bool:
     """A job's name (or a status's context, its id) against a name or glob."""
     return fnmatchcase(job.name, pattern) or (job.kind == "status" and fnmatchcase(job.id, pattern))
-
-
-def _names(jobs: list[CIJob]) -> str:
-    return ", ".join(f"`{job.name}`" for job in jobs) or "none"

@@ -15,7 +15,7 @@ from golem.blueprint.steps.install import run_install
 from golem.blueprint.steps.publish import TRAILER, commit_change, push_change, refuse_secrets
 from golem.context import hydrate, load_conventions, render_issue
 from golem.core.errors import ForgeError, PullRequestExists
-from golem.forge import PullRequest, PullRequestDraft
+from golem.forge import PullRequest, PullRequestDraft, markdown
 
 __all__ = ["refuse_secrets", "run_host"]
 
@@ -117,8 +117,11 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     if state.commit is None:
         if escalate:
             state.status = "escalated"
-            why = state.error or "the agent changed nothing"
-            await _comment(ex, f"golem could not make a change for this issue: {why}.")
+            if state.error:
+                why = f":\n\n{markdown.block(state.error)}"
+            else:
+                why = ": the agent changed nothing."
+            await _comment(ex, f"golem could not make a change for this issue{why}")
             return "success", "nothing to push"
         return "failure", "the agent changed nothing: nothing to ship"
     state.diff_stat = (await repo.diff_stat(state.base)).summary()

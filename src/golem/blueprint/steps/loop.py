@@ -10,7 +10,7 @@ from golem.blueprint.steps.agent import run_agent
 from golem.blueprint.steps.checks import describe_failures
 from golem.blueprint.steps.verify import held_against, unverified_reason, verify
 from golem.core.errors import NotVerified
-from golem.forge import CheckResult
+from golem.forge import CheckResult, markdown
 
 __all__ = ["run_loop"]
 
@@ -64,7 +64,7 @@ def _conclude(
 
 
 def _all_checks(results: list[CheckResult]) -> str:
-    return "\n".join(f"- {r.name}: `{r.command}` {_verdict(r)}" for r in results)
+    return "\n".join(f"- {r.name}: {markdown.code(r.command)} {_verdict(r)}" for r in results)
 
 
 def _verdict(result: CheckResult) -> str:

@@ -1,4 +1,8 @@
-"""What a shipped run says: its pull request's title and body, and its commit message."""
+"""What a shipped run says: its pull request's title and body, and its commit message.
+
+What the body quotes that golem did not write (a command or a test's name from the
+repository, an error carrying a forge's or a box's words) goes in as code
+(``golem.forge.markdown``)."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import re
 from golem.blueprint.show import check_outcome, failing_tests
 from golem.blueprint.state import RunState
 from golem.blueprint.steps.checks import describe_failures
-from golem.forge import CheckResult
+from golem.forge import CheckResult, markdown
 
 __all__ = ["body", "commit_message", "marked_run", "run_marker", "title"]
 
@@ -84,22 +88,21 @@ def _kind(state: RunState) -> str:
 def _still_failing(state: RunState) -> list[str]:
     lines = ["## What still fails", ""]
     if state.error:
-        lines += [f"golem stopped: {state.error}", ""]
+        lines += ["golem stopped:", "", markdown.block(state.error), ""]
     if any(not check.passed for check in state.checks):
         lines += [describe_failures(state.checks), ""]
     tests = failing_tests(state.checks)
     if tests:
-        lines += ["Failing tests:", "", *[f"- `{name}`" for name in tests], ""]
+        lines += ["Failing tests:", "", *[f"- {markdown.code(name)}" for name in tests], ""]
     return lines
 
 
 def _table(checks: list[CheckResult]) -> list[str]:
     lines = ["| check | command | result | time |", "| --- | --- | --- | --- |"]
     for check in checks:
-        command = check.command.replace("|", "\\|")
-        lines.append(
-            f"| {check.name} | `{command}` | {check_outcome(check)} | {check.duration:.1f}s |"
-        )
+        command = markdown.code(check.command, table=True)
+        outcome = check_outcome(check).replace("|", "\\|")  # a reason may quote a command
+        lines.append(f"| {check.name} | {command} | {outcome} | {check.duration:.1f}s |")
     if not checks:
         lines.append("| (none) | | | |")
     return lines
@@ -108,7 +111,7 @@ def _table(checks: list[CheckResult]) -> list[str]:
 def _baseline(baseline: list[CheckResult], base: str) -> str:
     failing = [check for check in baseline if not check.passed]
     if not failing:
-        named = ", ".join(f"{check.name} (`{check.command}`)" for check in baseline)
+        named = ", ".join(f"{check.name} ({markdown.code(check.command)})" for check in baseline)
         return f"On the base commit ({base}), before the change, these passed: {named}."
-    named = ", ".join(f"{check.name} (`{check.command}`)" for check in failing)
+    named = ", ".join(f"{check.name} ({markdown.code(check.command)})" for check in failing)
     return f"On the base commit ({base}), before the change, these failed already: {named}."

@@ -19,7 +19,7 @@ from golem.blueprint.steps.baseline import already_failing, base_result, cache_p
 from golem.blueprint.steps.checks import commands_of, run_check
 from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
 from golem.core.spec import WORKSPACE
-from golem.forge import CheckResult
+from golem.forge import CheckResult, markdown
 from golem.sandbox import Box, ExecRequest
 
 __all__ = ["held_against", "unverified_reason", "verify"]
@@ -81,14 +81,14 @@ def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult])
         )
     tests = [result for result in results if result.name == "test"]
     if tests and not any(result.passed for result in tests):
-        failing = ", ".join(f"`{result.command}`" for result in tests)
+        failing = ", ".join(markdown.code(result.command) for result in tests)
         return (
             f"the tests fail on the base commit too, the same way: {failing}; they do not "
             "tell whether the change works, whatever the other checks say"
         )
     if any(result.passed for result in results):
         return None
-    names = ", ".join(f"{result.name} (`{result.command}`)" for result in results)
+    names = ", ".join(f"{result.name} ({markdown.code(result.command)})" for result in results)
     return (
         f"every check fails on the base commit too: {names}; none of them tells whether "
         "the change works"
@@ -119,7 +119,10 @@ async def _moved(
     removed, so that they never ship, and no change of the tree."""
     now, made = await remove_made(box, tree, exclude=cache_paths(ex))
     if made:
-        ex.note(f"`{command}` made {_paths(made)}: its artifacts, removed (they do not ship)")
+        ex.note(
+            f"{markdown.code(command)} made {_paths(made)}: its artifacts, removed (they do "
+            "not ship)"
+        )
     if now != tree:
         changed.setdefault(position, [])
         changed[position] += await changed_between(box, tree, now)
@@ -155,7 +158,7 @@ def _refused(results: list[CheckResult], changed: Changed) -> list[CheckResult]:
             update={
                 "passed": False,
                 "flaky": False,
-                "reason": f"`{result.command}` changes the tree every time it runs "
+                "reason": f"{markdown.code(result.command)} changes the tree every time it runs "
                 f"({_paths(paths)}): what it leaves cannot be verified; make it leave a "
                 "tree it already fixed as it is, or ignore those files in .gitignore",
             }
@@ -164,4 +167,6 @@ def _refused(results: list[CheckResult], changed: Changed) -> list[CheckResult]:
 
 
 def _paths(paths: list[str]) -> str:
-    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    """The first few paths (a box's: as code), and how many more."""
+    shown = ", ".join(markdown.code(path) for path in paths[:5])
+    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from golem.context.toolshed.adapter import ToolshedTool, render_result
     from golem.context.toolshed.box_stdio import ServerProcess, box_stdio
     from golem.context.toolshed.budget import fit_context, schema_tokens
-    from golem.context.toolshed.connection import ServerConnection
+    from golem.context.toolshed.connection import ListedTool, ServerConnection
     from golem.context.toolshed.http import HttpAccess, check_egress, http_access, http_transport
     from golem.context.toolshed.shed import Toolshed
 
 __all__ = [
     "HttpAccess",
+    "ListedTool",
     "ServerConnection",
     "ServerProcess",
     "ToolPattern",
@@ -44,6 +45,7 @@ _LAZY = {
     "box_stdio": "box_stdio",
     "fit_context": "budget",
     "schema_tokens": "budget",
+    "ListedTool": "connection",
     "ServerConnection": "connection",
     "HttpAccess": "http",
     "check_egress": "http",

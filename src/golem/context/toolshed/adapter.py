@@ -1,6 +1,6 @@
 """An MCP server's tool as one of the agent's tools: its name as the model sees it, its
-description and input schema from the server; its result as text, bounded and without
-the server's credential."""
+description and input schema from the server's listing as shown (cleaned and masked);
+its result as text, bounded, cleaned and without the server's credential."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from golem.agent.contracts import ToolResult
 from golem.agent.messages import ToolSpec
-from golem.context.toolshed.connection import ServerConnection
+from golem.context.toolshed.connection import ListedTool, ServerConnection
 from golem.core.errors import ToolshedError
 from golem.sandbox import Box
 
@@ -28,13 +28,13 @@ EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 class ToolshedTool:
     """One tool of one server, offered to the model under ``spec.name``."""
 
-    def __init__(self, connection: ServerConnection, tool: types.Tool, name: str) -> None:
+    def __init__(self, connection: ServerConnection, tool: ListedTool, name: str) -> None:
         self.connection = connection
         self.tool = tool.name
         self.spec = ToolSpec(
             name=name,
-            description=_description(connection.server.name, tool),
-            parameters=_schema(tool.input_schema),
+            description=_description(connection.server.name, tool.shown),
+            parameters=_schema(tool.shown.input_schema),
         )
 
     async def run(self, box: Box, arguments: dict[str, Any]) -> ToolResult:
@@ -48,9 +48,9 @@ class ToolshedTool:
             return ToolResult(exc.message, is_error=True)
         except MCPError as exc:
             text = f"{connection.server.name}.{self.tool} failed: {exc.message}"
-            return ToolResult(connection.mask(text), is_error=True)
+            return ToolResult(connection.shown(text), is_error=True)
         limit = int(connection.server.max_result_bytes)
-        return ToolResult(connection.mask(render_result(result, limit)), is_error=result.is_error)
+        return ToolResult(connection.shown(render_result(result, limit)), is_error=result.is_error)
 
 
 def render_result(result: types.CallToolResult, limit: int) -> str:

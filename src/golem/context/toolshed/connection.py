@@ -1,6 +1,11 @@
 """One MCP server's connection for a run: started on first use, its tools listed once, its
 calls bounded; a server that cannot start, dies or hangs is broken for the rest of the run
-(every later call fails at once with the same reason)."""
+(every later call fails at once with the same reason).
+
+What the server says is shown only as ``shown`` makes it: cleaned (``golem.core.ansi``),
+then its credential masked (``golem.core.masking``). Its listing is shown so, every field
+of every tool, before a model, a trajectory, an event or a person sees any of it; only a
+call names a tool by the server's own name."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any
 
 from mcp import ClientSession, types
@@ -15,16 +21,26 @@ from mcp.client._transport import TransportStreams
 from mcp.shared.exceptions import MCPError
 
 from golem.context.toolshed.box_stdio import ServerProcess
+from golem.core.ansi import clean
 from golem.core.errors import ToolshedError
-from golem.core.masking import SecretMasker
+from golem.core.masking import SecretMasker, mask_fields
 from golem.core.toolshed_config import McpServer
 
-__all__ = ["MAX_LISTED_TOOLS", "ServerConnection"]
+__all__ = ["MAX_LISTED_TOOLS", "ListedTool", "ServerConnection"]
 
 MAX_LISTED_TOOLS = 5000
 """More tools than this from one server is refused (a listing that never ends)."""
 CLIENT_INFO = types.Implementation(name="golem", version="1")
 _BROKEN_CODES = {types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT}
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """A tool of the server's listing: ``name`` is the server's own (what a call and a
+    pattern name; never shown), ``shown`` the listing's entry as ``shown`` made it."""
+
+    name: str
+    shown: types.Tool
 
 
 class ServerConnection:
@@ -44,7 +60,7 @@ class ServerConnection:
         self._process = process
         self._masker = SecretMasker(list(secrets))
         self._session: ClientSession | None = None
-        self._tools: list[types.Tool] | None = None
+        self._tools: list[ListedTool] | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -57,11 +73,14 @@ class ServerConnection:
         starts afresh (what the old one kept in memory is lost)."""
         return self.broken is not None and self._process is not None and self._process.capped
 
-    def mask(self, text: str) -> str:
-        """``text`` without the server's credential (an answer may echo it)."""
+    def shown(self, text: str) -> str:
+        """What the server said, safe to show: cleaned, then without the server's credential
+        (an answer or a listing may echo it; cleaned first, so that no invisible character
+        inside the credential hides it from the masker)."""
+        text = clean(text)
         return self._masker.mask_text(text) if self._masker else text
 
-    async def tools(self) -> list[types.Tool]:
+    async def tools(self) -> list[ListedTool]:
         """The server's tools, listed once (the server started on the first call)."""
         if self._tools is None:
             await self._connect()
@@ -141,7 +160,10 @@ class ServerConnection:
                 ClientSession(read, write, client_info=CLIENT_INFO) as session,
             ):
                 await session.initialize()
-                self._tools = await _list_tools(session)
+                self._tools = [
+                    ListedTool(tool.name, mask_fields(tool, self.shown))
+                    for tool in await _list_tools(session)
+                ]
                 self._session = session
                 self._ready.set()
                 await self._stop.wait()
@@ -166,7 +188,7 @@ class ServerConnection:
                 message += f"; {ended}"
             if tail := process.tail():
                 message += f"\nits stderr ends with:\n{tail}"
-        return ToolshedError(self.mask(message))
+        return ToolshedError(self.shown(message))
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:

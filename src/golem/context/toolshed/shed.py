@@ -1,5 +1,9 @@
 """The run's toolshed: the configured MCP servers, each connected on first use and its
-tools listed once; a step gets the tools its patterns choose, as agent tools."""
+tools listed once; a step gets the tools its patterns choose, as agent tools.
+
+Patterns choose by the server's own tool names; what the model and the messages see is the
+listing as shown (``ServerConnection.shown``: cleaned, the credential masked), the wire
+name too."""
 
 from __future__ import annotations
 
@@ -7,12 +11,10 @@ import hashlib
 from collections.abc import Sequence
 from functools import partial
 
-from mcp import types
-
 from golem.agent.contracts import Tool
 from golem.context.toolshed.adapter import ToolshedTool
 from golem.context.toolshed.box_stdio import ServerProcess, box_stdio
-from golem.context.toolshed.connection import ServerConnection
+from golem.context.toolshed.connection import ListedTool, ServerConnection
 from golem.context.toolshed.http import check_egress, http_access, http_transport
 from golem.context.toolshed.selection import (
     WIRE_NAME_LIMIT,
@@ -46,7 +48,7 @@ class Toolshed:
             listed = await self.listing(box, pattern.server)
             matched = [tool for tool in listed if pattern.matches(pattern.server, tool.name)]
             if not matched:
-                names = ", ".join(tool.name for tool in listed[:200]) or "none"
+                names = ", ".join(tool.shown.name for tool in listed[:200]) or "none"
                 raise ToolshedError(
                     f"toolshed pattern {str(pattern)!r} matches none of {pattern.server!r}'s "
                     f"tools ({names}); correct the step's toolshed list"
@@ -54,12 +56,13 @@ class Toolshed:
             for tool in matched:
                 if any(_same(t, connection, tool) for t in offered.values()):
                     continue
-                name = _unique(wire_name(pattern.server, tool.name), offered, pattern, tool)
+                name = _unique(wire_name(pattern.server, tool.shown.name), offered, pattern, tool)
                 offered[name] = ToolshedTool(connection, tool, name)
         return list(offered.values())
 
-    async def listing(self, box: Box, server: str) -> list[types.Tool]:
-        """Every tool ``server`` lists (listed once per run); ToolshedError if it cannot."""
+    async def listing(self, box: Box, server: str) -> list[ListedTool]:
+        """Every tool ``server`` lists (listed once per run), as shown; ToolshedError if it
+        cannot."""
         return await (await self.connection(box, server)).tools()
 
     async def connection(self, box: Box, name: str) -> ServerConnection:
@@ -95,7 +98,7 @@ class Toolshed:
         return ServerConnection(server, transport, secrets=access.secrets)
 
 
-def _same(offered: Tool, connection: ServerConnection, tool: types.Tool) -> bool:
+def _same(offered: Tool, connection: ServerConnection, tool: ListedTool) -> bool:
     """Whether ``offered`` is already this server's ``tool`` (two patterns chose it)."""
     return (
         isinstance(offered, ToolshedTool)
@@ -104,10 +107,12 @@ def _same(offered: Tool, connection: ServerConnection, tool: types.Tool) -> bool
     )
 
 
-def _unique(name: str, offered: dict[str, Tool], pattern: ToolPattern, tool: types.Tool) -> str:
+def _unique(name: str, offered: dict[str, Tool], pattern: ToolPattern, tool: ListedTool) -> str:
     """``name``, or, when another tool took it (two tool names that differ only in what
-    providers refuse), a name made unique by a hash of the tool's own."""
-    if name not in offered:
-        return name
-    digest = hashlib.sha256(f"{pattern.server}.{tool.name}!".encode()).hexdigest()[:8]
-    return f"{name[: WIRE_NAME_LIMIT - 9]}_{digest}"
+    providers refuse, or in what was masked), a name made unique by a hash of the shown
+    name (never of the server's own, which may hold the credential)."""
+    seed = f"{pattern.server}.{tool.shown.name}!"
+    while name in offered:
+        digest = hashlib.sha256(seed.encode()).hexdigest()[:8]
+        name, seed = f"{name[: WIRE_NAME_LIMIT - 9]}_{digest}", seed + "!"
+    return name

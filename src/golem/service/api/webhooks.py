@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, Request, Response, status
 
+from golem.core.ansi import clean_json
 from golem.core.errors import Problem
 from golem.service.trigger import Trigger, TriggerAnswer
 
@@ -55,7 +56,8 @@ async def read_body(request: Request) -> bytes:
 
 
 def read_payload(body: bytes, content_type: str) -> Mapping[str, Any]:
-    """The delivery's JSON object (400 when it is not one, 415 when form-encoded)."""
+    """The delivery's JSON object (400 when it is not one, 415 when form-encoded), every
+    string in it cleaned (``golem.core.ansi``): what a forge delivers enters golem here."""
     if "x-www-form-urlencoded" in content_type:
         raise Problem(415, "set the webhook's content type to application/json")
     try:
@@ -64,7 +66,7 @@ def read_payload(body: bytes, content_type: str) -> Mapping[str, Any]:
         raise Problem(400, f"the delivery is not JSON: {exc}") from exc
     if not isinstance(payload, dict):
         raise Problem(400, "the delivery is not a JSON object")
-    return payload
+    return clean_json(payload)
 
 
 def answered(response: Response, answer: TriggerAnswer) -> TriggerAnswer:

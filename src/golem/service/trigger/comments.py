@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from golem.blueprint import RunState
 from golem.core.masking import mask_text
-from golem.forge import IssueComment
+from golem.forge import IssueComment, markdown
 
 __all__ = [
     "MARKER",
@@ -97,8 +97,8 @@ def completion(state: RunState, secrets: Iterable[str] = ()) -> str | None:
     elif state.status == "cancelled":
         text = f"golem run `{state.id}` was cancelled ({state.error or 'on request'})."
     else:
-        reason = _clip(_masked(state.error or "no reason was recorded", secrets))
-        text = f"golem run `{state.id}` failed: {reason}{pr}"
+        reason = markdown.block(_clip(_masked(state.error or "no reason was recorded", secrets)))
+        text = f"golem run `{state.id}` failed:\n\n{reason}{pr}"
         pr = ""
     return f"{text}{pr}\n\n<!-- golem:done {state.id} -->"
 
