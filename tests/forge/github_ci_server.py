@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from tests.agent.wire.server import RecordedRequest, Reply, WireServer
 
@@ -47,8 +47,8 @@ CI_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("GET", re.compile(rf"^{REPO}/check-runs/(?P<run>\d+)/annotations$"), "_list_annotations"),
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)$"), "_get_job"),
     ("GET", re.compile(rf"^{REPO}/actions/jobs/(?P<run>\d+)/logs$"), "_job_logs"),
-    ("GET", re.compile(rf"^{REPO}/branches/(?P<branch>[^/]+)$"), "_get_branch"),
-    ("GET", re.compile(rf"^{REPO}/rules/branches/(?P<branch>[^/]+)$"), "_branch_rules"),
+    ("GET", re.compile(rf"^{REPO}/branches/(?P<branch>.+)$"), "_get_branch"),
+    ("GET", re.compile(rf"^{REPO}/rules/branches/(?P<branch>.+)$"), "_branch_rules"),
 )
 CIScript = Callable[[str, str], Sequence[dict[str, Any]]]
 HIDDEN = ("steps", "log", "annotations")
@@ -209,6 +209,7 @@ class CIEndpoints:
     def _get_branch(
         self, repo: str, request: RecordedRequest, query: dict[str, str], branch: str
     ) -> Reply:
+        branch = unquote(branch)  # GitHub takes a branch's name percent-encoded, `/` as it is
         required = self._protection.get((repo, branch))
         body: dict[str, Any] = {"name": branch, "commit": {"sha": "1" * 40}, "protected": False}
         if required is not None:
@@ -225,6 +226,7 @@ class CIEndpoints:
     def _branch_rules(
         self, repo: str, request: RecordedRequest, query: dict[str, str], branch: str
     ) -> Reply:
+        branch = unquote(branch)
         required = self._rulesets.get((repo, branch))
         if required is None:
             return Reply.json([{"type": "deletion", "ruleset_id": 41}])

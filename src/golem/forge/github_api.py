@@ -33,6 +33,7 @@ from golem.forge.rest import (
     MAX_DOWNLOAD,
     Download,
     Retries,
+    checked_path,
     decoded,
     origin,
     read_tail,
@@ -225,6 +226,8 @@ class GitHubAPI:
         params: Mapping[str, str | int] | None = None,
         follow_redirects: bool = True,
     ) -> httpx.Response:
+        if url.startswith("/"):
+            checked_path(url, "GitHub")
         repo = repo_of_path(self._api_path(url))
         sent: list[str] = []  # the token the last attempt carried
 

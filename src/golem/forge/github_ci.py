@@ -18,6 +18,7 @@ from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRe
 from golem.forge.ci import CIJob, CIStatus, JobState
 from golem.forge.github_api import GitHubAPI
 from golem.forge.refs import split_repo
+from golem.forge.rest import segment
 
 __all__ = ["ci_failure", "ci_status", "clean_log", "log_excerpt"]
 
@@ -178,7 +179,9 @@ async def _required(api: GitHubAPI, repo: str, base: str) -> list[str] | None:
 
 async def _protected_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
     try:
-        branch = await api.call("GET", f"/repos/{repo}/branches/{base}", f"branch {base}")
+        branch = await api.call(
+            "GET", f"/repos/{repo}/branches/{segment(base, slashes=True)}", f"branch {base}"
+        )
     except (ForgeNotFound, ForgeAuthError) as exc:
         log.info("%s: the checks %s's protection requires are unknown: %s", repo, base, exc)
         return []
@@ -190,7 +193,9 @@ async def _protected_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]
 
 async def _ruleset_contexts(api: GitHubAPI, repo: str, base: str) -> list[str]:
     try:
-        rules = await api.paginate(f"/repos/{repo}/rules/branches/{base}", f"the rules of {base}")
+        rules = await api.paginate(
+            f"/repos/{repo}/rules/branches/{segment(base, slashes=True)}", f"the rules of {base}"
+        )
     except (ForgeNotFound, ForgeAuthError) as exc:  # servers before rulesets answer 404
         log.info("%s: the checks %s's rulesets require are unknown: %s", repo, base, exc)
         return []

@@ -16,6 +16,7 @@ from golem.core.errors import ForgeError, ForgeNotFound, ForgeRequestRejected
 from golem.forge.contracts import IssueComment, PullRequest
 from golem.forge.github_api import GitHubAPI
 from golem.forge.refs import split_repo
+from golem.forge.rest import segment
 from golem.forge.reviews import Permission, Review, ReviewDiscussion, ReviewNote, ReviewThread
 
 __all__ = ["issue_comment", "permission", "reply", "request_review", "review_discussion"]
@@ -109,7 +110,7 @@ async def permission(api: GitHubAPI, repo: str, user: str) -> Permission:
     """``user``'s permission in ``repo``: GitHub's role (maintain counts as write, triage
     as read), or ``none`` for someone GitHub does not know there."""
     owner, name = split_repo(repo)
-    path = f"/repos/{owner}/{name}/collaborators/{user}/permission"
+    path = f"/repos/{owner}/{name}/collaborators/{segment(user)}/permission"
     try:
         data = await api.call("GET", path, f"the permission of {user} in {owner}/{name}")
     except ForgeNotFound:

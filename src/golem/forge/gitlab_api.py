@@ -35,6 +35,7 @@ from golem.forge.rest import (
     MAX_DOWNLOAD,
     Download,
     Retries,
+    checked_path,
     decoded,
     origin,
     read_tail,
@@ -171,6 +172,8 @@ class GitLabAPI:
         params: Params | None = None,
     ) -> httpx.Response:
         """The response, its body not read yet (the caller reads or streams it)."""
+        if isinstance(url, str) and url.startswith("/"):
+            checked_path(url, "GitLab")
 
         sent: list[str] = []  # the token the last attempt carried
 

@@ -6,14 +6,16 @@ bounded tail of a download (a CI job's log); and a reply's JSON, cleaned (``deco
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+from urllib.parse import quote, unquote
 
 import httpx
 
 from golem.core.ansi import clean_json
-from golem.core.errors import ForgeError, ForgeUnavailable
+from golem.core.errors import ForgeError, ForgeRequestRejected, ForgeUnavailable
 
 __all__ = [
     "MAX_DOWNLOAD",
@@ -58,6 +60,38 @@ def decoded(response: httpx.Response) -> Any:
     title, a comment, a login, a branch) enters golem, so that nothing golem stores or
     shows of it carries an escape sequence, a control character or hidden text."""
     return clean_json(response.json()) if response.content else None
+
+
+PATH_CHARACTERS = re.compile(r"^[A-Za-z0-9._~%:@!$&'()*+,;=/-]*$")
+"""What a request path golem builds may hold: RFC 3986's path characters, nothing that
+starts a query or a fragment, no space or control character."""
+
+
+def segment(value: str | int, *, slashes: bool = False) -> str:
+    """``value`` as a path segment of an API request, percent-encoded (with ``slashes``,
+    a branch name's ``/`` is kept: GitHub's branch routes take them)."""
+    return quote(str(value), safe="/" if slashes else "")
+
+
+def checked_path(path: str, forge: str) -> str:
+    """``path`` (an API path golem built, ``/repos/...``) if no part of it could lead the
+    request elsewhere than its template says: no ``.`` or ``..`` segment (in any
+    percent-encoded spelling), no query, fragment, space or control character. Every
+    value golem puts into a path is either a checked name or passed through ``segment``;
+    this is the guard for whatever was not."""
+    decoded = unquote(path)
+    names = decoded.split("/")
+    if (
+        not PATH_CHARACTERS.match(path)
+        or any(name in (".", "..") for name in names)
+        or ("\\" in decoded or any(ord(c) < 0x20 or ord(c) == 0x7F for c in decoded))
+    ):
+        raise ForgeRequestRejected(
+            f"golem refused to send {forge} a request for {path!r}: a value in it is not a "
+            "plain name (a '..', '?', '#', space or control character); check the repository, "
+            "branch or user it names"
+        )
+    return path
 
 
 def origin(url: httpx.URL | str) -> tuple[str, str, int | None]:
