@@ -58,7 +58,7 @@ GolemError
 
 Interrupt                        control flow: caught inside golem, never an error shown
  +-- BudgetSpent                 a budget (an agent's, a run's) has nothing left
- +-- RunPaused                   a run's model provider stays down: the run waits, resumes later
+ +-- ProviderDown                a run's model provider stays down: the run pauses, resumes later
  +-- EgressRefused               the egress proxy refuses a destination (answered 403/502)
  +-- Unmaskable                  a brokered answer the proxy cannot mask (never forwarded)
  +-- BadMessage                  a WebSocket client's message the server cannot take
@@ -108,13 +108,13 @@ __all__ = [
     "Problem",
     "ProcessNotFound",
     "ProtocolError",
+    "ProviderDown",
     "PullRequestExists",
     "QueueFull",
     "RemoteError",
     "RemoteRefused",
     "RunConflict",
     "RunNotFound",
-    "RunPaused",
     "RunTaken",
     "RuntimeNotAvailable",
     "SandboxError",
@@ -555,7 +555,7 @@ class EgressRefused(Interrupt):
         self.rule = rule
 
 
-class RunPaused(Interrupt):
+class ProviderDown(Interrupt):
     """A run's model provider stays down (``reason`` says how, ``back_at`` when the
     provider expects to be back, if it said): the run is paused, not failed, and resumes
     by itself later (docs/models.md)."""

@@ -23,6 +23,7 @@ __all__ = [
     "forge_comments",
     "forge_credentials",
     "metadata",
+    "provider_limits",
     "pull_requests",
     "run_checkpoints",
     "run_events",
@@ -44,6 +45,7 @@ runs = Table(
     Column("gate_decision", String(16), nullable=True),
     Column("owner", String(128), nullable=True),  # host:pid of the server that claimed it
     Column("claim", Integer, nullable=False, server_default="0"),  # fences stale runners
+    Column("resume_at", Float, nullable=True),  # a paused run (waiting): when it resumes
     Index("ix_runs_tenant_created", "tenant", "created"),
     Index("ix_runs_status", "status"),
     Index("ix_runs_status_created", "status", "created"),
@@ -113,5 +115,13 @@ forge_credentials = Table(
     Column("forge", String(16), primary_key=True),
     Column("token", Text, nullable=False),  # sealed (Fernet); the key is never in the database
     Column("created", Float, nullable=False),
+    Column("updated", Float, nullable=False),
+)
+
+provider_limits = Table(
+    "provider_limits",
+    metadata,
+    Column("key", String(128), primary_key=True),  # provider and a fingerprint: never a key
+    Column("document", Text, nullable=True),  # the limiter's record as JSON
     Column("updated", Float, nullable=False),
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from sqlalchemy import ColumnElement, Table, func, insert, select, text, true, update
@@ -34,7 +34,9 @@ from golem.store.database import DEFAULT_TIMEOUT, WRITE, migrate, open_engine, s
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
+from golem.store.pauses import SqlPauses
 from golem.store.plumbing import held_claim, run_record
+from golem.store.provider_limits import SqlProviderLimits
 from golem.store.records import Decision, EventRecord, RunCap, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
@@ -85,7 +87,10 @@ def _file_signals(store: SqlStore) -> FileSignals | None:
 
 
 @bounded_calls
-class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetention, SqlCheckpoints):
+class SqlStore(
+    SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetention, SqlCheckpoints,
+    SqlPauses, SqlProviderLimits,
+):  # fmt: skip
     """Runs, events, keys, credentials and forge records of one tenant (``default``
     outside the server); ``tenant=None``: all tenants'. Open it with ``connect``."""
 
@@ -287,10 +292,11 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
 
     @contextlib.asynccontextmanager
     async def transaction(
-        self, *, write: bool = False, changed: tuple[str, ...] = ()
+        self, *, write: bool = False, changed: Sequence[str] = ()
     ) -> AsyncIterator[AsyncConnection]:
         """A transaction (``write``: one that changes rows); database errors become
-        StoreError. The keys in ``changed`` are announced once it commits."""
+        StoreError. The keys in ``changed`` (a list may be filled in by the transaction)
+        are announced once it commits."""
         try:
             async with self.engine.connect() as connection:
                 await connection.execution_options(**{WRITE: write})
@@ -313,7 +319,7 @@ class SqlStore(SqlQueue, SqlCredentials, SqlForgeRecords, SqlApiKeys, SqlRetenti
         for key in changed:
             self._hub.notify(key)
         if self._signals is not None:
-            self._signals.send(changed)
+            self._signals.send(tuple(changed))
 
     def _mine(self, table: Table) -> ColumnElement[bool]:
         """The rows this store may see."""

@@ -12,8 +12,9 @@ provider, its URL and its key: never the key) says when calls may go:
 - the request quota (``counted``): what the rate-limit headers said is left until the
   reset, less each call let through since (by anyone). At 0, calls wait for the reset.
 - ``probe``: while nothing fresh is known (at first, after a hold, after a reset), one
-  call goes out and the others wait for its answer, whose headers say how many may follow:
-  a burst of parallel runs never sends more than one request into the unknown.
+  call goes out, once every call let through before has been answered (so the provider
+  has counted them all), and the others wait for its answer, whose headers say how many
+  may follow: a burst of parallel runs never sends more than one request into the unknown.
 - ``open``: the provider's answers carry no rate-limit headers (a local server): calls go.
 
 Every change to the record is one atomic step of the ledger (a row lock in the store), so
@@ -55,9 +56,9 @@ T = TypeVar("T")
 
 KEY_PREFIX = "*limit:"
 """Ledger keys begin with it (the store's run ids never begin with ``*``)."""
-PROBE_LEASE = 30.0
-"""Seconds the others wait at most for the answer of a call sent to learn the limits (a
-caller that dies does not hold them longer)."""
+ANSWER_LEASE = 30.0
+"""Seconds the others wait at most for the answers of the calls let through (a caller
+that dies does not hold them longer)."""
 FIRST_BACKOFF, LAST_BACKOFF = 0.5, 30.0
 SAME_RESET = 0.001  # seconds: two resets this close are the same window's
 LONGEST_REASON = 300
@@ -86,7 +87,10 @@ class LimitState(BaseModel):
     quota_header: str = ""
     grants: int = 0
     """Calls let through, ever: orders an answer against the calls sent after it."""
-    probe_until: float = 0.0
+    unanswered: int = 0
+    """Calls let through whose answer has not come (nor their failure)."""
+    unanswered_until: float = 0.0
+    """When those are taken as lost (their callers died): ANSWER_LEASE after the last."""
     failures: int = 0
     """Failures in a row, of any call of this key."""
 
@@ -116,20 +120,20 @@ def admit(state: LimitState, now: float) -> Permit | Hold:
         return Hold(state.not_before, state.why, state.header)
     if state.mode == "counted" and state.reset <= now:
         state.mode = "probe"  # the window is over: what is left now, the next answer says
-    if state.mode == "probe":
-        if state.probe_until > now:
-            why = "another call is learning the provider's limits: its answer says how many may go"
-            return Hold(state.probe_until, why, for_answer=True)
-        state.probe_until = now + PROBE_LEASE
-        state.grants += 1
-        return Permit(state.grants, probe=True)
+    if state.unanswered_until <= now:
+        state.unanswered = 0  # their callers are gone
+    if state.mode == "probe" and state.unanswered > 0:
+        why = "another call is learning the provider's limits: its answer says how many may go"
+        return Hold(state.unanswered_until, why, for_answer=True)
     if state.mode == "counted":
         if state.remaining <= 0:
             why = "no request is left until the provider's limit resets"
             return Hold(state.reset, why, f"{state.quota_header}: 0")
         state.remaining -= 1
     state.grants += 1
-    return Permit(state.grants)
+    state.unanswered += 1
+    state.unanswered_until = now + ANSWER_LEASE
+    return Permit(state.grants, probe=state.mode == "probe")
 
 
 def _admitting(state: LimitState, *, now: float) -> tuple[Permit | Hold, bool]:
@@ -138,7 +142,7 @@ def _admitting(state: LimitState, *, now: float) -> tuple[Permit | Hold, bool]:
 
 def answered(state: LimitState, permit: Permit, headers: RateHeaders, now: float) -> bool:
     """Learn from an answer (its headers came); True: wake the waiters."""
-    _release_probe(state, permit)
+    state.unanswered = max(state.unanswered - 1, 0)
     state.failures = 0
     _hold_spent_quotas(state, headers, now)
     requests = headers.quota("requests")
@@ -157,11 +161,15 @@ def answered(state: LimitState, permit: Permit, headers: RateHeaders, now: float
     return True
 
 
-def failed(state: LimitState, permit: Permit, headers: RateHeaders, now: float, what: str) -> Hold:
-    """Learn from a failure (``what``: the provider's answer, in words): every call of the
-    key holds until the provider's retry-after, else golem's back-off; then one call
-    learns the limits again. Returns this failure's hold."""
-    _release_probe(state, permit)
+def failed(
+    state: LimitState, headers: RateHeaders, now: float, what: str, *, settles: bool
+) -> Hold:
+    """Learn from a failure (``what``: the provider's answer, in words; ``settles``: the
+    call had no answer yet): every call of the key holds until the provider's
+    retry-after, else golem's back-off; then one call learns the limits again. Returns
+    this failure's hold."""
+    if settles:
+        state.unanswered = max(state.unanswered - 1, 0)
     state.failures += 1
     what = plain(what)[:LONGEST_REASON]
     if headers.retry_after is not None:
@@ -176,10 +184,11 @@ def failed(state: LimitState, permit: Permit, headers: RateHeaders, now: float, 
     return hold
 
 
-def released(state: LimitState, permit: Permit) -> bool:
-    """A call that got no answer worth learning from (refused as invalid, cancelled);
-    True: wake the waiters (it was the probe)."""
-    return _release_probe(state, permit)
+def released(state: LimitState) -> bool:
+    """A call that got no answer worth learning from (refused as invalid, cancelled)
+    and none before; True: wake the waiters."""
+    state.unanswered = max(state.unanswered - 1, 0)
+    return True
 
 
 def backoff(failures: int) -> float:
@@ -187,13 +196,6 @@ def backoff(failures: int) -> float:
     30 s, less up to a quarter at random so that many callers do not retry in step."""
     delay = min(FIRST_BACKOFF * 2.0 ** (failures - 1), LAST_BACKOFF)
     return delay * (1 - 0.25 * random.random())  # noqa: S311 (jitter, not a secret)
-
-
-def _release_probe(state: LimitState, permit: Permit) -> bool:
-    if permit.probe and state.probe_until:
-        state.probe_until = 0.0
-        return True
-    return False
 
 
 def _hold(state: LimitState, hold: Hold) -> None:
@@ -221,6 +223,7 @@ class ProviderLimiter:
         self.ledger = ledger
         self.key = key
         self._fallback = MemoryLedger()  # while the store is away: this process alone
+        self._settled: set[int] = set()  # this process's permits answered (or failed)
 
     async def admit(self, on_wait: WaitSink | None, give_up_at: float | None) -> Permit | Hold:
         """Wait until a call may go and let it through; the Hold instead when it lasts
@@ -243,20 +246,33 @@ class ProviderLimiter:
     async def answered(self, permit: Permit, headers: RateHeaders) -> None:
         """A call's answer began: learn from its headers."""
         now = time.time()
+        self._settled.add(permit.grant)
         await self._apply(lambda state: (None, answered(state, permit, headers, now)))
 
     async def failed(self, permit: Permit, headers: RateHeaders, what: str) -> Hold:
         """A call failed for a passing reason: hold every call of the key."""
-        now = time.time()
+        now, settles = time.time(), self._settle(permit)
 
         def step(state: LimitState) -> tuple[Hold, bool]:
-            return failed(state, permit, headers, now, what), permit.probe
+            return failed(state, headers, now, what, settles=settles), True
 
         return await self._apply(step)
 
     async def release(self, permit: Permit) -> None:
         """A call ended with nothing to learn from."""
-        await self._apply(lambda state: (None, released(state, permit)))
+        if self._settle(permit):
+            await self._apply(lambda state: (None, released(state)))
+
+    def forget(self, permit: Permit) -> None:
+        """A call ended well: nothing more of it will be told."""
+        self._settled.discard(permit.grant)
+
+    def _settle(self, permit: Permit) -> bool:
+        """Whether ``permit`` still counted as unanswered (it does no longer)."""
+        if permit.grant in self._settled:
+            self._settled.discard(permit.grant)
+            return False
+        return True
 
     async def _apply(self, step: Callable[[LimitState], tuple[T, bool]]) -> T:
         """Run ``step`` on the record, atomically in the ledger (in this process's own
@@ -324,7 +340,7 @@ class _Wakeup:
     def clear(self) -> None:
         self.event.clear()
 
-    async def wait(self, timeout: float = PROBE_LEASE) -> bool:
+    async def wait(self, timeout: float = ANSWER_LEASE) -> bool:
         try:
             async with asyncio.timeout(timeout):
                 await self.event.wait()

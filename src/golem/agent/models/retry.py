@@ -95,7 +95,7 @@ async def streamed_call(
                 back_at = decision.until if decision.header else None
                 raise held_back(endpoint, decision.reason, decision.until, back_at)
             try:
-                return await _attempt(bounds, limiter, decision, lambda: client, stream)
+                response = await _attempt(bounds, limiter, decision, lambda: client, stream)
             except Exception as exc:
                 passing = _passing(exc, errors)
                 if passing is None:
@@ -113,6 +113,9 @@ async def streamed_call(
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.shield(limiter.release(decision))
                 raise
+            else:
+                limiter.forget(decision)
+                return response
 
 
 async def _attempt(
