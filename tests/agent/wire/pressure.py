@@ -114,13 +114,18 @@ def openai_dialect() -> Dialect:
         "openai",
         _openai_headers,
         lambda headers: openai_server.error_reply(
-            429, "Rate limit reached for requests", "requests", "rate_limit_exceeded",
+            429,
+            "Rate limit reached for requests",
+            "requests",
+            "rate_limit_exceeded",
             headers=headers,
-        ),  # fmt: skip
+        ),
         lambda headers: openai_server.error_reply(
-            503, "The engine is currently overloaded, please try again later", "server_error",
+            503,
+            "The engine is currently overloaded, please try again later",
+            "server_error",
             headers=headers,
-        ),  # fmt: skip
+        ),
         _openai_coder,
     )
 

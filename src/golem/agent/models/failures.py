@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from golem.core.ansi import plain
 from golem.core.errors import (
     ModelAuthError,
     ModelError,
@@ -22,6 +23,7 @@ from golem.core.errors import (
 __all__ = [
     "Endpoint",
     "FailureKind",
+    "error_fields",
     "failure_kind",
     "held_back",
     "model_error",
@@ -32,6 +34,7 @@ __all__ = [
 
 FailureKind = Literal["rate_limited", "unavailable", "auth", "rejected"]
 
+LONGEST_TYPE, LONGEST_MESSAGE = 64, 500  # characters of a provider's error kept
 _AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_api_key"})
 _REJECTED_TYPES = frozenset(
     {"invalid_request_error", "not_found_error", "request_too_large", "invalid_request"}
@@ -87,7 +90,7 @@ def model_error(
     event inside a stream); ``tried`` says what golem tried first (``still failing after 3
     retries in 12s``), ``back_at`` when the provider expects to be back (passing failures
     only)."""
-    error_type, detail = _error_fields(body)
+    error_type, detail = error_fields(body)
     kind = failure_kind(status, error_type)
     code = str(status) if status is not None and status >= 400 else error_type or "error"
     where = f"{endpoint.model}: the provider answered {code}: {detail}"
@@ -161,16 +164,15 @@ def held_back(endpoint: Endpoint, reason: str, until: float, back_at: float | No
     )
 
 
-def _error_fields(body: object) -> tuple[str | None, str]:
+def error_fields(body: object) -> tuple[str | None, str]:
     """(error type, message) from an error body: Anthropic's ``{"type": "error", "error":
-    {...}}``, OpenAI's ``{"error": {...}}`` or its inner object, or plain text."""
+    {...}}``, OpenAI's ``{"error": {...}}`` or its inner object, or plain text. The
+    provider's words reach terminals, events and a paused run's reason: they come without
+    escape sequences or control characters, and at most 500 characters."""
     error: Any = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(error, dict):
-        kind = error.get("type")
-        message = error.get("message")
-        return (
-            kind if isinstance(kind, str) else None,
-            message if isinstance(message, str) and message else "no message",
-        )
-    text = str(error).strip() if error is not None else ""
-    return None, text[:500] or "no message"
+        kind, message = error.get("type"), error.get("message")
+        said = plain(message)[:LONGEST_MESSAGE] if isinstance(message, str) else ""
+        return (plain(kind)[:LONGEST_TYPE] if isinstance(kind, str) else None, said or "no message")
+    text = plain(str(error)).strip() if error is not None else ""
+    return None, text[:LONGEST_MESSAGE] or "no message"

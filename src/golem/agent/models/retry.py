@@ -25,6 +25,7 @@ from golem.agent.contracts import WaitSink
 from golem.agent.messages import ModelResponse
 from golem.agent.models.failures import (
     Endpoint,
+    error_fields,
     failure_kind,
     held_back,
     model_error,
@@ -177,9 +178,10 @@ def _what(exc: Exception, errors: SdkErrors, bounds: CallBounds) -> str:
     if isinstance(exc, errors.connection):
         return f"could not connect ({exc})"
     status = getattr(exc, "status_code", None)
-    kind = getattr(exc, "type", None) or _body_type(exc) or "error"
+    kind, message = error_fields(getattr(exc, "body", None))
+    kind = getattr(exc, "type", None) or kind or "error"
     code = f"{status} {kind}" if isinstance(status, int) and status >= 400 else kind
-    return f"the provider answered {code}"
+    return f"the provider answered {code}: {message}"
 
 
 def _translated(
