@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.sync_api import expect, sync_playwright
 
 from golem.agent.messages import Usage
 from golem.agent.models import cost_usd, price_for
@@ -30,6 +31,8 @@ RUNS = 20
 LIMIT, WINDOW = 4, 0.25  # requests per window of seconds
 BUDGET = 0.05  # dollars per run
 Event = tuple[str, dict[str, object]]
+CHROMIUM = Path("/usr/bin/chromium")
+PAGE = 60_000  # milliseconds the dashboard may take to show a paused run
 
 
 @pytest.fixture(params=["anthropic", "openai"])
@@ -148,9 +151,9 @@ def test_runs_whose_provider_stays_down_pause_and_resume_to_a_pull_request_after
             runs = [submit(client, remote, model) for _ in range(3)]
             pauses = [follow(client, run_id, paused)[-1][1] for run_id in runs]
             states = [client.get(f"/v1/runs/{run_id}").json() for run_id in runs]
-            shown = runs_show(first, runs[0])
     finally:
         first.stop()
+    shown = runs_show(first, runs[0])  # the store as the stopped server left it
 
     for event, state in zip(pauses, states, strict=True):
         assert event["node"] == "implement"
@@ -162,10 +165,13 @@ def test_runs_whose_provider_stays_down_pause_and_resume_to_a_pull_request_after
     assert "paused at implement" in shown
     assert "verloaded" in shown
 
-    pressure.down = False  # the provider is back; the runs resume on a new server
+    # A new server resumes them at their time (still down: paused again, as its dashboard
+    # shows), then the provider is back and they go on to their pull requests.
     second = launch(state_dir, config=toml, admin_key=first.admin_key, env={KEY_ENV: TEST_KEY})
     try:
         with second.client(second.key("default", "trusted")) as client:
+            dashboard_shows_the_pause(second, second.key("default", "user"), runs[0])
+            pressure.down = False
             ends = [follow(client, run_id, ended)[-1][1] for run_id in runs]
             finals = [client.get(f"/v1/runs/{run_id}").json() for run_id in runs]
     finally:
@@ -178,6 +184,29 @@ def test_runs_whose_provider_stays_down_pause_and_resume_to_a_pull_request_after
         assert implement["started"] < float(str(event["time"])) < implement["ended"]
         assert implement["paused"] > 0  # the pause counted against no wall-clock budget
         assert final["cost_usd"] == pytest.approx(one_reply_costs(model))
+
+
+def dashboard_shows_the_pause(served: Served, key: str, run_id: str) -> None:
+    """The run's page says it waits, why, and that it resumes by itself; its event log has
+    the pause."""
+    if not CHROMIUM.exists():
+        pytest.skip("Chromium is not installed (scripts/setup installs Debian's chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(served.url + "/")
+            page.get_by_label("API key").fill(key)
+            page.get_by_role("button", name="Sign in").click()
+            page.goto(f"{served.url}/#/runs/{run_id}")
+            expect(page.get_by_test_id("run-status")).to_have_text("waiting", timeout=PAGE)
+            pause = page.get_by_test_id("run-pause")
+            expect(pause).to_contain_text("resumes by itself", timeout=PAGE)
+            expect(pause).to_contain_text("verloaded")
+            logged = page.get_by_test_id("events").locator("li[data-type='run_paused']")
+            expect(logged.first).to_contain_text("paused at implement", timeout=PAGE)
+        finally:
+            browser.close()
 
 
 def runs_show(served: Served, run_id: str) -> str:

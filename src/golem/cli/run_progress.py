@@ -19,6 +19,7 @@ from golem.blueprint.events import (
     NodeStarted,
     RunEvent,
     RunNote,
+    RunPaused,
     RunStarted,
 )
 from golem.blueprint.show import check_outcome, ci_round_cells
@@ -70,6 +71,13 @@ class RunProgress:
             self.console.print(f"  gate {event.decision} by {event.decided_by}")
         elif isinstance(event, RunNote):
             self.console.print(f"  [dim]· {escape(event.message)}[/]")
+        elif isinstance(event, RunPaused):
+            resumes = time.strftime("%H:%M:%S", time.localtime(event.resume_at))
+            self.console.print(
+                f"  [yellow]paused at {event.node}, resumes by itself at {resumes}[/]: "
+                f"{printable(event.reason)}",
+                highlight=False,
+            )
 
     def _agent(self, step: AgentStep) -> None:
         event = step.event

@@ -11,10 +11,8 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from golem.agent import Agent, Budget, make_tools
+from golem.agent import Agent, Budget, Resumed, conversation_of, make_tools
 from golem.agent.events import AgentOutcome
-from golem.agent.loop import Resumed
-from golem.agent.trajectory import conversation_of
 from golem.blueprint.events import AgentStep
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import AgentNode, AgentSettings, Blueprint, CINode, LoopNode
