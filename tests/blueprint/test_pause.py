@@ -15,13 +15,15 @@ from golem.agent.events import AgentStarted
 from golem.agent.messages import Usage
 from golem.agent.models import cost_usd, price_for
 from golem.agent.models.limiter import LimitState, limit_key
-from golem.blueprint import Runner, RunRequest
+from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
+from golem.blueprint.control import cancel_run
 from golem.blueprint.events import AgentStep, RunPaused
+from golem.blueprint.state import Pause
 from golem.core import GolemConfig
 from golem.core.model_config import ModelsConfig
 from golem.sandbox import Engine
-from golem.store import SqlStore
+from golem.store import MemoryStore, SqlStore
 from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
 from tests.agent.wire.anthropic_server import Text, ToolUse, error_reply, stream_reply
 from tests.agent.wire.pressure import FIX
@@ -199,3 +201,23 @@ async def test_a_fix_round_paused_goes_on_as_the_same_round_without_verifying_ag
     assert len(checks) == checks_before + 1  # verified once more: after the fix, not before
     fix_call = str(anthropic.requests[-1].json["messages"])
     assert "Fix: " in fix_call  # the fix round's own conversation went on
+
+
+async def test_a_paused_run_cancelled_over_the_api_ends_at_once_and_never_resumes() -> None:
+    store = MemoryStore(tenant=None)
+    book = RunBook(store.for_tenant("acme"))
+    now = time.time()
+    state = RunState(
+        id="run-paused", request=RunRequest(repo="/nowhere", task="x"), blueprint="b",
+        blueprint_source="", status="waiting", current="implement",
+        pause=Pause(node="implement", reason="529 overloaded_error", since=now,
+                    resume_at=now + HOUR, node_started=now),
+    )  # fmt: skip
+    await book.create(state)
+    await book.save(state)
+
+    cancelled = await cancel_run(book, state.id)  # as the API does: no engine
+
+    assert cancelled.status == "cancelled"
+    assert [event.type for _, event in await book.events(state.id)] == ["run_end"]
+    assert await store.resume_due_runs(now + 2 * HOUR) == []
