@@ -111,3 +111,24 @@ async def test_while_limits_are_unknown_one_call_goes_and_its_answer_wakes_the_o
     assert isinstance(after, Permit)
     assert not after.probe
     assert "learning the provider's limits" in waits[0].reason
+
+
+async def test_a_call_awaiting_anothers_answer_gives_up_only_on_what_the_answer_says(
+    database: Database,
+) -> None:
+    here, there = limiter_on(await database.open()), limiter_on(await database.open())
+    probe = await here.admit(None, give_up_at=None)
+    assert isinstance(probe, Permit)
+    waiting = asyncio.ensure_future(there.admit(None, give_up_at=time.time() + 20))
+    done, _ = await asyncio.wait({waiting}, timeout=1)
+    assert not done  # the answer is awaited, though its lease ends past the bound
+
+    refused = read_rate_headers({"retry-after": "30"}, time.time())
+    await here.failed(probe, refused, "the provider answered 529 overloaded_error")
+
+    held = await asyncio.wait_for(waiting, timeout=20)
+    assert isinstance(held, Hold)
+    assert (held.header, held.reason) == (
+        "retry-after: 30",
+        "the provider answered 529 overloaded_error",
+    )

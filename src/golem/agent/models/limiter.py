@@ -227,7 +227,8 @@ class ProviderLimiter:
 
     async def admit(self, on_wait: WaitSink | None, give_up_at: float | None) -> Permit | Hold:
         """Wait until a call may go and let it through; the Hold instead when it lasts
-        past ``give_up_at``. Each wait goes to ``on_wait`` once it is over."""
+        past ``give_up_at`` (another call's answer is awaited until then). Each wait goes
+        to ``on_wait`` once it is over."""
         with self.ledger.watch(self.key) as changed:
             while True:
                 changed.clear()
@@ -235,10 +236,13 @@ class ProviderLimiter:
                 decision = await self._apply(partial(_admitting, now=now))
                 if isinstance(decision, Permit):
                     return decision
-                if give_up_at is not None and decision.until > give_up_at:
-                    return decision
+                until = decision.until
+                if give_up_at is not None and until > give_up_at:
+                    if not decision.for_answer or now >= give_up_at:
+                        return decision
+                    until = give_up_at  # an answer is awaited, not the provider's time
                 began = time.monotonic()
-                await changed.wait(max(decision.until - now, 0.0) + _jitter(decision.until - now))
+                await changed.wait(max(until - now, 0.0) + _jitter(until - now))
                 if on_wait is not None:
                     waited = time.monotonic() - began
                     on_wait(ProviderWait(waited, decision.reason, decision.header))
