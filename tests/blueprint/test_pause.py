@@ -130,6 +130,7 @@ async def test_a_run_paused_for_an_hour_goes_on_from_its_conversation_within_its
     implement = next(step for step in ended.steps if step.node == "implement")
     assert implement.outcome == "success"
     assert implement.paused >= HOUR  # counted against no wall-clock budget: polish ran
+    assert implement.cost_usd == pytest.approx(2 * one_reply())  # before the pause too
     assert [step.node for step in ended.steps] == ["prepare", "implement", "polish", "ship"]
     # The conversation went on: the call after the pause carried the first turn and its
     # result, and nothing was charged twice.

@@ -23,9 +23,11 @@ def pause_of(
     resumed_at: float,
     models: ModelsConfig,
     step: PausedStep | None,
+    spent: float,
 ) -> Pause:
-    """The pause of ``state`` at ``node`` (which began, or resumed, at ``resumed_at``):
-    a pause of the same node in a row counts one more and waits twice as long."""
+    """The pause of ``state`` at ``node`` (which began, or resumed, at ``resumed_at``,
+    when the run had spent ``spent`` dollars): a pause of the same node in a row counts
+    one more and waits twice as long."""
     now = time.time()
     earlier = state.pause if state.pause is not None and state.pause.node == node else None
     count = earlier.count + 1 if earlier is not None else 1
@@ -39,6 +41,7 @@ def pause_of(
         paused_before=(
             earlier.paused_before + (resumed_at - earlier.since) if earlier is not None else 0.0
         ),
+        cost_usd=(earlier.cost_usd if earlier is not None else 0.0) + state.cost_usd - spent,
         step=step,
     )
 
@@ -53,10 +56,11 @@ def resume_time(models: ModelsConfig, count: int, back_at: float | None, now: fl
 
 def unpaused(state: RunState, record: NodeRecord, resumed_at: float) -> NodeRecord:
     """The record of a node that ended, its pauses in it (if it resumed at
-    ``resumed_at``): it started when it first did, and was paused so long in between.
-    The run's pause is over."""
+    ``resumed_at``): it started when it first did, was paused so long in between, and
+    cost what it spent before too. The run's pause is over."""
     pause, state.pause = state.pause, None
     if pause is not None and pause.node == record.node:
         record.started = pause.node_started
         record.paused = pause.paused_before + (resumed_at - pause.since)
+        record.cost_usd += pause.cost_usd
     return record

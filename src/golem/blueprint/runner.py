@@ -286,7 +286,7 @@ class Runner:
             try:
                 outcome, detail, began = await self._node(ex, node)
             except ProviderDown as paused:
-                await self._pause(ex, node, paused, resumed_at)
+                await self._pause(ex, node, paused, resumed_at, spent)
                 return
             record = NodeRecord(
                 node=node.id, kind=node.kind, outcome=outcome, started=began,
@@ -306,13 +306,13 @@ class Runner:
         state.current = None
 
     async def _pause(
-        self, ex: Execution, node: Node, paused: ProviderDown, resumed_at: float
+        self, ex: Execution, node: Node, paused: ProviderDown, resumed_at: float, spent: float
     ) -> None:
         """Keep the run paused at ``node`` (see the module); its checkout is kept first
         where a machine that resumes it needs it (a checkpoint)."""
         state = ex.state
         state.pause = pause_of(state, node.id, paused, resumed_at, self.config.models,
-                               ex.paused_step)  # fmt: skip
+                               ex.paused_step, spent)  # fmt: skip
         state.status = "waiting"
         if self.checkpoints is not None:
             await self.checkpoints.save(ex, node.id)

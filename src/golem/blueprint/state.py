@@ -168,6 +168,7 @@ class Pause(BaseModel):
     count: int = Field(1, description="Pauses in a row of this node (the wait doubles).")
     node_started: float = Field(description="When the node first started.")
     paused_before: float = Field(0.0, description="Seconds the node was paused before this.")
+    cost_usd: float = Field(0.0, description="What the node's agent steps cost before it.")
     step: PausedStep | None = None
 
 
