@@ -342,6 +342,7 @@ async def test_a_stalled_stream_is_cut_off_at_the_providers_timeout(
     anthropic_server.push(stream_reply(Text("Never finished."), hold_after=2))
     config = models_config(anthropic=anthropic_server)
     config.anthropic.timeout = 0.3
+    config.anthropic.max_retries = 0  # a request cut at the timeout is retried, like a 5xx
 
     with pytest.raises(ModelUnavailable, match=r"within 0\.3 s.*raise timeout"):
         await make_model("anthropic/claude-haiku-4-5", config).complete(ASK)

@@ -304,6 +304,7 @@ async def test_a_stalled_stream_is_cut_off_at_the_providers_timeout(
     openai_server.push(stream_reply("Never finished.", hold_after=2))
     config = models_config(openai=openai_server)
     config.openai.timeout = 0.3
+    config.openai.max_retries = 0  # a request cut at the timeout is retried, like a 5xx
 
     with pytest.raises(ModelUnavailable, match=r"within 0\.3 s.*raise timeout"):
         await make_model("openai/gpt-5-mini", config).complete(ASK)

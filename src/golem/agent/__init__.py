@@ -8,7 +8,16 @@ The loop runs on the host; only tool calls run in the box, so model keys never e
 """
 
 from golem.agent.budget import Budget, BudgetMeter
-from golem.agent.contracts import DeltaSink, Model, Price, Tool, ToolResult
+from golem.agent.contracts import (
+    DeltaSink,
+    LimitLedger,
+    Model,
+    Price,
+    ProviderWait,
+    Tool,
+    ToolResult,
+    WaitSink,
+)
 from golem.agent.events import (
     AgentEvent,
     AgentFinished,
@@ -18,13 +27,14 @@ from golem.agent.events import (
     ModelAnswered,
     ModelCalled,
     ModelDelta,
+    ModelWaited,
     OutcomeStatus,
     OutputStream,
     ToolFinished,
     ToolStarted,
 )
 from golem.agent.external import ExternalAgent, ExternalTemplate
-from golem.agent.loop import Agent
+from golem.agent.loop import Agent, Resumed
 from golem.agent.messages import (
     Message,
     ModelRequest,
@@ -37,7 +47,7 @@ from golem.agent.messages import (
 from golem.agent.models import make_model, price_for
 from golem.agent.prompt import Verification, command_line
 from golem.agent.tools import TOOLSETS, ReplyTool, make_tools
-from golem.agent.trajectory import TrajectoryWriter, read_trajectory
+from golem.agent.trajectory import TrajectoryWriter, conversation_of, read_trajectory
 
 __all__ = [
     "TOOLSETS",
@@ -52,6 +62,7 @@ __all__ = [
     "ExternalAgent",
     "ExternalOutput",
     "ExternalTemplate",
+    "LimitLedger",
     "Message",
     "Model",
     "ModelAnswered",
@@ -59,10 +70,13 @@ __all__ = [
     "ModelDelta",
     "ModelRequest",
     "ModelResponse",
+    "ModelWaited",
     "OutcomeStatus",
     "OutputStream",
     "Price",
+    "ProviderWait",
     "ReplyTool",
+    "Resumed",
     "StopReason",
     "Tool",
     "ToolCall",
@@ -73,7 +87,9 @@ __all__ = [
     "TrajectoryWriter",
     "Usage",
     "Verification",
+    "WaitSink",
     "command_line",
+    "conversation_of",
     "make_model",
     "make_tools",
     "price_for",

@@ -7,16 +7,75 @@ through ``golem.agent.models.make_model`` and ``golem.agent.tools.make_tools``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from golem.agent.messages import ModelRequest, ModelResponse, ToolSpec
 from golem.sandbox import Box
 
-__all__ = ["DeltaSink", "Model", "Price", "Tool", "ToolResult"]
+__all__ = [
+    "DeltaSink",
+    "LimitChange",
+    "LimitLedger",
+    "Model",
+    "Price",
+    "ProviderWait",
+    "Tool",
+    "ToolResult",
+    "WaitSink",
+    "Wakeup",
+]
 
 DeltaSink = Callable[[str], None]
 """Receives the text of a reply as it streams in (for live display)."""
+
+
+@dataclass(frozen=True)
+class ProviderWait:
+    """A wait before a model call went out: how long, why, and which header said so."""
+
+    seconds: float
+    reason: str
+    header: str | None = None
+    """The provider's header, as sent (``retry-after: 3``), or None (golem's back-off,
+    or waiting for another call's answer)."""
+
+
+WaitSink = Callable[[ProviderWait], None]
+"""Receives each wait of a model call (for the trajectory and the run's events)."""
+
+LimitChange = Callable[[str | None], tuple[str | None, bool]]
+"""A change of one limiter's record: given the record kept (JSON, None when there is none
+yet), the record to keep (None: keep it as it is) and whether the waiters of that limiter
+should be woken."""
+
+
+class Wakeup(Protocol):
+    """Set when a watched record changed; clear it, read, then wait."""
+
+    def clear(self) -> None:
+        """Forget earlier changes."""
+        ...
+
+    async def wait(self, timeout: float = ...) -> bool:
+        """Wait for a change, ``timeout`` seconds at most; False if none came."""
+        ...
+
+
+class LimitLedger(Protocol):
+    """Where the providers' limiters keep what they know, shared by every call that uses
+    the ledger: golem's store across processes and machines (``golem.store.Store`` is
+    one), or ``MemoryLedger`` in one process."""
+
+    async def update_provider_limit(self, key: str, change: LimitChange) -> None:
+        """Apply ``change`` to the record of ``key`` atomically: no other change of that
+        record, by any process sharing the ledger, comes between its read and its write."""
+        ...
+
+    def watch(self, key: str) -> AbstractContextManager[Wakeup]:
+        """A wakeup set when ``key``'s record changes with a wake asked for."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -39,11 +98,16 @@ class Model(Protocol):
     """Its price, or None when the price table does not know it (cost is then 0)."""
 
     async def complete(
-        self, request: ModelRequest, on_delta: DeltaSink | None = None
+        self,
+        request: ModelRequest,
+        on_delta: DeltaSink | None = None,
+        on_wait: WaitSink | None = None,
     ) -> ModelResponse:
-        """One call, streamed; ``on_delta`` gets text as it arrives. Retries transient
-        failures (429, 5xx, overloaded) with backoff, honouring Retry-After; raises a
-        ``ModelError`` when it cannot get an answer."""
+        """One call, streamed; ``on_delta`` gets text as it arrives, ``on_wait`` each wait
+        before a request goes out. Retries passing failures (429, 5xx, overloaded) after
+        the waits its provider's limiter says, honouring retry-after and the rate-limit
+        headers; raises a ``ModelError`` when it cannot get an answer (a passing one with
+        ``back_at`` when the provider said when it expects to be back)."""
         ...
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "ModelAnswered",
     "ModelCalled",
     "ModelDelta",
+    "ModelWaited",
     "OutcomeStatus",
     "OutputStream",
     "ToolFinished",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 OutcomeStatus = Annotated[
-    Literal["done", "budget_spent", "stuck", "error"],
+    Literal["done", "budget_spent", "stuck", "error", "paused"],
     # Trajectories and stored events written before the one name read "budget_exhausted".
     BeforeValidator(lambda status: "budget_spent" if status == "budget_exhausted" else status),
 ]
@@ -40,7 +41,9 @@ OutcomeStatus = Annotated[
 
 class AgentOutcome(BaseModel):
     """How a run ended: ``done`` (the agent called finish), ``budget_spent``,
-    ``stuck`` (it repeated a failing action) or ``error`` (the model failed or refused)."""
+    ``stuck`` (it repeated a failing action), ``error`` (the model failed or refused) or
+    ``paused`` (its provider stays down: an agent that may pause stops there, and can go
+    on later from its conversation)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -52,10 +55,14 @@ class AgentOutcome(BaseModel):
     turns: int
     duration: float
     trajectory: Path | None = None
+    back_at: float | None = Field(
+        None, description="Paused: when the provider said it expects to be back, if it said."
+    )
 
 
 class AgentStarted(Event):
-    """A run begins: its task, model, tools, budget and system prompt."""
+    """A run begins (or, ``resumed``, goes on from its conversation so far): its task,
+    model, tools, budget and system prompt."""
 
     type: Literal["agent_start"] = "agent_start"
     task: str
@@ -63,6 +70,7 @@ class AgentStarted(Event):
     tools: list[str]
     budget: Budget
     system: str
+    resumed: bool = False
 
 
 class ModelCalled(Event):
@@ -89,6 +97,17 @@ class ModelAnswered(Event):
     turn: int
     response: ModelResponse
     cost_so_far: float
+
+
+class ModelWaited(Event):
+    """A model call waited before it went out: how long, why, and which of the provider's
+    headers said so (None: golem's back-off, or another call's answer awaited)."""
+
+    type: Literal["model_wait"] = "model_wait"
+    turn: int
+    seconds: float
+    reason: str
+    header: str | None = None
 
 
 class ToolStarted(Event):
@@ -130,8 +149,8 @@ class AgentFinished(Event):
 
 
 AgentEvent = Annotated[
-    AgentStarted | ModelCalled | ModelDelta | ModelAnswered | ToolStarted | ToolFinished
-    | ExternalOutput | AgentFinished,
+    AgentStarted | ModelCalled | ModelDelta | ModelWaited | ModelAnswered | ToolStarted
+    | ToolFinished | ExternalOutput | AgentFinished,
     Field(discriminator="type"),
 ]  # fmt: skip
 """Any event of an agent run (the built-in loop's, or an external CLI agent's)."""

@@ -1,5 +1,7 @@
 """The agent loop: the model proposes tool calls, the box runs them, until the agent
-finishes, a budget would be crossed, it repeats a failing action, or the model fails.
+finishes, a budget would be crossed, it repeats a failing action, or the model fails (an
+agent that may pause stops ``paused`` when its provider stays down, and goes on later
+from its conversation: ``run(..., resume=...)``).
 
 The loop runs on the host; only tool calls reach the box, so model keys never enter one.
 Everything it does is an event (``golem.agent.events``), written to the trajectory when a
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from golem.agent.budget import Budget, BudgetMeter
-from golem.agent.contracts import Model, Tool, ToolResult
+from golem.agent.contracts import Model, ProviderWait, Tool, ToolResult
 from golem.agent.events import (
     AgentEvent,
     AgentFinished,
@@ -28,6 +30,7 @@ from golem.agent.events import (
     ModelAnswered,
     ModelCalled,
     ModelDelta,
+    ModelWaited,
     OutcomeStatus,
     ToolFinished,
     ToolStarted,
@@ -35,12 +38,18 @@ from golem.agent.events import (
 from golem.agent.messages import Message, ModelRequest, ModelResponse, ToolCall
 from golem.agent.prompt import NUDGE, Verification, system_prompt, task_message
 from golem.agent.trajectory import TrajectoryWriter
-from golem.core.errors import BudgetSpent, ConfigError, ModelError
+from golem.core.errors import (
+    BudgetSpent,
+    ConfigError,
+    ModelError,
+    ModelRateLimited,
+    ModelUnavailable,
+)
 from golem.core.events import EventSink
 from golem.core.masking import mask_fields
 from golem.sandbox import Box
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "Resumed"]
 
 T = TypeVar("T")
 
@@ -52,6 +61,16 @@ class _Stop:
     status: OutcomeStatus
     reason: str
     summary: str = ""
+    back_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A paused agent's conversation so far (``golem.agent.trajectory.conversation_of``),
+    to go on from: its messages, and how many model calls it made."""
+
+    messages: list[Message]
+    turns: int = 0
 
 
 class Agent:
@@ -67,8 +86,12 @@ class Agent:
         stuck_after: int = 3,
         on_event: EventSink[AgentEvent] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pause_when_down: bool = False,
     ) -> None:
+        """``pause_when_down``: a provider that stays down (its calls gave up on a passing
+        failure) ends the run ``paused`` rather than ``error``."""
         self.model = model
+        self.pause_when_down = pause_when_down
         self.tools = {tool.spec.name: tool for tool in tools}
         self.budget = budget or Budget()
         self.max_tokens = max_tokens
@@ -89,15 +112,19 @@ class Agent:
         context: str = "",
         trajectory: Path | None = None,
         verification: Verification | None = None,
+        resume: Resumed | None = None,
     ) -> AgentOutcome:
         """Work on ``task`` in ``box`` until the run ends; never raises for the model's or
         the tools' failures (they end the run as ``error`` or become observations).
-        ``verification``: the commands that will verify the work, for the system prompt."""
+        ``verification``: the commands that will verify the work, for the system prompt;
+        ``resume``: the conversation of a paused run of this task, to go on from (its
+        spending is not counted again: the budget is what is left for the rest)."""
         writer = TrajectoryWriter(trajectory) if trajectory is not None else None
         sinks = list(self._sinks)
         if writer is not None:
             sinks.append(writer)
         run = _Run(box, BudgetMeter(self.budget, self.model.price, self._clock), sinks)
+        run.turns_before = resume.turns if resume is not None else 0
         system = system_prompt(box.spec.workdir, context, verification)
         try:
             run.emit(
@@ -107,9 +134,10 @@ class Agent:
                     tools=list(self.tools),
                     budget=self.budget,
                     system=system,
+                    resumed=resume is not None,
                 )
             )
-            stop = await self._work(run, system, task)
+            stop = await self._work(run, system, task, resume)
             meter = run.meter
             outcome = AgentOutcome(
                 status=stop.status,
@@ -120,6 +148,7 @@ class Agent:
                 turns=meter.turns,
                 duration=meter.elapsed,
                 trajectory=trajectory,
+                back_at=stop.back_at,
             )
             outcome = mask_fields(outcome, box.mask)
             run.emit(AgentFinished(outcome=outcome))
@@ -128,13 +157,21 @@ class Agent:
                 writer.close()
         return outcome
 
-    async def _work(self, run: _Run, system: str, task: str) -> _Stop:
-        talk = _Conversation(system, [Message(role="user", content=task_message(task))])
+    async def _work(self, run: _Run, system: str, task: str, resume: Resumed | None) -> _Stop:
+        if resume is not None:
+            talk = _Conversation(system, list(resume.messages), recorded=len(resume.messages))
+        else:
+            talk = _Conversation(system, [Message(role="user", content=task_message(task))])
         try:
             while (stop := await self._turn(run, talk)) is None:
                 pass
         except BudgetSpent as exc:
             return _Stop("budget_spent", exc.reason, talk.last_text())
+        except (ModelUnavailable, ModelRateLimited) as exc:
+            if not self.pause_when_down:
+                return _Stop("error", f"the model failed: {exc.message}", talk.last_text())
+            why = f"the model provider stays down: {exc.message}"
+            return _Stop("paused", why, talk.last_text(), exc.back_at)
         except ModelError as exc:
             return _Stop("error", f"the model failed: {exc.message}", talk.last_text())
         return stop
@@ -149,7 +186,7 @@ class Agent:
         )
         run.emit(
             ModelCalled(
-                turn=run.meter.turns + 1,
+                turn=run.turn,
                 new_messages=talk.messages[talk.recorded :],
                 max_tokens=request.max_tokens,
             )
@@ -181,12 +218,16 @@ class Agent:
         return None
 
     async def _call(self, run: _Run, request: ModelRequest) -> ModelResponse:
-        turn = run.meter.turns + 1
+        turn = run.turn
 
         def delta(text: str) -> None:
             run.emit(ModelDelta(turn=turn, text=text))
 
-        response = await _bounded(self.model.complete(request, delta), run.meter)
+        def waited(wait: ProviderWait) -> None:
+            run.emit(ModelWaited(turn=turn, seconds=wait.seconds, reason=wait.reason,
+                                 header=wait.header))  # fmt: skip
+
+        response = await _bounded(self.model.complete(request, delta, waited), run.meter)
         run.meter.charge(request, response)
         run.emit(ModelAnswered(turn=turn, response=response, cost_so_far=run.meter.cost_usd))
         return response
@@ -257,6 +298,13 @@ class _Run:
     box: Box
     meter: BudgetMeter
     sinks: list[EventSink[AgentEvent]]
+    turns_before: int = 0
+    """Model calls of the conversation before it was resumed (turns count on from them)."""
+
+    @property
+    def turn(self) -> int:
+        """The number of the next model call."""
+        return self.turns_before + self.meter.turns + 1
 
     def emit(self, event: AgentEvent) -> None:
         """Send ``event``, masked, to every sink."""

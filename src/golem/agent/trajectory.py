@@ -1,17 +1,20 @@
-"""Trajectories: an agent run's events as JSONL, written as they happen, read back later."""
+"""Trajectories: an agent run's events as JSONL, written as they happen, read back later;
+and the conversation a paused run goes on from, out of its events."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 from pydantic import TypeAdapter, ValidationError
 
-from golem.agent.events import AgentEvent, ModelDelta
+from golem.agent.events import AgentEvent, AgentStarted, ModelAnswered, ModelCalled, ModelDelta
+from golem.agent.messages import Message
 from golem.core.errors import ConfigError
 
-__all__ = ["TrajectoryWriter", "read_trajectory"]
+__all__ = ["TrajectoryWriter", "conversation_of", "read_trajectory"]
 
 _EVENTS: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 
@@ -61,6 +64,23 @@ def read_trajectory(path: Path) -> tuple[list[AgentEvent], list[str]]:
                     f"{path}:{number}: not a golem trajectory ({exc.errors()[0]['msg']})"
                 ) from None
     return events, notes
+
+
+def conversation_of(events: Iterable[AgentEvent]) -> tuple[list[Message], int]:
+    """The conversation of an agent run (its messages, and how many model calls were
+    answered), from its events in order: those since the last start that was not a
+    resumption, every resumption after it included."""
+    messages: list[Message] = []
+    turns = 0
+    for event in events:
+        if isinstance(event, AgentStarted) and not event.resumed:
+            messages, turns = [], 0
+        elif isinstance(event, ModelCalled):
+            messages.extend(event.new_messages)
+        elif isinstance(event, ModelAnswered):
+            messages.append(event.response.message)
+            turns += 1
+    return messages, turns
 
 
 def _kind(line: str) -> str | None:

@@ -62,9 +62,16 @@ class RunBook:
     async def save(self, state: RunState, *, touch: bool = True) -> None:
         """Replace a run's state (its cancel request and gate answer are kept), if it was
         not claimed again since ``state`` was read (else RunTaken); ``touch`` stamps it as
-        changed now (a finished run's time is when it ended)."""
+        changed now (a finished run's time is when it ended). A paused run is kept with its
+        resume time, for the queue to resume it then."""
         if touch:
             state.updated = time.time()
+        if state.status == "waiting" and state.pause is not None:  # nobody's until it resumes
+            await self.store.pause_run(
+                state.id, resume_at=state.pause.resume_at, updated=state.updated,
+                document=state.model_dump_json(), claim=state.claim,
+            )  # fmt: skip
+            return
         await self.store.save_run(
             state.id, status=state.status, updated=state.updated,
             document=state.model_dump_json(), claim=state.claim,

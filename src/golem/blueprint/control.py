@@ -15,7 +15,7 @@ import socket
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import RunFinished
 from golem.blueprint.state import RunState
-from golem.core.errors import RunConflict, RunNotFound
+from golem.core.errors import RunConflict, RunNotFound, RunTaken
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.store import Decision
@@ -32,9 +32,9 @@ async def load_run(book: RunBook, run_id: str) -> RunState:
 
 
 async def cancel_run(book: RunBook, run_id: str, *, engine: Engine | None = None) -> RunState:
-    """Stop a run: queued, it never starts; running, its runner stops and removes its box.
-    With ``engine``, a run whose runner on this host is gone is ended here and that
-    engine's leftover boxes are removed."""
+    """Stop a run: queued or paused (its provider down), it never goes on; running, its
+    runner stops and removes its box. With ``engine``, a run whose runner on this host is
+    gone is ended here and that engine's leftover boxes are removed."""
     state = await load_run(book, run_id)
     if state.finished:
         raise RunConflict(f"run {run_id} has already ended ({state.status})")
@@ -46,6 +46,8 @@ async def cancel_run(book: RunBook, run_id: str, *, engine: Engine | None = None
         )  # fmt: skip
         if await book.store.cancel_queued(run_id, stopped.model_dump_json()):
             await _ended(book, stopped)
+    elif state.status == "waiting" and state.pause is not None and state.owner_pid is None:
+        await _end_paused(book, state)
     elif engine is not None and _orphaned(state):
         state.status, state.error, state.current = "cancelled", "cancelled on request", None
         await book.save(state)
@@ -62,6 +64,17 @@ async def decide_gate(book: RunBook, run_id: str, decision: Decision) -> RunStat
     if state.gate.decision is not None or not await book.store.decide_gate(run_id, decision):
         raise RunConflict(f"the gate of run {run_id} was answered already")
     return await load_run(book, run_id)
+
+
+async def _end_paused(book: RunBook, state: RunState) -> None:
+    """End a paused run (nobody runs it; it holds no box). Resumed meanwhile, it is its
+    new runner's to end: the cancel request is in the store."""
+    state.status, state.error, state.current = "cancelled", "cancelled on request", None
+    try:
+        await book.save(state)
+    except RunTaken:
+        return
+    await _ended(book, state)
 
 
 def _orphaned(state: RunState) -> bool:

@@ -24,6 +24,7 @@ __all__ = [
     "RunEvent",
     "RunFinished",
     "RunNote",
+    "RunPaused",
     "RunStarted",
 ]
 
@@ -100,6 +101,16 @@ class GateDecided(_RunEvent):
     decided_by: str
 
 
+class RunPaused(_RunEvent):
+    """The run's model provider stays down: the run waits, its work kept, and resumes by
+    itself at ``resume_at`` (epoch seconds)."""
+
+    type: Literal["run_paused"] = "run_paused"
+    node: str
+    reason: str
+    resume_at: float
+
+
 class RunNote(_RunEvent):
     """Something a person should know: the conventions chosen, the context gathered."""
 
@@ -129,7 +140,7 @@ class RunFinished(_RunEvent):
 
 RunEvent = Annotated[
     RunStarted | NodeStarted | NodeFinished | CheckOutput | CheckFinished | GateWaiting
-    | GateDecided | RunNote | AgentStep | RunFinished,
+    | GateDecided | RunPaused | RunNote | AgentStep | RunFinished,
     Field(discriminator="type"),
 ]  # fmt: skip
 """Any event of a run."""

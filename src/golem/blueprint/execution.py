@@ -24,7 +24,7 @@ from golem.blueprint.dependencies import (
 from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
 from golem.blueprint.secrets import RunSecrets
-from golem.blueprint.state import RunState
+from golem.blueprint.state import PausedStep, RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
@@ -77,6 +77,8 @@ class Execution:
         self._layout = Layout()
         self._models: dict[str, Model] = {}
         self._toolshed: Toolshed | None = None
+        self.paused_step: PausedStep | None = None
+        """Set by an agent step that pauses (its provider down), for the runner."""
 
     @property
     def workspace(self) -> Path:
@@ -240,10 +242,13 @@ class Execution:
 
     def model(self, name: str | None) -> Model:
         """The model of an agent step: its own, the run's, or the configured default; one
-        instance per name for the run (a scripted model goes on where it left off)."""
+        instance per name for the run (a scripted model goes on where it left off). Its
+        provider's limiter is kept in the run's store: one per key for every run and
+        server on it."""
         chosen = name or self.state.request.model or self.config.models.default
         if chosen not in self._models:
-            self._models[chosen] = make_model(chosen, self.config.models)
+            store = self.book.store
+            self._models[chosen] = make_model(chosen, self.config.models, ledger=store)
         return self._models[chosen]
 
     def run_budget(self) -> Budget:
@@ -256,7 +261,7 @@ class Execution:
     def step_budget(self, own: Budget) -> Budget:
         """An agent step's budget: its own, cut to what the run's budget has left."""
         run = self.run_budget()
-        elapsed = sum(step.ended - step.started for step in self.state.steps)
+        elapsed = sum(step.ended - step.started - step.paused for step in self.state.steps)
         left = {
             "turns": None if run.turns is None else run.turns - self.state.turns,
             "input_tokens": _left(run.input_tokens, self.state.usage, "input"),

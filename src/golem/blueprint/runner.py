@@ -9,6 +9,12 @@ starts again. Whatever happens, the run's box is removed.
 A runner writes its run under the claim it read (``RunState.claim``): once the run is queued
 or claimed again (its machine was declared dead while it still ran), the store refuses what
 it writes and the store's change wakes it, and it stops without a word more (RunTaken).
+
+A node whose model provider stays down pauses the run (``ProviderDown``): it is kept
+``waiting`` with its reason and the time it resumes (the provider's word, else
+``[models] resume_after`` doubling with each pause in a row), owned by nobody; the queue
+resumes it then (``golem.service.queue``), from that node, the agent's conversation and
+checkout as they were. The time a node is paused counts against no wall-clock budget.
 """
 
 from __future__ import annotations
@@ -22,7 +28,14 @@ from typing import Literal
 
 from golem.blueprint.book import RunBook
 from golem.blueprint.checkpoint import Checkpoints
-from golem.blueprint.events import NodeFinished, NodeStarted, RunEvent, RunFinished, RunStarted
+from golem.blueprint.events import (
+    NodeFinished,
+    NodeStarted,
+    RunEvent,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+)
 from golem.blueprint.execution import Execution
 from golem.blueprint.loader import blueprint_text, parse_blueprint
 from golem.blueprint.model import (
@@ -36,6 +49,7 @@ from golem.blueprint.model import (
     Node,
     Outcome,
 )
+from golem.blueprint.pausing import pause_of, unpaused
 from golem.blueprint.state import NodeRecord, RunRequest, RunState
 from golem.blueprint.steps.agent import check_toolshed, run_agent_node
 from golem.blueprint.steps.baseline import run_baseline
@@ -50,6 +64,7 @@ from golem.core.errors import (
     GitRemoteError,
     GolemError,
     InvalidRequest,
+    ProviderDown,
     RunTaken,
     StoreUnavailable,
 )
@@ -223,6 +238,9 @@ class Runner:
                 ex.save()  # machine may have resumed it from its last node: never overwrite
         if self.checkpoints is not None and state.finished:
             await _quietly(self.checkpoints.end(ex))
+        if state.status == "waiting" and state.pause is not None:
+            await ex.writes.flush()  # paused, not ended: no run_end
+            return state
         ex.emit(
             RunFinished(
                 run_id=run_id, status=state.status, summary=state.summary, pr=state.pr,
@@ -274,11 +292,17 @@ class Runner:
                 )
             node = blueprint.node(state.current)
             spent = state.cost_usd
-            outcome, detail, began = await self._node(ex, node)
-            state.steps.append(
-                NodeRecord(node=node.id, kind=node.kind, outcome=outcome, started=began,
-                           ended=time.time(), detail=detail, cost_usd=state.cost_usd - spent)
+            resumed_at = time.time()
+            try:
+                outcome, detail, began = await self._node(ex, node)
+            except ProviderDown as paused:
+                await self._pause(ex, node, paused, resumed_at, spent)
+                return
+            record = NodeRecord(
+                node=node.id, kind=node.kind, outcome=outcome, started=began,
+                ended=time.time(), detail=detail, cost_usd=state.cost_usd - spent,
             )  # fmt: skip
+            state.steps.append(unpaused(state, record, resumed_at))
             following = node.successor(outcome)
             if following is None:
                 raise InvalidRequest(f"node {node.id!r} has no edge for outcome {outcome!r}")
@@ -290,6 +314,20 @@ class Runner:
         if state.status == "running":
             state.status = "succeeded"
         state.current = None
+
+    async def _pause(
+        self, ex: Execution, node: Node, paused: ProviderDown, resumed_at: float, spent: float
+    ) -> None:
+        """Keep the run paused at ``node`` (see the module); its checkout is kept first
+        where a machine that resumes it needs it (a checkpoint)."""
+        state = ex.state
+        state.pause = pause_of(state, node.id, paused, resumed_at, self.config.models,
+                               ex.paused_step, spent)  # fmt: skip
+        state.status = "waiting"
+        if self.checkpoints is not None:
+            await self.checkpoints.save(ex, node.id)
+        ex.emit(RunPaused(run_id=state.id, node=node.id, reason=state.pause.reason,
+                          resume_at=state.pause.resume_at))  # fmt: skip
 
     async def _node(self, ex: Execution, node: Node) -> tuple[Outcome, str, float]:
         began = time.time()

@@ -18,6 +18,8 @@ __all__ = [
     "FollowUp",
     "GateState",
     "NodeRecord",
+    "Pause",
+    "PausedStep",
     "RunRequest",
     "RunState",
     "RunStatus",
@@ -27,7 +29,8 @@ __all__ = [
 RunStatus = Literal[
     "queued", "running", "waiting", "succeeded", "unverified", "escalated", "failed", "cancelled"
 ]
-"""``waiting``: at a gate; ``succeeded``: a PR opened whose checks passed; ``unverified``: a
+"""``waiting``: at a gate, or paused (its model provider down: ``RunState.pause`` says why
+and when it resumes); ``succeeded``: a PR opened whose checks passed; ``unverified``: a
 draft PR opened although no check verified it (``unverified`` says why); ``escalated``: a PR
 or branch marked for a human; ``failed``: it could not go on (the reason is in ``error``)."""
 FINAL: frozenset[str] = frozenset({"succeeded", "unverified", "escalated", "failed", "cancelled"})
@@ -89,6 +92,11 @@ class NodeRecord(BaseModel):
     ended: float
     detail: str = ""
     cost_usd: float = Field(0.0, description="What its agent steps cost.")
+    paused: float = Field(
+        0.0,
+        description="Seconds the node was paused (its provider down) between ``started`` and "
+        "``ended``: not counted against wall-clock budgets.",
+    )
 
 
 class CIRound(BaseModel):
@@ -131,6 +139,37 @@ class GateState(BaseModel):
     deadline: float | None
     decision: Literal["approved", "rejected"] | None = None
     decided_by: Literal["person", "timeout"] | None = None
+
+
+class PausedStep(BaseModel):
+    """What a paused agent step had done: it goes on from its conversation (the run's
+    events), with what is left of its own budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The step: its node's id (a loop's fix: the loop's).")
+    trajectory: str
+    turns: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    seconds: float = Field(0.0, description="Seconds it worked (pauses apart).")
+
+
+class Pause(BaseModel):
+    """A run paused because its model provider stays down: where, why, and when it
+    resumes by itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node: str
+    reason: str
+    since: float
+    resume_at: float
+    count: int = Field(1, description="Pauses in a row of this node (the wait doubles).")
+    node_started: float = Field(description="When the node first started.")
+    paused_before: float = Field(0.0, description="Seconds the node was paused before this.")
+    cost_usd: float = Field(0.0, description="What the node's agent steps cost before it.")
+    step: PausedStep | None = None
 
 
 class RunState(BaseModel):
@@ -214,6 +253,9 @@ class RunState(BaseModel):
         default_factory=list, description="A follow-up's replies to review threads."
     )
     gate: GateState | None = None
+    pause: Pause | None = Field(
+        None, description="Paused: its model provider stays down; resumes at resume_at."
+    )
     trajectories: list[str] = Field(default_factory=list)
     error: str | None = None
     resumable: bool = Field(

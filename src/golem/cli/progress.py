@@ -12,6 +12,7 @@ from golem.agent.events import (
     ExternalOutput,
     ModelAnswered,
     ModelDelta,
+    ModelWaited,
     ToolFinished,
     ToolStarted,
 )
@@ -74,6 +75,13 @@ class AgentProgress:
         elif isinstance(event, ToolFinished):
             mark = "[red]✗[/]" if event.is_error else "[green]✓[/]"
             self.console.print(f"    {mark} {printable(first_line(event.output))}", highlight=False)
+        elif isinstance(event, ModelWaited):
+            said = f" ({printable(event.header)})" if event.header else ""
+            self.console.print(
+                f"  [yellow]waited {event.seconds:.1f}s for the provider[/]: "
+                f"{printable(first_line(event.reason))}{said}",
+                highlight=False,
+            )
         elif isinstance(event, ExternalOutput):
             style = "dim" if event.stream != "golem" else "yellow"
             self.console.print(f"  [{style}]{printable(event.line)}[/]", highlight=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import typer
@@ -103,7 +104,9 @@ def _repo(value: str) -> str:
 
 
 def run_with_progress(config: GolemConfig, work: object) -> RunState:
-    """Run ``work(runner)`` with live progress on stderr and the report on stdout."""
+    """Run ``work(runner)`` with live progress on stderr and the report on stdout. A run
+    paused because its model provider stays down is resumed here at its time (interrupted,
+    it stays paused in the store: `golem runs resume`, or a `golem serve` on this state)."""
     console = Console(stderr=True)
 
     async def main() -> RunState:
@@ -111,7 +114,11 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
         try:
             async with LocalEngine(config) as engine:
                 runner = Runner(config, engine=engine, store=store, on_event=RunProgress(console))
-                return await work(runner)  # type: ignore[operator, no-any-return]
+                state: RunState = await work(runner)  # type: ignore[operator]
+                while state.status == "waiting" and state.pause is not None:
+                    await asyncio.sleep(max(state.pause.resume_at - time.time(), 0.0))
+                    state = await runner.resume(state.id)
+                return state
         finally:
             await store.close()
 

@@ -18,6 +18,7 @@ from golem.blueprint.events import (
     NodeStarted,
     RunEvent,
     RunNote,
+    RunPaused,
     RunStarted,
 )
 from golem.blueprint.show import check_outcome, ci_round_cells
@@ -69,6 +70,13 @@ class RunProgress:
             self.console.print(f"  gate {event.decision} by {printable(event.decided_by)}")
         elif isinstance(event, RunNote):
             self.console.print(f"  [dim]· {printable(event.message)}[/]")
+        elif isinstance(event, RunPaused):
+            resumes = time.strftime("%H:%M:%S", time.localtime(event.resume_at))
+            self.console.print(
+                f"  [yellow]paused at {event.node}, resumes by itself at {resumes}[/]: "
+                f"{printable(event.reason)}",
+                highlight=False,
+            )
 
     def _agent(self, step: AgentStep) -> None:
         event = step.event

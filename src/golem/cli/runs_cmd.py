@@ -86,6 +86,13 @@ def show_command(
         )
     if state.current and not state.finished:
         console.print(f"  next: {state.current}")
+    if state.pause is not None and not state.finished:
+        resumes = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.pause.resume_at))
+        console.print(
+            f"  [yellow]paused[/] at {state.pause.node} (pause {state.pause.count} in a row), "
+            f"resumes by itself at {resumes}: {printable(state.pause.reason)}",
+            highlight=False,
+        )
     if events:
         for seq, event in kept:
             shown = printable(event.model_dump_json())[:200]

@@ -61,6 +61,7 @@ GolemError
 
 Interrupt                        control flow: caught inside golem, never an error shown
  +-- BudgetSpent                 a budget (an agent's, a run's) has nothing left
+ +-- ProviderDown                a run's model provider stays down: the run pauses, resumes later
  +-- EgressRefused               the egress proxy refuses a destination (answered 403/502)
  +-- Unmaskable                  a brokered answer the proxy cannot mask (never forwarded)
  +-- BadMessage                  a WebSocket client's message the server cannot take
@@ -113,6 +114,7 @@ __all__ = [
     "Problem",
     "ProcessNotFound",
     "ProtocolError",
+    "ProviderDown",
     "PullRequestExists",
     "QueueFull",
     "RemoteError",
@@ -287,9 +289,15 @@ class ExecTimeout(GolemError, TimeoutError):
 
 
 class ModelError(GolemError):
-    """A model provider gave no usable answer."""
+    """A model provider gave no usable answer. ``back_at`` (epoch seconds): when the
+    provider said it expects to answer again (retry-after, a rate limit's reset), if it
+    said; only a passing failure (ModelUnavailable, ModelRateLimited) has one."""
 
     http_status = 502
+
+    def __init__(self, message: str, *, back_at: float | None = None) -> None:
+        super().__init__(message)
+        self.back_at = back_at
 
 
 class ModelUnavailable(ModelError):
@@ -579,6 +587,17 @@ class EgressRefused(Interrupt):
         super().__init__(rule)
         self.status = status
         self.rule = rule
+
+
+class ProviderDown(Interrupt):
+    """A run's model provider stays down (``reason`` says how, ``back_at`` when the
+    provider expects to be back, if it said): the run is paused, not failed, and resumes
+    by itself later (docs/models.md)."""
+
+    def __init__(self, reason: str, back_at: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.back_at = back_at
 
 
 class Unmaskable(Interrupt):

@@ -29,9 +29,16 @@ class ProviderConfig(BaseModel):
         "variable is set.",
     )
     max_retries: int = Field(
-        4, ge=0, description="Retries on 429, 5xx and overloaded, with backoff."
+        10,
+        ge=0,
+        description="Retries of one model call that failed for a passing reason (429, 408, "
+        "409, 5xx, overloaded, no connection, a stream broken midway), each after the wait "
+        "the provider's shared limiter says; past them (or [models] unavailable_after) the "
+        "provider counts as down.",
     )
-    timeout: float = Field(600.0, gt=0, description="Seconds one model call may take.")
+    timeout: float = Field(
+        600.0, gt=0, description="Seconds one request to the provider may take (waits apart)."
+    )
 
 
 class AnthropicConfig(ProviderConfig):
@@ -93,6 +100,26 @@ class ModelsConfig(BaseModel):
         default_factory=OpenAICompatibleConfig,
         description="Ollama, vLLM, LM Studio, Docker Model Runner: any server with the "
         "OpenAI Chat Completions API (openai-compatible/<model>).",
+    )
+    unavailable_after: float = Field(
+        300.0,
+        gt=0,
+        description="Seconds a model call keeps retrying a provider that fails for a passing "
+        "reason before the provider counts as down: a run is then paused (status waiting, "
+        "the reason shown) and resumes by itself when the provider is expected back.",
+    )
+    resume_after: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a paused run waits before it tries its provider again when the "
+        "provider said no time (retry-after); doubled with each pause in a row, up to "
+        "resume_max.",
+    )
+    resume_max: float = Field(
+        3600.0,
+        gt=0,
+        description="The longest a paused run waits before it tries again, whatever the "
+        "provider says.",
     )
     prices: dict[str, ModelPrice] = Field(
         default_factory=dict,

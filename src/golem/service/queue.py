@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
@@ -30,7 +31,17 @@ from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
-from golem.store import ACTIVE, QUEUE, RETRY_AFTER, DeliveryRecord, RunCap, RunRecord, Store
+from golem.store import (
+    ACTIVE,
+    QUEUE,
+    RECHECK,
+    RESUME,
+    RETRY_AFTER,
+    DeliveryRecord,
+    RunCap,
+    RunRecord,
+    Store,
+)
 
 __all__ = ["RunCarrier", "RunQueue"]
 
@@ -71,6 +82,7 @@ class RunQueue:
         await self.recover()
         for number in range(self.config.server.max_runs):
             self._workers.append(asyncio.ensure_future(self._work(number)))
+        self._workers.append(asyncio.ensure_future(self._resume_paused()))
         if self.config.server.retention.days is not None:
             self._workers.append(asyncio.ensure_future(self._retain()))
 
@@ -87,6 +99,23 @@ class RunQueue:
                     log.info("pruned %d old runs: %s", len(pruned), ", ".join(pruned))
             await asyncio.sleep(self.config.server.retention.interval)
 
+    async def _resume_paused(self) -> None:
+        """Queue each paused run again at its resume time: one timer, set to the earliest
+        in the store, woken when a run pauses (here or on a server sharing the store)."""
+        with self.store.watch(RESUME) as paused:
+            while True:
+                paused.clear()
+                try:
+                    for run_id in await self.store.resume_due_runs(time.time()):
+                        log.info("run %s resumes: its provider is expected back", run_id)
+                    earliest = await self.store.next_resume()
+                except GolemError as exc:  # the database is away: look again soon
+                    log.warning("cannot resume paused runs: %s", exc.message)
+                    await paused.wait(RETRY_AFTER)
+                    continue
+                due = RECHECK if earliest is None else earliest - time.time()
+                await paused.wait(min(due, RECHECK))  # RECHECK: a pause's notice was lost
+
     async def recover(self) -> list[str]:
         """Requeue runs whose runner on this host is gone; returns their ids."""
         host = socket.gethostname()
@@ -97,6 +126,8 @@ class RunQueue:
                 continue  # another host's server recovers its own runs
             if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
                 continue
+            if state.status == "waiting" and state.pause is not None:
+                continue  # paused: nobody's; it resumes at its time (_resume_paused)
             orphans.append(state)
         if orphans:
             await self.engine.prune()  # the dead runner's boxes

@@ -10,7 +10,7 @@ from golem.store.bounds import RETRY_AFTER
 from golem.store.cipher import TokenCipher, new_key
 from golem.store.contract import Store
 from golem.store.memory import MemoryStore
-from golem.store.notify import QUEUE, RECHECK, Signal, control_key
+from golem.store.notify import QUEUE, RECHECK, RESUME, Signal, control_key
 from golem.store.records import (
     ACTIVE,
     FINISHED,
@@ -39,6 +39,7 @@ __all__ = [
     "FINISHED",
     "QUEUE",
     "RECHECK",
+    "RESUME",
     "RETRY_AFTER",
     "ApiKeyRecord",
     "AppKey",

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from golem.store.cipher import TokenCipher
 from golem.store.notify import Signal
+from golem.store.provider_limits import LimitChange
 from golem.store.records import (
     ApiKeyRecord,
     CheckpointRecord,
@@ -159,6 +160,35 @@ class Store(Protocol):
     async def delete_checkpoint(self, run_id: str, claim: int | None = None) -> None:
         """Forget the run's checkpoint; with ``claim``, only while the run's claim is that
         one (else RunTaken)."""
+        ...
+
+    async def pause_run(
+        self,
+        run_id: str,
+        *,
+        resume_at: float,
+        updated: float,
+        document: str,
+        claim: int | None = None,
+    ) -> None:
+        """Keep a run paused (status waiting, no owner) until ``resume_at``, with
+        ``document`` as its state; with ``claim``, only while the run's claim is that one
+        (else RunTaken). Announced under ``RESUME``."""
+        ...
+
+    async def resume_due_runs(self, now: float) -> list[str]:
+        """Queue again the paused runs whose resume time is ``now`` or before (their
+        claims go up by one); their ids."""
+        ...
+
+    async def next_resume(self) -> float | None:
+        """The earliest time a paused run resumes, or None when none waits."""
+        ...
+
+    async def update_provider_limit(self, key: str, change: LimitChange) -> None:
+        """Apply ``change`` to the record of a provider limiter's ``key`` (``*limit:``)
+        atomically across every process sharing the store; its watchers are woken when
+        the change asks (``golem.agent.models.limiter``)."""
         ...
 
     async def add_pull_request(

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from golem.core.errors import DuplicateDelivery, QueueFull, RunNotFound, StoreError
 from golem.store.cipher import TokenCipher
 from golem.store.forge_records import storable_text
-from golem.store.notify import QUEUE, Hub, Signal, control_key
+from golem.store.notify import QUEUE, RESUME, Hub, Signal, control_key
+from golem.store.provider_limits import LimitChange, check_limit_key
 from golem.store.records import (
     ACTIVE,
     FINISHED,
@@ -47,6 +48,8 @@ class _Data:
     keys: dict[str, tuple[ApiKeyRecord, str]] = field(default_factory=dict)
     checkpoints: dict[str, CheckpointRecord] = field(default_factory=dict)
     deliveries: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
+    resume_at: dict[str, float] = field(default_factory=dict)
+    limits: dict[str, str] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -252,6 +255,55 @@ class MemoryStore:
         """Forget the run's checkpoint (with ``claim``: only while it holds)."""
         if await self._held(run_id, claim):
             self._data.checkpoints.pop(run_id, None)
+
+    # Paused runs and provider limits ----------------------------------------------------
+
+    async def pause_run(
+        self,
+        run_id: str,
+        *,
+        resume_at: float,
+        updated: float,
+        document: str,
+        claim: int | None = None,
+    ) -> None:
+        """Keep a run paused until ``resume_at`` (with ``claim``: only while it holds)."""
+        if await self._held(run_id, claim):
+            self._update(run_id, status="waiting", owner=None, updated=updated,
+                         document=document)  # fmt: skip
+            self._data.resume_at[run_id] = resume_at
+            self._changed(RESUME)
+
+    async def resume_due_runs(self, now: float) -> list[str]:
+        """Queue again the paused runs whose time has come; their ids."""
+        due = [
+            run for run in self._runs()
+            if run.status == "waiting" and self._data.resume_at.get(run.id, now + 1) <= now
+        ]  # fmt: skip
+        for run in due:
+            self._data.resume_at.pop(run.id, None)
+            self._update(run.id, status="queued", claim=run.claim + 1, updated=now)
+            self._changed(control_key(run.id))
+        if due:
+            self._changed(QUEUE)
+        return [run.id for run in due]
+
+    async def next_resume(self) -> float | None:
+        """The earliest time a paused run resumes, or None."""
+        times = [
+            self._data.resume_at[run.id] for run in self._runs()
+            if run.status == "waiting" and run.id in self._data.resume_at
+        ]  # fmt: skip
+        return min(times, default=None)
+
+    async def update_provider_limit(self, key: str, change: LimitChange) -> None:
+        """Apply ``change`` to the record of ``key`` (nothing runs in between)."""
+        check_limit_key(key)
+        document, wake = change(self._data.limits.get(key))
+        if document is not None:
+            self._data.limits[key] = document
+        if wake:
+            self._changed(key)
 
     # The local forge --------------------------------------------------------------------
 

@@ -17,11 +17,13 @@ import logging
 import threading
 from collections.abc import Iterator
 
-__all__ = ["CHANNEL", "QUEUE", "RECHECK", "Hub", "Signal", "control_key"]
+__all__ = ["CHANNEL", "QUEUE", "RECHECK", "RESUME", "Hub", "Signal", "control_key"]
 
 log = logging.getLogger("golem.store.notify")
 QUEUE = "*queue"
 """The key of the queue: a run was queued (run ids never begin with ``*``)."""
+RESUME = "*resume"
+"""The key of paused runs: one was paused (its resume time is new)."""
 CHANNEL = "golem_changes"
 """PostgreSQL's channel for changes; a notification's payload is the key."""
 

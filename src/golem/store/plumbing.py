@@ -3,6 +3,7 @@ a run's row."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -21,7 +22,7 @@ class SqlBase(Protocol):
     tenant: str | None
 
     def transaction(
-        self, *, write: bool = False, changed: tuple[str, ...] = ()
+        self, *, write: bool = False, changed: Sequence[str] = ()
     ) -> AbstractAsyncContextManager[AsyncConnection]: ...
     def _mine(self, table: Table) -> ColumnElement[bool]: ...
     def _creating(self, what: str) -> str: ...

@@ -23,6 +23,7 @@ __all__ = [
     "forge_comments",
     "forge_credentials",
     "metadata",
+    "provider_limits",
     "pull_requests",
     "run_checkpoints",
     "run_events",
@@ -45,6 +46,7 @@ runs = Table(
     Column("gate_decision", String(16), nullable=True),
     Column("owner", String(128), nullable=True),  # host:pid of the server that claimed it
     Column("claim", Integer, nullable=False, server_default="0"),  # fences stale runners
+    Column("resume_at", Float, nullable=True),  # a paused run (waiting): when it resumes
     Index("ix_runs_tenant_created", "tenant", "created"),
     Index("ix_runs_status", "status"),
     Index("ix_runs_status_created", "status", "created"),
@@ -126,4 +128,12 @@ webhook_deliveries = Table(
     Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("created", Float, nullable=False),
     Index("ix_webhook_deliveries_created", "created"),
+)
+
+provider_limits = Table(
+    "provider_limits",
+    metadata,
+    Column("key", String(128), primary_key=True),  # provider and a fingerprint: never a key
+    Column("document", Text, nullable=True),  # the limiter's record as JSON
+    Column("updated", Float, nullable=False),
 )

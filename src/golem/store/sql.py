@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from sqlalchemy import ColumnElement, Table, func, insert, select, text, true, update
@@ -36,7 +36,9 @@ from golem.store.deliveries import SqlDeliveries, keep_delivery
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
+from golem.store.pauses import SqlPauses
 from golem.store.plumbing import held_claim, run_record
+from golem.store.provider_limits import SqlProviderLimits
 from golem.store.records import Decision, DeliveryRecord, EventRecord, RunCap, RunRecord
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
@@ -95,6 +97,8 @@ class SqlStore(
     SqlRetention,
     SqlCheckpoints,
     SqlDeliveries,
+    SqlPauses,
+    SqlProviderLimits,
 ):
     """Runs, events, keys, credentials and forge records of one tenant (``default``
     outside the server); ``tenant=None``: all tenants'. Open it with ``connect``."""
@@ -307,10 +311,11 @@ class SqlStore(
 
     @contextlib.asynccontextmanager
     async def transaction(
-        self, *, write: bool = False, changed: tuple[str, ...] = ()
+        self, *, write: bool = False, changed: Sequence[str] = ()
     ) -> AsyncIterator[AsyncConnection]:
         """A transaction (``write``: one that changes rows); database errors become
-        StoreError. The keys in ``changed`` are announced once it commits."""
+        StoreError. The keys in ``changed`` (a list may be filled in by the transaction)
+        are announced once it commits."""
         try:
             async with self.engine.connect() as connection:
                 await connection.execution_options(**{WRITE: write})
@@ -333,7 +338,7 @@ class SqlStore(
         for key in changed:
             self._hub.notify(key)
         if self._signals is not None:
-            self._signals.send(changed)
+            self._signals.send(tuple(changed))
 
     def _mine(self, table: Table) -> ColumnElement[bool]:
         """The rows this store may see."""

@@ -11,13 +11,14 @@ import anthropic
 import httpx2
 from anthropic import AsyncAnthropic
 
-from golem.agent.contracts import DeltaSink, Price
+from golem.agent.contracts import DeltaSink, LimitLedger, Price, WaitSink
 from golem.agent.messages import ModelRequest, ModelResponse
 from golem.agent.models.anthropic_wire import AnthropicReply, anthropic_messages, anthropic_tools
-from golem.agent.models.failures import Endpoint, failure_kind
-from golem.agent.models.retry import SdkErrors, streamed_call
+from golem.agent.models.failures import Endpoint
+from golem.agent.models.limiter import MemoryLedger, ProviderLimiter, limit_key
+from golem.agent.models.retry import Answered, CallBounds, SdkErrors, streamed_call
 from golem.core.errors import ModelUnavailable
-from golem.core.model_config import AnthropicConfig, ProviderConfig
+from golem.core.model_config import AnthropicConfig, ModelsConfig, ProviderConfig
 
 __all__ = ["AnthropicModel"]
 
@@ -31,7 +32,8 @@ class AnthropicModel:
     """An Anthropic model (``anthropic/<model>``); see the Model protocol.
 
     Each call opens its own SDK client and closes it, so a model can be shared by tasks
-    on one event loop or used from successive ``asyncio.run`` calls alike.
+    on one event loop or used from successive ``asyncio.run`` calls alike. Its calls go
+    through the limiter of its key on ``ledger`` (see ``golem.agent.models.limiter``).
     """
 
     def __init__(
@@ -41,48 +43,62 @@ class AnthropicModel:
         api_key: str | None,
         provider: ProviderConfig | None = None,
         price: Price | None = None,
+        models: ModelsConfig | None = None,
+        ledger: LimitLedger | None = None,
     ) -> None:
         self.name = f"anthropic/{model}"
         self.model = model
         self.price = price
         self._api_key = api_key or NO_KEY
         self._provider = provider or AnthropicConfig()
+        base_url = self._provider.base_url or DEFAULT_BASE_URL
         self._endpoint = Endpoint(
             model=self.name,
             section="models.anthropic",
             key_env=self._provider.api_key_env,
-            base_url=self._provider.base_url or DEFAULT_BASE_URL,
-            max_retries=self._provider.max_retries,
+            base_url=base_url,
+        )
+        self._bounds = CallBounds.of(self._provider, (models or ModelsConfig()).unavailable_after)
+        self.limiter = ProviderLimiter(
+            ledger or MemoryLedger(), limit_key("anthropic", base_url, api_key)
         )
 
     async def complete(
-        self, request: ModelRequest, on_delta: DeltaSink | None = None
+        self,
+        request: ModelRequest,
+        on_delta: DeltaSink | None = None,
+        on_wait: WaitSink | None = None,
     ) -> ModelResponse:
         """One streamed Messages API call; see ``Model.complete``. A stream that fails
         midway is retried from the start, so ``on_delta`` may see the start of the reply
-        again. The whole call, retries included, is cut off after the provider's
-        ``timeout``."""
+        again. Each request is cut off after the provider's ``timeout``."""
         return await streamed_call(
             self._endpoint,
-            self._provider,
+            self._bounds,
+            self.limiter,
             self._client,
-            lambda client: self._stream(client, request, on_delta),
+            lambda client, answered: self._stream(client, request, on_delta, answered),
             errors=SdkErrors(
                 status=anthropic.APIStatusError, connection=anthropic.APIConnectionError
             ),
-            is_transient=_broken_stream,
+            on_wait=on_wait,
         )
 
     def _client(self) -> AsyncAnthropic:
+        # golem's limiter retries, for every call of this key at once: the SDK does not.
         return AsyncAnthropic(
             api_key=self._api_key,
             base_url=self._provider.base_url,
-            max_retries=self._provider.max_retries,
+            max_retries=0,
             timeout=self._provider.timeout,
         )
 
     async def _stream(
-        self, client: AsyncAnthropic, request: ModelRequest, on_delta: DeltaSink | None
+        self,
+        client: AsyncAnthropic,
+        request: ModelRequest,
+        on_delta: DeltaSink | None,
+        answered: Answered,
     ) -> ModelResponse:
         reply = AnthropicReply(on_delta=on_delta)
         # The SDK no longer names temperature; send it as given, for models that take it.
@@ -98,6 +114,7 @@ class AnthropicModel:
             stream=True,
         )
         async with stream:
+            await answered(stream.response.headers)
             try:
                 async for event in stream:
                     reply.feed(event)
@@ -105,14 +122,3 @@ class AnthropicModel:
                 # Raised mid-stream, after the SDK's retries: golem retries it.
                 raise ModelUnavailable(f"the stream broke: {exc!r}") from exc
         return reply.response(self.price)
-
-
-def _broken_stream(exc: Exception) -> bool:
-    """A stream that began with 200 and then failed in a way a new attempt may cure: an
-    error event of a transient type (``overloaded_error``), a cut connection. Error
-    statuses were retried by the SDK already."""
-    if isinstance(exc, anthropic.APIStatusError):
-        if exc.status_code >= 400:
-            return False
-        return failure_kind(None, exc.type) in ("rate_limited", "unavailable")
-    return isinstance(exc, ModelUnavailable)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from golem.agent.contracts import Model
+from golem.agent.contracts import LimitLedger, Model
 from golem.agent.models.prices import price_for
 from golem.agent.models.scripted import ScriptedModel
 from golem.core.errors import ConfigError, ModelAuthError
@@ -24,8 +24,12 @@ _FORMS = (
 )
 
 
-def make_model(name: str, config: ModelsConfig | None = None) -> Model:
-    """The model a string names, configured from ``config`` (golem.toml's ``[models]``).
+def make_model(
+    name: str, config: ModelsConfig | None = None, *, ledger: LimitLedger | None = None
+) -> Model:
+    """The model a string names, configured from ``config`` (golem.toml's ``[models]``);
+    a provider's calls go through the limiter of its key on ``ledger`` (golem's store, to
+    share it with every run and server; None: this model's own).
 
     Raises ConfigError for a string of no known form, ModelAuthError when the provider's
     API key variable is not set, ConfigError for a script that cannot be used.
@@ -44,7 +48,10 @@ def make_model(name: str, config: ModelsConfig | None = None) -> Model:
         from golem.agent.models.anthropic_model import AnthropicModel  # noqa: PLC0415
 
         key = _api_key(name, config.anthropic, "anthropic")
-        return AnthropicModel(model, api_key=key, provider=config.anthropic, price=price)
+        return AnthropicModel(
+            model, api_key=key, provider=config.anthropic, price=price, models=config,
+            ledger=ledger,
+        )  # fmt: skip
     from golem.agent.models.openai_model import OpenAIModel  # noqa: PLC0415
 
     compatible = provider == "openai-compatible"
@@ -55,6 +62,8 @@ def make_model(name: str, config: ModelsConfig | None = None) -> Model:
         provider=section,
         price=price,
         compatible=compatible,
+        models=config,
+        ledger=ledger,
     )
 
 

@@ -6,13 +6,19 @@ from __future__ import annotations
 import openai
 from openai import AsyncOpenAI
 
-from golem.agent.contracts import DeltaSink, Price
+from golem.agent.contracts import DeltaSink, LimitLedger, Price, WaitSink
 from golem.agent.messages import ModelRequest, ModelResponse
-from golem.agent.models.failures import Endpoint, failure_kind
+from golem.agent.models.failures import Endpoint
+from golem.agent.models.limiter import MemoryLedger, ProviderLimiter, limit_key
 from golem.agent.models.openai_wire import OpenAIReply, openai_messages, openai_tools
-from golem.agent.models.retry import SdkErrors, streamed_call
+from golem.agent.models.retry import Answered, CallBounds, SdkErrors, streamed_call
 from golem.core.errors import ModelUnavailable
-from golem.core.model_config import OpenAICompatibleConfig, OpenAIConfig, ProviderConfig
+from golem.core.model_config import (
+    ModelsConfig,
+    OpenAICompatibleConfig,
+    OpenAIConfig,
+    ProviderConfig,
+)
 
 __all__ = ["OpenAIModel"]
 
@@ -29,7 +35,8 @@ class OpenAIModel:
     Docker Model Runner): the model string says ``openai-compatible/``, errors point at
     ``[models.openai_compatible]``, and the output cap is sent as ``max_tokens``, which
     they all understand, instead of OpenAI's ``max_completion_tokens``. Each call opens
-    its own SDK client and closes it.
+    its own SDK client and closes it; its calls go through the limiter of its key on
+    ``ledger`` (see ``golem.agent.models.limiter``).
     """
 
     def __init__(
@@ -40,6 +47,8 @@ class OpenAIModel:
         provider: ProviderConfig | None = None,
         price: Price | None = None,
         compatible: bool = False,
+        models: ModelsConfig | None = None,
+        ledger: LimitLedger | None = None,
     ) -> None:
         prefix, section = (
             ("openai-compatible", "models.openai_compatible")
@@ -52,44 +61,55 @@ class OpenAIModel:
         self.compatible = compatible
         self._api_key = api_key or NO_KEY
         self._provider = provider or (OpenAICompatibleConfig() if compatible else OpenAIConfig())
+        base_url = self._provider.base_url or DEFAULT_BASE_URL
         self._endpoint = Endpoint(
             model=self.name,
             section=section,
             key_env=self._provider.api_key_env,
-            base_url=self._provider.base_url or DEFAULT_BASE_URL,
-            max_retries=self._provider.max_retries,
+            base_url=base_url,
         )
+        self._bounds = CallBounds.of(self._provider, (models or ModelsConfig()).unavailable_after)
+        key = limit_key(prefix, base_url, api_key)
+        self.limiter = ProviderLimiter(ledger or MemoryLedger(), key)
 
     async def complete(
-        self, request: ModelRequest, on_delta: DeltaSink | None = None
+        self,
+        request: ModelRequest,
+        on_delta: DeltaSink | None = None,
+        on_wait: WaitSink | None = None,
     ) -> ModelResponse:
         """One streamed Chat Completions call; see ``Model.complete``. A stream that fails
         midway is retried from the start, so ``on_delta`` may see the start of the reply
-        again. The whole call, retries included, is cut off after the provider's
-        ``timeout``."""
+        again. Each request is cut off after the provider's ``timeout``."""
         return await streamed_call(
             self._endpoint,
-            self._provider,
+            self._bounds,
+            self.limiter,
             self._client,
-            lambda client: self._stream(client, request, on_delta),
+            lambda client, answered: self._stream(client, request, on_delta, answered),
             errors=SdkErrors(
                 status=openai.APIStatusError,
                 connection=openai.APIConnectionError,
                 other=openai.APIError,
             ),
-            is_transient=_broken_stream,
+            on_wait=on_wait,
         )
 
     def _client(self) -> AsyncOpenAI:
+        # golem's limiter retries, for every call of this key at once: the SDK does not.
         return AsyncOpenAI(
             api_key=self._api_key,
             base_url=self._provider.base_url,
-            max_retries=self._provider.max_retries,
+            max_retries=0,
             timeout=self._provider.timeout,
         )
 
     async def _stream(
-        self, client: AsyncOpenAI, request: ModelRequest, on_delta: DeltaSink | None
+        self,
+        client: AsyncOpenAI,
+        request: ModelRequest,
+        on_delta: DeltaSink | None,
+        answered: Answered,
     ) -> ModelResponse:
         reply = OpenAIReply(on_delta=on_delta)
         stream = await client.chat.completions.create(
@@ -103,6 +123,7 @@ class OpenAIModel:
             max_completion_tokens=openai.omit if self.compatible else request.max_tokens,
         )
         async with stream:
+            await answered(stream.response.headers)
             try:
                 async for chunk in stream:
                     reply.feed(chunk)
@@ -110,17 +131,3 @@ class OpenAIModel:
                 # Raised mid-stream, after the SDK's retries: golem retries it.
                 raise ModelUnavailable(f"the stream broke: {exc.__cause__!r}") from exc
         return reply.response(self.price)
-
-
-def _broken_stream(exc: Exception) -> bool:
-    """A stream that began with 200 and then failed in a way a new attempt may cure: an
-    error chunk of a transient type, a cut connection (ModelUnavailable). Error statuses
-    and failures to connect were retried by the SDK already."""
-    if isinstance(exc, openai.APIStatusError | openai.APIConnectionError):
-        return False
-    if isinstance(exc, openai.APIError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        error_type = body.get("type")
-        kind = failure_kind(None, error_type if isinstance(error_type, str) else None)
-        return kind in ("rate_limited", "unavailable")
-    return isinstance(exc, ModelUnavailable)

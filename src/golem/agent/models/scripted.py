@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from golem.agent.contracts import DeltaSink, Price
+from golem.agent.contracts import DeltaSink, Price, WaitSink
 from golem.agent.messages import ModelRequest, ModelResponse
 from golem.agent.models.prices import cost_usd
 from golem.agent.models.script import load_script
@@ -46,9 +46,13 @@ class ScriptedModel:
         return len(self._responses) - self._next
 
     async def complete(
-        self, request: ModelRequest, on_delta: DeltaSink | None = None
+        self,
+        request: ModelRequest,
+        on_delta: DeltaSink | None = None,
+        on_wait: WaitSink | None = None,
     ) -> ModelResponse:
-        """The next scripted reply; its text goes to ``on_delta`` in one piece. Its cost
+        """The next scripted reply; its text goes to ``on_delta`` in one piece (it never
+        waits: ``on_wait`` hears nothing). Its cost
         is computed from its usage when the model has a price (else a recorded reply
         keeps its recorded cost)."""
         if self._next >= len(self._responses):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
-from golem.blueprint.steps.agent import run_agent
+from golem.blueprint.steps.agent import paused_step, run_agent
 from golem.blueprint.steps.checks import describe_failures
 from golem.blueprint.steps.verify import held_against, unverified_reason, verify
 from golem.core.errors import NotVerified
@@ -19,18 +19,20 @@ async def run_loop(ex: Execution, node: LoopNode) -> Literal["success", "failure
     """``success`` once no check fails because of the change; ``failure`` when some still
     do after ``max_rounds`` fix rounds (or a fix cannot run). Failures already there on the
     base commit, and checks that pass when run again, cost no round. A resumed run goes on
-    from the rounds it had finished."""
+    from the rounds it had finished; one paused in a fix goes on with that fix."""
     state = ex.state
     while True:
-        results = await verify(ex, node, round_=state.rounds)
-        state.checks = results
-        ex.save()
-        if not held_against(results):
-            return _conclude(ex, node, results)
-        if state.rounds >= node.max_rounds:
-            return "failure"
-        state.rounds += 1
-        ex.save()
+        results = state.checks
+        if paused_step(ex, node.id) is None:
+            results = await verify(ex, node, round_=state.rounds)
+            state.checks = results
+            ex.save()
+            if not held_against(results):
+                return _conclude(ex, node, results)
+            if state.rounds >= node.max_rounds:
+                return "failure"
+            state.rounds += 1
+            ex.save()
         outcome = await run_agent(
             ex,
             node.id,

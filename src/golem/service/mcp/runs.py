@@ -4,6 +4,7 @@ pull request, list and cancel runs. Each calls what the run routes call."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -34,6 +35,11 @@ class RunSummary(BaseModel):
     blueprint: str
     current: str | None = Field(description="The node running (or next).")
     waiting_at_gate: str | None = Field(description="The gate's message, when it waits.")
+    paused: str | None = Field(
+        None,
+        description="Why the run is paused (its model provider down) and when it resumes "
+        "by itself, when it is.",
+    )
     error: str | None
     pr_url: str | None
     pr_number: int | None
@@ -44,6 +50,11 @@ class RunSummary(BaseModel):
         """The summary of a run."""
         gate = run.gate
         waiting = gate.message if run.status == "waiting" and gate is not None else None
+        pause = run.pause if run.status == "waiting" else None
+        paused = None
+        if pause is not None:
+            resumes = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(pause.resume_at))
+            paused = f"at {pause.node}, resumes by itself at {resumes}: {pause.reason}"
         return cls(
             run_id=run.id,
             status=run.status,
@@ -52,6 +63,7 @@ class RunSummary(BaseModel):
             blueprint=run.blueprint,
             current=run.current,
             waiting_at_gate=waiting,
+            paused=paused,
             error=run.error,
             pr_url=run.pr.url if run.pr else None,
             pr_number=run.pr.number if run.pr else None,

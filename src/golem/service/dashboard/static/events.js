@@ -1,7 +1,7 @@
 // One line of the event log per run event: a label, a sentence, a tone. Plain strings
 // only; the log turns them into text nodes.
 
-import { duration, money } from "./dom.js";
+import { clock, duration, money } from "./dom.js";
 
 const LIMIT = 400;
 
@@ -26,6 +26,10 @@ function agent(inner) {
       return ["agent", `starts with ${inner.model} (${inner.tools.length} tools)`];
     case "model_request":
       return ["model", `turn ${inner.turn}: asking the model`];
+    case "model_wait": {
+      const header = inner.header ? ` (${inner.header})` : "";
+      return ["model", `turn ${inner.turn}: waited ${duration(inner.seconds)} for the provider: ${firstLine(inner.reason)}${header}`, "wait"];
+    }
     case "model_response": {
       const message = inner.response?.message ?? {};
       const calls = (message.tool_calls ?? []).map((c) => c.name).join(", ");
@@ -71,6 +75,8 @@ export function describe(type, event) {
       return ["gate", `${event.node} waits for a person: ${event.message}`, "wait"];
     case "gate_decision":
       return ["gate", `${event.node} ${event.decision} (by ${event.decided_by})`, event.decision === "approved" ? "good" : "bad"];
+    case "run_paused":
+      return ["run", `paused at ${event.node}, resumes by itself at ${clock(event.resume_at)}: ${firstLine(event.reason)}`, "wait"];
     case "note":
       return ["note", cut(event.message)];
     case "agent": {
@@ -93,4 +99,4 @@ export function outputOf(type, event) {
 }
 
 /** Events after which the run's state (status, steps, checks, gate, PR) has changed. */
-export const CHANGES_STATE = new Set(["run_start", "node_start", "node_end", "check", "gate_wait", "gate_decision", "run_end"]);
+export const CHANGES_STATE = new Set(["run_start", "node_start", "node_end", "check", "gate_wait", "gate_decision", "run_paused", "run_end"]);

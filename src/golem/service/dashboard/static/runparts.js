@@ -19,6 +19,15 @@ function followUpFact(run) {
   return fact("Follow-up of", h("span", { "data-testid": "run-follow-up" }, parent, " on ", where));
 }
 
+/** Why a paused run waits (its model provider is down) and when it resumes by itself. */
+function pauseFact(run) {
+  const pause = run.pause;
+  if (!pause || FINAL.has(run.status)) return null;
+  const again = pause.count > 1 ? ` (pause ${pause.count} in a row)` : "";
+  return fact("Paused", h("span", { "data-testid": "run-pause" },
+    `at ${pause.node}${again}, resumes by itself at ${clock(pause.resume_at)}: ${pause.reason}`));
+}
+
 /** Title, status and the facts of the run; a Cancel button while it is not over. */
 export function drawHeader(ui, run, { onCancel }) {
   fill(ui.title, runTitle(run));
@@ -38,6 +47,7 @@ export function drawHeader(ui, run, { onCancel }) {
     fact("Turns", `${run.turns} · ${run.rounds} fix round${run.rounds === 1 ? "" : "s"}`),
     fact("Submitted", when(run.created)),
     run.current && !FINAL.has(run.status) ? fact("Now at", run.current) : null,
+    pauseFact(run),
     run.unverified ? fact("Not verified", h("span", { "data-testid": "run-unverified" }, run.unverified)) : null,
   );
   const cancel = h("button", { type: "button", class: "danger quiet" }, "Cancel run");
