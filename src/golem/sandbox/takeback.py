@@ -1,23 +1,31 @@
-"""What the host takes back from a box: data, checked entry by entry, landed beneath one
-host directory. This module is the only way anything a box wrote reaches the host's disk.
+"""What the host takes back from a box: data, checked entry by entry and as a whole, then
+landed beneath one host directory whole or not at all. This module is the only way anything
+a box wrote reaches the host's disk.
 
 A box hands back a tar stream (a directory, or the paths a run changed). The host spools it
-(capped) and reads it with tarfile in random-access mode behind a reader that refuses any
-one read over a megabyte, so no header can make it hold a large buffer; then every entry is
-checked against the rules below and written through ``HostTree`` (``O_NOFOLLOW`` at every
-step, files renamed into place). A refusal stops the transfer with ``UnsafeBoxOutput``,
-which names the rule:
+(capped; runs of zeros as holes) and reads it with tarfile in random-access mode behind a
+reader that refuses any one read over a megabyte, so no header can make it hold a large
+buffer. Every entry is checked against the rules below and placed in a ``TreePlan`` (the
+destination as the transfer would leave it); then the plan as a whole is checked (where
+every link would lead, which directories git would take for a repository); only then is
+anything written, by ``golem.sandbox.landing`` (files staged first, then renamed into
+place through ``O_NOFOLLOW`` walks; any failure undoes what was changed). A refusal stops
+the transfer with ``UnsafeBoxOutput``, which names the rule, and leaves the destination as
+it was:
 
 - ``takeback.path``: relative paths of plain names only (no absolute path, no ``..``), and,
-  where the host asked for certain paths, only those.
+  where the host asked for certain paths, only those; none whose path on the host would
+  pass PATH_MAX.
 - ``takeback.git``: no name ``.git`` anywhere (any case, trailing dots or spaces, ``GIT~1``):
-  the host's git metadata, a nested repository or a submodule never come from a box.
+  the host's git metadata, a nested repository or a submodule never come from a box; and
+  no directory git would take for a repository's own.
 - ``takeback.kind``: regular files, directories and symlinks only: no hard link, device,
   FIFO or socket.
 - ``takeback.link``: a symlink points inside the tree by a relative path, never into .git.
 - ``takeback.mode``: no setuid, setgid or sticky bit; files land 0644 or 0755.
 - ``takeback.size``: no file over the box's ``max_file_bytes``, no transfer over its
-  ``max_takeback_bytes``, at most ``MAX_ENTRIES`` entries.
+  ``max_takeback_bytes``, neither over what the box could hold (a sparse file's size counts
+  whole), at most ``MAX_ENTRIES`` entries; the zeros of what lands are holes.
 - ``takeback.host-link``: nothing is written through a symlink already on the host.
 
 Nothing a program in the box says about itself (a mode, a size, which paths changed)
@@ -26,14 +34,15 @@ decides more than what lands, within these rules.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import errno
+import functools
 import os
 import posixpath
 import tarfile
 import tempfile
+import threading
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
     Callable,
@@ -49,19 +58,41 @@ from typing import IO
 from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
 from golem.core.spec import BoxSpec
+from golem.sandbox.holes import SparseWriter
 from golem.sandbox.hosttree import HostTree, check_name, split_path
+from golem.sandbox.landing import Landing, in_thread
 from golem.sandbox.tarscan import HeaderScan
-from golem.sandbox.treecheck import check_git_dirs, check_links, escaping_links
+from golem.sandbox.treecheck import check_plan
+from golem.sandbox.treeplan import Planned, TreePlan
 
-__all__ = ["MAX_ENTRIES", "Landed", "TakebackLimits", "land_archive", "landed_mode"]
+__all__ = [
+    "MAX_ENTRIES",
+    "Landed",
+    "TakebackLimits",
+    "box_holds_at_most",
+    "land_archive",
+    "landed_mode",
+]
 
 MAX_ENTRIES = 200_000
 MAX_NAME_BYTES = 64 * 1024 * 1024  # the distinct names of one transfer (each is kept)
 MAX_READ = 1024 * 1024  # the largest single read tarfile may make (a pax or long-name header)
 ARCHIVE_SLACK = 64 * 1024 * 1024  # tar headers and padding beyond the data itself
+OTHER_TMPFS = 128 * 1024 * 1024  # /dev/shm (64 MiB on every backend), /run and the like
 SPECIAL_BITS = 0o7000
 BROKEN = (tarfile.TarError, UnicodeError, ValueError, IndexError, RecursionError, EOFError)
 """What tarfile raises on an archive it cannot read (a box may send any bytes)."""
+
+
+def box_holds_at_most(spec: BoxSpec) -> int | None:
+    """The most bytes of files a box can hold: its tmpfs mounts (/workspace, /tmp, and
+    ``OTHER_TMPFS`` for the small ones), and no more than its memory, which they count
+    against; None where it writes to the host's disk (a bound workspace, a writable
+    root)."""
+    if spec.workspace is not None or not spec.read_only_root:
+        return None
+    held = spec.workspace_size + spec.tmp_size + OTHER_TMPFS
+    return held if spec.memory is None else min(held, spec.memory)
 
 
 @dataclass(frozen=True)
@@ -72,20 +103,40 @@ class TakebackLimits:
     max_bytes: int
     max_entries: int = MAX_ENTRIES
     max_name_bytes: int = MAX_NAME_BYTES
+    held: int | None = None
+    """The most the box could hold, where known (``box_holds_at_most``); the caps above
+    are no larger: whatever a file's size says, it cannot hold more than its box did."""
 
     @classmethod
     def of(cls, spec: BoxSpec) -> TakebackLimits:
-        """The limits a box's spec sets."""
-        return cls(spec.max_file_bytes, spec.max_takeback_bytes)
+        """The limits a box's spec sets, within what the box could hold."""
+        held = box_holds_at_most(spec)
+        if held is None:
+            return cls(spec.max_file_bytes, spec.max_takeback_bytes)
+        return cls(min(spec.max_file_bytes, held), min(spec.max_takeback_bytes, held), held=held)
+
+    def _limit(self, limit: int, option: str) -> str:
+        if self.held is not None and self.held <= limit:
+            return (
+                f"what the box could hold ({format_size(self.held)}: its memory, /workspace "
+                "and /tmp; a sparse file's size counts whole)"
+            )
+        return f"its {option} ({format_size(limit)})"
+
+    def file_limit(self) -> str:
+        """The cap on one file, as a message names it."""
+        return self._limit(self.max_file_bytes, "max_file_bytes")
+
+    def transfer_limit(self) -> str:
+        """The cap on one transfer, as a message names it."""
+        return self._limit(self.max_bytes, "max_takeback_bytes")
 
     def file_too_large(self, path: str, size: int) -> UnsafeBoxOutput:
         """The refusal of a file the box says has ``size`` bytes."""
         return UnsafeBoxOutput(
-            path,
-            f"the box announced {format_size(size)}, over its max_file_bytes "
-            f"({format_size(self.max_file_bytes)})",
+            path, f"the box announced {format_size(size)}, over {self.file_limit()}",
             "takeback.size",
-        )
+        )  # fmt: skip
 
 
 @dataclass
@@ -120,45 +171,49 @@ async def land_archive(
     remove_missing: Sequence[str] = (),
 ) -> Landed:
     """Unpack a tar stream from a box beneath ``destination`` (made if missing) by the
-    rules above. ``wanted`` says which (normalised, relative) paths the host asked for;
-    ``skip_git`` drops the ``.git`` of these directories instead of refusing it (the
-    repositories the host's tree holds: "" for its root, submodules, nested clones); a
-    symlink equal to one of ``known_links`` (path -> target: the host's own, copied into
-    the box) is left out rather than checked: it is no change;
-    ``remove_missing`` are paths to remove from the destination unless the archive held
-    them (what the box no longer has). Then the tree as a whole is checked: no link in it
-    leads out or into .git, no directory the transfer touched is a git directory."""
+    rules above, whole or not at all. ``wanted`` says which (normalised, relative) paths the
+    host asked for; ``skip_git`` drops the ``.git`` of these directories instead of refusing
+    it (the repositories the host's tree holds: "" for its root, submodules, nested clones);
+    a symlink equal to one of ``known_links`` (path -> target: the host's own, copied into
+    the box) is left out rather than checked: it is no change; ``remove_missing`` are paths
+    to remove from the destination unless the archive held them (what the box no longer
+    has). A transfer cancelled while it lands is undone before the cancellation goes on."""
     destination.mkdir(parents=True, exist_ok=True)
     async with spooled(chunks, limits, _spool_dir(destination)) as spool:
         unpacker = _Unpacker(destination, limits, wanted, frozenset(skip_git), known_links or {})
-        return await asyncio.to_thread(unpacker.run, spool, remove_missing)
+        return await in_thread(lambda stop: unpacker.run(spool, remove_missing, stop))
 
 
 @contextlib.asynccontextmanager
 async def spooled(
     chunks: AsyncIterable[bytes], limits: TakebackLimits, directory: str | None
 ) -> AsyncIterator[IO[bytes]]:
-    """A tar stream from a box in a temporary file in ``directory``, rewound: refused past
-    ``limits.max_bytes`` (and its headers checked, ``HeaderScan``) as it comes."""
+    """A tar stream from a box in a temporary file in ``directory`` (its zeros as holes),
+    rewound: refused past ``limits.max_bytes`` (and its headers checked, ``HeaderScan``) as
+    it comes."""
     cap = limits.max_bytes + ARCHIVE_SLACK
     with tempfile.TemporaryFile(prefix=".golem-spool-", dir=directory) as spool:
-        size = 0
-        scan = HeaderScan(limits.max_file_bytes)
+        writer = SparseWriter(spool.fileno())
+        scan = HeaderScan(limits.max_file_bytes, limits.file_limit())
 
-        def take(chunk: bytes) -> None:  # on a worker thread: the scan never blocks the loop
+        def take(chunk: bytes, _: threading.Event) -> None:  # never blocks the event loop
             scan.feed(chunk)
-            spool.write(chunk)
+            writer.write(chunk)
 
-        async for chunk in chunks:
-            size += len(chunk)
-            if size > cap:
-                raise UnsafeBoxOutput(
-                    "(the archive)",
-                    f"the box sent more than {format_size(cap)}, over its "
-                    f"max_takeback_bytes ({format_size(limits.max_bytes)})",
-                    "takeback.size",
-                )
-            await asyncio.to_thread(take, chunk)
+        try:
+            async for chunk in chunks:
+                if writer.tell() + len(chunk) > cap:
+                    raise UnsafeBoxOutput(
+                        "(the archive)",
+                        f"the box sent more than {format_size(cap)}, over "
+                        f"{limits.transfer_limit()} and room for tar's headers",
+                        "takeback.size",
+                    )
+                await in_thread(functools.partial(take, chunk))
+        finally:  # a transfer refused midway ends now in the box, not when collected
+            if isinstance(chunks, AsyncGenerator):
+                await chunks.aclose()
+        writer.finish()
         spool.seek(0)
         yield spool
 
@@ -192,8 +247,30 @@ class _CappedReader:
         return self._inner.tell()
 
 
+class _Slice:
+    """``size`` bytes of the spooled archive from ``offset`` (a file entry's data)."""
+
+    def __init__(self, spool: IO[bytes], offset: int, size: int) -> None:
+        self._spool = spool
+        self._position = offset
+        self._end = offset + size
+
+    def read(self, size: int) -> bytes:
+        self._spool.seek(self._position)
+        data = self._spool.read(min(size, self._end - self._position))
+        self._position += len(data)
+        return data
+
+    def __enter__(self) -> _Slice:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+
 class _Unpacker:
-    """One archive's entries, checked and landed in order."""
+    """One archive: its entries checked and planned in order, the plan checked, then
+    landed."""
 
     def __init__(
         self,
@@ -210,12 +287,11 @@ class _Unpacker:
         self.known_links = known_links
         self.total = 0
         self.name_bytes = 0
-        self.links_before: set[tuple[str, str]] = set()
 
-    def run(self, spool: IO[bytes], remove_missing: Sequence[str]) -> Landed:
-        landed = Landed()
+    def run(self, spool: IO[bytes], remove_missing: Sequence[str], stop: threading.Event) -> Landed:
+        spool_size = os.fstat(spool.fileno()).st_size
         with opened_archive(spool) as archive, HostTree(self.destination) as tree:
-            tree.before_links_change = self._note_links
+            plan = TreePlan(tree)
             seen: dict[str, None] = {}  # each path once, in order
             for count, member in enumerate(archive_members(archive), 1):
                 archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
@@ -224,19 +300,14 @@ class _Unpacker:
                 if path is None:
                     continue
                 if not (member.issym() and self.known_links.get(path) == member.linkname):
-                    self._land(archive, member, path, tree)
+                    plan.place(path, self._planned(member, path, spool, spool_size))
                 seen[path] = None  # a known link the box still has is held, not missing
             for path in remove_missing:
                 if path not in seen:
-                    tree.remove(path)
-            landed.paths = list(seen)
-            if tree.links_changed:
-                check_links(tree, self.links_before)
-            check_git_dirs(tree, landed.paths)
-        return landed
-
-    def _note_links(self) -> None:
-        self.links_before = escaping_links(self.destination)
+                    plan.remove(path)
+            check_plan(plan, seen)
+            Landing(tree, plan, stop).run()
+        return Landed(list(seen))
 
     def _count(self, count: int, new_name: str) -> None:
         """Count an entry, and the bytes of its name when the name is new."""
@@ -266,25 +337,15 @@ class _Unpacker:
                                   "takeback.path")  # fmt: skip
         return path
 
-    def _land(self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str,
-              tree: HostTree) -> None:  # fmt: skip
-        try:
-            self._write(archive, member, path, tree)
-        except OSError as exc:  # a name the file system refuses, a full disk
-            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-            raise UnsafeBoxOutput(
-                path,
-                f"the host could not write it ({exc.strerror})",
-                "takeback.size" if full else "takeback.path",
-            ) from None
-
-    def _write(self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str,
-               tree: HostTree) -> None:  # fmt: skip
+    def _planned(
+        self, member: tarfile.TarInfo, path: str, spool: IO[bytes], spool_size: int
+    ) -> Planned:
+        """What the entry will make, if every rule of an entry lets it."""
         if member.isdir():
-            tree.make_dir(path)  # 0755 whatever the box's mode was
-        elif member.issym():
-            tree.make_link(path, checked_link(path, member.linkname))
-        elif member.type in (tarfile.REGTYPE, tarfile.AREGTYPE) and member.sparse is None:
+            return Planned("dir")  # 0755 whatever the box's mode was
+        if member.issym():
+            return Planned("link", target=checked_link(path, member.linkname))
+        if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE) and member.sparse is None:
             if member.size < 0:
                 raise UnsafeBoxOutput(path, "a negative size", "takeback.kind")
             mode = landed_mode(member.mode, path)
@@ -292,27 +353,20 @@ class _Unpacker:
                 raise self.limits.file_too_large(path, member.size)
             self.total += member.size
             if self.total > self.limits.max_bytes:
-                raise UnsafeBoxOutput(
-                    path,
-                    f"the transfer passed the box's max_takeback_bytes "
-                    f"({format_size(self.limits.max_bytes)})",
-                    "takeback.size",
-                )
-            source = archive.extractfile(member)
-            assert source is not None  # a regular file always has a reader
-            try:
-                with source:
-                    tree.write_file(path, source, member.size, mode)
-            except (tarfile.TarError, EOFError, ValueError) as exc:
-                raise UnsafeBoxOutput(path, f"a broken tar entry ({exc})",
-                                      "takeback.kind") from None  # fmt: skip
-        else:
-            raise UnsafeBoxOutput(
-                path,
-                f"it is {_KINDS.get(member.type, 'a special file')}; only regular files, "
-                "directories and symlinks cross from a box",
-                "takeback.kind",
-            )
+                raise UnsafeBoxOutput(path, f"the transfer passed {self.limits.transfer_limit()}",
+                                      "takeback.size")  # fmt: skip
+            offset, size = member.offset_data, member.size
+            if offset + size > spool_size:
+                raise UnsafeBoxOutput(path, "a broken tar entry (its data is cut short)",
+                                      "takeback.kind")  # fmt: skip
+            return Planned("file", mode=mode, size=size,
+                           source=lambda: _Slice(spool, offset, size))  # fmt: skip
+        raise UnsafeBoxOutput(
+            path,
+            f"it is {_KINDS.get(member.type, 'a special file')}; only regular files, "
+            "directories and symlinks cross from a box",
+            "takeback.kind",
+        )
 
 
 _KINDS = {
