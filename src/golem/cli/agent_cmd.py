@@ -32,7 +32,7 @@ from golem.cli.tree_sync import (
     without_ignored,
 )
 from golem.core.config import GolemConfig
-from golem.core.errors import GolemError, InvalidRequest
+from golem.core.errors import ConfigError, GolemError, InvalidRequest
 from golem.core.ids import new_id
 from golem.forge import GitRepo
 from golem.sandbox import Box, Engine, LocalEngine
@@ -69,6 +69,7 @@ def agent_command(
     """Run the agent on a directory in a box and show the diff it made."""
     if not workspace.is_dir():
         raise InvalidRequest(f"--workspace {workspace} is not a directory")
+    _scratch_parent(workspace)
     flags = options.BoxFlags(
         backend, image, None, memory, cpus, None, timeout, None, None, None, config_file
     )
@@ -110,15 +111,28 @@ async def _take_back(box: Box, workspace: Path, layout: Layout, *, dry_run: bool
     and applied to ``workspace`` (checked whole again, with what the directory holds);
     a refusal changes nothing. The scratch directory, a tree a box made, is removed
     however this ends (a refusal, an error, Ctrl-C): nobody is ever pointed at it."""
-    scratch = Path(tempfile.mkdtemp(prefix="golem-agent-"))
+    scratch = Path(tempfile.mkdtemp(prefix="golem-agent-", dir=_scratch_parent(workspace)))
     try:
         paths = await take_back(box, workspace, layout, repo=_work_tree(workspace), into=scratch)
         await _report_changes(workspace, scratch, paths, dry_run=dry_run)
     except GolemError:  # before the changes were applied, or with them undone
         Console(stderr=True).print(f"nothing was changed in {workspace}")
         raise
-    finally:
-        await asyncio.to_thread(shutil.rmtree, scratch, ignore_errors=True)
+    finally:  # not awaited: a second Ctrl-C must not leave it behind
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_parent(workspace: Path) -> Path:
+    """Where the scratch directory goes: the system's temporary directory, unless it lies
+    in ``workspace`` (the box's copy-back would land among the user's files, where git
+    would find it)."""
+    temporary = Path(tempfile.gettempdir()).resolve()
+    if temporary.is_relative_to(workspace.resolve()):
+        raise ConfigError(
+            f"the temporary directory {temporary} lies in --workspace {workspace}, where the "
+            "box's copy-back would land among your files: set TMPDIR elsewhere"
+        )
+    return temporary
 
 
 def _work_tree(workspace: Path) -> GitRepo | None:
