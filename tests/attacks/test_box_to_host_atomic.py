@@ -97,6 +97,30 @@ REFUSALS = {
 }  # fmt: skip
 
 
+TOO_LONG_FOR_A_LINK = "./" * 2048
+"""A relative target every rule lets through (it stays inside, of plain names, 4,096
+bytes) that no Linux file system takes (PATH_MAX counts the NUL)."""
+
+HOST_FAILURES = {
+    "a-link-the-file-system-refuses": [entry("zzz-link", LINK, link=TOO_LONG_FOR_A_LINK)],
+    "in-a-new-directory": [entry("zzz-dir/deep/link", LINK, link=TOO_LONG_FOR_A_LINK)],
+}
+"""Entries the host's file system refuses when the tree is changed, after the accepted
+entries changed it: what was changed is undone."""
+
+
+@pytest.mark.parametrize("case", list(HOST_FAILURES))
+async def test_a_write_the_host_fails_midway_is_undone_whole(case: str, tmp_path: Path) -> None:
+    destination = host_destination(tmp_path / "landed")
+    before = listing(destination)
+    data = tar_of(*ACCEPTED, *HOST_FAILURES[case])
+    with pytest.raises(UnsafeBoxOutput) as got:
+        await land_archive(stream_of(data), destination, LIMITS, remove_missing=["old.txt"])
+    assert got.value.rule == "takeback.path", str(got.value)
+    assert "could not write" in str(got.value)
+    assert listing(destination) == before
+
+
 @pytest.mark.parametrize("case", list(REFUSALS))
 async def test_a_refusal_after_accepted_entries_leaves_the_destination_as_it_was(
     case: str, tmp_path: Path

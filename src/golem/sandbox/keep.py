@@ -39,14 +39,9 @@ from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
 from golem.sandbox.holes import SparseWriter
 from golem.sandbox.hosttree import is_git_name, split_path
-from golem.sandbox.takeback import (
-    BROKEN,
-    TakebackLimits,
-    archive_members,
-    landed_mode,
-    opened_archive,
-    spooled,
-)
+from golem.sandbox.limits import TakebackLimits
+from golem.sandbox.takeback import landed_mode
+from golem.sandbox.tarspool import BROKEN, archive_members, opened_archive, spooled
 
 __all__ = ["KeptArchive", "keep_archive"]
 

@@ -34,34 +34,21 @@ decides more than what lands, within these rules.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import posixpath
 import tarfile
-import tempfile
 import threading
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterable,
-    AsyncIterator,
-    Callable,
-    Collection,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
-from golem.core.spec import BoxSpec
-from golem.sandbox.holes import SparseWriter
 from golem.sandbox.hosttree import HostTree, check_name, split_path
 from golem.sandbox.landing import Landing, in_thread
-from golem.sandbox.tarscan import HeaderScan
+from golem.sandbox.limits import MAX_ENTRIES, TakebackLimits, box_holds_at_most
+from golem.sandbox.tarspool import ArchiveData, archive_members, opened_archive, spooled
 from golem.sandbox.treecheck import check_plan
 from golem.sandbox.treeplan import Planned, TreePlan
 
@@ -74,69 +61,7 @@ __all__ = [
     "landed_mode",
 ]
 
-MAX_ENTRIES = 200_000
-MAX_NAME_BYTES = 64 * 1024 * 1024  # the distinct names of one transfer (each is kept)
-MAX_READ = 1024 * 1024  # the largest single read tarfile may make (a pax or long-name header)
-ARCHIVE_SLACK = 64 * 1024 * 1024  # tar headers and padding beyond the data itself
-OTHER_TMPFS = 128 * 1024 * 1024  # /dev/shm (64 MiB on every backend), /run and the like
 SPECIAL_BITS = 0o7000
-BROKEN = (tarfile.TarError, UnicodeError, ValueError, IndexError, RecursionError, EOFError)
-"""What tarfile raises on an archive it cannot read (a box may send any bytes)."""
-
-
-def box_holds_at_most(spec: BoxSpec) -> int | None:
-    """The most bytes of files a box can hold: its tmpfs mounts (/workspace, /tmp, and
-    ``OTHER_TMPFS`` for the small ones), and no more than its memory, which they count
-    against; None where it writes to the host's disk (a bound workspace, a writable
-    root)."""
-    if spec.workspace is not None or not spec.read_only_root:
-        return None
-    held = spec.workspace_size + spec.tmp_size + OTHER_TMPFS
-    return held if spec.memory is None else min(held, spec.memory)
-
-
-@dataclass(frozen=True)
-class TakebackLimits:
-    """How much the host takes back from one box."""
-
-    max_file_bytes: int
-    max_bytes: int
-    max_entries: int = MAX_ENTRIES
-    max_name_bytes: int = MAX_NAME_BYTES
-    held: int | None = None
-    """The most the box could hold, where known (``box_holds_at_most``); the caps above
-    are no larger: whatever a file's size says, it cannot hold more than its box did."""
-
-    @classmethod
-    def of(cls, spec: BoxSpec) -> TakebackLimits:
-        """The limits a box's spec sets, within what the box could hold."""
-        held = box_holds_at_most(spec)
-        if held is None:
-            return cls(spec.max_file_bytes, spec.max_takeback_bytes)
-        return cls(min(spec.max_file_bytes, held), min(spec.max_takeback_bytes, held), held=held)
-
-    def _limit(self, limit: int, option: str) -> str:
-        if self.held is not None and self.held <= limit:
-            return (
-                f"what the box could hold ({format_size(self.held)}: its memory, /workspace "
-                "and /tmp; a sparse file's size counts whole)"
-            )
-        return f"its {option} ({format_size(limit)})"
-
-    def file_limit(self) -> str:
-        """The cap on one file, as a message names it."""
-        return self._limit(self.max_file_bytes, "max_file_bytes")
-
-    def transfer_limit(self) -> str:
-        """The cap on one transfer, as a message names it."""
-        return self._limit(self.max_bytes, "max_takeback_bytes")
-
-    def file_too_large(self, path: str, size: int) -> UnsafeBoxOutput:
-        """The refusal of a file the box says has ``size`` bytes."""
-        return UnsafeBoxOutput(
-            path, f"the box announced {format_size(size)}, over {self.file_limit()}",
-            "takeback.size",
-        )  # fmt: skip
 
 
 @dataclass
@@ -184,88 +109,11 @@ async def land_archive(
         return await in_thread(lambda stop: unpacker.run(spool, remove_missing, stop))
 
 
-@contextlib.asynccontextmanager
-async def spooled(
-    chunks: AsyncIterable[bytes], limits: TakebackLimits, directory: str | None
-) -> AsyncIterator[IO[bytes]]:
-    """A tar stream from a box in a temporary file in ``directory`` (its zeros as holes),
-    rewound: refused past ``limits.max_bytes`` (and its headers checked, ``HeaderScan``) as
-    it comes."""
-    cap = limits.max_bytes + ARCHIVE_SLACK
-    with tempfile.TemporaryFile(prefix=".golem-spool-", dir=directory) as spool:
-        writer = SparseWriter(spool.fileno())
-        scan = HeaderScan(limits.max_file_bytes, limits.file_limit())
-
-        def take(chunk: bytes, _: threading.Event) -> None:  # never blocks the event loop
-            scan.feed(chunk)
-            writer.write(chunk)
-
-        try:
-            async for chunk in chunks:
-                if writer.tell() + len(chunk) > cap:
-                    raise UnsafeBoxOutput(
-                        "(the archive)",
-                        f"the box sent more than {format_size(cap)}, over "
-                        f"{limits.transfer_limit()} and room for tar's headers",
-                        "takeback.size",
-                    )
-                await in_thread(functools.partial(take, chunk))
-        finally:  # a transfer refused midway ends now in the box, not when collected
-            if isinstance(chunks, AsyncGenerator):
-                await chunks.aclose()
-        writer.finish()
-        spool.seek(0)
-        yield spool
-
-
 def _spool_dir(destination: Path) -> str | None:
     """Where to spool: beside the destination (on its disk, not a /tmp that may be held in
     memory), else the system's temporary directory."""
     parent = destination.parent
     return str(parent) if os.access(parent, os.W_OK | os.X_OK) else None
-
-
-class _CappedReader:
-    """A seekable file for tarfile that refuses a read larger than ``MAX_READ``."""
-
-    def __init__(self, inner: IO[bytes]) -> None:
-        self._inner = inner
-
-    def read(self, size: int = -1) -> bytes:
-        if size < 0 or size > MAX_READ:
-            raise UnsafeBoxOutput(
-                "(the archive)",
-                "a tar header asks for more than a megabyte at once",
-                "takeback.size",
-            )
-        return self._inner.read(size)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._inner.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._inner.tell()
-
-
-class _Slice:
-    """``size`` bytes of the spooled archive from ``offset`` (a file entry's data)."""
-
-    def __init__(self, spool: IO[bytes], offset: int, size: int) -> None:
-        self._spool = spool
-        self._position = offset
-        self._end = offset + size
-
-    def read(self, size: int) -> bytes:
-        self._spool.seek(self._position)
-        data = self._spool.read(min(size, self._end - self._position))
-        self._position += len(data)
-        return data
-
-    def __enter__(self) -> _Slice:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        pass
 
 
 class _Unpacker:
@@ -360,7 +208,7 @@ class _Unpacker:
                 raise UnsafeBoxOutput(path, "a broken tar entry (its data is cut short)",
                                       "takeback.kind")  # fmt: skip
             return Planned("file", mode=mode, size=size,
-                           source=lambda: _Slice(spool, offset, size))  # fmt: skip
+                           source=lambda: ArchiveData(spool, offset, size))  # fmt: skip
         raise UnsafeBoxOutput(
             path,
             f"it is {_KINDS.get(member.type, 'a special file')}; only regular files, "
@@ -377,31 +225,6 @@ _KINDS = {
     tarfile.CONTTYPE: "a contiguous file",
     tarfile.GNUTYPE_SPARSE: "a sparse file",
 }
-
-
-@contextlib.contextmanager
-def opened_archive(spool: IO[bytes]) -> Iterator[tarfile.TarFile]:
-    """The spooled archive, read through ``_CappedReader``."""
-    try:
-        archive = tarfile.TarFile(fileobj=_CappedReader(spool), mode="r")  # type: ignore[arg-type]
-    except BROKEN as exc:
-        raise UnsafeBoxOutput("(the archive)", f"not a tar archive ({exc})",
-                              "takeback.kind") from None  # fmt: skip
-    with archive:
-        yield archive
-
-
-def archive_members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-    """The archive's entries, its format errors translated."""
-    while True:
-        try:
-            member = archive.next()
-        except BROKEN as exc:
-            raise UnsafeBoxOutput("(the archive)", f"a broken tar entry ({exc})",
-                                  "takeback.kind") from None  # fmt: skip
-        if member is None:
-            return
-        yield member
 
 
 def checked_link(path: str, target: str) -> str:
