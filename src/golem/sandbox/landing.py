@@ -67,6 +67,8 @@ class Landing:
 
     def run(self) -> None:
         """Stage the files, then change the tree (undone if any step fails)."""
+        if not self.plan.entries:
+            return
         staging = temporary_name()
         try:
             os.mkdir(staging, 0o700, dir_fd=self.tree.root_fd)
@@ -138,10 +140,7 @@ class Landing:
     def _apply(self, path: str, planned: Planned, staged_in: int, staged: str) -> None:
         *parents, name = path.split("/")
         with self.tree.opened(parents, path) as parent:
-            there = kind_at(parent, name)
-            if planned.kind == "dir" and there == "dir":
-                return
-            if there is not None:
+            if kind_at(parent, name) is not None:  # a planned directory is a new one too
                 aside = temporary_name()
                 os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
                 self._steps.append(_Step(tuple(parents), name, aside))

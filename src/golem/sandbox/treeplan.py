@@ -42,15 +42,15 @@ Source = Callable[[], AbstractContextManager[Readable]]
 @dataclass
 class Planned:
     """What a path of the plan will hold: a directory, a file (its mode, size and where
-    its bytes come from), a symlink (its target), or nothing (``kind`` None: removed)."""
+    its bytes come from), a symlink (its target), or nothing (``kind`` None: removed).
+    A planned directory is a new one (one over a directory of the host's is no change), so
+    nothing of the host's tree lies beneath any planned path."""
 
     kind: Kind | None
     mode: int = 0o755
     size: int = 0
     source: Source | None = None
     target: str = ""
-    fresh: bool = False
-    """For a directory: made new, so nothing of the host's tree lies beneath it."""
 
 
 def _refused(path: str, exc: OSError) -> UnsafeBoxOutput:
@@ -144,11 +144,8 @@ class TreePlan:
         above = path
         while "/" in above:
             above = above.rpartition("/")[0]
-            nearest = self.entries.get(above)
-            if nearest is not None:
-                if nearest.kind != "dir" or nearest.fresh:
-                    return None  # the host's tree no longer shows beneath it
-                break
+            if above in self.entries:
+                return None  # beneath a new directory, a file, a link or nothing
         return self.host.kind(path) if path else "dir"
 
     def target(self, path: str) -> str:
@@ -178,7 +175,6 @@ class TreePlan:
             return
         if planned.kind == "link" or before in ("dir", "link"):
             self.links_changed = True
-        planned.fresh = planned.kind == "dir"
         self._drop_beneath(path)
         self._set(path, planned)
 
@@ -209,7 +205,7 @@ class TreePlan:
             at = f"{at}/{name}" if at else name
             kind = self.kind(at)
             if kind is None:
-                self._set(at, Planned("dir", fresh=True))
+                self._set(at, Planned("dir"))
             elif kind != "dir":
                 raise UnsafeBoxOutput(
                     path,
