@@ -66,7 +66,7 @@ async def chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncI
 
 async def capped(
     chunks: AsyncIterable[bytes], path: str, limits: TakebackLimits, *, already: int = 0
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """``chunks`` from a box, refused (``takeback.size``) once they pass
     ``limits.max_file_bytes`` (counting ``already`` bytes of the same transfer), whatever
     size the box announced."""
@@ -138,8 +138,8 @@ class BoxFiles:
 
         download = self._download(Get(path=where, format="raw"), announced=announced)
         sent = 0
-        async with _closing(download):
-            async for chunk in capped(download, where, self.limits):
+        async with contextlib.aclosing(capped(download, where, self.limits)) as chunks:
+            async for chunk in chunks:
                 sent += len(chunk)
                 if sizes and sent > sizes[0]:
                     raise UnsafeBoxOutput(
