@@ -204,6 +204,49 @@ def snapshot(root: Path) -> dict[str, bytes | str]:
     return found
 
 
+def listing(root: Path) -> dict[str, tuple[object, ...]]:
+    """Everything under ``root`` (its .git too), not following a link: each directory with
+    its mode, each file with its mode and bytes, each symlink with its target; what a
+    destination left "exactly as it was" must still hold."""
+    found: dict[str, tuple[object, ...]] = {}
+    for directory, subdirectories, names in os.walk(root):
+        for name in [*subdirectories, *names]:
+            path = Path(directory) / name
+            key = path.relative_to(root).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                found[key] = ("link", os.readlink(path))
+            elif stat.S_ISDIR(mode):
+                found[key] = ("dir", mode & 0o7777)
+            elif stat.S_ISREG(mode):
+                found[key] = ("file", mode & 0o7777, path.read_bytes())
+            else:
+                found[key] = ("special", mode)
+    return found
+
+
+def allocated(path: Path) -> int:
+    """The bytes of disk a file takes (its blocks), not its apparent size."""
+    return path.stat().st_blocks * 512
+
+
+def host_destination(root: Path) -> Path:
+    """A destination that already holds files, a directory, a link out of it (the host's
+    own) and the makings of a git directory (objects/ and refs/, no HEAD)."""
+    root.mkdir()
+    (root / "README.md").write_text("the host's readme\n")
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("print('host')\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "guide.md").write_text("guide\n")
+    (root / "old.txt").write_text("old\n")
+    (root / "shared").symlink_to("../outside")
+    (root / "cache" / "objects" / "info").mkdir(parents=True)
+    (root / "cache" / "objects" / "info" / "packs").write_text("")
+    (root / "cache" / "refs" / "heads").mkdir(parents=True)
+    return root
+
+
 def make_project(parent: Path, *, repository: bool = True) -> Path:
     """A user's directory: examples/calculator (a git repository with one commit)."""
     target = parent / "project"
@@ -216,9 +259,16 @@ def make_project(parent: Path, *, repository: bool = True) -> Path:
 
 
 def golem_agent(
-    backend: str, tmp_path: Path, project: Path, *commands: str
+    backend: str,
+    tmp_path: Path,
+    project: Path,
+    *commands: str,
+    flags: tuple[str, ...] = (),
+    temporary: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`golem agent` on ``project`` with an agent that runs ``commands`` in the box."""
+    """`golem agent` on ``project`` (with ``flags``) and an agent that runs ``commands`` in
+    the box. Its temporary directory is ``temporary`` (default ``tmp_path / "tmp"``; see
+    ``temporary_left``)."""
     config = tmp_path / "golem.toml"
     toml = f'state_dir = "{tmp_path / "state"}"\n'
     if backend in ENGINES:
@@ -228,12 +278,24 @@ def golem_agent(
     config.write_text(toml)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "cfg")
+    temporary = temporary or tmp_path / "tmp"
+    temporary.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(temporary)
     model = scripted(tmp_path, *commands)
     argv = ["agent", "--model", model, "--workspace", str(project), "--config", str(config)]
+    argv += flags
     return subprocess.run(
         [sys.executable, "-m", "golem", *argv, "Change the project"],
         capture_output=True, text=True, errors="replace", env=env, timeout=300, check=False,
     )  # fmt: skip
+
+
+def temporary_left(temporary: Path) -> list[str]:
+    """What a `golem agent` run by ``golem_agent`` left in its temporary directory (give
+    ``tmp_path`` for the default one)."""
+    if temporary.name != "tmp":
+        temporary = temporary / "tmp"
+    return sorted(path.name for path in temporary.iterdir())
 
 
 # Host memory ---------------------------------------------------------------------------
@@ -317,10 +379,13 @@ __all__ = [
     "FIX_CALCULATOR",
     "HostGit",
     "Markers",
+    "allocated",
     "entry",
     "git_dirs_below",
     "golem_agent",
+    "host_destination",
     "links_leaving",
+    "listing",
     "make_markers",
     "make_project",
     "minion_with_box",
@@ -333,5 +398,6 @@ __all__ = [
     "special_files",
     "stream_of",
     "tar_of",
+    "temporary_left",
     "user_git_everywhere",
 ]

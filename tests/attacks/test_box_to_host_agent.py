@@ -11,6 +11,7 @@ something. On bubblewrap, dockerd and Podman.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,16 @@ from tests.attacks.takeback_harness import (
     Markers,
     git_dirs_below,
     golem_agent,
+    listing,
     make_markers,
     make_project,
     rule_of,
     snapshot,
     special_files,
+    temporary_left,
     user_git_everywhere,
 )
+from tests.blueprint.repos import git
 from tests.conftest import BOTH_BACKENDS
 
 pytestmark = pytest.mark.bwrap
@@ -142,3 +146,93 @@ def test_the_agent_leaves_no_setuid_program_in_the_directory(
     assert rule_of(done.stderr) == "takeback.mode", done.stderr
     assert special_files(project) == []
     assert snapshot(project) == before
+
+
+EDITS = (
+    "echo 'changed by the box' >> README.md && "
+    "sed -i 's/return a - b/return a + b/' calculator.py && "
+    "mkdir -p aaa-new/deep && echo new > aaa-new/deep/file.txt"
+)
+
+
+def said(done: subprocess.CompletedProcess[str]) -> str:
+    """What the command told the user, its lines joined (the console wraps them)."""
+    return " ".join(done.stderr.split())
+
+
+def test_a_refusal_after_the_agents_edits_changes_nothing_and_leaves_no_box_made_tree(
+    backend: str, tmp_path: Path, project: Path, markers: Markers
+) -> None:
+    # The box's repository (HEAD, objects/, refs/, a config with core.worktree and
+    # core.fsmonitor) comes before the .git the host refuses.
+    repository = (
+        "mkdir -p aaa-repo/objects/info aaa-repo/refs/heads && "
+        "printf 'ref: refs/heads/main\\n' > aaa-repo/HEAD && "
+        "touch aaa-repo/objects/info/packs aaa-repo/refs/heads/main && "
+        "printf '[core]\\n\\tworktree = ..\\n\\tfsmonitor = %s; false\\n' "
+        f"'{markers.touch('fsmonitor')}' > aaa-repo/config"
+    )
+    before = listing(project)
+    done = golem_agent(
+        backend, tmp_path, project, f"set -e; {EDITS}; {repository}; git init -q zzz; touch zzz/f"
+    )
+    assert done.returncode != 0
+    assert rule_of(done.stderr) == "takeback.git", done.stderr
+    assert listing(project) == before
+    assert temporary_left(tmp_path) == [], "the box's tree is not left in a scratch directory"
+    assert "nothing was changed" in said(done), done.stderr
+    assert "kept in" not in said(done)
+    assert git_dirs_below(project) == []
+    user_git_everywhere(project)
+    assert markers.left() == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+def test_a_git_directory_of_the_agents_file_and_the_users_own_files_changes_nothing(
+    backend: str, tmp_path: Path, project: Path, markers: Markers
+) -> None:
+    # objects/ and refs/ are the user's (ignored by git), HEAD and config the agent's: the
+    # box's copy-back alone holds no git directory, the user's directory after it would.
+    (project / ".gitignore").write_text("cache/objects/\ncache/refs/\ncache/config\n")
+    git("add", ".gitignore", cwd=project)
+    git("commit", "-q", "-m", "ignore", cwd=project)
+    (project / "cache" / "objects" / "info").mkdir(parents=True)
+    (project / "cache" / "objects" / "info" / "packs").write_text("")
+    (project / "cache" / "refs" / "heads").mkdir(parents=True)
+    (project / "cache" / "config").write_text(
+        f"[core]\n\tfsmonitor = {markers.touch('users-cache')}; false\n"
+    )
+    before = listing(project)
+    done = golem_agent(
+        backend, tmp_path, project, f"set -e; {EDITS}; echo 'ref: refs/heads/main' > cache/HEAD"
+    )
+    assert done.returncode != 0
+    assert rule_of(done.stderr) == "takeback.git", done.stderr
+    assert listing(project) == before
+    assert temporary_left(tmp_path) == []
+    assert "nothing was changed" in said(done), done.stderr
+
+
+@pytest.mark.parametrize("backend", ["process"])
+def test_a_tree_deeper_than_the_host_can_name_is_a_clean_refusal_that_changes_nothing(
+    backend: str, tmp_path: Path, project: Path, reachable_dir: Path
+) -> None:
+    # Directories and a chain of links whose path fits beneath the box's /workspace and the
+    # scratch directory, but passes PATH_MAX (4,096 bytes) beneath the user's directory.
+    temporary = reachable_dir / "tmp"
+    scratch = len(str(temporary)) + len("/golem-agent-12345678/")
+    depth = 4096 - len(str(project)) + 8
+    assert scratch + depth < 4090, "the scratch directory's path must be the shorter"
+    names, rest = divmod(depth - len("/f"), 201)
+    deep = "/".join(["d" * 200] * names + ["e" * max(rest - 1, 1)])
+    make = (
+        f"mkdir -p {deep} && echo x > {deep}/f && "
+        f"ln -s f {deep}/l1 && ln -s l1 {deep}/l2 && ln -s ../{deep.rsplit('/', 1)[1]}/l2 {deep}/l3"
+    )
+    before = listing(project)
+    done = golem_agent(backend, tmp_path, project, f"set -e; {EDITS}; {make}", temporary=temporary)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    assert rule_of(done.stderr) == "takeback.path", done.stderr
+    assert listing(project) == before
+    assert temporary_left(temporary) == []

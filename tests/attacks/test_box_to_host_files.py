@@ -21,7 +21,9 @@ from golem.core import GolemConfig, GolemError, UnsafeBoxOutput
 from golem.sandbox import Engine, ExecRequest
 from golem.service.client import RemoteEngine
 from tests.attacks.takeback_harness import (
+    host_destination,
     links_leaving,
+    listing,
     peak_memory_growth,
     rule_of,
     special_files,
@@ -142,6 +144,28 @@ async def test_get_dir_through_golem_serve_refuses_what_a_local_one_does(
             await box.get_dir("case", destination)
     assert got.value.rule == rule, str(got.value)
     assert_nothing_unsafe_landed(destination)
+
+
+REFUSED_AFTER_ACCEPTED = (
+    "mkdir case && cd case && echo box > README.md && mkdir src && echo new > src/new.py && "
+    "mkdir -p aaa-repo/objects aaa-repo/refs && echo 'ref: refs/heads/main' > aaa-repo/HEAD && "
+    "mkdir -p zzz/.git && echo x > zzz/.git/config"
+)
+"""A directory whose entries the host would take, then a bare repository and a .git."""
+
+
+async def test_get_dir_through_golem_serve_refused_at_its_last_entry_changes_nothing(
+    remote_engine: RemoteEngine, tmp_path: Path
+) -> None:
+    destination = host_destination(tmp_path / "landed")
+    before = listing(destination)
+    async with remote_engine.session() as box:
+        made = await box.execute(f"set -e; {REFUSED_AFTER_ACCEPTED}")
+        assert made.exit_code == 0, made.stderr_text
+        with pytest.raises(UnsafeBoxOutput) as got:
+            await box.get_dir("case", destination)
+    assert got.value.rule == "takeback.git", str(got.value)
+    assert listing(destination) == before
 
 
 def _peak_of(pid: int) -> int:

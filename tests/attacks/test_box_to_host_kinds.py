@@ -120,12 +120,27 @@ async def test_return_files_over_the_cap_together_are_refused_naming_the_boxs_li
     assert "max_file_bytes (1m)" in str(got.value), "the error names the limit the box has"
 
 
-@pytest.mark.parametrize("path", ["/dev/zero", "fifo"])
-async def test_a_device_or_fifo_asked_as_a_file_is_refused_naming_the_rule(
-    path: str, engine: Engine
+NOT_REGULAR = {
+    "character-device": "/dev/zero",
+    "fifo": "fifo",
+    "socket": "socket",
+    "proc-file-longer-than-its-size": "/proc/self/status",
+    "link-to-a-device": "zero-link",
+}
+"""Paths a box may name as a file that are not one (a /proc file's size says 0)."""
+
+
+@pytest.mark.parametrize("kind", list(NOT_REGULAR))
+async def test_anything_but_a_regular_file_asked_as_a_file_is_refused_at_once_naming_the_rule(
+    kind: str, engine: Engine
 ) -> None:
+    path = NOT_REGULAR[kind]
     async with engine.session(engine.spec(max_file_bytes="1m")) as box:
-        await box.execute("mkfifo fifo")
+        made = await box.execute(
+            "mkfifo fifo && ln -s /dev/zero zero-link && python3 -c "
+            "'import socket; socket.socket(socket.AF_UNIX).bind(\"socket\")'"
+        )
+        assert made.exit_code == 0, made.stderr_text
         with peak_memory_growth() as growth:
             with pytest.raises(GolemError) as by_return:
                 await box.execute(ExecRequest(cmd=["true"], return_files=[path]))

@@ -195,3 +195,16 @@ def test_bad_agent_input_is_one_line_exit_2(
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert b"Traceback" not in done.stderr
+
+
+def test_a_temporary_directory_inside_the_workspace_is_refused_before_any_box(
+    golem_env: dict[str, str],  # noqa: F811
+    repo: Path,
+) -> None:
+    (repo / "tmp").mkdir()
+    done = golem({**golem_env, "TMPDIR": str(repo / "tmp")}, "agent", "--model", FIX,
+                 "--workspace", str(repo), "Fix the tests")  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert b"set TMPDIR elsewhere" in done.stderr
+    assert b"Traceback" not in done.stderr
+    assert list((repo / "tmp").iterdir()) == []

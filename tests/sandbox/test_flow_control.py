@@ -41,7 +41,7 @@ def hostile_supervisor(sock: socket.socket, chunks: int, sent: list[int]) -> Non
     sock.sendall(frame(info))
     get = read_frame(sock)
     assert get["window"] == WINDOW
-    sock.sendall(frame({"op": "meta", "id": get["id"], "size": 1}))
+    sock.sendall(frame({"op": "meta", "id": get["id"], "size": chunks * MIB}))  # honest
     try:
         for _ in range(chunks):
             sock.sendall(frame({"op": "chunk", "id": get["id"]}, b"\0" * MIB))

@@ -168,10 +168,10 @@ def test_a_client_that_leaves_mid_body_is_one_line_in_the_log_never_a_traceback(
 def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: Served) -> None:
     session = open_session(acme, max_file_bytes="1m")
     try:
+        shell(acme, session, "head -c 3000000 /dev/zero > big")
         before = peak_memory(served)
         done = acme.post(
-            f"/v1/sessions/{session}/exec",
-            json={"cmd": "true", "return_files": ["/proc/kallsyms"]},
+            f"/v1/sessions/{session}/exec", json={"cmd": "true", "return_files": ["big"]}
         )
         assert done.status_code == 422, done.text
         assert "max_file_bytes (1m)" in done.json()["detail"]
@@ -180,6 +180,12 @@ def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: S
         )
         assert device.status_code == 422, device.text
         assert "not a regular file" in device.json()["detail"]
+        longer = acme.post(  # its size says 0: refused at once, never read to the cap
+            f"/v1/sessions/{session}/exec",
+            json={"cmd": "true", "return_files": ["/proc/kallsyms"]},
+        )
+        assert longer.status_code == 422, longer.text
+        assert "more than its size says" in longer.json()["detail"]
         assert peak_memory(served) - before < 64 << 20
     finally:
         acme.delete(f"/v1/sessions/{session}")

@@ -8,6 +8,7 @@ exactly where the agent changed files (``--dry-run`` only shows the diff).
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import sys
 import tempfile
@@ -19,10 +20,11 @@ from rich.console import Console
 
 from golem.agent import Agent, Budget, make_model, make_tools
 from golem.agent.events import AgentOutcome
-from golem.blueprint.workspace import copy_into_box, take_back
+from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.cli import options
 from golem.cli.progress import AgentProgress
 from golem.cli.tree_sync import (
+    TreeChange,
     apply_changes,
     check_ways,
     compare_trees,
@@ -30,10 +32,11 @@ from golem.cli.tree_sync import (
     without_ignored,
 )
 from golem.core.config import GolemConfig
-from golem.core.errors import InvalidRequest
+from golem.core.errors import ConfigError, GolemError, InvalidRequest
 from golem.core.ids import new_id
 from golem.forge import GitRepo
-from golem.sandbox import Engine, LocalEngine
+from golem.sandbox import Box, Engine, LocalEngine
+from golem.sandbox.landing import host_could_not, in_thread
 
 __all__ = ["agent_command"]
 
@@ -66,6 +69,7 @@ def agent_command(
     """Run the agent on a directory in a box and show the diff it made."""
     if not workspace.is_dir():
         raise InvalidRequest(f"--workspace {workspace} is not a directory")
+    _scratch_parent(workspace)
     flags = options.BoxFlags(
         backend, image, None, memory, cpus, None, timeout, None, None, None, config_file
     )
@@ -91,25 +95,44 @@ def _trajectory_path(config: GolemConfig) -> Path:
 async def _run(
     engine: Engine, agent: Agent, workspace: Path, task: str, path: Path, *, dry_run: bool
 ) -> AgentOutcome:
-    console = Console(stderr=True)
     # No bytecode files: an edit that keeps a file's size within the second of a test run
     # would leave Python running the stale .pyc (and they are not changes to keep).
     spec = engine.spec(env={**engine.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"})
     async with engine, engine.session(spec) as box:
         layout = await copy_into_box(box, workspace)
         outcome = await agent.run(box, task, trajectory=path)
-        scratch = Path(tempfile.mkdtemp(prefix="golem-agent-"))
-        try:
-            paths = await take_back(
-                box, workspace, layout, repo=_work_tree(workspace), into=scratch
-            )
-            await _report_changes(workspace, scratch, paths, dry_run=dry_run)
-        except BaseException:
-            console.print(f"what the box handed back so far is kept in {scratch}")
-            raise
-        shutil.rmtree(scratch)
-    console.print(f"trajectory: {path}")
+        await _take_back(box, workspace, layout, dry_run=dry_run)
+    Console(stderr=True).print(f"trajectory: {path}")
     return outcome
+
+
+async def _take_back(box: Box, workspace: Path, layout: Layout, *, dry_run: bool) -> None:
+    """What the agent changed, landed in a scratch directory (checked whole there), shown,
+    and applied to ``workspace`` (checked whole again, with what the directory holds);
+    a refusal changes nothing. The scratch directory, a tree a box made, is removed
+    however this ends (a refusal, an error, Ctrl-C): nobody is ever pointed at it."""
+    scratch = Path(tempfile.mkdtemp(prefix="golem-agent-", dir=_scratch_parent(workspace)))
+    try:
+        paths = await take_back(box, workspace, layout, repo=_work_tree(workspace), into=scratch)
+        await _report_changes(workspace, scratch, paths, dry_run=dry_run)
+    except GolemError:  # before the changes were applied, or with them undone
+        Console(stderr=True).print(f"nothing was changed in {workspace}")
+        raise
+    finally:  # not awaited: a second Ctrl-C must not leave it behind
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_parent(workspace: Path) -> Path:
+    """Where the scratch directory goes: the system's temporary directory, unless it lies
+    in ``workspace`` (the box's copy-back would land among the user's files, where git
+    would find it)."""
+    temporary = Path(tempfile.gettempdir()).resolve()
+    if temporary.is_relative_to(workspace.resolve()):
+        raise ConfigError(
+            f"the temporary directory {temporary} lies in --workspace {workspace}, where the "
+            "box's copy-back would land among your files: set TMPDIR elsewhere"
+        )
+    return temporary
 
 
 def _work_tree(workspace: Path) -> GitRepo | None:
@@ -121,8 +144,7 @@ def _work_tree(workspace: Path) -> GitRepo | None:
 async def _report_changes(
     workspace: Path, result: Path, paths: list[str] | None, *, dry_run: bool
 ) -> None:
-    compared = await asyncio.to_thread(compare_trees, workspace, result, paths)
-    await asyncio.to_thread(check_ways, compared, workspace)
+    compared = await asyncio.to_thread(_compared, workspace, result, paths)
     changes = await without_ignored(compared, workspace)
     sys.stdout.write(render_diff(changes, workspace, result))
     sys.stdout.flush()
@@ -134,5 +156,21 @@ async def _report_changes(
     if dry_run:
         console.print(f"[yellow]dry run[/]: {len(changes)} file(s) would change: {summary}")
     else:
-        await asyncio.to_thread(apply_changes, changes, result, workspace)
+        await in_thread(functools.partial(apply_changes, changes, result, workspace))
         console.print(f"{len(changes)} file(s) changed in {workspace}: {summary}")
+
+
+def _compared(workspace: Path, result: Path, paths: list[str] | None) -> list[TreeChange]:
+    """The changes, each one's way in ``workspace`` checked (no symlink on it) before
+    anything, git included, looks at it there; a path the host cannot look at (too long,
+    a loop of links) is a refusal naming it, not a crash."""
+    try:
+        compared = compare_trees(workspace, result, paths)
+        check_ways(compared, workspace)
+    except OSError as exc:
+        where = Path(exc.filename or workspace)
+        for root in (workspace, result):
+            if where.is_relative_to(root):
+                where = where.relative_to(root)
+        raise host_could_not(where.as_posix(), exc, "compare") from None
+    return compared

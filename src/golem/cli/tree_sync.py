@@ -2,8 +2,10 @@
 
 `golem agent` copies a directory into a box and lands the result in a scratch directory
 (``golem.sandbox.takeback``: no .git, no link out, no special file or mode); the host
-directory then changes exactly where the agent changed regular files, and nowhere else,
-written beneath it without following any symlink (``HostTree``).
+directory then changes exactly where the agent changed regular files, and nowhere else:
+the changes are planned on the directory as it is (``TreePlan``: no way through a symlink,
+no path past PATH_MAX, no git directory made with the directory's own files), then written
+whole or not at all (``Landing``), never through a symlink.
 """
 
 from __future__ import annotations
@@ -12,13 +14,17 @@ import difflib
 import filecmp
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from golem.forge import GitRepo
 from golem.sandbox.hosttree import HostTree
+from golem.sandbox.landing import Landing
 from golem.sandbox.takeback import landed_mode
+from golem.sandbox.treecheck import check_plan
+from golem.sandbox.treeplan import Planned, Source, TreePlan
 
 __all__ = [
     "TreeChange",
@@ -104,17 +110,29 @@ def check_ways(changes: list[TreeChange], target: Path) -> None:
             tree.check_way(change.path)
 
 
-def apply_changes(changes: list[TreeChange], source: Path, target: Path) -> None:
-    """Make ``target`` match ``source`` for the changed files only, writing beneath
-    ``target`` without following a symlink (one there is replaced, never written through)."""
+def apply_changes(
+    changes: list[TreeChange], source: Path, target: Path, stop: threading.Event | None = None
+) -> None:
+    """Make ``target`` match ``source`` for the changed files only, whole or not at all,
+    writing beneath ``target`` without following a symlink (one there is replaced, never
+    written through)."""
     with HostTree(source) as origin, HostTree(target) as tree:
+        plan = TreePlan(tree)
         for change in changes:
             if change.kind == "deleted":
-                tree.remove(change.path)
+                plan.remove(change.path)
                 continue
             with origin.open_file(change.path) as handle:
                 size = os.fstat(handle.fileno()).st_size
-                tree.write_file(change.path, handle, size, landed_mode(change.mode or 0, ""))
+            mode = landed_mode(change.mode or 0, change.path)
+            plan.place(change.path, Planned("file", mode=mode, size=size,
+                                            source=_opener(origin, change.path)))  # fmt: skip
+        check_plan(plan, [change.path for change in changes])
+        Landing(tree, plan, stop).run()
+
+
+def _opener(tree: HostTree, path: str) -> Source:
+    return lambda: tree.open_file(path)
 
 
 MAX_DIFFED_BYTES = 1024 * 1024  # a larger file is named in the diff, not shown

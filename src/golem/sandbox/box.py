@@ -157,10 +157,10 @@ class LocalBox(BoxFiles, BoxProcesses):
         """The call's ``return_files``, at most ``max_file_bytes`` in all (they are held in
         memory), each a regular file."""
         files: dict[str, bytes] = {}
-        limit, total = self.limits.max_file_bytes, 0
+        total = 0
         for path in request.return_files:
             where = self._in_workdir(request, path)
-            stream = capped(self.stream_file(where), where, limit, already=total)
+            stream = capped(self.stream_file(where), where, self.limits, already=total)
             files[path] = b"".join([chunk async for chunk in stream])
             total += len(files[path])
         return files

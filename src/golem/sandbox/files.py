@@ -65,19 +65,18 @@ async def chunks_of(source: bytes | str | Path | AsyncIterable[bytes]) -> AsyncI
 
 
 async def capped(
-    chunks: AsyncIterable[bytes], path: str, limit: int, *, already: int = 0
-) -> AsyncIterator[bytes]:
-    """``chunks`` from a box, refused (``takeback.size``) once they pass ``limit`` bytes
-    (counting ``already`` bytes of the same transfer), whatever size the box announced."""
+    chunks: AsyncIterable[bytes], path: str, limits: TakebackLimits, *, already: int = 0
+) -> AsyncGenerator[bytes, None]:
+    """``chunks`` from a box, refused (``takeback.size``) once they pass
+    ``limits.max_file_bytes`` (counting ``already`` bytes of the same transfer), whatever
+    size the box announced."""
     size = already
     async with _closing(chunks):
         async for chunk in chunks:
             size += len(chunk)
-            if size > limit:
+            if size > limits.max_file_bytes:
                 raise UnsafeBoxOutput(
-                    path,
-                    f"the box sent more than its max_file_bytes ({format_size(limit)})",
-                    "takeback.size",
+                    path, f"the box sent more than {limits.file_limit()}", "takeback.size"
                 )
             yield chunk
 
@@ -127,17 +126,28 @@ class BoxFiles:
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
         """A regular file's content in chunks as it arrives (at most ``max_file_bytes``:
-        refused before any chunk when the box announces more, cut off when it sends more)."""
+        refused before any chunk when the box announces more, cut off when it sends more,
+        or more than it announced)."""
         where = box_path(path, self._workdir)
-        limit = self.limits.max_file_bytes
+        sizes: list[int] = []
 
         def announced(size: int) -> None:
-            if size > limit:
+            if size > self.limits.max_file_bytes:
                 raise self.limits.file_too_large(where, size)
+            sizes.append(size)
 
         download = self._download(Get(path=where, format="raw"), announced=announced)
-        async with _closing(download):
-            async for chunk in capped(download, where, limit):
+        sent = 0
+        async with contextlib.aclosing(capped(download, where, self.limits)) as chunks:
+            async for chunk in chunks:
+                sent += len(chunk)
+                if sizes and sent > sizes[0]:
+                    raise UnsafeBoxOutput(
+                        where,
+                        f"the box sent more than the {format_size(sizes[0])} it announced: "
+                        "only regular files, read as their size says, are downloaded",
+                        "takeback.kind",
+                    )
                 yield chunk
 
     async def put_dir(

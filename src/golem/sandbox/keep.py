@@ -12,8 +12,10 @@ tarfile behind takeback's capped reader, and each entry is checked:
 - ``takeback.kind``: regular files, directories and symlinks only.
 - ``takeback.mode``: no setuid, setgid or sticky bit; files are kept 0644 or 0755,
   directories 0755, owned by nobody in particular (uid and gid 0, no names).
-- ``takeback.size``: no file over ``max_file_bytes``, no archive over ``max_bytes``, at most
-  ``max_entries`` entries.
+- ``takeback.size``: no file over ``max_file_bytes``, no archive over ``max_bytes`` (both
+  within what the box could hold, with ``TakebackLimits.of``), at most ``max_entries``
+  entries; the archive is written with the zeros of its files as holes, so a sparse file
+  costs the host's disk what it cost the box's.
 
 A symlink's target is kept as it is (a virtual environment's ``bin/python3`` names the
 interpreter of the box's image, ``/usr/bin/python3``): it resolves only inside a box, whose
@@ -35,15 +37,11 @@ from typing import IO
 
 from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
+from golem.sandbox.holes import SparseWriter
 from golem.sandbox.hosttree import is_git_name, split_path
-from golem.sandbox.takeback import (
-    BROKEN,
-    TakebackLimits,
-    archive_members,
-    landed_mode,
-    opened_archive,
-    spooled,
-)
+from golem.sandbox.limits import TakebackLimits
+from golem.sandbox.takeback import landed_mode
+from golem.sandbox.tarspool import BROKEN, archive_members, opened_archive, spooled
 
 __all__ = ["KeptArchive", "keep_archive"]
 
@@ -94,8 +92,9 @@ class _Keeper:
         handle, temp = tempfile.mkstemp(prefix=".golem-keep-", dir=destination.parent)
         try:
             with os.fdopen(handle, "wb") as out:
-                entries, found = self._copy(spool, out)
-                out.flush()
+                sink = SparseWriter(out.fileno())  # the zeros of the box's files cost no disk
+                entries, found = self._copy(spool, sink)
+                sink.finish()
                 os.fsync(out.fileno())
             os.replace(temp, destination)
         except BaseException:
@@ -104,12 +103,12 @@ class _Keeper:
             raise
         return KeptArchive(destination.stat().st_size, entries, found)
 
-    def _copy(self, spool: IO[bytes], out: IO[bytes]) -> tuple[int, list[str]]:
+    def _copy(self, spool: IO[bytes], out: SparseWriter) -> tuple[int, list[str]]:
         found: set[str] = set()
         entries = 0
         with (
             opened_archive(spool) as archive,
-            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as kept,
+            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as kept,  # type: ignore[call-overload]
         ):
             for member in archive_members(archive):
                 entries += 1
@@ -172,7 +171,7 @@ class _Keeper:
             if self.total > self.limits.max_bytes:
                 raise UnsafeBoxOutput(
                     path,
-                    f"the archive passed its limit of {format_size(self.limits.max_bytes)}",
+                    f"the archive passed {self.limits.transfer_limit()}",
                     "takeback.size",
                 )
             info.size = member.size

@@ -41,8 +41,10 @@ class HeaderScan:
     """Feed it the stream's chunks in order; it raises ``UnsafeBoxOutput`` at the first
     header it refuses."""
 
-    def __init__(self, max_file_bytes: int) -> None:
+    def __init__(self, max_file_bytes: int, limit: str | None = None) -> None:
         self.max_file_bytes = max_file_bytes
+        self.limit = limit or f"its max_file_bytes ({format_size(max_file_bytes)})"
+        """The cap, as a refusal names it."""
         self._header = bytearray()
         self._skip = 0  # bytes of the current entry's data (and padding) still to pass
         self._pax: bytearray | None = None  # a pax header's records, being collected
@@ -91,12 +93,8 @@ class HeaderScan:
             size, self._pax_size = self._pax_size, None
         self._extended.clear()
         if kind in DATA_TYPES and size > self.max_file_bytes:
-            _refuse(
-                f"the box announced {format_size(size)}, over its max_file_bytes "
-                f"({format_size(self.max_file_bytes)})",
-                "takeback.size",
-                name,
-            )
+            _refuse(f"the box announced {format_size(size)}, over {self.limit}",
+                    "takeback.size", name)  # fmt: skip
         self._skip = _padded(size) if kind in DATA_TYPES else 0  # as tarfile skips
 
 

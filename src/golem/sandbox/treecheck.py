@@ -1,38 +1,59 @@
-"""Checks of a host tree as a whole, after a transfer from a box changed it: what no single
-entry shows.
+"""Checks of a host tree as a whole, as a transfer from a box would leave it (a
+``TreePlan``), before anything is written: what no single entry shows.
 
-- A symlink is judged by where it leads *now*, every link on its way followed as the kernel
+- A symlink is judged by where it would lead, every link on its way followed as the kernel
   would, never only by its text: ``b -> .`` then ``up -> b/..`` is the tree's parent,
-  although ``b/..`` reads as ``.``. A link that leaves the tree or passes through ``.git``
-  is refused (``takeback.link``).
+  although ``b/..`` reads as ``.``. A link that would leave the tree or pass through
+  ``.git`` (or lead deeper than the host can name) is refused (``takeback.link``), unless
+  the tree already had it leading there (a repository's own link out is not the box's
+  doing).
 - A directory that git would take for a repository's own directory (a ``HEAD`` beside
-  ``objects/``, ``refs/`` or ``commondir``) is refused (``takeback.git``): whoever runs git
+  ``objects/``, ``refs/`` or ``commondir``) is refused (``takeback.git``), whether the
+  transfer's entries make it alone or with files the host already has: whoever runs git
   in it later would run that repository's config (its pager, fsmonitor, hooks).
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections import deque
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
+from typing import Protocol
 
 from golem.core.errors import UnsafeBoxOutput
-from golem.sandbox.hosttree import HostTree, is_git_name
+from golem.sandbox.hosttree import is_git_name
+from golem.sandbox.treeplan import PATH_MAX, Kind, TreePlan
 
-__all__ = ["check_git_dirs", "check_links", "escaping_links", "leaves_tree"]
+__all__ = ["TreeView", "check_plan", "leads_out"]
 
 MAX_LINKS_FOLLOWED = 40  # the kernel's own limit
 GIT_DIR_PARTS = ("objects", "refs", "commondir")
 
 
-def leaves_tree(root: Path, path: str) -> bool:
-    """Whether the symlink at ``path`` (relative to ``root``) leads outside ``root`` or
-    through a ``.git``, resolved component by component (a missing component is taken as
-    written, as the kernel would fail there anyway)."""
-    stack = [name for name in path.split("/")[:-1] if name]
-    pending = deque(os.readlink(root / path).split("/"))
+class TreeView(Protocol):
+    """A tree by relative paths: the host's as it is, or as a plan would leave it."""
+
+    def kind(self, path: str) -> Kind | None: ...
+
+    def target(self, path: str) -> str: ...
+
+    def links(self) -> list[str]: ...
+
+
+def check_plan(plan: TreePlan, paths: Iterable[str]) -> None:
+    """Refuse a plan whose links would lead out (when it changes links at all), or that
+    would make a git directory at or above one of ``paths`` (what the transfer holds)."""
+    if plan.links_changed:
+        check_links(plan)
+    check_git_dirs(plan, paths)
+
+
+def leads_out(view: TreeView, path: str) -> bool:
+    """Whether the symlink at ``path`` leads outside the tree or through a ``.git``,
+    resolved component by component (a missing component is taken as written, as the
+    kernel would fail there anyway)."""
+    stack = path.split("/")[:-1]
+    pending = deque(view.target(path).split("/"))
     if pending and pending[0] == "":
         return True  # absolute
     followed = 0
@@ -45,50 +66,30 @@ def leaves_tree(root: Path, path: str) -> bool:
                 return True
             stack.pop()
             continue
-        if is_git_name(name):
+        here = "/".join([*stack, name])
+        if is_git_name(name) or len(os.fsencode(here)) >= PATH_MAX:
             return True
-        here = root.joinpath(*stack, name)  # stack holds no links: lstat is safe
-        try:
-            is_link = stat.S_ISLNK(os.lstat(here).st_mode)
-        except OSError:
-            is_link = False
-        if not is_link:
+        if view.kind(here) != "link":
             stack.append(name)
             continue
         followed += 1
-        target = os.readlink(here)
+        target = view.target(here)
         if followed > MAX_LINKS_FOLLOWED or target.startswith("/"):
             return True
         pending.extendleft(reversed(target.split("/")))
     return False
 
 
-def _links_under(root: Path) -> Iterator[str]:
-    for directory, subdirectories, names in os.walk(root):
-        base = Path(directory)
-        if base == root:
-            subdirectories[:] = [d for d in subdirectories if d != ".git"]
-        for name in [*subdirectories, *names]:
-            if (base / name).is_symlink():
-                yield (base / name).relative_to(root).as_posix()
+def escaping_links(view: TreeView) -> set[tuple[str, str]]:
+    """The symlinks of ``view`` that lead outside it or through a ``.git``, as (path,
+    target)."""
+    return {(path, view.target(path)) for path in view.links() if leads_out(view, path)}
 
 
-def escaping_links(root: Path) -> set[tuple[str, str]]:
-    """The symlinks under ``root`` (its own ``.git`` aside) that lead outside it or
-    through a ``.git``, as (path, target)."""
-    return {
-        (path, os.readlink(root / path)) for path in _links_under(root) if leaves_tree(root, path)
-    }
-
-
-def check_links(tree: HostTree, before: set[tuple[str, str]]) -> None:
-    """Refuse (``takeback.link``) the symlinks under the tree's root that lead outside it
-    or into ``.git`` and did not, as they are, before the transfer (``before``:
-    ``escaping_links`` then; a repository's own link out is not the box's doing). They are
-    removed first, so none is left behind."""
-    new = sorted(escaping_links(tree.root) - before)
-    for path, _ in new:
-        tree.remove(path)
+def check_links(plan: TreePlan) -> None:
+    """Refuse (``takeback.link``) the symlinks the plan would leave leading outside the
+    tree or into ``.git`` that did not, as they are, before it."""
+    new = sorted(escaping_links(plan) - escaping_links(plan.host))
     if new:
         path, target = new[0]
         raise UnsafeBoxOutput(
@@ -99,17 +100,17 @@ def check_links(tree: HostTree, before: set[tuple[str, str]]) -> None:
         )
 
 
-def check_git_dirs(tree: HostTree, paths: Iterable[str]) -> None:
+def check_git_dirs(view: TreeView, paths: Iterable[str]) -> None:
     """Refuse (``takeback.git``) a directory at or above one of ``paths`` that git would
-    take for a repository's own directory; it is removed first, so none is left behind."""
+    take for a repository's own directory."""
     directories = {""}
     for path in paths:
-        names = path.split("/")
-        directories.update("/".join(names[:i]) for i in range(1, len(names) + 1))
+        at = path
+        while at not in directories:
+            directories.add(at)
+            at = at.rpartition("/")[0]
     for directory in sorted(directories):
-        if _is_git_dir(tree.root / directory if directory else tree.root):
-            if directory:
-                tree.remove(directory)
+        if _is_git_dir(view, directory):
             raise UnsafeBoxOutput(
                 directory or ".",
                 "it holds HEAD beside objects/, refs/ or commondir: git would take it for "
@@ -118,11 +119,10 @@ def check_git_dirs(tree: HostTree, paths: Iterable[str]) -> None:
             )
 
 
-def _is_git_dir(here: Path) -> bool:
-    try:
-        head = here / "HEAD"
-        if here.is_symlink() or not (head.is_symlink() or head.is_file()):
-            return False
-        return any((here / part).exists() or (here / part).is_symlink() for part in GIT_DIR_PARTS)
-    except OSError:
+def _is_git_dir(view: TreeView, directory: str) -> bool:
+    if view.kind(directory) != "dir":
         return False
+    prefix = f"{directory}/" if directory else ""
+    if view.kind(f"{prefix}HEAD") not in ("file", "link"):
+        return False
+    return any(view.kind(f"{prefix}{part}") is not None for part in GIT_DIR_PARTS)

@@ -155,9 +155,10 @@ class RemoteBox:
             raise
 
     async def stream_file(self, path: str) -> AsyncIterator[bytes]:
-        """A file's content in chunks, as they arrive (at most the spec's max_file_bytes)."""
+        """A file's content in chunks, as they arrive (at most the spec's max_file_bytes,
+        and what the box could hold)."""
         download = self._download("/files", {"path": path})
-        async for chunk in capped(download, path, self.spec.max_file_bytes):
+        async for chunk in capped(download, path, self.limits):
             yield chunk
 
     async def get_file(self, path: str) -> bytes:

@@ -277,6 +277,14 @@ def raise_if_error(frame: Frame) -> None:
             "downloaded",
             "takeback.kind",
         )
+    if kind == "LongerThanItsSize":
+        raise UnsafeBoxOutput(
+            message.path,
+            "it holds more than its size says (a /proc or /sys file, or one still being "
+            "written); only regular files, read as their size says, are downloaded: copy "
+            "it to a file in the box first",
+            "takeback.kind",
+        )
     raise SandboxError(f"{kind} in the box: {text}")
 
 

@@ -24,6 +24,11 @@ class NotRegularFile(ValueError):
     """A download asked for a device, FIFO or socket (``path`` in the error frame)."""
 
 
+class LongerThanItsSize(ValueError):
+    """A download's file holds more than its size says: a /proc or /sys file, or one still
+    being written (``path`` in the error frame)."""
+
+
 class TransferCancelled(Exception):
     """The host stopped reading a download (``cancel``), or the box was reset: send no
     more of it."""
@@ -260,19 +265,28 @@ class Download:
             self.pending = bytearray()
 
     def _send_file(self, path: str) -> None:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files go out.
+        """A regular file, read as its size says: a device, FIFO or socket (looked at
+        before it is opened: opening a socket fails, a FIFO would wait for a writer) and a
+        file holding more than its size (a /proc or /sys file) are refused."""
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise NotRegularFile(path)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise NotRegularFile(path)
             os.set_blocking(fd, True)
+            left = info.st_size
+            data = handle.read(min(CHUNK, left)) if left else handle.read(1)
+            if not left and data:
+                raise LongerThanItsSize(path)
             self.channel.send({"op": META, "id": self.id, "size": info.st_size})
-            while True:
-                data = handle.read(CHUNK)
-                if not data:
-                    break
+            while left > 0 and data:
                 self.send_chunk(data)
+                left -= len(data)
+                data = handle.read(min(CHUNK, left)) if left > 0 else b""
+            if handle.read(1):
+                raise LongerThanItsSize(path)
 
     def _send_tar(self, path: str, paths: list[str] | None, skip_git: set[str]) -> None:
         """``path`` as a tar stream; with ``paths`` (relative to it), only those that exist
