@@ -17,6 +17,7 @@ run yet; the install box is removed whatever happens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
@@ -197,7 +198,8 @@ async def _install_in_box(
     as the archive of ``key``; None when a command failed. The box is removed in all
     cases."""
     settings = ex.config.dependencies
-    limits = TakebackLimits(spec.max_file_bytes, min(spec.max_takeback_bytes, settings.max_bytes))
+    held = TakebackLimits.of(spec)  # within what the box could hold
+    limits = dataclasses.replace(held, max_bytes=min(held.max_bytes, settings.max_bytes))
     reached = spec.egress.allow if spec.network == "filtered" else None
     box = await ex.engine.create_session(spec)
     try:
