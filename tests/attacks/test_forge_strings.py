@@ -353,6 +353,8 @@ DELIVERIES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("delivery", list(DELIVERIES))
 def test_a_webhook_deliverys_strings_are_cleaned_where_they_enter(delivery: str) -> None:
     body = json.dumps(DELIVERIES[delivery]).encode()
-    payload = read_payload(body, "application/json")
+    payload = read_payload(
+        body, "application/json", {}
+    )  # names: tests/service/test_hostile_input.py
     assert acting(dict(payload)) == []
     assert all(words in texts(dict(payload)) for words in VISIBLE)

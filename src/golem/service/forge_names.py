@@ -22,7 +22,7 @@ from golem.blueprint import RunRequest
 from golem.core.errors import ForgeError, NameRefused
 from golem.forge import is_project_path, is_repo_name, parse_gitlab_ref, parse_issue_ref
 
-__all__ = ["GITHUB_DELIVERY", "GITLAB_DELIVERY", "check_delivery", "check_run_names"]
+__all__ = ["GITHUB_DELIVERY", "GITLAB_DELIVERY", "Rule", "check_delivery", "check_run_names"]
 
 Rule = Callable[[Any], str | None]
 """A name in, what is wrong with it out (None: it may go into a path)."""

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
-from golem.service.forge_names import GITHUB_DELIVERY, check_delivery
+from golem.service.forge_names import GITHUB_DELIVERY
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.github_events import read_delivery
 from golem.store import DeliveryRecord
@@ -65,8 +65,7 @@ async def github_webhook(
     body = await _verified_body(request, trigger, x_hub_signature_256)
     if not x_github_event or not x_github_delivery or not DELIVERY_ID.match(x_github_delivery):
         raise Problem(400, "a delivery needs X-GitHub-Event and X-GitHub-Delivery headers")
-    payload = read_payload(body, request.headers.get("content-type", ""))
-    check_delivery(GITHUB_DELIVERY, payload)
+    payload = read_payload(body, request.headers.get("content-type", ""), GITHUB_DELIVERY)
     delivery = DeliveryRecord(source="github", ids=(x_github_delivery,))
     answer = answered(response, await _answer(trigger, x_github_event, delivery, payload))
     log.info(

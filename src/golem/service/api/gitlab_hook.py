@@ -14,7 +14,7 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
-from golem.service.forge_names import GITLAB_DELIVERY, check_delivery
+from golem.service.forge_names import GITLAB_DELIVERY
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.gitlab_events import read_delivery
 from golem.store import DeliveryRecord
@@ -61,8 +61,7 @@ async def gitlab_webhook(
             400, "a delivery needs X-Gitlab-Event and X-Gitlab-Event-UUID (or Idempotency-Key)"
         )
     delivery = DeliveryRecord(source="gitlab", ids=ids)
-    payload = read_payload(body, request.headers.get("content-type", ""))
-    check_delivery(GITLAB_DELIVERY, payload)
+    payload = read_payload(body, request.headers.get("content-type", ""), GITLAB_DELIVERY)
     own = await trigger.reach.own_login() if x_gitlab_event == "Note Hook" else None
     call = read_delivery(x_gitlab_event, payload, trigger.config, own)
     if isinstance(call, Ignored):

@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request, Response, status
 
 from golem.core.ansi import clean_json
 from golem.core.errors import Problem
+from golem.service.forge_names import Rule, check_delivery
 from golem.service.trigger import Trigger, TriggerAnswer
 
 __all__ = ["MAX_BODY", "answered", "lifespan", "read_body", "read_payload"]
@@ -55,9 +56,11 @@ async def read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def read_payload(body: bytes, content_type: str) -> Mapping[str, Any]:
-    """The delivery's JSON object (400 when it is not one, 415 when form-encoded), every
-    string in it cleaned (``golem.core.ansi``): what a forge delivers enters golem here."""
+def read_payload(body: bytes, content_type: str, names: Mapping[str, Rule]) -> Mapping[str, Any]:
+    """The delivery's JSON object (400 when it is not one, 415 when form-encoded), its
+    ``names`` (the fields bound for forge URL paths) checked as they came (422: a control
+    character in a name is refused, never cleaned into another name), then every string
+    in it cleaned (``golem.core.ansi``): what a forge delivers enters golem here."""
     if "x-www-form-urlencoded" in content_type:
         raise Problem(415, "set the webhook's content type to application/json")
     try:
@@ -66,6 +69,7 @@ def read_payload(body: bytes, content_type: str) -> Mapping[str, Any]:
         raise Problem(400, f"the delivery is not JSON: {exc}") from exc
     if not isinstance(payload, dict):
         raise Problem(400, "the delivery is not a JSON object")
+    check_delivery(names, payload)
     return clean_json(payload)
 
 
