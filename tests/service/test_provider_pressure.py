@@ -5,9 +5,13 @@ that goes down for longer than ``[models] unavailable_after`` while runs work.""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,7 +21,10 @@ from playwright.sync_api import expect, sync_playwright
 
 from golem.agent.messages import Usage
 from golem.agent.models import cost_usd, price_for
+from golem.blueprint import RunBook
+from golem.core import GolemConfig
 from golem.core.model_config import ModelsConfig
+from golem.store import SqlStore
 from tests.agent.wire import TEST_KEY, AnthropicServer, OpenAIServer, WireServer
 from tests.agent.wire.pressure import Dialect, Pressure, anthropic_dialect, openai_dialect
 from tests.blueprint.repos import make_remote
@@ -32,6 +39,7 @@ LIMIT, WINDOW = 4, 0.25  # requests per window of seconds
 BUDGET = 0.05  # dollars per run
 Event = tuple[str, dict[str, object]]
 CHROMIUM = Path("/usr/bin/chromium")
+HOUR = 3600
 PAGE = 60_000  # milliseconds the dashboard may take to show a paused run
 
 
@@ -140,7 +148,7 @@ def test_runs_whose_provider_stays_down_pause_and_resume_to_a_pull_request_after
 ) -> None:
     dialect, wire, model = provider
     pressure = Pressure(dialect, limit=100, window=60)
-    pressure.down, pressure.down_retry_after = True, 5  # back in 5 s, it says
+    pressure.down, pressure.down_retry_after = True, HOUR  # back in an hour, it says
     wire.otherwise(pressure)
     remote = make_remote(reachable_dir)
     toml = config(dialect, wire, "unavailable_after = 1\nresume_after = 0.2\n")
@@ -165,6 +173,10 @@ def test_runs_whose_provider_stays_down_pause_and_resume_to_a_pull_request_after
     assert "paused at implement" in shown
     assert "verloaded" in shown
 
+    # The hour passes while no server runs (the runs' resume times moved, no sleep); the
+    # provider now says it is back in a second.
+    asyncio.run(resume_now(state_dir, runs))
+    pressure.down_retry_after = 1
     # A new server resumes them at their time (still down: paused again, as its dashboard
     # shows), then the provider is back and they go on to their pull requests.
     second = launch(state_dir, config=toml, admin_key=first.admin_key, env={KEY_ENV: TEST_KEY})
@@ -184,6 +196,31 @@ def test_runs_whose_provider_stays_down_pause_and_resume_to_a_pull_request_after
         assert implement["started"] < float(str(event["time"])) < implement["ended"]
         assert implement["paused"] > 0  # the pause counted against no wall-clock budget
         assert final["cost_usd"] == pytest.approx(one_reply_costs(model))
+
+
+async def resume_now(state_dir: Path, run_ids: list[str]) -> None:
+    """The hour passes while no server runs: the paused runs' resume times (through the
+    store) and the provider's limiter's hold move to now."""
+    now = time.time()
+    store = await SqlStore.open(GolemConfig(state_dir=state_dir), tenant="default")
+    try:
+        book = RunBook(store)
+        for run_id in run_ids:
+            state = await book.load(run_id)
+            assert state is not None
+            assert state.pause is not None
+            state.pause.resume_at = now
+            await book.save(state, touch=False)
+    finally:
+        await store.close()
+    # The limiter remembers the provider's "back in an hour" too: that hour has passed.
+    with contextlib.closing(sqlite3.connect(state_dir / "golem.db")) as db, db:
+        changed = db.execute(
+            "UPDATE provider_limits SET document = json_set(document, '$.not_before', ?) "
+            "WHERE document IS NOT NULL",
+            (now,),
+        ).rowcount
+    assert changed == 1  # one provider, one key: one limiter
 
 
 def dashboard_shows_the_pause(served: Served, key: str, run_id: str) -> None:

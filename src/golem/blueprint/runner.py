@@ -326,6 +326,7 @@ class Runner:
         state.status = "waiting"
         if self.checkpoints is not None:
             await self.checkpoints.save(ex, node.id)
+        ex.save()  # kept paused before anyone hears of the pause
         ex.emit(RunPaused(run_id=state.id, node=node.id, reason=state.pause.reason,
                           resume_at=state.pause.resume_at))  # fmt: skip
 
