@@ -27,7 +27,7 @@ from golem.blueprint.steps.tree import fingerprint, restore
 from golem.core.errors import SandboxError
 from golem.forge import CheckResult
 
-__all__ = ["already_failing", "base_result", "cache_paths", "run_baseline"]
+__all__ = ["already_failing", "base_result", "cache_paths", "normal", "run_baseline"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _HEX = re.compile(r"0x[0-9a-fA-F]{4,}")
@@ -118,15 +118,15 @@ def already_failing(result: CheckResult, baseline: list[CheckResult] | None) -> 
     if before is None or before.passed or before.timed_out or result.timed_out:
         return False
     if result.failures and before.failures:
-        known = {(f.name, _normal(f.message, digits=False)) for f in before.failures}
-        return all((f.name, _normal(f.message, digits=False)) in known for f in result.failures)
+        known = {(f.name, normal(f.message, digits=False)) for f in before.failures}
+        return all((f.name, normal(f.message, digits=False)) in known for f in result.failures)
     if result.exit_code != before.exit_code:
         return False
-    seen = set(_normal(before.output_tail).splitlines())
-    return set(_normal(result.output_tail).splitlines()) <= seen
+    seen = set(normal(before.output_tail).splitlines())
+    return set(normal(result.output_tail).splitlines()) <= seen
 
 
-def _normal(text: str, *, digits: bool = True) -> str:
+def normal(text: str, *, digits: bool = True) -> str:
     """``text`` without what moves from one run of a failure to the next: colours, hex
     addresses, and (``digits``) source positions, durations and a summary's counts."""
     text = _HEX.sub("0x#", _ANSI.sub("", text))

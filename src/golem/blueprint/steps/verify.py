@@ -15,8 +15,11 @@ import shlex
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.reports.junit import named_reports
-from golem.blueprint.steps.baseline import already_failing, base_result, cache_paths
+from golem.blueprint.steps.baseline import base_result, cache_paths
 from golem.blueprint.steps.checks import commands_of, run_check
+from golem.blueprint.steps.concern import MAX_CHANGED, Concern
+from golem.blueprint.steps.flaky import WHOLE, flaky_before, record_flaky
+from golem.blueprint.steps.judge import judge, unexplained
 from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
 from golem.core.spec import WORKSPACE
 from golem.forge import CheckResult
@@ -69,9 +72,10 @@ def held_against(results: list[CheckResult]) -> list[CheckResult]:
 
 def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
     """Why no check verified the change (None: one did). A check that fails on the base
-    commit too verifies nothing; one that passed (on a rerun too) does. Tests that all
-    fail as on the base leave the change unverified whatever a lint or build did: those
-    say nothing about whether it works."""
+    commit too verifies nothing; one that passed (on a rerun too) does, and so do tests
+    whose only failures are the base commit's, untouched, once the change made some of the
+    base's failing tests pass. Tests that all fail as on the base otherwise leave the change
+    unverified whatever a lint or build did: those say nothing about whether it works."""
     if not results:
         source = ex.state.conventions.source if ex.state.conventions else "none read"
         return (
@@ -80,7 +84,7 @@ def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult])
             "check this repository (`golem checks detect --write` writes one to start from)"
         )
     tests = [result for result in results if result.name == "test"]
-    if tests and not any(result.passed for result in tests):
+    if tests and not any(result.passed or _made_pass(result) for result in tests):
         failing = ", ".join(f"`{result.command}`" for result in tests)
         return (
             f"the tests fail on the base commit too, the same way: {failing}; they do not "
@@ -93,6 +97,12 @@ def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult])
         f"every check fails on the base commit too: {names}; none of them tells whether "
         "the change works"
     )
+
+
+def _made_pass(result: CheckResult) -> bool:
+    """A test check whose failures are all the base commit's, untouched, and in which the
+    change made tests that failed there pass: those ran, and pass now."""
+    return result.preexisting and result.progress is not None and result.progress.passing > 0
 
 
 async def _one_pass(
@@ -129,22 +139,52 @@ async def _moved(
 async def _judged(
     ex: Execution, node: str, result: CheckResult, round_: int, tree: str
 ) -> CheckResult:
-    """A failed check judged: failing the same way on the base commit, it is preexisting;
-    otherwise it runs once more, and passing then makes it flaky (passed)."""
+    """A failed check judged against the base commit (``judge``: what of it is set aside
+    as failing there already, untouched by the task and the change). What is left runs
+    once more only when its history says it may be flaky: its tests were seen flaky
+    before, or the change does not explain its failure (``unexplained``); passing then
+    makes it flaky (passed), remembered for the repository."""
     base = await base_result(ex, node, result.name, result.command, tree=tree)
-    if already_failing(result, [base] if base is not None else None):
-        return result.model_copy(update={"preexisting": True})
-    if result.timed_out:
-        return result  # another full timeout would say nothing new
+    concern = await _concern(ex, tree)
+    judged = judge(result, base, concern)
+    if judged.preexisting or not _may_be_flaky(ex, judged, base, concern):
+        return judged
     again = await run_check(ex, node, result.name, result.command, round_=round_)
     if not again.passed:
-        return again
+        return judge(again, base, concern)
+    record_flaky(ex, result)
     return again.model_copy(
         update={
             "flaky": True,
             "reason": f"failed at first (exit {result.exit_code}), passed when run again",
         }
     )
+
+
+def _may_be_flaky(
+    ex: Execution, result: CheckResult, base: CheckResult | None, concern: Concern
+) -> bool:
+    """Whether a failure is worth running again: never a timeout (another full one would say
+    nothing new) nor a test the task names; a test seen flaky before, or a failure the
+    change does not explain."""
+    if result.timed_out:
+        return False
+    held = [f for f in result.failures if f.name not in result.set_aside]
+    if any(concern.task_names(f) for f in held):
+        return False
+    known = set(flaky_before(ex, result))
+    if (held and all(f.name in known for f in held)) or (not result.failures and WHOLE in known):
+        return True
+    return unexplained(result, base, concern)
+
+
+async def _concern(ex: Execution, tree: str) -> Concern:
+    """What the task names, and the paths the change (the base tree to ``tree``) touched."""
+    base = ex.state.base_tree
+    changed: list[str] = []
+    if base is not None:
+        changed = await changed_between(await ex.box(), base, tree, limit=MAX_CHANGED)
+    return Concern.of(ex.state.task_text, changed)
 
 
 def _refused(results: list[CheckResult], changed: Changed) -> list[CheckResult]:
