@@ -25,7 +25,7 @@ from golem.blueprint.dependencies import (
     key_files,
 )
 from golem.blueprint.execution import Execution
-from golem.blueprint.steps.checks import run_checks
+from golem.blueprint.steps.dropping import fatal_failure, partial_key, run_installs
 from golem.blueprint.workspace import copy_into_box
 from golem.context import RepoConventions, known_registries
 from golem.core.errors import ConfigError, UnsafeBoxOutput
@@ -45,14 +45,13 @@ Result = tuple[Literal["success", "failure"], str]
 async def run_install(ex: Execution, node: str) -> Result:
     """Make the run's dependencies ready: from the cache, or by installing them."""
     ex.state.prepared = [r for r in ex.state.prepared if r.name != "install"]  # a resumed run
+    ex.state.dropped = []
     conventions = ex.state.conventions
     if conventions is None or not conventions.install:
         return "success", "nothing to install"
     settings = ex.config.dependencies
     if not settings.enabled:  # the commands run in the run's own box, every run
-        results = await run_checks(
-            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout
-        )
+        results = await run_installs(ex, node, timeout=settings.timeout)
         return _recorded(ex, results)
     try:
         paths = kept_paths(conventions)
@@ -139,7 +138,7 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
             "install node before the agent's steps in the blueprint",
         )
     try:
-        kept = await _install_in_box(ex, node, spec, key, paths)
+        kept, key = await _install_in_box(ex, node, spec, key, paths)
     except UnsafeBoxOutput as exc:
         fix = (
             "; raise the box's max_file_bytes or max_takeback_bytes (engine.defaults, or the "
@@ -169,24 +168,23 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
 
 async def _install_in_box(
     ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]
-) -> KeptArchive | None:
+) -> tuple[KeptArchive | None, str]:
     """The install box: the checkout in, the install commands run, the cache paths kept
-    as the archive of ``key``; None when a command failed. The box is removed in all
-    cases."""
+    as the archive of ``key`` (``partial_key``: of its own when checks were dropped); None
+    when a command failed. The box is removed in all cases."""
     settings = ex.config.dependencies
     limits = TakebackLimits(spec.max_file_bytes, min(spec.max_takeback_bytes, settings.max_bytes))
     reached = spec.egress.allow if spec.network == "filtered" else None
     box = await ex.engine.create_session(spec)
     try:
         await copy_into_box(box, ex.workspace)
-        results = await run_checks(
-            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout, box=box
-        )
+        results = await run_installs(ex, node, timeout=settings.timeout, box=box)
         if _recorded(ex, results, registries=reached)[0] == "failure":
-            return None
+            return None, key
+        key = partial_key(ex, key)
         chunks = box.stream_archive(WORKSPACE, paths=paths)
         archive = DependencyCache(ex.config).path(key)
-        return await keep_archive(chunks, archive, limits, within=paths)
+        return await keep_archive(chunks, archive, limits, within=paths), key
     finally:
         await ex.engine.remove_session(box.id)
 
@@ -196,7 +194,7 @@ def _recorded(
 ) -> Result:
     """Keep the install commands' results; a failure says what failed and what to do."""
     ex.state.prepared.extend(results)
-    failed = next((result for result in results if not result.passed), None)
+    failed = fatal_failure(ex, results)
     if failed is None:
         ex.save()
         return "success", f"{len(results)} install command(s) passed"

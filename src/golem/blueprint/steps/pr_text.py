@@ -45,10 +45,22 @@ def body(state: RunState, *, escalate: bool) -> str:
         ]
     if escalate:
         lines += _still_failing(state)
-    failed_preparation = [result for result in state.prepared if not result.passed]
+    dropping = {check.preparation for check in state.dropped}
+    failed_preparation = [
+        result for result in state.prepared if not result.passed and result.command not in dropping
+    ]
     if failed_preparation:
         lines += ["## Preparing the box failed", "", *_table(failed_preparation), ""]
     lines += ["## Checks", "", *_table(state.checks), ""]
+    if state.dropped:
+        lines += [
+            "## Not run",
+            "",
+            "These checks could not be prepared, so they did not run:",
+            "",
+            *[f"- {check.name} (`{check.command}`): {check.reason}" for check in state.dropped],
+            "",
+        ]
     untouched = _untouched(state.checks)
     if untouched:
         lines += [

@@ -84,6 +84,13 @@ def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult])
             "check this repository (`golem checks detect --write` writes one to start from)"
         )
     tests = [result for result in results if result.name == "test"]
+    dropped = ex.state.dropped
+    if dropped and not any(result.passed or _made_pass(result) for result in tests):
+        names = ", ".join(f"{check.name} (`{check.command}`)" for check in dropped)
+        return (
+            f"{names} could not be prepared (not run), and no test check ran and passed: "
+            "with a check dropped, only the repository's tests can verify the change"
+        )
     if tests and not any(result.passed or _made_pass(result) for result in tests):
         failing = ", ".join(f"`{result.command}`" for result in tests)
         return (

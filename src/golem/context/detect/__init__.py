@@ -27,11 +27,11 @@ from golem.context.detect.defaults import ecosystem_defaults, recognise
 from golem.context.detect.found import RepoFiles
 from golem.context.detect.github import read_github
 from golem.context.detect.gitlab import read_gitlab
-from golem.context.detect.merge import merge
+from golem.context.detect.merge import checks_served, merge
 from golem.context.detect.python import read_python
 from golem.context.detect.runners import read_runners
 
-__all__ = ["detect_conventions", "recognise_ecosystems"]
+__all__ = ["checks_served", "detect_conventions", "recognise_ecosystems"]
 
 
 def detect_conventions(repo: Path) -> RepoConventions:

@@ -18,7 +18,7 @@ from golem.context.detect.nodetools import MANAGERS, manager_installs
 from golem.context.detect.pydeps import declared_names, requirement_name
 from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
 
-__all__ = ["NOTHING_FOUND", "merge"]
+__all__ = ["NOTHING_FOUND", "checks_served", "merge"]
 
 NOTHING_FOUND = (
     "no commands found: no .golem.toml, and no CI workflow, task runner or ecosystem default "
@@ -53,6 +53,24 @@ WARMUPS: dict[str, tuple[str, Dependencies]] = {
 }  # fmt: skip
 """Python tools that fetch more on their first run (pre-commit its hooks, pyright its npm
 package): the install runs them once, where the fetched part is kept."""
+
+
+def checks_served(command: str, checks: list[str]) -> list[str] | None:
+    """The checks an install command prepares alone: a tool's first run that fetches more
+    (``pre-commit install-hooks``, ``pyright --version``) or a pip install of the tools the
+    checks run serves the checks that run those tools; None: it serves every check (the
+    repository's own install). A failing install of the first kind drops only its checks."""
+    tool = _tool_of(command).rsplit("/", 1)[-1]
+    if tool in WARMUPS:
+        tools = {tool}
+    else:
+        words = _words(command)
+        at = next((i for i in range(len(words) - 1) if words[i : i + 2] == ["pip", "install"]), -1)
+        named = [requirement_name(word) for word in words[at + 2 :]] if at >= 0 else []
+        if not named or not all(name in PYTHON_TOOLS for name in named):
+            return None
+        tools = set(named)
+    return [check for check in checks if _tool_of(check).rsplit("/", 1)[-1] in tools]
 
 
 def merge(
