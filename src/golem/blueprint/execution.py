@@ -20,6 +20,7 @@ from golem.blueprint.dependencies import (
     OFFLINE_ENV,
     DependencyCache,
     cache_paths,
+    in_checkout,
 )
 from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
@@ -30,9 +31,10 @@ from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
 from golem.core.errors import BudgetSpent, ConfigError, DependenciesGone, ForgeError
 from golem.core.events import EventSink
-from golem.core.spec import WORKSPACE, BoxSpec
+from golem.core.spec import GOLEM_HOME, MIN_TMPFS, WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
 from golem.sandbox import Box, Engine
+from golem.sandbox.keep import archive_part
 
 if TYPE_CHECKING:
     from golem.context.toolshed import Toolshed
@@ -165,7 +167,25 @@ class Execution:
             env.update(OFFLINE_ENV)
         if isinstance(extra, dict):
             env.update({str(k): str(v) for k, v in extra.items()})
-        return self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
+        spec = self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
+        return self._with_home(spec)
+
+    def _with_home(self, spec: BoxSpec) -> BoxSpec:
+        """``spec`` with a quarter of its /workspace tmpfs moved to /tmp when the install
+        keeps anything in golem's home there (the venv, cargo's and go's caches): the same
+        budget, and so the same memory, split between the checkout and golem's files."""
+        conventions = self.state.conventions
+        home = f"{GOLEM_HOME}/"
+        if conventions is None or spec.workspace is not None:
+            return spec
+        if not any(path.startswith(home) for path in conventions.cache):
+            return spec
+        moved = spec.workspace_size // HOME_SHARE
+        if spec.workspace_size - moved < MIN_TMPFS:
+            return spec
+        return self.engine.spec(
+            spec, workspace_size=spec.workspace_size - moved, tmp_size=spec.tmp_size + moved
+        )
 
     async def box(self) -> Box:
         """The run's box, started (with the checkout copied in, and the run's installed
@@ -188,11 +208,12 @@ class Execution:
             await self._place_dependencies(self._box)
 
     async def _place_dependencies(self, box: Box) -> None:
-        """Unpack the run's dependency archive into the box's /workspace; the cache paths
+        """Unpack the run's dependency archive into the box: its checkout's part into
+        /workspace, golem's home's into ``GOLEM_HOME``; the cache paths in the checkout
         kept out of git there (so the agent's ``git status`` and the takeback never see
         them: they never ship)."""
         key, conventions = self.state.dependencies, self.state.conventions
-        paths = cache_paths(conventions) if conventions is not None else []
+        paths = in_checkout(cache_paths(conventions)) if conventions is not None else []
         if key is not None:
             archive = DependencyCache(self.config).open(key)
             if archive is None:
@@ -202,7 +223,8 @@ class Execution:
                     "run again to install them afresh"
                 )
             with archive:
-                await box.put_archive(WORKSPACE, DependencyCache.chunks(archive))
+                for root in (WORKSPACE, GOLEM_HOME):
+                    await box.put_archive(root, archive_part(archive, root.lstrip("/")))
         if paths:
             excluded = "".join(f"/{path}\n" for path in paths)
             exclude = _git_exclude(self.workspace) + excluded
@@ -282,6 +304,10 @@ class Execution:
         while (path := self.run_dir / f"trajectory-{node}-{number}.jsonl").exists():
             number += 1
         return path
+
+
+HOME_SHARE = 4
+"""golem's home in /tmp takes 1/HOME_SHARE of a run's /workspace tmpfs."""
 
 
 def _git_exclude(workspace: Path) -> str:

@@ -146,9 +146,11 @@ def _moved(line: str) -> str:
 
 
 def cache_paths(ex: Execution) -> list[str]:
-    """What the dependency install made in the tree: never part of a change."""
+    """What the dependency install made in the tree (not in golem's home, outside it):
+    never part of a change."""
     conventions = ex.state.conventions
-    return list(conventions.cache) if conventions is not None else []
+    paths = list(conventions.cache) if conventions is not None else []
+    return [path for path in paths if not path.startswith("/")]
 
 
 async def _key(ex: Execution) -> str:

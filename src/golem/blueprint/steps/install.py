@@ -19,6 +19,7 @@ from typing import Literal
 from golem.blueprint.dependencies import (
     DependencyCache,
     InstallKeyParts,
+    archive_names,
     image_of,
     install_key,
     kept_paths,
@@ -32,7 +33,7 @@ from golem.core.errors import ConfigError, UnsafeBoxOutput
 from golem.core.hostnames import host_name_patterns
 from golem.core.network import EgressPolicy
 from golem.core.sizes import format_size
-from golem.core.spec import WORKSPACE, BoxSpec
+from golem.core.spec import BoxSpec
 from golem.forge import CheckResult
 from golem.sandbox.keep import KeptArchive, keep_archive
 from golem.sandbox.takeback import TakebackLimits
@@ -152,7 +153,8 @@ async def _install(ex: Execution, node: str, spec: BoxSpec, key: str, paths: lis
     if kept is None:
         return "failure", ex.state.error or "the dependency install failed"
     ex.state.dependencies, ex.state.dependencies_cached = key, False
-    missing = sorted(set(paths) - set(kept.found))
+    names = zip(paths, archive_names(paths), strict=True)
+    missing = sorted(path for path, name in names if name not in kept.found)
     evicted = DependencyCache(ex.config).evict(keep=key)
     ex.note(
         f"dependencies: {key[:12]} installed and kept ({format_size(kept.size)}, "
@@ -182,9 +184,10 @@ async def _install_in_box(
         if _recorded(ex, results, registries=reached)[0] == "failure":
             return None, key
         key = partial_key(ex, key)
-        chunks = box.stream_archive(WORKSPACE, paths=paths)
+        names = archive_names(paths)  # the checkout's and golem's home's, from the root
+        chunks = box.stream_archive("/", paths=names)
         archive = DependencyCache(ex.config).path(key)
-        return await keep_archive(chunks, archive, limits, within=paths), key
+        return await keep_archive(chunks, archive, limits, within=names), key
     finally:
         await ex.engine.remove_session(box.id)
 

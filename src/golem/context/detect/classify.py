@@ -201,7 +201,7 @@ def _python_install(words: list[str], facts: PythonFacts, cwd: str) -> Classifie
         return _tool(words[0], words, shlex.join(words))
     if not arguments or installer_only(arguments):
         return Classified(None, why="upgrades the installer only")
-    return Classified("install", (pip_command(arguments, cwd),), "into .venv", "python")
+    return Classified("install", (pip_command(arguments),), "into the venv", "python")
 
 
 def _hatch(words: list[str], _line: str, facts: PythonFacts) -> Classified:

@@ -11,12 +11,13 @@ from collections.abc import Iterable
 
 from golem.context.contracts import CHECK_STEPS, STEPS, DetectedCommand, RepoConventions, Step
 from golem.context.detect.defaults import dependencies_of
-from golem.context.detect.ecosystem import Dependencies, node_tools_dependencies, path_env
+from golem.context.detect.ecosystem import VENV, Dependencies, node_tools_dependencies, path_env
 from golem.context.detect.found import Candidate, Dropped, RepoFiles
 from golem.context.detect.keys import install_keys
 from golem.context.detect.nodetools import MANAGERS, manager_installs
 from golem.context.detect.pydeps import declared_names, requirement_name
 from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
+from golem.core import GOLEM_HOME
 
 __all__ = ["NOTHING_FOUND", "checks_served", "merge"]
 
@@ -32,22 +33,22 @@ PYTHON_TOOLS = frozenset({
 CD_PREFIX = re.compile(r"^cd \S+ && ")
 WARMUPS: dict[str, tuple[str, Dependencies]] = {
     "pre-commit": (
-        ".venv/bin/pre-commit install-hooks",
+        f"{VENV}/bin/pre-commit install-hooks",
         Dependencies(
             "pre-commit",
-            cache=[".golem/pre-commit"],
+            cache=[f"{GOLEM_HOME}/pre-commit"],
             keys=[".pre-commit-config.yaml"],
             registries=["github.com", "pypi.org", "files.pythonhosted.org", "registry.npmjs.org"],
-            env={"PRE_COMMIT_HOME": "/workspace/.golem/pre-commit"},
+            env={"PRE_COMMIT_HOME": f"{GOLEM_HOME}/pre-commit"},
         ),
     ),
     "pyright": (
-        ".venv/bin/pyright --version",
+        f"{VENV}/bin/pyright --version",
         Dependencies(
             "pyright",
-            cache=[".golem/pyright"],
+            cache=[f"{GOLEM_HOME}/pyright"],
             registries=["registry.npmjs.org"],
-            env={"PYRIGHT_PYTHON_CACHE_DIR": "/workspace/.golem/pyright"},
+            env={"PYRIGHT_PYTHON_CACHE_DIR": f"{GOLEM_HOME}/pyright"},
         ),
     ),
 }  # fmt: skip
