@@ -272,8 +272,8 @@ def _write_part(
                 names = tuple(split_path(member.name))
                 if names[: len(prefix)] != prefix or len(names) == len(prefix):
                     continue
-                member.name = "/".join(names[len(prefix) :])
-                part.addfile(member, archive.extractfile(member) if member.isfile() else None)
+                info = _renamed(member, "/".join(names[len(prefix) :]))
+                part.addfile(info, archive.extractfile(member) if member.isfile() else None)
         sink.flush_all()
         sink.put(None)
     except _Stopped:
@@ -281,3 +281,12 @@ def _write_part(
     except BaseException as exc:  # handed to the reader, which raises it
         with contextlib.suppress(_Stopped):
             sink.put(exc)
+
+
+def _renamed(member: tarfile.TarInfo, name: str) -> tarfile.TarInfo:
+    """A new header for ``member`` named ``name`` (never its old pax ``path``, which a long
+    name is written in and which would win over the new one)."""
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime = member.type, member.mode, member.mtime
+    info.size, info.linkname = member.size, member.linkname
+    return info
