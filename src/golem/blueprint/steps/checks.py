@@ -32,13 +32,15 @@ TAIL_IN_ERROR = 20
 
 def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
     """(check name, command) pairs: a name of the repo's conventions expands to its
-    commands; anything else is a shell command of its own."""
+    commands (but those dropped, whose preparation failed); anything else is a shell
+    command of its own."""
     conventions = ex.state.conventions
+    dropped = {(check.name, check.command) for check in ex.state.dropped}
     pairs: list[tuple[str, str]] = []
     for name in names:
         if name in ("install", "setup", "lint", "build", "test"):
             commands = getattr(conventions, name) if conventions is not None else []
-            pairs.extend((name, command) for command in commands)
+            pairs.extend((name, c) for c in commands if (name, c) not in dropped)
         else:
             pairs.append((name, name))
     return pairs

@@ -32,7 +32,7 @@ async def run_installs(
     for name, command in commands_of(ex, ["install"]):
         result = await run_check(ex, node, name, command, timeout=timeout, box=box)
         results.append(result)
-        if not result.passed and not _dropped_for(ex, result):
+        if not result.passed and not _dropped_for(ex, node, result):
             break
     return results
 
@@ -53,15 +53,15 @@ def partial_key(ex: Execution, key: str) -> str:
     return hashlib.sha256("\0".join([key, "dropped", *failed]).encode()).hexdigest()
 
 
-def _dropped_for(ex: Execution, failed: CheckResult) -> bool:
-    """Drop the checks ``failed`` serves alone, when others are left to verify the change;
-    whether it did."""
+def _dropped_for(ex: Execution, node: str, failed: CheckResult) -> bool:
+    """Drop the checks ``failed`` serves alone, when a test check is left to verify the
+    change (only one can, once a check was dropped); whether it did."""
     checks = commands_of(ex, list(CHECK_STEPS))
     served = checks_served(failed.command, [command for _, command in checks])
     if served is None:
         return False
     dropped = [(name, command) for name, command in checks if command in served]
-    if len(dropped) == len(checks):
+    if not any(name == "test" and (name, command) not in dropped for name, command in checks):
         return False  # nothing would verify the change: the install failed
     reason = _reason(failed)
     ex.state.dropped += [
@@ -69,7 +69,7 @@ def _dropped_for(ex: Execution, failed: CheckResult) -> bool:
         for name, command in dropped
     ]
     shown = ", ".join(f"{name} (`{command}`)" for name, command in dropped) or "no check"
-    ex.note(f"not run: {shown}: {reason}", None)
+    ex.note(f"not run: {shown}: {reason}", node)
     ex.save()
     return True
 
