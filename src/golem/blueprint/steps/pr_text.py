@@ -114,10 +114,13 @@ _FIX_WORD = re.compile(r"^\s*(?:bug\s*fix|bugfix|fix(?:es|ed)?|bug)\b\s*[:\-]?\s
 _BUG_LABELS = re.compile(r"\b(bug|defect|regression|crash)\b", re.I)
 _FEATURE_LABELS = re.compile(r"\b(feature|enhancement|feat)\b", re.I)
 _FEATURE = re.compile(
-    r"^\s*(add|adds|support|implement|introduce|allow|enable|create|provide|expose|let|new|"
-    r"feature)\b",
+    r"^\s*(?:\S+\s+)?(add|adds|support|supports|implement|implements|introduce|introduces|"
+    r"allow|allows|enable|enables|create|provide|expose|let|new|feature)\b",
     re.I,
 )
+_BEHAVES = re.compile(r"^\s*\S+\s+[a-z]+s\b")
+"""A statement of how something behaves ("Clamp returns ...", "midpoint overflows"): a
+bug report's title; a change asked for is imperative ("Say hello more warmly")."""
 _FIXING = re.compile(
     r"\b(fix|bug|fail|broken|error|crash|wrong|incorrect|regress|instead|should|doesn'?t|"
     r"does not|isn'?t|is not|not work|missing|overflow|panic|exception|typo|misspell|leak|"
@@ -140,8 +143,8 @@ def _conventional(text: str) -> str | None:
 def _kind(state: RunState) -> str:
     """``fix`` or ``feat``: the issue's labels say it; else a change that made tests pass
     that failed on the base commit is a fix; else the task's words (a title that asks
-    for something new is a feature; one that tells what goes wrong, or describes how a
-    piece of code behaves, a fix)."""
+    for something new is a feature; one that tells what goes wrong, or states how a piece
+    of code behaves, a fix)."""
     labels = " ".join(state.issue.labels) if state.issue is not None else ""
     if _BUG_LABELS.search(labels):
         return "fix"
@@ -151,7 +154,7 @@ def _kind(state: RunState) -> str:
         return "fix"
     if _FEATURE.match(state.title):
         return "feat"
-    if _FIXING.search(state.task_text) or _CODE.search(state.title):
+    if _FIXING.search(state.task_text) or _CODE.search(state.title) or _BEHAVES.match(state.title):
         return "fix"
     return "feat"
 
