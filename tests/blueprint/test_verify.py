@@ -342,11 +342,11 @@ exit 3
 """
 HOOKS_TOML = """\
 [commands]
-install = ["mkdir -p /tmp/golem/hooks", "pre-commit install-hooks"]
+install = ["mkdir -p .hooks", "pre-commit install-hooks"]
 lint = "pre-commit run --all-files"
 {test}
 [dependencies]
-cache = ["/tmp/golem/hooks"]
+cache = [".hooks"]
 
 [env]
 PATH = "/workspace/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
