@@ -34,13 +34,13 @@ _PATH = re.compile(
     rf"(?<![\w/.-])(?:\.?/)?((?:[\w.-]+/)*[\w-][\w.-]*\.(?:{'|'.join(NAMED)}))(?![\w/-])"
     r"|(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+)(?![\w/-])"
 )
-_TEST_ID = re.compile(r"[\w./-]+(?:::[\w.\[\]-]+)+")
+_TEST_ID = re.compile(r"(?<![\w./-])[\w./-]+(?:::[\w.\[\]-]+)+")
 _QUOTED = re.compile(r"`([^`\n]{3,120})`|\"([^\"\n]{4,120})\"|“([^”\n]{4,120})”|'([^'\n]{4,120})'")
-_CALLED = re.compile(r"\b([A-Za-z_][\w.]*)\(")
+_CALLED = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(")
 _WORD = re.compile(r"[A-Za-z_][\w]*")
 _SNAKE = re.compile(r"^_*[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+_*$")
 _CAMEL = re.compile(r"^[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+$")
-_PARTS = re.compile(r"::|[ \t]*(?:\u203a|>)[ \t]*|[./\\\s()\[\],:]+")
+_PARTS = re.compile(r"::|[\u203a>]|[./\\\s()\[\],:]+")
 _SUBWORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _GENERIC = frozenset({
     "test", "tests", "testing", "spec", "specs", "self", "main", "init", "none", "true",

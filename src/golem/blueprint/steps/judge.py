@@ -20,7 +20,7 @@ from golem.forge import CheckResult, TestFailure, TestProgress
 
 __all__ = ["judge", "unexplained"]
 
-_PREFIX = re.compile(r"^(.*?)(?:::|\s*\u203a\s*|\s+>\s+|\.|/)[^:.\u203a>/]*$")
+_SEPARATOR = re.compile(r"::|[\u203a>./]")
 
 
 def judge(result: CheckResult, base: CheckResult | None, concern: Concern) -> CheckResult:
@@ -86,5 +86,8 @@ def _group(failure: TestFailure) -> str | None:
     paths = test_paths(failure)
     if paths:
         return posixpath.normpath(paths[0])
-    found = _PREFIX.match(failure.name)
-    return found.group(1) if found and found.group(1) else None
+    last = None
+    for last in _SEPARATOR.finditer(failure.name):  # noqa: B007 - the last one is wanted
+        pass
+    prefix = failure.name[: last.start()].strip() if last is not None else ""
+    return prefix or None
