@@ -21,6 +21,7 @@ from golem.blueprint.steps.concern import MAX_CHANGED, Concern
 from golem.blueprint.steps.flaky import WHOLE, flaky_before, record_flaky
 from golem.blueprint.steps.judge import judge, unexplained
 from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
+from golem.core.errors import SandboxError
 from golem.core.spec import WORKSPACE
 from golem.forge import CheckResult
 from golem.sandbox import Box, ExecRequest
@@ -152,7 +153,9 @@ async def _judged(
     before, or the change does not explain its failure (``unexplained``); passing then
     makes it flaky (passed), remembered for the repository."""
     base = await base_result(ex, node, result.name, result.command, tree=tree)
-    concern = await _concern(ex, tree)
+    concern = await _concern(ex, node, tree)
+    if concern is None:
+        base, concern = None, Concern()
     judged = judge(result, base, concern)
     if judged.preexisting or not _may_be_flaky(ex, judged, base, concern):
         return judged
@@ -185,12 +188,22 @@ def _may_be_flaky(
     return unexplained(result, base, concern)
 
 
-async def _concern(ex: Execution, tree: str) -> Concern:
-    """What the task names, and the paths the change (the base tree to ``tree``) touched."""
+async def _concern(ex: Execution, node: str, tree: str) -> Concern | None:
+    """What the task names, and the paths the change (the base tree to ``tree``) touched;
+    None when the box cannot tell (a resumed run's new box lacks the base tree): then no
+    failure is set aside."""
     base = ex.state.base_tree
     changed: list[str] = []
     if base is not None:
-        changed = await changed_between(await ex.box(), base, tree, limit=MAX_CHANGED)
+        try:
+            changed = await changed_between(await ex.box(), base, tree, limit=MAX_CHANGED)
+        except SandboxError as exc:
+            ex.note(
+                f"cannot tell what the change touched ({exc.message}): no failure is set "
+                "aside as the base commit's",
+                node,
+            )
+            return None
     return Concern.of(ex.state.task_text, changed)
 
 
