@@ -29,11 +29,17 @@ from golem.blueprint.state import RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import BudgetSpent, ConfigError, DependenciesGone, ForgeError
+from golem.core.errors import (
+    BudgetSpent,
+    ConfigError,
+    DependenciesGone,
+    ForgeError,
+    SandboxError,
+)
 from golem.core.events import EventSink
 from golem.core.spec import GOLEM_HOME, MIN_TMPFS, WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
-from golem.sandbox import Box, Engine
+from golem.sandbox import Box, Engine, ExecRequest
 from golem.sandbox.keep import archive_part
 
 if TYPE_CHECKING:
@@ -207,6 +213,45 @@ class Execution:
         if self._box is not None:
             await self._place_dependencies(self._box)
 
+    async def dependencies_as_installed(self) -> bool:
+        """Before a verification: the run's installed dependencies as the install left them.
+        A step that changed them since the last verification (an agent's ``pip install``, a
+        deleted package: anything whose ctime is newer than the mark made then) has them
+        removed and unpacked again from the archive, with a note: what the checks verify,
+        and compare with the base commit, runs where the repository's CI would run it, and
+        what the agent did to them never ships anyway. Whether it put them back."""
+        conventions = self.state.conventions
+        if self._box is None or self.state.dependencies is None or conventions is None:
+            return False
+        paths = [p if p.startswith("/") else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
+        changed = await self._box.execute(
+            ExecRequest(cmd=["sh", "-c", _CHANGED_SINCE, "sh", DEPENDENCIES_MARK, *paths],
+                        workdir=WORKSPACE, timeout=300)
+        )  # fmt: skip
+        if changed.exit_code == 0 and not changed.stdout_text.strip():
+            return False
+        self.note(
+            f"the installed dependencies changed since they were placed "
+            f"({changed.stdout_text.strip()[:200] or 'unknown'}): put back as installed "
+            "before verifying"
+        )
+        done = await self._box.execute(
+            ExecRequest(cmd=["rm", "-rf", "--", *paths], workdir=WORKSPACE, timeout=300)
+        )
+        if done.exit_code != 0:
+            raise SandboxError(
+                f"could not remove the run's dependencies to put them back: "
+                f"{done.stderr_text.strip()[-300:]}"
+            )
+        await self._place_dependencies(self._box)
+        return True
+
+    async def mark_dependencies(self) -> None:
+        """After a step of golem's own (setup, a verification): what changes the
+        dependencies from now on is a later step's doing (see ``dependencies_as_installed``)."""
+        if self._box is not None and self.state.dependencies is not None:
+            await self._box.execute(ExecRequest(cmd=["touch", DEPENDENCIES_MARK], timeout=60))
+
     async def _place_dependencies(self, box: Box) -> None:
         """Unpack the run's dependency archive into the box: its checkout's part into
         /workspace, golem's home's into ``GOLEM_HOME``; the cache paths in the checkout
@@ -229,6 +274,8 @@ class Execution:
             excluded = "".join(f"/{path}\n" for path in paths)
             exclude = _git_exclude(self.workspace) + excluded
             await box.put_file(f"{WORKSPACE}/.git/info/exclude", exclude)
+        if key is not None:
+            await box.put_file(DEPENDENCIES_MARK, b"")
 
     async def sync(self) -> list[str]:
         """Bring the box's changes back to the host checkout."""
@@ -306,6 +353,15 @@ class Execution:
         return path
 
 
+DEPENDENCIES_MARK = "/tmp/.golem-dependencies"
+"""Made when the run's dependencies are placed, touched after each verification: what is
+newer in them was changed by a step since."""
+_CHANGED_SINCE = (
+    'mark=$1; shift; [ -e "$mark" ] || { echo "no mark"; exit 0; }; '
+    'for path; do [ -e "$path" ] || continue; '
+    'find "$path" -cnewer "$mark" -print -quit || exit 1; done'
+)
+"""The first entry of the dependencies (the paths after the mark) changed since the mark."""
 HOME_SHARE = 4
 """golem's home in /tmp takes 1/HOME_SHARE of a run's /workspace tmpfs."""
 

@@ -136,6 +136,7 @@ async def run_box_node(ex: Execution, node: BoxNode) -> tuple[Literal["success",
     are the run's ``prepared`` ones; a failure is the run's ``error``, saying what failed."""
     names: list[str] = [node.check] if node.check else list(node.run)
     results = await run_checks(ex, node.id, names, stop_at_failure=True)
+    await ex.mark_dependencies()  # what these commands did to them is the run's own
     await ex.sync()
     ran = {(result.name, result.command) for result in results}
     state = ex.state

@@ -16,7 +16,7 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.reports.junit import named_reports
 from golem.blueprint.steps.baseline import base_result, cache_paths
-from golem.blueprint.steps.checks import commands_of, run_check
+from golem.blueprint.steps.checks import commands_of, run_check, run_checks
 from golem.blueprint.steps.concern import MAX_CHANGED, Concern
 from golem.blueprint.steps.flaky import WHOLE, flaky_before, record_flaky
 from golem.blueprint.steps.judge import judge, unexplained
@@ -38,6 +38,8 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
     if not pairs:
         return []
     box = await ex.box()
+    if await ex.dependencies_as_installed():
+        await run_checks(ex, node.id, ["setup"])  # what it made of them, made again
     await _drop_reports(box, [command for _, command in pairs])
     tree = await fingerprint(box, exclude=cache_paths(ex))
     results: list[CheckResult] = []
@@ -50,6 +52,7 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
         else:
             names = ", ".join(f"`{pairs[i][1]}` changed {_paths(p)}" for i, p in changed.items())
             ex.note(f"{names}: verifying the changed tree again", node.id)
+    await ex.mark_dependencies()
     await ex.sync()
     return results
 
