@@ -54,6 +54,10 @@ class Ecosystem:
     test_command: str  # a part of the command that must have run the repository's tests
     installs: bool  # whether golem should install dependencies first
     prepare: Callable[[Path, LocalRegistries], None] | None = field(default=None, compare=False)
+    history: tuple[str, ...] = ()
+    """Commit messages: the repository is ``repos/NAME/commits/1``, ``2``... each laid over
+    the one before and committed with its message (the base is the last); without them,
+    ``repos/NAME/base`` in one commit."""
 
     @property
     def base(self) -> Path:
@@ -80,12 +84,18 @@ def make_remote(parent: Path, ecosystem: Ecosystem, registries: LocalRegistries)
     """``ecosystem``'s repository as a bare repository with one commit on main (what it
     depends on published in ``registries``)."""
     work = parent / f"{ecosystem.name}-seed"
-    shutil.copytree(ecosystem.base, work)
-    if ecosystem.prepare is not None:
-        ecosystem.prepare(work, registries)
+    layers = [
+        (REPOS / ecosystem.name / "commits" / str(number), message)
+        for number, message in enumerate(ecosystem.history, 1)
+    ] or [(ecosystem.base, "seed")]
+    work.mkdir()
     git("init", "-q", "-b", "main", cwd=work)
-    git("add", "-A", cwd=work)
-    git("commit", "-q", "-m", "seed", cwd=work)
+    for layer, message in layers:
+        shutil.copytree(layer, work, dirs_exist_ok=True)
+        if ecosystem.prepare is not None:
+            ecosystem.prepare(work, registries)
+        git("add", "-A", cwd=work)
+        git("commit", "-q", "-m", message, cwd=work)
     remote = parent / f"{ecosystem.name}.git"
     git("clone", "-q", "--bare", str(work), str(remote), cwd=parent)
     return remote
@@ -95,20 +105,29 @@ def scripted_model(directory: Path, ecosystem: Ecosystem, *, wrong: bool = False
     """A scripted model (``scripted:FILE``) that makes the fix (or the wrong edit), then
     finishes; in fix rounds it gives up."""
     edit = ecosystem.wrong if wrong else ecosystem.fix
+    label = f"{ecosystem.name}-{'wrong' if wrong else 'fix'}"
+    return scripted_edits(directory, label, [edit], ecosystem.added())
+
+
+def scripted_edits(
+    directory: Path, label: str, edits: list[Edit], added: dict[str, str] | None = None
+) -> str:
+    """A scripted model that makes ``edits`` and writes ``added`` (path -> text), then
+    finishes; in each of two fix rounds it gives up (finishes, changing nothing)."""
     turns: list[dict[str, object]] = [
-        {"tool_calls": [{"name": "edit", "arguments": edit.__dict__}]},
+        *({"tool_calls": [{"name": "edit", "arguments": edit.__dict__}]} for edit in edits),
         *(
             {"tool_calls": [{"name": "write", "arguments": {"path": path, "content": text}}]}
-            for path, text in ecosystem.added().items()
+            for path, text in (added or {}).items()
         ),
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"fixed {edit.path}"}}]},
+        {"tool_calls": [{"name": "finish", "arguments": {"summary": f"fixed {edits[0].path}"}}]},
     ]
     for round_ in (1, 2):
         turns += [
             {"tool_calls": [{"name": "bash", "arguments": {"command": "echo thinking"}}]},
             {"tool_calls": [{"name": "finish", "arguments": {"summary": f"round {round_}"}}]},
         ]
-    script = directory / f"{ecosystem.name}-{'wrong' if wrong else 'fix'}.yaml"
+    script = directory / f"{label}.yaml"
     script.write_text(yaml.safe_dump({"model": "fixture", "turns": turns}))
     return f"scripted:{script}"
 
@@ -220,3 +239,61 @@ VERIFIED = [
     CARGO_CRATE, WORKFLOW_CHECKS,
 ]  # fmt: skip
 """The ecosystems whose own tests verify a fix."""
+
+
+# Verification holds the agent to its task (issue 27): repositories with history.
+
+TARGET_TESTS = Ecosystem(
+    name="pytarget",
+    task="slugify() leaves empty words when a title has runs of spaces, tabs or newlines",
+    fix=Edit("textkit/slugify.py", 'title.lower().split(" ")', "title.lower().split()"),
+    wrong=Edit(
+        "textkit/slugify.py", 'title.lower().split(" ")', 'title.strip().lower().split(" ")'
+    ),
+    test_command="pytest",
+    installs=True,
+    history=(
+        "textkit: slugify titles, report counts",
+        "tests: slugify() collapses runs of whitespace (#12)",
+    ),
+)
+"""Its last commit adds four tests of the task that fail on it (the bug is not fixed yet);
+an older test, of the report, fails there too, and neither the task nor a fix concerns it."""
+
+PARTIAL_FIX = Edit(
+    "textkit/slugify.py",
+    '"-".join(title.lower().split(" "))',
+    '"-".join(word for word in title.lower().split(" ") if word)',
+)
+"""Runs of spaces collapse; tabs and newlines still do not: two of the four tests pass."""
+
+PRE_COMMIT = Ecosystem(
+    name="precommit",
+    task="greet() forgets the comma after Hello",
+    fix=Edit("greeter/__init__.py", '"Hello " + name', '"Hello, " + name'),
+    wrong=Edit("greeter/__init__.py", '"Hello " + name', '"Hello " + name + ","'),
+    test_command="pytest",
+    installs=True,
+    history=("greeter, its CI and its pre-commit hooks",),
+)
+"""Its CI runs pre-commit, whose hooks come from GitHub: out of the install's reach."""
+
+FLAKE8_LINT = Ecosystem(
+    name="flake8lint",
+    task="count_words('') should be 0, not 1",
+    fix=Edit("wordcount.py", 'len(text.split(" "))', "len(text.split())"),
+    wrong=Edit(
+        "wordcount.py",
+        '"""Counting words."""\n',
+        '"""Counting words."""\nimport os\n',
+    ),
+    test_command="pytest",
+    installs=True,
+    history=("wordcount, linted by flake8 over the whole tree",),
+)
+"""Its CI runs ``flake8 .``: every Python file of the tree, golem's would be too. ``wrong``
+adds a lint error (an unused import); made with ``fix``, a right fix that fails the lint."""
+
+VERIFICATION_WHEELS = ("setuptools>=61", "pytest>=7", "flake8", "pre-commit")
+"""What these repositories' installs fetch from the package index (pre-commit's PyYAML is
+compiled: its wheel is the boxes' platform's)."""

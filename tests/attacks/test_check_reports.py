@@ -12,6 +12,9 @@ import pytest
 
 from golem.blueprint.reports import failure_report
 from golem.blueprint.reports.report import FORMATS
+from golem.blueprint.steps.concern import Concern
+from golem.blueprint.steps.judge import judge
+from golem.forge import CheckResult, TestFailure
 
 SIZE = 128 * 1024
 HOSTILE = {
@@ -105,3 +108,25 @@ def test_hostile_check_output_is_parsed_in_linear_time_and_reported_in_budget(
     assert "\x1b" not in report.text
     assert len(report.failures) <= 1000
     assert sum(len(f.message) for f in report.failures) <= 20 * 800
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "text",
+    [HOSTILE["one long line of spaces"], HOSTILE["a stack line of locations"],
+     HOSTILE["go subtests"], "a/" * (SIZE // 2), "a." * (SIZE // 2), "x::" * (SIZE // 3),
+     "a" + " " * SIZE + "\u203a", "a(" * (SIZE // 2), *map(shuffled, range(2))],
+)  # fmt: skip
+def test_hostile_output_test_names_and_tasks_are_judged_in_linear_time(text: str) -> None:
+    """What a task says (a forge's issue) and what a box prints (its output, its tests'
+    names) are matched against each other to judge a failure: never in more than linear
+    time."""
+    concern = Concern.of(text, [text[:4096], "src/a.py"])
+    failure = TestFailure(name=text, file=text[:4096], message=text)
+    base = CheckResult(
+        name="test", command=text, passed=False, exit_code=1, duration=1.0,
+        output_tail=text, failures=[failure],
+    )  # fmt: skip
+    judged = judge(base.model_copy(update={"failures": [failure]}), base, concern)
+    assert judged.failures == [failure]
+    assert not judge(base.model_copy(update={"failures": []}), base, concern).set_aside

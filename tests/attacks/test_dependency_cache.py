@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from golem.blueprint.book import RunBook
 from golem.blueprint.dependencies import InstallKeyParts, install_key
 from golem.core import GolemConfig, UnsafeBoxOutput, load_config
 from golem.sandbox import Engine, LocalEngine
-from golem.sandbox.keep import keep_archive
+from golem.sandbox.keep import archive_part, keep_archive
 from golem.sandbox.takeback import TakebackLimits
 from golem.store import SqlStore, Store
 from tests.attacks.takeback_harness import FIX_CALCULATOR, minion_with_box, scripted
@@ -326,7 +327,12 @@ async def test_the_agent_never_writes_the_cache_and_repositories_never_share_it(
     first = await run(config, engine, store, remote, conventions, model=tamper)
     assert first.dependencies is not None
     assert not first.dependencies_cached
-    assert first.status != "succeeded"  # its own box had the tampered venv
+    # Its box's venv was tampered with; verification put it back as installed first, so
+    # the change is judged as it ships (and nothing of the tampering is blamed on the base).
+    assert first.status == "succeeded", first.error
+    assert all(check.passed and not check.flaky for check in first.checks)
+    notes = [e.message for _, e in await RunBook(store).events(first.id) if e.type == "note"]
+    assert any("put back as installed before verifying" in note for note in notes)
     [archive] = cached(config)
     kept = (config.state_dir / "cache" / "dependencies" / archive).read_bytes()
 
@@ -340,3 +346,36 @@ async def test_the_agent_never_writes_the_cache_and_repositories_never_share_it(
     assert third.status == "succeeded", third.error
     assert third.dependencies not in (None, first.dependencies)
     assert not third.dependencies_cached
+
+
+LONG = "/".join(["a-directory-name-of-forty-characters-xxx"] * 4)  # past ustar's 100
+
+
+@pytest.mark.bwrap
+async def test_each_part_of_a_kept_archive_lands_in_its_own_root_whatever_its_names(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """The checkout's part into /workspace, golem's home's into /tmp/golem: long names
+    (kept in pax headers) too, and nothing of one part in the other's root."""
+    given = stream(
+        (entry("workspace/node_modules", tarfile.DIRTYPE), b""),
+        (entry(f"workspace/node_modules/{LONG}/index.js"), b"module.exports = 1\n"),
+        (entry("tmp/golem/venv", tarfile.DIRTYPE), b""),
+        (entry(f"tmp/golem/venv/{LONG}/mod.py"), b"VALUE = 1\n"),
+        (entry("tmp/golem/venv/python3", tarfile.SYMTYPE, linkname="/usr/bin/python3"), b""),
+    )
+    destination = tmp_path / "kept.tar"
+    within = ["workspace/node_modules", "tmp/golem/venv"]
+    await keep_archive(chunks(given), destination, LIMITS, within=within)
+    async with engine.session() as box:
+        with destination.open("rb") as kept:
+            for root in ("/workspace", "/tmp/golem"):
+                await box.put_archive(root, archive_part(kept, root.lstrip("/")))
+        seen = await box.execute(
+            f"cat node_modules/{LONG}/index.js /tmp/golem/venv/{LONG}/mod.py; "
+            "readlink /tmp/golem/venv/python3; ls -A /workspace /tmp/golem"
+        )
+    assert seen.stdout_text.split() == [
+        "module.exports", "=", "1", "VALUE", "=", "1", "/usr/bin/python3",
+        "/tmp/golem:", "venv", "/workspace:", "node_modules",
+    ], seen.stderr_text  # fmt: skip

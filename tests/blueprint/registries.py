@@ -294,17 +294,19 @@ def _urlsafe(data: bytes) -> str:
 WHEELS = Path.home() / ".cache" / "golem-tests" / "wheels"
 
 
-def downloaded_wheels(*requirements: str) -> list[Path]:
-    """Wheels of ``requirements`` and their dependencies for the boxes' Python (3.11),
-    fetched once from the package index this machine's pip uses and kept in ``WHEELS``:
-    real packages (setuptools, pytest) for a local index to serve."""
-    place = WHEELS / hashlib.sha256("\n".join(sorted(requirements)).encode()).hexdigest()[:16]
+def downloaded_wheels(*requirements: str, platforms: tuple[str, ...] = ("any",)) -> list[Path]:
+    """Wheels of ``requirements`` and their dependencies for the boxes' Python (3.11) on
+    ``platforms`` (pure ones by default; ``manylinux2014_x86_64`` for a compiled one such
+    as PyYAML), fetched once from the package index this machine's pip uses and kept in
+    ``WHEELS``: real packages (setuptools, pytest) for a local index to serve."""
+    key = "\n".join([*sorted(requirements), *(platforms if platforms != ("any",) else ())])
+    place = WHEELS / hashlib.sha256(key.encode()).hexdigest()[:16]
     if not place.is_dir():
         partial = place.with_name(place.name + ".partial")
         argv = [
             sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
-            "--python-version", "3.11", "--platform", "any", "--dest", str(partial),
-            *requirements,
+            "--python-version", "3.11", *(f"--platform={p}" for p in platforms),
+            "--dest", str(partial), *requirements,
         ]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:

@@ -31,6 +31,20 @@ def test_a_cache_path_outside_the_repository_or_in_git_is_refused(path: str) -> 
         cache_paths(conventions(cache=[path]))
 
 
+@pytest.mark.parametrize(
+    "path", ["/tmp/golem", "/tmp/golem/", "/tmp/golem/../etc", "/tmp/golemx/venv",
+             "/tmp/golem/venv/.git", "/tmp/other", "/workspace/.venv"],
+)  # fmt: skip
+def test_outside_the_repository_a_cache_path_lies_beneath_golems_home_or_is_refused(
+    path: str,
+) -> None:
+    assert cache_paths(conventions(cache=["/tmp/golem/venv", "/tmp/golem//cargo/"])) == [
+        "/tmp/golem/venv", "/tmp/golem/cargo",
+    ]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"or golem's home \(/tmp/golem\)"):
+        cache_paths(conventions(cache=[path]))
+
+
 def test_cache_paths_are_normalised_once_each_and_an_install_needs_one() -> None:
     assert cache_paths(conventions(cache=["./.venv/", ".venv", "a//b"])) == [".venv", "a/b"]
     with pytest.raises(ConfigError, match=r"\[dependencies\] cache"):

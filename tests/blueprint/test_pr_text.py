@@ -10,7 +10,8 @@ import pytest
 
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
-from golem.blueprint.steps.pr_text import body
+from golem.blueprint.steps.pr_text import body, title
+from golem.forge import CheckResult, Issue, TestProgress
 from golem.store import Store
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
@@ -87,3 +88,43 @@ def test_a_verified_pull_request_has_no_not_verified_section() -> None:
 def _state() -> RunState:
     request = RunRequest(repo="/r", task="Fix it")
     return RunState(id="run-1", request=request, blueprint="minion", blueprint_source="")
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("fix: the parser crashes on empty input", "fix: the parser crashes on empty input"),
+        ("Fix: parser crashes on empty input", "fix: parser crashes on empty input"),
+        ("Fix crash on empty input", "fix: crash on empty input"),
+        ("slugify() leaves empty words", "fix: slugify() leaves empty words"),
+        ("Clamp returns the lower bound", "fix: clamp returns the lower bound"),
+        ("midpoint overflows for large numbers", "fix: midpoint overflows for large numbers"),
+    ],
+)
+def test_a_bug_fix_has_one_fix_prefix_whatever_its_title_says(task: str, expected: str) -> None:
+    state = _state().model_copy(update={"title": task, "task_text": task})
+    assert title(state, escalate=False) == expected
+
+
+def test_a_task_asking_for_something_new_is_a_feature_its_own_prefix_kept() -> None:
+    def titled(task: str) -> str:
+        return title(_state().model_copy(update={"title": task, "task_text": task}), escalate=False)
+
+    assert titled("feat(cli): add --json") == "feat(cli): add --json"
+    assert titled("Add a --json flag to runs show") == "feat: add a --json flag to runs show"
+    assert titled("This adds dark mode") == "feat: this adds dark mode"
+    assert titled("Say hello more warmly") == "feat: say hello more warmly"
+
+
+def test_an_issues_labels_and_tests_made_to_pass_say_it_is_a_fix() -> None:
+    task = "Dark mode for the dashboard"
+    labelled = _state().model_copy(
+        update={"title": task, "task_text": task, "issue": Issue(title=task, labels=["bug"])}
+    )
+    assert title(labelled, escalate=False) == "fix: dark mode for the dashboard"
+    made_pass = CheckResult(
+        name="test", command="pytest", passed=True, exit_code=0, duration=1.0,
+        progress=TestProgress(passing=2, of=2),
+    )  # fmt: skip
+    fixed = _state().model_copy(update={"title": task, "task_text": task, "checks": [made_pass]})
+    assert title(fixed, escalate=False) == "fix: dark mode for the dashboard"

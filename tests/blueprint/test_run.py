@@ -77,7 +77,7 @@ async def test_green_on_the_first_try_opens_a_pull_request(
     ]  # fmt: skip
     assert (state.rounds, [c.passed for c in state.checks]) == (0, [True])
     [commit] = branch_commits(remote, state.branch)
-    assert commit.startswith("fix: fix the failing tests of the calculator")
+    assert commit.startswith("fix: the failing tests of the calculator")
     assert f"Golem-Run: {state.id}" in commit
     assert state.pr is not None
     [pr] = await pull_requests(store)

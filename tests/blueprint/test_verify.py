@@ -321,3 +321,74 @@ async def test_the_fix_agent_is_given_only_its_failures_and_told_the_rest_is_not
     assert "lint: `python3 lint.py` fails on the base commit too" in prompt
     body = (await the_pr(store)).body
     assert body.index("### test:") < body.index("Not yours")
+
+
+async def test_a_failure_of_the_changes_own_test_runs_once_a_round_never_again(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    remote = make_repo(reachable_dir, "greeter", greeter())
+    wrong = bash("sed -i 's/Hello, /Hi, /' greet.py")  # test_greet tests greet.py: the change's
+    state = await run(config, engine, store, remote, scripted(tmp_path, "wrong", wrong))
+    assert state.status == "escalated"
+    finished = [e for e in await events(store, state.id) if isinstance(e, CheckFinished)]
+    assert [(e.node, e.round) for e in finished] == [
+        ("verify", 0), ("baseline", 0), ("verify", 1), ("verify", 2),
+    ]  # fmt: skip
+
+
+HOOKS = """#!/bin/sh
+echo "fatal: unable to access 'https://github.com/pycqa/flake8/': Could not resolve host" >&2
+exit 3
+"""
+HOOKS_TOML = """\
+[commands]
+install = ["mkdir -p .hooks", "pre-commit install-hooks"]
+lint = "pre-commit run --all-files"
+{test}
+[dependencies]
+cache = [".hooks"]
+
+[env]
+PATH = "/workspace/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""
+
+
+def hooked(parent: Path, *, tests: bool) -> Path:
+    """The greeter, whose pre-commit cannot fetch its hooks; with its tests or without."""
+    test = f'test = "{UNITTEST}"\n' if tests else ""
+    files = {**greeter(), ".golem.toml": HOOKS_TOML.format(test=test), "bin/pre-commit": HOOKS}
+    name = "hooked" if tests else "hooked-untested"
+    work = parent / f"{name}-seed"
+    for path, text in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    (work / "bin/pre-commit").chmod(0o755)
+    git("init", "-q", "-b", "main", cwd=work)
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "seed", cwd=work)
+    git("clone", "-q", "--bare", str(work), str(parent / f"{name}.git"), cwd=parent)
+    return parent / f"{name}.git"
+
+
+async def test_a_check_whose_preparation_fails_is_dropped_while_a_test_is_left_to_verify(
+    config: GolemConfig, engine: Engine, store: Store, reachable_dir: Path, tmp_path: Path
+) -> None:
+    model = scripted(tmp_path, "warm", warmer())
+    state = await run(config, engine, store, hooked(reachable_dir, tests=True), model)
+    assert state.status == "succeeded", state.error
+    assert state.verified
+    [dropped] = state.dropped
+    assert (dropped.name, dropped.command) == ("lint", "pre-commit run --all-files")
+    assert dropped.preparation == "pre-commit install-hooks"
+    assert "(exit 3)" in dropped.reason
+    assert "let the install reach github.com" in dropped.reason
+    assert [c.name for c in state.checks] == ["test"]
+    pr = await the_pr(store)
+    assert "## Not run" in pr.body
+    assert "## Preparing the box failed" not in pr.body
+
+    untested = await run(config, engine, store, hooked(reachable_dir, tests=False), model)
+    assert untested.status == "escalated"  # nothing would verify it: the install failed
+    assert untested.dropped == []
+    assert untested.error is not None
+    assert untested.error.startswith("the dependency install `pre-commit install-hooks` failed")

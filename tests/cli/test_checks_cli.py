@@ -55,7 +55,7 @@ def test_detect_prints_each_command_with_its_origin_and_why(tmp_path: Path) -> N
     assert any(line.startswith("test go test ./... ecosystem default") for line in lines)
     assert any("known only on the CI runner" in line for line in lines)
     assert "ecosystems: go" in lines
-    assert "install caches: .golem/go (keyed by go.mod, go.sum)" in lines
+    assert "install caches: /tmp/golem/go (keyed by go.mod, go.sum)" in lines
     assert not (tmp_path / ".golem.toml").exists()
     as_json = golem("checks", "detect", "--json", "--repo", str(tmp_path), cwd=Path.cwd())
     assert RepoConventions.model_validate_json(as_json.stdout) == load_conventions(tmp_path)

@@ -87,6 +87,10 @@ def test_an_empty_golem_toml_means_no_commands(make_repo: MakeRepo) -> None:
         ('imag = "x"\n', r"imag: Extra inputs are not permitted"),
         ('image = ""\n', r"image: String should have at least 1 character"),
         ('[dependencies]\ncache = ["/root"]\n', r"dependencies\.cache: .*not a path inside"),
+        (
+            '[dependencies]\ncache = ["/tmp/golem/../etc"]\n',
+            r"dependencies\.cache: .*not a path inside",
+        ),
         ('[dependencies]\nkeys = ["../x.lock"]\n', r"dependencies\.keys: .*not a path inside"),
         ('[dependencies]\nregistries = ["(pypi"]\n', r"dependencies\.registries: .*not a host"),
         ("[dependencies]\nregistries = ['^(a|aa)+$']\n", r"registries: .*no regular expression"),
@@ -161,7 +165,7 @@ def test_rendered_conventions_load_back_the_same(make_repo: MakeRepo) -> None:
         ],
         lint=['ruff check . --config "x = 1"'],
         test=["python3 -m pytest -q", "printf 'tab\\there\\n' # ünïcode"],
-        cache=[".venv", "web/node_modules"],
+        cache=["/tmp/golem/venv", "web/node_modules"],
         cache_keys=["pyproject.toml"],
         registries=["pypi.org", "files.pythonhosted.org", "*.corp.example"],
         env={"PATH": "/workspace/.venv/bin:/usr/bin", "EMPTY": "", "QUOTE": 'say "hi"\n'},
@@ -195,13 +199,13 @@ def test_the_golem_toml_example_in_the_docs_loads(make_repo: MakeRepo) -> None:
     conventions = load_conventions(repo)
 
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e '.[dev]'",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/pip install -e '.[dev]'",
     ]
     assert (conventions.lint, conventions.test) == (
         ["ruff check .", "mypy"],
         ["python3 -m pytest -q"],
     )
-    assert conventions.cache == [".venv"]
-    assert conventions.env["VIRTUAL_ENV"] == "/workspace/.venv"
+    assert conventions.cache == ["/tmp/golem/venv"]
+    assert conventions.env["VIRTUAL_ENV"] == "/tmp/golem/venv"
     assert conventions.image == "golem/python:3.11"

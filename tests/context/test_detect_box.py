@@ -48,7 +48,10 @@ async def test_the_detected_venv_install_and_test_run_offline_in_a_box(
         }
     )
     conventions = load_conventions(repo)
-    assert conventions.install == ["python3 -m venv .venv", ".venv/bin/python -m pip install -e ."]
+    assert conventions.install == [
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e .",
+    ]
     assert conventions.test == ["python3 -m unittest discover -s tests"]
 
     async with engine.session(engine.spec(network="none")) as box:
@@ -61,4 +64,4 @@ async def test_the_detected_venv_install_and_test_run_offline_in_a_box(
 
     assert checked.exit_code == 0, checked.stderr_text
     assert "Ran 1 test" in checked.stderr_text
-    assert where.stdout_text.strip() == "/workspace/.venv"
+    assert where.stdout_text.strip() == "/tmp/golem/venv"

@@ -90,9 +90,9 @@ def test_a_workflows_own_commands_win_over_the_defaults_in_the_venv_form(
     assert conventions.test == ["python3 -m pytest --durations=10 -p no:cacheprovider"]
     assert conventions.lint == ["ruff check .", "ruff format --check .", "mypy src --strict"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e '.[testing]'",
-        ".venv/bin/python -m pip install ruff==0.6.0 mypy",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[testing]'",
+        "/tmp/golem/venv/bin/python -m pip install ruff==0.6.0 mypy",
     ]
     assert conventions.ecosystems == ["python"]
     used = {(f.command, f.origin, f.why) for f in conventions.findings if f.used}
@@ -142,7 +142,7 @@ jobs:
     assert conventions.test == ["cd web && pnpm run test"]
     assert conventions.build == ["cd web && pnpm run build"]
     assert conventions.install == [
-        "command -v pnpm >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "command -v pnpm >/dev/null || npm install --prefix /tmp/golem/node-tools --no-audit "
         "--no-fund pnpm@9",
         "pnpm install --frozen-lockfile",
     ]
@@ -238,8 +238,8 @@ jobs:
     conventions = load_conventions(repo)
 
     assert conventions.install[:2] == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e '.[testing]' 'pytest>=8' coverage",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[testing]' 'pytest>=8' coverage",
     ]
     assert conventions.test == ["python3 -m pytest -x"]
     assert "uv.lock" in conventions.cache_keys
@@ -282,7 +282,7 @@ publish:
     assert conventions.lint == ["cargo clippy --all-targets -- -D warnings"]
     assert conventions.test == ["cargo test --workspace"]
     assert conventions.install == ["cargo fetch"]
-    assert conventions.env == {"CARGO_HOME": "/workspace/.golem/cargo"}
+    assert conventions.env == {"CARGO_HOME": "/tmp/golem/cargo"}
     assert conventions.ecosystems == ["rust"]
 
 
@@ -363,13 +363,14 @@ jobs:
 
     assert conventions.test == ["make ci"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -r requirements-dev.txt",
-        ".venv/bin/python -m pip install -e . -r requirements-dev.txt",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -r requirements-dev.txt",
+        "/tmp/golem/venv/bin/python -m pip install -e . -r requirements-dev.txt",
     ]
     unused = {f.command: f.why for f in conventions.findings if not f.used}
-    assert unused[".venv/bin/python -m pip install 'urllib3<2'"] == (
-        "job urllib3, step 1: into .venv; not used: none of the chosen checks comes from this job"
+    assert unused["/tmp/golem/venv/bin/python -m pip install 'urllib3<2'"] == (
+        "job urllib3, step 1: into the venv; not used: none of the chosen checks comes from "
+        "this job"
     )
     assert not any("build" in f.command for f in conventions.findings)
 
@@ -401,10 +402,10 @@ jobs:
     assert conventions.test == ["pytest tests"]
     assert conventions.lint == ["mypy --install-types --non-interactive src"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install --upgrade hatch",
-        ".venv/bin/python -m pip install -e '.[testing]' pytest pytest-cov",
-        ".venv/bin/python -m pip install mypy",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install --upgrade hatch",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[testing]' pytest pytest-cov",
+        "/tmp/golem/venv/bin/python -m pip install mypy",
     ]
 
 
@@ -452,13 +453,13 @@ runs:
 
     assert conventions.test == ["python3 -m pytest -n auto"]
     assert conventions.install[:2] == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e '.[testing]' pytest-xdist",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[testing]' pytest-xdist",
     ]
     install = next(f for f in conventions.findings if "pytest-xdist" in f.command)
     assert (install.origin, install.why) == (
         ".github/workflows/tests.yml",
-        "job unit, step 1.2: into .venv",
+        "job unit, step 1.2: into the venv",
     )
 
 
@@ -487,12 +488,12 @@ jobs:
     conventions = load_conventions(repo)
 
     assert conventions.install == [
-        "python3 -m venv .venv",
-        "cd backend && /workspace/.venv/bin/python -m pip install -e '.[testing]' "
+        "python3 -m venv /tmp/golem/venv",
+        "cd backend && /tmp/golem/venv/bin/python -m pip install -e '.[testing]' "
         "-r requirements/ci.txt --constraint=constraints.txt",
     ]
     assert conventions.test == ["cd backend && pytest"]
-    assert conventions.cache == [".venv"]
+    assert conventions.cache == ["/tmp/golem/venv"]
     assert conventions.cache_keys == [
         "backend/pyproject.toml",
         "backend/requirements/ci.txt",
@@ -517,9 +518,9 @@ jobs:
 
     assert conventions.lint == ["ruff check .", "mypy src"]
     assert conventions.install[1:] == [
-        ".venv/bin/python -m pip install mypy",
-        ".venv/bin/python -m pip install -e '.[testing]'",
-        ".venv/bin/python -m pip install ruff",
+        "/tmp/golem/venv/bin/python -m pip install mypy",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[testing]'",
+        "/tmp/golem/venv/bin/python -m pip install ruff",
     ]
 
 
@@ -548,8 +549,8 @@ jobs:
         "black --check --diff .",
         "pre-commit run --show-diff-on-failure --color=always --all-files",
     ]
-    assert ".venv/bin/python -m pip install ruff black pre-commit" in conventions.install
-    assert ".venv/bin/pre-commit install-hooks" in conventions.install
+    assert "/tmp/golem/venv/bin/python -m pip install ruff black pre-commit" in conventions.install
+    assert "/tmp/golem/venv/bin/pre-commit install-hooks" in conventions.install
 
 
 def test_pyright_fetches_its_npm_package_at_install_where_it_is_kept(make_repo: MakeRepo) -> None:
@@ -568,10 +569,10 @@ jobs:
 
     assert conventions.lint == ["python3 -m pyright src/"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e . pyright",
-        ".venv/bin/python -m pip install -e '.[testing]'",
-        ".venv/bin/pyright --version",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e . pyright",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[testing]'",
+        "/tmp/golem/venv/bin/pyright --version",
     ]
-    assert conventions.cache == [".venv", ".golem/pyright"]
-    assert conventions.env["PYRIGHT_PYTHON_CACHE_DIR"] == "/workspace/.golem/pyright"
+    assert conventions.cache == ["/tmp/golem/venv", "/tmp/golem/pyright"]
+    assert conventions.env["PYRIGHT_PYTHON_CACHE_DIR"] == "/tmp/golem/pyright"

@@ -34,8 +34,8 @@ line-length = 100
 addopts = "-ra"
 """
 VENV_ENV = {
-    "VIRTUAL_ENV": "/workspace/.venv",
-    "PATH": f"/workspace/.venv/bin:{BOX_PATH}",
+    "VIRTUAL_ENV": "/tmp/golem/venv",
+    "PATH": f"/tmp/golem/venv/bin:{BOX_PATH}",
 }
 PYPI = ["pypi.org", "files.pythonhosted.org"]
 
@@ -48,12 +48,12 @@ def test_a_hatch_project_installs_its_test_extras_and_expanded_groups_into_a_ven
     conventions = load_conventions(repo)
 
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e '.[tests]' 'ruff>=0.5' mypy pre-commit",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[tests]' 'ruff>=0.5' mypy pre-commit",
     ]
     assert conventions.test == ["python3 -m pytest"]
     assert conventions.lint == ["ruff check ."]  # configured and installed by the dev group
-    assert conventions.cache == [".venv"]
+    assert conventions.cache == ["/tmp/golem/venv"]
     assert conventions.cache_keys == ["pyproject.toml"]
     assert conventions.registries == PYPI
     assert conventions.env == VENV_ENV
@@ -75,8 +75,9 @@ def test_no_install_ever_uses_the_system_pythons_pip(make_repo: MakeRepo) -> Non
     conventions = load_conventions(repo)
 
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e . -r requirements.txt -r requirements-dev.txt",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e . -r requirements.txt "
+        "-r requirements-dev.txt",
     ]
     assert conventions.cache_keys == ["setup.py", "requirements.txt", "requirements-dev.txt"]
     assert all(not c.startswith(("pip", "python3 -m pip")) for c in conventions.install)
@@ -94,7 +95,7 @@ def test_pytest_is_installed_when_the_tests_import_it_and_nothing_declares_it(
 
     conventions = load_conventions(repo)
 
-    assert conventions.install[-1] == ".venv/bin/python -m pip install -e . pytest"
+    assert conventions.install[-1] == "/tmp/golem/venv/bin/python -m pip install -e . pytest"
     assert conventions.test == ["python3 -m pytest"]
     assert [f.why for f in conventions.findings if f.step == "test"] == ["test files import pytest"]
 
@@ -112,7 +113,7 @@ def test_plain_test_functions_without_a_manifest_run_by_pytest_in_a_venv(
     conventions = load_conventions(repo)
 
     assert conventions.install == [
-        "python3 -m venv .venv", ".venv/bin/python -m pip install pytest",
+        "python3 -m venv /tmp/golem/venv", "/tmp/golem/venv/bin/python -m pip install pytest",
     ]  # fmt: skip
     assert conventions.test == ["python3 -m pytest"]
     [why] = [f.why for f in conventions.findings if f.step == "test"]
@@ -207,7 +208,7 @@ commands = pytest {posargs}
     conventions = load_conventions(repo)
 
     assert conventions.install[1] == (
-        ".venv/bin/python -m pip install -e '.[tests]' freezegun -r requirements/ci.txt"
+        "/tmp/golem/venv/bin/python -m pip install -e '.[tests]' freezegun -r requirements/ci.txt"
     )
     assert conventions.test == ["pytest"]  # tox's own command, from the venv
     assert "requirements/ci.txt" in conventions.cache_keys
@@ -223,7 +224,7 @@ def test_pytest_installed_but_no_tests_found_is_no_check(make_repo: MakeRepo) ->
 
     assert conventions.test == []  # pytest would collect nothing and fail (exit 5)
     assert not conventions.verifies
-    assert conventions.install[-1] == ".venv/bin/python -m pip install -e '.[test]'"
+    assert conventions.install[-1] == "/tmp/golem/venv/bin/python -m pip install -e '.[test]'"
 
 
 def test_a_django_project_without_pytest_runs_its_own_test_runner(make_repo: MakeRepo) -> None:
@@ -239,8 +240,8 @@ def test_a_django_project_without_pytest_runs_its_own_test_runner(make_repo: Mak
 
     assert conventions.test == ["python3 manage.py test"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -r requirements.txt",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -r requirements.txt",
     ]
 
 
@@ -275,6 +276,7 @@ def docs(session):
     conventions = load_conventions(repo)
 
     assert conventions.install[1] == (
-        ".venv/bin/python -m pip install -e '.[tests]' hypothesis -r requirements/test.txt"
+        "/tmp/golem/venv/bin/python -m pip install -e '.[tests]' hypothesis "
+        "-r requirements/test.txt"
     )
     assert conventions.test == ["python3 -m pytest"]

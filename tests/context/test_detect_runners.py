@@ -11,7 +11,7 @@ from golem.core import BOX_PATH
 from tests.context.conftest import MakeRepo
 
 PNPM_9 = (
-    "command -v pnpm >/dev/null || npm install --prefix .golem/node-tools --no-audit --no-fund "
+    "command -v pnpm >/dev/null || npm install --prefix /tmp/golem/node-tools --no-audit --no-fund "
     "pnpm@9"
 )
 CARGO = '[package]\nname = "x"\nversion = "0.1.0"\nedition = "2021"\n'
@@ -41,10 +41,10 @@ def test_vitest_with_pnpm_installs_by_the_lockfile_and_runs_the_scripts(
         ["pnpm run build"],
         ["pnpm test"],
     )
-    assert conventions.cache == ["node_modules", ".golem/node-tools"]
+    assert conventions.cache == ["node_modules", "/tmp/golem/node-tools"]
     assert conventions.cache_keys == ["package.json", "pnpm-lock.yaml"]
     assert conventions.registries == ["registry.npmjs.org"]
-    assert conventions.env == {"PATH": f"/workspace/.golem/node-tools/node_modules/.bin:{BOX_PATH}"}
+    assert conventions.env == {"PATH": f"/tmp/golem/node-tools/node_modules/.bin:{BOX_PATH}"}
 
 
 def test_the_package_manager_version_follows_package_json_then_the_lockfile(
@@ -61,13 +61,13 @@ def test_the_package_manager_version_follows_package_json_then_the_lockfile(
     )
 
     assert load_conventions(berry).install == [
-        "command -v yarn >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "command -v yarn >/dev/null || npm install --prefix /tmp/golem/node-tools --no-audit "
         "--no-fund @yarnpkg/cli-dist@4.5.1",
         "yarn install --frozen-lockfile",
     ]
     assert load_conventions(pnpm8).install[0].endswith(" pnpm@8")
     assert load_conventions(bun).install == [
-        "command -v bun >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "command -v bun >/dev/null || npm install --prefix /tmp/golem/node-tools --no-audit "
         "--no-fund bun@1",
         "bun install --frozen-lockfile",
     ]
@@ -87,7 +87,7 @@ def test_yarn_reaches_its_own_registry_and_no_lockfile_means_npm_install(
         "registry.yarnpkg.com",
     ]
     assert load_conventions(yarn).install == [
-        "command -v yarn >/dev/null || npm install --prefix .golem/node-tools --no-audit "
+        "command -v yarn >/dev/null || npm install --prefix /tmp/golem/node-tools --no-audit "
         "--no-fund yarn@1",
         "yarn install --frozen-lockfile",
     ]
@@ -105,10 +105,10 @@ def test_a_cargo_project_fetches_into_the_workspace_and_runs_cargo_test(
     assert conventions == RepoConventions(
         install=["cargo fetch"],
         test=["cargo test"],
-        cache=[".golem/cargo"],
+        cache=["/tmp/golem/cargo"],
         cache_keys=["Cargo.toml", "Cargo.lock"],
         registries=["index.crates.io", "static.crates.io", "crates.io"],
-        env={"CARGO_HOME": "/workspace/.golem/cargo"},
+        env={"CARGO_HOME": "/tmp/golem/cargo"},
         ecosystems=["rust"],
         findings=conventions.findings,
         source="detected: ecosystem default (test)",
@@ -123,11 +123,11 @@ def test_a_go_module_downloads_into_the_workspace_and_runs_go_test(make_repo: Ma
     assert conventions.install == ["go mod download"]
     assert conventions.test == ["go test ./..."]
     assert conventions.lint == []  # go vet only when the CI runs it
-    assert conventions.cache == [".golem/go"]
+    assert conventions.cache == ["/tmp/golem/go"]
     assert conventions.cache_keys == ["go.mod"]  # no go.sum: only what exists keys the cache
     assert conventions.env == {
-        "GOMODCACHE": "/workspace/.golem/go/mod",
-        "GOPATH": "/workspace/.golem/go",
+        "GOMODCACHE": "/tmp/golem/go/mod",
+        "GOPATH": "/tmp/golem/go",
         "GOCACHE": "/tmp/go-build",
     }
     assert conventions.registries == [
@@ -153,12 +153,12 @@ def test_several_ecosystems_merge_each_install_in_order(make_repo: MakeRepo) -> 
 
     assert conventions.ecosystems == ["python", "node", "rust"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install -e '.[test]'",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install -e '.[test]'",
         "npm ci",
         "cargo fetch",
     ]
-    assert conventions.cache == [".venv", "node_modules", ".golem/cargo"]
+    assert conventions.cache == ["/tmp/golem/venv", "node_modules", "/tmp/golem/cargo"]
     assert conventions.test == ["python3 -m pytest", "cargo test"]
     assert conventions.build == ["npm run build"]
     assert set(conventions.env) == {"VIRTUAL_ENV", "PATH", "CARGO_HOME"}
@@ -199,12 +199,12 @@ def test_pre_commit_is_the_lint_when_nothing_more_trusted_names_one(make_repo: M
 
     assert conventions.lint == ["pre-commit run --all-files"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install pre-commit",
-        ".venv/bin/pre-commit install-hooks",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install pre-commit",
+        "/tmp/golem/venv/bin/pre-commit install-hooks",
     ]
-    assert conventions.env["PRE_COMMIT_HOME"] == "/workspace/.golem/pre-commit"
-    assert conventions.cache == [".venv", ".golem/pre-commit"]
+    assert conventions.env["PRE_COMMIT_HOME"] == "/tmp/golem/pre-commit"
+    assert conventions.cache == ["/tmp/golem/venv", "/tmp/golem/pre-commit"]
     assert "github.com" in conventions.registries
 
 
@@ -229,8 +229,8 @@ def test_tox_and_nox_come_after_the_ecosystems_defaults(make_repo: MakeRepo) -> 
         ["nox -s lint"],
         ["nox -s tests"],
     )
-    assert ".venv/bin/python -m pip install tox" in load_conventions(only_tox).install
-    assert load_conventions(only_tox).cache == [".venv"]
+    assert "/tmp/golem/venv/bin/python -m pip install tox" in load_conventions(only_tox).install
+    assert load_conventions(only_tox).cache == ["/tmp/golem/venv"]
     assert load_conventions(only_tox).ecosystems == ["python"]
 
 
@@ -256,9 +256,9 @@ commands = ruff check {toxinidir}/src
     assert conventions.test == ["python3 -m pytest --doctest-modules src tests"]
     assert conventions.lint == ["ruff check src"]
     assert conventions.install == [
-        "python3 -m venv .venv",
-        ".venv/bin/python -m pip install pytest",
-        ".venv/bin/python -m pip install ruff",
+        "python3 -m venv /tmp/golem/venv",
+        "/tmp/golem/venv/bin/python -m pip install pytest",
+        "/tmp/golem/venv/bin/python -m pip install ruff",
     ]
     assert [f.why for f in conventions.findings if f.step == "test" and f.used] == [
         "[testenv] commands, run from the venv"
@@ -338,4 +338,6 @@ def test_a_target_run_through_poetry_or_uv_runs_its_recipe_from_the_venv(
     assert conventions.test == ["pytest -x tests"]  # from the CI's `make test`, as written
     assert conventions.lint == ["ruff check src", "mypy src"]
     assert conventions.build == ["make build"]  # make's variables are known only to make
-    assert conventions.install[1] == ".venv/bin/python -m pip install -e . pytest ruff mypy"
+    assert conventions.install[1] == (
+        "/tmp/golem/venv/bin/python -m pip install -e . pytest ruff mypy"
+    )

@@ -129,7 +129,7 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
     expect(page.get_by_test_id("gate")).to_be_hidden()
     expect(page.get_by_test_id("stream-state")).to_have_text("The run ended (succeeded).")
     expect(page.get_by_test_id("pr-number")).to_have_text("#1")
-    expect(page.get_by_test_id("pr-title")).to_have_text("fix: fix the failing tests")
+    expect(page.get_by_test_id("pr-title")).to_have_text("fix: the failing tests")
     expect(page.get_by_test_id("pr-url")).to_have_text(
         f"golem://local/{str(remote).strip('/')}/pulls/1"
     )

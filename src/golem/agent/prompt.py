@@ -51,7 +51,8 @@ class Verification:
     installed_by: list[str] = field(default_factory=list)
     """The commands that installed the dependencies before the agent started."""
     installed_into: list[str] = field(default_factory=list)
-    """Where they went, relative to the repository (.venv, node_modules)."""
+    """Where they went: relative to the repository (node_modules), or golem's home outside
+    it (/tmp/golem/venv)."""
     env: dict[str, str] = field(default_factory=dict)
     """Variables set for every command of the box (a virtual environment's PATH)."""
     network: str = "none"
@@ -78,8 +79,10 @@ class Verification:
         if self.already_failing:
             lines += [
                 "",
-                "These fail on the base commit too, before any change: their failures are "
-                "not held against you, but do not make them worse:",
+                "These fail on the base commit too, before any change. A failure in a test "
+                "your task names or your change touches, or one your change made pass in "
+                "part, is yours to fix; the others are not held against you, but do not "
+                "make them worse:",
                 "",
                 *[command_line(name, command) for name, command in self.already_failing],
             ]

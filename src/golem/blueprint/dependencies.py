@@ -35,7 +35,7 @@ from golem.blueprint.install_inputs import CommitTree, install_inputs
 from golem.context import RepoConventions
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError
-from golem.core.spec import BoxSpec
+from golem.core.spec import GOLEM_HOME, WORKSPACE, BoxSpec
 from golem.forge import git_environment, run_git_blocking
 from golem.sandbox.hosttree import is_git_name
 
@@ -47,9 +47,11 @@ __all__ = [
     "DependencyCache",
     "InstallKeyParts",
     "InstallKeys",
+    "archive_names",
     "cache_paths",
     "checkout_of",
     "image_of",
+    "in_checkout",
     "install_key",
     "install_keys",
     "kept_paths",
@@ -57,7 +59,7 @@ __all__ = [
     "read_inputs",
 ]
 
-KEY_VERSION = "golem-dependencies-3"
+KEY_VERSION = "golem-dependencies-4"
 """Changes whenever what an archive holds, or how, changes: older archives no longer match."""
 
 OFFLINE_ENV = {
@@ -126,24 +128,41 @@ class Checkout:
 
 
 def cache_paths(conventions: RepoConventions) -> list[str]:
-    """The conventions' ``cache`` paths, normalised; a ConfigError for one that is not a
-    plain relative path inside the repository (or names .git)."""
+    """The conventions' ``cache`` paths, normalised: relative to the repository's root, or
+    absolute beneath golem's home (``/tmp/golem/venv``); a ConfigError for any other (or
+    one that names .git)."""
     paths: list[str] = []
     for raw in conventions.cache:
-        path = posixpath.normpath(raw.strip()).strip("/") if raw.strip() else ""
+        text = raw.strip()
+        home = text.startswith(f"{GOLEM_HOME}/")
+        relative = text[len(GOLEM_HOME) + 1 :] if home else text
+        path = posixpath.normpath(relative).strip("/") if relative else ""
         names = path.split("/")
         if (
             not path
-            or raw.strip().startswith("/")
+            or (text.startswith("/") and not home)
             or any(n in ("", ".", "..") or is_git_name(n) for n in names)
         ):
             raise ConfigError(
-                f"the dependency cache path {raw!r} is not a directory inside the repository; "
-                "name paths relative to its root, such as .venv or node_modules"
+                f"the dependency cache path {raw!r} is not a directory inside the repository "
+                f"or golem's home ({GOLEM_HOME}); name paths relative to the repository's "
+                f"root, such as node_modules, or beneath {GOLEM_HOME}, such as {GOLEM_HOME}/venv"
             )
+        path = f"{GOLEM_HOME}/{path}" if home else path
         if path not in paths:
             paths.append(path)
     return paths
+
+
+def in_checkout(paths: Sequence[str]) -> list[str]:
+    """The cache paths inside the checkout (relative ones), not golem's home."""
+    return [path for path in paths if not path.startswith("/")]
+
+
+def archive_names(paths: Sequence[str]) -> list[str]:
+    """Cache paths as an install's archive names them: relative to the box's root
+    (``workspace/node_modules``, ``tmp/golem/venv``)."""
+    return [path[1:] if path.startswith("/") else f"{WORKSPACE[1:]}/{path}" for path in paths]
 
 
 def kept_paths(conventions: RepoConventions) -> list[str]:

@@ -20,6 +20,7 @@ from golem.blueprint.dependencies import (
     OFFLINE_ENV,
     DependencyCache,
     cache_paths,
+    in_checkout,
 )
 from golem.blueprint.events import AgentStep, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
@@ -28,11 +29,18 @@ from golem.blueprint.state import PausedStep, RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
-from golem.core.errors import BudgetSpent, ConfigError, DependenciesGone, ForgeError
+from golem.core.errors import (
+    BudgetSpent,
+    ConfigError,
+    DependenciesGone,
+    ForgeError,
+    SandboxError,
+)
 from golem.core.events import EventSink
-from golem.core.spec import WORKSPACE, BoxSpec
+from golem.core.spec import GOLEM_HOME, MIN_TMPFS, WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
-from golem.sandbox import Box, Engine
+from golem.sandbox import Box, Engine, ExecRequest
+from golem.sandbox.keep import archive_part
 
 if TYPE_CHECKING:
     from golem.context.toolshed import Toolshed
@@ -170,7 +178,25 @@ class Execution:
             env.update(OFFLINE_ENV)
         if isinstance(extra, dict):
             env.update({str(k): str(v) for k, v in extra.items()})
-        return self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
+        spec = self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
+        return self._with_home(spec)
+
+    def _with_home(self, spec: BoxSpec) -> BoxSpec:
+        """``spec`` with a quarter of its /workspace tmpfs moved to /tmp when the install
+        keeps anything in golem's home there (the venv, cargo's and go's caches): the same
+        budget, and so the same memory, split between the checkout and golem's files."""
+        conventions = self.state.conventions
+        home = f"{GOLEM_HOME}/"
+        if conventions is None or spec.workspace is not None:
+            return spec
+        if not any(path.startswith(home) for path in conventions.cache):
+            return spec
+        moved = spec.workspace_size // HOME_SHARE
+        if spec.workspace_size - moved < MIN_TMPFS:
+            return spec
+        return self.engine.spec(
+            spec, workspace_size=spec.workspace_size - moved, tmp_size=spec.tmp_size + moved
+        )
 
     async def box(self) -> Box:
         """The run's box, started (with the checkout copied in, and the run's installed
@@ -192,12 +218,52 @@ class Execution:
         if self._box is not None:
             await self._place_dependencies(self._box)
 
+    async def dependencies_as_installed(self) -> bool:
+        """Before a verification: the run's installed dependencies as the install left them.
+        A step that changed them since the last verification (an agent's ``pip install``, a
+        deleted package: anything whose ctime is newer than the mark made then) has them
+        removed and unpacked again from the archive, with a note: what the checks verify,
+        and compare with the base commit, runs where the repository's CI would run it, and
+        what the agent did to them never ships anyway. Whether it put them back."""
+        conventions = self.state.conventions
+        if self._box is None or self.state.dependencies is None or conventions is None:
+            return False
+        paths = [p if p.startswith("/") else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
+        changed = await self._box.execute(
+            ExecRequest(cmd=["sh", "-c", _CHANGED_SINCE, "sh", DEPENDENCIES_MARK, *paths],
+                        workdir=WORKSPACE, timeout=300)
+        )  # fmt: skip
+        if changed.exit_code == 0 and not changed.stdout_text.strip():
+            return False
+        self.note(
+            f"the installed dependencies changed since they were placed "
+            f"({changed.stdout_text.strip()[:200] or 'unknown'}): put back as installed "
+            "before verifying"
+        )
+        done = await self._box.execute(
+            ExecRequest(cmd=["rm", "-rf", "--", *paths], workdir=WORKSPACE, timeout=300)
+        )
+        if done.exit_code != 0:
+            raise SandboxError(
+                f"could not remove the run's dependencies to put them back: "
+                f"{done.stderr_text.strip()[-300:]}"
+            )
+        await self._place_dependencies(self._box)
+        return True
+
+    async def mark_dependencies(self) -> None:
+        """After a step of golem's own (setup, a verification): what changes the
+        dependencies from now on is a later step's doing (see ``dependencies_as_installed``)."""
+        if self._box is not None and self.state.dependencies is not None:
+            await self._box.execute(ExecRequest(cmd=["touch", DEPENDENCIES_MARK], timeout=60))
+
     async def _place_dependencies(self, box: Box) -> None:
-        """Unpack the run's dependency archive into the box's /workspace; the cache paths
+        """Unpack the run's dependency archive into the box: its checkout's part into
+        /workspace, golem's home's into ``GOLEM_HOME``; the cache paths in the checkout
         kept out of git there (so the agent's ``git status`` and the takeback never see
         them: they never ship)."""
         key, conventions = self.state.dependencies, self.state.conventions
-        paths = cache_paths(conventions) if conventions is not None else []
+        paths = in_checkout(cache_paths(conventions)) if conventions is not None else []
         if key is not None:
             archive = DependencyCache(self.config).open(key)
             if archive is None:
@@ -207,11 +273,14 @@ class Execution:
                     "run again to install them afresh"
                 )
             with archive:
-                await box.put_archive(WORKSPACE, DependencyCache.chunks(archive))
+                for root in (WORKSPACE, GOLEM_HOME):
+                    await box.put_archive(root, archive_part(archive, root.lstrip("/")))
         if paths:
             excluded = "".join(f"/{path}\n" for path in paths)
             exclude = _git_exclude(self.workspace) + excluded
             await box.put_file(f"{WORKSPACE}/.git/info/exclude", exclude)
+        if key is not None:
+            await box.put_file(DEPENDENCIES_MARK, b"")
 
     async def sync(self) -> list[str]:
         """Bring the box's changes back to the host checkout."""
@@ -290,6 +359,19 @@ class Execution:
         while (path := self.run_dir / f"trajectory-{node}-{number}.jsonl").exists():
             number += 1
         return path
+
+
+DEPENDENCIES_MARK = "/tmp/.golem-dependencies"
+"""Made when the run's dependencies are placed, touched after each verification: what is
+newer in them was changed by a step since."""
+_CHANGED_SINCE = (
+    'mark=$1; shift; [ -e "$mark" ] || { echo "no mark"; exit 0; }; '
+    'for path; do [ -e "$path" ] || continue; '
+    'find "$path" -cnewer "$mark" -print -quit || exit 1; done'
+)
+"""The first entry of the dependencies (the paths after the mark) changed since the mark."""
+HOME_SHARE = 4
+"""golem's home in /tmp takes 1/HOME_SHARE of a run's /workspace tmpfs."""
 
 
 def _git_exclude(workspace: Path) -> str:

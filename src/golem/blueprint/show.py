@@ -78,6 +78,8 @@ def check_outcome(check: CheckResult) -> str:
         return "flaky (failed, then passed)" if check.flaky else "passed"
     why = check.reason or ("timed out" if check.timed_out else f"exit {check.exit_code}")
     outcome = f"flaky (failed, {why})" if check.flaky else f"failed ({why})"
+    if check.progress is not None and not check.preexisting:
+        outcome += f" · {check.progress}"
     return outcome + (" · fails on the base commit too" if check.preexisting else "")
 
 

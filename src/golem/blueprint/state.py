@@ -15,6 +15,7 @@ from golem.forge import CheckResult, Issue, PullRequest
 __all__ = [
     "FINAL",
     "CIRound",
+    "DroppedCheck",
     "FollowUp",
     "GateState",
     "NodeRecord",
@@ -34,6 +35,17 @@ and when it resumes); ``succeeded``: a PR opened whose checks passed; ``unverifi
 draft PR opened although no check verified it (``unverified`` says why); ``escalated``: a PR
 or branch marked for a human; ``failed``: it could not go on (the reason is in ``error``)."""
 FINAL: frozenset[str] = frozenset({"succeeded", "unverified", "escalated", "failed", "cancelled"})
+
+
+class DroppedCheck(BaseModel):
+    """A check that could not be prepared: not run, with why and what makes it run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="lint, build or test.")
+    command: str
+    preparation: str = Field(description="The install command that failed.")
+    reason: str = Field(description="What failed preparing it, and how to make it run.")
 
 
 class FollowUp(BaseModel):
@@ -215,6 +227,11 @@ class RunState(BaseModel):
     context_tokens: int = 0
     prepared: list[CheckResult] = Field(
         default_factory=list, description="The install and setup commands' results."
+    )
+    dropped: list[DroppedCheck] = Field(
+        default_factory=list,
+        description="Checks whose preparation failed (an install that serves them alone): "
+        "not run, each with why; the run goes on with the others.",
     )
     dependencies: str | None = Field(
         None, description="The install's cache key (dependencies made or reused)."

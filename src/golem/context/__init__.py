@@ -17,7 +17,7 @@ from golem.context.conventions import (
     load_conventions,
     render_conventions,
 )
-from golem.context.detect import detect_conventions
+from golem.context.detect import checks_served, detect_conventions
 from golem.context.detect.ecosystem import known_registries
 from golem.context.hydrate import DEFAULT_BUDGET_TOKENS, hydrate
 from golem.context.issue import NamedFile, files_named, render_issue
@@ -41,6 +41,7 @@ __all__ = [
     "SectionKind",
     "Step",
     "build_repo_map",
+    "checks_served",
     "detect_conventions",
     "estimate_tokens",
     "files_named",

@@ -110,8 +110,9 @@ class RepoConventions(BaseModel):
     test: list[str] = Field(default_factory=list)
     cache: list[str] = Field(
         default_factory=list,
-        description="Paths, relative to the repository's root, that the install makes and "
-        "later runs reuse (e.g. '.venv', 'node_modules', '.golem/cargo').",
+        description="Paths that the install makes and later runs reuse: relative to the "
+        "repository's root (e.g. 'node_modules'), or beneath golem's home, outside the "
+        "checkout (e.g. '/tmp/golem/venv', '/tmp/golem/cargo').",
     )
     cache_keys: list[str] = Field(
         default_factory=list,

@@ -11,18 +11,18 @@ writes conventions back as a ``.golem.toml`` that loads to the same.
 image = "golem/python:3.11"           # optional: the devbox image to run in
 
 [commands]                            # each a string or a list of strings
-install = ["python3 -m venv .venv", ".venv/bin/python -m pip install -e '.[dev]'"]
+install = ["python3 -m venv /tmp/golem/venv", "/tmp/golem/venv/bin/pip install -e '.[dev]'"]
 lint = ["ruff check .", "mypy"]
 test = "python3 -m pytest -q"
 
 [dependencies]                        # what the install makes, keyed by what, from where
-cache = [".venv"]
+cache = ["/tmp/golem/venv"]           # in the repository, or beneath golem's home /tmp/golem
 keys = ["pyproject.toml"]
 registries = ["pypi.org", "files.pythonhosted.org"]  # host names or *.suffix globs
 
 [env]                                 # the environment of every command
-VIRTUAL_ENV = "/workspace/.venv"
-PATH = "/workspace/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+VIRTUAL_ENV = "/tmp/golem/venv"
+PATH = "/tmp/golem/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ```
 """
 
@@ -42,7 +42,7 @@ from golem.context.contracts import STEPS, DetectedCommand, RepoConventions
 from golem.context.detect import detect_conventions, recognise_ecosystems
 from golem.context.files import file_in_repo, read_bytes
 from golem.core import ConfigError, HostNames
-from golem.core.spec import check_env
+from golem.core.spec import GOLEM_HOME, check_env
 
 __all__ = ["CONVENTIONS_FILE", "ConventionsFile", "load_conventions", "render_conventions"]
 
@@ -62,6 +62,13 @@ def _no_blank(commands: list[str]) -> list[str]:
     if any(not command for command in stripped):
         raise ValueError("a command is empty; remove it or write the command")
     return stripped
+
+
+def _cache_paths(paths: list[str]) -> list[str]:
+    """Cache paths: relative to the repository's root, or beneath golem's home."""
+    home = f"{GOLEM_HOME}/"
+    _relative_paths([path[len(home) :] if path.startswith(home) else path for path in paths])
+    return paths
 
 
 def _relative_paths(paths: list[str]) -> list[str]:
@@ -84,6 +91,7 @@ def _environment(env: dict[str, str]) -> dict[str, str]:
 
 Commands = Annotated[list[str], BeforeValidator(_as_list), AfterValidator(_no_blank)]
 Paths = Annotated[list[str], AfterValidator(_relative_paths)]
+CachePaths = Annotated[list[str], AfterValidator(_cache_paths)]
 
 
 class CommandsTable(BaseModel):
@@ -103,7 +111,7 @@ class DependenciesTable(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    cache: Paths = Field(default_factory=list)
+    cache: CachePaths = Field(default_factory=list)
     keys: Paths = Field(default_factory=list)
     registries: HostNames = Field(default_factory=list)
 

@@ -46,10 +46,18 @@ from golem.core.ids import new_id
 from golem.core.model_config import ModelPrice, ModelsConfig, ProviderConfig
 from golem.core.network import Credential, Decision, EgressPolicy, NetworkConfig
 from golem.core.sizes import ByteSize, format_size, parse_size
-from golem.core.spec import BOX_PATH, WORKSPACE, BoxSpec, NetworkMode, resolve_workdir
+from golem.core.spec import (
+    BOX_PATH,
+    GOLEM_HOME,
+    WORKSPACE,
+    BoxSpec,
+    NetworkMode,
+    resolve_workdir,
+)
 
 __all__ = [
     "BOX_PATH",
+    "GOLEM_HOME",
     "WORKSPACE",
     "BackendConfig",
     "BackendUnavailable",

@@ -14,6 +14,7 @@ from golem.core.sizes import ByteSize
 
 __all__ = [
     "BOX_PATH",
+    "GOLEM_HOME",
     "MAX_ID",
     "WORKSPACE",
     "BoxSpec",
@@ -24,6 +25,10 @@ __all__ = [
 ]
 
 WORKSPACE = "/workspace"
+GOLEM_HOME = "/tmp/golem"
+"""Where golem's own files live in a run's boxes (the venv, tool homes and caches): outside
+the checkout, where no repository tool walks, so every check sees the tree the repository's
+own CI sees."""
 BOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """The ``PATH`` of every box's commands, unless a call or the run's environment says otherwise."""
 NetworkMode = Literal["none", "filtered", "host"]

@@ -18,6 +18,7 @@ from golem.forge.contracts import (
     PullRequest,
     PullRequestDraft,
     TestFailure,
+    TestProgress,
 )
 from golem.forge.diffstat import DiffStat, FileChange
 from golem.forge.factory import make_forge
@@ -59,6 +60,7 @@ __all__ = [
     "PullRequest",
     "PullRequestDraft",
     "TestFailure",
+    "TestProgress",
     "git_auth",
     "git_environment",
     "is_project_path",

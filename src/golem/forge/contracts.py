@@ -26,6 +26,7 @@ __all__ = [
     "PullRequest",
     "PullRequestDraft",
     "TestFailure",
+    "TestProgress",
 ]
 
 
@@ -70,6 +71,20 @@ class TestFailure(BaseModel):
     line: int | None = None
 
 
+class TestProgress(BaseModel):
+    """How many of the tests that failed on the base commit, and that the task or the
+    change concerns, pass now: ``2 of 4 now pass``."""
+
+    __test__ = False  # not a pytest class
+    model_config = ConfigDict(extra="forbid")
+
+    passing: int = Field(ge=0)
+    of: int = Field(ge=0)
+
+    def __str__(self) -> str:
+        return f"{self.passing} of {self.of} now pass"
+
+
 class CheckResult(BaseModel):
     """One of the repository's own checks (install, setup, lint, build, test) as run in
     the box."""
@@ -98,7 +113,18 @@ class CheckResult(BaseModel):
     flaky: bool = Field(False, description="It failed, then passed when run again.")
     preexisting: bool = Field(
         False,
-        description="It fails on the base commit too (the baseline): not held against the change.",
+        description="It fails on the base commit too (the baseline), the same way, in tests "
+        "neither the task nor the change concerns: not held against the change.",
+    )
+    set_aside: list[str] = Field(
+        default_factory=list,
+        description="Its failing tests that failed the same way on the base commit and that "
+        "neither the task nor the change concerns: not the change's to fix.",
+    )
+    progress: TestProgress | None = Field(
+        None,
+        description="How far the change got with the tests that failed on the base commit "
+        "and that the task or the change concerns.",
     )
 
 

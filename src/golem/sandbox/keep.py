@@ -28,12 +28,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
 import tarfile
 import tempfile
-from collections.abc import AsyncIterable, Sequence
+import threading
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
@@ -43,7 +45,7 @@ from golem.sandbox.limits import TakebackLimits
 from golem.sandbox.takeback import landed_mode
 from golem.sandbox.tarspool import BROKEN, archive_members, opened_archive, spooled
 
-__all__ = ["KeptArchive", "keep_archive"]
+__all__ = ["KeptArchive", "archive_part", "keep_archive"]
 
 MAX_LINK = 4096
 MAX_MTIME = 8**11 - 1  # what a ustar header's mtime field holds
@@ -190,3 +192,100 @@ def _checked_link(path: str, target: str) -> str:
     if any(is_git_name(name) for name in target.split("/") if name):
         raise UnsafeBoxOutput(path, f"a symlink to {target!r} leads into .git", "takeback.link")
     return target
+
+
+async def archive_part(handle: BinaryIO, prefix: str) -> AsyncIterator[bytes]:
+    """The entries of a kept archive (read from ``handle``'s start) beneath the relative
+    directory ``prefix``, as a tar stream of their own named relative to it: the part a box
+    unpacks into one of its directories. The archive is golem's own (``keep_archive``
+    wrote it, every entry checked); read in a worker thread, a chunk at a time."""
+    chunks: _Chunks = queue.Queue(maxsize=PART_CHUNKS)
+    stop = threading.Event()
+    worker = threading.Thread(
+        target=_write_part, args=(handle, tuple(split_path(prefix)), chunks, stop), daemon=True
+    )
+    worker.start()
+    try:
+        while (chunk := await asyncio.to_thread(chunks.get)) is not None:
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+    finally:
+        stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                chunks.get_nowait()  # let a blocked writer see the stop
+        await asyncio.to_thread(worker.join)
+
+
+PART_CHUNKS = 8
+PART_CHUNK = 1024 * 1024
+_Chunks = queue.Queue[bytes | BaseException | None]
+
+
+class _Sink:
+    """A file-like tarfile writes into: chunks of ``PART_CHUNK`` bytes onto the queue."""
+
+    def __init__(self, chunks: _Chunks, stop: threading.Event) -> None:
+        self.chunks, self.stop, self.buffer = chunks, stop, bytearray()
+
+    def write(self, data: bytes) -> int:
+        self.buffer += data
+        while len(self.buffer) >= PART_CHUNK:
+            self.put(bytes(self.buffer[:PART_CHUNK]))
+            del self.buffer[:PART_CHUNK]
+        return len(data)
+
+    def flush_all(self) -> None:
+        if self.buffer:
+            self.put(bytes(self.buffer))
+            self.buffer.clear()
+
+    def put(self, chunk: bytes | BaseException | None) -> None:
+        while not self.stop.is_set():
+            with contextlib.suppress(queue.Full):
+                self.chunks.put(chunk, timeout=0.1)
+                return
+        raise _Stopped
+
+
+class _Stopped(Exception):
+    """The reader of a part went away."""
+
+
+def _write_part(
+    handle: BinaryIO,
+    prefix: tuple[str, ...],
+    chunks: _Chunks,
+    stop: threading.Event,
+) -> None:
+    sink = _Sink(chunks, stop)
+    try:
+        handle.seek(0)
+        with (
+            tarfile.open(fileobj=handle, mode="r|") as archive,
+            tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as part,  # type: ignore[call-overload]
+        ):
+            for member in archive:
+                archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
+                names = tuple(split_path(member.name))
+                if names[: len(prefix)] != prefix or len(names) == len(prefix):
+                    continue
+                info = _renamed(member, "/".join(names[len(prefix) :]))
+                part.addfile(info, archive.extractfile(member) if member.isfile() else None)
+        sink.flush_all()
+        sink.put(None)
+    except _Stopped:
+        return
+    except BaseException as exc:  # handed to the reader, which raises it
+        with contextlib.suppress(_Stopped):
+            sink.put(exc)
+
+
+def _renamed(member: tarfile.TarInfo, name: str) -> tarfile.TarInfo:
+    """A new header for ``member`` named ``name`` (never its old pax ``path``, which a long
+    name is written in and which would win over the new one)."""
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime = member.type, member.mode, member.mtime
+    info.size, info.linkname = member.size, member.linkname
+    return info

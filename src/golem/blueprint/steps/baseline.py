@@ -28,7 +28,7 @@ from golem.core.ansi import plain
 from golem.core.errors import SandboxError
 from golem.forge import CheckResult
 
-__all__ = ["already_failing", "base_result", "cache_paths", "run_baseline"]
+__all__ = ["already_failing", "base_result", "cache_paths", "normal", "run_baseline"]
 
 _HEX = re.compile(r"0x[0-9a-fA-F]{4,}")
 _MOVING = (  # what moves between two runs of the same failure; values in messages do not
@@ -118,15 +118,15 @@ def already_failing(result: CheckResult, baseline: list[CheckResult] | None) -> 
     if before is None or before.passed or before.timed_out or result.timed_out:
         return False
     if result.failures and before.failures:
-        known = {(f.name, _normal(f.message, digits=False)) for f in before.failures}
-        return all((f.name, _normal(f.message, digits=False)) in known for f in result.failures)
+        known = {(f.name, normal(f.message, digits=False)) for f in before.failures}
+        return all((f.name, normal(f.message, digits=False)) in known for f in result.failures)
     if result.exit_code != before.exit_code:
         return False
-    seen = set(_normal(before.output_tail).splitlines())
-    return set(_normal(result.output_tail).splitlines()) <= seen
+    seen = set(normal(before.output_tail).splitlines())
+    return set(normal(result.output_tail).splitlines()) <= seen
 
 
-def _normal(text: str, *, digits: bool = True) -> str:
+def normal(text: str, *, digits: bool = True) -> str:
     """``text`` without what moves from one run of a failure to the next: colours, hex
     addresses, and (``digits``) source positions, durations and a summary's counts."""
     text = _HEX.sub("0x#", plain(text))
@@ -146,9 +146,11 @@ def _moved(line: str) -> str:
 
 
 def cache_paths(ex: Execution) -> list[str]:
-    """What the dependency install made in the tree: never part of a change."""
+    """What the dependency install made in the tree (not in golem's home, outside it):
+    never part of a change."""
     conventions = ex.state.conventions
-    return list(conventions.cache) if conventions is not None else []
+    paths = list(conventions.cache) if conventions is not None else []
+    return [path for path in paths if not path.startswith("/")]
 
 
 async def _key(ex: Execution) -> str:

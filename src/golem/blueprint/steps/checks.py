@@ -32,13 +32,15 @@ TAIL_IN_ERROR = 20
 
 def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
     """(check name, command) pairs: a name of the repo's conventions expands to its
-    commands; anything else is a shell command of its own."""
+    commands (but those dropped, whose preparation failed); anything else is a shell
+    command of its own."""
     conventions = ex.state.conventions
+    dropped = {(check.name, check.command) for check in ex.state.dropped}
     pairs: list[tuple[str, str]] = []
     for name in names:
         if name in ("install", "setup", "lint", "build", "test"):
             commands = getattr(conventions, name) if conventions is not None else []
-            pairs.extend((name, command) for command in commands)
+            pairs.extend((name, c) for c in commands if (name, c) not in dropped)
         else:
             pairs.append((name, name))
     return pairs
@@ -134,6 +136,7 @@ async def run_box_node(ex: Execution, node: BoxNode) -> tuple[Literal["success",
     are the run's ``prepared`` ones; a failure is the run's ``error``, saying what failed."""
     names: list[str] = [node.check] if node.check else list(node.run)
     results = await run_checks(ex, node.id, names, stop_at_failure=True)
+    await ex.mark_dependencies()  # what these commands did to them is the run's own
     await ex.sync()
     ran = {(result.name, result.command) for result in results}
     state = ex.state
@@ -163,15 +166,22 @@ def _how(result: CheckResult) -> str:
 
 def describe_failures(results: list[CheckResult]) -> str:
     """The failing checks held against the change, as the fix prompt and the escalation
-    show them; those that fail on the base commit too, or failed once and then passed, are
-    named after them as not the change's doing."""
+    show them (with the progress on the tests the task and the change concern: "these
+    still fail; 2 of 4 now pass"); what fails on the base commit too, untouched, or failed
+    once and then passed, is named after them as not the change's doing."""
     held = [result for result in results if not result.passed and not result.preexisting]
-    parts = [f"### {result.name}: {describe_failure(result)}" for result in held]
+    parts = [f"### {result.name}: {describe_failure(result)}{_progress(result)}" for result in held]
     not_yours = [
         f"- {result.name}: {markdown.code(result.command)} "
         + ("fails on the base commit too" if result.preexisting else "failed once, then passed")
         for result in results
         if result.preexisting or result.flaky
+    ]
+    not_yours += [
+        f"- {result.name}: `{result.command}`: {_names(result.set_aside)} fail on the base "
+        "commit too, the same way"
+        for result in held
+        if result.set_aside
     ]
     if not_yours:
         parts.append(
@@ -179,3 +189,19 @@ def describe_failures(results: list[CheckResult]) -> str:
             "them):\n" + "\n".join(not_yours)
         )
     return "\n\n".join(parts) or "(no failing checks)"
+
+
+def _progress(result: CheckResult) -> str:
+    """What the fixer is told of the tests of its task that failed on the base commit."""
+    progress = result.progress
+    if progress is None or progress.passing == progress.of:
+        return ""
+    return (
+        f"\n\nThese tests failed before your change, and the task or your change concerns "
+        f"them: they are yours to make pass. These still fail; {progress}."
+    )
+
+
+def _names(names: list[str], shown: int = 10) -> str:
+    listed = ", ".join(f"`{name}`" for name in names[:shown])
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")

@@ -25,6 +25,7 @@ from golem.blueprint.dependencies import (
     DependencyCache,
     InstallKeyParts,
     InstallKeys,
+    archive_names,
     checkout_of,
     image_of,
     install_keys,
@@ -32,15 +33,15 @@ from golem.blueprint.dependencies import (
     read_inputs,
 )
 from golem.blueprint.execution import Execution
-from golem.blueprint.steps.checks import run_checks
+from golem.blueprint.steps.dropping import fatal_failure, partial_key, run_installs
 from golem.blueprint.workspace import copy_into_box
 from golem.context import RepoConventions, known_registries
 from golem.core.errors import ConfigError, UnsafeBoxOutput
 from golem.core.hostnames import host_name_patterns
 from golem.core.network import EgressPolicy
 from golem.core.sizes import format_size
-from golem.core.spec import WORKSPACE, BoxSpec
-from golem.forge import CheckResult
+from golem.core.spec import BoxSpec
+from golem.forge import CheckResult, markdown
 from golem.sandbox.keep import KeptArchive, keep_archive
 from golem.sandbox.takeback import TakebackLimits
 
@@ -52,14 +53,13 @@ Result = tuple[Literal["success", "failure"], str]
 async def run_install(ex: Execution, node: str) -> Result:
     """Make the run's dependencies ready: from the cache, or by installing them."""
     ex.state.prepared = [r for r in ex.state.prepared if r.name != "install"]  # a resumed run
+    ex.state.dropped = []
     conventions = ex.state.conventions
     if conventions is None or not conventions.install:
         return "success", "nothing to install"
     settings = ex.config.dependencies
     if not settings.enabled:  # the commands run in the run's own box, every run
-        results = await run_checks(
-            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout
-        )
+        results = await run_installs(ex, node, timeout=settings.timeout)
         return _recorded(ex, results)
     try:
         paths = kept_paths(conventions)
@@ -151,7 +151,7 @@ async def _install(
         )
     key = keys.write
     try:
-        kept = await _install_in_box(ex, node, spec, key, paths)
+        kept, key = await _install_in_box(ex, node, spec, key, paths)
     except UnsafeBoxOutput as exc:
         fix = (
             "; raise the box's max_file_bytes or max_takeback_bytes (engine.defaults, or the "
@@ -166,19 +166,25 @@ async def _install(
         return "failure", ex.state.error or "the dependency install failed"
     ex.state.dependencies, ex.state.dependencies_cached = key, False
     evicted = DependencyCache(ex.config).evict(keep=key)
-    ex.note(_kept_note(ex, keys, kept, paths, evicted), node)
+    ex.note(_kept_note(ex, keys, key, kept, paths, evicted), node)
     ex.save()
     await ex.dependencies_ready()
     return "success", f"installed {key[:12]}"
 
 
 def _kept_note(
-    ex: Execution, keys: InstallKeys, kept: KeptArchive, paths: list[str], evicted: list[str]
+    ex: Execution,
+    keys: InstallKeys,
+    key: str,
+    kept: KeptArchive,
+    paths: list[str],
+    evicted: list[str],
 ) -> str:
-    """What the install kept, and for whom."""
-    missing = sorted(set(paths) - set(kept.found))
+    """What the install kept (under ``key``), and for whom."""
+    names = zip(paths, archive_names(paths), strict=True)
+    missing = sorted(path for path, name in names if name not in kept.found)
     return (
-        f"dependencies: {keys.write[:12]} installed and kept ({format_size(kept.size)}, "
+        f"dependencies: {key[:12]} installed and kept ({format_size(kept.size)}, "
         f"{kept.entries} entries)"
         + (f"; the install made no {', '.join(missing)}" if missing else "")
         + (f"; {len(evicted)} older archive(s) removed from the cache" if evicted else "")
@@ -193,10 +199,10 @@ def _kept_note(
 
 async def _install_in_box(
     ex: Execution, node: str, spec: BoxSpec, key: str, paths: list[str]
-) -> KeptArchive | None:
+) -> tuple[KeptArchive | None, str]:
     """The install box: the checkout in, the install commands run, the cache paths kept
-    as the archive of ``key``; None when a command failed. The box is removed in all
-    cases."""
+    as the archive of ``key`` (``partial_key``: of its own when checks were dropped); None
+    when a command failed. The box is removed in all cases."""
     settings = ex.config.dependencies
     held = TakebackLimits.of(spec)  # within what the box could hold
     limits = dataclasses.replace(held, max_bytes=min(held.max_bytes, settings.max_bytes))
@@ -204,14 +210,14 @@ async def _install_in_box(
     box = await ex.engine.create_session(spec)
     try:
         await copy_into_box(box, ex.workspace)
-        results = await run_checks(
-            ex, node, ["install"], stop_at_failure=True, timeout=settings.timeout, box=box
-        )
+        results = await run_installs(ex, node, timeout=settings.timeout, box=box)
         if _recorded(ex, results, registries=reached)[0] == "failure":
-            return None
-        chunks = box.stream_archive(WORKSPACE, paths=paths)
+            return None, key
+        key = partial_key(ex, key)
+        names = archive_names(paths)  # the checkout's and golem's home's, from the root
+        chunks = box.stream_archive("/", paths=names)
         archive = DependencyCache(ex.config).path(key)
-        return await keep_archive(chunks, archive, limits, within=paths)
+        return await keep_archive(chunks, archive, limits, within=names), key
     finally:
         await ex.engine.remove_session(box.id)
 
@@ -221,7 +227,7 @@ def _recorded(
 ) -> Result:
     """Keep the install commands' results; a failure says what failed and what to do."""
     ex.state.prepared.extend(results)
-    failed = next((result for result in results if not result.passed), None)
+    failed = fatal_failure(ex, results)
     if failed is None:
         ex.save()
         return "success", f"{len(results)} install command(s) passed"
@@ -233,7 +239,9 @@ def _recorded(
         if registries is not None
         else "fix the command in .golem.toml's [commands] install"
     )
-    return _failed(ex, f"the dependency install `{failed.command}` failed ({how}); {reach}")
+    return _failed(
+        ex, f"the dependency install {markdown.code(failed.command)} failed ({how}); {reach}"
+    )
 
 
 def _failed(ex: Execution, message: str) -> Result:

@@ -17,8 +17,14 @@ __all__ = ["body", "commit_message", "marked_run", "run_marker", "title"]
 
 
 def title(state: RunState, *, escalate: bool) -> str:
-    """``fix: ...`` or ``feat: ...`` from the task's title, marked when a human must finish."""
-    text = f"{_kind(state)}: {state.title[:1].lower()}{state.title[1:]}"
+    """``fix: ...`` or ``feat: ...`` from the task's title (a conventional prefix it has
+    kept as it is, never a second one), marked when a human must finish."""
+    text = _conventional(state.title)
+    if text is None:
+        kind = _kind(state)
+        words = _FIX_WORD.sub("", state.title, count=1) if kind == "fix" else state.title
+        words = words.strip() or state.title
+        text = f"{kind}: {words[:1].lower()}{words[1:]}"
     return f"[needs a human] {text}" if escalate else text
 
 
@@ -43,10 +49,36 @@ def body(state: RunState, *, escalate: bool) -> str:
         ]
     if escalate:
         lines += _still_failing(state)
-    failed_preparation = [result for result in state.prepared if not result.passed]
+    dropping = {check.preparation for check in state.dropped}
+    failed_preparation = [
+        result for result in state.prepared if not result.passed and result.command not in dropping
+    ]
     if failed_preparation:
         lines += ["## Preparing the box failed", "", *_table(failed_preparation), ""]
     lines += ["## Checks", "", *_table(state.checks), ""]
+    if state.dropped:
+        lines += [
+            "## Not run",
+            "",
+            "These checks could not be prepared, so they did not run:",
+            "",
+            *[
+                f"- {check.name} ({markdown.code(check.command)}): {check.reason}"
+                for check in state.dropped
+            ],
+            "",
+        ]
+    untouched = _untouched(state.checks)
+    if untouched:
+        lines += [
+            "## Failing before this change, not touched",
+            "",
+            "These fail on the base commit too, the same way, and neither the task nor this "
+            "change concerns them:",
+            "",
+            *untouched,
+            "",
+        ]
     if state.baseline:  # checks that ran on the base commit (only those that failed after)
         lines += [_baseline(state.baseline, state.base), ""]
     lines += [
@@ -80,9 +112,58 @@ def marked_run(body: str) -> str | None:
 RUN_MARK = re.compile(r"<!-- golem:pr (?P<run>[\w.:-]+) -->")
 
 
+_CONVENTIONAL = re.compile(
+    r"^\s*(feat|fix|docs|chore|refactor|test|tests|perf|build|ci|style|revert)"
+    r"(\([^)\n]*\))?(!)?\s*:\s*(\S.*)$",
+    re.I | re.S,
+)
+_FIX_WORD = re.compile(r"^\s*(?:bug\s*fix|bugfix|fix(?:es|ed)?|bug)\b\s*[:\-]?\s*", re.I)
+_BUG_LABELS = re.compile(r"\b(bug|defect|regression|crash)\b", re.I)
+_FEATURE_LABELS = re.compile(r"\b(feature|enhancement|feat)\b", re.I)
+_FEATURE = re.compile(
+    r"^\s*(?:\S+\s+)?(add|adds|support|supports|implement|implements|introduce|introduces|"
+    r"allow|allows|enable|enables|create|provide|expose|let|new|feature)\b",
+    re.I,
+)
+_BEHAVES = re.compile(r"^\s*\S+\s+[a-z]+s\b")
+"""A statement of how something behaves ("Clamp returns ...", "midpoint overflows"): a
+bug report's title; a change asked for is imperative ("Say hello more warmly")."""
+_FIXING = re.compile(
+    r"\b(fix|bug|fail|broken|error|crash|wrong|incorrect|regress|instead|should|doesn'?t|"
+    r"does not|isn'?t|is not|not work|missing|overflow|panic|exception|typo|misspell|leak|"
+    r"hang|flaky|forget|ignore|leave|lose|drop|truncat|mismatch|unexpected)",
+    re.I,
+)
+_CODE = re.compile(r"\w\(|`[^`]+`|\b[a-z0-9]+_[a-z0-9_]+\b")
+
+
+def _conventional(text: str) -> str | None:
+    """``text`` with its conventional-commit prefix in the usual spelling, or None when
+    it has none."""
+    found = _CONVENTIONAL.match(text)
+    if found is None:
+        return None
+    kind, scope, bang, rest = found.groups()
+    return f"{kind.lower()}{scope or ''}{bang or ''}: {rest.strip()}"
+
+
 def _kind(state: RunState) -> str:
-    words = state.task_text.lower()
-    return "fix" if re.search(r"\b(fix|bug|fail|broken|error|crash)", words) else "feat"
+    """``fix`` or ``feat``: the issue's labels say it; else a change that made tests pass
+    that failed on the base commit is a fix; else the task's words (a title that asks
+    for something new is a feature; one that tells what goes wrong, or states how a piece
+    of code behaves, a fix)."""
+    labels = " ".join(state.issue.labels) if state.issue is not None else ""
+    if _BUG_LABELS.search(labels):
+        return "fix"
+    if _FEATURE_LABELS.search(labels):
+        return "feat"
+    if any(check.progress is not None and check.progress.passing for check in state.checks):
+        return "fix"
+    if _FEATURE.match(state.title):
+        return "feat"
+    if _FIXING.search(state.task_text) or _CODE.search(state.title) or _BEHAVES.match(state.title):
+        return "fix"
+    return "feat"
 
 
 def _still_failing(state: RunState) -> list[str]:
@@ -94,6 +175,22 @@ def _still_failing(state: RunState) -> list[str]:
     tests = failing_tests(state.checks)
     if tests:
         lines += ["Failing tests:", "", *[f"- {markdown.code(name)}" for name in tests], ""]
+    return lines
+
+
+def _untouched(checks: list[CheckResult], shown: int = 20) -> list[str]:
+    """Each check's failures set aside: its tests, or the whole check."""
+    lines = []
+    for check in checks:
+        if check.passed or not (check.preexisting or check.set_aside):
+            continue
+        if not check.set_aside:
+            lines.append(f"- {check.name} ({markdown.code(check.command)})")
+            continue
+        names = ", ".join(markdown.code(name) for name in check.set_aside[:shown])
+        more = len(check.set_aside) - shown
+        rest = f" and {more} more" if more > 0 else ""
+        lines.append(f"- {check.name} ({markdown.code(check.command)}): {names}{rest}")
     return lines
 
 

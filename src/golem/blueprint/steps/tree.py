@@ -114,10 +114,13 @@ async def remove_made(box: Box, tree: str, *, exclude: Sequence[str] = ()) -> tu
     return after, _names(answer)
 
 
-async def changed_between(box: Box, before: str, after: str) -> list[str]:
-    """The paths (at most a few, for a message) that differ between two tree ids."""
+async def changed_between(
+    box: Box, before: str, after: str, *, limit: int = _PATHS_SHOWN
+) -> list[str]:
+    """The paths (at most ``limit``: a few, for a message) that differ between two tree
+    ids."""
     answer = await _ask(box, "diff", {"a": _checked(before), "b": _checked(after)})
-    return _names(answer)
+    return _names(answer, limit)
 
 
 async def restore(box: Box, tree: str, *, exclude: Sequence[str] = ()) -> list[str]:
@@ -133,11 +136,11 @@ def _checked(tree: str) -> str:
     return tree
 
 
-def _names(answer: dict[str, object]) -> list[str]:
+def _names(answer: dict[str, object], limit: int = _PATHS_SHOWN) -> list[str]:
     paths = answer.get("paths")
     if not isinstance(paths, list):
         raise SandboxError("git in the box gave no list of paths")
-    return [str(path)[:200] for path in paths[:_PATHS_SHOWN]]
+    return [str(path)[:1000] for path in paths[:limit]]
 
 
 async def _ask(box: Box, mode: str, args: dict[str, object]) -> dict[str, object]:

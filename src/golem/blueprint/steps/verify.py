@@ -15,9 +15,13 @@ import shlex
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.reports.junit import named_reports
-from golem.blueprint.steps.baseline import already_failing, base_result, cache_paths
-from golem.blueprint.steps.checks import commands_of, run_check
+from golem.blueprint.steps.baseline import base_result, cache_paths
+from golem.blueprint.steps.checks import commands_of, run_check, run_checks
+from golem.blueprint.steps.concern import MAX_CHANGED, Concern
+from golem.blueprint.steps.flaky import WHOLE, flaky_before, record_flaky
+from golem.blueprint.steps.judge import judge, unexplained
 from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
+from golem.core.errors import SandboxError
 from golem.core.spec import WORKSPACE
 from golem.forge import CheckResult, markdown
 from golem.sandbox import Box, ExecRequest
@@ -34,6 +38,8 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
     if not pairs:
         return []
     box = await ex.box()
+    if await ex.dependencies_as_installed():
+        await run_checks(ex, node.id, ["setup"])  # what it made of them, made again
     await _drop_reports(box, [command for _, command in pairs])
     tree = await fingerprint(box, exclude=cache_paths(ex))
     results: list[CheckResult] = []
@@ -46,6 +52,7 @@ async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckRes
         else:
             names = ", ".join(f"`{pairs[i][1]}` changed {_paths(p)}" for i, p in changed.items())
             ex.note(f"{names}: verifying the changed tree again", node.id)
+    await ex.mark_dependencies()
     await ex.sync()
     return results
 
@@ -69,9 +76,10 @@ def held_against(results: list[CheckResult]) -> list[CheckResult]:
 
 def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
     """Why no check verified the change (None: one did). A check that fails on the base
-    commit too verifies nothing; one that passed (on a rerun too) does. Tests that all
-    fail as on the base leave the change unverified whatever a lint or build did: those
-    say nothing about whether it works."""
+    commit too verifies nothing; one that passed (on a rerun too) does, and so do tests
+    whose only failures are the base commit's, untouched, once the change made some of the
+    base's failing tests pass. Tests that all fail as on the base otherwise leave the change
+    unverified whatever a lint or build did: those say nothing about whether it works."""
     if not results:
         source = ex.state.conventions.source if ex.state.conventions else "none read"
         return (
@@ -80,19 +88,32 @@ def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult])
             "check this repository (`golem checks detect --write` writes one to start from)"
         )
     tests = [result for result in results if result.name == "test"]
-    if tests and not any(result.passed for result in tests):
+    dropped = ex.state.dropped
+    if dropped and not any(result.passed or _made_pass(result) for result in tests):
+        names = ", ".join(f"{check.name} ({markdown.code(check.command)})" for check in dropped)
+        return (
+            f"{names} could not be prepared (not run), and no test check ran and passed: "
+            "with a check dropped, only the repository's tests can verify the change"
+        )
+    if tests and not any(result.passed or _made_pass(result) for result in tests):
         failing = ", ".join(markdown.code(result.command) for result in tests)
         return (
             f"the tests fail on the base commit too, the same way: {failing}; they do not "
             "tell whether the change works, whatever the other checks say"
         )
-    if any(result.passed for result in results):
+    if any(result.passed or _made_pass(result) for result in results):
         return None
     names = ", ".join(f"{result.name} ({markdown.code(result.command)})" for result in results)
     return (
         f"every check fails on the base commit too: {names}; none of them tells whether "
         "the change works"
     )
+
+
+def _made_pass(result: CheckResult) -> bool:
+    """A test check whose failures are all the base commit's, untouched, and in which the
+    change made tests that failed there pass: those ran, and pass now."""
+    return result.preexisting and result.progress is not None and result.progress.passing > 0
 
 
 async def _one_pass(
@@ -132,22 +153,64 @@ async def _moved(
 async def _judged(
     ex: Execution, node: str, result: CheckResult, round_: int, tree: str
 ) -> CheckResult:
-    """A failed check judged: failing the same way on the base commit, it is preexisting;
-    otherwise it runs once more, and passing then makes it flaky (passed)."""
+    """A failed check judged against the base commit (``judge``: what of it is set aside
+    as failing there already, untouched by the task and the change). What is left runs
+    once more only when its history says it may be flaky: its tests were seen flaky
+    before, or the change does not explain its failure (``unexplained``); passing then
+    makes it flaky (passed), remembered for the repository."""
     base = await base_result(ex, node, result.name, result.command, tree=tree)
-    if already_failing(result, [base] if base is not None else None):
-        return result.model_copy(update={"preexisting": True})
-    if result.timed_out:
-        return result  # another full timeout would say nothing new
+    concern = await _concern(ex, node, tree)
+    if concern is None:
+        base, concern = None, Concern()
+    judged = judge(result, base, concern)
+    if judged.preexisting or not _may_be_flaky(ex, judged, base, concern):
+        return judged
     again = await run_check(ex, node, result.name, result.command, round_=round_)
     if not again.passed:
-        return again
+        return judge(again, base, concern)
+    record_flaky(ex, result)
     return again.model_copy(
         update={
             "flaky": True,
             "reason": f"failed at first (exit {result.exit_code}), passed when run again",
         }
     )
+
+
+def _may_be_flaky(
+    ex: Execution, result: CheckResult, base: CheckResult | None, concern: Concern
+) -> bool:
+    """Whether a failure is worth running again: never a timeout (another full one would say
+    nothing new) nor a test the task names; a test seen flaky before, or a failure the
+    change does not explain."""
+    if result.timed_out:
+        return False
+    held = [f for f in result.failures if f.name not in result.set_aside]
+    if any(concern.task_names(f) for f in held):
+        return False
+    known = set(flaky_before(ex, result))
+    if (held and all(f.name in known for f in held)) or (not result.failures and WHOLE in known):
+        return True
+    return unexplained(result, base, concern)
+
+
+async def _concern(ex: Execution, node: str, tree: str) -> Concern | None:
+    """What the task names, and the paths the change (the base tree to ``tree``) touched;
+    None when the box cannot tell (a resumed run's new box lacks the base tree): then no
+    failure is set aside."""
+    base = ex.state.base_tree
+    changed: list[str] = []
+    if base is not None:
+        try:
+            changed = await changed_between(await ex.box(), base, tree, limit=MAX_CHANGED)
+        except SandboxError as exc:
+            ex.note(
+                f"cannot tell what the change touched ({exc.message}): no failure is set "
+                "aside as the base commit's",
+                node,
+            )
+            return None
+    return Concern.of(ex.state.task_text, changed)
 
 
 def _refused(results: list[CheckResult], changed: Changed) -> list[CheckResult]:

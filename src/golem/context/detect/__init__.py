@@ -11,10 +11,11 @@ wins (``merge.py``):
 4. tox and nox, which build their own environments at check time (a network the checks
    do not have).
 
-Installs go the ecosystem's way (a venv at ``/workspace/.venv``, ``npm ci`` by lockfile,
-cargo's and go's caches in the workspace): every source's install commands for an
-ecosystem run, the CI's first (a CI job's only when a chosen check comes from that job),
-then the tools the checks run that no install names (``nodetools.py`` for pnpm and yarn).
+Installs go the ecosystem's way (a venv in golem's home ``/tmp/golem``, outside the
+checkout, ``npm ci`` by lockfile, cargo's and go's caches in golem's home): every source's
+install commands for an ecosystem run, the CI's first (a CI job's only when a chosen check
+comes from that job), then the tools the checks run that no install names (``nodetools.py``
+for pnpm and yarn).
 ``.golem.toml`` (``conventions.py``) wins over all of this.
 """
 
@@ -27,11 +28,11 @@ from golem.context.detect.defaults import ecosystem_defaults, recognise
 from golem.context.detect.found import RepoFiles
 from golem.context.detect.github import read_github
 from golem.context.detect.gitlab import read_gitlab
-from golem.context.detect.merge import merge
+from golem.context.detect.merge import checks_served, merge
 from golem.context.detect.python import read_python
 from golem.context.detect.runners import read_runners
 
-__all__ = ["detect_conventions", "recognise_ecosystems"]
+__all__ = ["checks_served", "detect_conventions", "recognise_ecosystems"]
 
 
 def detect_conventions(repo: Path) -> RepoConventions:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from golem.context.contracts import Step
-from golem.context.detect.classify import classify, script_lines
+from golem.context.detect.classify import AUTOFIX_WHY, classify, script_lines
 from golem.context.detect.found import TRUST_CI, TRUST_LAST, Candidate, Dropped
 from golem.context.detect.python import PythonFacts
 
@@ -43,6 +43,8 @@ def read_lines(
             found.dropped.append((Dropped(line, origin, why), result.step))
             continue
         if result.step is None:
+            if AUTOFIX_WHY in result.why:  # shown as a lint left out, with why
+                found.dropped.append((Dropped(line, origin, f"{where}: {result.why}"), "lint"))
             continue
         trust = TRUST_LAST if result.weak else TRUST_CI
         why = f"{where}: {result.why}" if result.why else where

@@ -20,7 +20,7 @@ from golem.context.detect.pyci import (
 from golem.context.detect.python import PYTEST, PythonFacts
 from golem.context.detect.recipes import runner_recipe
 
-__all__ = ["Classified", "classify", "recipe_commands", "script_lines"]
+__all__ = ["AUTOFIX_WHY", "Classified", "autofix", "classify", "recipe_commands", "script_lines"]
 
 TEST_TOOLS = frozenset(
     {"pytest", "py.test", "jest", "vitest", "mocha", "ava", "ctest", "bats", "tap"}
@@ -52,6 +52,9 @@ MODULES_SKIPPED = {
     "build": "builds distributions, for publishing",
 }
 TOOL_RUNNERS = (("uvx",), ("pipx", "run"), ("uv", "tool", "run"))
+AUTOFIX_FLAGS = frozenset({"--fix", "--fix-only", "--write", "--apply", "--apply-unsafe"})
+AUTOFIX_WHY = "writes its fixes instead of checking (an autofix): it would pass whatever the change"
+AUTOFIX_SCRIPT = re.compile(r"(?:^|[:_-])(?:fix|write|autofix)(?:$|[:_-])|^(?:format|fmt)$", re.I)
 UNKNOWN = "/unknown"
 """The directory after a ``cd`` golem cannot follow: the lines after it are left out."""
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -142,7 +145,27 @@ def _classify_words(words: list[str], line: str, facts: PythonFacts, cwd: str) -
     return _tool(tool, words, line)
 
 
+def autofix(words: list[str]) -> bool:
+    """Whether a lint or format command writes its fixes instead of checking (``--fix``,
+    ``--write``, ``gofmt -w``, ``black .``, ``ruff format .``, ``cargo fmt``): it passes
+    whatever the change, so it never judges one."""
+    tool, rest = (words[0].rsplit("/", 1)[-1], words[1:]) if words else ("", [])
+    flags = set(rest)
+    if flags & AUTOFIX_FLAGS or any(word.startswith("--fix=") for word in rest):
+        return True
+    checking = bool(flags & {"--check", "--check-only", "--diff", "-c", "-l", "--list"})
+    if tool in ("prettier", "gofmt", "autopep8", "yapf") and flags & {"-w", "-i", "--in-place"}:
+        return True
+    formats = (tool in ("black", "isort")) or (tool, *rest[:1]) in (
+        ("ruff", "format"),
+        ("cargo", "fmt"),
+    )
+    return formats and not checking
+
+
 def _tool(tool: str, words: list[str], line: str) -> Classified:
+    if tool in LINT_TOOLS and autofix(words):
+        return Classified(None, why=AUTOFIX_WHY)
     if tool in TEST_TOOLS:
         return Classified("test", (line,), tool)
     if tool in LINT_TOOLS:
@@ -178,7 +201,7 @@ def _python_install(words: list[str], facts: PythonFacts, cwd: str) -> Classifie
         return _tool(words[0], words, shlex.join(words))
     if not arguments or installer_only(arguments):
         return Classified(None, why="upgrades the installer only")
-    return Classified("install", (pip_command(arguments, cwd),), "into .venv", "python")
+    return Classified("install", (pip_command(arguments),), "into the venv", "python")
 
 
 def _hatch(words: list[str], _line: str, facts: PythonFacts) -> Classified:
@@ -198,9 +221,7 @@ def _hatch(words: list[str], _line: str, facts: PythonFacts) -> Classified:
 def _node(words: list[str], line: str) -> Classified:
     manager, rest = words[0].rsplit("/", 1)[-1], words[1:]
     if manager == "npx" or rest[:1] in (["exec"], ["dlx"], ["x"]):
-        inner = rest[1:] if manager != "npx" else [w for w in rest if not w.startswith("-")]
-        found = _tool(inner[0], inner, line) if inner else Classified(None)
-        return found if found.step is not None else Classified(None, why=found.why)
+        return _node_exec(manager, rest, line)
     verb = rest[0] if rest else "install"
     if verb in ("ci", "install", "i") and not [w for w in rest[1:] if not w.startswith("-")]:
         if "-g" in rest or "--global" in rest:
@@ -208,13 +229,31 @@ def _node(words: list[str], line: str) -> Classified:
         return Classified("install", (line,), manager, "node")
     if verb in ("test", "t"):
         return Classified("test", (line,), f"{manager} test")
+    if manager != "npm" and (verb in TEST_TOOLS or verb in LINT_TOOLS):  # pnpm vitest: its bin
+        return _tool(verb, rest, line)
+    return _node_script(manager, verb, rest, line)
+
+
+def _node_script(manager: str, verb: str, rest: list[str], line: str) -> Classified:
+    """``npm run lint``, ``pnpm lint``: a script, by its name (never an autofix)."""
     script = rest[1] if verb in ("run", "run-script") and len(rest) > 1 else verb
+    if AUTOFIX_SCRIPT.search(script) or set(rest) & AUTOFIX_FLAGS:
+        return Classified(None, why=f"script {script} {AUTOFIX_WHY}")
     step = _script_step(script)
     return (
         Classified(step, (line,), f"script {script}")
         if step
         else Classified(None, why=f"{manager} {verb}: not a check")
     )
+
+
+def _node_exec(manager: str, rest: list[str], line: str) -> Classified:
+    """``npx tool ...``, ``pnpm exec tool ...``: the tool's own classification."""
+    inner = rest[1:] if manager != "npx" else [w for w in rest if not w.startswith("-")]
+    if inner and inner[0] in LINT_TOOLS and autofix([inner[0], *rest]):
+        return Classified(None, why=AUTOFIX_WHY)
+    found = _tool(inner[0], inner, line) if inner else Classified(None)
+    return found if found.step is not None else Classified(None, why=found.why)
 
 
 def _compiled(words: list[str], line: str, _facts: PythonFacts) -> Classified:
@@ -230,6 +269,8 @@ def _compiled(words: list[str], line: str, _facts: PythonFacts) -> Classified:
     step = steps.get(verb)
     if step is None:
         return Classified(None, why=f"{tool} {verb}: not a check")
+    if step == "lint" and autofix(words):
+        return Classified(None, why=f"{tool} {verb} {AUTOFIX_WHY}")
     return Classified(
         step, (line,), f"{tool} {verb}", "rust" if tool == "cargo" and step == "install" else ""
     )
@@ -241,6 +282,8 @@ def _target(words: list[str], line: str, facts: PythonFacts) -> Classified:
         return Classified(
             None, why=f"{words[0]} runs its default target: what it checks is unknown"
         )
+    if AUTOFIX_SCRIPT.search(targets[0]):
+        return Classified(None, why=f"{words[0]} {targets[0]} {AUTOFIX_WHY}")
     recipe = runner_recipe(facts.files, words[0], targets[0]) if len(targets) == 1 else None
     if recipe is not None:
         return recipe_commands(recipe, f"{words[0]} {targets[0]}", facts)
@@ -294,10 +337,30 @@ def _unwrap(words: list[str]) -> list[str]:
         words = words[1:]
         while words and (words[0].startswith("-") or ASSIGNMENT.match(words[0])):
             words = words[1:]
+    if len(words) > 3 and PYTHON.match(words[0]) and words[1:4] == ["-m", "coverage", "run"]:
+        words = words[2:]
     if words[:2] == ["coverage", "run"]:
-        rest = [w for w in words[2:] if not w.startswith("--")]
+        rest = _coverage_program(words[2:])
         return ["python3", *rest] if rest[:1] == ["-m"] else rest
     return words
+
+
+COVERAGE_VALUES = frozenset({
+    "--source", "--include", "--omit", "--rcfile", "--data-file", "--context", "--concurrency",
+    "--debug",
+})  # fmt: skip
+
+
+def _coverage_program(words: list[str]) -> list[str]:
+    """What ``coverage run [options]`` runs: ``-m module args`` or ``script args``."""
+    rest = list(words)
+    while rest and rest[0].startswith("-") and rest[0] != "-m":
+        option = rest.pop(0)
+        if option == "--":
+            break
+        if option in COVERAGE_VALUES and rest:
+            rest.pop(0)
+    return rest
 
 
 def _join(cwd: str, rel: str) -> str:

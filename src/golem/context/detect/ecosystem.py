@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from golem.core import BOX_PATH, WORKSPACE
+from golem.core import BOX_PATH, GOLEM_HOME
 
 __all__ = [
     "ECOSYSTEM_REGISTRIES",
@@ -19,8 +19,10 @@ __all__ = [
     "rust_dependencies",
 ]
 
-VENV = ".venv"
-NODE_TOOLS = ".golem/node-tools"
+VENV = f"{GOLEM_HOME}/venv"
+NODE_TOOLS = f"{GOLEM_HOME}/node-tools"
+CARGO_HOME = f"{GOLEM_HOME}/cargo"
+GO_PATH = f"{GOLEM_HOME}/go"
 NODE_LOCKS = {
     "pnpm-lock.yaml": ("pnpm", "pnpm install --frozen-lockfile"),
     "yarn.lock": ("yarn", "yarn install --frozen-lockfile"),
@@ -70,7 +72,8 @@ def path_env(dependencies: list[Dependencies]) -> dict[str, str]:
 
 
 def python_dependencies(keys: list[str], venv: bool) -> Dependencies:
-    """A virtual environment at ``/workspace/.venv``, first on ``PATH``; PyPI."""
+    """A virtual environment in golem's home (``/tmp/golem/venv``, outside the checkout),
+    first on ``PATH``; PyPI."""
     if not venv:
         return Dependencies("python")
     return Dependencies(
@@ -78,8 +81,8 @@ def python_dependencies(keys: list[str], venv: bool) -> Dependencies:
         cache=[VENV],
         keys=keys,
         registries=list(PYPI),
-        env={"VIRTUAL_ENV": f"{WORKSPACE}/{VENV}"},
-        path=[f"{WORKSPACE}/{VENV}/bin"],
+        env={"VIRTUAL_ENV": VENV},
+        path=[f"{VENV}/bin"],
     )
 
 
@@ -93,32 +96,26 @@ def node_dependencies(directory: str, lockfile: str | None) -> Dependencies:
 
 def node_tools_dependencies() -> Dependencies:
     """Where a package manager the box lacks (pnpm, yarn) is installed by npm."""
-    return Dependencies(
-        "node", cache=[NODE_TOOLS], path=[f"{WORKSPACE}/{NODE_TOOLS}/node_modules/.bin"]
-    )
+    return Dependencies("node", cache=[NODE_TOOLS], path=[f"{NODE_TOOLS}/node_modules/.bin"])
 
 
 def rust_dependencies() -> Dependencies:
-    """Cargo's home (its registry index and crates) inside the workspace."""
+    """Cargo's home (its registry index and crates) in golem's home."""
     return Dependencies(
         "rust",
-        cache=[".golem/cargo"],
+        cache=[CARGO_HOME],
         keys=["Cargo.toml", "Cargo.lock"],
         registries=list(CRATES),
-        env={"CARGO_HOME": f"{WORKSPACE}/.golem/cargo"},
+        env={"CARGO_HOME": CARGO_HOME},
     )
 
 
 def go_dependencies() -> Dependencies:
-    """Go's module cache inside the workspace; its build cache in ``/tmp``."""
+    """Go's module cache in golem's home; its build cache in ``/tmp``."""
     return Dependencies(
         "go",
-        cache=[".golem/go"],
+        cache=[GO_PATH],
         keys=["go.mod", "go.sum"],
         registries=list(GO_PROXY),
-        env={
-            "GOMODCACHE": f"{WORKSPACE}/.golem/go/mod",
-            "GOPATH": f"{WORKSPACE}/.golem/go",
-            "GOCACHE": "/tmp/go-build",
-        },
+        env={"GOMODCACHE": f"{GO_PATH}/mod", "GOPATH": GO_PATH, "GOCACHE": "/tmp/go-build"},
     )

@@ -11,14 +11,15 @@ from collections.abc import Iterable
 
 from golem.context.contracts import CHECK_STEPS, STEPS, DetectedCommand, RepoConventions, Step
 from golem.context.detect.defaults import dependencies_of
-from golem.context.detect.ecosystem import Dependencies, node_tools_dependencies, path_env
+from golem.context.detect.ecosystem import VENV, Dependencies, node_tools_dependencies, path_env
 from golem.context.detect.found import Candidate, Dropped, RepoFiles
 from golem.context.detect.keys import install_keys
 from golem.context.detect.nodetools import MANAGERS, manager_installs
 from golem.context.detect.pydeps import declared_names, requirement_name
 from golem.context.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
+from golem.core import GOLEM_HOME
 
-__all__ = ["NOTHING_FOUND", "merge"]
+__all__ = ["NOTHING_FOUND", "checks_served", "merge"]
 
 NOTHING_FOUND = (
     "no commands found: no .golem.toml, and no CI workflow, task runner or ecosystem default "
@@ -32,27 +33,45 @@ PYTHON_TOOLS = frozenset({
 CD_PREFIX = re.compile(r"^cd \S+ && ")
 WARMUPS: dict[str, tuple[str, Dependencies]] = {
     "pre-commit": (
-        ".venv/bin/pre-commit install-hooks",
+        f"{VENV}/bin/pre-commit install-hooks",
         Dependencies(
             "pre-commit",
-            cache=[".golem/pre-commit"],
+            cache=[f"{GOLEM_HOME}/pre-commit"],
             keys=[".pre-commit-config.yaml"],
             registries=["github.com", "pypi.org", "files.pythonhosted.org", "registry.npmjs.org"],
-            env={"PRE_COMMIT_HOME": "/workspace/.golem/pre-commit"},
+            env={"PRE_COMMIT_HOME": f"{GOLEM_HOME}/pre-commit"},
         ),
     ),
     "pyright": (
-        ".venv/bin/pyright --version",
+        f"{VENV}/bin/pyright --version",
         Dependencies(
             "pyright",
-            cache=[".golem/pyright"],
+            cache=[f"{GOLEM_HOME}/pyright"],
             registries=["registry.npmjs.org"],
-            env={"PYRIGHT_PYTHON_CACHE_DIR": "/workspace/.golem/pyright"},
+            env={"PYRIGHT_PYTHON_CACHE_DIR": f"{GOLEM_HOME}/pyright"},
         ),
     ),
 }  # fmt: skip
 """Python tools that fetch more on their first run (pre-commit its hooks, pyright its npm
 package): the install runs them once, where the fetched part is kept."""
+
+
+def checks_served(command: str, checks: list[str]) -> list[str] | None:
+    """The checks an install command prepares alone: a tool's first run that fetches more
+    (``pre-commit install-hooks``, ``pyright --version``) or a pip install of the tools the
+    checks run serves the checks that run those tools; None: it serves every check (the
+    repository's own install). A failing install of the first kind drops only its checks."""
+    tool = _tool_of(command).rsplit("/", 1)[-1]
+    if tool in WARMUPS:
+        tools = {tool}
+    else:
+        words = _words(command)
+        at = next((i for i in range(len(words) - 1) if words[i : i + 2] == ["pip", "install"]), -1)
+        named = [requirement_name(word) for word in words[at + 2 :]] if at >= 0 else []
+        if not named or not all(name in PYTHON_TOOLS for name in named):
+            return None
+        tools = set(named)
+    return [check for check in checks if _tool_of(check).rsplit("/", 1)[-1] in tools]
 
 
 def merge(

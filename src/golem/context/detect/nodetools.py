@@ -1,5 +1,5 @@
 """pnpm, yarn and bun where the box lacks them: installed by npm (which every Node box has)
-into the workspace, at the version the repository names (``packageManager``) or its
+into golem's home, at the version the repository names (``packageManager``) or its
 lockfile implies, and only when the box has none of its own."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A CI's Python install commands in the box's form: into ``/workspace/.venv``, never the
+"""A CI's Python install commands in the box's form: into golem's venv, never the
 system Python; ``--group`` and ``uv sync``/``poetry install``/``pdm install`` expanded into
 plain pip arguments, since the box's pip may be older than the CI's tools."""
 
@@ -51,10 +51,9 @@ def installer_only(arguments: list[str]) -> bool:
     return bool(names) and all(name in INSTALLER_TOOLS for name in names)
 
 
-def pip_command(arguments: list[str], cwd: str) -> str:
-    """The venv's pip installing ``arguments``; absolute when run from a subdirectory."""
-    pip = PIP_INSTALL if not cwd else f"/workspace/{PIP_INSTALL}"
-    return f"{pip} {shlex.join(arguments)}"
+def pip_command(arguments: list[str]) -> str:
+    """The venv's pip installing ``arguments`` (from ``cwd``, where the CI runs it)."""
+    return f"{PIP_INSTALL} {shlex.join(arguments)}"
 
 
 def _pip_arguments(words: list[str], facts: PythonFacts) -> list[str]:

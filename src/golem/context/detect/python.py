@@ -1,4 +1,5 @@
-"""Python, the ecosystem's way: a virtual environment at ``/workspace/.venv`` (never the
+"""Python, the ecosystem's way: a virtual environment in golem's home (``/tmp/golem/venv``,
+outside the checkout; never the
 box's system Python) with the project, its test extras and groups and its requirements
 files; pytest when the project uses it (or its test files hold plain test functions only
 pytest runs), else unittest discovery."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from golem.context.detect.ecosystem import Dependencies, python_dependencies
+from golem.context.detect.ecosystem import VENV, Dependencies, python_dependencies
 from golem.context.detect.found import TRUST_DEFAULT, Candidate, RepoFiles, table
 from golem.context.detect.pydeps import PythonProject, read_project
 from golem.context.detect.scan import TestFiles, scan_tests, unittest_starts
@@ -21,8 +22,8 @@ __all__ = [
     "read_python",
 ]
 
-MAKE_VENV = "python3 -m venv .venv"
-PIP_INSTALL = ".venv/bin/python -m pip install"
+MAKE_VENV = f"python3 -m venv {VENV}"
+PIP_INSTALL = f"{VENV}/bin/python -m pip install"
 PYTEST = "python3 -m pytest"
 DJANGO = "python3 manage.py test"
 DEFAULT = "ecosystem default"
@@ -163,4 +164,4 @@ def _why_install(facts: PythonFacts) -> str:
     if project.groups:
         parts.append(f"groups {', '.join(project.groups)}")
     parts += project.requirement_files
-    return "into .venv: " + (", ".join(parts) if parts else "pytest")
+    return "into the venv: " + (", ".join(parts) if parts else "pytest")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from golem.context.contracts import Step
-from golem.context.detect.classify import recipe_commands
+from golem.context.detect.classify import autofix, recipe_commands
 from golem.context.detect.ecosystem import NODE_LOCKS
 from golem.context.detect.found import TRUST_LAST, Candidate, RepoFiles, table
 from golem.context.detect.python import PythonFacts
@@ -84,7 +84,8 @@ def _package_json(files: RepoFiles) -> list[Candidate]:
     found: list[Candidate] = []
     for step, names in SCRIPTS:
         for name in names:
-            if isinstance(scripts.get(name), str):
+            body = scripts.get(name)
+            if isinstance(body, str) and not _writes_fixes(body):
                 run = f"{manager} run {name}"
                 found.append(Candidate(step, run, "package.json", f"script {name}", NODE_TRUST))
     test = scripts.get("test")
@@ -93,6 +94,12 @@ def _package_json(files: RepoFiles) -> list[Candidate]:
             Candidate("test", f"{manager} test", "package.json", "script test", NODE_TRUST)
         )
     return found
+
+
+def _writes_fixes(body: str) -> bool:
+    """Whether a script runs an autofix (``eslint . --fix``): never a check."""
+    parts = re.split(r"&&|\|\||;", body)
+    return any(autofix(part.split()) for part in parts if part.strip())
 
 
 def _pre_commit(files: RepoFiles) -> list[Candidate]:

@@ -151,7 +151,9 @@ export function checkOutcome(check) {
   if (check.passed) return check.flaky ? "flaky (failed, then passed)" : "passed";
   const why = check.reason || (check.timed_out ? "timed out" : `exit ${check.exit_code}`);
   const outcome = check.flaky ? `flaky (failed, ${why})` : `failed (${why})`;
-  return check.preexisting ? `${outcome} · fails on the base commit too` : outcome;
+  if (check.preexisting) return `${outcome} · fails on the base commit too`;
+  const progress = check.progress;
+  return progress ? `${outcome} · ${progress.passing} of ${progress.of} now pass` : outcome;
 }
 
 function drawCheck(check) {
