@@ -43,7 +43,9 @@ def test_a_backend_of_no_known_type_has_no_tier_rather_than_a_guessed_one() -> N
 
 
 def test_a_configured_model_isolates_as_its_mapping_does() -> None:
-    docker = load_config({"engine": {"backend": {"type": "docker", "oci_runtime": "runsc"}}}, files=[])
+    docker = load_config(
+        {"engine": {"backend": {"type": "docker", "oci_runtime": "runsc"}}}, files=[]
+    )
     assert tier_of(docker.engine.backend) == "gvisor"
     assert docker.engine.default_tier == "gvisor"
 
@@ -58,8 +60,11 @@ def test_the_strongest_floor_wins_and_names_its_rule() -> None:
 
 def test_what_a_box_got_reads_as_its_tier_and_how() -> None:
     assert str(Isolation(tier="microvm", backend="microvm", accel="tcg")) == "microvm (TCG)"
-    assert str(Isolation(tier="gvisor", backend="docker", runtime="runsc")) == "gvisor (docker+runsc)"
+    assert (
+        str(Isolation(tier="gvisor", backend="docker", runtime="runsc")) == "gvisor (docker+runsc)"
+    )
     assert str(Isolation(tier="container", backend="process")) == "container (process)"
+    assert str(Isolation(tier="gvisor", backend="gvisor")) == "gvisor"
 
 
 def tiers(**tiers: object) -> dict[str, object]:

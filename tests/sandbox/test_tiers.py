@@ -63,7 +63,8 @@ async def test_the_warm_pool_never_hands_a_box_of_one_tier_to_another(
     assert pooled in engine.pool.ids()  # wiped and kept for the next container box
     async with engine.session({"tier": "gvisor"}) as strong:
         assert strong.id != pooled
-        assert strong.isolation is not None and strong.isolation.backend == "docker"
+        assert strong.isolation is not None
+        assert strong.isolation.backend == "docker"
     async with engine.session({"tier": "container"}) as again:
         assert again.id == pooled
 

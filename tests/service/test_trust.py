@@ -72,7 +72,8 @@ def test_a_weaker_rule_never_lowers_a_stronger_one(config: GolemConfig) -> None:
 
 def test_every_repository_pattern_that_matches_counts(config: GolemConfig) -> None:
     floor = floor_for(config, tenant="other", repo="git@github.com:wild/sandbox.git")
-    assert floor is not None and floor.tier == "microvm"
+    assert floor is not None
+    assert floor.tier == "microvm"
     assert floor.rule == r"server.trust.repos[0] (github\.com/wild/.*)"
     floor = floor_for(config, tenant="other", repo="https://github.com/tame/sandbox")
     assert floor == Floor("gvisor", r"server.trust.repos[1] (github\.com/.*/sandbox)")

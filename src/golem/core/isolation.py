@@ -92,11 +92,12 @@ class Isolation(BaseModel):
     accel: str | None = Field(None, description="A microVM's accelerator: kvm or tcg.")
 
     def __str__(self) -> str:
-        """``microvm (TCG)``, ``gvisor (docker+runsc)``, ``container (process)``."""
+        """``microvm (TCG)``, ``gvisor (docker+runsc)``, ``container (process)``, and
+        ``gvisor`` for the gvisor backend's own boxes."""
         if self.accel:
             return f"{self.tier} ({self.accel.upper()})"
         backend = f"{self.backend}+{self.runtime}" if self.runtime else self.backend
-        return f"{self.tier} ({backend})"
+        return self.tier if backend == self.tier else f"{self.tier} ({backend})"
 
 
 @dataclass(frozen=True)

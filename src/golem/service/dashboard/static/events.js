@@ -57,7 +57,7 @@ export function isolationText(isolation) {
   if (!isolation) return "unknown";
   if (isolation.accel) return `${isolation.tier} (${String(isolation.accel).toUpperCase()})`;
   const backend = isolation.runtime ? `${isolation.backend}+${isolation.runtime}` : isolation.backend;
-  return `${isolation.tier} (${backend})`;
+  return backend === isolation.tier ? isolation.tier : `${isolation.tier} (${backend})`;
 }
 
 /** [label, text, tone] for an event, or null for events the log leaves out. */
