@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from golem.core import load_config
+from golem.core import DockerBackendConfig, load_config
 from golem.core.errors import ConfigError, NoTierBackend
 from golem.core.isolation import TIERS, Floor, Isolation, at_least, strongest, tier_of
+
+
+def runsc() -> dict[str, str]:
+    """The docker backend's option naming gVisor's runtime: ``runtime`` (``oci_runtime``
+    before the gvisor backend renamed it)."""
+    name = "runtime" if "runtime" in DockerBackendConfig.model_fields else "oci_runtime"
+    return {name: "runsc"}
 
 
 def test_the_ladder_goes_from_the_hosts_kernel_to_a_kernel_of_its_own() -> None:
@@ -43,9 +50,7 @@ def test_a_backend_of_no_known_type_has_no_tier_rather_than_a_guessed_one() -> N
 
 
 def test_a_configured_model_isolates_as_its_mapping_does() -> None:
-    docker = load_config(
-        {"engine": {"backend": {"type": "docker", "oci_runtime": "runsc"}}}, files=[]
-    )
+    docker = load_config({"engine": {"backend": {"type": "docker", **runsc()}}}, files=[])
     assert tier_of(docker.engine.backend) == "gvisor"
     assert docker.engine.default_tier == "gvisor"
 
@@ -87,9 +92,7 @@ def test_a_tier_no_backend_here_serves_is_refused_naming_what_to_configure() -> 
 
 
 def test_a_container_box_on_a_gvisor_only_host_gets_gvisor() -> None:
-    engine = load_config(
-        {"engine": {"backend": {"type": "docker", "oci_runtime": "runsc"}}}, files=[]
-    ).engine
+    engine = load_config({"engine": {"backend": {"type": "docker", **runsc()}}}, files=[]).engine
     assert engine.serving("container") == "gvisor"
 
 
@@ -100,7 +103,7 @@ def test_engine_backend_serves_its_own_tier_over_an_entry_of_engine_tiers() -> N
 
 def test_a_tier_whose_backend_isolates_weaker_is_said_so() -> None:
     engine = load_config(
-        tiers(gvisor={"type": "docker"}, microvm={"type": "docker", "oci_runtime": "runsc"}),
+        tiers(gvisor={"type": "docker"}, microvm={"type": "docker", **runsc()}),
         files=[],
     ).engine
     problems = engine.weaker_backends()
