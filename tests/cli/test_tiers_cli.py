@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,17 @@ def test_exec_asks_for_a_tier_and_one_no_backend_serves_is_refused_saying_what_t
     wrong = golem(golem_env, "exec", "--tier", "untrusted", "--", "true")
     assert wrong.returncode == 2
     assert b"tier" in wrong.stderr
+
+
+def test_the_doctor_warns_of_a_tier_served_by_a_weaker_backend(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "golem.toml"
+    config.write_text('[engine.tiers.microvm]\ntype = "process"\n')
+    done = golem(golem_env, "doctor", "--backend", "process", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    shown = " ".join(done.stdout.decode().split())
+    assert "tier microvm: process (engine.tiers.microvm)" in shown
+    assert "tier gvisor: served by microvm" in shown
+    assert "warning: engine.tiers.microvm: a process backend isolates as container" in shown
