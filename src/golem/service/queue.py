@@ -150,11 +150,14 @@ class RunQueue:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
         the git remotes the run may reach (the submitting key's role's ``repos``); ``tier``
-        is the isolation tier the trust policy gives it (``service.trust.tier_for``);
+        is the isolation tier the trust policy gives it (``service.trust.tier_for``; one
+        this server has no backend for is NoTierBackend);
         ``delivery`` is the webhook delivery that asked for it, kept with it in the same
         step (DuplicateDelivery when it started a run already, on any server)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
+        if tier is not None:  # NoTierBackend (503) now, rather than a run failing later
+            self.config.engine.serving(tier)
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
         return await runner.submit(
             request, remote_policy=remote_policy, cap=self._cap(), tier=tier, delivery=delivery
