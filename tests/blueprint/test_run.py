@@ -12,8 +12,9 @@ import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
-from golem.blueprint.events import GateWaiting, NodeStarted, RunEvent
+from golem.blueprint.events import BoxStarted, GateWaiting, NodeStarted, RunEvent
 from golem.core import EventSink, GolemConfig
+from golem.core.isolation import Isolation
 from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
@@ -88,6 +89,11 @@ async def test_green_on_the_first_try_opens_a_pull_request(
     assert "On the base commit" not in pr.body  # no check ran there: nothing to claim
     assert all(Path(t).is_file() for t in state.trajectories)
     assert await boxes_of(engine, state) == []  # its box is gone (or wiped back into the pool)
+    got = Isolation(tier="container", backend="process")  # what its box got, said everywhere
+    assert state.isolation == got
+    assert f"isolation: {got}\n" in pr.body
+    started = [e for _, e in await RunBook(store).events(state.id) if isinstance(e, BoxStarted)]
+    assert [(e.purpose, e.isolation) for e in started][-1] == ("run", got)
 
 
 async def test_red_then_green_in_the_second_fix_round(

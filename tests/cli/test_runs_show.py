@@ -10,6 +10,7 @@ import unicodedata
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import RunEvent, RunNote
 from golem.blueprint.state import CIRound, NodeRecord
+from golem.core.isolation import Isolation
 from golem.forge import PullRequest
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
@@ -107,3 +108,16 @@ def test_runs_show_prints_no_escape_or_hidden_character_whatever_the_run_holds(
     assert shown.count("@all") >= 8
     hidden = [c for c in shown if unicodedata.category(c) in ("Cc", "Cf") and c != "\n"]
     assert hidden == []
+
+
+def test_runs_show_says_what_isolation_the_runs_box_got_or_the_tier_it_waits_for(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    got = Isolation(tier="microvm", backend="microvm", accel="tcg")
+    keep(golem_env, new_run("run-isolated", status="succeeded", tier="microvm", isolation=got))
+    keep(golem_env, new_run("run-waiting", status="queued", tier="gvisor"))
+    shown = golem(golem_env, "runs", "show", "run-isolated")
+    assert shown.returncode == 0, shown.stderr
+    assert "isolation: microvm (TCG)" in shown.stdout.decode().splitlines()
+    waiting = golem(golem_env, "runs", "show", "run-waiting")
+    assert "isolation: gvisor (no box yet)" in waiting.stdout.decode().splitlines()

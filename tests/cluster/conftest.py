@@ -123,12 +123,24 @@ async def on_nodes(node_state: Path) -> list[str]:
     return found
 
 
-TIER = "untrusted"
-TIER_NODE = "node-untrusted"
+TIER = "gvisor"
+TIER_NODE = "node-gvisor"
+TIER_BACKEND: dict[str, str] = {"type": "process"}
+"""The backend serving the ``TIER`` tier on the test nodes: a stand-in until the gvisor
+backend is merged (then ``{"type": "gvisor"}``, and the tier node's ``golem-backend``
+label ``gvisor``), so that these tests place boxes by the tier alone."""
+STAND_IN_TIERS = (TIER, "microvm")
+"""The tiers the test control planes serve (with ``TIER_BACKEND``); no node holds microvm."""
 DOCKER_NODE = "node-docker"
-TIER_IMAGE = "golem/untrusted-devbox:1"
+TIER_IMAGE = "golem/gvisor-devbox:1"
 """An image only the tier's node says it has (a process box's image is a root file
 system directory: the tests ask for it only to place a slot, never to start a box)."""
+
+
+def tiers_toml() -> str:
+    """golem.toml's tables of the tiers a test control plane serves (``STAND_IN_TIERS``)."""
+    fields = "".join(f'{name} = "{value}"\n' for name, value in TIER_BACKEND.items())
+    return "".join(f"[engine.tiers.{tier}]\n{fields}" for tier in STAND_IN_TIERS)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +151,7 @@ def labelled_nodes(ray_cluster: Any) -> Iterator[dict[str, str]]:
     from golem.cluster.placement import node_labels
 
     labels = {
-        TIER_NODE: node_labels(tier=TIER, images=[TIER_IMAGE]),
+        TIER_NODE: node_labels(backend=TIER_BACKEND["type"], tier=TIER, images=[TIER_IMAGE]),
         DOCKER_NODE: node_labels(backend="docker"),
     }
     added = {

@@ -1,7 +1,7 @@
-"""Placement by what a node is (Ray node labels): the backend of the control plane's
-boxes, a trust tier (a role's ``tier``: a tenant-to-tenant boundary), the image a box
-names; a box no node can run fails at once, a node that cannot run what its labels claim
-refuses to host boxes."""
+"""Placement by what a node is (Ray node labels): the isolation tier a box needs (a role's
+``min_tier``, which the trust policy gives its boxes and runs: one setting with the
+``golem-tier`` label), the backend serving it, the image a box names; a box no node can
+run fails at once, a node that cannot run what its labels claim refuses to host boxes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ import pytest
 
 pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
 
+from pydantic import TypeAdapter
 from ray.util.placement_group import PlacementGroup, remove_placement_group
 
 from golem.cluster import ClusterEngine
 from golem.cluster.placement import image_label
-from golem.core import GolemConfig, load_config
+from golem.core import BackendConfig, GolemConfig, load_config
 from golem.core.errors import BackendUnavailable, NodeLost, NoNodeFits
 from golem.service.keys import Principal
 from golem.service.sessions import SessionRegistry
@@ -26,7 +27,9 @@ from tests.cluster.conftest import (
     DOCKER_NODE,
     NODES,
     SLOTS,
+    STAND_IN_TIERS,
     TIER,
+    TIER_BACKEND,
     TIER_IMAGE,
     TIER_NODE,
     cluster_settings,
@@ -46,12 +49,14 @@ UNTRUSTED = Principal(tenant="stranger", role="user", key_id="k-user")
 TRUSTED = Principal(tenant="team", role="trusted", key_id="k-trusted")
 
 
-def tiered(config: GolemConfig, role: str = "user", tier: str = TIER) -> GolemConfig:
-    """``config`` with ``role``'s policy naming ``tier``."""
+def tiered(config: GolemConfig, role: str = "user") -> GolemConfig:
+    """``config`` serving the stand-in tiers, with ``role``'s minimum tier ``TIER``."""
     policies = dict(config.server.policies)
-    policies[role] = policies[role].model_copy(update={"tier": tier})
+    policies[role] = policies[role].model_copy(update={"min_tier": TIER})
     server = config.server.model_copy(update={"policies": policies})
-    return config.model_copy(update={"server": server})
+    backend = TypeAdapter[BackendConfig](BackendConfig).validate_python(TIER_BACKEND)
+    engine = config.engine.model_copy(update={"tiers": dict.fromkeys(STAND_IN_TIERS, backend)})
+    return config.model_copy(update={"server": server, "engine": engine})
 
 
 @pytest.fixture
@@ -84,7 +89,7 @@ async def test_a_tiers_role_gets_boxes_only_on_its_tiers_nodes_and_waits_when_th
         await registry.close_all()
 
 
-async def test_a_role_without_a_tier_never_gets_a_tiers_node_even_with_its_slot_free(
+async def test_a_default_tier_box_never_gets_a_tiers_node_even_with_its_slot_free(
     engine: ClusterEngine, config: GolemConfig, labelled_nodes: dict[str, str]
 ) -> None:
     shared = [await engine.lease() for _ in range(NODES * SLOTS)]  # every shared slot
@@ -109,13 +114,13 @@ async def test_a_box_no_node_can_run_fails_at_once_naming_what_it_needs(
 ) -> None:
     with pytest.raises(NoNodeFits, match=image_label("nobody/has-this:1")):
         await engine.lease(engine.spec(image="nobody/has-this:1"))
-    # only the tier's node has TIER_IMAGE: a box of no tier cannot have it
+    # only the tier's node has TIER_IMAGE: a box of the default tier cannot have it
     with pytest.raises(NoNodeFits, match="golem-tier"):
         await engine.lease(engine.spec(image=TIER_IMAGE))
-    with pytest.raises(NoNodeFits, match="golem-tier=nowhere"):
-        await engine.lease(engine.spec(labels={"golem.tier": "nowhere"}))
+    with pytest.raises(NoNodeFits, match="golem-tier=microvm"):  # served, but held by no node
+        await engine.lease(engine.spec(tier="microvm"))
     placed: PlacementGroup
-    placed, node = await engine.lease(engine.spec(image=TIER_IMAGE, labels={"golem.tier": TIER}))
+    placed, node = await engine.lease(engine.spec(image=TIER_IMAGE, tier=TIER))
     remove_placement_group(placed)
     assert node.node_id == labelled_nodes[TIER_NODE]
     assert await engine.waiting() == []
@@ -154,14 +159,14 @@ def test_a_tiers_run_runs_on_its_tiers_node_only(
     """A run is placed like a session of the role that submitted it: the tier travels with
     the run (its state), and its runner and boxes are on the tier's node."""
     from tests.blueprint.repos import make_remote
-    from tests.cluster.conftest import server_toml
+    from tests.cluster.conftest import server_toml, tiers_toml
     from tests.cluster.test_cluster_runs import node_of
     from tests.service.served import serving
     from tests.service.test_api_runs import follow, submit
 
     config = server_toml(ray_cluster.address, cluster_state, postgres_url)
-    config += (
-        f'[server.policies.trusted]\nserver_files = true\ntier = "{TIER}"\n'
+    config += tiers_toml() + (
+        f'[server.policies.trusted]\nserver_files = true\nmin_tier = "{TIER}"\n'
         'repos = {schemes = ["file"]}\n'
     )
     remote = make_remote(reachable_dir, "tiered")

@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from golem.cluster.placement import image_label, node_labels, selector
 from golem.core import load_config
+from golem.core.errors import NoTierBackend
+from tests.core.test_isolation import runsc
 
 RAY_LABEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
 """What Ray 2.60 takes as a label key's name (ray._private.label_utils.LABEL_REGEX)."""
@@ -20,25 +24,40 @@ def test_an_image_label_is_a_label_key_ray_takes() -> None:
     assert named != image_label(long[:-1] + "2").removeprefix("golem-image/")
 
 
-def test_a_slot_asks_for_the_backend_the_tier_and_the_image(tmp_path: Path) -> None:
-    policies = {"user": {"tier": "untrusted"}}
-    config = load_config({"state_dir": str(tmp_path), "server": {"policies": policies}}, files=[])
-    untiered = selector(config.engine.defaults, config)
-    assert untiered == {"golem-backend": "!in(docker)", "golem-tier": "!in(untrusted)"}
+def test_a_slot_asks_for_the_tier_the_backend_serving_it_and_the_image(tmp_path: Path) -> None:
+    tiers = {"gvisor": {"type": "docker", **runsc()}}
+    config = load_config({"state_dir": str(tmp_path), "engine": {"tiers": tiers}}, files=[])
+    default = selector(config.engine.defaults, config)  # the default tier: no label, or its own
+    assert default == {
+        "golem-backend": "!in(docker,gvisor,microvm)",
+        "golem-tier": "!in(gvisor,microvm)",
+    }
     spec = config.engine.defaults.model_copy(
-        update={"image": "golem/devbox:latest", "labels": {"golem.tier": "untrusted"}}
+        update={"image": "golem/devbox:latest", "tier": "gvisor"}
     )
     assert selector(spec, config) == {
-        "golem-backend": "!in(docker)",
-        "golem-tier": "untrusted",
+        "golem-backend": "docker",
+        "golem-tier": "gvisor",
         "golem-image/golem_devbox_latest": "true",
     }
     docker = load_config(
         {"state_dir": str(tmp_path), "engine": {"backend": {"type": "docker"}}}, files=[]
     )
-    assert selector(docker.engine.defaults, docker) == {"golem-backend": "docker"}
-    assert node_labels(backend="docker", tier="t", images=["a:1"]) == {
+    assert selector(docker.engine.defaults, docker) == {
         "golem-backend": "docker",
-        "golem-tier": "t",
+        "golem-tier": "!in(gvisor,microvm)",
+    }
+    assert node_labels(backend="docker", tier="gvisor", images=["a:1"]) == {
+        "golem-backend": "docker",
+        "golem-tier": "gvisor",
         "golem-image/a_1": "true",
     }
+
+
+def test_a_slot_for_a_tier_the_control_plane_cannot_serve_is_refused_before_ray_is_asked(
+    tmp_path: Path,
+) -> None:
+    config = load_config({"state_dir": str(tmp_path)}, files=[])
+    spec = config.engine.defaults.model_copy(update={"tier": "microvm"})
+    with pytest.raises(NoTierBackend, match=r"\[engine\.tiers\.microvm\]"):
+        selector(spec, config)

@@ -155,14 +155,17 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
         *,
         labels: Iterable[str] = (),
         comments: Iterable[str | tuple[str, str]] = (),
+        author: str = "octocat",
     ) -> dict[str, Any]:
-        """Create issue ``repo#number``; a comment is its body, or ``(author, body)``."""
+        """Create issue ``repo#number`` opened by ``author``; a comment is its body, or
+        ``(author, body)``."""
         with self._state:
             issue = {
                 **self._item(repo, number, "issues", title, body),
                 "labels": [self._label(name) for name in labels],
                 "comments": 0,
             }
+            issue["user"] = {**issue["user"], "login": author}
             self._items.setdefault(repo, {})[number] = issue
         for comment in comments:
             author, text = comment if isinstance(comment, tuple) else ("octocat", comment)

@@ -70,6 +70,7 @@ async def test_fetch_issue_reads_every_page_of_comments(github: GitHubServer) ->
     )
     assert [c.body for c in issue.comments] == [f"comment {n}" for n in range(230)]
     assert issue.comments[0].author == "alice"
+    assert issue.author == "octocat"  # who opened it (the trust policy weighs them)
     assert issue.comments[0].created == "2024-05-01T12:00:00Z"
     paths = [r.path for r in github.requests]
     assert paths == [

@@ -72,6 +72,7 @@ async def test_fetch_issue_reads_every_page_of_notes_without_system_notes(
     assert issue.url == "https://gitlab.example.com/group/sub/demo/-/issues/7"
     assert [c.body for c in issue.comments] == [f"note {n}" for n in range(230)]
     assert issue.comments[0].author == "alice"
+    assert issue.author == "alice"  # who opened it (the trust policy weighs them)
     paths = [r.path for r in gitlab.requests]
     assert paths[0] == f"/api/v4/projects/{ENCODED}/issues/7"
     assert [p.rsplit("page=", 1)[-1] for p in paths[2:]] == ["2", "3"]

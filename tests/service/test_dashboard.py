@@ -115,6 +115,9 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
     expect(printed.locator("pre")).to_contain_text("test_add (test_calculator.")
     expect(printed.locator("pre")).to_contain_text("\nOK")
     expect(page.get_by_test_id("run-status")).to_have_text("waiting")
+    started = events.locator("li[data-type='box_start']").last  # what its box got
+    expect(started).to_contain_text("isolation: container (process)")
+    expect(page.get_by_test_id("run-isolation")).to_have_text("container (process)")
     expect(page.get_by_test_id("gate-message")).to_have_text("Ship this change?")
     expect(page.get_by_test_id("pr")).to_contain_text("Not opened yet")
     expect(events.locator("li[data-type='run_end']")).to_have_count(0)

@@ -11,10 +11,12 @@ from pydantic import Field
 
 from golem.agent.events import AgentEvent, OutputStream
 from golem.core.events import Event
+from golem.core.isolation import Isolation
 from golem.forge import CheckResult, PullRequest
 
 __all__ = [
     "AgentStep",
+    "BoxStarted",
     "CheckFinished",
     "CheckOutput",
     "GateDecided",
@@ -59,6 +61,18 @@ class NodeFinished(_RunEvent):
     outcome: str
     detail: str = ""
     duration: float
+
+
+class BoxStarted(_RunEvent):
+    """A box of the run started (its own, or the install's), with what isolation it got."""
+
+    type: Literal["box_start"] = "box_start"
+    node: str | None = None
+    box_id: str
+    purpose: Literal["run", "install"] = "run"
+    isolation: Isolation | None = Field(
+        None, description="Its tier, backend and (a microVM's) accelerator, as its engine said."
+    )
 
 
 class CheckFinished(_RunEvent):
@@ -139,8 +153,8 @@ class RunFinished(_RunEvent):
 
 
 RunEvent = Annotated[
-    RunStarted | NodeStarted | NodeFinished | CheckOutput | CheckFinished | GateWaiting
-    | GateDecided | RunPaused | RunNote | AgentStep | RunFinished,
+    RunStarted | NodeStarted | NodeFinished | BoxStarted | CheckOutput | CheckFinished
+    | GateWaiting | GateDecided | RunPaused | RunNote | AgentStep | RunFinished,
     Field(discriminator="type"),
 ]  # fmt: skip
 """Any event of a run."""

@@ -9,7 +9,7 @@ import os
 import re
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from golem.agent import Budget, Model, make_model
 from golem.agent.events import AgentEvent, ModelDelta
@@ -22,7 +22,7 @@ from golem.blueprint.dependencies import (
     cache_paths,
     in_checkout,
 )
-from golem.blueprint.events import AgentStep, RunEvent, RunNote
+from golem.blueprint.events import AgentStep, BoxStarted, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
 from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import PausedStep, RunState
@@ -37,6 +37,7 @@ from golem.core.errors import (
     SandboxError,
 )
 from golem.core.events import EventSink
+from golem.core.isolation import TIERS, at_least
 from golem.core.spec import GOLEM_HOME, MIN_TMPFS, WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
 from golem.sandbox import Box, Engine, ExecRequest
@@ -173,6 +174,9 @@ class Execution:
         env.update(INSTALL_ENV if install else {})
         env.update(conventions.env if conventions is not None else {})
         labels = {"golem.run": self.state.id}
+        tier, asked = self.state.tier, overrides.get("tier")
+        if tier is not None and (asked is None or (asked in TIERS and not at_least(asked, tier))):
+            overrides["tier"] = tier  # the trust policy's tier: a blueprint may only raise it
         spec = self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
         if not install and spec.network == "none":
             env.update(OFFLINE_ENV)
@@ -204,6 +208,7 @@ class Execution:
         if self._box is None:
             box = await self.engine.create_session(self.box_spec())
             try:
+                self.box_started(box, "run")
                 self._layout = await copy_into_box(box, self.workspace)
                 await self._place_dependencies(box)
             except BaseException:
@@ -211,6 +216,17 @@ class Execution:
                 raise
             self._box = box
         return self._box
+
+    def box_started(self, box: Box, purpose: Literal["run", "install"]) -> None:
+        """Say (an event) what isolation a box of the run got; the run's own box's is kept
+        in the run's state (the API, the dashboard, `golem runs show`, the PR body)."""
+        if purpose == "run":
+            self.state.isolation = box.isolation
+        started = BoxStarted(
+            run_id=self.state.id, node=self.state.current, box_id=box.id,
+            purpose=purpose, isolation=box.isolation,
+        )  # fmt: skip
+        self.emit(started)
 
     async def dependencies_ready(self) -> None:
         """The run's dependencies are installed: a box made before (a blueprint that runs

@@ -70,6 +70,7 @@ from golem.core.errors import (
 )
 from golem.core.events import EventSink
 from golem.core.ids import new_id
+from golem.core.isolation import IsolationTier
 from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge, refused_credentials
@@ -124,13 +125,14 @@ class Runner:
         *,
         remote_policy: RemotePolicy | None = None,
         cap: RunCap | None = None,
-        tier: str | None = None,
+        tier: IsolationTier | None = None,
         delivery: DeliveryRecord | None = None,
     ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
         is the store's room for it (a server's limits: else QueueFull); ``tier`` the
-        trust tier of the role that submitted it (a cluster places it on that tier);
+        isolation tier of its boxes as the server's trust policy gave it (default: the one
+        the request asks for; a cluster places it on that tier's nodes);
         ``delivery`` the webhook delivery that asked for it, kept with it (one that started
         a run already: DuplicateDelivery)."""
         if not (request.task or request.issue or request.follow_up):
@@ -140,7 +142,8 @@ class Runner:
         check_toolshed(blueprint, self.config)
         state = RunState(
             id=new_id("run"), request=request, blueprint=blueprint.name,
-            blueprint_source=source, remote_policy=remote_policy, tier=tier,
+            blueprint_source=source, remote_policy=remote_policy,
+            tier=tier if tier is not None else request.tier,
         )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from golem.agent.messages import Usage
 from golem.context import RepoConventions
+from golem.core.isolation import Isolation, IsolationTier
 from golem.core.network import RemotePolicy
 from golem.forge import CheckResult, Issue, PullRequest
 
@@ -83,6 +84,12 @@ class RunRequest(BaseModel):
         None,
         description="Answer the reviews of this pull request, on its branch (the blueprint "
         "is then follow-up unless one is named).",
+    )
+    tier: IsolationTier | None = Field(
+        None,
+        description="The isolation tier of the run's boxes (container, gvisor, microvm): "
+        "at least what the server's trust policy gives it (a weaker one is refused); "
+        "default: that least tier, or the default backend's.",
     )
 
     @model_validator(mode="after")
@@ -209,10 +216,14 @@ class RunState(BaseModel):
         description="The git remotes the run may reach (a server role's repos policy); "
         "None: any the host can.",
     )
-    tier: str | None = Field(
+    tier: IsolationTier | None = Field(
         None,
-        description="The trust tier of the role that submitted it (a server role's tier): "
-        "on a Ray cluster its runner and boxes run on that tier's nodes only.",
+        description="The isolation tier of its boxes: what it asked, raised to the least "
+        "its source may run in (the server's trust policy); None: the default backend's. "
+        "On a Ray cluster its runner and boxes run on that tier's nodes only.",
+    )
+    isolation: Isolation | None = Field(
+        None, description="What isolation its box got (tier, backend, a microVM's accelerator)."
     )
     current: str | None = Field(None, description="The node to run next (or running).")
     steps: list[NodeRecord] = Field(default_factory=list)

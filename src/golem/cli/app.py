@@ -54,6 +54,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Serve golem's boxes and runs as MCP tools on stdin and stdout (for Claude Code, "
         "Cursor or any MCP client).",
     ),
+    "doctor": (
+        "golem.cli.doctor_cmd:doctor_command",
+        "List each backend: whether it works here and why not, with its measured start "
+        "time; and the backend serving each isolation tier.",
+    ),
     "sessions": ("golem.cli.sessions_cmd:sessions_app", "List and remove boxes."),
     "cluster": (
         "golem.cli.cluster_cmd:cluster_app",

@@ -66,6 +66,7 @@ def exec_command(
     runtime: str | None = typer.Option(None, "--runtime", help="python, node, bash or sh."),
     json_output: bool = typer.Option(False, "--json", help="Print the ExecResult as JSON."),
     backend: str | None = options.BACKEND,
+    tier: str | None = options.TIER,
     image: str | None = options.IMAGE,
     network: str | None = options.NETWORK,
     allow: list[str] | None = options.ALLOW,
@@ -103,6 +104,7 @@ def exec_command(
         deny=deny,
         allow_cidr=allow_cidr,
         allow_port=allow_port,
+        tier=tier,
     )
     config = flags.load()
     request = build_request(list(args or []), code, runtime, _stdin_bytes())

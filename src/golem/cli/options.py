@@ -60,6 +60,7 @@ class BoxFlags:
         deny: list[str] | None = None,
         allow_cidr: list[str] | None = None,
         allow_port: list[int] | None = None,
+        tier: str | None = None,
     ) -> None:
         self.defaults: dict[str, Any] = {
             key: value
@@ -72,6 +73,7 @@ class BoxFlags:
                 "timeout": timeout,
                 "workspace": str(workspace) if workspace else None,
                 "workdir": workdir,
+                "tier": tier,
             }.items()
             if value is not None
         }
@@ -115,7 +117,17 @@ def warn_host_network() -> None:
     )
 
 
-BACKEND = typer.Option(None, "--backend", help="process (bubblewrap) or docker.")
+BACKEND = typer.Option(
+    None,
+    "--backend",
+    help="The default backend: process (bubblewrap), docker, gvisor or microvm.",
+)
+TIER = typer.Option(
+    None,
+    "--tier",
+    help="Isolation tier: container, gvisor or microvm (the backend serving it is "
+    "[engine.tiers.<tier>]); a server gives at least its trust policy's.",
+)
 IMAGE = typer.Option(None, "--image", help="Image: a root directory (process) or image name.")
 NETWORK = typer.Option(
     None, "--network", help="none (default), filtered (only --allow hosts, via a proxy) or host."

@@ -48,6 +48,7 @@ def run_command(
         "owner/name#N, its URL, or N for --repo's; --task adds what to do.",
     ),
     backend: str | None = options.BACKEND,
+    tier: str | None = options.TIER,
     image: str | None = options.IMAGE,
     config_file: Path | None = options.CONFIG,
 ) -> None:
@@ -63,7 +64,7 @@ def run_command(
     config = flags.load()
     fields: dict[str, object] = {
         "repo": _repo(repo), "task": task, "issue": issue, "model": model, "forge": forge,
-        "budget_usd": budget_usd, "base": base,
+        "budget_usd": budget_usd, "base": base, "tier": tier,
     }  # fmt: skip
     if blueprint is not None:
         fields["blueprint"] = blueprint

@@ -76,6 +76,7 @@ def show_command(
     console.print(f"[bold]{state.id}[/] {printable(state.title)} · {state.status}")
     branch = printable(state.branch or "-")
     console.print(f"repo: {printable(state.request.repo)} · branch: {branch}")
+    console.print(f"isolation: {_isolation(state)}", highlight=False)
     _print_links(console, state, using_store(load_config(), lambda s: _follow_ups(s, state.id)))
     for step in state.steps:
         cost = f"${step.cost_usd:.4f}" if step.cost_usd else ""
@@ -98,6 +99,13 @@ def show_command(
             shown = printable(event.model_dump_json())[:200]
             console.print(f"[dim]{seq:>4} {event.type}[/] {shown}")
     print_report(console, state)
+
+
+def _isolation(state: RunState) -> str:
+    """What isolation the run's box got, or the tier it waits for (none yet)."""
+    if state.isolation is not None:
+        return str(state.isolation)
+    return f"{state.tier or 'the default tier'} (no box yet)"
 
 
 async def _follow_ups(store: Store, run_id: str) -> list[RunState]:

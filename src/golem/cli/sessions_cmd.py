@@ -24,11 +24,12 @@ def _age(created: float) -> str:
 
 
 def _table(boxes: list[BoxInfo]) -> Table:
-    table = Table("ID", "BACKEND", "OWNER", "STATE", "AGE", "IMAGE", box=None)
+    table = Table("ID", "ISOLATION", "OWNER", "STATE", "AGE", "IMAGE", box=None)
     for info in boxes:
         state = "live" if info.owner_alive else "[yellow]orphan[/]"
+        isolation = str(info.isolation) if info.isolation is not None else info.backend
         table.add_row(
-            info.id, info.backend, str(info.owner_pid), state, _age(info.created), info.image or "-"
+            info.id, isolation, str(info.owner_pid), state, _age(info.created), info.image or "-"
         )
     return table
 

@@ -24,6 +24,7 @@ __all__ = ["shell_command"]
 
 def shell_command(
     backend: str | None = options.BACKEND,
+    tier: str | None = options.TIER,
     image: str | None = options.IMAGE,
     network: str | None = options.NETWORK,
     allow: list[str] | None = options.ALLOW,
@@ -57,6 +58,7 @@ def shell_command(
         deny=deny,
         allow_cidr=allow_cidr,
         allow_port=allow_port,
+        tier=tier,
     )
     raise typer.Exit(asyncio.run(_shell(LocalEngine(flags.load()))))
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import ray
 import uvicorn
@@ -26,10 +26,11 @@ from fastapi import FastAPI
 from ray.exceptions import RayActorError
 
 from golem import __version__
-from golem.cluster.placement import BACKEND_LABEL, DEFAULT_BACKEND
+from golem.cluster.placement import BACKEND_LABEL, DEFAULT_BACKEND, TIER_LABEL
 from golem.cluster.runs import NodeRuns, RunOrder
-from golem.core.config import GolemConfig, default_state_dir
+from golem.core.config import BackendConfig, GolemConfig, default_state_dir
 from golem.core.errors import BackendUnavailable, GolemError
+from golem.core.isolation import IsolationTier, TrustPolicy
 from golem.sandbox import LocalEngine
 from golem.service.api import calls, files, interactive, sessions
 from golem.service.health import StoreProbe
@@ -67,40 +68,65 @@ def node_name() -> str:
     return str(label) if label else socket.gethostname()
 
 
-def node_config(base: GolemConfig, name: str) -> GolemConfig:
+def node_config(base: GolemConfig, name: str, tier: IsolationTier | None = None) -> GolemConfig:
     """The control plane's configuration as a node's box host uses it: its own state
-    directory (boxes, records, a SQLite store of its own), its key, no limits of its own."""
+    directory (boxes, records, a SQLite store of its own), its key, no limits of its own,
+    no trust rules (the control plane applied them: a box comes with its tier); and the
+    backend of the node's isolation ``tier`` as its default (None: the control plane's)."""
     server = base.server
     policies = {
-        role: policy.model_copy(update={"max_sessions": UNLIMITED, "server_labels": True})
+        role: policy.model_copy(
+            update={"max_sessions": UNLIMITED, "server_labels": True, "min_tier": None}
+        )
         for role, policy in server.policies.items()
     }
+    engine = base.engine
+    if tier is not None:
+        engine = engine.model_copy(update={"backend": engine.tier_backends()[tier]})
     return base.model_copy(
         update={
             "state_dir": Path(base.cluster.node_state_dir or default_state_dir())
             / "cluster"
             / name,
             "database_url": None,
+            "engine": engine,
             "server": server.model_copy(
-                update={"admin_key_env": KEY_ENV, "max_sessions": UNLIMITED, "policies": policies}
+                update={
+                    "admin_key_env": KEY_ENV,
+                    "max_sessions": UNLIMITED,
+                    "policies": policies,
+                    "trust": TrustPolicy(),
+                }
             ),
         }
     )
 
 
-def check_labels(settings: GolemConfig, name: str) -> None:
-    """Refuse to start on a node whose ``golem-backend`` label says another backend than
-    the one its boxes would use (whether that backend runs here is the engine's own check,
-    when the host starts)."""
+def check_labels(settings: GolemConfig, name: str) -> IsolationTier:
+    """The isolation tier of this node (its ``golem-tier`` label; none: the default
+    backend's); refused when the control plane serves no such tier, or the node's
+    ``golem-backend`` label says another backend than the one serving it (whether that
+    backend runs here is the engine's own check, when the host starts)."""
     labels: dict[str, object] = dict(ray.get_runtime_context().get_node_labels())
-    claimed = str(labels.get(BACKEND_LABEL, DEFAULT_BACKEND))
-    backend = settings.engine.backend.type
-    if claimed != backend:
+    engine = settings.engine
+    tier = str(labels.get(TIER_LABEL, engine.default_tier))
+    backends: dict[str, BackendConfig] = {str(t): b for t, b in engine.tier_backends().items()}
+    if tier not in backends:
         raise BackendUnavailable(
-            f"node {name} is labelled {BACKEND_LABEL}={claimed}, but its boxes would use the "
-            f"{backend} backend ([engine.backend] of the control plane): fix the node's "
-            "labels (ray start --labels) or the control plane's backend"
+            f"node {name} is labelled {TIER_LABEL}={tier}, but the control plane has no "
+            f"backend for that isolation tier (it serves {', '.join(backends)}): configure "
+            f"[engine.tiers.{tier}] there, or fix the node's labels (ray start --labels)"
         )
+    claimed = str(labels.get(BACKEND_LABEL, DEFAULT_BACKEND))
+    backend = backends[tier].type
+    if claimed != backend:
+        where = "[engine.backend]" if tier == engine.default_tier else f"[engine.tiers.{tier}]"
+        raise BackendUnavailable(
+            f"node {name} is labelled {BACKEND_LABEL}={claimed}, but its boxes (tier "
+            f"{tier}) would use the {backend} backend ({where} of the control plane): fix "
+            "the node's labels (ray start --labels) or the control plane's backend"
+        )
+    return cast(IsolationTier, tier)
 
 
 @asynccontextmanager
@@ -220,13 +246,12 @@ class BoxHost:
         self._key = "golem-box-host-" + secrets.token_urlsafe(32)
         os.environ[KEY_ENV] = self._key  # this actor's own process
         self.name = node_name()
-        settings = node_config(config, self.name)
+        settings = node_config(config, self.name, check_labels(config, self.name))
         host: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call,unused-ignore]
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, 0))
         self.url = f"http://{host}:{listener.getsockname()[1]}"
-        check_labels(settings, self.name)
         ready = threading.Event()
         failed: list[BaseException] = []
 

@@ -5,10 +5,12 @@ can run it.
 A node says what it IS with labels fixed at ``ray start --labels`` (how MANY boxes it
 holds is its ``[cluster] slot_resource``):
 
-- ``golem-backend``: ``process`` (bubblewrap; the default: a node without the label) or
-  ``docker``;
-- ``golem-tier``: the trust tier whose boxes alone it holds (a role's ``tier``); a node
-  without it holds the boxes of roles without a tier;
+- ``golem-backend``: the backend its boxes run on, ``process`` (bubblewrap; the default: a
+  node without the label), ``docker``, ``gvisor`` or ``microvm``;
+- ``golem-tier``: the isolation tier whose boxes alone it holds (``container``, ``gvisor``,
+  ``microvm``): a box's tier (``BoxSpec.tier``, which the server's trust policy gives it)
+  is the label of the nodes it runs on; a node without it holds the default tier's
+  boxes (the control plane's ``engine.backend``'s);
 - ``golem-image/<name>`` = ``true``: an image it has (``image_label`` makes the name: Ray
   label keys allow neither ``/`` nor ``:`` in a name).
 
@@ -24,19 +26,18 @@ from typing import Any
 
 from golem.core.config import GolemConfig
 from golem.core.errors import NoNodeFits
+from golem.core.isolation import TIERS, IsolationTier
 from golem.core.spec import BoxSpec
 
 __all__ = [
     "BACKEND_LABEL",
     "DEFAULT_BACKEND",
     "IMAGE_PREFIX",
-    "TIER_BOX_LABEL",
     "TIER_LABEL",
     "image_label",
     "node_labels",
     "selector",
     "slot_ready",
-    "tiers",
     "unplaceable",
 ]
 
@@ -46,10 +47,8 @@ IMAGE_PREFIX = "golem-image/"
 HAS = "true"
 """The value of an image label."""
 DEFAULT_BACKEND = "process"
-BACKENDS = ("process", "docker")
+BACKENDS = ("process", "docker", "gvisor", "microvm")
 """The ``type`` of every backend (``golem.core.config.BackendConfig``)."""
-TIER_BOX_LABEL = "golem.tier"
-"""The box label (the server's own, under ``golem.``) that carries a box's tier."""
 
 LABEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
 """What Ray (as Kubernetes) takes as a label name or value."""
@@ -68,27 +67,23 @@ def image_label(image: str) -> str:
     return IMAGE_PREFIX + name
 
 
-def tiers(config: GolemConfig) -> list[str]:
-    """The trust tiers the roles of ``config`` name (their nodes hold no other boxes)."""
-    return sorted({p.tier for p in config.server.policies.values() if p.tier is not None})
-
-
 def _none_of(values: Iterable[str]) -> str:
     return f"!in({','.join(values)})"
 
 
 def selector(spec: BoxSpec, config: GolemConfig) -> dict[str, str]:
     """The Ray label selector of a slot for a box of ``spec`` made with ``config``: the
-    backend the box hosts will use, the spec's tier (``golem.tier`` label; none: the
-    nodes of no tier the roles name), the spec's image if it names one."""
-    backend = config.engine.backend.type
+    isolation tier that serves the spec's (``golem-tier``: that tier, or for the default
+    tier also a node without the label), the backend serving it there, the spec's image if
+    it names one. NoTierBackend when ``config`` serves neither the tier nor a stronger one."""
+    tier = config.engine.serving(spec.tier)
+    backend = config.engine.tier_backends()[tier].type
     others = [name for name in BACKENDS if name != backend]
     wanted = {BACKEND_LABEL: _none_of(others) if backend == DEFAULT_BACKEND else backend}
-    tier = spec.labels.get(TIER_BOX_LABEL)
-    if tier is not None:
+    if tier == config.engine.default_tier:
+        wanted[TIER_LABEL] = _none_of(other for other in TIERS if other != tier)
+    else:
         wanted[TIER_LABEL] = tier
-    elif named := tiers(config):
-        wanted[TIER_LABEL] = _none_of(named)
     if spec.image is not None:
         wanted[image_label(spec.image)] = HAS
     return wanted
@@ -110,7 +105,10 @@ async def slot_ready(slot: Any) -> None:
 
 
 def node_labels(
-    *, backend: str = DEFAULT_BACKEND, tier: str | None = None, images: Iterable[str] = ()
+    *,
+    backend: str = DEFAULT_BACKEND,
+    tier: IsolationTier | None = None,
+    images: Iterable[str] = (),
 ) -> dict[str, str]:
     """The labels a node running ``backend``, in ``tier``, with ``images``, is started
     with (``ray start --labels``)."""

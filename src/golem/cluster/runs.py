@@ -29,7 +29,6 @@ from ray.exceptions import RayActorError, TaskCancelledError
 from golem.blueprint import Runner, RunState
 from golem.blueprint.checkpoint import Checkpoints
 from golem.blueprint.loader import parse_blueprint
-from golem.cluster.placement import TIER_BOX_LABEL
 from golem.core.config import GolemConfig
 from golem.core.errors import NodeLost
 from golem.core.spec import BoxSpec
@@ -219,11 +218,10 @@ def control_plane_order(
 
 def run_spec(engine: ClusterEngine, claimed: RunState) -> BoxSpec:
     """What the run's slot asks of a node: the boxes of its blueprint (its image), in the
-    trust tier of the role that submitted it."""
+    isolation tier the trust policy gave the run."""
     box = parse_blueprint(claimed.blueprint_source, claimed.blueprint).box
     image = box.get("image")
-    labels = {TIER_BOX_LABEL: claimed.tier} if claimed.tier is not None else {}
-    wanted: dict[str, object] = {"labels": labels}
+    wanted: dict[str, object] = {"tier": claimed.tier}
     if isinstance(image, str):
         wanted["image"] = image
     return engine.spec(wanted)

@@ -33,8 +33,9 @@ from pydantic_settings import (
 
 from golem.core.cluster_config import ClusterConfig
 from golem.core.dependencies_config import DependenciesConfig
-from golem.core.errors import ConfigError
+from golem.core.errors import ConfigError, NoTierBackend
 from golem.core.forge_config import ForgeConfig
+from golem.core.isolation import TIERS, IsolationTier, at_least, tier_of
 from golem.core.model_config import ModelsConfig
 from golem.core.network import Credential, NetworkConfig
 from golem.core.server_config import RemoteConfig, ServerConfig
@@ -167,14 +168,59 @@ class PoolConfig(BaseModel):
 
 
 class EngineConfig(BaseModel):
-    """The sandbox engine: which backend, the defaults of every box, the warm pool."""
+    """The sandbox engine: which backend serves each isolation tier, the defaults of every
+    box, the warm pool."""
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: BackendConfig = Field(default_factory=ProcessBackendConfig)
+    backend: BackendConfig = Field(
+        default_factory=ProcessBackendConfig,
+        description="The default backend: it serves boxes that name no tier, and its own "
+        "tier (process and docker: container; docker with runsc: gvisor).",
+    )
+    tiers: dict[IsolationTier, BackendConfig] = Field(
+        default_factory=dict,
+        description="The backend serving each other isolation tier on this host, e.g. "
+        '[engine.tiers.microvm] type = "microvm"; engine.backend serves its own tier.',
+    )
     defaults: BoxSpec = Field(default_factory=BoxSpec)
     pool: PoolConfig = Field(default_factory=PoolConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
+
+    @property
+    def default_tier(self) -> IsolationTier:
+        """The tier of ``backend``: what a box that names none gets."""
+        return tier_of(self.backend)
+
+    def tier_backends(self) -> dict[IsolationTier, BackendConfig]:
+        """The backend of every tier this host serves, weakest tier first."""
+        served = {**self.tiers, self.default_tier: self.backend}
+        return {tier: served[tier] for tier in TIERS if tier in served}
+
+    def weaker_backends(self) -> list[str]:
+        """Each tier whose configured backend isolates weaker than the tier (a process
+        backend under [engine.tiers.microvm]), said as what to fix: its boxes record what
+        they really got, but a policy asking for that tier is not met."""
+        return [
+            f"engine.tiers.{tier}: a {backend.type} backend isolates as {tier_of(backend)}, "
+            f"weaker than {tier}; configure a {tier} backend there"
+            for tier, backend in self.tiers.items()
+            if not at_least(tier_of(backend), tier)
+        ]
+
+    def serving(self, tier: IsolationTier | None) -> IsolationTier:
+        """The tier that serves a box needing ``tier`` (None: the default): that tier's
+        backend, else the next stronger one this host has; NoTierBackend when none is."""
+        if tier is None:
+            return self.default_tier
+        for served in self.tier_backends():
+            if at_least(served, tier):
+                return served
+        raise NoTierBackend(
+            f"no backend serves the isolation tier {tier!r} or a stronger one on this host "
+            f"(it has {', '.join(self.tier_backends())}): configure one under "
+            f"[engine.tiers.{tier}] (docs/sandbox.md#isolation-tiers), or ask for a tier it has"
+        )
 
 
 class GolemConfig(BaseSettings):

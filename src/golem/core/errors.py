@@ -8,6 +8,7 @@ GolemError
  +-- SandboxError
  |    +-- BackendUnavailable     bubblewrap or a kernel feature is missing
  |    |    +-- NoNodeFits        no node of the Ray cluster can run the box (labels, slots)
+ |    |    +-- NoTierBackend     no backend serves the isolation tier a box needs here
  |    +-- ImageNotFound          the image (or image directory) does not exist
  |    +-- RuntimeNotAvailable    the image lacks the interpreter a request needs
  |    +-- InvalidRequest         a request that cannot run (bad workdir, cmd and code...)
@@ -106,6 +107,7 @@ __all__ = [
     "ModelRequestRejected",
     "ModelUnavailable",
     "NameRefused",
+    "NoTierBackend",
     "NodeLost",
     "NotVerified",
     "PathNotFound",
@@ -170,6 +172,11 @@ class NoNodeFits(BackendUnavailable):
     """No node of the Ray cluster can run the box: none has the backend, trust tier or
     image it needs (node labels) with box slots; start one (``ray start --labels``, see
     docs/cluster.md) or ask for what the nodes have."""
+
+
+class NoTierBackend(BackendUnavailable):
+    """No backend of this host serves the isolation tier a box needs, nor a stronger one:
+    configure one (``[engine.tiers.<tier>]``, docs/sandbox.md)."""
 
 
 class ImageNotFound(SandboxError):

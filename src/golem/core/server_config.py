@@ -3,10 +3,11 @@ runs at once, what each role of API key may ask for, and the forges' triggers.""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from golem.core.isolation import IsolationTier, TrustPolicy
 from golem.core.network import EgressPolicy, RemotePolicy
 from golem.core.sizes import ByteSize
 from golem.core.spec import NetworkMode
@@ -101,12 +102,12 @@ class RolePolicy(BaseModel):
         False, description="May run as uid 0 or gid 0 inside the box, however it is spelled."
     )
     max_sessions: int = Field(16, ge=0, description="Sessions a tenant may hold at once.")
-    tier: str | None = Field(
+    min_tier: IsolationTier | None = Field(
         None,
-        pattern=r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$",
-        description="On a Ray cluster ([cluster]): the trust tier whose nodes alone hold "
-        "this role's boxes (nodes labelled golem-tier=<tier>), which hold no other role's; "
-        "None: the nodes of no tier. Unused on one machine.",
+        description="The least isolation tier of this role's sessions and runs (container, "
+        "gvisor, microvm): a request may ask for a stronger one, never a weaker (403). On a "
+        "Ray cluster the same tier places them: on nodes labelled golem-tier=<tier>. None: "
+        "the default backend's tier, unless another rule of [server.trust] says more.",
     )
     max_body_bytes: ByteSize = Field(
         16 * MIB,
@@ -133,6 +134,17 @@ class RolePolicy(BaseModel):
         description="Git remotes a run may name, checked when it is submitted and wherever "
         "git connects (schemes, hosts, ports, resolved addresses); None: any.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tier_is_min_tier(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tier" in data:
+            raise ValueError(
+                "tier is now min_tier, an isolation tier (container, gvisor or microvm) that "
+                "is both the least tier of the role's boxes and runs and, on a Ray cluster, "
+                "the golem-tier label of the nodes they run on (docs/cluster.md)"
+            )
+        return data
 
     @field_validator("egress_cidrs")
     @classmethod
@@ -293,6 +305,11 @@ class ServerConfig(BaseModel):
     )
     policies: dict[str, RolePolicy] = Field(
         default_factory=default_policies, description="What each role may ask for."
+    )
+    trust: TrustPolicy = Field(
+        default_factory=TrustPolicy,
+        description="The least isolation tier per tenant, trigger source and repository "
+        "(the roles' own are server.policies.<role>.min_tier).",
     )
     github: GitHubTriggerConfig = Field(default_factory=GitHubTriggerConfig)
     gitlab: GitLabTriggerConfig = Field(default_factory=GitLabTriggerConfig)

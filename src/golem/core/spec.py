@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from golem.core.isolation import IsolationTier
 from golem.core.network import EgressPolicy
 from golem.core.sizes import ByteSize
 
@@ -204,6 +205,12 @@ class BoxSpec(BaseModel):
         "kernel's limit as one argument).",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels.")
+    tier: IsolationTier | None = Field(
+        None,
+        description="The isolation tier the box needs: container, gvisor or microvm (the "
+        "backend serving it is [engine.tiers.<tier>]; a tier with none configured gets the "
+        "next stronger one that has); None: the default backend's (engine.backend).",
+    )
 
     @field_validator("workdir")
     @classmethod

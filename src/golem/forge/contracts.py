@@ -47,6 +47,7 @@ class Issue(BaseModel):
 
     title: str
     body: str = ""
+    author: str = Field("", description="Who opened it, as the forge names them.")
     comments: list[IssueComment] = Field(default_factory=list)
     labels: list[str] = Field(default_factory=list)
     url: str | None = None

@@ -78,6 +78,7 @@ class GitHubForge:
         return Issue(
             title=data["title"],
             body=data.get("body") or "",
+            author=(data.get("user") or {}).get("login") or "",
             comments=[github_reviews.issue_comment(c) for c in comments],
             labels=[_label_name(label) for label in data.get("labels") or []],
             url=data.get("html_url"),

@@ -85,6 +85,7 @@ class GitLabForge:
         return Issue(
             title=_title(data),
             body=data.get("description") or "",
+            author=(data.get("author") or {}).get("username") or "",
             comments=[note_comment(note) for note in notes if not note.get("system")],
             labels=_labels(data),
             url=data.get("web_url"),

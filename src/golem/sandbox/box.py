@@ -28,6 +28,7 @@ from golem.core.events import (
     Phase,
     ResourceUsage,
 )
+from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec, resolve_workdir
 from golem.sandbox.background import BoxProcesses
 from golem.sandbox.contracts import StartedBox
@@ -77,10 +78,12 @@ class LocalBox(BoxFiles, BoxProcesses):
         started: StartedBox,
         *,
         network: BoxNetwork | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         BoxFiles.__init__(self, client, spec.workdir, limits=TakebackLimits.of(spec))
         self.id = box_id
         self.spec = spec
+        self.isolation = isolation
         self._client = client
         self._started = started
         self._network = network

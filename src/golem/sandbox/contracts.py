@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from golem.core.config import GolemConfig
 from golem.core.events import EventSink, ExecEvent, NetworkEvent
+from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec
 from golem.sandbox.models import BackgroundProcess, BoxInfo, ExecRequest, ExecResult, ProcessOutput
 from golem.sandbox.records import BoxRecord
@@ -112,6 +113,12 @@ class Box(Protocol):
 
     @property
     def spec(self) -> BoxSpec: ...
+
+    @property
+    def isolation(self) -> Isolation | None:
+        """What isolation the box got (its tier, backend, a microVM's accelerator); None
+        where the engine does not say (a server of an older golem)."""
+        ...
 
     @property
     def limits(self) -> TakebackLimits:

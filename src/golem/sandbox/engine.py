@@ -1,4 +1,5 @@
-"""Engine: starts boxes through a backend, keeps sessions, runs one-off calls, prunes orphans."""
+"""Engine: starts boxes through the backend of the isolation tier each needs, keeps sessions,
+runs one-off calls, prunes orphans."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from golem.core.config import GolemConfig, load_config
 from golem.core.errors import GolemError, SessionNotFound, SetupFailed
 from golem.core.events import EventSink, ExecEvent
 from golem.core.ids import new_id
+from golem.core.isolation import Isolation, IsolationTier, tier_of
 from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
 from golem.sandbox.box import LocalBox, as_request
@@ -41,16 +43,23 @@ class LocalEngine:
     ``session`` keeps one box for many calls; ``execute`` and ``stream`` run one call in
     a box of its own (a new one, or a pooled one wiped since its last session). Boxes left
     by a crashed process are found and removed by ``prune``.
+
+    A box is started by the backend of the isolation tier its spec names (``spec.tier``;
+    None: ``engine.backend``'s), or of the next stronger tier this host has; ``backend``
+    is the default tier's (``engine.backend``), the others are made when first needed.
     """
 
     def __init__(self, config: GolemConfig | None = None, *, backend: Backend | None = None):
         self.config = config or load_config()
         self.backend = backend or make_backend(self.config.engine.backend)
+        self._backends: dict[IsolationTier, Backend] = {
+            self.config.engine.default_tier: self.backend
+        }
         self.registry = BoxRegistry(self.config.state_dir)
         self.pool = WarmPool(self.config.engine.pool)
         self._boxes: dict[str, tuple[LocalBox, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
-        self._backend_checked = False
+        self._checked: set[IsolationTier] = set()
         self._egress: EgressService | None = None
         self._ends = SessionEnds()
 
@@ -66,16 +75,19 @@ class LocalEngine:
 
     async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
         """Get ready for a long life: reap old and idle boxes every so often, and with
-        ``prewarm`` fill the pool for ``specs`` (default: the configured defaults)."""
-        self._check_backend()
+        ``prewarm`` fill the pool for ``specs`` (default: the configured defaults), each
+        with the backend of its tier."""
+        self._check_backend(self.config.engine.default_tier)
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
         if not (prewarm and self.pool.enabled):
             return
-        for spec in specs or [self.spec()]:
+        for asked in specs or [self.spec()]:
+            spec = self._tiered(asked)
             shape = shape_of(spec)
             if shape is None:
                 continue
+            self._check_backend(self._tier(spec))
             missing = self.pool.config.clean - self.pool.ready(shape)
             results = await asyncio.gather(
                 *(self._start_box(spec) for _ in range(missing)), return_exceptions=True
@@ -87,12 +99,45 @@ class LocalEngine:
                 if isinstance(result, BaseException):
                     raise result
 
-    def _check_backend(self) -> None:
-        """Once per engine: a clear error when the backend cannot run here (a docker ping is
-        blocking I/O, not for every session; later failures surface as box errors)."""
-        if not self._backend_checked:
-            self.backend.check()
-            self._backend_checked = True
+    def _check_backend(self, tier: IsolationTier) -> None:
+        """Once per engine and tier: a clear error when the tier's backend cannot run here (a
+        docker ping is blocking I/O, not for every session; later failures surface as box
+        errors)."""
+        if tier not in self._checked:
+            self.backend_for(tier).check()
+            self._checked.add(tier)
+
+    def backend_for(self, tier: IsolationTier) -> Backend:
+        """The backend serving ``tier`` here (``engine.tiers``, or ``engine.backend`` for its
+        own), made when first needed; KeyError for a tier this host does not serve."""
+        backend = self._backends.get(tier)
+        if backend is None:
+            backend = make_backend(self.config.engine.tier_backends()[tier])
+            self._backends[tier] = backend
+        return backend
+
+    def _tiered(self, spec: BoxSpec) -> BoxSpec:
+        """``spec`` naming the tier that serves it here (NoTierBackend when none does)."""
+        tier = self.config.engine.serving(spec.tier)
+        return spec if spec.tier == tier else spec.model_copy(update={"tier": tier})
+
+    @staticmethod
+    def _tier(spec: BoxSpec) -> IsolationTier:
+        assert spec.tier is not None, "a spec the engine has not tiered"
+        return spec.tier
+
+    def _isolation(self, tier: IsolationTier, started: StartedBox) -> Isolation:
+        """What a box the ``tier``'s backend started got: the tier its backend really
+        isolates at, which backend, a docker engine's OCI runtime, a microVM's accelerator."""
+        config = self.config.engine.tier_backends().get(tier, self.config.engine.backend)
+        runtime = getattr(config, "runtime", None) or getattr(config, "oci_runtime", None)
+        accel = getattr(started, "accel", None)
+        return Isolation(
+            tier=tier_of(config),
+            backend=self.backend_for(tier).name,
+            runtime=runtime if isinstance(runtime, str) else None,
+            accel=accel if isinstance(accel, str) else None,
+        )
 
     async def create_session(
         self,
@@ -100,9 +145,10 @@ class LocalEngine:
         *,
         on_event: EventSink[ExecEvent] | None = None,
     ) -> LocalBox:
-        """A box that stays until ``remove_session`` (or ``close``): from the pool or new."""
-        spec = self.spec(spec)
-        self._check_backend()
+        """A box that stays until ``remove_session`` (or ``close``): from the pool or new,
+        of the isolation tier the spec needs (the spec the box keeps names it)."""
+        spec = self._tiered(self.spec(spec))
+        self._check_backend(self._tier(spec))
         live = await self._acquire(spec)
         env = self._box_env(spec)
         if live.network is not None:
@@ -113,6 +159,7 @@ class LocalEngine:
             SessionClient(live.client, live.record.id),
             live.started,
             network=live.network,
+            isolation=live.record.isolation,
         )
         self._boxes[live.record.id] = (box, live)
         try:
@@ -143,8 +190,10 @@ class LocalEngine:
         return await self._start_box(spec)
 
     async def _start_box(self, spec: BoxSpec) -> LiveBox:
+        tier = self._tier(spec)
+        backend = self.backend_for(tier)
         record = self.registry.new_record(
-            new_id("box"), self.backend.name, image=spec.image, labels=spec.labels
+            new_id("box"), backend.name, image=spec.image, labels=spec.labels
         )
         self.registry.save(record)
         started: StartedBox | None = None
@@ -153,7 +202,8 @@ class LocalEngine:
             if spec.network == "filtered":
                 network = await self._egress_service().open(record.id)
             mounts = network.mounts() if network is not None else []
-            started = await self.backend.start(spec, record, mounts)
+            started = await backend.start(spec, record, mounts)
+            record.isolation = self._isolation(tier, started)
             self.registry.save(record)
             client = SupervisorClient(
                 started.reader, started.writer, describe_loss=started.describe_loss
@@ -215,7 +265,9 @@ class LocalEngine:
                 f"no live session {box_id!r} in this engine; see `golem sessions ls`"
             )
         box, live = entry
-        return LocalBox(box.id, box.spec, box._client, live.started)
+        return LocalBox(
+            box.id, box.spec, box._client, live.started, isolation=live.record.isolation
+        )
 
     async def remove_session(self, box_id: str) -> None:
         """End a session: its box is wiped back into the pool, or stopped. Also removes an
@@ -300,8 +352,9 @@ class LocalEngine:
         return removed
 
     async def _cleanup(self, record: BoxRecord) -> None:
-        if record.backend == self.backend.name:
-            await self.backend.cleanup(record)
+        ours = [b for b in self._backends.values() if b.name == record.backend]
+        if ours:
+            await ours[0].cleanup(record)
         else:
             other = make_backend_for(record.backend, self.config)
             try:
@@ -381,4 +434,5 @@ class LocalEngine:
                 await self._stop(live)
         if self._egress is not None:
             self._egress.close()
-        self.backend.close()
+        for backend in self._backends.values():
+            backend.close()

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from golem.core.events import NetworkEvent, ResourceUsage
+from golem.core.isolation import Isolation
 from golem.core.spec import MAX_TIMEOUT, check_env
 from golem.sandbox.records import BoxRecord
 
@@ -211,6 +212,7 @@ class BoxInfo(BaseModel):
     created: float
     image: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    isolation: Isolation | None = None
 
     @classmethod
     def of(cls, record: BoxRecord) -> BoxInfo:

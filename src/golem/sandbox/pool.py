@@ -1,10 +1,10 @@
 """Warm pool: boxes handed out without a cold start, kept per box shape.
 
-A box's shape is what fixes it at start (image, limits, user, network); what a session
-brings on top (env, secrets, setup, timeouts) is applied when the box is handed out. A
-released box is wiped (every process killed, /workspace, /tmp and /dev/shm emptied,
-System V IPC removed, environment reset) and checked before anyone gets it again;
-a box that fails either is stopped, never handed out.
+A box's shape is what fixes it at start (image, limits, user, network, its isolation tier
+and so the backend that started it); what a session brings on top (env, secrets, setup,
+timeouts) is applied when the box is handed out. A released box is wiped (every process
+killed, /workspace, /tmp and /dev/shm emptied, System V IPC removed, environment reset) and
+checked before anyone gets it again; a box that fails either is stopped, never handed out.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ SHAPE_FIELDS = frozenset(
         "read_only_root",
         "user",
         "network",
+        "tier",
     }
 )
 WIPED_PATHS = ["/workspace", "/tmp", "/dev/shm"]

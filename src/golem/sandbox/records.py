@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from golem.core.isolation import Isolation
+
 __all__ = ["BoxRecord", "BoxRegistry", "process_start_time"]
 
 
@@ -55,6 +57,7 @@ class BoxRecord(BaseModel):
     created: float = Field(default_factory=time.time)
     image: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    isolation: Isolation | None = Field(None, description="What isolation the box got.")
     state: dict[str, Any] = Field(default_factory=dict)
 
     @property

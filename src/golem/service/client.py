@@ -232,7 +232,7 @@ class RemoteEngine:
         return [
             BoxInfo(id=s["id"], backend="remote", owner_pid=0, owner_alive=True,
                     created=s["created"], image=s["spec"].get("image"),
-                    labels=s["spec"].get("labels", {}))
+                    labels=s["spec"].get("labels", {}), isolation=s.get("isolation"))
             for s in sessions
         ]  # fmt: skip
 

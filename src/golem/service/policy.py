@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from golem.core.errors import PolicyViolation, RemoteRefused
+from golem.core.isolation import Floor, IsolationTier
 from golem.core.network import EgressPolicy, NetworkConfig, RemotePolicy
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
 from golem.core.spec import BoxSpec, parse_user
 from golem.forge import pin_remote
 from golem.sandbox import ExecRequest
+from golem.service.trust import refusal
 
 if TYPE_CHECKING:
     from golem.blueprint import RunRequest
@@ -46,6 +48,8 @@ class Context:
     role: str
     asked: frozenset[str] = frozenset()
     default_image: str = ""
+    floor: Floor | None = None
+    """The least isolation tier the trust policy gives the request (``service.trust``)."""
 
     def option(self, name: str) -> str:
         """The full name of a policy option, as errors show it."""
@@ -176,6 +180,14 @@ def _inside(cidr: str, allowed: str) -> bool:
     return False
 
 
+def _tier(value: IsolationTier | None, ctx: Context) -> list[str]:
+    """Raise-only: never weaker than the least tier the trust policy gives the request."""
+    if "tier" not in ctx.asked:
+        return []  # the server's default is the operator's choice, raised to the floor
+    problem = refusal(value, ctx.floor)
+    return [problem] if problem is not None else []
+
+
 SPEC_RULES: dict[str, Rule] = {
     "image": _image,
     "workdir": _allowed,  # BoxSpec keeps it inside /workspace
@@ -199,6 +211,7 @@ SPEC_RULES: dict[str, Rule] = {
     "secrets": _env,
     "setup": _allowed,
     "labels": _labels,
+    "tier": _tier,
 }
 """The rule of every BoxSpec field."""
 
@@ -239,12 +252,17 @@ def _refuse(values: Mapping[str, Any], rules: Mapping[str, Rule], ctx: Context) 
 
 
 def check_spec(
-    spec: BoxSpec, asked: Mapping[str, Any], policy: RolePolicy, role: str, default_image: str
+    spec: BoxSpec,
+    asked: Mapping[str, Any],
+    policy: RolePolicy,
+    role: str,
+    default_image: str,
+    floor: Floor | None = None,
 ) -> None:
-    """Refuse ``spec`` (the effective box) when ``policy`` does not allow it; ``asked`` is
-    what the request set itself, so that the server's own defaults of an image or an
-    egress policy are never held against it."""
-    ctx = Context(policy, role, frozenset(asked), default_image)
+    """Refuse ``spec`` (the effective box) when ``policy`` does not allow it, or it asks
+    for a tier weaker than ``floor``; ``asked`` is what the request set itself, so that the
+    server's own defaults of an image, an egress policy or a tier are never held against it."""
+    ctx = Context(policy, role, frozenset(asked), default_image, floor)
     _refuse({name: getattr(spec, name) for name in type(spec).model_fields}, SPEC_RULES, ctx)
 
 
@@ -334,6 +352,7 @@ RUN_RULES: dict[str, RunRule] = {
     "budget_usd": _names_nothing,
     "base": _names_nothing,
     "follow_up": _names_nothing,  # a pull request on the run's forge, the tenant's parent run
+    "tier": _names_nothing,  # raise-only: weighed against the trust policy (service.trust)
 }
 """The rule of every RunRequest field (``server_files``; the repository's reach is
 ``check_repo``'s)."""

@@ -26,6 +26,7 @@ from golem.blueprint.retention import prune_runs
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError, NodeLost, RunTaken, StoreUnavailable
+from golem.core.isolation import IsolationTier
 from golem.core.network import RemotePolicy
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
@@ -143,16 +144,20 @@ class RunQueue:
         tenant: str,
         *,
         remote_policy: RemotePolicy | None = None,
-        tier: str | None = None,
+        tier: IsolationTier | None = None,
         delivery: DeliveryRecord | None = None,
     ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
-        the git remotes the run may reach (the submitting key's role's ``repos``);
+        the git remotes the run may reach (the submitting key's role's ``repos``); ``tier``
+        is the isolation tier the trust policy gives it (``service.trust.tier_for``; one
+        this server has no backend for is NoTierBackend);
         ``delivery`` is the webhook delivery that asked for it, kept with it in the same
         step (DuplicateDelivery when it started a run already, on any server)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
+        if tier is not None:  # NoTierBackend (503) now, rather than a run failing later
+            self.config.engine.serving(tier)
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
         return await runner.submit(
             request, remote_policy=remote_policy, cap=self._cap(), tier=tier, delivery=delivery

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from golem.core.errors import ConfigError, SessionNotFound
 from golem.core.events import ExecEvent, NetworkEvent
+from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec
 from golem.sandbox import (
     BackgroundProcess,
@@ -56,6 +57,8 @@ class RemoteBox:
             {k: v for k, v in info.get("spec", {}).items() if k != "secrets"}
         )
         self.limits = TakebackLimits.of(self.spec)
+        shown = info.get("isolation")
+        self.isolation = Isolation.model_validate(shown) if shown is not None else None
         self._runtimes: dict[str, str] = dict(info.get("runtimes") or {})
         self._secrets = [s for s in secrets if s]
         self._path = f"/v1/sessions/{self.id}"

@@ -17,6 +17,7 @@ from golem.core.events import EventSink, ExecEvent
 from golem.sandbox import Box, Engine
 from golem.service.keys import Principal
 from golem.service.policy import check_spec
+from golem.service.trust import floor_for, tier_for
 
 __all__ = ["HeldSession", "SessionRegistry"]
 
@@ -62,15 +63,19 @@ class SessionRegistry:
     ) -> HeldSession:
         """A new session with the box ``asked`` for, if the key's policy allows it and the
         server has room (or, when overflow is ``queue``, once it has, within
-        ``server.session_wait``); ``on_event`` gets its setup script's events."""
-        policy = self._config.server.policies[principal.role]
+        ``server.session_wait``); ``on_event`` gets its setup script's events. Its box is
+        of the isolation tier it asks for, raised to the least the trust policy gives it
+        (a weaker one asked is refused)."""
+        config = self._config
+        policy = config.server.policies[principal.role]
         try:
             spec = self._engine.spec(asked)
         except (ValidationError, ConfigError) as exc:
             raise ConfigError(getattr(exc, "message", str(exc))) from None
-        backend = self._config.engine.backend
-        default_image = getattr(backend, "image", "") or ""
-        check_spec(spec, asked, policy, principal.role, default_image)
+        default_image = getattr(config.engine.backend, "image", "") or ""
+        floor = floor_for(config, tenant=principal.tenant, role=principal.role)
+        check_spec(spec, asked, policy, principal.role, default_image, floor)
+        tier = tier_for(spec.tier, floor, config.engine.default_tier)
         tenant = principal.tenant
         await self._room(tenant, policy.max_sessions, f"server.policies.{principal.role}")
         # Nothing is awaited between the last check and taking the slot, so that requests
@@ -78,10 +83,8 @@ class SessionRegistry:
         self._starting[tenant] = self._starting.get(tenant, 0) + 1
         try:
             labels = {**spec.labels, "golem.tenant": tenant}
-            if policy.tier is not None:  # a cluster places the box on the tier's nodes only
-                labels["golem.tier"] = policy.tier
             box = await self._engine.create_session(
-                spec.model_copy(update={"labels": labels}), on_event=on_event
+                spec.model_copy(update={"labels": labels, "tier": tier}), on_event=on_event
             )
             held = HeldSession(box=box, tenant=tenant)
             self._held[box.id] = held

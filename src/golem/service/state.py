@@ -69,6 +69,8 @@ async def running_state(
         health=StoreProbe(store, identity),
         id=identity,
     )
+    for problem in settings.engine.weaker_backends():  # its boxes say what they really got
+        log.warning("isolation: %s", problem)
     await engine.start()
     await engine.prune()  # boxes of a server that died: sessions do not outlive it
     await state.queue.start()

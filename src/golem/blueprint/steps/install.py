@@ -209,6 +209,7 @@ async def _install_in_box(
     reached = spec.egress.allow if spec.network == "filtered" else None
     box = await ex.engine.create_session(spec)
     try:
+        ex.box_started(box, "install")
         await copy_into_box(box, ex.workspace)
         results = await run_installs(ex, node, timeout=settings.timeout, box=box)
         if _recorded(ex, results, registries=reached)[0] == "failure":

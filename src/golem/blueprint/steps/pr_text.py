@@ -85,6 +85,7 @@ def body(state: RunState, *, escalate: bool) -> str:
         f"Fix rounds used: {state.rounds} · cost: ${state.cost_usd:.4f} · "
         f"{state.turns} model turns",
         "",
+        *([f"isolation: {state.isolation}", ""] if state.isolation is not None else []),
         "Trajectories (on the golem host):",
         *[f"- `{path}`" for path in state.trajectories],
         "",

@@ -26,10 +26,11 @@ def make_backend(config: BackendConfig) -> Backend:
 
 
 def make_backend_for(name: str, config: GolemConfig) -> Backend:
-    """A backend by name with this config's settings, for cleaning up its boxes."""
-    configured = config.engine.backend
-    if configured.type == name:
-        return make_backend(configured)
+    """A backend by name with this config's settings (the default backend's, or a tier's),
+    for cleaning up its boxes."""
+    for configured in (config.engine.backend, *config.engine.tiers.values()):
+        if configured.type == name:
+            return make_backend(configured)
     if name == "process":
         return make_backend(ProcessBackendConfig())
     if name == "docker":

@@ -24,6 +24,7 @@ from golem.service.forge_names import check_run_names
 from golem.service.keys import Principal
 from golem.service.policy import check_repo, check_run
 from golem.service.state import ServerState
+from golem.service.trust import check_tier, floor_for, tier_for
 
 __all__ = ["GateDecision", "events_over", "pull_request", "router", "run_book", "submit"]
 
@@ -48,15 +49,19 @@ def _forge(state: ServerState, principal: Principal) -> LocalForge:
 
 async def submit(state: ServerState, principal: Principal, request: RunRequest) -> RunState:
     """Queue a run for the principal's tenant, once the key's policy allows it (the REST
-    API and the MCP server alike)."""
-    policy = state.config.server.policies[principal.role]
-    default_forge = state.config.forge.provider
+    API and the MCP server alike), in the isolation tier the trust policy gives it."""
+    config = state.config
+    policy = config.server.policies[principal.role]
+    default_forge = config.forge.provider
     check_run_names(request, request.forge or default_forge)
     check_run(request, policy, principal.role, BUILTINS, default_forge=default_forge)
+    floor = floor_for(config, tenant=principal.tenant, role=principal.role, repo=request.repo)
+    check_tier(request.tier, floor, f"this key's role ({principal.role})")
     if policy.repos is not None:
-        await check_repo(request.repo, policy.repos, principal.role, state.config.engine.network)
+        await check_repo(request.repo, policy.repos, principal.role, config.engine.network)
+    tier = tier_for(request.tier, floor, config.engine.default_tier)
     return await state.queue.submit(
-        request, principal.tenant, remote_policy=policy.repos, tier=policy.tier
+        request, principal.tenant, remote_policy=policy.repos, tier=tier
     )
 
 

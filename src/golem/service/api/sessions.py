@@ -16,6 +16,7 @@ from sse_starlette import EventSourceResponse
 
 from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
+from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec
 from golem.sandbox import (
     BackgroundProcess,
@@ -88,12 +89,21 @@ class SessionInfo(BaseModel):
     created: float
     spec: BoxSpec
     runtimes: dict[str, str]
+    isolation: Isolation | None = Field(
+        None, description="What isolation the box got: its tier, backend, accelerator."
+    )
 
     @classmethod
     def of(cls, held: HeldSession) -> SessionInfo:
         """The info of a held session."""
         box = held.box
-        return cls(id=box.id, created=held.created, spec=box.spec, runtimes=box.runtimes)
+        return cls(
+            id=box.id,
+            created=held.created,
+            spec=box.spec,
+            runtimes=box.runtimes,
+            isolation=box.isolation,
+        )
 
 
 class ExecOnce(BaseModel):

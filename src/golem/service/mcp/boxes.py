@@ -30,6 +30,9 @@ class BoxInfo(BaseModel):
     network: str
     created: float
     runtimes: dict[str, str]
+    isolation: str | None = Field(
+        None, description="What isolation the box got: its tier and how, e.g. microvm (TCG)."
+    )
 
     @classmethod
     def of(cls, info: SessionInfo) -> BoxInfo:
@@ -41,6 +44,7 @@ class BoxInfo(BaseModel):
             network=str(spec.network),
             created=info.created,
             runtimes=info.runtimes,
+            isolation=str(info.isolation) if info.isolation is not None else None,
         )
 
 

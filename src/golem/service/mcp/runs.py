@@ -44,6 +44,8 @@ class RunSummary(BaseModel):
     pr_url: str | None
     pr_number: int | None
     cost_usd: float
+    tier: str | None = Field(None, description="The isolation tier its boxes need.")
+    isolation: str | None = Field(None, description="What isolation its box got.")
 
     @classmethod
     def of(cls, run: RunState) -> RunSummary:
@@ -66,6 +68,8 @@ class RunSummary(BaseModel):
             paused=paused,
             error=run.error,
             pr_url=run.pr.url if run.pr else None,
+            tier=run.tier,
+            isolation=str(run.isolation) if run.isolation is not None else None,
             pr_number=run.pr.number if run.pr else None,
             cost_usd=run.cost_usd,
         )

@@ -30,8 +30,10 @@ from golem.service.state import ServerState
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.follow_ups import FollowUps
+from golem.service.trigger.outsiders import outsider
 from golem.service.trigger.reach import ForgeReach
 from golem.service.trigger.watch import Watchers
+from golem.service.trust import floor_for, tier_for
 from golem.store import DeliveryRecord
 
 __all__ = ["Trigger", "TriggerAnswer"]
@@ -102,7 +104,10 @@ class Trigger:
             repo=self.reach.clone_url(call.repo), issue=call.ref,
             blueprint=self.config.blueprint, model=self.config.model, forge=self.reach.provider,
         )  # fmt: skip
-        return await self._submit(call, delivery, request)
+        stranger = None
+        if self.state.config.server.trust.outsiders is not None:
+            stranger = await outsider(self.reach, call.repo, issue)
+        return await self._submit(call, delivery, request, outsider=stranger)
 
     async def _start_follow_up(self, call: ReviewCall, delivery: DeliveryRecord) -> TriggerAnswer:
         checked = await self.follow_ups.check(call)  # who asks may push: before anything waits
@@ -154,11 +159,25 @@ class Trigger:
         self._latest[key] = run_id
 
     async def _submit(
-        self, call: Call, delivery: DeliveryRecord, request: RunRequest
+        self,
+        call: Call,
+        delivery: DeliveryRecord,
+        request: RunRequest,
+        *,
+        outsider: str | None = None,
     ) -> TriggerAnswer:
+        """Queue the run in the tier the trust policy gives it: its tenant's, its
+        repository's, and with ``outsider`` (why its discussion is an outsider's) theirs."""
         shown = delivery.ids[0]
+        config = self.state.config
+        floor = floor_for(
+            config, tenant=self.config.tenant, repo=request.repo, outsiders=outsider is not None
+        )
+        tier = tier_for(None, floor, config.engine.default_tier)
         try:
-            run = await self.state.queue.submit(request, self.config.tenant, delivery=delivery)
+            run = await self.state.queue.submit(
+                request, self.config.tenant, tier=tier, delivery=delivery
+            )
         except DuplicateDelivery as twice:  # another server (or request) kept it first
             return _duplicate(delivery, twice.run_id)
         except QueueFull as full:
@@ -170,6 +189,9 @@ class Trigger:
         ack = comments.acknowledgement(run.id, shown, call.why, call.sender, call.noun)
         self.watchers.follow(run.id, call, ack)
         log.info("%s trigger: run %s for %s (%s)", self.provider, run.id, call.key, call.why)
+        if floor is not None:
+            why = f"; {outsider}" if outsider is not None else ""
+            log.info("run %s runs in the %s tier (%s%s)", run.id, run.tier, floor.rule, why)
         return TriggerAnswer(status="started", reason=f"{call.why}: run {run.id}", run_id=run.id)
 
     def follow_previous(self) -> None:

@@ -52,6 +52,14 @@ function agent(inner) {
   }
 }
 
+/** What isolation a box got, as golem says it: "microvm (TCG)", "gvisor (docker+runsc)". */
+export function isolationText(isolation) {
+  if (!isolation) return "unknown";
+  if (isolation.accel) return `${isolation.tier} (${String(isolation.accel).toUpperCase()})`;
+  const backend = isolation.runtime ? `${isolation.backend}+${isolation.runtime}` : isolation.backend;
+  return backend === isolation.tier ? isolation.tier : `${isolation.tier} (${backend})`;
+}
+
 /** [label, text, tone] for an event, or null for events the log leaves out. */
 export function describe(type, event) {
   switch (type) {
@@ -64,6 +72,8 @@ export function describe(type, event) {
       const tone = ["success", "approved"].includes(event.outcome) ? "good" : "bad";
       return ["node", `${event.node} → ${event.outcome}${detail} (${duration(event.duration)})`, tone];
     }
+    case "box_start":
+      return ["box", `${event.purpose} box ${event.box_id} started · isolation: ${isolationText(event.isolation)}`];
     case "check_output":
       return [`${event.node} · ${event.check}`, event.text, event.stream === "golem" ? "wait" : ""];
     case "check": {
@@ -99,4 +109,4 @@ export function outputOf(type, event) {
 }
 
 /** Events after which the run's state (status, steps, checks, gate, PR) has changed. */
-export const CHANGES_STATE = new Set(["run_start", "node_start", "node_end", "check", "gate_wait", "gate_decision", "run_paused", "run_end"]);
+export const CHANGES_STATE = new Set(["run_start", "box_start", "node_start", "node_end", "check", "gate_wait", "gate_decision", "run_paused", "run_end"]);

@@ -2,6 +2,7 @@
 // its diff (GET /v1/runs/<id>/diff).
 
 import { badge, clock, duration, empty, fill, h, money, safeLink, table, when } from "./dom.js";
+import { isolationText } from "./events.js";
 import { FINAL, runDuration, runTitle } from "./runs.js";
 
 function fact(label, ...value) {
@@ -40,6 +41,8 @@ export function drawHeader(ui, run, { onCancel }) {
     fact("Repository", h("span", { class: "mono clip" }, run.request.repo)),
     fact("Branch", h("span", { class: "mono" }, branch)),
     fact("Blueprint", run.blueprint),
+    fact("Isolation", h("span", { "data-testid": "run-isolation" },
+      run.isolation ? isolationText(run.isolation) : `${run.tier ?? "default tier"} (no box yet)`)),
     followUpFact(run),
     fact("Model", run.request.model ?? "server default"),
     fact("Cost", h("span", { "data-testid": "run-cost" }, money(run.cost_usd))),

@@ -2,6 +2,7 @@
 
 import { api, ApiError } from "./api.js";
 import { bytes, empty, fill, h, notify, pause, table, when } from "./dom.js";
+import { isolationText } from "./events.js";
 
 const REFRESH_SECONDS = 5;
 
@@ -19,6 +20,7 @@ const COLUMNS = [
   ["Session", (info) => h("span", { class: "mono" }, info.id)],
   ["Started", (info) => when(info.created)],
   ["Image", (info) => h("span", { class: "mono clip" }, info.spec.image ?? "host (read-only)")],
+  ["Isolation", (info) => isolationText(info.isolation)],
   ["Network", (info) => info.spec.network],
   ["CPUs", (info) => info.spec.cpus ?? "no cap"],
   ["Memory", (info) => memory(info.spec.memory)],

@@ -1,0 +1,165 @@
+"""Isolation tiers: how strongly a box is kept from its host, weakest first.
+
+- ``container``: the host's kernel, behind namespaces, seccomp and cgroups (the process
+  backend's bubblewrap; docker and podman with runc);
+- ``gvisor``: a kernel in user space between the box and the host's (the gvisor backend;
+  docker and podman with the OCI runtime runsc);
+- ``microvm``: a kernel of its own in a virtual machine (the microvm backend).
+
+A tier names what a box needs; the backend that serves it on a host is configuration
+(``[engine.tiers.<tier>]``; the default tier's is ``engine.backend``). The trust policy
+(``[server.trust]``, ``server.policies.<role>.min_tier``) says the least tier each source
+of work runs in: a request may raise its tier, never lower it (``Floor``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "TIERS",
+    "Floor",
+    "Isolation",
+    "IsolationTier",
+    "RepositoryTier",
+    "TrustPolicy",
+    "at_least",
+    "rank",
+    "strongest",
+    "tier_of",
+]
+
+IsolationTier = Literal["container", "gvisor", "microvm"]
+"""A rung of the isolation ladder (``TIERS`` orders them, weakest first)."""
+TIERS: tuple[IsolationTier, ...] = ("container", "gvisor", "microvm")
+RUNSC = "runsc"
+"""gVisor's OCI runtime: a docker or podman backend running it isolates as ``gvisor``."""
+
+
+def rank(tier: IsolationTier) -> int:
+    """The tier's place on the ladder: 0 for ``container``, higher is stronger."""
+    return TIERS.index(tier)
+
+
+def at_least(tier: IsolationTier, floor: IsolationTier) -> bool:
+    """Whether ``tier`` is ``floor`` or stronger."""
+    return rank(tier) >= rank(floor)
+
+
+def _field(backend: object, name: str) -> object:
+    if isinstance(backend, Mapping):
+        return backend.get(name)
+    return getattr(backend, name, None)
+
+
+def _runs_runsc(runtime: object) -> bool:
+    """Whether an OCI runtime (a name the engine knows it by, or a path) is gVisor's."""
+    if not isinstance(runtime, str) or not runtime:
+        return False
+    name = PurePosixPath(runtime).name
+    return name == RUNSC or name.startswith(RUNSC + "-")
+
+
+def tier_of(backend: object) -> IsolationTier:
+    """The tier a backend configuration isolates at (a config model or its mapping): by
+    its ``type``, and for docker (and podman through it) by its OCI runtime."""
+    kind = _field(backend, "type") or "process"
+    if kind in ("gvisor", "microvm"):
+        return "gvisor" if kind == "gvisor" else "microvm"
+    if kind == "docker" and any(
+        _runs_runsc(_field(backend, name)) for name in ("runtime", "oci_runtime")
+    ):
+        return "gvisor"
+    if kind in ("process", "docker"):
+        return "container"
+    raise ValueError(f"unknown backend type {kind!r}: its isolation tier is unknown")
+
+
+class Isolation(BaseModel):
+    """What isolation a box got: its tier, the backend that started it, and for a microVM
+    whether hardware virtualisation runs it (``kvm``) or emulation (``tcg``: slow)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tier: IsolationTier
+    backend: str = Field(description="The backend: process, docker, gvisor, microvm.")
+    runtime: str | None = Field(None, description="docker and podman: the OCI runtime.")
+    accel: str | None = Field(None, description="A microVM's accelerator: kvm or tcg.")
+
+    def __str__(self) -> str:
+        """``microvm (TCG)``, ``gvisor (docker+runsc)``, ``container (process)``, and
+        ``gvisor`` for the gvisor backend's own boxes."""
+        if self.accel:
+            return f"{self.tier} ({self.accel.upper()})"
+        backend = f"{self.backend}+{self.runtime}" if self.runtime else self.backend
+        return self.tier if backend == self.tier else f"{self.tier} ({backend})"
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The least tier a source of work runs in, and the rule that says so (an option's
+    full name, as a refusal shows it)."""
+
+    tier: IsolationTier
+    rule: str
+
+
+def strongest(floors: Iterable[Floor | None]) -> Floor | None:
+    """The strongest of ``floors`` (the first named, of equals), or None when none is."""
+    best: Floor | None = None
+    for floor in floors:
+        if floor is not None and (best is None or rank(floor.tier) > rank(best.tier)):
+            best = floor
+    return best
+
+
+class RepositoryTier(BaseModel):
+    """The least tier of runs on repositories whose name matches ``pattern``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(
+        description="A regular expression the whole repository name must match: its host "
+        "and path without scheme, user or .git (github.com/acme/widgets), or a local "
+        "repository's path.",
+        max_length=1024,
+    )
+    min_tier: IsolationTier
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return pattern
+
+
+class TrustPolicy(BaseModel):
+    """``[server.trust]``: the least isolation tier per source of work, besides each
+    role's (``server.policies.<role>.min_tier``). The strongest rule that applies wins; a
+    request may ask for a stronger tier, never a weaker one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenants: dict[str, IsolationTier] = Field(
+        default_factory=dict,
+        description="Per tenant: the least tier of its sessions and runs, whatever its "
+        "keys' roles and whichever trigger started them.",
+    )
+    outsiders: IsolationTier | None = Field(
+        None,
+        description="Runs a forge's trigger starts on an issue whose discussion (the issue, "
+        "its comments, the request) has an author without write access to the repository.",
+    )
+    repos: list[RepositoryTier] = Field(
+        default_factory=list,
+        description="Per repository pattern: the least tier of runs on those repositories "
+        "(every pattern that matches counts).",
+    )

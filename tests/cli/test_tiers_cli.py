@@ -1,0 +1,78 @@
+"""`golem doctor` tries each backend with a real box and says which work here, how fast
+their box started, whose kernel it runs and why the others do not; `golem exec --tier`
+asks for an isolation tier, refused with what to configure where this host has none.
+
+Until the gvisor and microvm backends are merged this golem has neither (the doctor says
+so); at merge the gvisor one works here and runs a kernel of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+
+pytestmark = pytest.mark.bwrap
+
+
+def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_work(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    absent = {**golem_env, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    wanted = ("process", "docker", "gvisor", "microvm")
+    done = golem(
+        absent, "doctor", "--json", *(arg for name in wanted for arg in ("--backend", name))
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    backends = {probe["name"]: probe for probe in found["backends"]}
+    assert list(backends) == list(wanted)
+    process = backends["process"]
+    assert (process["works"], process["tier"]) == (True, "container")
+    assert process["start_seconds"] > 0
+    assert (process["kernel"], process["own_kernel"]) == (os.uname().release, False)
+    docker = backends["docker"]
+    assert not docker["works"]
+    assert "/nonexistent/docker.sock" in docker["why_not"]
+    assert backends["gvisor"]["why_not"] == "this golem has no gvisor backend"  # until merged
+    assert backends["microvm"]["why_not"] == "this golem has no microvm backend"
+    assert found["tiers"]["container"] == "process (engine.backend)"
+    assert found["tiers"]["microvm"] == "no backend: boxes refused"
+
+
+def test_the_doctor_refuses_a_backend_it_does_not_know_naming_those_it_does(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    done = golem(golem_env, "doctor", "--backend", "kata")
+    assert done.returncode == 2
+    assert b"--backend kata: golem knows process, docker, podman, gvisor" in done.stderr
+
+
+def test_exec_asks_for_a_tier_and_one_no_backend_serves_is_refused_saying_what_to_configure(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    served = golem(golem_env, "exec", "--tier", "container", "--", "echo", "boxed")
+    assert (served.returncode, served.stdout) == (0, b"boxed\n")
+    refused = golem(golem_env, "exec", "--tier", "microvm", "--", "true")
+    assert refused.returncode == 2
+    assert b"[engine.tiers.microvm]" in refused.stderr
+    wrong = golem(golem_env, "exec", "--tier", "untrusted", "--", "true")
+    assert wrong.returncode == 2
+    assert b"tier" in wrong.stderr
+
+
+def test_the_doctor_warns_of_a_tier_served_by_a_weaker_backend(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "golem.toml"
+    config.write_text('[engine.tiers.microvm]\ntype = "process"\n')
+    done = golem(golem_env, "doctor", "--backend", "process", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    shown = " ".join(done.stdout.decode().split())
+    assert "tier microvm: process (engine.tiers.microvm)" in shown
+    assert "tier gvisor: served by microvm" in shown
+    assert "warning: engine.tiers.microvm: a process backend isolates as container" in shown

@@ -1,0 +1,189 @@
+"""The trust policy on a real `golem serve`: each rule (a role's minimum tier, a tenant's, a
+repository pattern's) puts a key's sessions and runs in its tier, a stronger tier asked is
+given, and a weaker one is refused with 403 naming the rule, through every way in (the
+REST API's sessions, one-shot calls and runs, the MCP server's tools), with nothing started.
+
+Until the gvisor and microvm backends are merged their tiers are served here by the docker
+backend (``STAND_INS``), so that a box of a tier is visibly another backend's than the
+default's; at merge they become ``{type = "gvisor"}`` and ``{type = "microvm"}`` and the
+sessions' isolation says their tier (and a kernel not the host's)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import devbox_image
+from tests.service.mcp_clients import over_http, text_of
+from tests.service.served import Served, serving
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.docker]
+
+ROLE_RULE = "server.policies.user.min_tier"
+TENANT_RULE = "server.trust.tenants.acme"
+REPO_RULE = r"server.trust.repos[0] (.*/wild-[a-z]+)"
+
+
+def stand_ins() -> str:
+    """The backends serving the gvisor and microvm tiers here (the module's docstring)."""
+    image = devbox_image("docker")
+    return "".join(
+        f'[engine.tiers.{tier}]\ntype = "docker"\nimage = "{image}"\n'
+        for tier in ("gvisor", "microvm")
+    )
+
+
+def policy_config() -> str:
+    return stand_ins() + (
+        "[engine.pool]\nclean = 0\n"
+        '[server.policies.user]\nmin_tier = "gvisor"\n'
+        '[server.trust]\ntenants = { acme = "microvm" }\n'
+        '[[server.trust.repos]]\npattern = ".*/wild-[a-z]+"\nmin_tier = "gvisor"\n'
+    )
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    home = tmp_path_factory.mktemp("tiers")
+    with serving(home / "state", config=policy_config()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def user(served: Served) -> Iterator[httpx.Client]:
+    with served.client(served.key("plain", "user")) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def acme(served: Served) -> Iterator[httpx.Client]:
+    with served.client(served.key("acme", "trusted")) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def trusted(served: Served) -> Iterator[httpx.Client]:
+    with served.client(served.key("plain-trusted", "trusted")) as client:
+        yield client
+
+
+def opened(client: httpx.Client, spec: dict[str, Any]) -> dict[str, Any]:
+    """A session of ``spec`` (closed again at once); what the API said of it."""
+    made = client.post("/v1/sessions", json={"spec": spec})
+    assert made.status_code == 201, made.text
+    info: dict[str, Any] = made.json()
+    ran = client.post(f"/v1/sessions/{info['id']}/exec", json={"cmd": "echo boxed"})
+    assert ran.status_code == 200, ran.text
+    client.delete(f"/v1/sessions/{info['id']}")
+    return info
+
+
+def refused(answer: httpx.Response, rule: str, asked: str, least: str) -> None:
+    """``answer`` is the policy's 403 naming ``rule``."""
+    assert answer.status_code == 403, answer.text
+    detail = answer.json()["detail"]
+    assert f"'{asked}' is weaker than '{least}'" in detail
+    assert f"({rule})" in detail
+
+
+def test_a_user_keys_session_lands_on_its_roles_minimum_tier(user: httpx.Client) -> None:
+    info = opened(user, {})
+    assert info["spec"]["tier"] == "gvisor"
+    assert info["isolation"]["backend"] == "docker"  # the stand-in's; at merge: "gvisor"
+
+
+def test_a_stronger_tier_than_the_minimum_is_given(user: httpx.Client) -> None:
+    info = opened(user, {"tier": "microvm"})
+    assert info["spec"]["tier"] == "microvm"
+
+
+WEAKER = {"tier": "container"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/sessions", {"spec": WEAKER}),
+        ("/v1/exec", {"spec": WEAKER, "request": {"cmd": "true"}}),
+        ("/v1/exec/stream", {"spec": WEAKER, "request": {"cmd": "true"}}),
+    ],
+)
+def test_a_user_key_asking_for_a_weaker_tier_is_refused_naming_its_roles_rule(
+    user: httpx.Client, path: str, body: dict[str, Any]
+) -> None:
+    refused(user.post(path, json=body), ROLE_RULE, "container", "gvisor")
+    assert user.get("/v1/sessions").json() == []
+
+
+def test_a_streamed_session_asking_for_a_weaker_tier_ends_in_the_policys_problem(
+    user: httpx.Client,
+) -> None:
+    answer = user.post("/v1/sessions/stream", json={"spec": WEAKER})
+    assert answer.status_code == 200, answer.text
+    assert answer.text.startswith("event: problem"), answer.text
+    problem = json.loads(answer.text.split("data:", 1)[1].split("\n", 1)[0])
+    assert problem["status"] == 403
+    assert f"({ROLE_RULE})" in problem["detail"]
+    assert user.get("/v1/sessions").json() == []
+
+
+def test_a_tenants_tier_holds_for_its_every_key_whatever_its_role(acme: httpx.Client) -> None:
+    assert opened(acme, {})["spec"]["tier"] == "microvm"
+    refused(
+        acme.post("/v1/sessions", json={"spec": {"tier": "gvisor"}}),
+        TENANT_RULE,
+        "gvisor",
+        "microvm",
+    )
+    refused(
+        acme.post("/v1/runs", json={"repo": "/nowhere/repo", "task": "t", "tier": "container"}),
+        TENANT_RULE, "container", "microvm",
+    )  # fmt: skip
+    assert acme.get("/v1/runs").json() == []
+
+
+def test_a_run_asking_for_a_weaker_tier_than_its_roles_is_refused_and_nothing_is_queued(
+    user: httpx.Client,
+) -> None:
+    run = {"repo": "https://github.com/octo/x.git", "task": "t", "tier": "container"}
+    refused(user.post("/v1/runs", json=run), ROLE_RULE, "container", "gvisor")
+    assert user.get("/v1/runs").json() == []
+
+
+def test_a_repository_patterns_tier_holds_for_runs_on_it(trusted: httpx.Client) -> None:
+    wild = {"repo": "file:///nowhere/wild-thing.git", "task": "t"}
+    refused(
+        trusted.post("/v1/runs", json={**wild, "tier": "container"}),
+        REPO_RULE,
+        "container",
+        "gvisor",
+    )
+    submitted = trusted.post("/v1/runs", json=wild)
+    assert submitted.status_code == 202, submitted.text
+    assert submitted.json()["tier"] == "gvisor"
+    tame = trusted.post("/v1/runs", json={"repo": "file:///nowhere/tame.git", "task": "t"})
+    assert tame.status_code == 202, tame.text
+    assert tame.json()["tier"] is None  # no rule: the default backend's
+    for run in (submitted.json(), tame.json()):
+        trusted.post(f"/v1/runs/{run['id']}/cancel")
+
+
+async def test_the_mcp_tools_hold_the_same_rules(served: Served) -> None:
+    key = served.key("plain-mcp", "user")
+    async with over_http(served.url, key) as client:
+        box = await client.call_tool("box_open", {"spec": {"tier": "container"}})
+        assert box.is_error
+        assert ROLE_RULE in text_of(box)
+        run = {"repo": "https://github.com/octo/x.git", "task": "t", "tier": "container"}
+        started = await client.call_tool("run_start", {"run": run})
+        assert started.is_error
+        assert ROLE_RULE in text_of(started)
+        given = await client.call_tool("box_open", {"spec": {}})
+        assert not given.is_error, text_of(given)
+        info = given.structured_content or {}
+        assert info["isolation"] == "container (docker)"  # the stand-in's; at merge: "gvisor"
+        await client.call_tool("box_close", {"box_id": info["box_id"]})
