@@ -178,7 +178,7 @@ class DockerBackend:
             security_opt=self._security_options(),
             pids_limit=spec.pids,
             network_mode="host" if spec.network == "host" else "none",
-            runtime=self.config.oci_runtime,
+            runtime=self.config.runtime,
             init=False,  # the supervisor is pid 1 and reaps orphans
             **limits,
         )

@@ -1,0 +1,335 @@
+"""The gvisor backend: each box is a gVisor sandbox (runsc, started by golem itself, no
+daemon) whose first process is the supervisor, on the container's stdin and stdout.
+
+The box's system calls go to gVisor's own kernel (the Sentry), not the host's; its files
+come through runsc's gofer. runsc runs rootless: as golem's user, or, when golem runs as
+root, as the unprivileged ``run_as`` user (as bubblewrap does), so neither the Sentry nor
+the gofer holds root's permissions on host files. Limits come from the same cgroups as
+the process backend's, which hold runsc and everything it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from golem.core.config import GvisorBackendConfig
+from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest
+from golem.core.spec import BoxSpec
+from golem.sandbox.backends.gvisor.bundle import (
+    BundleLayout,
+    make_run_dir,
+    make_skeleton,
+    oci_config,
+)
+from golem.sandbox.backends.gvisor.runsc import RunscHost, box_flags, find_runsc, runsc_host
+from golem.sandbox.backends.process.cgroups import BoxCgroup, CgroupLimits
+from golem.sandbox.backends.process.channel import PipeChannel
+from golem.sandbox.backends.process.launch import (
+    as_user,
+    check_reachable,
+    check_writable,
+    host_ids,
+    launcher,
+)
+from golem.sandbox.contracts import Mount
+from golem.sandbox.records import BoxRecord, process_alive, process_start_time
+from golem.sandbox.supervisor import supervisor_source
+
+__all__ = ["GvisorBackend", "GvisorBox"]
+
+STDERR_TAIL = 4000
+DELETE_TIMEOUT = 30.0
+
+
+class GvisorBox:
+    """A running gVisor box."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        streams: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        cgroup: BoxCgroup | None,
+        record: BoxRecord,
+    ) -> None:
+        self.process = process
+        self.reader, self.writer = streams
+        self.cgroup = cgroup
+        self.record = record
+        self._stderr = bytearray()
+        self._stderr_task = asyncio.create_task(self._collect_stderr())
+        self._stopped = False
+
+    @property
+    def platform(self) -> str:
+        """The gVisor platform the box runs on (ptrace, kvm, systrap)."""
+        return str(self.record.state["runsc"]["platform"])
+
+    async def _collect_stderr(self) -> None:
+        assert self.process.stderr is not None
+        while chunk := await self.process.stderr.read(65536):
+            self._stderr += chunk
+            del self._stderr[:-STDERR_TAIL]
+
+    def describe_loss(self) -> str:
+        """runsc's own words, when it failed, or how the box ended."""
+        text = self._stderr.decode(errors="replace").strip()
+        code = self.process.returncode
+        reason = "the sandbox exited" if code is None else f"the sandbox exited with status {code}"
+        return f"{reason}: {text}" if text else reason
+
+    def oom_kills(self) -> int:
+        """OOM kills counted by the box's memory cgroup."""
+        return self.cgroup.oom_kills() if self.cgroup else 0
+
+    def peak_memory(self) -> int:
+        """Peak memory of the box's cgroup (the Sentry, its gofer and the box's memory)."""
+        return self.cgroup.peak_memory() if self.cgroup else 0
+
+    async def stop(self) -> None:
+        """Kill runsc, its sandbox and gofer, and remove the box's cgroups and bundle."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        await remove_sandbox(self.record, self.cgroup)
+        await self.process.wait()
+        self._stderr_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._stderr_task
+
+
+class GvisorBackend:
+    """Starts boxes with runsc on this machine."""
+
+    name = "gvisor"
+
+    def __init__(self, config: GvisorBackendConfig) -> None:
+        self.config = config
+        self._host: RunscHost | None = None
+
+    def close(self) -> None:
+        """Nothing to release: runsc runs no daemon."""
+
+    def check(self) -> None:
+        """Fail with what to install when runsc is missing or starts no sandbox here."""
+        find_runsc(self.config.runsc)
+        self.host()
+
+    def host(self) -> RunscHost:
+        """runsc's version and the platform chosen for this host (tried once)."""
+        if self._host is None:
+            ids = host_ids(self.config.run_as)
+            prefix = (as_user(ids) or []) if ids is not None else []
+            self._host = runsc_host(
+                self.config.runsc, self.config.platform, self._runtime_dir(), prefix
+            )
+        return self._host
+
+    def _runtime_dir(self) -> Path:
+        base = self.config.runtime_dir
+        base.mkdir(parents=True, exist_ok=True)
+        info = base.stat()
+        if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            raise BackendUnavailable(
+                f"{base} (engine.backend.runtime_dir) must be owned by this user and not "
+                "writable by others; remove it or choose another"
+            )
+        base.chmod(0o711)  # the run_as user may pass through, not list
+        return base
+
+    def _layout(
+        self, spec: BoxSpec, ids: tuple[int, int] | None, mounts: Sequence[Mount], box_dir: Path
+    ) -> BundleLayout:
+        """Check the spec's directories and make the box's own (skeleton root, /run)."""
+        if not spec.read_only_root:
+            raise InvalidRequest(
+                "the gvisor backend keeps the root file system read-only; write to "
+                "/workspace or /tmp, or use --backend docker for a writable root"
+            )
+        root = box_dir / "root"
+        host_paths: tuple[str, ...] = tuple(self.config.host_paths)
+        if spec.image is not None:
+            root = Path(spec.image)
+            host_paths = ()
+            _check_image(root, with_run=any(m.target.startswith("/run/") for m in mounts))
+        workspace = spec.workspace
+        if workspace is not None:
+            if not workspace.is_dir():
+                raise InvalidRequest(f"workspace {workspace} is not a directory; create it first")
+            if ids is not None:
+                check_writable(workspace, ids, self.config.run_as)
+        for directory in (root if spec.image else None, workspace, box_dir):
+            if directory is not None and ids is not None:
+                check_reachable(directory, ids, self.config.run_as)
+        for mount in mounts:
+            if ids is not None:
+                check_reachable(mount.source, ids, self.config.run_as)
+        kept = tuple(m for m in mounts if not m.optional or self._in_root(spec, root, m.target))
+        if spec.image is None:
+            make_skeleton(root, host_paths)
+        run_dir = None
+        if any(m.target.startswith("/run/") for m in kept):
+            run_dir = box_dir / "run"
+            make_run_dir(run_dir, kept)
+        return BundleLayout(root, host_paths, workspace, kept, run_dir)
+
+    def _in_root(self, spec: BoxSpec, root: Path, target: str) -> bool:
+        """Whether ``target`` exists in the box's root (an image, or the host's paths)."""
+        if spec.image is not None:
+            return (root / target.lstrip("/")).exists()
+        return Path(target).exists() and any(
+            target.startswith(path.rstrip("/") + "/") for path in self.config.host_paths
+        )
+
+    async def start(
+        self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount] = ()
+    ) -> GvisorBox:
+        """Write the box's bundle and start runsc with the supervisor as its process."""
+        host = await asyncio.to_thread(self.host)
+        ids = host_ids(self.config.run_as)
+        box_dir = self._runtime_dir() / record.id
+        box_dir.mkdir(mode=0o755)
+        state_dir = box_dir / "state"
+        flags = box_flags(host, spec.network, host_sockets=bool(mounts))
+        record.state = {
+            "box_dir": str(box_dir),
+            "runsc_root": str(state_dir),
+            "runsc": {"path": host.runsc, "version": host.version, "platform": host.platform},
+            "runsc_flags": flags,
+            "run_as": list(ids) if ids else None,
+        }
+        channel = PipeChannel.create()
+        cgroup = None
+        try:
+            layout = self._layout(spec, ids, mounts, box_dir)
+            state_dir.mkdir(mode=0o700)
+            if ids is not None:
+                os.chown(state_dir, *ids)
+            if self.config.cgroups == "auto":
+                limits = CgroupLimits(memory=spec.memory, pids=spec.pids, cpus=spec.cpus)
+                cgroup = await asyncio.to_thread(BoxCgroup.create, record.id, limits)
+            record.state["cgroup_version"] = cgroup.version if cgroup else None
+            record.state["cgroup_dirs"] = [str(d) for d in cgroup.dirs] if cgroup else []
+            command = [self.config.python, "-I", "-S", "-u", "-c", supervisor_source()]
+            config = oci_config(spec, layout, command, _rlimits(spec, cgroup))
+            (box_dir / "config.json").write_text(json.dumps(config))
+            argv = [host.runsc, *flags, "--root", str(state_dir)]
+            argv += ["run", "--bundle", str(box_dir), record.id]
+            process = await self._spawn(argv, channel, cgroup, ids)
+        except BaseException:
+            channel.close_all()
+            await remove_sandbox(record, cgroup)
+            raise
+        channel.close_box_ends()
+        record.state.update(pid=process.pid, pid_start=process_start_time(process.pid))
+        return GvisorBox(process, await channel.host_streams(), cgroup, record)
+
+    async def _spawn(
+        self,
+        argv: list[str],
+        channel: PipeChannel,
+        cgroup: BoxCgroup | None,
+        ids: tuple[int, int] | None,
+    ) -> asyncio.subprocess.Process:
+        prefix = launcher(cgroup, ids)
+        if prefix is None and ids is not None:
+            prefix = as_user(ids)
+            if prefix is None:
+                raise BackendUnavailable(
+                    "setpriv (util-linux) is missing: golem cannot start runsc as "
+                    f"{self.config.run_as!r}; install util-linux"
+                )
+        try:
+            return await asyncio.create_subprocess_exec(
+                *(prefix or []),
+                *argv,
+                stdin=channel.box_reads,
+                stdout=channel.box_writes,
+                stderr=asyncio.subprocess.PIPE,
+                env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
+                cwd="/",
+                start_new_session=True,
+                limit=1 << 20,
+            )
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot start runsc: {exc}") from exc
+
+    async def cleanup(self, record: BoxRecord) -> None:
+        """Kill an orphan's runsc, sandbox and gofer; remove its cgroups and bundle."""
+        dirs = record.state.get("cgroup_dirs") or []
+        version = record.state.get("cgroup_version")
+        cgroup = BoxCgroup.from_dirs(version, dirs) if dirs and version else None
+        pid = record.state.get("pid")
+        if isinstance(pid, int) and process_alive(pid, record.state.get("pid_start")):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        await remove_sandbox(record, cgroup)
+
+
+def _check_image(root: Path, *, with_run: bool) -> None:
+    if not root.is_dir():
+        raise ImageNotFound(
+            f"image {root} is not a directory; the gvisor backend takes a root file system "
+            "directory (`golem image bootstrap` makes one), or no --image for the host's system"
+        )
+    needed = ("proc", "dev", "tmp", "workspace", *(("run",) if with_run else ()))
+    for mount_point in needed:
+        if not (root / mount_point).is_dir():
+            raise ImageNotFound(
+                f"image directory {root} has no /{mount_point}; create it "
+                f"(mkdir {root / mount_point}) so the box can mount it"
+            )
+
+
+def _rlimits(spec: BoxSpec, cgroup: BoxCgroup | None) -> dict[str, int]:
+    """The box's rlimits inside gVisor; without cgroups, memory and pids as a second line."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    files = hard if hard != resource.RLIM_INFINITY else soft
+    limits = {"RLIMIT_CORE": 0, "RLIMIT_NOFILE": files}
+    if cgroup is None:
+        if spec.memory is not None:
+            limits["RLIMIT_AS"] = spec.memory
+        if spec.pids is not None:
+            limits["RLIMIT_NPROC"] = spec.pids
+    return limits
+
+
+async def remove_sandbox(record: BoxRecord, cgroup: BoxCgroup | None) -> None:
+    """Kill everything a box's runsc started and remove what it left: the cgroups (whose
+    members are all of it), else runsc's own ``delete --force``; then the bundle."""
+    if cgroup is not None:
+        await asyncio.to_thread(cgroup.remove)
+    else:
+        await _runsc_delete(record)
+    box_dir = record.state.get("box_dir")
+    if box_dir:
+        await asyncio.to_thread(shutil.rmtree, box_dir, True)
+
+
+async def _runsc_delete(record: BoxRecord) -> None:
+    runsc = (record.state.get("runsc") or {}).get("path")
+    root = record.state.get("runsc_root")
+    if not runsc or not root or not Path(root).is_dir():
+        return
+    ids = record.state.get("run_as")
+    prefix = (as_user((ids[0], ids[1])) or []) if ids else []
+    argv = [*prefix, runsc, "--rootless", "--root", root, "delete", "--force", record.id]
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        await asyncio.to_thread(
+            subprocess.run,
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=DELETE_TIMEOUT,
+            check=False,
+        )
