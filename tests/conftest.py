@@ -1,8 +1,8 @@
 """Shared fixtures: a real engine on a temporary state directory, real bubblewrap boxes.
 
 Tests marked ``bwrap`` (or ``docker``, ``podman``, ``gvisor``, ``postgres``) skip locally when
-the machine lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI can never
-pass by skipping.
+the machine lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI
+can never pass by skipping.
 """
 
 from __future__ import annotations
