@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from golem.core.config import GvisorBackendConfig
 from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest
-from golem.core.spec import BoxSpec
+from golem.core.spec import MAX_PIDS, BoxSpec
 from golem.sandbox.backends.gvisor.bundle import (
     BundleLayout,
     make_run_dir,
@@ -48,6 +49,10 @@ __all__ = ["GvisorBackend", "GvisorBox"]
 
 STDERR_TAIL = 4000
 DELETE_TIMEOUT = 30.0
+SENTRY_PIDS = 256
+"""Host threads gVisor itself needs (its Sentry and gofer, ~50 at rest), beside the box's."""
+PIDS_PER_TASK = 3
+"""Host threads per thread of the box, at most (ptrace: a stub thread, the Sentry's own)."""
 
 
 class GvisorBox:
@@ -216,8 +221,7 @@ class GvisorBackend:
             if ids is not None:
                 os.chown(state_dir, *ids)
             if self.config.cgroups == "auto":
-                limits = CgroupLimits(memory=spec.memory, pids=spec.pids, cpus=spec.cpus)
-                cgroup = await asyncio.to_thread(BoxCgroup.create, record.id, limits)
+                cgroup = await asyncio.to_thread(BoxCgroup.create, record.id, _host_limits(spec))
             record.state["cgroup_version"] = cgroup.version if cgroup else None
             record.state["cgroup_dirs"] = [str(d) for d in cgroup.dirs] if cgroup else []
             command = [self.config.python, "-I", "-S", "-u", "-c", supervisor_source()]
@@ -232,7 +236,8 @@ class GvisorBackend:
             raise
         channel.close_box_ends()
         record.state.update(pid=process.pid, pid_start=process_start_time(process.pid))
-        return GvisorBox(process, await channel.host_streams(), cgroup, record)
+        booted = functools.partial(_cap_cpus, cgroup, spec.cpus) if cgroup else None
+        return GvisorBox(process, await channel.host_streams(booted), cgroup, record)
 
     async def _spawn(
         self,
@@ -291,16 +296,37 @@ def _check_image(root: Path, *, with_run: bool) -> None:
             )
 
 
+def _host_limits(spec: BoxSpec) -> CgroupLimits:
+    """The box's cgroup holds gVisor too: its memory counts (the Sentry, the gofer, ~35 MB),
+    its threads do not count as the box's (the box's own are capped inside, by gVisor's
+    RLIMIT_NPROC), and the CPU quota is set once the box has booted (``_cap_cpus``)."""
+    pids = None
+    if spec.pids is not None:
+        pids = min(SENTRY_PIDS + PIDS_PER_TASK * spec.pids, MAX_PIDS)
+    return CgroupLimits(memory=spec.memory, pids=pids, cpus=None)
+
+
+def _cap_cpus(cgroup: BoxCgroup, cpus: float | None) -> None:
+    """The box has booted (its supervisor spoke): from now on it runs within ``cpus``.
+    gVisor's own start costs some 0.3 s of CPU, which would take 30 s at 0.01 cores."""
+    if cpus is None:
+        return
+    try:
+        cgroup.limit_cpus(cpus)
+    except OSError:
+        cgroup.kill_all()  # never a box without the CPU cap it asked for
+
+
 def _rlimits(spec: BoxSpec, cgroup: BoxCgroup | None) -> dict[str, int]:
-    """The box's rlimits inside gVisor; without cgroups, memory and pids as a second line."""
+    """The box's rlimits inside gVisor: its processes and threads (gVisor counts them, not
+    the host); without cgroups, its memory per process as a second line."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     files = hard if hard != resource.RLIM_INFINITY else soft
     limits = {"RLIMIT_CORE": 0, "RLIMIT_NOFILE": files}
-    if cgroup is None:
-        if spec.memory is not None:
-            limits["RLIMIT_AS"] = spec.memory
-        if spec.pids is not None:
-            limits["RLIMIT_NPROC"] = spec.pids
+    if spec.pids is not None:
+        limits["RLIMIT_NPROC"] = spec.pids
+    if cgroup is None and spec.memory is not None:
+        limits["RLIMIT_AS"] = spec.memory
     return limits
 
 
