@@ -152,6 +152,11 @@ class GvisorBackendConfig(BaseModel):
     cgroups: Literal["auto", "off"] = Field(
         "auto", description="Enforce memory/pids/cpu with cgroups (v2 or v1) when available."
     )
+    seccomp: bool = Field(
+        True,
+        description="Have gVisor's kernel enforce golem's default-deny seccomp filter (the "
+        "process backend's) on the box; a signal to the supervisor is refused either way.",
+    )
     python: str = Field("python3", description="Interpreter in the box that runs the supervisor.")
     runtime_dir: Path = Field(
         default_factory=default_gvisor_dir,

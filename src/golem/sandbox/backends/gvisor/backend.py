@@ -27,13 +27,14 @@ from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest
 from golem.core.spec import MAX_PIDS, BoxSpec
 from golem.sandbox.backends.gvisor.bundle import (
     BundleLayout,
+    box_seccomp,
     make_run_dir,
     make_skeleton,
     oci_config,
 )
+from golem.sandbox.backends.gvisor.channel import HostStreams, SocketChannel
 from golem.sandbox.backends.gvisor.runsc import RunscHost, box_flags, find_runsc, runsc_host
 from golem.sandbox.backends.process.cgroups import BoxCgroup, CgroupLimits
-from golem.sandbox.backends.process.channel import PipeChannel
 from golem.sandbox.backends.process.launch import (
     as_user,
     check_reachable,
@@ -61,16 +62,17 @@ class GvisorBox:
     def __init__(
         self,
         process: asyncio.subprocess.Process,
-        streams: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        streams: HostStreams,
         cgroup: BoxCgroup | None,
         record: BoxRecord,
     ) -> None:
         self.process = process
-        self.reader, self.writer = streams
+        self.streams = streams
+        self.reader, self.writer = streams.reader, streams.writer
         self.cgroup = cgroup
         self.record = record
         self._stderr = bytearray()
-        self._stderr_task = asyncio.create_task(self._collect_stderr())
+        self._stderr_task = asyncio.create_task(self._collect_stderr(streams.stderr))
         self._stopped = False
 
     @property
@@ -78,9 +80,8 @@ class GvisorBox:
         """The gVisor platform the box runs on (ptrace, kvm, systrap)."""
         return str(self.record.state["runsc"]["platform"])
 
-    async def _collect_stderr(self) -> None:
-        assert self.process.stderr is not None
-        while chunk := await self.process.stderr.read(65536):
+    async def _collect_stderr(self, stderr: asyncio.StreamReader) -> None:
+        while chunk := await stderr.read(65536):
             self._stderr += chunk
             del self._stderr[:-STDERR_TAIL]
 
@@ -104,8 +105,7 @@ class GvisorBox:
         if self._stopped:
             return
         self._stopped = True
-        with contextlib.suppress(Exception):
-            self.writer.close()
+        self.streams.close()
         await remove_sandbox(self.record, self.cgroup)
         await self.process.wait()
         self._stderr_task.cancel()
@@ -213,7 +213,7 @@ class GvisorBackend:
             "runsc_flags": flags,
             "run_as": list(ids) if ids else None,
         }
-        channel = PipeChannel.create()
+        channel = SocketChannel.create()
         cgroup = None
         try:
             layout = self._layout(spec, ids, mounts, box_dir)
@@ -225,7 +225,8 @@ class GvisorBackend:
             record.state["cgroup_version"] = cgroup.version if cgroup else None
             record.state["cgroup_dirs"] = [str(d) for d in cgroup.dirs] if cgroup else []
             command = [self.config.python, "-I", "-S", "-u", "-c", supervisor_source()]
-            config = oci_config(spec, layout, command, _rlimits(spec, cgroup))
+            seccomp = box_seccomp(full=self.config.seccomp)
+            config = oci_config(spec, layout, command, _rlimits(spec, cgroup), seccomp)
             (box_dir / "config.json").write_text(json.dumps(config))
             argv = [host.runsc, *flags, "--root", str(state_dir)]
             argv += ["run", "--bundle", str(box_dir), record.id]
@@ -242,7 +243,7 @@ class GvisorBackend:
     async def _spawn(
         self,
         argv: list[str],
-        channel: PipeChannel,
+        channel: SocketChannel,
         cgroup: BoxCgroup | None,
         ids: tuple[int, int] | None,
     ) -> asyncio.subprocess.Process:
@@ -258,13 +259,12 @@ class GvisorBackend:
             return await asyncio.create_subprocess_exec(
                 *(prefix or []),
                 *argv,
-                stdin=channel.box_reads,
-                stdout=channel.box_writes,
-                stderr=asyncio.subprocess.PIPE,
+                stdin=channel.box.fileno(),
+                stdout=channel.box.fileno(),
+                stderr=channel.box_stderr.fileno(),
                 env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
                 cwd="/",
                 start_new_session=True,
-                limit=1 << 20,
             )
         except OSError as exc:
             raise BackendUnavailable(f"cannot start runsc: {exc}") from exc

@@ -17,14 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from golem.core.spec import BOX_PATH, WORKSPACE, BoxSpec
+from golem.sandbox.backends.process.seccomp import init_shield, oci_profile
 from golem.sandbox.contracts import Mount
 
-__all__ = ["SHM_SIZE", "BundleLayout", "make_run_dir", "make_skeleton", "oci_config"]
+__all__ = [
+    "SHM_SIZE",
+    "BundleLayout",
+    "box_seccomp",
+    "make_run_dir",
+    "make_skeleton",
+    "oci_config",
+]
 
 SHM_SIZE = 64 * 1024**2
 MOUNT_POINTS = ("proc", "dev", "tmp", "workspace", "run")
 TMPFS_FLAGS = ["nosuid", "nodev"]  # exec: compiled tests run where they were built
 RUN = "/run"
+GVISOR_NAMES = {"pselect6": "pselect"}
+"""System calls gVisor's table names otherwise than libseccomp (amd64: only syscall 270)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,27 @@ def make_run_dir(run_dir: Path, mounts: Sequence[Mount]) -> None:
             (run_dir / mount.target.removeprefix(RUN + "/")).mkdir(parents=True, exist_ok=True)
 
 
+def box_seccomp(*, full: bool) -> dict[str, Any]:
+    """The seccomp filter gVisor's kernel enforces on the box: golem's default-deny one
+    (``full``), or only the shield of pid 1; signals to pid 1 are refused either way.
+
+    gVisor reads the names from its own table (``runsc help syscalls``), where a few differ
+    from libseccomp's (``GVISOR_NAMES``) and the calls it lacks are missing (it answers
+    them ENOSYS anyway). It returns EPERM for every refused call whatever ``errnoRet``
+    says, so the ENOSYS that makes glibc fall back from clone3 to clone (whose flags the
+    filter checks) would be EPERM, and no thread could start: clone3 is left to gVisor,
+    which does not implement it and answers ENOSYS itself."""
+    if not full:
+        return init_shield()
+    profile = oci_profile(shield_init=True)
+    for rule in profile["syscalls"]:
+        rule["names"] = [GVISOR_NAMES.get(name, name) for name in rule["names"]]
+        if rule["names"] == ["clone3"]:
+            rule.pop("errnoRet", None)
+            rule["action"] = "SCMP_ACT_ALLOW"
+    return profile
+
+
 def _tmpfs(target: str, size: int, mode: str, *extra: str) -> dict[str, Any]:
     options = [f"size={size}", f"mode={mode}", *TMPFS_FLAGS, *extra]
     return {"destination": target, "type": "tmpfs", "source": "tmpfs", "options": options}
@@ -93,11 +124,15 @@ def _mounts(spec: BoxSpec, layout: BundleLayout) -> list[dict[str, Any]]:
 
 
 def oci_config(
-    spec: BoxSpec, layout: BundleLayout, command: list[str], rlimits: dict[str, int]
+    spec: BoxSpec,
+    layout: BundleLayout,
+    command: list[str],
+    rlimits: dict[str, int],
+    seccomp: dict[str, Any],
 ) -> dict[str, Any]:
     """The OCI runtime spec of a box whose first process is ``command``: no capabilities,
     no new privileges, a read-only root, namespaces of its own (the network's too, unless
-    the spec asks for the host's)."""
+    the spec asks for the host's), ``seccomp`` enforced by gVisor's kernel."""
     uid, gid = spec.uid_gid
     namespaces = ["pid", "ipc", "uts", "mount"]
     if spec.network != "host":
@@ -122,5 +157,5 @@ def oci_config(
         "root": {"path": str(layout.root), "readonly": True},
         "hostname": "golem",
         "mounts": _mounts(spec, layout),
-        "linux": {"namespaces": [{"type": name} for name in namespaces]},
+        "linux": {"namespaces": [{"type": name} for name in namespaces], "seccomp": seccomp},
     }

@@ -150,9 +150,10 @@ def _keep(cache: Path, content: dict[str, object]) -> None:
 
 def box_flags(host: RunscHost, network: str, *, host_sockets: bool) -> list[str]:
     """runsc's global flags for a box: rootless (runsc, its sandbox and gofer hold only
-    the launching user's rights), the platform, the network, and whether the box may
-    connect to host unix sockets bound into it (its egress proxy's)."""
-    flags = ["--rootless", f"--platform={host.platform}", "--ignore-cgroups"]
+    the launching user's rights), the platform, the bundle's seccomp filter enforced, the
+    network, and whether the box may connect to host unix sockets bound into it (its
+    egress proxy's)."""
+    flags = ["--rootless", f"--platform={host.platform}", "--ignore-cgroups", "--oci-seccomp"]
     flags.append("--network=host" if network == "host" else "--network=none")
     if host_sockets:
         flags.append("--host-uds=open")

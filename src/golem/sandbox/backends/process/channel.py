@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PipeChannel"]
+__all__ = ["FirstDataProtocol", "PipeChannel"]
 
 
 @dataclass
@@ -56,7 +56,7 @@ class PipeChannel:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=1 << 20)
         await loop.connect_read_pipe(
-            lambda: _FirstData(reader, on_first_data), os.fdopen(self.host_reads, "rb", 0)
+            lambda: FirstDataProtocol(reader, on_first_data), os.fdopen(self.host_reads, "rb", 0)
         )
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(self.host_writes, "wb", 0)
@@ -65,7 +65,7 @@ class PipeChannel:
         return reader, writer
 
 
-class _FirstData(asyncio.StreamReaderProtocol):
+class FirstDataProtocol(asyncio.StreamReaderProtocol):
     """A stream reader's protocol that calls back once, on the first bytes."""
 
     def __init__(
