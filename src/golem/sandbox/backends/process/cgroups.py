@@ -191,6 +191,19 @@ class BoxCgroup:
                 return int(value)
         return 0
 
+    def pids_refused(self) -> int:
+        """How many forks the box's pids limit refused so far."""
+        group = self.dirs[0] if self.version == "v2" else self.dirs[1]
+        try:
+            text = (group / "pids.events").read_text()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "max":
+                return int(value)
+        return 0
+
     def peak_memory(self) -> int:
         """The box's peak memory use in bytes (0 when the kernel does not say)."""
         name = "memory.peak" if self.version == "v2" else "memory.max_usage_in_bytes"
