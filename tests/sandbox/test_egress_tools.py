@@ -125,7 +125,7 @@ async def test_npm_installs_a_hundred_and_fifty_packages_through_the_proxy(
         result = await box.execute(
             ExecRequest(
                 cmd=f"npm install --no-audit --no-fund --no-update-notifier --registry {url}/ "
-                "--cache /tmp/npm-cache && ls node_modules | wc -l",
+                "--cache /tmp/npm-cache && cd node_modules && ls | wc -l",
                 timeout=240,
             )
         )
