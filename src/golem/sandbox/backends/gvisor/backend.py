@@ -19,7 +19,6 @@ import os
 import resource
 import shutil
 import signal
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,7 +51,6 @@ __all__ = ["GvisorBackend", "GvisorBox"]
 log = logging.getLogger(__name__)
 
 STDERR_TAIL = 4000
-DELETE_TIMEOUT = 30.0
 SENTRY_PIDS = 256
 """Host threads gVisor itself needs (its Sentry and gofer, ~50 at rest), beside the box's."""
 PIDS_PER_TASK = 16
@@ -350,30 +348,38 @@ def _rlimits(spec: BoxSpec, cgroup: BoxCgroup | None) -> dict[str, int]:
 
 async def remove_sandbox(record: BoxRecord, cgroup: BoxCgroup | None) -> None:
     """Kill everything a box's runsc started and remove what it left: the cgroups (whose
-    members are all of it), else runsc's own ``delete --force``; then the bundle."""
+    members are all of it), else the sandbox and gofer runsc's state names; then the
+    bundle."""
     if cgroup is not None:
         await asyncio.to_thread(cgroup.remove)
     else:
-        await _runsc_delete(record)
+        await asyncio.to_thread(_kill_from_state, record)
     box_dir = record.state.get("box_dir")
     if box_dir:
         await asyncio.to_thread(shutil.rmtree, box_dir, True)
 
 
-async def _runsc_delete(record: BoxRecord) -> None:
-    runsc = (record.state.get("runsc") or {}).get("path")
-    root = record.state.get("runsc_root")
-    if not runsc or not root or not Path(root).is_dir():
+def _kill_from_state(record: BoxRecord) -> None:
+    """SIGKILL the sandbox and gofer of runsc's state files (a sandbox's ptrace stubs die
+    with it), each only while its command line still names the box's bundle: a hung
+    sandbox never answers ``runsc delete``, and a pid may have been reused."""
+    root, box_dir = record.state.get("runsc_root"), record.state.get("box_dir")
+    if not root or not box_dir:
         return
-    ids = record.state.get("run_as")
-    prefix = (as_user((ids[0], ids[1])) or []) if ids else []
-    argv = [*prefix, runsc, "--rootless", "--root", root, "delete", "--force", record.id]
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        await asyncio.to_thread(
-            subprocess.run,
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=DELETE_TIMEOUT,
-            check=False,
-        )
+    for state in Path(root).glob("*.state"):
+        try:
+            content = json.loads(state.read_text())
+            pids = [content["sandbox"]["pid"], content["goferPid"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for pid in pids:
+            if isinstance(pid, int) and pid > 0 and _names(pid, box_dir):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _names(pid: int, box_dir: str) -> bool:
+    try:
+        return box_dir.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
