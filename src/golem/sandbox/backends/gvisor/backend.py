@@ -27,7 +27,6 @@ from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest
 from golem.core.spec import MAX_PIDS, BoxSpec
 from golem.sandbox.backends.gvisor.bundle import (
     BundleLayout,
-    box_seccomp,
     make_run_dir,
     make_skeleton,
     oci_config,
@@ -42,6 +41,7 @@ from golem.sandbox.backends.process.launch import (
     host_ids,
     launcher,
 )
+from golem.sandbox.backends.process.seccomp import gvisor_profile
 from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord, process_alive, process_start_time
 from golem.sandbox.supervisor import supervisor_source
@@ -241,7 +241,7 @@ class GvisorBackend:
             record.state["cgroup_version"] = cgroup.version if cgroup else None
             record.state["cgroup_dirs"] = [str(d) for d in cgroup.dirs] if cgroup else []
             command = [self.config.python, "-I", "-S", "-u", "-c", supervisor_source()]
-            seccomp = box_seccomp(full=self.config.seccomp)
+            seccomp = gvisor_profile(full=self.config.seccomp)
             config = oci_config(spec, layout, command, _rlimits(spec, cgroup), seccomp)
             (box_dir / "config.json").write_text(json.dumps(config))
             argv = [host.runsc, *flags, "--root", str(state_dir)]

@@ -17,13 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from golem.core.spec import BOX_PATH, WORKSPACE, BoxSpec
-from golem.sandbox.backends.process.seccomp import init_shield, oci_profile
 from golem.sandbox.contracts import Mount
 
 __all__ = [
     "SHM_SIZE",
     "BundleLayout",
-    "box_seccomp",
     "make_run_dir",
     "make_skeleton",
     "oci_config",
@@ -33,8 +31,6 @@ SHM_SIZE = 64 * 1024**2
 MOUNT_POINTS = ("proc", "dev", "tmp", "workspace", "run")
 TMPFS_FLAGS = ["nosuid", "nodev"]  # exec: compiled tests run where they were built
 RUN = "/run"
-GVISOR_NAMES = {"pselect6": "pselect"}
-"""System calls gVisor's table names otherwise than libseccomp (amd64: only syscall 270)."""
 
 
 @dataclass(frozen=True)
@@ -69,27 +65,6 @@ def make_run_dir(run_dir: Path, mounts: Sequence[Mount]) -> None:
     for mount in mounts:
         if mount.target.startswith(RUN + "/"):
             (run_dir / mount.target.removeprefix(RUN + "/")).mkdir(parents=True, exist_ok=True)
-
-
-def box_seccomp(*, full: bool) -> dict[str, Any]:
-    """The seccomp filter gVisor's kernel enforces on the box: golem's default-deny one
-    (``full``), or only the shield of pid 1; signals to pid 1 are refused either way.
-
-    gVisor reads the names from its own table (``runsc help syscalls``), where a few differ
-    from libseccomp's (``GVISOR_NAMES``) and the calls it lacks are missing (it answers
-    them ENOSYS anyway). It returns EPERM for every refused call whatever ``errnoRet``
-    says, so the ENOSYS that makes glibc fall back from clone3 to clone (whose flags the
-    filter checks) would be EPERM, and no thread could start: clone3 is left to gVisor,
-    which does not implement it and answers ENOSYS itself."""
-    if not full:
-        return init_shield()
-    profile = oci_profile(shield_init=True)
-    for rule in profile["syscalls"]:
-        rule["names"] = [GVISOR_NAMES.get(name, name) for name in rule["names"]]
-        if rule["names"] == ["clone3"]:
-            rule.pop("errnoRet", None)
-            rule["action"] = "SCMP_ACT_ALLOW"
-    return profile
 
 
 def _tmpfs(target: str, size: int, mode: str, *extra: str) -> dict[str, Any]:

@@ -181,3 +181,28 @@ def oci_profile(*, shield_init: bool = False) -> dict[str, Any]:
         "architectures": ["SCMP_ARCH_X86_64"],
         "syscalls": rules,
     }
+
+
+GVISOR_NAMES = {"pselect6": "pselect"}
+"""System calls gVisor's table names otherwise than libseccomp (amd64: only syscall 270)."""
+
+
+def gvisor_profile(*, full: bool = True) -> dict[str, Any]:
+    """The seccomp filter gVisor's kernel enforces on the box: golem's default-deny one
+    (``full``), or only the shield of pid 1; signals to pid 1 are refused either way.
+
+    gVisor reads the names from its own table (``runsc help syscalls``), where a few differ
+    from libseccomp's (``GVISOR_NAMES``) and the calls it lacks are missing (it answers
+    them ENOSYS anyway). It returns EPERM for every refused call whatever ``errnoRet``
+    says, so the ENOSYS that makes glibc fall back from clone3 to clone (whose flags the
+    filter checks) would be EPERM, and no thread could start: clone3 is left to gVisor,
+    which does not implement it and answers ENOSYS itself."""
+    if not full:
+        return init_shield()
+    profile = oci_profile(shield_init=True)
+    for rule in profile["syscalls"]:
+        rule["names"] = [GVISOR_NAMES.get(name, name) for name in rule["names"]]
+        if rule["names"] == ["clone3"]:
+            rule.pop("errnoRet", None)
+            rule["action"] = "SCMP_ACT_ALLOW"
+    return profile
