@@ -163,8 +163,9 @@ async def test_a_box_on_dockers_runsc_has_gvisors_kernel_and_golems_filter(
     async with LocalEngine(pooled) as engine:
         async with engine.session() as box:
             kernel = await box.execute("uname -r; grep Seccomp: /proc/self/status")
-            assert kernel.stdout_text.split() == ["4.4.0", "Seccomp:", "2"]
-            assert kernel.stdout_text.split()[0] != os.uname().release
+            release, *seccomp = kernel.stdout_text.split()
+            assert release != os.uname().release  # gVisor's kernel answers, not the host's
+            assert seccomp == ["Seccomp:", "2"]
             escape = await box.execute("unshare -Ur true; kill -9 1; echo survived")
             assert "unshare failed: Operation not permitted" in escape.stderr_text
             assert escape.stdout_text == "survived\n"
