@@ -96,3 +96,22 @@ async def test_a_box_without_cgroups_keeps_its_limits_inside_gvisor(
     async with LocalEngine(config) as engine, engine.session(engine.spec(pids=16)) as box:
         forked = await box.execute(["python3", "-c", fork])
         assert 0 < int(forked.stdout_text) < 16, forked
+
+
+async def test_a_host_workspace_is_the_box_roots_and_only_read_by_other_users(
+    engine: Engine, box_owned_dir: Path
+) -> None:
+    """runsc's gofer serves host files as its one host user (run_as), which gVisor shows
+    as root: a root box writes the workspace (as that user on the host), a box of another
+    user reads and runs what is there but writes nothing (docs/sandbox.md)."""
+    (box_owned_dir / "hello.txt").write_text("from host")
+    root = engine.spec(workspace=box_owned_dir, user="root")
+    result = await engine.execute("cat hello.txt; echo from box > made.txt", root)
+    assert result.stdout_text == "from host", result.stderr_text
+    assert (box_owned_dir / "made.txt").read_text() == "from box\n"
+    other = await engine.execute(
+        "cat hello.txt; echo x > other.txt", engine.spec(workspace=box_owned_dir)
+    )
+    assert other.stdout_text == "from host"
+    assert "Permission denied" in other.stderr_text
+    assert not (box_owned_dir / "other.txt").exists()
