@@ -198,7 +198,13 @@ async def test_command_not_found_is_exit_127_with_a_message(box: Box) -> None:
     assert "command not found" in result.stderr_text
 
 
-@pytest.mark.parametrize("backend", ["process"])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("process", marks=pytest.mark.bwrap),
+        pytest.param("gvisor", marks=pytest.mark.gvisor),
+    ],
+)
 async def test_image_directory_is_the_root(engine: Engine, minimal_image: Path) -> None:
     async with engine.session(engine.spec(image=str(minimal_image))) as box:
         assert set(box.runtimes) == {"python", "sh"}
