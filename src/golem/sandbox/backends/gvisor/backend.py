@@ -19,6 +19,7 @@ import os
 import resource
 import shutil
 import signal
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -356,7 +357,16 @@ async def remove_sandbox(record: BoxRecord, cgroup: BoxCgroup | None) -> None:
         await asyncio.to_thread(_kill_from_state, record)
     box_dir = record.state.get("box_dir")
     if box_dir:
-        await asyncio.to_thread(shutil.rmtree, box_dir, True)
+        await asyncio.to_thread(_remove_dir, Path(box_dir))
+
+
+def _remove_dir(path: Path) -> None:
+    """Remove the bundle; runsc, dying, may still remove its state files in it meanwhile."""
+    for _ in range(100):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.02)  # teardown only: a dying runsc's last unlink
 
 
 def _kill_from_state(record: BoxRecord) -> None:
