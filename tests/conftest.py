@@ -1,8 +1,8 @@
 """Shared fixtures: a real engine on a temporary state directory, real bubblewrap boxes.
 
-Tests marked ``bwrap`` (or ``docker``, ``podman``, ``postgres``) skip locally when the machine
-lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI can never
-pass by skipping.
+Tests marked ``bwrap`` (or ``docker``, ``podman``, ``gvisor``, ``postgres``) skip locally when
+the machine lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI
+can never pass by skipping.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import pwd
 import secrets
@@ -34,7 +35,7 @@ from golem.sandbox.backends.docker.reach import unix_refusal
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
-ENFORCED_MARKERS = ("bwrap", "docker", "podman", "postgres")
+ENFORCED_MARKERS = ("bwrap", "docker", "podman", "gvisor", "postgres")
 PRIVATE_PASSWORD = "pw-" + secrets.token_hex(8)
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 ENGINES = {"docker": None, "podman": PODMAN_SOCKET}  # backend name -> engine socket
@@ -49,9 +50,30 @@ BOTH_BACKENDS = [
     pytest.param("process", marks=pytest.mark.bwrap),
     pytest.param("docker", marks=pytest.mark.docker),
     pytest.param("podman", marks=pytest.mark.podman),
+    pytest.param("gvisor", marks=pytest.mark.gvisor),
 ]
 """Backends a module's ``backend`` fixture can be parametrized over: bubblewrap, the
-docker backend on dockerd, and the same backend on Podman's Docker-compatible socket."""
+docker backend on dockerd, the same backend on Podman's Docker-compatible socket, and
+gVisor (runsc started by golem)."""
+
+
+def backend_settings(backend: str) -> dict[str, Any] | None:
+    """The ``[engine.backend]`` table of a backend named as in BOTH_BACKENDS (None: the
+    default, process)."""
+    if backend in ENGINES:
+        return {"type": "docker", "image": devbox_image(backend), "docker_host": ENGINES[backend]}
+    if backend == "gvisor":
+        return {"type": "gvisor"}
+    return None
+
+
+def backend_toml(backend: str) -> str:
+    """``backend_settings`` as golem.toml lines (empty for the default backend)."""
+    settings = backend_settings(backend)
+    if settings is None:
+        return ""
+    lines = [f"{key} = {json.dumps(value)}" for key, value in settings.items() if value]
+    return "[engine.backend]\n" + "\n".join(lines) + "\n"
 
 
 def engine_api(backend: str) -> docker.APIClient:
@@ -97,6 +119,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("bubblewrap is not installed (scripts/setup installs it)")
     if item.get_closest_marker("docker") and not engine_reachable("docker"):
         pytest.skip("no container engine answers (scripts/ensure-dockerd starts dockerd)")
+    if item.get_closest_marker("gvisor") and shutil.which("runsc") is None:
+        pytest.skip("runsc is not installed (scripts/setup installs it)")
     if item.get_closest_marker("podman") and not engine_reachable("podman"):
         pytest.skip("podman's socket does not answer (scripts/ensure-podman starts it)")
     if item.get_closest_marker("postgres") and not postgres_reachable():
@@ -104,10 +128,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def kill_box_from_outside(state: dict[str, Any]) -> None:
-    """Kill a box behind golem's back: its bubblewrap, or its container."""
+    """Kill a box behind golem's back: its bubblewrap, its container, or every process of
+    its gVisor sandbox."""
     if "container" in state:
         with docker.APIClient(base_url=state["docker_host"], version="auto") as api:
             api.kill(state["container"])
+    elif "runsc" in state:
+        for directory in state["cgroup_dirs"]:
+            for pid in Path(directory, "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
     else:
         os.killpg(state["pid"], signal.SIGKILL)
 
@@ -148,10 +178,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 def config(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> GolemConfig:
     """Default configuration with a private state directory and no config files."""
     overrides: dict[str, object] = {"state_dir": str(tmp_path / "state")}
-    if backend in ENGINES:
-        image = devbox_image(backend)
-        engine = {"type": "docker", "image": image, "docker_host": ENGINES[backend]}
-        overrides["engine"] = {"backend": engine}
+    settings = backend_settings(backend)
+    if settings is not None:
+        overrides["engine"] = {"backend": settings}
     return load_config(overrides, files=[])
 
 

@@ -28,7 +28,7 @@ from tests.attacks.takeback_harness import (
     rule_of,
     special_files,
 )
-from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image
+from tests.conftest import BOTH_BACKENDS, backend_toml
 from tests.service.served import Served, launch
 
 pytestmark = pytest.mark.bwrap
@@ -99,11 +99,7 @@ class Servers:
 
     def of(self, backend: str) -> Served:
         if backend not in self.running:
-            toml = ""
-            if backend in ENGINES:
-                toml = f'[engine.backend]\ntype = "docker"\nimage = "{devbox_image(backend)}"\n'
-                if ENGINES[backend] is not None:
-                    toml += f'docker_host = "{ENGINES[backend]}"\n'
+            toml = backend_toml(backend)
             self.running[backend] = launch(self.root / backend / "state", config=toml)
         return self.running[backend]
 

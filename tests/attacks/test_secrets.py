@@ -128,7 +128,7 @@ async def test_no_tool_shows_a_secret_from_the_env_a_file_or_a_files_name(
         call("grep", pattern="API_KEY|DB_PASSWORD"),
         call("glob", pattern="**/*.txt"),
         call("ls", path="notes"),
-        call("bash", command='echo "$API_KEY $DB_PASSWORD"; cat config.env; ls notes'),
+        call("bash", command='echo "$API_KEY $DB_PASSWORD"; cat config.env; cd notes && ls'),
         call("write", path="config.env", content="NAME=demo\n"),
         call("finish", summary="done"),
     ]

@@ -12,12 +12,12 @@ from pathlib import Path
 import docker
 import pytest
 
-from golem.core import GolemConfig, ImageNotFound, SandboxError
+from golem.core import BackendUnavailable, GolemConfig, ImageNotFound
 from golem.sandbox import Engine, ExecRequest, LocalEngine
-from tests.conftest import BOTH_BACKENDS, engine_api
+from tests.conftest import BOTH_BACKENDS, ENGINES, engine_api
 
 
-@pytest.fixture(params=[p for p in BOTH_BACKENDS if p.values[0] != "process"])
+@pytest.fixture(params=[p for p in BOTH_BACKENDS if p.values[0] in ENGINES])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -126,20 +126,52 @@ async def test_a_killed_owner_leaves_no_container_after_prune(
     assert api.containers(all=True, filters=labelled) == []
 
 
+def with_runtime(config: GolemConfig, runtime: str) -> GolemConfig:
+    """``config`` with the docker backend's ``runtime`` set."""
+    backend = config.engine.backend.model_copy(update={"runtime": runtime})
+    return config.model_copy(
+        update={"engine": config.engine.model_copy(update={"backend": backend})}
+    )
+
+
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker)])
-async def test_the_oci_runtime_is_passed_through(config: GolemConfig) -> None:
-    """dockerd honours the runtime; Podman's compatible API ignores it (docs/docker.md)."""
-    for name, works in (("runc", True), ("no-such-runtime", False)):
-        engine_config = config.engine.backend.model_copy(update={"oci_runtime": name})
-        changed = config.model_copy(
-            update={"engine": config.engine.model_copy(update={"backend": engine_config})}
-        )
-        async with LocalEngine(changed) as engine:
-            if works:
-                assert (await engine.execute("echo ran")).stdout_text == "ran\n"
-            else:
-                with pytest.raises(SandboxError, match=name):
-                    await engine.execute("true")
+async def test_a_runtime_dockerd_lacks_is_refused_with_the_fix(config: GolemConfig) -> None:
+    async with LocalEngine(with_runtime(config, "no-such-runtime")) as engine:
+        with pytest.raises(BackendUnavailable, match=r"no-such-runtime.*scripts/ensure-dockerd"):
+            await engine.execute("true")
+    async with LocalEngine(with_runtime(config, "runc")) as engine:
+        assert (await engine.execute("echo ran")).stdout_text == "ran\n"
+
+
+@pytest.mark.parametrize("backend", [pytest.param("podman", marks=pytest.mark.podman)])
+async def test_podman_refuses_a_runtime_its_api_would_ignore(config: GolemConfig) -> None:
+    """Podman's compatible API runs a container on its default runtime whatever the
+    request says: a box asked on runsc would silently run on runc (docs/docker.md)."""
+    async with LocalEngine(with_runtime(config, "runsc")) as engine:
+        with pytest.raises(BackendUnavailable, match="ignores a container's runtime"):
+            await engine.execute("true")
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker)])
+async def test_a_box_on_dockers_runsc_has_gvisors_kernel_and_golems_filter(
+    config: GolemConfig,
+) -> None:
+    """scripts/ensure-dockerd registers runsc with dockerd; its boxes run on gVisor's
+    kernel, under golem's filter (enforced by gVisor), and never serve a second session:
+    gVisor lets a box process reopen the engine's stdio pipes of its pid 1."""
+    pooled = with_runtime(config, "runsc")
+    async with LocalEngine(pooled) as engine:
+        async with engine.session() as box:
+            kernel = await box.execute("uname -r; grep Seccomp: /proc/self/status")
+            release, *seccomp = kernel.stdout_text.split()
+            assert release != os.uname().release  # gVisor's kernel answers, not the host's
+            assert seccomp == ["Seccomp:", "2"]
+            escape = await box.execute("unshare -Ur true; kill -9 1; echo survived")
+            assert "unshare failed: Operation not permitted" in escape.stderr_text
+            assert escape.stdout_text == "survived\n"
+            assert (await box.execute("echo alive")).stdout_text == "alive\n"
+        async with engine.session() as second:
+            assert second.id != box.id
 
 
 async def test_prune_finds_a_container_by_its_record_alone(

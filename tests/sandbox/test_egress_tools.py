@@ -109,7 +109,12 @@ def registry(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     server.server_close()
 
 
-@pytest.mark.parametrize("backend", BOTH_BACKENDS)
+@pytest.mark.parametrize(
+    "backend",
+    # Not gvisor (12 s there): hundreds of connections through its bridge are
+    # tests/sandbox/test_egress_concurrency.py's, on gVisor too.
+    [p for p in BOTH_BACKENDS if p.values[0] != "gvisor"],
+)
 async def test_npm_installs_a_hundred_and_fifty_packages_through_the_proxy(
     engine: Engine, net: NetHosts, registry: tuple[Path, int]
 ) -> None:
@@ -125,7 +130,7 @@ async def test_npm_installs_a_hundred_and_fifty_packages_through_the_proxy(
         result = await box.execute(
             ExecRequest(
                 cmd=f"npm install --no-audit --no-fund --no-update-notifier --registry {url}/ "
-                "--cache /tmp/npm-cache && ls node_modules | wc -l",
+                "--cache /tmp/npm-cache && cd node_modules && ls | wc -l",
                 timeout=240,
             )
         )

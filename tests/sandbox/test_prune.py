@@ -1,9 +1,11 @@
-"""Boxes whose owner process was killed are found and removed by prune (API and CLI)."""
+"""Boxes whose owner process was killed are found and removed by prune (API and CLI), on
+bubblewrap and on gVisor (whose runsc, gofer and sandbox outlive a killed owner)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,17 @@ from golem.sandbox import Engine, LocalEngine
 from golem.sandbox.records import BoxRecord, process_alive
 
 pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("process", marks=pytest.mark.bwrap),
+        pytest.param("gvisor", marks=pytest.mark.gvisor),
+    ]
+)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
 
 GOLEM = Path(sys.executable).with_name("golem")
 
@@ -34,10 +47,16 @@ asyncio.run(main())
 """
 
 
-def isolated_env(state_dir: Path, home: Path) -> dict[str, str]:
-    """The environment of a golem process that uses ``state_dir`` and no config files."""
+def isolated_env(config: GolemConfig, home: Path) -> dict[str, str]:
+    """The environment of a golem process with ``config``'s state directory and backend,
+    and no config files."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
-    return {**env, "GOLEM_STATE_DIR": str(state_dir), "XDG_CONFIG_HOME": str(home)}
+    env |= {"GOLEM_STATE_DIR": str(config.state_dir), "XDG_CONFIG_HOME": str(home)}
+    backend = config.engine.backend
+    env["GOLEM_ENGINE__BACKEND__TYPE"] = backend.type
+    if backend.type == "gvisor":
+        env["GOLEM_ENGINE__BACKEND__CGROUPS"] = backend.cgroups
+    return env
 
 
 def start_owner(config: GolemConfig, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -46,7 +65,7 @@ def start_owner(config: GolemConfig, tmp_path: Path) -> tuple[subprocess.Popen[b
         [sys.executable, "-c", OWNER],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=isolated_env(config.state_dir, tmp_path),
+        env=isolated_env(config, tmp_path),
         cwd=tmp_path,
     )
     assert owner.stdout is not None
@@ -73,12 +92,23 @@ def running(pid: int, start: int | None) -> bool:
     return stat[stat.rindex(")") + 2] not in "ZX" and process_alive(pid, start)
 
 
+def cmdline(pid: int) -> bytes:
+    """A process's arguments, joined by spaces."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+
+
 def box_processes(box_id: str) -> list[int]:
-    """Host pids whose cgroup path names the box."""
+    """Host pids whose cgroup path or command line names the box (gVisor's runsc, gofer
+    and sandbox name it in their arguments)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and box_id in (entry / "cgroup").read_text():
+            if not entry.name.isdigit() or not running(int(entry.name), None):
+                continue
+            if (
+                box_id in (entry / "cgroup").read_text()
+                or box_id.encode() in (entry / "cmdline").read_bytes()
+            ):
                 found.append(int(entry.name))
         except OSError:
             continue
@@ -91,6 +121,8 @@ async def assert_gone(engine: Engine, record: BoxRecord) -> None:
     assert [d for d in record.state["cgroup_dirs"] if Path(d).exists()] == []
     assert record.id not in [info.id for info in await engine.boxes()]
     assert not (engine.config.state_dir / "boxes" / f"{record.id}.json").exists()
+    if "box_dir" in record.state:  # gVisor: the bundle and runsc's state
+        assert not Path(record.state["box_dir"]).exists()
 
 
 async def test_prune_removes_the_box_of_a_killed_owner(engine: Engine, orphan: BoxRecord) -> None:
@@ -135,7 +167,7 @@ async def test_golem_prune_cli_removes_the_box_of_a_killed_owner(
         "prune",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=isolated_env(engine.config.state_dir, tmp_path),
+        env=isolated_env(engine.config, tmp_path),
         cwd=tmp_path,
     )
     out, err = await asyncio.wait_for(cli.communicate(), 60)
@@ -143,3 +175,28 @@ async def test_golem_prune_cli_removes_the_box_of_a_killed_owner(
     assert f"removed {orphan.id}" in out.decode()
     assert "pruned 1 box(es)" in out.decode()
     await assert_gone(engine, orphan)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("gvisor", marks=pytest.mark.gvisor)])
+async def test_prune_kills_what_runsc_left_without_cgroups(
+    config: GolemConfig, tmp_path: Path
+) -> None:
+    """Without cgroups to hold them, the orphan's gofer and sandbox are found by runsc's
+    own state and killed, its bundle removed: here a sandbox hung (stopped) when its owner
+    died, so it never saw its channel close and lives on until prune."""
+    backend = config.engine.backend.model_copy(update={"cgroups": "off"})
+    config = config.model_copy(
+        update={"engine": config.engine.model_copy(update={"backend": backend})}
+    )
+    owner, box_id = await asyncio.to_thread(start_owner, config, tmp_path)
+    record = LocalEngine(config).registry.load(box_id)
+    assert record is not None
+    assert record.state["cgroup_dirs"] == []
+    (sandbox,) = [p for p in box_processes(box_id) if b" boot " in cmdline(p)]
+    os.kill(sandbox, signal.SIGSTOP)
+    os.kill(owner.pid, signal.SIGKILL)
+    owner.communicate()
+    assert running(sandbox, None), "the hung sandbox outlived its owner"
+    engine = LocalEngine(config)
+    assert [info.id for info in await engine.prune()] == [box_id]
+    await assert_gone(engine, record)

@@ -31,7 +31,7 @@ from golem.sandbox import LocalEngine
 from golem.sandbox.backends.process.cgroups import ROOT
 from golem.sandbox.models import ExecRequest
 from golem.sandbox.records import BoxRecord, BoxRegistry
-from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image, engine_api
+from tests.conftest import BOTH_BACKENDS, ENGINES, backend_settings, engine_api
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -46,12 +46,9 @@ def config(tmp_path: Path, backend: str) -> GolemConfig:
         "state_dir": str(tmp_path / "state"),
         "engine": {"pool": {"clean": 0, "dirty": 0}},
     }
-    if backend in ENGINES:
-        overrides["engine"]["backend"] = {
-            "type": "docker",
-            "image": devbox_image(backend),
-            "docker_host": ENGINES[backend],
-        }
+    settings = backend_settings(backend)
+    if settings is not None:
+        overrides["engine"]["backend"] = settings
     return load_config(overrides, files=[])
 
 

@@ -4,13 +4,18 @@ and joined into the one string a box's python3 runs."""
 from __future__ import annotations
 
 import ast
+import asyncio
+import contextlib
+import socket
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
-from golem.sandbox.supervisor import supervisor_source
+from golem.sandbox.supervisor import SupervisorClient, supervisor_source
+from golem.sandbox.supervisor.messages import HelloRequest
 
 BOX_MODULES = sorted(
     entry.name
@@ -55,3 +60,37 @@ def test_the_joined_source_registers_modules_that_import_each_other() -> None:
         [sys.executable, "-I", "-S", "-c", source], capture_output=True, text=True, check=True
     )
     assert done.stdout == "1 ['glob', 'grep', 'ls', 'probe', 'read']\n"
+
+
+async def test_the_supervisor_serves_on_a_non_blocking_stdio_socket() -> None:
+    """gVisor can hand the container's stdio to the supervisor with O_NONBLOCK (a socket
+    that is both stdin and stdout): the supervisor must not read EAGAIN and quit."""
+    host, box = socket.socketpair()
+    box.setblocking(False)  # the description the child's fds 0 and 1 share
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-I", "-S", "-u", "-c", supervisor_source(), stdin=box, stdout=box
+    )
+    box.close()
+    reader, writer = await asyncio.open_connection(sock=host)
+    client = SupervisorClient(reader, writer)
+    try:
+        await reading_or_gone(process)  # nothing sent yet: a non-blocking read has nothing
+        assert process.returncode is None, "the supervisor quit before its first frame"
+        hello = await client.start(30)
+        assert hello.pid == process.pid
+        assert (await client.request(HelloRequest()))[0] == hello
+    finally:
+        await client.close()
+        assert await process.wait() == 0  # it ended at its channel's end, not before
+
+
+async def reading_or_gone(process: asyncio.subprocess.Process, within: float = 30.0) -> None:
+    """Wait until the process's main thread is in read(2), or it has exited."""
+    deadline = asyncio.get_running_loop().time() + within
+    syscall = Path(f"/proc/{process.pid}/syscall")
+    while process.returncode is None:
+        with contextlib.suppress(OSError):
+            if syscall.read_text().split()[0] == "0":  # read
+                return
+        assert asyncio.get_running_loop().time() < deadline, "never read its channel"
+        await asyncio.sleep(0.01)  # a poll of /proc, not a wait for the supervisor

@@ -22,7 +22,7 @@ from golem.sandbox import LocalEngine
 from golem.sandbox.records import BoxRegistry
 from golem.service.keys import Principal
 from golem.service.sessions import SessionRegistry
-from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image, kill_box_from_outside
+from tests.conftest import BOTH_BACKENDS, backend_toml, kill_box_from_outside
 from tests.service.served import Served, serving
 
 QUEUE = """
@@ -119,18 +119,9 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _backend_config(backend: str) -> str:
-    if backend not in ENGINES:
-        return ""
-    host = ENGINES[backend]
-    return f'[engine.backend]\ntype = "docker"\nimage = "{devbox_image(backend)}"\n' + (
-        f'docker_host = "{host}"\n' if host else ""
-    )
-
-
 @pytest.fixture
 def served_one(tmp_path: Path, backend: str) -> Iterator[Served]:
-    config = QUEUE.format(server=4, share=1, wait=1) + _backend_config(backend)
+    config = QUEUE.format(server=4, share=1, wait=1) + backend_toml(backend)
     with serving(tmp_path / "state", config=config) as server:
         yield server
 

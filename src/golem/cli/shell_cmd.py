@@ -114,7 +114,9 @@ async def _pump(terminal: Terminal) -> int:
     loop.add_signal_handler(signal.SIGWINCH, on_winch)
     try:
         while (data := await terminal.read()) is not None:
-            os.write(sys.stdout.fileno(), data)
+            view = memoryview(data)
+            while view:  # a write to a pipe or a terminal may take part of it
+                view = view[os.write(sys.stdout.fileno(), view) :]
     finally:
         loop.remove_reader(stdin_fd)
         loop.remove_signal_handler(signal.SIGWINCH)

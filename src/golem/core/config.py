@@ -47,6 +47,7 @@ __all__ = [
     "DockerBackendConfig",
     "EngineConfig",
     "GolemConfig",
+    "GvisorBackendConfig",
     "ImageRecipe",
     "PoolConfig",
     "ProcessBackendConfig",
@@ -100,8 +101,11 @@ class DockerBackendConfig(BaseModel):
         description="Engine socket, e.g. unix:///run/podman/podman.sock; None: DOCKER_HOST "
         "or the default socket.",
     )
-    oci_runtime: str | None = Field(
-        None, description="OCI runtime the engine knows, e.g. runsc for gVisor."
+    runtime: str | None = Field(
+        None,
+        description="OCI runtime of the boxes, by the name the engine knows it by: runsc "
+        "for gVisor (scripts/ensure-dockerd registers it with dockerd, "
+        "etc/podman-containers.conf with Podman); None: the engine's default (runc).",
     )
     image: str = Field(
         "golem/devbox:latest",
@@ -115,6 +119,52 @@ class DockerBackendConfig(BaseModel):
     )
 
 
+def default_gvisor_dir() -> Path:
+    """Where gVisor boxes' bundles live: /run/golem-gvisor for root, else the user's
+    runtime directory."""
+    if os.geteuid() == 0:
+        return Path("/run/golem-gvisor")
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(base) / "golem-gvisor" if base else Path(f"/tmp/golem-gvisor-{os.geteuid()}")
+
+
+class GvisorBackendConfig(BaseModel):
+    """The gVisor backend: runsc started by golem itself (no daemon), a user-space kernel
+    between the box and the host's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["gvisor"] = "gvisor"
+    runsc: str = Field("runsc", description="The runsc executable (Debian's package: runsc).")
+    platform: Literal["auto", "ptrace", "kvm", "systrap"] = Field(
+        "auto",
+        description="How gVisor traps the box's system calls; auto: the fastest one that "
+        "starts a sandbox on this host, found by trying (kvm, systrap, then ptrace).",
+    )
+    run_as: str = Field(
+        "nobody",
+        description="Host user that runsc, its sandbox and its gofer run as when golem runs "
+        "as root (runsc --rootless), so that neither holds root's permissions on the host.",
+    )
+    host_paths: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_HOST_PATHS),
+        description="Host directories visible read-only when no image is given.",
+    )
+    cgroups: Literal["auto", "off"] = Field(
+        "auto", description="Enforce memory/pids/cpu with cgroups (v2 or v1) when available."
+    )
+    seccomp: bool = Field(
+        True,
+        description="Have gVisor's kernel enforce golem's default-deny seccomp filter (the "
+        "process backend's) on the box; a signal to the supervisor is refused either way.",
+    )
+    python: str = Field("python3", description="Interpreter in the box that runs the supervisor.")
+    runtime_dir: Path = Field(
+        default_factory=default_gvisor_dir,
+        description="Host directory for each box's OCI bundle and runsc's state.",
+    )
+
+
 def _backend_type(value: Any) -> str:
     if isinstance(value, Mapping):
         return str(value.get("type", "process"))
@@ -122,11 +172,13 @@ def _backend_type(value: Any) -> str:
 
 
 BackendConfig = Annotated[
-    Annotated[ProcessBackendConfig, Tag("process")] | Annotated[DockerBackendConfig, Tag("docker")],
+    Annotated[ProcessBackendConfig, Tag("process")]
+    | Annotated[DockerBackendConfig, Tag("docker")]
+    | Annotated[GvisorBackendConfig, Tag("gvisor")],
     Discriminator(
         _backend_type,
         custom_error_type="backend_type",
-        custom_error_message="the backend type must be process or docker",
+        custom_error_message="the backend type must be process, docker or gvisor",
     ),
 ]
 """Union of the backend configs, discriminated by ``type`` (``process`` when omitted)."""

@@ -374,7 +374,8 @@ class LocalEngine:
 
     async def _pool_or_stop(self, live: LiveBox) -> None:
         shape = live.shape
-        if shape is None or not self.pool.enabled or live.client.lost is not None:
+        reusable = live.record.state.get("reusable", True)
+        if shape is None or not reusable or not self.pool.enabled or live.client.lost is not None:
             await self._stop(live)
             return
         if live.record.labels:  # a pooled box belongs to no session: drop the last one's

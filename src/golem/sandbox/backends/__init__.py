@@ -6,6 +6,7 @@ from golem.core.config import (
     BackendConfig,
     DockerBackendConfig,
     GolemConfig,
+    GvisorBackendConfig,
     ProcessBackendConfig,
 )
 from golem.core.errors import ConfigError
@@ -20,6 +21,10 @@ def make_backend(config: BackendConfig) -> Backend:
         from golem.sandbox.backends.process import ProcessBackend  # noqa: PLC0415 - lazy
 
         return ProcessBackend(config)
+    if config.type == "gvisor":
+        from golem.sandbox.backends.gvisor import GvisorBackend  # noqa: PLC0415 - lazy
+
+        return GvisorBackend(config)
     from golem.sandbox.backends.docker import DockerBackend  # noqa: PLC0415 - lazy
 
     return DockerBackend(config)
@@ -35,4 +40,6 @@ def make_backend_for(name: str, config: GolemConfig) -> Backend:
         return make_backend(ProcessBackendConfig())
     if name == "docker":
         return make_backend(DockerBackendConfig())
+    if name == "gvisor":
+        return make_backend(GvisorBackendConfig())
     raise ConfigError(f"box records name an unknown backend {name!r}; delete them by hand")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ from golem.sandbox.backends.docker.attach import AttachedStreams, open_attach
 from golem.sandbox.backends.docker.reach import engine_url, unix_refusal
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.sandbox.backends.process.cgroups import BoxCgroup
-from golem.sandbox.backends.process.seccomp import engine_profile
+from golem.sandbox.backends.process.seccomp import engine_profile, gvisor_profile
 from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord
 from golem.sandbox.supervisor import supervisor_source
@@ -35,6 +36,11 @@ from golem.sandbox.supervisor import supervisor_source
 __all__ = ["DockerBackend", "DockerBox"]
 
 LABEL = "golem.box"
+GVISOR = "runsc"
+RUNSC_ARGS = ("--oci-seccomp", "--network=none", "--host-uds=open")
+"""What dockerd must pass runsc for golem's boxes: golem's seccomp filter enforced by
+gVisor, no network of gVisor's own (a box's network is none or the egress proxy's socket),
+and the egress proxy's socket reachable (scripts/ensure-dockerd registers it so)."""
 SHM_SIZE = 64 * 1024**2
 # The engines mount a tmpfs noexec by default; compiled tests (cargo test, go test) run
 # their binaries from the workspace and /tmp. no-new-privileges, no capabilities and nosuid
@@ -140,14 +146,48 @@ class DockerBackend:
             self._api = None
 
     def check(self) -> None:
-        """Fail with what to do when no engine answers."""
+        """Fail with what to do when no engine answers, or when it lacks the runtime."""
         try:
             self.api.ping()
+            info = self.api.info() if self.config.runtime is not None else {}
         except DockerException as exc:
             raise BackendUnavailable(
                 f"the container engine at {self._base_url()} does not answer ({exc}); start "
                 "dockerd or set engine.backend.docker_host"
             ) from exc
+        if self.config.runtime is not None:
+            self._check_runtime(self.config.runtime, info)
+
+    def _check_runtime(self, runtime: str, info: dict[str, Any]) -> None:
+        """The engine runs boxes on ``runtime``, as it is configured, or BackendUnavailable
+        with the fix: never a box on another runtime than the one asked for."""
+        if self._is_podman():
+            default = info.get("DefaultRuntime")
+            if default != runtime:
+                raise BackendUnavailable(
+                    "Podman's Docker-compatible API ignores a container's runtime: golem's "
+                    f"boxes would run on {default!r}, not {runtime!r}; serve golem from a "
+                    f'Podman service whose containers.conf says [engine] runtime = "{runtime}" '
+                    "(docs/docker.md), or choose --backend gvisor"
+                )
+            return
+        known = info.get("Runtimes") or {}
+        if runtime not in known:
+            raise BackendUnavailable(
+                f"dockerd at {self._base_url()} has no OCI runtime {runtime!r} (it has "
+                f"{', '.join(sorted(known)) or 'none'}); run scripts/ensure-dockerd, which "
+                "registers runsc in /etc/docker/daemon.json and reloads dockerd, or register "
+                "it there yourself"
+            )
+        args = known[runtime].get("runtimeArgs") or []
+        missing = [arg for arg in RUNSC_ARGS if runtime == GVISOR and arg not in args]
+        if missing:
+            raise BackendUnavailable(
+                f"dockerd runs {runtime} without {' '.join(missing)}: golem's seccomp filter "
+                "or a filtered box's proxy would not hold; add them to the runtime's "
+                "runtimeArgs in /etc/docker/daemon.json (scripts/ensure-dockerd does) and "
+                "reload dockerd (kill -HUP)"
+            )
 
     def _host_config(self, spec: BoxSpec, mounts: Sequence[Mount]) -> dict[str, Any]:
         uid, gid = spec.uid_gid
@@ -178,7 +218,7 @@ class DockerBackend:
             security_opt=self._security_options(),
             pids_limit=spec.pids,
             network_mode="host" if spec.network == "host" else "none",
-            runtime=self.config.oci_runtime,
+            runtime=self.config.runtime,
             init=False,  # the supervisor is pid 1 and reaps orphans
             **limits,
         )
@@ -187,9 +227,13 @@ class DockerBackend:
     def _security_options(self) -> list[str]:
         options = ["no-new-privileges"]
         if self.config.seccomp == "golem":
+            # gVisor reads the filter itself, with names and errors of its own.
+            if self.config.runtime == GVISOR:
+                profile = json.dumps(gvisor_profile(), separators=(",", ":"))
+            else:
+                profile = engine_profile()
             # dockerd takes the profile inline; Podman's API takes a path on its host.
-            profile = _profile_file() if self._is_podman() else engine_profile()
-            options.append(f"seccomp={profile}")
+            options.append(f"seccomp={_profile_file(profile) if self._is_podman() else profile}")
         return options
 
     def _create(self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount]) -> str:
@@ -243,6 +287,10 @@ class DockerBackend:
     async def _start(self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount]) -> DockerBox:
         container_id = await asyncio.to_thread(self._create, spec, record, mounts)
         record.state = {"container": container_id, "docker_host": self._base_url()}
+        if self.config.runtime == GVISOR:
+            # gVisor lets a box process reopen its pid 1's descriptors (the engine's stdio
+            # pipes, the supervisor's channel): such a box never serves another session.
+            record.state.update(runtime=GVISOR, reusable=False)
         streams: AttachedStreams | None = None
         try:
             socket = await asyncio.to_thread(
@@ -283,8 +331,8 @@ def remove_container(api: docker.APIClient, container_id: str, attempts: int = 5
         return
 
 
-def _profile_file() -> str:
-    """golem's seccomp profile as a file, in a directory only this user can write."""
+def _profile_file(profile: str) -> str:
+    """A seccomp profile as a file, in a directory only this user can write."""
     base = (
         Path("/run/golem")
         if os.geteuid() == 0
@@ -293,7 +341,6 @@ def _profile_file() -> str:
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
     if base.stat().st_uid != os.geteuid() or base.stat().st_mode & 0o022:
         raise SandboxError(f"{base} is not private to this user; remove it and try again")
-    profile = engine_profile()
     path = base / f"seccomp-{hashlib.sha256(profile.encode()).hexdigest()[:12]}.json"
     if not path.exists():
         partial = path.with_suffix(f".{os.getpid()}.tmp")

@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import pwd
 import resource
 import shutil
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from golem.core.config import ProcessBackendConfig
@@ -23,6 +22,13 @@ from golem.core.spec import BoxSpec
 from golem.sandbox.backends.process.bwrap import BOX_PATH, BwrapLayout, bwrap_argv
 from golem.sandbox.backends.process.cgroups import BoxCgroup, CgroupLimits
 from golem.sandbox.backends.process.channel import PipeChannel
+from golem.sandbox.backends.process.launch import (
+    check_reachable,
+    check_writable,
+    host_ids,
+    launcher,
+    preexec,
+)
 from golem.sandbox.backends.process.seccomp import compile_filter
 from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord, process_alive, process_start_time
@@ -88,28 +94,6 @@ class ProcessBox:
             await asyncio.to_thread(self.cgroup.remove)
 
 
-def _preexec(
-    cgroup_fds: list[int], rlimits: list[tuple[int, int]], ids: tuple[int, int] | None
-) -> Callable[[], None]:
-    """Runs in the forked child before bwrap starts: join cgroups, cap, drop privileges."""
-
-    def setup() -> None:
-        pid = str(os.getpid()).encode()
-        for fd in cgroup_fds:
-            os.write(fd, pid)
-        for which, value in rlimits:
-            _soft, hard = resource.getrlimit(which)
-            capped = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(which, (capped, capped))
-        if ids is not None:
-            uid, gid = ids
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-
-    return setup
-
-
 class ProcessBackend:
     """Starts boxes with bubblewrap on this machine."""
 
@@ -128,20 +112,6 @@ class ProcessBackend:
                 f"bubblewrap ({self.config.bwrap}) is not installed; run scripts/setup "
                 "or `apt-get install bubblewrap`, or choose --backend docker"
             )
-
-    def _host_ids(self) -> tuple[int, int] | None:
-        if os.geteuid() != 0:
-            return None
-        try:
-            entry = pwd.getpwnam(self.config.run_as)
-        except KeyError:
-            raise BackendUnavailable(
-                f"host user {self.config.run_as!r} (engine.backend.run_as) does not exist; "
-                "create it or name another unprivileged user"
-            ) from None
-        if entry.pw_uid == 0:
-            raise BackendUnavailable("engine.backend.run_as must not be a root user")
-        return entry.pw_uid, entry.pw_gid
 
     def _layout(
         self, spec: BoxSpec, ids: tuple[int, int] | None, mounts: Sequence[Mount]
@@ -171,13 +141,13 @@ class ProcessBackend:
             if not workspace.is_dir():
                 raise InvalidRequest(f"workspace {workspace} is not a directory; create it first")
             if ids is not None:
-                _check_writable(workspace, ids, self.config.run_as)
+                check_writable(workspace, ids, self.config.run_as)
         for directory in (root, workspace):
             if directory is not None and ids is not None:
-                _check_reachable(directory, ids, self.config.run_as)
+                check_reachable(directory, ids, self.config.run_as)
         for mount in mounts:
             if ids is not None:
-                _check_reachable(mount.source, ids, self.config.run_as)
+                check_reachable(mount.source, ids, self.config.run_as)
         kept = tuple(m for m in mounts if not m.optional or self._in_root(root, m.target))
         seccomp_fd = _memfd("golem-seccomp", compile_filter()) if self.config.seccomp else None
         return BwrapLayout(
@@ -201,7 +171,7 @@ class ProcessBackend:
     ) -> ProcessBox:
         """Start bubblewrap with the supervisor as the box's command."""
         self.check()
-        ids = self._host_ids()
+        ids = host_ids(self.config.run_as)
         layout = self._layout(spec, ids, mounts)
         channel = PipeChannel.create()
         cgroup = None
@@ -239,10 +209,10 @@ class ProcessBackend:
         inherited: list[int],
     ) -> asyncio.subprocess.Process:
         env = {"PATH": BOX_PATH, "LANG": "C.UTF-8", "GOLEM_WORKSPACE": "/workspace"}
-        launcher = _launcher(cgroup, ids)
-        preexec = None
+        prefix = launcher(cgroup, ids)
+        setup = None
         cgroup_fds: list[int] = []
-        if launcher is None:  # no cgroups (or no setpriv): rlimits through preexec_fn
+        if prefix is None:  # no cgroups (or no setpriv): rlimits through preexec_fn
             rlimits = [(resource.RLIMIT_CORE, 0)]
             if cgroup is None:  # a second line only: rlimits count per host user
                 if spec.memory is not None:
@@ -250,10 +220,10 @@ class ProcessBackend:
                 if spec.pids is not None:
                     rlimits.append((resource.RLIMIT_NPROC, spec.pids))
             cgroup_fds = cgroup.open_procs() if cgroup else []
-            preexec = _preexec(cgroup_fds, rlimits, ids)
+            setup = preexec(cgroup_fds, rlimits, ids)
         try:
             return await asyncio.create_subprocess_exec(
-                *(launcher or []),
+                *(prefix or []),
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
@@ -261,7 +231,7 @@ class ProcessBackend:
                 env=env,
                 cwd="/",
                 pass_fds=inherited,
-                preexec_fn=preexec,
+                preexec_fn=setup,
                 start_new_session=True,
                 limit=1 << 20,
             )
@@ -283,63 +253,10 @@ class ProcessBackend:
             await asyncio.to_thread(BoxCgroup.from_dirs(version, dirs).remove)
 
 
-# Joins the cgroups given before "--", then runs the rest. Everything arrives as
-# positional arguments: nothing is ever spliced into this script.
-_JOIN_CGROUPS = (
-    'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f"; shift; done; shift; '
-    'ulimit -c 0; exec "$@"'
-)
-
-
-def _launcher(cgroup: BoxCgroup | None, ids: tuple[int, int] | None) -> list[str] | None:
-    """A command prefix that joins the box's cgroups and drops to the ``run_as`` user.
-
-    Doing this in an exec chain (sh, then setpriv) instead of ``preexec_fn`` lets Python
-    spawn with vfork; forking golem's own large process cost ~10 ms per box.
-    """
-    if cgroup is None:
-        return None
-    prefix = ["/bin/sh", "-c", _JOIN_CGROUPS, "golem-box"]
-    prefix += [str(group / "cgroup.procs") for group in cgroup.dirs] + ["--"]
-    if ids is not None:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            return None
-        uid, gid = ids
-        prefix += [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
-    return prefix
-
-
 def _memfd(name: str, data: bytes) -> int:
     fd = os.memfd_create(name)  # close-on-exec; pass_fds hands it to bwrap alone
-    os.write(fd, data)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
-
-
-def _permits(info: os.stat_result, ids: tuple[int, int], bits: int) -> bool:
-    """Whether uid/gid ``ids`` get ``bits`` (a mask of r=4, w=2, x=1) on a file."""
-    uid, gid = ids
-    if info.st_uid == uid:
-        return bool(info.st_mode >> 6 & bits)
-    if info.st_gid == gid:
-        return bool(info.st_mode >> 3 & bits)
-    return bool(info.st_mode & bits)
-
-
-def _check_reachable(path: Path, ids: tuple[int, int], user: str) -> None:
-    for parent in reversed(path.resolve().parents):
-        if not _permits(parent.stat(), ids, 1):
-            raise InvalidRequest(
-                f"{path} is not reachable by host user {user!r} that runs boxes: {parent} "
-                f"has mode {parent.stat().st_mode & 0o777:04o}; move it, `chmod o+x {parent}`, "
-                "or set engine.backend.run_as"
-            )
-
-
-def _check_writable(path: Path, ids: tuple[int, int], user: str) -> None:
-    if not _permits(path.stat(), ids, 3):
-        raise InvalidRequest(
-            f"workspace {path} is not writable by host user {user!r} that boxes run as; "
-            f"`chown -R {user} {path}` or set engine.backend.run_as"
-        )

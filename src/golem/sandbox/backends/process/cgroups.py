@@ -144,11 +144,11 @@ class BoxCgroup:
                 (group / "memory.swap.max").write_text("0")
         if limits.pids is not None:
             (group / "pids.max").write_text(str(limits.pids))
-        if limits.cpus is not None and (group / "cpu.max").exists():
-            (group / "cpu.max").write_text(f"{int(limits.cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
+        if limits.cpus is not None:
+            self.limit_cpus(limits.cpus)
 
     def _create_v1(self, limits: CgroupLimits) -> None:
-        memory, pids, cpu = self.dirs
+        memory, pids, _cpu = self.dirs
         for group in self.dirs:
             group.mkdir(parents=True, exist_ok=True)
         if limits.memory is not None:
@@ -160,8 +160,19 @@ class BoxCgroup:
         if limits.pids is not None:
             (pids / "pids.max").write_text(str(limits.pids))
         if limits.cpus is not None:
-            (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
-            (cpu / "cpu.cfs_quota_us").write_text(str(int(limits.cpus * CPU_PERIOD_US)))
+            self.limit_cpus(limits.cpus)
+
+    def limit_cpus(self, cpus: float) -> None:
+        """Cap the box at ``cpus`` cores (a CFS quota per 100 ms period)."""
+        quota = int(cpus * CPU_PERIOD_US)
+        if self.version == "v2":
+            group = self.dirs[0]
+            if (group / "cpu.max").exists():
+                (group / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
+            return
+        cpu = self.dirs[2]
+        (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+        (cpu / "cpu.cfs_quota_us").write_text(str(quota))
 
     def open_procs(self) -> list[int]:
         """Open each cgroup.procs for writing, so a forked child can join without lookups."""
@@ -177,6 +188,19 @@ class BoxCgroup:
         for line in text.splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def pids_refused(self) -> int:
+        """How many forks the box's pids limit refused so far."""
+        group = self.dirs[0] if self.version == "v2" else self.dirs[1]
+        try:
+            text = (group / "pids.events").read_text()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "max":
                 return int(value)
         return 0
 

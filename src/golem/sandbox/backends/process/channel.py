@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PipeChannel"]
+__all__ = ["FirstDataProtocol", "PipeChannel"]
 
 
 @dataclass
@@ -47,15 +48,34 @@ class PipeChannel:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    async def host_streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """asyncio streams over the host's ends."""
+    async def host_streams(
+        self, on_first_data: Callable[[], None] | None = None
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """asyncio streams over the host's ends; ``on_first_data`` is called when the box
+        first says something (its supervisor's hello: the box has booted)."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=1 << 20)
         await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self.host_reads, "rb", 0)
+            lambda: FirstDataProtocol(reader, on_first_data), os.fdopen(self.host_reads, "rb", 0)
         )
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(self.host_writes, "wb", 0)
         )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         return reader, writer
+
+
+class FirstDataProtocol(asyncio.StreamReaderProtocol):
+    """A stream reader's protocol that calls back once, on the first bytes."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, on_first_data: Callable[[], None] | None
+    ) -> None:
+        super().__init__(reader)
+        self._on_first_data = on_first_data
+
+    def data_received(self, data: bytes) -> None:
+        if self._on_first_data is not None:
+            callback, self._on_first_data = self._on_first_data, None
+            callback()
+        super().data_received(data)

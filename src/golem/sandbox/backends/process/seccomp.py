@@ -15,10 +15,18 @@ import errno
 import json
 import tempfile
 from functools import cache
+from typing import Any
 
 import pyseccomp as seccomp
 
-__all__ = ["ALLOWED_SYSCALLS", "compile_filter", "engine_profile"]
+__all__ = [
+    "ALLOWED_SYSCALLS",
+    "SIGNALLERS",
+    "compile_filter",
+    "engine_profile",
+    "init_shield",
+    "oci_profile",
+]
 
 ALLOWED_SYSCALLS = """
 accept accept4 access alarm arch_prctl bind brk capget capset chdir chmod chown chown32
@@ -102,7 +110,44 @@ def compile_filter() -> bytes:
 def engine_profile() -> str:
     """The same filter as a container engine's seccomp profile (JSON), for the docker
     backend: stricter than Docker's and Podman's defaults, never weaker."""
-    rules: list[dict[str, object]] = [{"names": ALLOWED_SYSCALLS, "action": "SCMP_ACT_ALLOW"}]
+    return json.dumps(oci_profile(), separators=(",", ":"))
+
+
+SIGNALLERS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open")
+"""System calls that name a process to signal (or to get a handle to) by its first argument."""
+
+
+def init_shield() -> dict[str, Any]:
+    """Only the pid 1 part of ``oci_profile(shield_init=True)``: everything allowed but a
+    signal to pid 1."""
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [
+            {
+                "names": list(SIGNALLERS),
+                "action": "SCMP_ACT_ERRNO",
+                "errnoRet": errno.EPERM,
+                "args": [{"index": 0, "value": 1, "op": "SCMP_CMP_EQ"}],
+            }
+        ],
+    }
+
+
+def oci_profile(*, shield_init: bool = False) -> dict[str, Any]:
+    """The filter as an OCI runtime spec's ``linux.seccomp`` (the format Docker's and
+    Podman's profiles share). ``shield_init``: no signal to pid 1, the box's supervisor,
+    for a kernel that lets a box kill its own init (gVisor's does)."""
+    allowed = [name for name in ALLOWED_SYSCALLS if not (shield_init and name in SIGNALLERS)]
+    rules: list[dict[str, object]] = [{"names": allowed, "action": "SCMP_ACT_ALLOW"}]
+    if shield_init:
+        rules.append(
+            {
+                "names": list(SIGNALLERS),
+                "action": "SCMP_ACT_ALLOW",
+                "args": [{"index": 0, "value": 1, "op": "SCMP_CMP_NE"}],
+            }
+        )
     for index_values, name in (
         (_SOCKET_FAMILIES, "socket"),
         (_PERSONALITIES, "personality"),
@@ -130,10 +175,34 @@ def engine_profile() -> str:
         }
     )
     rules.append({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS})
-    profile = {
+    return {
         "defaultAction": "SCMP_ACT_ERRNO",
         "defaultErrnoRet": errno.EPERM,
         "architectures": ["SCMP_ARCH_X86_64"],
         "syscalls": rules,
     }
-    return json.dumps(profile, separators=(",", ":"))
+
+
+GVISOR_NAMES = {"pselect6": "pselect"}
+"""System calls gVisor's table names otherwise than libseccomp (amd64: only syscall 270)."""
+
+
+def gvisor_profile(*, full: bool = True) -> dict[str, Any]:
+    """The seccomp filter gVisor's kernel enforces on the box: golem's default-deny one
+    (``full``), or only the shield of pid 1; signals to pid 1 are refused either way.
+
+    gVisor reads the names from its own table (``runsc help syscalls``), where a few differ
+    from libseccomp's (``GVISOR_NAMES``) and the calls it lacks are missing (it answers
+    them ENOSYS anyway). It returns EPERM for every refused call whatever ``errnoRet``
+    says, so the ENOSYS that makes glibc fall back from clone3 to clone (whose flags the
+    filter checks) would be EPERM, and no thread could start: clone3 is left to gVisor,
+    which does not implement it and answers ENOSYS itself."""
+    if not full:
+        return init_shield()
+    profile = oci_profile(shield_init=True)
+    for rule in profile["syscalls"]:
+        rule["names"] = [GVISOR_NAMES.get(name, name) for name in rule["names"]]
+        if rule["names"] == ["clone3"]:
+            rule.pop("errnoRet", None)
+            rule["action"] = "SCMP_ACT_ALLOW"
+    return profile

@@ -25,20 +25,24 @@ def set_no_dumpable() -> None:
 
 
 def channel_descriptors() -> tuple[int, int]:
-    """The channel's descriptors: those named in argv, or stdin and stdout moved aside."""
+    """The channel's descriptors: those named in argv, or stdin and stdout moved aside;
+    blocking, whatever the runtime handed over (gVisor may import a stdio socket with
+    O_NONBLOCK when stdin and stdout are the same one)."""
     if len(sys.argv) == 3:
         # The channel on its own descriptors: the box's pid 1 (bubblewrap's init, whose
         # memory box processes can write) must never hold it. See docs/protocol.md.
         fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
         for fd in (fd_in, fd_out):
             os.set_inheritable(fd, False)
-        return fd_in, fd_out
-    fd_in = os.dup(0)
-    fd_out = os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.close(null)
+    else:
+        fd_in = os.dup(0)
+        fd_out = os.dup(1)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.close(null)
+    for fd in (fd_in, fd_out):
+        os.set_blocking(fd, True)
     return fd_in, fd_out
 
 

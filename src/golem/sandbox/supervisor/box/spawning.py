@@ -19,6 +19,14 @@ class SpawnError(Exception):
     """The program could not be started (not found, not executable)."""
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``: a write may take only part of it (gVisor returns short
+    writes on pipes and sockets, which Linux never does for a blocking pipe)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def set_oom_score_adj(value: int) -> None:
     for fd in OOM_SCORE_FD:
         try:
@@ -127,7 +135,7 @@ def spawn_pty(argv: list[str], cwd: str, env: dict[str, str], tty_fd: int) -> in
             os.execve(program, argv, env)
         except BaseException as exc:  # report to the parent, never return into its code
             try:
-                os.write(err_w, (f"{type(exc).__name__}: {exc}").encode()[:4000])
+                write_all(err_w, (f"{type(exc).__name__}: {exc}").encode()[:4000])
             finally:
                 os._exit(127)
     os.close(err_w)
@@ -163,13 +171,11 @@ def fork_operation(
         signal.set_wakeup_fd(-1)
         os.closerange(3, 65536)
         os.chdir(cwd)
-        view = memoryview(work())
-        while view:
-            view = view[os.write(1, view) :]
+        write_all(1, work())
         code = 0
     except BaseException as exc:
         try:
-            os.write(2, f"golem supervisor: {type(exc).__name__}: {exc}\n".encode()[:4000])
+            write_all(2, f"golem supervisor: {type(exc).__name__}: {exc}\n".encode()[:4000])
         except BaseException:  # nothing left to tell it to
             pass
     finally:

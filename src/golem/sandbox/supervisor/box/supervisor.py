@@ -41,6 +41,7 @@ class Supervisor:
         self.uploads: dict[str, Upload] = {}
         self.downloads: dict[str, Download] = {}
         self.waits: dict[str, threading.Event] = {}  # a wait's id -> set when cancelled
+        self.ipc_marks: dict[str, int] = {}  # the last IPC id of each kind a wipe saw
         self.handlers: dict[str, Handler] = {
             op.HELLO: self.op_hello,
             op.CONFIGURE: self.op_configure,
@@ -326,7 +327,7 @@ class Supervisor:
             call.done.wait(DRAIN_AFTER_EXIT)
         from .cleanup import empty, remove_sysv_ipc
 
-        remove_sysv_ipc()
+        remove_sysv_ipc(self.ipc_marks)
         empty(msg.get("paths") or [])
         self.env = dict(self.base_env)
         self.done(msg)
