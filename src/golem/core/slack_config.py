@@ -12,15 +12,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 __all__ = ["SLACK_CHANNEL", "SLACK_TEAM", "SLACK_USER", "SlackConfig", "SlackUser"]
 
-SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
 """A Slack user's id (``U…``, or ``W…`` on an Enterprise Grid)."""
-SLACK_CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
+SLACK_CHANNEL = re.compile(r"[CGD][A-Z0-9]{2,20}")
 """A Slack conversation's id: a channel (``C…``), a private one (``G…``), a DM (``D…``)."""
-SLACK_TEAM = re.compile(r"^[TE][A-Z0-9]{2,20}$")
+SLACK_TEAM = re.compile(r"[TE][A-Z0-9]{2,20}")
 """A Slack workspace's id (``T…``), or an Enterprise Grid's (``E…``)."""
-REPOSITORY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
+REPOSITORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 """What ``repo:`` in a message may say: a name of ``[server.slack] repos``."""
-TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class SlackUser(BaseModel):
@@ -37,7 +37,7 @@ class SlackUser(BaseModel):
     @field_validator("tenant")
     @classmethod
     def _tenant_name(cls, tenant: str) -> str:
-        if not TENANT.match(tenant):
+        if not TENANT.fullmatch(tenant):
             raise ValueError(f"{tenant!r} is not a tenant's name (letters, digits, . _ -)")
         return tenant
 
@@ -114,7 +114,7 @@ class SlackConfig(BaseModel):
     @field_validator("users")
     @classmethod
     def _user_ids(cls, users: dict[str, SlackUser]) -> dict[str, SlackUser]:
-        wrong = [user for user in users if not SLACK_USER.match(user)]
+        wrong = [user for user in users if not SLACK_USER.fullmatch(user)]
         if wrong:
             raise ValueError(f"not Slack user ids (U… or W…): {', '.join(map(repr, wrong))}")
         return users
@@ -122,7 +122,7 @@ class SlackConfig(BaseModel):
     @field_validator("repos")
     @classmethod
     def _repository_names(cls, repos: dict[str, str]) -> dict[str, str]:
-        wrong = [name for name in repos if not REPOSITORY_NAME.match(name)]
+        wrong = [name for name in repos if not REPOSITORY_NAME.fullmatch(name)]
         if wrong:
             raise ValueError(
                 f"repository names are letters, digits, . _ / -: {', '.join(map(repr, wrong))}"
@@ -132,13 +132,13 @@ class SlackConfig(BaseModel):
     @field_validator("team")
     @classmethod
     def _team_id(cls, team: str | None) -> str | None:
-        if team is not None and not SLACK_TEAM.match(team):
+        if team is not None and not SLACK_TEAM.fullmatch(team):
             raise ValueError(f"{team!r} is not a Slack workspace id (T…)")
         return team
 
     @model_validator(mode="after")
     def _channels_name_repos(self) -> SlackConfig:
-        wrong = [c for c in self.channels if not SLACK_CHANNEL.match(c)]
+        wrong = [c for c in self.channels if not SLACK_CHANNEL.fullmatch(c)]
         if wrong:
             raise ValueError(f"not Slack channel ids (C…): {', '.join(map(repr, wrong))}")
         unknown = sorted({repo for repo in self.channels.values() if repo not in self.repos})

@@ -6,5 +6,14 @@ secrets its messages are masked with. The thread each run was asked in is the st
 from golem.service.sources.keeper import Reporter, StatusKeeper
 from golem.service.sources.progress import Check, RunProgress, progress_of
 from golem.service.sources.secrets import known_secrets
+from golem.service.sources.submit import submit_from_source
 
-__all__ = ["Check", "Reporter", "RunProgress", "StatusKeeper", "known_secrets", "progress_of"]
+__all__ = [
+    "Check",
+    "Reporter",
+    "RunProgress",
+    "StatusKeeper",
+    "known_secrets",
+    "progress_of",
+    "submit_from_source",
+]

@@ -17,16 +17,20 @@ from golem.service.state import ServerState
 __all__ = ["known_secrets"]
 
 
-async def known_secrets(state: ServerState, tenant: str, own: Iterable[str] = ()) -> list[str]:
-    """Every secret a message about ``tenant``'s run could show, and ``own`` (the source's)."""
+async def known_secrets(
+    state: ServerState, tenant: str | None, own: Iterable[str] = ()
+) -> list[str]:
+    """Every secret a message about ``tenant``'s run could show (None: no tenant's, for
+    someone golem does not know), and ``own`` (the source's)."""
     config = state.config
     tokens = [value for value in own if value]
     for section in (config.forge.github, config.forge.gitlab):
         token = section.token()
         if token:
             tokens.append(token)
-    with contextlib.suppress(GolemError):  # none, or the store away: none of theirs shown
-        tokens += (await state.forge_access.for_tenant(tenant)).secrets()
+    if tenant is not None:
+        with contextlib.suppress(GolemError):  # none, or the store away: none of theirs shown
+            tokens += (await state.forge_access.for_tenant(tenant)).secrets()
     models = config.models
     for provider in (models.anthropic, models.openai, models.openai_compatible):
         key = os.environ.get(provider.api_key_env)
