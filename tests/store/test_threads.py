@@ -51,9 +51,7 @@ async def test_a_tenants_threads_are_its_own(database: Database) -> None:
     assert await other.thread_of("slack", "run-1") is None
     assert not await other.set_thread_status("run-1", "1.2")
     assert not await other.report_thread("run-1")
-    assert [t.run_id for t in await (await database.open(None)).open_threads("slack")] == [
-        "run-1"
-    ]
+    assert [t.run_id for t in await (await database.open(None)).open_threads("slack")] == ["run-1"]
 
 
 async def test_the_status_message_is_kept_once(database: Database) -> None:

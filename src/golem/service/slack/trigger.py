@@ -81,7 +81,9 @@ class SlackTrigger:
         return os.environ.get(self.config.signing_secret_env) or None
 
     def _own_secrets(self) -> list[str]:
-        return [s for s in (self.signing_secret(),) if s]
+        """The app's signing secret and bot token."""
+        token = os.environ.get(self.config.token_env)
+        return [s for s in (self.signing_secret(), token) if s]
 
     def principal(self, user: str) -> Principal | None:
         """Whom ``user`` acts as, or None: golem does not know them."""
