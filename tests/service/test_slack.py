@@ -56,10 +56,13 @@ def gated_first(directory: Path, name: str = "minion") -> Path:
 
 
 def slack_config(
-    slack: SlackServer, blueprint: Path, repos: dict[str, Path], extra: str = ""
+    slack: SlackServer,
+    blueprint: Path,
+    repos: dict[str, Path],
+    extra: str = "",
+    model: Path = EXAMPLES / "calculator-fix.yaml",
 ) -> str:
     """golem.toml of a server whose Slack is the loopback one."""
-    model = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
     listed = "\n".join(f'{name} = "{path}"' for name, path in repos.items())
     return f"""
 [server]
@@ -73,7 +76,7 @@ api_url = "{slack.api_url}"
 signing_secret_env = "SLACK_TEST_SIGNING_SECRET"
 token_env = "SLACK_TEST_BOT_TOKEN"
 blueprint = "{blueprint}"
-model = "{model}"
+model = "scripted:{model}"
 update_interval = 0
 
 [server.slack.users]
