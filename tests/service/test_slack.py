@@ -292,7 +292,7 @@ def test_slacks_url_verification_is_answered_with_its_challenge(served: Served) 
         pytest.param(lambda body: signed(body, secret=OTHER_SECRET), id="other-secret"),
         pytest.param(lambda body: signed(body + b" "), id="other-body"),
         pytest.param(lambda body: signed(body, at=int(time.time()) - 301), id="replayed-late"),
-        pytest.param(lambda body: signed(body, at=int(time.time()) + 301), id="from-the-future"),
+        pytest.param(lambda body: signed(body, at=int(time.time()) + 360), id="from-the-future"),
         pytest.param(
             lambda body: {**signed(body), "X-Slack-Request-Timestamp": "+1e9"}, id="not-digits"
         ),

@@ -1,10 +1,12 @@
-"""A Slack run across a restart of `golem serve`: the thread, its run and the run's status
-message are in the store, so the next server edits the same status message, answers its
+"""A Slack run across a restart of `golem serve`: the thread and its run are in the store,
+so the next server edits the same status message (kept in the store, or found in the
+thread when the server before posted it but stopped before keeping it), answers its
 buttons, and replies once when the run ends; Slack's retry of the first request, arriving
 at the new server, starts nothing."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from tests.blueprint.repos import make_remote
@@ -30,6 +32,8 @@ from tests.service.test_slack import (
 def test_a_restarted_server_goes_on_with_the_same_status_message_and_starts_nothing_twice(
     tmp_path: Path,
 ) -> None:
+    """The first server is stopped as if it had posted the status message but not kept
+    it yet: the next one finds that message in the thread rather than posting another."""
     with SlackServer(token=BOT_TOKEN) as slack:
         config = slack_config(slack, gated_first(tmp_path), {"calculator": make_remote(tmp_path)})
         first = launch(tmp_path / "state", config=config, env=SERVER_ENV)
@@ -40,6 +44,8 @@ def test_a_restarted_server_goes_on_with_the_same_status_message_and_starts_noth
             status_ts, _ = status_showing(slack, run_id, lambda m: "golem.cancel" in buttons(m))
         finally:
             first.stop()
+        with sqlite3.connect(tmp_path / "state" / "golem.db") as database:
+            database.execute("UPDATE source_threads SET status = NULL")  # posted, not kept
         second = launch(
             tmp_path / "state", config=config, env=SERVER_ENV, admin_key=first.admin_key
         )

@@ -18,6 +18,7 @@ __all__ = [
     "nothing_asked",
     "status_blocks",
     "status_text",
+    "status_text_prefix",
     "stranger",
     "unknown_repository",
 ]
@@ -37,7 +38,12 @@ MARKS = {
 def status_text(progress: RunProgress) -> str:
     """The status message in one line (notifications, and clients without blocks)."""
     step = f", at {progress.step}" if progress.step else ""
-    return f"golem run {progress.run_id}: {progress.status}{step}"
+    return f"{status_text_prefix(progress.run_id)} {progress.status}{step}"
+
+
+def status_text_prefix(run_id: str) -> str:
+    """How a run's status message's text begins (a restarted server finds it by it)."""
+    return f"golem run {run_id}:"
 
 
 def status_blocks(progress: RunProgress) -> list[dict[str, Any]]:

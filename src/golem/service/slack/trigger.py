@@ -35,21 +35,16 @@ from golem.core.slack_config import SlackConfig
 from golem.service.keys import Principal
 from golem.service.slack import messages, mrkdwn
 from golem.service.slack.payloads import Action, Command, Mention
+from golem.service.slack.reporter import SOURCE, SlackReporter, place
 from golem.service.slack.thread import ASKED, Ask, read_ask, render_thread
 from golem.service.slack.web import SlackWeb
-from golem.service.sources import (
-    RunProgress,
-    StatusKeeper,
-    known_secrets,
-    submit_from_source,
-)
+from golem.service.sources import StatusKeeper, known_secrets, submit_from_source
 from golem.service.state import ServerState
 from golem.store import DeliveryRecord, Store, ThreadRecord
 
 __all__ = ["SOURCE", "SlackAnswer", "SlackTrigger"]
 
 log = logging.getLogger("golem.service.slack")
-SOURCE = "slack"
 STRANGERS = "*slack-strangers"
 """Where the answers to people golem does not know are kept once: no tenant is named so."""
 
@@ -66,14 +61,13 @@ class SlackAnswer(BaseModel):
 class SlackTrigger:
     """Slack's requests to one server, and the status messages of the runs they start."""
 
-    source = SOURCE
-
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.config: SlackConfig = state.config.server.slack
         token = os.environ.get(self.config.token_env) or None
         self.web = SlackWeb(self.config, token, self._own_secrets()) if token else None
-        self.keeper = StatusKeeper(state.store, self, interval=self.config.update_interval)
+        reporter = SlackReporter(self._web, self._secrets)
+        self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def signing_secret(self) -> str | None:
@@ -290,6 +284,9 @@ class SlackTrigger:
         if principal is None:
             return await self._tell(store, delivery, action, messages.stranger(action.user))
         thread = await store.thread_of(SOURCE, action.run_id)
+        if thread is not None and thread.status is None:  # posted by a server that stopped
+            adopted = await self.keeper.adopt(thread)
+            thread = thread.model_copy(update={"status": adopted})
         if thread is None or not _shown_in(thread, action):
             return await self._tell(
                 store, delivery, action, "That button is not on a run of yours: nothing was done."
@@ -317,33 +314,6 @@ class SlackTrigger:
             action.channel, action.user, text, secrets=await self._secrets(tenant)
         )
         return SlackAnswer(status="refused", reason=text)
-
-    # The status message (StatusKeeper's Reporter) -------------------------------------
-
-    async def post_status(self, thread: ThreadRecord, progress: RunProgress) -> str:
-        """Post the run's status message in its thread."""
-        channel, thread_ts = _place(thread)
-        return await self._web().post(
-            channel, messages.status_text(progress), thread_ts=thread_ts,
-            blocks=messages.status_blocks(progress), secrets=await self._secrets(thread.tenant),
-        )  # fmt: skip
-
-    async def update_status(self, thread: ThreadRecord, status: str, progress: RunProgress) -> None:
-        """Show ``progress`` in the run's status message."""
-        channel, _ = _place(thread)
-        await self._web().update(
-            channel, status, messages.status_text(progress),
-            blocks=messages.status_blocks(progress), secrets=await self._secrets(thread.tenant),
-        )  # fmt: skip
-
-    async def report_end(self, thread: ThreadRecord, progress: RunProgress) -> None:
-        """Reply in the thread how the run ended."""
-        channel, thread_ts = _place(thread)
-        requester = _requester(thread)
-        await self._web().post(
-            channel, messages.ended(progress, requester), thread_ts=thread_ts,
-            secrets=await self._secrets(thread.tenant),
-        )  # fmt: skip
 
     # Plumbing -------------------------------------------------------------------------
 
@@ -377,21 +347,7 @@ def _in_thread(asked: Mention) -> str | None:
     return asked.thread_ts if asked.thread_ts != asked.ts else None
 
 
-def _place(thread: ThreadRecord) -> tuple[str, str]:
-    """The channel and thread ts of a thread's name (``team:channel:ts``)."""
-    _, channel, thread_ts = thread.thread.split(":", 2)
-    return channel, thread_ts
-
-
-def _requester(thread: ThreadRecord) -> str | None:
-    try:
-        user = json.loads(thread.detail or "{}").get("user")
-    except ValueError:
-        return None
-    return user if isinstance(user, str) and user.isalnum() else None
-
-
 def _shown_in(thread: ThreadRecord, action: Action) -> bool:
     """Whether the clicked message is the run's status message, in its channel."""
-    channel, _ = _place(thread)
+    channel, _ = place(thread)
     return channel == action.channel and thread.status == action.message_ts

@@ -6,7 +6,8 @@ for every source alike: it watches the run in the store (woken on each change, w
 server runs it), edits the one status message when what it shows changed (at most once per
 ``interval`` seconds), and when the run has ended takes the report in the store (one caller
 of all the servers sharing it) and replies. A server that starts goes on with every thread
-whose end is unreported (``recover``), so a restart loses no report and makes none twice.
+whose end is unreported (``recover_later``), adopting a status message a server posted but
+did not keep, so a restart loses no report and makes none twice.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class Reporter(Protocol):
         """Reply in ``thread`` how the run ended (called once per run, over all servers)."""
         ...
 
+    async def find_status(self, thread: ThreadRecord) -> str | None:
+        """The run's status message in ``thread`` if one was posted already (by a server
+        that stopped before it kept it), else None."""
+        ...
+
 
 class StatusKeeper:
     """The status messages of one source's runs on this server."""
@@ -74,10 +80,11 @@ class StatusKeeper:
                 await asyncio.sleep(RETRY_AFTER)
                 continue
             for thread in threads:
-                self.keep(thread)
+                if thread.run_id not in self._tasks:
+                    self._spawn(thread.run_id, self._keep(thread, recovered=True))
             return
 
-    async def _keep(self, thread: ThreadRecord) -> None:
+    async def _keep(self, thread: ThreadRecord, *, recovered: bool = False) -> None:
         book = RunBook(self.store.for_tenant(thread.tenant))
         status, shown = thread.status, None
         with book.watch(thread.run_id) as changed:
@@ -88,6 +95,8 @@ class StatusKeeper:
                     if state is None:
                         return  # pruned, or never this tenant's
                     progress = progress_of(state)
+                    if status is None and recovered:
+                        status = await self.adopt(thread)
                     if status is None:
                         status = await self._post(book, thread, progress)
                         shown = progress
@@ -104,6 +113,18 @@ class StatusKeeper:
                 await changed.wait()
                 if self.interval:
                     await asyncio.sleep(self.interval)  # a rate limit of the source's API
+
+    async def adopt(self, thread: ThreadRecord) -> str | None:
+        """The status message a server posted for the thread's run but did not keep (it
+        stopped in between), found in the thread and kept now; None: there is none."""
+        found = await self.reporter.find_status(thread)
+        if found is None:
+            return None
+        store = self.store.for_tenant(thread.tenant)
+        if await store.set_thread_status(thread.run_id, found):
+            return found
+        kept = await store.thread_of(self.reporter.source, thread.run_id)
+        return kept.status if kept is not None else found
 
     async def _post(self, book: RunBook, thread: ThreadRecord, progress: RunProgress) -> str:
         """Post the status message and keep it; another server's, kept first, wins."""
