@@ -72,6 +72,7 @@ max_runs = 16  # the runs wait at their gate: each holds a runner
 provider = "local"
 
 [server.slack]
+team = "{TEAM}"
 api_url = "{slack.api_url}"
 signing_secret_env = "SLACK_TEST_SIGNING_SECRET"
 token_env = "SLACK_TEST_BOT_TOKEN"
@@ -585,6 +586,19 @@ def test_an_interaction_nested_too_deep_is_refused_before_it_is_parsed(served: S
     answer = post(served, "interactivity", body, "application/x-www-form-urlencoded")
     assert answer.status_code == 400, answer.text
     assert "server.max_json_depth" in answer.json()["detail"]
+
+
+def test_a_request_from_another_workspace_is_ignored(served: Served, slack: SlackServer) -> None:
+    before = len(slack.calls())
+    ts = slack.add_message(CHANNEL, f"<@{BOT_USER}> fix", user=ALICE)
+    payload = event_callback(app_mention(CHANNEL, ALICE, f"<@{BOT_USER}> fix", ts))
+    answer = deliver(served, {**payload, "team_id": "T0ELSEWHERE"})
+    assert answer.json()["status"] == "ignored", answer.text
+    assert "T0ELSEWHERE is not golem's" in answer.json()["reason"]
+    form = command_form(ALICE, "fix").replace(TEAM.encode(), b"T0ELSEWHERE")
+    said = post(served, "commands", form, "application/x-www-form-urlencoded")
+    assert said.json()["text"].startswith("golem did nothing: workspace T0ELSEWHERE")
+    assert [c.method for c in slack.calls()[before:]] == []
 
 
 def test_ids_that_are_not_slacks_are_ignored_before_any_call(

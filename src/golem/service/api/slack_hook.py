@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import parse_qs
@@ -27,7 +27,13 @@ from golem.core.errors import Problem
 from golem.service.api.webhooks import read_body
 from golem.service.json_depth import JsonDepth, depth_refusal
 from golem.service.slack import SlackAnswer, SlackTrigger
-from golem.service.slack.payloads import Ignored, read_actions, read_command, read_event
+from golem.service.slack.payloads import (
+    Ignored,
+    Mention,
+    read_actions,
+    read_command,
+    read_event,
+)
 
 __all__ = ["REPLAY_WINDOW", "router"]
 
@@ -88,12 +94,14 @@ async def slack_events(
     if web is None:
         raise _no_token(trigger)
     event = read_event(payload, await web.bot_user())
+    if isinstance(event, Mention) and _foreign(trigger, event.team):
+        event = Ignored(f"workspace {event.team} is not golem's ([server.slack] team)")
     if isinstance(event, Ignored):
         answer = SlackAnswer(status="ignored", reason=event.reason)
-    elif isinstance(event, Mapping):
-        answer = SlackAnswer(status="ignored", reason="nothing to do")
-    else:
+    elif isinstance(event, Mention):
         answer = await trigger.mention(event)
+    else:
+        answer = SlackAnswer(status="ignored", reason="nothing to do")
     retry = f" (retry {x_slack_retry_num[:4]})" if x_slack_retry_num else ""
     log.info("Slack event%s: %s, %s", retry, answer.status, answer.reason)
     return answer
@@ -112,6 +120,8 @@ async def slack_command(
     if trigger.web is None:
         raise _no_token(trigger)
     command = read_command(_form(body), "/golem")
+    if not isinstance(command, Ignored) and _foreign(trigger, command.team):
+        command = Ignored(f"workspace {command.team} is not golem's")
     if isinstance(command, Ignored):
         return CommandAnswer(text=f"golem did nothing: {command.reason}")
     return CommandAnswer(text=await trigger.command(command))
@@ -134,6 +144,8 @@ async def slack_interactivity(
     if not depth.feed(raw.encode()):
         raise Problem(400, f"the interaction's payload: {depth_refusal(depth.limit)}")
     actions = read_actions(_json(raw.encode()))
+    if not isinstance(actions, Ignored) and _foreign(trigger, actions[0].team):
+        actions = Ignored(f"workspace {actions[0].team} is not golem's ([server.slack] team)")
     if isinstance(actions, Ignored):
         return SlackAnswer(status="ignored", reason=actions.reason)
     answers = [await trigger.act(action) for action in actions]
@@ -188,6 +200,11 @@ def _form(body: bytes) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError) as exc:
         raise Problem(400, f"the request is not a form: {exc}") from exc
     return clean_json({name: values[0] for name, values in fields.items() if values})
+
+
+def _foreign(trigger: SlackTrigger, team: str) -> bool:
+    """Whether a request comes from another workspace than ``[server.slack] team``."""
+    return trigger.config.team is not None and team != trigger.config.team
 
 
 def _no_token(trigger: SlackTrigger) -> Problem:
