@@ -36,6 +36,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     secret = {  # unsigned deliveries, or without the token: 401
         "GOLEM_GITHUB_WEBHOOK_SECRET": "fuzz-secret",
         "GOLEM_GITLAB_WEBHOOK_SECRET": "fuzz-secret",
+        "GOLEM_SLACK_SIGNING_SECRET": "fuzz-secret",
+        "GOLEM_SLACK_BOT_TOKEN": "xoxb-fuzz-token",
     }
     with serving(state, config=SMALL, env=secret) as server:
         yield server

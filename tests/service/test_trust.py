@@ -112,3 +112,17 @@ def test_asking_nothing_gets_the_floor_or_the_default_when_stronger(config: Gole
     assert tier_for(None, floor, "microvm") == "microvm"
     assert tier_for("container", floor, "container") == "gvisor"  # a server default, raised
     assert tier_for(None, None, "container") is None
+
+
+def test_a_source_of_work_has_its_own_floor_and_the_strongest_rule_still_wins() -> None:
+    config = load_config(
+        {"server": {"trust": {"sources": {"slack": "gvisor"}, "tenants": {"acme": "microvm"}}}},
+        files=[],
+    )
+    assert floor_for(config, tenant="other", source="slack") == Floor(
+        "gvisor", "server.trust.sources.slack"
+    )
+    assert floor_for(config, tenant="other", source="github") is None
+    assert floor_for(config, tenant="acme", source="slack") == Floor(
+        "microvm", "server.trust.tenants.acme"
+    )

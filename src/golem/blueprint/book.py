@@ -12,7 +12,15 @@ from pydantic import TypeAdapter
 
 from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState, RunStatus
-from golem.store import DeliveryRecord, RunCap, RunRecord, Signal, Store, control_key
+from golem.store import (
+    DeliveryRecord,
+    RunCap,
+    RunRecord,
+    Signal,
+    Store,
+    ThreadRecord,
+    control_key,
+)
 
 __all__ = ["RunBook", "run_state"]
 
@@ -46,10 +54,15 @@ class RunBook:
         return RunBook(self.store.for_tenant(tenant))
 
     async def create(
-        self, state: RunState, *, cap: RunCap | None = None, delivery: DeliveryRecord | None = None
+        self,
+        state: RunState,
+        *,
+        cap: RunCap | None = None,
+        delivery: DeliveryRecord | None = None,
+        thread: ThreadRecord | None = None,
     ) -> None:
         """Keep a new run (if ``cap`` leaves it room: else QueueFull; if ``delivery`` started
-        no run yet: else DuplicateDelivery)."""
+        no run yet: else DuplicateDelivery), with the ``thread`` it was asked in."""
         await self.store.create_run(
             RunRecord(
                 id=state.id, tenant=self.store.tenant or "", status=state.status,
@@ -57,6 +70,7 @@ class RunBook:
             ),
             cap=cap,
             delivery=delivery,
+            thread=thread,
         )  # fmt: skip
 
     async def save(self, state: RunState, *, touch: bool = True) -> None:

@@ -46,6 +46,7 @@ async def prune_runs(store: Store, config: GolemConfig, now: float | None = None
         await tenant.prune_events(state.id)
         pruned.append(state.id)
     await store.prune_deliveries(ended_before)  # redelivered that late, it is asked again
+    await store.prune_threads(ended_before)  # a mention there that late starts afresh
     return pruned
 
 

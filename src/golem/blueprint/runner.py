@@ -76,7 +76,7 @@ from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge, refused_credentials
 from golem.sandbox import Engine
 from golem.sandbox.records import process_alive, process_start_time
-from golem.store import RETRY_AFTER, DeliveryRecord, RunCap, Store, check_claim
+from golem.store import RETRY_AFTER, DeliveryRecord, RunCap, Store, ThreadRecord, check_claim
 
 __all__ = ["Runner"]
 
@@ -127,6 +127,7 @@ class Runner:
         cap: RunCap | None = None,
         tier: IsolationTier | None = None,
         delivery: DeliveryRecord | None = None,
+        thread: ThreadRecord | None = None,
     ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
@@ -134,7 +135,7 @@ class Runner:
         isolation tier of its boxes as the server's trust policy gave it (default: the one
         the request asks for; a cluster places it on that tier's nodes);
         ``delivery`` the webhook delivery that asked for it, kept with it (one that started
-        a run already: DuplicateDelivery)."""
+        a run already: DuplicateDelivery); ``thread`` the chat thread it was asked in."""
         if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
@@ -147,7 +148,7 @@ class Runner:
         )  # fmt: skip
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
-        await self.book.create(state, cap=cap, delivery=delivery)
+        await self.book.create(state, cap=cap, delivery=delivery, thread=thread)
         return state
 
     async def start(self, request: RunRequest) -> RunState:

@@ -57,6 +57,7 @@ GolemError
  +-- PolicyViolation             a server key's role does not allow the request
  +-- QueueFull                   the server takes no more runs now (retry later)
  +-- MissingForgeToken           a run needs a forge token its tenant does not have
+ +-- SlackError                  Slack's Web API failed, refused a call or cannot be reached
  +-- Problem                     an error the API itself raises, with its status
  +-- RemoteError                 a server refused or failed, and said why
 
@@ -129,6 +130,7 @@ __all__ = [
     "SecretInChange",
     "SessionNotFound",
     "SetupFailed",
+    "SlackError",
     "StoreError",
     "StoreUnavailable",
     "ToolProblem",
@@ -551,6 +553,17 @@ class MissingForgeToken(GolemError):
     """A run (or the GitHub trigger) needs a forge token its tenant does not have."""
 
     exit_code, http_status = 2, 409
+
+
+class SlackError(GolemError):
+    """Slack's Web API refused a call (``error`` is its code: ``channel_not_found``,
+    ``not_in_channel``, ``invalid_auth``...) or could not be reached."""
+
+    http_status = 502
+
+    def __init__(self, message: str, *, error: str = "") -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class Problem(GolemError):

@@ -141,6 +141,9 @@ class RepositoryTier(BaseModel):
         return pattern
 
 
+SOURCE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+
+
 class TrustPolicy(BaseModel):
     """``[server.trust]``: the least isolation tier per source of work, besides each
     role's (``server.policies.<role>.min_tier``). The strongest rule that applies wins; a
@@ -153,13 +156,30 @@ class TrustPolicy(BaseModel):
         description="Per tenant: the least tier of its sessions and runs, whatever its "
         "keys' roles and whichever trigger started them.",
     )
+    sources: dict[str, IsolationTier] = Field(
+        default_factory=dict,
+        description="Per source of work a trigger takes runs from (github, gitlab, slack): "
+        "the least tier of the runs it starts.",
+    )
     outsiders: IsolationTier | None = Field(
         None,
-        description="Runs a forge's trigger starts on an issue whose discussion (the issue, "
-        "its comments, the request) has an author without write access to the repository.",
+        description="Runs a trigger starts on what someone outside wrote: a forge's issue "
+        "whose discussion (the issue, its comments) has an author without write access to "
+        "the repository; a Slack thread with a message by anyone server.slack.users does "
+        "not name (a guest, another workspace, a bot).",
     )
     repos: list[RepositoryTier] = Field(
         default_factory=list,
         description="Per repository pattern: the least tier of runs on those repositories "
         "(every pattern that matches counts).",
     )
+
+    @field_validator("sources")
+    @classmethod
+    def _source_names(cls, sources: dict[str, IsolationTier]) -> dict[str, IsolationTier]:
+        wrong = [name for name in sources if not SOURCE.match(name)]
+        if wrong:
+            raise ValueError(
+                f"sources are named in lower case (github, gitlab, slack): {', '.join(wrong)}"
+            )
+        return sources

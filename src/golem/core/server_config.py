@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from golem.core.isolation import IsolationTier, TrustPolicy
 from golem.core.network import EgressPolicy, RemotePolicy
 from golem.core.sizes import ByteSize
+from golem.core.slack_config import SlackConfig
 from golem.core.spec import NetworkMode
 
 __all__ = [
@@ -313,6 +314,9 @@ class ServerConfig(BaseModel):
     )
     github: GitHubTriggerConfig = Field(default_factory=GitHubTriggerConfig)
     gitlab: GitLabTriggerConfig = Field(default_factory=GitLabTriggerConfig)
+    slack: SlackConfig = Field(
+        default_factory=SlackConfig, description="Runs started from Slack (docs/slack.md)."
+    )
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     @field_validator("policies")

@@ -42,6 +42,7 @@ from golem.store import (
     RunCap,
     RunRecord,
     Store,
+    ThreadRecord,
 )
 
 __all__ = ["RunCarrier", "RunQueue"]
@@ -146,6 +147,7 @@ class RunQueue:
         remote_policy: RemotePolicy | None = None,
         tier: IsolationTier | None = None,
         delivery: DeliveryRecord | None = None,
+        thread: ThreadRecord | None = None,
     ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
@@ -153,15 +155,17 @@ class RunQueue:
         is the isolation tier the trust policy gives it (``service.trust.tier_for``; one
         this server has no backend for is NoTierBackend);
         ``delivery`` is the webhook delivery that asked for it, kept with it in the same
-        step (DuplicateDelivery when it started a run already, on any server)."""
+        step (DuplicateDelivery when it started a run already, on any server); ``thread``
+        the chat thread it was asked in, kept with it too."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
         if tier is not None:  # NoTierBackend (503) now, rather than a run failing later
             self.config.engine.serving(tier)
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
         return await runner.submit(
-            request, remote_policy=remote_policy, cap=self._cap(), tier=tier, delivery=delivery
-        )
+            request, remote_policy=remote_policy, cap=self._cap(), tier=tier,
+            delivery=delivery, thread=thread,
+        )  # fmt: skip
 
     def _cap(self) -> RunCap:
         """The room the store must have for a new run: limits count every server's runs

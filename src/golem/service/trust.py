@@ -44,17 +44,22 @@ def floor_for(
     tenant: str,
     role: str | None = None,
     repo: str | None = None,
+    source: str | None = None,
     outsiders: bool = False,
 ) -> Floor | None:
-    """The least tier of a session or run of ``tenant``: asked with a key of ``role``
-    (None: started by a trigger), on ``repo`` (a run's), with an author without write
-    access in its discussion (``outsiders``: a trigger's run); None when no rule applies."""
+    """The least tier of a session or run of ``tenant``: asked with a key of ``role`` (a
+    Slack user's mapped role too; None: started by a forge's trigger), on ``repo`` (a
+    run's), started by the trigger of ``source`` (github, gitlab, slack), with an author
+    from outside in what it reads (``outsiders``: a trigger's run); None when no rule
+    applies."""
     trust = config.server.trust
     floors: list[Floor | None] = []
     if role is not None and (least := config.server.policies[role].min_tier) is not None:
         floors.append(Floor(least, f"server.policies.{role}.min_tier"))
     if (least := trust.tenants.get(tenant)) is not None:
         floors.append(Floor(least, f"server.trust.tenants.{tenant}"))
+    if source is not None and (least := trust.sources.get(source)) is not None:
+        floors.append(Floor(least, f"server.trust.sources.{source}"))
     if outsiders and trust.outsiders is not None:
         floors.append(Floor(trust.outsiders, "server.trust.outsiders"))
     if repo is not None:

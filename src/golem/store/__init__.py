@@ -29,6 +29,7 @@ from golem.store.records import (
     Role,
     RunCap,
     RunRecord,
+    ThreadRecord,
     check_claim,
     check_token,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "Signal",
     "SqlStore",
     "Store",
+    "ThreadRecord",
     "TokenCipher",
     "check_claim",
     "check_token",

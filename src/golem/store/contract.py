@@ -26,6 +26,7 @@ from golem.store.records import (
     PullRequestRecord,
     RunCap,
     RunRecord,
+    ThreadRecord,
 )
 
 __all__ = ["Store"]
@@ -59,15 +60,46 @@ class Store(Protocol):
         *,
         cap: RunCap | None = None,
         delivery: DeliveryRecord | None = None,
+        thread: ThreadRecord | None = None,
     ) -> None:
         """Keep a new run of this store's tenant; with ``cap``, only if the store's runs
         leave it room (else QueueFull); with ``delivery``, only if no run was kept with one
-        of its ids (else DuplicateDelivery naming that run), the delivery kept with it; all
-        atomically across the processes sharing the store."""
+        of its ids (else DuplicateDelivery naming that run), the delivery kept with it;
+        with ``thread``, the thread it was asked in (a chat source's); all atomically
+        across the processes sharing the store."""
         ...
 
-    async def find_delivery(self, source: ForgeName, ids: tuple[str, ...]) -> str | None:
+    async def find_delivery(self, source: str, ids: tuple[str, ...]) -> str | None:
         """The run a webhook delivery with one of ``ids`` started, or None."""
+        ...
+
+    async def handle_once(self, delivery: DeliveryRecord) -> bool:
+        """Keep ``delivery`` as handled without starting a run (an answer said once, as a
+        refusal); False when one of its ids was kept already, by any process."""
+        ...
+
+    async def thread_runs(self, source: str, thread: str) -> list[ThreadRecord]:
+        """The runs asked for in a source's ``thread``, newest first."""
+        ...
+
+    async def thread_of(self, source: str, run_id: str) -> ThreadRecord | None:
+        """Where ``run_id`` was asked for in ``source``, or None."""
+        ...
+
+    async def open_threads(self, source: str) -> list[ThreadRecord]:
+        """The runs of ``source`` whose end is not reported yet, oldest first."""
+        ...
+
+    async def set_thread_status(self, run_id: str, status: str) -> bool:
+        """Keep the message that shows the run's progress, unless one is kept already."""
+        ...
+
+    async def report_thread(self, run_id: str) -> bool:
+        """Take the report of the run's end: True once, for one caller of any process."""
+        ...
+
+    async def prune_threads(self, before: float) -> int:
+        """Forget the threads of runs whose end was reported before ``before``."""
         ...
 
     async def prune_deliveries(self, before: float) -> int:

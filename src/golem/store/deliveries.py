@@ -1,11 +1,15 @@
 """Webhook deliveries in golem's store, kept once: each id of a delivery that started a run
-is a row keyed by tenant, forge and id, inserted in the transaction that keeps the run
-(``SqlStore.create_run``). A second delivery with one of those ids conflicts on the key
-and the database refuses it, whichever process of the store inserts it and however many
-insert at once (``ON CONFLICT DO NOTHING``: on PostgreSQL the second insert waits for the
-first's transaction, then finds its row); the run kept with it goes back with it."""
+is a row keyed by tenant, source and id, inserted in the transaction that keeps the run
+(``SqlStore.create_run``), or alone, its run empty, for one handled without starting a run
+whose answer must not be said twice (``handle_once``: a refusal). A second delivery with
+one of those ids conflicts on the key and the database refuses it, whichever process of the
+store inserts it and however many insert at once (``ON CONFLICT DO NOTHING``: on
+PostgreSQL the second insert waits for the first's transaction, then finds its row); the
+run kept with it goes back with it."""
 
 from __future__ import annotations
+
+import time
 
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -14,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from golem.core.errors import DuplicateDelivery
 from golem.store.plumbing import SqlBase
-from golem.store.records import DeliveryRecord, ForgeName
+from golem.store.records import DeliveryRecord
 from golem.store.schema import webhook_deliveries
 
 __all__ = ["SqlDeliveries", "keep_delivery"]
@@ -23,11 +27,11 @@ _TABLE = webhook_deliveries.c
 
 
 async def keep_delivery(
-    db: AsyncConnection, tenant: str, delivery: DeliveryRecord, run_id: str, created: float
+    db: AsyncConnection, tenant: str, delivery: DeliveryRecord, run_id: str | None, created: float
 ) -> None:
-    """Record ``delivery`` as the one that started ``run_id``, within the caller's write
-    transaction; DuplicateDelivery (naming the run it started) when one of its ids is kept
-    already."""
+    """Record ``delivery`` as the one that started ``run_id`` (None: handled, starting
+    none), within the caller's write transaction; DuplicateDelivery (naming the run it
+    started, or ``none``) when one of its ids is kept already."""
     insert = postgresql_insert if db.dialect.name == "postgresql" else sqlite_insert
     for delivery_id in delivery.ids:
         kept = await db.execute(
@@ -42,7 +46,7 @@ async def keep_delivery(
         if kept.first() is None:  # its key is another run's (rowcount is not told reliably)
             mine = _TABLE.tenant == tenant
             first = await _run_of(db, mine, delivery.source, (delivery_id,))
-            raise DuplicateDelivery(first or "unknown", delivery_id)
+            raise DuplicateDelivery(first or "none", delivery_id)
 
 
 async def _run_of(
@@ -59,10 +63,21 @@ async def _run_of(
 class SqlDeliveries:
     """The webhook deliveries' part of SqlStore."""
 
-    async def find_delivery(self: SqlBase, source: ForgeName, ids: tuple[str, ...]) -> str | None:
+    async def find_delivery(self: SqlBase, source: str, ids: tuple[str, ...]) -> str | None:
         """The run a delivery of this tenant with one of ``ids`` started, or None."""
         async with self.transaction() as db:
             return await _run_of(db, self._mine(webhook_deliveries), source, ids)
+
+    async def handle_once(self: SqlBase, delivery: DeliveryRecord) -> bool:
+        """Keep ``delivery`` as handled without a run: False when one of its ids was kept
+        already (it was handled, or started a run), and nothing is kept then."""
+        tenant = self._creating("a delivery")
+        try:
+            async with self.transaction(write=True) as db:
+                await keep_delivery(db, tenant, delivery, None, time.time())
+        except DuplicateDelivery:
+            return False
+        return True
 
     async def prune_deliveries(self: SqlBase, before: float) -> int:
         """Forget the deliveries kept before ``before`` (a time); how many ids went."""

@@ -30,6 +30,7 @@ from golem.store.records import (
     PullRequestRecord,
     RunCap,
     RunRecord,
+    ThreadRecord,
     check_claim,
     forge_secret,
     sealable,
@@ -47,7 +48,8 @@ class _Data:
     tokens: dict[tuple[str, ForgeName], tuple[str, ForgeCredential]] = field(default_factory=dict)
     keys: dict[str, tuple[ApiKeyRecord, str]] = field(default_factory=dict)
     checkpoints: dict[str, CheckpointRecord] = field(default_factory=dict)
-    deliveries: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
+    deliveries: dict[tuple[str, str, str], tuple[str | None, float]] = field(default_factory=dict)
+    threads: dict[str, ThreadRecord] = field(default_factory=dict)
     resume_at: dict[str, float] = field(default_factory=dict)
     limits: dict[str, str] = field(default_factory=dict)
 
@@ -84,9 +86,10 @@ class MemoryStore:
         *,
         cap: RunCap | None = None,
         delivery: DeliveryRecord | None = None,
+        thread: ThreadRecord | None = None,
     ) -> None:
         """Keep a new run (if ``cap`` leaves it room, and no run was kept with one of
-        ``delivery``'s ids: else DuplicateDelivery), the delivery with it."""
+        ``delivery``'s ids: else DuplicateDelivery), the delivery and ``thread`` with it."""
         tenant = self._creating("a run")
         if record.id in self._data.runs:
             raise StoreError(f"run {record.id!r} exists already")
@@ -94,15 +97,81 @@ class MemoryStore:
             taken = sum(run.status in cap.statuses for run in self._data.runs.values())
             if taken >= cap.limit:
                 raise QueueFull(cap.reason, retry_after=cap.retry_after)
-        keys = [(tenant, delivery.source, one) for one in delivery.ids] if delivery else []
-        for key in keys:
-            if key in self._data.deliveries:
-                raise DuplicateDelivery(self._data.deliveries[key][0], key[2])
-        self._data.deliveries.update({key: (record.id, record.created) for key in keys})
+        if delivery is not None:
+            self._keep_delivery(tenant, delivery, record.id, record.created)
+        if thread is not None:
+            update = {"run_id": record.id, "tenant": tenant, "created": record.created}
+            self._data.threads[record.id] = thread.model_copy(update=update)
         self._data.runs[record.id] = record.model_copy(update={"tenant": tenant})
         self._changed(record.id, QUEUE)
 
-    async def find_delivery(self, source: ForgeName, ids: tuple[str, ...]) -> str | None:
+    def _keep_delivery(
+        self, tenant: str, delivery: DeliveryRecord, run_id: str | None, created: float
+    ) -> None:
+        keys = [(tenant, delivery.source, one) for one in delivery.ids]
+        for key in keys:
+            if key in self._data.deliveries:
+                raise DuplicateDelivery(self._data.deliveries[key][0] or "none", key[2])
+        self._data.deliveries.update({key: (run_id, created) for key in keys})
+
+    async def handle_once(self, delivery: DeliveryRecord) -> bool:
+        """Keep ``delivery`` as handled without a run (False: seen already)."""
+        try:
+            self._keep_delivery(self._creating("a delivery"), delivery, None, time.time())
+        except DuplicateDelivery:
+            return False
+        return True
+
+    async def thread_runs(self, source: str, thread: str) -> list[ThreadRecord]:
+        """The runs asked for in ``thread``, newest first."""
+        found = [
+            t for t in self._data.threads.values()
+            if t.source == source and t.thread == thread and self._mine(t.tenant)
+        ]  # fmt: skip
+        return sorted(found, key=lambda t: t.created, reverse=True)
+
+    async def thread_of(self, source: str, run_id: str) -> ThreadRecord | None:
+        """Where ``run_id`` was asked for in ``source``, or None."""
+        found = self._data.threads.get(run_id)
+        if found is None or found.source != source or not self._mine(found.tenant):
+            return None
+        return found
+
+    async def open_threads(self, source: str) -> list[ThreadRecord]:
+        """The runs of ``source`` whose end is not reported, oldest first."""
+        found = [
+            t for t in self._data.threads.values()
+            if t.source == source and t.reported is None and self._mine(t.tenant)
+        ]  # fmt: skip
+        return sorted(found, key=lambda t: t.created)
+
+    async def set_thread_status(self, run_id: str, status: str) -> bool:
+        """Keep the run's status message, unless one is kept already."""
+        found = self._data.threads.get(run_id)
+        if found is None or found.status is not None or not self._mine(found.tenant):
+            return False
+        self._data.threads[run_id] = found.model_copy(update={"status": status})
+        return True
+
+    async def report_thread(self, run_id: str) -> bool:
+        """Take the report of the run's end (True once)."""
+        found = self._data.threads.get(run_id)
+        if found is None or found.reported is not None or not self._mine(found.tenant):
+            return False
+        self._data.threads[run_id] = found.model_copy(update={"reported": time.time()})
+        return True
+
+    async def prune_threads(self, before: float) -> int:
+        """Forget the threads of runs reported before ``before``."""
+        old = [
+            run_id for run_id, t in self._data.threads.items()
+            if t.reported is not None and t.reported < before and self._mine(t.tenant)
+        ]  # fmt: skip
+        for run_id in old:
+            del self._data.threads[run_id]
+        return len(old)
+
+    async def find_delivery(self, source: str, ids: tuple[str, ...]) -> str | None:
         """The run a delivery with one of ``ids`` started, or None."""
         for (tenant, kept_source, one), (run_id, _) in self._data.deliveries.items():
             if kept_source == source and one in ids and self._mine(tenant):

@@ -32,6 +32,7 @@ __all__ = [
     "Role",
     "RunCap",
     "RunRecord",
+    "ThreadRecord",
     "check_claim",
     "check_token",
     "forge_secret",
@@ -45,6 +46,8 @@ ACTIVE: tuple[str, ...] = ("running", "waiting")
 FINISHED: tuple[str, ...] = ("succeeded", "unverified", "escalated", "failed", "cancelled")
 """The statuses of a run that has ended."""
 DELIVERY_ID_MAX = 128
+SOURCE_PATTERN = r"^[a-z][a-z0-9-]{0,15}$"
+"""A source of work's name, as the store keys its records by: github, gitlab, slack."""
 TOKEN_PATTERN = re.compile(r"^[\x21-\x7e]{1,2048}$")
 """A token: 1-2048 visible ASCII characters (it travels in HTTP headers)."""
 
@@ -93,11 +96,13 @@ def check_claim(run_id: str, held: int, claim: int | None) -> None:
 
 
 class DeliveryRecord(_Record):
-    """A forge's webhook delivery, by every id the forge gave it (GitHub: its delivery id;
-    GitLab: its event's UUID and its Idempotency-Key): kept with the run it started, in the
-    same step, so that the same delivery again (by any of its ids) starts nothing."""
+    """A webhook delivery, by every id its source gave it (GitHub: its delivery id; GitLab:
+    its event's UUID and its Idempotency-Key; Slack: its event's id and the message's
+    channel and time): kept with the run it started, in the same step, or alone as handled
+    (``Store.handle_once``), so that the same delivery again (by any of its ids) does
+    nothing twice."""
 
-    source: ForgeName
+    source: str = Field(pattern=SOURCE_PATTERN)
     ids: tuple[str, ...] = Field(min_length=1, max_length=4)
 
     @field_validator("ids")
@@ -106,6 +111,24 @@ class DeliveryRecord(_Record):
         if any(not 1 <= len(one) <= DELIVERY_ID_MAX for one in ids):
             raise ValueError(f"a delivery's id is 1 to {DELIVERY_ID_MAX} characters")
         return tuple(dict.fromkeys(ids))  # each once, in order
+
+
+class ThreadRecord(_Record):
+    """Where a chat or tracker source asked for a run and reports on it (a Slack thread
+    and the run's status message in it): kept with the run, in the step that keeps it, so
+    that a restarted server goes on reporting, and a later request in the same thread
+    finds the thread's runs."""
+
+    source: str = Field(pattern=SOURCE_PATTERN)
+    thread: str = Field(min_length=1, max_length=256, description="The source's own name.")
+    run_id: str = Field("", description="The run (set by the store from the run kept).")
+    tenant: str = Field("", description="The run's tenant (set by the store).")
+    status: str | None = Field(
+        None, max_length=128, description="The message that shows the run's progress."
+    )
+    detail: str = Field("", max_length=8192, description="The source's own, as JSON.")
+    created: float = Field(default_factory=time.time)
+    reported: float | None = Field(None, description="When the run's end was reported.")
 
 
 class CheckpointRecord(_Record):

@@ -28,6 +28,7 @@ __all__ = [
     "run_checkpoints",
     "run_events",
     "runs",
+    "source_threads",
     "webhook_deliveries",
 ]
 
@@ -125,9 +126,25 @@ webhook_deliveries = Table(
     Column("tenant", String(64), primary_key=True),
     Column("source", String(16), primary_key=True),  # the forge: github, gitlab
     Column("delivery", String(128), primary_key=True),  # one of the delivery's ids
-    Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    # the run it started; None: handled, starting none (a refusal said once)
+    Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), nullable=True),
     Column("created", Float, nullable=False),
     Index("ix_webhook_deliveries_created", "created"),
+)
+
+source_threads = Table(
+    "source_threads",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("tenant", String(64), nullable=False),
+    Column("source", String(16), nullable=False),  # slack
+    Column("thread", String(256), nullable=False),  # the source's name of the thread
+    Column("status", String(128), nullable=True),  # the status message's id (Slack: its ts)
+    Column("detail", Text, nullable=False, server_default=""),  # the source's own, as JSON
+    Column("created", Float, nullable=False),
+    Column("reported", Float, nullable=True),  # when the run's end was reported there
+    Index("ix_source_threads_thread", "tenant", "source", "thread"),
+    Index("ix_source_threads_open", "source", "reported"),
 )
 
 provider_limits = Table(

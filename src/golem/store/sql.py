@@ -39,10 +39,18 @@ from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
 from golem.store.pauses import SqlPauses
 from golem.store.plumbing import held_claim, run_record
 from golem.store.provider_limits import SqlProviderLimits
-from golem.store.records import Decision, DeliveryRecord, EventRecord, RunCap, RunRecord
+from golem.store.records import (
+    Decision,
+    DeliveryRecord,
+    EventRecord,
+    RunCap,
+    RunRecord,
+    ThreadRecord,
+)
 from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
 from golem.store.signals import FileSignals
+from golem.store.threads import SqlThreads, keep_thread
 
 __all__ = ["SqlStore", "database_url"]
 
@@ -99,6 +107,7 @@ class SqlStore(
     SqlDeliveries,
     SqlPauses,
     SqlProviderLimits,
+    SqlThreads,
 ):
     """Runs, events, keys, credentials and forge records of one tenant (``default``
     outside the server); ``tenant=None``: all tenants'. Open it with ``connect``."""
@@ -187,13 +196,15 @@ class SqlStore(
         *,
         cap: RunCap | None = None,
         delivery: DeliveryRecord | None = None,
+        thread: ThreadRecord | None = None,
     ) -> None:
         """Keep a new run (of this store's tenant; ``record.tenant`` is ignored); with
         ``cap``, only if the store's runs leave room; with ``delivery``, only if no run was
-        kept with one of its ids (else DuplicateDelivery), the delivery kept with it. The
-        count, the inserts and the delivery's key are one transaction that one process at a
-        time makes (PostgreSQL: an advisory lock and the key; SQLite: its write lock), so
-        servers sharing the store never overshoot the cap nor start a delivery twice."""
+        kept with one of its ids (else DuplicateDelivery), the delivery kept with it; with
+        ``thread``, the thread it was asked in. The count, the inserts and the delivery's
+        key are one transaction that one process at a time makes (PostgreSQL: an advisory
+        lock and the key; SQLite: its write lock), so servers sharing the store never
+        overshoot the cap nor start a delivery twice."""
         tenant = self._creating("a run")
         async with self.transaction(write=True, changed=(record.id, QUEUE)) as db:
             if cap is not None:
@@ -206,6 +217,8 @@ class SqlStore(
             )  # fmt: skip
             if delivery is not None:
                 await keep_delivery(db, tenant, delivery, record.id, record.created)
+            if thread is not None:
+                await keep_thread(db, tenant, thread, record.id, record.created)
 
     async def save_run(
         self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None

@@ -171,8 +171,9 @@ class Trigger:
         shown = delivery.ids[0]
         config = self.state.config
         floor = floor_for(
-            config, tenant=self.config.tenant, repo=request.repo, outsiders=outsider is not None
-        )
+            config, tenant=self.config.tenant, repo=request.repo, source=self.provider,
+            outsiders=outsider is not None,
+        )  # fmt: skip
         tier = tier_for(None, floor, config.engine.default_tier)
         try:
             run = await self.state.queue.submit(

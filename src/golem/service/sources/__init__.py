@@ -1,0 +1,19 @@
+"""Chat and tracker sources of runs (Slack): a run asked for in a thread keeps one status
+message there up to date and reports its end there once; what a thread shows of a run; the
+secrets its messages are masked with. The thread each run was asked in is the store's
+(``ThreadRecord``, kept with the run)."""
+
+from golem.service.sources.keeper import Reporter, StatusKeeper
+from golem.service.sources.progress import Check, RunProgress, progress_of
+from golem.service.sources.secrets import known_secrets
+from golem.service.sources.submit import submit_from_source
+
+__all__ = [
+    "Check",
+    "Reporter",
+    "RunProgress",
+    "StatusKeeper",
+    "known_secrets",
+    "progress_of",
+    "submit_from_source",
+]
