@@ -10,7 +10,7 @@ import pytest
 from golem.cluster.placement import image_label, node_labels, selector
 from golem.core import load_config
 from golem.core.errors import NoTierBackend
-from tests.core.test_isolation import runsc
+from tests.core.test_isolation import RUNSC
 
 RAY_LABEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
 """What Ray 2.60 takes as a label key's name (ray._private.label_utils.LABEL_REGEX)."""
@@ -25,7 +25,7 @@ def test_an_image_label_is_a_label_key_ray_takes() -> None:
 
 
 def test_a_slot_asks_for_the_tier_the_backend_serving_it_and_the_image(tmp_path: Path) -> None:
-    tiers = {"gvisor": {"type": "docker", **runsc()}}
+    tiers = {"gvisor": {"type": "docker", **RUNSC}}
     config = load_config({"state_dir": str(tmp_path), "engine": {"tiers": tiers}}, files=[])
     default = selector(config.engine.defaults, config)  # the default tier: no label, or its own
     assert default == {

@@ -71,9 +71,7 @@ def tier_of(backend: object) -> IsolationTier:
     kind = _field(backend, "type") or "process"
     if kind in ("gvisor", "microvm"):
         return "gvisor" if kind == "gvisor" else "microvm"
-    if kind == "docker" and any(
-        _runs_runsc(_field(backend, name)) for name in ("runtime", "oci_runtime")
-    ):
+    if kind == "docker" and _runs_runsc(_field(backend, "runtime")):
         return "gvisor"
     if kind in ("process", "docker"):
         return "container"

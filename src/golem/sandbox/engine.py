@@ -130,7 +130,7 @@ class LocalEngine:
         """What a box the ``tier``'s backend started got: the tier its backend really
         isolates at, which backend, a docker engine's OCI runtime, a microVM's accelerator."""
         config = self.config.engine.tier_backends().get(tier, self.config.engine.backend)
-        runtime = getattr(config, "runtime", None) or getattr(config, "oci_runtime", None)
+        runtime = getattr(config, "runtime", None)
         accel = getattr(started, "accel", None)
         return Isolation(
             tier=tier_of(config),
