@@ -9,7 +9,6 @@ from golem.core import load_config
 from golem.core.errors import ConfigError, NoTierBackend
 from golem.core.isolation import TIERS, Floor, Isolation, at_least, strongest, tier_of
 
-
 RUNSC = {"runtime": "runsc"}
 """The docker backend's option running its boxes on gVisor."""
 
