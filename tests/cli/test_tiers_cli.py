@@ -8,12 +8,16 @@ says why not) and boots a kernel of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from golem.core import load_config
+from golem.sandbox import LocalEngine
+from golem.sandbox.backends.gvisor.runsc import PLATFORMS
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.gvisor]
@@ -81,3 +85,33 @@ def test_the_doctor_warns_of_a_tier_served_by_a_weaker_backend(
     assert "tier microvm: process (engine.tiers.microvm)" in shown
     assert "tier gvisor: served by microvm" in shown
     assert "warning: engine.tiers.microvm: a process backend isolates as container" in shown
+
+
+def test_exec_json_says_the_runsc_platform_and_flags_golem_chose(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    done = golem(golem_env, "exec", "--backend", "gvisor", "--json", "--", "true")
+    assert done.returncode == 0, done.stderr
+    isolation = json.loads(done.stdout)["isolation"]
+    assert (isolation["tier"], isolation["backend"]) == ("gvisor", "gvisor")
+    assert isolation["platform"] in PLATFORMS
+    assert f"--platform={isolation['platform']}" in isolation["flags"]
+    assert {"--rootless", "--network=none"} <= set(isolation["flags"])
+
+
+async def test_sessions_ls_shows_a_gvisor_boxs_platform_and_its_json_the_flags(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    settings = {
+        "state_dir": golem_env["GOLEM_STATE_DIR"],
+        "engine": {"backend": {"type": "gvisor"}},
+    }
+    async with LocalEngine(load_config(settings, files=[])) as engine, engine.session() as box:
+        assert box.isolation is not None
+        listed = await asyncio.to_thread(golem, golem_env, "sessions", "ls")
+        shown = await asyncio.to_thread(golem, golem_env, "sessions", "ls", "--json")
+    row = next(line for line in listed.stdout.decode().splitlines() if box.id in line)
+    assert f"gvisor ({box.isolation.platform})" in row
+    (info,) = json.loads(shown.stdout)
+    assert info["isolation"]["flags"] == box.isolation.flags
+    assert f"--platform={box.isolation.platform}" in info["isolation"]["flags"]

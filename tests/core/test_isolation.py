@@ -65,6 +65,9 @@ def test_what_a_box_got_reads_as_its_tier_and_how() -> None:
     )
     assert str(Isolation(tier="container", backend="process")) == "container (process)"
     assert str(Isolation(tier="gvisor", backend="gvisor")) == "gvisor"
+    assert str(Isolation(tier="gvisor", backend="gvisor", platform="ptrace")) == "gvisor (ptrace)"
+    docker = Isolation(tier="gvisor", backend="docker", runtime="runsc", platform="kvm")
+    assert str(docker) == "gvisor (docker+runsc, kvm)"
 
 
 def tiers(**tiers: object) -> dict[str, object]:
