@@ -47,7 +47,7 @@ def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_
     assert gvisor["start_seconds"] > 0
     assert gvisor["kernel"] != os.uname().release
     assert gvisor["own_kernel"] is True
-    assert backends["microvm"]["why_not"] == "this golem has no microvm backend"  # TODO above
+    assert backends["microvm"]["why_not"] == "this golem has no microvm backend"  # microvm stand-in
     assert found["tiers"]["container"] == "process (engine.backend)"
     assert found["tiers"]["microvm"] == "no backend: boxes refused"
 

@@ -128,7 +128,7 @@ TIER_NODE = "node-gvisor"
 TIER_BACKEND: dict[str, str] = {"type": "gvisor"}
 """The backend serving the ``TIER`` tier on the test nodes (the tier node's
 ``golem-backend`` label is its type)."""
-MICROVM_STAND_IN: dict[str, str] = {"type": "gvisor"}
+MICROVM_STAND_IN: dict[str, str] = {"type": "gvisor"}  # microvm stand-in
 """TODO(coordinator, at the microvm merge): the microvm tier's backend on the test control
 planes is a stand-in; it becomes ``{"type": "microvm"}``. No node holds that tier: the
 tests only see a box of it refused for want of a node."""

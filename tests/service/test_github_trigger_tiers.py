@@ -45,7 +45,7 @@ def github() -> Iterator[GitHub]:
         yield server
 
 
-def microvm_stand_in() -> str:
+def microvm_stand_in() -> str:  # microvm stand-in
     """TODO(coordinator, at the microvm merge): the microvm tier's backend here is a stand-in,
     the docker backend (another backend than the default's, so that the run's box is visibly
     the tier's); it becomes ``type = "microvm"``, and the run's box then says backend
@@ -53,7 +53,7 @@ def microvm_stand_in() -> str:
     return f'[engine.tiers.microvm]\ntype = "docker"\nimage = "{devbox_image("docker")}"\n'
 
 
-STAND_IN_BACKEND = "docker"
+STAND_IN_BACKEND = "docker"  # microvm stand-in
 """TODO(coordinator, at the microvm merge): ``"microvm"``."""
 
 

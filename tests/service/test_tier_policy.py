@@ -31,7 +31,7 @@ TENANT_RULE = "server.trust.tenants.acme"
 REPO_RULE = r"server.trust.repos[0] (.*/wild-[a-z]+)"
 
 
-def microvm_stand_in() -> str:
+def microvm_stand_in() -> str:  # microvm stand-in
     """TODO(coordinator, at the microvm merge): the microvm tier's backend here is a stand-in,
     the docker backend (another backend than the default's, so that a box of the tier is
     visibly not the default's); it becomes ``type = "microvm"``, and the tenant's and the
