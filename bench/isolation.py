@@ -11,16 +11,20 @@ docker+runsc, podman+runsc, microvm), with the backend's default box spec:
 * ``true round trip``: ``box.execute(["true"])`` in one live box;
 * ``1 MiB round trip``: 1 MiB written into that box and read back.
 
-Floors, in the same run: ``bwrap true`` (bare bubblewrap), ``runsc do true`` (bare gVisor),
-``qemu boot to echo`` (the bare boot of the microVM's kernel and root disk to a guest echo).
-A backend or floor this host lacks is reported absent with why. Goals (issue 28): a pooled
-box of every tier starts in under 10 ms; a cold gvisor box within 1.5x ``runsc do true``; a
-cold microvm within 1.5x the bare boot.
+Floors, in the same run: ``true`` (a bare process), ``bwrap true`` (bare bubblewrap),
+``runsc do true`` (bare gVisor, run the way golem runs runsc: the platform golem chose for
+this host, ``--rootless --network=none``, as ``run_as``), ``qemu boot to echo`` (the bare
+boot of the microVM's kernel and root disk to a guest echo). Each backend's figures are also
+given as a ratio to their raw floor (``x floor``): a start to its tier's floor (``bwrap
+true``, ``runsc do true``, the bare boot), a ``true`` round trip to a bare ``true``. Each
+backend's isolation is printed as its box reports it (for gVisor: the platform and runsc's
+flags). A backend or floor this host lacks is reported absent with why. Goals (issue 28): a
+pooled box of every tier starts in under 10 ms; a cold gvisor box within 1.5x ``runsc do
+true``; a cold microvm within 1.5x the bare boot.
 
-Floors the gvisor and microvm backends define are taken from their modules (``FLOOR_HOOKS``:
-a function returning a zero-argument coroutine function that exits 0, or raising
-``BackendUnavailable``); ``runsc do true`` falls back to the plain command where the gvisor
-backend has none. Rounds are interleaved, so load from elsewhere hits every case alike.
+The microVM's floor is taken from its backend's module (``FLOOR_HOOKS``: a function
+returning a zero-argument coroutine function that exits 0, or raising
+``BackendUnavailable``). Rounds are interleaved, so load from elsewhere hits every case alike.
 """
 
 from __future__ import annotations
@@ -40,9 +44,11 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-from golem.core import load_config
+from golem.core import GvisorBackendConfig, load_config
 from golem.core.errors import BackendUnavailable, ConfigError, GolemError
 from golem.sandbox import Box, LocalEngine
+from golem.sandbox.backends.gvisor import GvisorBackend
+from golem.sandbox.backends.process.launch import as_user, host_ids
 from golem.sandbox.probe import alone, backend_config, candidates
 
 Case = Callable[[], Awaitable[tuple[int, float]]]
@@ -57,12 +63,12 @@ BWRAP = [
     "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
     "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "true",
 ]  # fmt: skip
-RUNSC = ["runsc", "--network=none", "do", "true"]
+BARE_FLOOR = "floor: true"
 BWRAP_FLOOR = "floor: bwrap true"
 RUNSC_FLOOR = "floor: runsc do true"
 QEMU_FLOOR = "floor: qemu boot to echo"
+FLOORS = (BARE_FLOOR, BWRAP_FLOOR, RUNSC_FLOOR, QEMU_FLOOR)
 FLOOR_HOOKS: dict[str, tuple[str, str]] = {
-    RUNSC_FLOOR: ("golem.sandbox.backends.gvisor.bench", "runsc_do_true"),
     QEMU_FLOOR: ("golem.sandbox.backends.microvm.bench", "bare_boot"),
 }
 """Where a floor's case comes from: (module, function), imported when the bench runs."""
@@ -76,6 +82,8 @@ POOLED_TARGET_MS = 10.0
 RATIO_TARGET = 1.5
 RATIO_FLOORS = {"gvisor": RUNSC_FLOOR, "microvm": QEMU_FLOOR}
 """A tier's cold start is held against this floor (its goal: within 1.5x)."""
+START_FLOORS = {"container": BWRAP_FLOOR, **RATIO_FLOORS}
+"""The raw floor of a start of each tier (``x floor``)."""
 
 
 def summarize(samples: list[float]) -> Stats:
@@ -107,20 +115,41 @@ def timed(work: Callable[[], Awaitable[int]]) -> Case:
     return case
 
 
-def floor_case(name: str) -> Case:
-    """A floor's case: its backend's own (``FLOOR_HOOKS``), else the plain command;
-    BackendUnavailable when this host cannot run it."""
+def runsc_do_true(backend: GvisorBackend) -> Case:
+    """``runsc do true`` as golem runs runsc: its platform for this host, rootless, no
+    network, as ``run_as``, a fresh state directory each time."""
+    host = backend.host()
+    ids = host_ids(backend.config.run_as)
+    prefix = (as_user(ids) or []) if ids else []
+
+    async def case() -> tuple[int, float]:
+        with tempfile.TemporaryDirectory(prefix="golem-bench-runsc-") as root:
+            os.chmod(root, 0o777)  # noqa: S103 - runsc's state, for the run_as user
+            argv = [*prefix, host.runsc, "--rootless", "--network=none"]
+            argv += [f"--platform={host.platform}", "--root", root, "do", "true"]
+            start = time.perf_counter()
+            done = subprocess.run(argv, check=False, capture_output=True, cwd="/")  # noqa: ASYNC221
+            return done.returncode, time.perf_counter() - start
+
+    return case
+
+
+async def floor_case(name: str) -> Case:
+    """A floor's case; BackendUnavailable when this host cannot run it."""
+    if name == RUNSC_FLOOR:
+        backend = GvisorBackend(GvisorBackendConfig())
+        await asyncio.to_thread(backend.check)  # the platform, tried in a sandbox
+        return runsc_do_true(backend)
     module, function = FLOOR_HOOKS.get(name, ("", ""))
     if module:
         try:
             hook = getattr(importlib.import_module(module), function)
         except ModuleNotFoundError:
-            pass
-        else:
-            return timed(hook())
-    argv = {BWRAP_FLOOR: BWRAP, RUNSC_FLOOR: RUNSC}.get(name)
-    if argv is None or shutil.which(argv[0]) is None:
-        raise BackendUnavailable("not on this host (or its backend is not built in)")
+            raise BackendUnavailable("this golem has no microvm backend") from None
+        return timed(hook())
+    argv = {BARE_FLOOR: TRUE, BWRAP_FLOOR: BWRAP}[name]
+    if shutil.which(argv[0]) is None:
+        raise BackendUnavailable(f"{argv[0]} is not on this host")
     return command(argv)
 
 
@@ -196,9 +225,10 @@ async def run_all(names: list[str], runs: int, warmup: int, state_dir: str) -> d
     absent: dict[str, str] = {}
     cases: dict[str, Case] = {}
     tiers: dict[str, str] = {}
-    for floor in (BWRAP_FLOOR, RUNSC_FLOOR, QEMU_FLOOR):
+    isolation: dict[str, dict[str, Any]] = {}
+    for floor in FLOORS:
         try:
-            cases[floor] = floor_case(floor)
+            cases[floor] = await floor_case(floor)
         except GolemError as exc:
             absent[floor] = exc.message
     async with AsyncExitStack() as stack:
@@ -208,15 +238,34 @@ async def run_all(names: list[str], runs: int, warmup: int, state_dir: str) -> d
             except (GolemError, ConfigError) as exc:
                 absent[name] = exc.message
                 continue
-            tiers[name] = opened.box.isolation.tier if opened.box.isolation else "?"
+            got = opened.box.isolation
+            tiers[name] = got.tier if got is not None else "container"
+            if got is not None:
+                isolation[name] = {"said": str(got), **got.model_dump(exclude_defaults=True)}
             cases.update(opened.cases(name))
         measured = await measure(cases, runs, warmup)
     return {
         "cases": measured,
+        "ratios": ratios(measured, tiers),
         "absent": absent,
         "tiers": tiers,
+        "isolation": isolation,
         "targets": targets(measured, tiers),
     }
+
+
+def ratios(measured: dict[str, Stats], tiers: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each backend's p50 over its raw floor's (``x floor``): a start over its tier's
+    floor, a ``true`` round trip over a bare ``true``."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, tier in tiers.items():
+        floors = {COLD: START_FLOORS.get(tier), WARM: START_FLOORS.get(tier)}
+        floors[ROUND_TRIP] = BARE_FLOOR
+        for case, floor in floors.items():
+            if floor is not None and floor in measured:
+                value = measured[f"{name}: {case}"]["p50"] / measured[floor]["p50"]
+                found[f"{name}: {case}"] = {"floor": floor, "ratio": value}
+    return found
 
 
 def targets(measured: dict[str, Stats], tiers: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -238,9 +287,18 @@ def _goal(value: float, target: float) -> dict[str, Any]:
 
 def print_report(report: dict[str, Any]) -> None:
     """The figures as a plain-text table."""
-    print(f"{'case':<44} {'p50 ms':>9} {'p99 ms':>9} {'runs':>5}")
+    machine = report["machine"]
+    print(f"golem isolation benchmark: {machine['cpus']} CPUs, Python {machine['python']}")
+    for name, got in report["isolation"].items():
+        flags = f" (runsc {' '.join(got['flags'])})" if got.get("flags") else ""
+        print(f"  {name}: {got['said']}{flags}")
+    print()
+    print(f"{'case':<44} {'p50 ms':>9} {'p99 ms':>9} {'x floor':>8} {'runs':>5}")
     for name, stats in report["cases"].items():
-        print(f"{name:<44} {stats['p50']:9.2f} {stats['p99']:9.2f} {stats['runs']:5.0f}")
+        ratio = report["ratios"].get(name)
+        times = f"{ratio['ratio']:7.2f}x" if ratio else f"{'':>8}"
+        figures = f"{stats['p50']:9.2f} {stats['p99']:9.2f} {times} {stats['runs']:5.0f}"
+        print(f"{name:<44} {figures}")
     print()
     for name, goal in report["targets"].items():
         state = "met" if goal["met"] else "NOT met"
@@ -261,6 +319,7 @@ def main() -> None:
         names = options.backend or known
         report = asyncio.run(run_all(names, options.runs, options.warmup, state_dir))
     report["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    report["runs"], report["warmup"] = options.runs, options.warmup
     if options.json:
         print(json.dumps(report, indent=2))
     else:

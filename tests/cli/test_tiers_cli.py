@@ -2,20 +2,25 @@
 their box started, whose kernel it runs and why the others do not; `golem exec --tier`
 asks for an isolation tier, refused with what to configure where this host has none.
 
-Until the gvisor and microvm backends are merged this golem has neither (the doctor says
-so); at merge the gvisor one works here and runs a kernel of its own."""
+The gvisor backend works here and runs a kernel of its own. TODO(coordinator, at the
+microvm merge): this golem has no microvm backend yet; the doctor's microvm then works (or
+says why not) and boots a kernel of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from golem.core import load_config
+from golem.sandbox import LocalEngine
+from golem.sandbox.backends.gvisor.runsc import PLATFORMS
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, pytest.mark.gvisor]
 
 
 def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_work(
@@ -37,8 +42,12 @@ def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_
     docker = backends["docker"]
     assert not docker["works"]
     assert "/nonexistent/docker.sock" in docker["why_not"]
-    assert backends["gvisor"]["why_not"] == "this golem has no gvisor backend"  # until merged
-    assert backends["microvm"]["why_not"] == "this golem has no microvm backend"
+    gvisor = backends["gvisor"]
+    assert (gvisor["works"], gvisor["tier"], gvisor["why_not"]) == (True, "gvisor", None)
+    assert gvisor["start_seconds"] > 0
+    assert gvisor["kernel"] != os.uname().release
+    assert gvisor["own_kernel"] is True
+    assert backends["microvm"]["why_not"] == "this golem has no microvm backend"  # microvm stand-in
     assert found["tiers"]["container"] == "process (engine.backend)"
     assert found["tiers"]["microvm"] == "no backend: boxes refused"
 
@@ -76,3 +85,33 @@ def test_the_doctor_warns_of_a_tier_served_by_a_weaker_backend(
     assert "tier microvm: process (engine.tiers.microvm)" in shown
     assert "tier gvisor: served by microvm" in shown
     assert "warning: engine.tiers.microvm: a process backend isolates as container" in shown
+
+
+def test_exec_json_says_the_runsc_platform_and_flags_golem_chose(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    done = golem(golem_env, "exec", "--backend", "gvisor", "--json", "--", "true")
+    assert done.returncode == 0, done.stderr
+    isolation = json.loads(done.stdout)["isolation"]
+    assert (isolation["tier"], isolation["backend"]) == ("gvisor", "gvisor")
+    assert isolation["platform"] in PLATFORMS
+    assert f"--platform={isolation['platform']}" in isolation["flags"]
+    assert {"--rootless", "--network=none"} <= set(isolation["flags"])
+
+
+async def test_sessions_ls_shows_a_gvisor_boxs_platform_and_its_json_the_flags(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    settings = {
+        "state_dir": golem_env["GOLEM_STATE_DIR"],
+        "engine": {"backend": {"type": "gvisor"}},
+    }
+    async with LocalEngine(load_config(settings, files=[])) as engine, engine.session() as box:
+        assert box.isolation is not None
+        listed = await asyncio.to_thread(golem, golem_env, "sessions", "ls")
+        shown = await asyncio.to_thread(golem, golem_env, "sessions", "ls", "--json")
+    row = next(line for line in listed.stdout.decode().splitlines() if box.id in line)
+    assert f"gvisor ({box.isolation.platform})" in row
+    (info,) = json.loads(shown.stdout)
+    assert info["isolation"]["flags"] == box.isolation.flags
+    assert f"--platform={box.isolation.platform}" in info["isolation"]["flags"]

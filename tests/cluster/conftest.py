@@ -125,22 +125,28 @@ async def on_nodes(node_state: Path) -> list[str]:
 
 TIER = "gvisor"
 TIER_NODE = "node-gvisor"
-TIER_BACKEND: dict[str, str] = {"type": "process"}
-"""The backend serving the ``TIER`` tier on the test nodes: a stand-in until the gvisor
-backend is merged (then ``{"type": "gvisor"}``, and the tier node's ``golem-backend``
-label ``gvisor``), so that these tests place boxes by the tier alone."""
-STAND_IN_TIERS = (TIER, "microvm")
-"""The tiers the test control planes serve (with ``TIER_BACKEND``); no node holds microvm."""
+TIER_BACKEND: dict[str, str] = {"type": "gvisor"}
+"""The backend serving the ``TIER`` tier on the test nodes (the tier node's
+``golem-backend`` label is its type)."""
+MICROVM_STAND_IN: dict[str, str] = {"type": "gvisor"}  # microvm stand-in
+"""TODO(coordinator, at the microvm merge): the microvm tier's backend on the test control
+planes is a stand-in; it becomes ``{"type": "microvm"}``. No node holds that tier: the
+tests only see a box of it refused for want of a node."""
+TIER_BACKENDS: dict[str, dict[str, str]] = {TIER: TIER_BACKEND, "microvm": MICROVM_STAND_IN}
+"""The tiers the test control planes serve besides the default, and their backends."""
 DOCKER_NODE = "node-docker"
 TIER_IMAGE = "golem/gvisor-devbox:1"
-"""An image only the tier's node says it has (a process box's image is a root file
+"""An image only the tier's node says it has (a gVisor box's image is a root file
 system directory: the tests ask for it only to place a slot, never to start a box)."""
 
 
 def tiers_toml() -> str:
-    """golem.toml's tables of the tiers a test control plane serves (``STAND_IN_TIERS``)."""
-    fields = "".join(f'{name} = "{value}"\n' for name, value in TIER_BACKEND.items())
-    return "".join(f"[engine.tiers.{tier}]\n{fields}" for tier in STAND_IN_TIERS)
+    """golem.toml's tables of the tiers a test control plane serves (``TIER_BACKENDS``)."""
+    return "".join(
+        f"[engine.tiers.{tier}]\n"
+        + "".join(f'{key} = "{value}"\n' for key, value in backend.items())
+        for tier, backend in TIER_BACKENDS.items()
+    )
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ run fails at once, a node that cannot run what its labels claim refuses to host 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,15 +22,15 @@ from golem.cluster import ClusterEngine
 from golem.cluster.placement import image_label
 from golem.core import BackendConfig, GolemConfig, load_config
 from golem.core.errors import BackendUnavailable, NodeLost, NoNodeFits
+from golem.core.isolation import IsolationTier
 from golem.service.keys import Principal
 from golem.service.sessions import SessionRegistry
 from tests.cluster.conftest import (
     DOCKER_NODE,
     NODES,
     SLOTS,
-    STAND_IN_TIERS,
     TIER,
-    TIER_BACKEND,
+    TIER_BACKENDS,
     TIER_IMAGE,
     TIER_NODE,
     cluster_settings,
@@ -50,12 +51,12 @@ TRUSTED = Principal(tenant="team", role="trusted", key_id="k-trusted")
 
 
 def tiered(config: GolemConfig, role: str = "user") -> GolemConfig:
-    """``config`` serving the stand-in tiers, with ``role``'s minimum tier ``TIER``."""
+    """``config`` serving ``TIER_BACKENDS``, with ``role``'s minimum tier ``TIER``."""
     policies = dict(config.server.policies)
     policies[role] = policies[role].model_copy(update={"min_tier": TIER})
     server = config.server.model_copy(update={"policies": policies})
-    backend = TypeAdapter[BackendConfig](BackendConfig).validate_python(TIER_BACKEND)
-    engine = config.engine.model_copy(update={"tiers": dict.fromkeys(STAND_IN_TIERS, backend)})
+    backends = TypeAdapter[dict[IsolationTier, BackendConfig]](dict[IsolationTier, BackendConfig])
+    engine = config.engine.model_copy(update={"tiers": backends.validate_python(TIER_BACKENDS)})
     return config.model_copy(update={"server": server, "engine": engine})
 
 
@@ -77,7 +78,10 @@ async def test_a_tiers_role_gets_boxes_only_on_its_tiers_nodes_and_waits_when_th
     try:
         first = await registry.open(UNTRUSTED, {})
         assert engine.node_of(first.box.id) == labelled_nodes[TIER_NODE]
-        assert (await first.box.execute("echo tiered")).stdout_text == "tiered\n"
+        assert first.box.isolation is not None
+        assert (first.box.isolation.tier, first.box.isolation.backend) == (TIER, "gvisor")
+        kernel = await first.box.execute("uname -r")
+        assert kernel.stdout_text.strip() not in ("", os.uname().release)  # gVisor's kernel
         # the tier's one slot is taken; six slots are free elsewhere, and stay unused
         second = asyncio.ensure_future(registry.open(UNTRUSTED, {}))
         assert await engine.waiting(at_least=1) == ["NO_RESOURCES"]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from golem.cluster.placement import image_label, node_labels, selector
-from golem.core import load_config
+from golem.cluster.placement import BACKENDS, image_label, node_labels, selector
+from golem.core import BackendConfig, load_config
 from golem.core.errors import NoTierBackend
-from tests.core.test_isolation import runsc
+from tests.core.test_isolation import RUNSC
 
 RAY_LABEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
 """What Ray 2.60 takes as a label key's name (ray._private.label_utils.LABEL_REGEX)."""
@@ -25,11 +26,11 @@ def test_an_image_label_is_a_label_key_ray_takes() -> None:
 
 
 def test_a_slot_asks_for_the_tier_the_backend_serving_it_and_the_image(tmp_path: Path) -> None:
-    tiers = {"gvisor": {"type": "docker", **runsc()}}
+    tiers = {"gvisor": {"type": "docker", **RUNSC}}
     config = load_config({"state_dir": str(tmp_path), "engine": {"tiers": tiers}}, files=[])
     default = selector(config.engine.defaults, config)  # the default tier: no label, or its own
     assert default == {
-        "golem-backend": "!in(docker,gvisor,microvm)",
+        "golem-backend": "!in(docker,gvisor)",  # microvm stand-in: ",microvm" at its merge
         "golem-tier": "!in(gvisor,microvm)",
     }
     spec = config.engine.defaults.model_copy(
@@ -61,3 +62,39 @@ def test_a_slot_for_a_tier_the_control_plane_cannot_serve_is_refused_before_ray_
     spec = config.engine.defaults.model_copy(update={"tier": "microvm"})
     with pytest.raises(NoTierBackend, match=r"\[engine\.tiers\.microvm\]"):
         selector(spec, config)
+
+
+def backend_types() -> list[str]:
+    """The ``type`` of every member of the ``BackendConfig`` union (every backend golem has)."""
+    (union,) = [arg for arg in get_args(BackendConfig) if get_args(arg)]
+    return [get_args(member)[0].model_fields["type"].default for member in get_args(union)]
+
+
+def test_a_slot_of_one_backend_never_asks_for_a_node_of_another(tmp_path: Path) -> None:
+    """Whatever backend serves the default tier, its slots shun every other backend's node:
+    a process slot on a gVisor node would run its box on the node's gVisor."""
+    known = backend_types()
+    assert {"process", "docker", "gvisor"} <= set(known)
+    assert sorted(BACKENDS) == sorted(known)  # none this golem lacks, none missing
+    for backend in known:
+        config = load_config(
+            {"state_dir": str(tmp_path), "engine": {"backend": {"type": backend}}}, files=[]
+        )
+        wanted = selector(config.engine.defaults, config)["golem-backend"]
+        if backend == "process":  # the default: a node without the label too
+            assert wanted == f"!in({','.join(b for b in known if b != 'process')})"
+        else:
+            assert wanted == backend
+
+
+def test_a_gvisor_tier_served_by_the_gvisor_backend_asks_for_a_gvisor_node(
+    tmp_path: Path,
+) -> None:
+    tiers = {"gvisor": {"type": "gvisor"}}
+    config = load_config({"state_dir": str(tmp_path), "engine": {"tiers": tiers}}, files=[])
+    spec = config.engine.defaults.model_copy(update={"tier": "gvisor"})
+    assert selector(spec, config) == {"golem-backend": "gvisor", "golem-tier": "gvisor"}
+    assert node_labels(backend="gvisor", tier="gvisor") == {
+        "golem-backend": "gvisor",
+        "golem-tier": "gvisor",
+    }

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from golem.core import DockerBackendConfig, load_config
+from golem.core import load_config
 from golem.core.errors import ConfigError, NoTierBackend
 from golem.core.isolation import TIERS, Floor, Isolation, at_least, strongest, tier_of
 
-
-def runsc() -> dict[str, str]:
-    """The docker backend's option naming gVisor's runtime: ``runtime`` (``oci_runtime``
-    before the gvisor backend renamed it)."""
-    name = "runtime" if "runtime" in DockerBackendConfig.model_fields else "oci_runtime"
-    return {name: "runsc"}
+RUNSC = {"runtime": "runsc"}
+"""The docker backend's option running its boxes on gVisor."""
 
 
 def test_the_ladder_goes_from_the_hosts_kernel_to_a_kernel_of_its_own() -> None:
@@ -30,12 +26,11 @@ def test_the_ladder_goes_from_the_hosts_kernel_to_a_kernel_of_its_own() -> None:
         ({"type": "process"}, "container"),
         ({}, "container"),  # the default backend
         ({"type": "docker"}, "container"),
-        ({"type": "docker", "oci_runtime": "runc"}, "container"),
-        ({"type": "docker", "oci_runtime": "runsc"}, "gvisor"),
-        ({"type": "docker", "oci_runtime": "/usr/bin/runsc"}, "gvisor"),
-        ({"type": "docker", "oci_runtime": "runsc-kvm"}, "gvisor"),
+        ({"type": "docker", "runtime": "runc"}, "container"),
         ({"type": "docker", "runtime": "runsc"}, "gvisor"),
-        ({"type": "docker", "oci_runtime": "my-runsc"}, "container"),  # not gVisor's
+        ({"type": "docker", "runtime": "/usr/bin/runsc"}, "gvisor"),
+        ({"type": "docker", "runtime": "runsc-kvm"}, "gvisor"),
+        ({"type": "docker", "runtime": "my-runsc"}, "container"),  # not gVisor's
         ({"type": "gvisor"}, "gvisor"),
         ({"type": "microvm"}, "microvm"),
     ],
@@ -50,7 +45,7 @@ def test_a_backend_of_no_known_type_has_no_tier_rather_than_a_guessed_one() -> N
 
 
 def test_a_configured_model_isolates_as_its_mapping_does() -> None:
-    docker = load_config({"engine": {"backend": {"type": "docker", **runsc()}}}, files=[])
+    docker = load_config({"engine": {"backend": {"type": "docker", **RUNSC}}}, files=[])
     assert tier_of(docker.engine.backend) == "gvisor"
     assert docker.engine.default_tier == "gvisor"
 
@@ -70,6 +65,9 @@ def test_what_a_box_got_reads_as_its_tier_and_how() -> None:
     )
     assert str(Isolation(tier="container", backend="process")) == "container (process)"
     assert str(Isolation(tier="gvisor", backend="gvisor")) == "gvisor"
+    assert str(Isolation(tier="gvisor", backend="gvisor", platform="ptrace")) == "gvisor (ptrace)"
+    docker = Isolation(tier="gvisor", backend="docker", runtime="runsc", platform="kvm")
+    assert str(docker) == "gvisor (docker+runsc, kvm)"
 
 
 def tiers(**tiers: object) -> dict[str, object]:
@@ -92,7 +90,7 @@ def test_a_tier_no_backend_here_serves_is_refused_naming_what_to_configure() -> 
 
 
 def test_a_container_box_on_a_gvisor_only_host_gets_gvisor() -> None:
-    engine = load_config({"engine": {"backend": {"type": "docker", **runsc()}}}, files=[]).engine
+    engine = load_config({"engine": {"backend": {"type": "docker", **RUNSC}}}, files=[]).engine
     assert engine.serving("container") == "gvisor"
 
 
@@ -103,7 +101,7 @@ def test_engine_backend_serves_its_own_tier_over_an_entry_of_engine_tiers() -> N
 
 def test_a_tier_whose_backend_isolates_weaker_is_said_so() -> None:
     engine = load_config(
-        tiers(gvisor={"type": "docker"}, microvm={"type": "docker", **runsc()}),
+        tiers(gvisor={"type": "docker"}, microvm={"type": "docker", **RUNSC}),
         files=[],
     ).engine
     problems = engine.weaker_backends()

@@ -154,14 +154,20 @@ async def test_podman_refuses_a_runtime_its_api_would_ignore(config: GolemConfig
 
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker)])
 async def test_a_box_on_dockers_runsc_has_gvisors_kernel_and_golems_filter(
-    config: GolemConfig,
+    config: GolemConfig, api: docker.APIClient
 ) -> None:
     """scripts/ensure-dockerd registers runsc with dockerd; its boxes run on gVisor's
     kernel, under golem's filter (enforced by gVisor), and never serve a second session:
-    gVisor lets a box process reopen the engine's stdio pipes of its pid 1."""
+    gVisor lets a box process reopen the engine's stdio pipes of its pid 1. Its isolation
+    says the flags dockerd runs runsc with, and so the platform."""
     pooled = with_runtime(config, "runsc")
+    flags = api.info()["Runtimes"]["runsc"]["runtimeArgs"]
+    (platform,) = [flag.removeprefix("--platform=") for flag in flags if "platform" in flag]
     async with LocalEngine(pooled) as engine:
         async with engine.session() as box:
+            assert box.isolation is not None
+            assert (box.isolation.flags, box.isolation.platform) == (flags, platform)
+            assert str(box.isolation) == f"gvisor (docker+runsc, {platform})"
             kernel = await box.execute("uname -r; grep Seccomp: /proc/self/status")
             release, *seccomp = kernel.stdout_text.split()
             assert release != os.uname().release  # gVisor's kernel answers, not the host's

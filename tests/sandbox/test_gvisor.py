@@ -3,13 +3,14 @@ are recorded, the platform is found by trying, the OCI bundle keeps the box's ha
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from golem.core import BackendUnavailable, GolemConfig, GvisorBackendConfig
+from golem.core import BackendUnavailable, GolemConfig, GvisorBackendConfig, load_config
 from golem.core.spec import BoxSpec
 from golem.sandbox import Engine, LocalEngine
 from golem.sandbox.backends.gvisor import GvisorBackend
@@ -47,6 +48,64 @@ async def test_the_boxs_record_names_runsc_its_platform_and_flags(
         assert f"--platform={runsc['platform']}" in flags
         assert {"--rootless", "--oci-seccomp", "--network=none"} <= set(flags)
         assert "--host-uds=open" not in flags  # only a filtered box reaches a host socket
+
+
+async def test_the_boxs_isolation_says_runscs_platform_and_flags_as_its_record_does(
+    engine: LocalEngine,
+) -> None:
+    """The flags golem chose for runsc on this host are reported wherever the box's
+    isolation is (its handle, ``engine.boxes()``: `golem sessions ls`, the API)."""
+    async with engine.session() as box:
+        record = engine.registry.load(box.id)
+        assert record is not None
+        platform = record.state["runsc"]["platform"]
+        assert box.isolation is not None
+        assert (box.isolation.platform, box.isolation.flags) == (
+            platform,
+            record.state["runsc_flags"],
+        )
+        assert str(box.isolation) == f"gvisor ({platform})"
+        assert [info.isolation for info in await engine.boxes()] == [box.isolation]
+        assert (await box.execute("true")).isolation == box.isolation
+
+
+REPLY = b"go"
+WAITING_RUNSC = """#!/bin/sh
+# runsc, once the test's event loop has answered on {socket} (its first call only)
+if [ "$1" = "--version" ]; then
+  python3 -I -c '
+import socket, sys
+peer = socket.socket(socket.AF_UNIX)
+peer.settimeout(20)
+peer.connect(sys.argv[1])
+sys.exit(peer.recv(2) != b"go")' {socket} || exit 1
+fi
+exec runsc "$@"
+"""
+
+
+async def test_a_backends_first_check_leaves_the_event_loop_free(
+    tmp_path: Path, reachable_dir: Path
+) -> None:
+    """A backend's first check (runsc's version, a platform tried in a sandbox: up to 10 s
+    on a host whose KVM never runs guests) runs in a worker thread: this runsc answers only
+    once this test's event loop has served it, so a check on the loop fails."""
+    socket = tmp_path / "loop.sock"
+
+    async def answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(REPLY)
+        await writer.drain()
+        writer.close()
+
+    runsc = reachable_dir / "runsc"  # the run_as user runs it too
+    runsc.write_text(WAITING_RUNSC.format(socket=socket))
+    runsc.chmod(0o755)
+    backend = {"type": "gvisor", "runsc": str(runsc), "platform": "ptrace"}
+    settings = {"state_dir": str(tmp_path / "state"), "engine": {"backend": backend}}
+    config = load_config(settings, files=[])
+    server = await asyncio.start_unix_server(answer, path=str(socket))
+    async with server, LocalEngine(config) as engine:
+        assert (await engine.execute("echo checked")).stdout_text == "checked\n"
 
 
 def test_the_platform_is_found_by_trying_and_kept(tmp_path: Path) -> None:

@@ -3,9 +3,8 @@ of a real `golem serve` and the loopback GitHub: a run for an issue whose discus
 author without write access (the issue's, or a comment's) is queued in the outsiders' tier
 and its box starts there; an issue only people who may push wrote in gets the default.
 
-Until the microvm backend is merged its tier is served here by the docker backend (a
-stand-in, another backend than the default's); at merge it becomes ``{type = "microvm"}``
-and the run's box says ``microvm (KVM)`` or ``microvm (TCG)``."""
+The microvm tier is served here by a stand-in until the microvm backend is merged
+(``microvm_stand_in``)."""
 
 from __future__ import annotations
 
@@ -46,14 +45,25 @@ def github() -> Iterator[GitHub]:
         yield server
 
 
+def microvm_stand_in() -> str:  # microvm stand-in
+    """TODO(coordinator, at the microvm merge): the microvm tier's backend here is a stand-in,
+    the docker backend (another backend than the default's, so that the run's box is visibly
+    the tier's); it becomes ``type = "microvm"``, and the run's box then says backend
+    ``microvm`` (``STAND_IN_BACKEND``) and a kernel not the host's."""
+    return f'[engine.tiers.microvm]\ntype = "docker"\nimage = "{devbox_image("docker")}"\n'
+
+
+STAND_IN_BACKEND = "docker"  # microvm stand-in
+"""TODO(coordinator, at the microvm merge): ``"microvm"``."""
+
+
 @pytest.fixture(scope="module")
 def served(
     tmp_path_factory: pytest.TempPathFactory, github: GitHub, remotes: Path
 ) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("trigger-tiers")
     config = trigger_config(github, remotes, gated_minion(home)) + (
-        '[server.trust]\noutsiders = "microvm"\n'
-        f'[engine.tiers.microvm]\ntype = "docker"\nimage = "{devbox_image("docker")}"\n'
+        '[server.trust]\noutsiders = "microvm"\n' + microvm_stand_in()
     )
     with serving(home / "state", config=config, env=SERVER_ENV) as server:
         yield server
@@ -116,7 +126,7 @@ def test_an_issue_opened_by_a_non_member_runs_in_the_outsiders_tier(
     assert run["tier"] == "microvm"
     try:
         box = first_box(served, key, run["id"])
-        assert box["isolation"]["backend"] == "docker"  # the stand-in's; at merge: "microvm"
+        assert box["isolation"]["backend"] == STAND_IN_BACKEND
         with served.client(key) as client:
             shown = client.get(f"/v1/runs/{run['id']}").json()
         assert shown["tier"] == "microvm"

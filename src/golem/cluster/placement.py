@@ -6,7 +6,7 @@ A node says what it IS with labels fixed at ``ray start --labels`` (how MANY box
 holds is its ``[cluster] slot_resource``):
 
 - ``golem-backend``: the backend its boxes run on, ``process`` (bubblewrap; the default: a
-  node without the label), ``docker``, ``gvisor`` or ``microvm``;
+  node without the label), ``docker`` or ``gvisor`` (``BACKENDS``);
 - ``golem-tier``: the isolation tier whose boxes alone it holds (``container``, ``gvisor``,
   ``microvm``): a box's tier (``BoxSpec.tier``, which the server's trust policy gives it)
   is the label of the nodes it runs on; a node without it holds the default tier's
@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from golem.core.config import GolemConfig
+from golem.core.config import BACKEND_TYPES, GolemConfig
 from golem.core.errors import NoNodeFits
 from golem.core.isolation import TIERS, IsolationTier
 from golem.core.spec import BoxSpec
@@ -47,8 +47,8 @@ IMAGE_PREFIX = "golem-image/"
 HAS = "true"
 """The value of an image label."""
 DEFAULT_BACKEND = "process"
-BACKENDS = ("process", "docker", "gvisor", "microvm")
-"""The ``type`` of every backend (``golem.core.config.BackendConfig``)."""
+BACKENDS = BACKEND_TYPES
+"""The ``type`` of every backend this golem has: a node of any other than a slot's is shunned."""
 
 LABEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
 """What Ray (as Kubernetes) takes as a label name or value."""

@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -43,6 +43,7 @@ from golem.core.spec import BoxSpec
 from golem.core.toolshed_config import ToolshedConfig
 
 __all__ = [
+    "BACKEND_TYPES",
     "BackendConfig",
     "DockerBackendConfig",
     "EngineConfig",
@@ -182,6 +183,11 @@ BackendConfig = Annotated[
     ),
 ]
 """Union of the backend configs, discriminated by ``type`` (``process`` when omitted)."""
+BACKEND_TYPES: tuple[str, ...] = tuple(
+    str(get_args(member)[0].model_fields["type"].default)
+    for member in get_args(get_args(BackendConfig)[0])
+)
+"""The ``type`` of every backend this golem has (each member of ``BackendConfig``)."""
 
 
 class ImageRecipe(BaseModel):

@@ -71,9 +71,7 @@ def tier_of(backend: object) -> IsolationTier:
     kind = _field(backend, "type") or "process"
     if kind in ("gvisor", "microvm"):
         return "gvisor" if kind == "gvisor" else "microvm"
-    if kind == "docker" and any(
-        _runs_runsc(_field(backend, name)) for name in ("runtime", "oci_runtime")
-    ):
+    if kind == "docker" and _runs_runsc(_field(backend, "runtime")):
         return "gvisor"
     if kind in ("process", "docker"):
         return "container"
@@ -81,8 +79,10 @@ def tier_of(backend: object) -> IsolationTier:
 
 
 class Isolation(BaseModel):
-    """What isolation a box got: its tier, the backend that started it, and for a microVM
-    whether hardware virtualisation runs it (``kvm``) or emulation (``tcg``: slow)."""
+    """What isolation a box got: its tier, the backend that started it, for a microVM
+    whether hardware virtualisation runs it (``kvm``) or emulation (``tcg``: slow), and for
+    gVisor the platform and flags runsc runs it with (golem's choice for this host, or
+    dockerd's for docker+runsc)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -90,14 +90,25 @@ class Isolation(BaseModel):
     backend: str = Field(description="The backend: process, docker, gvisor, microvm.")
     runtime: str | None = Field(None, description="docker and podman: the OCI runtime.")
     accel: str | None = Field(None, description="A microVM's accelerator: kvm or tcg.")
+    platform: str | None = Field(
+        None,
+        description="gVisor's platform, how its kernel catches the box's system calls: "
+        "kvm, systrap or ptrace (the slowest).",
+    )
+    flags: list[str] = Field(
+        default_factory=list,
+        description="gVisor: the flags runsc runs the box with (rootless, platform, network "
+        "mode...), as the gvisor backend chose them for this host or dockerd passes them.",
+    )
 
     def __str__(self) -> str:
-        """``microvm (TCG)``, ``gvisor (docker+runsc)``, ``container (process)``, and
-        ``gvisor`` for the gvisor backend's own boxes."""
-        if self.accel:
-            return f"{self.tier} ({self.accel.upper()})"
+        """``container (process)``, ``gvisor (docker+runsc, kvm)``, ``microvm (TCG)``, and
+        ``gvisor (ptrace)`` for the gvisor backend's own boxes: the tier, then how."""
         backend = f"{self.backend}+{self.runtime}" if self.runtime else self.backend
-        return self.tier if backend == self.tier else f"{self.tier} ({backend})"
+        how = [backend] if backend != self.tier else []
+        how += [self.accel.upper()] if self.accel else []
+        how += [self.platform] if self.platform else []
+        return f"{self.tier} ({', '.join(how)})" if how else self.tier
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,7 @@ class LocalBox(BoxFiles, BoxProcesses):
             stderr=b"".join(stderr),
             files=files,
             network=network,
+            isolation=self.isolation,
             **outcome,
         )
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from golem.core.config import GolemConfig, load_config
+from golem.core.config import DockerBackendConfig, GolemConfig, load_config
 from golem.core.errors import GolemError, SessionNotFound, SetupFailed
 from golem.core.events import EventSink, ExecEvent
 from golem.core.ids import new_id
@@ -60,6 +60,7 @@ class LocalEngine:
         self._boxes: dict[str, tuple[LocalBox, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._checked: set[IsolationTier] = set()
+        self._checking = asyncio.Lock()
         self._egress: EgressService | None = None
         self._ends = SessionEnds()
 
@@ -77,7 +78,7 @@ class LocalEngine:
         """Get ready for a long life: reap old and idle boxes every so often, and with
         ``prewarm`` fill the pool for ``specs`` (default: the configured defaults), each
         with the backend of its tier."""
-        self._check_backend(self.config.engine.default_tier)
+        await self._check_backend(self.config.engine.default_tier)
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
         if not (prewarm and self.pool.enabled):
@@ -87,7 +88,7 @@ class LocalEngine:
             shape = shape_of(spec)
             if shape is None:
                 continue
-            self._check_backend(self._tier(spec))
+            await self._check_backend(self._tier(spec))
             missing = self.pool.config.clean - self.pool.ready(shape)
             results = await asyncio.gather(
                 *(self._start_box(spec) for _ in range(missing)), return_exceptions=True
@@ -99,13 +100,16 @@ class LocalEngine:
                 if isinstance(result, BaseException):
                     raise result
 
-    def _check_backend(self, tier: IsolationTier) -> None:
-        """Once per engine and tier: a clear error when the tier's backend cannot run here (a
-        docker ping is blocking I/O, not for every session; later failures surface as box
-        errors)."""
-        if tier not in self._checked:
-            self.backend_for(tier).check()
-            self._checked.add(tier)
+    async def _check_backend(self, tier: IsolationTier) -> None:
+        """Once per engine and tier: a clear error when the tier's backend cannot run here
+        (later failures surface as box errors). A check is blocking work (a docker ping,
+        gVisor's platform tried in a sandbox): it runs in a worker thread, one at a time."""
+        if tier in self._checked:
+            return
+        async with self._checking:
+            if tier not in self._checked:
+                await asyncio.to_thread(self.backend_for(tier).check)
+                self._checked.add(tier)
 
     def backend_for(self, tier: IsolationTier) -> Backend:
         """The backend serving ``tier`` here (``engine.tiers``, or ``engine.backend`` for its
@@ -128,15 +132,18 @@ class LocalEngine:
 
     def _isolation(self, tier: IsolationTier, started: StartedBox) -> Isolation:
         """What a box the ``tier``'s backend started got: the tier its backend really
-        isolates at, which backend, a docker engine's OCI runtime, a microVM's accelerator."""
+        isolates at, which backend, a docker engine's OCI runtime, and what the box says of
+        itself: a microVM's accelerator (``accel``), gVisor's ``platform`` and ``flags``."""
         config = self.config.engine.tier_backends().get(tier, self.config.engine.backend)
-        runtime = getattr(config, "runtime", None) or getattr(config, "oci_runtime", None)
-        accel = getattr(started, "accel", None)
+        accel, platform = getattr(started, "accel", None), getattr(started, "platform", None)
+        flags = getattr(started, "flags", None)
         return Isolation(
             tier=tier_of(config),
             backend=self.backend_for(tier).name,
-            runtime=runtime if isinstance(runtime, str) else None,
+            runtime=config.runtime if isinstance(config, DockerBackendConfig) else None,
             accel=accel if isinstance(accel, str) else None,
+            platform=platform if isinstance(platform, str) else None,
+            flags=[str(flag) for flag in flags] if isinstance(flags, list) else [],
         )
 
     async def create_session(
@@ -148,7 +155,7 @@ class LocalEngine:
         """A box that stays until ``remove_session`` (or ``close``): from the pool or new,
         of the isolation tier the spec needs (the spec the box keeps names it)."""
         spec = self._tiered(self.spec(spec))
-        self._check_backend(self._tier(spec))
+        await self._check_backend(self._tier(spec))
         live = await self._acquire(spec)
         env = self._box_env(spec)
         if live.network is not None:

@@ -152,6 +152,9 @@ class ExecResult(BaseModel):
         default_factory=list,
         description="Decisions of the egress proxy during the call (filtered boxes).",
     )
+    isolation: Isolation | None = Field(
+        None, description="What isolation the call's box got (`golem exec --json` shows it)."
+    )
 
     @property
     def stdout_text(self) -> str:

@@ -52,20 +52,15 @@ def podman_socket() -> str:
     return f"unix://{runtime}/podman/podman.sock"
 
 
-def _runtime_field() -> str:
-    """The docker backend's option naming its OCI runtime."""
-    return "runtime" if "runtime" in DockerBackendConfig.model_fields else "oci_runtime"
-
-
 def candidates(config: GolemConfig) -> list[Candidate]:
     """Every backend golem knows, each with this configuration's settings where it names
     that backend (its image, bubblewrap, engine socket...)."""
     configured = [config.engine.backend, *config.engine.tiers.values()]
     docker = next((c for c in configured if c.type == "docker"), DockerBackendConfig())
-    base = docker.model_dump(exclude={"docker_host", "oci_runtime", "runtime"})
+    base = docker.model_dump(exclude={"docker_host", "runtime"})
     engine = {"docker_host": docker.docker_host}
     podman = {"docker_host": podman_socket()}
-    runsc = {_runtime_field(): RUNSC}
+    runsc = {"runtime": RUNSC}
     own: dict[str, dict[str, Any]] = {c.type: c.model_dump() for c in configured}
     return [
         Candidate("process", own.get("process", {"type": "process"})),

@@ -59,6 +59,10 @@ class DockerBox:
         self.writer = streams.writer
         self._cgroup: BoxCgroup | None = None
         self._stopped = False
+        self.flags: list[str] = []
+        """runsc's flags as dockerd passes them (a box on runsc; its isolation says them)."""
+        self.platform: str | None = None
+        """gVisor's platform among ``flags`` (None: runc, or runsc's own default)."""
 
     def attach_cgroup(self, host_pid: int) -> None:
         """Find the container's memory cgroup (for OOM counts), when it is on this host."""
@@ -102,6 +106,7 @@ class DockerBackend:
         self._api: docker.APIClient | None = None
         self._podman: bool | None = None
         self._cpus: float | None = None
+        self._runtime_args: list[str] = []
 
     @property
     def api(self) -> docker.APIClient:
@@ -179,7 +184,8 @@ class DockerBackend:
                 "registers runsc in /etc/docker/daemon.json and reloads dockerd, or register "
                 "it there yourself"
             )
-        args = known[runtime].get("runtimeArgs") or []
+        args = [str(arg) for arg in known[runtime].get("runtimeArgs") or []]
+        self._runtime_args = args
         missing = [arg for arg in RUNSC_ARGS if runtime == GVISOR and arg not in args]
         if missing:
             raise BackendUnavailable(
@@ -300,6 +306,9 @@ class DockerBackend:
             )
             streams = await open_attach(socket)
             box = DockerBox(self.api, container_id, streams)
+            if self.config.runtime == GVISOR:
+                box.flags = list(self._runtime_args)
+                box.platform = _platform(box.flags)
             await asyncio.to_thread(self.api.start, container_id)
             info = await asyncio.to_thread(self.api.inspect_container, container_id)
         except BaseException:
@@ -314,6 +323,12 @@ class DockerBackend:
         """Remove an orphan's container."""
         container_id = record.state.get("container") or record.id
         await asyncio.to_thread(remove_container, self.api, container_id)
+
+
+def _platform(flags: list[str]) -> str | None:
+    """The ``--platform=`` among runsc's flags."""
+    named = [flag.partition("=")[2] for flag in flags if flag.startswith("--platform=")]
+    return named[-1] if named else None
 
 
 def remove_container(api: docker.APIClient, container_id: str, attempts: int = 5) -> None:

@@ -84,6 +84,11 @@ class GvisorBox:
         """The gVisor platform the box runs on (ptrace, kvm, systrap)."""
         return str(self.record.state["runsc"]["platform"])
 
+    @property
+    def flags(self) -> list[str]:
+        """The flags golem started runsc with for this box (its isolation reports them)."""
+        return list(self.record.state["runsc_flags"])
+
     async def _collect_stderr(self, stderr: asyncio.StreamReader) -> None:
         while chunk := await stderr.read(65536):
             self._stderr += chunk

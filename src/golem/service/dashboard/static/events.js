@@ -52,12 +52,15 @@ function agent(inner) {
   }
 }
 
-/** What isolation a box got, as golem says it: "microvm (TCG)", "gvisor (docker+runsc)". */
+/** What isolation a box got, as golem says it (golem.core.isolation.Isolation's str):
+ * "microvm (TCG)", "gvisor (docker+runsc, kvm)", "gvisor (ptrace)". */
 export function isolationText(isolation) {
   if (!isolation) return "unknown";
-  if (isolation.accel) return `${isolation.tier} (${String(isolation.accel).toUpperCase()})`;
   const backend = isolation.runtime ? `${isolation.backend}+${isolation.runtime}` : isolation.backend;
-  return backend === isolation.tier ? isolation.tier : `${isolation.tier} (${backend})`;
+  const how = backend === isolation.tier ? [] : [backend];
+  if (isolation.accel) how.push(String(isolation.accel).toUpperCase());
+  if (isolation.platform) how.push(isolation.platform);
+  return how.length ? `${isolation.tier} (${how.join(", ")})` : isolation.tier;
 }
 
 /** [label, text, tone] for an event, or null for events the log leaves out. */
