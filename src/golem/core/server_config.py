@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golem.core.isolation import IsolationTier, TrustPolicy
+from golem.core.linear_config import LinearConfig
 from golem.core.network import EgressPolicy, RemotePolicy
 from golem.core.sizes import ByteSize
 from golem.core.spec import NetworkMode
@@ -313,6 +314,7 @@ class ServerConfig(BaseModel):
     )
     github: GitHubTriggerConfig = Field(default_factory=GitHubTriggerConfig)
     gitlab: GitLabTriggerConfig = Field(default_factory=GitLabTriggerConfig)
+    linear: LinearConfig = Field(default_factory=LinearConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     @field_validator("policies")

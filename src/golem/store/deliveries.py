@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from golem.core.errors import DuplicateDelivery
 from golem.store.plumbing import SqlBase
-from golem.store.records import DeliveryRecord, ForgeName
+from golem.store.records import DeliveryRecord, DeliverySource
 from golem.store.schema import webhook_deliveries
 
 __all__ = ["SqlDeliveries", "keep_delivery"]
@@ -59,7 +59,9 @@ async def _run_of(
 class SqlDeliveries:
     """The webhook deliveries' part of SqlStore."""
 
-    async def find_delivery(self: SqlBase, source: ForgeName, ids: tuple[str, ...]) -> str | None:
+    async def find_delivery(
+        self: SqlBase, source: DeliverySource, ids: tuple[str, ...]
+    ) -> str | None:
         """The run a delivery of this tenant with one of ``ids`` started, or None."""
         async with self.transaction() as db:
             return await _run_of(db, self._mine(webhook_deliveries), source, ids)

@@ -23,6 +23,8 @@ __all__ = [
     "CommentRecord",
     "Decision",
     "DeliveryRecord",
+    "DeliverySource",
+    "DocumentRecord",
     "EventRecord",
     "ForgeCredential",
     "ForgeName",
@@ -39,6 +41,10 @@ __all__ = [
 
 Decision = Literal["approved", "rejected"]
 ForgeName = Literal["github", "gitlab"]
+DeliverySource = Literal["github", "gitlab", "linear", "automation", "loop"]
+"""What a kept delivery came from: a forge's webhook, Linear's, an automation's firing (its
+slot, its inbound webhook's idempotency key, the event that fired it), a goal loop's
+iteration."""
 Role = Literal["user", "trusted", "admin"]
 ACTIVE: tuple[str, ...] = ("running", "waiting")
 """The statuses of a run in progress (a server owns it)."""
@@ -93,11 +99,13 @@ def check_claim(run_id: str, held: int, claim: int | None) -> None:
 
 
 class DeliveryRecord(_Record):
-    """A forge's webhook delivery, by every id the forge gave it (GitHub: its delivery id;
-    GitLab: its event's UUID and its Idempotency-Key): kept with the run it started, in the
-    same step, so that the same delivery again (by any of its ids) starts nothing."""
+    """A webhook delivery, by every id its sender gave it (GitHub: its delivery id; GitLab:
+    its event's UUID and its Idempotency-Key; Linear: its ``Linear-Delivery``), or another
+    once-only reason to start a run (an automation's slot, a goal loop's iteration): kept
+    with the run it started, in the same step, so that the same one again (by any of its
+    ids) starts nothing."""
 
-    source: ForgeName
+    source: DeliverySource
     ids: tuple[str, ...] = Field(min_length=1, max_length=4)
 
     @field_validator("ids")
@@ -106,6 +114,20 @@ class DeliveryRecord(_Record):
         if any(not 1 <= len(one) <= DELIVERY_ID_MAX for one in ids):
             raise ValueError(f"a delivery's id is 1 to {DELIVERY_ID_MAX} characters")
         return tuple(dict.fromkeys(ids))  # each once, in order
+
+
+class DocumentRecord(_Record):
+    """A document the layers above keep in the store (an automation, a goal loop, a
+    tracker's link to a run), as JSON, named by its ``kind`` and ``key``; ``version``
+    counts its writes, so that a writer changes it only as it read it."""
+
+    kind: str
+    key: str
+    tenant: str
+    version: int
+    created: float
+    updated: float
+    document: str
 
 
 class CheckpointRecord(_Record):
