@@ -18,6 +18,7 @@ from golem.service.api import (
     files,
     interactive,
     keys,
+    loops,
     runs,
     sessions,
 )
@@ -55,7 +56,7 @@ def create_app(
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
     app.add_middleware(BodyLimit)
-    for module in (sessions, files, calls, interactive, runs, keys, credentials, cluster):
+    for module in (sessions, files, calls, interactive, runs, loops, keys, credentials, cluster):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)
     app.include_router(gitlab_hook_router, responses=ERROR_RESPONSES)

@@ -1,0 +1,18 @@
+"""Goal loops: runs that repeat on one branch, each starting from the last one's result,
+until a command run in the box says the goal holds, the budget is spent, or two iterations
+in a row make no progress on it."""
+
+from golem.service.loops.controller import GoalLoops, loop_shelf, new_loop, stop_loop
+from golem.service.loops.model import LOOP_STATUSES, GoalLoop, GoalMeasure, Iteration, LoopRequest
+
+__all__ = [
+    "LOOP_STATUSES",
+    "GoalLoop",
+    "GoalLoops",
+    "GoalMeasure",
+    "Iteration",
+    "LoopRequest",
+    "loop_shelf",
+    "new_loop",
+    "stop_loop",
+]
