@@ -8,6 +8,8 @@ is paused, resumed and stopped through the API."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -138,19 +140,32 @@ def test_a_loop_reaches_its_goal_in_two_iterations_on_one_branch_across_a_restar
     assert loop["spent_usd"] == pytest.approx(sum(run["cost_usd"] for run in runs))
 
 
-def test_a_loop_stops_after_two_iterations_in_a_row_without_progress(
+def test_a_loop_started_by_the_cli_stops_after_two_iterations_in_a_row_without_progress(
     served: Served, reachable_dir: Path
 ) -> None:
+    """`golem loop --wait` keeps the loop in the store, the server drives it, and the
+    command stays until it ends, saying each iteration's verdict."""
     remote = two_bug_remote(reachable_dir, "idle")
+    command = [
+        sys.executable, "-m", "golem", "loop", "--repo", str(remote), "--goal", GOAL,
+        "--until", UNTIL, "--max-iterations", "4", "--tenant", "idle", "--wait",
+        "--model", f"scripted:{SCRIPTS / 'idle.yaml'}",
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, check=False, env=served.env, capture_output=True, text=True, timeout=WAIT
+    )
+    assert done.returncode == 1, done.stderr  # stopped
+    loop_id = done.stdout.split(":", 1)[0]
+    for number in (1, 2):
+        assert f"iteration {number}: 3 → 3 failing tests" in done.stdout, done.stdout
     with served.client(served.key("idle", "trusted")) as client:
-        loop_id = client.post("/v1/loops", json=asked(remote, "idle.yaml")).json()["id"]
-        loop = loop_when(client, loop_id, ended)
+        loop = client.get(f"/v1/loops/{loop_id}").json()
         runs = client.get("/v1/runs").json()
     assert loop["status"] == "stopped", loop
     assert "no progress on the goal check in 2 iterations in a row" in loop["reason"]
     assert [i["progress"] for i in loop["iterations"]] == [False, False]
-    assert [i["verdict"] for i in loop["iterations"]] == ["3 → 3 failing tests"] * 2
     assert len(runs) == 2  # max_iterations (4) is not what stopped it
+    assert loop["role"] is None  # the operator's, from the host
 
 
 def test_a_loop_is_budget_limited_once_its_dollars_are_spent(

@@ -19,9 +19,11 @@ from golem.service.loops import (
     GoalLoops,
     LoopRequest,
     loop_shelf,
+    move_loop,
     new_loop,
     stop_loop,
 )
+from golem.service.loops.model import LoopStatus
 from golem.service.loops.runs import iteration_request
 from golem.service.state import ServerState
 
@@ -98,24 +100,17 @@ async def stop(loop_id: str, principal: Caller, state: State) -> GoalLoop:
     loop = await _loop(state, principal, loop_id)
     if loop.ended:
         raise Problem(409, f"goal loop {loop_id} has ended already ({loop.status})")
-    return await stop_loop(state, loop, f"key {principal.key_id}") or loop
+    return await stop_loop(state.store, loop, f"key {principal.key_id}") or loop
 
 
 async def _move(
-    state: ServerState, principal: Principal, loop_id: str, old: str, new: str
+    state: ServerState, principal: Principal, loop_id: str, old: str, new: LoopStatus
 ) -> GoalLoop:
     loop = await _loop(state, principal, loop_id)
     if loop.status != old:
         raise Problem(409, f"goal loop {loop_id} is {loop.status}, not {old}")
-
-    def moved(now: GoalLoop) -> GoalLoop | None:
-        if now.status != old:
-            return None
-        now.status = new  # type: ignore[assignment]
-        now.reason = "" if new == "active" else f"paused by key {principal.key_id}"
-        return now
-
-    after = await _shelf(state, principal).change(loop_id, moved)
+    why = "" if new == "active" else f"paused by key {principal.key_id}"
+    after = await _shelf(state, principal).change(loop_id, move_loop(old, new, why))
     if after is None or after.status != new:
         raise Problem(409, f"goal loop {loop_id} changed meanwhile; look at it again")
     return after

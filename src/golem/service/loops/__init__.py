@@ -2,10 +2,24 @@
 until a command run in the box says the goal holds, the budget is spent, or two iterations
 in a row make no progress on it."""
 
-from golem.service.loops.controller import GoalLoops, loop_shelf, new_loop, stop_loop
-from golem.service.loops.model import LOOP_STATUSES, GoalLoop, GoalMeasure, Iteration, LoopRequest
+from golem.service.loops.controller import (
+    GoalLoops,
+    loop_shelf,
+    move_loop,
+    new_loop,
+    stop_loop,
+)
+from golem.service.loops.model import (
+    KIND,
+    LOOP_STATUSES,
+    GoalLoop,
+    GoalMeasure,
+    Iteration,
+    LoopRequest,
+)
 
 __all__ = [
+    "KIND",
     "LOOP_STATUSES",
     "GoalLoop",
     "GoalLoops",
@@ -13,6 +27,7 @@ __all__ = [
     "Iteration",
     "LoopRequest",
     "loop_shelf",
+    "move_loop",
     "new_loop",
     "stop_loop",
 ]

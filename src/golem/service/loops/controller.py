@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from golem.blueprint import RunState
@@ -22,13 +22,13 @@ from golem.core.errors import DuplicateDelivery, GolemError, QueueFull, RunConfl
 from golem.core.ids import new_id
 from golem.service.documents import Shelf
 from golem.service.loops.judge import judge_iteration
-from golem.service.loops.model import KIND, GoalLoop, Iteration, LoopRequest
+from golem.service.loops.model import KIND, GoalLoop, Iteration, LoopRequest, LoopStatus
 from golem.service.loops.runs import iteration_request
 from golem.service.state import ServerState
 from golem.service.trust import floor_for, tier_for
-from golem.store import RECHECK, RETRY_AFTER, DeliveryRecord
+from golem.store import RECHECK, RETRY_AFTER, DeliveryRecord, Store
 
-__all__ = ["GoalLoops", "loop_shelf", "new_loop", "stop_loop"]
+__all__ = ["GoalLoops", "loop_shelf", "move_loop", "new_loop", "stop_loop"]
 
 log = logging.getLogger("golem.service.loops")
 
@@ -178,10 +178,10 @@ class GoalLoops:
         log.warning("goal loop %s stopped: %s", loop_id, reason)
 
 
-async def stop_loop(state: ServerState, loop: GoalLoop, who: str) -> GoalLoop | None:
-    """Stop ``loop`` (asked by ``who``): it starts nothing more, and its current run is
-    cancelled; the loop as kept then."""
-    shelf = loop_shelf(state)
+async def stop_loop(store: Store, loop: GoalLoop, who: str) -> GoalLoop | None:
+    """Stop ``loop`` (asked by ``who``) in ``store``: it starts nothing more, and its
+    current run is cancelled; the loop as kept then (the API and the CLI alike)."""
+    shelf = Shelf(store, KIND, GoalLoop)
 
     def stopped(now: GoalLoop) -> GoalLoop | None:
         if now.ended:
@@ -193,5 +193,17 @@ async def stop_loop(state: ServerState, loop: GoalLoop, who: str) -> GoalLoop | 
     current = after.current if after is not None else None
     if current is not None:
         with contextlib.suppress(RunConflict):  # it ended meanwhile
-            await cancel_run(RunBook(state.store.for_tenant(loop.tenant)), current.run_id)
+            await cancel_run(RunBook(store.for_tenant(loop.tenant)), current.run_id)
     return after
+
+
+def move_loop(old: str, new: LoopStatus, why: str) -> Callable[[GoalLoop], GoalLoop | None]:
+    """The change that moves a loop from status ``old`` to ``new`` (pause, resume)."""
+
+    def moved(now: GoalLoop) -> GoalLoop | None:
+        if now.status != old:
+            return None
+        now.status, now.reason = new, why
+        return now
+
+    return moved
