@@ -12,6 +12,7 @@ from golem import __version__
 from golem.core.config import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.service.api import (
+    automations,
     calls,
     cluster,
     credentials,
@@ -56,7 +57,8 @@ def create_app(
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
     app.add_middleware(BodyLimit)
-    for module in (sessions, files, calls, interactive, runs, loops, keys, credentials, cluster):
+    routers = (sessions, files, calls, interactive, runs, loops, automations, keys, credentials)
+    for module in (*routers, cluster):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)
     app.include_router(gitlab_hook_router, responses=ERROR_RESPONSES)
