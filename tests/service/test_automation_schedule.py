@@ -57,9 +57,7 @@ class Server:
 
 
 @pytest.fixture
-async def servers(
-    sql: Database, tmp_path: Path
-) -> AsyncIterator[tuple[Server, Server, list[float]]]:
+async def servers(sql: Database, tmp_path: Path) -> tuple[Server, Server, list[float]]:
     config = GolemConfig(state_dir=tmp_path / "state", automations=[DAILY])
     now = [at("2030-03-30T12:00:00+01:00")]
     first = Server(await sql.open(None), config, now)
