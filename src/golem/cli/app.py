@@ -51,6 +51,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "golem.cli.loops_cmd:loops_app",
         "Goal loops: list, show, pause, resume or stop.",
     ),
+    "automations": (
+        "golem.cli.automations_cmd:automations_app",
+        "Automations: list or show them, with their last and next run.",
+    ),
     "agent": (
         "golem.cli.agent_cmd:agent_command",
         "Run the agent on a directory in a box and show the diff it made.",

@@ -31,7 +31,7 @@ from golem.service.automations import (
     Scheduler,
     view_of,
 )
-from golem.service.automations.firing import common_fields, run_request
+from golem.service.automations.firing import common_fields, render_task, run_request
 from golem.service.documents import Kept
 from golem.service.keys import Principal
 from golem.service.state import ServerState
@@ -191,6 +191,7 @@ async def automation_webhook(
     body = await _verified(request, definition, x_golem_signature_256)
     key = _idempotency_key(idempotency_key)
     fields = {**_fields(body), **common_fields(name, definition.timezone, time.time())}
+    render_task(definition, fields)  # a field the task names and the body lacks: 422 now
     return _answered(response, await firings.fire(name, key, fields, "webhook"))
 
 
