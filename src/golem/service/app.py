@@ -25,6 +25,7 @@ from golem.service.api import (
 )
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.api.gitlab_hook import router as gitlab_hook_router
+from golem.service.api.linear_hook import router as linear_hook_router
 from golem.service.dashboard import router as dashboard_router
 from golem.service.health import Health
 from golem.service.limits import BodyLimit
@@ -62,6 +63,7 @@ def create_app(
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)
     app.include_router(gitlab_hook_router, responses=ERROR_RESPONSES)
+    app.include_router(linear_hook_router, responses=ERROR_RESPONSES)
     app.include_router(dashboard_router, responses=ERROR_RESPONSES)
     mount_mcp(app)
 
