@@ -3,7 +3,7 @@ its schedule, a goal loop, a tracker's link to a run), each with its tenant and 
 that counts its writes (compare and swap).
 
 Revision ID: 0010
-Revises: 0008 (0009 when another branch brings one: re-chain at merge)
+Revises: 0009
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
