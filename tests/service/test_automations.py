@@ -353,3 +353,11 @@ def test_a_cron_automation_fires_its_missed_slot_exactly_once_across_restarts(
     assert fired["last_run"]["key"].endswith("-01-01T00:00Z")
     assert "yearly" in listed.stdout
     assert fired["last_run"]["run_id"] in listed.stdout
+
+
+def test_a_webhook_body_nested_past_the_json_depth_limit_is_a_400(served: Served) -> None:
+    deep = b"[" * 200_000 + b"]" * 200_000
+    body = b'{"service": ' + deep + b"}"
+    refused = hook(served, body, key="deep-1", signature=signed(body))
+    assert refused.status_code == 400, refused.text
+    assert "server.max_json_depth" in refused.json()["detail"]

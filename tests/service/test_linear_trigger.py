@@ -294,3 +294,21 @@ def test_an_agent_session_gets_activities_not_comments(
     assert activities[-1]["content"]["body"].startswith("golem opened ")
     assert linear.comments(issue) == []  # Linear comments the response on the thread itself
     assert moves_of(linear, "ENG-18") == ["In Progress", "In Review"]
+
+
+def test_a_delivery_nested_past_the_json_depth_limit_is_a_400_and_the_server_goes_on(
+    served: Served, linear: LinearServer, team: Team, ada: str
+) -> None:
+    deep = b"[" * 200_000 + b"]" * 200_000  # Python's own parser would give up
+    raw = json.dumps({"type": "Issue", "data": "DEEP"}).encode().replace(b'"DEEP"', deep)
+    headers = {
+        "Content-Type": "application/json", "Linear-Delivery": str(uuid.uuid4()),
+        "Linear-Signature": hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest(),
+    }  # fmt: skip
+    with served.client() as client:
+        refused = client.post("/v1/linear/webhook", content=raw, headers=headers)
+    assert refused.status_code == 400, refused.text
+    assert "server.max_json_depth" in refused.json()["detail"]
+    issue = linear.add_issue(team, "After the deep one", ISSUE_TEXT, number=19)
+    assert deliver(served, assigned(linear, issue, ada)).json()["status"] == "started"
+    ended(linear, issue)

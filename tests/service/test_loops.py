@@ -42,6 +42,17 @@ class NegTest(unittest.TestCase):
         self.assertEqual(neg(2), -2)
 """
 
+STAMP_TEST = '''"""Whether the build was stamped."""
+
+import os
+import unittest
+
+
+class StampTest(unittest.TestCase):
+    def test_stamped(self) -> None:
+        self.assertTrue(os.path.exists(".stamp"), "no .stamp file")
+'''
+
 
 def two_bug_remote(parent: Path, name: str) -> Path:
     """A bare repository of examples/calculator with a second bug: neg() does not negate
@@ -61,6 +72,21 @@ def two_bug_remote(parent: Path, name: str) -> Path:
     git("add", "-A", cwd=work)
     git("commit", "-q", "-m", "seed", cwd=work)
     remote = parent / f"{name}.git"
+    git("clone", "-q", "--bare", str(work), str(remote), cwd=parent)
+    return remote
+
+
+def stamp_remote(parent: Path) -> Path:
+    """A bare repository of examples/calculator (one bug, which calculator-fix.yaml fixes)
+    with a test of its own that fails before and after that fix, the same way, in a file
+    neither the fix nor the task touches or names."""
+    work = parent / "stamp-seed"
+    shutil.copytree(EXAMPLES / "calculator", work)
+    (work / "test_stamp.py").write_text(STAMP_TEST)
+    git("init", "-q", "-b", "main", cwd=work)
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "seed", cwd=work)
+    remote = parent / "stamp.git"
     git("clone", "-q", "--bare", str(work), str(remote), cwd=parent)
     return remote
 
@@ -165,6 +191,7 @@ def test_a_loop_started_by_the_cli_stops_after_two_iterations_in_a_row_without_p
     assert "no progress on the goal check in 2 iterations in a row" in loop["reason"]
     assert [i["progress"] for i in loop["iterations"]] == [False, False]
     assert len(runs) == 2  # max_iterations (4) is not what stopped it
+    assert [run["status"] for run in runs] == ["escalated"] * 2  # the goal held against them
     assert loop["role"] is None  # the operator's, from the host
 
 
@@ -225,3 +252,27 @@ def test_a_loop_is_its_tenants_and_its_runs_are_admitted_as_runs_are(
         assert refused.status_code == 403, refused.text
         assert "server_files" in refused.json()["detail"]
         assert user.get("/v1/loops").json() == []
+
+
+def test_the_goal_check_is_held_against_a_change_even_when_it_fails_on_the_base_too(
+    served: Served, reachable_dir: Path
+) -> None:
+    """A goal that fails on the base commit the same way, and that neither the task nor the
+    change names, is still the run's to meet: never set aside as the base commit's (which
+    would let the run pass its verification with the goal unmet)."""
+    remote = stamp_remote(reachable_dir)
+    fix = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+    with served.client(served.key("stamp", "trusted")) as client:
+        asked_for = {
+            **asked(remote, "idle.yaml", max_iterations=1), "model": fix,
+            "goal": "Get it ready to ship.", "until": "python3 -m unittest test_stamp",
+        }  # fmt: skip
+        loop = loop_when(client, client.post("/v1/loops", json=asked_for).json()["id"], ended)
+        [run] = client.get("/v1/runs").json()
+    goal = [check for check in run["checks"] if check["name"] == "goal"]
+    assert goal, run["checks"]
+    assert not goal[-1]["passed"]
+    assert not goal[-1]["preexisting"]
+    assert run["status"] != "succeeded", run["checks"]
+    assert loop["status"] == "stopped"
+    assert "iterations are done" in loop["reason"]
