@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.blueprint.repos import EXAMPLES, make_remote
+from tests.blueprint.repos import branch_commits, make_remote
 from tests.service.linear_server import LinearServer, Team
 from tests.service.served import Served, serving
 
@@ -32,7 +32,7 @@ SECRET = "linear-signing-secret-0123456789"  # noqa: S105 - a test secret
 PAYLOADS = Path(__file__).parent / "payloads" / "linear"
 ENV = {"LINEAR_TEST_TOKEN": TOKEN, "LINEAR_TEST_SECRET": SECRET}
 WAIT = 120.0
-FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
+FIX = f"scripted:{Path(__file__).with_name('linear_fix.yaml')}"
 ISSUE_TEXT = "`add(2, 3)` gives -1. See calculator.py."
 
 
@@ -312,3 +312,34 @@ def test_a_delivery_nested_past_the_json_depth_limit_is_a_400_and_the_server_goe
     issue = linear.add_issue(team, "After the deep one", ISSUE_TEXT, number=19)
     assert deliver(served, assigned(linear, issue, ada)).json()["status"] == "started"
     ended(linear, issue)
+
+
+def test_a_later_mention_on_the_issue_follows_up_on_its_pull_requests_branch(
+    served: Served, linear: LinearServer, team: Team, ada: str
+) -> None:
+    issue = linear.add_issue(team, "Note the fix", ISSUE_TEXT, number=20)
+    first_id = deliver(served, assigned(linear, issue, ada)).json()["run_id"]
+    ended(linear, issue)
+    comment = payload("comment_create")
+    comment["actor"]["id"] = ada
+    comment["data"].update(
+        issueId=issue["id"], userId=ada, body=f"@golem also note it in NOTES.md {TOKEN}"
+    )
+    answer = deliver(served, comment)
+    assert answer.json()["status"] == "started", answer.text
+    assert "follow-up" in answer.json()["reason"]
+    said = when(
+        lambda: linear.comments(issue), lambda said: sum("golem:done" in c for c in said) == 2
+    )
+    with served.client(served.key("default", "trusted")) as client:
+        first = client.get(f"/v1/runs/{first_id}").json()
+        run = client.get(f"/v1/runs/{answer.json()['run_id']}").json()
+    asked = run["request"]["follow_up"]
+    assert (asked["number"], asked["parent_run"]) == (first["pr"]["number"], first_id)
+    assert asked["requested_by"].startswith("linear:")
+    assert asked["request"].startswith("@golem also note it in NOTES.md")
+    assert TOKEN not in json.dumps(run)  # the secret in the comment never reached the run
+    assert run["status"] == "succeeded", run["error"]
+    assert run["branch"] == first["branch"]
+    assert len(branch_commits(Path(first["request"]["repo"]), first["branch"])) == 2
+    assert said[-1].startswith(f"golem pushed to {first['pr']['url']}")

@@ -79,6 +79,11 @@ class LinearConfig(BaseModel):
         "repository teams and projects name, if they name one.",
     )
     blueprint: str = Field("minion", description="Blueprint of its runs.")
+    follow_up_blueprint: str = Field(
+        "follow-up",
+        description="Blueprint of a run a comment mentioning golem starts once the issue's "
+        "last run opened a pull request: it pushes to that pull request's branch.",
+    )
     model: str | None = Field(None, description="Their model; default: [models] default.")
     budget_usd: float | None = Field(None, gt=0, description="Dollars one run may spend.")
     agent_activities: bool = Field(

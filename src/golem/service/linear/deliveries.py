@@ -33,6 +33,9 @@ class LinearCall:
     actor: str = ""
     session_id: str | None = None
     """The agent session the delivery belongs to: golem reports through its activities."""
+    request: str = ""
+    """What a comment that mentions golem asks, as written (a follow-up's request once the
+    issue's last run opened a pull request)."""
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -125,7 +128,7 @@ def _comment(
     issue_id = _id(data.get("issueId")) or _id(_mapping(data.get("issue")).get("id"))
     if issue_id is None:
         return Ignored("the comment names no issue")
-    return LinearCall(issue_id, f"mentioned {config.handle}", actor_id, name)
+    return LinearCall(issue_id, f"mentioned {config.handle}", actor_id, name, request=body)
 
 
 def _session(payload: Mapping[str, Any], action: object) -> LinearCall | Ignored:

@@ -51,7 +51,8 @@ def completion(state: RunState, secrets: Iterable[str]) -> str:
     cost = f"cost ${state.cost_usd:.2f}"
     checks = _checks(state)
     if state.status == "succeeded" and pr is not None:
-        text = f"golem opened {pr.url}: {_said(state.summary, secrets)}\n\n{checks} · {cost}"
+        did = "pushed to" if state.request.follow_up is not None else "opened"
+        text = f"golem {did} {pr.url}: {_said(state.summary, secrets)}\n\n{checks} · {cost}"
     elif state.status == "unverified" and pr is not None:
         why = _said(state.unverified or "", secrets)
         text = f"golem opened {pr.url} as a draft: no check verified it ({why}).\n\n{cost}"

@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
+from golem.blueprint.state import FollowUp
 from golem.core.errors import DuplicateDelivery, GolemError, Problem, QueueFull, TrackerError
+from golem.core.masking import mask_text
 from golem.service.documents import Shelf
 from golem.service.linear import reports
 from golem.service.linear.client import ActivityKind, LinearClient, LinearIssue, WorkflowState
@@ -129,11 +131,17 @@ class LinearTrigger:
                 reason=f"no repository for team {issue.team.key}: name one in "
                 "[server.linear] teams (or projects, or repo)",
             )
-        request = RunRequest(
-            repo=repo, task=reports.issue_task(issue, await self.secrets()),
-            blueprint=self.config.blueprint, model=self.config.model,
-            budget_usd=self.config.budget_usd,
-        )  # fmt: skip
+        secrets = await self.secrets()
+        shipped = await self._shipped(call.issue_id) if call.request else None
+        if shipped is not None:
+            request = self._follow_up(call, issue, shipped, secrets)
+            repo = shipped.request.repo
+        else:
+            request = RunRequest(
+                repo=repo, task=reports.issue_task(issue, secrets),
+                blueprint=self.config.blueprint, model=self.config.model,
+                budget_usd=self.config.budget_usd,
+            )  # fmt: skip
         config = self.state.config
         floor = floor_for(config, tenant=self.config.tenant, repo=repo)
         tier = tier_for(None, floor, config.engine.default_tier)
@@ -153,8 +161,39 @@ class LinearTrigger:
         )  # fmt: skip
         await self.links.for_tenant(self.config.tenant).create(run.id, link)
         self._spawn(run.id, self._follow(run.id))
-        log.info("Linear: run %s for %s (%s)", run.id, issue.identifier, call.why)
-        return TriggerAnswer(status="started", reason=f"{call.why}: run {run.id}", run_id=run.id)
+        what = "follow-up" if request.follow_up is not None else "run"
+        log.info("Linear: %s %s for %s (%s)", what, run.id, issue.identifier, call.why)
+        return TriggerAnswer(status="started", reason=f"{call.why}: {what} {run.id}", run_id=run.id)
+
+    async def _shipped(self, issue_id: str) -> RunState | None:
+        """The issue's latest ended run that opened a pull request (None: none did)."""
+        latest: RunState | None = None
+        for kept in await self.links.for_tenant(self.config.tenant).all():
+            if kept.model.issue_id != issue_id:
+                continue
+            run = await self.book.load(kept.model.run_id)
+            if run is not None and run.finished and run.pr is not None:
+                latest = run
+        return latest
+
+    def _follow_up(
+        self, call: LinearCall, issue: LinearIssue, shipped: RunState, secrets: list[str]
+    ) -> RunRequest:
+        """A follow-up of ``shipped`` on its pull request's branch: the comment is what
+        is asked, the issue its context."""
+        assert shipped.pr is not None
+        asked = mask_text(call.request.strip(), secrets)
+        context = reports.issue_task(issue, secrets)
+        follow = FollowUp(
+            repo=shipped.pr.repo, number=shipped.pr.number, parent_run=shipped.id,
+            requested_by=f"linear:{call.actor or call.actor_id or 'someone'}",
+            request=f"{asked}\n\nThe Linear issue it was asked on:\n\n{context}",
+        )  # fmt: skip
+        return RunRequest(
+            repo=shipped.request.repo, forge=shipped.request.forge, follow_up=follow,
+            blueprint=self.config.follow_up_blueprint, model=self.config.model,
+            budget_usd=self.config.budget_usd,
+        )  # fmt: skip
 
     async def _in_progress(self, issue_id: str) -> RunState | None:
         for kept in await self.links.all():
