@@ -23,7 +23,7 @@ import pytest
 
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.service.linear_server import LinearServer, Team
-from tests.service.served import Served, serving
+from tests.service.served import Served, launch, serving
 
 pytestmark = pytest.mark.bwrap
 
@@ -110,9 +110,16 @@ def served(
 ) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("linear")
     home.chmod(0o755)
-    remote = make_remote(home)
     linear.add_team("OPS")  # a team with no repository
-    config = f"""
+    with serving(home / "state", config=linear_config(linear, home), env=ENV) as server:
+        yield server
+
+
+def linear_config(linear: LinearServer, home: Path) -> str:
+    """golem.toml of a server whose Linear trigger uses ``linear``; team ENG's issues go to
+    a new repository in ``home``."""
+    remote = make_remote(home)
+    return f"""
 [server]
 max_runs = 6
 
@@ -123,8 +130,6 @@ api_url = "{linear.graphql_url}"
 model = "{FIX}"
 teams = {{ ENG = "{remote}", WEB = "{home / "web.git"}" }}
 """
-    with serving(home / "state", config=config, env=ENV) as server:
-        yield server
 
 
 def moves_of(linear: LinearServer, key: str) -> list[str]:
@@ -343,3 +348,31 @@ def test_a_later_mention_on_the_issue_follows_up_on_its_pull_requests_branch(
     assert run["branch"] == first["branch"]
     assert len(branch_commits(Path(first["request"]["repo"]), first["branch"])) == 2
     assert said[-1].startswith(f"golem pushed to {first['pr']['url']}")
+
+
+def test_a_run_followed_across_a_restart_is_said_started_and_ended_once(
+    tmp_path: Path, linear: LinearServer, team: Team, ada: str
+) -> None:
+    tmp_path.chmod(0o755)
+    config = linear_config(linear, tmp_path)
+    issue = linear.add_issue(team, "Across a restart", ISSUE_TEXT, number=21)
+    delivery = str(uuid.uuid4())
+    server = launch(tmp_path / "state", config=config, env=ENV)
+    try:
+        first = deliver(server, assigned(linear, issue, ada), delivery=delivery)
+        assert first.json()["status"] == "started", first.text
+        when(  # said started, and moved to in progress
+            lambda: [name for key, name in list(linear.moves) if key == "ENG-21"], bool
+        )
+        server.kill()  # the run and its report are left to the next server
+        server = launch(tmp_path / "state", config=config, env=ENV, admin_key=server.admin_key)
+        again = deliver(server, assigned(linear, issue, ada), delivery=delivery)
+        said = ended(linear, issue)
+    finally:
+        server.stop()
+    assert again.status_code == 200, again.text
+    assert (again.json()["status"], again.json()["run_id"]) == ("duplicate", first.json()["run_id"])
+    assert sum("golem started run" in comment for comment in said) == 1
+    assert sum("golem:done" in comment for comment in said) == 1
+    assert said[-1].startswith("golem opened ")
+    assert moves_of(linear, "ENG-21") == ["In Progress", "In Review"]
