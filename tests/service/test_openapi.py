@@ -36,6 +36,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     secret = {  # unsigned deliveries, or without the token: 401
         "GOLEM_GITHUB_WEBHOOK_SECRET": "fuzz-secret",
         "GOLEM_GITLAB_WEBHOOK_SECRET": "fuzz-secret",
+        "GOLEM_LINEAR_WEBHOOK_SECRET": "fuzz-secret",
     }
     with serving(state, config=SMALL, env=secret) as server:
         yield server
