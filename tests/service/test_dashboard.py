@@ -245,3 +245,36 @@ def test_text_from_a_run_is_shown_as_text_and_never_runs(
     expect(page.get_by_test_id("run-error")).to_contain_text(attack)
     expect(page.locator("main img, main script")).to_have_count(0)
     assert page.evaluate("window.pwned") is None
+
+
+def test_automations_and_goal_loops_are_shown_with_their_next_run_and_status_as_text(
+    served: Served, page: Page, reachable_dir: Path
+) -> None:
+    key = served.key("loopy", "admin")
+    attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    missing = reachable_dir / f"no-such-repo-{attack}"
+    yearly = {
+        "name": "yearly-sweep", "tenant": "loopy", "repo": str(missing), "cron": "0 0 1 1 *",
+        "timezone": "Europe/Berlin", "task": f"Sweep {attack} on {{date}}",
+    }  # fmt: skip
+    with served.client(key) as api:
+        made = api.put("/v1/automations/yearly-sweep", json=yearly)
+        asked = {"repo": str(missing), "goal": f"Pass {attack}", "until": "true",
+                 "model": SCRIPTED, "max_iterations": 1}  # fmt: skip
+        loop = api.post("/v1/loops", json=asked)
+    assert made.status_code == 200, made.text
+    assert loop.status_code == 202, loop.text
+    loop_id = loop.json()["id"]
+
+    sign_in(page, served, key)
+    page.get_by_role("link", name="Automations").click()
+    row = page.locator("tr[data-automation='yearly-sweep']")
+    expect(row).to_contain_text("cron 0 0 1 1 * (Europe/Berlin)")
+    expect(row).to_contain_text(str(missing))
+    expect(row.locator("td").nth(4)).not_to_have_text("\N{EN DASH}")  # its next run, a slot to come
+    looped = page.locator(f"tr[data-loop='{loop_id}']")
+    expect(looped).to_contain_text(f"Pass {attack}")
+    expect(looped).to_contain_text("/ 1")
+    expect(looped.locator(".badge")).to_have_text("stopped", timeout=RUN_TIMEOUT)
+    expect(page.locator("main img, main script")).to_have_count(0)
+    assert page.evaluate("window.pwned") is None

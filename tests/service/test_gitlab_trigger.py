@@ -194,7 +194,7 @@ def test_deliveries_that_ask_for_nothing_start_nothing_and_say_why(served: Serve
     closed = labelled(project, 2, (), ("golem",))
     closed["object_attributes"]["state"] = "closed"
     asks = [
-        ("Pipeline Hook", payload("pipeline_hook"), "by polling"),
+        ("Pipeline Hook", payload("pipeline_hook"), "no automation watches gitlab-org/gitlab-test"),
         ("Merge Request Hook", {"object_kind": "merge_request"}, "start no runs"),
         ("Issue Hook", payload("issue_hook"), "was not added"),
         ("Issue Hook", labelled(project, 2, ("golem",), ("golem", "bug")), "was not added"),

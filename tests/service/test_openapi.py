@@ -38,6 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         "GOLEM_GITLAB_WEBHOOK_SECRET": "fuzz-secret",
         "GOLEM_SLACK_SIGNING_SECRET": "fuzz-secret",
         "GOLEM_SLACK_BOT_TOKEN": "xoxb-fuzz-token",
+        "GOLEM_LINEAR_WEBHOOK_SECRET": "fuzz-secret",
     }
     with serving(state, config=SMALL, env=secret) as server:
         yield server

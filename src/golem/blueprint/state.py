@@ -91,6 +91,14 @@ class RunRequest(BaseModel):
         "at least what the server's trust policy gives it (a weaker one is refused); "
         "default: that least tier, or the default backend's.",
     )
+    goal_check: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4000,
+        description="A goal loop's goal, as a shell command that exits 0 once it holds "
+        "(pytest -q): run in the run's box as the check named goal after the loops' own "
+        "checks, held against the change (never set aside as failing on the base commit).",
+    )
 
     @model_validator(mode="after")
     def _follow_up_blueprint(self) -> RunRequest:

@@ -41,6 +41,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run a blueprint on a repository and end with a pull request (or, with --pr, "
         "answer a pull request's review with new commits on its branch).",
     ),
+    "loop": (
+        "golem.cli.loops_cmd:loop_command",
+        "Start a goal loop: runs on one branch, each from the last one's result, until the "
+        "--until command passes in the box, the budget is spent, or two runs in a row make "
+        "no progress on it. A golem serve on this store drives it.",
+    ),
+    "loops": (
+        "golem.cli.loops_cmd:loops_app",
+        "Goal loops: list, show, pause, resume or stop.",
+    ),
+    "automations": (
+        "golem.cli.automations_cmd:automations_app",
+        "Automations: list or show them, with their last and next run.",
+    ),
     "agent": (
         "golem.cli.agent_cmd:agent_command",
         "Run the agent on a directory in a box and show the diff it made.",

@@ -31,6 +31,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from golem.core.automation_config import AutomationConfig
 from golem.core.cluster_config import ClusterConfig
 from golem.core.dependencies_config import DependenciesConfig
 from golem.core.errors import ConfigError, NoTierBackend
@@ -318,6 +319,11 @@ class GolemConfig(BaseSettings):
         default_factory=list,
         description="Credentials the egress proxy adds for filtered boxes ([[credentials]]).",
     )
+    automations: list[AutomationConfig] = Field(
+        default_factory=list,
+        description="Runs golem serve starts by itself: on a schedule, a webhook or a "
+        "forge's event ([[automations]]; docs/automations.md).",
+    )
 
     @field_validator("credentials")
     @classmethod
@@ -327,6 +333,17 @@ class GolemConfig(BaseSettings):
         if duplicates:
             raise ValueError(f"credential names must be unique: {', '.join(duplicates)}")
         return credentials
+
+    @field_validator("automations")
+    @classmethod
+    def _unique_automation_names(
+        cls, automations: list[AutomationConfig]
+    ) -> list[AutomationConfig]:
+        names = [automation.name for automation in automations]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"automation names must be unique: {', '.join(duplicates)}")
+        return automations
 
     @model_validator(mode="after")
     def _toolshed_credentials_exist(self) -> GolemConfig:

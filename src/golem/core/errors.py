@@ -44,6 +44,7 @@ GolemError
  |    +-- ForgeRequestRejected   the API refused the request as invalid (422)
  |    |    +-- PullRequestExists one is already open for the branch
  |    +-- IssueNotReadable       an issue reference or file golem cannot understand
+ +-- TrackerError                a tracker's API (Linear's) failed or refused
  +-- SecretInChange              a change to be pushed holds a secret's value
  +-- NotVerified                 no check verified a change (a blueprint's when_unverified: fail)
  +-- StoreError                  the database failed or refused
@@ -135,6 +136,7 @@ __all__ = [
     "StoreUnavailable",
     "ToolProblem",
     "ToolshedError",
+    "TrackerError",
     "UnsafeBoxOutput",
     "UnsafeRepository",
 ]
@@ -453,6 +455,13 @@ class IssueNotReadable(ForgeError):
     """An issue reference, or a local issue file, that golem cannot understand."""
 
     exit_code, http_status = 2, 422
+
+
+class TrackerError(GolemError):
+    """A tracker's API (Linear's GraphQL) could not be reached, or refused what golem asked
+    (a bad token, a missing scope, an object it does not know)."""
+
+    http_status = 502
 
 
 class SecretInChange(GolemError):

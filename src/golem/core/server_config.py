@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golem.core.isolation import IsolationTier, TrustPolicy
+from golem.core.linear_config import LinearConfig
 from golem.core.network import EgressPolicy, RemotePolicy
 from golem.core.sizes import ByteSize
 from golem.core.slack_config import SlackConfig
@@ -316,6 +317,9 @@ class ServerConfig(BaseModel):
     gitlab: GitLabTriggerConfig = Field(default_factory=GitLabTriggerConfig)
     slack: SlackConfig = Field(
         default_factory=SlackConfig, description="Runs started from Slack (docs/slack.md)."
+    )
+    linear: LinearConfig = Field(
+        default_factory=LinearConfig, description="Runs started from Linear (docs/linear.md)."
     )
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
 

@@ -12,17 +12,20 @@ from golem import __version__
 from golem.core.config import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.service.api import (
+    automations,
     calls,
     cluster,
     credentials,
     files,
     interactive,
     keys,
+    loops,
     runs,
     sessions,
 )
 from golem.service.api.github_hook import router as github_hook_router
 from golem.service.api.gitlab_hook import router as gitlab_hook_router
+from golem.service.api.linear_hook import router as linear_hook_router
 from golem.service.api.slack_hook import router as slack_hook_router
 from golem.service.dashboard import router as dashboard_router
 from golem.service.health import Health
@@ -56,11 +59,13 @@ def create_app(
     app = FastAPI(title="golem", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     install_problem_handlers(app)
     app.add_middleware(BodyLimit)
-    for module in (sessions, files, calls, interactive, runs, keys, credentials, cluster):
+    routers = (sessions, files, calls, interactive, runs, loops, automations, keys, credentials)
+    for module in (*routers, cluster):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     app.include_router(github_hook_router, responses=ERROR_RESPONSES)
     app.include_router(gitlab_hook_router, responses=ERROR_RESPONSES)
     app.include_router(slack_hook_router, responses=ERROR_RESPONSES)
+    app.include_router(linear_hook_router, responses=ERROR_RESPONSES)
     app.include_router(dashboard_router, responses=ERROR_RESPONSES)
     mount_mcp(app)
 

@@ -353,6 +353,7 @@ RUN_RULES: dict[str, RunRule] = {
     "base": _names_nothing,
     "follow_up": _names_nothing,  # a pull request on the run's forge, the tenant's parent run
     "tier": _names_nothing,  # raise-only: weighed against the trust policy (service.trust)
+    "goal_check": _names_nothing,  # a command in the run's own box, as the agent's are
 }
 """The rule of every RunRequest field (``server_files``; the repository's reach is
 ``check_repo``'s)."""

@@ -10,7 +10,7 @@ from golem.store.bounds import RETRY_AFTER
 from golem.store.cipher import TokenCipher, new_key
 from golem.store.contract import Store
 from golem.store.memory import MemoryStore
-from golem.store.notify import QUEUE, RECHECK, RESUME, Signal, control_key
+from golem.store.notify import QUEUE, RECHECK, RESUME, Signal, control_key, documents_key
 from golem.store.records import (
     ACTIVE,
     FINISHED,
@@ -20,6 +20,7 @@ from golem.store.records import (
     CommentRecord,
     Decision,
     DeliveryRecord,
+    DocumentRecord,
     EventRecord,
     ForgeCredential,
     ForgeName,
@@ -48,6 +49,7 @@ __all__ = [
     "CommentRecord",
     "Decision",
     "DeliveryRecord",
+    "DocumentRecord",
     "EventRecord",
     "ForgeCredential",
     "ForgeName",
@@ -67,5 +69,6 @@ __all__ = [
     "check_token",
     "control_key",
     "database_url",
+    "documents_key",
     "new_key",
 ]

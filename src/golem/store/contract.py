@@ -18,6 +18,7 @@ from golem.store.records import (
     CommentRecord,
     Decision,
     DeliveryRecord,
+    DocumentRecord,
     EventRecord,
     ForgeCredential,
     ForgeName,
@@ -104,6 +105,26 @@ class Store(Protocol):
 
     async def prune_deliveries(self, before: float) -> int:
         """Forget the deliveries kept before ``before`` (a time); how many ids went."""
+        ...
+
+    async def put_document(
+        self, kind: str, key: str, document: str, *, version: int, now: float
+    ) -> int | None:
+        """Keep ``document`` as ``kind``/``key`` if the one kept is at ``version`` (0: none
+        yet; this store's tenant makes it); its new version, or None when another write came
+        first (read it again). Announced under ``documents_key(kind)``."""
+        ...
+
+    async def load_document(self, kind: str, key: str) -> DocumentRecord | None:
+        """A document, or None."""
+        ...
+
+    async def list_documents(self, kind: str) -> list[DocumentRecord]:
+        """The documents of ``kind``, oldest first."""
+        ...
+
+    async def delete_document(self, kind: str, key: str) -> bool:
+        """Forget a document; False when there was none."""
         ...
 
     async def save_run(

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 from golem.core.errors import DuplicateDelivery, QueueFull, RunNotFound, StoreError
 from golem.store.cipher import TokenCipher
+from golem.store.documents import check_document_name
 from golem.store.forge_records import storable_text
-from golem.store.notify import QUEUE, RESUME, Hub, Signal, control_key
+from golem.store.notify import QUEUE, RESUME, Hub, Signal, control_key, documents_key
 from golem.store.provider_limits import LimitChange, check_limit_key
 from golem.store.records import (
     ACTIVE,
@@ -22,6 +23,7 @@ from golem.store.records import (
     CommentRecord,
     Decision,
     DeliveryRecord,
+    DocumentRecord,
     EventRecord,
     ForgeCredential,
     ForgeName,
@@ -52,6 +54,7 @@ class _Data:
     threads: dict[str, ThreadRecord] = field(default_factory=dict)
     resume_at: dict[str, float] = field(default_factory=dict)
     limits: dict[str, str] = field(default_factory=dict)
+    documents: dict[tuple[str, str], DocumentRecord] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -188,6 +191,51 @@ class MemoryStore:
         for key in old:
             del self._data.deliveries[key]
         return len(old)
+
+    async def put_document(
+        self, kind: str, key: str, document: str, *, version: int, now: float
+    ) -> int | None:
+        """Keep ``document`` as ``kind``/``key`` if the one kept is at ``version`` (0:
+        none yet); its new version, or None when another write came first."""
+        check_document_name(kind, key)
+        kept = self._data.documents.get((kind, key))
+        if version == 0:
+            tenant = self._creating("a document")
+            if kept is not None:
+                return None
+            kept = DocumentRecord(
+                kind=kind, key=key, tenant=tenant, version=0, created=now, updated=now,
+                document=document,
+            )  # fmt: skip
+        elif kept is None or kept.version != version or not self._mine(kept.tenant):
+            return None
+        self._data.documents[(kind, key)] = kept.model_copy(
+            update={"version": version + 1, "updated": now, "document": document}
+        )
+        self._changed(documents_key(kind))
+        return version + 1
+
+    async def load_document(self, kind: str, key: str) -> DocumentRecord | None:
+        """A document, or None."""
+        kept = self._data.documents.get((kind, key))
+        return kept if kept is not None and self._mine(kept.tenant) else None
+
+    async def list_documents(self, kind: str) -> list[DocumentRecord]:
+        """The documents of ``kind``, oldest first."""
+        found = [
+            kept
+            for (of, _), kept in self._data.documents.items()
+            if of == kind and self._mine(kept.tenant)
+        ]
+        return sorted(found, key=lambda kept: (kept.created, kept.key))
+
+    async def delete_document(self, kind: str, key: str) -> bool:
+        """Forget a document; False when there was none."""
+        if await self.load_document(kind, key) is None:
+            return False
+        del self._data.documents[(kind, key)]
+        self._changed(documents_key(kind))
+        return True
 
     async def save_run(
         self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None

@@ -17,7 +17,16 @@ import logging
 import threading
 from collections.abc import Iterator
 
-__all__ = ["CHANNEL", "QUEUE", "RECHECK", "RESUME", "Hub", "Signal", "control_key"]
+__all__ = [
+    "CHANNEL",
+    "QUEUE",
+    "RECHECK",
+    "RESUME",
+    "Hub",
+    "Signal",
+    "control_key",
+    "documents_key",
+]
 
 log = logging.getLogger("golem.store.notify")
 QUEUE = "*queue"
@@ -32,6 +41,12 @@ def control_key(run_id: str) -> str:
     """The key of a run's control: a cancel request or a gate's answer (its state and
     events are announced under the run's id)."""
     return f"*control:{run_id}"
+
+
+def documents_key(kind: str) -> str:
+    """The key of the store's documents of ``kind`` (automations, loops...): one of them
+    was made, changed or deleted."""
+    return f"*documents:{kind}"
 
 
 RECHECK = 30.0

@@ -23,6 +23,7 @@ __all__ = [
     "CommentRecord",
     "Decision",
     "DeliveryRecord",
+    "DocumentRecord",
     "EventRecord",
     "ForgeCredential",
     "ForgeName",
@@ -47,7 +48,8 @@ FINISHED: tuple[str, ...] = ("succeeded", "unverified", "escalated", "failed", "
 """The statuses of a run that has ended."""
 DELIVERY_ID_MAX = 128
 SOURCE_PATTERN = r"^[a-z][a-z0-9-]{0,15}$"
-"""A source of work's name, as the store keys its records by: github, gitlab, slack."""
+"""A source of work's name, as the store keys its records by: github, gitlab, slack,
+linear, automation (an automation's firing), loop (a goal loop's iteration)."""
 TOKEN_PATTERN = re.compile(r"^[\x21-\x7e]{1,2048}$")
 """A token: 1-2048 visible ASCII characters (it travels in HTTP headers)."""
 
@@ -98,9 +100,10 @@ def check_claim(run_id: str, held: int, claim: int | None) -> None:
 class DeliveryRecord(_Record):
     """A webhook delivery, by every id its source gave it (GitHub: its delivery id; GitLab:
     its event's UUID and its Idempotency-Key; Slack: its event's id and the message's
-    channel and time): kept with the run it started, in the same step, or alone as handled
-    (``Store.handle_once``), so that the same delivery again (by any of its ids) does
-    nothing twice."""
+    channel and time; Linear: its ``Linear-Delivery``), or another once-only reason to
+    start a run (an automation's slot, a goal loop's iteration): kept with the run it
+    started, in the same step, or alone as handled (``Store.handle_once``), so that the
+    same one again (by any of its ids) does nothing twice."""
 
     source: str = Field(pattern=SOURCE_PATTERN)
     ids: tuple[str, ...] = Field(min_length=1, max_length=4)
@@ -129,6 +132,20 @@ class ThreadRecord(_Record):
     detail: str = Field("", max_length=8192, description="The source's own, as JSON.")
     created: float = Field(default_factory=time.time)
     reported: float | None = Field(None, description="When the run's end was reported.")
+
+
+class DocumentRecord(_Record):
+    """A document the layers above keep in the store (an automation, a goal loop, a
+    tracker's link to a run), as JSON, named by its ``kind`` and ``key``; ``version``
+    counts its writes, so that a writer changes it only as it read it."""
+
+    kind: str
+    key: str
+    tenant: str
+    version: int
+    created: float
+    updated: float
+    document: str
 
 
 class CheckpointRecord(_Record):

@@ -20,6 +20,7 @@ from sqlalchemy import (
 
 __all__ = [
     "api_keys",
+    "documents",
     "forge_comments",
     "forge_credentials",
     "metadata",
@@ -153,4 +154,17 @@ provider_limits = Table(
     Column("key", String(128), primary_key=True),  # provider and a fingerprint: never a key
     Column("document", Text, nullable=True),  # the limiter's record as JSON
     Column("updated", Float, nullable=False),
+)
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("kind", String(32), primary_key=True),  # automation, loop, linear, ...
+    Column("key", String(200), primary_key=True),
+    Column("tenant", String(64), nullable=False),
+    Column("version", Integer, nullable=False),  # counts its writes: compare and swap
+    Column("created", Float, nullable=False),
+    Column("updated", Float, nullable=False),
+    Column("document", Text, nullable=False),  # the layer above's JSON
+    Index("ix_documents_tenant_kind", "tenant", "kind"),
 )

@@ -33,6 +33,7 @@ from golem.store.claims import SqlQueue
 from golem.store.credentials import SqlCredentials
 from golem.store.database import DEFAULT_TIMEOUT, WRITE, migrate, open_engine, safe_url
 from golem.store.deliveries import SqlDeliveries, keep_delivery
+from golem.store.documents import SqlDocuments
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
@@ -105,6 +106,7 @@ class SqlStore(
     SqlRetention,
     SqlCheckpoints,
     SqlDeliveries,
+    SqlDocuments,
     SqlPauses,
     SqlProviderLimits,
     SqlThreads,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from golem.agent import Verification, command_line
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
-from golem.blueprint.steps.checks import commands_of
+from golem.blueprint.steps.checks import GOAL, commands_of
 from golem.context import CHECK_STEPS
 from golem.sandbox import Box
 
@@ -19,7 +19,8 @@ NOTHING_VERIFIES = "(none: golem found no command that verifies this repository)
 
 def verifying_commands(ex: Execution) -> list[tuple[str, str]]:
     """(check name, command) of what the blueprint's loops verify with, in order, each
-    once; a blueprint without a loop is taken to verify with lint, build and test."""
+    once (a goal loop's goal last); a blueprint without a loop is taken to verify with
+    lint, build and test."""
     names = [
         name
         for node in ex.blueprint.nodes
@@ -27,7 +28,7 @@ def verifying_commands(ex: Execution) -> list[tuple[str, str]]:
         for name in node.checks
         if name not in PREPARING
     ]
-    pairs = commands_of(ex, names or list(CHECK_STEPS))
+    pairs = commands_of(ex, [*(names or CHECK_STEPS), GOAL])
     return list(dict.fromkeys(pairs))
 
 

@@ -18,6 +18,7 @@ from golem.sandbox import Box, ExecRequest
 
 __all__ = [
     "CHECK_TIMEOUT",
+    "GOAL",
     "commands_of",
     "describe_failure",
     "describe_failures",
@@ -28,6 +29,8 @@ __all__ = [
 
 CHECK_TIMEOUT = 1800.0
 TAIL_IN_ERROR = 20
+GOAL = "goal"
+"""The check a goal loop's run verifies its goal with (``RunRequest.goal_check``)."""
 
 
 def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
@@ -38,7 +41,10 @@ def commands_of(ex: Execution, names: list[str]) -> list[tuple[str, str]]:
     dropped = {(check.name, check.command) for check in ex.state.dropped}
     pairs: list[tuple[str, str]] = []
     for name in names:
-        if name in ("install", "setup", "lint", "build", "test"):
+        if name == GOAL:
+            goal = ex.state.request.goal_check
+            pairs.extend([(GOAL, goal)] if goal else [])
+        elif name in ("install", "setup", "lint", "build", "test"):
             commands = getattr(conventions, name) if conventions is not None else []
             pairs.extend((name, c) for c in commands if (name, c) not in dropped)
         else:

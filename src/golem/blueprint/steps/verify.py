@@ -16,7 +16,7 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.reports.junit import named_reports
 from golem.blueprint.steps.baseline import base_result, cache_paths
-from golem.blueprint.steps.checks import commands_of, run_check, run_checks
+from golem.blueprint.steps.checks import GOAL, commands_of, run_check, run_checks
 from golem.blueprint.steps.concern import MAX_CHANGED, Concern
 from golem.blueprint.steps.flaky import WHOLE, flaky_before, record_flaky
 from golem.blueprint.steps.judge import judge, unexplained
@@ -33,8 +33,9 @@ Changed = dict[int, list[str]]
 
 
 async def verify(ex: Execution, node: LoopNode, *, round_: int) -> list[CheckResult]:
-    """The loop's checks, judged, on a tree they leave as they found it."""
-    pairs = commands_of(ex, node.checks)
+    """The loop's checks (and a goal loop's goal after them), judged, on a tree they leave
+    as they found it."""
+    pairs = commands_of(ex, list(dict.fromkeys([*node.checks, GOAL])))
     if not pairs:
         return []
     box = await ex.box()
@@ -157,8 +158,12 @@ async def _judged(
     as failing there already, untouched by the task and the change). What is left runs
     once more only when its history says it may be flaky: its tests were seen flaky
     before, or the change does not explain its failure (``unexplained``); passing then
-    makes it flaky (passed), remembered for the repository."""
+    makes it flaky (passed), remembered for the repository. A goal loop's goal is the
+    task itself: its failure is always the change's, its result on the base commit only
+    kept (where the loop measures its progress from)."""
     base = await base_result(ex, node, result.name, result.command, tree=tree)
+    if result.name == GOAL:
+        return result
     concern = await _concern(ex, node, tree)
     if concern is None:
         base, concern = None, Concern()

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
+from golem.service.automations import fire_event, github_failure
 from golem.service.forge_names import GITHUB_DELIVERY
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.github_events import read_delivery
@@ -58,16 +59,26 @@ async def github_webhook(
     """A delivery of a GitHub webhook (content type application/json): an issue labelled
     with ``[server.github] label``, or a new comment mentioning its ``handle``, starts a
     run for that issue; a review or comment on a pull request golem opened, by someone who
-    may push, starts a follow-up run on it. Anything else is answered, and ignored with a
-    reason. No API key: the signature of the body with the webhook's secret authenticates
-    GitHub."""
+    may push, starts a follow-up run on it; a failed Actions run on the default branch
+    (``workflow_run``) fires the automations watching it. Anything else is answered, and
+    ignored with a reason. No API key: the signature of the body with the webhook's
+    secret authenticates GitHub."""
     trigger: Trigger = request.app.state.github_trigger
     body = await _verified_body(request, trigger, x_hub_signature_256)
     if not x_github_event or not x_github_delivery or not DELIVERY_ID.match(x_github_delivery):
         raise Problem(400, "a delivery needs X-GitHub-Event and X-GitHub-Delivery headers")
     payload = read_payload(body, request.headers.get("content-type", ""), GITHUB_DELIVERY)
     delivery = DeliveryRecord(source="github", ids=(x_github_delivery,))
-    answer = answered(response, await _answer(trigger, x_github_event, delivery, payload))
+    if x_github_event == "workflow_run":  # a failed Actions run may fire automations
+        call = github_failure(payload)
+        fired = (
+            TriggerAnswer(status="ignored", reason=call.reason)
+            if isinstance(call, Ignored)
+            else await fire_event(request.app.state.automations, call, x_github_delivery)
+        )
+        answer = answered(response, fired)
+    else:
+        answer = answered(response, await _answer(trigger, x_github_event, delivery, payload))
     log.info(
         "GitHub delivery %s (%s): %s, %s",
         x_github_delivery, x_github_event, answer.status, answer.reason,

@@ -17,6 +17,8 @@ from golem.blueprint.control import decide_gate as decide
 from golem.blueprint.control import load_run
 from golem.blueprint.loader import BUILTINS
 from golem.core.errors import GolemError, Problem
+from golem.core.isolation import IsolationTier
+from golem.core.network import RemotePolicy
 from golem.forge import LocalForge, PullRequest
 from golem.service.api.deps import Caller, State
 from golem.service.api.streams import Frame, problem_frame
@@ -26,7 +28,15 @@ from golem.service.policy import check_repo, check_run
 from golem.service.state import ServerState
 from golem.service.trust import check_tier, floor_for, tier_for
 
-__all__ = ["GateDecision", "events_over", "pull_request", "router", "run_book", "submit"]
+__all__ = [
+    "GateDecision",
+    "admit",
+    "events_over",
+    "pull_request",
+    "router",
+    "run_book",
+    "submit",
+]
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 MAX_INT = 2**31 - 1  # the database's integer
@@ -50,6 +60,17 @@ def _forge(state: ServerState, principal: Principal) -> LocalForge:
 async def submit(state: ServerState, principal: Principal, request: RunRequest) -> RunState:
     """Queue a run for the principal's tenant, once the key's policy allows it (the REST
     API and the MCP server alike), in the isolation tier the trust policy gives it."""
+    remote_policy, tier = await admit(state, principal, request)
+    return await state.queue.submit(
+        request, principal.tenant, remote_policy=remote_policy, tier=tier
+    )
+
+
+async def admit(
+    state: ServerState, principal: Principal, request: RunRequest
+) -> tuple[RemotePolicy | None, IsolationTier | None]:
+    """Refuse ``request`` unless the key's policy allows it (its names, its server files,
+    its tier, its repository's reach); the remote policy and the tier its run gets."""
     config = state.config
     policy = config.server.policies[principal.role]
     default_forge = config.forge.provider
@@ -59,10 +80,7 @@ async def submit(state: ServerState, principal: Principal, request: RunRequest) 
     check_tier(request.tier, floor, f"this key's role ({principal.role})")
     if policy.repos is not None:
         await check_repo(request.repo, policy.repos, principal.role, config.engine.network)
-    tier = tier_for(request.tier, floor, config.engine.default_tier)
-    return await state.queue.submit(
-        request, principal.tenant, remote_policy=policy.repos, tier=tier
-    )
+    return policy.repos, tier_for(request.tier, floor, config.engine.default_tier)
 
 
 async def pull_request(

@@ -3,8 +3,8 @@
 Issue Hook: the trigger's label newly on an issue (opened with it, or added by an update)
 asks for a run. Note Hook: a new note mentioning the handle on an issue asks for a run; on
 a merge request, for a follow-up (whether golem opened it, and whether the person may ask,
-is the trigger's to check). Pipeline Hook and the rest start nothing: golem reads CI by
-polling.
+is the trigger's to check). A Pipeline Hook fires automations (golem.service.automations),
+never a trigger's run: golem reads a run's own CI by polling. The rest start nothing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 // The dashboard's entry point: asks for an API key once (kept in this tab's
 // sessionStorage), then shows a view per address: #/runs, #/runs/<id>, #/prs, #/sessions,
-// #/cluster (linked only for a key that sees a cluster).
+// #/automations (automations and goal loops), #/cluster (linked only for a key that sees a
+// cluster).
 
 import { api, ApiError, onUnauthorized, session } from "./api.js";
+import { automationsView } from "./automations.js";
 import { clusterView, hasCluster } from "./cluster.js";
 import { fill, h, notify } from "./dom.js";
 import { prsView } from "./prs.js";
@@ -39,6 +41,7 @@ function route() {
   if (view === "runs" && id) shownView = runView(main, decoded(id), signal);
   else if (view === "sessions") shownView = sessionsView(main, signal);
   else if (view === "prs") shownView = prsView(main, signal);
+  else if (view === "automations") shownView = automationsView(main, signal);
   else if (view === "cluster") shownView = clusterView(main, signal);
   else shownView = runsView(main, signal);
   shownView.catch((error) => {

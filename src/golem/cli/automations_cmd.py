@@ -1,0 +1,84 @@
+"""`golem automations ls|show`: the automations in golem's store (golem.toml's, which a
+golem serve keeps there, and the API's), each with its last and its next run."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from golem.cli.progress import printable
+from golem.cli.stores import using_store
+from golem.core.config import load_config
+from golem.core.errors import InvalidRequest
+from golem.service.automations import KIND, Automation, AutomationView, view_of
+from golem.service.documents import Shelf
+from golem.store import Store
+
+__all__ = ["automations_app"]
+
+automations_app = typer.Typer(help="Automations: list or show them, with their last and next run.")
+
+
+async def _views(store: Store) -> list[AutomationView]:
+    shelf = Shelf(store, KIND, Automation)
+    return [await view_of(store, kept) for kept in await shelf.all()]
+
+
+def _when(moment: float | None) -> str:
+    if moment is None:
+        return "-"
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%MZ")
+
+
+def _started_by(view: AutomationView) -> str:
+    definition = view.definition
+    if definition.cron is not None:
+        return f"cron {definition.cron} ({definition.timezone})"
+    if definition.event is not None:
+        return f"{definition.event} on {definition.watch}"
+    return "webhook"
+
+
+@automations_app.command("ls")
+def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Automations (every tenant's), with their last run and their next run."""
+    views = using_store(load_config(), _views, tenant=None)
+    if json_output:
+        typer.echo(json.dumps([view.model_dump(mode="json") for view in views], indent=2))
+        return
+    if not views:
+        typer.echo("no automations (golem.toml's reach the store when golem serve starts)")
+        return
+    table = Table("NAME", "TENANT", "STARTED BY", "LAST RUN", "NEXT RUN", box=None)
+    for view in views:
+        last = view.last_run
+        shown = f"{last.run_id} {view.last_run_status} {_when(last.at)}" if last else "-"
+        enabled = "" if view.definition.enabled else " (disabled)"
+        table.add_row(
+            view.name + enabled, view.tenant, printable(_started_by(view)), shown,
+            _when(view.next_run),
+        )  # fmt: skip
+    Console().print(table)
+
+
+@automations_app.command("show")
+def show_command(name: str = typer.Argument(...)) -> None:
+    """One automation: its definition, the runs it started, what it skipped and why."""
+    found = [view for view in using_store(load_config(), _views, tenant=None) if view.name == name]
+    if not found:
+        raise InvalidRequest(f"no automation {name!r}; see `golem automations ls`")
+    view = found[0]
+    console = Console()
+    console.print(f"[bold]{view.name}[/] · {view.origin} · tenant {view.tenant}", highlight=False)
+    console.print(f"started by: {printable(_started_by(view))}", highlight=False)
+    console.print(f"next run: {_when(view.next_run)}", highlight=False)
+    for fired in view.fired:
+        console.print(f"  ran {fired.run_id} ({fired.how}, {fired.key}) {_when(fired.at)}",
+                      highlight=False)  # fmt: skip
+    for skipped in view.skipped:
+        console.print(f"  skipped {skipped.key} {_when(skipped.at)}: {printable(skipped.why)}",
+                      highlight=False)  # fmt: skip

@@ -1,0 +1,193 @@
+"""A loopback Linear GraphQL API for tests: the operations golem sends (``Viewer``,
+``User``, ``Issue``, ``WorkflowStates``, ``CommentCreate``, ``IssueUpdate``,
+``AgentActivityCreate``), answered in Linear's shapes (connections as ``{nodes: [...]}``,
+errors as ``{"errors": [{"message", "extensions"}]}``), and what golem did kept to assert::
+
+    with LinearServer(token="lin_api_test") as linear:
+        team = linear.add_team("ENG")
+        issue = linear.add_issue(team, "Fix add()", "It subtracts.")
+        ...  # point [server.linear] api_url at linear.graphql_url
+        assert linear.comments(issue)[-1].startswith("golem opened")
+
+A request without ``Authorization: <token>`` (an API key; ``Bearer <token>`` for OAuth
+tokens) gets Linear's authentication error; an operation whose document does not define
+it, or that the server does not know, gets a GraphQL validation error.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+
+__all__ = ["LinearServer", "Team"]
+
+STATES = (  # a team's default workflow, as Linear makes it (and a second started state)
+    ("Backlog", "backlog", 0.0), ("Todo", "unstarted", 1.0), ("In Progress", "started", 2.0),
+    ("In Review", "started", 3.0), ("Done", "completed", 4.0), ("Canceled", "canceled", 5.0),
+)  # fmt: skip
+
+
+def _id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass
+class Team:
+    """A team and its workflow states."""
+
+    id: str
+    key: str
+    states: list[dict[str, Any]] = field(default_factory=list)
+
+
+def error(message: str, code: str) -> Reply:
+    """Linear's GraphQL error body."""
+    body = {"errors": [{"message": message, "extensions": {"code": code, "type": code.lower()}}]}
+    return Reply.json(body, status=400 if code != "AUTHENTICATION_ERROR" else 401)
+
+
+class LinearServer(WireServer):
+    """Linear's GraphQL endpoint at ``/graphql``, with teams, users, issues and comments."""
+
+    def __init__(self, token: str, *, oauth: bool = False) -> None:
+        super().__init__()
+        self.token = token
+        self.authorization = f"Bearer {token}" if oauth else token
+        self.viewer = {"id": _id(), "name": "golem", "active": True}
+        self.users: dict[str, dict[str, Any]] = {self.viewer["id"]: self.viewer}
+        self.teams: dict[str, Team] = {}
+        self.issues: dict[str, dict[str, Any]] = {}
+        self.activities: list[dict[str, Any]] = []
+        self.moves: list[tuple[str, str]] = []
+        self._guard = threading.Lock()
+        self.otherwise(self._route)
+
+    @property
+    def graphql_url(self) -> str:
+        """The endpoint golem's ``[server.linear] api_url`` names."""
+        return f"{self.url}/graphql"
+
+    def add_user(self, name: str, *, active: bool = True) -> str:
+        """A member of the workspace; its id."""
+        user = {"id": _id(), "name": name, "active": active}
+        self.users[user["id"]] = user
+        return str(user["id"])
+
+    def add_team(self, key: str) -> Team:
+        """A team with Linear's default workflow states."""
+        team = Team(id=_id(), key=key)
+        team.states = [
+            {"id": _id(), "name": name, "type": kind, "position": position}
+            for name, kind, position in STATES
+        ]
+        self.teams[team.id] = team
+        return team
+
+    def add_issue(self, team: Team, title: str, description: str, *, number: int = 1,
+                  comments: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:  # fmt: skip
+        """An issue of ``team`` in its Todo state, with ``comments`` ((user id, body))."""
+        issue = {
+            "id": _id(), "identifier": f"{team.key}-{number}", "title": title,
+            "description": description, "url": f"https://linear.app/acme/issue/{team.key}-{number}",
+            "team": {"id": team.id, "key": team.key, "name": team.key}, "project": None,
+            "state": _state(team, "Todo"), "assignee": None, "labels": {"nodes": []},
+            "comments": {"nodes": []},
+        }  # fmt: skip
+        for user, body in comments:
+            self._comment(issue, body, user)
+        self.issues[issue["id"]] = issue
+        return issue
+
+    def comments(self, issue: dict[str, Any]) -> list[str]:
+        """The bodies of the issue's comments, oldest first."""
+        with self._guard:
+            return [c["body"] for c in self.issues[issue["id"]]["comments"]["nodes"]]
+
+    def state_of(self, issue: dict[str, Any]) -> str:
+        """The name of the issue's state now."""
+        return str(self.issues[issue["id"]]["state"]["name"])
+
+    def check(self, request: RecordedRequest) -> Reply | None:
+        """Linear's refusals: another path, no or another token."""
+        if request.method != "POST" or request.path != "/graphql":
+            return Reply(status=404, body=b"Cannot find that")
+        if request.headers.get("authorization") != self.authorization:
+            return error("Authentication required, not authenticated", "AUTHENTICATION_ERROR")
+        return None
+
+    def _route(self, request: RecordedRequest) -> Reply:
+        body = request.json
+        name, variables = body.get("operationName"), body.get("variables") or {}
+        document = str(body.get("query", ""))
+        if not re.search(rf"^\s*(query|mutation) {name}\b", document):
+            return error(f'Unknown operation named "{name}".', "GRAPHQL_VALIDATION_FAILED")
+        handler = getattr(self, f"_op_{name}", None)
+        if handler is None:
+            return error(f'Cannot query operation "{name}".', "GRAPHQL_VALIDATION_FAILED")
+        with self._guard:
+            found: Reply = handler(variables)
+            return found
+
+    def _op_Viewer(self, variables: dict[str, Any]) -> Reply:
+        return Reply.json({"data": {"viewer": self.viewer}})
+
+    def _op_User(self, variables: dict[str, Any]) -> Reply:
+        user = self.users.get(variables.get("id", ""))
+        if user is None:
+            return error("Entity not found: User", "INVALID_INPUT")
+        return Reply.json({"data": {"user": user}})
+
+    def _op_Issue(self, variables: dict[str, Any]) -> Reply:
+        issue = self.issues.get(variables.get("id", ""))
+        if issue is None:
+            return error("Entity not found: Issue", "INVALID_INPUT")
+        return Reply.json({"data": {"issue": issue}})
+
+    def _op_WorkflowStates(self, variables: dict[str, Any]) -> Reply:
+        team = self.teams.get(variables.get("team", ""))
+        return Reply.json({"data": {"workflowStates": {"nodes": team.states if team else []}}})
+
+    def _op_CommentCreate(self, variables: dict[str, Any]) -> Reply:
+        given = variables.get("input") or {}
+        issue = self.issues.get(given.get("issueId", ""))
+        if issue is None:
+            return error("Entity not found: Issue", "INVALID_INPUT")
+        made = self._comment(issue, str(given.get("body", "")), self.viewer["id"])
+        return Reply.json({"data": {"commentCreate": {"success": True, "comment": {"id": made}}}})
+
+    def _op_IssueUpdate(self, variables: dict[str, Any]) -> Reply:
+        issue = self.issues.get(variables.get("id", ""))
+        state_id = (variables.get("input") or {}).get("stateId")
+        team = self.teams[issue["team"]["id"]] if issue else None
+        state = next((s for s in team.states if s["id"] == state_id), None) if team else None
+        if issue is None or state is None:
+            return error("Entity not found", "INVALID_INPUT")
+        issue["state"] = {"id": state["id"], "name": state["name"], "type": state["type"]}
+        self.moves.append((issue["identifier"], state["name"]))
+        return Reply.json({"data": {"issueUpdate": {"success": True}}})
+
+    def _op_AgentActivityCreate(self, variables: dict[str, Any]) -> Reply:
+        given = variables.get("input") or {}
+        content = given.get("content") or {}
+        if content.get("type") not in ("thought", "action", "response", "error", "elicitation"):
+            return error("content.type is not an activity type", "INVALID_INPUT")
+        self.activities.append(given)
+        return Reply.json({"data": {"agentActivityCreate": {"success": True}}})
+
+    def _comment(self, issue: dict[str, Any], body: str, user: str) -> str:
+        made = {
+            "id": _id(), "body": body, "createdAt": "2026-01-05T10:00:00.000Z",
+            "user": {"id": user, "name": self.users.get(user, {}).get("name", "someone")},
+        }  # fmt: skip
+        issue["comments"]["nodes"].append(made)
+        return str(made["id"])
+
+
+def _state(team: Team, name: str) -> dict[str, Any]:
+    found = next(s for s in team.states if s["name"] == name)
+    return {"id": found["id"], "name": found["name"], "type": found["type"]}
