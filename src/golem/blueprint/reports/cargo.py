@@ -1,7 +1,7 @@
 """``cargo test``'s output (libtest): ``test path::name ... FAILED`` lines, a ``---- name
 stdout ----`` section per failure holding its panic (``thread 'name' panicked at
-src/lib.rs:7:17:`` then the message), and rustc's errors when the crate did not compile; ``test path::name ... ok`` for each test
-that passed."""
+src/lib.rs:7:17:`` then the message), and rustc's errors when the crate did not compile;
+``test path::name ... ok`` for each test that passed."""
 
 from __future__ import annotations
 

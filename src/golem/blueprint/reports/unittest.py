@@ -19,9 +19,7 @@ _HEAD = re.compile(
     re.M,
 )
 _END = re.compile(r"^(?:={50,}|-{50,}\nRan \d+ tests?)", re.M)
-_OK = re.compile(
-    r"^(\w+) \(([^)\s]+)\)(?:\n[^\n]*?)? \.\.\. (?:ok|expected failure)$", re.M
-)
+_OK = re.compile(r"^(\w+) \(([^)\s]+)\)(?:\n[^\n]*?)? \.\.\. (?:ok|expected failure)$", re.M)
 _FRAME = re.compile(r'^[ \t]*File "(.+)", line (\d+)', re.M)
 MESSAGE_CHARS = 800
 
