@@ -8,32 +8,23 @@ import re
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 from rich.console import Console
 
 from golem import __version__
-from golem.agent import make_model
 from golem.cli import options
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, EvalError
 from golem.eval import (
-    GOLD,
     Attempt,
     EvalSettings,
     EvalTask,
-    Evaluation,
-    LeftOut,
     ResultsDir,
-    Sources,
-    TaskMaker,
-    Testbed,
     build_report,
     compare,
     comparison_html,
-    from_commits,
-    from_merged_pull_requests,
     print_comparison,
     print_report,
     read_tasks,
@@ -41,10 +32,11 @@ from golem.eval import (
     write_tasks,
 )
 from golem.eval.render import shown
-from golem.forge.factory import FORGES
-from golem.sandbox import Engine
-from golem.service.client import make_engine
-from golem.store import SqlStore, Store
+
+if TYPE_CHECKING:
+    from golem.eval import LeftOut
+    from golem.sandbox import Engine
+    from golem.store import Store
 
 __all__ = ["eval_app"]
 
@@ -64,6 +56,9 @@ def _config(config_file: Path | None) -> GolemConfig:
 def _with_golem(config: GolemConfig, work: Callable[[Engine, Store], Awaitable[T]]) -> T:
     """``work(engine, store)`` on the configured engine (a server's, when [remote] url is
     set) and store."""
+
+    from golem.service.client import make_engine  # noqa: PLC0415 - the engine, when one runs
+    from golem.store import SqlStore  # noqa: PLC0415
 
     async def main() -> T:
         store = await SqlStore.open(config)
@@ -107,6 +102,15 @@ def make_command(
     """Turn merged pull requests (or commits) that changed both source and tests into tasks,
     as SWE-bench does: their tests run in golem's boxes before and after the fix; those
     that fail before and pass after are the task's. The others are left out, with why."""
+    from golem.eval import (  # noqa: PLC0415 - what runs golem, when it runs
+        Sources,
+        TaskMaker,
+        Testbed,
+        from_commits,
+        from_merged_pull_requests,
+    )
+    from golem.forge.factory import FORGES  # noqa: PLC0415
+
     if (from_merged_prs is None) == (commits is None):
         raise ConfigError("give exactly one of --from-merged-prs N or --commits A..B")
     if from_merged_prs is not None and from_merged_prs < 1:
@@ -212,6 +216,9 @@ def run_command(
 ) -> None:
     """Run golem's blueprint on every task, the hidden tests applied only after the agent is
     done; report per task and in total. Finished attempts are kept: run it again to resume."""
+    from golem.agent import make_model  # noqa: PLC0415 - what runs golem, when it runs
+    from golem.eval import GOLD, Evaluation  # noqa: PLC0415
+
     if attempts < 1 or (limit is not None and limit < 1):
         raise ConfigError("--attempts and --limit are counts: give 1 or more")
     config = _config(config_file)

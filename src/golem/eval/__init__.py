@@ -5,28 +5,41 @@ fields, golem's beside them); ``Evaluation`` runs golem's blueprint on every tas
 hidden tests applied only after the agent is done, keeping each attempt as it finishes;
 ``build_report`` and ``compare`` say how often golem resolved them, at what cost, and how
 often its own verification agreed with the hidden tests.
+
+What runs golem (``TaskMaker``, ``Evaluation``, ``Testbed``...) is imported when first
+asked for: reading and reporting results needs none of the engine, the store or the models.
 """
 
-from golem.eval.attempt import GOLD, AttemptRunner
-from golem.eval.candidates import Candidate, from_commits, from_merged_pull_requests, slug
+from typing import TYPE_CHECKING
+
 from golem.eval.compare import Comparison, compare
 from golem.eval.html import comparison_html, report_html
-from golem.eval.judge import Score, derive, score
-from golem.eval.make import LeftOut, Made, TaskMaker
+from golem.eval.judge import CommandOutcome, Score, TestRun, derive, score
 from golem.eval.paths import is_test_path, split_paths
 from golem.eval.render import print_comparison, print_report
 from golem.eval.report import EvalReport, build_report
-from golem.eval.repos import Sources
 from golem.eval.results import Attempt, EvalSettings, ResultsDir
-from golem.eval.run import Evaluation
 from golem.eval.tasks import EvalTask, from_record, read_tasks, write_tasks
-from golem.eval.testbed import Testbed, TestRun
+
+if TYPE_CHECKING:
+    from golem.eval.attempt import GOLD, AttemptRunner
+    from golem.eval.candidates import (
+        Candidate,
+        from_commits,
+        from_merged_pull_requests,
+        slug,
+    )
+    from golem.eval.make import LeftOut, Made, TaskMaker
+    from golem.eval.repos import Sources
+    from golem.eval.run import Evaluation
+    from golem.eval.testbed import Testbed
 
 __all__ = [
     "GOLD",
     "Attempt",
     "AttemptRunner",
     "Candidate",
+    "CommandOutcome",
     "Comparison",
     "EvalReport",
     "EvalSettings",
@@ -57,3 +70,27 @@ __all__ = [
     "split_paths",
     "write_tasks",
 ]
+
+_LAZY = {
+    "GOLD": "golem.eval.attempt",
+    "AttemptRunner": "golem.eval.attempt",
+    "Candidate": "golem.eval.candidates",
+    "from_commits": "golem.eval.candidates",
+    "from_merged_pull_requests": "golem.eval.candidates",
+    "slug": "golem.eval.candidates",
+    "LeftOut": "golem.eval.make",
+    "Made": "golem.eval.make",
+    "TaskMaker": "golem.eval.make",
+    "Sources": "golem.eval.repos",
+    "Evaluation": "golem.eval.run",
+    "Testbed": "golem.eval.testbed",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The names that run golem, imported when first asked for."""
+    if name in _LAZY:
+        import importlib  # noqa: PLC0415
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

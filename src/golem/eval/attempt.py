@@ -21,11 +21,11 @@ import yaml
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.core.config import GolemConfig
 from golem.core.errors import EvalError, GitError
-from golem.eval.judge import score
+from golem.eval.judge import TestRun, score
 from golem.eval.repos import Sources, Trees, new_bare, only_the_base, work_tree_commit
 from golem.eval.results import Attempt, EvalSettings, verdict_of
 from golem.eval.tasks import EvalTask
-from golem.eval.testbed import Testbed, TestRun, naming_command, naming_env
+from golem.eval.testbed import Testbed, naming_command, naming_env
 from golem.forge import GitRepo, is_repo_name
 from golem.sandbox import Engine
 from golem.store import Store

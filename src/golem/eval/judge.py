@@ -17,13 +17,47 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from golem.eval.tasks import EvalTask
-from golem.eval.testbed import TestRun
 
-__all__ = ["Derived", "Score", "TestStatus", "derive", "score", "status_of"]
+__all__ = [
+    "CommandOutcome",
+    "Derived",
+    "Score",
+    "TestRun",
+    "TestStatus",
+    "derive",
+    "score",
+    "status_of",
+]
 
 TestStatus = Literal["passed", "failed", "missing"]
 _UNITTEST_NAME = re.compile(r"^(\w+) \(([\w.]+)\)$")  # SWE-bench's "test_x (module.Class)"
 SHOWN = 5
+
+
+class CommandOutcome(BaseModel):
+    """One test command as it ran: whether it passed whole, and each test it names."""
+
+    command: str
+    passed: bool
+    exit_code: int
+    reason: str | None = None
+    tests_passed: list[str] = Field(default_factory=list)
+    tests_failed: list[str] = Field(default_factory=list)
+    names_passes: bool = Field(description="Whether its output names passing tests at all.")
+    complete: bool = Field(True, description="Whether its whole output was read.")
+
+
+class TestRun(BaseModel):
+    """A tree's tests as run: ``ran`` when the environment could be had (installed, set
+    up) and every command ran; else ``why`` not."""
+
+    __test__ = False  # not a pytest class
+
+    ran: bool
+    why: str | None = None
+    commands: list[CommandOutcome] = Field(default_factory=list)
+    run_id: str = ""
+    seconds: float = 0.0
 
 
 def canonical(name: str) -> str:

@@ -65,10 +65,11 @@ def print_report(console: Console, report: EvalReport) -> None:
 
 
 def _print_totals(console: Console, totals: Totals) -> None:
+    at_k = f", pass@{totals.k} {percent(totals.pass_at_k)}" if totals.k > 1 else ""
     console.print(
         f"resolved {totals.resolved} of {totals.attempts} attempt(s) "
-        f"({percent(totals.resolve_rate)}); pass@1 {percent(totals.pass_at_1)}, "
-        f"pass@{totals.k} {percent(totals.pass_at_k)}; {totals.not_run} not run"
+        f"({percent(totals.resolve_rate)}); pass@1 {percent(totals.pass_at_1)}{at_k}; "
+        f"{totals.not_run} not run"
     )
     console.print(
         f"cost ${totals.cost_usd:.2f} (mean ${totals.mean_cost_usd or 0:.2f}); mean turns "

@@ -124,7 +124,7 @@ class ResultsDir:
         try:
             return EvalSettings.model_validate_json(file.read_text())
         except (OSError, ValidationError) as exc:
-            raise EvalError(f"{file} cannot be read ({exc}); remove the directory") from exc
+            raise EvalError(f"{file} cannot be read ({_why(exc)}); remove the directory") from exc
 
     def attempts(self) -> list[Attempt]:
         """Every attempt recorded, by task and number."""
@@ -135,7 +135,7 @@ class ResultsDir:
                 found.append(Attempt.model_validate_json(file.read_text()))
             except (OSError, ValidationError) as exc:
                 raise EvalError(
-                    f"{file} cannot be read ({exc}); remove it to run it again"
+                    f"{file} cannot be read ({_why(exc)}); remove it to run it again"
                 ) from exc
         return sorted(found, key=lambda a: (a.instance_id, a.attempt))
 
@@ -161,6 +161,12 @@ class ResultsDir:
 
     def _file(self, instance_id: str, attempt: int) -> Path:
         return self.path / "attempts" / instance_id / f"{attempt}.json"
+
+
+def _why(exc: OSError | ValidationError) -> str:
+    if isinstance(exc, ValidationError):
+        return exc.errors()[0]["msg"]
+    return exc.strerror or str(exc)
 
 
 def _write(file: Path, text: str) -> None:

@@ -17,45 +17,19 @@ import time
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, Field
 
 from golem.blueprint import CheckOutput, NodeRecord, RunEvent, Runner, RunRequest, RunState
 from golem.blueprint.reports import find_outcomes
 from golem.core.config import GolemConfig
+from golem.eval.judge import CommandOutcome, TestRun
 from golem.sandbox import Engine
 from golem.store import Store
 
-__all__ = ["CommandOutcome", "TestRun", "Testbed", "naming_command", "naming_env"]
+__all__ = ["Testbed", "naming_command", "naming_env"]
 
 NAMING_ENV = {"PYTEST_ADDOPTS": "-rA", "GOFLAGS": "-v"}
 """What makes test runners name passing tests, added to whatever the box's settings say."""
 _SHELL = set("|&;<>()$`\\\"'\n*?[]{}~#")
-
-
-class CommandOutcome(BaseModel):
-    """One test command as it ran: whether it passed whole, and each test it names."""
-
-    command: str
-    passed: bool
-    exit_code: int
-    reason: str | None = None
-    tests_passed: list[str] = Field(default_factory=list)
-    tests_failed: list[str] = Field(default_factory=list)
-    names_passes: bool = Field(description="Whether its output names passing tests at all.")
-    complete: bool = Field(True, description="Whether its whole output was read.")
-
-
-class TestRun(BaseModel):
-    """A tree's tests as run: ``ran`` when the environment could be had (installed, set
-    up) and every command ran; else ``why`` not."""
-
-    __test__ = False  # not a pytest class
-
-    ran: bool
-    why: str | None = None
-    commands: list[CommandOutcome] = Field(default_factory=list)
-    run_id: str = ""
-    seconds: float = 0.0
 
 
 def naming_command(command: str) -> str:
