@@ -197,7 +197,8 @@ def test_a_wrong_fix_resolves_nothing_and_the_agreement_is_exactly_what_each_run
     wrong: dict[str, object], commits: list[str]
 ) -> None:
     totals, agreement = wrong["totals"], wrong["agreement"]
-    assert isinstance(totals, dict) and isinstance(agreement, dict)
+    assert isinstance(totals, dict)
+    assert isinstance(agreement, dict)
     assert (totals["attempts"], totals["resolved"]) == (3, 0)
     assert agreement["matrix"] == {
         "verified": {"resolved": 0, "unresolved": 1},
@@ -224,9 +225,7 @@ def test_compare_sets_two_evaluations_side_by_side_with_each_tasks_diffs(
     assert done.returncode == 0, done.stderr
     comparison = json.loads(done.stdout)
     assert (comparison["gained"], comparison["lost"]) == (0, 3)
-    assert comparison["differs"] == [
-        f"model: gold / scripted:{shared}/wrong/{{instance_id}}.yaml"
-    ]
+    assert comparison["differs"] == [f"model: gold / scripted:{shared}/wrong/{{instance_id}}.yaml"]
     html = page.read_text()
     assert "<span class='add'>+    return len(text.split())</span>" in html  # the gold's
     assert "+    return len(text.strip().split(&quot; &quot;))" in html  # the wrong one's

@@ -16,8 +16,10 @@ def run(*commands: CommandOutcome, ran: bool = True, why: str | None = None) -> 
 
 
 def pytest_run(passed: list[str], failed: list[str]) -> CommandOutcome:
-    return CommandOutcome(command="python3 -m pytest", passed=not failed, exit_code=int(bool(failed)),
-                          tests_passed=passed, tests_failed=failed, names_passes=True)  # fmt: skip
+    return CommandOutcome(
+        command="python3 -m pytest", passed=not failed, exit_code=int(bool(failed)),
+        tests_passed=passed, tests_failed=failed, names_passes=True,
+    )  # fmt: skip
 
 
 def jest_run(failed: list[str]) -> CommandOutcome:
@@ -26,8 +28,9 @@ def jest_run(failed: list[str]) -> CommandOutcome:
 
 
 def task(**fields: object) -> EvalTask:
-    return EvalTask.model_validate({"instance_id": "t-1", "repo": "o/r", "base_commit": BASE,
-                                    "test_patch": "", "problem_statement": "x", **fields})  # fmt: skip
+    fixed = {"instance_id": "t-1", "repo": "o/r", "base_commit": BASE, "test_patch": "",
+             "problem_statement": "x"}  # fmt: skip
+    return EvalTask.model_validate({**fixed, **fields})
 
 
 def test_a_test_fails_to_pass_when_it_failed_or_did_not_run_before_and_passes_after() -> None:
@@ -41,13 +44,13 @@ def test_a_test_fails_to_pass_when_it_failed_or_did_not_run_before_and_passes_af
 
 
 def test_a_runner_that_names_no_passing_test_vouches_for_its_tests_only_by_passing_whole() -> None:
-    derived = derive(run(jest_run(["suite › adds"])), run(jest_run([])))
-    assert derived.fail_to_pass == ["suite › adds"]
+    derived = derive(run(jest_run(["suite > adds"])), run(jest_run([])))
+    assert derived.fail_to_pass == ["suite > adds"]
     assert derived.must_pass == ["npm test"]
-    named = task(FAIL_TO_PASS=["suite › adds"], golem_must_pass=["npm test"])
+    named = task(FAIL_TO_PASS=["suite > adds"], golem_must_pass=["npm test"])
     assert score(named, run(jest_run([]))).resolved
-    broken_elsewhere = run(jest_run(["other › thing"]))
-    assert status_of(broken_elsewhere, "suite › adds") == "missing"
+    broken_elsewhere = run(jest_run(["other > thing"]))
+    assert status_of(broken_elsewhere, "suite > adds") == "missing"
     assert not score(named, broken_elsewhere).resolved
 
 
@@ -65,8 +68,9 @@ def test_a_task_is_resolved_only_when_every_hidden_test_passes() -> None:
 
 
 def test_swe_benchs_unittest_names_are_golems_names() -> None:
+    passed = ["admin.tests.AdminTests.test_add"]
     django = CommandOutcome(command="./runtests.py", passed=True, exit_code=0,
-                            tests_passed=["admin.tests.AdminTests.test_add"], names_passes=True)  # fmt: skip
+                            tests_passed=passed, names_passes=True)  # fmt: skip
     assert status_of(run(django), "test_add (admin.tests.AdminTests)") == "passed"
     assert status_of(run(django), "test_add (admin.tests.AdminTests.test_add)") == "passed"
 

@@ -34,8 +34,10 @@ HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 def settings(tmp_path: Path, **changes: object) -> EvalSettings:
     tasks = tmp_path / "tasks.jsonl"
     if not tasks.exists():
-        task = EvalTask(instance_id="t-1", repo="o/r", base_commit=BASE, test_patch="",
-                        problem_statement="x", FAIL_TO_PASS=["a"], patch=f"+{HOSTILE}\n")  # fmt: skip
+        task = EvalTask(
+            instance_id="t-1", repo="o/r", base_commit=BASE, test_patch="",
+            problem_statement="x", FAIL_TO_PASS=["a"], patch=f"+{HOSTILE}\n",
+        )  # fmt: skip
         write_tasks(tasks, [task])
     fields: dict[str, object] = {
         "tasks": str(tasks), "tasks_sha256": ResultsDir.digest(tasks), "model": "m",
@@ -126,7 +128,8 @@ def test_the_report_page_shows_what_agents_and_repositories_wrote_as_text(
     report = build_report(results)
     pages = [report_html(report), comparison_html(compare(report, report))]
     for page in pages:
-        assert "<script" not in page and "<img" not in page
+        assert "<script" not in page
+        assert "<img" not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
         assert "default-src 'none'" in page  # nothing runs, nothing is fetched
     assert json.loads(report.model_dump_json())["attempts"][0]["error"] == HOSTILE

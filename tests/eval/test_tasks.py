@@ -43,7 +43,8 @@ def test_a_swe_bench_file_reads_with_its_json_encoded_lists_and_keeps_its_own_fi
     [task] = read_tasks(write(tmp_path, SWE_BENCH))
     assert task.FAIL_TO_PASS == ["astropy/modeling/tests/test_separable.py::test_separable[a]"]
     assert task.PASS_TO_PASS == ["astropy/modeling/tests/test_separable.py::test_coord_matrix"]
-    assert task.golem_remote is None and task.golem_test_commands == []
+    assert task.golem_remote is None
+    assert task.golem_test_commands == []
     again = tmp_path / "again.jsonl"
     write_tasks(again, [task])
     kept = json.loads(again.read_text())

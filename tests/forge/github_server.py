@@ -14,10 +14,10 @@ Give it issues, point a forge at ``server.api_url``, then assert what was made::
 Endpoints: ``GET /repos/{o}/{r}/issues/{n}``, ``GET|POST .../issues/{n}/comments``
 (``per_page``/``page`` and ``Link`` headers), ``POST .../issues/{n}/labels``,
 ``POST /repos/{o}/{r}/pulls`` (422 when one is open for the head, or a draft where
-``drafts`` is off) and ``GET /repos/{o}/{r}/pulls?head=o:branch&state=open`` (``state=closed``
-lists merged ones, ``add_merged_pull``'s, newest first, by ``per_page`` and ``page``). Issues and
-pull requests share one number sequence per repository, as on GitHub. CI (check runs,
-statuses, Actions jobs and logs, branch protection) is ``github_ci_server.py``'s; a pull
+``drafts`` is off) and ``GET /repos/{o}/{r}/pulls?head=o:branch&state=open``
+(``state=closed`` lists those ``add_closed_pull`` closed, the last updated first, by
+``per_page`` and ``page``). Issues and pull requests share one number sequence per
+repository, as on GitHub. CI (check runs, statuses, Actions jobs and logs, branch protection) is ``github_ci_server.py``'s; a pull
 request by number, reviews, review comments, GraphQL review threads, requested reviewers
 and permissions are ``github_review_server.py``'s.
 
@@ -173,15 +173,17 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
             self.add_comment(repo, number, text, author=author)
         return issue
 
-    def add_merged_pull(
-        self, repo: str, number: int, title: str, body: str, *, merge_commit: str,
-        merged_at: str, head: str = "feature", base: str = "main",
+    def add_closed_pull(
+        self, repo: str, number: int, title: str, body: str, *, closed_at: str,
+        merge_commit: str | None = None, head: str = "feature", base: str = "main",
     ) -> dict[str, Any]:  # fmt: skip
-        """Pull request ``repo#number``, merged as ``merge_commit`` at ``merged_at``."""
+        """Pull request ``repo#number``, closed at ``closed_at``: merged as ``merge_commit``
+        then, when given, else closed unmerged."""
         with self._state:
             item = self._new_pull(repo, number, title, body, head, base)
-            item.update(state="closed", merged=True, merged_at=merged_at,
-                        merge_commit_sha=merge_commit, updated_at=merged_at)  # fmt: skip
+            merged = merge_commit is not None
+            item.update(state="closed", merged=merged, merged_at=closed_at if merged else None,
+                        merge_commit_sha=merge_commit, updated_at=closed_at)  # fmt: skip
             self._items.setdefault(repo, {})[number] = item
             return item
 
