@@ -17,9 +17,10 @@ Endpoints: ``GET /repos/{o}/{r}/issues/{n}``, ``GET|POST .../issues/{n}/comments
 ``drafts`` is off) and ``GET /repos/{o}/{r}/pulls?head=o:branch&state=open``
 (``state=closed`` lists those ``add_closed_pull`` closed, the last updated first, by
 ``per_page`` and ``page``). Issues and pull requests share one number sequence per
-repository, as on GitHub. CI (check runs, statuses, Actions jobs and logs, branch protection) is ``github_ci_server.py``'s; a pull
-request by number, reviews, review comments, GraphQL review threads, requested reviewers
-and permissions are ``github_review_server.py``'s.
+repository, as on GitHub. CI (check runs, statuses, Actions jobs and logs, branch
+protection) is ``github_ci_server.py``'s; a pull request by number, reviews, review
+comments, GraphQL review threads, requested reviewers and permissions are
+``github_review_server.py``'s.
 
 Failures are scripted with ``push`` (inherited from ``WireServer``): the next requests get
 those replies, whatever they ask; build them with ``github_error``, ``rate_limited`` and
