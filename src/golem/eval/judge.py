@@ -3,9 +3,9 @@ after it (FAIL_TO_PASS) and which pass both times (PASS_TO_PASS); at ``run``, wh
 tree resolves the task: every FAIL_TO_PASS and PASS_TO_PASS test passes (as SWE-bench
 judges: a test that did not run did not pass), and every command that must pass whole does.
 
-A test passes when an output names it passing; or, when no output names it failing and
-every command passed whole (a runner that names no passing test, such as jest without
-``--verbose``, then vouches for all of its tests at once).
+A test passes when an output names it passing; or, when no output names it at all, every
+command passed whole and one of them names no passing test (such as jest without
+``--verbose``: passing whole, it vouches for all of its tests at once).
 """
 
 from __future__ import annotations
@@ -76,8 +76,9 @@ def status_of(run: TestRun, name: str) -> TestStatus:
         return "failed"
     if any(wanted in command.tests_passed for command in run.commands):
         return "passed"
-    if run.ran and run.commands and all(command.passed for command in run.commands):
-        return "passed"
+    whole = run.ran and bool(run.commands) and all(c.passed for c in run.commands)
+    if whole and not all(command.names_passes for command in run.commands):
+        return "passed"  # a runner that names no passing test may have run it: it passed
     return "missing"
 
 
