@@ -7,6 +7,7 @@ import json
 import re
 import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -15,26 +16,11 @@ from rich.console import Console
 
 from golem import __version__
 from golem.cli import options
-from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, EvalError
-from golem.eval import (
-    Attempt,
-    EvalSettings,
-    EvalTask,
-    ResultsDir,
-    build_report,
-    compare,
-    comparison_html,
-    print_comparison,
-    print_report,
-    read_tasks,
-    report_html,
-    write_tasks,
-)
-from golem.eval.render import shown
 
 if TYPE_CHECKING:
-    from golem.eval import LeftOut
+    from golem.core.config import GolemConfig
+    from golem.eval import Attempt, EvalTask, LeftOut, ResultsDir
     from golem.sandbox import Engine
     from golem.store import Store
 
@@ -102,13 +88,8 @@ def make_command(
     """Turn merged pull requests (or commits) that changed both source and tests into tasks,
     as SWE-bench does: their tests run in golem's boxes before and after the fix; those
     that fail before and pass after are the task's. The others are left out, with why."""
-    from golem.eval import (  # noqa: PLC0415 - what runs golem, when it runs
-        Sources,
-        TaskMaker,
-        Testbed,
-        from_commits,
-        from_merged_pull_requests,
-    )
+    from golem.eval import read_tasks, write_tasks  # noqa: PLC0415 - when a command runs
+    from golem.eval.render import shown  # noqa: PLC0415
     from golem.forge.factory import FORGES  # noqa: PLC0415
 
     if (from_merged_prs is None) == (commits is None):
@@ -121,49 +102,71 @@ def make_command(
         raise ConfigError(f"--forge {chosen!r}: choose one of {', '.join(FORGES)}")
     local = Path(repo).expanduser()
     name = str(local.resolve()) if local.exists() else repo
-    url = clone or (
-        name if commits is not None or chosen == "local" else _forge_url(config, chosen, repo)
-    )
+    forge_url = commits is None and chosen != "local"
+    asked = _Asked(
+        url=clone or (_forge_url(config, chosen, repo) if forge_url else name), name=name,
+        forge=chosen, commits=commits, merged=from_merged_prs,
+        parallel=_parallel(config, parallel),
+    )  # fmt: skip
     existing = read_tasks(out) if out.exists() and out.stat().st_size else []
     known = {task.instance_id for task in existing}
-    console = Console(stderr=True)
-
-    async def work(engine: Engine, store: Store) -> tuple[list[EvalTask], list[LeftOut]]:
-        sources = Sources(config)
-        source = await sources.get(url)
-        if commits is not None:
-            candidates = await from_commits(source, name, commits)
-        else:
-            assert from_merged_prs is not None
-            candidates = await from_merged_pull_requests(
-                config, store, chosen, name, source, from_merged_prs
-            )
-        fresh = [c for c in candidates if c.instance_id not in known]
-        console.print(
-            f"{len(fresh)} change(s) to try ({len(candidates) - len(fresh)} already tasks)"
-        )
-        root = config.state_dir / "eval" / "make"
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=root) as scratch:
-            testbed = Testbed(config, engine, store, Path(scratch) / "blueprints")
-            maker = TaskMaker(config, sources, testbed, Path(scratch), told=_told(console),
-                              parallel=_parallel(config, parallel))  # fmt: skip
-            made = await maker.make(url, name, fresh)
-        return made.tasks, made.left_out
-
-    tasks, left_out = _with_golem(config, work)
+    tasks, left_out = _with_golem(config, lambda e, s: _make(config, e, s, asked, known))
     write_tasks(out, [*existing, *tasks])
     skipped = out.with_name(f"{out.stem}.left-out.jsonl")
     skipped.write_text("".join(json.dumps(item.__dict__) + "\n" for item in left_out))
     if json_output:
-        shown_tasks = [
-            {"instance_id": t.instance_id, "FAIL_TO_PASS": t.FAIL_TO_PASS} for t in tasks
-        ]
-        typer.echo(json.dumps({"tasks": shown_tasks, "left_out": [i.__dict__ for i in left_out]},
-                              indent=2))  # fmt: skip
+        listed = [{"instance_id": t.instance_id, "FAIL_TO_PASS": t.FAIL_TO_PASS} for t in tasks]
+        left = [item.__dict__ for item in left_out]
+        typer.echo(json.dumps({"tasks": listed, "left_out": left}, indent=2))
         return
     Console().print(f"made {len(tasks)} task(s) in {shown(str(out))}; {len(left_out)} change(s) "
                     f"left out, with why, in {shown(str(skipped))}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What `eval make` was asked to make tasks of."""
+
+    url: str
+    name: str
+    forge: str
+    commits: str | None
+    merged: int | None
+    parallel: int
+
+
+async def _make(
+    config: GolemConfig, engine: Engine, store: Store, asked: _Asked, known: set[str]
+) -> tuple[list[EvalTask], list[LeftOut]]:
+    """The tasks of the changes asked for (but those ``known`` already), and those left out."""
+    from golem.eval import (  # noqa: PLC0415 - what runs golem, when it runs
+        Sources,
+        TaskMaker,
+        Testbed,
+        from_commits,
+        from_merged_pull_requests,
+    )
+
+    console = Console(stderr=True)
+    sources = Sources(config)
+    source = await sources.get(asked.url)
+    if asked.commits is not None:
+        candidates = await from_commits(source, asked.name, asked.commits)
+    else:
+        assert asked.merged is not None
+        candidates = await from_merged_pull_requests(
+            config, store, asked.forge, asked.name, source, asked.merged
+        )
+    fresh = [c for c in candidates if c.instance_id not in known]
+    console.print(f"{len(fresh)} change(s) to try ({len(candidates) - len(fresh)} already tasks)")
+    root = config.state_dir / "eval" / "make"
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as scratch:
+        testbed = Testbed(config, engine, store, Path(scratch) / "blueprints")
+        maker = TaskMaker(config, sources, testbed, Path(scratch), told=_told(console),
+                          parallel=asked.parallel)  # fmt: skip
+        made = await maker.make(asked.url, asked.name, fresh)
+    return made.tasks, made.left_out
 
 
 def _forge_url(config: GolemConfig, forge: str, repo: str) -> str:
@@ -176,6 +179,9 @@ def _forge_url(config: GolemConfig, forge: str, repo: str) -> str:
 
 
 def _told(console: Console) -> Callable[[EvalTask | LeftOut], None]:
+    from golem.eval import EvalTask  # noqa: PLC0415 - when a command runs
+    from golem.eval.render import shown  # noqa: PLC0415
+
     def told(item: EvalTask | LeftOut) -> None:
         if isinstance(item, EvalTask):
             console.print(f"✓ {shown(item.instance_id)}: {len(item.FAIL_TO_PASS)} fail-to-pass, "
@@ -217,7 +223,8 @@ def run_command(
     """Run golem's blueprint on every task, the hidden tests applied only after the agent is
     done; report per task and in total. Finished attempts are kept: run it again to resume."""
     from golem.agent import make_model  # noqa: PLC0415 - what runs golem, when it runs
-    from golem.eval import GOLD, Evaluation  # noqa: PLC0415
+    from golem.eval import GOLD, EvalSettings, Evaluation, ResultsDir, read_tasks  # noqa: PLC0415
+    from golem.eval.render import shown  # noqa: PLC0415
 
     if attempts < 1 or (limit is not None and limit < 1):
         raise ConfigError("--attempts and --limit are counts: give 1 or more")
@@ -257,6 +264,8 @@ def _default_out(tasks: Path, model: str, blueprint: str) -> Path:
 
 
 def _attempted(console: Console) -> Callable[[Attempt], None]:
+    from golem.eval.render import shown  # noqa: PLC0415 - when a command runs
+
     def told(attempt: Attempt) -> None:
         name = f"{shown(attempt.instance_id)} #{attempt.attempt}"
         if attempt.not_run:
@@ -270,6 +279,9 @@ def _attempted(console: Console) -> Callable[[Attempt], None]:
 
 
 def _report(results: ResultsDir, json_output: bool) -> None:
+    from golem.eval import build_report, print_report, report_html  # noqa: PLC0415
+    from golem.eval.render import shown  # noqa: PLC0415
+
     report = build_report(results)
     (results.path / "report.json").write_text(report.model_dump_json(indent=2))
     (results.path / "report.html").write_text(report_html(report), encoding="utf-8")
@@ -287,6 +299,8 @@ def report_command(
 ) -> None:
     """Report an evaluation (finished or not): per task, in total, and how often golem's
     verification agreed with the hidden tests; also written as report.json and report.html."""
+    from golem.eval import ResultsDir  # noqa: PLC0415 - when a command runs
+
     if not results.is_dir():
         raise EvalError(f"{results} is not a results directory of `golem eval run`")
     _report(ResultsDir(results), json_output)
@@ -301,6 +315,14 @@ def compare_command(
 ) -> None:
     """Compare two evaluations of the same tasks (two models, two blueprints, two golem
     versions): task by task and in total, as a table, JSON or an HTML page with the diffs."""
+    from golem.eval import (  # noqa: PLC0415 - when a command runs
+        ResultsDir,
+        build_report,
+        compare,
+        comparison_html,
+        print_comparison,
+    )
+
     for path in (a, b):
         if not path.is_dir():
             raise EvalError(f"{path} is not a results directory of `golem eval run`")

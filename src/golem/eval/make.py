@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golem.core.config import GolemConfig
-from golem.core.errors import EvalError, GolemError
+from golem.core.errors import GolemError
 from golem.eval.candidates import Candidate
 from golem.eval.judge import derive
 from golem.eval.paths import split_paths
@@ -132,10 +132,3 @@ class TaskMaker:
             )  # fmt: skip
         finally:
             shutil.rmtree(place, ignore_errors=True)
-
-
-def check_parallel(parallel: int) -> int:
-    """A --parallel value, checked."""
-    if parallel < 1:
-        raise EvalError("--parallel is how many at once: give 1 or more")
-    return parallel
