@@ -21,6 +21,7 @@ from golem.eval import (
     build_report,
     compare,
     comparison_html,
+    print_comparison,
     print_report,
     report_html,
     write_tasks,
@@ -133,3 +134,16 @@ def test_the_report_page_shows_what_agents_and_repositories_wrote_as_text(
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
         assert "default-src 'none'" in page  # nothing runs, nothing is fetched
     assert json.loads(report.model_dump_json())["attempts"][0]["error"] == HOSTILE
+
+
+def test_an_evaluation_of_one_attempt_per_task_states_pass_at_1_once(tmp_path: Path) -> None:
+    results = ResultsDir(tmp_path / "out")
+    results.begin(settings(tmp_path, attempts=1))
+    results.keep(attempt("t-1", 1, "verified", True))
+    report = build_report(results)
+    console = Console(record=True, width=200)
+    print_report(console, report)
+    print_comparison(console, compare(report, report))
+    text = console.export_text()
+    assert text.count("pass@1") == 3  # the report's line, and each of the comparison's two
+    assert report_html(report).count("pass@1") == 1

@@ -67,7 +67,7 @@ def _totals(report: EvalReport) -> str:
         ("attempts run", f"{t.attempts} ({t.not_run} not run)"),
         ("resolved", f"{t.resolved} ({percent(t.resolve_rate)})"),
         ("pass@1", percent(t.pass_at_1)),
-        (f"pass@{t.k}", percent(t.pass_at_k)),
+        *([(f"pass@{t.k}", percent(t.pass_at_k))] if t.k > 1 else []),
         ("cost", f"${t.cost_usd:.2f} (mean ${t.mean_cost_usd or 0:.2f})"),
         ("mean turns", f"{t.mean_turns or 0:.1f}"),
         (

@@ -115,9 +115,10 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
     console.print(table)
     for name, report in (("A", a), ("B", b)):
         totals, agreement = report.totals, report.agreement
+        at_k = f", pass@{totals.k} {percent(totals.pass_at_k)}" if totals.k > 1 else ""
         console.print(
             f"{name}: resolved {percent(totals.resolve_rate)}, pass@1 "
-            f"{percent(totals.pass_at_1)}, pass@{totals.k} {percent(totals.pass_at_k)}, "
-            f"cost ${totals.cost_usd:.2f}, agreement {percent(agreement.rate)}"
+            f"{percent(totals.pass_at_1)}{at_k}, cost ${totals.cost_usd:.2f}, "
+            f"agreement {percent(agreement.rate)}"
         )
     console.print(f"B gained {comparison.gained} task(s) and lost {comparison.lost}")
