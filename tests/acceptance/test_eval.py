@@ -9,7 +9,10 @@ with tests (tests/acceptance/repos/fixes), real git, real boxes, the local forge
   running a finished attempt again;
 - with a model that makes a wrong fix it resolves none, and the agreement of golem's
   verdicts with the hidden tests is exactly what each run deserved;
-- `eval compare` puts the two side by side, as JSON and as a page with each task's diffs.
+- `eval compare` puts the two side by side, as JSON and as a page with each task's diffs;
+- with a provider's model (OpenAI's official client, a loopback server speaking its wire
+  protocol) a task's run is charged its model turns at the model's price, and the prompts
+  never held the hidden tests.
 
 The module's runs share one state directory, so the three tasks are made once.
 """
@@ -30,8 +33,12 @@ from pathlib import Path
 
 import pytest
 
+from golem.agent.messages import Usage
+from golem.agent.models import cost_usd, price_for
 from golem.eval import read_tasks
 from tests.acceptance.ecosystems import Edit, fixes_remote, git, scripted_edits
+from tests.agent.wire import TEST_KEY, OpenAIServer, Reply
+from tests.agent.wire.openai_server import ToolCall, stream_reply
 
 pytestmark = pytest.mark.bwrap
 
@@ -231,3 +238,39 @@ def test_compare_sets_two_evaluations_side_by_side_with_each_tasks_diffs(
     assert "+    return len(text.strip().split(&quot; &quot;))" in html  # the wrong one's
     table = golem(env, "eval", "compare", str(gold.out), str(shared / "wrong-fixes"))
     assert "B gained 0 task(s) and lost 3" in table.stdout
+
+
+def test_a_providers_model_is_charged_its_turns_and_never_shown_the_hidden_tests(
+    shared: Path, env: dict[str, str], made: Path
+) -> None:
+    task = read_tasks(made)[0]
+    toml = shared / "openai.toml"
+    with OpenAIServer(api_key=TEST_KEY) as server:
+        toml.write_text(f'[models.openai]\nbase_url = "{server.base_url}"\n'
+                        'api_key_env = "GOLEM_TEST_PROVIDER_KEY"\n')  # fmt: skip
+        server.push(
+            call("write", path="fix.patch", content=task.patch),
+            call("bash", command="git apply fix.patch && rm fix.patch"),
+        )
+        server.otherwise(call("finish", summary="fixed"))
+        args = ["--model", "openai/gpt-5-mini", "--budget-usd", "1", "--limit", "1",
+                "--out", str(shared / "provider"), "--config", str(toml), "--json"]  # fmt: skip
+        done = golem({**env, "GOLEM_TEST_PROVIDER_KEY": TEST_KEY}, "eval", "run", str(made), *args)
+        requests = server.requests
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    [summary] = [t for t in report["tasks"] if t["instance_id"] == task.instance_id]
+    assert (summary["resolved"], summary["verdicts"]) == (1, {"verified": 1})
+    price = price_for("openai/gpt-5-mini")
+    one_reply = cost_usd(Usage(input_tokens=10, output_tokens=5), price)  # the server's usage
+    totals = report["totals"]
+    assert totals["mean_turns"] == len(requests) >= 3
+    assert totals["cost_usd"] == pytest.approx(len(requests) * one_reply)
+    assert one_reply > 0
+    for request in requests:  # what the agent was shown: the task, never its hidden tests
+        assert "test_empty" not in request.body.decode()
+
+
+def call(tool: str, **arguments: str) -> Reply:
+    """The provider's reply that calls ``tool`` with ``arguments``."""
+    return stream_reply(tool_calls=[ToolCall(tool, arguments)])
