@@ -339,3 +339,18 @@ def fixes_remote(parent: Path) -> Path:
         for number, message in enumerate(FIXES_HISTORY, 1)
     ]
     return make_history(parent, "fixes", layers)
+
+
+def fixed_history(parent: Path, ecosystem: Ecosystem) -> Path:
+    """``ecosystem``'s repository with history: its base, then a commit that fixes the bug
+    and adds the test that proves it (as an upstream fix does), with the task as message."""
+    fixed = parent / f"{ecosystem.name}-fixed"
+    shutil.copytree(ecosystem.base, fixed)
+    source = fixed / ecosystem.fix.path
+    text = source.read_text()
+    assert ecosystem.fix.old in text, f"{ecosystem.name}: the fix does not apply"
+    source.write_text(text.replace(ecosystem.fix.old, ecosystem.fix.new, 1))
+    for path, body in ecosystem.added().items():
+        (fixed / path).parent.mkdir(parents=True, exist_ok=True)
+        (fixed / path).write_text(body)
+    return make_history(parent, ecosystem.name, [(ecosystem.base, "seed"), (fixed, ecosystem.task)])

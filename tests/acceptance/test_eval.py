@@ -10,6 +10,9 @@ with tests (tests/acceptance/repos/fixes), real git, real boxes, the local forge
 - with a model that makes a wrong fix it resolves none, and the agreement of golem's
   verdicts with the hidden tests is exactly what each run deserved;
 - `eval compare` puts the two side by side, as JSON and as a page with each task's diffs;
+- in a Go module and a Cargo crate whose last commit fixes a bug with a test, `eval make`
+  finds the task and its fail-to-pass test by the name its runner gives it, and the
+  upstream fix resolves both;
 - with a provider's model (OpenAI's official client, a loopback server speaking its wire
   protocol) a task's run is charged its model turns at the model's price, and the prompts
   never held the hidden tests.
@@ -36,7 +39,15 @@ import pytest
 from golem.agent.messages import Usage
 from golem.agent.models import cost_usd, price_for
 from golem.eval import read_tasks
-from tests.acceptance.ecosystems import Edit, fixes_remote, git, scripted_edits
+from tests.acceptance.ecosystems import (
+    CARGO_CRATE,
+    GO_MODULE,
+    Edit,
+    fixed_history,
+    fixes_remote,
+    git,
+    scripted_edits,
+)
 from tests.agent.wire import TEST_KEY, OpenAIServer, Reply
 from tests.agent.wire.openai_server import ToolCall, stream_reply
 
@@ -274,3 +285,36 @@ def test_a_providers_model_is_charged_its_turns_and_never_shown_the_hidden_tests
 def call(tool: str, **arguments: str) -> Reply:
     """The provider's reply that calls ``tool`` with ``arguments``."""
     return stream_reply(tool_calls=[ToolCall(tool, arguments)])
+
+
+def test_a_go_modules_and_a_cargo_crates_fixes_become_tasks_that_their_upstream_fix_resolves(
+    shared: Path, env: dict[str, str]
+) -> None:
+    makes = {}
+    for ecosystem in (GO_MODULE, CARGO_CRATE):
+        remote = fixed_history(shared, ecosystem)
+        makes[ecosystem.name] = subprocess.Popen(
+            [sys.executable, "-m", "golem", "eval", "make", "--repo", str(remote), "--commits",
+             "main~1..main", "--out", str(shared / f"{ecosystem.name}.jsonl")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    for name, making in makes.items():
+        _, errors = making.communicate(timeout=600)
+        assert making.returncode == 0, f"{name}: {errors}"
+    [go] = read_tasks(shared / "gomod.jsonl")
+    [rust] = read_tasks(shared / "crate.jsonl")
+    assert (go.FAIL_TO_PASS, go.PASS_TO_PASS) == (
+        ["example.com/clamp.TestAbove"],
+        ["example.com/clamp.TestInRangeAndBelow"],
+    )
+    assert (rust.FAIL_TO_PASS, rust.PASS_TO_PASS) == (
+        ["does_not_overflow"],
+        ["tests::small_numbers"],
+    )
+    both = shared / "compiled.jsonl"
+    both.write_text((shared / "gomod.jsonl").read_text() + (shared / "crate.jsonl").read_text())
+    done = golem(env, "eval", "run", str(both), "--model", "gold", "--parallel", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    totals = json.loads(done.stdout)["totals"]
+    assert (totals["attempts"], totals["resolved"]) == (2, 2)
+    assert totals["verdicts"]["verified"] == 2
