@@ -83,20 +83,38 @@ def git(*args: str, cwd: Path) -> str:
 def make_remote(parent: Path, ecosystem: Ecosystem, registries: LocalRegistries) -> Path:
     """``ecosystem``'s repository as a bare repository with one commit on main (what it
     depends on published in ``registries``)."""
-    work = parent / f"{ecosystem.name}-seed"
     layers = [
         (REPOS / ecosystem.name / "commits" / str(number), message)
         for number, message in enumerate(ecosystem.history, 1)
     ] or [(ecosystem.base, "seed")]
+    prepare = ecosystem.prepare
+    return make_history(
+        parent,
+        ecosystem.name,
+        layers,
+        None if prepare is None else lambda w: prepare(w, registries),
+    )
+
+
+def make_history(
+    parent: Path,
+    name: str,
+    layers: list[tuple[Path, str]],
+    prepare: Callable[[Path], None] | None = None,
+) -> Path:
+    """A bare repository ``parent/NAME.git`` whose main branch has one commit per layer:
+    the layer's files laid over the commit before (``prepare`` then run on the tree), with
+    its message."""
+    work = parent / f"{name}-seed"
     work.mkdir()
     git("init", "-q", "-b", "main", cwd=work)
     for layer, message in layers:
         shutil.copytree(layer, work, dirs_exist_ok=True)
-        if ecosystem.prepare is not None:
-            ecosystem.prepare(work, registries)
+        if prepare is not None:
+            prepare(work)
         git("add", "-A", cwd=work)
         git("commit", "-q", "-m", message, cwd=work)
-    remote = parent / f"{ecosystem.name}.git"
+    remote = parent / f"{name}.git"
     git("clone", "-q", "--bare", str(work), str(remote), cwd=parent)
     return remote
 
@@ -297,3 +315,42 @@ adds a lint error (an unused import); made with ``fix``, a right fix that fails 
 VERIFICATION_WHEELS = ("setuptools>=61", "pytest>=7", "flake8", "pre-commit")
 """What these repositories' installs fetch from the package index (pre-commit's PyYAML is
 compiled: its wheel is the boxes' platform's)."""
+
+
+# `golem eval` (issue 33): a repository whose history fixes bugs with tests.
+
+FIXES_HISTORY = (
+    "textstats: count words, lines and initials",
+    "count_words('') is 0, not 1\n\nAn empty text has no word; runs of spaces are one gap.",
+    "docs: say what a word is",
+    "count_lines() counts a last line that has no newline",
+    "tests: the initial of a single word",
+    "initials() are upper case whatever the name's case",
+    "count_lines() by splitlines(), and a test of blank lines",
+)
+"""``repos/fixes/commits/N``: three commits fix a bug with a test (2, 4, 6); one changes
+only the README (3), one only a test (5), one refactors with a test that passed before (7)."""
+
+
+def fixes_remote(parent: Path) -> Path:
+    """The ``fixes`` repository (``FIXES_HISTORY``) as a bare repository."""
+    layers = [
+        (REPOS / "fixes" / "commits" / str(number), message)
+        for number, message in enumerate(FIXES_HISTORY, 1)
+    ]
+    return make_history(parent, "fixes", layers)
+
+
+def fixed_history(parent: Path, ecosystem: Ecosystem) -> Path:
+    """``ecosystem``'s repository with history: its base, then a commit that fixes the bug
+    and adds the test that proves it (as an upstream fix does), with the task as message."""
+    fixed = parent / f"{ecosystem.name}-fixed"
+    shutil.copytree(ecosystem.base, fixed)
+    source = fixed / ecosystem.fix.path
+    text = source.read_text()
+    assert ecosystem.fix.old in text, f"{ecosystem.name}: the fix does not apply"
+    source.write_text(text.replace(ecosystem.fix.old, ecosystem.fix.new, 1))
+    for path, body in ecosystem.added().items():
+        (fixed / path).parent.mkdir(parents=True, exist_ok=True)
+        (fixed / path).write_text(body)
+    return make_history(parent, ecosystem.name, [(ecosystem.base, "seed"), (fixed, ecosystem.task)])

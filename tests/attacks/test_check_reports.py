@@ -1,6 +1,7 @@
-"""A check's output is the box's to write, and the host parses it into failing tests: no
-output (long lines, runs of blank lines, thousands of headings, hostile escape sequences)
-makes that parsing take more than linear time, and the report stays within its budget.
+"""A check's output is the box's to write, and the host parses it into failing tests (and
+passing ones, for `golem eval`): no output (long lines, runs of blank lines, thousands of
+headings, hostile escape sequences) makes that parsing take more than linear time, and the
+report stays within its budget.
 The test would hang on a parser with nested or line-crossing repetitions (a guard
 timeout ends it)."""
 
@@ -10,7 +11,7 @@ import random
 
 import pytest
 
-from golem.blueprint.reports import failure_report
+from golem.blueprint.reports import failure_report, find_outcomes
 from golem.blueprint.reports.report import FORMATS
 from golem.blueprint.steps.concern import Concern
 from golem.blueprint.steps.judge import judge
@@ -42,6 +43,14 @@ HOSTILE = {
     "doctest rules": ("*" * 70 + '\nFile "a", line 1, in x\nFailed example:\n') * (SIZE // 110),
     "mocha blocks": "  1 passing (1ms)\n  2 failing\n" + "  1) a\n" * (SIZE // 7),
     "a mocha title that never ends": "  1 passing (1ms)\n  1 failing\n  1) a\n" + " b\n" * SIZE,
+    "pytest passes of colons": "PASSED " + "a::" * (SIZE // 3),
+    "a verbose pytest line that never passes": "a::" * (SIZE // 3) + " PASSE",
+    "unittest lines that never end": "test_a (a.b)\n" * (SIZE // 13),
+    "a unittest line of dots": "test_a (a.b) " + "." * SIZE,
+    "TAP passes": "TAP version 13\n" + "ok 1 - x\n" * (SIZE // 9),
+    "go passes": "ok  p 0.1s\n"
+    + "".join(f"--- PASS: T{'/a' * (i % 50)} (0.00s)\n" for i in range(SIZE // 60)),
+    "cargo passes": "test result: ok. 1 passed\n" + "test a ... ok\n" * (SIZE // 14),
 }
 FRAGMENTS = [
     "\n",
@@ -83,6 +92,12 @@ FRAGMENTS = [
     "Ran 3 tests in 0.1s",
     "test result: ok. 1 passed",
     "Tests: 1 total",
+    "PASSED ",
+    " PASSED",
+    " ... ok",
+    "ok 1 ",
+    "--- PASS: ",
+    "test_a (a.b)",
 ]
 
 
@@ -103,6 +118,9 @@ def test_hostile_check_output_is_parsed_in_linear_time_and_reported_in_budget(
     for format_ in FORMATS:
         if format_.recognises(output):
             format_.parse(output)
+            if format_.passes is not None:
+                format_.passes(output)
+    find_outcomes("make test", output)
     report = failure_report("make test", output, output, budget=4000)
     assert len(report.text) <= 4000
     assert "\x1b" not in report.text

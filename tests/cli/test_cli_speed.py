@@ -84,3 +84,13 @@ def test_each_commands_summary_in_the_listing_is_its_own() -> None:
         loaded = listed.load()
         own = (loaded.help or "").split("\n\n")[0].replace("\n", " ").strip()
         assert listed.help == own, f"{name}: the table's summary differs from its docstring"
+
+
+def test_golem_eval_help_imports_neither_the_eval_package_nor_what_runs_golem() -> None:
+    output, modules = loaded_after("eval", "--help")
+    assert "golem.cli.eval_cmd" in modules
+    for command in ("make", "run", "report", "compare"):
+        assert f" {command} " in output, f"{command} is missing from golem eval --help"
+    running = [m for m in heavy_among(modules) if not m.startswith("pydantic")]
+    assert running == []
+    assert sorted(m for m in modules if m.startswith("golem.eval")) == []

@@ -14,11 +14,13 @@ Give it issues, point a forge at ``server.api_url``, then assert what was made::
 Endpoints: ``GET /repos/{o}/{r}/issues/{n}``, ``GET|POST .../issues/{n}/comments``
 (``per_page``/``page`` and ``Link`` headers), ``POST .../issues/{n}/labels``,
 ``POST /repos/{o}/{r}/pulls`` (422 when one is open for the head, or a draft where
-``drafts`` is off) and ``GET /repos/{o}/{r}/pulls?head=o:branch&state=open``. Issues and
-pull requests share one number sequence per repository, as on GitHub. CI (check runs,
-statuses, Actions jobs and logs, branch protection) is ``github_ci_server.py``'s; a pull
-request by number, reviews, review comments, GraphQL review threads, requested reviewers
-and permissions are ``github_review_server.py``'s.
+``drafts`` is off) and ``GET /repos/{o}/{r}/pulls?head=o:branch&state=open``
+(``state=closed`` lists those ``add_closed_pull`` closed, the last updated first, by
+``per_page`` and ``page``). Issues and pull requests share one number sequence per
+repository, as on GitHub. CI (check runs, statuses, Actions jobs and logs, branch
+protection) is ``github_ci_server.py``'s; a pull request by number, reviews, review
+comments, GraphQL review threads, requested reviewers and permissions are
+``github_review_server.py``'s.
 
 Failures are scripted with ``push`` (inherited from ``WireServer``): the next requests get
 those replies, whatever they ask; build them with ``github_error``, ``rate_limited`` and
@@ -171,6 +173,20 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
             author, text = comment if isinstance(comment, tuple) else ("octocat", comment)
             self.add_comment(repo, number, text, author=author)
         return issue
+
+    def add_closed_pull(
+        self, repo: str, number: int, title: str, body: str, *, closed_at: str,
+        merge_commit: str | None = None, head: str = "feature", base: str = "main",
+    ) -> dict[str, Any]:  # fmt: skip
+        """Pull request ``repo#number``, closed at ``closed_at``: merged as ``merge_commit``
+        then, when given, else closed unmerged."""
+        with self._state:
+            item = self._new_pull(repo, number, title, body, head, base)
+            merged = merge_commit is not None
+            item.update(state="closed", merged=merged, merged_at=closed_at if merged else None,
+                        merge_commit_sha=merge_commit, updated_at=closed_at)  # fmt: skip
+            self._items.setdefault(repo, {})[number] = item
+            return item
 
     def add_comment(
         self, repo: str, number: int, body: str, *, author: str = "octocat"
@@ -375,7 +391,10 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
         state = query.get("state", "open")
         if state != "all":
             pulls = [p for p in pulls if p["state"] == state]
-        return Reply.json(pulls)
+        if query.get("sort") == "updated":
+            pulls.sort(key=lambda p: p["updated_at"], reverse=query.get("direction") != "asc")
+        per_page, page = min(int(query.get("per_page", 30)), 100), int(query.get("page", 1))
+        return Reply.json(pulls[(page - 1) * per_page : page * per_page])
 
     # Helpers ----------------------------------------------------------------------------
 

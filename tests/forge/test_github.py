@@ -314,3 +314,22 @@ async def test_the_token_appears_in_no_log_or_error(
     for text in [caplog.text, *(str(e) for e in errors), *(repr(e) for e in errors)]:
         assert TOKEN not in text
     assert all(r.headers.get("authorization") == f"Bearer {TOKEN}" for r in github.requests)
+
+
+async def test_the_pull_requests_merged_last_come_newest_first_with_the_issues_they_close(
+    github: GitHubServer,
+) -> None:
+    for number in range(1, 131):  # more than a page of closed pull requests
+        when = f"2024-05-01T{number // 60:02d}:{number % 60:02d}:00Z"
+        github.add_closed_pull(REPO, number, f"fix {number}", f"Fixes #{number + 1000}",
+                               merge_commit=f"{number:040x}", closed_at=when)  # fmt: skip
+    github.add_closed_pull(REPO, 131, "the last", "Closes #7, and fixes #8.\nResolved: #9",
+                           merge_commit="f" * 40, closed_at="2024-06-01T00:00:00Z")  # fmt: skip
+    github.add_closed_pull(REPO, 132, "closed, never merged", "", closed_at="2024-07-01T00:00:00Z")
+    merged = await make(github).merged_pull_requests(REPO, 3)
+    assert [pr.number for pr in merged] == [131, 130, 129]
+    assert merged[1].closes == [1130]
+    assert merged[0].closes == [7, 8, 9]
+    assert merged[0].merge_commit == "f" * 40
+    assert merged[0].url == f"https://github.com/{REPO}/pull/131"
+    assert len(await make(github).merged_pull_requests(REPO, 200)) == 131

@@ -280,3 +280,18 @@ def test_make_forge_builds_gitlab_with_the_tokens_of_the_run(gitlab: GitLabServe
     on_host = make_forge("gitlab", ForgeConfig(gitlab=GitLabConfig(token_env=TOKEN_ENV)))
     assert isinstance(on_host, GitLabForge)
     assert on_host.api.token_source == f"${TOKEN_ENV}"  # its own variable, not GitHub's
+
+
+async def test_the_merge_requests_merged_last_come_newest_first_with_their_commits(
+    gitlab: GitLabServer,
+) -> None:
+    project = gitlab.project(PROJECT)
+    project.new_mr("a", "main", "first", state="merged", merged_at="2024-05-01T00:00:00Z",
+                   merge_commit_sha="a" * 40, description="Fixes #3")  # fmt: skip
+    project.new_mr("b", "main", "squashed", state="merged", merged_at="2024-05-03T00:00:00Z",
+                   merge_commit_sha=None, squash_commit_sha="b" * 40)  # fmt: skip
+    project.new_mr("c", "main", "still open", merged_at=None)
+    merged = await make(gitlab).merged_pull_requests(PROJECT, 5)
+    assert [(mr.number, mr.merge_commit, mr.closes) for mr in merged] == [
+        (2, "b" * 40, []), (1, "a" * 40, [3])
+    ]  # fmt: skip

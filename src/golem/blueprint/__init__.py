@@ -4,7 +4,7 @@ to a pull request with state saved after every node."""
 from typing import TYPE_CHECKING
 
 from golem.blueprint.book import RunBook
-from golem.blueprint.events import RunEvent
+from golem.blueprint.events import CheckOutput, RunEvent
 from golem.blueprint.loader import BUILTINS, load_blueprint, parse_blueprint
 from golem.blueprint.model import (
     AgentNode,
@@ -17,7 +17,7 @@ from golem.blueprint.model import (
     Node,
 )
 from golem.blueprint.show import draw
-from golem.blueprint.state import RunRequest, RunState, RunStatus
+from golem.blueprint.state import NodeRecord, RunRequest, RunState, RunStatus
 
 if TYPE_CHECKING:
     from golem.blueprint.runner import Runner
@@ -28,10 +28,12 @@ __all__ = [
     "AgentSettings",
     "Blueprint",
     "BoxNode",
+    "CheckOutput",
     "GateNode",
     "HostNode",
     "LoopNode",
     "Node",
+    "NodeRecord",
     "RunBook",
     "RunEvent",
     "RunRequest",

@@ -90,6 +90,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "A repository's checks: what golem detects and runs.",
     ),
     "blueprint": ("golem.cli.blueprint_cmd:blueprint_app", "Check and draw blueprints."),
+    "eval": (
+        "golem.cli.eval_cmd:eval_app",
+        "Measure golem on your own repositories: make tasks, run them, compare runs.",
+    ),
     "keys": (
         "golem.cli.serve_cmd:keys_app",
         "API keys of the server (run on the server's host).",

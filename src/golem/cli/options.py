@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 
 from golem.core.config import DockerBackendConfig, GolemConfig, load_config
 from golem.core.errors import ConfigError
-from golem.sandbox.backends.docker import DockerBackend
+
+if TYPE_CHECKING:
+    from golem.sandbox.backends.docker import DockerBackend
 
 __all__ = ["BoxFlags", "docker_backend", "parse_pairs", "warn_host_network"]
 
@@ -28,6 +30,8 @@ def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
 
 def docker_backend(docker_host: str | None) -> DockerBackend:
     """The docker backend as configured (or with defaults), ``--docker-host`` on top."""
+    from golem.sandbox.backends.docker import DockerBackend  # noqa: PLC0415 - when one is asked
+
     config = load_config().engine.backend
     if not isinstance(config, DockerBackendConfig):
         config = DockerBackendConfig()

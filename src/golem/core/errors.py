@@ -47,6 +47,8 @@ GolemError
  +-- TrackerError                a tracker's API (Linear's) failed or refused
  +-- SecretInChange              a change to be pushed holds a secret's value
  +-- NotVerified                 no check verified a change (a blueprint's when_unverified: fail)
+ +-- EvalError                   an evaluation cannot go on (its results directory, a task)
+ |    +-- TaskFileError          a task file (or one of its lines) golem cannot use
  +-- StoreError                  the database failed or refused
  |    +-- StoreUnavailable       the database cannot be reached or did not answer in time
  |    +-- RunNotFound            no such run (for this tenant)
@@ -86,6 +88,7 @@ __all__ = [
     "CredentialsKeyError",
     "DuplicateDelivery",
     "EgressRefused",
+    "EvalError",
     "ExecTimeout",
     "ForgeAuthError",
     "ForgeCredentialsRefused",
@@ -134,6 +137,7 @@ __all__ = [
     "SlackError",
     "StoreError",
     "StoreUnavailable",
+    "TaskFileError",
     "ToolProblem",
     "ToolshedError",
     "TrackerError",
@@ -473,6 +477,18 @@ class SecretInChange(GolemError):
 class NotVerified(GolemError):
     """No check verified the change, and the blueprint fails such a run: add checks to the
     repository's .golem.toml, or let the loop's ``when_unverified`` open a draft."""
+
+
+class EvalError(GolemError):
+    """An evaluation (``golem eval``) cannot go on: a results directory made with other
+    settings, a task whose repository or environment cannot be had."""
+
+    exit_code, http_status = 2, 422
+
+
+class TaskFileError(EvalError):
+    """A task file (JSONL or JSON) golem cannot use: the message names the file, the line
+    and the field."""
 
 
 # --- the store and the server ----------------------------------------------------------

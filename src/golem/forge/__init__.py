@@ -15,6 +15,7 @@ from golem.forge.contracts import (
     ForgeComment,
     Issue,
     IssueComment,
+    MergedPullRequest,
     PullRequest,
     PullRequestDraft,
     TestFailure,
@@ -27,6 +28,7 @@ from golem.forge.gitcmd import git_environment, refused_credentials, run_git_blo
 from golem.forge.local import LocalForge
 from golem.forge.refs import (
     IssueRef,
+    closed_issues,
     is_project_path,
     is_repo_name,
     parse_gitlab_ref,
@@ -57,10 +59,12 @@ __all__ = [
     "IssueComment",
     "IssueRef",
     "LocalForge",
+    "MergedPullRequest",
     "PullRequest",
     "PullRequestDraft",
     "TestFailure",
     "TestProgress",
+    "closed_issues",
     "git_auth",
     "git_environment",
     "is_project_path",

@@ -23,6 +23,7 @@ __all__ = [
     "ForgeComment",
     "Issue",
     "IssueComment",
+    "MergedPullRequest",
     "PullRequest",
     "PullRequestDraft",
     "TestFailure",
@@ -179,6 +180,22 @@ class PullRequest(BaseModel):
             repo=self.repo,
             pull_request=True,
         )
+
+
+class MergedPullRequest(BaseModel):
+    """A pull (merge) request that was merged: what it asked, and the commit it became."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    title: str
+    body: str = ""
+    url: str | None = None
+    merge_commit: str = Field(description="The merge (or squashed) commit on its base branch.")
+    merged_at: str = Field("", description="When, as the forge writes it (ISO 8601).")
+    closes: list[int] = Field(
+        default_factory=list, description="The issues of its repository its text closes."
+    )
 
 
 class ForgeComment(BaseModel):

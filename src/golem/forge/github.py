@@ -16,11 +16,12 @@ from golem.forge.config import GITHUB_API, GitHubConfig
 from golem.forge.contracts import (
     CheckResult,
     Issue,
+    MergedPullRequest,
     PullRequest,
     PullRequestDraft,
 )
 from golem.forge.github_api import GitHubAPI, GitHubReply
-from golem.forge.refs import IssueRef, parse_issue_ref, split_repo
+from golem.forge.refs import IssueRef, closed_issues, parse_issue_ref, split_repo
 from golem.forge.reviews import Permission, ReviewDiscussion
 from golem.forge.tokens import StaticToken, TokenSource
 
@@ -29,6 +30,8 @@ __all__ = ["GitHubForge"]
 log = logging.getLogger(__name__)
 
 WEB_HOSTS = frozenset({"github.com", "www.github.com"})
+PAGE = 100
+MAX_MERGED_PAGES = 20
 
 
 class GitHubForge:
@@ -184,6 +187,24 @@ class GitHubForge:
         data = await self.api.call("GET", path, f"pull request {owner}/{name}#{number}")
         return _pull_request(data, f"{owner}/{name}")
 
+    async def merged_pull_requests(self, repo: str, limit: int) -> list[MergedPullRequest]:
+        """The ``limit`` pull requests of ``repo`` merged last (newest first), read from its
+        closed ones, most recently updated first (at most ``MAX_MERGED_PAGES`` pages)."""
+        owner, name = split_repo(repo)
+        path, found = f"/repos/{owner}/{name}/pulls", []
+        for page in range(1, MAX_MERGED_PAGES + 1):
+            params: dict[str, str | int] = {
+                "state": "closed", "sort": "updated", "direction": "desc", "per_page": PAGE,
+                "page": page,
+            }  # fmt: skip
+            what = f"the pull requests of {owner}/{name}"
+            data = await self.api.call("GET", path, what, params=params)
+            found += [_merged(item) for item in data or [] if item.get("merged_at")]
+            if len(data or []) < PAGE or len(found) >= limit:
+                break
+        found.sort(key=lambda pr: pr.merged_at, reverse=True)
+        return found[:limit]
+
     async def ci_status(self, repo: str, commit: str, *, base: str | None = None) -> CIStatus:
         """The check runs and commit statuses on ``commit``; with ``base``, the checks its
         branch protection and rulesets require (None where GitHub says none or nothing)."""
@@ -242,6 +263,15 @@ def _pull_request(data: Any, repo: str, *, issue: int | None = None) -> PullRequ
         head_commit=data["head"].get("sha"),
         fork=_from_fork(data, repo),
     )
+
+
+def _merged(data: Any) -> MergedPullRequest:
+    body = data.get("body") or ""
+    return MergedPullRequest(
+        number=data["number"], title=data["title"], body=body, url=data.get("html_url"),
+        merge_commit=data.get("merge_commit_sha") or "", merged_at=data["merged_at"],
+        closes=closed_issues(body),
+    )  # fmt: skip
 
 
 def _from_fork(data: Any, repo: str) -> bool:

@@ -16,19 +16,22 @@ from golem.forge.config import GitLabConfig
 from golem.forge.contracts import (
     CheckResult,
     Issue,
+    MergedPullRequest,
     PullRequest,
     PullRequestDraft,
 )
 from golem.forge.gitlab_api import GitLabAPI, project_id
 from golem.forge.gitlab_ci import read_ci_status, read_job_failure
 from golem.forge.gitlab_reviews import note_comment, read_review_discussion
-from golem.forge.refs import GitLabRef, parse_gitlab_ref, split_project
+from golem.forge.refs import GitLabRef, closed_issues, parse_gitlab_ref, split_project
 from golem.forge.reviews import Permission, ReviewDiscussion
 from golem.forge.tokens import StaticToken, TokenSource
 
 __all__ = ["GitLabForge"]
 
 DRAFT = "Draft: "
+PAGE = 100
+MAX_MERGED_PAGES = 20
 ACCESS_LEVELS: tuple[tuple[int, Permission], ...] = ((40, "admin"), (30, "write"), (1, "read"))
 """GitLab's access levels: Owner (50) and Maintainer (40) admin, Developer (30) write,
 Reporter (20), Guest (10) and Minimal (5) read."""
@@ -139,6 +142,24 @@ class GitLabForge:
         project = self._project(repo)
         data = await self.api.call("GET", self._mr_path(project, number), f"{project}!{number}")
         return merge_request(data, project)
+
+    async def merged_pull_requests(self, repo: str, limit: int) -> list[MergedPullRequest]:
+        """The ``limit`` merge requests of ``repo`` merged last (newest first), each with
+        its merge commit (or its squashed commit)."""
+        project = self._project(repo)
+        path, found = f"/projects/{project_id(project)}/merge_requests", []
+        for page in range(1, MAX_MERGED_PAGES + 1):
+            params: dict[str, str | int] = {
+                "state": "merged", "order_by": "updated_at", "sort": "desc", "per_page": PAGE,
+                "page": page,
+            }  # fmt: skip
+            what = f"the merge requests of {project}"
+            data = await self.api.call("GET", path, what, params=params)
+            found += [_merged(item) for item in data or [] if item.get("merged_at")]
+            if len(data or []) < PAGE or len(found) >= limit:
+                break
+        found.sort(key=lambda mr: mr.merged_at, reverse=True)
+        return found[:limit]
 
     async def comment(self, issue: Issue, body: str) -> None:
         """A note on an issue, or on a merge request (``Issue.pull_request``)."""
@@ -279,6 +300,15 @@ def merge_request(data: Any, project: str, *, issue: int | None = None) -> PullR
         head_commit=data.get("sha"),
         fork=source is not None and target is not None and source != target,
     )
+
+
+def _merged(data: Any) -> MergedPullRequest:
+    body = data.get("description") or ""
+    commit = data.get("merge_commit_sha") or data.get("squash_commit_sha") or ""
+    return MergedPullRequest(
+        number=data["iid"], title=_title(data), body=body, url=data.get("web_url"),
+        merge_commit=commit, merged_at=data["merged_at"], closes=closed_issues(body),
+    )  # fmt: skip
 
 
 def _title(data: Any) -> str:

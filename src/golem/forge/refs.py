@@ -12,6 +12,7 @@ from golem.core.errors import ForgeRequestRejected, IssueNotReadable
 __all__ = [
     "GitLabRef",
     "IssueRef",
+    "closed_issues",
     "is_project_path",
     "is_repo_name",
     "parse_gitlab_ref",
@@ -26,6 +27,7 @@ starting with '-', and never '.' or '..' (which a URL path would read as a step)
 SHORT = re.compile(rf"^({NAME})/({NAME})#(\d+)$")
 WEB_PATH = re.compile(rf"^/({NAME})/({NAME})/(?:issues|pull|pulls)/(\d+)/?$")
 REPO = re.compile(rf"^({NAME})/({NAME})$")
+CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?[ \t]+#(\d+)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,12 @@ class IssueRef:
 
     def __str__(self) -> str:
         return f"{self.repo}#{self.number}"
+
+
+def closed_issues(text: str) -> list[int]:
+    """The issues of its own repository a pull request's text closes, as GitHub and GitLab
+    read it: ``Fixes #12``, ``closes #3``, ``Resolved: #7``; in order, once each."""
+    return list(dict.fromkeys(int(number) for number in CLOSING.findall(text)))
 
 
 def parse_issue_ref(ref: str) -> IssueRef:

@@ -1,8 +1,10 @@
 """What a failing check shows its fixer: the failing tests its output names (pytest,
 unittest, jest/vitest, go test, cargo test, TAP, JUnit XML) with their messages, then the
-end of its output within a budget; and why it failed when the exit code does not say."""
+end of its output within a budget; and why it failed when the exit code does not say. Each
+test's outcome, passing ones too where the output names them (``find_outcomes``)."""
 
 from golem.blueprint.reports.junit import junit_paths
+from golem.blueprint.reports.outcomes import TestOutcomes, find_outcomes
 from golem.blueprint.reports.report import (
     REPORT_BUDGET,
     FailureReport,
@@ -15,10 +17,12 @@ from golem.blueprint.reports.result import check_result, failure_reason
 __all__ = [
     "REPORT_BUDGET",
     "FailureReport",
+    "TestOutcomes",
     "check_result",
     "failure_reason",
     "failure_report",
     "find_failures",
+    "find_outcomes",
     "junit_paths",
     "output_report",
 ]

@@ -1,6 +1,7 @@
 """``cargo test``'s output (libtest): ``test path::name ... FAILED`` lines, a ``---- name
 stdout ----`` section per failure holding its panic (``thread 'name' panicked at
-src/lib.rs:7:17:`` then the message), and rustc's errors when the crate did not compile."""
+src/lib.rs:7:17:`` then the message), and rustc's errors when the crate did not compile;
+``test path::name ... ok`` for each test that passed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from golem.forge import TestFailure
 __all__ = ["CARGO_TEST"]
 
 _FAILED = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. FAILED$", re.M)
+_OK = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. ok$", re.M)
 _SECTION = re.compile(
     r"^---- (\S+) stdout ----\n(.*?)(?=^---- \S+ stdout ----$|^failures:$|\Z)", re.M | re.S
 )
@@ -47,6 +49,11 @@ def parse(text: str) -> list[TestFailure]:
     }
     named = [sections.get(name) or TestFailure(name=name) for name in _FAILED.findall(text)]
     return _compile_errors(text) + merge(named + list(sections.values()))
+
+
+def passes(text: str) -> list[str]:
+    """The tests libtest says passed."""
+    return list(dict.fromkeys(_OK.findall(text)))
 
 
 def _failure(name: str, section: str) -> TestFailure:
@@ -87,5 +94,6 @@ def _compile_errors(text: str) -> list[TestFailure]:
 
 
 CARGO_TEST = Format(
-    name="cargo test", hints=("cargo", "nextest"), recognises=recognises, parse=parse
-)
+    name="cargo test", hints=("cargo", "nextest"), recognises=recognises, parse=parse,
+    passes=passes,
+)  # fmt: skip

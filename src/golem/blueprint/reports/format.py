@@ -1,5 +1,5 @@
 """What a parser of one test framework's output gives the report: how to recognise its
-output, and the failing tests in it."""
+output, the failing tests in it, and (where the output names them) the passing ones."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ __all__ = ["Format", "merge"]
 @dataclass(frozen=True)
 class Format:
     """One framework's output format. ``recognises`` looks at the (plain) output itself;
-    ``hints`` are words of a command that make the format worth trying first."""
+    ``hints`` are words of a command that make the format worth trying first; ``passes``
+    names the tests the output says passed, named as ``parse`` names failures (None: the
+    format never names them)."""
 
     name: str
     hints: tuple[str, ...]
     recognises: Callable[[str], bool]
     parse: Callable[[str], list[TestFailure]]
+    passes: Callable[[str], list[str]] | None = None
 
 
 def merge(failures: list[TestFailure]) -> list[TestFailure]:

@@ -2,7 +2,8 @@
 ``TestX/case``), its ``file_test.go:12: message`` lines (after the FAIL line, or before it
 with ``-v``), panics, and ``FAIL <package>`` lines, ``[build failed]`` for a package that
 did not compile. Also gotestsum's ``=== FAIL: package TestX`` recap, and ``go test -json``
-(its output events, put back together per package)."""
+(its output events, put back together per package). With ``-v`` (or ``GOFLAGS=-v``), a
+``--- PASS: TestX`` line names each test that passed."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ MESSAGE_CHARS = 800
 class _Test:
     name: str
     failed: bool = False
+    passed: bool = False
     lines: list[str] = field(default_factory=list)
     file: str | None = None
     line: int | None = None
@@ -51,24 +53,7 @@ def parse(text: str) -> list[TestFailure]:
     ``package.TestX/case``, and the packages that did not build."""
     if _JSON.search(text):
         text = _from_json(text)
-    tests: dict[str, _Test] = {}  # this package's
-    order: list[_Test] = []
-    current: _Test | None = None
-    log_indent = -1
-    for line in text.split("\n"):
-        if heading := _heading(line):
-            name, package, failed = heading
-            if name not in tests:
-                tests[name] = _Test(name, package=package)
-                order.append(tests[name])
-            current = tests[name]
-            current.failed = current.failed or failed
-            log_indent = -1
-        elif ended := _PACKAGE.match(line):
-            _end_package(order, ended.group(1))
-            tests, current = {}, None
-        elif current is not None:
-            log_indent = _take_log(current, line, log_indent)
+    order = _tests(text)
     parents = {test.name.rsplit("/", 1)[0] for test in order if test.failed and "/" in test.name}
     failures = [
         _failure(test)
@@ -78,15 +63,48 @@ def parse(text: str) -> list[TestFailure]:
     return failures + _build_failures(text)
 
 
-def _heading(line: str) -> tuple[str, str | None, bool] | None:
+def passes(text: str) -> list[str]:
+    """The tests a ``--- PASS:`` line names (and no line says failed), named as failures
+    are: ``package.TestX/case``."""
+    if _JSON.search(text):
+        text = _from_json(text)
+    return [_named(test) for test in _tests(text) if test.passed and not test.failed]
+
+
+def _tests(text: str) -> list[_Test]:
+    """Every test the output tells of, in order, with what its lines say (its package from
+    the package's ``ok``/``FAIL`` line after them)."""
+    tests: dict[str, _Test] = {}  # this package's
+    order: list[_Test] = []
+    current: _Test | None = None
+    log_indent = -1
+    for line in text.split("\n"):
+        if heading := _heading(line):
+            name, package, result = heading
+            if name not in tests:
+                tests[name] = _Test(name, package=package)
+                order.append(tests[name])
+            current = tests[name]
+            current.failed = current.failed or result == "FAIL"
+            current.passed = current.passed or result == "PASS"
+            log_indent = -1
+        elif ended := _PACKAGE.match(line):
+            _end_package(order, ended.group(1))
+            tests, current = {}, None
+        elif current is not None:
+            log_indent = _take_log(current, line, log_indent)
+    return order
+
+
+def _heading(line: str) -> tuple[str, str | None, str | None] | None:
     """A line that begins a test's lines: its name, its package (when the line says) and
-    whether it says the test failed."""
+    the result it says (FAIL, PASS, SKIP; None: none yet)."""
     if result := _RESULT.match(line):
-        return result.group(2), None, result.group(1) == "FAIL"
+        return result.group(2), None, result.group(1)
     if running := _RUNNING.match(line):
-        return running.group(1), None, False
+        return running.group(1), None, None
     if recap := _GOTESTSUM.match(line):
-        return recap.group(2), recap.group(1), True
+        return recap.group(2), recap.group(1), "FAIL"
     return None
 
 
@@ -130,8 +148,12 @@ def _end_package(order: list[_Test], package: str) -> None:
         test.package = test.package or package
 
 
+def _named(test: _Test) -> str:
+    return f"{test.package}.{test.name}" if test.package else test.name
+
+
 def _failure(test: _Test) -> TestFailure:
-    name = f"{test.package}.{test.name}" if test.package else test.name
+    name = _named(test)
     message = first_lines(textwrap.dedent("\n".join(test.lines)), MESSAGE_CHARS)
     return TestFailure(name=name, message=message, file=test.file, line=test.line)
 
@@ -146,4 +168,7 @@ def _build_failures(text: str) -> list[TestFailure]:
     return failures
 
 
-GO_TEST = Format(name="go test", hints=("go test", "gotestsum"), recognises=recognises, parse=parse)
+GO_TEST = Format(
+    name="go test", hints=("go test", "gotestsum"), recognises=recognises, parse=parse,
+    passes=passes,
+)  # fmt: skip

@@ -1,6 +1,7 @@
 """JUnit XML reports (pytest's ``--junitxml``, jest-junit, vitest's, gradle's, go-junit-
 report's): each ``testcase`` with a ``failure`` or ``error`` child. The XML came from the
-box: a document with a DOCTYPE (entities) or over ``MAX_XML`` characters is not read."""
+box: a document with a DOCTYPE (entities) or over ``MAX_XML`` characters is not read. A
+``testcase`` with none of ``failure``, ``error`` or ``skipped`` passed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from golem.blueprint.reports.format import merge
 from golem.blueprint.reports.trim import first_lines
 from golem.forge import TestFailure
 
-__all__ = ["MAX_XML", "junit_failures", "junit_paths", "named_reports"]
+__all__ = ["MAX_XML", "junit_failures", "junit_passes", "junit_paths", "named_reports"]
 
 MAX_XML = 8 * 1024 * 1024
 MESSAGE_CHARS = 800
@@ -35,15 +36,30 @@ def junit_failures(documents: Sequence[str]) -> list[TestFailure]:
     """The failing test cases of the documents that can be read safely (others are
     skipped: the check's output still tells)."""
     failures: list[TestFailure] = []
+    for root in _readable(documents):
+        failures.extend(_failure(case) for case in _failed_cases(root))
+    return merge(failures)
+
+
+def junit_passes(documents: Sequence[str]) -> list[str]:
+    """The test cases that passed, named as ``junit_failures`` names failures."""
+    passed = [
+        _case_name(case)
+        for root in _readable(documents)
+        for case in root.iter("testcase")
+        if all(case.find(child) is None for child in ("failure", "error", "skipped"))
+    ]
+    return list(dict.fromkeys(passed))
+
+
+def _readable(documents: Sequence[str]) -> Iterable[ElementTree.Element]:
     for document in documents:
         if len(document) > MAX_XML or _DOCTYPE.search(document):
             continue
         try:
-            root = ElementTree.fromstring(document)  # noqa: S314 - no DOCTYPE, so no entities
+            yield ElementTree.fromstring(document)  # noqa: S314 - no DOCTYPE, so no entities
         except ElementTree.ParseError:
             continue
-        failures.extend(_failure(case) for case in _failed_cases(root))
-    return merge(failures)
 
 
 def junit_paths(paths: Iterable[str], command: str = "") -> list[str]:
@@ -77,14 +93,17 @@ def _failed_cases(root: ElementTree.Element) -> Iterable[ElementTree.Element]:
             yield case
 
 
+def _case_name(case: ElementTree.Element) -> str:
+    name, classname = case.get("name", "?"), case.get("classname", "")
+    return f"{classname}.{name}" if classname and not name.startswith(classname) else name
+
+
 def _failure(case: ElementTree.Element) -> TestFailure:
     problem = case.find("failure")
     if problem is None:
         problem = case.find("error")
     assert problem is not None  # only failed cases come here
-    name, classname = case.get("name", "?"), case.get("classname", "")
-    if classname and not name.startswith(classname):
-        name = f"{classname}.{name}"
+    name = _case_name(case)
     # the message attribute is the assertion; the text, when alone, the whole trace
     message = problem.get("message", "").strip() or (problem.text or "").strip()
     line = case.get("line")

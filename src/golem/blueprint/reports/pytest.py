@@ -1,6 +1,8 @@
 """pytest's output: the short test summary names the failing tests (``FAILED
 path::test - message``), the FAILURES and ERRORS sections hold their assertion lines
-(``E   ...``) and where they failed (``path:line: Error``)."""
+(``E   ...``) and where they failed (``path:line: Error``). Passing tests are named by the
+summary's ``PASSED path::test`` lines (``-rA``) or the verbose ``path::test PASSED`` ones
+(``-v``); an expected failure (``XFAIL``) counts as passing."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ _SECTION_START = re.compile(r"^=+ (?:FAILURES|ERRORS) =+$")
 _HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
 _BANNER_LINE = re.compile(r"^={3,} .* ={3,}$")
 _WHERE = re.compile(r"^(\S+?):(\d+): (?:in \S+|[\w.]+)$")
+_PASSED = re.compile(r"^(?:PASSED|XFAIL) (\S+)|^(\S+::\S+) (?:PASSED|XFAIL)\b", re.MULTILINE)
 _ERROR_AT = re.compile(r"^ERROR (?:at (?:setup|teardown) of |collecting )|^\[doctest\] ")
 MESSAGE_CHARS = 800
 
@@ -46,6 +49,12 @@ def parse(text: str) -> list[TestFailure]:
     by_header = {key: failure for failure in sections for key in _keys(failure.name)}
     summary = [_summary_failure(match, by_header) for match in _SUMMARY.finditer(text)]
     return merge(summary or sections)
+
+
+def passes(text: str) -> list[str]:
+    """The tests the output says passed (node ids, in order, once each)."""
+    found = (match.group(1) or match.group(2) for match in _PASSED.finditer(text))
+    return list(dict.fromkeys(found))
 
 
 def _sections(text: str) -> list[_Section]:
@@ -104,4 +113,5 @@ PYTEST = Format(
     hints=("pytest", "py.test", "tox", "nox", "hatch"),
     recognises=recognises,
     parse=parse,
+    passes=passes,
 )

@@ -2,7 +2,8 @@
 ok 3 - name`` lines, nested under ``# Subtest: name`` by indentation, each followed by a
 YAML block holding ``location`` and ``error``; and the ``✖ failing tests:`` recap that
 ``node --test``'s spec reporter prints on a terminal; bats tells a failure in ``#``
-comments after it."""
+comments after it. An ``ok 2 - name`` line (not a ``# SKIP`` or ``# TODO``) names a test
+that passed."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ __all__ = ["TAP"]
 
 _SUBTEST = re.compile(r"^([ \t]*)# Subtest: (.+)$")
 _NOT_OK = re.compile(r"^([ \t]*)not ok \d+(?: -)? (.*?)(?: # (TODO|SKIP)\b.*)?$")
+_OK = re.compile(r"^([ \t]*)ok \d+(?: -)? (.*?)(?: # (TODO|SKIP)\b.*)?$")
 _LOCATION = re.compile(r"^[ \t]*location: '?(.+?):(\d+):\d+'?$", re.M)
 _ERROR = re.compile(r"^([ \t]*)error: (?:\|-?\n((?:\1 .*\n|\n)*)|(.*)$)", re.M)
 _SPEC = re.compile(r"^test at (\S+?):(\d+):\d+\n✖ (.+?) \([\d.]+m?s\)\n((?:[ \t]+.*\n|\n)*)", re.M)
@@ -39,22 +41,41 @@ def parse(text: str) -> list[TestFailure]:
     return merge([f for f in failures if not _only_failed_below(f, parents)])
 
 
+def passes(text: str) -> list[str]:
+    """The tests an ``ok`` line names (``suite > test``), but suites whose tests are named
+    too."""
+    names = [name for name, ok, _ in _results(text.split("\n")) if ok]
+    parents = {parent for name in names for parent in _parents(name)}
+    return list(dict.fromkeys(name for name in names if name not in parents))
+
+
 def _tap(lines: list[str]) -> list[TestFailure]:
-    failures, open_subtests = [], list[tuple[int, str]]()
+    failures = []
+    for name, ok, index in _results(lines):
+        if ok:
+            continue
+        if block := _yaml_block(lines, index + 1):
+            failures.append(_failure(name, block))
+        else:
+            failures.append(_commented(name, lines, index + 1))
+    return failures
+
+
+def _results(lines: list[str]) -> list[tuple[str, bool, int]]:
+    """Each ``ok`` or ``not ok`` line but skipped and to-do ones: its test's name under
+    its open subtests, whether it passed, and its line's index."""
+    results, open_subtests = [], list[tuple[int, str]]()
     for index, line in enumerate(lines):
         if subtest := _SUBTEST.match(line):
             indent = len(subtest.group(1))
             open_subtests = [(i, n) for i, n in open_subtests if i < indent]
             open_subtests.append((indent, subtest.group(2)))
-        elif (failed := _NOT_OK.match(line)) and not failed.group(3):
-            indent = len(failed.group(1))
+        elif (said := _NOT_OK.match(line) or _OK.match(line)) and not said.group(3):
+            indent = len(said.group(1))
             parents = [name for i, name in open_subtests if i < indent]
-            name = " > ".join([*parents, failed.group(2)])
-            if block := _yaml_block(lines, index + 1):
-                failures.append(_failure(name, block))
-            else:
-                failures.append(_commented(name, lines, index + 1))
-    return failures
+            name = " > ".join([*parents, said.group(2)])
+            results.append((name, not line.lstrip().startswith("not ok"), index))
+    return results
 
 
 def _yaml_block(lines: list[str], start: int) -> str:
@@ -131,4 +152,5 @@ TAP = Format(
     hints=("node --test", "tap", "tape", "prove", "bats"),
     recognises=recognises,
     parse=parse,
+    passes=passes,
 )

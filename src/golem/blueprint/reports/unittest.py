@@ -1,6 +1,7 @@
 """unittest's output (``python -m unittest``, Django's and others' runners built on it):
 a block per failing test, ``FAIL: test_x (module.Class.test_x)`` between rules, its
-traceback, then the assertion."""
+traceback, then the assertion. Run with ``-v``, each test's line ends ``... ok`` when it
+passed (after its docstring's first line, when it has one)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ _HEAD = re.compile(
     re.M,
 )
 _END = re.compile(r"^(?:={50,}|-{50,}\nRan \d+ tests?)", re.M)
+_OK = re.compile(r"^(\w+) \(([^)\s]+)\)(?:\n[^\n]*?)? \.\.\. (?:ok|expected failure)$", re.M)
 _FRAME = re.compile(r'^[ \t]*File "(.+)", line (\d+)', re.M)
 MESSAGE_CHARS = 800
 
@@ -46,6 +48,11 @@ def parse(text: str) -> list[TestFailure]:
     return merge(failures)
 
 
+def passes(text: str) -> list[str]:
+    """The tests ``-v`` says passed, named as failures are (``module.Class.method``)."""
+    return list(dict.fromkeys(_name(m.group(1), m.group(2)) for m in _OK.finditer(text)))
+
+
 def _name(method: str, where: str) -> str:
     """``module.Class.method``: Python 3.11 prints it whole, older ones ``(module.Class)``."""
     return where if where.endswith(f".{method}") else f"{where}.{method}"
@@ -69,4 +76,5 @@ UNITTEST = Format(
     hints=("unittest", "manage.py test", "setup.py test"),
     recognises=recognises,
     parse=parse,
+    passes=passes,
 )

@@ -1,0 +1,8 @@
+import unittest
+
+from textstats import count_words
+
+
+class CountWords(unittest.TestCase):
+    def test_words(self):
+        self.assertEqual(count_words("one two three"), 3)

@@ -1,0 +1,11 @@
+import unittest
+
+from textstats import initials
+
+
+class Initials(unittest.TestCase):
+    def test_initials(self):
+        self.assertEqual(initials("Ada Lovelace"), "AL")
+
+    def test_one_word(self):
+        self.assertEqual(initials("Ada"), "A")

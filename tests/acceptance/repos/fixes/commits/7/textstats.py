@@ -1,0 +1,16 @@
+"""Counting things in text."""
+
+
+def count_words(text):
+    """How many words ``text`` has."""
+    return len(text.split())
+
+
+def count_lines(text):
+    """How many lines ``text`` has."""
+    return len(text.splitlines())
+
+
+def initials(name):
+    """The initials of ``name``, upper case."""
+    return "".join(word[0].upper() for word in name.split())
