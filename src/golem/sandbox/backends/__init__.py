@@ -6,6 +6,7 @@ from golem.core.config import (
     BackendConfig,
     DockerBackendConfig,
     GolemConfig,
+    MicroVMBackendConfig,
     ProcessBackendConfig,
 )
 from golem.core.errors import ConfigError
@@ -20,6 +21,10 @@ def make_backend(config: BackendConfig) -> Backend:
         from golem.sandbox.backends.process import ProcessBackend  # noqa: PLC0415 - lazy
 
         return ProcessBackend(config)
+    if config.type == "microvm":
+        from golem.sandbox.backends.microvm import MicroVMBackend  # noqa: PLC0415 - lazy
+
+        return MicroVMBackend(config)
     from golem.sandbox.backends.docker import DockerBackend  # noqa: PLC0415 - lazy
 
     return DockerBackend(config)
@@ -34,4 +39,6 @@ def make_backend_for(name: str, config: GolemConfig) -> Backend:
         return make_backend(ProcessBackendConfig())
     if name == "docker":
         return make_backend(DockerBackendConfig())
+    if name == "microvm":
+        return make_backend(MicroVMBackendConfig())
     raise ConfigError(f"box records name an unknown backend {name!r}; delete them by hand")

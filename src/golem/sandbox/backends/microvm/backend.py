@@ -1,0 +1,438 @@
+"""The microvm backend: each box is a QEMU virtual machine with a kernel of its own.
+
+The guest boots Debian's cloud kernel directly (no firmware menu, no bootloader) with a
+small initramfs whose init mounts golem's image as a read-only ext4 disk, lays the box's
+tmpfs over it (/workspace, /tmp, /dev/shm: the copy-on-write layer is guest memory, never
+a file on the host) and becomes the supervisor on a virtio-serial port. A host socket a
+box may reach (its egress proxy) is another port, which the supervisor multiplexes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from golem.core.config import MicroVMBackendConfig
+from golem.core.errors import BackendUnavailable, InvalidRequest, SandboxError
+from golem.core.spec import BOX_PATH, BoxSpec
+from golem.sandbox.backends.microvm import accel as accelerators
+from golem.sandbox.backends.microvm.assets import (
+    GuestKernel,
+    base_initramfs,
+    default_image,
+    find_kernel,
+    root_disk,
+)
+from golem.sandbox.backends.microvm.cpio import Entry, cpio_archive, directory, regular
+from golem.sandbox.backends.microvm.egress import PortMux
+from golem.sandbox.backends.microvm.qemu import Launch, box_parameters, qemu_argv, spawn_qemu
+from golem.sandbox.contracts import Mount
+from golem.sandbox.records import BoxRecord, process_alive, process_start_time
+
+__all__ = ["MIN_MEMORY", "MicroVMBackend", "MicroVMBox"]
+
+log = logging.getLogger(__name__)
+
+CONSOLE_TAIL = 4000
+SHM_SIZE = 64 * 1024**2
+MIN_MEMORY = 192 * 1024**2
+"""Least guest memory a box boots in: its kernel, init and supervisor take ~100 MiB."""
+DEFAULT_MEMORY = 2 * 1024**3
+OOM_LINE = re.compile(rb"^\[\s*\d+\.\d+\] (?:Memory cgroup )?[Oo]ut of memory: Killed process \d+ ")
+MAX_MOUNT_BYTES = 16 * 1024**2
+
+
+class Console:
+    """The guest's serial console: its kernel's log, kept as a short tail; OOM kills are
+    counted from the lines the guest kernel writes (no box process can write there)."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self.tail = bytearray()
+        self.oom_kills = 0
+        self._line = bytearray()
+        self._task = asyncio.create_task(self._read(stream))
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.tail += chunk
+            del self.tail[:-CONSOLE_TAIL]
+            for piece in chunk.splitlines(keepends=True):
+                self._line += piece[:512]
+                if piece.endswith((b"\n", b"\r")):
+                    if OOM_LINE.match(bytes(self._line).lstrip(b"\r\n")):
+                        self.oom_kills += 1
+                    self._line.clear()
+                del self._line[512:]
+
+    def text(self) -> str:
+        """The last lines the guest wrote, printable."""
+        return self.tail.decode(errors="replace").replace("\r", "").strip()
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+class MicroVMBox:
+    """A running microVM box."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        streams: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        accel: str,
+        console: Console,
+        muxes: Sequence[PortMux] = (),
+        pidfile: Path | None = None,
+    ) -> None:
+        self.process = process
+        self.reader, self.writer = streams
+        self.accel = accel
+        """"kvm" (hardware virtualisation) or "tcg" (emulation)."""
+        self.console = console
+        self._muxes = list(muxes)
+        self._pidfile = pidfile
+        self._stopped = False
+
+    def describe_loss(self) -> str:
+        """How the VM ended, and the tail of its console."""
+        code = self.process.returncode
+        reason = "the microVM stopped" if code is None else f"QEMU exited with status {code}"
+        text = self.console.text()
+        return f"{reason}: {text}" if text else reason
+
+    def oom_kills(self) -> int:
+        """Processes the guest kernel killed for memory so far."""
+        return self.console.oom_kills
+
+    def peak_memory(self) -> int:
+        """Unknown from the host (the guest's memory is the VM's size)."""
+        return 0
+
+    async def stop(self) -> None:
+        """Kill QEMU (the guest and everything in it goes with it)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        await self.process.wait()
+        for mux in self._muxes:
+            await mux.close()
+        await self.console.close()
+        if self._pidfile is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self._pidfile.unlink()
+
+
+@dataclass(frozen=True)
+class _Guest:
+    """What every box of one image boots: kernel, shared initramfs, root disk, accel."""
+
+    kernel: GuestKernel
+    base: bytes
+    disk: Path
+    accel: str
+
+
+class MicroVMBackend:
+    """Starts boxes as QEMU virtual machines."""
+
+    name = "microvm"
+
+    def __init__(self, config: MicroVMBackendConfig) -> None:
+        self.config = config
+        self._kernel: GuestKernel | None = None
+        self._disks: dict[Path, Path] = {}
+        self._accel: str | None = None
+        self._prepared: asyncio.Lock | None = None
+
+    @property
+    def accel(self) -> str | None:
+        """The accelerator boxes run under, once known (after the first start)."""
+        return self._accel
+
+    def close(self) -> None:
+        """Nothing to release: QEMU processes belong to their boxes."""
+
+    def check(self) -> None:
+        """Fail with what to install when QEMU or busybox is missing."""
+        if shutil.which(self.config.qemu) is None:
+            raise BackendUnavailable(
+                f"QEMU ({self.config.qemu}) is not installed; run scripts/setup or "
+                "`apt-get install qemu-system-x86`"
+            )
+        if not Path("/bin/busybox").is_file():
+            raise BackendUnavailable(
+                "busybox is not installed; run scripts/setup or `apt-get install busybox-static`"
+            )
+
+    # What boxes boot -------------------------------------------------------------------
+
+    async def _guest(self, spec: BoxSpec) -> _Guest:
+        if self._prepared is None:
+            self._prepared = asyncio.Lock()
+        async with self._prepared:  # one build of each asset, however many boxes start
+            if self._kernel is None:
+                self._kernel = await asyncio.to_thread(find_kernel, self.config)
+            kernel = self._kernel
+            base = await asyncio.to_thread(base_initramfs, kernel)
+            image = Path(spec.image) if spec.image else self.config.image or default_image()
+            disk = self._disks.get(image)
+            if disk is None:
+                disk = await asyncio.to_thread(root_disk, image, self.config.assets_dir)
+                self._disks[image] = disk
+            if self._accel is None:
+                self._accel = await self._decide_accel(kernel, base)
+        return _Guest(kernel, base, disk, self._accel)
+
+    async def _decide_accel(self, kernel: GuestKernel, base: bytes) -> str:
+        if self.config.accel != "auto":
+            return self.config.accel
+        key = accelerators.host_key(self.config.qemu, kernel.image)
+        known = accelerators.remembered(self.config.assets_dir, key)
+        if known is None:
+            known = "tcg"
+            if os.path.exists("/dev/kvm"):  # needed, never enough: a guest must boot
+                launch = self._launch("kvm", kernel, 0, 0, "probe")
+                ids = self._host_ids()
+                booted = await accelerators.boot_probe(
+                    launch, base, ids, accelerators.PROBE_TIMEOUT
+                )
+                known = "kvm" if booted else "tcg"
+            accelerators.remember(self.config.assets_dir, key, known)
+        if known == "tcg":
+            log.warning(accelerators.TCG_NOTICE)
+        return known
+
+    def _launch(
+        self,
+        accel: str,
+        kernel: GuestKernel,
+        initrd: int,
+        channel: int,
+        name: str,
+        *,
+        memory_mib: int = accelerators.PROBE_MEMORY_MIB,
+        cpus: int = 1,
+        disk: Path | None = None,
+        socket_fds: Sequence[tuple[str, int]] = (),
+    ) -> Launch:
+        return Launch(
+            qemu=self.config.qemu, accel=accel, kernel=kernel.image, initrd_fd=initrd,
+            memory_mib=memory_mib, cpus=cpus, channel_fd=channel, name=name, disk=disk,
+            socket_fds=tuple(socket_fds),
+        )  # fmt: skip
+
+    def _host_ids(self) -> tuple[int, int] | None:
+        if os.geteuid() != 0:
+            return None
+        try:
+            entry = pwd.getpwnam(self.config.run_as)
+        except KeyError:
+            raise BackendUnavailable(
+                f"host user {self.config.run_as!r} (engine.backend.run_as) does not exist; "
+                "create it or name another unprivileged user"
+            ) from None
+        if entry.pw_uid == 0:
+            raise BackendUnavailable("engine.backend.run_as must not be a root user")
+        return entry.pw_uid, entry.pw_gid
+
+    # Boxes -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_spec(spec: BoxSpec) -> None:
+        if not spec.read_only_root:
+            raise InvalidRequest(
+                "the microvm backend keeps the root file system read-only; write to "
+                "/workspace or /tmp, or use --backend docker for a writable root"
+            )
+        if spec.workspace is not None:
+            raise InvalidRequest(
+                "the microvm backend shares no host directory with its guest; leave the "
+                "workspace unset and copy files in and out (runs do), or use --backend process"
+            )
+        if spec.network == "host":
+            raise InvalidRequest(
+                "the microvm backend gives no box the host's network; use network "
+                "'filtered' (golem's egress proxy) or 'none'"
+            )
+        if spec.memory is not None and spec.memory < MIN_MEMORY:
+            raise InvalidRequest(
+                f"a microVM needs at least {MIN_MEMORY // 1024**2}m of memory for its kernel "
+                "and supervisor; raise the box's memory"
+            )
+
+    async def start(
+        self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount] = ()
+    ) -> MicroVMBox:
+        """Boot a guest whose box's first process is the supervisor."""
+        self.check()
+        self._check_spec(spec)
+        ids = self._host_ids()
+        guest = await self._guest(spec)
+        magic = "golem-ready-" + secrets.token_hex(8)
+        archive, sockets = _box_archive(spec, magic, mounts)
+        initrd = os.memfd_create("golem-initrd")
+        channel_host, channel_guest = socket.socketpair()
+        pairs = [socket.socketpair() for _ in sockets]
+        try:
+            os.write(initrd, guest.base + archive)
+            ports = [
+                (port, pair[1].fileno()) for (port, _), pair in zip(sockets, pairs, strict=True)
+            ]
+            launch = self._launch(
+                guest.accel, guest.kernel, initrd, channel_guest.fileno(), record.id,
+                disk=guest.disk, memory_mib=_memory_mib(spec), cpus=_cpus(spec), socket_fds=ports,
+            )  # fmt: skip
+            process = await spawn_qemu(qemu_argv(launch), launch.fds, ids)
+        except BaseException:
+            channel_host.close()
+            for host, _ in pairs:
+                host.close()
+            raise
+        finally:
+            os.close(initrd)
+            channel_guest.close()
+            for _, guest_end in pairs:
+                guest_end.close()
+        pidfile = self._write_pidfile(record.id, process.pid)
+        record.state = {
+            "pid": process.pid,
+            "pid_start": process_start_time(process.pid),
+            "accel": guest.accel,
+            "pidfile": str(pidfile),
+        }
+        assert process.stdout is not None
+        console = Console(process.stdout)
+        muxes = [PortMux(host, path) for (host, _), (_, path) in zip(pairs, sockets, strict=True)]
+        streams = await asyncio.open_unix_connection(sock=channel_host, limit=1 << 20)
+        box = MicroVMBox(process, streams, guest.accel, console, muxes, pidfile)
+        try:
+            await self._booted(box, magic)
+            for mux in muxes:
+                await mux.start()
+        except BaseException:
+            await box.stop()
+            raise
+        return box
+
+    async def _booted(self, box: MicroVMBox, magic: str) -> None:
+        """Wait for the guest's init to say it hands the port to the supervisor."""
+        timeout = self.config.boot_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                said = await box.reader.readexactly(len(magic))
+        except TimeoutError:
+            raise SandboxError(
+                f"the microVM ({box.accel}) did not boot within {timeout:g}s "
+                f"(engine.backend.boot_timeout): {box.describe_loss()}"
+            ) from None
+        except (asyncio.IncompleteReadError, ConnectionError):
+            await box.process.wait()
+            raise SandboxError(f"the microVM did not boot: {box.describe_loss()}") from None
+        if said != magic.encode():
+            raise SandboxError("the microVM's init answered with something else; see its console")
+
+    def _run_dir(self) -> Path:
+        run = self.config.assets_dir / "run"
+        run.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return run
+
+    def _write_pidfile(self, box_id: str, pid: int) -> Path:
+        """Where ``prune`` finds a box's QEMU even if golem died before saving its record."""
+        path = self._run_dir() / f"{box_id}.pid"
+        path.write_text(f"{pid} {process_start_time(pid)}\n")
+        return path
+
+    async def cleanup(self, record: BoxRecord) -> None:
+        """Kill an orphan's QEMU (found by its record, or by its pidfile)."""
+        pidfile = self._run_dir() / f"{record.id}.pid"
+        pid, start = record.state.get("pid"), record.state.get("pid_start")
+        if not isinstance(pid, int):
+            with contextlib.suppress(OSError, ValueError):
+                first, second = pidfile.read_text().split()
+                pid, start = int(first), None if second == "None" else int(second)
+        if isinstance(pid, int) and process_alive(pid, start) and _runs_box(pid, record.id):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(FileNotFoundError):
+            pidfile.unlink()
+
+
+def _runs_box(pid: int, box_id: str) -> bool:
+    """Whether ``pid`` is the QEMU of box ``box_id`` (a reused pid is not)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"golem-{box_id},process=golem-vm".encode() in argv
+
+
+def _memory_mib(spec: BoxSpec) -> int:
+    return math.ceil((spec.memory or DEFAULT_MEMORY) / 1024**2)
+
+
+def _cpus(spec: BoxSpec) -> int:
+    host = os.cpu_count() or 1
+    return host if spec.cpus is None else max(1, min(host, math.ceil(spec.cpus)))
+
+
+def _box_archive(
+    spec: BoxSpec, magic: str, mounts: Sequence[Mount]
+) -> tuple[bytes, list[tuple[str, Path]]]:
+    """The box's own initramfs archive (its parameters and the files of ``mounts``), and
+    the sockets in ``mounts``: each becomes a port (its name, its socket on the host)."""
+    uid, gid = spec.uid_gid
+    params = {
+        "BOX_UID": uid, "BOX_GID": gid, "WORKSPACE_SIZE": spec.workspace_size,
+        "TMP_SIZE": spec.tmp_size, "SHM_SIZE": SHM_SIZE, "PIDS": spec.pids or "max",
+        "PYTHON": "python3", "BOX_PATH": BOX_PATH, "PROBE": 0, "MAGIC": magic,
+    }  # fmt: skip
+    entries: list[Entry] = []
+    lines: list[str] = []
+    sockets: list[tuple[str, Path]] = []
+    size = 0
+    for number, mount in enumerate(mounts, start=1):
+        if "\n" in mount.target or not mount.target.startswith("/"):
+            raise InvalidRequest(f"cannot mount at {mount.target!r} in a microVM")
+        if mount.source.is_file():
+            data = mount.source.read_bytes()
+            entries.append(regular(f"golem/mounts/{number}", data))
+            lines.append(f"file {number} {mount.target}")
+            size += len(data)
+            continue
+        entries.append(directory(f"golem/mounts/{number}"))
+        lines.append(f"dir {number} {mount.target}")
+        for item in sorted(mount.source.iterdir()):
+            mode = item.lstat().st_mode
+            if stat.S_ISSOCK(mode):
+                port = f"golem.{len(sockets) + 1}"
+                sockets.append((port, item))
+                lines.append(f"socket {port.removeprefix('golem.')} {mount.target}/{item.name}")
+            elif stat.S_ISREG(mode):
+                data = item.read_bytes()
+                entries.append(regular(f"golem/mounts/{number}/{item.name}", data))
+                size += len(data)
+        if size > MAX_MOUNT_BYTES:
+            raise InvalidRequest(f"the files mounted into a microVM exceed {MAX_MOUNT_BYTES} bytes")
+    entries.append(regular("golem/params", box_parameters(params)))
+    entries.append(regular("golem/mounts.list", "".join(f"{line}\n" for line in lines).encode()))
+    return cpio_archive(entries), sockets
