@@ -1,8 +1,13 @@
 """Shared fixtures: a real engine on a temporary state directory, real bubblewrap boxes.
 
-Tests marked ``bwrap`` (or ``docker``, ``podman``, ``postgres``) skip locally when the machine
-lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI can never
-pass by skipping.
+Tests marked ``bwrap`` (or ``docker``, ``podman``, ``microvm``, ``postgres``) skip locally when
+the machine lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI
+can never pass by skipping.
+
+microVM boxes boot in seconds under TCG: their tests share one engine (and so its warm pool)
+for the whole session. A module whose tests run on ``microvm`` puts ``SHARED_LOOP`` in its
+``pytestmark``, so that its tests and async fixtures run on the session's event loop, the
+loop that engine lives on.
 """
 
 from __future__ import annotations
@@ -25,16 +30,18 @@ import docker
 import docker.errors
 import psycopg
 import pytest
+import pytest_asyncio
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from golem.core import GolemConfig, load_config
+from golem.core.config import default_state_dir
 from golem.sandbox import Box, Engine, LocalEngine
 from golem.sandbox.backends.docker.reach import unix_refusal
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
-ENFORCED_MARKERS = ("bwrap", "docker", "podman", "postgres")
+ENFORCED_MARKERS = ("bwrap", "docker", "podman", "microvm", "postgres")
 PRIVATE_PASSWORD = "pw-" + secrets.token_hex(8)
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 ENGINES = {"docker": None, "podman": PODMAN_SOCKET}  # backend name -> engine socket
@@ -49,9 +56,15 @@ BOTH_BACKENDS = [
     pytest.param("process", marks=pytest.mark.bwrap),
     pytest.param("docker", marks=pytest.mark.docker),
     pytest.param("podman", marks=pytest.mark.podman),
+    pytest.param("microvm", marks=pytest.mark.microvm),
 ]
 """Backends a module's ``backend`` fixture can be parametrized over: bubblewrap, the
-docker backend on dockerd, and the same backend on Podman's Docker-compatible socket."""
+docker backend on dockerd, the same backend on Podman's Docker-compatible socket, and QEMU
+microVMs (a module with ``microvm`` puts ``SHARED_LOOP`` in its ``pytestmark``)."""
+
+SHARED_LOOP = pytest.mark.asyncio(loop_scope="session")
+"""Runs a module's async tests on the session's event loop (where the shared microVM
+engine lives); its own async fixtures then say ``loop_scope="session"`` too."""
 
 
 def engine_api(backend: str) -> docker.APIClient:
@@ -99,6 +112,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("no container engine answers (scripts/ensure-dockerd starts dockerd)")
     if item.get_closest_marker("podman") and not engine_reachable("podman"):
         pytest.skip("podman's socket does not answer (scripts/ensure-podman starts it)")
+    if item.get_closest_marker("microvm") and shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("QEMU is not installed (scripts/setup installs qemu-system-x86)")
     if item.get_closest_marker("postgres") and not postgres_reachable():
         pytest.skip("no PostgreSQL answers at GOLEM_TEST_POSTGRES_URL (scripts/ensure-postgres)")
 
@@ -128,6 +143,24 @@ def devbox_image(backend: str) -> str:
     return built.tag
 
 
+@functools.cache
+def microvm_image() -> str:
+    """golem's devbox root file system, bootstrapped from Debian's packages once (where
+    `golem image bootstrap` keeps it; skipped by content hash when it is there)."""
+    built = asyncio.run(bootstrap("devbox", images_dir=default_state_dir() / "images"))
+    assert built.rootfs is not None
+    return str(built.rootfs)
+
+
+def backend_settings(backend: str) -> dict[str, object] | None:
+    """``[engine.backend]`` of a test on ``backend`` (None: the default, process)."""
+    if backend in ENGINES:
+        return {"type": "docker", "image": devbox_image(backend), "docker_host": ENGINES[backend]}
+    if backend == "microvm":
+        return {"type": "microvm", "image": microvm_image()}
+    return None
+
+
 @pytest.fixture(scope="session")
 def docker_image() -> str:
     """The devbox image in dockerd."""
@@ -148,23 +181,68 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 def config(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> GolemConfig:
     """Default configuration with a private state directory and no config files."""
     overrides: dict[str, object] = {"state_dir": str(tmp_path / "state")}
-    if backend in ENGINES:
-        image = devbox_image(backend)
-        engine = {"type": "docker", "image": image, "docker_host": ENGINES[backend]}
-        overrides["engine"] = {"backend": engine}
+    settings = backend_settings(backend)
+    if settings is not None:
+        overrides["engine"] = {"backend": settings}
     return load_config(overrides, files=[])
 
 
+def _on_shared_loop(request: pytest.FixtureRequest) -> bool:
+    marker = request.node.get_closest_marker("asyncio")
+    return marker is not None and marker.kwargs.get("loop_scope") == "session"
+
+
 @pytest.fixture
-async def engine(config: GolemConfig) -> AsyncIterator[Engine]:
-    """A real engine; every box it made is gone after the test."""
+def engine(request: pytest.FixtureRequest, backend: str) -> Engine:
+    """A real engine; every box it made is gone after the test (microvm: the session's
+    shared engine, whose boxes are wiped back into its pool)."""
+    if backend == "microvm":
+        return request.getfixturevalue("microvm_engine")  # type: ignore[no-any-return]
+    name = "own_engine_on_shared_loop" if _on_shared_loop(request) else "own_engine"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def own_engine(config: GolemConfig) -> AsyncIterator[Engine]:
+    """An engine of this test's own."""
     async with LocalEngine(config) as engine:
         yield engine
 
 
+@pytest_asyncio.fixture(loop_scope="session")
+async def own_engine_on_shared_loop(config: GolemConfig) -> AsyncIterator[Engine]:
+    """An engine of this test's own, on the session's loop."""
+    async with LocalEngine(config) as engine:
+        yield engine
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def microvm_engine(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Engine]:
+    """The engine of every microvm test: booted guests are shared through its warm pool."""
+    state = tmp_path_factory.mktemp("microvm-state")
+    await asyncio.to_thread(microvm_image)  # bootstraps on a loop of its own
+    overrides = {"state_dir": str(state), "engine": {"backend": backend_settings("microvm")}}
+    async with LocalEngine(load_config(overrides, files=[])) as engine:
+        yield engine
+
+
 @pytest.fixture
-async def box(engine: Engine) -> AsyncIterator[Box]:
+def box(request: pytest.FixtureRequest, backend: str) -> Box:
     """A persistent box with default limits."""
+    name = "box_on_shared_loop" if _on_shared_loop(request) else "own_box"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def own_box(engine: Engine) -> AsyncIterator[Box]:
+    """A box of the test's engine."""
+    async with engine.session() as box:
+        yield box
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def box_on_shared_loop(engine: Engine) -> AsyncIterator[Box]:
+    """A box of the test's engine, on the session's loop."""
     async with engine.session() as box:
         yield box
 

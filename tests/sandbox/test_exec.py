@@ -14,11 +14,11 @@ import pytest
 
 from golem.core import InvalidRequest, RuntimeNotAvailable
 from golem.sandbox import Box, Engine, ExecRequest, ExitEvent, LocalEngine, OutputEvent
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP
 from tests.sandbox.binary_output import ERR_PAYLOAD, PAYLOAD, PIECES, WRITER, stepped_output
 from tests.sandbox.minimal_image import build_minimal_image
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
