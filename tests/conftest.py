@@ -64,7 +64,15 @@ microVMs (a module with ``microvm`` puts ``SHARED_LOOP`` in its ``pytestmark``).
 
 SHARED_LOOP = pytest.mark.asyncio(loop_scope="session")
 """Runs a module's async tests on the session's event loop (where the shared microVM
-engine lives); its own async fixtures then say ``loop_scope="session"`` too."""
+engine lives); its own async fixtures then say ``loop_scope="session"`` too, and a sync
+test of it ``SYNC_ON_SHARED_LOOP``."""
+SYNC_ON_SHARED_LOOP = pytest.mark.filterwarnings(
+    "ignore:The test <Function .* is marked with '@pytest.mark.asyncio' but it is not an async"
+)
+"""A sync test in a ``SHARED_LOOP`` module (the module's mark is for its async tests)."""
+HOST_SEES_BOX_PROCESSES = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
+"""Backends whose boxes' processes are this host's processes (a microVM's are its guest
+kernel's): for tests that look at them from the host."""
 
 
 def engine_api(backend: str) -> docker.APIClient:
@@ -195,10 +203,14 @@ def _on_shared_loop(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture
 def engine(request: pytest.FixtureRequest, backend: str) -> Engine:
     """A real engine; every box it made is gone after the test (microvm: the session's
-    shared engine, whose boxes are wiped back into its pool)."""
-    if backend == "microvm":
-        return request.getfixturevalue("microvm_engine")  # type: ignore[no-any-return]
-    name = "own_engine_on_shared_loop" if _on_shared_loop(request) else "own_engine"
+    shared engine, whose boxes are wiped back into its pool, unless the test is marked
+    ``own_engine``: one that closes its engine, or counts every box of it)."""
+    shared_loop = _on_shared_loop(request)
+    own = request.node.get_closest_marker("own_engine") is not None
+    if backend == "microvm" and shared_loop and not own:
+        engines: SharedEngines = request.getfixturevalue("microvm_engines")
+        return engines.of(request.getfixturevalue("config"))
+    name = "own_engine_on_shared_loop" if shared_loop else "own_engine"
     return request.getfixturevalue(name)  # type: ignore[no-any-return]
 
 
@@ -216,14 +228,38 @@ async def own_engine_on_shared_loop(config: GolemConfig) -> AsyncIterator[Engine
         yield engine
 
 
+class SharedEngines:
+    """The session's microvm engines, one per configuration (its state directory aside):
+    booted guests are shared through each engine's warm pool."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.engines: dict[str, LocalEngine] = {}
+
+    def of(self, config: GolemConfig) -> LocalEngine:
+        """The shared engine of ``config``'s settings."""
+        key = config.model_dump_json(exclude={"state_dir"})
+        if key not in self.engines:
+            state = self.state_dir / f"engine-{len(self.engines)}"
+            pool = config.engine.pool.model_copy(update=SHARED_POOL)
+            engine = config.engine.model_copy(update={"pool": pool})
+            shared = config.model_copy(update={"state_dir": state, "engine": engine})
+            self.engines[key] = LocalEngine(shared)
+        return self.engines[key]
+
+
+SHARED_POOL = {"clean": 1, "strategy": "fast", "max_idle": 300.0}
+"""One wiped guest kept per box shape: a microVM holds hundreds of MiB of host memory."""
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def microvm_engine(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Engine]:
-    """The engine of every microvm test: booted guests are shared through its warm pool."""
-    state = tmp_path_factory.mktemp("microvm-state")
+async def microvm_engines(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SharedEngines]:
+    """Every microvm test's engine, by configuration."""
     await asyncio.to_thread(microvm_image)  # bootstraps on a loop of its own
-    overrides = {"state_dir": str(state), "engine": {"backend": backend_settings("microvm")}}
-    async with LocalEngine(load_config(overrides, files=[])) as engine:
-        yield engine
+    shared = SharedEngines(tmp_path_factory.mktemp("microvm-state"))
+    yield shared
+    for engine in shared.engines.values():
+        await engine.close()
 
 
 @pytest.fixture

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from golem.core import GolemConfig, PoolConfig, SandboxError
 from golem.sandbox import Engine, ExecRequest, LocalEngine
 from golem.sandbox.pool import shape_of
-from tests.conftest import BOTH_BACKENDS, kill_box_from_outside
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, kill_box_from_outside
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -34,7 +35,7 @@ def pool_engine(config: GolemConfig) -> Callable[..., Engine]:
     return make
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def pooled(pool_engine: Callable[..., Engine]) -> AsyncIterator[Engine]:
     async with pool_engine(clean=2) as engine:
         yield engine

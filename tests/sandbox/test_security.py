@@ -14,13 +14,14 @@ from pathlib import Path
 
 import docker
 import pytest
+import pytest_asyncio
 
 from golem.core.errors import BoxCrashed
 from golem.sandbox import Box, Engine, ErrorEvent, ExecRequest, ExecResult, ExitEvent, OutputEvent
-from tests.conftest import BOTH_BACKENDS, kill_box_from_outside
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, kill_box_from_outside
 from tests.sandbox.binary_output import stepped_output
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -272,7 +273,7 @@ async def test_box_has_no_capabilities_and_is_seccomp_confined(box: Box) -> None
 # Network --------------------------------------------------------------------------------
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def host_port() -> AsyncIterator[int]:
     """A TCP server on the host's loopback that greets whoever connects."""
 
@@ -313,7 +314,7 @@ async def test_network_host_reaches_host_loopback(engine: Engine, host_port: int
 # Secrets -------------------------------------------------------------------------------
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def secret_box(engine: Engine) -> AsyncIterator[Box]:
     async with engine.session(engine.spec(secrets={"TOKEN": SECRET}, timeout=10)) as box:
         yield box

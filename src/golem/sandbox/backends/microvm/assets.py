@@ -167,7 +167,8 @@ def _script(name: str) -> bytes:
 
 def base_initramfs(kernel: GuestKernel) -> bytes:
     """The initramfs every box of ``kernel`` shares (gzip): busybox, the virtio modules,
-    golem's init and the supervisor's source. A box's own archive is appended to it."""
+    golem's init and the supervisor's source. A box's own archive is appended to it (the
+    kernel unpacks each archive that starts on a 4-byte boundary)."""
     return _base_initramfs(kernel, supervisor_source())
 
 
@@ -186,7 +187,8 @@ def _base_initramfs(kernel: GuestKernel, supervisor: str) -> bytes:
     entries.append(regular("golem/modules.list", "\n".join(MODULES).encode() + b"\n"))
     for name, module in zip(MODULES, kernel.modules, strict=True):
         entries.append(regular(f"golem/modules/{name}.ko", module.read_bytes()))
-    return gzip.compress(cpio_archive(entries), compresslevel=1, mtime=0)
+    packed = gzip.compress(cpio_archive(entries), compresslevel=1, mtime=0)
+    return packed + b"\0" * (-len(packed) % 4)  # the next archive starts 4-byte aligned
 
 
 # Root disks ----------------------------------------------------------------------------

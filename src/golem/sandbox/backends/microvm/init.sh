@@ -25,6 +25,7 @@ exec </dev/null >/dev/console 2>&1
 
 . /golem/params || fail "no parameters"
 hostname golem
+ip link set lo up  # the guest's only interface: the egress bridge listens on it
 for module in $(cat /golem/modules.list); do
     insmod "/golem/modules/$module.ko" || fail "cannot load $module"
 done
@@ -88,7 +89,8 @@ mount -t tmpfs -o "size=$SHM_SIZE,mode=1777,nosuid,nodev" shm "$root/dev/shm"
 # The host's read-only files (the egress proxy's CA bundle, say) and its sockets, each a
 # virtio-serial port that the supervisor's bridge multiplexes. Lines: KIND INDEX TARGET.
 if grep -q ' /run/' /golem/mounts.list; then
-    mount -t tmpfs -o size=1m,mode=0755,nosuid,nodev run "$root/run" || fail "no /run"
+    # not nodev: the ports of sockets are device nodes here (read-only once made)
+    mount -t tmpfs -o size=1m,mode=0755,nosuid run "$root/run" || fail "no /run"
 fi
 while read -r kind index target; do
     case "$kind" in
