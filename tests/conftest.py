@@ -70,6 +70,8 @@ SYNC_ON_SHARED_LOOP = pytest.mark.filterwarnings(
     "ignore:The test <Function .* is marked with '@pytest.mark.asyncio' but it is not an async"
 )
 """A sync test in a ``SHARED_LOOP`` module (the module's mark is for its async tests)."""
+WITH_HOST_NETWORK = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
+"""Backends that give a box the host's network when asked (a microVM never has it)."""
 HOST_SEES_BOX_PROCESSES = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
 """Backends whose boxes' processes are this host's processes (a microVM's are its guest
 kernel's): for tests that look at them from the host."""

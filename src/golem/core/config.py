@@ -158,6 +158,9 @@ class MicroVMBackendConfig(BaseModel):
         "into an empty chroot and a seccomp sandbox).",
     )
     python: str = Field("python3", description="Interpreter in the image for the supervisor.")
+    seccomp: bool = Field(
+        True, description="Load golem's default-deny seccomp filter in the guest too."
+    )
     boot_timeout: float = Field(
         120.0, gt=0, description="Seconds a guest may take to boot to its supervisor."
     )

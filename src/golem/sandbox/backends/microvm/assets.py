@@ -24,6 +24,7 @@ from pathlib import Path
 from golem.core.config import MicroVMBackendConfig
 from golem.core.errors import BackendUnavailable, ImageNotFound, SandboxError
 from golem.sandbox.backends.microvm.cpio import Entry, cpio_archive, directory, regular
+from golem.sandbox.backends.process.seccomp import compile_filter
 from golem.sandbox.images import image_hash
 from golem.sandbox.supervisor import supervisor_source
 
@@ -167,13 +168,14 @@ def _script(name: str) -> bytes:
 
 def base_initramfs(kernel: GuestKernel) -> bytes:
     """The initramfs every box of ``kernel`` shares (gzip): busybox, the virtio modules,
-    golem's init and the supervisor's source. A box's own archive is appended to it (the
+    golem's init, the supervisor's source and golem's seccomp filter (the process
+    backend's, loaded in the guest by the supervisor). A box's own archive is appended to it (the
     kernel unpacks each archive that starts on a 4-byte boundary)."""
-    return _base_initramfs(kernel, supervisor_source())
+    return _base_initramfs(kernel, supervisor_source(), compile_filter())
 
 
 @cache
-def _base_initramfs(kernel: GuestKernel, supervisor: str) -> bytes:
+def _base_initramfs(kernel: GuestKernel, supervisor: str, seccomp: bytes) -> bytes:
     if not BUSYBOX.is_file():
         raise BackendUnavailable(
             "busybox is not installed; run scripts/setup or `apt-get install busybox-static`"
@@ -184,6 +186,7 @@ def _base_initramfs(kernel: GuestKernel, supervisor: str) -> bytes:
     entries.append(regular("init", _script("init.sh"), 0o755))
     entries.append(regular("golem/box.sh", _script("box.sh"), 0o755))
     entries.append(regular("golem/supervisor.py", supervisor.encode()))
+    entries.append(regular("golem/seccomp.bpf", seccomp))
     entries.append(regular("golem/modules.list", "\n".join(MODULES).encode() + b"\n"))
     for name, module in zip(MODULES, kernel.modules, strict=True):
         entries.append(regular(f"golem/modules/{name}.ko", module.read_bytes()))

@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 
 CONSOLE_TAIL = 4000
 SHM_SIZE = 64 * 1024**2
-MIN_MEMORY = 192 * 1024**2
-"""Least guest memory a box boots in: its kernel, init and supervisor take ~100 MiB."""
+MIN_MEMORY = 96 * 1024**2
+"""Least guest memory a box boots in: its kernel, init and supervisor take ~60 MiB."""
 DEFAULT_MEMORY = 2 * 1024**3
 OOM_LINE = re.compile(rb"^\[\s*\d+\.\d+\] (?:Memory cgroup )?[Oo]ut of memory: Killed process \d+ ")
 MAX_MOUNT_BYTES = 16 * 1024**2
@@ -289,7 +289,9 @@ class MicroVMBackend:
         ids = self._host_ids()
         guest = await self._guest(spec)
         magic = "golem-ready-" + secrets.token_hex(8)
-        archive, sockets = _box_archive(spec, magic, mounts)
+        archive, sockets = _box_archive(
+            spec, magic, mounts, python=self.config.python, seccomp=self.config.seccomp
+        )
         initrd = os.memfd_create("golem-initrd")
         channel_host, channel_guest = socket.socketpair()
         pairs = [socket.socketpair() for _ in sockets]
@@ -396,7 +398,7 @@ def _cpus(spec: BoxSpec) -> int:
 
 
 def _box_archive(
-    spec: BoxSpec, magic: str, mounts: Sequence[Mount]
+    spec: BoxSpec, magic: str, mounts: Sequence[Mount], *, python: str, seccomp: bool
 ) -> tuple[bytes, list[tuple[str, Path]]]:
     """The box's own initramfs archive (its parameters and the files of ``mounts``), and
     the sockets in ``mounts``: each becomes a port (its name, its socket on the host)."""
@@ -404,7 +406,8 @@ def _box_archive(
     params = {
         "BOX_UID": uid, "BOX_GID": gid, "WORKSPACE_SIZE": spec.workspace_size,
         "TMP_SIZE": spec.tmp_size, "SHM_SIZE": SHM_SIZE, "PIDS": spec.pids or "max",
-        "PYTHON": "python3", "BOX_PATH": BOX_PATH, "PROBE": 0, "MAGIC": magic,
+        "PYTHON": python, "BOX_PATH": BOX_PATH, "PROBE": 0, "MAGIC": magic,
+        "SECCOMP": int(seccomp),
     }  # fmt: skip
     entries: list[Entry] = []
     lines: list[str] = []

@@ -17,7 +17,9 @@ for tool in /usr/bin/setpriv /usr/bin/env; do
     [ -x "$root$tool" ] || fail "the image has no $tool (util-linux, coreutils)"
 done
 python=""
+case "$PYTHON" in /*) [ -x "$root$PYTHON" ] && python="$PYTHON" ;; esac
 for directory in $(echo "$BOX_PATH" | tr : ' '); do
+    [ -n "$python" ] && break
     if [ -x "$root$directory/$PYTHON" ]; then
         python="$directory/$PYTHON"
         break
@@ -29,9 +31,14 @@ echo 0 >/sys/fs/cgroup/box/cgroup.procs || fail "cannot join the box's cgroup"
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc" || fail "cannot mount /proc"
 source=$(cat /golem/supervisor.py)
 exec 4<>/dev/null
+seccomp=""
+if [ "$SECCOMP" = 1 ]; then  # the supervisor loads it first thing, for the whole box
+    exec 5</golem/seccomp.bpf || fail "no seccomp filter"
+    seccomp=GOLEM_SECCOMP_FD=5
+fi
 printf '%s' "$MAGIC" >&3
 cd "$root" && mount --move . / || fail "cannot move the root disk"
 exec chroot . /usr/bin/setpriv --reuid="$BOX_UID" --regid="$BOX_GID" --clear-groups \
     --bounding-set=-all --inh-caps=-all --no-new-privs -- \
     /usr/bin/env -i -C /workspace PATH="$BOX_PATH" LANG=C.UTF-8 GOLEM_WORKSPACE=/workspace \
-    "$python" -I -S -u -c "$source" 3 3 0<&4 1>&4 2>&4 4>&-
+    $seccomp "$python" -I -S -u -c "$source" 3 3 0<&4 1>&4 2>&4 4>&-
