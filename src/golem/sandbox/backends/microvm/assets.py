@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ MODULES = (
 RECIPE = 1
 """Bump when the way root disks are made changes."""
 BUSYBOX = Path("/bin/busybox")
+PT_INTERP = 3
 MIN_DISK = 64 * 1024**2
 DISK_SLACK = 1.25
 INODE_BYTES = 256
@@ -174,15 +176,30 @@ def base_initramfs(kernel: GuestKernel) -> bytes:
     return _base_initramfs(kernel, supervisor_source(), compile_filter())
 
 
+def _dynamically_linked(elf: bytes) -> bool:
+    """Whether a 64-bit ELF program names an interpreter (PT_INTERP): it needs libraries
+    that the initramfs does not have."""
+    if elf[:5] != b"\x7fELF\x02":
+        return True
+    (table,) = struct.unpack_from("<Q", elf, 0x20)
+    size, count = struct.unpack_from("<HH", elf, 0x36)
+    return any(
+        struct.unpack_from("<I", elf, table + index * size)[0] == PT_INTERP
+        for index in range(count)
+    )
+
+
 @cache
 def _base_initramfs(kernel: GuestKernel, supervisor: str, seccomp: bytes) -> bytes:
-    if not BUSYBOX.is_file():
+    busybox = BUSYBOX.read_bytes() if BUSYBOX.is_file() else b""
+    if not busybox or _dynamically_linked(busybox):
         raise BackendUnavailable(
-            "busybox is not installed; run scripts/setup or `apt-get install busybox-static`"
+            "the microvm guest needs a static busybox; run scripts/setup or "
+            "`apt-get install busybox-static`"
         )
     entries: list[Entry] = [directory(name) for name in ("bin", "dev", "proc", "sys")]
     entries += [directory("golem"), directory("golem/modules"), directory("golem/mounts")]
-    entries.append(regular("bin/busybox", BUSYBOX.read_bytes(), 0o755))
+    entries.append(regular("bin/busybox", busybox, 0o755))
     entries.append(regular("init", _script("init.sh"), 0o755))
     entries.append(regular("golem/box.sh", _script("box.sh"), 0o755))
     entries.append(regular("golem/supervisor.py", supervisor.encode()))

@@ -78,8 +78,10 @@ class Console:
                 del self._line[512:]
 
     def text(self) -> str:
-        """The last lines the guest wrote, printable."""
-        return self.tail.decode(errors="replace").replace("\r", "").strip()
+        """The last lines the guest wrote, with every control character but the line
+        break shown as "?": a box names its processes, and the kernel logs those names."""
+        text = self.tail.decode(errors="replace").replace("\r", "")
+        return "".join(c if c == "\n" or c.isprintable() else "?" for c in text).strip()
 
     async def close(self) -> None:
         self._task.cancel()

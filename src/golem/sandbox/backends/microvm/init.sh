@@ -124,11 +124,13 @@ echo +pids >/sys/fs/cgroup/cgroup.subtree_control
 mkdir /sys/fs/cgroup/box
 echo "$PIDS" >/sys/fs/cgroup/box/pids.max
 # The box sees its own cgroup, read-only, as a container does: /sys/fs/cgroup.
-mount -t tmpfs -o size=64k,mode=0755,nosuid,nodev,noexec sys "$root/sys" &&
-    mkdir -p "$root/sys/fs/cgroup" &&
-    mount --bind /sys/fs/cgroup/box "$root/sys/fs/cgroup" &&
-    mount -o remount,bind,ro,nosuid,nodev,noexec "$root/sys/fs/cgroup" &&
-    mount -o remount,ro "$root/sys" || fail "cannot show the box its cgroup"
+if [ -d "$root/sys" ]; then
+    mount -t tmpfs -o size=64k,mode=0755,nosuid,nodev,noexec sys "$root/sys" &&
+        mkdir -p "$root/sys/fs/cgroup" &&
+        mount --bind /sys/fs/cgroup/box "$root/sys/fs/cgroup" &&
+        mount -o remount,bind,ro,nosuid,nodev,noexec "$root/sys/fs/cgroup" &&
+        mount -o remount,ro "$root/sys" || fail "cannot show the box its cgroup"
+fi
 
 unshare -m -p -f --propagation private sh /golem/box.sh 3<>"$channel"
 poweroff -f

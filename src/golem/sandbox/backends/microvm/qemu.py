@@ -105,18 +105,20 @@ def box_parameters(values: dict[str, str | int]) -> bytes:
 async def spawn_qemu(
     argv: list[str], fds: list[int], ids: tuple[int, int] | None
 ) -> asyncio.subprocess.Process:
-    """Start QEMU in a session of its own, as the host user ``ids`` when given (golem is
-    root); its stdout is the guest's console."""
-    prefix: list[str] = []
+    """Start QEMU in a session of its own, killed when golem ends (setpriv's pdeathsig, set
+    after it drops to the host user ``ids``, when golem is root); its stdout is the guest's
+    console. A QEMU that outlives golem anyway is found by `golem prune`."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        raise BackendUnavailable("setpriv (util-linux) is missing; install util-linux")
+    prefix = [setpriv, "--pdeathsig", "SIGKILL"]
     if ids is not None:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            raise BackendUnavailable("setpriv (util-linux) is missing; install util-linux")
         uid, gid = ids
-        prefix = [setpriv, f"--reuid={uid}", f"--regid={gid}", *_kvm_group(), "--"]
+        prefix += [f"--reuid={uid}", f"--regid={gid}", *_kvm_group()]
     try:
         return await asyncio.create_subprocess_exec(
             *prefix,
+            "--",
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
