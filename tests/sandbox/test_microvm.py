@@ -42,7 +42,7 @@ from golem.sandbox.supervisor.box.portmux import (
     WINDOW,
     frame,
 )
-from tests.conftest import SHARED_LOOP, backend_settings
+from tests.conftest import SHARED_LOOP, SYNC_ON_SHARED_LOOP, backend_settings
 from tests.sandbox.minimal_image import build_minimal_image
 from tests.sandbox.test_prune import isolated_env
 
@@ -184,6 +184,7 @@ print("found", found)
         assert started(box).process.returncode is None
 
 
+@SYNC_ON_SHARED_LOOP
 def test_qemu_gets_no_monitor_no_network_no_default_device_and_its_own_sandbox() -> None:
     launch = Launch(
         qemu="qemu-system-x86_64", accel="tcg", kernel=Path("/k"), initrd_fd=3, memory_mib=256,
@@ -343,6 +344,7 @@ async def test_a_host_directory_is_never_shared_with_the_guest(
         await engine.execute("true", engine.spec(workspace=tmp_path))
 
 
+@SYNC_ON_SHARED_LOOP
 def test_a_root_disk_is_built_once_per_tree(tmp_path: Path) -> None:
     image = build_minimal_image(tmp_path / "image")
     assets = tmp_path / "assets"
@@ -472,6 +474,7 @@ async def test_cleanup_never_kills_a_process_that_only_reuses_a_guests_pid(
         await sleeper.wait()
 
 
+@SYNC_ON_SHARED_LOOP
 def test_the_microvm_config_takes_its_settings() -> None:
     config = load_config(
         {"engine": {"backend": {"type": "microvm", "accel": "tcg", "boot_timeout": 30}}}, files=[]
