@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import pwd
 import secrets
@@ -173,6 +174,15 @@ def backend_settings(backend: str) -> dict[str, object] | None:
     if backend == "microvm":
         return {"type": "microvm", "image": microvm_image()}
     return None
+
+
+def backend_toml(backend: str) -> str:
+    """``[engine.backend]`` of a test on ``backend`` as golem.toml holds it ("" for process)."""
+    settings = backend_settings(backend)
+    if settings is None:
+        return ""
+    lines = [f"{name} = {json.dumps(value)}" for name, value in settings.items() if value]
+    return "[engine.backend]\n" + "".join(f"{line}\n" for line in lines)
 
 
 @pytest.fixture(scope="session")

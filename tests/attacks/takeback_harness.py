@@ -29,7 +29,7 @@ from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
 from golem.store import SqlStore
 from tests.blueprint.repos import EXAMPLES, git
-from tests.conftest import ENGINES, devbox_image
+from tests.conftest import backend_toml
 
 FIX_CALCULATOR = "sed -i 's/return a - b/return a + b/' calculator.py"
 """The change that makes examples/calculator's tests pass (so a run that lands it ships)."""
@@ -270,12 +270,7 @@ def golem_agent(
     the box. Its temporary directory is ``temporary`` (default ``tmp_path / "tmp"``; see
     ``temporary_left``)."""
     config = tmp_path / "golem.toml"
-    toml = f'state_dir = "{tmp_path / "state"}"\n'
-    if backend in ENGINES:
-        toml += f'[engine.backend]\ntype = "docker"\nimage = "{devbox_image(backend)}"\n'
-        if ENGINES[backend] is not None:
-            toml += f'docker_host = "{ENGINES[backend]}"\n'
-    config.write_text(toml)
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n' + backend_toml(backend))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "cfg")
     temporary = temporary or tmp_path / "tmp"
