@@ -73,6 +73,8 @@ SYNC_ON_SHARED_LOOP = pytest.mark.filterwarnings(
 """A sync test in a ``SHARED_LOOP`` module (the module's mark is for its async tests)."""
 WITH_HOST_NETWORK = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
 """Backends that give a box the host's network when asked (a microVM never has it)."""
+WITH_HOST_DIRECTORY = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
+"""Backends that bind a host directory as a box's /workspace (a microVM never does)."""
 QUICK_START_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
 """Backends whose boxes start in well under a second: for tests that start many boxes to
 prove a property of the engine's own, the same on every backend (a microVM boots in

@@ -21,7 +21,7 @@ from golem.store import SqlStore, Store
 from tests.blueprint.install_runs import change_on_main, python_conventions, python_repo, run
 from tests.blueprint.registries import GO, NPM, LocalRegistries
 from tests.blueprint.repos import git
-from tests.conftest import BOTH_BACKENDS, ENGINES, devbox_image
+from tests.conftest import ENGINES, QUICK_START_BACKENDS, devbox_image
 
 pytestmark = pytest.mark.bwrap  # and docker, podman where a test runs on every backend
 
@@ -58,7 +58,7 @@ async def install_checks(store: Store, state: RunState) -> int:
     return sum(1 for _, e in events if e.type == "check" and e.node == "install")
 
 
-@pytest.mark.parametrize("backend", BOTH_BACKENDS)
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_dependencies_are_cached_per_repository_and_lockfile(
     config: GolemConfig,
     engine: Engine,

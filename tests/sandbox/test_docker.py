@@ -14,10 +14,10 @@ import pytest
 
 from golem.core import GolemConfig, ImageNotFound, SandboxError
 from golem.sandbox import Engine, ExecRequest, LocalEngine
-from tests.conftest import BOTH_BACKENDS, engine_api
+from tests.conftest import BOTH_BACKENDS, ENGINES, engine_api
 
 
-@pytest.fixture(params=[p for p in BOTH_BACKENDS if p.values[0] != "process"])
+@pytest.fixture(params=[p for p in BOTH_BACKENDS if p.values[0] in ENGINES])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

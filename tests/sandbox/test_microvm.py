@@ -327,7 +327,6 @@ async def test_a_frame_no_supervisor_sends_ends_the_port(
     [
         ({"network": "host"}, "no box the host's network"),
         ({"read_only_root": False}, "read-only"),
-        ({"memory": "64m"}, "at least 96m"),
     ],
 )
 async def test_what_a_microvm_cannot_give_is_refused_with_a_fix(

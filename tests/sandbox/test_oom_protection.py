@@ -8,12 +8,14 @@ import pytest
 
 from golem.core.errors import GolemError
 from golem.sandbox import Engine
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP
 
 FILL = (
     "for d in /workspace /tmp /dev/shm; do "
     "dd if=/dev/zero of=$d/fill bs=1M 2>&1 | grep -q 'No space left' && echo full; done"
 )
+
+pytestmark = SHARED_LOOP
 
 
 @pytest.fixture(params=BOTH_BACKENDS)

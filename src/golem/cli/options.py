@@ -115,7 +115,9 @@ def warn_host_network() -> None:
     )
 
 
-BACKEND = typer.Option(None, "--backend", help="process (bubblewrap) or docker.")
+BACKEND = typer.Option(
+    None, "--backend", help="process (bubblewrap), docker or microvm (a QEMU virtual machine)."
+)
 IMAGE = typer.Option(None, "--image", help="Image: a root directory (process) or image name.")
 NETWORK = typer.Option(
     None, "--network", help="none (default), filtered (only --allow hosts, via a proxy) or host."

@@ -42,14 +42,15 @@ from golem.sandbox.backends.microvm.qemu import Launch, box_parameters, qemu_arg
 from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord, process_alive, process_start_time
 
-__all__ = ["MIN_MEMORY", "MicroVMBackend", "MicroVMBox"]
+__all__ = ["GUEST_MEMORY", "MicroVMBackend", "MicroVMBox"]
 
 log = logging.getLogger(__name__)
 
 CONSOLE_TAIL = 4000
 SHM_SIZE = 64 * 1024**2
-MIN_MEMORY = 96 * 1024**2
-"""Least guest memory a box boots in: its kernel, init and supervisor take ~60 MiB."""
+GUEST_MEMORY = 128 * 1024**2
+"""The guest kernel's own memory, on top of the box's: the box (its processes, the
+supervisor, its tmpfs) gets ``memory`` through the guest's memory cgroup, as elsewhere."""
 DEFAULT_MEMORY = 2 * 1024**3
 OOM_LINE = re.compile(rb"^\[\s*\d+\.\d+\] (?:Memory cgroup )?[Oo]ut of memory: Killed process \d+ ")
 MAX_MOUNT_BYTES = 16 * 1024**2
@@ -276,11 +277,6 @@ class MicroVMBackend:
                 "the microvm backend gives no box the host's network; use network "
                 "'filtered' (golem's egress proxy) or 'none'"
             )
-        if spec.memory is not None and spec.memory < MIN_MEMORY:
-            raise InvalidRequest(
-                f"a microVM needs at least {MIN_MEMORY // 1024**2}m of memory for its kernel "
-                "and supervisor; raise the box's memory"
-            )
 
     async def start(
         self, spec: BoxSpec, record: BoxRecord, mounts: Sequence[Mount] = ()
@@ -391,7 +387,10 @@ def _runs_box(pid: int, box_id: str) -> bool:
 
 
 def _memory_mib(spec: BoxSpec) -> int:
-    return math.ceil((spec.memory or DEFAULT_MEMORY) / 1024**2)
+    """The VM's size: the box's memory (at most the host's: a guest cannot use more, and
+    QEMU could not map it) and the guest kernel's own."""
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return math.ceil((min(spec.memory or DEFAULT_MEMORY, host) + GUEST_MEMORY) / 1024**2)
 
 
 def _cpus(spec: BoxSpec) -> int:
@@ -408,6 +407,7 @@ def _box_archive(
     params = {
         "BOX_UID": uid, "BOX_GID": gid, "WORKSPACE_SIZE": spec.workspace_size,
         "TMP_SIZE": spec.tmp_size, "SHM_SIZE": SHM_SIZE, "PIDS": spec.pids or "max",
+        "MEMORY": spec.memory or "max",
         "PYTHON": python, "BOX_PATH": BOX_PATH, "PROBE": 0, "MAGIC": magic,
         "SECCOMP": int(seccomp),
     }  # fmt: skip

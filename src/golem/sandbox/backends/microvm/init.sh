@@ -117,12 +117,14 @@ if grep -q ' /run/' /golem/mounts.list; then
     mount -o remount,ro "$root/run"
 fi
 
-# The box's processes and threads, counted by the guest's own cgroup.
+# The box's processes, threads and memory (its tmpfs too), counted by the guest's own
+# cgroup: the guest kernel's memory is on top of the box's, as a host kernel's is.
 mkdir -p /sys/fs/cgroup
 mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 /sys/fs/cgroup || fail "no cgroup2"
-echo +pids >/sys/fs/cgroup/cgroup.subtree_control
+echo "+pids +memory" >/sys/fs/cgroup/cgroup.subtree_control || fail "no pids or memory cgroup"
 mkdir /sys/fs/cgroup/box
-echo "$PIDS" >/sys/fs/cgroup/box/pids.max
+echo "$PIDS" >/sys/fs/cgroup/box/pids.max || fail "cannot limit the box's pids"
+echo "$MEMORY" >/sys/fs/cgroup/box/memory.max || fail "cannot limit the box's memory"
 # The box sees its own cgroup, read-only, as a container does: /sys/fs/cgroup.
 if [ -d "$root/sys" ]; then
     mount -t tmpfs -o size=64k,mode=0755,nosuid,nodev,noexec sys "$root/sys" &&
