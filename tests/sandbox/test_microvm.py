@@ -25,6 +25,7 @@ import pytest
 import pytest_asyncio
 
 from golem.core import GolemConfig, InvalidRequest, SandboxError, load_config
+from golem.core.spec import MAX_CPUS, MAX_PIDS, MAX_SIZE
 from golem.sandbox import Box, Engine, ExecRequest, LocalEngine
 from golem.sandbox.backends.microvm import MicroVMBox
 from golem.sandbox.backends.microvm.accel import boot_probe
@@ -334,6 +335,24 @@ async def test_what_a_microvm_cannot_give_is_refused_with_a_fix(
 ) -> None:
     with pytest.raises(InvalidRequest, match=words):
         await engine.execute("true", engine.spec(**fields))
+
+
+async def test_a_box_of_every_largest_size_boots_and_gets_them(engine: Engine) -> None:
+    """The spec's bounds against a VM: more memory or cpus than the host has is the host's,
+    and the guest's cgroup and tmpfs take the rest as they are."""
+    largest = engine.spec(
+        memory=MAX_SIZE, cpus=MAX_CPUS, pids=MAX_PIDS, tmp_size=MAX_SIZE,
+        workspace_size=MAX_SIZE,
+    )  # fmt: skip
+    async with engine.session(largest) as box:
+        result = await box.execute(
+            "nproc; cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory.max; df -B1 --output=size"
+            " /workspace /tmp | tail -2"
+        )
+    lines = result.stdout_text.split()
+    assert int(lines[0]) == os.cpu_count()
+    assert lines[1:3] == [str(MAX_PIDS), str(MAX_SIZE)]
+    assert all(int(size) > 1024**3 for size in lines[3:5]), lines
 
 
 async def test_a_host_directory_is_never_shared_with_the_guest(
