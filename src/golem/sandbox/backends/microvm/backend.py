@@ -387,10 +387,12 @@ def _runs_box(pid: int, box_id: str) -> bool:
 
 
 def _memory_mib(spec: BoxSpec) -> int:
-    """The VM's size: the box's memory (at most the host's: a guest cannot use more, and
-    QEMU could not map it) and the guest kernel's own."""
+    """The VM's size: the box's memory and the guest kernel's own, at most three quarters
+    of the host's memory (QEMU maps it whole, and the kernel refuses a mapping past what
+    the host has; a box that asks more has the VM's)."""
     host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return math.ceil((min(spec.memory or DEFAULT_MEMORY, host) + GUEST_MEMORY) / 1024**2)
+    wanted = (spec.memory or DEFAULT_MEMORY) + GUEST_MEMORY
+    return math.ceil(min(wanted, host * 3 // 4) / 1024**2)
 
 
 def _cpus(spec: BoxSpec) -> int:
