@@ -14,18 +14,23 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import struct
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
 from golem.core.config import MicroVMBackendConfig
-from golem.core.errors import BackendUnavailable, ImageNotFound, SandboxError
+from golem.core.errors import BackendUnavailable, ImageNotFound, InvalidRequest, SandboxError
+from golem.core.spec import BOX_PATH, BoxSpec
 from golem.sandbox.backends.microvm.cpio import Entry, cpio_archive, directory, regular
+from golem.sandbox.backends.microvm.qemu import box_parameters
 from golem.sandbox.backends.process.seccomp import compile_filter
+from golem.sandbox.contracts import Mount
 from golem.sandbox.images import image_hash
 from golem.sandbox.supervisor import supervisor_source
 
@@ -33,6 +38,7 @@ __all__ = [
     "MODULES",
     "GuestKernel",
     "base_initramfs",
+    "box_archive",
     "fetch_kernel",
     "find_kernel",
     "root_disk",
@@ -47,6 +53,9 @@ RECIPE = 1
 """Bump when the way root disks are made changes."""
 BUSYBOX = Path("/bin/busybox")
 PT_INTERP = 3
+SHM_SIZE = 64 * 1024**2
+MAX_MOUNT_BYTES = 16 * 1024**2
+"""Most bytes of the host's files copied into a guest (the egress proxy's CA bundle)."""
 MIN_DISK = 64 * 1024**2
 DISK_SLACK = 1.25
 INODE_BYTES = 256
@@ -281,3 +290,51 @@ def _mkfs(image: Path, disk: Path, needed: int) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
+
+
+# A box's own archive ----------------------------------------------------------------
+
+
+def box_archive(
+    spec: BoxSpec, magic: str, mounts: Sequence[Mount], *, python: str, seccomp: bool
+) -> tuple[bytes, list[tuple[str, Path]]]:
+    """The box's own initramfs archive (its parameters and the files of ``mounts``), and
+    the sockets in ``mounts``: each becomes a port (its name, its socket on the host)."""
+    uid, gid = spec.uid_gid
+    params = {
+        "BOX_UID": uid, "BOX_GID": gid, "WORKSPACE_SIZE": spec.workspace_size,
+        "TMP_SIZE": spec.tmp_size, "SHM_SIZE": SHM_SIZE, "PIDS": spec.pids or "max",
+        "MEMORY": spec.memory or "max",
+        "PYTHON": python, "BOX_PATH": BOX_PATH, "PROBE": 0, "MAGIC": magic,
+        "SECCOMP": int(seccomp),
+    }  # fmt: skip
+    entries: list[Entry] = []
+    lines: list[str] = []
+    sockets: list[tuple[str, Path]] = []
+    size = 0
+    for number, mount in enumerate(mounts, start=1):
+        if "\n" in mount.target or not mount.target.startswith("/"):
+            raise InvalidRequest(f"cannot mount at {mount.target!r} in a microVM")
+        if mount.source.is_file():
+            data = mount.source.read_bytes()
+            entries.append(regular(f"golem/mounts/{number}", data))
+            lines.append(f"file {number} {mount.target}")
+            size += len(data)
+            continue
+        entries.append(directory(f"golem/mounts/{number}"))
+        lines.append(f"dir {number} {mount.target}")
+        for item in sorted(mount.source.iterdir()):
+            mode = item.lstat().st_mode
+            if stat.S_ISSOCK(mode):
+                port = f"golem.{len(sockets) + 1}"
+                sockets.append((port, item))
+                lines.append(f"socket {port.removeprefix('golem.')} {mount.target}/{item.name}")
+            elif stat.S_ISREG(mode):
+                data = item.read_bytes()
+                entries.append(regular(f"golem/mounts/{number}/{item.name}", data))
+                size += len(data)
+        if size > MAX_MOUNT_BYTES:
+            raise InvalidRequest(f"the files mounted into a microVM exceed {MAX_MOUNT_BYTES} bytes")
+    entries.append(regular("golem/params", box_parameters(params)))
+    entries.append(regular("golem/mounts.list", "".join(f"{line}\n" for line in lines).encode()))
+    return cpio_archive(entries), sockets

@@ -15,30 +15,29 @@ import logging
 import math
 import os
 import pwd
-import re
 import secrets
 import shutil
 import signal
 import socket
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from golem.core.config import MicroVMBackendConfig
 from golem.core.errors import BackendUnavailable, InvalidRequest, SandboxError
-from golem.core.spec import BOX_PATH, BoxSpec
+from golem.core.spec import BoxSpec
 from golem.sandbox.backends.microvm import accel as accelerators
 from golem.sandbox.backends.microvm.assets import (
     GuestKernel,
     base_initramfs,
+    box_archive,
     default_image,
     find_kernel,
     root_disk,
 )
-from golem.sandbox.backends.microvm.cpio import Entry, cpio_archive, directory, regular
 from golem.sandbox.backends.microvm.egress import PortMux
-from golem.sandbox.backends.microvm.qemu import Launch, box_parameters, qemu_argv, spawn_qemu
+from golem.sandbox.backends.microvm.qemu import Launch, qemu_argv, spawn_qemu
+from golem.sandbox.backends.microvm.vm import Console, MicroVMBox
 from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord, process_alive, process_start_time
 
@@ -46,103 +45,10 @@ __all__ = ["GUEST_MEMORY", "MicroVMBackend", "MicroVMBox"]
 
 log = logging.getLogger(__name__)
 
-CONSOLE_TAIL = 4000
-SHM_SIZE = 64 * 1024**2
 GUEST_MEMORY = 128 * 1024**2
 """The guest kernel's own memory, on top of the box's: the box (its processes, the
 supervisor, its tmpfs) gets ``memory`` through the guest's memory cgroup, as elsewhere."""
 DEFAULT_MEMORY = 2 * 1024**3
-OOM_LINE = re.compile(rb"^\[\s*\d+\.\d+\] (?:Memory cgroup )?[Oo]ut of memory: Killed process \d+ ")
-MAX_MOUNT_BYTES = 16 * 1024**2
-
-
-class Console:
-    """The guest's serial console: its kernel's log, kept as a short tail; OOM kills are
-    counted from the lines the guest kernel writes (no box process can write there)."""
-
-    def __init__(self, stream: asyncio.StreamReader) -> None:
-        self.tail = bytearray()
-        self.oom_kills = 0
-        self._line = bytearray()
-        self._task = asyncio.create_task(self._read(stream))
-
-    async def _read(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65536):
-            self.tail += chunk
-            del self.tail[:-CONSOLE_TAIL]
-            for piece in chunk.splitlines(keepends=True):
-                self._line += piece[:512]
-                if piece.endswith((b"\n", b"\r")):
-                    if OOM_LINE.match(bytes(self._line).lstrip(b"\r\n")):
-                        self.oom_kills += 1
-                    self._line.clear()
-                del self._line[512:]
-
-    def text(self) -> str:
-        """The last lines the guest wrote, with every control character but the line
-        break shown as "?": a box names its processes, and the kernel logs those names."""
-        text = self.tail.decode(errors="replace").replace("\r", "")
-        return "".join(c if c == "\n" or c.isprintable() else "?" for c in text).strip()
-
-    async def close(self) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-
-
-class MicroVMBox:
-    """A running microVM box."""
-
-    def __init__(
-        self,
-        process: asyncio.subprocess.Process,
-        streams: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-        accel: str,
-        console: Console,
-        muxes: Sequence[PortMux] = (),
-        pidfile: Path | None = None,
-    ) -> None:
-        self.process = process
-        self.reader, self.writer = streams
-        self.accel = accel
-        """"kvm" (hardware virtualisation) or "tcg" (emulation)."""
-        self.console = console
-        self._muxes = list(muxes)
-        self._pidfile = pidfile
-        self._stopped = False
-
-    def describe_loss(self) -> str:
-        """How the VM ended, and the tail of its console."""
-        code = self.process.returncode
-        reason = "the microVM stopped" if code is None else f"QEMU exited with status {code}"
-        text = self.console.text()
-        return f"{reason}: {text}" if text else reason
-
-    def oom_kills(self) -> int:
-        """Processes the guest kernel killed for memory so far."""
-        return self.console.oom_kills
-
-    def peak_memory(self) -> int:
-        """Unknown from the host (the guest's memory is the VM's size)."""
-        return 0
-
-    async def stop(self) -> None:
-        """Kill QEMU (the guest and everything in it goes with it)."""
-        if self._stopped:
-            return
-        self._stopped = True
-        with contextlib.suppress(Exception):
-            self.writer.close()
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        await self.process.wait()
-        for mux in self._muxes:
-            await mux.close()
-        await self.console.close()
-        if self._pidfile is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self._pidfile.unlink()
 
 
 @dataclass(frozen=True)
@@ -287,7 +193,7 @@ class MicroVMBackend:
         ids = self._host_ids()
         guest = await self._guest(spec)
         magic = "golem-ready-" + secrets.token_hex(8)
-        archive, sockets = _box_archive(
+        archive, sockets = box_archive(
             spec, magic, mounts, python=self.config.python, seccomp=self.config.seccomp
         )
         initrd = os.memfd_create("golem-initrd")
@@ -398,48 +304,3 @@ def _memory_mib(spec: BoxSpec) -> int:
 def _cpus(spec: BoxSpec) -> int:
     host = os.cpu_count() or 1
     return host if spec.cpus is None else max(1, min(host, math.ceil(spec.cpus)))
-
-
-def _box_archive(
-    spec: BoxSpec, magic: str, mounts: Sequence[Mount], *, python: str, seccomp: bool
-) -> tuple[bytes, list[tuple[str, Path]]]:
-    """The box's own initramfs archive (its parameters and the files of ``mounts``), and
-    the sockets in ``mounts``: each becomes a port (its name, its socket on the host)."""
-    uid, gid = spec.uid_gid
-    params = {
-        "BOX_UID": uid, "BOX_GID": gid, "WORKSPACE_SIZE": spec.workspace_size,
-        "TMP_SIZE": spec.tmp_size, "SHM_SIZE": SHM_SIZE, "PIDS": spec.pids or "max",
-        "MEMORY": spec.memory or "max",
-        "PYTHON": python, "BOX_PATH": BOX_PATH, "PROBE": 0, "MAGIC": magic,
-        "SECCOMP": int(seccomp),
-    }  # fmt: skip
-    entries: list[Entry] = []
-    lines: list[str] = []
-    sockets: list[tuple[str, Path]] = []
-    size = 0
-    for number, mount in enumerate(mounts, start=1):
-        if "\n" in mount.target or not mount.target.startswith("/"):
-            raise InvalidRequest(f"cannot mount at {mount.target!r} in a microVM")
-        if mount.source.is_file():
-            data = mount.source.read_bytes()
-            entries.append(regular(f"golem/mounts/{number}", data))
-            lines.append(f"file {number} {mount.target}")
-            size += len(data)
-            continue
-        entries.append(directory(f"golem/mounts/{number}"))
-        lines.append(f"dir {number} {mount.target}")
-        for item in sorted(mount.source.iterdir()):
-            mode = item.lstat().st_mode
-            if stat.S_ISSOCK(mode):
-                port = f"golem.{len(sockets) + 1}"
-                sockets.append((port, item))
-                lines.append(f"socket {port.removeprefix('golem.')} {mount.target}/{item.name}")
-            elif stat.S_ISREG(mode):
-                data = item.read_bytes()
-                entries.append(regular(f"golem/mounts/{number}/{item.name}", data))
-                size += len(data)
-        if size > MAX_MOUNT_BYTES:
-            raise InvalidRequest(f"the files mounted into a microVM exceed {MAX_MOUNT_BYTES} bytes")
-    entries.append(regular("golem/params", box_parameters(params)))
-    entries.append(regular("golem/mounts.list", "".join(f"{line}\n" for line in lines).encode()))
-    return cpio_archive(entries), sockets
