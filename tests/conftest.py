@@ -76,9 +76,10 @@ WITH_HOST_NETWORK = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
 WITH_HOST_DIRECTORY = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
 """Backends that bind a host directory as a box's /workspace (a microVM never does)."""
 QUICK_START_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
-"""Backends whose boxes start in well under a second: for tests that start many boxes to
-prove a property of the engine's own, the same on every backend (a microVM boots in
-seconds under TCG)."""
+"""Backends whose boxes start in well under a second: for tests that start many boxes, or
+a golem process of their own, to prove a property of the engine's or a command's own, the
+same on every backend (a microVM boots in seconds under TCG, and a new process cannot share
+the session's booted guests)."""
 HOST_SEES_BOX_PROCESSES = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
 """Backends whose boxes' processes are this host's processes (a microVM's are its guest
 kernel's): for tests that look at them from the host."""
@@ -226,7 +227,7 @@ def engine(request: pytest.FixtureRequest, backend: str) -> Engine:
     shared_loop = _on_shared_loop(request)
     own = request.node.get_closest_marker("own_engine") is not None
     if backend == "microvm" and shared_loop and not own:
-        engines: SharedEngines = request.getfixturevalue("microvm_engines")
+        engines: SharedEngines = request.getfixturevalue("reaped_microvm_engines")
         return engines.of(request.getfixturevalue("config"))
     name = "own_engine_on_shared_loop" if shared_loop else "own_engine"
     return request.getfixturevalue(name)  # type: ignore[no-any-return]
@@ -266,8 +267,9 @@ class SharedEngines:
         return self.engines[key]
 
 
-SHARED_POOL = {"clean": 1, "strategy": "fast", "max_idle": 300.0}
-"""One wiped guest kept per box shape: a microVM holds hundreds of MiB of host memory."""
+SHARED_POOL = {"clean": 1, "strategy": "fast", "max_idle": 60.0}
+"""One wiped guest kept per box shape, stopped after a minute unused (a module's tests use
+one shape after another): a guest holds hundreds of MiB of the host's memory."""
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -278,6 +280,14 @@ async def microvm_engines(tmp_path_factory: pytest.TempPathFactory) -> AsyncIter
     yield shared
     for engine in shared.engines.values():
         await engine.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def reaped_microvm_engines(microvm_engines: SharedEngines) -> SharedEngines:
+    """The shared engines, their guests idle past the pool's ``max_idle`` stopped."""
+    for engine in microvm_engines.engines.values():
+        await engine.reap()
+    return microvm_engines
 
 
 @pytest.fixture

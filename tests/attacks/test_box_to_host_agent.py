@@ -30,9 +30,9 @@ from tests.attacks.takeback_harness import (
     user_git_everywhere,
 )
 from tests.blueprint.repos import git
-from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS
 
-pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
+pytestmark = pytest.mark.bwrap
 
 FSMONITOR = "printf '[core]\\n\\tfsmonitor = %s; false\\n' '{touch}'"
 
@@ -53,7 +53,7 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path)
 
 
-@SYNC_ON_SHARED_LOOP
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_never_writes_through_a_link_into_the_users_git(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -69,8 +69,8 @@ def test_the_agent_never_writes_through_a_link_into_the_users_git(
     assert markers.left() == []
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 @pytest.mark.parametrize("kind", ["plain-directory", "git-repository"])
-@SYNC_ON_SHARED_LOOP
 def test_the_agent_never_writes_through_a_link_to_a_directory_outside(
     kind: str, backend: str, tmp_path: Path, reachable_dir: Path
 ) -> None:
@@ -89,7 +89,7 @@ def test_the_agent_never_writes_through_a_link_to_a_directory_outside(
     assert sorted(p.name for p in outside.iterdir()) == ["config"]
 
 
-@SYNC_ON_SHARED_LOOP
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_hands_back_no_git_file_or_repository_of_its_making(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -107,7 +107,7 @@ def test_the_agent_hands_back_no_git_file_or_repository_of_its_making(
     assert markers.left() == []
 
 
-@SYNC_ON_SHARED_LOOP
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_replacing_the_directorys_own_git_changes_nothing_of_it(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -126,7 +126,7 @@ def test_the_agent_replacing_the_directorys_own_git_changes_nothing_of_it(
     assert markers.left() == []
 
 
-@SYNC_ON_SHARED_LOOP
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_leaves_no_bare_repository_of_its_making_in_the_directory(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -142,7 +142,7 @@ def test_the_agent_leaves_no_bare_repository_of_its_making_in_the_directory(
     assert git_dirs_below(project) == [], done.stderr
 
 
-@SYNC_ON_SHARED_LOOP
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_leaves_no_setuid_program_in_the_directory(
     backend: str, tmp_path: Path, project: Path
 ) -> None:
@@ -166,7 +166,6 @@ def said(done: subprocess.CompletedProcess[str]) -> str:
     return " ".join(done.stderr.split())
 
 
-@SYNC_ON_SHARED_LOOP
 def test_a_refusal_after_the_agents_edits_changes_nothing_and_leaves_no_box_made_tree(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -195,7 +194,6 @@ def test_a_refusal_after_the_agents_edits_changes_nothing_and_leaves_no_box_made
 
 
 @pytest.mark.parametrize("backend", ["process"])
-@SYNC_ON_SHARED_LOOP
 def test_a_git_directory_of_the_agents_file_and_the_users_own_files_changes_nothing(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -222,7 +220,6 @@ def test_a_git_directory_of_the_agents_file_and_the_users_own_files_changes_noth
 
 
 @pytest.mark.parametrize("backend", ["process"])
-@SYNC_ON_SHARED_LOOP
 def test_a_tree_deeper_than_the_host_can_name_is_a_clean_refusal_that_changes_nothing(
     backend: str, tmp_path: Path, project: Path, reachable_dir: Path
 ) -> None:

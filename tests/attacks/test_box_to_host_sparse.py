@@ -30,7 +30,7 @@ from tests.attacks.takeback_harness import (
     temporary_left,
 )
 from tests.blueprint.repos import git
-from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 
 MiB = 1024 * 1024
 BOX_MEMORY = "64m"
@@ -141,6 +141,7 @@ async def test_the_dependency_cache_keeps_a_sparse_file_cheaply_and_refuses_one_
     assert sorted(p.name for p in cache.iterdir()) == ["kept.tar"]  # no spool or part left
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 @SYNC_ON_SHARED_LOOP
 def test_golem_agent_lands_a_sparse_file_sparse_in_the_users_directory(
     backend: str, tmp_path: Path

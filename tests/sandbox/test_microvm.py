@@ -25,6 +25,7 @@ import pytest
 import pytest_asyncio
 
 from golem.core import GolemConfig, InvalidRequest, SandboxError, load_config
+from golem.core.errors import BoxCrashed
 from golem.core.spec import MAX_CPUS, MAX_PIDS, MAX_SIZE
 from golem.sandbox import Box, Engine, ExecRequest, LocalEngine
 from golem.sandbox.backends.microvm import MicroVMBox
@@ -473,8 +474,10 @@ async def test_cleanup_finds_a_guest_by_its_pidfile_when_its_record_has_no_state
         pid, start = record.state["pid"], record.state["pid_start"]
         bare = record.model_copy(update={"state": {}})
         await engine.backend.cleanup(bare)  # type: ignore[attr-defined]
-        await until(lambda: not process_alive(pid, start), "QEMU still runs")
-        assert not Path(record.state["pidfile"]).exists()
+        with pytest.raises(BoxCrashed, match="went away"):
+            await box.execute("sleep 5")
+    assert not process_alive(pid, start)
+    assert not Path(record.state["pidfile"]).exists()
 
 
 async def test_cleanup_never_kills_a_process_that_only_reuses_a_guests_pid(

@@ -18,7 +18,13 @@ import pytest_asyncio
 
 from golem.core import GolemConfig, NetworkEvent, load_config
 from golem.sandbox import Box, Engine, ExecRequest, OutputEvent
-from tests.conftest import BOTH_BACKENDS, PRIVATE_PASSWORD, SHARED_LOOP, SYNC_ON_SHARED_LOOP
+from tests.conftest import (
+    BOTH_BACKENDS,
+    PRIVATE_PASSWORD,
+    QUICK_START_BACKENDS,
+    SHARED_LOOP,
+    SYNC_ON_SHARED_LOOP,
+)
 from tests.sandbox.nethosts import PRIVATE_USER, NetHosts
 from tests.traces import traces_in_box
 
@@ -114,6 +120,7 @@ async def test_git_clones_over_http_and_https(box: Box, net: NetHosts) -> None:
     assert result.stdout_text == "the repo repository\n" * 2, result.stderr_text
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_pip_downloads_from_a_local_index_over_http_and_https(
     box: Box, net: NetHosts
 ) -> None:
@@ -131,6 +138,7 @@ async def test_pip_downloads_from_a_local_index_over_http_and_https(
     assert result.stdout_text.count("golemdemo-1.0-py3-none-any.whl") == 2
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_npm_reads_a_registry_through_the_proxy(box: Box, net: NetHosts) -> None:
     result = await box.execute(
         "npm view golemdemo version --no-update-notifier --cache /tmp/npm-cache "

@@ -8,7 +8,7 @@ import pytest
 
 from golem.core.errors import GolemError
 from golem.sandbox import Engine
-from tests.conftest import BOTH_BACKENDS, SHARED_LOOP
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS, SHARED_LOOP
 
 FILL = (
     "for d in /workspace /tmp /dev/shm; do "
@@ -23,6 +23,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_a_box_that_fills_its_disks_keeps_its_supervisor(engine: Engine) -> None:
     async with engine.session() as box:
         filled = await box.execute(FILL)

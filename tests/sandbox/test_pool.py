@@ -111,6 +111,7 @@ async def test_prewarm_fills_the_pool_and_sessions_take_from_it(pooled: Engine) 
         assert (await box.execute("echo warm")).stdout_text == "warm\n"
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
     async with pooled.session() as box:
         record = pooled.registry.load(box.id)
@@ -141,6 +142,7 @@ async def test_twenty_concurrent_sessions_from_a_pool_of_five(
     assert not any(Path(d).exists() for d in dirs)
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_handles_of_an_ended_session_cannot_reach_the_reused_box(pooled: Engine) -> None:
     async with pooled.session() as first:
         kept = await pooled.get_session(first.id)

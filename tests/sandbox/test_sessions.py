@@ -10,7 +10,7 @@ import pytest
 
 from golem.core import GolemConfig, InvalidRequest, SessionNotFound, SetupFailed
 from golem.sandbox import Box, Engine, ExecEvent, ExecRequest, SyncEngine
-from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 from tests.sandbox.binary_output import PAYLOAD, writer
 
 pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
@@ -63,6 +63,7 @@ async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> 
     assert phases == [("setup", b"setting-up\n"), ("code", b"running\n")]
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 @pytest.mark.own_engine
 async def test_sessions_are_recorded_while_alive(engine: Engine, config: GolemConfig) -> None:
     async with engine.session() as box:
@@ -118,6 +119,7 @@ async def test_unknown_session_is_a_clear_error(engine: Engine) -> None:
         await engine.remove_session("box-000000000000")
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 @SYNC_ON_SHARED_LOOP
 def test_sync_engine_wraps_the_async_one(config) -> None:  # type: ignore[no-untyped-def]
     with SyncEngine(config) as engine:
