@@ -30,6 +30,7 @@ SANDBOX = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=de
 """QEMU's seccomp filter: no obsolete system calls, no set*id, no fork or exec, no
 scheduler or resource changes."""
 CHANNEL_PORT = "golem.0"
+TB_MIB = 256
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class Launch:
 
 def qemu_argv(launch: Launch) -> list[str]:
     """QEMU's arguments for ``launch``."""
-    accel = "kvm" if launch.accel == "kvm" else "tcg,thread=multi"
+    # TCG's translated code is the largest part of QEMU's memory: bounded at 256 MiB
+    accel = "kvm" if launch.accel == "kvm" else f"tcg,thread=multi,tb-size={TB_MIB}"
     argv = [
         launch.qemu,
         "-name", f"golem-{launch.name},process=golem-vm",
