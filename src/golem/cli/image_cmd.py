@@ -44,8 +44,9 @@ def bootstrap_command(
 
 @image_app.command("kernel")
 def kernel_command() -> None:
-    """Fetch the microvm backend's guest kernel: Debian's cloud kernel, unpacked into golem's
-    own directory (never installed on the host); skipped when it is there."""
+    """Fetch the microvm guest kernel (Debian's cloud kernel; never installed on the host).
+
+    Unpacked into engine.backend.assets_dir; skipped when it is there."""
     from golem.sandbox.backends.microvm.assets import find_kernel  # noqa: PLC0415 - one use
 
     config = load_config().engine.backend
