@@ -25,7 +25,7 @@ import pytest
 import pytest_asyncio
 
 from golem.core import GolemConfig, InvalidRequest, SandboxError, load_config
-from golem.core.errors import BoxCrashed
+from golem.core.errors import BoxCrashed, ImageNotFound
 from golem.core.spec import MAX_CPUS, MAX_PIDS, MAX_SIZE
 from golem.sandbox import Box, Engine, ExecRequest, LocalEngine
 from golem.sandbox.backends.microvm import MicroVMBox
@@ -354,6 +354,11 @@ async def test_a_box_of_every_largest_size_boots_and_gets_them(engine: Engine) -
     assert int(lines[0]) == os.cpu_count()
     assert lines[1:3] == [str(MAX_PIDS), str(MAX_SIZE)]
     assert all(int(size) > 1024**3 for size in lines[3:5]), lines
+
+
+async def test_a_missing_image_says_how_to_make_one(engine: Engine, tmp_path: Path) -> None:
+    with pytest.raises(ImageNotFound, match="golem image bootstrap --no-docker"):
+        await engine.execute("true", engine.spec(image=str(tmp_path / "no-such-root")))
 
 
 async def test_a_host_directory_is_never_shared_with_the_guest(

@@ -30,7 +30,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-LIMITS = {"pids": 64, "memory": "128m", "timeout": 10}
+LIMITS = {"pids": 64, "memory": "128m", "timeout": 60}  # a microVM under TCG is slow to fill
 SECRET = "s3cr3t-value-123"  # noqa: S105 - a test secret
 CAP = 64 * 1024
 
