@@ -219,17 +219,24 @@ class MicroVMBackend:
             channel_guest.close()
             for _, guest_end in pairs:
                 guest_end.close()
-        pidfile = self._write_pidfile(record.id, process.pid)
+        assert process.stdout is not None
+        console = Console(process.stdout)
+        muxes = [PortMux(host, path) for (host, _), (_, path) in zip(pairs, sockets, strict=True)]
+        try:
+            pidfile = self._write_pidfile(record.id, process.pid)
+            streams = await asyncio.open_unix_connection(sock=channel_host, limit=1 << 20)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+            await console.close()
+            raise
         record.state = {
             "pid": process.pid,
             "pid_start": process_start_time(process.pid),
             "accel": guest.accel,
             "pidfile": str(pidfile),
         }
-        assert process.stdout is not None
-        console = Console(process.stdout)
-        muxes = [PortMux(host, path) for (host, _), (_, path) in zip(pairs, sockets, strict=True)]
-        streams = await asyncio.open_unix_connection(sock=channel_host, limit=1 << 20)
         box = MicroVMBox(process, streams, guest.accel, console, muxes, pidfile)
         try:
             await self._booted(box, magic)
