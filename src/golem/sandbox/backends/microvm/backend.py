@@ -41,7 +41,7 @@ from golem.sandbox.backends.microvm.vm import Console, MicroVMBox
 from golem.sandbox.contracts import Mount
 from golem.sandbox.records import BoxRecord, process_alive, process_start_time
 
-__all__ = ["GUEST_MEMORY", "MicroVMBackend", "MicroVMBox"]
+__all__ = ["GUEST_MEMORY", "Guest", "MicroVMBackend", "MicroVMBox", "vm_cpus", "vm_memory_mib"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ DEFAULT_MEMORY = 2 * 1024**3
 
 
 @dataclass(frozen=True)
-class _Guest:
+class Guest:
     """What every box of one image boots: kernel, shared initramfs, root disk, accel."""
 
     kernel: GuestKernel
@@ -95,7 +95,9 @@ class MicroVMBackend:
 
     # What boxes boot -------------------------------------------------------------------
 
-    async def _guest(self, spec: BoxSpec) -> _Guest:
+    async def prepare(self, spec: BoxSpec) -> Guest:
+        """What a box of ``spec`` boots (kernel, initramfs, root disk, accelerator), each
+        built or decided once."""
         if self._prepared is None:
             self._prepared = asyncio.Lock()
         async with self._prepared:  # one build of each asset, however many boxes start
@@ -110,7 +112,26 @@ class MicroVMBackend:
                 self._disks[image] = disk
             if self._accel is None:
                 self._accel = await self._decide_accel(kernel, base)
-        return _Guest(kernel, base, disk, self._accel)
+        return Guest(kernel, base, disk, self._accel)
+
+    async def boot_check(self) -> str:
+        """Whether this host runs microVMs, decided by booting one: a guest of golem's
+        kernel and initramfs (no box, no disk) under the accelerator boxes would get must
+        reach golem's init within ``boot_timeout``. Returns that accelerator; raises
+        BackendUnavailable saying why not."""
+        self.check()
+        kernel = await asyncio.to_thread(find_kernel, self.config)
+        base = await asyncio.to_thread(base_initramfs, kernel)
+        accel = await self._decide_accel(kernel, base)
+        launch = self._launch(accel, kernel, 0, 0, "probe")
+        timeout = self.config.boot_timeout
+        if not await accelerators.boot_probe(launch, base, self.host_ids(), timeout):
+            raise BackendUnavailable(
+                f"a guest of {kernel.image} under {accel} did not reach golem's init within "
+                f"{timeout:g}s (engine.backend.boot_timeout): this host cannot run microVMs "
+                f"with {self.config.qemu}; use another backend, or another kernel or QEMU"
+            )
+        return accel
 
     async def _decide_accel(self, kernel: GuestKernel, base: bytes) -> str:
         if self.config.accel != "auto":
@@ -121,7 +142,7 @@ class MicroVMBackend:
             known = "tcg"
             if os.path.exists("/dev/kvm"):  # needed, never enough: a guest must boot
                 launch = self._launch("kvm", kernel, 0, 0, "probe")
-                ids = self._host_ids()
+                ids = self.host_ids()
                 booted = await accelerators.boot_probe(
                     launch, base, ids, accelerators.PROBE_TIMEOUT
                 )
@@ -150,7 +171,8 @@ class MicroVMBackend:
             socket_fds=tuple(socket_fds),
         )  # fmt: skip
 
-    def _host_ids(self) -> tuple[int, int] | None:
+    def host_ids(self) -> tuple[int, int] | None:
+        """QEMU's user and group when golem runs as root (``run_as``); None otherwise."""
         if os.geteuid() != 0:
             return None
         try:
@@ -190,8 +212,8 @@ class MicroVMBackend:
         """Boot a guest whose box's first process is the supervisor."""
         self.check()
         self._check_spec(spec)
-        ids = self._host_ids()
-        guest = await self._guest(spec)
+        ids = self.host_ids()
+        guest = await self.prepare(spec)
         magic = "golem-ready-" + secrets.token_hex(8)
         archive, sockets = box_archive(
             spec, magic, mounts, python=self.config.python, seccomp=self.config.seccomp
@@ -206,7 +228,8 @@ class MicroVMBackend:
             ]
             launch = self._launch(
                 guest.accel, guest.kernel, initrd, channel_guest.fileno(), record.id,
-                disk=guest.disk, memory_mib=_memory_mib(spec), cpus=_cpus(spec), socket_fds=ports,
+                disk=guest.disk, memory_mib=vm_memory_mib(spec), cpus=vm_cpus(spec),
+                socket_fds=ports,
             )  # fmt: skip
             process = await spawn_qemu(qemu_argv(launch), launch.fds, ids)
         except BaseException:
@@ -299,7 +322,7 @@ def _runs_box(pid: int, box_id: str) -> bool:
     return f"golem-{box_id},process=golem-vm".encode() in argv
 
 
-def _memory_mib(spec: BoxSpec) -> int:
+def vm_memory_mib(spec: BoxSpec) -> int:
     """The VM's size: the box's memory and the guest kernel's own, at most three quarters
     of the host's memory (QEMU maps it whole, and the kernel refuses a mapping past what
     the host has; a box that asks more has the VM's)."""
@@ -308,6 +331,7 @@ def _memory_mib(spec: BoxSpec) -> int:
     return math.ceil(min(wanted, host * 3 // 4) / 1024**2)
 
 
-def _cpus(spec: BoxSpec) -> int:
+def vm_cpus(spec: BoxSpec) -> int:
+    """The VM's virtual CPUs: the box's cpus rounded up, at most the host's."""
     host = os.cpu_count() or 1
     return host if spec.cpus is None else max(1, min(host, math.ceil(spec.cpus)))
