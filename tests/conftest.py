@@ -1,7 +1,8 @@
 """Shared fixtures: a real engine on a temporary state directory, real bubblewrap boxes.
 
 Tests marked ``bwrap`` (or ``docker``, ``podman``, ``microvm``, ``postgres``) skip locally when
-the machine lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI
+the machine lacks the tool (``microvm``: when a guest does not boot, tried once by booting
+one, with why); under CI (``CI`` set) such a skip is turned into a failure, so CI
 can never pass by skipping.
 
 microVM boxes boot in seconds under TCG: their tests share one engine (and so its warm pool)
@@ -13,6 +14,7 @@ loop that engine lives on.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import json
@@ -36,9 +38,11 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from golem.core import GolemConfig, load_config
-from golem.core.config import default_state_dir
+from golem.core.config import MicroVMBackendConfig, default_state_dir
+from golem.core.errors import GolemError
 from golem.sandbox import Box, Engine, LocalEngine
 from golem.sandbox.backends.docker.reach import unix_refusal
+from golem.sandbox.backends.microvm import MicroVMBackend
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
@@ -130,10 +134,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("no container engine answers (scripts/ensure-dockerd starts dockerd)")
     if item.get_closest_marker("podman") and not engine_reachable("podman"):
         pytest.skip("podman's socket does not answer (scripts/ensure-podman starts it)")
-    if item.get_closest_marker("microvm") and shutil.which("qemu-system-x86_64") is None:
-        pytest.skip("QEMU is not installed (scripts/setup installs qemu-system-x86)")
+    if item.get_closest_marker("microvm") and (refusal := microvm_refusal()) is not None:
+        pytest.skip(refusal)
     if item.get_closest_marker("postgres") and not postgres_reachable():
         pytest.skip("no PostgreSQL answers at GOLEM_TEST_POSTGRES_URL (scripts/ensure-postgres)")
+
+
+@functools.cache
+def microvm_refusal() -> str | None:
+    """Why this host cannot run microVMs, decided once by booting a guest (None: it can)."""
+    if shutil.which("qemu-system-x86_64") is None:
+        return "QEMU is not installed (scripts/setup installs qemu-system-x86)"
+    backend = MicroVMBackend(MicroVMBackendConfig())
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:  # off any running loop
+            thread.submit(asyncio.run, backend.boot_check()).result()
+    except GolemError as exc:
+        return f"this host cannot run microVMs: {exc.message}"
+    return None
 
 
 def kill_box_from_outside(state: dict[str, Any]) -> None:

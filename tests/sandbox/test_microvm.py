@@ -25,10 +25,10 @@ import pytest
 import pytest_asyncio
 
 from golem.core import GolemConfig, InvalidRequest, SandboxError, load_config
-from golem.core.errors import BoxCrashed, ImageNotFound
+from golem.core.errors import BackendUnavailable, BoxCrashed, ImageNotFound
 from golem.core.spec import MAX_CPUS, MAX_PIDS, MAX_SIZE
 from golem.sandbox import Box, Engine, ExecRequest, LocalEngine
-from golem.sandbox.backends.microvm import MicroVMBox
+from golem.sandbox.backends.microvm import MicroVMBackend, MicroVMBox
 from golem.sandbox.backends.microvm.accel import boot_probe
 from golem.sandbox.backends.microvm.assets import base_initramfs, find_kernel, root_disk
 from golem.sandbox.backends.microvm.egress import PortMux
@@ -410,6 +410,15 @@ async def test_a_boot_probe_tells_a_guest_that_boots_from_one_that_does_not(
     not_a_kernel.write_bytes(os.urandom(4096))
     broken = dataclasses.replace(launch, kernel=not_a_kernel)
     assert not await boot_probe(broken, base, None, 120)
+
+
+async def test_a_host_whose_qemu_boots_no_guest_is_refused_saying_why(config: GolemConfig) -> None:
+    settings = config.engine.backend
+    assert settings.type == "microvm"
+    broken = settings.model_copy(update={"qemu": "/bin/false", "accel": "tcg"})
+    with pytest.raises(BackendUnavailable, match=r"under tcg did not reach golem's init") as raised:
+        await MicroVMBackend(broken).boot_check()
+    assert "this host cannot run microVMs with /bin/false" in raised.value.message
 
 
 # Orphans -------------------------------------------------------------------------------------
