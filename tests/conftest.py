@@ -1,13 +1,20 @@
 """Shared fixtures: a real engine on a temporary state directory, real bubblewrap boxes.
 
-Tests marked ``bwrap`` (or ``docker``, ``podman``, ``gvisor``, ``postgres``) skip locally when
-the machine lacks the tool; under CI (``CI`` set) such a skip is turned into a failure, so CI
-can never pass by skipping.
+Tests marked ``bwrap`` (or ``docker``, ``podman``, ``gvisor``, ``microvm``, ``postgres``)
+skip locally when the machine lacks the tool (``microvm``: when a guest does not boot, tried
+once by booting one, with why); under CI (``CI`` set) such a skip is turned into a failure,
+so CI can never pass by skipping.
+
+microVM boxes boot in seconds under TCG: their tests share one engine (and so its warm pool)
+for the whole session. A module whose tests run on ``microvm`` puts ``SHARED_LOOP`` in its
+``pytestmark``, so that its tests and async fixtures run on the session's event loop, the
+loop that engine lives on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import json
@@ -26,16 +33,20 @@ import docker
 import docker.errors
 import psycopg
 import pytest
+import pytest_asyncio
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from golem.core import GolemConfig, load_config
+from golem.core.config import MicroVMBackendConfig, default_state_dir
+from golem.core.errors import GolemError
 from golem.sandbox import Box, Engine, LocalEngine
 from golem.sandbox.backends.docker.reach import unix_refusal
+from golem.sandbox.backends.microvm import MicroVMBackend
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
-ENFORCED_MARKERS = ("bwrap", "docker", "podman", "gvisor", "postgres")
+ENFORCED_MARKERS = ("bwrap", "docker", "podman", "gvisor", "microvm", "postgres")
 PRIVATE_PASSWORD = "pw-" + secrets.token_hex(8)
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 ENGINES = {"docker": None, "podman": PODMAN_SOCKET}  # backend name -> engine socket
@@ -51,29 +62,33 @@ BOTH_BACKENDS = [
     pytest.param("docker", marks=pytest.mark.docker),
     pytest.param("podman", marks=pytest.mark.podman),
     pytest.param("gvisor", marks=pytest.mark.gvisor),
+    pytest.param("microvm", marks=pytest.mark.microvm),
 ]
 """Backends a module's ``backend`` fixture can be parametrized over: bubblewrap, the
-docker backend on dockerd, the same backend on Podman's Docker-compatible socket, and
-gVisor (runsc started by golem)."""
+docker backend on dockerd, the same backend on Podman's Docker-compatible socket, gVisor
+(runsc started by golem) and QEMU microVMs (a module with ``microvm`` puts ``SHARED_LOOP``
+in its ``pytestmark``)."""
 
-
-def backend_settings(backend: str) -> dict[str, Any] | None:
-    """The ``[engine.backend]`` table of a backend named as in BOTH_BACKENDS (None: the
-    default, process)."""
-    if backend in ENGINES:
-        return {"type": "docker", "image": devbox_image(backend), "docker_host": ENGINES[backend]}
-    if backend == "gvisor":
-        return {"type": "gvisor"}
-    return None
-
-
-def backend_toml(backend: str) -> str:
-    """``backend_settings`` as golem.toml lines (empty for the default backend)."""
-    settings = backend_settings(backend)
-    if settings is None:
-        return ""
-    lines = [f"{key} = {json.dumps(value)}" for key, value in settings.items() if value]
-    return "[engine.backend]\n" + "\n".join(lines) + "\n"
+SHARED_LOOP = pytest.mark.asyncio(loop_scope="session")
+"""Runs a module's async tests on the session's event loop (where the shared microVM
+engine lives); its own async fixtures then say ``loop_scope="session"`` too, and a sync
+test of it ``SYNC_ON_SHARED_LOOP``."""
+SYNC_ON_SHARED_LOOP = pytest.mark.filterwarnings(
+    "ignore:The test <Function .* is marked with '@pytest.mark.asyncio' but it is not an async"
+)
+"""A sync test in a ``SHARED_LOOP`` module (the module's mark is for its async tests)."""
+WITH_HOST_NETWORK = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
+"""Backends that give a box the host's network when asked (a microVM never has it)."""
+WITH_HOST_DIRECTORY = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
+"""Backends that bind a host directory as a box's /workspace (a microVM never does)."""
+QUICK_START_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
+"""Backends whose boxes start in well under a second: for tests that start many boxes, or
+a golem process of their own, to prove a property of the engine's or a command's own, the
+same on every backend (a microVM boots in seconds under TCG, and a new process cannot share
+the session's booted guests)."""
+HOST_SEES_BOX_PROCESSES = [p for p in BOTH_BACKENDS if p.values[0] != "microvm"]
+"""Backends whose boxes' processes are this host's processes (a microVM's are its guest
+kernel's): for tests that look at them from the host."""
 
 
 def engine_api(backend: str) -> docker.APIClient:
@@ -123,8 +138,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("runsc is not installed (scripts/setup installs it)")
     if item.get_closest_marker("podman") and not engine_reachable("podman"):
         pytest.skip("podman's socket does not answer (scripts/ensure-podman starts it)")
+    if item.get_closest_marker("microvm") and (refusal := microvm_refusal()) is not None:
+        pytest.skip(refusal)
     if item.get_closest_marker("postgres") and not postgres_reachable():
         pytest.skip("no PostgreSQL answers at GOLEM_TEST_POSTGRES_URL (scripts/ensure-postgres)")
+
+
+@functools.cache
+def microvm_refusal() -> str | None:
+    """Why this host cannot run microVMs, decided once by booting a guest (None: it can)."""
+    if shutil.which("qemu-system-x86_64") is None:
+        return "QEMU is not installed (scripts/setup installs qemu-system-x86)"
+    backend = MicroVMBackend(MicroVMBackendConfig())
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:  # off any running loop
+            thread.submit(asyncio.run, backend.boot_check()).result()
+    except GolemError as exc:
+        return f"this host cannot run microVMs: {exc.message}"
+    return None
 
 
 def kill_box_from_outside(state: dict[str, Any]) -> None:
@@ -158,6 +189,35 @@ def devbox_image(backend: str) -> str:
     return built.tag
 
 
+@functools.cache
+def microvm_image() -> str:
+    """golem's devbox root file system, bootstrapped from Debian's packages once (where
+    `golem image bootstrap` keeps it; skipped by content hash when it is there)."""
+    built = asyncio.run(bootstrap("devbox", images_dir=default_state_dir() / "images"))
+    assert built.rootfs is not None
+    return str(built.rootfs)
+
+
+def backend_settings(backend: str) -> dict[str, object] | None:
+    """``[engine.backend]`` of a test on ``backend`` (None: the default, process)."""
+    if backend in ENGINES:
+        return {"type": "docker", "image": devbox_image(backend), "docker_host": ENGINES[backend]}
+    if backend == "gvisor":
+        return {"type": "gvisor"}
+    if backend == "microvm":
+        return {"type": "microvm", "image": microvm_image()}
+    return None
+
+
+def backend_toml(backend: str) -> str:
+    """``[engine.backend]`` of a test on ``backend`` as golem.toml holds it ("" for process)."""
+    settings = backend_settings(backend)
+    if settings is None:
+        return ""
+    lines = [f"{name} = {json.dumps(value)}" for name, value in settings.items() if value]
+    return "[engine.backend]\n" + "".join(f"{line}\n" for line in lines)
+
+
 @pytest.fixture(scope="session")
 def docker_image() -> str:
     """The devbox image in dockerd."""
@@ -184,16 +244,99 @@ def config(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Gole
     return load_config(overrides, files=[])
 
 
+def _on_shared_loop(request: pytest.FixtureRequest) -> bool:
+    marker = request.node.get_closest_marker("asyncio")
+    return marker is not None and marker.kwargs.get("loop_scope") == "session"
+
+
 @pytest.fixture
-async def engine(config: GolemConfig) -> AsyncIterator[Engine]:
-    """A real engine; every box it made is gone after the test."""
+def engine(request: pytest.FixtureRequest, backend: str) -> Engine:
+    """A real engine; every box it made is gone after the test (microvm: the session's
+    shared engine, whose boxes are wiped back into its pool, unless the test is marked
+    ``own_engine``: one that closes its engine, or counts every box of it)."""
+    shared_loop = _on_shared_loop(request)
+    own = request.node.get_closest_marker("own_engine") is not None
+    if backend == "microvm" and shared_loop and not own:
+        engines: SharedEngines = request.getfixturevalue("reaped_microvm_engines")
+        return engines.of(request.getfixturevalue("config"))
+    name = "own_engine_on_shared_loop" if shared_loop else "own_engine"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def own_engine(config: GolemConfig) -> AsyncIterator[Engine]:
+    """An engine of this test's own."""
     async with LocalEngine(config) as engine:
         yield engine
 
 
+@pytest_asyncio.fixture(loop_scope="session")
+async def own_engine_on_shared_loop(config: GolemConfig) -> AsyncIterator[Engine]:
+    """An engine of this test's own, on the session's loop."""
+    async with LocalEngine(config) as engine:
+        yield engine
+
+
+class SharedEngines:
+    """The session's microvm engines, one per configuration (its state directory aside):
+    booted guests are shared through each engine's warm pool."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.engines: dict[str, LocalEngine] = {}
+
+    def of(self, config: GolemConfig) -> LocalEngine:
+        """The shared engine of ``config``'s settings."""
+        key = config.model_dump_json(exclude={"state_dir"})
+        if key not in self.engines:
+            state = self.state_dir / f"engine-{len(self.engines)}"
+            pool = config.engine.pool.model_copy(update=SHARED_POOL)
+            engine = config.engine.model_copy(update={"pool": pool})
+            shared = config.model_copy(update={"state_dir": state, "engine": engine})
+            self.engines[key] = LocalEngine(shared)
+        return self.engines[key]
+
+
+SHARED_POOL = {"clean": 1, "strategy": "fast", "max_idle": 60.0}
+"""One wiped guest kept per box shape, stopped after a minute unused (a module's tests use
+one shape after another): a guest holds hundreds of MiB of the host's memory."""
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def microvm_engines(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SharedEngines]:
+    """Every microvm test's engine, by configuration."""
+    await asyncio.to_thread(microvm_image)  # bootstraps on a loop of its own
+    shared = SharedEngines(tmp_path_factory.mktemp("microvm-state"))
+    yield shared
+    for engine in shared.engines.values():
+        await engine.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def reaped_microvm_engines(microvm_engines: SharedEngines) -> SharedEngines:
+    """The shared engines, their guests idle past the pool's ``max_idle`` stopped."""
+    for engine in microvm_engines.engines.values():
+        await engine.reap()
+    return microvm_engines
+
+
 @pytest.fixture
-async def box(engine: Engine) -> AsyncIterator[Box]:
+def box(request: pytest.FixtureRequest, backend: str) -> Box:
     """A persistent box with default limits."""
+    name = "box_on_shared_loop" if _on_shared_loop(request) else "own_box"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def own_box(engine: Engine) -> AsyncIterator[Box]:
+    """A box of the test's engine."""
+    async with engine.session() as box:
+        yield box
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def box_on_shared_loop(engine: Engine) -> AsyncIterator[Box]:
+    """A box of the test's engine, on the session's loop."""
     async with engine.session() as box:
         yield box
 

@@ -270,8 +270,7 @@ def golem_agent(
     the box. Its temporary directory is ``temporary`` (default ``tmp_path / "tmp"``; see
     ``temporary_left``)."""
     config = tmp_path / "golem.toml"
-    toml = f'state_dir = "{tmp_path / "state"}"\n' + backend_toml(backend)
-    config.write_text(toml)
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n' + backend_toml(backend))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "cfg")
     temporary = temporary or tmp_path / "tmp"

@@ -32,9 +32,9 @@ from tests.attacks.takeback_harness import (
     user_git_everywhere,
 )
 from tests.blueprint.repos import git, make_remote
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)

@@ -30,7 +30,7 @@ from tests.attacks.takeback_harness import (
     user_git_everywhere,
 )
 from tests.blueprint.repos import git
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS
 
 pytestmark = pytest.mark.bwrap
 
@@ -53,6 +53,7 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path)
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_never_writes_through_a_link_into_the_users_git(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -68,6 +69,7 @@ def test_the_agent_never_writes_through_a_link_into_the_users_git(
     assert markers.left() == []
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 @pytest.mark.parametrize("kind", ["plain-directory", "git-repository"])
 def test_the_agent_never_writes_through_a_link_to_a_directory_outside(
     kind: str, backend: str, tmp_path: Path, reachable_dir: Path
@@ -87,6 +89,7 @@ def test_the_agent_never_writes_through_a_link_to_a_directory_outside(
     assert sorted(p.name for p in outside.iterdir()) == ["config"]
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_hands_back_no_git_file_or_repository_of_its_making(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -104,6 +107,7 @@ def test_the_agent_hands_back_no_git_file_or_repository_of_its_making(
     assert markers.left() == []
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_replacing_the_directorys_own_git_changes_nothing_of_it(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -122,6 +126,7 @@ def test_the_agent_replacing_the_directorys_own_git_changes_nothing_of_it(
     assert markers.left() == []
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_leaves_no_bare_repository_of_its_making_in_the_directory(
     backend: str, tmp_path: Path, project: Path, markers: Markers
 ) -> None:
@@ -137,6 +142,7 @@ def test_the_agent_leaves_no_bare_repository_of_its_making_in_the_directory(
     assert git_dirs_below(project) == [], done.stderr
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 def test_the_agent_leaves_no_setuid_program_in_the_directory(
     backend: str, tmp_path: Path, project: Path
 ) -> None:

@@ -38,13 +38,15 @@ from tests.attacks.takeback_harness import (
     user_git_everywhere,
 )
 from tests.blueprint.repos import git
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP
 
 MiB = 1024 * 1024
 LIMITS = TakebackLimits(max_file_bytes=MiB, max_bytes=4 * MiB, max_entries=100)
 
 DIR = tarfile.DIRTYPE
 LINK = tarfile.SYMTYPE
+
+pytestmark = SHARED_LOOP
 
 
 ACCEPTED = [

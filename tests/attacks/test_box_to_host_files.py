@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from golem.core import GolemConfig, GolemError, UnsafeBoxOutput
 from golem.sandbox import Engine, ExecRequest
@@ -28,10 +29,10 @@ from tests.attacks.takeback_harness import (
     rule_of,
     special_files,
 )
-from tests.conftest import BOTH_BACKENDS, backend_toml
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, backend_toml
 from tests.service.served import Served, launch
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 MEMORY_BOUND = 200 * 1024 * 1024
 
@@ -99,8 +100,8 @@ class Servers:
 
     def of(self, backend: str) -> Served:
         if backend not in self.running:
-            toml = backend_toml(backend)
-            self.running[backend] = launch(self.root / backend / "state", config=toml)
+            state = self.root / backend / "state"
+            self.running[backend] = launch(state, config=backend_toml(backend))
         return self.running[backend]
 
     def stop(self) -> None:
@@ -115,7 +116,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     running.stop()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def remote_engine(
     backend: str, config: GolemConfig, servers: Servers
 ) -> AsyncIterator[RemoteEngine]:

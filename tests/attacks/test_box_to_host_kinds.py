@@ -25,9 +25,9 @@ from tests.attacks.takeback_harness import (
     special_files,
 )
 from tests.blueprint.repos import make_remote
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 MEMORY_BOUND = 200 * 1024 * 1024
 """How far the host process's peak resident memory may rise while it refuses a box's

@@ -24,9 +24,9 @@ from tests.attacks.takeback_harness import (
     snapshot,
 )
 from tests.blueprint.repos import git, make_remote
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 SEED = {
     "old.txt": "old\n",
@@ -104,6 +104,7 @@ async def test_a_run_ships_every_ordinary_kind_of_change(
     assert not {"old.txt", "becomes-dir", "gone-dir/a.txt", "dir/keep.txt"} & set(modes)
 
 
+@SYNC_ON_SHARED_LOOP
 def test_golem_agent_applies_every_ordinary_change_to_regular_files(
     backend: str, tmp_path: Path
 ) -> None:

@@ -30,7 +30,7 @@ from tests.attacks.takeback_harness import (
     temporary_left,
 )
 from tests.blueprint.repos import git
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 
 MiB = 1024 * 1024
 BOX_MEMORY = "64m"
@@ -46,6 +46,8 @@ SPARSE = (
     "printf 'box data' | dd of={path} bs=1 seek=1000000 conv=notrunc status=none"
 )
 """A file of WITHIN bytes, all zeros but 8 bytes at 1,000,000 (the box holds one block)."""
+
+pytestmark = SHARED_LOOP
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -139,6 +141,8 @@ async def test_the_dependency_cache_keeps_a_sparse_file_cheaply_and_refuses_one_
     assert sorted(p.name for p in cache.iterdir()) == ["kept.tar"]  # no spool or part left
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
+@SYNC_ON_SHARED_LOOP
 def test_golem_agent_lands_a_sparse_file_sparse_in_the_users_directory(
     backend: str, tmp_path: Path
 ) -> None:
@@ -151,6 +155,7 @@ def test_golem_agent_lands_a_sparse_file_sparse_in_the_users_directory(
     assert temporary_left(tmp_path) == []
 
 
+@SYNC_ON_SHARED_LOOP
 def test_golem_agent_refuses_a_sparse_file_past_what_the_box_could_hold(
     backend: str, tmp_path: Path
 ) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 import yaml
 
 from golem.agent import Agent, AgentEvent, AgentOutcome, ToolFinished
@@ -29,7 +30,7 @@ from golem.core import GolemConfig, load_config
 from golem.core.masking import SecretLogFilter, masking_logs
 from golem.sandbox import Box, Engine
 from tests.attacks.secrets_upstream import REFUSED, EchoUpstream
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP
 from tests.sandbox.nethosts import NetHosts
 from tests.traces import traces_in_box
 
@@ -40,6 +41,8 @@ BROKERED = "golem-brokered-" + secrets.token_hex(12)
 BASIC = "golem-basic-" + secrets.token_hex(12)
 CONFIG = f"# settings\nNAME=demo\nAPI_KEY={SECRET}\nDB_PASSWORD={QUOTED}\nDEBUG=0\n"
 TOOLS = ["read", "edit", "write", "bash", "grep", "glob", "ls", "finish"]
+
+pytestmark = SHARED_LOOP
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -67,7 +70,7 @@ def holds_a_secret(value: Any) -> bool:
 # Tool results, events, trajectories and what the model reads ------------------------------
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def secret_box(engine: Engine) -> AsyncIterator[Box]:
     spec = engine.spec(secrets={"API_KEY": SECRET, "DB_PASSWORD": QUOTED})
     async with engine.session(spec) as box:
@@ -182,7 +185,7 @@ SHOWN = ["identity", "gzip", "deflate", "stacked", "gzip-members", "chunked-gzip
 REFUSES = ["br", "unknown", "gzip-then-br", "transfer-gzip"]
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def upstream(net: NetHosts) -> AsyncIterator[tuple[EchoUpstream, int, int]]:
     """The echoing upstream on the test hosts' address, over HTTP and HTTPS (a certificate
     of the test CA, which the proxy trusts for brokered upstreams)."""

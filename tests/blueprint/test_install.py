@@ -21,7 +21,10 @@ from golem.store import SqlStore, Store
 from tests.blueprint.install_runs import change_on_main, python_conventions, python_repo, run
 from tests.blueprint.registries import GO, NPM, LocalRegistries
 from tests.blueprint.repos import git
-from tests.conftest import BOTH_BACKENDS, backend_settings
+from tests.conftest import (
+    QUICK_START_BACKENDS,
+    backend_settings,
+)
 
 pytestmark = pytest.mark.bwrap  # and docker, podman where a test runs on every backend
 
@@ -62,7 +65,7 @@ async def install_checks(store: Store, state: RunState) -> int:
     "backend",
     # Not gvisor (37 s there): the cache is the host's logic, the install box an ordinary
     # filtered box, whose way out tests/sandbox/test_network.py proves on gVisor.
-    [p for p in BOTH_BACKENDS if p.values[0] != "gvisor"],
+    [p for p in QUICK_START_BACKENDS if p.values[0] != "gvisor"],
 )
 async def test_dependencies_are_cached_per_repository_and_lockfile(
     config: GolemConfig,

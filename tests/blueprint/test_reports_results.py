@@ -16,7 +16,7 @@ from golem.blueprint.steps.checks import describe_failures
 from golem.core.events import ErrorEvent, ExitEvent, OutputEvent
 from golem.forge import CheckResult
 from golem.sandbox import Box, Engine, ExecRequest
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import QUICK_START_BACKENDS
 
 pytestmark = pytest.mark.bwrap
 
@@ -53,7 +53,7 @@ async def check(box: Box, request: ExecRequest) -> CheckResult:
     "backend",
     # gVisor has no OOM killer of its own: over its memory a gVisor box ends whole, with
     # the check in it (tests/sandbox/test_security.py proves that; docs/sandbox.md).
-    [p for p in BOTH_BACKENDS if p.values[0] != "gvisor"],
+    [p for p in QUICK_START_BACKENDS if p.values[0] != "gvisor"],
 )
 async def test_a_check_killed_by_the_boxs_memory_limit_says_so(engine: Engine) -> None:
     async with engine.session(engine.spec(memory="96m")) as box:
@@ -126,7 +126,7 @@ def test_a_report_holding_a_code_fence_stays_inside_the_fix_prompts_block() -> N
     assert shown == f"### docs: `make doctest` (exit 2)\n\n````\n{tail}\n````"
 
 
-@pytest.mark.parametrize("backend", BOTH_BACKENDS)
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_the_junit_xml_a_check_wrote_is_read_back_from_its_box(engine: Engine) -> None:
     xml = '<testsuite><testcase name="t"><failure message="no"/></testcase></testsuite>'
     write = (

@@ -10,10 +10,10 @@ from golem.blueprint.steps.baseline import already_failing
 from golem.blueprint.steps.tree import changed_between, fingerprint, restore
 from golem.forge import CheckResult, TestFailure
 from golem.sandbox import Box, ExecRequest
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import QUICK_START_BACKENDS
 
 
-@pytest.fixture(params=BOTH_BACKENDS)
+@pytest.fixture(params=QUICK_START_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     """The fingerprint runs git and python3 in the box: on every backend."""
     return str(request.param)

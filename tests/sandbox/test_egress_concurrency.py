@@ -14,7 +14,7 @@ import pytest
 
 from golem.sandbox import Engine, ExecRequest
 from golem.sandbox.egress.proxy import MAX_CONNECTIONS
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import QUICK_START_BACKENDS
 from tests.sandbox.nethosts import ALLOWED_ADDRESS, NetHosts
 from tests.sandbox.test_network import config, policy  # noqa: F401 - the fixture, shared
 
@@ -65,7 +65,7 @@ asyncio.run(main())
 """
 
 
-@pytest.fixture(params=BOTH_BACKENDS)
+@pytest.fixture(params=QUICK_START_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

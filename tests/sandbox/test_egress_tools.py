@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from golem.sandbox import Engine, ExecRequest
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import QUICK_START_BACKENDS
 from tests.sandbox.nethosts import ALLOWED_ADDRESS, NetHosts
 from tests.sandbox.test_network import config, policy  # noqa: F401 - the fixture, shared
 
@@ -113,7 +113,7 @@ def registry(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     "backend",
     # Not gvisor (12 s there): hundreds of connections through its bridge are
     # tests/sandbox/test_egress_concurrency.py's, on gVisor too.
-    [p for p in BOTH_BACKENDS if p.values[0] != "gvisor"],
+    [p for p in QUICK_START_BACKENDS if p.values[0] != "gvisor"],
 )
 async def test_npm_installs_a_hundred_and_fifty_packages_through_the_proxy(
     engine: Engine, net: NetHosts, registry: tuple[Path, int]
@@ -138,7 +138,7 @@ async def test_npm_installs_a_hundred_and_fifty_packages_through_the_proxy(
         assert result.stdout_text.split()[-1] == str(PACKAGES)
 
 
-@pytest.mark.parametrize("backend", BOTH_BACKENDS)
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_npms_configuration_names_the_proxy(engine: Engine, net: NetHosts) -> None:
     """What npm's configuration says (yarn 1 and pnpm read it too), beside the variables."""
     async with engine.session(engine.spec(network="filtered", egress=policy(net))) as box:

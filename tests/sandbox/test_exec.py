@@ -14,11 +14,11 @@ import pytest
 
 from golem.core import InvalidRequest, RuntimeNotAvailable
 from golem.sandbox import Box, Engine, ExecRequest, ExitEvent, LocalEngine, OutputEvent
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 from tests.sandbox.binary_output import ERR_PAYLOAD, PAYLOAD, PIECES, WRITER, stepped_output
 from tests.sandbox.minimal_image import build_minimal_image
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -65,6 +65,7 @@ async def test_runtime_is_detected_from_the_file_name(box: Box) -> None:
     assert result.stdout_text == "js\n"
 
 
+@SYNC_ON_SHARED_LOOP
 def test_request_needs_exactly_one_of_cmd_or_code() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         ExecRequest(cmd="ls", code="print(1)", runtime="python")

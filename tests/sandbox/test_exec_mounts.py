@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from golem.sandbox import Engine, ExecRequest
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, SHARED_LOOP, WITH_HOST_DIRECTORY
 
 WRITABLE = ("/workspace", "/tmp", "/dev/shm")
 EUID_SOURCE = b"""
@@ -19,6 +19,8 @@ EUID_SOURCE = b"""
 #include <unistd.h>
 int main(void) { printf("%d %d\\n", (int)geteuid(), (int)getegid()); return 0; }
 """
+
+pytestmark = SHARED_LOOP
 
 
 def compile_euid(target: Path) -> Path:
@@ -43,6 +45,7 @@ async def test_a_binary_copied_into_a_writable_place_runs(engine: Engine, place:
         assert (result.exit_code, result.stdout_text) == (0, "ran\n"), result.stderr_text
 
 
+@pytest.mark.parametrize("backend", WITH_HOST_DIRECTORY)
 async def test_a_binary_built_on_the_host_runs_in_a_bound_workspace(
     engine: Engine, box_owned_dir: Path
 ) -> None:
@@ -77,6 +80,7 @@ async def test_writable_places_stay_nosuid_and_nodev(
             assert "No such device" in opened.stderr_text, opened.stderr_text
 
 
+@pytest.mark.parametrize("backend", WITH_HOST_DIRECTORY)
 @pytest.mark.skipif(os.geteuid() != 0, reason="a root-owned setuid file needs root on the host")
 async def test_a_setuid_root_file_in_the_workspace_gains_no_privilege(
     engine: Engine, box_owned_dir: Path

@@ -17,9 +17,9 @@ from golem.core import SandboxError
 from golem.core.errors import BoxDiskFull, InvalidRequest, PathRefused
 from golem.sandbox import Box, Engine
 from golem.sandbox.files import chunks_of, tar_of
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, HOST_SEES_BOX_PROCESSES, SHARED_LOOP
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -269,7 +269,7 @@ async def test_a_nul_in_a_path_is_refused_by_the_box_too(box: Box) -> None:
     "backend",
     # A gVisor box's files are opened by its own kernel, not the host's: nothing to see
     # in the host's /proc (the cancel itself is the supervisor's, the same on every backend).
-    [p for p in BOTH_BACKENDS if p.values[0] != "gvisor"],
+    [p for p in HOST_SEES_BOX_PROCESSES if p.values[0] != "gvisor"],
 )
 async def test_a_download_ends_in_the_box_when_its_session_ends(engine: Engine) -> None:
     name = f"endless-{secrets.token_hex(4)}"

@@ -14,12 +14,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from golem.core import GolemConfig, NetworkEvent, load_config
 from golem.sandbox import Box, Engine, ExecRequest, OutputEvent
-from tests.conftest import BOTH_BACKENDS, PRIVATE_PASSWORD
+from tests.conftest import (
+    BOTH_BACKENDS,
+    PRIVATE_PASSWORD,
+    QUICK_START_BACKENDS,
+    SHARED_LOOP,
+    SYNC_ON_SHARED_LOOP,
+)
 from tests.sandbox.nethosts import PRIVATE_USER, NetHosts
 from tests.traces import traces_in_box
+
+pytestmark = SHARED_LOOP
 
 SECRET = "golem-real-" + secrets.token_hex(16)
 
@@ -63,7 +72,7 @@ def policy(net: NetHosts, **changes: object) -> dict[str, object]:
     return {**rules, **changes}
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def box(engine: Engine, net: NetHosts) -> AsyncIterator[Box]:
     async with engine.session(engine.spec(network="filtered", egress=policy(net))) as box:
         await box.put_file("ca.pem", net.ca_file.read_bytes())
@@ -111,6 +120,7 @@ async def test_git_clones_over_http_and_https(box: Box, net: NetHosts) -> None:
     assert result.stdout_text == "the repo repository\n" * 2, result.stderr_text
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_pip_downloads_from_a_local_index_over_http_and_https(
     box: Box, net: NetHosts
 ) -> None:
@@ -128,6 +138,7 @@ async def test_pip_downloads_from_a_local_index_over_http_and_https(
     assert result.stdout_text.count("golemdemo-1.0-py3-none-any.whl") == 2
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_npm_reads_a_registry_through_the_proxy(box: Box, net: NetHosts) -> None:
     result = await box.execute(
         "npm view golemdemo version --no-update-notifier --cache /tmp/npm-cache "
@@ -311,6 +322,7 @@ async def test_filtered_boxes_without_a_policy_reach_nothing(engine: Engine, net
     assert refusals(result.network) == [("allowed.test", f"port {net.plain.port} not in [80, 443]")]
 
 
+@SYNC_ON_SHARED_LOOP
 def test_the_test_hosts_serve_what_the_tests_expect(net: NetHosts, tmp_path: Path) -> None:
     """The tests above rely on the internal host being distinguishable and reachable from
     the host: check that directly, so a refusal seen from a box means a refusal."""

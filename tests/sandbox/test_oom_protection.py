@@ -8,12 +8,14 @@ import pytest
 
 from golem.core.errors import GolemError
 from golem.sandbox import Engine
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS, SHARED_LOOP
 
 FILL = (
     "for d in /workspace /tmp /dev/shm; do "
     "dd if=/dev/zero of=$d/fill bs=1M 2>&1 | grep -q 'No space left' && echo full; done"
 )
+
+pytestmark = SHARED_LOOP
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -21,6 +23,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_a_box_that_fills_its_disks_keeps_its_supervisor(engine: Engine) -> None:
     async with engine.session() as box:
         filled = await box.execute(FILL)

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from golem.core import GolemConfig, PoolConfig, SandboxError
 from golem.sandbox import Engine, ExecRequest, LocalEngine
 from golem.sandbox.pool import shape_of
-from tests.conftest import BOTH_BACKENDS, kill_box_from_outside
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS, SHARED_LOOP, kill_box_from_outside
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -34,7 +35,7 @@ def pool_engine(config: GolemConfig) -> Callable[..., Engine]:
     return make
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def pooled(pool_engine: Callable[..., Engine]) -> AsyncIterator[Engine]:
     async with pool_engine(clean=2) as engine:
         yield engine
@@ -95,6 +96,7 @@ async def test_nothing_of_one_session_reaches_the_next(
     assert clean.stdout_text == ""
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_boxes_of_different_shapes_are_not_shared(pooled: Engine) -> None:
     async with pooled.session(pooled.spec(memory="256m")) as small:
         pass
@@ -114,6 +116,7 @@ async def test_boxes_with_a_host_workspace_are_never_pooled(
     assert (box_owned_dir).exists()
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_prewarm_fills_the_pool_and_sessions_take_from_it(pooled: Engine) -> None:
     await pooled.start(prewarm=True)
     warm = {info.id for info in await pooled.boxes()}
@@ -123,6 +126,7 @@ async def test_prewarm_fills_the_pool_and_sessions_take_from_it(pooled: Engine) 
         assert (await box.execute("echo warm")).stdout_text == "warm\n"
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
     async with pooled.session() as box:
         record = pooled.registry.load(box.id)
@@ -134,6 +138,7 @@ async def test_a_box_that_died_is_not_handed_out_again(pooled: Engine) -> None:
         assert (await fresh.execute("echo ok")).stdout_text == "ok\n"
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_twenty_concurrent_sessions_from_a_pool_of_five(
     pool_engine: Callable[..., Engine],
 ) -> None:
@@ -152,6 +157,7 @@ async def test_twenty_concurrent_sessions_from_a_pool_of_five(
     assert not any(Path(d).exists() for d in dirs)
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_handles_of_an_ended_session_cannot_reach_the_reused_box(pooled: Engine) -> None:
     async with pooled.session() as first:
         kept = await pooled.get_session(first.id)
@@ -167,6 +173,7 @@ async def test_handles_of_an_ended_session_cannot_reach_the_reused_box(pooled: E
         assert await second.get_file("mine.txt") == b"second's"
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_idle_pooled_boxes_are_reaped(pooled: Engine) -> None:
     async with pooled.session() as box:
         pass
@@ -176,6 +183,7 @@ async def test_idle_pooled_boxes_are_reaped(pooled: Engine) -> None:
     assert await pooled.boxes() == []
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_boxes_past_their_age_are_stopped_and_their_sessions_end(pooled: Engine) -> None:
     box = await pooled.create_session()
     later = time.time() + pooled.pool.config.max_age + 1  # type: ignore[operator]
@@ -186,6 +194,7 @@ async def test_boxes_past_their_age_are_stopped_and_their_sessions_end(pooled: E
     assert await pooled.boxes() == []
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
 async def test_a_session_cancelled_while_its_pooled_box_is_wiped_leaves_no_box(
     pool_engine: Callable[..., Engine],
 ) -> None:

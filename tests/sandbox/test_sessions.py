@@ -10,10 +10,10 @@ import pytest
 
 from golem.core import GolemConfig, InvalidRequest, SessionNotFound, SetupFailed
 from golem.sandbox import Box, Engine, ExecEvent, ExecRequest, SyncEngine
-from tests.conftest import BOTH_BACKENDS
+from tests.conftest import BOTH_BACKENDS, QUICK_START_BACKENDS, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 from tests.sandbox.binary_output import PAYLOAD, writer
 
-pytestmark = pytest.mark.bwrap
+pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
@@ -45,6 +45,7 @@ async def test_setup_runs_once_with_setup_phase_events(engine: Engine) -> None:
 
 
 async def test_failing_setup_raises_and_leaves_no_box(engine: Engine) -> None:
+    before = {info.id for info in await engine.boxes()}  # a shared engine's pooled boxes
     events: list[ExecEvent] = []
     spec = engine.spec(setup="echo broken dependency >&2; exit 4")
     with pytest.raises(SetupFailed, match=r"exit code 4.*broken dependency") as info:
@@ -52,7 +53,7 @@ async def test_failing_setup_raises_and_leaves_no_box(engine: Engine) -> None:
     assert info.value.script_exit_code == 4
     assert [e.type for e in events][-1] == "exit"
     assert events[-1].phase == "setup"
-    assert await engine.boxes() == []
+    assert {info.id for info in await engine.boxes()} <= before
 
 
 async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> None:
@@ -62,6 +63,8 @@ async def test_stream_of_a_fresh_box_reports_setup_then_code(engine: Engine) -> 
     assert phases == [("setup", b"setting-up\n"), ("code", b"running\n")]
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
+@pytest.mark.own_engine
 async def test_sessions_are_recorded_while_alive(engine: Engine, config: GolemConfig) -> None:
     async with engine.session() as box:
         [info] = await engine.boxes()
@@ -116,6 +119,8 @@ async def test_unknown_session_is_a_clear_error(engine: Engine) -> None:
         await engine.remove_session("box-000000000000")
 
 
+@pytest.mark.parametrize("backend", QUICK_START_BACKENDS)
+@SYNC_ON_SHARED_LOOP
 def test_sync_engine_wraps_the_async_one(config) -> None:  # type: ignore[no-untyped-def]
     with SyncEngine(config) as engine:
         assert engine.execute("echo sync").stdout_text == "sync\n"

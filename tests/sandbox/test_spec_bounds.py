@@ -31,10 +31,15 @@ from golem.sandbox import LocalEngine
 from golem.sandbox.backends.process.cgroups import ROOT
 from golem.sandbox.models import ExecRequest
 from golem.sandbox.records import BoxRecord, BoxRegistry
-from tests.conftest import BOTH_BACKENDS, ENGINES, backend_settings, engine_api
+from tests.conftest import (
+    ENGINES,
+    QUICK_START_BACKENDS,
+    backend_settings,
+    engine_api,
+)
 
 
-@pytest.fixture(params=BOTH_BACKENDS)
+@pytest.fixture(params=QUICK_START_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -22,7 +22,11 @@ from golem.sandbox import LocalEngine
 from golem.sandbox.records import BoxRegistry
 from golem.service.keys import Principal
 from golem.service.sessions import SessionRegistry
-from tests.conftest import BOTH_BACKENDS, backend_toml, kill_box_from_outside
+from tests.conftest import (
+    QUICK_START_BACKENDS,
+    backend_toml,
+    kill_box_from_outside,
+)
 from tests.service.served import Served, serving
 
 QUEUE = """
@@ -114,7 +118,7 @@ def test_a_client_that_leaves_while_waiting_gets_no_box(tmp_path: Path) -> None:
             assert acme.get("/v1/sessions").json() == []
 
 
-@pytest.fixture(params=BOTH_BACKENDS)
+@pytest.fixture(params=QUICK_START_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from golem.cli.options import docker_backend
-from golem.core.config import ImageRecipe, load_config
+from golem.core.config import ImageRecipe, MicroVMBackendConfig, load_config
 from golem.sandbox.image_build import build_image
 from golem.sandbox.images import FLAVOURS, HASH_LABEL, bootstrap
 
@@ -40,6 +40,20 @@ def bootstrap_command(
         typer.echo(f"  docker image: {built.tag}")
     if built.rootfs:
         typer.echo(f"  process image directory: {built.rootfs}")
+
+
+@image_app.command("kernel")
+def kernel_command() -> None:
+    """Fetch the microvm guest kernel (Debian's cloud kernel; never installed on the host).
+
+    Unpacked into engine.backend.assets_dir; skipped when it is there."""
+    from golem.sandbox.backends.microvm.assets import find_kernel  # noqa: PLC0415 - one use
+
+    config = load_config().engine.backend
+    if not isinstance(config, MicroVMBackendConfig):
+        config = MicroVMBackendConfig()
+    kernel = find_kernel(config)
+    typer.echo(f"guest kernel {kernel.release}: {kernel.image}")
 
 
 @image_app.command("build")

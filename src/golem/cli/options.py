@@ -124,7 +124,8 @@ def warn_host_network() -> None:
 BACKEND = typer.Option(
     None,
     "--backend",
-    help="The default backend: process (bubblewrap), docker, gvisor or microvm.",
+    help="The default backend: process (bubblewrap), docker, gvisor or microvm (a QEMU "
+    "virtual machine).",
 )
 TIER = typer.Option(
     None,

@@ -51,6 +51,7 @@ __all__ = [
     "GolemConfig",
     "GvisorBackendConfig",
     "ImageRecipe",
+    "MicroVMBackendConfig",
     "PoolConfig",
     "ProcessBackendConfig",
     "config_files",
@@ -167,6 +168,57 @@ class GvisorBackendConfig(BaseModel):
     )
 
 
+def default_microvm_dir() -> Path:
+    """Where the microvm backend keeps its guest kernel, initramfs and root disks."""
+    return default_state_dir() / "microvm"
+
+
+class MicroVMBackendConfig(BaseModel):
+    """The microVM backend: each box is a QEMU virtual machine with its own guest kernel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["microvm"] = "microvm"
+    qemu: str = Field("qemu-system-x86_64", description="The QEMU system emulator.")
+    accel: Literal["auto", "kvm", "tcg"] = Field(
+        "auto",
+        description="auto: KVM where a guest boots with it on this host (tried once, "
+        "remembered), else TCG emulation (slow); kvm or tcg: that one only.",
+    )
+    kernel: Path | None = Field(
+        None,
+        description="Guest kernel (a bzImage with virtio as modules beside it, as Debian's "
+        "packages ship); None: Debian's cloud kernel, extracted into assets_dir.",
+    )
+    kernel_package: str = Field(
+        "linux-image-cloud-amd64",
+        description="Debian package of the guest kernel when `kernel` is None (fetched with "
+        "apt-get download, unpacked with dpkg-deb; never installed on the host).",
+    )
+    assets_dir: Path = Field(
+        default_factory=default_microvm_dir,
+        description="Where golem keeps guest kernels, initramfs images and root disks, "
+        "each under a content hash.",
+    )
+    image: Path | None = Field(
+        None,
+        description="Root file system directory of boxes whose spec names none; None: golem's "
+        "devbox (`golem image bootstrap --no-docker` makes it under state_dir/images).",
+    )
+    run_as: str = Field(
+        "nobody",
+        description="Host user that QEMU runs as when golem runs as root (QEMU also drops "
+        "into an empty chroot and a seccomp sandbox).",
+    )
+    python: str = Field("python3", description="Interpreter in the image for the supervisor.")
+    seccomp: bool = Field(
+        True, description="Load golem's default-deny seccomp filter in the guest too."
+    )
+    boot_timeout: float = Field(
+        120.0, gt=0, description="Seconds a guest may take to boot to its supervisor."
+    )
+
+
 def _backend_type(value: Any) -> str:
     if isinstance(value, Mapping):
         return str(value.get("type", "process"))
@@ -176,11 +228,12 @@ def _backend_type(value: Any) -> str:
 BackendConfig = Annotated[
     Annotated[ProcessBackendConfig, Tag("process")]
     | Annotated[DockerBackendConfig, Tag("docker")]
-    | Annotated[GvisorBackendConfig, Tag("gvisor")],
+    | Annotated[GvisorBackendConfig, Tag("gvisor")]
+    | Annotated[MicroVMBackendConfig, Tag("microvm")],
     Discriminator(
         _backend_type,
         custom_error_type="backend_type",
-        custom_error_message="the backend type must be process, docker or gvisor",
+        custom_error_message="the backend type must be process, docker, gvisor or microvm",
     ),
 ]
 """Union of the backend configs, discriminated by ``type`` (``process`` when omitted)."""

@@ -7,6 +7,7 @@ from golem.core.config import (
     DockerBackendConfig,
     GolemConfig,
     GvisorBackendConfig,
+    MicroVMBackendConfig,
     ProcessBackendConfig,
 )
 from golem.core.errors import ConfigError
@@ -25,6 +26,10 @@ def make_backend(config: BackendConfig) -> Backend:
         from golem.sandbox.backends.gvisor import GvisorBackend  # noqa: PLC0415 - lazy
 
         return GvisorBackend(config)
+    if config.type == "microvm":
+        from golem.sandbox.backends.microvm import MicroVMBackend  # noqa: PLC0415 - lazy
+
+        return MicroVMBackend(config)
     from golem.sandbox.backends.docker import DockerBackend  # noqa: PLC0415 - lazy
 
     return DockerBackend(config)
@@ -42,4 +47,6 @@ def make_backend_for(name: str, config: GolemConfig) -> Backend:
         return make_backend(DockerBackendConfig())
     if name == "gvisor":
         return make_backend(GvisorBackendConfig())
+    if name == "microvm":
+        return make_backend(MicroVMBackendConfig())
     raise ConfigError(f"box records name an unknown backend {name!r}; delete them by hand")

@@ -10,8 +10,10 @@ may bypass this bridge, which is the box's own code."""
 from __future__ import annotations
 
 import errno
+import os
 import selectors
 import socket
+import stat
 import threading
 import time
 
@@ -25,12 +27,18 @@ READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 
 def listen(port: int, path: str) -> None:
-    """Listen on 127.0.0.1:``port`` and join each connection to the unix socket ``path``."""
+    """Listen on 127.0.0.1:``port`` and join each connection to the unix socket ``path``
+    (or, where ``path`` is a microVM's virtio-serial port, carry it over that port)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(BACKLOG)
     listener.setblocking(False)
+    if stat.S_ISCHR(os.stat(path).st_mode):
+        from . import portmux
+
+        portmux.listen(listener, path)
+        return
     threading.Thread(target=Bridge(listener, path).run, daemon=True).start()
 
 
