@@ -1,7 +1,8 @@
 """A loopback Linear GraphQL API for tests: the operations golem sends (``Viewer``,
-``User``, ``Issue``, ``WorkflowStates``, ``CommentCreate``, ``IssueUpdate``,
-``AgentActivityCreate``), answered in Linear's shapes (connections as ``{nodes: [...]}``,
-errors as ``{"errors": [{"message", "extensions"}]}``), and what golem did kept to assert::
+``User``, ``Issue``, ``WorkflowStates``, ``CommentCreate``, ``CommentUpdate``,
+``IssueUpdate``, ``AgentActivityCreate``, ``AgentSession``), answered in Linear's shapes
+(connections as ``{nodes: [...]}``, an activity's content as its union's member, errors
+as ``{"errors": [{"message", "extensions"}]}``), and what golem did kept to assert::
 
     with LinearServer(token="lin_api_test") as linear:
         team = linear.add_team("ENG")
@@ -63,6 +64,8 @@ class LinearServer(WireServer):
         self.teams: dict[str, Team] = {}
         self.issues: dict[str, dict[str, Any]] = {}
         self.activities: list[dict[str, Any]] = []
+        self.edits: list[tuple[str, str]] = []
+        """Each ``commentUpdate``: the comment's id and its new body."""
         self.moves: list[tuple[str, str]] = []
         self._guard = threading.Lock()
         self.otherwise(self._route)
@@ -107,6 +110,10 @@ class LinearServer(WireServer):
         """The bodies of the issue's comments, oldest first."""
         with self._guard:
             return [c["body"] for c in self.issues[issue["id"]]["comments"]["nodes"]]
+
+    def guard(self) -> threading.Lock:
+        """The lock the server's answers hold: to read its issues as they are."""
+        return self._guard
 
     def state_of(self, issue: dict[str, Any]) -> str:
         """The name of the issue's state now."""
@@ -160,6 +167,24 @@ class LinearServer(WireServer):
         made = self._comment(issue, str(given.get("body", "")), self.viewer["id"])
         return Reply.json({"data": {"commentCreate": {"success": True, "comment": {"id": made}}}})
 
+    def _op_CommentUpdate(self, variables: dict[str, Any]) -> Reply:
+        comment_id, body = variables.get("id", ""), (variables.get("input") or {}).get("body")
+        found = next(
+            (c for issue in self.issues.values() for c in issue["comments"]["nodes"]
+             if c["id"] == comment_id),
+            None,
+        )  # fmt: skip
+        if found is None:
+            return error("Entity not found: Comment", "INVALID_INPUT")
+        if found["user"]["id"] != self.viewer["id"]:
+            return error("You can only edit your own comments", "FORBIDDEN")
+        if body is not None:
+            found["body"] = str(body)
+            self.edits.append((comment_id, str(body)))
+        return Reply.json(
+            {"data": {"commentUpdate": {"success": True, "comment": {"id": comment_id}}}}
+        )
+
     def _op_IssueUpdate(self, variables: dict[str, Any]) -> Reply:
         issue = self.issues.get(variables.get("id", ""))
         state_id = (variables.get("input") or {}).get("stateId")
@@ -176,8 +201,20 @@ class LinearServer(WireServer):
         content = given.get("content") or {}
         if content.get("type") not in ("thought", "action", "response", "error", "elicitation"):
             return error("content.type is not an activity type", "INVALID_INPUT")
-        self.activities.append(given)
-        return Reply.json({"data": {"agentActivityCreate": {"success": True}}})
+        made = {**given, "id": _id()}
+        self.activities.append(made)
+        created = {"success": True, "agentActivity": {"id": made["id"]}}
+        return Reply.json({"data": {"agentActivityCreate": created}})
+
+    def _op_AgentSession(self, variables: dict[str, Any]) -> Reply:
+        session_id = variables.get("id", "")
+        mine = [a for a in self.activities if a.get("agentSessionId") == session_id]
+        if not mine:
+            return error("Entity not found: AgentSession", "INVALID_INPUT")
+        nodes = [_activity_node(a) for a in mine]
+        return Reply.json(
+            {"data": {"agentSession": {"id": session_id, "activities": {"nodes": nodes}}}}
+        )
 
     def _comment(self, issue: dict[str, Any], body: str, user: str) -> str:
         made = {
@@ -186,6 +223,16 @@ class LinearServer(WireServer):
         }  # fmt: skip
         issue["comments"]["nodes"].append(made)
         return str(made["id"])
+
+
+def _activity_node(activity: dict[str, Any]) -> dict[str, Any]:
+    """An activity as Linear answers it: its content a union, its fields per type."""
+    content = activity.get("content") or {}
+    typename = f"AgentActivity{str(content.get('type', '')).capitalize()}Content"
+    return {
+        "id": activity["id"], "ephemeral": bool(activity.get("ephemeral")),
+        "content": {"__typename": typename, **content},
+    }  # fmt: skip
 
 
 def _state(team: Team, name: str) -> dict[str, Any]:

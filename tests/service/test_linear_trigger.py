@@ -175,6 +175,26 @@ def test_an_issue_assigned_to_golem_ends_in_a_pull_request_with_its_state_moved(
     assert again.json()["status"] == "started"
 
 
+def test_the_status_comment_is_edited_in_place_as_the_run_advances(
+    served: Served, linear: LinearServer, team: Team, ada: str
+) -> None:
+    issue = linear.add_issue(team, "One comment, kept", ISSUE_TEXT, number=22)
+    run_id = deliver(served, assigned(linear, issue, ada)).json()["run_id"]
+    said = ended(linear, issue)
+    mark = f"<!-- golem:run {run_id} -->"
+    with linear.guard():
+        nodes = list(linear.issues[issue["id"]]["comments"]["nodes"])
+    [status] = [node for node in nodes if mark in node["body"]]  # one, not one per step
+    edits = [body for comment_id, body in list(linear.edits) if comment_id == status["id"]]
+    assert edits, "the status comment was never edited"
+    assert edits[-1] == status["body"]
+    assert status["body"].startswith(f"golem started run `{run_id}` for this issue")
+    assert "succeeded" in status["body"]  # it shows where the run got to: its end
+    assert "checks: 1 of 1 passed" in status["body"]
+    assert sum(mark in comment for comment in said) == 1
+    assert said[-1].startswith("golem opened ")  # the end is a comment of its own
+
+
 def test_a_delivery_linear_sends_again_starts_nothing_twice(
     served: Served, linear: LinearServer, team: Team, ada: str
 ) -> None:

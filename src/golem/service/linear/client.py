@@ -22,6 +22,7 @@ __all__ = [
     "LinearComment",
     "LinearIssue",
     "LinearUser",
+    "SessionThought",
     "WorkflowState",
 ]
 
@@ -48,11 +49,21 @@ STATES = """query WorkflowStates($team: ID!) {
 COMMENT = """mutation CommentCreate($input: CommentCreateInput!) {
   commentCreate(input: $input) { success comment { id } }
 }"""
+EDIT = """mutation CommentUpdate($id: String!, $input: CommentUpdateInput!) {
+  commentUpdate(id: $id, input: $input) { success comment { id } }
+}"""
 MOVE = """mutation IssueUpdate($id: String!, $input: IssueUpdateInput!) {
   issueUpdate(id: $id, input: $input) { success }
 }"""
 ACTIVITY = """mutation AgentActivityCreate($input: AgentActivityCreateInput!) {
-  agentActivityCreate(input: $input) { success }
+  agentActivityCreate(input: $input) { success agentActivity { id } }
+}"""
+SESSION = """query AgentSession($id: String!) {
+  agentSession(id: $id) {
+    activities(first: 250) {
+      nodes { id ephemeral content { ... on AgentActivityThoughtContent { body } } }
+    }
+  }
 }"""
 
 
@@ -75,6 +86,13 @@ class LinearComment(_Answer):
     body: str = ""
     created: str | None = Field(None, alias="createdAt")
     user: LinearUser | None = None
+
+
+class SessionThought(_Answer):
+    """A thought an agent session shows."""
+
+    id: str
+    body: str
 
 
 class _Named(_Answer):
@@ -176,9 +194,16 @@ class LinearClient:
         nodes = (found or {}).get("nodes") or []
         return [_model(WorkflowState, node, "workflowStates") for node in nodes]
 
-    async def comment(self, issue_id: str, body: str) -> None:
-        """Comment ``body`` (markdown) on the issue."""
-        await self.call("CommentCreate", COMMENT, {"input": {"issueId": issue_id, "body": body}})
+    async def comment(self, issue_id: str, body: str) -> str:
+        """Comment ``body`` (markdown) on the issue; the comment's id."""
+        made = await self.call(
+            "CommentCreate", COMMENT, {"input": {"issueId": issue_id, "body": body}}
+        )
+        return _created(made, "commentCreate", "comment")
+
+    async def edit_comment(self, comment_id: str, body: str) -> None:
+        """Make ``body`` the comment's text (golem's own comment)."""
+        await self.call("CommentUpdate", EDIT, {"id": comment_id, "input": {"body": body}})
 
     async def move(self, issue_id: str, state_id: str) -> None:
         """Move the issue to a workflow state."""
@@ -186,13 +211,28 @@ class LinearClient:
 
     async def activity(
         self, session_id: str, kind: ActivityKind, body: str, *, ephemeral: bool = False
-    ) -> None:
-        """Emit an agent activity (thought, response, error...) in an agent session."""
+    ) -> str:
+        """Emit an agent activity (thought, response, error...) in an agent session; its
+        id. An ephemeral one is replaced by the session's next activity."""
         content = {"type": kind, "body": body}
         payload: dict[str, Any] = {"agentSessionId": session_id, "content": content}
         if ephemeral:
             payload["ephemeral"] = True
-        await self.call("AgentActivityCreate", ACTIVITY, {"input": payload})
+        made = await self.call("AgentActivityCreate", ACTIVITY, {"input": payload})
+        return _created(made, "agentActivityCreate", "agentActivity")
+
+    async def thoughts(self, session_id: str) -> list[SessionThought]:
+        """The agent session's lasting thoughts (not ephemeral), oldest first."""
+        found = (await self.call("AgentSession", SESSION, {"id": session_id})).get("agentSession")
+        nodes = ((found or {}).get("activities") or {}).get("nodes") or []
+        return [
+            SessionThought(id=str(node["id"]), body=str((node.get("content") or {})["body"]))
+            for node in nodes
+            if isinstance(node, dict)
+            and "id" in node
+            and not node.get("ephemeral")
+            and isinstance((node.get("content") or {}).get("body"), str)
+        ]
 
 
 def _data(name: str, answer: httpx.Response) -> dict[str, Any]:
@@ -213,6 +253,15 @@ def _data(name: str, answer: httpx.Response) -> dict[str, Any]:
         )
     data = cleaned.get("data")
     return data if isinstance(data, dict) else {}
+
+
+def _created(data: dict[str, Any], mutation: str, made: str) -> str:
+    """The id of what ``mutation`` made (TrackerError: Linear did not say it made it)."""
+    answer = data.get(mutation) or {}
+    found = (answer.get(made) or {}).get("id") if isinstance(answer, dict) else None
+    if not isinstance(found, str) or not found:
+        raise TrackerError(f"Linear's {mutation} did not say what it made: try again later")
+    return found
 
 
 def _model(model: type[M], value: object, what: str) -> M:

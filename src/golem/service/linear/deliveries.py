@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from golem.core.linear_config import LinearConfig
+from golem.service.linear.reports import MARK
 from golem.service.trigger.calls import Ignored, mentions
 
 __all__ = ["LINEAR_ID", "LinearCall", "read_delivery"]
 
 LINEAR_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 """An id Linear gives (a UUID); anything else in a delivery is refused as a name."""
-MARKER = "<!-- golem:"
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def _comment(
     if "mentioned" not in config.start_on:
         return Ignored("mentions start no runs (server.linear.start_on)")
     body = str(data.get("body") or "")
-    if MARKER in body:
+    if MARK in body:
         return Ignored("the comment is golem's own")
     if not mentions(body, config.handle):
         return Ignored(f"the comment does not mention {config.handle}")

@@ -1,21 +1,24 @@
-"""What golem says on a Linear issue: that its run started, and how it ended (its pull
-request, its checks and cost, or why a person must take over). Linear's own strings and
-the box's go in as code, and every text is masked with the secrets golem knows before it
-leaves. Each comment ends with a mark naming the run (comments marked so never start a
-run)."""
+"""What golem says on a Linear issue: the status comment of its run (who asked and why,
+the step it is at, its checks and cost, the gate it waits at), the step an agent session
+is told, and how the run ended (its pull request, its checks and cost, or why a person
+must take over), all from ``golem.service.sources.RunProgress``. Linear's own strings and
+the box's go in as code; the reporter masks every text with the secrets golem knows before
+it leaves. Each comment ends with a mark naming the run (comments marked so never start a
+run, and a restarted server finds its status comment by it)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from golem.blueprint import RunState
 from golem.core.masking import mask_text
 from golem.forge import markdown
 from golem.service.linear.client import LinearIssue
+from golem.service.sources import RunProgress
 
-__all__ = ["acknowledgement", "completion", "issue_task"]
+__all__ = ["completion", "issue_task", "session_start", "status", "status_mark", "step"]
 
-REASON_LIMIT = 1500
+MARK = "<!-- golem:"
+"""How golem's own comments are marked (they are never a task, and start no run)."""
 
 
 def issue_task(issue: LinearIssue, secrets: Iterable[str]) -> str:
@@ -28,7 +31,7 @@ def issue_task(issue: LinearIssue, secrets: Iterable[str]) -> str:
         lines.append("Labels: " + ", ".join(label.name for label in issue.labels))
     lines += ["", (issue.description or "").strip() or "(no description)"]
     for number, comment in enumerate(issue.comments, start=1):
-        if "<!-- golem:" in comment.body:
+        if MARK in comment.body:
             continue  # golem's own reports are not the task
         author = comment.user.name if comment.user is not None else "someone"
         date = f" on {comment.created}" if comment.created else ""
@@ -36,59 +39,90 @@ def issue_task(issue: LinearIssue, secrets: Iterable[str]) -> str:
     return mask_text("\n".join(lines), secrets)
 
 
-def acknowledgement(run_id: str, why: str, who: str) -> str:
-    """The comment that says a run started (the person is named, never mentioned)."""
+def status_mark(run_id: str) -> str:
+    """The mark that ends the run's status comment (or session thought)."""
+    return f"{MARK}run {run_id} -->"
+
+
+def status(progress: RunProgress, why: str, who: str) -> str:
+    """The run's status: that it started, for whom and why (the person named, never
+    mentioned), and where it is now."""
+    by = f" by {markdown.code(who)}" if who else ""
+    lines = [
+        f"golem started run `{progress.run_id}` for this issue ({why}{by}). It keeps this "
+        "comment up to date and says below how the run ends.",
+        "",
+        f"**{progress.status}**" + (f" at {markdown.code(progress.step)}" if progress.step else ""),
+        f"{_checks(progress)} · {_cost(progress)}",
+    ]
+    if progress.gate is not None:
+        lines.append(f"Waiting for a person: {markdown.code(progress.gate)}")
+    if progress.paused is not None:
+        lines.append(f"Paused: {markdown.code(progress.paused)}")
+    if progress.pr_url is not None:
+        lines.append(f"Pull request: {progress.pr_url}")
+    return "\n".join([*lines, "", status_mark(progress.run_id)])
+
+
+def session_start(progress: RunProgress, why: str, who: str) -> str:
+    """The thought that says in an agent session that the run started."""
     by = f" by {markdown.code(who)}" if who else ""
     return (
-        f"golem started run `{run_id}` for this issue ({why}{by}). It will say here how the "
-        f"run ends.\n\n<!-- golem:run {run_id} -->"
+        f"golem started run `{progress.run_id}` for this issue ({why}{by}). It tells this "
+        f"session each step, and how the run ends.\n\n{status_mark(progress.run_id)}"
     )
 
 
-def completion(state: RunState, secrets: Iterable[str]) -> str:
+def step(progress: RunProgress) -> str:
+    """What an agent session is told of the run's step (an ephemeral thought)."""
+    if progress.gate is not None:
+        return f"golem waits for a person: {markdown.code(progress.gate)}"
+    if progress.paused is not None:
+        return f"golem is paused: {markdown.code(progress.paused)}"
+    return f"golem: {progress.step or progress.status}"
+
+
+def completion(progress: RunProgress) -> str:
     """How the run ended: its pull request with its checks and cost, or why not."""
-    pr = state.pr
-    cost = f"cost ${state.cost_usd:.2f}"
-    checks = _checks(state)
-    if state.status == "succeeded" and pr is not None:
-        did = "pushed to" if state.request.follow_up is not None else "opened"
-        text = f"golem {did} {pr.url}: {_said(state.summary, secrets)}\n\n{checks} · {cost}"
-    elif state.status == "unverified" and pr is not None:
-        why = _said(state.unverified or "", secrets)
-        text = f"golem opened {pr.url} as a draft: no check verified it ({why}).\n\n{cost}"
-    elif state.status == "escalated" and pr is not None:
+    pr, run, facts = progress.pr_url, progress.run_id, f"{_checks(progress)} · {_cost(progress)}"
+    if progress.status == "succeeded" and pr is not None:
+        did = "pushed to" if progress.follow_up else "opened"
+        text = f"golem {did} {pr}: {_said(progress.summary)}\n\n{facts}"
+    elif progress.status == "unverified" and pr is not None:
         text = (
-            f"golem could not finish: {pr.url} is marked for a person to take over.\n\n"
-            f"{_reason(state, secrets)}\n\n{checks} · {cost}"
+            f"golem opened {pr} as a draft: no check verified it ({_said(progress.reason)})."
+            f"\n\n{_cost(progress)}"
         )
-    elif state.status == "escalated":
-        text = f"golem could not make a change for this issue.\n\n{_reason(state, secrets)}"
-    elif state.status == "cancelled":
+    elif progress.status == "escalated" and pr is not None:
         text = (
-            f"golem run `{state.id}` was cancelled ({_said(state.error or 'on request', secrets)})."
+            f"golem could not finish: {pr} is marked for a person to take over.\n\n"
+            f"{_reason(progress)}\n\n{facts}"
         )
-    elif state.status == "succeeded":
-        text = (
-            f"golem run `{state.id}` ended without a pull request: {_said(state.summary, secrets)}"
-        )
+    elif progress.status == "escalated":
+        text = f"golem could not make a change for this issue.\n\n{_reason(progress)}"
+    elif progress.status == "cancelled":
+        text = f"golem run `{run}` was cancelled ({_said(progress.reason or 'on request')})."
+    elif progress.status == "succeeded":
+        text = f"golem run `{run}` ended without a pull request: {_said(progress.summary)}"
     else:
-        text = f"golem run `{state.id}` failed:\n\n{_reason(state, secrets)}"
-    return f"{text}\n\n<!-- golem:done {state.id} -->"
+        text = f"golem run `{run}` failed:\n\n{_reason(progress)}"
+    return f"{text}\n\n{MARK}done {run} -->"
 
 
-def _checks(state: RunState) -> str:
-    if not state.checks:
+def _checks(progress: RunProgress) -> str:
+    if not progress.checks:
         return "no check ran"
-    passed = sum(1 for check in state.checks if check.passed)
-    return f"checks: {passed} of {len(state.checks)} passed"
+    passed = sum(1 for check in progress.checks if check.passed)
+    return f"checks: {passed} of {len(progress.checks)} passed"
 
 
-def _said(text: str, secrets: Iterable[str]) -> str:
-    return mask_text(text.strip() or "no summary", secrets)
+def _cost(progress: RunProgress) -> str:
+    return f"cost ${progress.cost_usd:.2f}"
 
 
-def _reason(state: RunState, secrets: Iterable[str]) -> str:
-    reason = state.error or state.unverified or "no reason was recorded"
-    masked = mask_text(reason, secrets)
-    clipped = masked if len(masked) <= REASON_LIMIT else masked[: REASON_LIMIT - 1] + "…"
-    return markdown.block(clipped)
+def _said(text: str | None) -> str:
+    return (text or "").strip() or "no summary"
+
+
+def _reason(progress: RunProgress) -> str:
+    return markdown.block(progress.reason or "no reason was recorded")
