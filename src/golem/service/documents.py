@@ -1,7 +1,7 @@
-"""The server's documents in the store (automations, goal loops, Linear's links to runs) as
-pydantic models: made once, changed by compare and swap (a change is worked out again on
-the document as it is now whenever another writer, here or on another server of the
-store, came first), and watched without polling."""
+"""The server's documents in the store (automations, goal loops) as pydantic models: made
+once, changed by compare and swap (a change is worked out again on the document as it is now
+whenever another writer, here or on another server of the store, came first), and watched
+without polling."""
 
 from __future__ import annotations
 

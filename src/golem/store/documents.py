@@ -1,9 +1,9 @@
 """Documents the layers above keep in the store: an automation and its schedule, a goal
-loop, a tracker's link to a run. The store knows nothing of their shapes (JSON, like a
-run's state); it keeps each under its kind and key with its tenant, and changes one only
-as its writer read it: ``version`` counts its writes, and a write that names another
-version than the one kept changes nothing (compare and swap), whichever process of the
-store made the other one. Every change is announced under ``documents_key(kind)``."""
+loop. The store knows nothing of their shapes (JSON, like a run's state); it keeps each
+under its kind and key with its tenant, and changes one only as its writer read it:
+``version`` counts its writes, and a write that names another version than the one kept
+changes nothing (compare and swap), whichever process of the store made the other one. Every
+change is announced under ``documents_key(kind)``."""
 
 from __future__ import annotations
 

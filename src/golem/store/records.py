@@ -117,10 +117,10 @@ class DeliveryRecord(_Record):
 
 
 class ThreadRecord(_Record):
-    """Where a chat or tracker source asked for a run and reports on it (a Slack thread
-    and the run's status message in it): kept with the run, in the step that keeps it, so
-    that a restarted server goes on reporting, and a later request in the same thread
-    finds the thread's runs."""
+    """Where a chat or tracker source asked for a run and reports on it (a Slack thread and the
+    run's status message in it; a Linear issue and the run's status comment): kept with the
+    run, in the step that keeps it, so that a restarted server goes on reporting, and a
+    later request in the same thread finds the thread's runs."""
 
     source: str = Field(pattern=SOURCE_PATTERN)
     thread: str = Field(min_length=1, max_length=256, description="The source's own name.")
@@ -135,8 +135,8 @@ class ThreadRecord(_Record):
 
 
 class DocumentRecord(_Record):
-    """A document the layers above keep in the store (an automation, a goal loop, a
-    tracker's link to a run), as JSON, named by its ``kind`` and ``key``; ``version``
+    """A document the layers above keep in the store (an automation, a goal loop),
+    as JSON, named by its ``kind`` and ``key``; ``version``
     counts its writes, so that a writer changes it only as it read it."""
 
     kind: str

@@ -1,9 +1,9 @@
-"""The threads chat and tracker sources asked for runs in (a Slack thread), in golem's store:
-one row per run, kept in the transaction that keeps the run (``SqlStore.create_run``), with
-the message that shows the run's progress there and when its end was reported. A server
-that starts goes on with the threads whose end is unreported; a later request in a thread
-finds the thread's runs; the end is reported once whichever servers share the store (a
-conditional update decides who reports it)."""
+"""The threads chat and tracker sources asked for runs in (a Slack thread, a Linear issue),
+in golem's store: one row per run, kept in the transaction that keeps the run
+(``SqlStore.create_run``), with the message that shows the run's progress there and when its
+end was reported. A server that starts goes on with the threads whose end is unreported; a
+later request in a thread finds the thread's runs; the end is reported once whichever
+servers share the store (a conditional update decides who reports it)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chat and tracker sources of runs (Slack): a run asked for in a thread keeps one status
+"""Chat and tracker sources of runs (Slack, Linear): a run asked for in a thread keeps one status
 message there up to date and reports its end there once; what a thread shows of a run; the
 secrets its messages are masked with. The thread each run was asked in is the store's
 (``ThreadRecord``, kept with the run)."""

@@ -1,7 +1,7 @@
 """One status message per run, kept up to date in the thread the run was asked in, and
 its end reported there once.
 
-A source (Slack) says how to post, edit and reply (``Reporter``); the keeper does the rest
+A source (Slack, Linear) says how to post, edit and reply (``Reporter``); the keeper does the rest
 for every source alike: it watches the run in the store (woken on each change, whichever
 server runs it), edits the one status message when what it shows changed (at most once per
 ``interval`` seconds), and when the run has ended takes the report in the store (one caller
@@ -32,7 +32,7 @@ class Reporter(Protocol):
     it and tries again at the run's next change."""
 
     source: str
-    """The source's name in the store (``slack``)."""
+    """The source's name in the store (``slack``, ``linear``)."""
 
     async def post_status(self, thread: ThreadRecord, progress: RunProgress) -> str:
         """Post the run's status message in ``thread``; its id (Slack: its ts)."""
