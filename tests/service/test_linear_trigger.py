@@ -128,6 +128,7 @@ secret_env = "LINEAR_TEST_SECRET"
 token_env = "LINEAR_TEST_TOKEN"
 api_url = "{linear.graphql_url}"
 model = "{FIX}"
+update_interval = 0
 teams = {{ ENG = "{remote}", WEB = "{home / "web.git"}" }}
 """
 

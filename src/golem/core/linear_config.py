@@ -91,6 +91,12 @@ class LinearConfig(BaseModel):
         description="Where a delivery belongs to a Linear agent session (the app is an "
         "agent), report through the session's activities as well as comments.",
     )
+    update_interval: float = Field(
+        5.0,
+        ge=0,
+        description="Least seconds between two edits of a run's status comment (Linear "
+        "allows an API key about 1,500 requests an hour).",
+    )
 
     @model_validator(mode="after")
     def _something_starts(self) -> LinearConfig:

@@ -47,7 +47,7 @@ class LinearTrigger:
         self.client = client or LinearClient(self.config)
         self._agent: str | None = self.config.user_id
         reporter = LinearReporter(self.client, self.config, self._secrets, self.agent_id)
-        self.keeper = StatusKeeper(state.store, reporter)
+        self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def secret(self) -> str | None:
