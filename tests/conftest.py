@@ -149,13 +149,20 @@ def microvm_refusal() -> str | None:
     """Why this host cannot run microVMs, decided once by booting a guest (None: it can)."""
     if shutil.which("qemu-system-x86_64") is None:
         return "QEMU is not installed (scripts/setup installs qemu-system-x86)"
-    backend = MicroVMBackend(MicroVMBackendConfig())
     try:
-        with concurrent.futures.ThreadPoolExecutor(1) as thread:  # off any running loop
-            thread.submit(asyncio.run, backend.boot_check()).result()
+        microvm_accel()
     except GolemError as exc:
         return f"this host cannot run microVMs: {exc.message}"
     return None
+
+
+@functools.cache
+def microvm_accel() -> str:
+    """The accelerator a guest boots under on this host (kvm, or tcg where KVM guests do not
+    boot), decided once by booting one; GolemError when none boots."""
+    backend = MicroVMBackend(MicroVMBackendConfig())
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:  # off any running loop
+        return thread.submit(asyncio.run, backend.boot_check()).result()
 
 
 def kill_box_from_outside(state: dict[str, Any]) -> None:

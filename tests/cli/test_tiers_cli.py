@@ -2,9 +2,9 @@
 their box started, whose kernel it runs and why the others do not; `golem exec --tier`
 asks for an isolation tier, refused with what to configure where this host has none.
 
-The gvisor backend works here and runs a kernel of its own. TODO(coordinator, at the
-microvm merge): this golem has no microvm backend yet; the doctor's microvm then works (or
-says why not) and boots a kernel of its own."""
+The gvisor backend works here and runs a kernel of its own; so does the microvm backend,
+whose guest the doctor boots (under TCG where this host's KVM guests do not boot: it says
+which accelerator it got)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from golem.core import load_config
 from golem.sandbox import LocalEngine
 from golem.sandbox.backends.gvisor.runsc import PLATFORMS
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.conftest import microvm_accel, microvm_image
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.gvisor]
 
@@ -27,7 +28,7 @@ def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_
     golem_env: dict[str, str],  # noqa: F811 - the fixture
 ) -> None:
     absent = {**golem_env, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    wanted = ("process", "docker", "gvisor", "microvm")
+    wanted = ("process", "docker", "gvisor")
     done = golem(
         absent, "doctor", "--json", *(arg for name in wanted for arg in ("--backend", name))
     )
@@ -47,9 +48,24 @@ def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_
     assert gvisor["start_seconds"] > 0
     assert gvisor["kernel"] != os.uname().release
     assert gvisor["own_kernel"] is True
-    assert backends["microvm"]["why_not"] == "this golem has no microvm backend"  # microvm stand-in
     assert found["tiers"]["container"] == "process (engine.backend)"
-    assert found["tiers"]["microvm"] == "no backend: boxes refused"
+    assert found["tiers"]["microvm"] == "no backend: boxes refused"  # none configured
+
+
+@pytest.mark.microvm
+def test_the_doctor_boots_a_microvm_whose_kernel_is_its_own_and_says_its_accelerator(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    microvm_image()  # golem's devbox, where the backend looks for it (bootstrapped once)
+    done = golem(golem_env, "doctor", "--json", "--backend", "microvm")
+    assert done.returncode == 0, done.stderr
+    (microvm,) = json.loads(done.stdout)["backends"]
+    assert (microvm["name"], microvm["tier"]) == ("microvm", "microvm")
+    assert (microvm["works"], microvm["why_not"]) == (True, None)
+    assert microvm["start_seconds"] > 0  # a cold guest: no pool in the doctor
+    assert microvm["kernel"] != os.uname().release
+    assert microvm["own_kernel"] is True
+    assert microvm["accel"] == microvm_accel()  # tcg where this host's KVM guests do not boot
 
 
 def test_the_doctor_refuses_a_backend_it_does_not_know_naming_those_it_does(
@@ -57,7 +73,8 @@ def test_the_doctor_refuses_a_backend_it_does_not_know_naming_those_it_does(
 ) -> None:
     done = golem(golem_env, "doctor", "--backend", "kata")
     assert done.returncode == 2
-    assert b"--backend kata: golem knows process, docker, podman, gvisor" in done.stderr
+    known = b"process, docker, podman, gvisor, docker+runsc, podman+runsc, microvm"
+    assert b"--backend kata: golem knows " + known in done.stderr
 
 
 def test_exec_asks_for_a_tier_and_one_no_backend_serves_is_refused_saying_what_to_configure(

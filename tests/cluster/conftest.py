@@ -128,11 +128,12 @@ TIER_NODE = "node-gvisor"
 TIER_BACKEND: dict[str, str] = {"type": "gvisor"}
 """The backend serving the ``TIER`` tier on the test nodes (the tier node's
 ``golem-backend`` label is its type)."""
-MICROVM_STAND_IN: dict[str, str] = {"type": "gvisor"}  # microvm stand-in
-"""TODO(coordinator, at the microvm merge): the microvm tier's backend on the test control
-planes is a stand-in; it becomes ``{"type": "microvm"}``. No node holds that tier: the
-tests only see a box of it refused for want of a node."""
-TIER_BACKENDS: dict[str, dict[str, str]] = {TIER: TIER_BACKEND, "microvm": MICROVM_STAND_IN}
+MICROVM_BACKEND: dict[str, str] = {"type": "microvm"}
+"""The microvm tier's backend on the test control planes. No node holds that tier, so no
+microVM ever starts here: the tests only see a box of it refused for want of a node (a
+label-only check; the microvm backend's boxes are tested in tests/sandbox and
+tests/service)."""
+TIER_BACKENDS: dict[str, dict[str, str]] = {TIER: TIER_BACKEND, "microvm": MICROVM_BACKEND}
 """The tiers the test control planes serve besides the default, and their backends."""
 DOCKER_NODE = "node-docker"
 TIER_IMAGE = "golem/gvisor-devbox:1"

@@ -121,7 +121,8 @@ async def test_a_box_no_node_can_run_fails_at_once_naming_what_it_needs(
     # only the tier's node has TIER_IMAGE: a box of the default tier cannot have it
     with pytest.raises(NoNodeFits, match="golem-tier"):
         await engine.lease(engine.spec(image=TIER_IMAGE))
-    with pytest.raises(NoNodeFits, match="golem-tier=microvm"):  # served, but held by no node
+    # served (by the microvm backend), but held by no node: its slot asks for both labels
+    with pytest.raises(NoNodeFits, match="golem-backend=microvm, golem-tier=microvm"):
         await engine.lease(engine.spec(tier="microvm"))
     placed: PlacementGroup
     placed, node = await engine.lease(engine.spec(image=TIER_IMAGE, tier=TIER))

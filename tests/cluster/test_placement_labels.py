@@ -30,7 +30,7 @@ def test_a_slot_asks_for_the_tier_the_backend_serving_it_and_the_image(tmp_path:
     config = load_config({"state_dir": str(tmp_path), "engine": {"tiers": tiers}}, files=[])
     default = selector(config.engine.defaults, config)  # the default tier: no label, or its own
     assert default == {
-        "golem-backend": "!in(docker,gvisor)",  # microvm stand-in: ",microvm" at its merge
+        "golem-backend": "!in(docker,gvisor,microvm)",
         "golem-tier": "!in(gvisor,microvm)",
     }
     spec = config.engine.defaults.model_copy(
@@ -74,7 +74,7 @@ def test_a_slot_of_one_backend_never_asks_for_a_node_of_another(tmp_path: Path) 
     """Whatever backend serves the default tier, its slots shun every other backend's node:
     a process slot on a gVisor node would run its box on the node's gVisor."""
     known = backend_types()
-    assert {"process", "docker", "gvisor"} <= set(known)
+    assert {"process", "docker", "gvisor", "microvm"} <= set(known)
     assert sorted(BACKENDS) == sorted(known)  # none this golem lacks, none missing
     for backend in known:
         config = load_config(

@@ -1,30 +1,31 @@
 """The trust policy's rule for outsiders (``server.trust.outsiders``) on the GitHub trigger
 of a real `golem serve` and the loopback GitHub: a run for an issue whose discussion has an
 author without write access (the issue's, or a comment's) is queued in the outsiders' tier
-and its box starts there; an issue only people who may push wrote in gets the default.
-
-The microvm tier is served here by a stand-in until the microvm backend is merged
-(``microvm_stand_in``)."""
+and its box starts there (the microvm backend's: it answers with its guest's kernel); an
+issue only people who may push wrote in gets the default. A `golem serve` cannot share the
+session's booted guests: the module starts one microvm box (the other runs stop at their
+gate)."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from httpx_sse import connect_sse
 
 from tests.blueprint.repos import make_remote
-from tests.conftest import devbox_image
+from tests.conftest import microvm_image
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import (
     SERVER_ENV,
     TOKEN,
     GitHub,
     deliver,
-    gated_minion,
     green,
     labelled,
     remotes,
@@ -32,7 +33,7 @@ from tests.service.test_github_trigger import (
 )
 
 __all__ = ["remotes"]  # a fixture
-pytestmark = [pytest.mark.bwrap, pytest.mark.docker]
+pytestmark = [pytest.mark.bwrap]
 
 MEMBER = "maintainer"
 STRANGER = "passer-by"
@@ -45,16 +46,21 @@ def github() -> Iterator[GitHub]:
         yield server
 
 
-def microvm_stand_in() -> str:  # microvm stand-in
-    """TODO(coordinator, at the microvm merge): the microvm tier's backend here is a stand-in,
-    the docker backend (another backend than the default's, so that the run's box is visibly
-    the tier's); it becomes ``type = "microvm"``, and the run's box then says backend
-    ``microvm`` (``STAND_IN_BACKEND``) and a kernel not the host's."""
-    return f'[engine.tiers.microvm]\ntype = "docker"\nimage = "{devbox_image("docker")}"\n'
+KERNEL = "uname -r; cat /proc/version"
 
 
-STAND_IN_BACKEND = "docker"  # microvm stand-in
-"""TODO(coordinator, at the microvm merge): ``"microvm"``."""
+def gated_kernel(directory: Path) -> Path:
+    """A blueprint that waits at a gate, then (approved) checks the repository out and
+    prints its box's kernel (``KERNEL``): the least a run does in a box."""
+    gate = {"id": "approve", "kind": "gate", "message": "Go on?", "timeout": 3600}
+    nodes = [
+        {**gate, "next": {"approved": "prepare", "rejected": "end"}},
+        {"id": "prepare", "kind": "host", "action": "prepare", "next": "kernel"},
+        {"id": "kernel", "kind": "box", "run": [KERNEL]},
+    ]
+    path = directory / "gated-kernel.yaml"
+    path.write_text(yaml.safe_dump({"name": "gated-kernel", "start": "approve", "nodes": nodes}))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +68,9 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, github: GitHub, remotes: Path
 ) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("trigger-tiers")
-    config = trigger_config(github, remotes, gated_minion(home)) + (
-        '[server.trust]\noutsiders = "microvm"\n' + microvm_stand_in()
+    config = trigger_config(github, remotes, gated_kernel(home)) + (
+        '[server.trust]\noutsiders = "microvm"\n'
+        f'[engine.tiers.microvm]\ntype = "microvm"\nimage = "{microvm_image()}"\n'
     )
     with serving(home / "state", config=config, env=SERVER_ENV) as server:
         yield server
@@ -102,36 +109,45 @@ def cancel(served: Served, key: str, run_id: str) -> None:
         assert client.post(f"/v1/runs/{run_id}/cancel").status_code == 200
 
 
-def first_box(served: Served, key: str, run_id: str) -> dict[str, Any]:
-    """Approve the run's gate and follow it to its first box; that box_start event."""
+def approved(served: Served, key: str, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Approve the run's gate and follow it to its end; its box_start, check_output and
+    run_end events (type, data)."""
+    seen: list[tuple[str, dict[str, Any]]] = []
     with (
         served.client(key) as follower,
         served.client(key) as actor,
         connect_sse(follower, "GET", f"/v1/runs/{run_id}/events") as events,
     ):
         for event in events.iter_sse():
+            if event.event in ("box_start", "check_output", "run_end"):
+                seen.append((event.event, json.loads(event.data)))
             if event.event == "gate_wait":
                 answer = actor.post(f"/v1/runs/{run_id}/gate", json={"decision": "approved"})
                 assert answer.status_code == 200, answer.text
-            if event.event == "box_start":
-                return dict(json.loads(event.data))
-            assert event.event != "run_end", event.data
-    raise AssertionError(f"the events of {run_id} ended without a box")
+            if event.event == "run_end":
+                return seen
+    raise AssertionError(f"the events of {run_id} stopped before its end")
 
 
+@pytest.mark.microvm
 def test_an_issue_opened_by_a_non_member_runs_in_the_outsiders_tier(
     served: Served, key: str, github: GitHub, remotes: Path
 ) -> None:
     run = started(served, key, issue(github, remotes, "strangers", STRANGER))
     assert run["tier"] == "microvm"
-    try:
-        box = first_box(served, key, run["id"])
-        assert box["isolation"]["backend"] == STAND_IN_BACKEND
-        with served.client(key) as client:
-            shown = client.get(f"/v1/runs/{run['id']}").json()
-        assert shown["tier"] == "microvm"
-    finally:
-        cancel(served, key, run["id"])
+    seen = approved(served, key, run["id"])
+    assert seen[-1][1]["status"] == "succeeded", seen[-1]
+    (box,) = [data for kind, data in seen if kind == "box_start"]
+    assert (box["isolation"]["tier"], box["isolation"]["backend"]) == ("microvm", "microvm")
+    said = "".join(
+        data["text"] for kind, data in seen if kind == "check_output" and data["stream"] == "stdout"
+    ).splitlines()
+    assert said[0] != os.uname().release  # the guest's kernel, not the host's
+    assert said[1] != Path("/proc/version").read_text().strip()
+    with served.client(key) as client:
+        shown = client.get(f"/v1/runs/{run['id']}").json()
+    assert shown["tier"] == "microvm"
+    assert shown["isolation"]["backend"] == "microvm"
 
 
 def test_a_comment_by_a_non_member_puts_a_members_issue_in_the_outsiders_tier(

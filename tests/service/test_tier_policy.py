@@ -4,8 +4,9 @@ given, and a weaker one is refused with 403 naming the rule, through every way i
 REST API's sessions, one-shot calls and runs, the MCP server's tools), with nothing started.
 
 The gvisor tier is the gvisor backend's: a session of it answers with gVisor's kernel, not
-the host's. The microvm tier is served by a stand-in (``MICROVM_STAND_IN``) until the
-microvm backend is merged."""
+the host's. The microvm tier is the microvm backend's: a session of it answers with its
+guest's kernel. A `golem serve` cannot share the session's booted guests, so its warm pool
+keeps one wiped box per shape: the module's two microvm sessions boot one guest."""
 
 from __future__ import annotations
 
@@ -20,31 +21,23 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import devbox_image
+from tests.conftest import microvm_image
 from tests.service.mcp_clients import over_http, text_of
 from tests.service.served import Served, serving
 
-pytestmark = [pytest.mark.bwrap, pytest.mark.gvisor, pytest.mark.docker]
+pytestmark = [pytest.mark.bwrap, pytest.mark.gvisor]
 
 ROLE_RULE = "server.policies.user.min_tier"
 TENANT_RULE = "server.trust.tenants.acme"
 REPO_RULE = r"server.trust.repos[0] (.*/wild-[a-z]+)"
 
 
-def microvm_stand_in() -> str:  # microvm stand-in
-    """TODO(coordinator, at the microvm merge): the microvm tier's backend here is a stand-in,
-    the docker backend (another backend than the default's, so that a box of the tier is
-    visibly not the default's); it becomes ``type = "microvm"``, and the tenant's and the
-    stronger tier's sessions then answer with the guest's kernel (``assert_own_kernel``)."""
-    return f'[engine.tiers.microvm]\ntype = "docker"\nimage = "{devbox_image("docker")}"\n'
-
-
 def policy_config() -> str:
     return (
         '[engine.tiers.gvisor]\ntype = "gvisor"\n'
-        + microvm_stand_in()
+        + f'[engine.tiers.microvm]\ntype = "microvm"\nimage = "{microvm_image()}"\n'
         + (
-            "[engine.pool]\nclean = 0\n"
+            "[engine.pool]\nclean = 1\n"
             '[server.policies.user]\nmin_tier = "gvisor"\n'
             '[server.trust]\ntenants = { acme = "microvm" }\n'
             '[[server.trust.repos]]\npattern = ".*/wild-[a-z]+"\nmin_tier = "gvisor"\n'
@@ -113,9 +106,12 @@ def test_a_user_keys_session_lands_on_its_roles_minimum_tier(user: httpx.Client)
     assert_own_kernel(info)
 
 
+@pytest.mark.microvm
 def test_a_stronger_tier_than_the_minimum_is_given(user: httpx.Client) -> None:
     info = opened(user, {"tier": "microvm"})
     assert info["spec"]["tier"] == "microvm"
+    assert (info["isolation"]["tier"], info["isolation"]["backend"]) == ("microvm", "microvm")
+    assert_own_kernel(info)
 
 
 WEAKER = {"tier": "container"}
@@ -148,8 +144,12 @@ def test_a_streamed_session_asking_for_a_weaker_tier_ends_in_the_policys_problem
     assert user.get("/v1/sessions").json() == []
 
 
+@pytest.mark.microvm
 def test_a_tenants_tier_holds_for_its_every_key_whatever_its_role(acme: httpx.Client) -> None:
-    assert opened(acme, {})["spec"]["tier"] == "microvm"
+    info = opened(acme, {})
+    assert info["spec"]["tier"] == "microvm"
+    assert (info["isolation"]["tier"], info["isolation"]["backend"]) == ("microvm", "microvm")
+    assert_own_kernel(info)
     refused(
         acme.post("/v1/sessions", json={"spec": {"tier": "gvisor"}}),
         TENANT_RULE,

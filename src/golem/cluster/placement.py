@@ -6,7 +6,7 @@ A node says what it IS with labels fixed at ``ray start --labels`` (how MANY box
 holds is its ``[cluster] slot_resource``):
 
 - ``golem-backend``: the backend its boxes run on, ``process`` (bubblewrap; the default: a
-  node without the label), ``docker`` or ``gvisor`` (``BACKENDS``);
+  node without the label), ``docker``, ``gvisor`` or ``microvm`` (``BACKENDS``);
 - ``golem-tier``: the isolation tier whose boxes alone it holds (``container``, ``gvisor``,
   ``microvm``): a box's tier (``BoxSpec.tier``, which the server's trust policy gives it)
   is the label of the nodes it runs on; a node without it holds the default tier's
