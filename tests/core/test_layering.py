@@ -1,0 +1,96 @@
+"""golem's layers import only downwards, and across layers only through a layer's public
+names (its package), as AGENTS.md draws them.
+
+Every ``import`` of every module under src/golem is read (inside functions and
+``TYPE_CHECKING`` blocks too: a late import is still a dependency). ``golem.core`` is the
+exception to the second rule: it is a set of modules by concept (config, errors, events),
+imported by name so that a light command does not load them all.
+
+The deep imports that exist today are listed in ``deep_imports.txt`` beside this file: a
+new one fails (export the name from the layer's package instead), and so does a listed one
+that is gone (take it off the list, so the list only shrinks).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import golem
+
+PACKAGE = Path(golem.__file__).parent
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core",),
+    ("sandbox",),
+    ("store", "agent"),
+    ("forge",),
+    ("context",),
+    ("blueprint",),
+    ("service",),
+    ("cluster",),
+    ("eval",),
+    ("cli",),
+)
+"""Lowest first; the layers of one rank import neither each other."""
+RANK = {layer: rank for rank, layers in enumerate(LAYERS) for layer in layers}
+OPEN_LAYERS = frozenset({"core"})
+"""Layers whose modules others import by name."""
+BASELINE = Path(__file__).with_name("deep_imports.txt")
+
+
+def imports() -> Iterator[tuple[str, str]]:
+    """(importing module, imported golem module) for every import under src/golem."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            yield from ((module, name) for name in names if name.startswith("golem."))
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else None
+
+
+def crossings() -> Iterator[tuple[str, str, str, str]]:
+    """(importer, imported, importer's layer, imported's layer) across two layers."""
+    for importer, imported in imports():
+        here, there = layer_of(importer), layer_of(imported)
+        if here is not None and there is not None and here != there:
+            yield importer, imported, here, there
+
+
+def test_the_layers_in_this_test_are_every_package_of_golem() -> None:
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(RANK)
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    upward = [
+        f"{importer} imports {imported} ({here} is below or beside {there})"
+        for importer, imported, here, there in crossings()
+        if RANK[there] >= RANK[here]
+    ]
+    assert upward == []
+
+
+def test_no_new_deep_import_across_layers() -> None:
+    found = {
+        f"{importer} -> {imported}"
+        for importer, imported, _here, there in crossings()
+        if there not in OPEN_LAYERS and imported != f"golem.{there}"
+    }
+    listed = {
+        line.strip()
+        for line in BASELINE.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert sorted(found - listed) == [], "import these from the layer's package instead"
+    assert sorted(listed - found) == [], f"gone: take them off {BASELINE.name}"
