@@ -47,12 +47,8 @@ HEAVY = (
 )
 """What no help text needs: a module here or under one of these packages."""
 
-NOT_FOR_LISTING = tuple(
-    name
-    for name in HEAVY
-    if name not in ("sqlalchemy", "aiosqlite", "alembic", "pydantic", "pydantic_settings")
-    and name not in ("golem.store", "golem.blueprint", "yaml")
-) + ("golem.blueprint.runner", "golem.blueprint.steps", "golem.blueprint.control")
+STORE = ("sqlalchemy", "aiosqlite", "alembic", "psycopg", "pydantic", "pydantic_settings")
+NOT_FOR_LISTING = tuple(name for name in HEAVY if name not in (*STORE, "golem.store"))
 """What `golem runs ls` does not need: it reads runs from the store, nothing runs them."""
 
 HELP_OF_EACH = """
@@ -144,3 +140,20 @@ def test_each_commands_summary_in_the_listing_is_its_own() -> None:
         loaded = listed.load()
         own = (loaded.help or "").split("\n\n")[0].replace("\n", " ").strip()
         assert listed.help == own, f"{name}: the table's summary differs from its docstring"
+
+
+def test_help_written_out_names_what_its_source_defines() -> None:
+    """Help texts that name a heavy module's values (written out, to keep it unimported)."""
+    from golem.blueprint.loader import BUILTINS
+    from golem.cli.blueprint_cmd import show_command
+    from golem.cli.doctor_cmd import doctor_command
+    from golem.cli.image_cmd import bootstrap_command
+    from golem.sandbox.images import FLAVOURS
+    from golem.sandbox.probe import PROBE_TIMEOUT
+
+    shown = show_command.__defaults__[0].help  # type: ignore[index]
+    assert shown.endswith(f"one of: {', '.join(BUILTINS)}."), shown
+    flavours = bootstrap_command.__defaults__[0].help  # type: ignore[index]
+    assert flavours == f"One of: {', '.join(FLAVOURS)}.", flavours
+    timeout = doctor_command.__defaults__[1].help  # type: ignore[index]
+    assert f"(default: {PROBE_TIMEOUT:g})" in timeout, timeout

@@ -45,6 +45,10 @@ class LazyGroup(TyperGroup):
         for name, (target, summary) in self.lazy_commands.items():
             self.commands.setdefault(name, LazyCommand(name, target, summary))
 
+    def get_help_option(self, ctx: Any) -> Any:
+        """``--help``, False when absent (see ``_absent_help_is_false``)."""
+        return _absent_help_is_false(super().get_help_option(ctx))
+
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         """The command to run (or complete): loaded now."""
         name, command, rest = super().resolve_command(ctx, args)
@@ -58,10 +62,21 @@ def lazy_group(commands: dict[str, tuple[str, str]]) -> type[LazyGroup]:
     return type("GolemGroup", (LazyGroup,), {"lazy_commands": commands})
 
 
+def _absent_help_is_false(option: Any) -> Any:
+    """typer coerces an option's value through a pydantic adapter unless it is a bool, and
+    an absent ``--help`` is None: every group on the way to a subcommand (``golem`` and
+    ``runs`` in ``golem runs ls --help``) would import pydantic for nothing. False is what
+    an absent flag means."""
+    if option is not None:
+        option.default = False
+    return option
+
+
 def _as_click(found: object, name: str) -> TyperCommand | TyperGroup:
     if isinstance(found, typer.Typer):
         group = typer.main.get_group(found)
         group.name = name
+        _absent_help_is_false(group.get_help_option(typer.Context(group)))
         return group
     if callable(found):
         single = typer.Typer(add_completion=False)

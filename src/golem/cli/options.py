@@ -1,16 +1,20 @@
-"""Flags shared by commands that start boxes, and how they become config overrides."""
+"""Flags shared by commands that start boxes, and how they become config overrides.
+
+Imported by every command's module to build its help: the configuration models and the
+backends are imported where a flag is used, not here."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
-from golem.core.config import DockerBackendConfig, GolemConfig, load_config
 from golem.core.errors import ConfigError
-from golem.sandbox.backends.docker import DockerBackend
+
+if TYPE_CHECKING:
+    from golem.core.config import GolemConfig
+    from golem.sandbox.backends.docker import DockerBackend
 
 __all__ = ["BoxFlags", "docker_backend", "parse_pairs", "warn_host_network"]
 
@@ -28,6 +32,9 @@ def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
 
 def docker_backend(docker_host: str | None) -> DockerBackend:
     """The docker backend as configured (or with defaults), ``--docker-host`` on top."""
+    from golem.core.config import DockerBackendConfig, load_config
+    from golem.sandbox.backends.docker import DockerBackend
+
     config = load_config().engine.backend
     if not isinstance(config, DockerBackendConfig):
         config = DockerBackendConfig()
@@ -89,6 +96,8 @@ class BoxFlags:
 
     def load(self) -> GolemConfig:
         """The effective configuration with these flags on top."""
+        from golem.core.config import load_config
+
         engine: dict[str, Any] = {"defaults": self.defaults}
         if self.backend:
             engine["backend"] = {"type": self.backend}
@@ -111,6 +120,8 @@ class BoxFlags:
 
 def warn_host_network() -> None:
     """Say loudly that a box shares the host's network."""
+    from rich.console import Console
+
     Console(stderr=True).print(
         "[bold red]golem: WARNING: network=host gives the box the host's network, with no "
         "filtering and no log; use it for trusted work only, or --network filtered.[/]"
