@@ -5,8 +5,9 @@ walking the app) and `golem runs ls` on an empty store, beside the bare interpre
 
     .venv/bin/python bench/cli_startup.py [--runs 30] [--only runs] [--json]
 
-Each command runs once untimed (the store is made then), then ``--runs`` times; wall time
-from spawn to exit. Targets (issue 30): every help under 0.3 s, `golem runs ls` under 0.6 s.
+Each command runs once untimed (the store is made then), then ``--runs`` rounds of one run
+of each command (interleaved, so that a busy moment on a shared machine falls on all alike);
+wall time from spawn to exit. Targets (issue 30): every help under 0.3 s, `golem runs ls` under 0.6 s.
 All run in a scratch golem home (state directory, HOME) that is removed at the end.
 """
 
@@ -54,13 +55,19 @@ def commands() -> dict[str, list[str]]:
     return measured
 
 
-def timed(argv: list[str], runs: int, env: dict[str, str], cwd: str) -> list[float]:
-    subprocess.run(argv, capture_output=True, check=True, env=env, cwd=cwd)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
+def timed(
+    measured: dict[str, list[str]], runs: int, env: dict[str, str], cwd: str
+) -> dict[str, list[float]]:
+    """Each command's wall times, in rounds of one run of every command: a busy moment on
+    a shared machine falls on all of them alike, `python -c pass` included."""
+    for argv in measured.values():
         subprocess.run(argv, capture_output=True, check=True, env=env, cwd=cwd)
-        times.append(time.perf_counter() - start)
+    times: dict[str, list[float]] = {name: [] for name in measured}
+    for _ in range(runs):
+        for name, argv in measured.items():
+            start = time.perf_counter()
+            subprocess.run(argv, capture_output=True, check=True, env=env, cwd=cwd)
+            times[name].append(time.perf_counter() - start)
     return times
 
 
@@ -74,15 +81,18 @@ def main() -> None:
     parser.add_argument("--only", help="Only commands whose name contains this.")
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
-    figures: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="golem-cli-startup-") as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GOLEM_", "XDG_"))}
         env.update(GOLEM_STATE_DIR=home, HOME=home)
-        for name, argv in commands().items():
-            if options.only and options.only not in name and name != "python -c pass":
-                continue
-            times = timed(argv, options.runs, env, home)
-            figures[name] = {"p50": statistics.median(times), "p99": p99(times)}
+        measured = {
+            name: argv
+            for name, argv in commands().items()
+            if not options.only or options.only in name or name == "python -c pass"
+        }
+        times = timed(measured, options.runs, env, home)
+    figures = {
+        name: {"p50": statistics.median(each), "p99": p99(each)} for name, each in times.items()
+    }
     floor = figures["python -c pass"]["p50"]
     if options.json:
         print(json.dumps({"runs": options.runs, "figures": figures}, indent=2))
