@@ -7,8 +7,8 @@ walking the app) and `golem runs ls` on an empty store, beside the bare interpre
 
 Each command runs once untimed (the store is made then), then ``--runs`` rounds of one run
 of each command (interleaved, so that a busy moment on a shared machine falls on all alike);
-wall time from spawn to exit. Targets (issue 30): every help under 0.3 s, `golem runs ls` under 0.6 s.
-All run in a scratch golem home (state directory, HOME) that is removed at the end.
+wall time from spawn to exit. Targets (issue 30): every help under 0.3 s, `golem runs ls`
+under 0.6 s. All run in a scratch golem home (state directory, HOME), removed at the end.
 """
 
 from __future__ import annotations
