@@ -121,3 +121,18 @@ def test_runs_show_says_what_isolation_the_runs_box_got_or_the_tier_it_waits_for
     assert "isolation: microvm (TCG)" in shown.stdout.decode().splitlines()
     waiting = golem(golem_env, "runs", "show", "run-waiting")
     assert "isolation: gvisor (no box yet)" in waiting.stdout.decode().splitlines()
+
+
+def test_runs_ls_lists_each_run_as_its_state_says(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    keep(golem_env, new_run("run-listed", status="running", current="verify",
+                            title="[bold]fix[/] the parser", cost_usd=0.25))  # fmt: skip
+    keep(golem_env, new_run("run-bare"))
+    done = golem({**golem_env, "COLUMNS": "200"}, "runs", "ls")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.decode().splitlines()[1:]]
+    assert ["run-listed", "running", "verify", "[bold]fix[/]", "the", "parser", "$0.2500"] in [
+        row[:-1] for row in rows
+    ]
+    assert ["run-bare", "queued", "-", "$0.0000"] in [row[:-1] for row in rows]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import subprocess
+import sys
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from sqlalchemy import create_engine, insert, select, text
 from golem.core import load_config
 from golem.core.errors import ConfigError, StoreError
 from golem.store import SqlStore, database_url
-from golem.store.database import alembic_config
+from golem.store.database import alembic_config, head_revision
 from golem.store.schema import runs
 from tests.store.conftest import Database, run
 
@@ -123,3 +125,30 @@ async def test_an_unreachable_postgresql_is_a_clear_error_without_its_password()
 async def test_a_database_that_is_neither_sqlite_nor_postgresql_is_refused() -> None:
     with pytest.raises(ConfigError, match="SQLite or PostgreSQL"):
         await SqlStore.connect("mysql://golem@127.0.0.1/golem")
+
+
+def test_the_head_revision_read_from_file_names_is_alembics() -> None:
+    script = ScriptDirectory.from_config(alembic_config())
+    assert head_revision() == script.get_current_head()
+    for revision in script.walk_revisions():
+        assert Path(revision.path).name.startswith(f"{revision.revision}_"), revision.path
+
+
+def test_a_database_at_the_head_revision_opens_without_importing_alembic(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'golem.db'}"
+
+    async def make() -> None:
+        await (await SqlStore.connect(url)).close()
+
+    asyncio.run(make())
+    script = (
+        "import asyncio, sys\nfrom golem.store import SqlStore\n"
+        f"async def main():\n    await (await SqlStore.connect({url!r})).close()\n"
+        "asyncio.run(main())\nprint(sorted(m for m in sys.modules if m.startswith('alembic')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stderr

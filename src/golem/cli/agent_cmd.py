@@ -14,29 +14,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
-from golem.agent import Agent, Budget, make_model, make_tools
-from golem.agent.events import AgentOutcome
-from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.cli import options
-from golem.cli.progress import AgentProgress
-from golem.cli.tree_sync import (
-    TreeChange,
-    apply_changes,
-    check_ways,
-    compare_trees,
-    render_diff,
-    without_ignored,
-)
-from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError, GolemError, InvalidRequest
-from golem.core.ids import new_id
-from golem.forge import GitRepo
-from golem.sandbox import Box, Engine, LocalEngine
-from golem.sandbox.landing import host_could_not, in_thread
+
+if TYPE_CHECKING:
+    from golem.agent import Agent
+    from golem.agent.events import AgentOutcome
+    from golem.blueprint.workspace import Layout
+    from golem.cli.tree_sync import TreeChange
+    from golem.core.config import GolemConfig
+    from golem.forge import GitRepo
+    from golem.sandbox import Box, Engine
 
 __all__ = ["agent_command"]
 
@@ -67,6 +60,10 @@ def agent_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Run the agent on a directory in a box and show the diff it made."""
+    from golem.agent import Agent, Budget, make_model, make_tools
+    from golem.cli.progress import AgentProgress
+    from golem.sandbox import LocalEngine
+
     if not workspace.is_dir():
         raise InvalidRequest(f"--workspace {workspace} is not a directory")
     _scratch_parent(workspace)
@@ -88,6 +85,8 @@ def agent_command(
 
 
 def _trajectory_path(config: GolemConfig) -> Path:
+    from golem.core.ids import new_id
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return config.state_dir / "trajectories" / f"{stamp}-{new_id('agent')}.jsonl"
 
@@ -95,6 +94,8 @@ def _trajectory_path(config: GolemConfig) -> Path:
 async def _run(
     engine: Engine, agent: Agent, workspace: Path, task: str, path: Path, *, dry_run: bool
 ) -> AgentOutcome:
+    from golem.blueprint.workspace import copy_into_box
+
     # No bytecode files: an edit that keeps a file's size within the second of a test run
     # would leave Python running the stale .pyc (and they are not changes to keep).
     spec = engine.spec(env={**engine.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"})
@@ -111,6 +112,8 @@ async def _take_back(box: Box, workspace: Path, layout: Layout, *, dry_run: bool
     and applied to ``workspace`` (checked whole again, with what the directory holds);
     a refusal changes nothing. The scratch directory, a tree a box made, is removed
     however this ends (a refusal, an error, Ctrl-C): nobody is ever pointed at it."""
+    from golem.blueprint.workspace import take_back
+
     scratch = Path(tempfile.mkdtemp(prefix="golem-agent-", dir=_scratch_parent(workspace)))
     try:
         paths = await take_back(box, workspace, layout, repo=_work_tree(workspace), into=scratch)
@@ -138,12 +141,17 @@ def _scratch_parent(workspace: Path) -> Path:
 def _work_tree(workspace: Path) -> GitRepo | None:
     """The directory as a git work tree (its changes found by git), or None (the whole
     directory is compared)."""
+    from golem.forge import GitRepo
+
     return GitRepo(workspace, check_config=False) if (workspace / ".git").exists() else None
 
 
 async def _report_changes(
     workspace: Path, result: Path, paths: list[str] | None, *, dry_run: bool
 ) -> None:
+    from golem.cli.tree_sync import apply_changes, render_diff, without_ignored
+    from golem.sandbox.landing import in_thread
+
     compared = await asyncio.to_thread(_compared, workspace, result, paths)
     changes = await without_ignored(compared, workspace)
     sys.stdout.write(render_diff(changes, workspace, result))
@@ -164,6 +172,9 @@ def _compared(workspace: Path, result: Path, paths: list[str] | None) -> list[Tr
     """The changes, each one's way in ``workspace`` checked (no symlink on it) before
     anything, git included, looks at it there; a path the host cannot look at (too long,
     a loop of links) is a refusal naming it, not a crash."""
+    from golem.cli.tree_sync import check_ways, compare_trees
+    from golem.sandbox.landing import host_could_not
+
     try:
         compared = compare_trees(workspace, result, paths)
         check_ways(compared, workspace)

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from golem.cli.progress import printable
-from golem.cli.stores import using_store
-from golem.core.config import load_config
+from golem.cli.printable import printable
 from golem.core.errors import InvalidRequest
-from golem.service.automations import KIND, Automation, AutomationView, view_of
-from golem.service.documents import Shelf
-from golem.store import Store
+
+if TYPE_CHECKING:
+    from golem.service.automations import AutomationView
+    from golem.store import Store
 
 __all__ = ["automations_app"]
 
@@ -24,8 +24,18 @@ automations_app = typer.Typer(help="Automations: list or show them, with their l
 
 
 async def _views(store: Store) -> list[AutomationView]:
+    from golem.service.automations import KIND, Automation, view_of
+    from golem.service.documents import Shelf
+
     shelf = Shelf(store, KIND, Automation)
     return [await view_of(store, kept) for kept in await shelf.all()]
+
+
+def _all_views() -> list[AutomationView]:
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+
+    return using_store(load_config(), _views, tenant=None)
 
 
 def _when(moment: float | None) -> str:
@@ -46,7 +56,7 @@ def _started_by(view: AutomationView) -> str:
 @automations_app.command("ls")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Automations (every tenant's), with their last run and their next run."""
-    views = using_store(load_config(), _views, tenant=None)
+    views = _all_views()
     if json_output:
         typer.echo(json.dumps([view.model_dump(mode="json") for view in views], indent=2))
         return
@@ -68,7 +78,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
 @automations_app.command("show")
 def show_command(name: str = typer.Argument(...)) -> None:
     """One automation: its definition, the runs it started, what it skipped and why."""
-    found = [view for view in using_store(load_config(), _views, tenant=None) if view.name == name]
+    found = [view for view in _all_views() if view.name == name]
     if not found:
         raise InvalidRequest(f"no automation {name!r}; see `golem automations ls`")
     view = found[0]

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from golem.blueprint.loader import BUILTINS, load_blueprint
-from golem.blueprint.show import draw
-
 __all__ = ["blueprint_app"]
 
 blueprint_app = typer.Typer(help="Check and draw blueprints.", no_args_is_help=True)
@@ -17,13 +14,18 @@ def validate_command(
     source: str = typer.Argument(..., help="A YAML file, or a built-in name."),
 ) -> None:
     """Check a blueprint; errors name the file and the line."""
+    from golem.blueprint.loader import load_blueprint
+
     blueprint = load_blueprint(source)
     typer.echo(f"{source}: valid blueprint {blueprint.name!r} ({len(blueprint.nodes)} nodes)")
 
 
 @blueprint_app.command("show")
 def show_command(
-    source: str = typer.Argument("minion", help=f"A YAML file, or one of: {', '.join(BUILTINS)}."),
+    source: str = typer.Argument("minion", help="A YAML file, or one of: minion, follow-up."),
 ) -> None:
     """Draw a blueprint's graph as text."""
+    from golem.blueprint.loader import load_blueprint
+    from golem.blueprint.show import draw
+
     typer.echo(draw(load_blueprint(source)))

@@ -6,14 +6,17 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from golem.cli.progress import printable
-from golem.context import CONVENTIONS_FILE, RepoConventions, detect_conventions, render_conventions
-from golem.core import ConfigError
+from golem.cli.printable import printable
+from golem.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from golem.context import RepoConventions
 
 __all__ = ["checks_app"]
 
@@ -31,6 +34,8 @@ def detect_command(
 ) -> None:
     """Print the install, lint, build and test commands found in the repository's CI,
     task runners and ecosystem, and why; --write saves them as its .golem.toml."""
+    from golem.context import CONVENTIONS_FILE, detect_conventions, render_conventions
+
     if not repo.is_dir():
         raise ConfigError(f"{repo} is not a directory; give the repository's with --repo PATH")
     target = repo / CONVENTIONS_FILE

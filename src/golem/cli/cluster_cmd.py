@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
-from golem.core.config import load_config
 from golem.core.errors import ConfigError
 
 __all__ = ["cluster_app"]
@@ -25,14 +24,16 @@ def status_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Nodes, their box slots and use, and the sessions and runs on each."""
+    from golem.core.config import load_config
+
     config = load_config(files=[config_file] if config_file is not None else None)
     cluster = config.cluster
     if cluster.ray_address is None:
         raise ConfigError("[cluster] ray_address is not set: golem runs on this machine only")
     try:
-        import ray  # noqa: PLC0415  (Ray only when asked for)
+        import ray  # Ray only when asked for
 
-        from golem.cluster.status import cluster_status  # noqa: PLC0415
+        from golem.cluster.status import cluster_status
     except ImportError as exc:
         raise ConfigError(f"Ray is not installed ({exc}): pip install 'golem[ray]'") from exc
     ray.init(address=cluster.ray_address, namespace=cluster.namespace, log_to_driver=False)

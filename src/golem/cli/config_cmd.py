@@ -6,8 +6,6 @@ import json
 
 import typer
 
-from golem.core.config import GolemConfig, config_files, load_config
-
 __all__ = ["config_app"]
 
 config_app = typer.Typer(help="Inspect golem's configuration.", no_args_is_help=True)
@@ -16,6 +14,8 @@ config_app = typer.Typer(help="Inspect golem's configuration.", no_args_is_help=
 @config_app.command("show")
 def show_command() -> None:
     """Print the effective configuration (files < GOLEM_* env), secrets masked."""
+    from golem.core.config import config_files, load_config
+
     config = load_config()
     files = [str(p) for p in config_files()]
     typer.echo(f"# from: {', '.join(files) if files else 'defaults'} + GOLEM_* environment")
@@ -25,4 +25,6 @@ def show_command() -> None:
 @config_app.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of golem.toml (the same models as env vars and flags)."""
+    from golem.core.config import GolemConfig
+
     typer.echo(json.dumps(GolemConfig.model_json_schema(), indent=2))

@@ -10,16 +10,18 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
-from golem.cli.stores import using_store
-from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, ForgeCredentialsRefused, InvalidRequest
-from golem.store import AppKey, ForgeName, ForgeSecret, OAuthGrant, TokenCipher, new_key
+
+if TYPE_CHECKING:
+    from golem.core.config import GolemConfig
+    from golem.store import AppKey, ForgeName, ForgeSecret, OAuthGrant
 
 __all__ = ["credentials_app"]
 
@@ -32,6 +34,8 @@ FORGE = typer.Option("github", "--forge", help="The forge: github or gitlab.")
 
 
 def _config(config_file: Path | None) -> GolemConfig:
+    from golem.core.config import load_config
+
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"config file {config_file} does not exist")
     return load_config(files=[config_file] if config_file is not None else None)
@@ -68,7 +72,8 @@ def _variable(name: str) -> str:
 def _app_key(
     forge: ForgeName, app_id: int, key_file: Path | None, installation: int | None
 ) -> AppKey:
-    from golem.forge.github_app import check_app_key  # noqa: PLC0415 (PyJWT when used)
+    from golem.forge.github_app import check_app_key
+    from golem.store import AppKey
 
     if forge != "github" or key_file is None:
         raise InvalidRequest("a GitHub App needs --forge github, --app-id and --private-key FILE")
@@ -85,6 +90,8 @@ def _app_key(
 def _grant(
     token: str, refresh_env: str, client_id: str | None, secret_env: str | None
 ) -> OAuthGrant:
+    from golem.store import OAuthGrant
+
     return OAuthGrant(
         access_token=token, refresh_token=_variable(refresh_env), client_id=client_id,
         client_secret=_variable(secret_env) if secret_env else None,
@@ -121,6 +128,9 @@ def set_command(
 ) -> None:
     """Keep a tenant's token, GitHub App or GitLab OAuth grant (replacing any): its runs
     use it, no other tenant's do."""
+    from golem.cli.stores import using_store
+    from golem.store import TokenCipher
+
     chosen = _forge(forge)
     token: ForgeSecret
     if app_id is not None:
@@ -151,6 +161,8 @@ def list_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Which tenants have a token for which forge (never the tokens)."""
+    from golem.cli.stores import using_store
+
     listed = using_store(
         _config(config_file), lambda store: store.list_forge_credentials(), tenant=tenant
     )
@@ -168,6 +180,8 @@ def remove_command(
     tenant: str = TENANT, forge: str = FORGE, config_file: Path | None = options.CONFIG
 ) -> None:
     """Forget a tenant's token."""
+    from golem.cli.stores import using_store
+
     chosen = _forge(forge)
     config = _config(config_file)
     if not using_store(config, lambda store: store.delete_forge_token(chosen), tenant=tenant):
@@ -178,4 +192,6 @@ def remove_command(
 @credentials_app.command("new-key")
 def new_key_command() -> None:
     """Print a new key for ``[server] credentials_key_env`` (to share among servers)."""
+    from golem.store import new_key
+
     typer.echo(new_key())

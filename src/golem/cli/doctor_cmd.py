@@ -7,17 +7,19 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
-from golem.cli.progress import printable
-from golem.core.config import GolemConfig, load_config
+from golem.cli.printable import printable
 from golem.core.errors import ConfigError
-from golem.core.isolation import TIERS
-from golem.sandbox.probe import PROBE_TIMEOUT, Probe, candidates, probe_all
+
+if TYPE_CHECKING:
+    from golem.core.config import GolemConfig
+    from golem.sandbox.probe import Probe
 
 __all__ = ["doctor_command"]
 
@@ -26,20 +28,23 @@ def doctor_command(
     backend: list[str] | None = typer.Option(
         None, "--backend", help="Only this backend (repeatable), e.g. docker+runsc."
     ),
-    timeout: float = typer.Option(
-        PROBE_TIMEOUT, "--timeout", help="Seconds each backend gets to start a box."
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="Seconds each backend gets to start a box (default: 300)."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """List each backend: whether it works here and why not, with its measured start time;
     and the backend serving each isolation tier."""
+    from golem.core.config import load_config
+    from golem.sandbox.probe import PROBE_TIMEOUT, candidates, probe_all
+
     config = load_config(files=[config_file] if config_file is not None else None)
     known = [candidate.name for candidate in candidates(config)]
     unknown = sorted(set(backend or []) - set(known))
     if unknown:
         raise ConfigError(f"--backend {', '.join(unknown)}: golem knows {', '.join(known)}")
-    probes = asyncio.run(probe_all(config, backend or None, timeout=timeout))
+    probes = asyncio.run(probe_all(config, backend or None, timeout=timeout or PROBE_TIMEOUT))
     tiers = _tiers(config)
     if json_output:
         found = {"backends": [p.model_dump() for p in probes], "tiers": tiers}
@@ -71,6 +76,8 @@ def _table(probes: list[Probe]) -> Table:
 
 def _tiers(config: GolemConfig) -> dict[str, str]:
     """Each isolation tier and what serves it under this configuration."""
+    from golem.core.isolation import TIERS
+
     engine = config.engine
     served = engine.tier_backends()
     shown: dict[str, str] = {}

@@ -43,8 +43,8 @@ def _with_golem(config: GolemConfig, work: Callable[[Engine, Store], Awaitable[T
     """``work(engine, store)`` on the configured engine (a server's, when [remote] url is
     set) and store."""
 
-    from golem.service.client import make_engine  # noqa: PLC0415 - the engine, when one runs
-    from golem.store import SqlStore  # noqa: PLC0415
+    from golem.service.client import make_engine
+    from golem.store import SqlStore
 
     async def main() -> T:
         store = await SqlStore.open(config)
@@ -88,9 +88,9 @@ def make_command(
     """Turn merged pull requests (or commits) that changed both source and tests into tasks,
     as SWE-bench does: their tests run in golem's boxes before and after the fix; those
     that fail before and pass after are the task's. The others are left out, with why."""
-    from golem.eval import read_tasks, write_tasks  # noqa: PLC0415 - when a command runs
-    from golem.eval.render import shown  # noqa: PLC0415
-    from golem.forge.factory import FORGES  # noqa: PLC0415
+    from golem.eval import read_tasks, write_tasks
+    from golem.eval.render import shown
+    from golem.forge.factory import FORGES
 
     if (from_merged_prs is None) == (commits is None):
         raise ConfigError("give exactly one of --from-merged-prs N or --commits A..B")
@@ -139,7 +139,7 @@ async def _make(
     config: GolemConfig, engine: Engine, store: Store, asked: _Asked, known: set[str]
 ) -> tuple[list[EvalTask], list[LeftOut]]:
     """The tasks of the changes asked for (but those ``known`` already), and those left out."""
-    from golem.eval import (  # noqa: PLC0415 - what runs golem, when it runs
+    from golem.eval import (
         Sources,
         TaskMaker,
         Testbed,
@@ -179,8 +179,8 @@ def _forge_url(config: GolemConfig, forge: str, repo: str) -> str:
 
 
 def _told(console: Console) -> Callable[[EvalTask | LeftOut], None]:
-    from golem.eval import EvalTask  # noqa: PLC0415 - when a command runs
-    from golem.eval.render import shown  # noqa: PLC0415
+    from golem.eval import EvalTask
+    from golem.eval.render import shown
 
     def told(item: EvalTask | LeftOut) -> None:
         if isinstance(item, EvalTask):
@@ -222,9 +222,9 @@ def run_command(
 ) -> None:
     """Run golem's blueprint on every task, the hidden tests applied only after the agent is
     done; report per task and in total. Finished attempts are kept: run it again to resume."""
-    from golem.agent import make_model  # noqa: PLC0415 - what runs golem, when it runs
-    from golem.eval import GOLD, EvalSettings, Evaluation, ResultsDir, read_tasks  # noqa: PLC0415
-    from golem.eval.render import shown  # noqa: PLC0415
+    from golem.agent import make_model
+    from golem.eval import GOLD, EvalSettings, Evaluation, ResultsDir, read_tasks
+    from golem.eval.render import shown
 
     if attempts < 1 or (limit is not None and limit < 1):
         raise ConfigError("--attempts and --limit are counts: give 1 or more")
@@ -264,7 +264,7 @@ def _default_out(tasks: Path, model: str, blueprint: str) -> Path:
 
 
 def _attempted(console: Console) -> Callable[[Attempt], None]:
-    from golem.eval.render import shown  # noqa: PLC0415 - when a command runs
+    from golem.eval.render import shown
 
     def told(attempt: Attempt) -> None:
         name = f"{shown(attempt.instance_id)} #{attempt.attempt}"
@@ -279,8 +279,8 @@ def _attempted(console: Console) -> Callable[[Attempt], None]:
 
 
 def _report(results: ResultsDir, json_output: bool) -> None:
-    from golem.eval import build_report, print_report, report_html  # noqa: PLC0415
-    from golem.eval.render import shown  # noqa: PLC0415
+    from golem.eval import build_report, print_report, report_html
+    from golem.eval.render import shown
 
     report = build_report(results)
     (results.path / "report.json").write_text(report.model_dump_json(indent=2))
@@ -299,7 +299,7 @@ def report_command(
 ) -> None:
     """Report an evaluation (finished or not): per task, in total, and how often golem's
     verification agreed with the hidden tests; also written as report.json and report.html."""
-    from golem.eval import ResultsDir  # noqa: PLC0415 - when a command runs
+    from golem.eval import ResultsDir
 
     if not results.is_dir():
         raise EvalError(f"{results} is not a results directory of `golem eval run`")
@@ -315,7 +315,7 @@ def compare_command(
 ) -> None:
     """Compare two evaluations of the same tasks (two models, two blueprints, two golem
     versions): task by task and in total, as a table, JSON or an HTML page with the diffs."""
-    from golem.eval import (  # noqa: PLC0415 - when a command runs
+    from golem.eval import (
         ResultsDir,
         build_report,
         compare,

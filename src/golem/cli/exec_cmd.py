@@ -9,19 +9,18 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
 from golem.core.errors import InvalidRequest
-from golem.core.events import NetworkEvent
-from golem.sandbox import Engine, ExecRequest, ExitEvent, OutputEvent
-from golem.sandbox.models import RUNTIME_BY_SUFFIX
-from golem.service.client import make_engine
+
+if TYPE_CHECKING:
+    from golem.core.events import NetworkEvent
+    from golem.sandbox import Engine, ExecRequest, ExitEvent
 
 __all__ = ["build_request", "exec_command"]
 
@@ -40,6 +39,11 @@ def build_request(
     args: list[str], code: str | None, runtime: str | None, stdin: bytes | None
 ) -> ExecRequest:
     """Turn `-c CODE`, `FILE` or `CMD...` into a request, with a clear error for misuse."""
+    from pydantic import ValidationError
+
+    from golem.sandbox import ExecRequest
+    from golem.sandbox.models import RUNTIME_BY_SUFFIX
+
     fields: dict[str, object] = {"stdin": stdin}
     if code is not None:
         if args:
@@ -87,6 +91,8 @@ def exec_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Run code, a script or a command in a fresh box; exit with its exit code."""
+    from golem.service.client import make_engine
+
     flags = options.BoxFlags(
         backend,
         image,
@@ -126,6 +132,9 @@ async def _run_json(engine: Engine, request: ExecRequest, spec: dict[str, Any]) 
 async def _run_streaming(
     engine: Engine, request: ExecRequest, spec: dict[str, Any], *, net_log: bool
 ) -> int:
+    from golem.core.events import NetworkEvent
+    from golem.sandbox import ExitEvent, OutputEvent
+
     exit_code = 1
     decisions: list[NetworkEvent] = []
     async with engine, contextlib.aclosing(engine.stream(request, spec)) as events:

@@ -5,15 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-import docker
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from golem.cli.options import docker_backend
-from golem.core.config import ImageRecipe, MicroVMBackendConfig, load_config
-from golem.sandbox.image_build import build_image
-from golem.sandbox.images import FLAVOURS, HASH_LABEL, bootstrap
 
 __all__ = ["image_app"]
 
@@ -22,7 +18,7 @@ image_app = typer.Typer(help="Build and list box images.", no_args_is_help=True)
 
 @image_app.command("bootstrap")
 def bootstrap_command(
-    flavour: str = typer.Option("devbox", "--flavour", help=f"One of: {', '.join(FLAVOURS)}."),
+    flavour: str = typer.Option("devbox", "--flavour", help="One of: minimal, devbox."),
     docker: bool = typer.Option(True, "--docker/--no-docker", help="Import into the engine."),
     rootfs: bool = typer.Option(
         True, "--rootfs/--no-rootfs", help="Keep a root directory for the process backend."
@@ -30,6 +26,9 @@ def bootstrap_command(
     docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
 ) -> None:
     """Build a base image with mmdebstrap; skipped when its content hash exists."""
+    from golem.core.config import load_config
+    from golem.sandbox.images import bootstrap
+
     config = load_config()
     api = docker_backend(docker_host).api if docker else None
     images_dir = config.state_dir / "images" if rootfs else None
@@ -47,7 +46,8 @@ def kernel_command() -> None:
     """Fetch the microvm guest kernel (Debian's cloud kernel; never installed on the host).
 
     Unpacked into engine.backend.assets_dir; skipped when it is there."""
-    from golem.sandbox.backends.microvm.assets import find_kernel  # noqa: PLC0415 - one use
+    from golem.core.config import MicroVMBackendConfig, load_config
+    from golem.sandbox.backends.microvm.assets import find_kernel
 
     config = load_config().engine.backend
     if not isinstance(config, MicroVMBackendConfig):
@@ -67,6 +67,11 @@ def build_command(
     docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
 ) -> None:
     """Build a devbox image; skipped when one with the same content hash exists."""
+    import docker
+
+    from golem.core.config import ImageRecipe
+    from golem.sandbox.image_build import build_image
+
     recipe = ImageRecipe(tag=tag, base=base, install=install or [], setup=setup)
     backend = docker_backend(docker_host)
     client = docker.DockerClient(base_url=backend.base_url, version="auto")
@@ -85,6 +90,8 @@ def list_command(
     docker_host: str | None = typer.Option(None, "--docker-host", help="Engine socket."),
 ) -> None:
     """List golem's images in the engine."""
+    from golem.sandbox.images import HASH_LABEL
+
     api = docker_backend(docker_host).api
     rows = [
         {

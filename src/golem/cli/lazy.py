@@ -45,6 +45,10 @@ class LazyGroup(TyperGroup):
         for name, (target, summary) in self.lazy_commands.items():
             self.commands.setdefault(name, LazyCommand(name, target, summary))
 
+    def get_help_option(self, ctx: Any) -> Any:
+        """``--help``, False when absent (see ``_absent_help_is_false``)."""
+        return _absent_help_is_false(super().get_help_option(ctx))
+
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         """The command to run (or complete): loaded now."""
         name, command, rest = super().resolve_command(ctx, args)
@@ -58,15 +62,34 @@ def lazy_group(commands: dict[str, tuple[str, str]]) -> type[LazyGroup]:
     return type("GolemGroup", (LazyGroup,), {"lazy_commands": commands})
 
 
+def _absent_help_is_false(option: Any) -> Any:
+    """typer coerces an option's value through a pydantic adapter unless it is a bool, and
+    an absent ``--help`` is None: every group on the way to a subcommand (``golem`` and
+    ``runs`` in ``golem runs ls --help``), and the command run, would import pydantic and
+    build an adapter for nothing. False is what an absent flag means."""
+    if option is not None:
+        option.default = False
+    return option
+
+
+def _absent_helps_are_false(command: TyperCommand | TyperGroup) -> None:
+    """``_absent_help_is_false`` for ``command`` and every command below it."""
+    _absent_help_is_false(command.get_help_option(typer.Context(command)))
+    for below in getattr(command, "commands", {}).values():
+        _absent_helps_are_false(below)
+
+
 def _as_click(found: object, name: str) -> TyperCommand | TyperGroup:
     if isinstance(found, typer.Typer):
         group = typer.main.get_group(found)
         group.name = name
+        _absent_helps_are_false(group)
         return group
     if callable(found):
         single = typer.Typer(add_completion=False)
         single.command(name)(found)
         command = typer.main.get_command(single)
         assert isinstance(command, TyperCommand)
+        _absent_helps_are_false(command)
         return command
     raise TypeError(f"{name}: {found!r} is neither a typer app nor a command function")

@@ -7,19 +7,20 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from golem.cli.progress import printable
-from golem.cli.stores import using_store
-from golem.core.config import GolemConfig, load_config
+from golem.cli.printable import printable
 from golem.core.errors import InvalidRequest, RunConflict
-from golem.service.documents import Kept, Shelf
-from golem.service.loops import KIND, GoalLoop, LoopRequest, move_loop, new_loop, stop_loop
-from golem.store import SqlStore, Store
+
+if TYPE_CHECKING:
+    from golem.core.config import GolemConfig
+    from golem.service.documents import Kept, Shelf
+    from golem.service.loops import GoalLoop
+    from golem.store import Store
 
 __all__ = ["loop_command", "loops_app"]
 
@@ -28,6 +29,9 @@ ENDED_CODES = {"complete": 0, "stopped": 1, "budget-limited": 3}
 
 
 def _shelf(store: Store) -> Shelf[GoalLoop]:
+    from golem.service.documents import Shelf
+    from golem.service.loops import KIND, GoalLoop
+
     return Shelf(store, KIND, GoalLoop)
 
 
@@ -47,6 +51,12 @@ def loop_command(
     """Start a goal loop: runs on one branch, each from the last one's result, until the
     --until command passes in the box, the budget is spent, or two runs in a row make no
     progress on it. A golem serve on this store drives it."""
+    from pydantic import ValidationError
+
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+    from golem.service.loops import LoopRequest, new_loop
+
     path = Path(repo)
     fields = {
         "repo": str(path.resolve()) if path.exists() else repo, "goal": goal, "until": until,
@@ -72,6 +82,8 @@ def loop_command(
 
 async def _wait(config: GolemConfig, loop_id: str, tenant: str) -> GoalLoop:
     """The loop once it ends, woken by the store as the server changes it."""
+    from golem.store import SqlStore
+
     store = await SqlStore.open(config, tenant=tenant)
     shelf = _shelf(store)
     seen = 0
@@ -117,10 +129,16 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
 
 
 def _all() -> list[Kept[GoalLoop]]:
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+
     return using_store(load_config(), lambda store: _shelf(store).all(), tenant=None)
 
 
 def _one(loop_id: str) -> GoalLoop:
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+
     kept = using_store(load_config(), lambda store: _shelf(store).load(loop_id), tenant=None)
     if kept is None:
         raise InvalidRequest(f"no goal loop {loop_id!r}; see `golem loops ls`")
@@ -162,6 +180,10 @@ def _print_loop(console: Console, loop: GoalLoop) -> None:
 
 
 def _status_change(loop_id: str, old: str, new: str, why: str) -> None:
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+    from golem.service.loops import move_loop
+
     loop = _one(loop_id)
     if loop.status != old:
         raise RunConflict(f"goal loop {loop_id} is {loop.status}, not {old}")
@@ -187,6 +209,10 @@ def resume_command(loop_id: str = typer.Argument(...)) -> None:
 @loops_app.command("stop")
 def stop_command(loop_id: str = typer.Argument(...)) -> None:
     """End a goal loop: nothing more starts, its run in progress is cancelled."""
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+    from golem.service.loops import stop_loop
+
     loop = _one(loop_id)
     if loop.ended:
         raise RunConflict(f"goal loop {loop_id} has ended already ({loop.status})")

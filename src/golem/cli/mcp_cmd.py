@@ -6,9 +6,7 @@ import asyncio
 from pathlib import Path
 
 from golem.cli import options
-from golem.core.config import load_config
 from golem.core.errors import ConfigError
-from golem.service.mcp import serve_stdio
 
 __all__ = ["mcp_command"]
 
@@ -21,6 +19,9 @@ def mcp_command(config_file: Path | None = options.CONFIG) -> None:
     default tenant: its runs are the ones `golem runs` shows, and they run while it does.
     For a shared server, point the client at `golem serve`'s /mcp with an API key instead.
     """
+    from golem.core.config import load_config
+    from golem.service.mcp import serve_stdio
+
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"config file {config_file} does not exist")
     config = load_config(files=[config_file] if config_file is not None else None)

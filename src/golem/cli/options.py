@@ -1,4 +1,7 @@
-"""Flags shared by commands that start boxes, and how they become config overrides."""
+"""Flags shared by commands that start boxes, and how they become config overrides.
+
+Imported by every command's module to build its help: the configuration models and the
+backends are imported where a flag is used, not here."""
 
 from __future__ import annotations
 
@@ -6,12 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
-from golem.core.config import DockerBackendConfig, GolemConfig, load_config
 from golem.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from golem.core.config import GolemConfig
     from golem.sandbox.backends.docker import DockerBackend
 
 __all__ = ["BoxFlags", "docker_backend", "parse_pairs", "warn_host_network"]
@@ -30,7 +32,8 @@ def parse_pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
 
 def docker_backend(docker_host: str | None) -> DockerBackend:
     """The docker backend as configured (or with defaults), ``--docker-host`` on top."""
-    from golem.sandbox.backends.docker import DockerBackend  # noqa: PLC0415 - when one is asked
+    from golem.core.config import DockerBackendConfig, load_config
+    from golem.sandbox.backends.docker import DockerBackend
 
     config = load_config().engine.backend
     if not isinstance(config, DockerBackendConfig):
@@ -93,6 +96,8 @@ class BoxFlags:
 
     def load(self) -> GolemConfig:
         """The effective configuration with these flags on top."""
+        from golem.core.config import load_config
+
         engine: dict[str, Any] = {"defaults": self.defaults}
         if self.backend:
             engine["backend"] = {"type": self.backend}
@@ -115,6 +120,8 @@ class BoxFlags:
 
 def warn_host_network() -> None:
     """Say loudly that a box shares the host's network."""
+    from rich.console import Console
+
     Console(stderr=True).print(
         "[bold red]golem: WARNING: network=host gives the box the host's network, with no "
         "filtering and no log; use it for trusted work only, or --network filtered.[/]"

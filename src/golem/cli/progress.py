@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
 from golem.agent.events import (
     AgentEvent,
@@ -16,19 +15,11 @@ from golem.agent.events import (
     ToolFinished,
     ToolStarted,
 )
-from golem.core.ansi import plain
+from golem.cli.printable import printable
 
-__all__ = ["AgentProgress", "describe_call", "first_line", "printable"]
+__all__ = ["AgentProgress", "describe_call", "first_line"]
 
 WIDTH = 100
-
-
-def printable(text: str) -> str:
-    """Text golem did not write (what a box printed, a forge's names, a run's error), safe
-    for a terminal: made plain by the one sanitiser (``golem.core.ansi``: no escape
-    sequence to move the cursor, retitle the window or write the clipboard, no control or
-    invisible character), then its markup escaped."""
-    return escape(plain(text))
 
 
 def first_line(text: str, width: int = WIDTH) -> str:

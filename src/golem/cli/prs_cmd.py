@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from golem.cli.progress import printable
-from golem.cli.stores import using_store
+from golem.cli.printable import printable
 from golem.core.ansi import plain
-from golem.core.config import load_config
 from golem.core.errors import InvalidRequest
-from golem.forge import LocalForge, PullRequest
+
+if TYPE_CHECKING:
+    from golem.forge import PullRequest
 
 __all__ = ["prs_app"]
 
@@ -22,6 +23,10 @@ prs_app = typer.Typer(help="Pull requests of the local forge.")
 
 
 def _pull_requests(repo: str | None) -> list[PullRequest]:
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+    from golem.forge import LocalForge
+
     return using_store(load_config(), lambda store: LocalForge(store).pull_requests(repo))
 
 

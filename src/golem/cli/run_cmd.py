@@ -5,20 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 
-from golem.blueprint import Runner, RunRequest, RunState
 from golem.cli import options
-from golem.cli.run_progress import RunProgress, print_report
-from golem.core.config import GolemConfig
 from golem.core.errors import InvalidRequest
-from golem.forge import parse_issue_ref
-from golem.forge.refs import parse_gitlab_ref, split_project, split_repo
-from golem.sandbox import LocalEngine
-from golem.store import SqlStore
+
+if TYPE_CHECKING:
+    from golem.blueprint import RunState
+    from golem.core.config import GolemConfig
 
 __all__ = ["EXIT_CODES", "follow_up_of", "run_command", "run_with_progress"]
 
@@ -54,6 +50,10 @@ def run_command(
 ) -> None:
     """Run a blueprint on a repository and end with a pull request (or, with --pr, answer
     a pull request's review with new commits on its branch)."""
+    from pydantic import ValidationError
+
+    from golem.blueprint import RunRequest
+
     if pr is None and (task is None) == (issue is None):
         raise InvalidRequest("give exactly one of --task or --issue (or --pr)")
     if pr is not None and issue is not None:
@@ -86,6 +86,9 @@ def follow_up_of(ref: str, repo: str, *, forge: str, request: str | None) -> dic
     """The follow-up of pull request ``ref``: ``owner/name#N`` or its URL (GitLab:
     ``group/project!N`` or its URL), or ``N`` for ``repo``'s (the local forge files its
     pull requests under the repository's path)."""
+    from golem.forge import parse_issue_ref
+    from golem.forge.refs import parse_gitlab_ref, split_project, split_repo
+
     number = ref.strip().removeprefix("#").removeprefix("!")
     if number.isdigit():
         name = repo if forge == "local" else None
@@ -108,6 +111,13 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
     """Run ``work(runner)`` with live progress on stderr and the report on stdout. A run
     paused because its model provider stays down is resumed here at its time (interrupted,
     it stays paused in the store: `golem runs resume`, or a `golem serve` on this state)."""
+    from rich.console import Console
+
+    from golem.blueprint import Runner
+    from golem.cli.run_progress import RunProgress, print_report
+    from golem.sandbox import LocalEngine
+    from golem.store import SqlStore
+
     console = Console(stderr=True)
 
     async def main() -> RunState:

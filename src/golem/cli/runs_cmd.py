@@ -5,27 +5,24 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from golem.blueprint.book import RunBook
-from golem.blueprint.control import cancel_run, decide_gate, load_run
-from golem.blueprint.events import RunEvent
-from golem.blueprint.state import RunState
 from golem.cli import options
-from golem.cli.progress import printable
-from golem.cli.run_cmd import EXIT_CODES, run_with_progress
-from golem.cli.run_progress import print_report
-from golem.cli.stores import using_store
-from golem.core.config import load_config
-from golem.sandbox import LocalEngine
-from golem.store import Store
+from golem.cli.printable import printable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from golem.blueprint.events import RunEvent
+    from golem.blueprint.state import RunState
+    from golem.store import RunRecord, Store
 
 __all__ = ["runs_app"]
 
+LISTED = 50
+"""How many of the newest runs `golem runs ls` lists."""
 FOLLOW_UPS_SCANNED = 200
 """How many of the newest runs `golem runs show` looks through for a run's follow-ups."""
 
@@ -35,6 +32,9 @@ runs_app = typer.Typer(help="Runs: list, show, resume, cancel, approve or reject
 async def _with_events(
     store: Store, run_id: str, events: bool
 ) -> tuple[RunState, list[tuple[int, RunEvent]]]:
+    from golem.blueprint.book import RunBook
+    from golem.blueprint.control import load_run
+
     book = RunBook(store)
     state = await load_run(book, run_id)
     return state, (await book.events(run_id) if events else [])
@@ -43,20 +43,38 @@ async def _with_events(
 @runs_app.command("ls")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Runs, newest first."""
-    runs = using_store(load_config(), lambda store: RunBook(store).newest())
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+
     if json_output:
+        from golem.blueprint.book import RunBook
+
+        runs = using_store(load_config(), lambda store: RunBook(store).newest())
         typer.echo(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
         return
-    if not runs:
+    records = using_store(load_config(), lambda store: store.list_runs(LISTED))
+    if not records:
         typer.echo("no runs")
         return
+    _print_listing(records)
+
+
+def _print_listing(records: list[RunRecord]) -> None:
+    """The table of `golem runs ls`, read from the records as kept (the run's document as
+    JSON, its columns winning): the blueprint layer's models, which validating a RunState
+    imports (agent, forge, context), are not needed to list runs."""
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table("ID", "STATUS", "NODE", "TITLE", "COST", "AGE", box=None)
     now = time.time()
-    for run in runs:
-        age = int(now - run.created)
+    for record in records:
+        run = json.loads(record.document)
+        age = int(now - record.created)
         table.add_row(
-            run.id, run.status, run.current or "-", printable(run.title[:50]),
-            f"${run.cost_usd:.4f}", f"{age // 3600}h{age % 3600 // 60:02d}m",
+            record.id, record.status, run.get("current") or "-",
+            printable(str(run.get("title", ""))[:50]), f"${float(run.get('cost_usd', 0.0)):.4f}",
+            f"{age // 3600}h{age % 3600 // 60:02d}m",
         )  # fmt: skip
     Console().print(table)
 
@@ -68,6 +86,12 @@ def show_command(
     json_output: bool = typer.Option(False, "--json", help="Print the state as JSON."),
 ) -> None:
     """One run: its state, steps and report."""
+    from rich.console import Console
+
+    from golem.cli.run_progress import print_report
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+
     state, kept = using_store(load_config(), lambda store: _with_events(store, run_id, events))
     if json_output:
         typer.echo(state.model_dump_json(indent=2))
@@ -110,6 +134,8 @@ def _isolation(state: RunState) -> str:
 
 async def _follow_ups(store: Store, run_id: str) -> list[RunState]:
     """The follow-up runs of ``run_id`` among the newest runs, oldest first."""
+    from golem.blueprint.book import RunBook
+
     newest = await RunBook(store).newest(FOLLOW_UPS_SCANNED)
     return [
         run
@@ -120,6 +146,7 @@ async def _follow_ups(store: Store, run_id: str) -> list[RunState]:
 
 def _print_links(console: Console, state: RunState, follow_ups: list[RunState]) -> None:
     """The run a follow-up follows (and on which pull request), and a run's follow-ups."""
+
     follow = state.request.follow_up
     if follow is not None:
         where = state.pr.url if state.pr is not None else f"{follow.repo}#{follow.number}"
@@ -136,6 +163,8 @@ def resume_command(
     """Go on with a run whose runner died, or that failed for its forge credentials once
     they are fixed (its box is removed; the node that was running starts again from the
     checkout's last saved state)."""
+    from golem.cli.run_cmd import EXIT_CODES, run_with_progress
+
     config = options.BoxFlags(
         None, None, None, None, None, None, None, None, None, None, config_file
     ).load()
@@ -147,6 +176,12 @@ def resume_command(
 def cancel_command(run_id: str = typer.Argument(...)) -> None:
     """Stop a run: its runner stops at once and removes its box (a run nobody runs any
     more is ended here, and this host's leftover boxes removed)."""
+    from golem.blueprint.book import RunBook
+    from golem.blueprint.control import cancel_run
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+    from golem.sandbox import LocalEngine
+
     config = load_config()
 
     async def cancel(store: Store) -> RunState:
@@ -158,6 +193,11 @@ def cancel_command(run_id: str = typer.Argument(...)) -> None:
 
 
 def _decide(run_id: str, decision: Literal["approved", "rejected"]) -> None:
+    from golem.blueprint.book import RunBook
+    from golem.blueprint.control import decide_gate, load_run
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+
     async def decide(store: Store) -> str:
         book = RunBook(store)
         asked = (await load_run(book, run_id)).gate

@@ -8,22 +8,19 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
-import uvicorn
 from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
-from golem.cli.stores import using_store
-from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, InvalidRequest
-from golem.sandbox import Engine
-from golem.service.app import create_app
-from golem.service.keys import KeyStore
-from golem.service.limits import ws_max_size
-from golem.service.slow_clients import ReadLimits, guarded_protocol
+
+if TYPE_CHECKING:
+    from golem.core.config import GolemConfig
+    from golem.sandbox import Engine
+    from golem.service.keys import KeyStore
 
 __all__ = ["keys_app", "serve_command"]
 
@@ -35,6 +32,8 @@ T = TypeVar("T")
 
 
 def _load(config_file: Path | None) -> GolemConfig:
+    from golem.core.config import load_config
+
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"config file {config_file} does not exist")
     return load_config(files=[config_file] if config_file is not None else None)
@@ -87,7 +86,7 @@ def engine_maker(config: GolemConfig) -> Callable[[GolemConfig], Engine] | None:
     if config.cluster.ray_address is None:
         return None
     try:
-        from golem.cluster import ClusterEngine  # noqa: PLC0415  (Ray only when asked for)
+        from golem.cluster import ClusterEngine  # Ray only when asked for
     except ImportError as exc:
         raise ConfigError(
             f"[cluster] ray_address is set but Ray is not installed ({exc}): "
@@ -128,6 +127,12 @@ def serve_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Serve the HTTP API, the job queue and the dashboard until stopped."""
+    import uvicorn
+
+    from golem.service.app import create_app
+    from golem.service.limits import ws_max_size
+    from golem.service.slow_clients import ReadLimits, guarded_protocol
+
     cap_malloc_arenas()  # before the server starts its threads
     config = cluster_limits(_load(config_file))
     make_engine = engine_maker(config)  # before listening: a missing Ray says so first
@@ -157,6 +162,10 @@ keys_app = typer.Typer(help="API keys of the server (run on the server's host)."
 
 
 def _with_keys(work: Callable[[KeyStore], Awaitable[T]]) -> T:
+    from golem.cli.stores import using_store
+    from golem.core.config import load_config
+    from golem.service.keys import KeyStore
+
     config = load_config()
     return using_store(config, lambda store: work(KeyStore(store, config.server.admin_key_env)))
 

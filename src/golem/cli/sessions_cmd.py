@@ -5,17 +5,26 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from golem.core.config import load_config
-from golem.sandbox import BoxInfo, LocalEngine
+if TYPE_CHECKING:
+    from golem.sandbox import BoxInfo, LocalEngine
 
 __all__ = ["prune_command", "sessions_app"]
 
 sessions_app = typer.Typer(help="List and remove boxes.", no_args_is_help=True)
+
+
+def _engine() -> LocalEngine:
+    """This machine's engine, as configured (its boxes are the ones listed here)."""
+    from golem.core.config import load_config
+    from golem.sandbox import LocalEngine
+
+    return LocalEngine(load_config())
 
 
 def _age(created: float) -> str:
@@ -37,7 +46,7 @@ def _table(boxes: list[BoxInfo]) -> Table:
 @sessions_app.command("ls")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List every box golem knows of, live or orphaned."""
-    boxes = asyncio.run(LocalEngine(load_config()).boxes())
+    boxes = asyncio.run(_engine().boxes())
     if json_output:
         typer.echo(json.dumps([b.model_dump(mode="json") for b in boxes], indent=2))
     elif boxes:
@@ -51,13 +60,13 @@ def remove_command(
     box_id: str = typer.Argument(..., help="The box id (see `sessions ls`)."),
 ) -> None:
     """Remove a box left behind by a process that is gone."""
-    asyncio.run(LocalEngine(load_config()).remove_session(box_id))
+    asyncio.run(_engine().remove_session(box_id))
     typer.echo(f"removed {box_id}")
 
 
 def prune_command() -> None:
     """Remove every box whose owning process is gone, and report what was removed."""
-    removed = asyncio.run(LocalEngine(load_config()).prune())
+    removed = asyncio.run(_engine().prune())
     for info in removed:
         typer.echo(f"removed {info.id} ({info.backend}, owner pid {info.owner_pid} gone)")
     typer.echo(f"pruned {len(removed)} box(es)")

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import docker
 import typer
 
 from golem.cli.options import docker_backend
-from golem.core.config import load_config
-from golem.sandbox.image_build import build_image
-from golem.sandbox.images import bootstrap
 
 __all__ = ["setup_command"]
 
@@ -22,6 +18,12 @@ def setup_command(
 
     Safe on every deploy: images whose content hash exists are skipped.
     """
+    import docker
+
+    from golem.core.config import load_config
+    from golem.sandbox.image_build import build_image
+    from golem.sandbox.images import bootstrap
+
     config = load_config()
     backend = docker_backend(docker_host)
     client = docker.DockerClient(base_url=backend.base_url, version="auto")

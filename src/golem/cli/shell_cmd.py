@@ -12,12 +12,15 @@ import termios
 import tty
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from golem.cli import options
 from golem.core.errors import InvalidRequest
-from golem.sandbox import Box, Engine, ExecRequest, LocalEngine, Terminal
+
+if TYPE_CHECKING:
+    from golem.sandbox import Box, Engine, ExecRequest, Terminal
 
 __all__ = ["shell_command"]
 
@@ -40,6 +43,8 @@ def shell_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Open an interactive shell in a fresh box (needs a terminal)."""
+    from golem.sandbox import LocalEngine
+
     if not os.isatty(sys.stdin.fileno()):
         raise InvalidRequest("golem shell needs a terminal on standard input; use golem exec")
     flags = options.BoxFlags(
@@ -72,6 +77,8 @@ async def _shell(engine: Engine) -> int:
 
 
 def _shell_request(box: Box) -> ExecRequest:
+    from golem.sandbox import ExecRequest
+
     program = "/bin/bash" if "bash" in box.runtimes else "/bin/sh"
     env = {"TERM": os.environ.get("TERM", "xterm-256color"), "PS1": r"golem:\w\$ "}
     return ExecRequest(cmd=[program, "-i"], env=env, timeout=None)

@@ -14,21 +14,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from golem.blueprint.loader import load_blueprint
-from golem.blueprint.model import Blueprint
-from golem.blueprint.steps.agent import toolshed_steps
 from golem.cli import options
-from golem.context.toolshed.selection import parse_patterns, wire_name
-from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, GolemError
-from golem.core.toolshed_config import McpServer
-from golem.sandbox import Box, LocalEngine
 
 TARGET_SHOWN = 100
 """A server's command or url is shown this long at most (--json gives it whole)."""
 
 if TYPE_CHECKING:
+    from golem.blueprint.model import Blueprint
     from golem.context.toolshed import Toolshed
+    from golem.core.config import GolemConfig
+    from golem.core.toolshed_config import McpServer
+    from golem.sandbox import Box
 
 __all__ = ["toolshed_app"]
 
@@ -47,6 +44,9 @@ def ls_command(
 ) -> None:
     """List the toolshed's servers and their tools (connecting to each: stdio servers in a
     box made like a run's), and which steps of the blueprint get each tool."""
+    from golem.blueprint.loader import load_blueprint
+    from golem.core.config import load_config
+
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"config file {config_file} does not exist")
     config = load_config(files=[config_file] if config_file else None)
@@ -62,7 +62,8 @@ def ls_command(
 
 async def _list(config: GolemConfig, blueprint: Blueprint) -> list[dict[str, Any]]:
     """Each server with its tools (or why they could not be listed)."""
-    from golem.context.toolshed import Toolshed  # noqa: PLC0415 - loads the MCP SDK
+    from golem.context.toolshed import Toolshed  # loads the MCP SDK
+    from golem.sandbox import LocalEngine
 
     box_settings = {k: v for k, v in blueprint.box.items() if k != "secrets_env"}
     shed = Toolshed(config)
@@ -78,6 +79,9 @@ async def _list(config: GolemConfig, blueprint: Blueprint) -> list[dict[str, Any
 async def _server(
     shed: Toolshed, box: Box, server: McpServer, blueprint: Blueprint
 ) -> dict[str, Any]:
+    from golem.blueprint.steps.agent import toolshed_steps
+    from golem.context.toolshed.selection import parse_patterns, wire_name
+
     entry: dict[str, Any] = {
         "name": server.name,
         "transport": server.transport,

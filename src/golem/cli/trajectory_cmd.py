@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.panel import Panel
 
-from golem.agent.events import (
-    AgentEvent,
-    AgentFinished,
-    AgentStarted,
-    ExternalOutput,
-    ModelAnswered,
-    ModelCalled,
-    ToolFinished,
-    ToolStarted,
-)
-from golem.agent.trajectory import read_trajectory
-from golem.cli.progress import describe_call, printable
+from golem.cli.printable import printable
+
+if TYPE_CHECKING:
+    from golem.agent.events import AgentEvent
 
 __all__ = ["trajectory_app"]
 
@@ -32,6 +25,8 @@ def show_command(
     full: bool = typer.Option(False, "--full", help="Whole tool outputs and messages."),
 ) -> None:
     """Render a trajectory: the task, each turn's words and tool calls, the outcome."""
+    from golem.agent.trajectory import read_trajectory
+
     events, notes = read_trajectory(path)
     console = Console(highlight=False)
     limit = None if full else 12
@@ -49,6 +44,17 @@ def _clip(text: str, limit: int | None) -> str:
 
 
 def _render(console: Console, event: AgentEvent, limit: int | None) -> None:
+    from golem.agent.events import (
+        AgentFinished,
+        AgentStarted,
+        ExternalOutput,
+        ModelAnswered,
+        ModelCalled,
+        ToolFinished,
+        ToolStarted,
+    )
+    from golem.cli.progress import describe_call
+
     if isinstance(event, AgentStarted):
         budget = ", ".join(
             f"{k}={v}" for k, v in event.budget.model_dump().items() if v is not None

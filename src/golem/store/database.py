@@ -5,7 +5,8 @@ the migration runs under a lock (PostgreSQL: an advisory lock; SQLite: a write
 transaction), so it happens once. SQLite's write transactions begin IMMEDIATE, so two
 writers queue on the busy timeout instead of failing when one upgrades a read lock.
 The engine is SQLAlchemy's asyncio one (aiosqlite, psycopg); Alembic runs on its
-connection through ``run_sync``.
+connection through ``run_sync``, and is not even imported when the schema is at the newest
+revision already (the CLI opens the store for each command: `golem runs ls` starts faster).
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import math
 import time
 from collections.abc import Callable
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -25,11 +24,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from golem.core.errors import ConfigError, StoreError
 
+if TYPE_CHECKING:
+    from alembic.config import Config as AlembicConfig
+
 __all__ = [
     "DEFAULT_TIMEOUT",
     "WRITE",
     "alembic_config",
     "async_url",
+    "head_revision",
     "migrate",
     "open_engine",
     "safe_url",
@@ -125,12 +128,34 @@ def open_engine(url: str, *, timeout: float = DEFAULT_TIMEOUT) -> AsyncEngine:
 
 def alembic_config() -> AlembicConfig:
     """Alembic's settings for golem's migrations (give it a ``connection`` attribute)."""
+    from alembic.config import Config as AlembicConfig  # noqa: PLC0415 - see the docstring
+
     settings = AlembicConfig()
     settings.set_main_option("script_location", str(files("golem.store") / "migrations"))
     return settings
 
 
+def head_revision() -> str:
+    """The newest revision of golem's migrations, read from their file names: each is
+    ``NNNN_what.py`` with ``revision = "NNNN"`` (a test holds them to it and to Alembic's
+    own head)."""
+    versions = files("golem.store") / "migrations" / "versions"
+    return max(f.name[:4] for f in versions.iterdir() if f.name[:4].isdigit())
+
+
+async def _at_head(engine: AsyncEngine) -> bool:
+    """Whether the database's schema is at ``head_revision()`` (False when it has none)."""
+    try:
+        async with engine.connect() as connection:
+            found = await connection.execute(text("SELECT version_num FROM alembic_version"))
+            return list(found.scalars()) == [head_revision()]
+    except SQLAlchemyError:  # a new database: no alembic_version table yet
+        return False
+
+
 def _upgrade(connection: Connection) -> None:
+    from alembic import command  # noqa: PLC0415 - see the module's docstring
+
     if connection.dialect.name == "postgresql":
         connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
     settings = alembic_config()
@@ -140,6 +165,8 @@ def _upgrade(connection: Connection) -> None:
 
 async def migrate(engine: AsyncEngine) -> None:
     """Bring the schema to the newest revision, once however many processes try at once."""
+    if await _at_head(engine):
+        return
     try:
         async with engine.connect() as connection:
             await connection.execution_options(**{WRITE: True})

@@ -18,6 +18,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import ColumnElement, Table, func, insert, select, text, true, update
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
@@ -35,7 +36,6 @@ from golem.store.database import DEFAULT_TIMEOUT, WRITE, migrate, open_engine, s
 from golem.store.deliveries import SqlDeliveries, keep_delivery
 from golem.store.documents import SqlDocuments
 from golem.store.forge_records import SqlForgeRecords
-from golem.store.listener import PostgresListener
 from golem.store.notify import CHANNEL, QUEUE, Hub, Signal, control_key
 from golem.store.pauses import SqlPauses
 from golem.store.plumbing import held_claim, run_record
@@ -52,6 +52,9 @@ from golem.store.retention import SqlRetention
 from golem.store.schema import run_events, runs
 from golem.store.signals import FileSignals
 from golem.store.threads import SqlThreads, keep_thread
+
+if TYPE_CHECKING:
+    from golem.store.listener import PostgresListener
 
 __all__ = ["SqlStore", "database_url"]
 
@@ -147,6 +150,9 @@ class SqlStore(
         try:
             await migrate(store.engine)
             if store.engine.dialect.name == "postgresql":
+                # psycopg is imported only for PostgreSQL (a SQLite store's CLI starts faster)
+                from golem.store.listener import PostgresListener  # noqa: PLC0415
+
                 store._listener = PostgresListener(url, store._hub)
                 await store._listener.start()
             store._signals = _file_signals(store)
