@@ -28,7 +28,7 @@ def _with_engine(work: Callable[[Engine], Awaitable[T]]) -> T:
     """``work(engine)`` with the configured engine (this machine's, or with ``[remote] url``
     the server's), closed afterwards."""
     from golem.core.config import load_config
-    from golem.service.client import make_engine
+    from golem.service import make_engine
 
     async def main() -> T:
         async with make_engine(load_config()) as engine:
@@ -76,8 +76,9 @@ def remove_command(
 
 
 def prune_command() -> None:
-    """Remove every box of this machine whose owning process is gone, and report what was
-    removed (a server, ``[remote] url``, prunes its own)."""
+    """Remove every box whose owning process is gone, and report what was removed.
+
+    This machine's boxes only, ``[remote] url`` or not: a server prunes its own."""
     from golem.core.config import load_config
     from golem.sandbox import LocalEngine
 
