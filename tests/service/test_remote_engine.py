@@ -206,6 +206,27 @@ async def test_a_session_ended_elsewhere_is_closed_once_the_server_says_so(
         assert box.closed
 
 
+async def test_a_clients_own_golem_labels_are_not_asked_of_the_server(
+    served: Served, config: GolemConfig
+) -> None:
+    """A local run marks its box ``golem.run``: through a client's RemoteEngine that mark
+    stays behind (the server's labels are the server's; it would refuse them), whatever
+    ``golem.*`` name it has, and the tenant's own labels go; a key that may set the server's
+    labels (``server_labels``, a control plane's) sends them, and a user's is refused."""
+    marks = {"golem.run": "run-x", "golem.tenant": "someone-else", "golem.": "", "mine": "1"}
+    key = served.key("labels")
+    async with (
+        RemoteEngine(served.url, key, config=config) as remote,
+        remote.session(remote.spec(labels=marks)) as box,
+    ):
+        assert (await box.execute("true")).exit_code == 0
+        [info] = await remote.boxes()
+        assert info.labels == {"mine": "1", "golem.tenant": "labels"}  # the server's mark
+    async with RemoteEngine(served.url, key, config=config, server_labels=True) as plane:
+        with pytest.raises(PolicyViolation, match=r"golem\.run, golem\.tenant"):
+            await plane.create_session(plane.spec(labels=marks))
+
+
 async def test_the_servers_refusals_come_back_as_errors(
     served: Served, config: GolemConfig
 ) -> None:

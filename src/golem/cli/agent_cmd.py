@@ -62,7 +62,7 @@ def agent_command(
     """Run the agent on a directory in a box and show the diff it made."""
     from golem.agent import Agent, Budget, make_model, make_tools
     from golem.cli.progress import AgentProgress
-    from golem.sandbox import LocalEngine
+    from golem.service import make_engine
 
     if not workspace.is_dir():
         raise InvalidRequest(f"--workspace {workspace} is not a directory")
@@ -80,7 +80,7 @@ def agent_command(
         on_event=AgentProgress(Console(stderr=True)),
     )
     path = trajectory or _trajectory_path(config)
-    outcome = asyncio.run(_run(LocalEngine(config), agent, workspace, task, path, dry_run=dry_run))
+    outcome = asyncio.run(_run(make_engine(config), agent, workspace, task, path, dry_run=dry_run))
     raise typer.Exit(0 if outcome.status == "done" else 1)
 
 

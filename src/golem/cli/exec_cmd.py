@@ -91,7 +91,7 @@ def exec_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Run code, a script or a command in a fresh box; exit with its exit code."""
-    from golem.service.client import make_engine
+    from golem.service import make_engine
 
     flags = options.BoxFlags(
         backend,

@@ -115,7 +115,7 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
 
     from golem.blueprint import Runner
     from golem.cli.run_progress import RunProgress, print_report
-    from golem.sandbox import LocalEngine
+    from golem.service import make_engine
     from golem.store import SqlStore
 
     console = Console(stderr=True)
@@ -123,7 +123,7 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
     async def main() -> RunState:
         store = await SqlStore.open(config)
         try:
-            async with LocalEngine(config) as engine:
+            async with make_engine(config) as engine:
                 runner = Runner(config, engine=engine, store=store, on_event=RunProgress(console))
                 state: RunState = await work(runner)  # type: ignore[operator]
                 while state.status == "waiting" and state.pause is not None:

@@ -180,12 +180,12 @@ def cancel_command(run_id: str = typer.Argument(...)) -> None:
     from golem.blueprint.control import cancel_run
     from golem.cli.stores import using_store
     from golem.core.config import load_config
-    from golem.sandbox import LocalEngine
+    from golem.service import make_engine
 
     config = load_config()
 
     async def cancel(store: Store) -> RunState:
-        async with LocalEngine(config) as engine:
+        async with make_engine(config) as engine:
             return await cancel_run(RunBook(store), run_id, engine=engine)
 
     using_store(config, cancel)

@@ -1,30 +1,40 @@
-"""`golem sessions ls|rm` and `golem prune`: boxes recorded in the state directory."""
+"""`golem sessions ls|rm` and `golem prune`: this machine's boxes, recorded in the state
+directory; with ``[remote] url`` set, `sessions` lists and removes the key's sessions on that
+server (`prune` still removes this machine's orphans: the server prunes its own)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from golem.sandbox import BoxInfo, LocalEngine
+    from golem.sandbox import BoxInfo, Engine
 
 __all__ = ["prune_command", "sessions_app"]
 
 sessions_app = typer.Typer(help="List and remove boxes.", no_args_is_help=True)
 
+T = TypeVar("T")
 
-def _engine() -> LocalEngine:
-    """This machine's engine, as configured (its boxes are the ones listed here)."""
+
+def _with_engine(work: Callable[[Engine], Awaitable[T]]) -> T:
+    """``work(engine)`` with the configured engine (this machine's, or with ``[remote] url``
+    the server's), closed afterwards."""
     from golem.core.config import load_config
-    from golem.sandbox import LocalEngine
+    from golem.service import make_engine
 
-    return LocalEngine(load_config())
+    async def main() -> T:
+        async with make_engine(load_config()) as engine:
+            return await work(engine)
+
+    return asyncio.run(main())
 
 
 def _age(created: float) -> str:
@@ -46,7 +56,7 @@ def _table(boxes: list[BoxInfo]) -> Table:
 @sessions_app.command("ls")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List every box golem knows of, live or orphaned."""
-    boxes = asyncio.run(_engine().boxes())
+    boxes = _with_engine(lambda engine: engine.boxes())
     if json_output:
         typer.echo(json.dumps([b.model_dump(mode="json") for b in boxes], indent=2))
     elif boxes:
@@ -59,14 +69,27 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
 def remove_command(
     box_id: str = typer.Argument(..., help="The box id (see `sessions ls`)."),
 ) -> None:
-    """Remove a box left behind by a process that is gone."""
-    asyncio.run(_engine().remove_session(box_id))
+    """Remove a box (one left behind by a process that is gone; with ``[remote] url``, a
+    session of the key's on the server)."""
+    _with_engine(lambda engine: engine.remove_session(box_id))
     typer.echo(f"removed {box_id}")
 
 
 def prune_command() -> None:
-    """Remove every box whose owning process is gone, and report what was removed."""
-    removed = asyncio.run(_engine().prune())
+    """Remove every box whose owning process is gone, and report what was removed.
+
+    This machine's boxes only, ``[remote] url`` or not: a server prunes its own."""
+    from golem.core.config import load_config
+    from golem.sandbox import LocalEngine
+
+    config = load_config()
+    if config.remote.url is not None:
+        Console(stderr=True).print(
+            f"[remote] url is {config.remote.url}: golem prune removes this machine's "
+            "orphaned boxes only; that server removes its own",
+            markup=False, highlight=False,
+        )  # fmt: skip
+    removed = asyncio.run(LocalEngine(config).prune())
     for info in removed:
         typer.echo(f"removed {info.id} ({info.backend}, owner pid {info.owner_pid} gone)")
     typer.echo(f"pruned {len(removed)} box(es)")

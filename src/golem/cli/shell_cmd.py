@@ -43,7 +43,7 @@ def shell_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Open an interactive shell in a fresh box (needs a terminal)."""
-    from golem.sandbox import LocalEngine
+    from golem.service import make_engine
 
     if not os.isatty(sys.stdin.fileno()):
         raise InvalidRequest("golem shell needs a terminal on standard input; use golem exec")
@@ -65,7 +65,7 @@ def shell_command(
         allow_port=allow_port,
         tier=tier,
     )
-    raise typer.Exit(asyncio.run(_shell(LocalEngine(flags.load()))))
+    raise typer.Exit(asyncio.run(_shell(make_engine(flags.load()))))
 
 
 async def _shell(engine: Engine) -> int:

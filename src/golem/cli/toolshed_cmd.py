@@ -63,11 +63,11 @@ def ls_command(
 async def _list(config: GolemConfig, blueprint: Blueprint) -> list[dict[str, Any]]:
     """Each server with its tools (or why they could not be listed)."""
     from golem.context.toolshed import Toolshed  # loads the MCP SDK
-    from golem.sandbox import LocalEngine
+    from golem.service import make_engine
 
     box_settings = {k: v for k, v in blueprint.box.items() if k != "secrets_env"}
     shed = Toolshed(config)
-    async with LocalEngine(config) as engine, engine.session(box_settings) as box:
+    async with make_engine(config) as engine, engine.session(box_settings) as box:
         try:
             return [
                 await _server(shed, box, server, blueprint) for server in config.toolshed.servers

@@ -71,7 +71,7 @@ class NodeEngine(RemoteEngine):
     errors of its calls into NodeLost."""
 
     def __init__(self, node_id: str, host: Handle, url: str, key: str, config: GolemConfig) -> None:
-        super().__init__(url, key, config=config)
+        super().__init__(url, key, config=config, server_labels=True)
         self.node_id = node_id
         self.host = host
         self.lost: str | None = None

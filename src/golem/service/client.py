@@ -35,6 +35,7 @@ from golem.sandbox import (
     as_request,
 )
 from golem.service.channel import ProblemFrame
+from golem.service.policy import SERVER_LABELS
 from golem.service.remote_box import RemoteBox
 
 __all__ = ["RemoteEngine", "error_of", "make_engine", "spec_payload"]
@@ -83,7 +84,12 @@ def spec_payload(spec: BoxSpec | Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 class RemoteEngine:
-    """A golem server's engine: its sessions are the server's, for this key's tenant."""
+    """A golem server's engine: its sessions are the server's, for this key's tenant.
+
+    ``server_labels``: the key may set the server's own labels (``golem.*``), as a control
+    plane's key on its nodes does. Without it, a client's ``golem.*`` labels (a local run's
+    ``golem.run``) mark its own things, not the server's: they are left out of what the
+    server is asked, which would refuse them."""
 
     def __init__(
         self,
@@ -93,10 +99,12 @@ class RemoteEngine:
         config: GolemConfig | None = None,
         timeout: float = 600.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        server_labels: bool = False,
     ) -> None:
         self.config = config or load_config()
         self.url = url.rstrip("/")
         self._key = key
+        self.server_labels = server_labels
         self._http = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {key}"},
@@ -169,12 +177,23 @@ class RemoteEngine:
     ) -> RemoteBox:
         """A session on the server; ``on_event`` gets its setup script's events as they come
         (``POST /v1/sessions/stream``)."""
-        body = {"spec": spec_payload(spec)}
+        body = {"spec": self._asked(spec)}
         if on_event is None:
             info = (await self.request("POST", "/v1/sessions", json=body)).json()
         else:
             info = await self._opened(body, on_event)
         return self._handle(info, _secrets(spec))
+
+    def _asked(self, spec: SpecLike) -> dict[str, Any]:
+        """What the server is asked for ``spec``: without ``server_labels``, none of the
+        server's own labels."""
+        asked = spec_payload(spec)
+        labels = asked.get("labels")
+        if not self.server_labels and isinstance(labels, Mapping):
+            asked["labels"] = {
+                k: v for k, v in labels.items() if not str(k).startswith(SERVER_LABELS)
+            }
+        return asked
 
     async def _opened(self, body: dict[str, Any], on_event: EventSink[ExecEvent]) -> Any:
         async for name, data in self.sse("/v1/sessions/stream", body):
@@ -215,14 +234,14 @@ class RemoteEngine:
 
     async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
         """One call in a box of its own on the server."""
-        body = {"request": _request_json(request), "spec": spec_payload(spec)}
+        body = {"request": _request_json(request), "spec": self._asked(spec)}
         return ExecResult.model_validate((await self.request("POST", "/v1/exec", json=body)).json())
 
     async def stream(
         self, request: Request, spec: SpecLike = None
     ) -> AsyncGenerator[ExecEvent, None]:
         """One call in a box of its own on the server, its events as they come."""
-        body = {"request": _request_json(request), "spec": spec_payload(spec)}
+        body = {"request": _request_json(request), "spec": self._asked(spec)}
         async for _name, data in self.sse("/v1/exec/stream", body):
             yield _EVENT.validate_json(data)
 
