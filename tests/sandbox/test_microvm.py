@@ -453,7 +453,7 @@ async def test_a_killed_golems_guest_dies_with_it_and_prune_removes_what_is_left
 ) -> None:
     settings = backend_settings("microvm")
     assert settings is not None
-    env = isolated_env(config.state_dir, tmp_path)
+    env = isolated_env(config, tmp_path)
     env["GOLEM_ENGINE__BACKEND__TYPE"] = "microvm"
     env["GOLEM_ENGINE__BACKEND__IMAGE"] = str(settings["image"])
     owner = await asyncio.create_subprocess_exec(

@@ -50,7 +50,7 @@ async def _scheduling(app: FastAPI) -> AsyncIterator[None]:
     firings = Firings(state)
     scheduler = Scheduler(firings)
     app.state.automations = firings
-    scheduler.start_with(state.config.automations)
+    await scheduler.start_with(state.config.automations)
     try:
         yield
     finally:

@@ -58,10 +58,18 @@ class Scheduler:
             if left.model.origin == "config":
                 await self.shelf.delete(name)
 
-    def start_with(self, definitions: list[AutomationConfig]) -> None:
-        """Keep ``definitions`` (golem.toml's) in the store, then fire the schedules, in
-        the background (a store away at start is waited for)."""
-        self._task = asyncio.ensure_future(self._run(definitions))
+    async def start_with(self, definitions: list[AutomationConfig]) -> None:
+        """Keep ``definitions`` (golem.toml's) in the store, then fire the schedules in
+        the background. The server answers once they are kept, so an automation of
+        golem.toml is there to be asked for; a store away at start is waited for in the
+        background instead (the server starts anyway)."""
+        try:
+            await self.sync(definitions)
+        except GolemError as exc:
+            log.warning("automations: cannot keep golem.toml's yet: %s", exc.message)
+            self._task = asyncio.ensure_future(self._run(definitions))
+            return
+        self._task = asyncio.ensure_future(self._run([], synced=True))
 
     async def close(self) -> None:
         """Stop firing (a restarted server goes on from the store)."""
@@ -69,11 +77,11 @@ class Scheduler:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
-    async def _run(self, definitions: list[AutomationConfig]) -> None:
-        while True:
+    async def _run(self, definitions: list[AutomationConfig], *, synced: bool = False) -> None:
+        while not synced:
             try:
                 await self.sync(definitions)
-                break
+                synced = True
             except GolemError as exc:
                 log.warning("automations: cannot keep golem.toml's: %s", exc.message)
                 await asyncio.sleep(RETRY_AFTER)  # a back-off: the store said nothing yet
