@@ -6,8 +6,7 @@ init loads the modules, mounts the root disk, writes a word on the virtio-serial
 powers off. What golem adds on top (its init's box set-up, the supervisor's start-up and
 hello, the box's configuration) is what a cold box costs over this floor.
 
-``bench/isolation.py`` imports ``bare_boot`` (its ``FLOOR_HOOKS``); bench/microvm_cases.py
-uses it beside the backend's own cases.
+``bench/isolation.py`` holds the microvm backend against ``bare_boot``.
 """
 
 from __future__ import annotations
