@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import golem
+from golem import core
 
 PACKAGE = Path(golem.__file__).parent
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -94,3 +95,11 @@ def test_no_new_deep_import_across_layers() -> None:
     }
     assert sorted(found - listed) == [], "import these from the layer's package instead"
     assert sorted(listed - found) == [], f"gone: take them off {BASELINE.name}"
+
+
+def test_golem_cores_names_are_each_found_in_the_module_it_names() -> None:
+    """golem.core loads its names on first use from a table: every name it exports is in
+    the table, and the module the table names holds it."""
+    assert sorted(core._HOMES) == sorted(core.__all__)
+    for name in core.__all__:
+        assert getattr(core, name) is not None, name
