@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from golem.sandbox import ExecResult
+from tests.cli.terminal import read_until
 from tests.sandbox.binary_output import ERR_PAYLOAD, PAYLOAD, WRITER
 from tests.sandbox.nethosts import NetHosts
 
@@ -206,22 +206,6 @@ def test_sessions_ls_and_prune_on_an_empty_state(golem_env: dict[str, str]) -> N
     assert golem(golem_env, "prune").stdout == b"pruned 0 box(es)\n"
 
 
-def _read_until(leader: int, marker: bytes) -> bytes:
-    output = b""
-    while marker not in output:
-        ready, _, _ = select.select([leader], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # EIO: the other side closed
-            break
-        if not chunk:
-            break
-        output += chunk
-    return output
-
-
 def test_shell_gives_an_interactive_tty(golem_env: dict[str, str]) -> None:
     leader, follower = pty.openpty()
     with subprocess.Popen(
@@ -233,9 +217,9 @@ def test_shell_gives_an_interactive_tty(golem_env: dict[str, str]) -> None:
         close_fds=True,
     ) as process:
         os.close(follower)
-        assert b"$ " in _read_until(leader, b"$ ")  # the box's prompt
+        assert b"$ " in read_until(leader, b"$ ")  # the box's prompt
         os.write(leader, b"tty && echo answer=$((6*7)) && exit 7\r")
-        output = _read_until(leader, b"answer=42")
+        output = read_until(leader, b"answer=42")
         assert process.wait(timeout=60) == 7
     os.close(leader)
     assert b"answer=42" in output

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.blueprint.repos import EXAMPLES, make_remote
+from tests.cli.terminal import read_until
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap
@@ -113,9 +113,9 @@ def test_golem_shell_runs_its_commands_in_a_server_box(client_env: dict[str, str
         close_fds=True,
     ) as process:
         os.close(follower)
-        assert b"$ " in _read_until(leader, b"$ "), "no prompt"
+        assert b"$ " in read_until(leader, b"$ "), "no prompt"
         os.write(leader, b"cat /tmp/served-marker; exit 7\r")
-        output = _read_until(leader, MARKER.encode())
+        output = read_until(leader, MARKER.encode())
         assert process.wait(timeout=60) == 7
     os.close(leader)
     assert MARKER.encode() in output
@@ -149,19 +149,3 @@ def test_golem_prune_says_it_prunes_only_this_machines_boxes(client_env: dict[st
     assert b"pruned 0 box(es)" in done.stdout
     assert b"[remote] url" in done.stderr
     assert client_env["GOLEM_REMOTE__URL"].encode() in done.stderr
-
-
-def _read_until(leader: int, marker: bytes) -> bytes:
-    output = b""
-    while marker not in output:
-        ready, _, _ = select.select([leader], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # EIO: the other side closed
-            break
-        if not chunk:
-            break
-        output += chunk
-    return output

@@ -149,8 +149,15 @@ class AgentFinished(Event):
 
 
 AgentEvent = Annotated[
-    AgentStarted | ModelCalled | ModelDelta | ModelWaited | ModelAnswered | ToolStarted
-    | ToolFinished | ExternalOutput | AgentFinished,
+    AgentStarted
+    | ModelCalled
+    | ModelDelta
+    | ModelWaited
+    | ModelAnswered
+    | ToolStarted
+    | ToolFinished
+    | ExternalOutput
+    | AgentFinished,
     Field(discriminator="type"),
-]  # fmt: skip
+]
 """Any event of an agent run (the built-in loop's, or an external CLI agent's)."""

@@ -207,10 +207,12 @@ class Agent:
             result = await self._run_tool(run, call)
             talk.messages.append(
                 Message(
-                    role="tool", content=result.output, tool_call_id=call.id,
+                    role="tool",
+                    content=result.output,
+                    tool_call_id=call.id,
                     is_error=result.is_error,
                 )
-            )  # fmt: skip
+            )
             if result.finished:
                 return _Stop("done", "the agent called finish", result.output)
             if stuck := self._stuck(talk.recent, call, result):
@@ -224,8 +226,9 @@ class Agent:
             run.emit(ModelDelta(turn=turn, text=text))
 
         def waited(wait: ProviderWait) -> None:
-            run.emit(ModelWaited(turn=turn, seconds=wait.seconds, reason=wait.reason,
-                                 header=wait.header))  # fmt: skip
+            run.emit(
+                ModelWaited(turn=turn, seconds=wait.seconds, reason=wait.reason, header=wait.header)
+            )
 
         response = await _bounded(self.model.complete(request, delta, waited), run.meter)
         run.meter.charge(request, response)

@@ -65,13 +65,17 @@ class RunBook:
         no run yet: else DuplicateDelivery), with the ``thread`` it was asked in."""
         await self.store.create_run(
             RunRecord(
-                id=state.id, tenant=self.store.tenant or "", status=state.status,
-                created=state.created, updated=state.updated, document=state.model_dump_json(),
+                id=state.id,
+                tenant=self.store.tenant or "",
+                status=state.status,
+                created=state.created,
+                updated=state.updated,
+                document=state.model_dump_json(),
             ),
             cap=cap,
             delivery=delivery,
             thread=thread,
-        )  # fmt: skip
+        )
 
     async def save(self, state: RunState, *, touch: bool = True) -> None:
         """Replace a run's state (its cancel request and gate answer are kept), if it was
@@ -82,14 +86,20 @@ class RunBook:
             state.updated = time.time()
         if state.status == "waiting" and state.pause is not None:  # nobody's until it resumes
             await self.store.pause_run(
-                state.id, resume_at=state.pause.resume_at, updated=state.updated,
-                document=state.model_dump_json(), claim=state.claim,
-            )  # fmt: skip
+                state.id,
+                resume_at=state.pause.resume_at,
+                updated=state.updated,
+                document=state.model_dump_json(),
+                claim=state.claim,
+            )
             return
         await self.store.save_run(
-            state.id, status=state.status, updated=state.updated,
-            document=state.model_dump_json(), claim=state.claim,
-        )  # fmt: skip
+            state.id,
+            status=state.status,
+            updated=state.updated,
+            document=state.model_dump_json(),
+            claim=state.claim,
+        )
 
     async def load(self, run_id: str) -> RunState | None:
         """A run with its latest cancel request and gate answer, or None."""
@@ -104,9 +114,12 @@ class RunBook:
         """Keep an event of its run; returns its number in the run (from 1). A runner
         gives its ``claim``: its events are refused once the run was claimed again."""
         return await self.store.append_event(
-            event.run_id, time=event.time, kind=event.type, data=event.model_dump_json(),
+            event.run_id,
+            time=event.time,
+            kind=event.type,
+            data=event.model_dump_json(),
             claim=claim,
-        )  # fmt: skip
+        )
 
     async def events(self, run_id: str, after: int = 0) -> list[tuple[int, RunEvent]]:
         """The run's events after number ``after``, in order."""

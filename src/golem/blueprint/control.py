@@ -41,9 +41,12 @@ async def cancel_run(book: RunBook, run_id: str, *, engine: Engine | None = None
     await book.store.request_cancel(run_id)
     if state.status == "queued":
         stopped = state.model_copy(
-            update={"status": "cancelled", "error": "cancelled before it started",
-                    "cancel_requested": True}
-        )  # fmt: skip
+            update={
+                "status": "cancelled",
+                "error": "cancelled before it started",
+                "cancel_requested": True,
+            }
+        )
         if await book.store.cancel_queued(run_id, stopped.model_dump_json()):
             await _ended(book, stopped)
     elif state.status == "waiting" and state.pause is not None and state.owner_pid is None:

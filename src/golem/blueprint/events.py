@@ -153,8 +153,18 @@ class RunFinished(_RunEvent):
 
 
 RunEvent = Annotated[
-    RunStarted | NodeStarted | NodeFinished | BoxStarted | CheckOutput | CheckFinished
-    | GateWaiting | GateDecided | RunPaused | RunNote | AgentStep | RunFinished,
+    RunStarted
+    | NodeStarted
+    | NodeFinished
+    | BoxStarted
+    | CheckOutput
+    | CheckFinished
+    | GateWaiting
+    | GateDecided
+    | RunPaused
+    | RunNote
+    | AgentStep
+    | RunFinished,
     Field(discriminator="type"),
-]  # fmt: skip
+]
 """Any event of a run."""

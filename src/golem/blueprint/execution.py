@@ -223,9 +223,12 @@ class Execution:
         if purpose == "run":
             self.state.isolation = box.isolation
         started = BoxStarted(
-            run_id=self.state.id, node=self.state.current, box_id=box.id,
-            purpose=purpose, isolation=box.isolation,
-        )  # fmt: skip
+            run_id=self.state.id,
+            node=self.state.current,
+            box_id=box.id,
+            purpose=purpose,
+            isolation=box.isolation,
+        )
         self.emit(started)
 
     async def dependencies_ready(self) -> None:
@@ -246,9 +249,12 @@ class Execution:
             return False
         paths = [p if p.startswith("/") else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
         changed = await self._box.execute(
-            ExecRequest(cmd=["sh", "-c", _CHANGED_SINCE, "sh", DEPENDENCIES_MARK, *paths],
-                        workdir=WORKSPACE, timeout=300)
-        )  # fmt: skip
+            ExecRequest(
+                cmd=["sh", "-c", _CHANGED_SINCE, "sh", DEPENDENCIES_MARK, *paths],
+                workdir=WORKSPACE,
+                timeout=300,
+            )
+        )
         if changed.exit_code == 0 and not changed.stdout_text.strip():
             return False
         self.note(

@@ -142,10 +142,13 @@ class Runner:
         blueprint = parse_blueprint(source, origin)
         check_toolshed(blueprint, self.config)
         state = RunState(
-            id=new_id("run"), request=request, blueprint=blueprint.name,
-            blueprint_source=source, remote_policy=remote_policy,
+            id=new_id("run"),
+            request=request,
+            blueprint=blueprint.name,
+            blueprint_source=source,
+            remote_policy=remote_policy,
             tier=tier if tier is not None else request.tier,
-        )  # fmt: skip
+        )
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
         await self.book.create(state, cap=cap, delivery=delivery, thread=thread)
@@ -195,9 +198,15 @@ class Runner:
             state.request.forge, self.config.forge, self.store, self.credentials
         )
         ex = Execution(
-            state, blueprint, config=self.config, book=self.book, engine=self.engine,
-            forge=forge, credentials=self.credentials, on_event=self.on_event,
-        )  # fmt: skip
+            state,
+            blueprint,
+            config=self.config,
+            book=self.book,
+            engine=self.engine,
+            forge=forge,
+            credentials=self.credentials,
+            on_event=self.on_event,
+        )
         mask_log_records()
         with masking_logs(ex.secrets.current):
             return await self._run(ex, blueprint, resumed=resumed)
@@ -247,10 +256,14 @@ class Runner:
             return state
         ex.emit(
             RunFinished(
-                run_id=run_id, status=state.status, summary=state.summary, pr=state.pr,
-                cost_usd=state.cost_usd, duration=time.monotonic() - started,
+                run_id=run_id,
+                status=state.status,
+                summary=state.summary,
+                pr=state.pr,
+                cost_usd=state.cost_usd,
+                duration=time.monotonic() - started,
             )
-        )  # fmt: skip
+        )
         await ex.writes.flush()
         return state
 
@@ -303,9 +316,14 @@ class Runner:
                 await self._pause(ex, node, paused, resumed_at, spent)
                 return
             record = NodeRecord(
-                node=node.id, kind=node.kind, outcome=outcome, started=began,
-                ended=time.time(), detail=detail, cost_usd=state.cost_usd - spent,
-            )  # fmt: skip
+                node=node.id,
+                kind=node.kind,
+                outcome=outcome,
+                started=began,
+                ended=time.time(),
+                detail=detail,
+                cost_usd=state.cost_usd - spent,
+            )
             state.steps.append(unpaused(state, record, resumed_at))
             following = node.successor(outcome)
             if following is None:
@@ -325,14 +343,21 @@ class Runner:
         """Keep the run paused at ``node`` (see the module); its checkout is kept first
         where a machine that resumes it needs it (a checkpoint)."""
         state = ex.state
-        state.pause = pause_of(state, node.id, paused, resumed_at, self.config.models,
-                               ex.paused_step, spent)  # fmt: skip
+        state.pause = pause_of(
+            state, node.id, paused, resumed_at, self.config.models, ex.paused_step, spent
+        )
         state.status = "waiting"
         if self.checkpoints is not None:
             await self.checkpoints.save(ex, node.id)
         ex.save()  # kept paused before anyone hears of the pause
-        ex.emit(RunPaused(run_id=state.id, node=node.id, reason=state.pause.reason,
-                          resume_at=state.pause.resume_at))  # fmt: skip
+        ex.emit(
+            RunPaused(
+                run_id=state.id,
+                node=node.id,
+                reason=state.pause.reason,
+                resume_at=state.pause.resume_at,
+            )
+        )
 
     async def _node(self, ex: Execution, node: Node) -> tuple[Outcome, str, float]:
         began = time.time()
@@ -346,10 +371,13 @@ class Runner:
             outcome, detail = "failure", f"timed out after {node.timeout:g}s"
         ex.emit(
             NodeFinished(
-                run_id=ex.state.id, node=node.id, outcome=outcome, detail=detail,
+                run_id=ex.state.id,
+                node=node.id,
+                outcome=outcome,
+                detail=detail,
                 duration=time.time() - began,
             )
-        )  # fmt: skip
+        )
         return outcome, detail, began
 
     async def _through_outages(self, ex: Execution, node: Node) -> tuple[Outcome, str]:

@@ -69,9 +69,12 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
         shown = f"{last.run_id} {view.last_run_status} {_when(last.at)}" if last else "-"
         enabled = "" if view.definition.enabled else " (disabled)"
         table.add_row(
-            view.name + enabled, view.tenant, printable(_started_by(view)), shown,
+            view.name + enabled,
+            view.tenant,
+            printable(_started_by(view)),
+            shown,
             _when(view.next_run),
-        )  # fmt: skip
+        )
     Console().print(table)
 
 
@@ -87,8 +90,11 @@ def show_command(name: str = typer.Argument(...)) -> None:
     console.print(f"started by: {printable(_started_by(view))}", highlight=False)
     console.print(f"next run: {_when(view.next_run)}", highlight=False)
     for fired in view.fired:
-        console.print(f"  ran {fired.run_id} ({fired.how}, {fired.key}) {_when(fired.at)}",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"  ran {fired.run_id} ({fired.how}, {fired.key}) {_when(fired.at)}", highlight=False
+        )
     for skipped in view.skipped:
-        console.print(f"  skipped {skipped.key} {_when(skipped.at)}: {printable(skipped.why)}",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"  skipped {skipped.key} {_when(skipped.at)}: {printable(skipped.why)}",
+            highlight=False,
+        )

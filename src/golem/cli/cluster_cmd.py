@@ -50,10 +50,16 @@ def status_command(
     )
     for node in nodes:
         table.add_row(
-            node.name, node.node_id[:12], node.address, "yes" if node.alive else "no",
-            str(node.slots), str(node.taken), "up" if node.box_host else "-",
-            _ids(node.sessions), _ids(node.runs),
-        )  # fmt: skip
+            node.name,
+            node.node_id[:12],
+            node.address,
+            "yes" if node.alive else "no",
+            str(node.slots),
+            str(node.taken),
+            "up" if node.box_host else "-",
+            _ids(node.sessions),
+            _ids(node.runs),
+        )
     Console().print(table)
 
 

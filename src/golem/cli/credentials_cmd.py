@@ -93,9 +93,11 @@ def _grant(
     from golem.store import OAuthGrant
 
     return OAuthGrant(
-        access_token=token, refresh_token=_variable(refresh_env), client_id=client_id,
+        access_token=token,
+        refresh_token=_variable(refresh_env),
+        client_id=client_id,
         client_secret=_variable(secret_env) if secret_env else None,
-    )  # fmt: skip
+    )
 
 
 @credentials_app.command("set")

@@ -68,9 +68,13 @@ def _table(probes: list[Probe]) -> Table:
         if found.accel:
             kernel += f", {found.accel.upper()}" + (" (slow)" if found.accel == "tcg" else "")
         table.add_row(
-            found.name, found.tier or "-", "yes" if found.works else "no", start,
-            printable(kernel), printable(found.why_not or ""),
-        )  # fmt: skip
+            found.name,
+            found.tier or "-",
+            "yes" if found.works else "no",
+            start,
+            printable(kernel),
+            printable(found.why_not or ""),
+        )
     return table
 
 

@@ -35,8 +35,9 @@ eval_app = typer.Typer(
 
 
 def _config(config_file: Path | None) -> GolemConfig:
-    return options.BoxFlags(None, None, None, None, None, None, None, None, None, None,
-                            config_file).load()  # fmt: skip
+    return options.BoxFlags(
+        None, None, None, None, None, None, None, None, None, None, config_file
+    ).load()
 
 
 def _with_golem(config: GolemConfig, work: Callable[[Engine, Store], Awaitable[T]]) -> T:
@@ -104,10 +105,13 @@ def make_command(
     name = str(local.resolve()) if local.exists() else repo
     forge_url = commits is None and chosen != "local"
     asked = _Asked(
-        url=clone or (_forge_url(config, chosen, repo) if forge_url else name), name=name,
-        forge=chosen, commits=commits, merged=from_merged_prs,
+        url=clone or (_forge_url(config, chosen, repo) if forge_url else name),
+        name=name,
+        forge=chosen,
+        commits=commits,
+        merged=from_merged_prs,
         parallel=_parallel(config, parallel),
-    )  # fmt: skip
+    )
     existing = read_tasks(out) if out.exists() and out.stat().st_size else []
     known = {task.instance_id for task in existing}
     tasks, left_out = _with_golem(config, lambda e, s: _make(config, e, s, asked, known))
@@ -119,8 +123,10 @@ def make_command(
         left = [item.__dict__ for item in left_out]
         typer.echo(json.dumps({"tasks": listed, "left_out": left}, indent=2))
         return
-    Console().print(f"made {len(tasks)} task(s) in {shown(str(out))}; {len(left_out)} change(s) "
-                    f"left out, with why, in {shown(str(skipped))}")  # fmt: skip
+    Console().print(
+        f"made {len(tasks)} task(s) in {shown(str(out))}; {len(left_out)} change(s) "
+        f"left out, with why, in {shown(str(skipped))}"
+    )
 
 
 @dataclass(frozen=True)
@@ -163,8 +169,9 @@ async def _make(
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as scratch:
         testbed = Testbed(config, engine, store, Path(scratch) / "blueprints")
-        maker = TaskMaker(config, sources, testbed, Path(scratch), told=_told(console),
-                          parallel=asked.parallel)  # fmt: skip
+        maker = TaskMaker(
+            config, sources, testbed, Path(scratch), told=_told(console), parallel=asked.parallel
+        )
         made = await maker.make(asked.url, asked.name, fresh)
     return made.tasks, made.left_out
 
@@ -184,8 +191,10 @@ def _told(console: Console) -> Callable[[EvalTask | LeftOut], None]:
 
     def told(item: EvalTask | LeftOut) -> None:
         if isinstance(item, EvalTask):
-            console.print(f"✓ {shown(item.instance_id)}: {len(item.FAIL_TO_PASS)} fail-to-pass, "
-                          f"{len(item.PASS_TO_PASS)} pass-to-pass")  # fmt: skip
+            console.print(
+                f"✓ {shown(item.instance_id)}: {len(item.FAIL_TO_PASS)} fail-to-pass, "
+                f"{len(item.PASS_TO_PASS)} pass-to-pass"
+            )
         else:
             console.print(f"- {shown(item.instance_id)}: left out: {shown(item.reason)}")
 
@@ -236,18 +245,32 @@ def run_command(
     results = ResultsDir(out or _default_out(tasks_file, model, blueprint))
     settings = results.begin(
         EvalSettings(
-            tasks=str(tasks_file.resolve()), tasks_sha256=ResultsDir.digest(tasks_file),
-            model=model, blueprint=blueprint, attempts=attempts, budget_usd=budget_usd,
-            golem_version=__version__, label=label or "",
+            tasks=str(tasks_file.resolve()),
+            tasks_sha256=ResultsDir.digest(tasks_file),
+            model=model,
+            blueprint=blueprint,
+            attempts=attempts,
+            budget_usd=budget_usd,
+            golem_version=__version__,
+            label=label or "",
         )
-    )  # fmt: skip
+    )
     console = Console(stderr=True)
 
     async def work(engine: Engine, store: Store) -> str | None:
         evaluation = Evaluation(
-            config, engine, store, tasks, results, settings, parallel=_parallel(config, parallel),
-            repo_url=template, total_usd=total_usd, limit=limit, told=_attempted(console),
-        )  # fmt: skip
+            config,
+            engine,
+            store,
+            tasks,
+            results,
+            settings,
+            parallel=_parallel(config, parallel),
+            repo_url=template,
+            total_usd=total_usd,
+            limit=limit,
+            told=_attempted(console),
+        )
         console.print(f"{len(evaluation.left())} attempt(s) to run in {shown(str(results.path))}")
         await evaluation.run()
         return evaluation.stopped
@@ -272,8 +295,10 @@ def _attempted(console: Console) -> Callable[[Attempt], None]:
             console.print(f"- {name}: not run: {shown(attempt.not_run)}")
             return
         mark, said = ("✓", "resolved") if attempt.resolved else ("✗", "unresolved")
-        console.print(f"{mark} {name}: {said} ({attempt.verdict}, ${attempt.cost_usd:.2f}, "
-                      f"{attempt.turns} turns, {attempt.seconds:.1f}s)")  # fmt: skip
+        console.print(
+            f"{mark} {name}: {said} ({attempt.verdict}, ${attempt.cost_usd:.2f}, "
+            f"{attempt.turns} turns, {attempt.seconds:.1f}s)"
+        )
 
     return told
 

@@ -59,10 +59,14 @@ def loop_command(
 
     path = Path(repo)
     fields = {
-        "repo": str(path.resolve()) if path.exists() else repo, "goal": goal, "until": until,
-        "max_iterations": max_iterations, "budget_usd": budget_usd, "model": model,
+        "repo": str(path.resolve()) if path.exists() else repo,
+        "goal": goal,
+        "until": until,
+        "max_iterations": max_iterations,
+        "budget_usd": budget_usd,
+        "model": model,
         "blueprint": blueprint,
-    }  # fmt: skip
+    }
     try:
         request = LoopRequest.model_validate(fields)
     except ValidationError as exc:
@@ -121,10 +125,14 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     for loop in loops:
         age = int(now - loop.created)
         table.add_row(
-            loop.id, loop.tenant, loop.status,
-            f"{len(loop.iterations)}/{loop.request.max_iterations}", f"${loop.spent_usd:.4f}",
-            f"{age // 3600}h{age % 3600 // 60:02d}m", printable(loop.request.goal[:50]),
-        )  # fmt: skip
+            loop.id,
+            loop.tenant,
+            loop.status,
+            f"{len(loop.iterations)}/{loop.request.max_iterations}",
+            f"${loop.spent_usd:.4f}",
+            f"{age // 3600}h{age % 3600 // 60:02d}m",
+            printable(loop.request.goal[:50]),
+        )
     Console().print(table)
 
 

@@ -48,9 +48,12 @@ def list_command(
         passed = sum(1 for c in pr.checks if c.passed)
         state = "draft, " if pr.draft else ""
         table.add_row(
-            str(pr.number), printable(pr.repo), printable(pr.head), printable(pr.title),
+            str(pr.number),
+            printable(pr.repo),
+            printable(pr.head),
+            printable(pr.title),
             f"{state}{passed}/{len(pr.checks)} passed",
-        )  # fmt: skip
+        )
     Console().print(table)
 
 

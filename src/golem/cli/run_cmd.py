@@ -63,9 +63,15 @@ def run_command(
     )
     config = flags.load()
     fields: dict[str, object] = {
-        "repo": _repo(repo), "task": task, "issue": issue, "model": model, "forge": forge,
-        "budget_usd": budget_usd, "base": base, "tier": tier,
-    }  # fmt: skip
+        "repo": _repo(repo),
+        "task": task,
+        "issue": issue,
+        "model": model,
+        "forge": forge,
+        "budget_usd": budget_usd,
+        "base": base,
+        "tier": tier,
+    }
     if blueprint is not None:
         fields["blueprint"] = blueprint
     if pr is not None:

@@ -86,9 +86,11 @@ class RunProgress:
         if isinstance(event, ModelAnswered):
             usage = event.response.usage
             self.tokens += (
-                usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+                usage.input_tokens
+                + usage.cache_read_tokens
+                + usage.cache_write_tokens
                 + usage.output_tokens
-            )  # fmt: skip
+            )
             self.cost += event.response.cost_usd
         self.agent(event)
 

@@ -72,10 +72,13 @@ def _print_listing(records: list[RunRecord]) -> None:
         run = json.loads(record.document)
         age = int(now - record.created)
         table.add_row(
-            record.id, record.status, run.get("current") or "-",
-            printable(str(run.get("title", ""))[:50]), f"${float(run.get('cost_usd', 0.0)):.4f}",
+            record.id,
+            record.status,
+            run.get("current") or "-",
+            printable(str(run.get("title", ""))[:50]),
+            f"${float(run.get('cost_usd', 0.0)):.4f}",
             f"{age // 3600}h{age % 3600 // 60:02d}m",
-        )  # fmt: skip
+        )
     Console().print(table)
 
 

@@ -87,8 +87,9 @@ def prune_command() -> None:
         Console(stderr=True).print(
             f"[remote] url is {config.remote.url}: golem prune removes this machine's "
             "orphaned boxes only; that server removes its own",
-            markup=False, highlight=False,
-        )  # fmt: skip
+            markup=False,
+            highlight=False,
+        )
     removed = asyncio.run(LocalEngine(config).prune())
     for info in removed:
         typer.echo(f"removed {info.id} ({info.backend}, owner pid {info.owner_pid} gone)")

@@ -125,8 +125,10 @@ def apply_changes(
             with origin.open_file(change.path) as handle:
                 size = os.fstat(handle.fileno()).st_size
             mode = landed_mode(change.mode or 0, change.path)
-            plan.place(change.path, Planned("file", mode=mode, size=size,
-                                            source=_opener(origin, change.path)))  # fmt: skip
+            plan.place(
+                change.path,
+                Planned("file", mode=mode, size=size, source=_opener(origin, change.path)),
+            )
         check_plan(plan, [change.path for change in changes])
         Landing(tree, plan, stop).run()
 

@@ -125,9 +125,10 @@ class ClusterEngine:
         if self._owner is None:  # on this process's node: left to Ray, it could live on a
             here = ray.get_runtime_context().get_node_id()  # worker and die with that one
             self._owner = _OwnerActor.options(
-                num_cpus=0, namespace=self._cluster.namespace,
+                num_cpus=0,
+                namespace=self._cluster.namespace,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-            ).remote()  # fmt: skip
+            ).remote()
 
     async def _node(self, node_id: str) -> NodeEngine:
         """The engine of a node's box host, the host started when there is none yet, and

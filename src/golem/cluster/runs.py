@@ -152,10 +152,14 @@ class NodeRuns:
         actor, known as ``owner_id``, dies, or the call is cancelled); its status."""
         store = (await self._store_of(order.config)).for_tenant(order.tenant)
         runner = Runner(
-            self._local(order.config), engine=self._state.engine, store=store,
-            credentials=order.credentials, checkpoints=Checkpoints(),
-            owner=(order.owner_pid, order.owner_start), claim=order.claim,
-        )  # fmt: skip
+            self._local(order.config),
+            engine=self._state.engine,
+            store=store,
+            credentials=order.credentials,
+            checkpoints=Checkpoints(),
+            owner=(order.owner_pid, order.owner_start),
+            claim=order.claim,
+        )
         task = asyncio.ensure_future(runner.run(order.run_id, resumed=order.resumed))
         self.running[order.run_id] = task
         self._runs_of.setdefault(owner_id, set()).add(order.run_id)
@@ -210,10 +214,15 @@ def control_plane_order(
     """The order of a run this process claimed (it answers for the run)."""
     pid = os.getpid()
     return RunOrder(
-        run_id=claimed.id, tenant=tenant, config=config, credentials=credentials,
-        resumed=bool(claimed.steps), owner_pid=pid, owner_start=process_start_time(pid),
+        run_id=claimed.id,
+        tenant=tenant,
+        config=config,
+        credentials=credentials,
+        resumed=bool(claimed.steps),
+        owner_pid=pid,
+        owner_start=process_start_time(pid),
         claim=claimed.claim,
-    )  # fmt: skip
+    )
 
 
 def run_spec(engine: ClusterEngine, claimed: RunState) -> BoxSpec:

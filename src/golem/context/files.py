@@ -30,12 +30,35 @@ __all__ = [
 
 SKIPPED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "bower_components",
-        "vendor", "third_party", "site-packages", "dist", "build", "target", ".tox",
-        ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", "htmlcov",
-        ".next", ".nuxt", ".gradle", ".terraform", "Pods", ".eggs",
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "__pycache__",
+        "node_modules",
+        "bower_components",
+        "vendor",
+        "third_party",
+        "site-packages",
+        "dist",
+        "build",
+        "target",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        "htmlcov",
+        ".next",
+        ".nuxt",
+        ".gradle",
+        ".terraform",
+        "Pods",
+        ".eggs",
     }
-)  # fmt: skip
+)
 """Vendored, generated and cache directories left out of the file list, tracked or not."""
 
 SKIPPED_SUFFIXES = (".min.js", ".min.css", ".map", "_pb2.py", "_pb2.pyi", ".pb.go", ".pyc")
@@ -151,8 +174,15 @@ def _skipped(path: str) -> bool:
 def _git_files(repo: Path) -> list[str] | None:
     # Through golem's one git path, isolated from the host's git config; only reads (no
     # optional index writes).
-    args = ["-c", "core.quotePath=false", "ls-files", "-z", "--cached", "--others",
-            "--exclude-standard"]  # fmt: skip
+    args = [
+        "-c",
+        "core.quotePath=false",
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+    ]
     env = git_environment(isolated=True, extra={"GIT_OPTIONAL_LOCKS": "0"})
     done = run_git_blocking("git", args, cwd=repo, env=env, timeout=GIT_TIMEOUT)
     if done.returncode != 0:

@@ -35,11 +35,28 @@ PATH = re.compile(
 )
 BACKTICKED = re.compile(r"`([^`\s]+?)(?::(\d+))?`")
 LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".jsx": "jsx", ".mjs": "javascript",
-    ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java",
-    ".rb": "ruby", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".sh": "bash",
-    ".md": "markdown", ".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml",
-}  # fmt: skip
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".jsx": "jsx",
+    ".mjs": "javascript",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".rb": "ruby",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".sh": "bash",
+    ".md": "markdown",
+    ".toml": "toml",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+}
 
 
 @dataclass(frozen=True)

@@ -78,9 +78,18 @@ _JAVA = _Grammar(
     ),
 )
 _GRAMMARS = {
-    ".js": _JS, ".jsx": _JS, ".mjs": _JS, ".cjs": _JS, ".ts": _JS, ".tsx": _JS,
-    ".mts": _JS, ".cts": _JS, ".go": _GO, ".rs": _RUST, ".java": _JAVA,
-}  # fmt: skip
+    ".js": _JS,
+    ".jsx": _JS,
+    ".mjs": _JS,
+    ".cjs": _JS,
+    ".ts": _JS,
+    ".tsx": _JS,
+    ".mts": _JS,
+    ".cts": _JS,
+    ".go": _GO,
+    ".rs": _RUST,
+    ".java": _JAVA,
+}
 OUTLINED_SUFFIXES = frozenset({".py", ".pyi", *_GRAMMARS})
 """File suffixes the repo map outlines."""
 

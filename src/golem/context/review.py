@@ -97,8 +97,9 @@ def _newest_first(threads: list[ReviewThread]) -> list[ReviewThread]:
     """Threads by their newest comment, newest first (forge order, reversed, when the
     forge gives no times)."""
     ordered = list(reversed(threads))
-    return sorted(ordered, key=lambda t: max((c.created or "" for c in t.comments), default=""),
-                  reverse=True)  # fmt: skip
+    return sorted(
+        ordered, key=lambda t: max((c.created or "" for c in t.comments), default=""), reverse=True
+    )
 
 
 def _place(thread: ReviewThread) -> str:

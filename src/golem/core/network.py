@@ -46,13 +46,31 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 ALWAYS_REFUSED: tuple[IPNetwork, ...] = tuple(
     ipaddress.ip_network(net)
     for net in (
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-        "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4",
-        "240.0.0.0/4", "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8",
-        "fd00:ec2::254/128", "::ffff:0:0/96", "::/96", "64:ff9b::/96", "64:ff9b:1::/48",
-        "2002::/16", "2001::/32",
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/128",
+        "::1/128",
+        "fc00::/7",
+        "fe80::/10",
+        "ff00::/8",
+        "fd00:ec2::254/128",
+        "::ffff:0:0/96",
+        "::/96",
+        "64:ff9b::/96",
+        "64:ff9b:1::/48",
+        "2002::/16",
+        "2001::/32",
     )
-)  # fmt: skip
+)
 """Private, loopback, link-local (cloud metadata 169.254.169.254 among them), multicast,
 reserved, IPv4-mapped and -compatible ranges, and the prefixes that carry an IPv4 address
 inside IPv6 (NAT64, 6to4, Teredo): refused unless ``allow_cidrs`` lists them."""

@@ -167,14 +167,32 @@ def default_policies() -> dict[str, RolePolicy]:
     """``user``: safe for anyone; ``trusted`` and ``admin``: any image, host network,
     host workspaces, any remote, no caps on limits."""
     open_policy = RolePolicy(
-        max_memory=None, max_cpus=None, max_pids=None, max_timeout=None,
-        max_workspace_size=None, max_tmp_size=None, max_output_bytes=None,
-        max_file_bytes=None, max_takeback_bytes=None, max_return_files=None,
-        max_env_bytes=None, max_label_bytes=None, networks=["none", "filtered", "host"],
-        egress_cidrs=None, egress_ports=None, images=[".*"], host_workspace=True,
-        writable_root=True, root_user=True, max_sessions=64, max_body_bytes=256 * MIB,
-        max_upload_bytes=None, max_calls_per_socket=256, server_files=True, repos=None,
-    )  # fmt: skip
+        max_memory=None,
+        max_cpus=None,
+        max_pids=None,
+        max_timeout=None,
+        max_workspace_size=None,
+        max_tmp_size=None,
+        max_output_bytes=None,
+        max_file_bytes=None,
+        max_takeback_bytes=None,
+        max_return_files=None,
+        max_env_bytes=None,
+        max_label_bytes=None,
+        networks=["none", "filtered", "host"],
+        egress_cidrs=None,
+        egress_ports=None,
+        images=[".*"],
+        host_workspace=True,
+        writable_root=True,
+        root_user=True,
+        max_sessions=64,
+        max_body_bytes=256 * MIB,
+        max_upload_bytes=None,
+        max_calls_per_socket=256,
+        server_files=True,
+        repos=None,
+    )
     return {"user": RolePolicy(), "trusted": open_policy, "admin": open_policy}
 
 

@@ -131,9 +131,13 @@ class AttemptRunner:
         trees = await self._hidden(work, task, environment)  # the agent never reaches these
         remote = await only_the_base(work / "agent.git", environment.source, task.base_commit)
         request = RunRequest(
-            repo=str(remote.path), task=task.problem_statement, blueprint=self.settings.blueprint,
-            model=self._model(task, work), forge="local", budget_usd=self.settings.budget_usd,
-        )  # fmt: skip
+            repo=str(remote.path),
+            task=task.problem_statement,
+            blueprint=self.settings.blueprint,
+            model=self._model(task, work),
+            forge="local",
+            budget_usd=self.settings.budget_usd,
+        )
         started = time.monotonic()
         state = await Runner(self.config, engine=self.engine, store=self.store).start(request)
         seconds = time.monotonic() - started
@@ -143,13 +147,23 @@ class AttemptRunner:
         )
         judged = score(task, tests)
         attempt = Attempt(
-            instance_id=task.instance_id, attempt=number, run_id=state.id, status=state.status,
-            verdict=verdict_of(state.status), resolved=judged.resolved if tests.ran else False,
-            score=judged, error=state.error if state.status == "failed" else None,
-            cost_usd=state.cost_usd, turns=state.turns, seconds=seconds, nodes=_nodes(state),
-            rounds=state.rounds, tests_seconds=tests.seconds, tests_run=tests.run_id,
+            instance_id=task.instance_id,
+            attempt=number,
+            run_id=state.id,
+            status=state.status,
+            verdict=verdict_of(state.status),
+            resolved=judged.resolved if tests.ran else False,
+            score=judged,
+            error=state.error if state.status == "failed" else None,
+            cost_usd=state.cost_usd,
+            turns=state.turns,
+            seconds=seconds,
+            nodes=_nodes(state),
+            rounds=state.rounds,
+            tests_seconds=tests.seconds,
+            tests_run=tests.run_id,
             patch=await trees.diff(task.base_commit, work_commit),
-        )  # fmt: skip
+        )
         if not tests.ran:
             attempt.error = f"the hidden tests could not run on its work: {tests.why}"
         shutil.rmtree(work, ignore_errors=True)

@@ -56,9 +56,18 @@ async def from_commits(source: GitRepo, repo: str, commits: str) -> list[Candida
         raise EvalError(f"--commits {commits!r} is not a range: give A..B (e.g. v1.0..main)")
     try:
         listing = await source.plumbing(
-            ["log", "--first-parent", "--reverse", "-z", "--format=%H%x00%P%x00%cI%x00%B",
-             "--end-of-options", commits, "--"], {},
-        )  # fmt: skip
+            [
+                "log",
+                "--first-parent",
+                "--reverse",
+                "-z",
+                "--format=%H%x00%P%x00%cI%x00%B",
+                "--end-of-options",
+                commits,
+                "--",
+            ],
+            {},
+        )
     except GitError as exc:
         raise EvalError(f"cannot read the commits {commits}: {exc.message}") from exc
     fields = listing.stdout.decode("utf-8", "replace").split("\0")
@@ -69,10 +78,14 @@ async def from_commits(source: GitRepo, repo: str, commits: str) -> list[Candida
             continue  # a root commit has no base to start from
         found.append(
             Candidate(
-                instance_id=f"{slug(repo)}-{sha[:12]}", base=parents.split()[0], change=sha,
-                statement=message.strip(), created_at=date, source=f"commit {sha}",
+                instance_id=f"{slug(repo)}-{sha[:12]}",
+                base=parents.split()[0],
+                change=sha,
+                statement=message.strip(),
+                created_at=date,
+                source=f"commit {sha}",
             )
-        )  # fmt: skip
+        )
     return found
 
 
@@ -101,12 +114,15 @@ async def from_merged_pull_requests(
         hints = "\n\n".join(c.body for c in issue.comments) if issue else ""
         candidates.append(
             Candidate(
-                instance_id=f"{slug(repo)}-{pr.number or pr.merge_commit[:12]}", base=base,
+                instance_id=f"{slug(repo)}-{pr.number or pr.merge_commit[:12]}",
+                base=base,
                 change=pr.merge_commit,
-                statement=statement, created_at=pr.merged_at, hints=hints,
+                statement=statement,
+                created_at=pr.merged_at,
+                hints=hints,
                 source=f"{forge_name} pull request {repo}#{pr.number}",
             )
-        )  # fmt: skip
+        )
     return candidates
 
 
@@ -139,9 +155,18 @@ async def _local_merges(
     """The merge commits of the default branch (first-parent line), newest first; each
     one's pull request is the local forge's whose branch its message names, if any."""
     listing = await source.plumbing(
-        ["log", "--first-parent", "--merges", "-z", f"-n{limit}",
-         "--format=%H%x00%cI%x00%B", "HEAD", "--"], {},
-    )  # fmt: skip
+        [
+            "log",
+            "--first-parent",
+            "--merges",
+            "-z",
+            f"-n{limit}",
+            "--format=%H%x00%cI%x00%B",
+            "HEAD",
+            "--",
+        ],
+        {},
+    )
     fields = listing.stdout.decode("utf-8", "replace").split("\0")
     recorded = await LocalForge(store).pull_requests(repo)
     merged: list[tuple[MergedPullRequest, Issue | None]] = []
@@ -154,11 +179,14 @@ async def _local_merges(
         merged.append(
             (
                 MergedPullRequest(
-                    number=pr.number if pr else 0, title=pr.title if pr else title,
-                    body=pr.body if pr else body.strip(), url=pr.url if pr else None,
-                    merge_commit=sha, merged_at=date,
+                    number=pr.number if pr else 0,
+                    title=pr.title if pr else title,
+                    body=pr.body if pr else body.strip(),
+                    url=pr.url if pr else None,
+                    merge_commit=sha,
+                    merged_at=date,
                 ),
                 None,
             )
-        )  # fmt: skip
+        )
     return merged

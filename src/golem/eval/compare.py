@@ -55,7 +55,10 @@ def compare(a: EvalReport, b: EvalReport) -> Comparison:
     by_b = {t.instance_id: t for t in b.tasks}
     tasks = [ComparedTask(instance_id=i, a=by_a.get(i), b=by_b.get(i)) for i in ids]
     return Comparison(
-        a=a, b=b, differs=differs, tasks=tasks,
+        a=a,
+        b=b,
+        differs=differs,
+        tasks=tasks,
         gained=sum(1 for t in tasks if t.change == "gained"),
         lost=sum(1 for t in tasks if t.change == "lost"),
-    )  # fmt: skip
+    )

@@ -121,14 +121,21 @@ class TaskMaker:
             if derived.why_not is not None:
                 return left(derived.why_not)
             return EvalTask(
-                instance_id=candidate.instance_id, repo=repo, base_commit=candidate.base,
+                instance_id=candidate.instance_id,
+                repo=repo,
+                base_commit=candidate.base,
                 patch=await trees.diff(candidate.base, candidate.change, code),
                 test_patch=await trees.diff(candidate.base, candidate.change, tests),
-                problem_statement=candidate.statement, FAIL_TO_PASS=derived.fail_to_pass,
-                PASS_TO_PASS=derived.pass_to_pass, created_at=candidate.created_at,
-                environment_setup_commit=candidate.base, hints_text=candidate.hints,
-                golem_remote=url, golem_test_commands=commands,
-                golem_must_pass=derived.must_pass, golem_source=candidate.source,
-            )  # fmt: skip
+                problem_statement=candidate.statement,
+                FAIL_TO_PASS=derived.fail_to_pass,
+                PASS_TO_PASS=derived.pass_to_pass,
+                created_at=candidate.created_at,
+                environment_setup_commit=candidate.base,
+                hints_text=candidate.hints,
+                golem_remote=url,
+                golem_test_commands=commands,
+                golem_must_pass=derived.must_pass,
+                golem_source=candidate.source,
+            )
         finally:
             shutil.rmtree(place, ignore_errors=True)

@@ -46,16 +46,22 @@ def print_report(console: Console, report: EvalReport) -> None:
     """Per task, in total, the agreement of golem's verdicts with the hidden tests, and
     where the time went."""
     settings = report.settings
-    console.print(f"[bold]{shown(report.label)}[/] (golem {settings.golem_version}, "
-                  f"{settings.attempts} attempt(s) per task)")  # fmt: skip
+    console.print(
+        f"[bold]{shown(report.label)}[/] (golem {settings.golem_version}, "
+        f"{settings.attempts} attempt(s) per task)"
+    )
     table = Table(box=None, title_justify="left")
     for column in ("TASK", "RESOLVED", "VERDICTS", "COST", "TURNS", "TIME"):
         table.add_column(column, overflow="fold")
     for task in report.tasks:
         table.add_row(
-            shown(task.instance_id), _resolved(task), _verdicts(task), f"${task.cost_usd:.2f}",
-            f"{task.turns:.0f}", _seconds(task.seconds),
-        )  # fmt: skip
+            shown(task.instance_id),
+            _resolved(task),
+            _verdicts(task),
+            f"${task.cost_usd:.2f}",
+            f"{task.turns:.0f}",
+            _seconds(task.seconds),
+        )
     console.print(table)
     _print_totals(console, report.totals)
     _print_agreement(console, report)
@@ -83,8 +89,7 @@ def _print_totals(console: Console, totals: Totals) -> None:
 
 def _print_agreement(console: Console, report: EvalReport) -> None:
     agreement = report.agreement
-    table = Table(title="golem's verdict against the hidden tests", box=None,
-                  title_justify="left")  # fmt: skip
+    table = Table(title="golem's verdict against the hidden tests", box=None, title_justify="left")
     for column in ("VERDICT", "RESOLVED", "UNRESOLVED"):
         table.add_column(column)
     for verdict in VERDICTS:
@@ -110,8 +115,14 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
     for column in ("TASK", "A", "B", "A VERDICTS", "B VERDICTS", "CHANGE"):
         table.add_column(column, overflow="fold")
     for task in comparison.tasks:
-        table.add_row(shown(task.instance_id), _resolved(task.a), _resolved(task.b),
-                      _verdicts(task.a), _verdicts(task.b), task.change)  # fmt: skip
+        table.add_row(
+            shown(task.instance_id),
+            _resolved(task.a),
+            _resolved(task.b),
+            _verdicts(task.a),
+            _verdicts(task.b),
+            task.change,
+        )
     console.print(table)
     for name, report in (("A", a), ("B", b)):
         totals, agreement = report.totals, report.agreement

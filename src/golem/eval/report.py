@@ -103,9 +103,13 @@ def build_report(results: ResultsDir) -> EvalReport:
     ran = [a for a in attempts if a.not_run is None]
     return EvalReport(
         label=settings.label or f"{settings.model} · {settings.blueprint}",
-        settings=settings, totals=_totals(summaries, attempts, settings.attempts),
-        agreement=_agreement(ran), tasks=summaries, attempts=attempts, gold=gold,
-    )  # fmt: skip
+        settings=settings,
+        totals=_totals(summaries, attempts, settings.attempts),
+        agreement=_agreement(ran),
+        tasks=summaries,
+        attempts=attempts,
+        gold=gold,
+    )
 
 
 def _tasks(file: Path) -> list[EvalTask]:
@@ -131,12 +135,16 @@ def _summary(instance_id: str, attempts: list[Attempt], k: int) -> TaskSummary:
         if attempt.verdict is not None:
             verdicts[attempt.verdict] = verdicts.get(attempt.verdict, 0) + 1
     return TaskSummary(
-        instance_id=instance_id, attempts=len(ran), resolved=resolved,
+        instance_id=instance_id,
+        attempts=len(ran),
+        resolved=resolved,
         not_run=None if ran else next((a.not_run for a in attempts if a.not_run), None),
-        verdicts=verdicts, pass_at_k=pass_at(len(ran), resolved, k) if ran else None,
-        cost_usd=sum(a.cost_usd for a in ran), turns=_mean([a.turns for a in ran]) or 0.0,
+        verdicts=verdicts,
+        pass_at_k=pass_at(len(ran), resolved, k) if ran else None,
+        cost_usd=sum(a.cost_usd for a in ran),
+        turns=_mean([a.turns for a in ran]) or 0.0,
         seconds=_mean([a.seconds for a in ran]) or 0.0,
-    )  # fmt: skip
+    )
 
 
 def _totals(tasks: list[TaskSummary], attempts: list[Attempt], k: int) -> Totals:
@@ -149,15 +157,22 @@ def _totals(tasks: list[TaskSummary], attempts: list[Attempt], k: int) -> Totals
         for node, seconds in attempt.nodes.items():
             nodes.setdefault(node, []).append(seconds)
     return Totals(
-        tasks=len(tasks), attempts=len(ran), not_run=len(attempts) - len(ran),
-        resolved=resolved, resolve_rate=resolved / len(ran) if ran else None, k=k,
+        tasks=len(tasks),
+        attempts=len(ran),
+        not_run=len(attempts) - len(ran),
+        resolved=resolved,
+        resolve_rate=resolved / len(ran) if ran else None,
+        k=k,
         pass_at_1=_mean([t.resolved / t.attempts for t in tried]),
-        pass_at_k=_mean([t.pass_at_k or 0.0 for t in tried]), verdicts=verdicts,
-        cost_usd=sum(a.cost_usd for a in ran), mean_cost_usd=_mean([a.cost_usd for a in ran]),
-        mean_turns=_mean([a.turns for a in ran]), mean_seconds=_mean([a.seconds for a in ran]),
+        pass_at_k=_mean([t.pass_at_k or 0.0 for t in tried]),
+        verdicts=verdicts,
+        cost_usd=sum(a.cost_usd for a in ran),
+        mean_cost_usd=_mean([a.cost_usd for a in ran]),
+        mean_turns=_mean([a.turns for a in ran]),
+        mean_seconds=_mean([a.seconds for a in ran]),
         mean_tests_seconds=_mean([a.tests_seconds for a in ran]),
         mean_node_seconds={node: sum(s) / len(ran) for node, s in nodes.items()},
-    )  # fmt: skip
+    )
 
 
 def _agreement(ran: list[Attempt]) -> Agreement:
@@ -170,10 +185,14 @@ def _agreement(ran: list[Attempt]) -> Agreement:
     agreed = verified["resolved"] + escalated["unresolved"]
     all_verified = sum(verified.values())
     return Agreement(
-        matrix=matrix, judged=judged, agreed=agreed, rate=agreed / judged if judged else None,
-        verified_unresolved=verified["unresolved"], escalated_resolved=escalated["resolved"],
+        matrix=matrix,
+        judged=judged,
+        agreed=agreed,
+        rate=agreed / judged if judged else None,
+        verified_unresolved=verified["unresolved"],
+        escalated_resolved=escalated["resolved"],
         verified_precision=verified["resolved"] / all_verified if all_verified else None,
-    )  # fmt: skip
+    )
 
 
 def _mean(values: list[float] | list[int]) -> float | None:

@@ -35,8 +35,11 @@ passed), ``escalated`` (handed to a person), ``unverified`` (no check could tell
 
 def verdict_of(status: str) -> Verdict:
     """A run's final status as a verdict."""
-    verdicts: dict[str, Verdict] = {"succeeded": "verified", "escalated": "escalated",
-                                    "unverified": "unverified"}  # fmt: skip
+    verdicts: dict[str, Verdict] = {
+        "succeeded": "verified",
+        "escalated": "escalated",
+        "unverified": "unverified",
+    }
     return verdicts.get(status, "failed")
 
 
@@ -55,8 +58,7 @@ class EvalSettings(BaseModel):
 
     def differences(self, other: EvalSettings) -> list[str]:
         """The settings (but when it started, and its label) that differ from ``other``."""
-        fields = ("tasks_sha256", "model", "blueprint", "attempts", "budget_usd",
-                  "golem_version")  # fmt: skip
+        fields = ("tasks_sha256", "model", "blueprint", "attempts", "budget_usd", "golem_version")
         return [
             f"{name} {getattr(self, name)!r} (now {getattr(other, name)!r})"
             for name in fields

@@ -72,8 +72,9 @@ class Evaluation:
                 try:
                     attempt = await self.attempts.run(task, number)
                 except EvalError as exc:
-                    attempt = Attempt(instance_id=task.instance_id, attempt=number,
-                                      not_run=exc.message)  # fmt: skip
+                    attempt = Attempt(
+                        instance_id=task.instance_id, attempt=number, not_run=exc.message
+                    )
                 self.results.keep(attempt)
                 if self.told is not None:
                     self.told(attempt)

@@ -184,8 +184,19 @@ def _pro(record: dict[str, Any]) -> dict[str, Any]:
 
 def _multi_swe(record: dict[str, Any]) -> dict[str, Any]:
     """Multi-SWE-bench's names: org/repo/number, base.sha, fix_patch, the test maps."""
-    known = ("org", "number", "base", "fix_patch", "f2p_tests", "s2p_tests", "n2p_tests",
-             "p2p_tests", "resolved_issues", "title", "body")  # fmt: skip
+    known = (
+        "org",
+        "number",
+        "base",
+        "fix_patch",
+        "f2p_tests",
+        "s2p_tests",
+        "n2p_tests",
+        "p2p_tests",
+        "resolved_issues",
+        "title",
+        "body",
+    )
     data = {k: v for k, v in record.items() if k not in known}
     org, name, number = record.get("org"), record.get("repo"), record.get("number")
     base = record["base"] if isinstance(record.get("base"), dict) else {}

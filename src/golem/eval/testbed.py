@@ -83,8 +83,12 @@ class Testbed:
 
         started = time.monotonic()
         runner = Runner(self.config, engine=self.engine, store=self.store, on_event=keep)
-        request = RunRequest(repo=str(remote), task=f"golem eval: the tests of {label}",
-                             blueprint=str(blueprint), forge="local")  # fmt: skip
+        request = RunRequest(
+            repo=str(remote),
+            task=f"golem eval: the tests of {label}",
+            blueprint=str(blueprint),
+            forge="local",
+        )
         state = await runner.start(request)
         shutil.rmtree(self.config.state_dir / "runs" / state.id, ignore_errors=True)
         seconds = time.monotonic() - started
@@ -100,19 +104,28 @@ class Testbed:
         ]
         ran = [outcome for outcome in outcomes if outcome is not None]
         if len(ran) < len(commands):
-            return TestRun(ran=False, why=_why_not(state), commands=ran, run_id=state.id,
-                           seconds=seconds)  # fmt: skip
+            return TestRun(
+                ran=False, why=_why_not(state), commands=ran, run_id=state.id, seconds=seconds
+            )
         return TestRun(ran=True, commands=ran, run_id=state.id, seconds=seconds)
 
 
 def _blueprint(commands: list[str], env: dict[str, str]) -> str:
     nodes: list[dict[str, object]] = [
         {"id": "prepare", "kind": "host", "action": "prepare", "next": "install"},
-        {"id": "install", "kind": "host", "action": "install",
-         "next": {"success": "setup", "failure": "end"}},
-        {"id": "setup", "kind": "box", "check": "setup",
-         "next": {"success": "test-1", "failure": "end"}},
-    ]  # fmt: skip
+        {
+            "id": "install",
+            "kind": "host",
+            "action": "install",
+            "next": {"success": "setup", "failure": "end"},
+        },
+        {
+            "id": "setup",
+            "kind": "box",
+            "check": "setup",
+            "next": {"success": "test-1", "failure": "end"},
+        },
+    ]
     for n, command in enumerate(commands, 1):
         following = f"test-{n + 1}" if n < len(commands) else "end"
         nodes.append({"id": f"test-{n}", "kind": "box", "run": [command], "next": following})
@@ -135,10 +148,15 @@ def _outcome(
         return None
     outcomes = find_outcomes(command, text)
     return CommandOutcome(
-        command=command, passed=result.passed, exit_code=result.exit_code, reason=result.reason,
-        tests_passed=sorted(outcomes.passed), tests_failed=sorted(outcomes.failed),
-        names_passes=outcomes.names_passes, complete=complete,
-    )  # fmt: skip
+        command=command,
+        passed=result.passed,
+        exit_code=result.exit_code,
+        reason=result.reason,
+        tests_passed=sorted(outcomes.passed),
+        tests_failed=sorted(outcomes.failed),
+        names_passes=outcomes.names_passes,
+        complete=complete,
+    )
 
 
 def _why_not(state: RunState) -> str:

@@ -217,10 +217,14 @@ def github_source(config: GitHubConfig) -> TokenSource | None:
             ) from exc
         assert key is not None  # the config holds app_id and private_key together
         return GitHubAppTokens(
-            config.app_id, key, api_url=config.api_url, installation_id=config.installation_id,
-            source=f"GitHub App {config.app_id} ({where})", timeout=config.timeout,
+            config.app_id,
+            key,
+            api_url=config.api_url,
+            installation_id=config.installation_id,
+            source=f"GitHub App {config.app_id} ({where})",
+            timeout=config.timeout,
             max_retries=config.max_retries,
-        )  # fmt: skip
+        )
     token = config.token()
     return StaticToken(token, f"${config.token_env}") if token else None
 
@@ -234,15 +238,20 @@ def gitlab_source(config: GitLabConfig, state_dir: Path | None) -> TokenSource |
     from golem.forge.gitlab_oauth import FileGrant, GitLabOAuthTokens  # noqa: PLC0415
 
     seed = OAuthGrant(
-        access_token=token or "", refresh_token=refresh, client_id=config.oauth_client_id,
+        access_token=token or "",
+        refresh_token=refresh,
+        client_id=config.oauth_client_id,
         client_secret=config.client_secret(),
-    )  # fmt: skip
+    )
     keeper = FileGrant(state_dir / GRANT_FILE, seed) if state_dir is not None else None
     return GitLabOAuthTokens(
-        seed, base_url=config.base_url, keeper=keeper, timeout=config.timeout,
+        seed,
+        base_url=config.base_url,
+        keeper=keeper,
+        timeout=config.timeout,
         source=f"the GitLab OAuth grant (${config.token_env}, ${config.refresh_token_env})",
         max_retries=config.max_retries,
-    )  # fmt: skip
+    )
 
 
 def git_auth(

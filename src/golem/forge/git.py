@@ -329,9 +329,15 @@ class GitRepo:
             name = list(args)[list(args).index("--") + 1]
             urls = await self._remote_urls(name, safe, push=push)
         return await self._run(
-            args, cwd=self.path, check=check, remote=remote, urls=urls, stdin=stdin,
-            extra_env=extra_env, safe_directories=safe,
-        )  # fmt: skip
+            args,
+            cwd=self.path,
+            check=check,
+            remote=remote,
+            urls=urls,
+            stdin=stdin,
+            extra_env=extra_env,
+            safe_directories=safe,
+        )
 
     async def _remote_urls(self, name: str, safe: Sequence[Path], *, push: bool) -> list[str]:
         """Every URL git may reach for the remote ``name`` (itself, when it is a URL)."""
@@ -340,8 +346,10 @@ class GitRepo:
         for which in choices:
             out = await self._run(
                 ["remote", "get-url", "--all", *which, "--", name],
-                cwd=self.path, check=False, safe_directories=safe,
-            )  # fmt: skip
+                cwd=self.path,
+                check=False,
+                safe_directories=safe,
+            )
             urls += [line for line in out.text.splitlines() if line]
         return urls or [name]
 
@@ -367,8 +375,9 @@ class GitRepo:
         require_git(self.git, pinned=policy is not None)  # one `git --version`, then cached
         way = Reach()
         if remote:
-            way = await reach(urls or [], policy, self.network,
-                              host_credentials=self.host_credentials)  # fmt: skip
+            way = await reach(
+                urls or [], policy, self.network, host_credentials=self.host_credentials
+            )
         if cwd is not None and not cwd.is_dir():
             raise GitError(f"{cwd} does not exist: clone the repository there first")
         login = self.auth if remote else None
@@ -377,14 +386,22 @@ class GitRepo:
         async def attempt(auth: GitAuth | None) -> GitOutput:
             env = git_environment(
                 [*(auth.git_config() if auth is not None else []), *way.config],
-                safe_directories=safe_directories, extra={**(extra_env or {}), **way.env},
-                isolated=not remote, sealed=way.sealed,
-            )  # fmt: skip
+                safe_directories=safe_directories,
+                extra={**(extra_env or {}), **way.env},
+                isolated=not remote,
+                sealed=way.sealed,
+            )
             return await run_git(
-                self.git, args, cwd=cwd, env=env,
+                self.git,
+                args,
+                cwd=cwd,
+                env=env,
                 secrets=auth.secrets() if auth is not None else (),
-                stdin=stdin, timeout=self.timeout, check=check, remote=remote,
-            )  # fmt: skip
+                stdin=stdin,
+                timeout=self.timeout,
+                check=check,
+                remote=remote,
+            )
 
         try:
             try:

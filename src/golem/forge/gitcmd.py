@@ -117,9 +117,17 @@ def needs_safe_directory(path: Path) -> bool:
 
 # Variables through which the host's own credentials or routes would reach a remote.
 HOST_CREDENTIAL_VARIABLES = (
-    "SSH_AUTH_SOCK", "SSH_ASKPASS", "GIT_ASKPASS", "http_proxy", "https_proxy", "HTTP_PROXY",
-    "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "CURL_CA_BUNDLE",
-)  # fmt: skip
+    "SSH_AUTH_SOCK",
+    "SSH_ASKPASS",
+    "GIT_ASKPASS",
+    "http_proxy",
+    "https_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "CURL_CA_BUNDLE",
+)
 
 
 def git_environment(
@@ -264,9 +272,15 @@ def run_git_blocking(
     command that cannot start, or runs past ``timeout``, gives returncode -1."""
     try:
         done = subprocess.run(
-            [git, *args], cwd=cwd, env=dict(env), input=stdin or b"", capture_output=True,
-            timeout=timeout, check=False, start_new_session=True,
-        )  # fmt: skip
+            [git, *args],
+            cwd=cwd,
+            env=dict(env),
+            input=stdin or b"",
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            start_new_session=True,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return GitOutput(b"", str(exc), -1)
     return GitOutput(done.stdout, done.stderr.decode("utf-8", "replace"), done.returncode)
@@ -306,12 +320,15 @@ REMOTE_ADVICE = {
 
 
 LOCAL_ADVICE = (
-    ("index.lock", "another git process holds the index, or one was killed: if none is "
-     "running in this repository, delete .git/index.lock"),
+    (
+        "index.lock",
+        "another git process holds the index, or one was killed: if none is "
+        "running in this repository, delete .git/index.lock",
+    ),
     ("unknown revision", "no such branch or commit: fetch it, or check its name"),
     ("bad revision", "no such branch or commit: fetch it, or check its name"),
     ("not a git repository", "this directory is not a git repository: clone one there first"),
-)  # fmt: skip
+)
 
 
 def classify_failure(command: str, result: GitOutput, *, remote: bool = False) -> GitError:

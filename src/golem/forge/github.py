@@ -194,9 +194,12 @@ class GitHubForge:
         path, found = f"/repos/{owner}/{name}/pulls", []
         for page in range(1, MAX_MERGED_PAGES + 1):
             params: dict[str, str | int] = {
-                "state": "closed", "sort": "updated", "direction": "desc", "per_page": PAGE,
+                "state": "closed",
+                "sort": "updated",
+                "direction": "desc",
+                "per_page": PAGE,
                 "page": page,
-            }  # fmt: skip
+            }
             what = f"the pull requests of {owner}/{name}"
             data = await self.api.call("GET", path, what, params=params)
             found += [_merged(item) for item in data or [] if item.get("merged_at")]
@@ -268,10 +271,14 @@ def _pull_request(data: Any, repo: str, *, issue: int | None = None) -> PullRequ
 def _merged(data: Any) -> MergedPullRequest:
     body = data.get("body") or ""
     return MergedPullRequest(
-        number=data["number"], title=data["title"], body=body, url=data.get("html_url"),
-        merge_commit=data.get("merge_commit_sha") or "", merged_at=data["merged_at"],
+        number=data["number"],
+        title=data["title"],
+        body=body,
+        url=data.get("html_url"),
+        merge_commit=data.get("merge_commit_sha") or "",
+        merged_at=data["merged_at"],
         closes=closed_issues(body),
-    )  # fmt: skip
+    )
 
 
 def _from_fork(data: Any, repo: str) -> bool:

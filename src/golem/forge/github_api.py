@@ -237,9 +237,13 @@ class GitHubAPI:
                 sent[:] = [await self._tokens.token(repo)]
                 headers["Authorization"] = f"Bearer {sent[0]}"
             return await client.request(
-                method, url, json=json, params=params, headers=headers,
+                method,
+                url,
+                json=json,
+                params=params,
+                headers=headers,
                 follow_redirects=follow_redirects,
-            )  # fmt: skip
+            )
 
         async def refreshed() -> bool:
             tokens = self._tokens

@@ -82,9 +82,14 @@ class GitHubAppTokens:
         self._timeout = timeout
         self._transport = transport
         self._retries = Retries(
-            forge="GitHub", api_url=api_url, setting="forge.github.api_url",
-            max_retries=max_retries, max_wait=60.0, backoff=1.0, rate_limit_wait=retried_wait,
-        )  # fmt: skip
+            forge="GitHub",
+            api_url=api_url,
+            setting="forge.github.api_url",
+            max_retries=max_retries,
+            max_wait=60.0,
+            backoff=1.0,
+            rate_limit_wait=retried_wait,
+        )
         self._tokens: dict[int, Minted] = {}
         self._installations: dict[str, int] = {}
         self._last: int | None = None
@@ -187,9 +192,11 @@ class GitHubAppTokens:
             "User-Agent": "golem",
         }
         async with httpx.AsyncClient(
-            base_url=self.api_url, headers=headers, timeout=self._timeout,
+            base_url=self.api_url,
+            headers=headers,
+            timeout=self._timeout,
             transport=self._transport,
-        ) as client:  # fmt: skip
+        ) as client:
 
             async def attempt_once() -> httpx.Response:
                 signed = {"Authorization": f"Bearer {self.app_jwt()}"}

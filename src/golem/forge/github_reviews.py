@@ -176,8 +176,11 @@ async def _mark_resolved(
     except ForgeError as exc:
         log.warning(
             "%s/%s#%d: which review threads are resolved is unknown (all read as open): %s",
-            owner, name, number, exc,
-        )  # fmt: skip
+            owner,
+            name,
+            number,
+            exc,
+        )
 
 
 def _mark(node: dict[str, Any], by_root: dict[str, ReviewThread]) -> None:

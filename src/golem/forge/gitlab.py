@@ -150,9 +150,12 @@ class GitLabForge:
         path, found = f"/projects/{project_id(project)}/merge_requests", []
         for page in range(1, MAX_MERGED_PAGES + 1):
             params: dict[str, str | int] = {
-                "state": "merged", "order_by": "updated_at", "sort": "desc", "per_page": PAGE,
+                "state": "merged",
+                "order_by": "updated_at",
+                "sort": "desc",
+                "per_page": PAGE,
                 "page": page,
-            }  # fmt: skip
+            }
             what = f"the merge requests of {project}"
             data = await self.api.call("GET", path, what, params=params)
             found += [_merged(item) for item in data or [] if item.get("merged_at")]
@@ -306,9 +309,14 @@ def _merged(data: Any) -> MergedPullRequest:
     body = data.get("description") or ""
     commit = data.get("merge_commit_sha") or data.get("squash_commit_sha") or ""
     return MergedPullRequest(
-        number=data["iid"], title=_title(data), body=body, url=data.get("web_url"),
-        merge_commit=commit, merged_at=data["merged_at"], closes=closed_issues(body),
-    )  # fmt: skip
+        number=data["iid"],
+        title=_title(data),
+        body=body,
+        url=data.get("web_url"),
+        merge_commit=commit,
+        merged_at=data["merged_at"],
+        closes=closed_issues(body),
+    )
 
 
 def _title(data: Any) -> str:

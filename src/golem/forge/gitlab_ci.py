@@ -31,11 +31,20 @@ TRACE_BYTES = 512 * 1024
 TAIL_LINES = 200
 TAIL_CHARS = 16_000
 STATES: dict[str, JobState] = {
-    "created": "pending", "pending": "pending", "waiting_for_resource": "pending",
-    "preparing": "pending", "scheduled": "pending", "manual": "skipped",
-    "waiting_for_callback": "pending", "running": "running", "canceling": "running",
-    "success": "passed", "failed": "failed", "canceled": "cancelled", "skipped": "skipped",
-}  # fmt: skip
+    "created": "pending",
+    "pending": "pending",
+    "waiting_for_resource": "pending",
+    "preparing": "pending",
+    "scheduled": "pending",
+    "manual": "skipped",
+    "waiting_for_callback": "pending",
+    "running": "running",
+    "canceling": "running",
+    "success": "passed",
+    "failed": "failed",
+    "canceled": "cancelled",
+    "skipped": "skipped",
+}
 RUNNER_CLEANUP = frozenset(
     {
         "after_script",

@@ -186,9 +186,14 @@ class GitLabOAuthTokens:
         self._timeout = timeout
         self._transport = transport
         self._retries = Retries(
-            forge="GitLab", api_url=self.base_url, setting="forge.gitlab.base_url",
-            max_retries=max_retries, max_wait=60.0, backoff=1.0, rate_limit_wait=_no_wait,
-        )  # fmt: skip
+            forge="GitLab",
+            api_url=self.base_url,
+            setting="forge.gitlab.base_url",
+            max_retries=max_retries,
+            max_wait=60.0,
+            backoff=1.0,
+            rate_limit_wait=_no_wait,
+        )
         self._minted = MintedTokens()
         self._spent: list[str] = []
         self._lock: asyncio.Lock | None = None
@@ -275,9 +280,11 @@ class GitLabOAuthTokens:
             form["client_secret"] = grant.client_secret
         asked = self.clock()
         async with httpx.AsyncClient(
-            base_url=self.base_url, timeout=self._timeout, transport=self._transport,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            transport=self._transport,
             headers={"Accept": "application/json", "User-Agent": "golem"},
-        ) as client:  # fmt: skip
+        ) as client:
 
             async def attempt_once() -> httpx.Response:
                 return await client.post("/oauth/token", data=form)

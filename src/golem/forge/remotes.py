@@ -250,8 +250,20 @@ def sealed_ssh_command(extra: list[str] | None = None) -> str:
     """ssh with no config, agent or key of the host's (an identity file of /dev/null
     replaces ssh's default keys)."""
     options = [
-        "-F", "/dev/null", "-o", "IdentityAgent=none", "-o", "IdentitiesOnly=yes",
-        "-o", "IdentityFile=/dev/null", "-o", "BatchMode=yes", "-o", "ProxyCommand=none",
-        "-o", "ProxyJump=none", *(extra or []),
-    ]  # fmt: skip
+        "-F",
+        "/dev/null",
+        "-o",
+        "IdentityAgent=none",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "IdentityFile=/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ProxyCommand=none",
+        "-o",
+        "ProxyJump=none",
+        *(extra or []),
+    ]
     return shlex.join(["ssh", *options])

@@ -192,8 +192,9 @@ class HostTree:
         symlink at any step."""
         *parents, name = self._names(path)
         with self.opened(parents, path) as parent:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                         dir_fd=parent)  # fmt: skip
+            fd = os.open(
+                name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent
+            )
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise UnsafeBoxOutput(path, "only regular files are read", "takeback.kind")

@@ -28,10 +28,19 @@ Flavour = Literal["minimal", "devbox"]
 FLAVOURS: dict[str, list[str]] = {
     "minimal": ["python3"],
     "devbox": [
-        "python3", "python3-venv", "python3-pip", "git", "build-essential", "nodejs", "npm",
-        "curl", "ca-certificates", "make", "procps",
+        "python3",
+        "python3-venv",
+        "python3-pip",
+        "git",
+        "build-essential",
+        "nodejs",
+        "npm",
+        "curl",
+        "ca-certificates",
+        "make",
+        "procps",
     ],
-}  # fmt: skip
+}
 SUITE = "bookworm"
 RECIPE = 1  # bump when the way images are made changes
 HASH_LABEL = "golem.hash"
@@ -70,9 +79,14 @@ def _mmdebstrap(flavour: str, target: Path) -> None:
             "mmdebstrap is not installed; run scripts/setup or `apt-get install mmdebstrap`"
         )
     argv = [
-        tool, "--quiet", "--variant=apt", f"--include={','.join(FLAVOURS[flavour])}",
-        f"--customize-hook={CUSTOMIZE}", SUITE, str(target),
-    ]  # fmt: skip
+        tool,
+        "--quiet",
+        "--variant=apt",
+        f"--include={','.join(FLAVOURS[flavour])}",
+        f"--customize-hook={CUSTOMIZE}",
+        SUITE,
+        str(target),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-5:]

@@ -123,8 +123,9 @@ class _Keeper:
                 try:
                     kept.addfile(info, source)
                 except BROKEN as exc:
-                    raise UnsafeBoxOutput(info.name, f"a broken tar entry ({exc})",
-                                          "takeback.kind") from None  # fmt: skip
+                    raise UnsafeBoxOutput(
+                        info.name, f"a broken tar entry ({exc})", "takeback.kind"
+                    ) from None
         return entries, sorted(found)
 
     def _checked_names(self, name: str, count: int) -> tuple[str, ...] | None:
@@ -142,11 +143,9 @@ class _Keeper:
             return None
         path = "/".join(names)
         if not any(names[: len(root)] == root for root in self.roots):
-            raise UnsafeBoxOutput(path, "golem did not ask the box for this path",
-                                  "takeback.path")  # fmt: skip
+            raise UnsafeBoxOutput(path, "golem did not ask the box for this path", "takeback.path")
         if any(names[:index] in self.links for index in range(1, len(names))):
-            raise UnsafeBoxOutput(path, "it lies beneath a symlink of the archive",
-                                  "takeback.link")  # fmt: skip
+            raise UnsafeBoxOutput(path, "it lies beneath a symlink of the archive", "takeback.link")
         return names
 
     def _entry(

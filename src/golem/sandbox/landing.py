@@ -42,8 +42,11 @@ def host_could_not(path: str, exc: OSError, doing: str = "write") -> UnsafeBoxOu
     """The refusal of a path the host's file system would not take (a full disk is
     ``takeback.size``; a name too long, a permission, ... ``takeback.path``)."""
     full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    return UnsafeBoxOutput(path or ".", f"the host could not {doing} it ({exc.strerror})",
-                           "takeback.size" if full else "takeback.path")  # fmt: skip
+    return UnsafeBoxOutput(
+        path or ".",
+        f"the host could not {doing} it ({exc.strerror})",
+        "takeback.size" if full else "takeback.path",
+    )
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,9 @@ class Landing:
                     self._check_stop()
                     chunk = source.read(min(CHUNK, left))
                     if not chunk:
-                        raise UnsafeBoxOutput(path, "the box sent fewer bytes than it announced",
-                                              "takeback.size")  # fmt: skip
+                        raise UnsafeBoxOutput(
+                            path, "the box sent fewer bytes than it announced", "takeback.size"
+                        )
                     writer.write(chunk)
                     left -= len(chunk)
                 writer.finish()
@@ -172,8 +176,9 @@ class Landing:
                     with self.tree.opened(step.parents, step.name) as parent:
                         remove_at(parent, step.aside)
                 except OSError as exc:
-                    raise host_could_not("/".join([*step.parents, step.name]), exc,
-                                         "remove what it replaced of") from None  # fmt: skip
+                    raise host_could_not(
+                        "/".join([*step.parents, step.name]), exc, "remove what it replaced of"
+                    ) from None
         self._steps.clear()
 
 

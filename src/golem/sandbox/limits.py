@@ -66,6 +66,7 @@ class TakebackLimits:
     def file_too_large(self, path: str, size: int) -> UnsafeBoxOutput:
         """The refusal of a file the box says has ``size`` bytes."""
         return UnsafeBoxOutput(
-            path, f"the box announced {format_size(size)}, over {self.file_limit()}",
+            path,
+            f"the box announced {format_size(size)}, over {self.file_limit()}",
             "takeback.size",
-        )  # fmt: skip
+        )

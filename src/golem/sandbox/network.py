@@ -45,13 +45,20 @@ BOX_SOCKET = f"{BOX_NETWORK_DIR}/egress.sock"
 BOX_BUNDLE = f"{BOX_NETWORK_DIR}/ca-certificates.crt"
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 TRUST_VARIABLES = (
-    "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO",
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "GIT_SSL_CAINFO",
     "NODE_EXTRA_CA_CERTS",
-)  # fmt: skip
+)
 """Variables that point a box's TLS clients at /run/golem/ca-certificates.crt."""
 PACKAGE_MANAGER_PROXY_VARIABLES = (
-    "NPM_CONFIG_PROXY", "NPM_CONFIG_HTTPS_PROXY", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY",
-)  # fmt: skip
+    "NPM_CONFIG_PROXY",
+    "NPM_CONFIG_HTTPS_PROXY",
+    "YARN_HTTP_PROXY",
+    "YARN_HTTPS_PROXY",
+)
 """Beside HTTP(S)_PROXY, which libcurl (curl, git, cargo), pip, npm and go read: npm's own
 configuration (which yarn 1 and pnpm read too) and yarn 2+'s, which ignores HTTP(S)_PROXY.
 Set in both spellings, as the rest."""

@@ -181,8 +181,7 @@ class _Unpacker:
             return None
         path = "/".join(names)
         if self.wanted is not None and not self.wanted(path):
-            raise UnsafeBoxOutput(path, "golem did not ask the box for this path",
-                                  "takeback.path")  # fmt: skip
+            raise UnsafeBoxOutput(path, "golem did not ask the box for this path", "takeback.path")
         return path
 
     def _planned(
@@ -201,14 +200,17 @@ class _Unpacker:
                 raise self.limits.file_too_large(path, member.size)
             self.total += member.size
             if self.total > self.limits.max_bytes:
-                raise UnsafeBoxOutput(path, f"the transfer passed {self.limits.transfer_limit()}",
-                                      "takeback.size")  # fmt: skip
+                raise UnsafeBoxOutput(
+                    path, f"the transfer passed {self.limits.transfer_limit()}", "takeback.size"
+                )
             offset, size = member.offset_data, member.size
             if offset + size > spool_size:
-                raise UnsafeBoxOutput(path, "a broken tar entry (its data is cut short)",
-                                      "takeback.kind")  # fmt: skip
-            return Planned("file", mode=mode, size=size,
-                           source=lambda: ArchiveData(spool, offset, size))  # fmt: skip
+                raise UnsafeBoxOutput(
+                    path, "a broken tar entry (its data is cut short)", "takeback.kind"
+                )
+            return Planned(
+                "file", mode=mode, size=size, source=lambda: ArchiveData(spool, offset, size)
+            )
         raise UnsafeBoxOutput(
             path,
             f"it is {_KINDS.get(member.type, 'a special file')}; only regular files, "

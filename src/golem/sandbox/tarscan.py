@@ -27,9 +27,20 @@ DATA_TYPES = (b"0", b"\0", b"7")  # entries whose data follows their header
 NO_DATA_TYPES = (b"1", b"2", b"3", b"4", b"5", b"6")  # links, devices, directories, FIFOs
 EXTENDED_TYPES = (b"x", b"L", b"K")
 PAX_KEYS = frozenset(
-    {b"path", b"linkpath", b"size", b"mtime", b"atime", b"ctime", b"uid", b"gid", b"uname",
-     b"gname", b"hdrcharset"}
-)  # fmt: skip
+    {
+        b"path",
+        b"linkpath",
+        b"size",
+        b"mtime",
+        b"atime",
+        b"ctime",
+        b"uid",
+        b"gid",
+        b"uname",
+        b"gname",
+        b"hdrcharset",
+    }
+)
 PAX_NUMBERS = frozenset({b"size", b"uid", b"gid"})
 
 
@@ -87,14 +98,16 @@ class HeaderScan:
             self._skip = _padded(size)
             return
         if kind not in DATA_TYPES + NO_DATA_TYPES:
-            _refuse(f"a tar entry of type {kind!r} (a sparse file, a global header, ...)",
-                    name=name)  # fmt: skip
+            _refuse(
+                f"a tar entry of type {kind!r} (a sparse file, a global header, ...)", name=name
+            )
         if self._pax_size is not None:
             size, self._pax_size = self._pax_size, None
         self._extended.clear()
         if kind in DATA_TYPES and size > self.max_file_bytes:
-            _refuse(f"the box announced {format_size(size)}, over {self.limit}",
-                    "takeback.size", name)  # fmt: skip
+            _refuse(
+                f"the box announced {format_size(size)}, over {self.limit}", "takeback.size", name
+            )
         self._skip = _padded(size) if kind in DATA_TYPES else 0  # as tarfile skips
 
 

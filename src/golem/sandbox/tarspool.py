@@ -112,8 +112,9 @@ def opened_archive(spool: IO[bytes]) -> Iterator[tarfile.TarFile]:
     try:
         archive = tarfile.TarFile(fileobj=_CappedReader(spool), mode="r")  # type: ignore[arg-type]
     except BROKEN as exc:
-        raise UnsafeBoxOutput("(the archive)", f"not a tar archive ({exc})",
-                              "takeback.kind") from None  # fmt: skip
+        raise UnsafeBoxOutput(
+            "(the archive)", f"not a tar archive ({exc})", "takeback.kind"
+        ) from None
     with archive:
         yield archive
 
@@ -124,8 +125,9 @@ def archive_members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
         try:
             member = archive.next()
         except BROKEN as exc:
-            raise UnsafeBoxOutput("(the archive)", f"a broken tar entry ({exc})",
-                                  "takeback.kind") from None  # fmt: skip
+            raise UnsafeBoxOutput(
+                "(the archive)", f"a broken tar entry ({exc})", "takeback.kind"
+            ) from None
         if member is None:
             return
         yield member

@@ -54,8 +54,7 @@ class Planned:
 
 
 def _refused(path: str, exc: OSError) -> UnsafeBoxOutput:
-    return UnsafeBoxOutput(path, f"the host could not look at it ({exc.strerror})",
-                           "takeback.path")  # fmt: skip
+    return UnsafeBoxOutput(path, f"the host could not look at it ({exc.strerror})", "takeback.path")
 
 
 class HostView:
@@ -155,8 +154,11 @@ class TreePlan:
 
     def links(self) -> list[str]:
         """Every symlink the tree will hold (its root's ``.git`` aside)."""
-        kept = [path for path in self.host.links()
-                if path not in self.entries and self.kind(path) == "link"]  # fmt: skip
+        kept = [
+            path
+            for path in self.host.links()
+            if path not in self.entries and self.kind(path) == "link"
+        ]
         return kept + [path for path, planned in self.entries.items() if planned.kind == "link"]
 
     def in_order(self) -> list[tuple[str, Planned]]:

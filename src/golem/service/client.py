@@ -249,11 +249,18 @@ class RemoteEngine:
         """This tenant's sessions on the server."""
         sessions = (await self.request("GET", "/v1/sessions")).json()
         return [
-            BoxInfo(id=s["id"], backend="remote", owner_pid=0, owner_alive=True,
-                    created=s["created"], image=s["spec"].get("image"),
-                    labels=s["spec"].get("labels", {}), isolation=s.get("isolation"))
+            BoxInfo(
+                id=s["id"],
+                backend="remote",
+                owner_pid=0,
+                owner_alive=True,
+                created=s["created"],
+                image=s["spec"].get("image"),
+                labels=s["spec"].get("labels", {}),
+                isolation=s.get("isolation"),
+            )
             for s in sessions
-        ]  # fmt: skip
+        ]
 
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:
         """Nothing to call: the server ends its sessions' boxes, and a handle is ``closed``

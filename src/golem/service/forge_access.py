@@ -87,17 +87,25 @@ class ForgeAccess:
             from golem.forge.github_app import GitHubAppTokens  # noqa: PLC0415
 
             return GitHubAppTokens(
-                kept.app_id, kept.private_key, api_url=forges.github.api_url,
-                installation_id=kept.installation_id, timeout=forges.github.timeout,
-                source=where + f"App {kept.app_id}", max_retries=forges.github.max_retries,
-            )  # fmt: skip
+                kept.app_id,
+                kept.private_key,
+                api_url=forges.github.api_url,
+                installation_id=kept.installation_id,
+                timeout=forges.github.timeout,
+                source=where + f"App {kept.app_id}",
+                max_retries=forges.github.max_retries,
+            )
         from golem.forge.gitlab_oauth import GitLabOAuthTokens, StoredGrant  # noqa: PLC0415
 
         keeper = StoredGrant(self.store.for_tenant(tenant), self.cipher, tenant)
         return GitLabOAuthTokens(
-            kept, base_url=forges.gitlab.base_url, keeper=keeper, source=where + "OAuth grant",
-            timeout=forges.gitlab.timeout, max_retries=forges.gitlab.max_retries,
-        )  # fmt: skip
+            kept,
+            base_url=forges.gitlab.base_url,
+            keeper=keeper,
+            source=where + "OAuth grant",
+            timeout=forges.gitlab.timeout,
+            max_retries=forges.gitlab.max_retries,
+        )
 
     async def require(self, tenant: str, forge: str, why: str) -> ForgeCredentials:
         """``tenant``'s tokens, when they hold one for ``forge`` (``github``, ``gitlab``;

@@ -109,8 +109,10 @@ class _Bounded:
                 self.whole = True  # said once
                 log.warning(
                     "the client of %s %s left after %s of its body",
-                    scope["method"], scope["path"], format_size(self.size),
-                )  # fmt: skip
+                    scope["method"],
+                    scope["path"],
+                    format_size(self.size),
+                )
             return message
 
         async def guarded(message: Message) -> None:

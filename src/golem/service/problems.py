@@ -14,8 +14,12 @@ from starlette.requests import ClientDisconnect
 from golem.core.errors import GolemError, NameRefused
 
 __all__ = [
-    "ERROR_RESPONSES", "ProblemDetails", "install_problem_handlers", "problem", "problem_of",
-]  # fmt: skip
+    "ERROR_RESPONSES",
+    "ProblemDetails",
+    "install_problem_handlers",
+    "problem",
+    "problem_of",
+]
 
 PROBLEM_TYPE = "application/problem+json"
 log = logging.getLogger("golem.service")
@@ -90,12 +94,22 @@ def problem_of(exc: GolemError) -> JSONResponse:
 
 
 _TITLES = {
-    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    409: "Conflict", 410: "Gone", 413: "Content Too Large", 415: "Unsupported Media Type",
-    422: "Unprocessable Content", 424: "Failed Dependency",
-    429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
-    503: "Service Unavailable", 504: "Gateway Timeout",
-}  # fmt: skip
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    409: "Conflict",
+    410: "Gone",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    424: "Failed Dependency",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
 
 
 def install_problem_handlers(app: FastAPI) -> None:

@@ -163,9 +163,13 @@ class RunQueue:
             self.config.engine.serving(tier)
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
         return await runner.submit(
-            request, remote_policy=remote_policy, cap=self._cap(), tier=tier,
-            delivery=delivery, thread=thread,
-        )  # fmt: skip
+            request,
+            remote_policy=remote_policy,
+            cap=self._cap(),
+            tier=tier,
+            delivery=delivery,
+            thread=thread,
+        )
 
     def _cap(self) -> RunCap:
         """The room the store must have for a new run: limits count every server's runs
@@ -173,11 +177,19 @@ class RunQueue:
         server = self.config.server
         if server.overflow == "queue":
             reason = f"{server.max_queued} runs wait already (server.max_queued)"
-            return RunCap(statuses=("queued",), limit=server.max_queued, reason=reason,
-                          retry_after=server.retry_after)  # fmt: skip
+            return RunCap(
+                statuses=("queued",),
+                limit=server.max_queued,
+                reason=reason,
+                retry_after=server.retry_after,
+            )
         reason = f"all {server.max_runs} runners are busy (server.max_runs)"
-        return RunCap(statuses=("queued", *ACTIVE), limit=server.max_runs, reason=reason,
-                      retry_after=server.retry_after)  # fmt: skip
+        return RunCap(
+            statuses=("queued", *ACTIVE),
+            limit=server.max_runs,
+            reason=reason,
+            retry_after=server.retry_after,
+        )
 
     async def _work(self, number: int) -> None:
         with self.store.watch(QUEUE) as queued:
@@ -279,8 +291,9 @@ class RunQueue:
         claimed.status, claimed.error = "failed", reason
         writes = StoreWriter()  # kept, even when the store is away for a while
         writes.put(lambda: book.save(claimed))
-        writes.put(lambda: book.append(RunFinished(run_id=claimed.id, status="failed",
-                                                   summary=reason)))  # fmt: skip
+        writes.put(
+            lambda: book.append(RunFinished(run_id=claimed.id, status="failed", summary=reason))
+        )
         await writes.flush()
         log.info("run %s failed before it started: %s", claimed.id, reason)
 

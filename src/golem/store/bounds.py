@@ -27,27 +27,66 @@ FIRST_PAUSE, LAST_PAUSE = 0.1, 1.0  # between tries of a retried call (doubling)
 
 RETRIED = frozenset(
     {
-        "load_run", "list_runs", "events", "count_runs", "list_active_runs", "prunable_runs",
-        "list_pull_requests", "get_pull_request", "list_comments", "list_forge_credentials",
-        "reveal_forge_token", "find_api_key", "list_api_keys", "ping", "load_checkpoint",
-        "find_delivery", "next_resume", "thread_runs", "thread_of", "open_threads",
-        "load_document", "list_documents",
+        "load_run",
+        "list_runs",
+        "events",
+        "count_runs",
+        "list_active_runs",
+        "prunable_runs",
+        "list_pull_requests",
+        "get_pull_request",
+        "list_comments",
+        "list_forge_credentials",
+        "reveal_forge_token",
+        "find_api_key",
+        "list_api_keys",
+        "ping",
+        "load_checkpoint",
+        "find_delivery",
+        "next_resume",
+        "thread_runs",
+        "thread_of",
+        "open_threads",
+        "load_document",
+        "list_documents",
         # writes whose second try changes nothing the first one made
-        "save_run", "request_cancel", "clear_gate", "prune_events", "append_event",
-        "update_pull_request", "save_checkpoint", "delete_checkpoint", "prune_deliveries",
-        "pause_run", "prune_threads",
+        "save_run",
+        "request_cancel",
+        "clear_gate",
+        "prune_events",
+        "append_event",
+        "update_pull_request",
+        "save_checkpoint",
+        "delete_checkpoint",
+        "prune_deliveries",
+        "pause_run",
+        "prune_threads",
     }
-)  # fmt: skip
+)
 """The store's calls tried again after the database could not be reached."""
 ONCE = frozenset(
     {
-        "create_run", "decide_gate", "claim_next_run", "requeue_run", "cancel_queued",
-        "add_pull_request", "add_comment", "set_forge_token", "delete_forge_token",
-        "add_api_key", "revoke_api_key", "replace_forge_grant", "resume_due_runs",
-        "update_provider_limit", "handle_once", "set_thread_status", "report_thread",
-        "put_document", "delete_document",
+        "create_run",
+        "decide_gate",
+        "claim_next_run",
+        "requeue_run",
+        "cancel_queued",
+        "add_pull_request",
+        "add_comment",
+        "set_forge_token",
+        "delete_forge_token",
+        "add_api_key",
+        "revoke_api_key",
+        "replace_forge_grant",
+        "resume_due_runs",
+        "update_provider_limit",
+        "handle_once",
+        "set_thread_status",
+        "report_thread",
+        "put_document",
+        "delete_document",
     }
-)  # fmt: skip
+)
 """The store's calls tried once (a second try could act twice or answer differently)."""
 
 

@@ -89,10 +89,11 @@ class SqlQueue:
         async with self.transaction() as db:
             rows = (
                 await db.execute(
-                    select(runs).where(runs.c.status.in_(ACTIVE), self._mine(runs))
+                    select(runs)
+                    .where(runs.c.status.in_(ACTIVE), self._mine(runs))
                     .order_by(runs.c.created)
                 )
-            ).all()  # fmt: skip
+            ).all()
         return [run_record(row) for row in rows]
 
     async def requeue_run(self: SqlBase, run_id: str, document: str) -> bool:
@@ -117,7 +118,8 @@ class SqlQueue:
             done = await db.execute(
                 update(runs)
                 .where(runs.c.id == run_id, runs.c.status == "queued", self._mine(runs))
-                .values(status="cancelled", cancel_requested=True, updated=time.time(),
-                        state=document)
-            )  # fmt: skip
+                .values(
+                    status="cancelled", cancel_requested=True, updated=time.time(), state=document
+                )
+            )
         return done.rowcount == 1

@@ -37,12 +37,15 @@ async def keep_delivery(
         kept = await db.execute(
             insert(webhook_deliveries)
             .values(
-                tenant=tenant, source=delivery.source, delivery=delivery_id, run_id=run_id,
+                tenant=tenant,
+                source=delivery.source,
+                delivery=delivery_id,
+                run_id=run_id,
                 created=created,
             )
             .on_conflict_do_nothing()
             .returning(_TABLE.delivery)
-        )  # fmt: skip
+        )
         if kept.first() is None:  # its key is another run's (rowcount is not told reliably)
             mine = _TABLE.tenant == tenant
             first = await _run_of(db, mine, delivery.source, (delivery_id,))

@@ -57,19 +57,26 @@ class SqlDocuments:
                     return None
                 await db.execute(
                     insert(documents).values(
-                        kind=kind, key=key, tenant=tenant, version=1, created=now,
-                        updated=now, document=document,
+                        kind=kind,
+                        key=key,
+                        tenant=tenant,
+                        version=1,
+                        created=now,
+                        updated=now,
+                        document=document,
                     )
-                )  # fmt: skip
+                )
                 return 1
             done = await db.execute(
                 update(documents)
                 .where(
-                    _TABLE.kind == kind, _TABLE.key == key, _TABLE.version == version,
+                    _TABLE.kind == kind,
+                    _TABLE.key == key,
+                    _TABLE.version == version,
                     self._mine(documents),
                 )
                 .values(version=version + 1, updated=now, document=document)
-            )  # fmt: skip
+            )
         return version + 1 if done.rowcount == 1 else None
 
     async def load_document(self: SqlBase, kind: str, key: str) -> DocumentRecord | None:

@@ -94,10 +94,12 @@ class SqlForgeRecords:
         async with self.transaction(write=True) as db:
             await db.execute(
                 insert(forge_comments).values(
-                    tenant=tenant, target=comment.target, created=comment.created,
+                    tenant=tenant,
+                    target=comment.target,
+                    created=comment.created,
                     body=storable_text(comment.body),
                 )
-            )  # fmt: skip
+            )
         return comment
 
     async def list_comments(self: SqlBase, target: str | None = None) -> list[CommentRecord]:

@@ -68,8 +68,9 @@ class PostgresListener:
             try:
                 connection = await self._connect()
             except psycopg.Error as exc:
-                log.warning("cannot listen for changes (%s); waiters re-read every %ss",
-                            exc, RECHECK)  # fmt: skip
+                log.warning(
+                    "cannot listen for changes (%s); waiters re-read every %ss", exc, RECHECK
+                )
                 await asyncio.sleep(RECONNECT)
                 continue
             self._hub.notify_all()

@@ -128,9 +128,10 @@ class MemoryStore:
     async def thread_runs(self, source: str, thread: str) -> list[ThreadRecord]:
         """The runs asked for in ``thread``, newest first."""
         found = [
-            t for t in self._data.threads.values()
+            t
+            for t in self._data.threads.values()
             if t.source == source and t.thread == thread and self._mine(t.tenant)
-        ]  # fmt: skip
+        ]
         return sorted(found, key=lambda t: t.created, reverse=True)
 
     async def thread_of(self, source: str, run_id: str) -> ThreadRecord | None:
@@ -143,9 +144,10 @@ class MemoryStore:
     async def open_threads(self, source: str) -> list[ThreadRecord]:
         """The runs of ``source`` whose end is not reported, oldest first."""
         found = [
-            t for t in self._data.threads.values()
+            t
+            for t in self._data.threads.values()
             if t.source == source and t.reported is None and self._mine(t.tenant)
-        ]  # fmt: skip
+        ]
         return sorted(found, key=lambda t: t.created)
 
     async def set_thread_status(self, run_id: str, status: str) -> bool:
@@ -167,9 +169,10 @@ class MemoryStore:
     async def prune_threads(self, before: float) -> int:
         """Forget the threads of runs reported before ``before``."""
         old = [
-            run_id for run_id, t in self._data.threads.items()
+            run_id
+            for run_id, t in self._data.threads.items()
             if t.reported is not None and t.reported < before and self._mine(t.tenant)
-        ]  # fmt: skip
+        ]
         for run_id in old:
             del self._data.threads[run_id]
         return len(old)
@@ -204,9 +207,14 @@ class MemoryStore:
             if kept is not None:
                 return None
             kept = DocumentRecord(
-                kind=kind, key=key, tenant=tenant, version=0, created=now, updated=now,
+                kind=kind,
+                key=key,
+                tenant=tenant,
+                version=0,
+                created=now,
+                updated=now,
                 document=document,
-            )  # fmt: skip
+            )
         elif kept is None or kept.version != version or not self._mine(kept.tenant):
             return None
         self._data.documents[(kind, key)] = kept.model_copy(
@@ -303,8 +311,14 @@ class MemoryStore:
             if run.status in ACTIVE:
                 busy[run.tenant] = busy.get(run.tenant, 0) + 1
         chosen = min(queued, key=lambda run: (busy.get(run.tenant, 0), run.created, run.id))
-        self._update(chosen.id, status="running", owner=owner, claim=chosen.claim + 1,
-                     updated=time.time(), notify=False)  # fmt: skip
+        self._update(
+            chosen.id,
+            status="running",
+            owner=owner,
+            claim=chosen.claim + 1,
+            updated=time.time(),
+            notify=False,
+        )
         return self._data.runs[chosen.id]
 
     async def count_runs(self, *statuses: str) -> int:
@@ -330,9 +344,12 @@ class MemoryStore:
         if run is None or run.status != "queued":
             return False
         self._update(
-            run_id, status="cancelled", cancel_requested=True, updated=time.time(),
+            run_id,
+            status="cancelled",
+            cancel_requested=True,
+            updated=time.time(),
             document=document,
-        )  # fmt: skip
+        )
         self._changed(control_key(run_id))
         return True
 
@@ -386,17 +403,17 @@ class MemoryStore:
     ) -> None:
         """Keep a run paused until ``resume_at`` (with ``claim``: only while it holds)."""
         if await self._held(run_id, claim):
-            self._update(run_id, status="waiting", owner=None, updated=updated,
-                         document=document)  # fmt: skip
+            self._update(run_id, status="waiting", owner=None, updated=updated, document=document)
             self._data.resume_at[run_id] = resume_at
             self._changed(RESUME)
 
     async def resume_due_runs(self, now: float) -> list[str]:
         """Queue again the paused runs whose time has come; their ids."""
         due = [
-            run for run in self._runs()
+            run
+            for run in self._runs()
             if run.status == "waiting" and self._data.resume_at.get(run.id, now + 1) <= now
-        ]  # fmt: skip
+        ]
         for run in due:
             self._data.resume_at.pop(run.id, None)
             self._update(run.id, status="queued", claim=run.claim + 1, updated=now)
@@ -408,9 +425,10 @@ class MemoryStore:
     async def next_resume(self) -> float | None:
         """The earliest time a paused run resumes, or None."""
         times = [
-            self._data.resume_at[run.id] for run in self._runs()
+            self._data.resume_at[run.id]
+            for run in self._runs()
             if run.status == "waiting" and run.id in self._data.resume_at
-        ]  # fmt: skip
+        ]
         return min(times, default=None)
 
     async def update_provider_limit(self, key: str, change: LimitChange) -> None:
@@ -429,8 +447,9 @@ class MemoryStore:
     ) -> PullRequestRecord:
         """Keep a pull request with the next number of ``repo``."""
         tenant = self._creating("a pull request")
-        number = 1 + max((pr.number for _, pr in self._data.pull_requests if pr.repo == repo),
-                         default=0)  # fmt: skip
+        number = 1 + max(
+            (pr.number for _, pr in self._data.pull_requests if pr.repo == repo), default=0
+        )
         record = PullRequestRecord(repo=repo, number=number, created=created, data=render(number))
         self._data.pull_requests.append((tenant, record))
         return record
@@ -462,9 +481,10 @@ class MemoryStore:
     async def list_comments(self, target: str | None = None) -> list[CommentRecord]:
         """Comments, oldest first."""
         return [
-            comment for tenant, comment in self._data.comments
+            comment
+            for tenant, comment in self._data.comments
             if self._mine(tenant) and (target is None or comment.target == target)
-        ]  # fmt: skip
+        ]
 
     # Forge credentials ------------------------------------------------------------------
 
@@ -490,8 +510,9 @@ class MemoryStore:
 
     async def list_forge_credentials(self) -> list[ForgeCredential]:
         """Which forges this store's tenants have a token for."""
-        return [listed for key, (_, listed) in sorted(self._data.tokens.items())
-                if self._mine(key[0])]  # fmt: skip
+        return [
+            listed for key, (_, listed) in sorted(self._data.tokens.items()) if self._mine(key[0])
+        ]
 
     async def reveal_forge_token(self, forge: ForgeName, cipher: TokenCipher) -> ForgeSecret | None:
         """This tenant's credential for ``forge``, opened."""

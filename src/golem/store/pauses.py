@@ -37,9 +37,14 @@ class SqlPauses:
             paused = await db.execute(
                 update(runs)
                 .where(runs.c.id == run_id, self._mine(runs), *fenced)
-                .values(status="waiting", resume_at=resume_at, owner=None, updated=updated,
-                        state=document)
-            )  # fmt: skip
+                .values(
+                    status="waiting",
+                    resume_at=resume_at,
+                    owner=None,
+                    updated=updated,
+                    state=document,
+                )
+            )
             if paused.rowcount == 0:
                 await held_claim(db, self._mine(runs), run_id, claim)
 
@@ -63,9 +68,8 @@ class SqlPauses:
                 done = await db.execute(
                     update(runs)
                     .where(runs.c.id == run_id, *due)
-                    .values(status="queued", resume_at=None, claim=runs.c.claim + 1,
-                            updated=now)
-                )  # fmt: skip
+                    .values(status="queued", resume_at=None, claim=runs.c.claim + 1, updated=now)
+                )
                 if done.rowcount == 1:
                     resumed.append(run_id)
         return resumed

@@ -31,10 +31,17 @@ class SqlBase(Protocol):
 def run_record(row: Any) -> RunRecord:
     """A run's record from its row."""
     return RunRecord(
-        id=row.id, tenant=row.tenant, status=row.status, created=row.created,
-        updated=row.updated, document=row.state, cancel_requested=bool(row.cancel_requested),
-        gate_decision=row.gate_decision, owner=row.owner, claim=row.claim,
-    )  # fmt: skip
+        id=row.id,
+        tenant=row.tenant,
+        status=row.status,
+        created=row.created,
+        updated=row.updated,
+        document=row.state,
+        cancel_requested=bool(row.cancel_requested),
+        gate_decision=row.gate_decision,
+        owner=row.owner,
+        claim=row.claim,
+    )
 
 
 async def held_claim(

@@ -171,9 +171,13 @@ class SqlStore(
     def for_tenant(self, tenant: str) -> SqlStore:
         """``tenant``'s store on this store's connections (closing it closes nothing)."""
         return SqlStore(
-            self.url, self.engine, self._hub, tenant=tenant, signals=self._signals,
+            self.url,
+            self.engine,
+            self._hub,
+            tenant=tenant,
+            signals=self._signals,
             deadline=self.deadline,
-        )  # fmt: skip
+        )
 
     async def close(self) -> None:
         """Release the connections (a ``for_tenant`` store leaves them to its parent)."""
@@ -219,10 +223,14 @@ class SqlStore(
                 await _check_cap(db, cap)
             await db.execute(
                 insert(runs).values(
-                    id=record.id, tenant=tenant, status=record.status, created=record.created,
-                    updated=record.updated, state=record.document,
+                    id=record.id,
+                    tenant=tenant,
+                    status=record.status,
+                    created=record.created,
+                    updated=record.updated,
+                    state=record.document,
                 )
-            )  # fmt: skip
+            )
             if delivery is not None:
                 await keep_delivery(db, tenant, delivery, record.id, record.created)
             if thread is not None:
@@ -268,9 +276,10 @@ class SqlStore(
         """Ask the run's runner to stop."""
         async with self.transaction(write=True, changed=(control_key(run_id),)) as db:
             await db.execute(
-                update(runs).where(runs.c.id == run_id, self._mine(runs))
+                update(runs)
+                .where(runs.c.id == run_id, self._mine(runs))
                 .values(cancel_requested=True)
-            )  # fmt: skip
+            )
 
     async def decide_gate(self, run_id: str, decision: Decision) -> bool:
         """Answer the gate a run waits at; False when it was answered already (the first
@@ -320,12 +329,13 @@ class SqlStore(
         async with self.transaction() as db:
             rows = (
                 await db.execute(
-                    select(run_events.c.seq, run_events.c.time, run_events.c.type,
-                           run_events.c.data)
+                    select(
+                        run_events.c.seq, run_events.c.time, run_events.c.type, run_events.c.data
+                    )
                     .where(run_events.c.run_id.in_(visible), run_events.c.seq > after)
                     .order_by(run_events.c.seq)
                 )
-            ).all()  # fmt: skip
+            ).all()
         return [EventRecord(seq=r.seq, time=r.time, type=r.type, data=r.data) for r in rows]
 
     # Plumbing -------------------------------------------------------------------------

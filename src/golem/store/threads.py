@@ -29,17 +29,29 @@ async def keep_thread(
     transaction."""
     await db.execute(
         insert(source_threads).values(
-            run_id=run_id, tenant=tenant, source=thread.source, thread=thread.thread,
-            status=thread.status, detail=thread.detail, created=created, reported=None,
+            run_id=run_id,
+            tenant=tenant,
+            source=thread.source,
+            thread=thread.thread,
+            status=thread.status,
+            detail=thread.detail,
+            created=created,
+            reported=None,
         )
-    )  # fmt: skip
+    )
 
 
 def _record(row: Any) -> ThreadRecord:
     return ThreadRecord(
-        source=row.source, thread=row.thread, run_id=row.run_id, tenant=row.tenant,
-        status=row.status, detail=row.detail, created=row.created, reported=row.reported,
-    )  # fmt: skip
+        source=row.source,
+        thread=row.thread,
+        run_id=row.run_id,
+        tenant=row.tenant,
+        status=row.status,
+        detail=row.detail,
+        created=row.created,
+        reported=row.reported,
+    )
 
 
 class SqlThreads:

@@ -36,8 +36,13 @@ OPENAI = ProviderCredential(
 CLAUDE = ExternalTemplate(
     name="claude",
     argv=[
-        "claude", "--print", "--output-format", "stream-json", "--verbose",
-        "--dangerously-skip-permissions", "--no-session-persistence",
+        "claude",
+        "--print",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+        "--no-session-persistence",
     ],
     model_args=["--model", "{model}"],
     turns_args=["--max-turns", "{max_turns}"],
@@ -56,24 +61,42 @@ CLAUDE = ExternalTemplate(
     output="claude",
     provider="anthropic",
     image_recipe='install = ["npm:@anthropic-ai/claude-code"]',
-)  # fmt: skip
+)
 
 _CODEX_PROVIDER = "model_providers.golem"
 CODEX = ExternalTemplate(
     name="codex",
     argv=[
-        "codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox",
-        "--skip-git-repo-check", "--ephemeral", "--color", "never",
-        "--disable", "plugins", "--disable", "remote_plugin",
-        "-c", 'model_provider="golem"',
-        "-c", f'{_CODEX_PROVIDER}.name="golem"',
-        "-c", f'{_CODEX_PROVIDER}.base_url="{{env:OPENAI_BASE_URL}}"',
-        "-c", f'{_CODEX_PROVIDER}.env_key="OPENAI_API_KEY"',
-        "-c", f'{_CODEX_PROVIDER}.wire_api="responses"',
-        "-c", f"{_CODEX_PROVIDER}.supports_websockets=false",
-        "-c", "analytics.enabled=false",
-        "-c", "feedback.enabled=false",
-        "-c", "check_for_update_on_startup=false",
+        "codex",
+        "exec",
+        "--json",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--skip-git-repo-check",
+        "--ephemeral",
+        "--color",
+        "never",
+        "--disable",
+        "plugins",
+        "--disable",
+        "remote_plugin",
+        "-c",
+        'model_provider="golem"',
+        "-c",
+        f'{_CODEX_PROVIDER}.name="golem"',
+        "-c",
+        f'{_CODEX_PROVIDER}.base_url="{{env:OPENAI_BASE_URL}}"',
+        "-c",
+        f'{_CODEX_PROVIDER}.env_key="OPENAI_API_KEY"',
+        "-c",
+        f'{_CODEX_PROVIDER}.wire_api="responses"',
+        "-c",
+        f"{_CODEX_PROVIDER}.supports_websockets=false",
+        "-c",
+        "analytics.enabled=false",
+        "-c",
+        "feedback.enabled=false",
+        "-c",
+        "check_for_update_on_startup=false",
     ],
     model_args=["--model", "{model}"],
     mcp_args=["-c", 'mcp_servers.golem.url="{mcp_url}"'],
@@ -82,12 +105,19 @@ CODEX = ExternalTemplate(
     output="codex",
     provider="openai",
     image_recipe='install = ["npm:@openai/codex"]',
-)  # fmt: skip
+)
 
 PI = ExternalTemplate(
     name="pi",
     argv=[
-        "pi", "--print", "--mode", "json", "--no-session", "--offline", "--provider", "anthropic",
+        "pi",
+        "--print",
+        "--mode",
+        "json",
+        "--no-session",
+        "--offline",
+        "--provider",
+        "anthropic",
     ],
     model_args=["--model", "{model}"],
     stdin="{prompt}",
@@ -103,16 +133,27 @@ PI = ExternalTemplate(
         "# pi needs node >= 20.6; npm:node@22 installs it from the npm registry\n"
         'install = ["npm:node@22", "npm:@mariozechner/pi-coding-agent"]'
     ),
-)  # fmt: skip
+)
 
 AIDER = ExternalTemplate(
     name="aider",
     argv=[
-        "aider", "--message-file", "{prompt_file}", "--yes-always", "--no-git",
-        "--no-auto-commits", "--no-check-update", "--analytics-disable",
-        "--no-show-release-notes", "--no-pretty", "--no-fancy-input", "--no-detect-urls",
-        "--chat-history-file", "{run_dir}/aider.chat.history.md",
-        "--input-history-file", "{run_dir}/aider.input.history",
+        "aider",
+        "--message-file",
+        "{prompt_file}",
+        "--yes-always",
+        "--no-git",
+        "--no-auto-commits",
+        "--no-check-update",
+        "--analytics-disable",
+        "--no-show-release-notes",
+        "--no-pretty",
+        "--no-fancy-input",
+        "--no-detect-urls",
+        "--chat-history-file",
+        "{run_dir}/aider.chat.history.md",
+        "--input-history-file",
+        "{run_dir}/aider.input.history",
     ],
     model_args=["--model", "{model}"],
     env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
@@ -120,13 +161,20 @@ AIDER = ExternalTemplate(
     output="aider",
     provider="anthropic",
     image_recipe='install = ["pip:aider-chat"]',
-)  # fmt: skip
+)
 
 GOOSE = ExternalTemplate(
     name="goose",
     argv=[
-        "goose", "run", "--no-session", "--with-builtin", "developer",
-        "--provider", "anthropic", "--instructions", "{prompt_file}",
+        "goose",
+        "run",
+        "--no-session",
+        "--with-builtin",
+        "developer",
+        "--provider",
+        "anthropic",
+        "--instructions",
+        "{prompt_file}",
     ],
     model_args=["--model", "{model}"],
     turns_args=["--max-turns", "{max_turns}"],
@@ -144,7 +192,7 @@ GOOSE = ExternalTemplate(
         "# goose is published as release binaries, in no registry golem installs from:\n"
         'setup = "<download the goose CLI binary to /usr/local/bin/goose>"'
     ),
-)  # fmt: skip
+)
 
 BUILTINS: dict[str, ExternalTemplate] = {t.name: t for t in (CLAUDE, CODEX, PI, AIDER, GOOSE)}
 """The built-in CLI agents by name."""

@@ -109,10 +109,17 @@ class ExternalAgent:
         run_dir = f"{RUN_ROOT}/{secrets.token_hex(8)}"
         prompt = external_prompt(task, context, verification)
         call = plan_call(
-            self.template, task=task, prompt=prompt, model=self.model, budget=self.budget,
-            run_dir=run_dir, box_env=box_env, extra_args=self.extra_args,
-            timeout=self.timeout or box.spec.timeout, mcp_url=mcp_url,
-        )  # fmt: skip
+            self.template,
+            task=task,
+            prompt=prompt,
+            model=self.model,
+            budget=self.budget,
+            run_dir=run_dir,
+            box_env=box_env,
+            extra_args=self.extra_args,
+            timeout=self.timeout or box.spec.timeout,
+            mcp_url=mcp_url,
+        )
         writer = TrajectoryWriter(trajectory) if trajectory is not None else None
         sinks = [*self._sinks, *([_writing(writer)] if writer else [])]
 

@@ -49,9 +49,13 @@ def make_model(
 
         key = _api_key(name, config.anthropic, "anthropic")
         return AnthropicModel(
-            model, api_key=key, provider=config.anthropic, price=price, models=config,
+            model,
+            api_key=key,
+            provider=config.anthropic,
+            price=price,
+            models=config,
             ledger=ledger,
-        )  # fmt: skip
+        )
     from golem.agent.models.openai_model import OpenAIModel  # noqa: PLC0415
 
     compatible = provider == "openai-compatible"

@@ -176,8 +176,10 @@ def failed(
         hold = Hold(now + headers.retry_after, what, headers.retry_after_header)
     else:
         seconds = backoff(state.failures)
-        hold = Hold(now + seconds, f"{what}; back-off {seconds:.1f}s after {state.failures} "
-                    "failure(s) in a row")  # fmt: skip
+        hold = Hold(
+            now + seconds,
+            f"{what}; back-off {seconds:.1f}s after {state.failures} failure(s) in a row",
+        )
     _hold(state, hold)
     _hold_spent_quotas(state, headers, now)
     state.mode = "probe"

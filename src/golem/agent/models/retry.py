@@ -102,8 +102,9 @@ async def streamed_call(
                 if passing is None:
                     await limiter.release(decision)
                     raise _translated(endpoint, exc, errors, bounds) from exc
-                hold = await limiter.failed(decision, read_rate_headers(passing, time.time()),
-                                            _what(exc, errors, bounds))  # fmt: skip
+                hold = await limiter.failed(
+                    decision, read_rate_headers(passing, time.time()), _what(exc, errors, bounds)
+                )
                 retries += 1
                 if retries > bounds.max_retries or hold.until > began + bounds.unavailable_after:
                     spent = time.time() - began

@@ -94,6 +94,9 @@ def _compile_errors(text: str) -> list[TestFailure]:
 
 
 CARGO_TEST = Format(
-    name="cargo test", hints=("cargo", "nextest"), recognises=recognises, parse=parse,
+    name="cargo test",
+    hints=("cargo", "nextest"),
+    recognises=recognises,
+    parse=parse,
     passes=passes,
-)  # fmt: skip
+)

@@ -169,6 +169,9 @@ def _build_failures(text: str) -> list[TestFailure]:
 
 
 GO_TEST = Format(
-    name="go test", hints=("go test", "gotestsum"), recognises=recognises, parse=parse,
+    name="go test",
+    hints=("go test", "gotestsum"),
+    recognises=recognises,
+    parse=parse,
     passes=passes,
-)  # fmt: skip
+)

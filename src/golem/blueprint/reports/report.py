@@ -36,8 +36,15 @@ MAX_KEPT = 1000
 """Failures a result keeps (by name: the baseline compares them); past ``MAX_LISTED``,
 without their messages."""
 FORMATS: tuple[Format, ...] = (
-    PYTEST, UNITTEST, DOCTEST, JEST, MOCHA, GO_TEST, CARGO_TEST, TAP,
-)  # fmt: skip
+    PYTEST,
+    UNITTEST,
+    DOCTEST,
+    JEST,
+    MOCHA,
+    GO_TEST,
+    CARGO_TEST,
+    TAP,
+)
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,13 @@ def check_result(
         report = failure_report(command, stdout, stderr, junit=junit, budget=budget)
         failures, tail = report.failures, report.text or SILENT
         reason = failure_reason(
-            ended, stderr, memory=memory, timeout=timeout, idle_timeout=idle_timeout,
+            ended,
+            stderr,
+            memory=memory,
+            timeout=timeout,
+            idle_timeout=idle_timeout,
             start_error=start_error,
-        )  # fmt: skip
+        )
     return CheckResult(
         name=name,
         command=command,

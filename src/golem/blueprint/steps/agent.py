@@ -110,9 +110,13 @@ async def run_agent(
             settings.external, model=settings.model, budget=budget, on_event=sink
         )
         run = partial(
-            runner.run, box, prompt, context=context, trajectory=trajectory,
+            runner.run,
+            box,
+            prompt,
+            context=context,
+            trajectory=trajectory,
             verification=verification,
-        )  # fmt: skip
+        )
         if not settings.toolshed:
             outcome = await run()
         else:  # golem serves the step's tools to the CLI: its MCP gateway, the box's route
@@ -123,14 +127,21 @@ async def run_agent(
         if ex.state.request.follow_up is not None and ex.state.pr is None:
             tools.append(await reply_tool(ex))  # replies are posted at ship: until then
         agent = Agent(
-            ex.model(settings.model), [*tools, *shed], budget=budget, on_event=sink,
+            ex.model(settings.model),
+            [*tools, *shed],
+            budget=budget,
+            on_event=sink,
             pause_when_down=True,
-        )  # fmt: skip
+        )
         resume = await _conversation(ex, node) if paused is not None else None
         outcome = await agent.run(
-            box, prompt, context=context, trajectory=trajectory, verification=verification,
+            box,
+            prompt,
+            context=context,
+            trajectory=trajectory,
+            verification=verification,
             resume=resume,
-        )  # fmt: skip
+        )
         if ex.state.pause is not None:
             ex.state.pause.step = None  # gone on with: a later step of the node is a new one
     ex.charge(outcome.usage, outcome.cost_usd, outcome.turns)

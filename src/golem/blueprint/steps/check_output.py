@@ -145,7 +145,12 @@ class LiveCheckOutput:
 
     def _emit(self, stream: OutputStream, text: str) -> None:
         event = CheckOutput(
-            run_id=self._ex.state.id, node=self._node, round=self._round,
-            check=self._check, command=self._command, stream=stream, text=text,
-        )  # fmt: skip
+            run_id=self._ex.state.id,
+            node=self._node,
+            round=self._round,
+            check=self._check,
+            command=self._command,
+            stream=stream,
+            text=text,
+        )
         self._ex.emit(event)

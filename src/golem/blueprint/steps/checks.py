@@ -88,20 +88,28 @@ async def run_check(
     (its failures parsed, the reason it failed) an event."""
     box = box or await ex.box()
     request = ExecRequest(
-        cmd=command, workdir="/workspace", timeout=timeout or CHECK_TIMEOUT,
+        cmd=command,
+        workdir="/workspace",
+        timeout=timeout or CHECK_TIMEOUT,
         files={STARTED: b""},  # what is newer, the check wrote (its JUnit XML)
-    )  # fmt: skip
+    )
     live = LiveCheckOutput(ex, node, round_, name, command)
     ended = await _follow(box.stream(request), live)
     tails = live.finish()
     junit = await junit_written(box, command=command) if ended.exit_code != 0 else []
     result = check_result(
-        name, command, ended, tails.stdout, tails.stderr, junit=junit,
-        memory=box.spec.memory, timeout=request.timeout,
+        name,
+        command,
+        ended,
+        tails.stdout,
+        tails.stderr,
+        junit=junit,
+        memory=box.spec.memory,
+        timeout=request.timeout,
         idle_timeout=request.idle_timeout or box.spec.idle_timeout,
         start_error=tails.start_error,
         complete=max(len(tails.stdout), len(tails.stderr)) < TAIL,
-    )  # fmt: skip
+    )
     ex.emit(CheckFinished(run_id=ex.state.id, node=node, round=round_, check=result))
     return result
 

@@ -24,10 +24,36 @@ from golem.forge import TestFailure
 __all__ = ["Concern", "test_paths"]
 
 CODE = (
-    "py", "pyi", "rs", "go", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "java", "kt",
-    "rb", "php", "c", "h", "cc", "cpp", "hpp", "cs", "swift", "scala", "ex", "exs", "vue",
-    "svelte", "sh",
-)  # fmt: skip
+    "py",
+    "pyi",
+    "rs",
+    "go",
+    "js",
+    "jsx",
+    "mjs",
+    "cjs",
+    "ts",
+    "tsx",
+    "mts",
+    "cts",
+    "java",
+    "kt",
+    "rb",
+    "php",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "hpp",
+    "cs",
+    "swift",
+    "scala",
+    "ex",
+    "exs",
+    "vue",
+    "svelte",
+    "sh",
+)
 """Extensions of source files: a module a test can test."""
 NAMED = (*CODE, "toml", "yaml", "yml", "json", "cfg", "ini", "md", "txt")
 _PATH = re.compile(
@@ -42,11 +68,37 @@ _SNAKE = re.compile(r"^_*[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+_*$")
 _CAMEL = re.compile(r"^[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+$")
 _PARTS = re.compile(r"::|[\u203a>]|[./\\\s()\[\],:]+")
 _SUBWORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_GENERIC = frozenset({
-    "test", "tests", "testing", "spec", "specs", "self", "main", "init", "none", "true",
-    "false", "null", "error", "errors", "fail", "fails", "failed", "src", "lib", "mod",
-    "index", "the", "and", "for", "with", "this", "that",
-})  # fmt: skip
+_GENERIC = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "spec",
+        "specs",
+        "self",
+        "main",
+        "init",
+        "none",
+        "true",
+        "false",
+        "null",
+        "error",
+        "errors",
+        "fail",
+        "fails",
+        "failed",
+        "src",
+        "lib",
+        "mod",
+        "index",
+        "the",
+        "and",
+        "for",
+        "with",
+        "this",
+        "that",
+    }
+)
 _ROOT_FILES = frozenset({"lib.rs", "main.rs"})
 _PACKAGE_FILES = frozenset({"__init__.py", "mod.rs", "index.js", "index.ts", "index.mjs"})
 MAX_CHANGED = 2000

@@ -30,9 +30,15 @@ class JobLines:
 
 
 def read_lines(
-    script: str, *, origin: str, where: str, workdir: str, env: dict[str, str],
-    facts: PythonFacts, found: JobLines,
-) -> None:  # fmt: skip
+    script: str,
+    *,
+    origin: str,
+    where: str,
+    workdir: str,
+    env: dict[str, str],
+    facts: PythonFacts,
+    found: JobLines,
+) -> None:
     """Classify each line of ``script`` into ``found``; ``where`` names the job and step."""
     for cwd, written in script_lines(script, workdir):
         line = _substitute(written, env)

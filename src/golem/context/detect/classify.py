@@ -25,24 +25,63 @@ __all__ = ["AUTOFIX_WHY", "Classified", "autofix", "classify", "recipe_commands"
 TEST_TOOLS = frozenset(
     {"pytest", "py.test", "jest", "vitest", "mocha", "ava", "ctest", "bats", "tap"}
 )
-LINT_TOOLS = frozenset({
-    "ruff", "flake8", "pylint", "mypy", "pyright", "basedpyright", "black", "isort", "pre-commit",
-    "eslint", "prettier", "biome", "golangci-lint", "staticcheck", "gofmt", "codespell",
-    "pydocstyle", "bandit", "vulture", "yamllint", "shellcheck", "actionlint", "stylelint",
-    "markdownlint", "pycodestyle", "pyflakes", "deptry", "typos", "taplo", "xo", "dmypy",
-})  # fmt: skip
+LINT_TOOLS = frozenset(
+    {
+        "ruff",
+        "flake8",
+        "pylint",
+        "mypy",
+        "pyright",
+        "basedpyright",
+        "black",
+        "isort",
+        "pre-commit",
+        "eslint",
+        "prettier",
+        "biome",
+        "golangci-lint",
+        "staticcheck",
+        "gofmt",
+        "codespell",
+        "pydocstyle",
+        "bandit",
+        "vulture",
+        "yamllint",
+        "shellcheck",
+        "actionlint",
+        "stylelint",
+        "markdownlint",
+        "pycodestyle",
+        "pyflakes",
+        "deptry",
+        "typos",
+        "taplo",
+        "xo",
+        "dmypy",
+    }
+)
 ENV_TOOLS = frozenset({"tox", "nox"})
 SKIP_TOOLS = {
-    "echo": "prints", "cat": "prints", "ls": "lists files", "git": "git, not a check",
-    "twine": "publishes", "codecov": "uploads coverage", "coveralls": "uploads coverage",
-    "docker": "docker is not in the box", "sudo": "needs root on the runner",
+    "echo": "prints",
+    "cat": "prints",
+    "ls": "lists files",
+    "git": "git, not a check",
+    "twine": "publishes",
+    "codecov": "uploads coverage",
+    "coveralls": "uploads coverage",
+    "docker": "docker is not in the box",
+    "sudo": "needs root on the runner",
     "apt-get": "installs system packages: the box's image has what it has",
     "apt": "installs system packages: the box's image has what it has",
     "brew": "installs system packages: the box's image has what it has",
-    "conda": "conda is not supported: write a .golem.toml", "mamba": "conda is not supported",
-    "source": "golem makes the virtual environment itself", "virtualenv": "golem makes the venv",
-    "rustup": "sets up the toolchain", "corepack": "sets up the toolchain", "gh": "talks to GitHub",
-}  # fmt: skip
+    "conda": "conda is not supported: write a .golem.toml",
+    "mamba": "conda is not supported",
+    "source": "golem makes the virtual environment itself",
+    "virtualenv": "golem makes the venv",
+    "rustup": "sets up the toolchain",
+    "corepack": "sets up the toolchain",
+    "gh": "talks to GitHub",
+}
 NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 PYTHON = re.compile(r"^python(?:3(?:\.\d+)?)?$")
 PYTHON_WORD = re.compile(r"(^|\s)python(?:3(?:\.\d+)?)?(?=\s)")
@@ -259,9 +298,15 @@ def _node_exec(manager: str, rest: list[str], line: str) -> Classified:
 def _compiled(words: list[str], line: str, _facts: PythonFacts) -> Classified:
     tool, verb = words[0], words[1] if len(words) > 1 else ""
     steps: dict[str, Step] = {
-        "test": "test", "nextest": "test", "clippy": "lint", "fmt": "lint", "vet": "lint",
-        "build": "build", "check": "build", "fetch": "install",
-    }  # fmt: skip
+        "test": "test",
+        "nextest": "test",
+        "clippy": "lint",
+        "fmt": "lint",
+        "vet": "lint",
+        "build": "build",
+        "check": "build",
+        "fetch": "install",
+    }
     if tool == "go" and words[1:3] == ["mod", "download"]:
         return Classified("install", (line,), "go mod download", "go")
     if tool == "go" and verb in ("fmt", "fetch", "check"):
@@ -345,10 +390,18 @@ def _unwrap(words: list[str]) -> list[str]:
     return words
 
 
-COVERAGE_VALUES = frozenset({
-    "--source", "--include", "--omit", "--rcfile", "--data-file", "--context", "--concurrency",
-    "--debug",
-})  # fmt: skip
+COVERAGE_VALUES = frozenset(
+    {
+        "--source",
+        "--include",
+        "--omit",
+        "--rcfile",
+        "--data-file",
+        "--context",
+        "--concurrency",
+        "--debug",
+    }
+)
 
 
 def _coverage_program(words: list[str]) -> list[str]:

@@ -27,20 +27,25 @@ OTHER_PLATFORM = re.compile(
 )
 CHECK_EVENTS = frozenset({"push", "pull_request", "pull_request_target", "merge_group"})
 SETUP_ACTIONS = {
-    "actions/setup-python": "python", "astral-sh/setup-uv": "python",
-    "actions/setup-node": "node", "pnpm/action-setup": "node",
-    "actions/setup-go": "go", "dtolnay/rust-toolchain": "rust", "actions-rs/toolchain": "rust",
-}  # fmt: skip
+    "actions/setup-python": "python",
+    "astral-sh/setup-uv": "python",
+    "actions/setup-node": "node",
+    "pnpm/action-setup": "node",
+    "actions/setup-go": "go",
+    "dtolnay/rust-toolchain": "rust",
+    "actions-rs/toolchain": "rust",
+}
 RUFF_ACTION: tuple[Step, str, dict[str, str]] = ("lint", "ruff {args} {src}", {"args": "check"})
 CHECK_ACTIONS: dict[str, tuple[Step, str, dict[str, str]]] = {
     "pre-commit/action": (
-        "lint", "pre-commit run --show-diff-on-failure --color=always {extra_args}",
+        "lint",
+        "pre-commit run --show-diff-on-failure --color=always {extra_args}",
         {"extra_args": "--all-files"},
     ),
     "astral-sh/ruff-action": RUFF_ACTION,
     "chartboost/ruff-action": RUFF_ACTION,
     "psf/black": ("lint", "black {options} {src}", {"options": "--check --diff", "src": "."}),
-}  # fmt: skip
+}
 """Actions that run a check, as the command they run: a template over the step's
 ``with:`` inputs (their defaults when not given, or given as an expression)."""
 
@@ -152,17 +157,27 @@ class _Reader:
                 self.drop(script, job.origin, f"{where}: {why}")
             else:
                 read_lines(
-                    script, origin=job.origin, where=where, workdir=cwd, env=env,
-                    facts=self.facts, found=self.found,
-                )  # fmt: skip
+                    script,
+                    origin=job.origin,
+                    where=where,
+                    workdir=cwd,
+                    env=env,
+                    facts=self.facts,
+                    found=self.found,
+                )
 
     def drop(self, script: str, origin: str, why: str) -> None:
         """Record a line that cannot run as written, with the step it would have been."""
         probe = JobLines()
         read_lines(
-            EXPRESSION.sub("X", script), origin=origin, where="", workdir="", env={},
-            facts=self.facts, found=probe,
-        )  # fmt: skip
+            EXPRESSION.sub("X", script),
+            origin=origin,
+            where="",
+            workdir="",
+            env={},
+            facts=self.facts,
+            found=probe,
+        )
         for candidate in probe.candidates[:1]:
             self.found.dropped.append((Dropped(script.strip(), origin, why), candidate.step))
 

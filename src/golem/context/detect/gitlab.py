@@ -12,10 +12,21 @@ from golem.context.detect.python import PythonFacts
 __all__ = ["GITLAB_CI", "read_gitlab"]
 
 GITLAB_CI = ".gitlab-ci.yml"
-NOT_JOBS = frozenset({
-    "stages", "variables", "default", "include", "workflow", "image", "services",
-    "before_script", "after_script", "cache", "pages",
-})  # fmt: skip
+NOT_JOBS = frozenset(
+    {
+        "stages",
+        "variables",
+        "default",
+        "include",
+        "workflow",
+        "image",
+        "services",
+        "before_script",
+        "after_script",
+        "cache",
+        "pages",
+    }
+)
 
 
 def read_gitlab(files: RepoFiles, facts: PythonFacts) -> JobLines:

@@ -26,10 +26,24 @@ NOTHING_FOUND = (
     "names lint, build or test"
 )
 
-PYTHON_TOOLS = frozenset({
-    "pytest", "ruff", "mypy", "flake8", "pylint", "black", "isort", "pre-commit", "tox", "nox",
-    "pyright", "codespell", "coverage", "dmypy",
-})  # fmt: skip
+PYTHON_TOOLS = frozenset(
+    {
+        "pytest",
+        "ruff",
+        "mypy",
+        "flake8",
+        "pylint",
+        "black",
+        "isort",
+        "pre-commit",
+        "tox",
+        "nox",
+        "pyright",
+        "codespell",
+        "coverage",
+        "dmypy",
+    }
+)
 CD_PREFIX = re.compile(r"^cd \S+ && ")
 WARMUPS: dict[str, tuple[str, Dependencies]] = {
     "pre-commit": (
@@ -51,7 +65,7 @@ WARMUPS: dict[str, tuple[str, Dependencies]] = {
             env={"PYRIGHT_PYTHON_CACHE_DIR": f"{GOLEM_HOME}/pyright"},
         ),
     ),
-}  # fmt: skip
+}
 """Python tools that fetch more on their first run (pre-commit its hooks, pyright its npm
 package): the install runs them once, where the fetched part is kept."""
 
@@ -75,9 +89,12 @@ def checks_served(command: str, checks: list[str]) -> list[str] | None:
 
 
 def merge(
-    files: RepoFiles, facts: PythonFacts, ecosystems: list[str],
-    candidates: list[Candidate], dropped: list[tuple[Dropped, Step]],
-) -> RepoConventions:  # fmt: skip
+    files: RepoFiles,
+    facts: PythonFacts,
+    ecosystems: list[str],
+    candidates: list[Candidate],
+    dropped: list[tuple[Dropped, Step]],
+) -> RepoConventions:
     """The conventions the candidates make."""
     findings: list[DetectedCommand] = []
     steps = {step: _choose(step, candidates, findings) for step in CHECK_STEPS}
@@ -113,9 +130,13 @@ def merge(
 
 
 def _dependencies(
-    files: RepoFiles, facts: PythonFacts, ecosystems: list[str], candidates: list[Candidate],
-    install: list[str], checks: list[str],
-) -> list[Dependencies]:  # fmt: skip
+    files: RepoFiles,
+    facts: PythonFacts,
+    ecosystems: list[str],
+    candidates: list[Candidate],
+    install: list[str],
+    checks: list[str],
+) -> list[Dependencies]:
     """What each ecosystem that installs something needs (caches, keys, registries, env)."""
     venv = MAKE_VENV in install
     installing = {c.ecosystem for c in candidates if c.step == "install" and c.command in install}
@@ -161,9 +182,11 @@ def _check_jobs(candidates: list[Candidate], steps: dict[Step, list[str]]) -> se
 
 
 def _installs(
-    ecosystems: list[str], candidates: list[Candidate], jobs: set[str],
+    ecosystems: list[str],
+    candidates: list[Candidate],
+    jobs: set[str],
     findings: list[DetectedCommand],
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Each ecosystem's installs, the most trusted first; a CI job's only when a chosen
     check comes from that job (a job testing an old dependency installs it)."""
     chosen: list[str] = []
@@ -211,9 +234,12 @@ def _tool_installs(
 
 
 def _manager_installs(
-    files: RepoFiles, install: list[str], checks: list[str], candidates: list[Candidate],
+    files: RepoFiles,
+    install: list[str],
+    checks: list[str],
+    candidates: list[Candidate],
     findings: list[DetectedCommand],
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """``install`` with pnpm or yarn installed first when a command runs them."""
     used = {_tool_of(command) for command in [*install, *checks]} & set(MANAGERS)
     directory = next(iter(_directories("node", candidates)), "")

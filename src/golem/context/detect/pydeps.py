@@ -26,11 +26,20 @@ DEV_GROUPS = ("test", "tests", "testing", "dev")
 """Extras and groups that carry what a project's checks need, in this order."""
 
 REQUIREMENTS = (
-    "requirements.txt", "requirements-dev.txt", "requirements_dev.txt", "dev-requirements.txt",
-    "requirements-test.txt", "requirements_test.txt", "test-requirements.txt",
-    "requirements-tests.txt", "requirements/test.txt", "requirements/tests.txt",
-    "requirements/testing.txt", "requirements/dev.txt", "requirements/development.txt",
-)  # fmt: skip
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements_dev.txt",
+    "dev-requirements.txt",
+    "requirements-test.txt",
+    "requirements_test.txt",
+    "test-requirements.txt",
+    "requirements-tests.txt",
+    "requirements/test.txt",
+    "requirements/tests.txt",
+    "requirements/testing.txt",
+    "requirements/dev.txt",
+    "requirements/development.txt",
+)
 MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg")
 NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
@@ -58,10 +67,12 @@ def read_project(files: RepoFiles) -> PythonProject:
     pyproject = files.toml("pyproject.toml")
     project = PythonProject()
     project.installable = bool(
-        table(pyproject, "project") or "build-system" in pyproject
-        or table(pyproject, "tool", "poetry") or files.exists("setup.py")
+        table(pyproject, "project")
+        or "build-system" in pyproject
+        or table(pyproject, "tool", "poetry")
+        or files.exists("setup.py")
         or _setup_cfg(files).has_section("metadata")
-    )  # fmt: skip
+    )
     declared = set(table(pyproject, "project", "optional-dependencies"))
     declared |= set(table(pyproject, "tool", "poetry", "extras"))
     if _setup_cfg(files).has_section("options.extras_require"):

@@ -49,10 +49,11 @@ class PythonFacts:
         """pytest configured: its table, ini file, a ``conftest.py`` or a section."""
         pyproject = self.files.toml("pyproject.toml")
         return bool(
-            table(pyproject, "tool", "pytest") or self.files.exists(*PYTEST_CONFIGS)
+            table(pyproject, "tool", "pytest")
+            or self.files.exists(*PYTEST_CONFIGS)
             or "[tool:pytest]" in (self.files.text("setup.cfg") or "")
             or "[pytest]" in (self.files.text("tox.ini") or "")
-        )  # fmt: skip
+        )
 
     @property
     def uses_pytest(self) -> bool:
@@ -60,9 +61,11 @@ class PythonFacts:
         only runner of the test files' plain test functions."""
         tests = self.tests
         return (
-            self.configures_pytest or tests.imports_pytest or tests.pytest_style
+            self.configures_pytest
+            or tests.imports_pytest
+            or tests.pytest_style
             or self.project.installs("pytest")
-        )  # fmt: skip
+        )
 
     def install_arguments(self, *, with_pytest: bool) -> list[str]:
         """pip's arguments for the project with its test extras, its test and dev groups

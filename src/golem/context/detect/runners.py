@@ -56,9 +56,13 @@ def node_manager(files: RepoFiles, directory: str = "") -> tuple[str, str, str |
 
 
 def _targets(
-    files: RepoFiles, facts: PythonFacts, names: tuple[str, ...], pattern: re.Pattern[str],
-    tool: str, trust: float,
-) -> list[Candidate]:  # fmt: skip
+    files: RepoFiles,
+    facts: PythonFacts,
+    names: tuple[str, ...],
+    pattern: re.Pattern[str],
+    tool: str,
+    trust: float,
+) -> list[Candidate]:
     for name in names:
         text = files.text(name)
         if text is None:

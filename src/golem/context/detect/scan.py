@@ -46,10 +46,13 @@ def scan_tests(files: RepoFiles) -> TestFiles:
         rel = "" if rel == "." else PurePosixPath(rel).as_posix()
         depth = 0 if not rel else rel.count("/") + 1
         dirs[:] = sorted(
-            name for name in dirs
-            if depth < MAX_DEPTH and not name.startswith(".") and name not in SKIPPED_DIRS
+            name
+            for name in dirs
+            if depth < MAX_DEPTH
+            and not name.startswith(".")
+            and name not in SKIPPED_DIRS
             and not name.endswith(".egg-info")
-        )  # fmt: skip
+        )
         seen += len(names) + len(dirs)
         if "__init__.py" in names:
             found.packages.add(rel)

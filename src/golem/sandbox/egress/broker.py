@@ -114,9 +114,12 @@ class CredentialBroker:
             raise ValueError(f"a host route goes to http://127.0.0.1:<port>, not {upstream}")
         name = f"host-{secrets.token_hex(8)}"
         credential = Credential(
-            name=name, host=r"^127\.0\.0\.1$", env="GOLEM_HOST_ROUTE", value=token,
+            name=name,
+            host=r"^127\.0\.0\.1$",
+            env="GOLEM_HOST_ROUTE",
+            value=token,
             upstream=upstream,
-        )  # fmt: skip
+        )
         item = Brokered(credential, token, f"golem-sentinel-{name}", host_route=True)
         self.items.append(item)
         return item

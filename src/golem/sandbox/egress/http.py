@@ -30,9 +30,15 @@ CHUNK = 256 * 1024
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 10.0
 HOP_BY_HOP = {
-    b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate",
-    b"proxy-authorization", b"te", b"trailer", b"upgrade",
-}  # fmt: skip
+    b"connection",
+    b"keep-alive",
+    b"proxy-connection",
+    b"proxy-authenticate",
+    b"proxy-authorization",
+    b"te",
+    b"trailer",
+    b"upgrade",
+}
 ENCODING_HEADERS = {b"content-encoding", b"content-length"}
 UNREADABLE = (
     "upstream answer is not HTTP/1.1 the proxy can relay (malformed, or a Transfer-Encoding "

@@ -181,9 +181,13 @@ class EgressProxy:
         """Check the name, resolve it once, check every address; log the decision.
         Returns the address to connect to and the counter of the connection's bytes."""
         entry = NetworkEvent(
-            host=host, port=port, allowed=False, rule="", method=method,
+            host=host,
+            port=port,
+            allowed=False,
+            rule="",
+            method=method,
             brokered=_names(brokered) or None,
-        )  # fmt: skip
+        )
         decision = self.policy.check_name(host, port)
         if not decision.allowed:
             raise self._refuse(entry, 403, decision.rule)
@@ -209,9 +213,14 @@ class EgressProxy:
         upstream = urlsplit(item.credential.upstream or "")
         host, port = upstream.hostname or "", upstream.port or 80
         entry = NetworkEvent(
-            host=host, port=port, allowed=True, rule="golem host route", method=method,
-            brokered=item.credential.name, address=host,
-        )  # fmt: skip
+            host=host,
+            port=port,
+            allowed=True,
+            rule="golem host route",
+            method=method,
+            brokered=item.credential.name,
+            address=host,
+        )
         return host, port, self._record(entry)
 
     def _refuse(self, entry: NetworkEvent, status: int, rule: str) -> EgressRefused:
@@ -322,9 +331,14 @@ class EgressProxy:
                     await send_error(box, 502, f"upstream unreachable ({exc.__class__.__name__})")
                     return
                 await relay(
-                    box, request, route.target, upstream, route.upstream, route.applied,
+                    box,
+                    request,
+                    route.target,
+                    upstream,
+                    route.upstream,
+                    route.applied,
                     route.traffic,
-                )  # fmt: skip
+                )
                 if not box.reusable():
                     return
                 box.h11.start_next_cycle()

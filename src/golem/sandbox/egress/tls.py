@@ -30,17 +30,29 @@ BACKDATE = datetime.timedelta(hours=1)
 
 
 _CA_KEY_USAGE = x509.KeyUsage(
-    digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-    key_encipherment=False, data_encipherment=False, key_agreement=False,
-    encipher_only=False, decipher_only=False,
-)  # fmt: skip
+    digital_signature=True,
+    key_cert_sign=True,
+    crl_sign=True,
+    content_commitment=False,
+    key_encipherment=False,
+    data_encipherment=False,
+    key_agreement=False,
+    encipher_only=False,
+    decipher_only=False,
+)
 
 
 _CA_KEY_USAGE = x509.KeyUsage(
-    digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-    key_encipherment=False, data_encipherment=False, key_agreement=False,
-    encipher_only=False, decipher_only=False,
-)  # fmt: skip
+    digital_signature=True,
+    key_cert_sign=True,
+    crl_sign=True,
+    content_commitment=False,
+    key_encipherment=False,
+    data_encipherment=False,
+    key_agreement=False,
+    encipher_only=False,
+    decipher_only=False,
+)
 
 
 def _name(common_name: str) -> x509.Name:

@@ -17,12 +17,45 @@ from golem.core.events import NetworkEvent
 from golem.sandbox.supervisor.box import framing as op
 
 __all__ = [
-    "BoxReply", "Bridge", "Cancel", "Chunk", "ChunkReply", "Configure", "Credit", "Done",
-    "End", "EndReply", "Error", "Exec", "Exit", "Forget", "Get", "Hello", "HelloRequest",
-    "Meta", "NetworkNotice", "Out", "ProcOutput", "ProcOutputReply", "Procs", "ProcsReply",
-    "Put", "Reply", "Request", "Reset", "Resize", "Signal", "Started", "Stdin", "StdinClose",
-    "Tool", "Wait", "Waited", "expect", "parse_reply",
-]  # fmt: skip
+    "BoxReply",
+    "Bridge",
+    "Cancel",
+    "Chunk",
+    "ChunkReply",
+    "Configure",
+    "Credit",
+    "Done",
+    "End",
+    "EndReply",
+    "Error",
+    "Exec",
+    "Exit",
+    "Forget",
+    "Get",
+    "Hello",
+    "HelloRequest",
+    "Meta",
+    "NetworkNotice",
+    "Out",
+    "ProcOutput",
+    "ProcOutputReply",
+    "Procs",
+    "ProcsReply",
+    "Put",
+    "Reply",
+    "Request",
+    "Reset",
+    "Resize",
+    "Signal",
+    "Started",
+    "Stdin",
+    "StdinClose",
+    "Tool",
+    "Wait",
+    "Waited",
+    "expect",
+    "parse_reply",
+]
 
 
 class Request(BaseModel):
@@ -281,9 +314,21 @@ Reply = BoxReply | NetworkNotice
 
 REPLIES: dict[str, type[BoxReply]] = {
     model.OP: model
-    for model in (Hello, Done, Started, Out, Exit, Error, ProcsReply, ProcOutputReply,
-                  Waited, Meta, ChunkReply, EndReply)
-}  # fmt: skip
+    for model in (
+        Hello,
+        Done,
+        Started,
+        Out,
+        Exit,
+        Error,
+        ProcsReply,
+        ProcOutputReply,
+        Waited,
+        Meta,
+        ChunkReply,
+        EndReply,
+    )
+}
 
 
 def parse_reply(message: dict[str, Any]) -> BoxReply:

@@ -128,9 +128,10 @@ async def put_automation(
 
 
 @router.delete(
-    "/{name}", status_code=status.HTTP_204_NO_CONTENT,
+    "/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
     responses={409: {"description": "it is golem.toml's"}},
-)  # fmt: skip
+)
 async def delete_automation(name: str, principal: Admin, state: State) -> None:
     """Forget an automation (admins); golem.toml's are removed there (409)."""
     kept = await _visible(state, principal, name)

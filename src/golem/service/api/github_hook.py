@@ -81,8 +81,11 @@ async def github_webhook(
         answer = answered(response, await _answer(trigger, x_github_event, delivery, payload))
     log.info(
         "GitHub delivery %s (%s): %s, %s",
-        x_github_delivery, x_github_event, answer.status, answer.reason,
-    )  # fmt: skip
+        x_github_delivery,
+        x_github_event,
+        answer.status,
+        answer.reason,
+    )
     return answer
 
 

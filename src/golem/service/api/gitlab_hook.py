@@ -77,8 +77,9 @@ async def gitlab_webhook(
         answer = TriggerAnswer(status="ignored", reason=call.reason)
     else:
         answer = await trigger.start(call, delivery)
-    log.info("GitLab delivery %s (%s): %s, %s", ids[0], x_gitlab_event, answer.status,
-             answer.reason)  # fmt: skip
+    log.info(
+        "GitLab delivery %s (%s): %s, %s", ids[0], x_gitlab_event, answer.status, answer.reason
+    )
     return answered(response, answer)
 
 

@@ -83,8 +83,13 @@ async def linear_webhook(
         answer = TriggerAnswer(status="ignored", reason=call.reason)
     else:
         answer = await trigger.start(call, DeliveryRecord(source="linear", ids=(linear_delivery,)))
-    log.info("Linear delivery %s (%s): %s, %s", linear_delivery, linear_event,
-             answer.status, answer.reason)  # fmt: skip
+    log.info(
+        "Linear delivery %s (%s): %s, %s",
+        linear_delivery,
+        linear_event,
+        answer.status,
+        answer.reason,
+    )
     return answered(response, answer)
 
 

@@ -24,8 +24,13 @@ from golem.core.errors import GolemError, Problem
 from golem.service.problems import ProblemDetails
 
 __all__ = [
-    "CLIENT_LEFT", "Frame", "closed", "event_stream", "problem_frame", "while_connected",
-]  # fmt: skip
+    "CLIENT_LEFT",
+    "Frame",
+    "closed",
+    "event_stream",
+    "problem_frame",
+    "while_connected",
+]
 
 T = TypeVar("T")
 Frame = dict[str, str]

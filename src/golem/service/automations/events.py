@@ -44,10 +44,14 @@ def github_failure(payload: Mapping[str, Any]) -> EventCall | Ignored:
     if not default or branch != default:
         return Ignored(f"{repo}: the failed run is on {branch!r}, not the default branch")
     fields = {
-        "repo": repo, "branch": branch, "sha": _text(run.get("head_sha")),
-        "url": _text(run.get("html_url")), "workflow": _text(run.get("name")),
-        "conclusion": _text(run.get("conclusion")), "run_id": _text(run.get("id")),
-    }  # fmt: skip
+        "repo": repo,
+        "branch": branch,
+        "sha": _text(run.get("head_sha")),
+        "url": _text(run.get("html_url")),
+        "workflow": _text(run.get("name")),
+        "conclusion": _text(run.get("conclusion")),
+        "run_id": _text(run.get("id")),
+    }
     return "github.workflow_run.failed", repo, fields
 
 
@@ -63,10 +67,13 @@ def gitlab_failure(payload: Mapping[str, Any]) -> EventCall | Ignored:
         return Ignored(f"{repo}: the failed pipeline is on {branch!r}, not the default branch")
     number = _text(pipeline.get("id"))
     fields = {
-        "repo": repo, "branch": branch, "sha": _text(pipeline.get("sha")),
+        "repo": repo,
+        "branch": branch,
+        "sha": _text(pipeline.get("sha")),
         "url": f"{_text(project.get('web_url'))}/-/pipelines/{number}",
-        "pipeline_id": number, "status": "failed",
-    }  # fmt: skip
+        "pipeline_id": number,
+        "status": "failed",
+    }
     return "gitlab.pipeline.failed", repo, fields
 
 

@@ -120,9 +120,11 @@ class Firings:
         try:
             run_id = await self._submit(tenant, definition, firing)
         except DuplicateDelivery as twice:
-            await self._settle(name, firing.key, Fired(
-                key=firing.key, run_id=twice.run_id, at=firing.at, how=firing.how
-            ))  # fmt: skip
+            await self._settle(
+                name,
+                firing.key,
+                Fired(key=firing.key, run_id=twice.run_id, at=firing.at, how=firing.how),
+            )
             return _duplicate(firing.key, twice.run_id)
         except GolemError as exc:
             await self._settle(name, firing.key, None)
@@ -213,7 +215,11 @@ def run_request(
         template = trigger.repo_url or f"{state.config.forge.gitlab.base_url}/{{repo}}.git"
         repo = template.format(repo=fields.get("repo", definition.watch or ""))
     return RunRequest(
-        repo=repo, task=render_task(definition, fields), blueprint=definition.blueprint,
-        model=definition.model, forge=definition.forge, budget_usd=definition.budget_usd,
+        repo=repo,
+        task=render_task(definition, fields),
+        blueprint=definition.blueprint,
+        model=definition.model,
+        forge=definition.forge,
+        budget_usd=definition.budget_usd,
         base=definition.base,
-    )  # fmt: skip
+    )

@@ -31,8 +31,13 @@ async def view_of(store: Store, kept: Kept[Automation]) -> AutomationView:
         run = await store.for_tenant(kept.tenant).load_run(last.run_id)
         status = run.status if run is not None else "gone"
     return AutomationView(
-        name=automation.definition.name, tenant=kept.tenant, origin=automation.origin,
-        definition=automation.definition, last_run=last, last_run_status=status,
-        next_run=next_run(automation, time.time()), skipped=automation.skipped,
+        name=automation.definition.name,
+        tenant=kept.tenant,
+        origin=automation.origin,
+        definition=automation.definition,
+        last_run=last,
+        last_run_status=status,
+        next_run=next_run(automation, time.time()),
+        skipped=automation.skipped,
         fired=automation.fired,
-    )  # fmt: skip
+    )

@@ -149,11 +149,12 @@ class LinearReporter:
         issue = await self.client.issue(thread.thread)
         return next(
             (
-                c.id for c in issue.comments
+                c.id
+                for c in issue.comments
                 if mark in c.body and c.user is not None and c.user.id == own
             ),
             None,
-        )  # fmt: skip
+        )
 
     async def _move(self, thread: ThreadRecord, link: LinearThread, pick: Pick) -> None:
         """Move the issue to the state ``pick`` chooses among its team's (None: stay); a

@@ -117,17 +117,22 @@ class LinearTrigger:
             repo = shipped.request.repo
         else:
             request = RunRequest(
-                repo=repo, task=reports.issue_task(issue, secrets),
-                blueprint=self.config.blueprint, model=self.config.model,
+                repo=repo,
+                task=reports.issue_task(issue, secrets),
+                blueprint=self.config.blueprint,
+                model=self.config.model,
                 budget_usd=self.config.budget_usd,
-            )  # fmt: skip
+            )
         config = self.state.config
         floor = floor_for(config, tenant=self.config.tenant, repo=repo)
         tier = tier_for(None, floor, config.engine.default_tier)
         link = LinearThread(
-            identifier=issue.identifier, team_id=issue.team.id, session_id=call.session_id,
-            why=call.why, actor=call.actor[:256],
-        )  # fmt: skip
+            identifier=issue.identifier,
+            team_id=issue.team.id,
+            session_id=call.session_id,
+            why=call.why,
+            actor=call.actor[:256],
+        )
         thread = ThreadRecord(source=SOURCE, thread=issue.id, detail=link.model_dump_json())
         try:
             run = await self.state.queue.submit(
@@ -161,15 +166,20 @@ class LinearTrigger:
         asked = mask_text(call.request.strip(), secrets)
         context = reports.issue_task(issue, secrets)
         follow = FollowUp(
-            repo=shipped.pr.repo, number=shipped.pr.number, parent_run=shipped.id,
+            repo=shipped.pr.repo,
+            number=shipped.pr.number,
+            parent_run=shipped.id,
             requested_by=f"linear:{call.actor or call.actor_id or 'someone'}",
             request=f"{asked}\n\nThe Linear issue it was asked on:\n\n{context}",
-        )  # fmt: skip
+        )
         return RunRequest(
-            repo=shipped.request.repo, forge=shipped.request.forge, follow_up=follow,
-            blueprint=self.config.follow_up_blueprint, model=self.config.model,
+            repo=shipped.request.repo,
+            forge=shipped.request.forge,
+            follow_up=follow,
+            blueprint=self.config.follow_up_blueprint,
+            model=self.config.model,
             budget_usd=self.config.budget_usd,
-        )  # fmt: skip
+        )
 
     async def _in_progress(self, issue_id: str) -> RunState | None:
         """The issue's run that has not ended, if one has not."""

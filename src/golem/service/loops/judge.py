@@ -63,10 +63,13 @@ def judge_iteration(loop: GoalLoop, run: RunState) -> GoalLoop:
     progressed, verdict = _progress(before, now)
     loop.iterations[-1] = current.model_copy(
         update={
-            "status": run.status, "cost_usd": run.cost_usd, "measure": now,
-            "progress": progressed, "verdict": verdict,
+            "status": run.status,
+            "cost_usd": run.cost_usd,
+            "measure": now,
+            "progress": progressed,
+            "verdict": verdict,
         }
-    )  # fmt: skip
+    )
     loop.spent_usd += run.cost_usd
     loop.stalled = 0 if progressed else loop.stalled + 1
     if run.pr is not None and loop.pr is None:

@@ -42,18 +42,25 @@ def iteration_request(loop: GoalLoop, number: int) -> RunRequest:
     task = iteration_task(loop, number)
     left = loop.left_usd()
     common = {
-        "repo": request.repo, "model": request.model, "forge": request.forge,
-        "budget_usd": left, "goal_check": request.until, "tier": request.tier,
-    }  # fmt: skip
+        "repo": request.repo,
+        "model": request.model,
+        "forge": request.forge,
+        "budget_usd": left,
+        "goal_check": request.until,
+        "tier": request.tier,
+    }
     if loop.pr is None:
         return RunRequest.model_validate(
             {**common, "task": task, "blueprint": request.blueprint, "base": request.base}
         )
     first = loop.iterations[0].run_id if loop.iterations else None
     follow_up = FollowUp(
-        repo=loop.pr.repo, number=loop.pr.number, parent_run=first, request=task,
+        repo=loop.pr.repo,
+        number=loop.pr.number,
+        parent_run=first,
+        request=task,
         requested_by="golem loop",
-    )  # fmt: skip
+    )
     return RunRequest.model_validate(
         {**common, "blueprint": request.follow_up_blueprint, "follow_up": follow_up}
     )

@@ -42,25 +42,33 @@ class SlackReporter:
         """Post the run's status message in its thread."""
         channel, thread_ts = place(thread)
         return await self._web().post(
-            channel, messages.status_text(progress), thread_ts=thread_ts,
-            blocks=messages.status_blocks(progress), secrets=await self._secrets(thread.tenant),
-        )  # fmt: skip
+            channel,
+            messages.status_text(progress),
+            thread_ts=thread_ts,
+            blocks=messages.status_blocks(progress),
+            secrets=await self._secrets(thread.tenant),
+        )
 
     async def update_status(self, thread: ThreadRecord, status: str, progress: RunProgress) -> None:
         """Show ``progress`` in the run's status message."""
         channel, _ = place(thread)
         await self._web().update(
-            channel, status, messages.status_text(progress),
-            blocks=messages.status_blocks(progress), secrets=await self._secrets(thread.tenant),
-        )  # fmt: skip
+            channel,
+            status,
+            messages.status_text(progress),
+            blocks=messages.status_blocks(progress),
+            secrets=await self._secrets(thread.tenant),
+        )
 
     async def report_end(self, thread: ThreadRecord, progress: RunProgress) -> None:
         """Reply in the thread how the run ended, naming who asked."""
         channel, thread_ts = place(thread)
         await self._web().post(
-            channel, messages.ended(progress, _requester(thread)), thread_ts=thread_ts,
+            channel,
+            messages.ended(progress, _requester(thread)),
+            thread_ts=thread_ts,
             secrets=await self._secrets(thread.tenant),
-        )  # fmt: skip
+        )
 
     async def find_status(self, thread: ThreadRecord) -> str | None:
         """golem's status message of the run in its thread, if one was posted."""

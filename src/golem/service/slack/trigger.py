@@ -143,9 +143,11 @@ class SlackTrigger:
         masker = SecretMasker(secrets)
         thread = render_thread(
             await web.replies(asked.channel, asked.thread_ts, self.config.thread_messages),
-            bot_user=await web.bot_user(), users=self.config.users,
-            limit=self.config.thread_chars, mask=masker.mask_text,
-        )  # fmt: skip
+            bot_user=await web.bot_user(),
+            users=self.config.users,
+            limit=self.config.thread_chars,
+            mask=masker.mask_text,
+        )
         request = self._request(principal, asked.user, ask, repo, latest, masker, thread.text)
         record = ThreadRecord(
             source=SOURCE, thread=asked.thread, detail=json.dumps({"user": asked.user})
@@ -153,9 +155,13 @@ class SlackTrigger:
         delivery = DeliveryRecord(source=SOURCE, ids=asked.ids)
         try:
             run = await submit_from_source(
-                self.state, principal, request, delivery=delivery, thread=record,
+                self.state,
+                principal,
+                request,
+                delivery=delivery,
+                thread=record,
                 outsiders=bool(thread.outsiders),
-            )  # fmt: skip
+            )
         except DuplicateDelivery as twice:
             return _duplicate(twice.run_id)
         except GolemError as exc:  # full, refused by a policy, no backend for its tier
@@ -191,19 +197,29 @@ class SlackTrigger:
         ):
             request = f"{words or ASKED}\n\nThe Slack thread it was asked in:\n\n{thread}"
             follow = FollowUp(
-                repo=latest.pr.repo, number=latest.pr.number, parent_run=latest.id,
-                requested_by=f"slack:{user}", request=request,
-            )  # fmt: skip
+                repo=latest.pr.repo,
+                number=latest.pr.number,
+                parent_run=latest.id,
+                requested_by=f"slack:{user}",
+                request=request,
+            )
             return RunRequest(
-                repo=latest.request.repo, forge=latest.request.forge, follow_up=follow,
-                blueprint=config.follow_up_blueprint, model=config.model,
+                repo=latest.request.repo,
+                forge=latest.request.forge,
+                follow_up=follow,
+                blueprint=config.follow_up_blueprint,
+                model=config.model,
                 budget_usd=config.budget_usd,
-            )  # fmt: skip
+            )
         task = f"{words or ASKED}\n\nAsked in Slack, in this thread (oldest first):\n\n{thread}"
         return RunRequest(
-            repo=repo, task=task, blueprint=config.blueprint, model=config.model,
-            forge=config.forge, budget_usd=config.budget_usd,
-        )  # fmt: skip
+            repo=repo,
+            task=task,
+            blueprint=config.blueprint,
+            model=config.model,
+            forge=config.forge,
+            budget_usd=config.budget_usd,
+        )
 
     async def _refuse(
         self, store: Store, delivery: DeliveryRecord, asked: Mention, text: str
@@ -213,9 +229,12 @@ class SlackTrigger:
             return SlackAnswer(status="duplicate", reason="answered already")
         tenant = store.tenant if store.tenant != STRANGERS else None
         await self._web().ephemeral(
-            asked.channel, asked.user, text, thread_ts=_in_thread(asked),
+            asked.channel,
+            asked.user,
+            text,
+            thread_ts=_in_thread(asked),
             secrets=await self._secrets(tenant),
-        )  # fmt: skip
+        )
         return SlackAnswer(status="refused", reason=text)
 
     # Slash commands -------------------------------------------------------------------
@@ -247,18 +266,24 @@ class SlackTrigger:
         secrets = await self._secrets(principal.tenant)
         words = SecretMasker(secrets).mask_text(ask.text)
         root = await web.post(
-            asked.channel, f"<@{asked.user}> asked golem: {mrkdwn.escape(words)}",
+            asked.channel,
+            f"<@{asked.user}> asked golem: {mrkdwn.escape(words)}",
             secrets=secrets,
-        )  # fmt: skip
+        )
         record = ThreadRecord(
-            source=SOURCE, thread=f"{asked.team}:{asked.channel}:{root}",
+            source=SOURCE,
+            thread=f"{asked.team}:{asked.channel}:{root}",
             detail=json.dumps({"user": asked.user}),
-        )  # fmt: skip
+        )
         task = f"{words}\n\nAsked in Slack with /golem by {asked.user}."
         request = RunRequest(
-            repo=repo, task=task, blueprint=self.config.blueprint, model=self.config.model,
-            forge=self.config.forge, budget_usd=self.config.budget_usd,
-        )  # fmt: skip
+            repo=repo,
+            task=task,
+            blueprint=self.config.blueprint,
+            model=self.config.model,
+            forge=self.config.forge,
+            budget_usd=self.config.budget_usd,
+        )
         try:
             run = await submit_from_source(
                 self.state, principal, request, delivery=delivery, thread=record

@@ -84,10 +84,13 @@ class SlackWeb:
         answer = await self._call(
             "chat.postMessage",
             lambda: self.client.chat_postMessage(
-                channel=channel, thread_ts=thread_ts, unfurl_links=False, unfurl_media=False,
+                channel=channel,
+                thread_ts=thread_ts,
+                unfurl_links=False,
+                unfurl_media=False,
                 **message,
             ),
-        )  # fmt: skip
+        )
         ts = answer.get("ts")
         if not isinstance(ts, str):
             raise SlackError("chat.postMessage answered without the message's ts")
@@ -133,8 +136,11 @@ class SlackWeb:
         while len(messages) < limit:
             page = functools.partial(
                 self.client.conversations_replies,
-                channel=channel, ts=ts, limit=min(PAGE, limit - len(messages)), cursor=cursor,
-            )  # fmt: skip
+                channel=channel,
+                ts=ts,
+                limit=min(PAGE, limit - len(messages)),
+                cursor=cursor,
+            )
             answer = await self._call("conversations.replies", page)
             found = answer.get("messages")
             messages += [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []

@@ -37,11 +37,19 @@ async def submit_from_source(
     if policy.repos is not None:
         await check_repo(request.repo, policy.repos, principal.role, config.engine.network)
     floor = floor_for(
-        config, tenant=principal.tenant, role=principal.role, repo=request.repo,
-        source=delivery.source, outsiders=outsiders,
-    )  # fmt: skip
+        config,
+        tenant=principal.tenant,
+        role=principal.role,
+        repo=request.repo,
+        source=delivery.source,
+        outsiders=outsiders,
+    )
     tier = tier_for(None, floor, config.engine.default_tier)
     return await state.queue.submit(
-        request, principal.tenant, remote_policy=policy.repos, tier=tier, delivery=delivery,
+        request,
+        principal.tenant,
+        remote_policy=policy.repos,
+        tier=tier,
+        delivery=delivery,
         thread=thread,
-    )  # fmt: skip
+    )

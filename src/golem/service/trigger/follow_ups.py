@@ -88,6 +88,10 @@ class FollowUps:
     def follow_up(self, call: ReviewCall, parent: RunState) -> FollowUp:
         """What the follow-up run is asked: ``parent`` opened the pull request."""
         return FollowUp(
-            repo=call.repo, number=call.number, parent_run=parent.id,
-            requested_by=call.sender, thread=call.thread, request=call.request,
-        )  # fmt: skip
+            repo=call.repo,
+            number=call.number,
+            parent_run=parent.id,
+            requested_by=call.sender,
+            thread=call.thread,
+            request=call.request,
+        )

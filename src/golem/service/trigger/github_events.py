@@ -115,9 +115,14 @@ def _review(
     login = str(_mapping(said.get("user")).get("login") or "")
     repo, number = where
     return ReviewCall(
-        repo=repo, number=number, sender=login, user=login, why=why,
-        thread=_thread(event, said), request=body,
-    )  # fmt: skip
+        repo=repo,
+        number=number,
+        sender=login,
+        user=login,
+        why=why,
+        thread=_thread(event, said),
+        request=body,
+    )
 
 
 def _asked(event: str, said: Mapping[str, Any], body: str, config: TriggerConfig) -> str | Ignored:

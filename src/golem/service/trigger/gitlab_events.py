@@ -89,9 +89,14 @@ def _noted(
         return IssueCall(repo=project, number=iid, sender=username, why=why, member=member)
     discussion = note.get("discussion_id")
     return ReviewCall(
-        repo=project, number=iid, sender=username, user=str(user_id or username), why=why,
-        thread=str(discussion) if discussion else None, request=body,
-    )  # fmt: skip
+        repo=project,
+        number=iid,
+        sender=username,
+        user=str(user_id or username),
+        why=why,
+        thread=str(discussion) if discussion else None,
+        request=body,
+    )
 
 
 def _noted_on(

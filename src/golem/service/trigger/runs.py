@@ -101,9 +101,12 @@ class Trigger:
         if busy is not None:
             return self._running(call, busy)
         request = RunRequest(
-            repo=self.reach.clone_url(call.repo), issue=call.ref,
-            blueprint=self.config.blueprint, model=self.config.model, forge=self.reach.provider,
-        )  # fmt: skip
+            repo=self.reach.clone_url(call.repo),
+            issue=call.ref,
+            blueprint=self.config.blueprint,
+            model=self.config.model,
+            forge=self.reach.provider,
+        )
         stranger = None
         if self.state.config.server.trust.outsiders is not None:
             stranger = await outsider(self.reach, call.repo, issue)
@@ -127,10 +130,12 @@ class Trigger:
             )
             return TriggerAnswer(status="running", reason=reason, run_id=busy.id)
         request = RunRequest(
-            repo=self.reach.clone_url(call.repo), blueprint=self.config.follow_up_blueprint,
-            model=self.config.model, forge=self.reach.provider,
+            repo=self.reach.clone_url(call.repo),
+            blueprint=self.config.follow_up_blueprint,
+            model=self.config.model,
+            forge=self.reach.provider,
             follow_up=self.follow_ups.follow_up(call, parent),
-        )  # fmt: skip
+        )
         return await self._submit(call, delivery, request)
 
     async def _latest_in_progress(self, call: Call) -> RunState | None:
@@ -171,9 +176,12 @@ class Trigger:
         shown = delivery.ids[0]
         config = self.state.config
         floor = floor_for(
-            config, tenant=self.config.tenant, repo=request.repo, source=self.provider,
+            config,
+            tenant=self.config.tenant,
+            repo=request.repo,
+            source=self.provider,
             outsiders=outsider is not None,
-        )  # fmt: skip
+        )
         tier = tier_for(None, floor, config.engine.default_tier)
         try:
             run = await self.state.queue.submit(

@@ -89,9 +89,12 @@ class PiParser(OutputParser):
         failed = stop in ("error", "aborted")
         self._error = str(message.get("errorMessage") or stop) if failed else ""
         return self.answered(
-            text, calls, usage=usage, model=str(message.get("model", "")),
+            text,
+            calls,
+            usage=usage,
+            model=str(message.get("model", "")),
             stop=_STOP.get(stop, "other") if stop else None,
-        )  # fmt: skip
+        )
 
     def _end(self) -> None:
         if self._error:

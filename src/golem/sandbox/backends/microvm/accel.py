@@ -84,9 +84,15 @@ async def boot_probe(
     os.write(initrd, base + archive)
     host, guest = socket.socketpair()
     launch = Launch(
-        qemu=launch.qemu, accel=launch.accel, kernel=launch.kernel, initrd_fd=initrd,
-        memory_mib=PROBE_MEMORY_MIB, cpus=1, channel_fd=guest.fileno(), name="probe",
-    )  # fmt: skip
+        qemu=launch.qemu,
+        accel=launch.accel,
+        kernel=launch.kernel,
+        initrd_fd=initrd,
+        memory_mib=PROBE_MEMORY_MIB,
+        cpus=1,
+        channel_fd=guest.fileno(),
+        name="probe",
+    )
     try:
         process = await spawn_qemu(qemu_argv(launch), launch.fds, ids)
     finally:

@@ -45,9 +45,14 @@ __all__ = [
 ]
 
 MODULES = (
-    "virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci",
-    "virtio_blk", "virtio_console",
-)  # fmt: skip
+    "virtio_ring",
+    "virtio",
+    "virtio_pci_legacy_dev",
+    "virtio_pci_modern_dev",
+    "virtio_pci",
+    "virtio_blk",
+    "virtio_console",
+)
 """The cloud kernel builds virtio as modules: the initramfs loads these, in this order."""
 RECIPE = 1
 """Bump when the way root disks are made changes."""
@@ -302,12 +307,19 @@ def box_archive(
     the sockets in ``mounts``: each becomes a port (its name, its socket on the host)."""
     uid, gid = spec.uid_gid
     params = {
-        "BOX_UID": uid, "BOX_GID": gid, "WORKSPACE_SIZE": spec.workspace_size,
-        "TMP_SIZE": spec.tmp_size, "SHM_SIZE": SHM_SIZE, "PIDS": spec.pids or "max",
+        "BOX_UID": uid,
+        "BOX_GID": gid,
+        "WORKSPACE_SIZE": spec.workspace_size,
+        "TMP_SIZE": spec.tmp_size,
+        "SHM_SIZE": SHM_SIZE,
+        "PIDS": spec.pids or "max",
         "MEMORY": spec.memory or "max",
-        "PYTHON": python, "BOX_PATH": BOX_PATH, "PROBE": 0, "MAGIC": magic,
+        "PYTHON": python,
+        "BOX_PATH": BOX_PATH,
+        "PROBE": 0,
+        "MAGIC": magic,
         "SECCOMP": int(seccomp),
-    }  # fmt: skip
+    }
     entries: list[Entry] = []
     lines: list[str] = []
     sockets: list[tuple[str, Path]] = []

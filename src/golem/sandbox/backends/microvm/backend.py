@@ -166,10 +166,17 @@ class MicroVMBackend:
         socket_fds: Sequence[tuple[str, int]] = (),
     ) -> Launch:
         return Launch(
-            qemu=self.config.qemu, accel=accel, kernel=kernel.image, initrd_fd=initrd,
-            memory_mib=memory_mib, cpus=cpus, channel_fd=channel, name=name, disk=disk,
+            qemu=self.config.qemu,
+            accel=accel,
+            kernel=kernel.image,
+            initrd_fd=initrd,
+            memory_mib=memory_mib,
+            cpus=cpus,
+            channel_fd=channel,
+            name=name,
+            disk=disk,
             socket_fds=tuple(socket_fds),
-        )  # fmt: skip
+        )
 
     def host_ids(self) -> tuple[int, int] | None:
         """QEMU's user and group when golem runs as root (``run_as``); None otherwise."""
@@ -227,10 +234,16 @@ class MicroVMBackend:
                 (port, pair[1].fileno()) for (port, _), pair in zip(sockets, pairs, strict=True)
             ]
             launch = self._launch(
-                guest.accel, guest.kernel, initrd, channel_guest.fileno(), record.id,
-                disk=guest.disk, memory_mib=vm_memory_mib(spec), cpus=vm_cpus(spec),
+                guest.accel,
+                guest.kernel,
+                initrd,
+                channel_guest.fileno(),
+                record.id,
+                disk=guest.disk,
+                memory_mib=vm_memory_mib(spec),
+                cpus=vm_cpus(spec),
                 socket_fds=ports,
-            )  # fmt: skip
+            )
             process = await spawn_qemu(qemu_argv(launch), launch.fds, ids)
         except BaseException:
             channel_host.close()

@@ -68,10 +68,16 @@ def bare_boot(
         os.write(initrd, initramfs)
         host, peer = socket.socketpair()
         launch = Launch(
-            qemu=settings.qemu, accel=guest.accel, kernel=kernel.image, initrd_fd=initrd,
-            memory_mib=vm_memory_mib(spec), cpus=vm_cpus(spec), channel_fd=peer.fileno(),
-            name="bench", disk=guest.disk,
-        )  # fmt: skip
+            qemu=settings.qemu,
+            accel=guest.accel,
+            kernel=kernel.image,
+            initrd_fd=initrd,
+            memory_mib=vm_memory_mib(spec),
+            cpus=vm_cpus(spec),
+            channel_fd=peer.fileno(),
+            name="bench",
+            disk=guest.disk,
+        )
         try:
             process = await spawn_qemu(qemu_argv(launch), launch.fds, backend.host_ids())
         finally:

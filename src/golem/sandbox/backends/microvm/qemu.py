@@ -61,24 +61,41 @@ def qemu_argv(launch: Launch) -> list[str]:
     accel = "kvm" if launch.accel == "kvm" else f"tcg,thread=multi,tb-size={TB_MIB}"
     argv = [
         launch.qemu,
-        "-name", f"golem-{launch.name},process=golem-vm",
-        "-machine", "q35",  # QEMU's microvm machine stalls under TCG (TSC calibration)
-        "-accel", accel,
-        "-cpu", "host" if launch.accel == "kvm" else "max",
-        "-m", str(launch.memory_mib),
-        "-smp", str(launch.cpus),
-        "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-        "-serial", "stdio",
-        "-kernel", str(launch.kernel),
-        "-initrd", f"/dev/fd/{launch.initrd_fd}",
-        "-append", KERNEL_ARGS,
-        "-sandbox", SANDBOX,
-    ]  # fmt: skip
+        "-name",
+        f"golem-{launch.name},process=golem-vm",
+        "-machine",
+        "q35",  # QEMU's microvm machine stalls under TCG (TSC calibration)
+        "-accel",
+        accel,
+        "-cpu",
+        "host" if launch.accel == "kvm" else "max",
+        "-m",
+        str(launch.memory_mib),
+        "-smp",
+        str(launch.cpus),
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-serial",
+        "stdio",
+        "-kernel",
+        str(launch.kernel),
+        "-initrd",
+        f"/dev/fd/{launch.initrd_fd}",
+        "-append",
+        KERNEL_ARGS,
+        "-sandbox",
+        SANDBOX,
+    ]
     if launch.disk is not None:
         argv += [
-            "-drive", f"file={_escaped(launch.disk)},if=none,id=root,format=raw,readonly=on",
-            "-device", "virtio-blk-pci,drive=root",
-        ]  # fmt: skip
+            "-drive",
+            f"file={_escaped(launch.disk)},if=none,id=root,format=raw,readonly=on",
+            "-device",
+            "virtio-blk-pci,drive=root",
+        ]
     ports = [(CHANNEL_PORT, launch.channel_fd), *launch.socket_fds]
     argv += ["-device", f"virtio-serial-pci,max_ports={len(ports) + 1}"]
     for number, (port, fd) in enumerate(ports):

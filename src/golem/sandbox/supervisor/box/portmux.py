@@ -45,8 +45,17 @@ def listen(listener: socket.socket, device: str) -> None:
 class Channel:
     """One box connection: what waits to be written to it, and the host's window."""
 
-    __slots__ = ("events", "host_done", "number", "outgoing", "read_done", "sock", "unacked",
-                 "window", "write_shut")  # fmt: skip
+    __slots__ = (
+        "events",
+        "host_done",
+        "number",
+        "outgoing",
+        "read_done",
+        "sock",
+        "unacked",
+        "window",
+        "write_shut",
+    )
 
     def __init__(self, number: int, sock: socket.socket) -> None:
         self.number = number
