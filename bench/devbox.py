@@ -47,7 +47,7 @@ from tests.blueprint.registries import ADDRESS, LocalRegistries  # noqa: E402
 from golem.agent.events import ModelCalled  # noqa: E402
 from golem.blueprint import Runner, RunRequest  # noqa: E402
 from golem.blueprint.events import AgentStep, RunEvent  # noqa: E402
-from golem.context import load_conventions  # noqa: E402
+from golem.checks import load_conventions  # noqa: E402
 from golem.core import GolemConfig, load_config  # noqa: E402
 from golem.sandbox import LocalEngine  # noqa: E402
 from golem.store import SqlStore  # noqa: E402

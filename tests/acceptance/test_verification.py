@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
+from golem.checks import TestProgress
 from golem.core import GolemConfig, load_config
-from golem.forge import LocalForge, PullRequest, TestProgress
+from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.acceptance.ecosystems import (

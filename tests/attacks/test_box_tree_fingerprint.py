@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from golem.blueprint.steps.tree import changed_between, fingerprint, restore
+from golem.checks import changed_between, fingerprint, restore
 from golem.core.errors import SandboxError
 from golem.sandbox import Box, Engine, ExecRequest
 

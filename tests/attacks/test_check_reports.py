@@ -11,11 +11,9 @@ import random
 
 import pytest
 
-from golem.blueprint.reports import failure_report, find_outcomes
-from golem.blueprint.reports.report import FORMATS
-from golem.blueprint.steps.concern import Concern
 from golem.blueprint.steps.judge import judge
-from golem.forge import CheckResult, TestFailure
+from golem.checks import CheckResult, Concern, TestFailure, failure_report, find_outcomes
+from golem.checks.reports.report import FORMATS
 
 SIZE = 128 * 1024
 HOSTILE = {

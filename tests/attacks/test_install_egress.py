@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from golem.context import RepoConventions
+from golem.checks import RepoConventions
 from golem.core import GolemConfig, host_name_patterns, load_config
 from golem.core.network import EgressPolicy, NetworkConfig
 from golem.core.server_config import RolePolicy

@@ -12,7 +12,7 @@ from pathlib import Path
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckOutput
-from golem.context import RepoConventions
+from golem.checks import RepoConventions
 from golem.core import GolemConfig
 from golem.forge import LocalForge, PullRequest, PullRequestDraft
 from golem.sandbox import Engine

@@ -5,7 +5,7 @@ failing tests, an unverified note and an error."""
 from __future__ import annotations
 
 from golem.blueprint import RunState
-from golem.forge import CheckResult, TestFailure
+from golem.checks import CheckResult, TestFailure
 
 OOM = "out of memory: killed at the box's 512 MB limit"
 

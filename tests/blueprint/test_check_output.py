@@ -15,10 +15,10 @@ import pytest
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
-from golem.blueprint.reports import REPORT_BUDGET
 from golem.blueprint.steps.check_output import FLUSH_BYTES, LIVE_CAP
+from golem.checks import REPORT_BUDGET, TestFailure
 from golem.core import EventSink, GolemConfig
-from golem.forge import ForgeCredentials, TestFailure
+from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
 from golem.store import SqlStore
 from tests.blueprint.repos import make_remote

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from golem.blueprint.steps.ci_report import describe_jobs, fix_failures
-from golem.forge import CheckResult
+from golem.checks import CheckResult
 from golem.forge.ci import CIJob
 
 

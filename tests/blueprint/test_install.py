@@ -12,7 +12,7 @@ import pytest
 
 from golem.blueprint import RunState
 from golem.blueprint.book import RunBook
-from golem.context import RepoConventions
+from golem.checks import RepoConventions
 from golem.core import GolemConfig, load_config
 from golem.forge import LocalForge
 from golem.sandbox import Engine

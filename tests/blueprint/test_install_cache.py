@@ -11,7 +11,7 @@ import pytest
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
 from golem.blueprint.dependencies import DependencyCache, cache_paths, kept_paths, key_files
-from golem.context import RepoConventions
+from golem.checks import RepoConventions
 from golem.core import ConfigError, GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import SqlStore

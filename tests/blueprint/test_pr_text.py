@@ -11,7 +11,8 @@ import pytest
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.steps.pr_text import body, title
-from golem.forge import CheckResult, Issue, TestProgress
+from golem.checks import CheckResult, TestProgress
+from golem.forge import Issue
 from golem.store import Store
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests

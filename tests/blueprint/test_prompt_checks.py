@@ -19,7 +19,7 @@ from golem.agent import (
 from golem.agent.external.prompt import external_prompt
 from golem.agent.prompt import system_prompt
 from golem.blueprint.book import RunBook
-from golem.forge import CheckResult
+from golem.checks import CheckResult
 from golem.store import Store
 from tests.agent.external_support import external_config, lines, open_box
 from tests.blueprint.repos import git

@@ -10,9 +10,10 @@ import pytest
 
 from golem.blueprint import Runner
 from golem.blueprint.book import RunBook
+from golem.checks import CheckResult
 from golem.core.config import GolemConfig
 from golem.core.errors import StoreUnavailable
-from golem.forge import CheckResult, LocalForge, PullRequest, PullRequestDraft
+from golem.forge import LocalForge, PullRequest, PullRequestDraft
 from golem.sandbox import Engine
 from golem.store import Store
 from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests

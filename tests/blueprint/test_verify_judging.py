@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from golem.blueprint.steps.baseline import already_failing
-from golem.blueprint.steps.tree import changed_between, fingerprint, restore
-from golem.forge import CheckResult, TestFailure
+from golem.checks import CheckResult, TestFailure, changed_between, fingerprint, restore
 from golem.sandbox import Box, ExecRequest
 from tests.conftest import QUICK_START_BACKENDS
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from golem.context import RepoConventions, load_conventions
+from golem.checks import RepoConventions, load_conventions
 from tests.context.conftest import write_tree
 
 WORKFLOW = """\

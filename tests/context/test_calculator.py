@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from golem.context import RepoConventions, hydrate, load_conventions
+from golem.checks import RepoConventions, load_conventions
+from golem.context import hydrate
 from golem.forge import Issue
 
 CALCULATOR = Path(__file__).resolve().parents[2] / "examples" / "calculator"

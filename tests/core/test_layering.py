@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store", "agent"),
     ("forge",),
     ("context",),
+    ("checks",),
     ("blueprint",),
     ("service",),
     ("cluster",),

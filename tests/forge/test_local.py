@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from golem.checks import CheckResult
 from golem.core.errors import ForgeRequestRejected, IssueNotReadable, PullRequestExists
-from golem.forge import CheckResult, LocalForge, PullRequestDraft
+from golem.forge import LocalForge, PullRequestDraft
 from golem.forge.contracts import Issue
 from golem.store import MemoryStore
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from golem.blueprint.install_inputs import CommitTree, install_inputs
-from golem.context import RepoConventions
+from golem.checks import RepoConventions
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError
 from golem.core.spec import GOLEM_HOME, WORKSPACE, BoxSpec

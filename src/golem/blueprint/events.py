@@ -10,9 +10,10 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from golem.agent.events import AgentEvent, OutputStream
+from golem.checks import CheckResult
 from golem.core.events import Event
 from golem.core.isolation import Isolation
-from golem.forge import CheckResult, PullRequest
+from golem.forge import PullRequest
 
 __all__ = [
     "AgentStep",

@@ -15,7 +15,7 @@ from golem.blueprint.model import (
     Node,
 )
 from golem.blueprint.state import CIRound
-from golem.forge import CheckResult
+from golem.checks import CheckResult
 
 __all__ = ["check_outcome", "ci_round_cells", "describe_node", "draw", "failing_tests"]
 

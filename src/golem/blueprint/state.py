@@ -8,10 +8,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from golem.agent.messages import Usage
-from golem.context import RepoConventions
+from golem.checks import CheckResult, RepoConventions
 from golem.core.isolation import Isolation, IsolationTier
 from golem.core.network import RemotePolicy
-from golem.forge import CheckResult, Issue, PullRequest
+from golem.forge import Issue, PullRequest
 
 __all__ = [
     "FINAL",

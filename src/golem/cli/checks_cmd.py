@@ -16,7 +16,7 @@ from golem.cli.printable import printable
 from golem.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from golem.context import RepoConventions
+    from golem.checks import RepoConventions
 
 __all__ = ["checks_app"]
 
@@ -34,7 +34,7 @@ def detect_command(
 ) -> None:
     """Print the install, lint, build and test commands found in the repository's CI,
     task runners and ecosystem, and why; --write saves them as its .golem.toml."""
-    from golem.context import CONVENTIONS_FILE, detect_conventions, render_conventions
+    from golem.checks import CONVENTIONS_FILE, detect_conventions, render_conventions
 
     if not repo.is_dir():
         raise ConfigError(f"{repo} is not a directory; give the repository's with --repo PATH")

@@ -23,9 +23,9 @@ from golem.blueprint.events import (
 )
 from golem.blueprint.show import check_outcome, ci_round_cells
 from golem.blueprint.state import RunState
+from golem.checks import CheckResult
 from golem.cli.printable import printable
 from golem.cli.progress import AgentProgress, first_line
-from golem.forge import CheckResult
 
 __all__ = ["RunProgress", "print_report"]
 

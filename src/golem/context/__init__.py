@@ -1,24 +1,8 @@
 """golem.context: rule files, the issue, relevant files and a repo map, gathered before the
-agent starts; and the repository's own install, setup, lint, build and test commands."""
+agent starts; and reading a checked-out repository safely (``files``) for whoever reads it."""
 
-from golem.context.contracts import (
-    CHECK_STEPS,
-    STEPS,
-    ContextSection,
-    DetectedCommand,
-    HydratedContext,
-    RepoConventions,
-    SectionKind,
-    Step,
-)
-from golem.context.conventions import (
-    CONVENTIONS_FILE,
-    ConventionsFile,
-    load_conventions,
-    render_conventions,
-)
-from golem.context.detect import checks_served, detect_conventions
-from golem.context.detect.ecosystem import known_registries
+from golem.context.contracts import ContextSection, HydratedContext, SectionKind
+from golem.context.files import SKIPPED_DIRS, file_in_repo, read_bytes, read_text
 from golem.context.hydrate import DEFAULT_BUDGET_TOKENS, hydrate
 from golem.context.issue import NamedFile, files_named, render_issue
 from golem.context.repo_map import RepoMap, build_repo_map
@@ -26,29 +10,21 @@ from golem.context.rules import RuleFile, find_rule_files
 from golem.context.tokens import estimate_tokens
 
 __all__ = [
-    "CHECK_STEPS",
-    "CONVENTIONS_FILE",
     "DEFAULT_BUDGET_TOKENS",
-    "STEPS",
+    "SKIPPED_DIRS",
     "ContextSection",
-    "ConventionsFile",
-    "DetectedCommand",
     "HydratedContext",
     "NamedFile",
-    "RepoConventions",
     "RepoMap",
     "RuleFile",
     "SectionKind",
-    "Step",
     "build_repo_map",
-    "checks_served",
-    "detect_conventions",
     "estimate_tokens",
+    "file_in_repo",
     "files_named",
     "find_rule_files",
     "hydrate",
-    "known_registries",
-    "load_conventions",
-    "render_conventions",
+    "read_bytes",
+    "read_text",
     "render_issue",
 ]

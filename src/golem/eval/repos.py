@@ -15,7 +15,7 @@ import hashlib
 import tempfile
 from pathlib import Path
 
-from golem.context import RepoConventions, load_conventions
+from golem.checks import RepoConventions, load_conventions
 from golem.core.config import GolemConfig
 from golem.core.errors import EvalError, GitError
 from golem.forge import ForgeCredentials, GitRepo, git_auth

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from golem.blueprint import CheckOutput, NodeRecord, RunEvent, Runner, RunRequest, RunState
-from golem.blueprint.reports import find_outcomes
+from golem.checks import find_outcomes
 from golem.core.config import GolemConfig
 from golem.eval.judge import CommandOutcome, TestRun
 from golem.sandbox import Engine

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from golem.forge.auth import ForgeCredentials, GitAuth, GitLogin, git_auth
 from golem.forge.config import ForgeConfig, GitHubConfig, GitLabConfig
 from golem.forge.contracts import (
-    CheckResult,
     Forge,
     ForgeComment,
     Issue,
@@ -18,8 +17,6 @@ from golem.forge.contracts import (
     MergedPullRequest,
     PullRequest,
     PullRequestDraft,
-    TestFailure,
-    TestProgress,
 )
 from golem.forge.diffstat import DiffStat, FileChange
 from golem.forge.factory import make_forge
@@ -41,7 +38,6 @@ if TYPE_CHECKING:
     from golem.forge.gitlab import GitLabForge
 
 __all__ = [
-    "CheckResult",
     "DiffStat",
     "FileChange",
     "Forge",
@@ -62,8 +58,6 @@ __all__ = [
     "MergedPullRequest",
     "PullRequest",
     "PullRequestDraft",
-    "TestFailure",
-    "TestProgress",
     "closed_issues",
     "git_auth",
     "git_environment",

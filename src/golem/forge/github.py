@@ -8,13 +8,13 @@ from typing import Any
 
 import httpx
 
+from golem.core.check_results import CheckResult
 from golem.core.errors import ForgeError, ForgeRequestRejected, PullRequestExists
 from golem.forge import github_ci, github_reviews
 from golem.forge.auth import ForgeCredentials, github_source
 from golem.forge.ci import CIJob, CIStatus
 from golem.forge.config import GITHUB_API, GitHubConfig
 from golem.forge.contracts import (
-    CheckResult,
     Issue,
     MergedPullRequest,
     PullRequest,

@@ -9,12 +9,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from golem.core.check_results import CheckResult
 from golem.core.errors import ForgeNotFound, ForgeRequestRejected, PullRequestExists
 from golem.forge.auth import ForgeCredentials, gitlab_source
 from golem.forge.ci import CIJob, CIStatus
 from golem.forge.config import GitLabConfig
 from golem.forge.contracts import (
-    CheckResult,
     Issue,
     MergedPullRequest,
     PullRequest,

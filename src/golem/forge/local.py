@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from golem.core.check_results import CheckResult
 from golem.core.errors import ForgeNotFound, ForgeRequestRejected, PullRequestExists
 from golem.forge.ci import CIJob, CIStatus
 from golem.forge.contracts import (
-    CheckResult,
     ForgeComment,
     Issue,
     IssueComment,

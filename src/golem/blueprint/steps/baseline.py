@@ -23,10 +23,9 @@ from typing import Literal
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
 from golem.blueprint.steps.checks import run_check
-from golem.blueprint.steps.tree import fingerprint, restore
+from golem.checks import CheckResult, fingerprint, restore
 from golem.core.ansi import plain
 from golem.core.errors import SandboxError
-from golem.forge import CheckResult
 
 __all__ = ["already_failing", "base_result", "cache_paths", "normal", "run_baseline"]
 

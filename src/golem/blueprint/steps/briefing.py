@@ -7,7 +7,7 @@ from golem.agent import Verification, command_line
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.checks import GOAL, commands_of
-from golem.context import CHECK_STEPS
+from golem.checks import CHECK_STEPS
 from golem.sandbox import Box
 
 __all__ = ["verification_of", "verifying_checks", "verifying_commands"]

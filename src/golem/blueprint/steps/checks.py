@@ -9,11 +9,10 @@ from typing import Literal
 from golem.blueprint.events import CheckFinished
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import BoxNode
-from golem.blueprint.reports import check_result
 from golem.blueprint.steps.check_output import TAIL, LiveCheckOutput
-from golem.blueprint.steps.check_reports import STARTED, junit_written
+from golem.checks import STARTED, CheckResult, check_result, junit_written
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent
-from golem.forge import CheckResult, markdown
+from golem.forge import markdown
 from golem.sandbox import Box, ExecRequest
 
 __all__ = [

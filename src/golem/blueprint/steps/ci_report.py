@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 from golem.blueprint.state import CIRound, RunState
-from golem.forge import CheckResult, markdown
+from golem.checks import CheckResult
+from golem.forge import markdown
 from golem.forge.ci import CIJob
 
 __all__ = ["describe_jobs", "fix_failures", "job_line", "job_names", "still_failing"]

@@ -13,8 +13,8 @@ import re
 from golem.blueprint.execution import Execution
 from golem.blueprint.state import DroppedCheck
 from golem.blueprint.steps.checks import commands_of, run_check
-from golem.context import CHECK_STEPS, checks_served
-from golem.forge import CheckResult, markdown
+from golem.checks import CHECK_STEPS, CheckResult, checks_served
+from golem.forge import markdown
 from golem.sandbox import Box
 
 __all__ = ["fatal_failure", "partial_key", "run_installs"]

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from golem.blueprint.execution import Execution
-from golem.forge import CheckResult
+from golem.checks import CheckResult
 
 __all__ = ["flaky_before", "record_flaky"]
 

@@ -13,7 +13,8 @@ from golem.blueprint.state import FollowUp, ThreadReply
 from golem.blueprint.steps import pr_text
 from golem.blueprint.steps.handoff import hand_off
 from golem.blueprint.steps.publish import TRAILER, commit_change, push_change
-from golem.context import hydrate, load_conventions
+from golem.checks import load_conventions
+from golem.context import hydrate
 from golem.context.review import ReviewAsk, render_review
 from golem.core.errors import ForgeError, GitError, GitPushRejected, InvalidRequest
 from golem.forge import PullRequest

@@ -13,7 +13,8 @@ from golem.blueprint.steps import follow_up, pr_text
 from golem.blueprint.steps.handoff import hand_off
 from golem.blueprint.steps.install import run_install
 from golem.blueprint.steps.publish import TRAILER, commit_change, push_change, refuse_secrets
-from golem.context import hydrate, load_conventions, render_issue
+from golem.checks import load_conventions
+from golem.context import hydrate, render_issue
 from golem.core.errors import ForgeError, PullRequestExists
 from golem.forge import PullRequest, PullRequestDraft, markdown
 

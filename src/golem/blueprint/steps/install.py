@@ -35,13 +35,13 @@ from golem.blueprint.dependencies import (
 from golem.blueprint.execution import Execution
 from golem.blueprint.steps.dropping import fatal_failure, partial_key, run_installs
 from golem.blueprint.workspace import copy_into_box
-from golem.context import RepoConventions, known_registries
+from golem.checks import CheckResult, RepoConventions, known_registries
 from golem.core.errors import ConfigError, UnsafeBoxOutput
 from golem.core.hostnames import host_name_patterns
 from golem.core.network import EgressPolicy
 from golem.core.sizes import format_size
 from golem.core.spec import BoxSpec
-from golem.forge import CheckResult, markdown
+from golem.forge import markdown
 from golem.sandbox.keep import KeptArchive, keep_archive
 from golem.sandbox.takeback import TakebackLimits
 

@@ -15,8 +15,7 @@ import posixpath
 import re
 
 from golem.blueprint.steps.baseline import already_failing, normal
-from golem.blueprint.steps.concern import Concern, test_paths
-from golem.forge import CheckResult, TestFailure, TestProgress
+from golem.checks import CheckResult, Concern, TestFailure, TestProgress, test_paths
 
 __all__ = ["judge", "unexplained"]
 

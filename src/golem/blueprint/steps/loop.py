@@ -9,8 +9,9 @@ from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.agent import paused_step, run_agent
 from golem.blueprint.steps.checks import describe_failures
 from golem.blueprint.steps.verify import held_against, unverified_reason, verify
+from golem.checks import CheckResult
 from golem.core.errors import NotVerified
-from golem.forge import CheckResult, markdown
+from golem.forge import markdown
 
 __all__ = ["run_loop"]
 

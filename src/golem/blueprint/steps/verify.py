@@ -14,16 +14,22 @@ import shlex
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
-from golem.blueprint.reports.junit import named_reports
 from golem.blueprint.steps.baseline import base_result, cache_paths
 from golem.blueprint.steps.checks import GOAL, commands_of, run_check, run_checks
-from golem.blueprint.steps.concern import MAX_CHANGED, Concern
 from golem.blueprint.steps.flaky import WHOLE, flaky_before, record_flaky
 from golem.blueprint.steps.judge import judge, unexplained
-from golem.blueprint.steps.tree import changed_between, fingerprint, remove_made
+from golem.checks import (
+    MAX_CHANGED,
+    CheckResult,
+    Concern,
+    changed_between,
+    fingerprint,
+    named_reports,
+    remove_made,
+)
 from golem.core.errors import SandboxError
 from golem.core.spec import WORKSPACE
-from golem.forge import CheckResult, markdown
+from golem.forge import markdown
 from golem.sandbox import Box, ExecRequest
 
 __all__ = ["held_against", "unverified_reason", "verify"]

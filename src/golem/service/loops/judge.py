@@ -11,7 +11,7 @@ to compare with (no measure before), a measure counts as progress: it is the fir
 from __future__ import annotations
 
 from golem.blueprint import RunState
-from golem.forge import CheckResult
+from golem.checks import CheckResult
 from golem.service.loops.model import STALL_LIMIT, GoalLoop, GoalMeasure, PullRequestRef
 
 __all__ = ["judge_iteration", "measure_of"]

@@ -1,0 +1,79 @@
+"""golem.checks: verification, the repository's own checks. Finding them as its CI finds
+them (``detect``, or its ``.golem.toml``), reading what they print (``reports``), the box's
+tree around them (``tree``), judging a failure against the base commit (``concern``), and
+the result model."""
+
+from golem.checks.concern import MAX_CHANGED, Concern, test_paths
+from golem.checks.contracts import (
+    CHECK_STEPS,
+    STEPS,
+    CheckResult,
+    DetectedCommand,
+    RepoConventions,
+    Step,
+    TestFailure,
+    TestProgress,
+)
+from golem.checks.conventions import (
+    CONVENTIONS_FILE,
+    ConventionsFile,
+    load_conventions,
+    render_conventions,
+)
+from golem.checks.detect import checks_served, detect_conventions
+from golem.checks.detect.ecosystem import known_registries
+from golem.checks.reports import (
+    MAX_XML,
+    REPORT_BUDGET,
+    FailureReport,
+    TestOutcomes,
+    check_result,
+    failure_reason,
+    failure_report,
+    find_failures,
+    find_outcomes,
+    junit_paths,
+    named_reports,
+    output_report,
+)
+from golem.checks.reports.written import STARTED, junit_written
+from golem.checks.tree import changed_between, fingerprint, remove_made, restore
+
+__all__ = [
+    "CHECK_STEPS",
+    "CONVENTIONS_FILE",
+    "MAX_CHANGED",
+    "MAX_XML",
+    "REPORT_BUDGET",
+    "STARTED",
+    "STEPS",
+    "CheckResult",
+    "Concern",
+    "ConventionsFile",
+    "DetectedCommand",
+    "FailureReport",
+    "RepoConventions",
+    "Step",
+    "TestFailure",
+    "TestOutcomes",
+    "TestProgress",
+    "changed_between",
+    "check_result",
+    "checks_served",
+    "detect_conventions",
+    "failure_reason",
+    "failure_report",
+    "find_failures",
+    "find_outcomes",
+    "fingerprint",
+    "junit_paths",
+    "junit_written",
+    "known_registries",
+    "load_conventions",
+    "named_reports",
+    "output_report",
+    "remove_made",
+    "render_conventions",
+    "restore",
+    "test_paths",
+]
