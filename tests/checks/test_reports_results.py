@@ -8,9 +8,9 @@ import shlex
 
 import pytest
 
-from golem.blueprint.steps.checks import describe_failures
-from golem.checks import STARTED, CheckResult, check_result, junit_written, reports
+from golem.checks import CheckResult, check_result, describe_failures, reports
 from golem.checks.reports.result import SILENT
+from golem.checks.reports.written import STARTED, junit_written
 from golem.core.events import ErrorEvent, ExitEvent, OutputEvent
 from golem.sandbox import Box, Engine, ExecRequest
 from tests.conftest import QUICK_START_BACKENDS

@@ -20,8 +20,10 @@ from golem.checks.conventions import (
     load_conventions,
     render_conventions,
 )
+from golem.checks.describe import describe_failure, describe_failures
 from golem.checks.detect import checks_served, detect_conventions
 from golem.checks.detect.ecosystem import known_registries
+from golem.checks.live import LiveOutput
 from golem.checks.reports import (
     MAX_XML,
     REPORT_BUDGET,
@@ -36,22 +38,23 @@ from golem.checks.reports import (
     named_reports,
     output_report,
 )
-from golem.checks.reports.written import STARTED, junit_written
+from golem.checks.run import CHECK_TIMEOUT, run_check
 from golem.checks.tree import changed_between, fingerprint, remove_made, restore
 
 __all__ = [
     "CHECK_STEPS",
+    "CHECK_TIMEOUT",
     "CONVENTIONS_FILE",
     "MAX_CHANGED",
     "MAX_XML",
     "REPORT_BUDGET",
-    "STARTED",
     "STEPS",
     "CheckResult",
     "Concern",
     "ConventionsFile",
     "DetectedCommand",
     "FailureReport",
+    "LiveOutput",
     "RepoConventions",
     "Step",
     "TestFailure",
@@ -60,6 +63,8 @@ __all__ = [
     "changed_between",
     "check_result",
     "checks_served",
+    "describe_failure",
+    "describe_failures",
     "detect_conventions",
     "failure_reason",
     "failure_report",
@@ -67,7 +72,6 @@ __all__ = [
     "find_outcomes",
     "fingerprint",
     "junit_paths",
-    "junit_written",
     "known_registries",
     "load_conventions",
     "named_reports",
@@ -75,5 +79,6 @@ __all__ = [
     "remove_made",
     "render_conventions",
     "restore",
+    "run_check",
     "test_paths",
 ]

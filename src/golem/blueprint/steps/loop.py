@@ -7,9 +7,8 @@ from typing import Literal
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.agent import paused_step, run_agent
-from golem.blueprint.steps.checks import describe_failures
 from golem.blueprint.steps.verify import held_against, unverified_reason, verify
-from golem.checks import CheckResult
+from golem.checks import CheckResult, describe_failures
 from golem.core.errors import NotVerified
 from golem.forge import markdown
 

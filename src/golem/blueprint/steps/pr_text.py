@@ -10,8 +10,7 @@ import re
 
 from golem.blueprint.show import check_outcome, failing_tests
 from golem.blueprint.state import RunState
-from golem.blueprint.steps.checks import describe_failures
-from golem.checks import CheckResult
+from golem.checks import CheckResult, describe_failures
 from golem.forge import markdown
 
 __all__ = ["body", "commit_message", "marked_run", "run_marker", "title"]

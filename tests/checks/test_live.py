@@ -15,8 +15,8 @@ import pytest
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
-from golem.blueprint.steps.check_output import FLUSH_BYTES, LIVE_CAP
 from golem.checks import REPORT_BUDGET, TestFailure
+from golem.checks.live import FLUSH_BYTES, LIVE_CAP
 from golem.core import EventSink, GolemConfig
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine

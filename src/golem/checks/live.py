@@ -1,5 +1,5 @@
-"""What a check prints, live: its output becomes CheckOutput events of the run as it
-arrives, masked with the run's secrets, coalesced and capped.
+"""What a check prints, live: its output goes on as it arrives (a run makes CheckOutput
+events of it), masked with the run's secrets, coalesced and capped.
 
 Small chunks are gathered until ``FLUSH_BYTES`` are waiting or ``FLUSH_SECONDS`` have
 passed since the first of them (a check that prints a line a millisecond makes a few events
@@ -12,20 +12,28 @@ from __future__ import annotations
 
 import codecs
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from golem.agent import OutputStream
-from golem.blueprint.events import CheckOutput
-from golem.blueprint.execution import Execution
 from golem.core.events import OutputEvent
 from golem.core.masking import SecretMasker
 from golem.core.sizes import format_size
 
-__all__ = ["FLUSH_BYTES", "FLUSH_SECONDS", "LIVE_CAP", "TAIL", "LiveCheckOutput", "Tails"]
+__all__ = [
+    "FLUSH_BYTES",
+    "FLUSH_SECONDS",
+    "LIVE_CAP",
+    "TAIL",
+    "LiveCheckOutput",
+    "LiveOutput",
+    "Tails",
+]
 
 Printed = Literal["stdout", "stderr"]
+LiveOutput = Callable[[OutputStream, str], None]
+"""Where a check's output goes as it comes: the stream, and the text (masked)."""
 
 FLUSH_BYTES = 64 * 1024
 FLUSH_SECONDS = 0.5
@@ -60,15 +68,15 @@ class MaskedText:
 
 
 class LiveCheckOutput:
-    """The live output of one check: feed it the call's output events, ask ``due_in`` how
-    long it may wait for more before it must ``flush``, and ``finish`` it at the end."""
+    """The live output of one check, sent to ``emit``: feed it the call's output events,
+    ask ``due_in`` how long it may wait for more before it must ``flush``, and ``finish``
+    it at the end."""
 
-    def __init__(self, ex: Execution, node: str, round_: int, check: str, command: str) -> None:
-        self._ex = ex
-        self._node, self._round, self._check, self._command = node, round_, check, command
+    def __init__(self, emit: LiveOutput, secrets: Sequence[str] = ()) -> None:
+        self._emit = emit
         self._decoders: dict[Printed, MaskedText] = {
-            "stdout": MaskedText(ex.secrets.values),
-            "stderr": MaskedText(ex.secrets.values),
+            "stdout": MaskedText(secrets),
+            "stderr": MaskedText(secrets),
         }
         self._tails: dict[Printed, str] = {"stdout": "", "stderr": ""}
         self._start_error: str | None = None
@@ -142,15 +150,3 @@ class LiveCheckOutput:
                 f"is {format_size(LIVE_CAP)} per check); the check's result keeps its tail]",
             )
         return Tails(self._tails["stdout"], self._tails["stderr"], self._start_error)
-
-    def _emit(self, stream: OutputStream, text: str) -> None:
-        event = CheckOutput(
-            run_id=self._ex.state.id,
-            node=self._node,
-            round=self._round,
-            check=self._check,
-            command=self._command,
-            stream=stream,
-            text=text,
-        )
-        self._ex.emit(event)
