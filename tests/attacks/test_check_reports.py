@@ -11,8 +11,7 @@ import random
 
 import pytest
 
-from golem.blueprint.steps.judge import judge
-from golem.checks import CheckResult, Concern, TestFailure, failure_report, find_outcomes
+from golem.checks import CheckResult, Concern, TestFailure, failure_report, find_outcomes, judge
 from golem.checks.reports.report import FORMATS
 
 SIZE = 128 * 1024

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from golem.blueprint.steps.judge import judge, unexplained
-from golem.checks import CheckResult, Concern, TestFailure, TestProgress
+from golem.checks import CheckResult, Concern, TestFailure, TestProgress, judge, unexplained
 
 
 def failure(name: str, file: str | None = None, message: str = "assert 1 == 2") -> TestFailure:

@@ -113,7 +113,7 @@ def test_a_bad_golem_toml_is_a_config_error_that_names_the_file_and_the_problem(
         load_conventions(repo)
 
     assert str(repo / ".golem.toml") in caught.value.message
-    assert "docs/context.md" in caught.value.message
+    assert "docs/checks.md" in caught.value.message
 
 
 def test_a_golem_toml_that_is_not_utf8_is_a_config_error(make_repo: MakeRepo) -> None:
@@ -192,7 +192,7 @@ def test_rendered_conventions_load_back_the_same(make_repo: MakeRepo) -> None:
 
 
 def test_the_golem_toml_example_in_the_docs_loads(make_repo: MakeRepo) -> None:
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "context.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text()
     example = docs.split("```toml\n", 1)[1].split("```", 1)[0]
     repo = make_repo({".golem.toml": example})
 

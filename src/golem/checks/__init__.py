@@ -23,6 +23,22 @@ from golem.checks.conventions import (
 from golem.checks.describe import describe_failure, describe_failures
 from golem.checks.detect import checks_served, detect_conventions
 from golem.checks.detect.ecosystem import known_registries
+from golem.checks.history import (
+    baseline_key,
+    flaky_before,
+    flaky_file,
+    load_baseline,
+    record_flaky,
+    store_baseline,
+)
+from golem.checks.judge import (
+    already_failing,
+    held_against,
+    judge,
+    may_be_flaky,
+    unexplained,
+    unverified_reason,
+)
 from golem.checks.live import LiveOutput
 from golem.checks.reports import (
     MAX_XML,
@@ -60,6 +76,8 @@ __all__ = [
     "TestFailure",
     "TestOutcomes",
     "TestProgress",
+    "already_failing",
+    "baseline_key",
     "changed_between",
     "check_result",
     "checks_served",
@@ -71,14 +89,24 @@ __all__ = [
     "find_failures",
     "find_outcomes",
     "fingerprint",
+    "flaky_before",
+    "flaky_file",
+    "held_against",
+    "judge",
     "junit_paths",
     "known_registries",
+    "load_baseline",
     "load_conventions",
+    "may_be_flaky",
     "named_reports",
     "output_report",
+    "record_flaky",
     "remove_made",
     "render_conventions",
     "restore",
     "run_check",
+    "store_baseline",
     "test_paths",
+    "unexplained",
+    "unverified_reason",
 ]

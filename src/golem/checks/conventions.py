@@ -170,7 +170,7 @@ def render_conventions(conventions: RepoConventions) -> str:
     lines = [
         "# golem's commands for this repository: `golem checks detect` wrote this file from",
         f"# what it found ({conventions.source}). Edit it freely: it wins over detection.",
-        "# The format is in golem's docs/context.md.",
+        "# The format is in golem's docs/checks.md.",
     ]
     if conventions.image:
         lines.append(f"image = {_string(conventions.image)}")
@@ -201,7 +201,7 @@ def _string(value: str) -> str:
 
 
 def _parse(path: Path, real: Path) -> ConventionsFile:
-    fix = "Fix it (its format is in docs/context.md), or remove it to let golem detect them."
+    fix = "Fix it (its format is in docs/checks.md), or remove it to let golem detect them."
     read = read_bytes(real, MAX_FILE_BYTES + 1)
     if read is None:
         raise ConfigError(f"{path} cannot be read. {fix}")

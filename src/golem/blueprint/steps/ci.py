@@ -21,8 +21,8 @@ from golem.blueprint.steps.agent import run_agent
 from golem.blueprint.steps.ci_report import SHOWN_JOBS, describe_jobs, fix_failures
 from golem.blueprint.steps.ci_wait import Verdict, repo_name, wait_for_ci
 from golem.blueprint.steps.publish import TRAILER, commit_change, find_change, push_change
-from golem.blueprint.steps.verify import held_against, verify
-from golem.checks import describe_failures
+from golem.blueprint.steps.verify import verify
+from golem.checks import describe_failures, held_against
 from golem.core.ansi import clean
 from golem.core.errors import ForgeError
 from golem.forge.ci import CIJob

@@ -7,8 +7,8 @@ from typing import Literal
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.agent import paused_step, run_agent
-from golem.blueprint.steps.verify import held_against, unverified_reason, verify
-from golem.checks import CheckResult, describe_failures
+from golem.blueprint.steps.verify import verify, why_unverified
+from golem.checks import CheckResult, describe_failures, held_against
 from golem.core.errors import NotVerified
 from golem.forge import markdown
 
@@ -53,7 +53,7 @@ def _conclude(
     excused = [f"{r.name} ({_verdict(r)})" for r in results if r.preexisting or r.flaky]
     if excused:
         ex.note(f"not held against the change: {', '.join(excused)}", node.id)
-    reason = unverified_reason(ex, node, results)
+    reason = why_unverified(ex, node, results)
     ex.state.unverified = reason
     ex.state.verified = reason is None
     ex.save()

@@ -11,28 +11,34 @@ tree is brought back to the host after every verification.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.baseline import base_result, cache_paths
 from golem.blueprint.steps.checks import GOAL, commands_of, run_check, run_checks
-from golem.blueprint.steps.flaky import WHOLE, flaky_before, record_flaky
-from golem.blueprint.steps.judge import judge, unexplained
 from golem.checks import (
     MAX_CHANGED,
     CheckResult,
     Concern,
     changed_between,
     fingerprint,
+    flaky_before,
+    flaky_file,
+    held_against,
+    judge,
+    may_be_flaky,
     named_reports,
+    record_flaky,
     remove_made,
+    unverified_reason,
 )
 from golem.core.errors import SandboxError
 from golem.core.spec import WORKSPACE
 from golem.forge import markdown
 from golem.sandbox import Box, ExecRequest
 
-__all__ = ["held_against", "unverified_reason", "verify"]
+__all__ = ["verify", "why_unverified"]
 
 Changed = dict[int, list[str]]
 """The checks (by position) that changed the tree, and the paths they changed."""
@@ -76,51 +82,15 @@ async def _drop_reports(box: Box, commands: list[str]) -> None:
         await box.execute(ExecRequest(cmd=drop, workdir=WORKSPACE, timeout=60))
 
 
-def held_against(results: list[CheckResult]) -> list[CheckResult]:
-    """The failures that are the change's: neither already there nor flaky."""
-    return [result for result in results if not result.passed and not result.preexisting]
-
-
-def unverified_reason(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
-    """Why no check verified the change (None: one did). A check that fails on the base
-    commit too verifies nothing; one that passed (on a rerun too) does, and so do tests
-    whose only failures are the base commit's, untouched, once the change made some of the
-    base's failing tests pass. Tests that all fail as on the base otherwise leave the change
-    unverified whatever a lint or build did: those say nothing about whether it works."""
-    if not results:
-        source = ex.state.conventions.source if ex.state.conventions else "none read"
-        return (
-            f"no check found: the repository's conventions ({source}) name no "
-            f"{' / '.join(node.checks)} command; add a .golem.toml with the commands that "
-            "check this repository (`golem checks detect --write` writes one to start from)"
-        )
-    tests = [result for result in results if result.name == "test"]
-    dropped = ex.state.dropped
-    if dropped and not any(result.passed or _made_pass(result) for result in tests):
-        names = ", ".join(f"{check.name} ({markdown.code(check.command)})" for check in dropped)
-        return (
-            f"{names} could not be prepared (not run), and no test check ran and passed: "
-            "with a check dropped, only the repository's tests can verify the change"
-        )
-    if tests and not any(result.passed or _made_pass(result) for result in tests):
-        failing = ", ".join(markdown.code(result.command) for result in tests)
-        return (
-            f"the tests fail on the base commit too, the same way: {failing}; they do not "
-            "tell whether the change works, whatever the other checks say"
-        )
-    if any(result.passed or _made_pass(result) for result in results):
-        return None
-    names = ", ".join(f"{result.name} ({markdown.code(result.command)})" for result in results)
-    return (
-        f"every check fails on the base commit too: {names}; none of them tells whether "
-        "the change works"
+def why_unverified(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
+    """Why no check of the loop verified the change (None: one did)."""
+    conventions = ex.state.conventions
+    return unverified_reason(
+        results,
+        checks=node.checks,
+        source=conventions.source if conventions is not None else "none read",
+        dropped=[(check.name, check.command) for check in ex.state.dropped],
     )
-
-
-def _made_pass(result: CheckResult) -> bool:
-    """A test check whose failures are all the base commit's, untouched, and in which the
-    change made tests that failed there pass: those ran, and pass now."""
-    return result.preexisting and result.progress is not None and result.progress.passing > 0
 
 
 async def _one_pass(
@@ -174,35 +144,19 @@ async def _judged(
     if concern is None:
         base, concern = None, Concern()
     judged = judge(result, base, concern)
-    if judged.preexisting or not _may_be_flaky(ex, judged, base, concern):
+    flaky = flaky_before(_flaky_file(ex), judged)
+    if judged.preexisting or not may_be_flaky(judged, base, concern, flaky):
         return judged
     again = await run_check(ex, node, result.name, result.command, round_=round_)
     if not again.passed:
         return judge(again, base, concern)
-    record_flaky(ex, result)
+    record_flaky(_flaky_file(ex), result)
     return again.model_copy(
         update={
             "flaky": True,
             "reason": f"failed at first (exit {result.exit_code}), passed when run again",
         }
     )
-
-
-def _may_be_flaky(
-    ex: Execution, result: CheckResult, base: CheckResult | None, concern: Concern
-) -> bool:
-    """Whether a failure is worth running again: never a timeout (another full one would say
-    nothing new) nor a test the task names; a test seen flaky before, or a failure the
-    change does not explain."""
-    if result.timed_out:
-        return False
-    held = [f for f in result.failures if f.name not in result.set_aside]
-    if any(concern.task_names(f) for f in held):
-        return False
-    known = set(flaky_before(ex, result))
-    if (held and all(f.name in known for f in held)) or (not result.failures and WHOLE in known):
-        return True
-    return unexplained(result, base, concern)
 
 
 async def _concern(ex: Execution, node: str, tree: str) -> Concern | None:
@@ -244,3 +198,8 @@ def _paths(paths: list[str]) -> str:
     """The first few paths (a box's: as code), and how many more."""
     shown = ", ".join(markdown.code(path) for path in paths[:5])
     return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def _flaky_file(ex: Execution) -> Path:
+    """Where this run's repository's flaky tests are kept."""
+    return flaky_file(ex.config.state_dir, ex.book.store.tenant or "", ex.state.request.repo)
