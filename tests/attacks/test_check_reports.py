@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-from golem.checks import CheckResult, Concern, TestFailure, failure_report, find_outcomes, judge
+from golem.checks import CheckResult, Concern, TestFailure, find_outcomes, judge
+from golem.checks.reports import failure_report
 from golem.checks.reports.report import FORMATS
 
 SIZE = 128 * 1024

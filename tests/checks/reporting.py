@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from golem.checks import REPORT_BUDGET, FailureReport
+from golem.checks.reports import REPORT_BUDGET, FailureReport
 
 ESC = "\x1b"
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from golem.checks import CheckResult, Concern, TestFailure, TestProgress, judge, unexplained
+from golem.checks import CheckResult, Concern, TestFailure, TestProgress, judge
+from golem.checks.judge import unexplained
 
 
 def failure(name: str, file: str | None = None, message: str = "assert 1 == 2") -> TestFailure:

@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from golem.checks import (
-    CheckResult,
-    TestFailure,
-    already_failing,
-    changed_between,
-    fingerprint,
-    restore,
-)
+from golem.checks import CheckResult, TestFailure, changed_between, fingerprint, restore
+from golem.checks.judge import already_failing
 from golem.sandbox import Box, ExecRequest
 from tests.conftest import QUICK_START_BACKENDS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem.checks import failure_report, output_report
+from golem.checks.reports import failure_report, output_report
 
 PIECES = st.sampled_from(
     [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from golem.checks import failure_report
+from golem.checks.reports import failure_report
 from tests.checks.reporting import ESC, assert_readable, run, write
 
 GO_MOD = "module example.com/calc\n\ngo 1.19\n"

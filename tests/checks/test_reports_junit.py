@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from golem.checks import MAX_XML, failure_report, junit_paths
+from golem.checks.reports import MAX_XML, failure_report, junit_paths
 from tests.checks.reporting import run, write
 
 TESTS = """\

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from golem.checks import failure_report
+from golem.checks.reports import failure_report
 from tests.checks.reporting import assert_readable, run, write
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from golem.checks import check_result
+from golem.checks.reports import check_result
 from golem.core.events import ExitEvent
 from tests.checks.reporting import Ran, run, write
 

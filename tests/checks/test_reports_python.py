@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from golem.checks import failure_report
+from golem.checks.reports import failure_report
 from tests.checks.reporting import ESC, assert_readable, run, write
 
 PYTEST = (

@@ -8,7 +8,8 @@ import shlex
 
 import pytest
 
-from golem.checks import CheckResult, check_result, describe_failures, reports
+from golem.checks import CheckResult, describe_failures, reports
+from golem.checks.reports import check_result
 from golem.checks.reports.result import SILENT
 from golem.checks.reports.written import STARTED, junit_written
 from golem.core.events import ErrorEvent, ExitEvent, OutputEvent

@@ -1,9 +1,20 @@
-"""golem.checks: verification, the repository's own checks. Finding them as its CI finds
-them (``detect``, or its ``.golem.toml``), reading what they print (``reports``), the box's
-tree around them (``tree``), judging a failure against the base commit (``concern``), and
-the result model."""
+"""golem.checks: verification, the repository's own checks.
 
-from golem.checks.concern import MAX_CHANGED, Concern, test_paths
+- the conventions: its ``.golem.toml``, or its checks found as its CI finds them
+  (``load_conventions``, ``detect_conventions``, ``checks_served``);
+- running one in a box, its output live (``run_check``), reading what it printed and the
+  JUnit XML it wrote into its result (``CheckResult``, ``find_outcomes``);
+- the box's tree around the checks (``fingerprint``, ``changed_between``, ``restore``);
+- judging a failure against the base commit, the task and the change (``judge``,
+  ``Concern``), flaky or not (``may_be_flaky``, and the history kept between runs), and
+  whether anything verified the change (``unverified_reason``);
+- failed checks in words (``describe_failures``).
+
+The blueprint's steps call these with the run's box, secrets and state, and make the run's
+events of what they return (docs/checks.md).
+"""
+
+from golem.checks.concern import MAX_CHANGED, Concern
 from golem.checks.contracts import (
     CHECK_STEPS,
     STEPS,
@@ -16,7 +27,6 @@ from golem.checks.contracts import (
 )
 from golem.checks.conventions import (
     CONVENTIONS_FILE,
-    ConventionsFile,
     load_conventions,
     render_conventions,
 )
@@ -32,81 +42,54 @@ from golem.checks.history import (
     store_baseline,
 )
 from golem.checks.judge import (
-    already_failing,
     held_against,
     judge,
     may_be_flaky,
-    unexplained,
     unverified_reason,
 )
 from golem.checks.live import LiveOutput
 from golem.checks.reports import (
-    MAX_XML,
-    REPORT_BUDGET,
-    FailureReport,
-    TestOutcomes,
-    check_result,
-    failure_reason,
-    failure_report,
-    find_failures,
     find_outcomes,
-    junit_paths,
     named_reports,
-    output_report,
 )
-from golem.checks.run import CHECK_TIMEOUT, run_check
+from golem.checks.run import run_check
 from golem.checks.tree import changed_between, fingerprint, remove_made, restore
 
 __all__ = [
     "CHECK_STEPS",
-    "CHECK_TIMEOUT",
     "CONVENTIONS_FILE",
     "MAX_CHANGED",
-    "MAX_XML",
-    "REPORT_BUDGET",
     "STEPS",
     "CheckResult",
     "Concern",
-    "ConventionsFile",
     "DetectedCommand",
-    "FailureReport",
     "LiveOutput",
     "RepoConventions",
     "Step",
     "TestFailure",
-    "TestOutcomes",
     "TestProgress",
-    "already_failing",
     "baseline_key",
     "changed_between",
-    "check_result",
     "checks_served",
     "describe_failure",
     "describe_failures",
     "detect_conventions",
-    "failure_reason",
-    "failure_report",
-    "find_failures",
     "find_outcomes",
     "fingerprint",
     "flaky_before",
     "flaky_file",
     "held_against",
     "judge",
-    "junit_paths",
     "known_registries",
     "load_baseline",
     "load_conventions",
     "may_be_flaky",
     "named_reports",
-    "output_report",
     "record_flaky",
     "remove_made",
     "render_conventions",
     "restore",
     "run_check",
     "store_baseline",
-    "test_paths",
-    "unexplained",
     "unverified_reason",
 ]
