@@ -4,12 +4,13 @@ end of its output within a budget; and why it failed when the exit code does not
 test's outcome, passing ones too where the output names them (``find_outcomes``)."""
 
 from golem.checks.reports.junit import MAX_XML, junit_paths, named_reports
-from golem.checks.reports.outcomes import TestOutcomes, find_outcomes
 from golem.checks.reports.report import (
     REPORT_BUDGET,
     FailureReport,
+    TestOutcomes,
     failure_report,
     find_failures,
+    find_outcomes,
     output_report,
 )
 from golem.checks.reports.result import check_result, failure_reason

@@ -13,8 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from golem.checks.contracts import TestFailure
-from golem.checks.reports.format import Format
-from golem.checks.reports.trim import first_lines
+from golem.checks.reports.format import Format, first_lines
 
 __all__ = ["GO_TEST"]
 

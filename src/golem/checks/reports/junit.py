@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from xml.etree import ElementTree
 
 from golem.checks.contracts import TestFailure
-from golem.checks.reports.format import merge
-from golem.checks.reports.trim import first_lines
+from golem.checks.reports.format import first_lines, merge
 
 __all__ = ["MAX_XML", "junit_failures", "junit_passes", "junit_paths", "named_reports"]
 

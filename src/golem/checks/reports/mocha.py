@@ -8,8 +8,7 @@ import re
 import textwrap
 
 from golem.checks.contracts import TestFailure
-from golem.checks.reports.format import Format, merge
-from golem.checks.reports.trim import first_lines
+from golem.checks.reports.format import Format, first_lines, merge
 
 __all__ = ["MOCHA"]
 

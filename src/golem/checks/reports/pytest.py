@@ -11,8 +11,7 @@ import textwrap
 from dataclasses import dataclass
 
 from golem.checks.contracts import TestFailure
-from golem.checks.reports.format import Format, merge
-from golem.checks.reports.trim import first_lines
+from golem.checks.reports.format import Format, first_lines, merge
 
 __all__ = ["PYTEST"]
 

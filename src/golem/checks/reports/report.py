@@ -1,6 +1,10 @@
 """A failing check as its fixer reads it: the failing tests its output (or its JUnit XML)
 names, each with its message, then the end of its standard output and error, each in its
-share of a budget of characters, without colours or redrawn progress bars."""
+share of a budget of characters, without colours or redrawn progress bars. And each test's
+outcome in what a check printed: the failing tests and the passing ones, where the output
+names those (pytest with ``-rA`` or ``-v``, unittest with ``-v``, ``go test -v``, cargo
+test, TAP, JUnit XML): what a benchmark's fail-to-pass and pass-to-pass tests are judged
+by (``golem eval``)."""
 
 from __future__ import annotations
 
@@ -10,14 +14,13 @@ from dataclasses import dataclass, field
 from golem.checks.contracts import TestFailure
 from golem.checks.reports.cargo import CARGO_TEST
 from golem.checks.reports.doctests import DOCTEST
-from golem.checks.reports.format import Format, merge
+from golem.checks.reports.format import Format, first_lines, last_lines, merge
 from golem.checks.reports.gotest import GO_TEST
 from golem.checks.reports.jest import JEST
-from golem.checks.reports.junit import junit_failures
+from golem.checks.reports.junit import junit_failures, junit_passes
 from golem.checks.reports.mocha import MOCHA
 from golem.checks.reports.pytest import PYTEST
 from golem.checks.reports.tap import TAP
-from golem.checks.reports.trim import first_lines, last_lines
 from golem.checks.reports.unittest import UNITTEST
 from golem.core.ansi import plain
 
@@ -25,8 +28,10 @@ __all__ = [
     "FORMATS",
     "REPORT_BUDGET",
     "FailureReport",
+    "TestOutcomes",
     "failure_report",
     "find_failures",
+    "find_outcomes",
     "output_report",
 ]
 
@@ -147,3 +152,32 @@ def _shares(sizes: list[int], room: int) -> list[int]:
         shares[index] = min(sizes[index], even)
         left -= shares[index]
     return shares
+
+
+@dataclass(frozen=True)
+class TestOutcomes:
+    """The tests a check's output says passed and failed; ``names_passes``: whether its
+    format names passing tests at all (when not, a test not named failing may have passed
+    or not run)."""
+
+    __test__ = False  # not a pytest class
+
+    passed: frozenset[str]
+    failed: frozenset[str]
+    names_passes: bool
+
+
+def find_outcomes(command: str, text: str, junit: Sequence[str] = ()) -> TestOutcomes:
+    """The outcomes in ``text`` (a check's whole output) by every format it looks like,
+    and in the JUnit documents ``junit``; a test named both passing and failing (a rerun,
+    two runners) failed."""
+    text = plain(text)
+    failed = {failure.name for failure in find_failures(command, text, junit)}
+    recognised = [f for f in FORMATS if f.passes is not None and f.recognises(text)]
+    passed = {name for f in recognised if f.passes is not None for name in f.passes(text)}
+    passed.update(junit_passes(junit))
+    return TestOutcomes(
+        passed=frozenset(passed - failed),
+        failed=frozenset(failed),
+        names_passes=bool(recognised or junit),
+    )

@@ -1,6 +1,9 @@
 """A check's result from how its call ended and what it printed: passed or not, the
 failure report as its output tail, and the reason when the exit code alone would hide it
-(the memory limit, a timeout, silence, a command that could not start, a signal)."""
+(the memory limit, a timeout, silence, a command that could not start, a signal, a test
+command that ran no test at all: such a run verifies nothing, whatever its exit code, as
+``python3 -m unittest discover`` before 3.12 prints "Ran 0 tests ... OK" and exits 0 on a
+repository of pytest-style tests)."""
 
 from __future__ import annotations
 
@@ -9,12 +12,11 @@ import signal
 from collections.abc import Sequence
 
 from golem.checks.contracts import CheckResult, TestFailure
-from golem.checks.reports.nothing_ran import nothing_ran
 from golem.checks.reports.report import REPORT_BUDGET, failure_report, output_report
 from golem.core.events import ExitEvent
 from golem.core.sizes import format_size
 
-__all__ = ["SILENT", "check_result", "failure_reason"]
+__all__ = ["SILENT", "check_result", "failure_reason", "nothing_ran"]
 
 SILENT = "(it printed nothing)"
 
@@ -129,3 +131,35 @@ _FATAL = {"SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGTER
 
 def _seconds(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+
+
+_UNITTEST = re.compile(r"^Ran 0 tests in ", re.M)
+_SOME_RAN = re.compile(  # any runner of a composite command saying tests ran
+    r"^Ran [1-9]\d* tests? in |\b[1-9]\d* passed\b|^ok\s+\S+\s+\d|^running [1-9]\d* tests?$",
+    re.M,
+)
+_PYTEST = re.compile(r"^(?:=+ )?no tests ran\b|^collected 0 items\b", re.M)
+_CARGO = re.compile(r"^running (\d+) tests?$", re.M)
+_GO_PACKAGE = re.compile(r"^(ok|\?|FAIL|---)\s", re.M)
+_GO_NONE = re.compile(r"^(?:\?\s+\S+\s+\[no test files\]|ok\s+\S+\s+\S+\s+\[no tests to run\])$")
+
+
+def nothing_ran(stdout: str, stderr: str, *, exit_code: int) -> str | None:
+    """What in the output says no test ran (None: tests ran, or it does not say)."""
+    text = f"{stdout}\n{stderr}"
+    if _SOME_RAN.search(text):
+        return None
+    if _UNITTEST.search(text):
+        return "unittest found no test (`Ran 0 tests`)"
+    if exit_code == 5 and _PYTEST.search(text):  # pytest's exit code for "collected nothing"
+        return "pytest collected no test (`no tests ran`, exit 5)"
+    if (counts := _CARGO.findall(text)) and all(count == "0" for count in counts):
+        return "cargo test ran no test (every `running N tests` is 0)"
+    return _go_nothing(text)
+
+
+def _go_nothing(text: str) -> str | None:
+    packages = [line.strip() for line in text.splitlines() if _GO_PACKAGE.match(line)]
+    if packages and all(_GO_NONE.match(line) for line in packages):
+        return "go test ran no test (every package: `[no test files]`)"
+    return None
