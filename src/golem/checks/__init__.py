@@ -1,7 +1,8 @@
 """golem.checks: verification, the repository's own checks.
 
 - the conventions: its ``.golem.toml``, or its checks found as its CI finds them
-  (``load_conventions``, ``detect_conventions``, ``checks_served``);
+  (``load_conventions``, ``detect_conventions``), and which of them a failed
+  preparation drops (``dropped_by``);
 - running one in a box, its output live (``run_check``), reading what it printed and the
   JUnit XML it wrote into its result (``CheckResult``, ``find_outcomes``);
 - the box's tree around the checks (``fingerprint``, ``changed_between``, ``restore``);
@@ -31,7 +32,7 @@ from golem.checks.conventions import (
     render_conventions,
 )
 from golem.checks.describe import describe_failure, describe_failures
-from golem.checks.detect import checks_served, detect_conventions
+from golem.checks.detect import detect_conventions
 from golem.checks.detect.ecosystem import known_registries
 from golem.checks.history import (
     baseline_key,
@@ -48,6 +49,7 @@ from golem.checks.judge import (
     unverified_reason,
 )
 from golem.checks.live import LiveOutput
+from golem.checks.prepare import dropped_by, why_not_run
 from golem.checks.reports import (
     find_outcomes,
     named_reports,
@@ -70,10 +72,10 @@ __all__ = [
     "TestProgress",
     "baseline_key",
     "changed_between",
-    "checks_served",
     "describe_failure",
     "describe_failures",
     "detect_conventions",
+    "dropped_by",
     "find_outcomes",
     "fingerprint",
     "flaky_before",
@@ -92,4 +94,5 @@ __all__ = [
     "run_check",
     "store_baseline",
     "unverified_reason",
+    "why_not_run",
 ]
