@@ -48,13 +48,12 @@ from golem.checks.judge import (
     may_be_flaky,
     unverified_reason,
 )
-from golem.checks.live import LiveOutput
 from golem.checks.prepare import dropped_by, why_not_run
 from golem.checks.reports import (
     find_outcomes,
     named_reports,
 )
-from golem.checks.run import run_check
+from golem.checks.run import LiveOutput, run_check
 from golem.checks.tree import changed_between, fingerprint, remove_made, restore
 
 __all__ = [

@@ -16,8 +16,8 @@ from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckFinished, CheckOutput, RunEvent
 from golem.checks import TestFailure
-from golem.checks.live import FLUSH_BYTES, LIVE_CAP
 from golem.checks.reports import REPORT_BUDGET
+from golem.checks.run import FLUSH_BYTES, LIVE_CAP
 from golem.core import EventSink, GolemConfig
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
