@@ -33,6 +33,7 @@ from golem.sandbox.models import (
     ProcessOutput,
     Runtime,
 )
+from golem.sandbox.snapshots import SnapshotInfo, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
 
@@ -60,6 +61,8 @@ __all__ = [
     "ResourceUsage",
     "Runtime",
     "SecretMasker",
+    "SnapshotInfo",
+    "SnapshotStore",
     "SpecLike",
     "StartedBox",
     "SyncBox",
