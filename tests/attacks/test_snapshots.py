@@ -20,6 +20,7 @@ from golem.core.errors import SnapshotNotFound, UnsafeBoxOutput
 from golem.sandbox import Box, Engine, LocalEngine
 from golem.sandbox.snapshots import SnapshotInfo
 from tests.conftest import BOTH_BACKENDS
+from tests.service.served import serving, unb64
 
 SNAPSHOT_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] in ("process", "docker", "podman")]
 
@@ -185,3 +186,34 @@ async def test_one_tenants_snapshot_is_never_found_by_another_tenant(
     with pytest.raises(SnapshotNotFound):
         await engine.create_session(tenant("beta", snapshot=digest))
     assert len(os.listdir(config.state_dir / "snapshots")) == 2  # a directory per tenant
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_through_the_server_a_key_finds_only_its_own_tenants_snapshots(
+    tmp_path: Path, config: GolemConfig
+) -> None:
+    state = tmp_path / "served"
+    local_config = config.model_copy(update={"state_dir": state})
+    async with LocalEngine(local_config) as engine, engine.session(tenant("alpha")) as box:
+        await run(box, "echo alpha-secret > secret")
+        info = await engine.snapshot(box.id, "prepared")
+    with serving(state) as served:
+        alpha, beta = served.client(served.key("alpha")), served.client(served.key("beta"))
+        with alpha, beta:
+            for name in ("prepared", f"sha256:{info.digest}"):
+                refused = beta.post("/v1/sessions", json={"spec": {"snapshot": name}})
+                assert refused.status_code == 404, refused.text
+                assert "has no snapshot" in refused.json()["detail"]
+            claimed = beta.post(
+                "/v1/sessions", json={"spec": {"snapshot": "prepared", **tenant("alpha")}}
+            )
+            assert claimed.status_code == 403, claimed.text  # golem.* labels are the server's
+            assert beta.get("/v1/sessions").json() == []
+            made = alpha.post("/v1/sessions", json={"spec": {"snapshot": "prepared"}})
+            assert made.status_code == 201, made.text
+            path = f"/v1/sessions/{made.json()['id']}"
+            try:
+                seen = alpha.post(f"{path}/exec", json={"cmd": "cat secret"}).json()
+                assert unb64(seen["stdout"]) == b"alpha-secret\n"
+            finally:
+                alpha.delete(path)
