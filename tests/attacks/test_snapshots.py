@@ -19,8 +19,9 @@ from golem.core import GolemConfig
 from golem.core.errors import SnapshotNotFound, UnsafeBoxOutput
 from golem.sandbox import Box, Engine, LocalEngine
 from golem.sandbox.snapshots import SnapshotInfo
+from golem.service.client import RemoteEngine
 from tests.conftest import BOTH_BACKENDS
-from tests.service.served import serving, unb64
+from tests.service.served import serving
 
 SNAPSHOT_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] in ("process", "docker", "podman")]
 
@@ -192,28 +193,23 @@ async def test_one_tenants_snapshot_is_never_found_by_another_tenant(
 async def test_through_the_server_a_key_finds_only_its_own_tenants_snapshots(
     tmp_path: Path, config: GolemConfig
 ) -> None:
-    state = tmp_path / "served"
-    local_config = config.model_copy(update={"state_dir": state})
-    async with LocalEngine(local_config) as engine, engine.session(tenant("alpha")) as box:
-        await run(box, "echo alpha-secret > secret")
-        info = await engine.snapshot(box.id, "prepared")
-    with serving(state) as served:
-        alpha, beta = served.client(served.key("alpha")), served.client(served.key("beta"))
-        with alpha, beta:
-            for name in ("prepared", f"sha256:{info.digest}"):
-                refused = beta.post("/v1/sessions", json={"spec": {"snapshot": name}})
-                assert refused.status_code == 404, refused.text
-                assert "has no snapshot" in refused.json()["detail"]
-            claimed = beta.post(
-                "/v1/sessions", json={"spec": {"snapshot": "prepared", **tenant("alpha")}}
-            )
-            assert claimed.status_code == 403, claimed.text  # golem.* labels are the server's
-            assert beta.get("/v1/sessions").json() == []
-            made = alpha.post("/v1/sessions", json={"spec": {"snapshot": "prepared"}})
-            assert made.status_code == 201, made.text
-            path = f"/v1/sessions/{made.json()['id']}"
-            try:
-                seen = alpha.post(f"{path}/exec", json={"cmd": "cat secret"}).json()
-                assert unb64(seen["stdout"]) == b"alpha-secret\n"
-            finally:
-                alpha.delete(path)
+    with serving(tmp_path / "served") as served:
+        async with RemoteEngine(served.url, served.key("alpha"), config=config) as alpha:
+            async with alpha.session() as box:
+                await run(box, "echo alpha-secret > secret")
+                info = await alpha.snapshot(box.id, "prepared")
+                with served.client(served.key("beta")) as beta:
+                    taken = beta.post(f"/v1/sessions/{box.id}/snapshot", json={"name": "mine"})
+                    assert taken.status_code == 404, taken.text  # alpha's session
+                    for name in ("prepared", f"sha256:{info.digest}"):
+                        refused = beta.post("/v1/sessions", json={"spec": {"snapshot": name}})
+                        assert refused.status_code == 404, refused.text
+                        assert "has no snapshot" in refused.json()["detail"]
+                    claimed = beta.post(
+                        "/v1/sessions", json={"spec": {"snapshot": "prepared", **tenant("alpha")}}
+                    )
+                    assert claimed.status_code == 403, claimed.text  # golem.* are the server's
+                    assert beta.get("/v1/sessions").json() == []
+            assert info.tenant == "alpha"
+            async with alpha.session({"snapshot": "prepared"}) as box:
+                assert await run(box, "cat secret") == "alpha-secret\n"

@@ -17,6 +17,7 @@ __all__ = [
     "BOX_PATH",
     "GOLEM_HOME",
     "MAX_ID",
+    "SNAPSHOT_NAME",
     "SNAPSHOT_REF",
     "WORKSPACE",
     "BoxSpec",
@@ -65,9 +66,11 @@ MAX_LABEL_BYTES = 64 * 1024
 MAX_PATH = 4096
 """The kernel's PATH_MAX: the longest image, workdir or workspace path."""
 
-SNAPSHOT_REF = r"^(?:[a-z0-9][a-z0-9._-]{0,62}|sha256:[0-9a-f]{64})$"
-"""How a box names a snapshot of its tenant: a name (lower-case letters, digits, ``.``,
-``_`` and ``-``, at most 63, never ``.`` or ``..``) or its content's ``sha256:`` digest."""
+SNAPSHOT_NAME = r"[a-z0-9][a-z0-9._-]{0,62}"
+"""A snapshot's name: lower-case letters, digits, ``.``, ``_`` and ``-``, at most 63,
+starting with a letter or digit (so never ``.`` or ``..``, nor a path)."""
+SNAPSHOT_REF = rf"^(?:{SNAPSHOT_NAME}|sha256:[0-9a-f]{{64}})$"
+"""How a box names a snapshot of its tenant: its name, or its content's ``sha256:`` digest."""
 
 MAX_ID = 65534
 """Highest uid or gid a box may run as: the ids a user namespace or a container maps

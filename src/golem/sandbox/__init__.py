@@ -32,8 +32,9 @@ from golem.sandbox.models import (
     ExecResult,
     ProcessOutput,
     Runtime,
+    SnapshotInfo,
 )
-from golem.sandbox.snapshots import SnapshotInfo, SnapshotStore
+from golem.sandbox.snapshots import SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
 

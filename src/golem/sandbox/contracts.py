@@ -32,7 +32,14 @@ from golem.core.config import GolemConfig
 from golem.core.events import EventSink, ExecEvent, NetworkEvent
 from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec
-from golem.sandbox.models import BackgroundProcess, BoxInfo, ExecRequest, ExecResult, ProcessOutput
+from golem.sandbox.models import (
+    BackgroundProcess,
+    BoxInfo,
+    ExecRequest,
+    ExecResult,
+    ProcessOutput,
+    SnapshotInfo,
+)
 from golem.sandbox.records import BoxRecord
 from golem.sandbox.takeback import Landed, TakebackLimits
 
@@ -272,6 +279,13 @@ class Engine(Protocol):
 
     async def remove_session(self, box_id: str) -> None:
         """End a session; its handles are ``closed`` from then on."""
+        ...
+
+    async def snapshot(self, box_id: str, name: str) -> SnapshotInfo:
+        """Freeze a live session's writable trees as the snapshot ``name`` of its tenant,
+        checked as a takeback is (docs/snapshots.md); a spec naming it (``snapshot``)
+        starts a box from a copy of it. SnapshotUnsupported where the box's backend has
+        none yet, naming those that have."""
         ...
 
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:

@@ -34,13 +34,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from golem.core.errors import InvalidRequest, SnapshotNotFound, SnapshotUnsupported
 from golem.core.ids import new_id
-from golem.core.spec import SNAPSHOT_REF, BoxSpec
+from golem.core.spec import SNAPSHOT_NAME, BoxSpec
 from golem.sandbox.contracts import Box
 from golem.sandbox.keep import archive_part, keep_archive
+from golem.sandbox.models import SnapshotInfo
 from golem.sandbox.pool import WIPED_PATHS
 
 __all__ = [
@@ -62,24 +63,6 @@ docker backend on Podman too). gVisor's will be a runsc checkpoint and the micro
 ROOTS = tuple(path.lstrip("/") for path in WIPED_PATHS)
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1024 * 1024
-
-
-class SnapshotInfo(BaseModel):
-    """A snapshot as ``golem snapshots ls`` shows it."""
-
-    name: str
-    tenant: str
-    digest: str
-    """sha256 of the kept archive: the snapshot's content."""
-    size: int
-    entries: int
-    created: float
-    backend: str
-    image: str | None
-    roots: list[str]
-    """The trees the archive holds (of ``/workspace``, ``/tmp``, ``/dev/shm``)."""
-    box_id: str
-    """The box it was taken from."""
 
 
 def tenant_of(spec: BoxSpec) -> str:
@@ -109,7 +92,7 @@ def check_snapshottable(backend: str, spec: BoxSpec) -> None:
 
 
 def _checked_name(name: str) -> str:
-    if not re.fullmatch(SNAPSHOT_REF, name) or name.startswith("sha256:"):
+    if not re.fullmatch(SNAPSHOT_NAME, name):
         raise InvalidRequest(
             f"snapshot name {name[:80]!r}: use lower-case letters, digits, '.', '_' and '-' "
             "(at most 63, starting with a letter or digit)"

@@ -31,6 +31,7 @@ from golem.sandbox import (
     ExecResult,
     LocalEngine,
     Request,
+    SnapshotInfo,
     SpecLike,
     as_request,
 )
@@ -220,6 +221,12 @@ class RemoteEngine:
         finally:
             for box in self._handles.pop(box_id, []):
                 await box.end()
+
+    async def snapshot(self, box_id: str, name: str) -> SnapshotInfo:
+        """Freeze a session's writable trees as a snapshot of the key's tenant, kept on
+        the server."""
+        answer = await self.request("POST", f"/v1/sessions/{box_id}/snapshot", json={"name": name})
+        return SnapshotInfo.model_validate(answer.json())
 
     @contextlib.asynccontextmanager
     async def session(
