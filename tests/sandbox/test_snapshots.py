@@ -4,7 +4,9 @@ content-addressed, read-only, listed and pruned. On bubblewrap, dockerd and Podm
 
 from __future__ import annotations
 
+import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -111,6 +113,22 @@ async def test_snapshots_are_content_addressed_read_only_and_pruned_by_age_and_s
     assert [info.name for info in store.all()] == ["three"]
     assert [info.name for info in store.prune(older_than=0)] == ["three"]
     assert list((config.state_dir / "snapshots").glob("*/objects/*")) == []
+
+
+def test_prune_removes_what_a_process_that_died_while_taking_a_snapshot_left(
+    tmp_path: Path,
+) -> None:
+    tenant = tmp_path / "snapshots" / ("0" * 32)
+    left = [tenant / "objects" / ".incoming-snap_1.tar", tenant / "names" / ".base.tmp_1"]
+    fresh = tenant / "objects" / ".incoming-snap_2.tar"  # a snapshot being taken now
+    for path in [*left, fresh]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    day_ago = time.time() - 86400 - 60
+    for path in left:
+        os.utime(path, (day_ago, day_ago))
+    assert SnapshotStore(tmp_path).prune(older_than=3600) == []
+    assert [path.exists() for path in [*left, fresh]] == [False, False, True]
 
 
 def test_a_snapshot_is_refused_where_the_box_state_is_not_all_its_own(tmp_path: Path) -> None:

@@ -61,6 +61,9 @@ SNAPSHOT_BACKENDS = ("process", "docker")
 docker backend on Podman too). gVisor's will be a runsc checkpoint and the microVM's a disk
 (and memory) snapshot: they refuse until then."""
 ROOTS = tuple(path.lstrip("/") for path in WIPED_PATHS)
+STALE_SECONDS = 86400.0
+"""Age past which a half-written archive or name is a dead process's (no snapshot takes a
+day to write)."""
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1024 * 1024
 
@@ -229,8 +232,10 @@ class SnapshotStore:
         self, *, older_than: float | None = None, max_bytes: int | None = None
     ) -> list[SnapshotInfo]:
         """Remove snapshots taken more than ``older_than`` seconds ago, then the oldest
-        until what is kept fits in ``max_bytes``; returns what was removed."""
+        until what is kept fits in ``max_bytes``, and what a process that died while taking
+        one left; returns the snapshots removed."""
         now = time.time()
+        self._remove_stale_temporaries(now)
         kept = self.all()
         removed = [
             info for info in kept if older_than is not None and now - info.created > older_than
@@ -242,6 +247,12 @@ class SnapshotStore:
         for info in removed:
             self.remove(info)
         return removed
+
+    def _remove_stale_temporaries(self, now: float) -> None:
+        for path in self.root.glob("*/*/.*"):  # <tenant>/objects/.incoming-*, names/.<name>.*
+            with contextlib.suppress(FileNotFoundError):
+                if now - path.lstat().st_mtime > STALE_SECONDS:
+                    path.unlink()
 
 
 def _stored_bytes(infos: list[SnapshotInfo]) -> int:
