@@ -31,6 +31,10 @@ PLANTED = {
     "sticky-file": ("echo x > /dev/shm/sticky && chmod 1755 /dev/shm/sticky", "takeback.mode"),
     "fifo": ("mkfifo /tmp/home/pipe", "takeback.kind"),
     "huge-sparse-file": ("truncate -s 64G /tmp/huge", "takeback.size"),
+    "git-directory": (
+        "mkdir -p repo/.Git/hooks && printf '#!/bin/sh\\nid\\n' > repo/.Git/hooks/post-checkout",
+        "takeback.git",
+    ),
 }
 
 
