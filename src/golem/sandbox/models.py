@@ -236,5 +236,7 @@ class SnapshotInfo(BaseModel):
     created: float = Field(description="When it was taken (Unix time).")
     backend: str = Field(description="The backend of the box it was taken from.")
     image: str | None = Field(description="That box's image (None: the backend's default).")
-    roots: list[str] = Field(description="The trees it holds: workspace, tmp, dev/shm.")
+    roots: list[str] = Field(
+        description="The trees it holds anything in, of workspace, tmp and dev/shm."
+    )
     box_id: str = Field(description="The box it was taken from.")

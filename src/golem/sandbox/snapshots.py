@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import hashlib
 import re
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,7 +126,7 @@ class SnapshotStore:
             kept = await keep_archive(
                 box.stream_archive("/", paths=list(ROOTS)), incoming, box.limits, within=ROOTS
             )
-            digest = await asyncio.to_thread(_sha256, incoming)
+            digest, filled = await asyncio.to_thread(_read_kept, incoming, kept.found)
             stored = objects / f"{digest}.tar"
             if stored.exists():
                 incoming.unlink()  # the same content is kept already
@@ -143,7 +144,7 @@ class SnapshotStore:
             created=time.time(),
             backend=backend,
             image=box.spec.image,
-            roots=kept.found,
+            roots=filled,
             box_id=box.id,
         )
         self._write_name(tenant, info)
@@ -260,9 +261,16 @@ def _stored_bytes(infos: list[SnapshotInfo]) -> int:
     return sum({(info.tenant, info.digest): info.size for info in infos}.values())
 
 
-def _sha256(path: Path) -> str:
+def _read_kept(path: Path, found: list[str]) -> tuple[str, list[str]]:
+    """The sha256 of an archive golem kept, and those of ``found`` (its roots) that hold
+    more than themselves: a box from it gets only those unpacked, one upload each."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
-    return digest.hexdigest()
+    filled: set[str] = set()
+    with tarfile.open(path, mode="r|") as archive:
+        for member in archive:
+            archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
+            filled.update(root for root in found if member.name.startswith(f"{root}/"))
+    return digest.hexdigest(), sorted(filled)
