@@ -116,6 +116,22 @@ async def test_snapshots_are_content_addressed_read_only_and_pruned_by_age_and_s
     assert list((config.state_dir / "snapshots").glob("*/objects/*")) == []
 
 
+async def test_a_name_taken_again_leaves_no_archive_behind(
+    engine: Engine, config: GolemConfig
+) -> None:
+    async with engine.session() as source:
+        await run(source, "echo one > file")
+        first = await local(engine).snapshot(source.id, "moving")
+        await local(engine).snapshot(source.id, "kept")  # the same content, another name
+        await run(source, "echo two > file")
+        second = await local(engine).snapshot(source.id, "moving")
+        await run(source, "echo three > file")
+        third = await local(engine).snapshot(source.id, "moving")
+    objects = {path.name for path in (config.state_dir / "snapshots").glob("*/objects/*")}
+    assert objects == {f"{first.digest}.tar", f"{third.digest}.tar"}  # "kept" holds first's
+    assert second.digest not in {path.removesuffix(".tar") for path in objects}
+
+
 def test_prune_removes_what_a_process_that_died_while_taking_a_snapshot_left(
     tmp_path: Path,
 ) -> None:

@@ -37,8 +37,14 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from golem.core.errors import InvalidRequest, SnapshotNotFound, SnapshotUnsupported
+from golem.core.errors import (
+    InvalidRequest,
+    PolicyViolation,
+    SnapshotNotFound,
+    SnapshotUnsupported,
+)
 from golem.core.ids import new_id
+from golem.core.sizes import format_size
 from golem.core.spec import SNAPSHOT_NAME, BoxSpec
 from golem.sandbox.contracts import Box
 from golem.sandbox.keep import archive_part, keep_archive
@@ -113,9 +119,14 @@ class SnapshotStore:
     def _tenant_dir(self, tenant: str) -> Path:
         return self.root / hashlib.sha256(tenant.encode()).hexdigest()[:32]
 
-    async def take(self, box: Box, name: str, *, backend: str) -> SnapshotInfo:
+    async def take(
+        self, box: Box, name: str, *, backend: str, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
         """Freeze ``box``'s writable state as ``name`` of its tenant (replacing a snapshot
-        of that name); UnsafeBoxOutput, keeping nothing, when the box's trees break a rule."""
+        of that name); UnsafeBoxOutput, keeping nothing, when the box's trees break a rule.
+        With ``max_tenant_bytes``, the tenant's oldest other snapshots are removed until
+        all fit in it; one that alone does not is refused (PolicyViolation), the name kept
+        as it was."""
         _checked_name(name)
         check_snapshottable(backend, box.spec)
         tenant = tenant_of(box.spec)
@@ -147,8 +158,42 @@ class SnapshotStore:
             roots=filled,
             box_id=box.id,
         )
+        try:
+            evicted = self._room_for(info, max_tenant_bytes)
+        except PolicyViolation:
+            self._drop_unreferenced(tenant, digest)
+            raise
+        previous = [other for other in self._tenant_snapshots(tenant) if other.name == name]
         self._write_name(tenant, info)
+        for old in previous:
+            self._drop_unreferenced(tenant, old.digest)
+        for old in evicted:
+            self.remove(old)
         return info
+
+    def _room_for(self, info: SnapshotInfo, max_tenant_bytes: int | None) -> list[SnapshotInfo]:
+        """The tenant's oldest other snapshots to remove for ``info`` to fit in
+        ``max_tenant_bytes``; PolicyViolation when it alone does not."""
+        if max_tenant_bytes is None:
+            return []
+        if info.size > max_tenant_bytes:
+            raise PolicyViolation(
+                f"snapshot {info.name!r} holds {format_size(info.size)}, more than the "
+                f"{format_size(max_tenant_bytes)} this tenant's snapshots may take in all "
+                "(server.policies.<role>.max_snapshot_bytes); nothing was kept and the name "
+                "is as it was: keep less in the box's /workspace, /tmp and /dev/shm"
+            )
+        others = [other for other in self._tenant_snapshots(info.tenant) if other.name != info.name]
+        others.sort(key=lambda other: other.created)
+        evicted: list[SnapshotInfo] = []
+        while others and _stored_bytes([*others, info]) > max_tenant_bytes:
+            evicted.append(others.pop(0))
+        return evicted
+
+    def _drop_unreferenced(self, tenant: str, digest: str) -> None:
+        """Remove the archive ``digest`` of ``tenant`` unless a name still points at it."""
+        if all(other.digest != digest for other in self._tenant_snapshots(tenant)):
+            (self._tenant_dir(tenant) / "objects" / f"{digest}.tar").unlink(missing_ok=True)
 
     def _write_name(self, tenant: str, info: SnapshotInfo) -> None:
         names = self._tenant_dir(tenant) / "names"
@@ -224,10 +269,8 @@ class SnapshotStore:
 
     def remove(self, info: SnapshotInfo) -> None:
         """Drop a snapshot's name, and its archive once no name points at it."""
-        tenant_dir = self._tenant_dir(info.tenant)
-        (tenant_dir / "names" / f"{info.name}.json").unlink(missing_ok=True)
-        if all(other.digest != info.digest for other in self._tenant_snapshots(info.tenant)):
-            (tenant_dir / "objects" / f"{info.digest}.tar").unlink(missing_ok=True)
+        (self._tenant_dir(info.tenant) / "names" / f"{info.name}.json").unlink(missing_ok=True)
+        self._drop_unreferenced(info.tenant, info.digest)
 
     def prune(
         self, *, older_than: float | None = None, max_bytes: int | None = None
