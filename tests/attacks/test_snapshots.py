@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from golem.core import GolemConfig
-from golem.core.errors import SnapshotNotFound, UnsafeBoxOutput
+from golem.core.errors import PolicyViolation, SnapshotNotFound, UnsafeBoxOutput
 from golem.sandbox import Box, Engine, LocalEngine
 from golem.sandbox.snapshots import SnapshotInfo
 from golem.service.client import RemoteEngine
@@ -197,7 +197,8 @@ async def test_one_tenants_snapshot_is_never_found_by_another_tenant(
 async def test_through_the_server_a_key_finds_only_its_own_tenants_snapshots(
     tmp_path: Path, config: GolemConfig
 ) -> None:
-    with serving(tmp_path / "served") as served:
+    policy = '[server.policies.user]\nmax_snapshot_bytes = "64k"\n'
+    with serving(tmp_path / "served", config=policy) as served:
         async with RemoteEngine(served.url, served.key("alpha"), config=config) as alpha:
             async with alpha.session() as box:
                 await run(box, "echo alpha-secret > secret")
@@ -214,6 +215,32 @@ async def test_through_the_server_a_key_finds_only_its_own_tenants_snapshots(
                     )
                     assert claimed.status_code == 403, claimed.text  # golem.* are the server's
                     assert beta.get("/v1/sessions").json() == []
+                await run(box, "head -c 100000 /dev/urandom > big")
+                with pytest.raises(PolicyViolation, match="max_snapshot_bytes"):
+                    await alpha.snapshot(box.id, "prepared")  # past the role's cap: 403
             assert info.tenant == "alpha"
             async with alpha.session({"snapshot": "prepared"}) as box:
                 assert await run(box, "cat secret") == "alpha-secret\n"
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_a_tenant_past_its_snapshot_bytes_loses_its_oldest_and_never_grows_past_them(
+    config: GolemConfig, engine: Engine
+) -> None:
+    async with engine.session(tenant("alpha")) as box:
+        sizes = {}
+        for name in ("first", "second", "third"):
+            await run(box, f"rm -f /workspace/*; head -c 20000 /dev/urandom > {name}")
+            sizes[name] = (await local(engine).snapshot(box.id, name)).size
+        cap = sizes["second"] + sizes["third"] + 1024
+        await run(box, "rm -f /workspace/*; head -c 20000 /dev/urandom > fourth")
+        fourth = await local(engine).snapshot(box.id, "fourth", max_tenant_bytes=cap)
+        await run(box, "head -c 200000 /dev/urandom > huge")
+        with pytest.raises(PolicyViolation, match="max_snapshot_bytes"):
+            await local(engine).snapshot(box.id, "fourth", max_tenant_bytes=cap)
+    kept = local(engine).snapshots.all()
+    assert [info.name for info in kept] == ["third", "fourth"]
+    assert sum(info.size for info in kept) <= cap
+    assert [info.digest for info in kept if info.name == "fourth"] == [fourth.digest]
+    objects = {path.stem for path in (config.state_dir / "snapshots").glob("*/objects/*")}
+    assert objects == {info.digest for info in kept}  # the refused one left no archive

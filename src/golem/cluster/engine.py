@@ -317,7 +317,9 @@ class ClusterEngine:
         finally:
             remove_placement_group(placed.slot)
 
-    async def snapshot(self, box_id: str, name: str) -> SnapshotInfo:
+    async def snapshot(
+        self, box_id: str, name: str, *, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
         """Refused: a snapshot is kept in one host's state directory, which the cluster's
         nodes do not share."""
         raise SnapshotUnsupported(

@@ -281,11 +281,15 @@ class Engine(Protocol):
         """End a session; its handles are ``closed`` from then on."""
         ...
 
-    async def snapshot(self, box_id: str, name: str) -> SnapshotInfo:
+    async def snapshot(
+        self, box_id: str, name: str, *, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
         """Freeze a live session's writable trees as the snapshot ``name`` of its tenant,
         checked as a takeback is (docs/snapshots.md); a spec naming it (``snapshot``)
         starts a box from a copy of it. SnapshotUnsupported where the box's backend has
-        none yet, naming those that have."""
+        none yet, naming those that have. ``max_tenant_bytes``: the most the tenant's
+        snapshots may take with it (its oldest others removed to fit; one that alone does
+        not fit: PolicyViolation); a server holds a key to its role's cap too."""
         ...
 
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:

@@ -284,7 +284,9 @@ class LocalEngine:
             box.id, box.spec, box._client, live.started, isolation=live.record.isolation
         )
 
-    async def snapshot(self, box_id: str, name: str) -> SnapshotInfo:
+    async def snapshot(
+        self, box_id: str, name: str, *, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
         """Freeze a live session's writable state (/workspace, /tmp, /dev/shm) as the
         snapshot ``name`` of its tenant, checked as a takeback is; boxes whose spec names it
         start from a copy of it."""
@@ -294,7 +296,9 @@ class LocalEngine:
                 f"no live session {box_id!r} in this engine; see `golem sessions ls`"
             )
         box, live = entry
-        return await self.snapshots.take(box, name, backend=live.record.backend)
+        return await self.snapshots.take(
+            box, name, backend=live.record.backend, max_tenant_bytes=max_tenant_bytes
+        )
 
     async def remove_session(self, box_id: str) -> None:
         """End a session: its box is wiped back into the pool, or stopped. Also removes an

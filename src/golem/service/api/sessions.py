@@ -223,6 +223,12 @@ class SnapshotCreate(BaseModel):
         description="Its name among the tenant's snapshots (lower-case letters, digits, '.', "
         "'_' and '-'); an existing one is replaced.",
     )
+    max_tenant_bytes: int | None = Field(
+        None,
+        ge=0,
+        description="The most this tenant's snapshots may take with this one (its oldest "
+        "others are removed to fit); the role's max_snapshot_bytes holds too.",
+    )
 
 
 @router.post("/sessions/{session_id}/snapshot", status_code=status.HTTP_201_CREATED)
@@ -230,10 +236,13 @@ async def snapshot_session(
     session_id: str, body: SnapshotCreate, principal: Caller, state: State
 ) -> SnapshotInfo:
     """Freeze the session's /workspace, /tmp and /dev/shm as a snapshot of this tenant's,
-    checked as any takeback (422 naming the rule it breaks); a session whose spec names
-    it starts from a copy of it."""
+    checked as any takeback (422 naming the rule it breaks), the tenant's snapshots kept
+    within the role's max_snapshot_bytes (its oldest others removed; 403 for one that
+    alone passes it); a session whose spec names it starts from a copy of it."""
     session_box(state, principal, session_id)  # 404 for another tenant's
-    return await state.engine.snapshot(session_id, body.name)
+    caps = [body.max_tenant_bytes, state.config.server.policies[principal.role].max_snapshot_bytes]
+    cap = min((c for c in caps if c is not None), default=None)
+    return await state.engine.snapshot(session_id, body.name, max_tenant_bytes=cap)
 
 
 def session_box(state: ServerState, principal: Principal, session_id: str) -> Box:
