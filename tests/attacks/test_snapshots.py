@@ -244,3 +244,19 @@ async def test_a_tenant_past_its_snapshot_bytes_loses_its_oldest_and_never_grows
     assert [info.digest for info in kept if info.name == "fourth"] == [fourth.digest]
     objects = {path.stem for path in (config.state_dir / "snapshots").glob("*/objects/*")}
     assert objects == {info.digest for info in kept}  # the refused one left no archive
+
+
+async def test_a_pooled_box_that_started_from_a_snapshot_hands_none_of_it_to_another_tenant(
+    engine: Engine,
+) -> None:
+    async with engine.session(tenant("alpha")) as box:
+        await run(box, "echo alpha-secret > secret; echo alpha > /tmp/home/note")
+        await local(engine).snapshot(box.id, "prepared")
+    async with engine.session(tenant("alpha", snapshot="prepared")) as box:
+        assert await run(box, "cat secret") == "alpha-secret\n"
+        reused = box.id
+    async with engine.session(tenant("beta")) as box:
+        assert box.id == reused  # the same box, wiped back into the pool
+        left = await run(box, "ls -A /workspace /dev/shm; find /tmp -type f")
+    assert "secret" not in left
+    assert "note" not in left
