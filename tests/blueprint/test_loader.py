@@ -75,6 +75,7 @@ def test_a_blueprint_file_loads_with_its_edges(tmp_path: Path) -> None:
         ("box: {secrets: {T: x}}\n" + GOOD, "bp.yaml:1: box: box.secrets would keep secret values"),
         ("box: {workspace: /x}\n" + GOOD, "box.workspace is set by the run itself"),
         ("box: {memroy: 1g}\n" + GOOD, "box.memroy is not a box setting"),
+        ("box: {snapshot: prepared}\n" + GOOD, "box.snapshot is not a blueprint setting"),
     ],
 )  # fmt: skip
 def test_mistakes_name_the_file_and_line(text: str, expected: str) -> None:

@@ -228,6 +228,11 @@ class Blueprint(BaseModel):
         managed = {"workspace", "workdir", "labels"} & box.keys()
         if managed:
             raise ValueError(f"box.{sorted(managed)[0]} is set by the run itself; leave it out")
+        if "snapshot" in box:
+            raise ValueError(
+                "box.snapshot is not a blueprint setting: a run's boxes are the run's to make "
+                "(from its repository's own snapshot, in a later golem); leave it out"
+            )
         known = set(BoxSpec.model_fields) | {"secrets_env"}
         unknown = sorted(set(box) - known)
         if unknown:

@@ -74,6 +74,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "time; and the backend serving each isolation tier.",
     ),
     "sessions": ("golem.cli.sessions_cmd:sessions_app", "List and remove boxes."),
+    "snapshots": (
+        "golem.cli.snapshots_cmd:snapshots_app",
+        "List and prune snapshots of boxes (this machine's state directory).",
+    ),
     "cluster": (
         "golem.cli.cluster_cmd:cluster_app",
         "The Ray cluster golem's boxes run on ([cluster] ray_address).",

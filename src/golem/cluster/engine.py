@@ -57,11 +57,12 @@ from golem.core.errors import (
     NodeLost,
     Problem,
     SessionNotFound,
+    SnapshotUnsupported,
 )
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
-from golem.sandbox import BoxInfo, ExecResult, Request, configured_spec
+from golem.sandbox import BoxInfo, ExecResult, Request, SnapshotInfo, configured_spec
 from golem.service.cluster import ClusterStatus
 from golem.service.remote_box import RemoteBox
 
@@ -315,6 +316,16 @@ class ClusterEngine:
                 await placed.node.forget(box_id)
         finally:
             remove_placement_group(placed.slot)
+
+    async def snapshot(
+        self, box_id: str, name: str, *, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
+        """Refused: a snapshot is kept in one host's state directory, which the cluster's
+        nodes do not share."""
+        raise SnapshotUnsupported(
+            "boxes on a Ray cluster have no snapshots yet (each would stay on its node); "
+            "take snapshots on a golem serve without [cluster] ray_address"
+        )
 
     @contextlib.asynccontextmanager
     async def session(

@@ -23,6 +23,8 @@ GolemError
  |    +-- ProtocolError          the supervisor spoke something unexpected
  |    +-- UnsafeBoxOutput        what a box handed back breaks a rule of the trust boundary
  |    +-- DependenciesGone       a run's installed dependencies left the cache before its box
+ |    +-- SnapshotNotFound       no snapshot of that name (or digest) for the box's tenant
+ |    +-- SnapshotUnsupported    the box's backend (or its spec) cannot be snapshotted yet
  +-- ExecTimeout (also TimeoutError)   a file transfer or call exceeded its time
  +-- ModelError                  a model provider gave no usable answer (after retries)
  |    +-- ModelUnavailable       cannot reach the provider, or 5xx/overloaded after retries
@@ -135,6 +137,8 @@ __all__ = [
     "SessionNotFound",
     "SetupFailed",
     "SlackError",
+    "SnapshotNotFound",
+    "SnapshotUnsupported",
     "StoreError",
     "StoreUnavailable",
     "TaskFileError",
@@ -292,6 +296,21 @@ class DependenciesGone(SandboxError):
     """A run's installed dependencies are no longer in the cache when its box is made."""
 
     http_status = 409
+
+
+class SnapshotNotFound(SandboxError):
+    """No snapshot of that name or digest belongs to the box's tenant (another tenant's is
+    never found): see ``golem snapshots ls``."""
+
+    exit_code, http_status = 2, 404
+
+
+class SnapshotUnsupported(SandboxError):
+    """The box cannot be snapshotted, or started from a snapshot, as it is: its backend
+    has no snapshots yet, or its state is not all the box's own (a host workspace, a
+    writable root). The message names what can."""
+
+    exit_code, http_status = 2, 422
 
 
 class ExecTimeout(GolemError, TimeoutError):

@@ -104,6 +104,11 @@ class RolePolicy(BaseModel):
         False, description="May run as uid 0 or gid 0 inside the box, however it is spelled."
     )
     max_sessions: int = Field(16, ge=0, description="Sessions a tenant may hold at once.")
+    max_snapshot_bytes: ByteSize | None = Field(
+        8 * 1024**3,
+        description="Most bytes a tenant's snapshots of boxes take on the server: a new one "
+        "removes the tenant's oldest others to fit; one that alone passes it is refused.",
+    )
     min_tier: IsolationTier | None = Field(
         None,
         description="The least isolation tier of this role's sessions and runs (container, "
@@ -187,6 +192,7 @@ def default_policies() -> dict[str, RolePolicy]:
         writable_root=True,
         root_user=True,
         max_sessions=64,
+        max_snapshot_bytes=None,
         max_body_bytes=256 * MIB,
         max_upload_bytes=None,
         max_calls_per_socket=256,

@@ -17,6 +17,8 @@ __all__ = [
     "BOX_PATH",
     "GOLEM_HOME",
     "MAX_ID",
+    "SNAPSHOT_NAME",
+    "SNAPSHOT_REF",
     "WORKSPACE",
     "BoxSpec",
     "NetworkMode",
@@ -63,6 +65,12 @@ MAX_LABEL_BYTES = 64 * 1024
 """Most bytes of a box's labels (names and values)."""
 MAX_PATH = 4096
 """The kernel's PATH_MAX: the longest image, workdir or workspace path."""
+
+SNAPSHOT_NAME = r"[a-z0-9][a-z0-9._-]{0,62}"
+"""A snapshot's name: lower-case letters, digits, ``.``, ``_`` and ``-``, at most 63,
+starting with a letter or digit (so never ``.`` or ``..``, nor a path)."""
+SNAPSHOT_REF = rf"^(?:{SNAPSHOT_NAME}|sha256:[0-9a-f]{{64}})$"
+"""How a box names a snapshot of its tenant: its name, or its content's ``sha256:`` digest."""
 
 MAX_ID = 65534
 """Highest uid or gid a box may run as: the ids a user namespace or a container maps
@@ -205,6 +213,14 @@ class BoxSpec(BaseModel):
         "kernel's limit as one argument).",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels.")
+    snapshot: str | None = Field(
+        None,
+        pattern=SNAPSHOT_REF,
+        description="Start the box from this snapshot of its tenant's (a name, or "
+        "'sha256:<digest>'; see `golem snapshots ls`): its /workspace, /tmp and /dev/shm as "
+        "they were when it was taken, in a copy of the box's own. Process and docker "
+        "backends.",
+    )
     tier: IsolationTier | None = Field(
         None,
         description="The isolation tier the box needs: container, gvisor or microvm (the "

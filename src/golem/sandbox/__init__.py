@@ -32,11 +32,14 @@ from golem.sandbox.models import (
     ExecResult,
     ProcessOutput,
     Runtime,
+    SnapshotInfo,
 )
+from golem.sandbox.snapshots import TENANT_LABEL, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
 
 __all__ = [
+    "TENANT_LABEL",
     "Backend",
     "BackgroundProcess",
     "Box",
@@ -60,6 +63,8 @@ __all__ = [
     "ResourceUsage",
     "Runtime",
     "SecretMasker",
+    "SnapshotInfo",
+    "SnapshotStore",
     "SpecLike",
     "StartedBox",
     "SyncBox",

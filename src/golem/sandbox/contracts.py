@@ -32,7 +32,14 @@ from golem.core.config import GolemConfig
 from golem.core.events import EventSink, ExecEvent, NetworkEvent
 from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec
-from golem.sandbox.models import BackgroundProcess, BoxInfo, ExecRequest, ExecResult, ProcessOutput
+from golem.sandbox.models import (
+    BackgroundProcess,
+    BoxInfo,
+    ExecRequest,
+    ExecResult,
+    ProcessOutput,
+    SnapshotInfo,
+)
 from golem.sandbox.records import BoxRecord
 from golem.sandbox.takeback import Landed, TakebackLimits
 
@@ -272,6 +279,17 @@ class Engine(Protocol):
 
     async def remove_session(self, box_id: str) -> None:
         """End a session; its handles are ``closed`` from then on."""
+        ...
+
+    async def snapshot(
+        self, box_id: str, name: str, *, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
+        """Freeze a live session's writable trees as the snapshot ``name`` of its tenant,
+        checked as a takeback is (docs/snapshots.md); a spec naming it (``snapshot``)
+        starts a box from a copy of it. SnapshotUnsupported where the box's backend has
+        none yet, naming those that have. ``max_tenant_bytes``: the most the tenant's
+        snapshots may take with it (its oldest others removed to fit; one that alone does
+        not fit: PolicyViolation); a server holds a key to its role's cap too."""
         ...
 
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:

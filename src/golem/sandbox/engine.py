@@ -25,6 +25,7 @@ from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
 from golem.sandbox.setup import run_setup
+from golem.sandbox.snapshots import SnapshotInfo, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
 from golem.sandbox.supervisor.messages import Bridge, Configure
@@ -57,6 +58,7 @@ class LocalEngine:
         }
         self.registry = BoxRegistry(self.config.state_dir)
         self.pool = WarmPool(self.config.engine.pool)
+        self.snapshots = SnapshotStore(self.config.state_dir)
         self._boxes: dict[str, tuple[LocalBox, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._checked: set[IsolationTier] = set()
@@ -156,6 +158,10 @@ class LocalEngine:
         of the isolation tier the spec needs (the spec the box keeps names it)."""
         spec = self._tiered(self.spec(spec))
         await self._check_backend(self._tier(spec))
+        snapshot = None
+        if spec.snapshot is not None:
+            backend = self.backend_for(self._tier(spec)).name
+            snapshot = self.snapshots.resolve(spec, backend=backend)
         live = await self._acquire(spec)
         env = self._box_env(spec)
         if live.network is not None:
@@ -171,6 +177,8 @@ class LocalEngine:
         self._boxes[live.record.id] = (box, live)
         try:
             await live.client.request(Configure(env=env))
+            if snapshot is not None:
+                await self.snapshots.restore(box, snapshot)
             if spec.setup:
                 await run_setup(box, spec.setup, on_event)
         except BaseException:
@@ -274,6 +282,22 @@ class LocalEngine:
         box, live = entry
         return LocalBox(
             box.id, box.spec, box._client, live.started, isolation=live.record.isolation
+        )
+
+    async def snapshot(
+        self, box_id: str, name: str, *, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
+        """Freeze a live session's writable state (/workspace, /tmp, /dev/shm) as the
+        snapshot ``name`` of its tenant, checked as a takeback is; boxes whose spec names it
+        start from a copy of it."""
+        entry = self._boxes.get(box_id)
+        if entry is None:
+            raise SessionNotFound(
+                f"no live session {box_id!r} in this engine; see `golem sessions ls`"
+            )
+        box, live = entry
+        return await self.snapshots.take(
+            box, name, backend=live.record.backend, max_tenant_bytes=max_tenant_bytes
         )
 
     async def remove_session(self, box_id: str) -> None:

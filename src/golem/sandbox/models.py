@@ -28,6 +28,7 @@ __all__ = [
     "ExecResult",
     "ProcessOutput",
     "Runtime",
+    "SnapshotInfo",
     "runtime_for_filename",
 ]
 
@@ -222,3 +223,20 @@ class BoxInfo(BaseModel):
         """What a box's record tells of it."""
         fields = record.model_dump(include=set(cls.model_fields) - {"owner_alive"})
         return cls(**fields, owner_alive=record.owner_alive)
+
+
+class SnapshotInfo(BaseModel):
+    """A snapshot of a box: a name of its tenant's for the content of its writable trees."""
+
+    name: str = Field(description="Its name among its tenant's snapshots.")
+    tenant: str = Field(description="The tenant whose boxes alone can start from it.")
+    digest: str = Field(description="sha256 of its archive: its content ('sha256:' names it).")
+    size: int = Field(description="Bytes of its archive.")
+    entries: int = Field(description="Files, directories and links it holds.")
+    created: float = Field(description="When it was taken (Unix time).")
+    backend: str = Field(description="The backend of the box it was taken from.")
+    image: str | None = Field(description="That box's image (None: the backend's default).")
+    roots: list[str] = Field(
+        description="The trees it holds anything in, of workspace, tmp and dev/shm."
+    )
+    box_id: str = Field(description="The box it was taken from.")

@@ -31,6 +31,7 @@ from golem.sandbox import (
     ExecResult,
     LocalEngine,
     Request,
+    SnapshotInfo,
     SpecLike,
     as_request,
 )
@@ -220,6 +221,15 @@ class RemoteEngine:
         finally:
             for box in self._handles.pop(box_id, []):
                 await box.end()
+
+    async def snapshot(
+        self, box_id: str, name: str, *, max_tenant_bytes: int | None = None
+    ) -> SnapshotInfo:
+        """Freeze a session's writable trees as a snapshot of the key's tenant, kept on
+        the server (within its role's ``max_snapshot_bytes`` too)."""
+        body = {"name": name, "max_tenant_bytes": max_tenant_bytes}
+        answer = await self.request("POST", f"/v1/sessions/{box_id}/snapshot", json=body)
+        return SnapshotInfo.model_validate(answer.json())
 
     @contextlib.asynccontextmanager
     async def session(

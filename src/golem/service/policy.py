@@ -212,6 +212,7 @@ SPEC_RULES: dict[str, Rule] = {
     "setup": _allowed,
     "labels": _labels,
     "tier": _tier,
+    "snapshot": _allowed,  # found only among the session's tenant's (its golem.tenant label)
 }
 """The rule of every BoxSpec field."""
 

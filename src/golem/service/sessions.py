@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from golem.core.config import GolemConfig
 from golem.core.errors import BoxEnded, ConfigError, GolemError, Problem, SessionNotFound
 from golem.core.events import EventSink, ExecEvent
-from golem.sandbox import Box, Engine
+from golem.sandbox import TENANT_LABEL, Box, Engine
 from golem.service.keys import Principal
 from golem.service.policy import check_spec
 from golem.service.trust import floor_for, tier_for
@@ -82,7 +82,7 @@ class SessionRegistry:
         # arriving (or woken) together cannot all pass the checks while their boxes start.
         self._starting[tenant] = self._starting.get(tenant, 0) + 1
         try:
-            labels = {**spec.labels, "golem.tenant": tenant}
+            labels = {**spec.labels, TENANT_LABEL: tenant}
             box = await self._engine.create_session(
                 spec.model_copy(update={"labels": labels, "tier": tier}), on_event=on_event
             )

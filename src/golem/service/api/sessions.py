@@ -17,13 +17,14 @@ from sse_starlette import EventSourceResponse
 from golem.core.errors import GolemError
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.isolation import Isolation
-from golem.core.spec import BoxSpec
+from golem.core.spec import SNAPSHOT_NAME, BoxSpec
 from golem.sandbox import (
     BackgroundProcess,
     Box,
     ExecRequest,
     ExecResult,
     ProcessOutput,
+    SnapshotInfo,
 )
 from golem.service.api.deps import Caller, State
 from golem.service.api.streams import Frame, closed, event_stream, while_connected
@@ -210,6 +211,38 @@ async def get_session(session_id: str, principal: Caller, state: State) -> Sessi
 async def delete_session(session_id: str, principal: Caller, state: State) -> None:
     """End a session (its box is wiped for reuse or stopped)."""
     await state.sessions.close(principal, session_id)
+
+
+class SnapshotCreate(BaseModel):
+    """A snapshot to take of a session's box."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        pattern=f"^{SNAPSHOT_NAME}$",
+        description="Its name among the tenant's snapshots (lower-case letters, digits, '.', "
+        "'_' and '-'); an existing one is replaced.",
+    )
+    max_tenant_bytes: int | None = Field(
+        None,
+        ge=0,
+        description="The most this tenant's snapshots may take with this one (its oldest "
+        "others are removed to fit); the role's max_snapshot_bytes holds too.",
+    )
+
+
+@router.post("/sessions/{session_id}/snapshot", status_code=status.HTTP_201_CREATED)
+async def snapshot_session(
+    session_id: str, body: SnapshotCreate, principal: Caller, state: State
+) -> SnapshotInfo:
+    """Freeze the session's /workspace, /tmp and /dev/shm as a snapshot of this tenant's,
+    checked as any takeback (422 naming the rule it breaks), the tenant's snapshots kept
+    within the role's max_snapshot_bytes (its oldest others removed; 403 for one that
+    alone passes it); a session whose spec names it starts from a copy of it."""
+    session_box(state, principal, session_id)  # 404 for another tenant's
+    caps = [body.max_tenant_bytes, state.config.server.policies[principal.role].max_snapshot_bytes]
+    cap = min((c for c in caps if c is not None), default=None)
+    return await state.engine.snapshot(session_id, body.name, max_tenant_bytes=cap)
 
 
 def session_box(state: ServerState, principal: Principal, session_id: str) -> Box:

@@ -1,0 +1,169 @@
+"""Snapshots of a box: what a box wrote (files, installed dependencies) is there in a box
+started from its snapshot, every such box works on a copy of its own, and snapshots are
+content-addressed, read-only, listed and pruned. On bubblewrap, dockerd and Podman."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from golem.core import GolemConfig
+from golem.core.errors import ConfigError, SnapshotUnsupported
+from golem.core.spec import BoxSpec
+from golem.sandbox import Box, Engine, LocalEngine
+from golem.sandbox.snapshots import SnapshotStore, check_snapshottable
+from tests.conftest import BOTH_BACKENDS
+
+SNAPSHOT_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] in ("process", "docker", "podman")]
+
+PREPARE = (
+    "set -e; mkdir -p src && printf 'print(40 + 2)\\n' > src/app.py; "
+    "python3 -m venv --without-pip /tmp/golem/venv; "
+    "site=$(/tmp/golem/venv/bin/python -c "
+    "\"import sysconfig; print(sysconfig.get_path('purelib'))\"); "
+    'printf \'def hello():\\n    return "installed"\\n\' > "$site/greeting.py"; '
+    "printf '#!/bin/sh\\necho built\\n' > tool && chmod 755 tool; "
+    "echo home > /tmp/home/.profile-note; echo shared > /dev/shm/note"
+)
+
+
+@pytest.fixture(params=SNAPSHOT_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def local(engine: Engine) -> LocalEngine:
+    assert isinstance(engine, LocalEngine)
+    return engine
+
+
+async def run(box: Box, command: str) -> str:
+    result = await box.execute(command)
+    assert result.exit_code == 0, result.stderr_text
+    return result.stdout_text
+
+
+async def test_files_and_installed_dependencies_survive_into_a_box_started_from_its_snapshot(
+    engine: Engine,
+) -> None:
+    async with engine.session() as source:
+        await run(source, PREPARE)
+        taken = await local(engine).snapshot(source.id, "prepared")
+    assert taken.roots == ["dev/shm", "tmp", "workspace"]
+    async with engine.session({"snapshot": "prepared"}) as box:
+        seen = await run(
+            box,
+            "python3 src/app.py; ./tool; cat /tmp/home/.profile-note /dev/shm/note; "
+            "/tmp/golem/venv/bin/python -c 'import greeting; print(greeting.hello())'",
+        )
+    assert seen.split() == ["42", "built", "home", "shared", "installed"]
+
+
+async def test_a_box_from_a_snapshot_and_its_source_never_see_each_others_writes(
+    engine: Engine,
+) -> None:
+    async with engine.session() as source:
+        await run(source, "echo before > kept")
+        taken = await local(engine).snapshot(source.id, "base")
+        assert "dev/shm" not in taken.roots  # nothing in it: nothing to unpack
+        digest = "sha256:" + _digest(engine, "base")
+        async with (
+            engine.session({"snapshot": "base"}) as first,
+            engine.session({"snapshot": digest}) as second,
+        ):
+            await run(source, "echo source > kept; echo source > only-source")
+            await run(first, "echo first > kept; echo first > only-first")
+            await run(second, "echo second > only-second")
+            views = {
+                name: await run(box, "cat kept; ls")
+                for name, box in (("source", source), ("first", first), ("second", second))
+            }
+    assert views["source"].split() == ["source", "kept", "only-source"]
+    assert views["first"].split() == ["first", "kept", "only-first"]
+    assert views["second"].split() == ["before", "kept", "only-second"]
+
+
+def _digest(engine: Engine, name: str) -> str:
+    [info] = [info for info in local(engine).snapshots.all() if info.name == name]
+    return info.digest
+
+
+async def test_snapshots_are_content_addressed_read_only_and_pruned_by_age_and_size(
+    engine: Engine, config: GolemConfig
+) -> None:
+    async with engine.session() as source:
+        await run(source, "echo same > file")
+        one = await local(engine).snapshot(source.id, "one")
+        two = await local(engine).snapshot(source.id, "two")
+        await run(source, "echo other > file")
+        three = await local(engine).snapshot(source.id, "three")
+    assert one.digest == two.digest != three.digest
+    objects = sorted((config.state_dir / "snapshots").glob("*/objects/*"))
+    assert [path.name for path in objects] == sorted({f"{one.digest}.tar", f"{three.digest}.tar"})
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o444 for path in objects)
+    store = SnapshotStore(config.state_dir)
+    assert [info.name for info in store.all()] == ["one", "two", "three"]
+    assert store.prune(older_than=3600) == []
+    removed = store.prune(max_bytes=three.size)
+    assert [info.name for info in removed] == ["one", "two"]
+    assert not (objects[0].parent / f"{one.digest}.tar").exists()
+    assert [info.name for info in store.all()] == ["three"]
+    assert [info.name for info in store.prune(older_than=0)] == ["three"]
+    assert list((config.state_dir / "snapshots").glob("*/objects/*")) == []
+
+
+async def test_a_name_taken_again_leaves_no_archive_behind(
+    engine: Engine, config: GolemConfig
+) -> None:
+    async with engine.session() as source:
+        await run(source, "echo one > file")
+        first = await local(engine).snapshot(source.id, "moving")
+        await local(engine).snapshot(source.id, "kept")  # the same content, another name
+        await run(source, "echo two > file")
+        second = await local(engine).snapshot(source.id, "moving")
+        await run(source, "echo three > file")
+        third = await local(engine).snapshot(source.id, "moving")
+    objects = {path.name for path in (config.state_dir / "snapshots").glob("*/objects/*")}
+    assert objects == {f"{first.digest}.tar", f"{third.digest}.tar"}  # "kept" holds first's
+    assert second.digest not in {path.removesuffix(".tar") for path in objects}
+
+
+def test_prune_removes_what_a_process_that_died_while_taking_a_snapshot_left(
+    tmp_path: Path,
+) -> None:
+    tenant = tmp_path / "snapshots" / ("0" * 32)
+    left = [tenant / "objects" / ".incoming-snap_1.tar", tenant / "names" / ".base.tmp_1"]
+    fresh = tenant / "objects" / ".incoming-snap_2.tar"  # a snapshot being taken now
+    for path in [*left, fresh]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    day_ago = time.time() - 86400 - 60
+    for path in left:
+        os.utime(path, (day_ago, day_ago))
+    assert SnapshotStore(tmp_path).prune(older_than=3600) == []
+    assert [path.exists() for path in [*left, fresh]] == [False, False, True]
+
+
+def test_a_snapshot_is_refused_where_the_box_state_is_not_all_its_own(tmp_path: Path) -> None:
+    with pytest.raises(SnapshotUnsupported, match="process and docker backends"):
+        check_snapshottable("gvisor", BoxSpec())
+    with pytest.raises(SnapshotUnsupported, match="process and docker backends"):
+        check_snapshottable("microvm", BoxSpec())
+    with pytest.raises(SnapshotUnsupported, match="host directory"):
+        check_snapshottable("process", BoxSpec(workspace=tmp_path))
+    with pytest.raises(SnapshotUnsupported, match="writable root"):
+        check_snapshottable("docker", BoxSpec(read_only_root=False))
+
+
+@pytest.mark.parametrize("backend", ["process"])
+def test_a_snapshot_reference_is_a_plain_name_or_a_digest(engine: Engine) -> None:
+    digest = "sha256:" + "0" * 64
+    for name in ["prepared", "main-2.1_x", digest, "x" * 63]:
+        assert engine.spec(snapshot=name).snapshot == name
+    for name in ["../other", "Upper", ".hidden", "a/b", "x" * 64, "sha256:zz", "a\n", ""]:
+        with pytest.raises(ConfigError, match="snapshot: String should match pattern"):
+            engine.spec(snapshot=name)
