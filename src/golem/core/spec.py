@@ -205,6 +205,12 @@ class BoxSpec(BaseModel):
         "kernel's limit as one argument).",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels.")
+    containers: bool = Field(
+        False,
+        description="A private Docker-compatible engine inside the box (dockerd of the "
+        "guest, its data on the guest's own disk, DOCKER_HOST set for every command): only "
+        "a microvm box has one; other tiers refuse it.",
+    )
     tier: IsolationTier | None = Field(
         None,
         description="The isolation tier the box needs: container, gvisor or microvm (the "

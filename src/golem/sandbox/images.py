@@ -39,13 +39,16 @@ FLAVOURS: dict[str, list[str]] = {
         "ca-certificates",
         "make",
         "procps",
+        "docker.io",  # the private engine of a microVM box with containers (dockerd, CLI)
     ],
 }
 SUITE = "bookworm"
 RECIPE = 1  # bump when the way images are made changes
 HASH_LABEL = "golem.hash"
 # Mount points every golem box needs, created in the image itself.
-CUSTOMIZE = 'mkdir -p "$1/workspace" "$1/proc" "$1/dev" "$1/tmp" && chmod 1777 "$1/tmp"'
+CUSTOMIZE = (
+    'mkdir -p "$1/workspace" "$1/proc" "$1/dev" "$1/tmp" "$1/var/lib/docker" && chmod 1777 "$1/tmp"'
+)
 
 
 @dataclass(frozen=True)
