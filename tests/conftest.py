@@ -337,7 +337,7 @@ async def containers_box(
 ) -> AsyncIterator[Box]:
     """The session's one microVM box with a private container engine (its guest boots once
     for every test of containers in a box): filtered network, the test hosts' DNS server,
-    only ``allowed.test`` allowed, on their ports."""
+    only ``allowed.test`` allowed (its address, 127.0.0.2, too), on their ports."""
     state = tmp_path_factory.mktemp("containers-state")
     network = {"nameservers": [net.dns.address], "upstream_ca": str(net.ca_file)}
     backend = backend_settings("microvm")
@@ -345,7 +345,7 @@ async def containers_box(
         {"state_dir": str(state), "engine": {"backend": backend, "network": network}}, files=[]
     )
     engine = microvm_engines.of(config)
-    egress = {"allow": [CONTAINERS_ALLOWED], "ports": net.ports}
+    egress = {"allow": [CONTAINERS_ALLOWED], "allow_cidrs": ["127.0.0.2/32"], "ports": net.ports}
     spec = engine.spec(containers=True, network="filtered", egress=egress, pids=1024)
     async with engine.session(spec) as box:
         yield box
