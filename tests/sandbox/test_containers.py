@@ -22,6 +22,7 @@ from golem.core import InvalidRequest, load_config
 from golem.core.spec import BoxSpec
 from golem.sandbox import Box, LocalEngine
 from golem.sandbox.pool import shape_of
+from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 from tests.conftest import PODMAN_SOCKET, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 
 pytestmark = SHARED_LOOP
@@ -115,15 +116,18 @@ async def test_an_image_builds_in_the_box_from_golems_base_and_stays_there(
 
 @pytest.mark.microvm
 @pytest.mark.parametrize("backend", ["microvm"])
-async def test_a_box_that_did_not_ask_has_no_engine_and_no_docker_host(box: Box) -> None:
+async def test_a_box_that_did_not_ask_has_the_docker_cli_but_no_engine_and_no_docker_host(
+    box: Box,
+) -> None:
     result = await box.execute(
-        "echo ${DOCKER_HOST-unset}; ls /run/docker.sock /var/run/docker.sock 2>&1; "
-        "docker version >/dev/null 2>&1; echo $?"
+        "echo ${DOCKER_HOST-unset}; command -v docker; "
+        "ls /run/docker.sock /var/run/docker.sock 2>&1; docker version 2>&1; echo $?"
     )
     lines = result.stdout_text.splitlines()
-    assert lines[0] == "unset"
-    assert all("No such file" in line for line in lines[1:3])
-    assert lines[3] != "0"
+    assert lines[:2] == ["unset", "/usr/bin/docker"]  # the devbox has the client
+    assert all("No such file" in line for line in lines[2:4])
+    assert any("Cannot connect to the Docker daemon" in line for line in lines)
+    assert lines[-1] != "0"
 
 
 @pytest.mark.parametrize(
@@ -154,3 +158,13 @@ async def test_every_other_backend_refuses_containers_naming_the_microvm_tier(
 def test_a_box_with_containers_never_goes_to_the_warm_pool() -> None:
     assert shape_of(BoxSpec(tier="microvm")) is not None
     assert shape_of(BoxSpec(tier="microvm", containers=True)) is None
+
+
+@SYNC_ON_SHARED_LOOP
+def test_golem_exec_containers_on_the_process_backend_says_to_ask_for_microvm(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    done = golem(golem_env, "exec", "--backend", "process", "--containers", "--", "true")
+    assert done.returncode != 0
+    assert b"only the microvm tier can" in done.stderr
+    assert b"Traceback" not in done.stderr
