@@ -12,15 +12,18 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import secrets
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from golem.core import InvalidRequest, load_config
+from golem.core import InvalidRequest, SandboxError, load_config
 from golem.core.spec import BoxSpec
 from golem.sandbox import Box, LocalEngine
+from golem.sandbox.backends.microvm.engine_disk import engine_disk
 from golem.sandbox.pool import shape_of
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 from tests.conftest import PODMAN_SOCKET, SHARED_LOOP, SYNC_ON_SHARED_LOOP
@@ -168,3 +171,27 @@ def test_golem_exec_containers_on_the_process_backend_says_to_ask_for_microvm(
     assert done.returncode != 0
     assert b"only the microvm tier can" in done.stderr
     assert b"Traceback" not in done.stderr
+
+
+@SYNC_ON_SHARED_LOOP
+def test_the_engines_disk_is_a_sparse_nameless_ext4_file_for_qemus_user(tmp_path: Path) -> None:
+    owner = (65534, 65534) if os.geteuid() == 0 else None
+    fd = engine_disk(tmp_path, 256 * 1024**2, owner)
+    try:
+        assert list(tmp_path.iterdir()) == []  # no name: gone with its last holder
+        info = os.fstat(fd)
+        assert info.st_size == 256 * 1024**2
+        assert info.st_blocks * 512 < 32 * 1024**2  # sparse: the host holds what is written
+        if owner is not None:
+            assert (info.st_uid, info.st_gid) == owner
+        argv = ["dumpe2fs", "-h", f"/dev/fd/{fd}"]
+        header = subprocess.run(argv, check=False, capture_output=True, text=True, pass_fds=[fd])
+        assert "Filesystem volume name:   golem-engine" in header.stdout
+    finally:
+        os.close(fd)
+
+
+@SYNC_ON_SHARED_LOOP
+def test_an_assets_dir_without_nameless_files_is_a_clear_error() -> None:
+    with pytest.raises(SandboxError, match=r"engine\.backend\.assets_dir on a file system"):
+        engine_disk(Path("/proc"), 256 * 1024**2, None)

@@ -27,7 +27,14 @@ def engine_disk(directory: Path, size: int, owner: tuple[int, int] | None) -> in
     mkfs = shutil.which("mkfs.ext4") or "/usr/sbin/mkfs.ext4"
     if not os.path.exists(mkfs):
         raise BackendUnavailable("mkfs.ext4 is missing; install e2fsprogs")
-    fd = os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fd = os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise SandboxError(
+            f"cannot make a nameless file in {directory} for a box's container engine "
+            f"({exc.strerror}); put engine.backend.assets_dir on a file system that has "
+            "O_TMPFILE (ext4, xfs, btrfs, tmpfs)"
+        ) from exc
     try:
         _format(mkfs, fd, size)
         if owner is not None:
