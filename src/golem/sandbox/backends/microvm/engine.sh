@@ -47,12 +47,26 @@ done
 proxy=""
 [ -f "$root/run/golem/proxy" ] && proxy=$(cat "$root/run/golem/proxy")
 cd "$root" && mount --move . / || fail "cannot move the root disk"
-exec chroot . /usr/bin/env -i PATH="$BOX_PATH" LANG=C.UTF-8 \
+# No apostrophe in the script below: it is one single-quoted argument.
+chroot . /usr/bin/env -i PATH="$BOX_PATH" LANG=C.UTF-8 \
     HTTP_PROXY="$proxy" HTTPS_PROXY="$proxy" NO_PROXY=localhost,127.0.0.1,::1 \
     BOX_GID="$BOX_GID" /bin/sh -c '
     fail() { echo "golem-engine: $*"; echo failed >/run/golem-engine.ready; exit 1; }
     [ -n "$HTTPS_PROXY" ] || unset HTTP_PROXY HTTPS_PROXY
-    dockerd --host=unix:///run/docker.sock --data-root=/var/lib/docker \
+    # containerd first, waited for here: the one dockerd would start must answer within
+    # 15 s, which a busy host under TCG does not always give it
+    # (the CRI plugin of Kubernetes and the /opt one: slow to start, unused by dockerd)
+    printf "version = 2\ndisabled_plugins = [\"%s\", \"%s\"]\n" \
+        io.containerd.grpc.v1.cri io.containerd.internal.v1.opt >/run/containerd.toml
+    containerd --config /run/containerd.toml --root /var/lib/docker/containerd \
+        --state /run/containerd --address /run/containerd/containerd.sock &
+    runtime=$!
+    until ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1; do
+        kill -0 "$runtime" 2>/dev/null || fail "containerd ended before it answered"
+        sleep 0.05
+    done
+    dockerd --containerd=/run/containerd/containerd.sock \
+        --host=unix:///run/docker.sock --data-root=/var/lib/docker \
         --exec-root=/run/docker --pidfile=/run/docker.pid --storage-driver=overlay2 \
         --bridge=none --iptables=false --ip6tables=false --ip-forward=false \
         --ip-masq=false --userland-proxy=false --exec-opt native.cgroupdriver=cgroupfs \
@@ -70,3 +84,6 @@ exec chroot . /usr/bin/env -i PATH="$BOX_PATH" LANG=C.UTF-8 \
     wait "$daemon"
     echo "golem-engine: dockerd ended with status $?"
 '
+# However the engine ended (a script or program that failed before saying so), the box's
+# init is told, and does not wait for it any longer.
+chroot . /bin/sh -c "[ -s /run/golem-engine.ready ] || echo failed >/run/golem-engine.ready"
