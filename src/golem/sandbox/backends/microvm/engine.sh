@@ -59,13 +59,13 @@ chroot . /usr/bin/env -i PATH="$BOX_PATH" LANG=C.UTF-8 \
     printf "version = 2\ndisabled_plugins = [\"%s\", \"%s\"]\n" \
         io.containerd.grpc.v1.cri io.containerd.internal.v1.opt >/run/containerd.toml
     containerd --config /run/containerd.toml --root /var/lib/docker/containerd \
-        --state /run/containerd --address /run/containerd/containerd.sock &
+        --state /run/docker/containerd/state --address /run/docker/containerd/containerd.sock &
     runtime=$!
-    until ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1; do
+    until ctr --address /run/docker/containerd/containerd.sock version >/dev/null 2>&1; do
         kill -0 "$runtime" 2>/dev/null || fail "containerd ended before it answered"
         sleep 0.05
     done
-    dockerd --containerd=/run/containerd/containerd.sock \
+    dockerd --containerd=/run/docker/containerd/containerd.sock \
         --host=unix:///run/docker.sock --data-root=/var/lib/docker \
         --exec-root=/run/docker --pidfile=/run/docker.pid --storage-driver=overlay2 \
         --bridge=none --iptables=false --ip6tables=false --ip-forward=false \
