@@ -11,15 +11,12 @@ from __future__ import annotations
 from golem.core.errors import InvalidRequest
 from golem.core.spec import BoxSpec
 
-__all__ = ["ENGINE_LOG", "ENGINE_SOCKET", "IMPORTED_BASE", "check_containers", "engine_env"]
+__all__ = ["ENGINE_SOCKET", "check_containers", "engine_env"]
 
 ENGINE_SOCKET = "/run/docker.sock"
-"""The engine's socket in the box (also /var/run/docker.sock, Docker's default path)."""
-ENGINE_LOG = "/run/golem-engine.log"
-"""What dockerd said, readable in the box."""
-IMPORTED_BASE = "golem/busybox:latest"
-"""The image every engine starts with (a static busybox), for images built without a
-registry: ``FROM golem/busybox``, or ``docker load`` of a tar put into the box."""
+"""The engine's socket in the box (also /var/run/docker.sock, Docker's default path), where
+the guest's init has dockerd listen (``backends/microvm/engine.sh``; its log is
+/run/golem-engine.log, and every engine starts with golem/busybox:latest imported)."""
 CONTAINER_BACKENDS = frozenset({"microvm"})
 
 
