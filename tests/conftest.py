@@ -327,6 +327,12 @@ async def reaped_microvm_engines(microvm_engines: SharedEngines) -> SharedEngine
     return microvm_engines
 
 
+CONTAINERS_BOOT_TIMEOUT = 540.0
+"""Seconds the containers box may take to boot and have its engine answer: a minute at
+rest under TCG, several on a host as loaded as CI's; its first test waits as long
+(``CONTAINERS_TIMEOUT``)."""
+CONTAINERS_TIMEOUT = pytest.mark.timeout(CONTAINERS_BOOT_TIMEOUT + 60)
+"""The mark of every test of the containers box."""
 CONTAINERS_ALLOWED = r"^allowed\.test$"
 """What the containers box's egress policy allows (every other host is refused)."""
 
@@ -340,7 +346,7 @@ async def containers_box(
     only ``allowed.test`` allowed (its address, 127.0.0.2, too), on their ports."""
     state = tmp_path_factory.mktemp("containers-state")
     network = {"nameservers": [net.dns.address], "upstream_ca": str(net.ca_file)}
-    backend = backend_settings("microvm")
+    backend = {**(backend_settings("microvm") or {}), "boot_timeout": CONTAINERS_BOOT_TIMEOUT}
     config = load_config(
         {"state_dir": str(state), "engine": {"backend": backend, "network": network}}, files=[]
     )

@@ -26,10 +26,10 @@ from golem.core.config import MicroVMBackendConfig
 from golem.sandbox import Box
 from golem.sandbox.backends.microvm.assets import find_kernel
 from golem.sandbox.backends.microvm.qemu import KERNEL_ARGS
-from tests.conftest import SHARED_LOOP, engine_api
+from tests.conftest import CONTAINERS_TIMEOUT, SHARED_LOOP, engine_api
 from tests.sandbox.nethosts import NetHosts
 
-pytestmark = [pytest.mark.microvm, SHARED_LOOP]
+pytestmark = [pytest.mark.microvm, SHARED_LOOP, CONTAINERS_TIMEOUT]
 
 BUSYBOX = Path("/bin/busybox")
 
@@ -179,3 +179,15 @@ async def test_the_engines_pulls_go_through_the_proxy_and_are_refused_where_the_
     assert result.exit_code != 0
     refused = [(event.host, event.allowed) for event in result.network]
     assert ("denied.test", False) in refused
+
+
+async def test_the_box_can_neither_replace_its_engines_socket_nor_write_its_run(
+    containers_box: Box,
+) -> None:
+    result = await containers_box.execute(
+        "touch /run/planted 2>&1; rm -f /run/docker.sock 2>&1; mv /run/docker.sock /tmp/ 2>&1; "
+        "stat -c '%U %a %F' /run/docker.sock; docker version --format '{{.Server.Os}}'"
+    )
+    lines = result.stdout_text.splitlines()
+    assert all("Read-only file system" in line for line in lines[:3]), lines
+    assert lines[3:] == ["root 660 socket", "linux"]

@@ -26,7 +26,7 @@ from golem.sandbox import Box, LocalEngine
 from golem.sandbox.backends.microvm.engine_disk import engine_disk
 from golem.sandbox.pool import shape_of
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
-from tests.conftest import PODMAN_SOCKET, SHARED_LOOP, SYNC_ON_SHARED_LOOP
+from tests.conftest import CONTAINERS_TIMEOUT, PODMAN_SOCKET, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 
 pytestmark = SHARED_LOOP
 
@@ -75,6 +75,7 @@ def image_archive(tag: str, command: list[str]) -> bytes:
 
 
 @pytest.mark.microvm
+@CONTAINERS_TIMEOUT
 async def test_a_box_with_containers_runs_a_container_of_golems_base_image(
     containers_box: Box,
 ) -> None:
@@ -89,6 +90,7 @@ async def test_a_box_with_containers_runs_a_container_of_golems_base_image(
 
 
 @pytest.mark.microvm
+@CONTAINERS_TIMEOUT
 async def test_an_image_tar_put_into_the_box_loads_and_runs_without_a_registry(
     containers_box: Box,
 ) -> None:
@@ -103,6 +105,7 @@ async def test_an_image_tar_put_into_the_box_loads_and_runs_without_a_registry(
 
 
 @pytest.mark.microvm
+@CONTAINERS_TIMEOUT
 async def test_an_image_builds_in_the_box_from_golems_base_and_stays_there(
     containers_box: Box,
 ) -> None:
