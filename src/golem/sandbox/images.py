@@ -1,10 +1,10 @@
 """Base images built from Debian's packages, for machines that cannot pull from a registry.
 
 ``bootstrap`` runs mmdebstrap for a flavour (``minimal``: python3 for the supervisor;
-``devbox``: python3, git, build tools, node) and imports the result into the container
-engine, labelled with a content hash of everything that went into it. A build whose hash
-is already there is skipped. The same root file system, unpacked, serves the process
-backend as an image directory.
+``devbox``: python3, git, build tools, node, and dockerd with its client for a microVM box
+with containers) and imports the result into the container engine, labelled with a content
+hash of everything that went into it. A build whose hash is already there is skipped. The
+same root file system, unpacked, serves the process backend as an image directory.
 """
 
 from __future__ import annotations
