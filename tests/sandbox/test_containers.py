@@ -27,6 +27,7 @@ from golem.sandbox.backends.microvm.engine_disk import engine_disk
 from golem.sandbox.pool import shape_of
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 from tests.conftest import CONTAINERS_TIMEOUT, PODMAN_SOCKET, SHARED_LOOP, SYNC_ON_SHARED_LOOP
+from tests.sandbox.minimal_image import _copy, _libraries, build_minimal_image
 
 pytestmark = SHARED_LOOP
 
@@ -198,3 +199,23 @@ def test_the_engines_disk_is_a_sparse_nameless_ext4_file_for_qemus_user(tmp_path
 def test_an_assets_dir_without_nameless_files_is_a_clear_error() -> None:
     with pytest.raises(SandboxError, match=r"engine\.backend\.assets_dir on a file system"):
         engine_disk(Path("/proc"), 256 * 1024**2, None)
+
+
+@pytest.mark.microvm
+async def test_an_engine_that_cannot_start_fails_the_box_with_its_reason_never_hangs(
+    tmp_path: Path,
+) -> None:
+    """An image with what the guest needs but no engine (nor a place for its data)."""
+    image = build_minimal_image(tmp_path / "image")
+    tools = [Path("/usr/bin/setpriv"), Path("/usr/bin/env")]
+    for source in [*tools, *_libraries(tools)]:
+        _copy(source, image)
+    (image / "run").mkdir()
+    backend = {"type": "microvm", "image": str(image)}
+    state = str(tmp_path / "state")
+    config = load_config({"state_dir": state, "engine": {"backend": backend}}, files=[])
+    async with LocalEngine(config) as engine:
+        with pytest.raises(SandboxError, match="container engine did not start") as failed:
+            await engine.execute("true", engine.spec(containers=True))
+        assert "golem-engine: cannot mount its disk" in str(failed.value)
+        assert await engine.boxes() == []
