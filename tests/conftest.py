@@ -327,6 +327,36 @@ async def reaped_microvm_engines(microvm_engines: SharedEngines) -> SharedEngine
     return microvm_engines
 
 
+CONTAINERS_BOOT_TIMEOUT = 540.0
+"""Seconds the containers box may take to boot and have its engine answer: a minute at
+rest under TCG, several on a host as loaded as CI's; its first test waits as long
+(``CONTAINERS_TIMEOUT``)."""
+CONTAINERS_TIMEOUT = pytest.mark.timeout(CONTAINERS_BOOT_TIMEOUT + 60)
+"""The mark of every test of the containers box."""
+CONTAINERS_ALLOWED = r"^allowed\.test$"
+"""What the containers box's egress policy allows (every other host is refused)."""
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def containers_box(
+    microvm_engines: SharedEngines, net: NetHosts, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Box]:
+    """The session's one microVM box with a private container engine (its guest boots once
+    for every test of containers in a box): filtered network, the test hosts' DNS server,
+    only ``allowed.test`` allowed (its address, 127.0.0.2, too), on their ports."""
+    state = tmp_path_factory.mktemp("containers-state")
+    network = {"nameservers": [net.dns.address], "upstream_ca": str(net.ca_file)}
+    backend = {**(backend_settings("microvm") or {}), "boot_timeout": CONTAINERS_BOOT_TIMEOUT}
+    config = load_config(
+        {"state_dir": str(state), "engine": {"backend": backend, "network": network}}, files=[]
+    )
+    engine = microvm_engines.of(config)
+    egress = {"allow": [CONTAINERS_ALLOWED], "allow_cidrs": ["127.0.0.2/32"], "ports": net.ports}
+    spec = engine.spec(containers=True, network="filtered", egress=egress, pids=1024)
+    async with engine.session(spec) as box:
+        yield box
+
+
 @pytest.fixture
 def box(request: pytest.FixtureRequest, backend: str) -> Box:
     """A persistent box with default limits."""

@@ -176,6 +176,7 @@ BOXES: list[tuple[dict[str, Any], str]] = [
     ({"image": "evil/image:latest"}, "images"),
     ({"workspace": "/"}, "host_workspace"),
     ({"read_only_root": False}, "writable_root"),
+    ({"containers": True}, "containers"),
 ]
 
 

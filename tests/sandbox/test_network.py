@@ -94,7 +94,13 @@ async def test_the_box_is_told_where_the_proxy_is_and_has_no_other_way_out(box: 
         "no_proxy=localhost,127.0.0.1,::1",
     ]
     routes = await box.execute("cat /proc/net/route | tail -n +2 | wc -l; cd /run/golem && ls")
-    assert routes.stdout_text.split() == ["0", "ca-certificates.crt", "egress.sock", "golem-ca.pem"]
+    assert routes.stdout_text.split() == [
+        "0",
+        "ca-certificates.crt",
+        "egress.sock",
+        "golem-ca.pem",
+        "proxy",
+    ]
 
 
 async def test_an_allowed_host_works_over_http_and_https_with_curl(box: Box, net: NetHosts) -> None:

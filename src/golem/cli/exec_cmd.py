@@ -71,6 +71,7 @@ def exec_command(
     json_output: bool = typer.Option(False, "--json", help="Print the ExecResult as JSON."),
     backend: str | None = options.BACKEND,
     tier: str | None = options.TIER,
+    containers: bool = options.CONTAINERS,
     image: str | None = options.IMAGE,
     network: str | None = options.NETWORK,
     allow: list[str] | None = options.ALLOW,
@@ -111,6 +112,7 @@ def exec_command(
         allow_cidr=allow_cidr,
         allow_port=allow_port,
         tier=tier,
+        containers=containers,
     )
     config = flags.load()
     request = build_request(list(args or []), code, runtime, _stdin_bytes())

@@ -68,6 +68,7 @@ class BoxFlags:
         allow_cidr: list[str] | None = None,
         allow_port: list[int] | None = None,
         tier: str | None = None,
+        containers: bool = False,
     ) -> None:
         self.defaults: dict[str, Any] = {
             key: value
@@ -81,6 +82,7 @@ class BoxFlags:
                 "workspace": str(workspace) if workspace else None,
                 "workdir": workdir,
                 "tier": tier,
+                "containers": containers or None,
             }.items()
             if value is not None
         }
@@ -139,6 +141,11 @@ TIER = typer.Option(
     "--tier",
     help="Isolation tier: container, gvisor or microvm (the backend serving it is "
     "[engine.tiers.<tier>]); a server gives at least its trust policy's.",
+)
+CONTAINERS = typer.Option(
+    False,
+    "--containers",
+    help="A private Docker engine inside the box (DOCKER_HOST set): microvm boxes only.",
 )
 IMAGE = typer.Option(None, "--image", help="Image: a root directory (process) or image name.")
 NETWORK = typer.Option(

@@ -28,6 +28,7 @@ __all__ = ["shell_command"]
 def shell_command(
     backend: str | None = options.BACKEND,
     tier: str | None = options.TIER,
+    containers: bool = options.CONTAINERS,
     image: str | None = options.IMAGE,
     network: str | None = options.NETWORK,
     allow: list[str] | None = options.ALLOW,
@@ -64,6 +65,7 @@ def shell_command(
         allow_cidr=allow_cidr,
         allow_port=allow_port,
         tier=tier,
+        containers=containers,
     )
     raise typer.Exit(asyncio.run(_shell(make_engine(flags.load()))))
 

@@ -40,6 +40,7 @@ from golem.core.isolation import TIERS, IsolationTier, at_least, tier_of
 from golem.core.model_config import ModelsConfig
 from golem.core.network import Credential, NetworkConfig
 from golem.core.server_config import RemoteConfig, ServerConfig
+from golem.core.sizes import ByteSize
 from golem.core.spec import BoxSpec
 from golem.core.toolshed_config import ToolshedConfig
 
@@ -216,6 +217,14 @@ class MicroVMBackendConfig(BaseModel):
     )
     boot_timeout: float = Field(
         120.0, gt=0, description="Seconds a guest may take to boot to its supervisor."
+    )
+    containers_disk: ByteSize = Field(
+        16 * 1024**3,
+        ge=256 * 1024**2,
+        le=1024**4,
+        description="Size of the disk of a box's container engine (`containers`): a sparse, "
+        "nameless file on this host, as big as what the box's images and containers write, "
+        "gone with the box.",
     )
 
 

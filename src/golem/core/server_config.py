@@ -100,6 +100,11 @@ class RolePolicy(BaseModel):
     )
     host_workspace: bool = Field(False, description="May bind a host directory as /workspace.")
     writable_root: bool = Field(False, description="May ask for a writable root file system.")
+    containers: bool = Field(
+        False,
+        description="May ask for a private container engine in a box (root of its microVM "
+        "guest, never of this host).",
+    )
     root_user: bool = Field(
         False, description="May run as uid 0 or gid 0 inside the box, however it is spelled."
     )

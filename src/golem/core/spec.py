@@ -221,6 +221,12 @@ class BoxSpec(BaseModel):
         "they were when it was taken, in a copy of the box's own. Process and docker "
         "backends.",
     )
+    containers: bool = Field(
+        False,
+        description="A private Docker-compatible engine inside the box (dockerd of the "
+        "guest, its data on the guest's own disk, DOCKER_HOST set for every command): only "
+        "a microvm box has one; other tiers refuse it.",
+    )
     tier: IsolationTier | None = Field(
         None,
         description="The isolation tier the box needs: container, gvisor or microvm (the "

@@ -18,6 +18,7 @@ from golem.core.isolation import Isolation, IsolationTier, tier_of
 from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
 from golem.sandbox.box import LocalBox, as_request
+from golem.sandbox.containers import check_containers, engine_env
 from golem.sandbox.contracts import Backend, StartedBox
 from golem.sandbox.ends import SessionEnds
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
@@ -157,6 +158,7 @@ class LocalEngine:
         """A box that stays until ``remove_session`` (or ``close``): from the pool or new,
         of the isolation tier the spec needs (the spec the box keeps names it)."""
         spec = self._tiered(self.spec(spec))
+        check_containers(spec, self.backend_for(self._tier(spec)).name)
         await self._check_backend(self._tier(spec))
         snapshot = None
         if spec.snapshot is not None:
@@ -251,7 +253,7 @@ class LocalEngine:
 
     @staticmethod
     def _box_env(spec: BoxSpec) -> dict[str, str]:
-        return {"HOME": BOX_HOME, **spec.env, **spec.secret_values()}
+        return {"HOME": BOX_HOME, **engine_env(spec), **spec.env, **spec.secret_values()}
 
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:
         """Have ``callback(box_id, why)`` called when a session's box ends by itself (its

@@ -1,10 +1,10 @@
 """Base images built from Debian's packages, for machines that cannot pull from a registry.
 
 ``bootstrap`` runs mmdebstrap for a flavour (``minimal``: python3 for the supervisor;
-``devbox``: python3, git, build tools, node) and imports the result into the container
-engine, labelled with a content hash of everything that went into it. A build whose hash
-is already there is skipped. The same root file system, unpacked, serves the process
-backend as an image directory.
+``devbox``: python3, git, build tools, node, and dockerd with its client for a microVM box
+with containers) and imports the result into the container engine, labelled with a content
+hash of everything that went into it. A build whose hash is already there is skipped. The
+same root file system, unpacked, serves the process backend as an image directory.
 """
 
 from __future__ import annotations
@@ -39,13 +39,16 @@ FLAVOURS: dict[str, list[str]] = {
         "ca-certificates",
         "make",
         "procps",
+        "docker.io",  # the private engine of a microVM box with containers (dockerd, CLI)
     ],
 }
 SUITE = "bookworm"
 RECIPE = 1  # bump when the way images are made changes
 HASH_LABEL = "golem.hash"
 # Mount points every golem box needs, created in the image itself.
-CUSTOMIZE = 'mkdir -p "$1/workspace" "$1/proc" "$1/dev" "$1/tmp" && chmod 1777 "$1/tmp"'
+CUSTOMIZE = (
+    'mkdir -p "$1/workspace" "$1/proc" "$1/dev" "$1/tmp" "$1/var/lib/docker" && chmod 1777 "$1/tmp"'
+)
 
 
 @dataclass(frozen=True)

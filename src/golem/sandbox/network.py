@@ -200,6 +200,10 @@ class EgressService:
             bundle = directory / "ca-certificates.crt"
             bundle.write_bytes(host_ca_bundle() + golem_ca)
             bundle.chmod(0o644)
+            # where the proxy answers in the box, for daemons that start before its env is
+            # set (a box's container engine)
+            (directory / "proxy").write_text(f"http://127.0.0.1:{self.config.proxy_port}\n")
+            (directory / "proxy").chmod(0o644)
             socket = directory / "egress.sock"
             await proxy.start(socket)
             socket.chmod(0o666)  # the box's user, whatever its uid on the host

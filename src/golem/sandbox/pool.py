@@ -55,8 +55,9 @@ class LiveBox:
 
 
 def shape_of(spec: BoxSpec) -> str | None:
-    """The pool key of a spec; None for a box that must never be shared (host workspace)."""
-    if spec.workspace is not None:
+    """The pool key of a spec; None for a box that must never be shared (a host workspace;
+    a container engine, whose containers and images a wipe would not clear)."""
+    if spec.workspace is not None or spec.containers:
         return None
     return spec.model_dump_json(include=set(SHAPE_FIELDS))
 

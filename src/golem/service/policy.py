@@ -211,6 +211,7 @@ SPEC_RULES: dict[str, Rule] = {
     "secrets": _env,
     "setup": _allowed,
     "labels": _labels,
+    "containers": _flag("containers", lambda v: not v, "a private container engine"),
     "tier": _tier,
     "snapshot": _allowed,  # found only among the session's tenant's (its golem.tenant label)
 }

@@ -54,11 +54,17 @@ MODULES = (
     "virtio_console",
 )
 """The cloud kernel builds virtio as modules: the initramfs loads these, in this order."""
+ENGINE_MODULES = ("overlay",)
+"""What a box's container engine needs beyond them (overlayfs for dockerd's overlay2),
+loaded only in a box with containers; a kernel that builds one in has no file for it."""
 RECIPE = 1
 """Bump when the way root disks are made changes."""
 BUSYBOX = Path("/bin/busybox")
 PT_INTERP = 3
 SHM_SIZE = 64 * 1024**2
+RUN_SIZE = 1024**2
+ENGINE_RUN_SIZE = 64 * 1024**2
+"""/run of a box with containers also holds dockerd's and containerd's runtime state."""
 MAX_MOUNT_BYTES = 16 * 1024**2
 """Most bytes of the host's files copied into a guest (the egress proxy's CA bundle)."""
 MIN_DISK = 64 * 1024**2
@@ -73,6 +79,7 @@ class GuestKernel:
     image: Path
     release: str
     modules: tuple[Path, ...]  # in MODULES' order
+    engine_modules: tuple[Path, ...] = ()  # those of ENGINE_MODULES the kernel has as files
 
 
 def find_kernel(config: MicroVMBackendConfig) -> GuestKernel:
@@ -96,7 +103,8 @@ def find_kernel(config: MicroVMBackendConfig) -> GuestKernel:
             f"the guest kernel {image} has no {', '.join(missing)} modules under {tree}; "
             "give a kernel laid out as Debian's packages are (boot/vmlinuz-R, lib/modules/R)"
         )
-    return GuestKernel(image, release, tuple(found[name] for name in MODULES))
+    engine = tuple(found[name] for name in ENGINE_MODULES if name in found)
+    return GuestKernel(image, release, tuple(found[name] for name in MODULES), engine)
 
 
 def _fetched(assets_dir: Path, package: str) -> Path | None:
@@ -216,10 +224,15 @@ def _base_initramfs(kernel: GuestKernel, supervisor: str, seccomp: bytes) -> byt
     entries.append(regular("bin/busybox", busybox, 0o755))
     entries.append(regular("init", _script("init.sh"), 0o755))
     entries.append(regular("golem/box.sh", _script("box.sh"), 0o755))
+    entries.append(regular("golem/engine.sh", _script("engine.sh"), 0o755))
     entries.append(regular("golem/supervisor.py", supervisor.encode()))
     entries.append(regular("golem/seccomp.bpf", seccomp))
     entries.append(regular("golem/modules.list", "\n".join(MODULES).encode() + b"\n"))
     for name, module in zip(MODULES, kernel.modules, strict=True):
+        entries.append(regular(f"golem/modules/{name}.ko", module.read_bytes()))
+    engine = [module.name.removesuffix(".ko") for module in kernel.engine_modules]
+    entries.append(regular("golem/engine-modules.list", "".join(f"{n}\n" for n in engine).encode()))
+    for name, module in zip(engine, kernel.engine_modules, strict=True):
         entries.append(regular(f"golem/modules/{name}.ko", module.read_bytes()))
     packed = gzip.compress(cpio_archive(entries), compresslevel=1, mtime=0)
     return packed + b"\0" * (-len(packed) % 4)  # the next archive starts 4-byte aligned
@@ -319,6 +332,8 @@ def box_archive(
         "PROBE": 0,
         "MAGIC": magic,
         "SECCOMP": int(seccomp),
+        "CONTAINERS": int(spec.containers),
+        "RUN_SIZE": ENGINE_RUN_SIZE if spec.containers else RUN_SIZE,
     }
     entries: list[Entry] = []
     lines: list[str] = []

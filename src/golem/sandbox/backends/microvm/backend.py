@@ -36,6 +36,7 @@ from golem.sandbox.backends.microvm.assets import (
     root_disk,
 )
 from golem.sandbox.backends.microvm.egress import PortMux
+from golem.sandbox.backends.microvm.engine_disk import engine_disk
 from golem.sandbox.backends.microvm.qemu import Launch, qemu_argv, spawn_qemu
 from golem.sandbox.backends.microvm.vm import Console, MicroVMBox
 from golem.sandbox.contracts import Mount
@@ -164,6 +165,7 @@ class MicroVMBackend:
         cpus: int = 1,
         disk: Path | None = None,
         socket_fds: Sequence[tuple[str, int]] = (),
+        engine_disk_fd: int | None = None,
     ) -> Launch:
         return Launch(
             qemu=self.config.qemu,
@@ -176,6 +178,7 @@ class MicroVMBackend:
             name=name,
             disk=disk,
             socket_fds=tuple(socket_fds),
+            engine_disk_fd=engine_disk_fd,
         )
 
     def host_ids(self) -> tuple[int, int] | None:
@@ -225,6 +228,10 @@ class MicroVMBackend:
         archive, sockets = box_archive(
             spec, magic, mounts, python=self.config.python, seccomp=self.config.seccomp
         )
+        disk = None
+        if spec.containers:
+            size = self.config.containers_disk
+            disk = await asyncio.to_thread(engine_disk, self._run_dir(), size, ids)
         initrd = os.memfd_create("golem-initrd")
         channel_host, channel_guest = socket.socketpair()
         pairs = [socket.socketpair() for _ in sockets]
@@ -243,6 +250,7 @@ class MicroVMBackend:
                 memory_mib=vm_memory_mib(spec),
                 cpus=vm_cpus(spec),
                 socket_fds=ports,
+                engine_disk_fd=disk,
             )
             process = await spawn_qemu(qemu_argv(launch), launch.fds, ids)
         except BaseException:
@@ -252,6 +260,8 @@ class MicroVMBackend:
             raise
         finally:
             os.close(initrd)
+            if disk is not None:  # QEMU holds it now; the host never opens it again
+                os.close(disk)
             channel_guest.close()
             for _, guest_end in pairs:
                 guest_end.close()

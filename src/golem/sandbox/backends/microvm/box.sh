@@ -27,7 +27,16 @@ for directory in $(echo "$BOX_PATH" | tr : ' '); do
 done
 [ -n "$python" ] || fail "the image has no $PYTHON for the supervisor"
 
-echo 0 >/sys/fs/cgroup/box/cgroup.procs || fail "cannot join the box's cgroup"
+cgroup=/sys/fs/cgroup/box
+[ "$CONTAINERS" = 1 ] && cgroup=$cgroup/shell
+echo 0 >"$cgroup/cgroup.procs" || fail "cannot join the box's cgroup"
+if [ "$CONTAINERS" = 1 ]; then  # the box starts with its engine answering
+    until [ -s "$root/run/golem-engine.ready" ]; do usleep 20000; done
+    if [ "$(cat "$root/run/golem-engine.ready")" != ready ]; then
+        tail -n 20 "$root/run/golem-engine.log" >&2
+        fail "the box's container engine did not start"
+    fi
+fi
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc" || fail "cannot mount /proc"
 source=$(cat /golem/supervisor.py)
 exec 4<>/dev/null

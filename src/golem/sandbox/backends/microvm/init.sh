@@ -8,7 +8,8 @@
 # the guest powers off (QEMU exits). Nothing here reads what a box wrote.
 #
 # /golem/params (per box, written by the host) sets BOX_UID BOX_GID WORKSPACE_SIZE
-# TMP_SIZE SHM_SIZE PIDS PYTHON PROBE and MAGIC; /golem/mounts lists the host's files.
+# TMP_SIZE SHM_SIZE RUN_SIZE PIDS PYTHON PROBE MAGIC and CONTAINERS (1: start the box's
+# container engine, engine.sh); /golem/mounts lists the host's files.
 
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -88,9 +89,9 @@ mount -t tmpfs -o "size=$SHM_SIZE,mode=1777,nosuid,nodev" shm "$root/dev/shm"
 
 # The host's read-only files (the egress proxy's CA bundle, say) and its sockets, each a
 # virtio-serial port that the supervisor's bridge multiplexes. Lines: KIND INDEX TARGET.
-if grep -q ' /run/' /golem/mounts.list; then
+if grep -q ' /run/' /golem/mounts.list || [ "$CONTAINERS" = 1 ]; then
     # not nodev: the ports of sockets are device nodes here (read-only once made)
-    mount -t tmpfs -o size=1m,mode=0755,nosuid run "$root/run" || fail "no /run"
+    mount -t tmpfs -o "size=$RUN_SIZE,mode=0755,nosuid" run "$root/run" || fail "no /run"
 fi
 while read -r kind index target; do
     case "$kind" in
@@ -113,8 +114,8 @@ while read -r kind index target; do
         ;;
     esac
 done </golem/mounts.list
-if grep -q ' /run/' /golem/mounts.list; then
-    mount -o remount,ro "$root/run"
+if grep -q ' /run/' /golem/mounts.list || [ "$CONTAINERS" = 1 ]; then
+    mount -o remount,bind,ro "$root/run"
 fi
 
 # The box's processes, threads and memory (its tmpfs too), counted by the guest's own
@@ -125,6 +126,12 @@ echo "+pids +memory" >/sys/fs/cgroup/cgroup.subtree_control || fail "no pids or 
 mkdir /sys/fs/cgroup/box
 echo "$PIDS" >/sys/fs/cgroup/box/pids.max || fail "cannot limit the box's pids"
 echo "$MEMORY" >/sys/fs/cgroup/box/memory.max || fail "cannot limit the box's memory"
+if [ "$CONTAINERS" = 1 ]; then
+    # Under the box's limits: its own processes (shell), dockerd (engine) and containers.
+    echo "+pids +memory" >/sys/fs/cgroup/box/cgroup.subtree_control &&
+        mkdir /sys/fs/cgroup/box/shell /sys/fs/cgroup/box/engine /sys/fs/cgroup/box/containers ||
+        fail "cannot make the engine's cgroups"
+fi
 # The box sees its own cgroup, read-only, as a container does: /sys/fs/cgroup.
 if [ -d "$root/sys" ]; then
     mount -t tmpfs -o size=64k,mode=0755,nosuid,nodev,noexec sys "$root/sys" &&
@@ -134,5 +141,11 @@ if [ -d "$root/sys" ]; then
         mount -o remount,ro "$root/sys" || fail "cannot show the box its cgroup"
 fi
 
+if [ "$CONTAINERS" = 1 ]; then
+    for module in $(cat /golem/engine-modules.list); do
+        insmod "/golem/modules/$module.ko" || fail "cannot load $module"
+    done
+    unshare -m --propagation private sh /golem/engine.sh &
+fi
 unshare -m -p -f --propagation private sh /golem/box.sh 3<>"$channel"
 poweroff -f

@@ -1,7 +1,8 @@
 """QEMU's command line for a box (a pure function of what the box is made of) and its start.
 
 The guest gets no network device, no display, no monitor and no default device: a root
-disk (read-only), a virtio-serial controller whose ports are the supervisor's channel
+disk (read-only), the disk of the box's container engine when it has one (writable, a
+nameless file of the box's own), a virtio-serial controller whose ports are the supervisor's channel
 (``golem.0``) and one port per host socket the box may reach (``golem.N``), and a serial
 console that carries the guest kernel's log to the host and nothing back. QEMU runs as an
 unprivileged host user in QEMU's own seccomp sandbox (no exec, no privilege changes).
@@ -48,11 +49,13 @@ class Launch:
     disk: Path | None = None
     socket_fds: Sequence[tuple[str, int]] = field(default_factory=tuple)  # (port name, fd)
     pidfile: Path | None = None
+    engine_disk_fd: int | None = None  # the disk of the box's container engine, if any
 
     @property
     def fds(self) -> list[int]:
         """Descriptors QEMU inherits."""
-        return [self.initrd_fd, self.channel_fd, *(fd for _, fd in self.socket_fds)]
+        fds = [self.initrd_fd, self.channel_fd, *(fd for _, fd in self.socket_fds)]
+        return fds if self.engine_disk_fd is None else [*fds, self.engine_disk_fd]
 
 
 def qemu_argv(launch: Launch) -> list[str]:
@@ -95,6 +98,13 @@ def qemu_argv(launch: Launch) -> list[str]:
             f"file={_escaped(launch.disk)},if=none,id=root,format=raw,readonly=on",
             "-device",
             "virtio-blk-pci,drive=root",
+        ]
+    if launch.engine_disk_fd is not None:  # after the root disk: the guest's /dev/vdb
+        argv += [
+            "-drive",
+            f"file=/dev/fd/{launch.engine_disk_fd},if=none,id=engine,format=raw,discard=unmap",
+            "-device",
+            "virtio-blk-pci,drive=engine",
         ]
     ports = [(CHANNEL_PORT, launch.channel_fd), *launch.socket_fds]
     argv += ["-device", f"virtio-serial-pci,max_ports={len(ports) + 1}"]
