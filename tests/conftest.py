@@ -46,6 +46,7 @@ from golem.sandbox.backends.microvm import MicroVMBackend
 from golem.sandbox.images import bootstrap
 from tests.sandbox.nethosts import NetHosts, start_test_network
 
+TESTS = Path(__file__).parent
 ENFORCED_MARKERS = ("bwrap", "docker", "podman", "gvisor", "microvm", "postgres")
 PRIVATE_PASSWORD = "pw-" + secrets.token_hex(8)
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
@@ -123,10 +124,25 @@ def postgres_reachable() -> bool:
     return True
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "postgres_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.postgres)
+        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
+
+
+def worker_group(item: pytest.Item) -> str:
+    """The tests that run on one worker under ``--dist loadgroup`` (scripts/check): a
+    module's together (its module-scoped servers and boxes start once), every microvm test
+    together (one worker boots the session's guests) and every Ray test together (one
+    cluster on the machine)."""
+    if item.get_closest_marker("microvm"):
+        return "microvm"
+    module = item.path.relative_to(TESTS.parent).as_posix()
+    if module.startswith("tests/cluster/"):
+        return "ray"
+    return module
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
