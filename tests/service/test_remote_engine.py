@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +36,9 @@ from tests.sandbox.binary_output import (
     stepped_output,
     writer,
 )
-from tests.service.served import Served, serving
+from tests.service.served import Served, fresh_tenant
 
 pytestmark = pytest.mark.bwrap
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("remote") / "state") as server:
-        yield server
 
 
 @pytest.fixture(params=["local", "remote"])
@@ -56,7 +50,7 @@ async def any_engine(request: pytest.FixtureRequest, config: GolemConfig) -> Asy
             yield engine
         return
     served: Served = request.getfixturevalue("served")
-    async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
+    async with RemoteEngine(served.url, served.tenant_key("parity"), config=config) as remote:
         yield remote
 
 
@@ -192,7 +186,7 @@ async def test_a_failing_setup_is_seen_by_on_event_then_raised(any_engine: Engin
 async def test_a_session_ended_elsewhere_is_closed_once_the_server_says_so(
     served: Served, config: GolemConfig
 ) -> None:
-    key = served.key("ended-elsewhere")
+    key = served.tenant_key("ended-elsewhere")
     async with (
         RemoteEngine(served.url, key, config=config) as mine,
         RemoteEngine(served.url, key, config=config) as theirs,
@@ -214,14 +208,15 @@ async def test_a_clients_own_golem_labels_are_not_asked_of_the_server(
     ``golem.*`` name it has, and the tenant's own labels go; a key that may set the server's
     labels (``server_labels``, a control plane's) sends them, and a user's is refused."""
     marks = {"golem.run": "run-x", "golem.tenant": "someone-else", "golem.": "", "mine": "1"}
-    key = served.key("labels")
+    tenant = fresh_tenant("labels")
+    key = served.key(tenant)
     async with (
         RemoteEngine(served.url, key, config=config) as remote,
         remote.session(remote.spec(labels=marks)) as box,
     ):
         assert (await box.execute("true")).exit_code == 0
         [info] = await remote.boxes()
-        assert info.labels == {"mine": "1", "golem.tenant": "labels"}  # the server's mark
+        assert info.labels == {"mine": "1", "golem.tenant": tenant}  # the server's mark
     async with RemoteEngine(served.url, key, config=config, server_labels=True) as plane:
         with pytest.raises(PolicyViolation, match=r"golem\.run, golem\.tenant"):
             await plane.create_session(plane.spec(labels=marks))
@@ -230,7 +225,7 @@ async def test_a_clients_own_golem_labels_are_not_asked_of_the_server(
 async def test_the_servers_refusals_come_back_as_errors(
     served: Served, config: GolemConfig
 ) -> None:
-    async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
+    async with RemoteEngine(served.url, served.tenant_key("parity"), config=config) as remote:
         # the server's own error class comes back (one error tree on both sides)
         with pytest.raises(PolicyViolation, match=r"server\.policies\.user\.networks") as refused:
             await remote.create_session(remote.spec(network="host"))
@@ -319,7 +314,7 @@ def test_golem_exec_through_a_server_writes_the_boxs_bytes(served: Served, tmp_p
     refused = golem("--", "true")  # the server answers: the call went there
     assert refused.returncode != 0
     assert b"not valid" in refused.stderr
-    env["GOLEM_API_KEY"] = served.key("parity")
+    env["GOLEM_API_KEY"] = served.tenant_key("parity")
     done = golem("-c", WRITER)
     assert (done.stdout, done.stderr, done.returncode) == (PAYLOAD, ERR_PAYLOAD, 0)
     assert golem("--", "cat", stdin=PAYLOAD).stdout == PAYLOAD
