@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import socket
 import tarfile
 from collections.abc import Iterator
@@ -38,7 +37,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def acme(served: Served) -> Iterator[httpx.Client]:
-    with served.client(served.key(f"t-{secrets.token_hex(4)}")) as client:
+    with served.client(served.tenant_key("t")) as client:
         yield client
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -33,7 +32,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def key(served: Served) -> str:
-    return served.key(f"t-{secrets.token_hex(4)}")
+    return served.tenant_key("t")
 
 
 @pytest.fixture

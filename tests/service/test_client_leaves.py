@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import secrets
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -40,7 +39,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 @pytest.fixture
 def key(served: Served) -> str:
     """A tenant of the test's own: what one test leaves behind cannot fail the next."""
-    return served.key(f"t-{secrets.token_hex(4)}")
+    return served.tenant_key("t")
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def events_until_gate(served: Served, key: str, run_id: str) -> list[tuple[int, 
 def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("acme", "trusted")
+    key = served.tenant_key("acme", "trusted")
     sign_in(page, served, key)
     expect(page.get_by_test_id("runs")).to_contain_text("No runs yet")
     assert key not in page.url
@@ -148,7 +148,7 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
 
     with served.client(key) as api:
         diff = api.get(f"/v1/runs/{run_id}/diff").json()
-    with served.client(served.key("other", "trusted")) as other:
+    with served.client(served.tenant_key("other", "trusted")) as other:
         assert other.get(f"/v1/runs/{run_id}/diff").status_code == 404
     assert diff["source"] == "pull_request"
     assert "+    return a + b" in diff["diff"]
@@ -157,7 +157,7 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
 def test_a_dropped_event_stream_resumes_after_the_last_event_shown(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("resume", "trusted")
+    key = served.tenant_key("resume", "trusted")
     run_id = submit_gated_run(served, key, make_remote(reachable_dir))
     streamed = events_until_gate(served, key, run_id)
     first = streamed[:3]
@@ -227,7 +227,7 @@ def test_a_wrong_key_is_refused_with_a_clear_message_and_not_kept(
 def test_text_from_a_run_is_shown_as_text_and_never_runs(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("mallory", "trusted")
+    key = served.tenant_key("mallory", "trusted")
     attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
     missing = reachable_dir / f"no-such-repo-{attack}"
     with served.client(key) as api:

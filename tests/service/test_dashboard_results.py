@@ -16,7 +16,7 @@ from golem.blueprint.state import CIRound, NodeRecord
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.test_runs_control_cli import new_run
-from tests.service.served import Served
+from tests.service.served import Served, fresh_tenant
 from tests.service.test_dashboard import (  # noqa: F401 - the fixtures of the dashboard tests
     browser,
     page,
@@ -45,8 +45,9 @@ def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
     served: Served,  # noqa: F811 - fixtures, imported above
     page: Page,  # noqa: F811
 ) -> None:
-    key = served.key("viewer")
-    keep(served, "viewer", with_outcomes(new_run("run-results", status="unverified")))
+    tenant = fresh_tenant("viewer")
+    key = served.key(tenant)
+    keep(served, tenant, with_outcomes(new_run("run-results", status="unverified")))
     sign_in(page, served, key)
     page.goto(f"{served.url}/#/runs/run-results")
     expect(page.get_by_test_id("run-status")).to_have_text("unverified")
@@ -64,7 +65,8 @@ def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
     served: Served,  # noqa: F811 - fixtures, imported above
     page: Page,  # noqa: F811
 ) -> None:
-    key = served.key("viewer")
+    tenant = fresh_tenant("viewer")
+    key = served.key(tenant)
     steps = [
         NodeRecord(node="ci", kind="ci", outcome="success", started=2.0, ended=62.0,
                    detail="CI passed", cost_usd=0.0421),
@@ -74,7 +76,7 @@ def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
                 failing=["test"], cost_usd=0.0421),
         CIRound(round=1, commit="b" * 40, started=40.0, ended=62.0, verdict="passed"),
     ]  # fmt: skip
-    keep(served, "viewer", new_run("run-ci", status="succeeded", steps=steps, ci=rounds))
+    keep(served, tenant, new_run("run-ci", status="succeeded", steps=steps, ci=rounds))
     sign_in(page, served, key)
     page.goto(f"{served.url}/#/runs/run-ci")
     expect(page.get_by_test_id("run-status")).to_have_text("succeeded")
@@ -91,11 +93,12 @@ def test_the_run_page_of_a_follow_up_links_the_run_that_opened_its_pull_request(
     served: Served,  # noqa: F811 - fixtures, imported above
     page: Page,  # noqa: F811
 ) -> None:
-    key = served.key("viewer")
+    tenant = fresh_tenant("viewer")
+    key = served.key(tenant)
     asked = {"repo": "octo/calc", "number": 7, "parent_run": "run-parent"}
     request = RunRequest.model_validate({"repo": "/srv/repo", "follow_up": asked})
-    keep(served, "viewer", new_run("run-parent", status="succeeded"))
-    keep(served, "viewer", new_run("run-child", status="running", request=request))
+    keep(served, tenant, new_run("run-parent", status="succeeded"))
+    keep(served, tenant, new_run("run-child", status="running", request=request))
     sign_in(page, served, key)
     page.goto(f"{served.url}/#/runs/run-child")
     link = page.get_by_test_id("run-follow-up")

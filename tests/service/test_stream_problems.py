@@ -6,7 +6,6 @@ mid-stream."""
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def client(served: Served) -> Iterator[httpx.Client]:
-    with served.client(served.key(f"t-{secrets.token_hex(4)}")) as made:
+    with served.client(served.tenant_key("t")) as made:
         yield made
 
 
