@@ -1,25 +1,7 @@
-"""One `golem serve` of the default configuration for every module of tests/service that
-needs no other: each test in tenants of its own, each module stopping what its tenants left
-going (a module that needs another configuration defines its own ``served``)."""
+"""The servers the modules of tests/service share for the session (tests/service/served.py):
+``served`` (the default configuration, unless a module defines its own) and
+``unpooled_server``."""
 
-from __future__ import annotations
+from tests.service.served import plain_server, served, unpooled_server
 
-from collections.abc import Iterator
-
-import pytest
-
-from tests.service.served import Served, serving
-
-
-@pytest.fixture(scope="session")
-def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("plain") / "state") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def served(plain_server: Served) -> Iterator[Served]:
-    """The session's default server, left by this module as it found it."""
-    since = len(plain_server.keys_made)
-    yield plain_server
-    plain_server.tidy(since)
+__all__ = ["plain_server", "served", "unpooled_server"]  # fixtures

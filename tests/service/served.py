@@ -1,9 +1,10 @@
 """A real `golem serve` on loopback for the API tests: its own process, state directory,
 database and admin key; helpers to make keys and clients.
 
-A server is shared: by a module (``shared_server``) or by every module of tests/service
-(its conftest's ``served``), each test in a tenant of its own (``Served.tenant_key``), and
-each module leaving the server as it found it (``Served.tidy``). A test starts a server of
+A server is shared: by a module (``shared_server``), or by every module of a directory
+(``plain_server``, ``unpooled_server``: a directory's conftest takes them), each test in
+tenants of its own (``Served.tenant_key``) and each module leaving the server as it found it
+(``Served.tidied``). A test starts a server of
 its own only to kill or restart it, to give it a configuration that cannot be a tenant's,
 or to watch the process itself (a fault, its memory)."""
 
@@ -71,6 +72,16 @@ class Served:
         """A key of a new tenant, named ``stem`` and a suffix no other test shares: what it
         makes and lists on a shared server is its own."""
         return self.key(fresh_tenant(stem), role)
+
+    @contextmanager
+    def tidied(self) -> Iterator[Served]:
+        """This server, for a module that shares it: what the keys made meanwhile left
+        going is stopped at the end (``tidy``)."""
+        since = len(self.keys_made)
+        try:
+            yield self
+        finally:
+            self.tidy(since)
 
     def tidy(self, since: int = 0) -> None:
         """Stop what the tenants of the keys made since the ``since``-th left going: their
@@ -207,3 +218,29 @@ def shared_server(
             yield server
 
     return pytest.fixture(scope="module")(fixture)
+
+
+UNPOOLED = "[engine.pool]\nclean = 0\n"
+
+
+@pytest.fixture(scope="session")
+def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server of the default configuration, for the session."""
+    with serving(tmp_path_factory.mktemp("plain") / "state") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def unpooled_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server without a warm pool (every released box stopped, its record gone), for the
+    session."""
+    with serving(tmp_path_factory.mktemp("unpooled") / "state", config=UNPOOLED) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(plain_server: Served) -> Iterator[Served]:
+    """The session's default server for a module that defines no ``served`` of its own,
+    left by the module as it found it."""
+    with plain_server.tidied() as server:
+        yield server

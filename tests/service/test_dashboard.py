@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from tests.blueprint.repos import EXAMPLES, make_remote
-from tests.service.served import Served, serving
+from tests.service.served import Served, fresh_tenant
 
 pytestmark = pytest.mark.bwrap
 
@@ -22,12 +22,6 @@ GATE_BLUEPRINT = Path(__file__).with_name("dashboard_gate.yaml")
 SCRIPTED = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 RUN_TIMEOUT = 90_000
 """Milliseconds the page may take to show what a run does (box start, agent, checks)."""
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("dashboard") / "state") as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
@@ -250,11 +244,12 @@ def test_text_from_a_run_is_shown_as_text_and_never_runs(
 def test_automations_and_goal_loops_are_shown_with_their_next_run_and_status_as_text(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("loopy", "admin")
+    tenant = fresh_tenant("loopy")
+    key = served.key(tenant, "admin")
     attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
     missing = reachable_dir / f"no-such-repo-{attack}"
     yearly = {
-        "name": "yearly-sweep", "tenant": "loopy", "repo": str(missing), "cron": "0 0 1 1 *",
+        "name": "yearly-sweep", "tenant": tenant, "repo": str(missing), "cron": "0 0 1 1 *",
         "timezone": "Europe/Berlin", "task": f"Sweep {attack} on {{date}}",
     }  # fmt: skip
     with served.client(key) as api:

@@ -20,14 +20,13 @@ from tests.service.served import Served, fresh_tenant
 from tests.service.test_dashboard import (  # noqa: F401 - the fixtures of the dashboard tests
     browser,
     page,
-    served,
     sign_in,
 )
 
 pytestmark = pytest.mark.bwrap
 
 
-def keep(served: Served, tenant: str, state: RunState) -> None:  # noqa: F811 - a fixture's name
+def keep(served: Served, tenant: str, state: RunState) -> None:
     """Put ``state`` in ``tenant``'s runs in the server's store."""
 
     async def create() -> None:
@@ -42,7 +41,7 @@ def keep(served: Served, tenant: str, state: RunState) -> None:  # noqa: F811 - 
 
 
 def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
-    served: Served,  # noqa: F811 - fixtures, imported above
+    served: Served,
     page: Page,  # noqa: F811
 ) -> None:
     tenant = fresh_tenant("viewer")
@@ -62,7 +61,7 @@ def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
 
 
 def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
-    served: Served,  # noqa: F811 - fixtures, imported above
+    served: Served,
     page: Page,  # noqa: F811
 ) -> None:
     tenant = fresh_tenant("viewer")
@@ -90,7 +89,7 @@ def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
 
 
 def test_the_run_page_of_a_follow_up_links_the_run_that_opened_its_pull_request(
-    served: Served,  # noqa: F811 - fixtures, imported above
+    served: Served,
     page: Page,  # noqa: F811
 ) -> None:
     tenant = fresh_tenant("viewer")

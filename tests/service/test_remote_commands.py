@@ -11,14 +11,13 @@ import pty
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.cli.terminal import read_until
-from tests.service.served import Served, serving
+from tests.service.served import Served, shared_server
 
 pytestmark = pytest.mark.bwrap
 
@@ -27,10 +26,7 @@ SERVER_CONFIG = f'[engine.defaults]\nsetup = "echo {MARKER} > /tmp/served-marker
 TASK = "Fix the failing tests of the calculator"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("remote-cli") / "state", config=SERVER_CONFIG) as server:
-        yield server
+served = shared_server("remote-cli", config=SERVER_CONFIG)
 
 
 @pytest.fixture
