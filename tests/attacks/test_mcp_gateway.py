@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from golem.core.errors import ConfigError
 from golem.sandbox import Box, Engine, ExecRequest, LocalBox
 from golem.service.client import RemoteEngine
 from tests.context.mcp_box_client import SCRIPT
-from tests.service.served import serving
+from tests.service.served import Served
 from tests.traces import traces_in_box
 
 pytestmark = pytest.mark.bwrap
@@ -122,12 +121,11 @@ async def test_a_path_on_the_route_never_changes_where_it_goes(filtered_box: Loc
 
 
 async def test_a_box_on_a_golem_server_gets_no_host_route(
-    config: GolemConfig, tmp_path: Path
+    config: GolemConfig, served: Served
 ) -> None:
-    with serving(tmp_path / "served") as served:
-        async with (
-            RemoteEngine(served.url, served.key("tools"), config=config) as remote,
-            remote.session() as box,
-        ):
-            with pytest.raises(ConfigError, match="runs on a golem server"):
-                box.host_route("http://127.0.0.1:1/mcp", "t").__enter__()
+    async with (
+        RemoteEngine(served.url, served.tenant_key("tools"), config=config) as remote,
+        remote.session() as box,
+    ):
+        with pytest.raises(ConfigError, match="runs on a golem server"):
+            box.host_route("http://127.0.0.1:1/mcp", "t").__enter__()

@@ -5,7 +5,7 @@ API is; a user key asking past its policy is refused as over REST, and nothing i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from mcp import Client
 
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.service.mcp_clients import call, over_http, refused
-from tests.service.served import Served, serving
+from tests.service.served import Served
 
 pytestmark = pytest.mark.bwrap
 
@@ -26,21 +26,17 @@ TASK = "Fix the failing tests of the calculator"
 USER = "server.policies.user"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("mcp-tenants") / "state") as server:
-        yield server
-
-
 @asynccontextmanager
-async def two_tenants(served: Served) -> AsyncIterator[tuple[Client, Client]]:
-    """Clients of tenants A and B (trusted keys: B may do all A may, but on its own).
-    Opened in the test's own task: the SDK's cancel scopes cannot span fixture tasks."""
+async def two_tenants(served: Served) -> AsyncIterator[tuple[Client, Client, str]]:
+    """Clients of new tenants A and B (trusted keys: B may do all A may, but on its own),
+    and B's key. Opened in the test's own task: the SDK's cancel scopes cannot span fixture
+    tasks."""
+    b_key = served.tenant_key("tenant-b", "trusted")
     async with (
-        over_http(served.url, served.key("tenant-a", "trusted")) as tenant_a,
-        over_http(served.url, served.key("tenant-b", "trusted")) as tenant_b,
+        over_http(served.url, served.tenant_key("tenant-a", "trusted")) as tenant_a,
+        over_http(served.url, b_key) as tenant_b,
     ):
-        yield tenant_a, tenant_b
+        yield tenant_a, tenant_b, b_key
 
 
 async def wait_for(client: Client, run_id: str, kind: str) -> None:
@@ -54,7 +50,7 @@ async def wait_for(client: Client, run_id: str, kind: str) -> None:
 
 
 async def test_another_tenants_box_is_invisible_over_mcp(served: Served) -> None:
-    async with two_tenants(served) as (tenant_a, tenant_b):
+    async with two_tenants(served) as (tenant_a, tenant_b, _):
         await _box_is_invisible(served, tenant_a, tenant_b)
 
 
@@ -72,7 +68,7 @@ async def _box_is_invisible(served: Served, tenant_a: Client, tenant_b: Client) 
             assert error.endswith(
                 f"404 SessionNotFound: no session {box_id!r}; see GET /v1/sessions"
             )
-        with served.client(served.key("tenant-b-rest")) as rest:
+        with served.client(served.tenant_key("tenant-b-rest")) as rest:
             assert rest.get(f"/v1/sessions/{box_id}").json()["detail"] in error
         listed = await call(tenant_a, "box_exec", box_id=box_id, command="ls -A /workspace")
         assert listed["stdout"] == ""  # neither the exec nor the write reached A's box
@@ -83,12 +79,13 @@ async def _box_is_invisible(served: Served, tenant_a: Client, tenant_b: Client) 
 async def test_another_tenants_runs_events_gate_and_pr_are_invisible_over_mcp(
     served: Served, reachable_dir: Path
 ) -> None:
-    async with two_tenants(served) as (tenant_a, tenant_b):
-        await _runs_are_invisible(served, tenant_a, tenant_b, make_remote(reachable_dir))
+    async with two_tenants(served) as (tenant_a, tenant_b, b_key):
+        remote = make_remote(reachable_dir)
+        await _runs_are_invisible(served, tenant_a, tenant_b, b_key, remote)
 
 
 async def _runs_are_invisible(
-    served: Served, tenant_a: Client, tenant_b: Client, remote: Path
+    served: Served, tenant_a: Client, tenant_b: Client, b_key: str, remote: Path
 ) -> None:
     done = await call(tenant_a, "run_start", run={"repo": str(remote), "task": TASK, "model": FIX})
     await wait_for(tenant_a, done["run_id"], "run_end")
@@ -108,7 +105,7 @@ async def _runs_are_invisible(
         ):
             error = await refused(tenant_b, tool, run_id=run_id)
             assert error.endswith(f"404 RunNotFound: no run {run_id!r}; see `golem runs ls`")
-    with served.client(served.key("tenant-b", "trusted")) as rest:
+    with served.client(b_key) as rest:
         assert rest.get(f"/v1/runs/{gated['run_id']}").json()["detail"] in error
 
     status = await call(tenant_a, "run_status", run_id=gated["run_id"])
@@ -148,7 +145,7 @@ POLICED: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
 async def test_a_user_key_past_its_policy_is_refused_over_mcp_as_over_rest(
     served: Served, tool: str, arguments: dict[str, Any], path: str, body: dict[str, Any]
 ) -> None:
-    key = served.key("plain")
+    key = served.tenant_key("plain")
     with served.client(key) as rest:
         over_rest = rest.post(path, json=body)
         assert over_rest.status_code == 403
@@ -160,7 +157,7 @@ async def test_a_user_key_past_its_policy_is_refused_over_mcp_as_over_rest(
 
 
 async def test_a_call_past_the_user_policy_is_refused_over_mcp(served: Served) -> None:
-    async with over_http(served.url, served.key("plain-calls")) as client:
+    async with over_http(served.url, served.tenant_key("plain-calls")) as client:
         box_id = (await call(client, "box_open"))["box_id"]
         try:
             error = await refused(client, "box_exec", box_id=box_id, command="true", timeout=86400)
@@ -174,7 +171,7 @@ async def test_a_user_key_may_not_run_server_files_over_mcp(
     served: Served, reachable_dir: Path
 ) -> None:
     remote = make_remote(reachable_dir)
-    async with over_http(served.url, served.key("plain-runs")) as client:
+    async with over_http(served.url, served.tenant_key("plain-runs")) as client:
         run = {"repo": str(remote), "task": TASK, "model": FIX}
         error = await refused(client, "run_start", run=run)
         assert "403 PolicyViolation" in error
@@ -183,7 +180,7 @@ async def test_a_user_key_may_not_run_server_files_over_mcp(
 
 
 def test_a_revoked_key_is_refused_at_its_next_mcp_request(served: Served) -> None:
-    key = served.key("revoked")
+    key = served.tenant_key("revoked")
     key_id = key.split("_")[1]
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {key}"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import socket
 import tarfile
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from golem.service.keys import Principal
 from golem.service.sessions import SessionRegistry
 from tests.conftest import kill_box_from_outside
 from tests.sandbox.test_files import held_open
-from tests.service.served import Served, serving
+from tests.service.served import Served
 from tests.service.test_transfer_faults import shell, until
 
 pytestmark = pytest.mark.bwrap
@@ -30,15 +29,9 @@ pytestmark = pytest.mark.bwrap
 LONGEST_NAME = 255  # NAME_MAX of Linux file systems
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("unkind") / "state") as server:
-        yield server
-
-
 @pytest.fixture
 def acme(served: Served) -> Iterator[httpx.Client]:
-    with served.client(served.key(f"t-{secrets.token_hex(4)}")) as client:
+    with served.client(served.tenant_key("t")) as client:
         yield client
 
 

@@ -1,6 +1,6 @@
 """`golem serve` with ``[cluster] ray_address``: the control plane's sessions are placed on
-the Ray cluster's nodes, and the session parity scenarios pass through its API with
-RemoteEngine exactly as against a single-machine server."""
+the Ray cluster's nodes, and the engine contract (tests/sandbox/engine_contract.py) holds
+through its API with RemoteEngine exactly as against a single-machine server."""
 
 from __future__ import annotations
 
@@ -17,22 +17,8 @@ from golem.core import GolemConfig, load_config
 from golem.sandbox import LocalEngine
 from golem.service.client import RemoteEngine
 from tests.cluster.conftest import on_nodes, server_toml
+from tests.sandbox.engine_contract import Scenario, contract
 from tests.service.served import Served, serving
-from tests.service.test_remote_engine import (  # noqa: F401  (collected here, through the server)
-    test_a_background_process_is_read_signalled_and_reaped,
-    test_a_failing_setup_is_seen_by_on_event_then_raised,
-    test_a_one_shot_call_and_its_stream,
-    test_a_pty_reports_its_size_and_exit,
-    test_a_raw_pty_passes_bytes_that_are_not_utf8,
-    test_a_removed_session_is_closed_for_every_handle,
-    test_a_secret_is_masked_in_both,
-    test_a_session_keeps_state_between_calls,
-    test_an_interactive_call_takes_stdin_as_it_comes,
-    test_files_and_directories_round_trip,
-    test_output_that_is_not_utf8_comes_back_byte_for_byte,
-    test_setup_events_reach_on_event_as_the_script_runs,
-    test_streamed_events_arrive_in_order_with_the_exit_last,
-)
 
 pytestmark = pytest.mark.bwrap
 
@@ -52,9 +38,16 @@ def served(
 
 @pytest.fixture
 async def any_engine(served: Served, config: GolemConfig) -> AsyncIterator[RemoteEngine]:
-    """The control plane's sessions through RemoteEngine (the name the parity tests take)."""
+    """The control plane's sessions through RemoteEngine (the engine the contract runs on)."""
     async with RemoteEngine(served.url, served.key("parity"), config=config) as remote:
         yield remote
+
+
+@contract
+async def test_each_engine_keeps_the_engine_contract(
+    any_engine: RemoteEngine, scenario: Scenario, tmp_path: Path
+) -> None:
+    await scenario(any_engine, tmp_path)
 
 
 async def test_the_control_plane_boxes_are_on_the_nodes_not_its_own_machine(

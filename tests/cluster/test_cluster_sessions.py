@@ -1,4 +1,4 @@
-"""Session parity on a Ray cluster: the scenarios of tests/service/test_remote_engine.py
+"""Session parity on a Ray cluster: the engine contract (tests/sandbox/engine_contract.py)
 run against ClusterEngine, whose sessions Ray places on three nodes and whose calls go to
 the node's box host; and what only a cluster has: sessions spread over the nodes, a full
 cluster that queues and drains."""
@@ -19,21 +19,7 @@ from golem.cluster.engine import PLACEMENT_CHECK
 from golem.core import GolemConfig
 from golem.core.errors import NoNodeFits, Problem
 from tests.cluster.conftest import NODES, SLOTS, cluster_settings
-from tests.service.test_remote_engine import (  # noqa: F401  (collected here, on the cluster)
-    test_a_background_process_is_read_signalled_and_reaped,
-    test_a_failing_setup_is_seen_by_on_event_then_raised,
-    test_a_one_shot_call_and_its_stream,
-    test_a_pty_reports_its_size_and_exit,
-    test_a_raw_pty_passes_bytes_that_are_not_utf8,
-    test_a_removed_session_is_closed_for_every_handle,
-    test_a_secret_is_masked_in_both,
-    test_a_session_keeps_state_between_calls,
-    test_an_interactive_call_takes_stdin_as_it_comes,
-    test_files_and_directories_round_trip,
-    test_output_that_is_not_utf8_comes_back_byte_for_byte,
-    test_setup_events_reach_on_event_as_the_script_runs,
-    test_streamed_events_arrive_in_order_with_the_exit_last,
-)
+from tests.sandbox.engine_contract import Scenario, contract
 
 pytestmark = pytest.mark.bwrap
 
@@ -45,9 +31,16 @@ def cluster_config(ray_cluster: object, cluster_state: Path) -> GolemConfig:
 
 @pytest.fixture
 async def any_engine(cluster_config: GolemConfig) -> AsyncIterator[ClusterEngine]:
-    """The cluster's engine (the name the imported parity tests take)."""
+    """The cluster's engine (the engine the contract runs on)."""
     async with ClusterEngine(cluster_config) as engine:
         yield engine
+
+
+@contract
+async def test_each_engine_keeps_the_engine_contract(
+    any_engine: ClusterEngine, scenario: Scenario, tmp_path: Path
+) -> None:
+    await scenario(any_engine, tmp_path)
 
 
 async def test_sessions_spread_over_the_nodes_and_a_full_cluster_queues_then_drains(

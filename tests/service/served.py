@@ -1,5 +1,12 @@
 """A real `golem serve` on loopback for the API tests: its own process, state directory,
-database and admin key; helpers to make keys and clients."""
+database and admin key; helpers to make keys and clients.
+
+A server is shared: by a module (``shared_server``), or by every module of a directory
+(``plain_server``, ``unpooled_server``: a directory's conftest takes them), each test in
+tenants of its own (``Served.tenant_key``) and each module leaving the server as it found it
+(``Served.tidied``). A test starts a server of
+its own only to kill or restart it, to give it a configuration that cannot be a tenant's,
+or to watch the process itself (a fault, its memory)."""
 
 from __future__ import annotations
 
@@ -12,12 +19,15 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
+
+from golem.blueprint.state import FINAL
 
 STARTUP_TIMEOUT = 120.0
 
@@ -38,6 +48,7 @@ class Served:
     state_dir: Path
     env: dict[str, str]
     output: list[str] = field(default_factory=list)
+    keys_made: list[str] = field(default_factory=list)
 
     def client(self, key: str | None = None, **kwargs: object) -> httpx.Client:
         """A client of the API (with ``key`` as its bearer key, when given)."""
@@ -54,7 +65,34 @@ class Served:
             made = admin.post("/v1/keys", json={"tenant": tenant, "role": role})
         made.raise_for_status()
         key: str = made.json()["key"]
+        self.keys_made.append(key)
         return key
+
+    def tenant_key(self, stem: str = "tenant", role: str = "user") -> str:
+        """A key of a new tenant, named ``stem`` and a suffix no other test shares: what it
+        makes and lists on a shared server is its own."""
+        return self.key(fresh_tenant(stem), role)
+
+    @contextmanager
+    def tidied(self) -> Iterator[Served]:
+        """This server, for a module that shares it: what the keys made meanwhile left
+        going is stopped at the end (``tidy``)."""
+        since = len(self.keys_made)
+        try:
+            yield self
+        finally:
+            self.tidy(since)
+
+    def tidy(self, since: int = 0) -> None:
+        """Stop what the tenants of the keys made since the ``since``-th left going: their
+        loops, runs and sessions (a shared server's capacity is for the next module)."""
+        with self.admin() as admin:
+            revoked = {k["id"] for k in admin.get("/v1/keys").json() if k["revoked"]}
+        for key in self.keys_made[since:]:
+            if key.split("_")[1] in revoked:
+                continue
+            with self.client(key) as client:
+                _tidy_tenant(client)
 
     def kill(self) -> None:
         """SIGKILL the server (its boxes are left behind, as after a crash)."""
@@ -70,6 +108,25 @@ class Served:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(30)
+
+
+def fresh_tenant(stem: str = "tenant") -> str:
+    """A tenant name of ``stem`` no other test uses."""
+    return f"{stem}-{secrets.token_hex(4)}"
+
+
+def _tidy_tenant(client: httpx.Client) -> None:
+    """Stop a tenant's active loops and runs, and end its sessions."""
+    loops = client.get("/v1/loops")
+    for loop in loops.json() if loops.status_code == 200 else []:
+        if loop["status"] in ("active", "paused"):
+            client.post(f"/v1/loops/{loop['id']}/stop")
+    runs = client.get("/v1/runs")
+    for run in runs.json() if runs.status_code == 200 else []:
+        if run["status"] not in FINAL:
+            client.post(f"/v1/runs/{run['id']}/cancel")
+    for session in client.get("/v1/sessions").json():
+        client.delete(f"/v1/sessions/{session['id']}")
 
 
 def server_env(state_dir: Path, admin_key: str) -> dict[str, str]:
@@ -148,3 +205,42 @@ def serving(state_dir: Path, **kwargs: object) -> Iterator[Served]:
         yield served
     finally:
         served.stop()
+
+
+def shared_server(
+    stem: str, *, config: str = "", env: dict[str, str] | None = None
+) -> Callable[..., Iterator[Served]]:
+    """A module's fixture: one server of ``config`` (golem.toml text) and ``env`` for the
+    module's tests, named as the module names it (``served = shared_server(...)``)."""
+
+    def fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+        with serving(tmp_path_factory.mktemp(stem) / "state", config=config, env=env) as server:
+            yield server
+
+    return pytest.fixture(scope="module")(fixture)
+
+
+UNPOOLED = "[engine.pool]\nclean = 0\n"
+
+
+@pytest.fixture(scope="session")
+def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server of the default configuration, for the session."""
+    with serving(tmp_path_factory.mktemp("plain") / "state") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def unpooled_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server without a warm pool (every released box stopped, its record gone), for the
+    session."""
+    with serving(tmp_path_factory.mktemp("unpooled") / "state", config=UNPOOLED) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(plain_server: Served) -> Iterator[Served]:
+    """The session's default server for a module that defines no ``served`` of its own,
+    left by the module as it found it."""
+    with plain_server.tidied() as server:
+        yield server

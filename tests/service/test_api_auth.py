@@ -3,20 +3,13 @@ another tenant's sessions, runs and pull requests (404), admin-only routes (403)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.service.served import Served, serving
+from tests.service.served import Served
 
 pytestmark = pytest.mark.bwrap
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("auth") / "state") as server:
-        yield server
 
 
 def test_no_key_and_a_wrong_key_are_401_with_a_challenge(served: Served) -> None:
@@ -35,7 +28,7 @@ def test_no_key_and_a_wrong_key_are_401_with_a_challenge(served: Served) -> None
 
 
 def test_a_revoked_key_is_401_from_then_on(served: Served) -> None:
-    key = served.key("acme")
+    key = served.tenant_key("acme")
     with served.client(key) as acme:
         assert acme.get("/v1/sessions").status_code == 200
         key_id = key.split("_")[1]
@@ -49,7 +42,7 @@ def test_a_revoked_key_is_401_from_then_on(served: Served) -> None:
 
 
 def test_only_an_admin_key_manages_keys(served: Served) -> None:
-    with served.client(served.key("acme", "trusted")) as trusted:
+    with served.client(served.tenant_key("acme", "trusted")) as trusted:
         refused = trusted.post("/v1/keys", json={"tenant": "acme", "role": "admin"})
         assert refused.status_code == 403
         assert "admin" in refused.json()["detail"]
@@ -57,7 +50,7 @@ def test_only_an_admin_key_manages_keys(served: Served) -> None:
 
 
 def test_keys_are_stored_only_as_hashes(served: Served) -> None:
-    key = served.key("acme")
+    key = served.tenant_key("acme")
     secret = key.split("_", 2)[2]
     database = (served.state_dir / "golem.db").read_bytes()
     wal = served.state_dir / "golem.db-wal"
@@ -67,7 +60,10 @@ def test_keys_are_stored_only_as_hashes(served: Served) -> None:
 
 
 def test_another_tenants_session_is_404_for_every_verb(served: Served) -> None:
-    with served.client(served.key("acme")) as acme, served.client(served.key("other")) as other:
+    with (
+        served.client(served.tenant_key("acme")) as acme,
+        served.client(served.tenant_key("other")) as other,
+    ):
         session = acme.post("/v1/sessions", json={}).json()["id"]
         try:
             path = f"/v1/sessions/{session}"
@@ -92,8 +88,8 @@ def test_another_tenants_session_is_404_for_every_verb(served: Served) -> None:
 
 def test_another_tenants_run_and_pull_requests_are_404(served: Served, tmp_path: Path) -> None:
     with (
-        served.client(served.key("acme", "trusted")) as acme,
-        served.client(served.key("other")) as other,
+        served.client(served.tenant_key("acme", "trusted")) as acme,
+        served.client(served.tenant_key("other")) as other,
     ):
         submitted = acme.post(
             "/v1/runs",

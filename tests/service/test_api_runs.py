@@ -75,15 +75,9 @@ def agent_working(event: Event) -> bool:
     return event[0] == "node_start" and event[1].get("kind") == "agent"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("runs") / "state") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def trusted(served: Served) -> Iterator[httpx.Client]:
-    with served.client(served.key("acme", "trusted")) as client:
+    with served.client(served.tenant_key("acme", "trusted")) as client:
         yield client
 
 
@@ -136,7 +130,7 @@ def test_a_gate_is_answered_over_http_once(trusted: httpx.Client, remote: Path) 
 
 
 def test_a_user_key_may_not_name_files_on_the_server(served: Served, remote: Path) -> None:
-    with served.client(served.key("plain")) as user:
+    with served.client(served.tenant_key("plain")) as user:
         refused = submit(user, remote)
         assert refused.status_code == 403
         detail = refused.json()["detail"]

@@ -20,15 +20,9 @@ from tests.service.served import Served, serving, unb64
 pytestmark = pytest.mark.bwrap
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("sessions") / "state") as server:
-        yield server
-
-
 @pytest.fixture
 def acme(served: Served) -> Iterator[httpx.Client]:
-    with served.client(served.key("acme")) as client:
+    with served.client(served.tenant_key("acme")) as client:
         yield client
 
 
@@ -156,7 +150,7 @@ def test_a_websocket_without_a_key_or_for_another_tenant_is_refused(
         connect(_ws(served, "", session))
     assert anonymous.value.response.status_code == 401
     assert b"API key" in anonymous.value.response.body
-    other = {"Authorization": f"Bearer {served.key('other')}"}
+    other = {"Authorization": f"Bearer {served.tenant_key('other')}"}
     with pytest.raises(InvalidStatus) as foreign:
         connect(_ws(served, "", session), additional_headers=other)
     assert foreign.value.response.status_code == 404
@@ -201,7 +195,7 @@ def test_a_call_over_the_timeout_cap_is_refused(acme: httpx.Client, session: str
 
 
 def test_a_trusted_key_may_ask_for_what_a_user_key_may_not(served: Served) -> None:
-    with served.client(served.key("acme", "trusted")) as trusted:
+    with served.client(served.tenant_key("acme", "trusted")) as trusted:
         made = trusted.post("/v1/sessions", json={"spec": {"memory": "8g", "cpus": 8}})
         assert made.status_code == 201, made.text
         assert made.json()["spec"]["memory"] == "8g"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -17,7 +16,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from golem.core import GolemConfig
 from golem.service.client import RemoteEngine
-from tests.service.served import Served, serving, unb64
+from tests.service.served import Served, shared_server, unb64
 
 pytestmark = pytest.mark.bwrap
 
@@ -25,15 +24,12 @@ WAIT = 60.0
 CAPPED = "[engine.pool]\nclean = 0\n\n[server.policies.user]\nmax_calls_per_socket = 2\n"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("bad") / "state", config=CAPPED) as server:
-        yield server
+served = shared_server("bad", config=CAPPED)
 
 
 @pytest.fixture
 def key(served: Served) -> str:
-    return served.key(f"t-{secrets.token_hex(4)}")
+    return served.tenant_key("t")
 
 
 @pytest.fixture

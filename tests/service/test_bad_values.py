@@ -15,7 +15,7 @@ from golem.core import GolemConfig
 from golem.core.errors import ProcessNotFound
 from golem.sandbox import Engine, LocalEngine
 from golem.service.client import RemoteEngine
-from tests.service.served import Served, serving
+from tests.service.served import Served
 
 pytestmark = pytest.mark.bwrap
 
@@ -31,15 +31,9 @@ BAD_SPECS: list[tuple[str, Any]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("bad") / "state") as server:
-        yield server
-
-
 @pytest.fixture(params=["user", "admin"])
 def client(served: Served, request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
-    with served.client(served.key("acme", role=request.param)) as client:
+    with served.client(served.tenant_key("acme", role=request.param)) as client:
         yield client
 
 
@@ -96,7 +90,7 @@ async def test_an_unknown_process_is_process_not_found_on_both_engines(
     engine: Engine = (
         LocalEngine(config)
         if where == "local"
-        else RemoteEngine(served.url, served.key("parity"), config=config)
+        else RemoteEngine(served.url, served.tenant_key("parity"), config=config)
     )
     async with engine, engine.session() as box:
         with pytest.raises(ProcessNotFound, match="proc-nope"):

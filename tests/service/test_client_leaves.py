@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import secrets
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from golem.sandbox.records import BoxRecord
-from tests.service.served import Served, serving, unb64
+from tests.service.served import Served, unb64
 
 pytestmark = pytest.mark.bwrap
 
@@ -30,17 +29,16 @@ NEEDLE = "sleep 3600"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    # No warm pool: a released box is stopped, so its record and cgroups must go.
-    config = "[engine.pool]\nclean = 0\n"
-    with serving(tmp_path_factory.mktemp("leaves") / "state", config=config) as server:
+def served(unpooled_server: Served) -> Iterator[Served]:
+    """No warm pool: a released box is stopped, so its record and cgroups must go."""
+    with unpooled_server.tidied() as server:
         yield server
 
 
 @pytest.fixture
 def key(served: Served) -> str:
     """A tenant of the test's own: what one test leaves behind cannot fail the next."""
-    return served.key(f"t-{secrets.token_hex(4)}")
+    return served.tenant_key("t")
 
 
 @pytest.fixture

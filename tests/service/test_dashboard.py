@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from tests.blueprint.repos import EXAMPLES, make_remote
-from tests.service.served import Served, serving
+from tests.service.served import Served, fresh_tenant
 
 pytestmark = pytest.mark.bwrap
 
@@ -22,12 +22,6 @@ GATE_BLUEPRINT = Path(__file__).with_name("dashboard_gate.yaml")
 SCRIPTED = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 RUN_TIMEOUT = 90_000
 """Milliseconds the page may take to show what a run does (box start, agent, checks)."""
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("dashboard") / "state") as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +88,7 @@ def events_until_gate(served: Served, key: str, run_id: str) -> list[tuple[int, 
 def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("acme", "trusted")
+    key = served.tenant_key("acme", "trusted")
     sign_in(page, served, key)
     expect(page.get_by_test_id("runs")).to_contain_text("No runs yet")
     assert key not in page.url
@@ -148,7 +142,7 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
 
     with served.client(key) as api:
         diff = api.get(f"/v1/runs/{run_id}/diff").json()
-    with served.client(served.key("other", "trusted")) as other:
+    with served.client(served.tenant_key("other", "trusted")) as other:
         assert other.get(f"/v1/runs/{run_id}/diff").status_code == 404
     assert diff["source"] == "pull_request"
     assert "+    return a + b" in diff["diff"]
@@ -157,7 +151,7 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
 def test_a_dropped_event_stream_resumes_after_the_last_event_shown(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("resume", "trusted")
+    key = served.tenant_key("resume", "trusted")
     run_id = submit_gated_run(served, key, make_remote(reachable_dir))
     streamed = events_until_gate(served, key, run_id)
     first = streamed[:3]
@@ -227,7 +221,7 @@ def test_a_wrong_key_is_refused_with_a_clear_message_and_not_kept(
 def test_text_from_a_run_is_shown_as_text_and_never_runs(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("mallory", "trusted")
+    key = served.tenant_key("mallory", "trusted")
     attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
     missing = reachable_dir / f"no-such-repo-{attack}"
     with served.client(key) as api:
@@ -250,11 +244,12 @@ def test_text_from_a_run_is_shown_as_text_and_never_runs(
 def test_automations_and_goal_loops_are_shown_with_their_next_run_and_status_as_text(
     served: Served, page: Page, reachable_dir: Path
 ) -> None:
-    key = served.key("loopy", "admin")
+    tenant = fresh_tenant("loopy")
+    key = served.key(tenant, "admin")
     attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
     missing = reachable_dir / f"no-such-repo-{attack}"
     yearly = {
-        "name": "yearly-sweep", "tenant": "loopy", "repo": str(missing), "cron": "0 0 1 1 *",
+        "name": "yearly-sweep", "tenant": tenant, "repo": str(missing), "cron": "0 0 1 1 *",
         "timezone": "Europe/Berlin", "task": f"Sweep {attack} on {{date}}",
     }  # fmt: skip
     with served.client(key) as api:

@@ -16,18 +16,17 @@ from golem.blueprint.state import CIRound, NodeRecord
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.test_runs_control_cli import new_run
-from tests.service.served import Served
+from tests.service.served import Served, fresh_tenant
 from tests.service.test_dashboard import (  # noqa: F401 - the fixtures of the dashboard tests
     browser,
     page,
-    served,
     sign_in,
 )
 
 pytestmark = pytest.mark.bwrap
 
 
-def keep(served: Served, tenant: str, state: RunState) -> None:  # noqa: F811 - a fixture's name
+def keep(served: Served, tenant: str, state: RunState) -> None:
     """Put ``state`` in ``tenant``'s runs in the server's store."""
 
     async def create() -> None:
@@ -42,11 +41,12 @@ def keep(served: Served, tenant: str, state: RunState) -> None:  # noqa: F811 - 
 
 
 def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
-    served: Served,  # noqa: F811 - fixtures, imported above
+    served: Served,
     page: Page,  # noqa: F811
 ) -> None:
-    key = served.key("viewer")
-    keep(served, "viewer", with_outcomes(new_run("run-results", status="unverified")))
+    tenant = fresh_tenant("viewer")
+    key = served.key(tenant)
+    keep(served, tenant, with_outcomes(new_run("run-results", status="unverified")))
     sign_in(page, served, key)
     page.goto(f"{served.url}/#/runs/run-results")
     expect(page.get_by_test_id("run-status")).to_have_text("unverified")
@@ -61,10 +61,11 @@ def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
 
 
 def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
-    served: Served,  # noqa: F811 - fixtures, imported above
+    served: Served,
     page: Page,  # noqa: F811
 ) -> None:
-    key = served.key("viewer")
+    tenant = fresh_tenant("viewer")
+    key = served.key(tenant)
     steps = [
         NodeRecord(node="ci", kind="ci", outcome="success", started=2.0, ended=62.0,
                    detail="CI passed", cost_usd=0.0421),
@@ -74,7 +75,7 @@ def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
                 failing=["test"], cost_usd=0.0421),
         CIRound(round=1, commit="b" * 40, started=40.0, ended=62.0, verdict="passed"),
     ]  # fmt: skip
-    keep(served, "viewer", new_run("run-ci", status="succeeded", steps=steps, ci=rounds))
+    keep(served, tenant, new_run("run-ci", status="succeeded", steps=steps, ci=rounds))
     sign_in(page, served, key)
     page.goto(f"{served.url}/#/runs/run-ci")
     expect(page.get_by_test_id("run-status")).to_have_text("succeeded")
@@ -88,14 +89,15 @@ def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
 
 
 def test_the_run_page_of_a_follow_up_links_the_run_that_opened_its_pull_request(
-    served: Served,  # noqa: F811 - fixtures, imported above
+    served: Served,
     page: Page,  # noqa: F811
 ) -> None:
-    key = served.key("viewer")
+    tenant = fresh_tenant("viewer")
+    key = served.key(tenant)
     asked = {"repo": "octo/calc", "number": 7, "parent_run": "run-parent"}
     request = RunRequest.model_validate({"repo": "/srv/repo", "follow_up": asked})
-    keep(served, "viewer", new_run("run-parent", status="succeeded"))
-    keep(served, "viewer", new_run("run-child", status="running", request=request))
+    keep(served, tenant, new_run("run-parent", status="succeeded"))
+    keep(served, tenant, new_run("run-child", status="running", request=request))
     sign_in(page, served, key)
     page.goto(f"{served.url}/#/runs/run-child")
     link = page.get_by_test_id("run-follow-up")

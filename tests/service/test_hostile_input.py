@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -85,7 +84,7 @@ repo_url = "/nowhere/{{repo}}.git"
 @pytest.fixture
 def key(served: Served) -> str:
     """A trusted key of a tenant of the test's own (its runs may name local paths)."""
-    return served.key(f"t-{secrets.token_hex(4)}", "trusted")
+    return served.tenant_key("t", "trusted")
 
 
 def to_github(served: Served, event: str, body: bytes) -> httpx.Response:

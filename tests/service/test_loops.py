@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.blueprint.repos import EXAMPLES, branch_commits, git
-from tests.service.served import Served, launch, serving
+from tests.service.served import Served, fresh_tenant, launch
 
 pytestmark = pytest.mark.bwrap
 
@@ -120,12 +120,6 @@ def settled(loop: Loop) -> bool:
     return all(iteration["progress"] is not None for iteration in loop["iterations"])
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("loops") / "state") as server:
-        yield server
-
-
 def test_a_loop_reaches_its_goal_in_two_iterations_on_one_branch_across_a_restart(
     tmp_path: Path, reachable_dir: Path
 ) -> None:
@@ -172,9 +166,10 @@ def test_a_loop_started_by_the_cli_stops_after_two_iterations_in_a_row_without_p
     """`golem loop --wait` keeps the loop in the store, the server drives it, and the
     command stays until it ends, saying each iteration's verdict."""
     remote = two_bug_remote(reachable_dir, "idle")
+    tenant = fresh_tenant("idle")
     command = [
         sys.executable, "-m", "golem", "loop", "--repo", str(remote), "--goal", GOAL,
-        "--until", UNTIL, "--max-iterations", "4", "--tenant", "idle", "--wait",
+        "--until", UNTIL, "--max-iterations", "4", "--tenant", tenant, "--wait",
         "--model", f"scripted:{SCRIPTS / 'idle.yaml'}",
     ]  # fmt: skip
     done = subprocess.run(
@@ -184,7 +179,7 @@ def test_a_loop_started_by_the_cli_stops_after_two_iterations_in_a_row_without_p
     loop_id = done.stdout.split(":", 1)[0]
     for number in (1, 2):
         assert f"iteration {number}: 3 → 3 failing tests" in done.stdout, done.stdout
-    with served.client(served.key("idle", "trusted")) as client:
+    with served.client(served.key(tenant, "trusted")) as client:
         loop = client.get(f"/v1/loops/{loop_id}").json()
         runs = client.get("/v1/runs").json()
     assert loop["status"] == "stopped", loop
@@ -199,7 +194,7 @@ def test_a_loop_is_budget_limited_once_its_dollars_are_spent(
     served: Served, reachable_dir: Path
 ) -> None:
     remote = two_bug_remote(reachable_dir, "costly")
-    with served.client(served.key("costly", "trusted")) as client:
+    with served.client(served.tenant_key("costly", "trusted")) as client:
         started = client.post("/v1/loops", json=asked(remote, "costly.yaml", budget_usd=0.5))
         loop = loop_when(client, started.json()["id"], ended)
         runs = client.get("/v1/runs").json()
@@ -215,7 +210,7 @@ def test_a_loop_is_paused_resumed_and_stopped_through_the_api(
     served: Served, reachable_dir: Path
 ) -> None:
     remote = two_bug_remote(reachable_dir, "steered")
-    with served.client(served.key("steered", "trusted")) as client:
+    with served.client(served.tenant_key("steered", "trusted")) as client:
         loop_id = client.post("/v1/loops", json=asked(remote, "idle.yaml")).json()["id"]
         paused = client.post(f"/v1/loops/{loop_id}/pause")
         assert paused.status_code == 200, paused.text
@@ -239,15 +234,16 @@ def test_a_loop_is_its_tenants_and_its_runs_are_admitted_as_runs_are(
     served: Served, reachable_dir: Path
 ) -> None:
     remote = two_bug_remote(reachable_dir, "policy")
-    with served.client(served.key("owner", "trusted")) as owner:
+    with served.client(served.tenant_key("owner", "trusted")) as owner:
         loop_id = owner.post("/v1/loops", json=asked(remote, "idle.yaml", max_iterations=1)).json()[
             "id"
         ]
-    with served.client(served.key("stranger", "trusted")) as stranger:
+    with served.client(served.tenant_key("stranger", "trusted")) as stranger:
         assert stranger.get(f"/v1/loops/{loop_id}").status_code == 404
         assert stranger.post(f"/v1/loops/{loop_id}/stop").status_code == 404
         assert stranger.get("/v1/loops").json() == []
-    with served.client(served.key("user", "user")) as user:  # a user key names no server path
+    # a user key names no server path
+    with served.client(served.tenant_key("user", "user")) as user:
         refused = user.post("/v1/loops", json=asked(remote, "idle.yaml"))
         assert refused.status_code == 403, refused.text
         assert "server_files" in refused.json()["detail"]
@@ -262,7 +258,7 @@ def test_the_goal_check_is_held_against_a_change_even_when_it_fails_on_the_base_
     would let the run pass its verification with the goal unmet)."""
     remote = stamp_remote(reachable_dir)
     fix = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
-    with served.client(served.key("stamp", "trusted")) as client:
+    with served.client(served.tenant_key("stamp", "trusted")) as client:
         asked_for = {
             **asked(remote, "idle.yaml", max_iterations=1), "model": fix,
             "goal": "Get it ready to ship.", "until": "python3 -m unittest test_stamp",

@@ -5,7 +5,6 @@ followed to its pull request."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,12 @@ from mcp import Client
 
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.service.mcp_clients import TOOLS, call, over_http, over_stdio, refused
-from tests.service.served import Served, serving
+from tests.service.served import Served
 
 pytestmark = pytest.mark.bwrap
 
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 TASK = "Fix the failing tests of the calculator"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("mcp") / "state") as server:
-        yield server
 
 
 @pytest.fixture
@@ -80,7 +73,7 @@ async def follow_a_run_to_its_pr(client: Client, remote: Path) -> None:
 
 
 async def test_the_sdk_client_lists_golems_tools_over_http(served: Served) -> None:
-    async with over_http(served.url, served.key("lister")) as client:
+    async with over_http(served.url, served.tenant_key("lister")) as client:
         listed = await client.list_tools()
     assert {tool.name for tool in listed.tools} == TOOLS
     tools = {tool.name: tool for tool in listed.tools}
@@ -100,17 +93,17 @@ async def test_the_sdk_client_lists_golems_tools_over_http(served: Served) -> No
 
 
 async def test_a_box_is_opened_used_and_closed_over_http(served: Served) -> None:
-    async with over_http(served.url, served.key("boxer")) as client:
+    async with over_http(served.url, served.tenant_key("boxer")) as client:
         await use_a_box(client)
 
 
 async def test_a_scripted_run_is_followed_to_its_pr_over_http(served: Served, remote: Path) -> None:
-    async with over_http(served.url, served.key("runner", "trusted")) as client:
+    async with over_http(served.url, served.tenant_key("runner", "trusted")) as client:
         await follow_a_run_to_its_pr(client, remote)
 
 
 async def test_golem_errors_are_tool_errors_and_the_session_goes_on(served: Served) -> None:
-    async with over_http(served.url, served.key("errors", "trusted")) as client:
+    async with over_http(served.url, served.tenant_key("errors", "trusted")) as client:
         missing = await refused(client, "run_status", run_id="run-nope")
         assert "404 RunNotFound" in missing
         assert "no run 'run-nope'" in missing

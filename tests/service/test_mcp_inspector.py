@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
 from tests.context.toolshed.servers import node_at_least, npm_package
 from tests.service.mcp_clients import TOOLS
-from tests.service.served import Served, serving
+from tests.service.served import Served
 
 INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
 
@@ -31,12 +30,6 @@ def inspector() -> list[str]:
     return [node_at_least(20), str(launcher)]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("inspector") / "state") as server:
-        yield server
-
-
 def list_tools(inspector: list[str], url: str, *headers: str) -> subprocess.CompletedProcess[str]:
     """`mcp-inspector --cli URL --transport http --method tools/list [--header ...]`."""
     command = [*inspector, "--cli", f"{url}/mcp", "--transport", "http"]
@@ -47,7 +40,7 @@ def list_tools(inspector: list[str], url: str, *headers: str) -> subprocess.Comp
 
 
 def test_the_mcp_inspector_cli_lists_golems_tools(inspector: list[str], served: Served) -> None:
-    key = served.key("inspected")
+    key = served.tenant_key("inspected")
     listed = list_tools(inspector, served.url, f"Authorization: Bearer {key}")
     assert listed.returncode == 0, listed.stderr
     tools = json.loads(listed.stdout)["tools"]

@@ -11,14 +11,13 @@ import pty
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.cli.terminal import read_until
-from tests.service.served import Served, serving
+from tests.service.served import Served, shared_server
 
 pytestmark = pytest.mark.bwrap
 
@@ -27,10 +26,7 @@ SERVER_CONFIG = f'[engine.defaults]\nsetup = "echo {MARKER} > /tmp/served-marker
 TASK = "Fix the failing tests of the calculator"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("remote-cli") / "state", config=SERVER_CONFIG) as server:
-        yield server
+served = shared_server("remote-cli", config=SERVER_CONFIG)
 
 
 @pytest.fixture
@@ -42,7 +38,7 @@ def client_env(served: Served, tmp_path: Path, request: pytest.FixtureRequest) -
         GOLEM_STATE_DIR=str(tmp_path / "state"),
         XDG_CONFIG_HOME=str(tmp_path / "cfg"),
         GOLEM_REMOTE__URL=served.url,
-        GOLEM_API_KEY=served.key(request.node.name[:40]),
+        GOLEM_API_KEY=served.tenant_key(request.node.name[:30]),
         COLUMNS="200",
     )
     return env
@@ -125,7 +121,7 @@ def test_golem_sessions_lists_and_removes_the_keys_sessions_on_the_server(
     served: Served, client_env: dict[str, str]
 ) -> None:
     key = client_env["GOLEM_API_KEY"]
-    other = served.key("someone-else")
+    other = served.tenant_key("someone-else")
     with served.client(key) as mine, served.client(other) as theirs:
         own = mine.post("/v1/sessions", json={"spec": {}}).json()["id"]
         foreign = theirs.post("/v1/sessions", json={"spec": {}}).json()["id"]

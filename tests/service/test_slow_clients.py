@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from websockets.sync.client import connect
 
-from tests.service.served import Served, serving, unb64
+from tests.service.served import Served, shared_server, unb64
 
 SLOW_CLIENTS = 200
 DRIP_EVERY = 0.2  # seconds between a slow client's bytes: well inside the server's deadline
@@ -28,10 +27,7 @@ body_min_rate = 1024
 """
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("slow") / "state", config=CONFIG) as server:
-        yield server
+served = shared_server("slow", config=CONFIG)
 
 
 def _connect(served: Served) -> socket.socket:

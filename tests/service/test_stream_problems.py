@@ -6,7 +6,6 @@ mid-stream."""
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import kill_box_from_outside
-from tests.service.served import Served, serving, unb64
+from tests.service.served import Served, unb64
 
 pytestmark = pytest.mark.bwrap
 
@@ -24,15 +23,15 @@ DEADLINE = 30.0
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    config = "[engine.pool]\nclean = 0\n"  # every box a new one, its record on disk
-    with serving(tmp_path_factory.mktemp("problems") / "state", config=config) as server:
+def served(unpooled_server: Served) -> Iterator[Served]:
+    """No warm pool: every box a new one, its record on disk."""
+    with unpooled_server.tidied() as server:
         yield server
 
 
 @pytest.fixture
 def client(served: Served) -> Iterator[httpx.Client]:
-    with served.client(served.key(f"t-{secrets.token_hex(4)}")) as made:
+    with served.client(served.tenant_key("t")) as made:
         yield made
 
 

@@ -16,20 +16,14 @@ import httpx
 import pytest
 
 from tests.sandbox.test_files import held_open
-from tests.service.served import Served, serving, unb64
+from tests.service.served import Served, unb64
 
 pytestmark = pytest.mark.bwrap
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("transfers") / "state") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def key(served: Served) -> str:
-    return served.key("acme")
+    return served.tenant_key("acme")
 
 
 @pytest.fixture
