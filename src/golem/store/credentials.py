@@ -15,12 +15,10 @@ from __future__ import annotations
 import time
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from golem.core.errors import StoreError
 from golem.store.cipher import TokenCipher
-from golem.store.plumbing import SqlBase
+from golem.store.plumbing import SqlBase, upsert
 from golem.store.records import (
     ForgeCredential,
     ForgeName,
@@ -55,8 +53,7 @@ class SqlCredentials:
         sealed = cipher.seal(text)
         now = time.time()
         async with self.transaction(write=True) as db:
-            insert = postgresql_insert if db.dialect.name == "postgresql" else sqlite_insert
-            statement = insert(forge_credentials).values(
+            statement = upsert(db, forge_credentials).values(
                 tenant=tenant, forge=forge, token=sealed, created=now, updated=now
             )
             await db.execute(

@@ -12,12 +12,10 @@ from __future__ import annotations
 import time
 
 from sqlalchemy import ColumnElement, delete, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from golem.core.errors import DuplicateDelivery
-from golem.store.plumbing import SqlBase
+from golem.store.plumbing import SqlBase, upsert
 from golem.store.records import DeliveryRecord
 from golem.store.schema import webhook_deliveries
 
@@ -32,10 +30,9 @@ async def keep_delivery(
     """Record ``delivery`` as the one that started ``run_id`` (None: handled, starting
     none), within the caller's write transaction; DuplicateDelivery (naming the run it
     started, or ``none``) when one of its ids is kept already."""
-    insert = postgresql_insert if db.dialect.name == "postgresql" else sqlite_insert
     for delivery_id in delivery.ids:
         kept = await db.execute(
-            insert(webhook_deliveries)
+            upsert(db, webhook_deliveries)
             .values(
                 tenant=tenant,
                 source=delivery.source,

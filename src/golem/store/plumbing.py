@@ -1,19 +1,22 @@
-"""What the SQL store's parts share: the shape of the store they are mixed into, and reading
-a run's row."""
+"""What the SQL store's parts share: the shape of the store they are mixed into, reading a
+run's row, and an insert that can skip or update a row that is there."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import ColumnElement, Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+if TYPE_CHECKING:
+    from sqlalchemy.dialects.sqlite import Insert
+
 from golem.store.records import RunRecord, check_claim
 from golem.store.schema import runs
 
-__all__ = ["SqlBase", "held_claim", "run_record"]
+__all__ = ["SqlBase", "held_claim", "run_record", "upsert"]
 
 
 class SqlBase(Protocol):
@@ -57,3 +60,16 @@ async def held_claim(
         return None
     check_claim(run_id, int(held), claim)
     return int(held)
+
+
+def upsert(db: AsyncConnection, table: Table) -> Insert:
+    """An INSERT into ``table`` in the connection's dialect, with its ``on_conflict_do_*``
+    (PostgreSQL's and SQLite's are the same shape). The dialect's module is imported here,
+    when a write needs it: reading the store (`golem runs ls`) never pays for it."""
+    if db.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(table)  # type: ignore[return-value]
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(table)

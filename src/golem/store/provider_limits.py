@@ -10,10 +10,9 @@ import time
 from collections.abc import Callable
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from golem.core.errors import StoreError
-from golem.store.plumbing import SqlBase
+from golem.store.plumbing import SqlBase, upsert
 from golem.store.schema import provider_limits
 
 __all__ = ["LimitChange", "SqlProviderLimits", "check_limit_key"]
@@ -41,9 +40,8 @@ class SqlProviderLimits:
         check_limit_key(key)
         woken: list[str] = []
         async with self.transaction(write=True, changed=woken) as db:
-            insert = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
             await db.execute(
-                insert(provider_limits)
+                upsert(db, provider_limits)
                 .values(key=key, document=None, updated=time.time())
                 .on_conflict_do_nothing(index_elements=["key"])
             )
