@@ -70,6 +70,10 @@ class Service(BaseModel):
         "shared: localhost:<port>).",
     )
     health: str | None = Field(None, description="Its health command (``--health-cmd``).")
+    command: list[str] = Field(
+        default_factory=list,
+        description="The command it runs instead of its image's (GitLab's ``command``).",
+    )
     origin: str = Field(description="The CI file it came from.")
     why: str = Field("", description="e.g. 'job test, service postgres'.")
 

@@ -101,7 +101,11 @@ def gitlab_services(value: Any, job: str) -> list[Service]:
             if isinstance(item, str | int | float)
         }
         why = f"job {job}, service {name}"
-        services.append(Service(name=name, image=image, env=env, origin=".gitlab-ci.yml", why=why))
+        command = mapping.get("command")
+        argv = [str(word) for word in command] if isinstance(command, list) else []
+        services.append(
+            Service(name=name, image=image, env=env, command=argv, origin=".gitlab-ci.yml", why=why)
+        )
     return services
 
 
