@@ -19,7 +19,7 @@ from golem.agent import (
 from golem.agent.external.prompt import external_prompt
 from golem.agent.prompt import system_prompt
 from golem.blueprint.book import RunBook
-from golem.checks import CheckResult
+from golem.checks import CheckResult, Service, reach
 from golem.store import Store
 from tests.agent.external_support import external_config, lines, open_box
 from tests.blueprint.repos import git
@@ -225,3 +225,18 @@ def test_without_a_run_the_prompt_stays_as_it_was() -> None:
     prompt = system_prompt("/workspace")
     assert "How your change is verified" not in prompt
     assert "The sandbox may have no network." in prompt
+
+
+def test_the_prompt_lists_the_services_running_in_the_box_and_how_to_reach_them() -> None:
+    service = Service(
+        name="postgres", image="postgres:16", ports=[5432], origin=".github/workflows/ci.yml"
+    )
+    verification = Verification(commands=[("test", "pytest")], services=[reach(service)])
+
+    prompt = system_prompt("/workspace", verification=verification)
+
+    assert "- postgres (postgres:16): localhost:5432" in prompt
+    assert "own container engine" in prompt
+    assert "container engine" not in system_prompt(
+        "/workspace", verification=Verification(commands=[("test", "pytest")])
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from golem.checks import CheckResult, TestFailure, changed_between, fingerprint, restore
-from golem.checks.judge import already_failing
+from golem.checks.judge import already_failing, unverified_reason
 from golem.sandbox import Box, ExecRequest
 from tests.conftest import QUICK_START_BACKENDS
 
@@ -106,3 +106,17 @@ def test_an_output_line_is_compared_whole_not_as_a_part_of_one() -> None:
     trace = failed('  File "t.py", line 40, in test_x\nValueError: bad 0x7f3a2b10 at t.py:40')
     now = failed('  File "t.py", line 44, in test_x\nValueError: bad 0x7f00ee20 at t.py:44')
     assert already_failing(now, [trace])
+
+
+def test_passing_checks_that_need_containers_in_a_box_without_an_engine_verify_nothing() -> None:
+    passed = failed().model_copy(update={"passed": True, "exit_code": 0})
+    needs = ["service postgres (.github/workflows/ci.yml, job test)"]
+
+    without = unverified_reason(
+        [passed], checks=["test"], source="ci", containers=needs, no_engine="no microVM tier"
+    )
+    with_engine = unverified_reason([passed], checks=["test"], source="ci", containers=needs)
+
+    assert without is not None
+    assert without.startswith("needs containers: no microVM tier; the checks need service postgres")
+    assert with_engine is None

@@ -58,6 +58,9 @@ class Verification:
     network: str = "none"
     already_failing: list[tuple[str, str]] = field(default_factory=list)
     """Commands that fail on the base commit too: not held against the change."""
+    services: list[str] = field(default_factory=list)
+    """The services running beside the checks in the sandbox's container engine, each as
+    how to reach it ("postgres (postgres:16): localhost:5432")."""
 
     def render(self) -> str:
         """The prompt's "How your change is verified" section (markdown)."""
@@ -113,6 +116,18 @@ def _environment(verification: Verification) -> str:
         paragraphs.append(
             f"The dependencies are installed{into} (by {commands}, before you started): "
             "use them; do not install them again."
+        )
+    if verification.services:
+        running = [f"- {service}" for service in verification.services]
+        paragraphs.append(
+            "\n".join(
+                [
+                    "These services run in this sandbox's own container engine, as the "
+                    "repository's CI declares them, for you and for the checks (their "
+                    "containers share the sandbox's network: reach them on localhost):",
+                    *running,
+                ]
+            )
         )
     if verification.env:
         variables = [f"- `{name}={value}`" for name, value in sorted(verification.env.items())]

@@ -28,6 +28,7 @@ from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import PausedStep, RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.blueprint.writer import StoreWriter
+from golem.checks import Service, reach, start_services
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     BudgetSpent,
@@ -83,6 +84,9 @@ class Execution:
         self.credentials.on_minted(self.secrets.learn)  # tokens minted mid-run are masked
         self._on_event = on_event
         self._box: Box | None = None
+        self.services_up: list[Service] = []
+        """The services started in the run's box (those its checks need, when it has a
+        container engine)."""
         self._layout = Layout()
         self._models: dict[str, Model] = {}
         self._toolshed: Toolshed | None = None
@@ -211,11 +215,29 @@ class Execution:
                 self.box_started(box, "run")
                 self._layout = await copy_into_box(box, self.workspace)
                 await self._place_dependencies(box)
+                await self._start_services(box)
             except BaseException:
                 await self.engine.remove_session(box.id)
                 raise
             self._box = box
         return self._box
+
+    async def _start_services(self, box: Box) -> None:
+        """The services the checks need, started in a box with a container engine (a
+        microvm box with ``containers``); a note says which run, and which could not."""
+        conventions = self.state.conventions
+        if conventions is None or not conventions.services:
+            return
+        isolation = box.isolation
+        if not (box.spec.containers and isolation is not None and isolation.tier == "microvm"):
+            return  # the verification says why the run is not verified
+        failed = await start_services(box, conventions.services)
+        self.services_up = [s for s in conventions.services if s.name not in failed]
+        if self.services_up:
+            self.note(f"services started in the box: {', '.join(map(reach, self.services_up))}")
+        if failed:
+            why = "; ".join(f"{name} ({reason})" for name, reason in failed.items())
+            self.note(f"services that did not start: {why}")
 
     def box_started(self, box: Box, purpose: Literal["run", "install"]) -> None:
         """Say (an event) what isolation a box of the run got; the run's own box's is kept

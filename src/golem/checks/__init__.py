@@ -9,7 +9,9 @@
 - judging a failure against the base commit, the task and the change (``judge``,
   ``Concern``), flaky or not (``may_be_flaky``, and the history kept between runs), and
   whether anything verified the change (``unverified_reason``);
-- failed checks in words (``describe_failures``).
+- failed checks in words (``describe_failures``);
+- the services the checks need, started in a box with a container engine
+  (``start_services``) and how to reach them (``reach``).
 
 The blueprint's steps call these with the run's box, secrets and state, and make the run's
 events of what they return (docs/checks.md).
@@ -22,6 +24,7 @@ from golem.checks.contracts import (
     CheckResult,
     DetectedCommand,
     RepoConventions,
+    Service,
     Step,
     TestFailure,
     TestProgress,
@@ -54,6 +57,7 @@ from golem.checks.reports import (
     named_reports,
 )
 from golem.checks.run import LiveOutput, run_check
+from golem.checks.services import reach, start_services
 from golem.checks.tree import changed_between, fingerprint, remove_made, restore
 
 __all__ = [
@@ -66,6 +70,7 @@ __all__ = [
     "DetectedCommand",
     "LiveOutput",
     "RepoConventions",
+    "Service",
     "Step",
     "TestFailure",
     "TestProgress",
@@ -86,11 +91,13 @@ __all__ = [
     "load_conventions",
     "may_be_flaky",
     "named_reports",
+    "reach",
     "record_flaky",
     "remove_made",
     "render_conventions",
     "restore",
     "run_check",
+    "start_services",
     "store_baseline",
     "unverified_reason",
     "why_not_run",

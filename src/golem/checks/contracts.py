@@ -18,6 +18,7 @@ __all__ = [
     "CheckResult",
     "DetectedCommand",
     "RepoConventions",
+    "Service",
     "Step",
     "TestFailure",
     "TestProgress",
@@ -47,6 +48,34 @@ class DetectedCommand(BaseModel):
         description="False: found but not run; ``why`` says why (a more trusted source "
         "names the step, or the command cannot run as written, e.g. a matrix expression).",
     )
+
+
+class Service(BaseModel):
+    """A container the repository's checks expect running beside them, as its CI declares
+    it (a GitHub Actions job's ``services:``, GitLab CI's ``services:``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Its name in the CI file (GitLab: its alias).")
+    image: str = Field(
+        description="The image, expressions resolved as in ``run:`` lines; empty when only "
+        "the CI runner knows it (``why`` says so)."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Its environment, the values the CI file writes."
+    )
+    ports: list[int] = Field(
+        default_factory=list,
+        description="The ports it listens on inside its container (with the box's network "
+        "shared: localhost:<port>).",
+    )
+    health: str | None = Field(None, description="Its health command (``--health-cmd``).")
+    command: list[str] = Field(
+        default_factory=list,
+        description="The command it runs instead of its image's (GitLab's ``command``).",
+    )
+    origin: str = Field(description="The CI file it came from.")
+    why: str = Field("", description="e.g. 'job test, service postgres'.")
 
 
 class RepoConventions(BaseModel):
@@ -93,6 +122,20 @@ class RepoConventions(BaseModel):
     findings: list[DetectedCommand] = Field(
         default_factory=list, description="Each command with where it was found and why."
     )
+    services: list[Service] = Field(
+        default_factory=list,
+        description="Containers the checks expect running beside them (the CI's services).",
+    )
+    compose: list[str] = Field(
+        default_factory=list,
+        description="Compose files the checks' CI job or task runner brings up (relative "
+        "to the repository's root).",
+    )
+    containers: list[str] = Field(
+        default_factory=list,
+        description="Why the checks need a container engine, each in words (a service, a "
+        "compose file, testcontainers among the test dependencies); empty: they do not.",
+    )
     image: str | None = Field(None, description="The devbox image to run in, if named.")
     source: str = Field(description="Where these came from, for the run's report.")
 
@@ -100,3 +143,8 @@ class RepoConventions(BaseModel):
     def verifies(self) -> bool:
         """Whether any command would verify a change (lint, build or test)."""
         return bool(self.lint or self.build or self.test)
+
+    @property
+    def needs_containers(self) -> bool:
+        """Whether the checks need a container engine in their box."""
+        return bool(self.containers)

@@ -102,6 +102,8 @@ def unverified_reason(
     checks: Sequence[str],
     source: str,
     dropped: Sequence[tuple[str, str]] = (),
+    containers: Sequence[str] = (),
+    no_engine: str = "",
 ) -> str | None:
     """Why no check verified the change (None: one did): ``results`` of a verification
     that ran ``checks`` (names) from conventions read from ``source``, with the checks
@@ -109,7 +111,16 @@ def unverified_reason(
     commit too verifies nothing; one that passed (on a rerun too) does, and so do tests
     whose only failures are the base commit's, untouched, once the change made some of the
     base's failing tests pass. Tests that all fail as on the base otherwise leave the change
-    unverified whatever a lint or build did: those say nothing about whether it works."""
+    unverified whatever a lint or build did: those say nothing about whether it works.
+    Checks that need containers (``containers``: why, each) in a box without a container
+    engine (``no_engine``: why it has none) verify nothing, passing or not: tests skip
+    without docker, and a service they expect is not there."""
+    if containers and no_engine and results:
+        return (
+            f"needs containers: {no_engine.rstrip('.')}; the checks need "
+            f"{', '.join(containers)}, and without them they do not tell whether the change "
+            "works"
+        )
     if not results:
         return (
             f"no check found: the repository's conventions ({source}) name no "

@@ -7,7 +7,7 @@ from golem.agent import Verification, command_line
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import LoopNode
 from golem.blueprint.steps.checks import GOAL, commands_of
-from golem.checks import CHECK_STEPS
+from golem.checks import CHECK_STEPS, reach
 from golem.sandbox import Box
 
 __all__ = ["verification_of", "verifying_checks", "verifying_commands"]
@@ -59,4 +59,5 @@ def verification_of(ex: Execution, box: Box) -> Verification:
         env=dict(conventions.env) if conventions is not None else {},
         network=box.spec.network,
         already_failing=list(dict.fromkeys((r.name, r.command) for r in failing)),
+        services=[reach(service) for service in ex.services_up],
     )

@@ -85,11 +85,32 @@ async def _drop_reports(box: Box, commands: list[str]) -> None:
 def why_unverified(ex: Execution, node: LoopNode, results: list[CheckResult]) -> str | None:
     """Why no check of the loop verified the change (None: one did)."""
     conventions = ex.state.conventions
+    containers = conventions.containers if conventions is not None else []
     return unverified_reason(
         results,
         checks=node.checks,
         source=conventions.source if conventions is not None else "none read",
         dropped=[(check.name, check.command) for check in ex.state.dropped],
+        containers=containers,
+        no_engine=_no_container_engine(ex) if containers else "",
+    )
+
+
+def _no_container_engine(ex: Execution) -> str:
+    """Why the run's box has no container engine ("" when it has one): only a microvm
+    box asked for ``containers`` has one."""
+    isolation, engine = ex.state.isolation, ex.config.engine
+    if isolation is not None and isolation.tier == "microvm" and ex.box_spec().containers:
+        return ""
+    if "microvm" not in engine.tier_backends():
+        return (
+            "no microVM tier on this host (the configured backend is "
+            f"{engine.backend.type}; configure [engine.tiers.microvm], docs/sandbox.md)"
+        )
+    backend = isolation.backend if isolation is not None else engine.backend.type
+    return (
+        f"the run's box ({backend} backend) has no container engine; give the blueprint's "
+        "box tier: microvm and containers: true"
     )
 
 

@@ -11,6 +11,9 @@ wins (``merge.py``):
 4. tox and nox, which build their own environments at check time (a network the checks
    do not have).
 
+What the chosen checks need running beside them (their CI job's services, compose files,
+container libraries among the dependencies: ``services.py``) comes with them.
+
 Installs go the ecosystem's way (a venv in golem's home ``/tmp/golem``, outside the
 checkout, ``npm ci`` by lockfile, cargo's and go's caches in golem's home): every source's
 install commands for an ecosystem run, the CI's first (a CI job's only when a chosen check
@@ -23,14 +26,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from golem.checks.contracts import RepoConventions
+from golem.checks.contracts import RepoConventions, Step
 from golem.checks.detect.defaults import ecosystem_defaults, recognise
 from golem.checks.detect.found import RepoFiles
 from golem.checks.detect.github import read_github
 from golem.checks.detect.gitlab import read_gitlab
-from golem.checks.detect.merge import checks_served, merge
+from golem.checks.detect.merge import check_jobs, checks_served, merge
 from golem.checks.detect.python import read_python
 from golem.checks.detect.runners import read_runners
+from golem.checks.detect.services import with_services
 
 __all__ = ["checks_served", "detect_conventions", "recognise_ecosystems"]
 
@@ -48,7 +52,19 @@ def detect_conventions(repo: Path) -> RepoConventions:
         if candidate.ecosystem and candidate.ecosystem not in ecosystems:
             ecosystems.append(candidate.ecosystem)
     candidates += ecosystem_defaults(files, facts, ecosystems)
-    return merge(files, facts, ecosystems, candidates, [*github.dropped, *gitlab.dropped])
+    conventions = merge(files, facts, ecosystems, candidates, [*github.dropped, *gitlab.dropped])
+    steps: dict[Step, list[str]] = {
+        "lint": conventions.lint,
+        "build": conventions.build,
+        "test": conventions.test,
+    }
+    return with_services(
+        files,
+        conventions,
+        check_jobs(candidates, steps),
+        {**github.services, **gitlab.services},
+        {**github.compose, **gitlab.compose},
+    )
 
 
 def recognise_ecosystems(repo: Path) -> list[str]:

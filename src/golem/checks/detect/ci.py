@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from golem.checks.contracts import Step
+from golem.checks.contracts import Service, Step
 from golem.checks.detect.classify import AUTOFIX_WHY, classify, script_lines
 from golem.checks.detect.found import TRUST_CI, TRUST_LAST, Candidate, Dropped
 from golem.checks.detect.python import PythonFacts
+from golem.checks.detect.services import compose_invoked
 
 __all__ = ["SKIPPED_NAMES", "JobLines", "job_of", "read_lines"]
 
@@ -27,6 +28,10 @@ class JobLines:
     candidates: list[Candidate] = field(default_factory=list)
     dropped: list[tuple[Dropped, Step]] = field(default_factory=list)
     """Each with the step it would have been."""
+    services: dict[str, list[Service]] = field(default_factory=dict)
+    """Each job's (``job_of``) service containers."""
+    compose: dict[str, list[str]] = field(default_factory=dict)
+    """Each job's compose files, brought up by one of its lines."""
 
 
 def read_lines(
@@ -42,6 +47,9 @@ def read_lines(
     """Classify each line of ``script`` into ``found``; ``where`` names the job and step."""
     for cwd, written in script_lines(script, workdir):
         line = _substitute(written, env)
+        brought_up = compose_invoked(line, cwd, facts.files)
+        if brought_up:
+            found.compose.setdefault(job_of(origin, where), []).extend(brought_up)
         unknown = _runner_variable(line)
         result = classify(line, cwd, facts)
         if unknown and result.step is not None:

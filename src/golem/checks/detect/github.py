@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golem.checks.contracts import Step
+from golem.checks.contracts import Service, Step
 from golem.checks.detect.ci import SKIPPED_NAMES, JobLines, job_of, read_lines
 from golem.checks.detect.found import TRUST_CI, Candidate, Dropped, RepoFiles
 from golem.checks.detect.python import PythonFacts
+from golem.checks.detect.services import health_command, parse_ports
 from golem.context import file_in_repo
 
 __all__ = [
@@ -114,6 +115,9 @@ class _Reader:
         self, origin: str, name: str, job: dict[str, Any], env: dict[str, str], workdir: str
     ) -> None:
         context = _Job(origin, name, matrix_of(job), literal_env(job.get("env"), env))
+        services = _services(context, job.get("services"))
+        if services:
+            self.found.services[job_of(origin, f"job {name}")] = services
         self.steps(context, job.get("steps"), _workdir(job, workdir), "", 0)
 
     def steps(self, job: _Job, steps: Any, workdir: str, prefix: str, depth: int) -> None:
@@ -199,6 +203,42 @@ class _Job:
     name: str
     matrix: dict[str, list[str]]
     env: dict[str, str]
+
+
+def _services(job: _Job, declared: Any) -> list[Service]:
+    """A job's ``services:``: image and env with their expressions resolved as a ``run:``
+    line's are (an image only the runner knows is left empty, with why; such an env
+    value is left out), ports, and the health command of their docker options."""
+    services: list[Service] = []
+    for name, written_service in declared.items() if isinstance(declared, dict) else ():
+        service = (
+            {"image": written_service} if isinstance(written_service, str) else written_service
+        )
+        if not isinstance(service, dict) or not service.get("image"):
+            continue
+        why = f"job {job.name}, service {name}"
+        image, unknown = expand(str(service["image"]), job.matrix, job.env)[0]
+        if unknown:
+            image, why = "", f"{why}: its image {unknown}"
+        env: dict[str, str] = {}
+        written = service.get("env")
+        for key, value in written.items() if isinstance(written, dict) else ():
+            text = str(value).lower() if isinstance(value, bool) else str(value or "")
+            resolved, unknown_value = expand(text, job.matrix, job.env)[0]
+            if not unknown_value:
+                env[str(key)] = resolved
+        services.append(
+            Service(
+                name=str(name),
+                image=image,
+                env=env,
+                ports=parse_ports(service.get("ports")),
+                health=health_command(service.get("options")),
+                origin=job.origin,
+                why=why,
+            )
+        )
+    return services
 
 
 def _action_command(template: str, defaults: dict[str, str], inputs: Any) -> str:

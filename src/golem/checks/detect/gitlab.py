@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from golem.checks.detect.ci import SKIPPED_NAMES, JobLines, read_lines
+from golem.checks.detect.ci import SKIPPED_NAMES, JobLines, job_of, read_lines
 from golem.checks.detect.found import RepoFiles
 from golem.checks.detect.python import PythonFacts
+from golem.checks.detect.services import gitlab_services
 
 __all__ = ["GITLAB_CI", "read_gitlab"]
 
@@ -38,13 +39,18 @@ def read_gitlab(files: RepoFiles, facts: PythonFacts) -> JobLines:
     env = _variables(pipeline.get("variables"), {})
     default = pipeline.get("default")
     before = _lines(pipeline.get("before_script"))
+    services = pipeline.get("services")
     if isinstance(default, dict):
         before = _lines(default.get("before_script")) or before
+        services = default.get("services", services)
     for name, job in pipeline.items():
         if not _is_check_job(str(name), job):
             continue
         job_env = _variables(job.get("variables"), env)
         job_before = _lines(job["before_script"]) if "before_script" in job else before
+        declared = gitlab_services(job.get("services", services), str(name))
+        if declared:  # a job's own services replace the pipeline's
+            found.services[job_of(GITLAB_CI, f"job {name}")] = declared
         for part, lines in (("before_script", job_before), ("script", _lines(job.get("script")))):
             for number, line in enumerate(lines, start=1):
                 where = f"job {name}, {part} {number}"

@@ -19,7 +19,7 @@ from golem.checks.detect.pydeps import declared_names, requirement_name
 from golem.checks.detect.python import MAKE_VENV, PIP_INSTALL, VENV_WHY, PythonFacts
 from golem.core import GOLEM_HOME
 
-__all__ = ["NOTHING_FOUND", "checks_served", "merge"]
+__all__ = ["NOTHING_FOUND", "check_jobs", "checks_served", "merge"]
 
 NOTHING_FOUND = (
     "no commands found: no .golem.toml, and no CI workflow, task runner or ecosystem default "
@@ -98,7 +98,7 @@ def merge(
     """The conventions the candidates make."""
     findings: list[DetectedCommand] = []
     steps = {step: _choose(step, candidates, findings) for step in CHECK_STEPS}
-    install = _installs(ecosystems, candidates, _check_jobs(candidates, steps), findings)
+    install = _installs(ecosystems, candidates, check_jobs(candidates, steps), findings)
     checks = [command for step in CHECK_STEPS for command in steps[step]]
     install += _tool_installs(checks, install, facts, findings)
     install = _manager_installs(files, install, checks, candidates, findings)
@@ -171,7 +171,7 @@ def _choose(step: Step, candidates: list[Candidate], findings: list[DetectedComm
     return chosen
 
 
-def _check_jobs(candidates: list[Candidate], steps: dict[Step, list[str]]) -> set[str]:
+def check_jobs(candidates: list[Candidate], steps: dict[Step, list[str]]) -> set[str]:
     """The CI jobs the chosen checks come from (the first job naming each command)."""
     jobs: set[str] = set()
     for step, commands in steps.items():

@@ -8,7 +8,7 @@ import re
 
 from golem.checks.detect.found import RepoFiles
 
-__all__ = ["JUSTFILES", "MAKEFILES", "runner_recipe"]
+__all__ = ["JUSTFILES", "MAKEFILES", "recipe", "runner_recipe"]
 
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 JUSTFILES = ("justfile", "Justfile", ".justfile")
@@ -19,15 +19,21 @@ SUBSTITUTION = re.compile(r"\$[({]|\{\{")
 def runner_recipe(files: RepoFiles, tool: str, target: str) -> list[str] | None:
     """The lines of ``target``'s recipe when one runs through an environment manager and
     none needs make's or just's substitutions; None otherwise."""
-    names = MAKEFILES if tool == "make" else JUSTFILES
-    text = next((t for t in (files.text(name) for name in names) if t is not None), None)
-    lines = _recipe(text, target, tool) if text is not None else None
+    lines = recipe(files, tool, target)[1]
     if not lines or not any(RUNNER.match(line) for line in lines):
         return None
     return None if any(SUBSTITUTION.search(line) for line in lines) else lines
 
 
-def _recipe(text: str, target: str, tool: str) -> list[str] | None:
+def recipe(files: RepoFiles, tool: str, target: str) -> tuple[list[str], list[str] | None]:
+    """(prerequisites, recipe lines) of ``target`` in the Makefile (``tool`` make) or
+    justfile; ([], None) when it has none."""
+    names = MAKEFILES if tool == "make" else JUSTFILES
+    text = next((t for t in (files.text(name) for name in names) if t is not None), None)
+    return _recipe(text, target, tool) if text is not None else ([], None)
+
+
+def _recipe(text: str, target: str, tool: str) -> tuple[list[str], list[str] | None]:
     header = re.compile(rf"^@?{re.escape(target)}(?:\s+[^:=\n]*)?:(?!=)[^\n]*$", re.MULTILINE)
     if tool == "make":
         header = re.compile(
@@ -36,7 +42,9 @@ def _recipe(text: str, target: str, tool: str) -> list[str] | None:
         )
     match = header.search(text)
     if match is None:
-        return None
+        return [], None
+    after = re.split(r"::?", match[0].split(target, 1)[1], maxsplit=1)[-1]
+    prerequisites = [word for word in after.split(";", 1)[0].split() if "$" not in word]
     lines: list[str] = []
     for line in text[match.end() + 1 :].splitlines():
         if not line.strip():
@@ -44,4 +52,4 @@ def _recipe(text: str, target: str, tool: str) -> list[str] | None:
         if not line.startswith(("\t", " ")):
             break
         lines.append(line.strip().lstrip("@-").strip())
-    return [line for line in lines if line and not line.startswith("#")]
+    return prerequisites, [line for line in lines if line and not line.startswith("#")]

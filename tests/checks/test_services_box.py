@@ -1,0 +1,67 @@
+"""The services a repository's CI declares, started in a box with a container engine of its
+own (one microVM guest, the session's containers box): a check reaches each on the box's
+loopback, at the port the CI file names."""
+
+from __future__ import annotations
+
+import pytest
+
+from golem.checks import detect_conventions, run_check, start_services
+from golem.sandbox import Box
+from tests.checks.conftest import MakeRepo
+from tests.conftest import CONTAINERS_TIMEOUT, SHARED_LOOP
+
+pytestmark = SHARED_LOOP
+
+# GitLab's services may name their command; golem's base image (its CMD is `sh`) serves
+# with busybox's httpd, its health command asking itself for the page.
+PIPELINE = """\
+test:
+  services:
+    - name: golem/busybox:latest
+      alias: web
+      command:
+        - sh
+        - -c
+        - >-
+          mkdir -p /www && echo served-by-$GREETING > /www/index.html
+          && exec httpd -f -p 18080 -h /www
+      variables:
+        GREETING: web-service
+  script:
+    - python3 -m unittest -v test_web_service
+"""
+TEST = """\
+import unittest
+import urllib.request
+
+
+class WebServiceTest(unittest.TestCase):
+    def test_the_service_answers(self) -> None:
+        page = urllib.request.urlopen("http://localhost:18080/").read().decode()
+        print(page)
+        self.assertIn("served-by-web-service", page)
+"""
+
+
+@pytest.mark.microvm
+@CONTAINERS_TIMEOUT
+async def test_a_declared_service_runs_in_the_box_and_its_check_reaches_it(
+    containers_box: Box, make_repo: MakeRepo
+) -> None:
+    repo = make_repo({".gitlab-ci.yml": PIPELINE, "test_web_service.py": TEST}, use_git=False)
+    conventions = detect_conventions(repo)
+    await containers_box.put_file("test_web_service.py", TEST.encode())
+    [service] = conventions.services
+    service = service.model_copy(
+        update={"ports": [18080], "health": "wget -q -O /dev/null http://127.0.0.1:18080/"}
+    )
+
+    failed = await start_services(containers_box, [service])
+    result = await run_check(
+        containers_box, "test", conventions.test[0], live=lambda stream, text: None
+    )
+
+    assert failed == {}
+    assert result.passed, result.output_tail
+    assert "test_the_service_answers" in result.output_tail
