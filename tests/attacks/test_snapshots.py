@@ -17,13 +17,11 @@ import pytest
 
 from golem.core import GolemConfig
 from golem.core.errors import PolicyViolation, SnapshotNotFound, UnsafeBoxOutput
-from golem.sandbox import Box, Engine, LocalEngine
+from golem.sandbox import Engine
 from golem.sandbox.snapshots import SnapshotInfo
 from golem.service.client import RemoteEngine
-from tests.conftest import BOTH_BACKENDS
+from tests.sandbox.snapshotting import SNAPSHOT_BACKENDS, local, run
 from tests.service.served import serving
-
-SNAPSHOT_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] in ("process", "docker", "podman")]
 
 PLANTED = {
     "setuid-program": ("cp /bin/sh rootshell && chmod 4755 rootshell", "takeback.mode"),
@@ -41,17 +39,6 @@ PLANTED = {
 @pytest.fixture(params=SNAPSHOT_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def local(engine: Engine) -> LocalEngine:
-    assert isinstance(engine, LocalEngine)
-    return engine
-
-
-async def run(box: Box, command: str) -> str:
-    result = await box.execute(command)
-    assert result.exit_code == 0, result.stderr_text
-    return result.stdout_text
 
 
 def kept_files(config: GolemConfig) -> list[str]:

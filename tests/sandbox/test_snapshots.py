@@ -14,11 +14,9 @@ import pytest
 from golem.core import GolemConfig
 from golem.core.errors import ConfigError, SnapshotUnsupported
 from golem.core.spec import BoxSpec
-from golem.sandbox import Box, Engine, LocalEngine
+from golem.sandbox import Engine
 from golem.sandbox.snapshots import SnapshotStore, check_snapshottable
-from tests.conftest import BOTH_BACKENDS
-
-SNAPSHOT_BACKENDS = [p for p in BOTH_BACKENDS if p.values[0] in ("process", "docker", "podman")]
+from tests.sandbox.snapshotting import SNAPSHOT_BACKENDS, local, run
 
 PREPARE = (
     "set -e; mkdir -p src && printf 'print(40 + 2)\\n' > src/app.py; "
@@ -34,17 +32,6 @@ PREPARE = (
 @pytest.fixture(params=SNAPSHOT_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def local(engine: Engine) -> LocalEngine:
-    assert isinstance(engine, LocalEngine)
-    return engine
-
-
-async def run(box: Box, command: str) -> str:
-    result = await box.execute(command)
-    assert result.exit_code == 0, result.stderr_text
-    return result.stdout_text
 
 
 async def test_files_and_installed_dependencies_survive_into_a_box_started_from_its_snapshot(
