@@ -42,19 +42,6 @@ _CA_KEY_USAGE = x509.KeyUsage(
 )
 
 
-_CA_KEY_USAGE = x509.KeyUsage(
-    digital_signature=True,
-    key_cert_sign=True,
-    crl_sign=True,
-    content_commitment=False,
-    key_encipherment=False,
-    data_encipherment=False,
-    key_agreement=False,
-    encipher_only=False,
-    decipher_only=False,
-)
-
-
 def _name(common_name: str) -> x509.Name:
     return x509.Name(
         [
