@@ -76,3 +76,6 @@ async def test_a_runner_whose_run_was_queued_again_stops_and_writes_nothing(
     assert [step.node for step in done.steps].count("implement") == 1
     assert [pr.number for pr in await pull_requests(store)] == [1]
     assert len(branch_commits(remote, done.branch or "")) == 1
+    asked = [e for _, e in await book.events(submitted.id) if e.type == "gate_wait"]
+    assert len(asked) == 2  # the resumed run says it waits again, at the deadline it had
+    assert asked[0].model_dump(exclude={"time"}) == asked[1].model_dump(exclude={"time"})

@@ -42,8 +42,8 @@ def at_gate(event: tuple[str, dict[str, Any]]) -> bool:
 
 
 def at_gate_again(event: tuple[str, dict[str, Any]]) -> bool:
-    """A resumed run reaches the gate it waited at (which keeps its question, unasked)."""
-    return event[0] == "node_start" and event[1]["node"] == "approve"
+    """A resumed run waits again at the gate it waited at (its deadline kept): answerable."""
+    return event[0] == "gate_wait" and event[1]["node"] == "approve"
 
 
 def waits_for_a_slot(event: tuple[str, dict[str, Any]]) -> bool:

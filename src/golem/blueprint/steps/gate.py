@@ -26,9 +26,13 @@ async def run_gate(ex: Execution, node: GateNode) -> Literal["approved", "reject
         state.status = "waiting"
         ex.save()
         ex.emit(GateWaiting(run_id=state.id, node=node.id, message=node.message, deadline=deadline))
-    elif state.status != "waiting":  # resumed at its gate: it waits again, as it says
+    elif state.status != "waiting":  # resumed at its gate: it waits again, and says so
         state.status = "waiting"
         ex.save()
+        gate = state.gate
+        ex.emit(
+            GateWaiting(run_id=state.id, node=node.id, message=gate.message, deadline=gate.deadline)
+        )
     await ex.writes.flush()  # the gate is in the store before anyone can answer it
     decision, by = await _answer(ex, node, state.gate)
     state.gate = None
