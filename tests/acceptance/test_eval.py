@@ -39,6 +39,8 @@ import pytest
 from golem.agent.messages import Usage
 from golem.agent.models import cost_usd, price_for
 from golem.eval import read_tasks
+from golem.testing.models import TEST_KEY, OpenAIServer, Reply
+from golem.testing.openai_server import ToolCall, stream_reply
 from tests.acceptance.ecosystems import (
     CARGO_CRATE,
     GO_MODULE,
@@ -48,8 +50,6 @@ from tests.acceptance.ecosystems import (
     git,
     scripted_edits,
 )
-from tests.agent.wire import TEST_KEY, OpenAIServer, Reply
-from tests.agent.wire.openai_server import ToolCall, stream_reply
 
 pytestmark = pytest.mark.bwrap
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.agent.wire import (
+from golem.testing.models import (
     ANTHROPIC_KEY_ENV,
     OPENAI_KEY_ENV,
     TEST_KEY,

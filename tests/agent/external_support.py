@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from golem.agent import AgentEvent, ExternalOutput
 from golem.core import GolemConfig, ImageRecipe, load_config
 from golem.sandbox import Box, BoxSpec, Engine, LocalEngine
 from golem.sandbox.image_build import build_image
-from tests.agent.wire import ANTHROPIC_KEY_ENV, OPENAI_KEY_ENV, AnthropicServer, OpenAIServer
+from golem.testing.models import ANTHROPIC_KEY_ENV, OPENAI_KEY_ENV, AnthropicServer, OpenAIServer
 from tests.conftest import devbox_image
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "cli_spec",
     "external_config",
     "lines",
-    "of_type",
     "open_box",
     "openai_credential",
 ]
@@ -119,11 +118,6 @@ async def open_box(
         yield box
 
 
-def of_type(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
-    """The events of one type."""
-    return [e for e in events if isinstance(e, kind)]
-
-
-def lines(events: list[AgentEvent], stream: str) -> list[str]:
+def lines(events: Iterable[AgentEvent], stream: str) -> list[str]:
     """The lines of one stream (stdout, stderr, golem), in order."""
     return [e.line for e in events if isinstance(e, ExternalOutput) and e.stream == stream]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -25,25 +26,25 @@ from golem.agent import (
 )
 from golem.agent.external import ExternalAgent
 from golem.sandbox import Box
+from golem.testing import EventCapture
+from golem.testing.anthropic_server import AnthropicUsage, Text, ToolUse, stream_reply
+from golem.testing.models import TEST_KEY, AnthropicServer, OpenAIServer
+from golem.testing.openai_responses import FunctionCall, OutputText, responses_stream_reply
 from tests.agent.external_support import (
     anthropic_credential,
     cli_image,
     external_config,
     lines,
-    of_type,
     open_box,
     openai_credential,
 )
-from tests.agent.wire import TEST_KEY, AnthropicServer, OpenAIServer
-from tests.agent.wire.anthropic_server import AnthropicUsage, Text, ToolUse, stream_reply
-from tests.agent.wire.openai_responses import FunctionCall, OutputText, responses_stream_reply
 from tests.traces import SCAN, traces_in_box
 
 BUILD_TIMEOUT = 900
 """Seconds for a test that may build a CLI image first (npm or pip installs)."""
 
 
-async def assert_no_trace_of_the_key(box: Box, events: list[AgentEvent], path: Path) -> None:
+async def assert_no_trace_of_the_key(box: Box, events: Iterable[AgentEvent], path: Path) -> None:
     """The real key is in no process environment or command line, file, event or line of
     output of the box, nor in the trajectory; the box holds a sentinel instead."""
     assert await traces_in_box(box, TEST_KEY) == []
@@ -91,12 +92,12 @@ async def test_claude_code_works_in_the_box_through_the_proxy_and_never_sees_the
     )
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], claude_image)
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, anthropic_server) as box:
         await box.put_file("/tmp/scan.py", SCAN)
         agent = ExternalAgent(
-            "claude", model="claude-sonnet-4-5", budget=Budget(turns=7), on_event=events.append
+            "claude", model="claude-sonnet-4-5", budget=Budget(turns=7), on_event=events
         )
         outcome = await agent.run(box, "Write hello.txt", trajectory=trajectory)
         assert await box.get_file("/workspace/hello.txt") == b"hello from claude\n"
@@ -112,12 +113,12 @@ async def test_claude_code_works_in_the_box_through_the_proxy_and_never_sees_the
         AgentStarted, ModelAnswered, ModelAnswered, ToolStarted, ToolFinished, ModelAnswered,
         ToolStarted, ToolFinished, ModelAnswered, AgentFinished,
     ]  # fmt: skip
-    started = of_type(events, ToolStarted)
+    started = events.of_type(ToolStarted)
     assert [(s.call.name, s.call.arguments) for s in started] == [("Bash", scan), ("Write", write)]
-    finished = of_type(events, ToolFinished)
+    finished = events.of_type(ToolFinished)
     assert finished[0].output == "[]"  # the scan, run by Claude Code itself, found nothing
     assert not any(f.is_error for f in finished)
-    answers = of_type(events, ModelAnswered)  # one per content block, as Claude Code prints
+    answers = events.of_type(ModelAnswered)  # one per content block, as Claude Code prints
     assert [a.turn for a in answers] == [1, 1, 2, 3]
     assert answers[0].response.message.content == "Checking the sandbox first."
     assert [c.name for c in answers[1].response.message.tool_calls] == ["Bash"]
@@ -183,10 +184,10 @@ async def test_codex_works_in_the_box_through_the_responses_api(
         responses_stream_reply(OutputText("I wrote hello.txt.")),
     )
     config = external_config(tmp_path, [openai_credential(openai_server)], codex_image)
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, openai_server) as box:
-        agent = ExternalAgent("codex", model="gpt-5-mini", on_event=events.append)
+        agent = ExternalAgent("codex", model="gpt-5-mini", on_event=events)
         outcome = await agent.run(box, "Write hello.txt", trajectory=trajectory)
         assert await box.get_file("/workspace/hello.txt") == b"hello from codex\n"
         await assert_no_trace_of_the_key(box, events, trajectory)
@@ -194,12 +195,12 @@ async def test_codex_works_in_the_box_through_the_responses_api(
     assert (outcome.status, outcome.summary, outcome.turns) == ("done", "I wrote hello.txt.", 2)
     assert outcome.usage.input_tokens == 20
     assert outcome.cost_usd > 0  # codex reports tokens only: priced by golem's table
-    [started] = of_type(events, ToolStarted)
+    [started] = events.of_type(ToolStarted)
     assert started.call.name == "command_execution"
     assert command in started.call.arguments["command"]
-    [finished] = of_type(events, ToolFinished)
+    [finished] = events.of_type(ToolFinished)
     assert not finished.is_error
-    texts = [a.response.message.content for a in of_type(events, ModelAnswered)]
+    texts = [a.response.message.content for a in events.of_type(ModelAnswered)]
     assert texts == ["Writing it.", "I wrote hello.txt."]
     requests = openai_server.requests
     assert [(r.method, r.path) for r in requests] == [("POST", "/v1/responses")] * 2
@@ -218,18 +219,18 @@ async def test_pi_works_in_the_box_through_the_proxy(
         stream_reply(Text("I wrote hello.txt.")),
     )
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], pi_image)
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, anthropic_server) as box:
-        agent = ExternalAgent("pi", model="claude-sonnet-4-5", on_event=events.append)
+        agent = ExternalAgent("pi", model="claude-sonnet-4-5", on_event=events)
         outcome = await agent.run(box, "Write hello.txt", trajectory=trajectory)
         assert await box.get_file("/workspace/hello.txt") == b"hi\n"
         await assert_no_trace_of_the_key(box, events, trajectory)
 
     assert (outcome.status, outcome.summary, outcome.turns) == ("done", "I wrote hello.txt.", 2)
     assert outcome.cost_usd > 0  # pi's own price for the tokens
-    assert [s.call.name for s in of_type(events, ToolStarted)] == ["write"]
-    assert [f.output for f in of_type(events, ToolFinished)] == [
+    assert [s.call.name for s in events.of_type(ToolStarted)] == ["write"]
+    assert [f.output for f in events.of_type(ToolFinished)] == [
         "Successfully wrote 3 bytes to hello.txt"
     ]
     stdout = lines(events, "stdout")
@@ -268,10 +269,10 @@ async def test_aider_edits_a_file_in_the_box_through_the_proxy(
     anthropic_server.push(stream_reply(Text(edit)))
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], aider_image)
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     trajectory = tmp_path / "run.jsonl"
     async with open_box(config, anthropic_server) as box:
-        agent = ExternalAgent("aider", model="anthropic/claude-sonnet-4-5", on_event=events.append)
+        agent = ExternalAgent("aider", model="anthropic/claude-sonnet-4-5", on_event=events)
         outcome = await agent.run(box, "Write hello.txt", trajectory=trajectory)
         assert await box.get_file("/workspace/hello.txt") == b"hello from aider\n"
         listing = await box.execute("ls -A /workspace")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +26,18 @@ from golem.agent.external.plan import plan_call
 from golem.context.toolshed import Toolshed
 from golem.context.toolshed.gateway import tools_for_box
 from golem.core import ConfigError
+from golem.testing import EventCapture
+from golem.testing.anthropic_server import Text, ToolUse, stream_reply
+from golem.testing.models import TEST_KEY, AnthropicServer, OpenAIServer
+from golem.testing.openai_responses import FunctionCall, OutputText, responses_stream_reply
 from tests.agent.external_support import (
     anthropic_credential,
     cli_image,
     external_config,
     lines,
-    of_type,
     open_box,
     openai_credential,
 )
-from tests.agent.wire import TEST_KEY, AnthropicServer, OpenAIServer
-from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
-from tests.agent.wire.openai_responses import FunctionCall, OutputText, responses_stream_reply
 from tests.context.mcp_box_client import SCRIPT
 from tests.context.toolshed.servers import EVERYTHING, copy_into, entry
 from tests.context.toolshed.test_stdio import shed_config
@@ -73,7 +74,7 @@ def fake_mcp_template(**changes: Any) -> ExternalTemplate:
     return ExternalTemplate(**settings)
 
 
-def _answers(events: list[AgentEvent]) -> dict[str, list[str]]:
+def _answers(events: Iterable[AgentEvent]) -> dict[str, list[str]]:
     answers: dict[str, list[str]] = {}
     for line in lines(events, "stdout"):
         method, _, rest = line.partition(" ")
@@ -86,10 +87,10 @@ async def test_a_cli_finds_its_mcp_config_and_gets_exactly_the_steps_tools(
     anthropic_server: AnthropicServer, tmp_path: Path
 ) -> None:
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)])
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     async with open_box(config, anthropic_server) as box:
         await box.put_file("/workspace/notes.txt", NOTES)
-        agent = ExternalAgent(fake_mcp_template(), on_event=events.append)
+        agent = ExternalAgent(fake_mcp_template(), on_event=events)
         tools = make_tools(["read", "ls"])
         async with tools_for_box(tools, box) as url:
             outcome = await agent.run(box, "use the tools", mcp_url=url, mcp_tools=["read", "ls"])
@@ -108,7 +109,7 @@ async def test_a_cli_finds_its_mcp_config_and_gets_exactly_the_steps_tools(
     [command] = lines(events, "golem")
     config_flags = r" --mcp-config /tmp/golem-external/\w+/mcp\.json --strict-mcp-config$"
     assert re.search(config_flags, command)
-    started = of_type(events, AgentStarted)
+    started = events.of_type(AgentStarted)
     assert started[0].tools == ["read", "ls"]
 
 
@@ -146,10 +147,10 @@ async def test_claude_code_lists_and_calls_the_steps_tools_over_mcp(
     )
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
     config = external_config(tmp_path, [anthropic_credential(anthropic_server)], claude_image)
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     async with open_box(config, anthropic_server) as box:
         await box.put_file("/workspace/notes.txt", NOTES)
-        agent = ExternalAgent("claude", model="claude-sonnet-4-5", on_event=events.append)
+        agent = ExternalAgent("claude", model="claude-sonnet-4-5", on_event=events)
         async with tools_for_box(make_tools(["read"]), box) as url:
             outcome = await agent.run(box, "Read the notes", mcp_url=url, mcp_tools=["read"])
             network = await box.network_log()
@@ -161,9 +162,9 @@ async def test_claude_code_lists_and_calls_the_steps_tools_over_mcp(
     assert mcp == ["mcp__golem__read"]  # the step's subset, nothing else from golem
     routed = [event for event in network if event.rule == "golem host route"]
     assert len(routed) >= 3  # initialize, tools/list, tools/call: all through the route
-    [started] = of_type(events, ToolStarted)
+    [started] = events.of_type(ToolStarted)
     assert started.call.name == "mcp__golem__read"
-    [finished] = of_type(events, ToolFinished)
+    [finished] = events.of_type(ToolFinished)
     assert not finished.is_error
     assert "read through MCP" in finished.output
     requests = anthropic_server.requests
@@ -182,13 +183,13 @@ async def test_claude_code_gets_a_real_servers_subset_through_the_toolshed(
     )
     anthropic_server.otherwise(stream_reply(Text("(an extra request)")))
     base = external_config(tmp_path, [anthropic_credential(anthropic_server)], claude_image)
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     async with open_box(base, anthropic_server) as box:
         server = entry(EVERYTHING, await copy_into(box, EVERYTHING))
         shed = Toolshed(shed_config(base, every={"command": ["node", server, "stdio"]}))
         try:
             tools = await shed.tools(box, ["every.echo"])
-            agent = ExternalAgent("claude", model="claude-sonnet-4-5", on_event=events.append)
+            agent = ExternalAgent("claude", model="claude-sonnet-4-5", on_event=events)
             async with tools_for_box(tools, box) as url:
                 outcome = await agent.run(box, "Echo", mcp_url=url, mcp_tools=["every__echo"])
         finally:
@@ -199,7 +200,7 @@ async def test_claude_code_gets_a_real_servers_subset_through_the_toolshed(
     assert [name for name in init["tools"] if name.startswith("mcp__")] == [
         "mcp__golem__every__echo"
     ]
-    [finished] = of_type(events, ToolFinished)
+    [finished] = events.of_type(ToolFinished)
     assert not finished.is_error
     assert "Echo: hello via the toolshed" in finished.output
 
@@ -223,10 +224,10 @@ async def test_codex_is_offered_and_calls_the_steps_tools_over_mcp(
     )
     openai_server.otherwise(responses_stream_reply(OutputText("(an extra request)")))
     config = external_config(tmp_path, [openai_credential(openai_server)], codex_image)
-    events: list[AgentEvent] = []
+    events = EventCapture[AgentEvent]()
     async with open_box(config, openai_server) as box:
         await box.put_file("/workspace/notes.txt", NOTES)
-        agent = ExternalAgent("codex", model="gpt-5-mini", on_event=events.append)
+        agent = ExternalAgent("codex", model="gpt-5-mini", on_event=events)
         async with tools_for_box(make_tools(["read"]), box) as url:
             outcome = await agent.run(box, "Read the notes", mcp_url=url, mcp_tools=["read"])
 
@@ -235,9 +236,9 @@ async def test_codex_is_offered_and_calls_the_steps_tools_over_mcp(
     [golem] = [tool for tool in requests[0].json["tools"] if "golem" in tool.get("name", "")]
     assert (golem["type"], golem["name"]) == ("namespace", "mcp__golem")
     assert [tool["name"] for tool in golem["tools"]] == ["read"]  # the subset only
-    [started] = of_type(events, ToolStarted)
+    [started] = events.of_type(ToolStarted)
     assert (started.call.name, started.call.arguments) == ("golem.read", {"path": "notes.txt"})
-    [finished] = of_type(events, ToolFinished)
+    [finished] = events.of_type(ToolFinished)
     assert not finished.is_error
     assert "read through MCP" in finished.output
     assert "read through MCP" in json.dumps(requests[1].json["input"])

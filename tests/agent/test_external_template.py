@@ -30,13 +30,13 @@ from golem.agent.external import (
 )
 from golem.agent.external.prompt import external_prompt
 from golem.core import ConfigError, RuntimeNotAvailable
+from golem.testing.models import AnthropicServer
 from tests.agent.external_support import (
     anthropic_credential,
     external_config,
     lines,
     open_box,
 )
-from tests.agent.wire import AnthropicServer
 
 ROUTE = re.compile(r"^http://127\.0\.0\.1:\d+/_golem/anthropic$")
 

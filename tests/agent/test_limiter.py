@@ -17,11 +17,11 @@ from golem.agent.contracts import ProviderWait
 from golem.agent.models import make_model
 from golem.core.errors import ModelRateLimited, ModelUnavailable
 from golem.core.model_config import ModelsConfig
-from tests.agent.wire import WireServer, models_config
-from tests.agent.wire import anthropic_server as anthropic_wire
-from tests.agent.wire import openai_server as openai_wire
-from tests.agent.wire.pressure import Dialect, anthropic_dialect, openai_dialect
-from tests.agent.wire.server import Reply
+from golem.testing import anthropic_server as anthropic_wire
+from golem.testing import openai_server as openai_wire
+from golem.testing.models import WireServer, models_config
+from golem.testing.wire import Reply
+from tests.agent.pressure import Dialect, anthropic_dialect, openai_dialect
 
 ASK = ModelRequest(system="You fix bugs.", messages=[Message(role="user", content="Fix it.")])
 
@@ -81,16 +81,18 @@ async def test_retry_after_holds_the_call_and_the_wait_says_which_header_asked_f
 async def test_a_spent_request_quota_holds_the_next_call_until_its_reset(
     provider: Provider,
 ) -> None:
-    now = time.time()
-    spent = provider.dialect.headers(5, 0, now + 0.4, now)
-    provider.server.push(with_headers(provider.ok(), spent), provider.ok())
+    def spent(_: object) -> Reply:  # the quota resets 1.5 s after the answer, however late
+        now = time.time()
+        return with_headers(provider.ok(), provider.dialect.headers(5, 0, now + 1.5, now))
+
+    provider.server.push(spent, provider.ok())
     model = make_model(provider.model, provider.config())
     waits: list[ProviderWait] = []
 
     await model.complete(ASK, None, waits.append)
     await model.complete(ASK, None, waits.append)
 
-    remaining = next(name for name in spent if "remaining" in name)
+    remaining = next(name for name in spent(None).headers if "remaining" in name)
     assert [wait.header for wait in waits] == [f"{remaining}: 0"]
     first, second = provider.server.requests
     assert second.received_at - first.received_at >= 0.3

@@ -19,8 +19,8 @@ from golem.agent.tools import make_tools
 from golem.agent.trajectory import read_trajectory
 from golem.core import ConfigError
 from golem.sandbox import Box, Engine
-from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
-from tests.agent.wire.anthropic_server import AnthropicUsage, Text, ToolUse, stream_reply
+from golem.testing.anthropic_server import AnthropicUsage, Text, ToolUse, stream_reply
+from golem.testing.models import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
 
 pytestmark = pytest.mark.bwrap
 

@@ -18,8 +18,8 @@ from golem.agent.models import make_model
 from golem.agent.tools import make_tools
 from golem.agent.trajectory import read_trajectory
 from golem.sandbox import Box, Engine
-from tests.agent.wire import AnthropicServer, models_config
-from tests.agent.wire.anthropic_server import Text, ToolUse, error_reply, stream_reply
+from golem.testing.anthropic_server import Text, ToolUse, error_reply, stream_reply
+from golem.testing.models import AnthropicServer, models_config
 
 pytestmark = pytest.mark.bwrap
 

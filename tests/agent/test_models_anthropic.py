@@ -12,7 +12,14 @@ from golem.core.errors import (
     ModelRequestRejected,
     ModelUnavailable,
 )
-from tests.agent.wire import (
+from golem.testing.anthropic_server import (
+    AnthropicUsage,
+    Text,
+    ToolUse,
+    error_reply,
+    stream_reply,
+)
+from golem.testing.models import (
     ANTHROPIC_KEY_ENV,
     FAST_RETRY,
     TEST_KEY,
@@ -20,13 +27,6 @@ from tests.agent.wire import (
     Reply,
     WireServer,
     models_config,
-)
-from tests.agent.wire.anthropic_server import (
-    AnthropicUsage,
-    Text,
-    ToolUse,
-    error_reply,
-    stream_reply,
 )
 
 READ = ToolSpec(

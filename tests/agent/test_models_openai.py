@@ -12,8 +12,8 @@ from golem.core.errors import (
     ModelRequestRejected,
     ModelUnavailable,
 )
-from tests.agent.wire import FAST_RETRY, OPENAI_KEY_ENV, TEST_KEY, OpenAIServer, models_config
-from tests.agent.wire.openai_server import OpenAIUsage, ToolCall, error_reply, stream_reply
+from golem.testing.models import FAST_RETRY, OPENAI_KEY_ENV, TEST_KEY, OpenAIServer, models_config
+from golem.testing.openai_server import OpenAIUsage, ToolCall, error_reply, stream_reply
 
 READ = ToolSpec(
     name="read",

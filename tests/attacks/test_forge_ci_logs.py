@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from golem.forge.rest import MAX_DOWNLOAD
-from tests.forge.github_ci_server import LogHost
-from tests.forge.github_server import GitHubServer, Reply
+from golem.testing.github_ci_server import LogHost
+from golem.testing.github_server import GitHubServer, Reply
 from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
 
 SHA = "d" * 40

@@ -18,8 +18,8 @@ from golem.forge.config import GitLabConfig
 from golem.forge.github_api import GitHubAPI
 from golem.forge.gitlab_api import GitLabAPI
 from golem.forge.rest import checked_path, segment
-from tests.forge.github_server import GitHubServer
-from tests.forge.gitlab_server import GitLabServer
+from golem.testing.github_server import GitHubServer
+from golem.testing.gitlab_server import GitLabServer
 from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
 
 SHA = "a" * 40

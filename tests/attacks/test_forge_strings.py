@@ -25,8 +25,8 @@ from golem.forge.config import GitHubConfig, GitLabConfig
 from golem.forge.github import GitHubForge
 from golem.forge.gitlab import GitLabForge
 from golem.service.api.webhooks import read_payload
-from tests.forge.github_server import GitHubServer, github_error
-from tests.forge.gitlab_server import GitLabServer, gitlab_error
+from golem.testing.github_server import GitHubServer, github_error
+from golem.testing.gitlab_server import GitLabServer, gitlab_error
 
 HOSTILE = (
     "build \x1b]8;;https://evil.example\x07click\x1b]8;;\x07"

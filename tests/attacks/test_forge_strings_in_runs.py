@@ -27,13 +27,13 @@ from golem.blueprint.book import RunBook
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import SqlStore
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.github_server import GitHubServer
+from golem.testing.gitlab_server import GitLabServer
 from tests.attacks.test_forge_strings import HOSTILE, acting
 from tests.blueprint.repos import EXAMPLES, git, make_remote
 from tests.blueprint.test_ci_rounds import minion
 from tests.blueprint.test_run_gitlab import head
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.github_server import GitHubServer
-from tests.forge.gitlab_server import GitLabServer
 
 pytestmark = pytest.mark.bwrap
 

@@ -26,7 +26,8 @@ from golem.agent.models import make_model
 from golem.agent.models.rate_headers import LONGEST_WAIT, read_rate_headers
 from golem.core.errors import ModelRateLimited, ModelUnavailable
 from golem.store import SqlStore
-from tests.agent.wire import (
+from golem.testing.anthropic_server import Text, error_reply, stream_reply
+from golem.testing.models import (
     ANTHROPIC_KEY_ENV,
     OPENAI_KEY_ENV,
     TEST_KEY,
@@ -34,8 +35,7 @@ from tests.agent.wire import (
     OpenAIServer,
     models_config,
 )
-from tests.agent.wire.anthropic_server import Text, error_reply, stream_reply
-from tests.agent.wire.openai_server import error_reply as openai_error
+from golem.testing.openai_server import error_reply as openai_error
 
 ASK = ModelRequest(system="You fix bugs.", messages=[Message(role="user", content="Fix it.")])
 HEADERS = [

@@ -16,11 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.github_app_server import AppAuthority
+from golem.testing.github_server import GitHubServer
 from tests.attacks.test_tenant_forge import KEY_ENV, revealed
 from tests.blueprint.repos import EXAMPLES, git, make_remote
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.github_app_server import AppAuthority
-from tests.forge.github_server import GitHubServer
 from tests.service.served import Served, serving
 
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"

@@ -25,9 +25,9 @@ from sqlalchemy import create_engine, text
 
 from golem.store import SqlStore, TokenCipher, new_key
 from golem.store.cipher import KEY_FILE
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.github_server import GitHubServer, RecordedRequest, Reply, github_error
 from tests.blueprint.repos import EXAMPLES, make_remote
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.github_server import GitHubServer, RecordedRequest, Reply, github_error
 from tests.service.served import Served, serving
 
 TOKEN_A = "ghp_attackTenantA0123456789abcdefghij"  # noqa: S105 - test tokens

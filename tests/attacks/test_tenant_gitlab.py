@@ -20,9 +20,9 @@ from urllib.parse import unquote, urlsplit
 import httpx
 import pytest
 
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.gitlab_server import GitLabServer, RecordedRequest, Reply, gitlab_error
 from tests.blueprint.repos import EXAMPLES, git, make_remote
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.gitlab_server import GitLabServer, RecordedRequest, Reply, gitlab_error
 from tests.service.served import Served, serving
 
 TOKEN_A = "glpat-attackTenantA0123456789abcd"  # noqa: S105 - test tokens

@@ -29,8 +29,8 @@ from golem.agent.tools import make_tools
 from golem.context.toolshed import Toolshed
 from golem.core.config import GolemConfig, load_config
 from golem.sandbox import Engine, LocalEngine
-from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
-from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
+from golem.testing.anthropic_server import Text, ToolUse, stream_reply
+from golem.testing.models import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
 from tests.attacks.toolshed_servers.echoing_mcp import FIELDS, EchoingServer
 
 pytestmark = pytest.mark.bwrap

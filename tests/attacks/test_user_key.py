@@ -27,7 +27,7 @@ from golem.forge.config import GitHubConfig
 from golem.forge.github import GitHubForge
 from golem.sandbox import ExecRequest
 from golem.service.policy import CALL_RULES, RUN_RULES, SPEC_RULES, check_run, check_spec
-from tests.forge.github_server import GitHubServer
+from golem.testing.github_server import GitHubServer
 from tests.service.served import Served, serving, unb64
 
 USER = "server.policies.user"

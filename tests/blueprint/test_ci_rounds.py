@@ -20,6 +20,7 @@ from golem.blueprint.book import RunBook
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
+from golem.testing.github_server import GitHubServer, github_error
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
 from tests.blueprint.test_run_github import (  # noqa: F401 - the loopback GitHub's fixtures
     REPO,
@@ -27,7 +28,6 @@ from tests.blueprint.test_run_github import (  # noqa: F401 - the loopback GitHu
     config,
     github,
 )
-from tests.forge.github_server import GitHubServer, github_error
 
 pytestmark = pytest.mark.bwrap
 

@@ -14,6 +14,8 @@ from golem.blueprint import Runner, RunRequest, RunState
 from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.store import MemoryStore
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import branch_commits
 from tests.blueprint.test_ci_rounds import CI_FIX, ERROR_LINE, SCRIPTS, minion, trajectory
 from tests.blueprint.test_run_gitlab import (  # noqa: F401 - the loopback GitLab's fixtures
@@ -24,8 +26,6 @@ from tests.blueprint.test_run_gitlab import (  # noqa: F401 - the loopback GitLa
     head,
     served,
 )
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.gitlab_server import GitLabServer
 
 pytestmark = pytest.mark.bwrap
 

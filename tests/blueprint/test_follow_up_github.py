@@ -17,8 +17,8 @@ from golem.blueprint.events import NodeStarted, RunEvent
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
+from golem.testing.github_server import GitHubServer, github_error
 from tests.blueprint.repos import git, make_remote
-from tests.forge.github_server import GitHubServer, github_error
 
 pytestmark = pytest.mark.bwrap
 

@@ -14,10 +14,10 @@ from golem.blueprint import Runner, RunRequest
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import git, make_remote
 from tests.blueprint.test_follow_up_github import answering
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.gitlab_server import GitLabServer
 
 pytestmark = pytest.mark.bwrap
 

@@ -24,9 +24,9 @@ from golem.core import GolemConfig
 from golem.core.model_config import ModelsConfig
 from golem.sandbox import Engine
 from golem.store import MemoryStore, SqlStore
-from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
-from tests.agent.wire.anthropic_server import Text, ToolUse, error_reply, stream_reply
-from tests.agent.wire.pressure import FIX
+from golem.testing.anthropic_server import Text, ToolUse, error_reply, stream_reply
+from golem.testing.models import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
+from tests.agent.pressure import FIX
 from tests.blueprint.repos import make_remote
 
 pytestmark = pytest.mark.bwrap

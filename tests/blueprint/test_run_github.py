@@ -14,8 +14,8 @@ from golem.blueprint.book import RunBook
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
+from golem.testing.github_server import GitHubServer
 from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
-from tests.forge.github_server import GitHubServer
 
 pytestmark = pytest.mark.bwrap
 

@@ -16,9 +16,9 @@ from golem.blueprint.book import RunBook
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.gitlab_server import GitLabServer
 
 pytestmark = pytest.mark.bwrap
 

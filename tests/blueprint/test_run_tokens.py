@@ -1,5 +1,5 @@
 """Runs that outlive their forge tokens, against loopback forges that issue tokens which
-expire (tests/forge/github_app_server.py, tests/forge/gitlab_oauth_server.py) and git
+expire (src/golem/testing/github_app_server.py, src/golem/testing/gitlab_oauth_server.py) and git
 servers that take only tokens still valid: the token golem held when the run started stops
 working while the agent works, and the run still pushes and opens its pull request with a
 fresh one. A GitLab refresh token revoked mid-run fails the run with what to fix, and
@@ -19,12 +19,12 @@ from golem.blueprint.events import AgentStep, RunEvent
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.github_app_server import AppAuthority
+from golem.testing.github_server import GitHubServer
+from golem.testing.gitlab_oauth_server import OAuthAuthority
+from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.github_app_server import AppAuthority
-from tests.forge.github_server import GitHubServer
-from tests.forge.gitlab_oauth_server import OAuthAuthority
-from tests.forge.gitlab_server import GitLabServer
 
 pytestmark = pytest.mark.bwrap
 

@@ -15,9 +15,9 @@ from golem.blueprint.steps.agent import check_toolshed
 from golem.core import ConfigError, load_config
 from golem.sandbox import LocalEngine
 from golem.store import SqlStore
+from golem.testing.anthropic_server import Text, ToolUse, stream_reply
+from golem.testing.models import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer
 from tests.agent.external_support import anthropic_credential, cli_image
-from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer
-from tests.agent.wire.anthropic_server import Text, ToolUse, stream_reply
 from tests.blueprint.repos import make_remote
 from tests.context.toolshed.servers import everything_over_http, recording_proxy
 from tests.context.toolshed.test_http import TOKEN

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from golem.testing.github_app_server import AppAuthority
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
-from tests.forge.github_app_server import AppAuthority
 
 TOKEN = b"glpat-cliTest0123456789abcdef"
 

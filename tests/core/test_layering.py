@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     ("cluster",),
     ("eval",),
-    ("cli",),
+    ("cli", "testing"),
 )
 """Lowest first; the layers of one rank import neither each other."""
 RANK = {layer: rank for rank, layers in enumerate(LAYERS) for layer in layers}

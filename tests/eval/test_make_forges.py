@@ -18,8 +18,8 @@ from golem.core import load_config
 from golem.eval import Sources, from_merged_pull_requests, read_tasks
 from golem.forge import LocalForge, PullRequestDraft
 from golem.store import SqlStore
+from golem.testing.github_server import GitHubServer
 from tests.acceptance.ecosystems import REPOS, git
-from tests.forge.github_server import GitHubServer
 
 LAYERS = REPOS / "fixes" / "commits"
 

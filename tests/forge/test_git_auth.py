@@ -12,8 +12,8 @@ import pytest
 
 from golem.core.errors import GitPushRejected, GitRemoteError
 from golem.forge import GitAuth, GitRepo
+from golem.testing.git_http_server import GitHttpServer
 from tests.forge.conftest import AUTHOR, git, seed_bare
-from tests.forge.git_http_server import GitHttpServer
 
 TOKEN = "ghs_golemTestToken0123456789"  # noqa: S105 (a test token)
 

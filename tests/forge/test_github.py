@@ -1,4 +1,4 @@
-"""GitHubForge against a GitHub REST API on loopback (tests/forge/github_server.py)."""
+"""GitHubForge against a GitHub REST API on loopback (src/golem/testing/github_server.py)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from golem.core.errors import (
 from golem.forge import Issue, PullRequestDraft
 from golem.forge.config import GitHubConfig
 from golem.forge.github import GitHubForge
-from tests.agent.wire.server import Reply
-from tests.forge.github_server import (
+from golem.testing.github_server import (
     GitHubServer,
     github_error,
     rate_limited,
     secondary_rate_limited,
 )
+from golem.testing.wire import Reply
 
 TOKEN = "ghp_golemForgeTest0123456789abcdef"  # noqa: S105 (a test token)
 TOKEN_ENV = "GOLEM_TEST_GITHUB_TOKEN"  # noqa: S105 (a variable's name)

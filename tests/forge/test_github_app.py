@@ -1,5 +1,5 @@
 """A GitHub App's installation tokens, minted per use, against a loopback GitHub that
-issues them (tests/forge/github_app_server.py) and a git server that takes only those
+issues them (src/golem/testing/github_app_server.py) and a git server that takes only those
 still valid: a token is reused while fresh, replaced before it expires, replaced after a
 401 of the API or of git (a push retried once), and every token minted is masked. A key
 GitHub refuses, or an App not installed, says what to fix."""
@@ -17,10 +17,10 @@ from golem.core.errors import ForgeCredentialsRefused, GitRemoteError
 from golem.forge import ForgeConfig, ForgeCredentials, GitHubConfig, GitRepo, git_auth
 from golem.forge.github import GitHubForge
 from golem.forge.github_app import GitHubAppTokens
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.github_app_server import AppAuthority, new_key_pem
+from golem.testing.github_server import GitHubServer
 from tests.forge.conftest import AUTHOR, git, seed_bare
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.github_app_server import AppAuthority, new_key_pem
-from tests.forge.github_server import GitHubServer
 
 REPO = "octo/demo"
 

@@ -12,9 +12,9 @@ import pytest
 from golem.core.errors import ForgeNotFound
 from golem.forge.ci import CIJob
 from golem.forge.github_ci import clean_log, log_excerpt
+from golem.testing.github_ci_server import commit_file
+from golem.testing.github_server import GitHubServer, github_error
 from tests.forge.conftest import git
-from tests.forge.github_ci_server import commit_file
-from tests.forge.github_server import GitHubServer, github_error
 from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
 
 SHA = "a" * 40

@@ -12,7 +12,7 @@ import pytest
 from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRequestRejected
 from golem.forge.config import GitHubConfig
 from golem.forge.github import GitHubForge
-from tests.forge.github_server import GitHubServer, Reply, github_error
+from golem.testing.github_server import GitHubServer, Reply, github_error
 from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
 
 

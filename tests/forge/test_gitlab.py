@@ -1,4 +1,4 @@
-"""GitLabForge against a GitLab REST API v4 on loopback (tests/forge/gitlab_server.py):
+"""GitLabForge against a GitLab REST API v4 on loopback (src/golem/testing/gitlab_server.py):
 issues, merge requests, notes, labels, errors and retries."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from golem.core.errors import (
 from golem.forge import ForgeConfig, ForgeCredentials, PullRequestDraft, make_forge
 from golem.forge.config import GitLabConfig
 from golem.forge.gitlab import GitLabForge
-from tests.agent.wire.server import Reply
-from tests.forge.gitlab_server import GitLabServer, gitlab_error
+from golem.testing.gitlab_server import GitLabServer, gitlab_error
+from golem.testing.wire import Reply
 
 TOKEN = "glpat-golemForgeTest0123456789"  # noqa: S105 (a test token)
 TOKEN_ENV = "GOLEM_TEST_GITLAB_TOKEN"  # noqa: S105 (a variable's name)

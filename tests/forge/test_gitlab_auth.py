@@ -14,8 +14,8 @@ from golem.core.errors import MissingForgeToken
 from golem.forge import ForgeConfig, ForgeCredentials, GitHubConfig, GitLabConfig, GitRepo, git_auth
 from golem.service.forge_access import ForgeAccess
 from golem.store import MemoryStore, TokenCipher
+from golem.testing.git_http_server import GitHttpServer
 from tests.forge.conftest import AUTHOR, git, seed_bare
-from tests.forge.git_http_server import GitHttpServer
 
 GITLAB_TOKEN = "glpat-golemGitTest0123456789"  # noqa: S105 (test tokens)
 GITHUB_TOKEN = "ghp_golemGitTest0123456789abc"  # noqa: S105

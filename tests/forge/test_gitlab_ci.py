@@ -13,7 +13,7 @@ from golem.forge import PullRequest
 from golem.forge.config import GitLabConfig
 from golem.forge.gitlab import GitLabForge
 from golem.forge.gitlab_ci import TRACE_BYTES, failed_section
-from tests.forge.gitlab_server import GitLabServer, gitlab_error
+from golem.testing.gitlab_server import GitLabServer, gitlab_error
 
 TOKEN = "glpat-golemCITest0123456789"  # noqa: S105 (a test token)
 PROJECT = "group/demo"

@@ -1,5 +1,5 @@
 """GitLab OAuth tokens, refreshed per use, against a loopback GitLab whose OAuth provider
-spends each refresh token it is given (tests/forge/gitlab_oauth_server.py): an access token
+spends each refresh token it is given (src/golem/testing/gitlab_oauth_server.py): an access token
 is refreshed before it expires and after a 401 of the API or of git; each new grant is kept
 before it is used, so another source on the same grant (another run, a restarted server)
 adopts it instead of spending a spent refresh token; a refused refresh token or OAuth
@@ -21,10 +21,10 @@ from golem.forge.auth import GRANT_FILE
 from golem.forge.gitlab import GitLabForge
 from golem.forge.gitlab_oauth import GitLabOAuthTokens, StoredGrant
 from golem.store import MemoryStore, OAuthGrant, SqlStore, TokenCipher
+from golem.testing.git_http_server import GitHttpServer
+from golem.testing.gitlab_oauth_server import OAuthAuthority
+from golem.testing.gitlab_server import GitLabServer
 from tests.forge.conftest import AUTHOR, git, seed_bare
-from tests.forge.git_http_server import GitHttpServer
-from tests.forge.gitlab_oauth_server import OAuthAuthority
-from tests.forge.gitlab_server import GitLabServer
 
 PROJECT = "group/demo"
 ACCESS_ENV, REFRESH_ENV, SECRET_ENV = (

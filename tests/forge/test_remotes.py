@@ -15,8 +15,8 @@ from golem.core.errors import GitRemoteError, RemoteRefused
 from golem.core.network import NetworkConfig, RemotePolicy
 from golem.forge import ForgeConfig, ForgeCredentials, GitAuth, GitHubConfig, GitRepo, git_auth
 from golem.forge.remotes import parse_remote, pin_remote
+from golem.testing.git_http_server import GitHttpServer
 from tests.forge.conftest import seed_bare
-from tests.forge.git_http_server import GitHttpServer
 
 TOKEN = "remote-policy-token-5b1e"  # noqa: S105 - a test token
 

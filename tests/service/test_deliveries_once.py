@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.agent.wire.server import RecordedRequest, Reply
+from golem.testing.gitlab_server import GitLabServer
+from golem.testing.wire import RecordedRequest, Reply
 from tests.conftest import new_postgres_database
-from tests.forge.gitlab_server import GitLabServer
 from tests.service.served import Served, launch, serving
 from tests.service.test_github_trigger import GitHub, gated_minion, labelled, run_to_end
 from tests.service.test_github_trigger import deliver as to_github

@@ -28,8 +28,8 @@ import yaml
 from httpx_sse import connect_sse
 
 import golem.blueprint
+from golem.testing.github_server import GitHubServer, RecordedRequest, Reply
 from tests.blueprint.repos import EXAMPLES, make_remote
-from tests.forge.github_server import GitHubServer, RecordedRequest, Reply
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap

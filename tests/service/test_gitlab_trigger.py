@@ -21,8 +21,8 @@ import pytest
 from golem.core.server_config import GitLabTriggerConfig
 from golem.service.trigger import Ignored, IssueCall, ReviewCall
 from golem.service.trigger.gitlab_events import read_delivery
+from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
-from tests.forge.gitlab_server import GitLabServer
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import remotes, run_to_end
 from tests.service.test_review_trigger import FOLLOW_UP_SCRIPT, gated

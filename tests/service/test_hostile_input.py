@@ -20,7 +20,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.forge.gitlab_server import GitLabServer
+from golem.testing.gitlab_server import GitLabServer
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import GitHub, commented, labelled
 from tests.service.test_gitlab_trigger import noted, payload

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from golem.testing.linear_server import LinearServer, Team
 from tests.blueprint.repos import branch_commits, make_remote
-from tests.service.linear_server import LinearServer, Team
 from tests.service.served import Served, launch, serving
 
 pytestmark = pytest.mark.bwrap

@@ -25,8 +25,8 @@ from golem.blueprint import RunBook
 from golem.core import GolemConfig
 from golem.core.model_config import ModelsConfig
 from golem.store import SqlStore
-from tests.agent.wire import TEST_KEY, AnthropicServer, OpenAIServer, WireServer
-from tests.agent.wire.pressure import Dialect, Pressure, anthropic_dialect, openai_dialect
+from golem.testing.models import TEST_KEY, AnthropicServer, OpenAIServer, WireServer
+from tests.agent.pressure import Dialect, Pressure, anthropic_dialect, openai_dialect
 from tests.blueprint.repos import make_remote
 from tests.service.served import Served, launch, serving
 

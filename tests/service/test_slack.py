@@ -27,9 +27,9 @@ import pytest
 import yaml
 
 import golem.blueprint
+from golem.testing.slack_server import BOT_USER, SlackCall, SlackServer
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.service.served import Served, serving
-from tests.service.slack_server import BOT_USER, SlackCall, SlackServer
 
 SIGNING_SECRET = "slack-signing-secret-0123456789abcdef"  # noqa: S105 - a test secret
 OTHER_SECRET = "another-apps-signing-secret"  # noqa: S105 - a test secret

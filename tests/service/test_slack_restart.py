@@ -9,9 +9,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from golem.testing.slack_server import SlackServer
 from tests.blueprint.repos import make_remote
 from tests.service.served import launch
-from tests.service.slack_server import SlackServer
 from tests.service.test_slack import (
     BOT_TOKEN,
     SERVER_ENV,

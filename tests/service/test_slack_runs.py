@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from golem.testing.slack_server import SlackServer
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.service.served import Served, serving
-from tests.service.slack_server import SlackServer
 from tests.service.test_slack import (
     ALICE,
     BOT_TOKEN,

@@ -14,7 +14,7 @@ from golem.agent.models.limiter import Hold, Permit, ProviderLimiter, limit_key
 from golem.agent.models.rate_headers import read_rate_headers
 from golem.core.errors import StoreError
 from golem.store import Store
-from tests.agent.wire.pressure import anthropic_dialect
+from tests.agent.pressure import anthropic_dialect
 from tests.store.conftest import Database, run
 
 KEY = "*limit:anthropic:" + "0" * 32

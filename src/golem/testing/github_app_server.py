@@ -72,6 +72,7 @@ class AppAuthority:
         self.app_id = app_id
         self.private_key = new_key_pem()
         loaded = serialization.load_pem_private_key(self.private_key.encode(), password=None)
+        assert isinstance(loaded, rsa.RSAPrivateKey)  # new_key_pem makes an RSA key
         self.public_key = loaded.public_key()
         self.installations = dict(installations or {})
         self.lifetime = lifetime

@@ -1,6 +1,6 @@
 """A local server that speaks the OpenAI Chat Completions API
 (``POST /v1/chat/completions``), and the Responses API (``POST /v1/responses``) whose
-replies ``tests.agent.wire.openai_responses`` builds.
+replies ``golem.testing.openai_responses`` builds.
 
 Build replies with ``stream_reply`` (``data:`` chunks with ``choices[].delta``, tool calls
 by index, a final usage chunk, ``data: [DONE]``), ``completion_reply`` (a whole JSON
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.agent.wire.server import RecordedRequest, Reply, WireServer, sse
+from golem.testing.wire import RecordedRequest, Reply, WireServer, sse
 
 __all__ = [
     "MODEL",

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+from golem.testing.wire import RecordedRequest, Reply, WireServer
 
 __all__ = ["LinearServer", "Team"]
 
@@ -59,7 +59,7 @@ class LinearServer(WireServer):
         super().__init__()
         self.token = token
         self.authorization = f"Bearer {token}" if oauth else token
-        self.viewer = {"id": _id(), "name": "golem", "active": True}
+        self.viewer: dict[str, Any] = {"id": _id(), "name": "golem", "active": True}
         self.users: dict[str, dict[str, Any]] = {self.viewer["id"]: self.viewer}
         self.teams: dict[str, Team] = {}
         self.issues: dict[str, dict[str, Any]] = {}
@@ -77,7 +77,7 @@ class LinearServer(WireServer):
 
     def add_user(self, name: str, *, active: bool = True) -> str:
         """A member of the workspace; its id."""
-        user = {"id": _id(), "name": name, "active": active}
+        user: dict[str, Any] = {"id": _id(), "name": name, "active": active}
         self.users[user["id"]] = user
         return str(user["id"])
 
@@ -94,7 +94,7 @@ class LinearServer(WireServer):
     def add_issue(self, team: Team, title: str, description: str, *, number: int = 1,
                   comments: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:  # fmt: skip
         """An issue of ``team`` in its Todo state, with ``comments`` ((user id, body))."""
-        issue = {
+        issue: dict[str, Any] = {
             "id": _id(), "identifier": f"{team.key}-{number}", "title": title,
             "description": description, "url": f"https://linear.app/acme/issue/{team.key}-{number}",
             "team": {"id": team.id, "key": team.key, "name": team.key}, "project": None,

@@ -1,18 +1,16 @@
-"""Loopback servers that speak the providers' real wire protocols, for tests that drive
-the official SDKs (model providers, the agent loop, end-to-end runs).
+"""golem's ``[models]`` pointed at the loopback provider servers
+(``anthropic_server.AnthropicServer``, ``openai_server.OpenAIServer``), so a test drives the
+official SDKs, the agent loop or a whole run against them::
 
-``tests/agent/conftest.py`` has fixtures that start them (``anthropic_server``,
-``openai_server``, with their key variables set); ``models_config`` points golem's
-``[models]`` at them::
-
-    async def test_agent_reads_a_file(anthropic_server):
-        anthropic_server.push(stream_reply(ToolUse("read", {"path": "a.py"})))
-        anthropic_server.push(stream_reply(Text("done")))
-        model = make_model(
-            "anthropic/claude-haiku-4-5", models_config(anthropic=anthropic_server)
-        )
+    with AnthropicServer(api_key=TEST_KEY) as anthropic:
+        anthropic.push(stream_reply(ToolUse("read", {"path": "a.py"})))
+        anthropic.push(stream_reply(Text("done")))
+        model = make_model("anthropic/claude-haiku-4-5", models_config(anthropic=anthropic))
         ...
-        assert anthropic_server.requests[1].json["messages"][-1]["role"] == "user"
+        assert anthropic.requests[1].json["messages"][-1]["role"] == "user"
+
+The keys are read from ``ANTHROPIC_KEY_ENV`` and ``OPENAI_KEY_ENV``; golem's own suite sets
+them in fixtures (tests/agent/conftest.py).
 """
 
 from __future__ import annotations
@@ -25,9 +23,9 @@ from golem.core.model_config import (
     OpenAICompatibleConfig,
     OpenAIConfig,
 )
-from tests.agent.wire.anthropic_server import AnthropicServer
-from tests.agent.wire.openai_server import OpenAIServer
-from tests.agent.wire.server import FAST_RETRY, RecordedRequest, Reply, WireServer, sse
+from golem.testing.anthropic_server import AnthropicServer
+from golem.testing.openai_server import OpenAIServer
+from golem.testing.wire import FAST_RETRY, RecordedRequest, Reply, WireServer, sse
 
 __all__ = [
     "ANTHROPIC_KEY_ENV",

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.agent.wire import anthropic_server, openai_server
-from tests.agent.wire.server import RecordedRequest, Reply
+from golem.testing import anthropic_server, openai_server
+from golem.testing.wire import RecordedRequest, Reply
 
 __all__ = ["Dialect", "Pressure", "anthropic_dialect", "openai_dialect"]
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from tests.agent.wire.server import Reply
+from golem.testing.wire import Reply
 
 __all__ = ["Grant", "OAuthAuthority"]
 

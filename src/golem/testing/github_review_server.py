@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tests.agent.wire.server import RecordedRequest, Reply
+from golem.testing.wire import RecordedRequest, Reply
 
 __all__ = ["REVIEW_ROUTES", "ReviewEndpoints"]
 

@@ -26,7 +26,7 @@ Failures are scripted with ``push`` (inherited from ``WireServer``): the next re
 those replies, whatever they ask; build them with ``github_error``, ``rate_limited`` and
 ``secondary_rate_limited``. With ``token`` set, requests without ``Authorization: Bearer
 TOKEN`` (or ``token TOKEN``) get GitHub's 401 before any script. With ``app`` (an
-``AppAuthority``, ``tests/forge/github_app_server.py``), the App's endpoints want its JWT
+``AppAuthority``, ``src/golem/testing/github_app_server.py``), the App's endpoints want its JWT
 and every other request one of its installation tokens that has not expired.
 """
 
@@ -39,10 +39,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
-from tests.agent.wire.server import RecordedRequest, Reply, WireServer
-from tests.forge.github_app_server import APP_ROUTES, AppAuthority
-from tests.forge.github_ci_server import CI_ROUTES, CIEndpoints
-from tests.forge.github_review_server import REVIEW_ROUTES, ReviewEndpoints
+from golem.testing.github_app_server import APP_ROUTES, AppAuthority
+from golem.testing.github_ci_server import CI_ROUTES, CIEndpoints
+from golem.testing.github_review_server import REVIEW_ROUTES, ReviewEndpoints
+from golem.testing.wire import RecordedRequest, Reply, WireServer
 
 __all__ = [
     "GitHubServer",
@@ -113,8 +113,8 @@ def secondary_rate_limited(retry_after: int = 0, status: int = 403) -> Reply:
 class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
     """GitHub's REST API on 127.0.0.1 and a free port, with issues, pull requests,
     labels and comments kept per repository (``owner/name``), and CI per commit
-    (``tests/forge/github_ci_server.py``) and reviews per pull request
-    (``tests/forge/github_review_server.py``)."""
+    (``src/golem/testing/github_ci_server.py``) and reviews per pull request
+    (``src/golem/testing/github_review_server.py``)."""
 
     def __init__(
         self, token: str | None = None, *, drafts: bool = True, app: AppAuthority | None = None

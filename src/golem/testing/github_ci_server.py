@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+from golem.testing.wire import RecordedRequest, Reply, WireServer
 
 __all__ = ["CI_ROUTES", "CIEndpoints", "LogHost", "commit_file"]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.agent.wire.server import RecordedRequest, Reply, WireServer
+from golem.testing.wire import RecordedRequest, Reply, WireServer
 
 __all__ = ["BOT_ID", "BOT_USER", "SlackCall", "SlackServer"]
 

@@ -1,4 +1,4 @@
-"""One project of the loopback GitLab (tests/forge/gitlab_server.py): its issues, merge
+"""One project of the loopback GitLab (src/golem/testing/gitlab_server.py): its issues, merge
 requests, notes and discussions, approvals, members, pipelines, jobs and commit statuses,
 and the endpoints that read and change them (called with the server's lock held)."""
 
@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from tests.agent.wire.server import RecordedRequest, Reply
+from golem.testing.wire import RecordedRequest, Reply
 
 __all__ = ["Project"]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.agent.wire.server import RecordedRequest, Reply, WireServer, sse
+from golem.testing.wire import RecordedRequest, Reply, WireServer, sse
 
 __all__ = [
     "MODEL",

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.agent.wire.server import Reply, sse
+from golem.testing.wire import Reply, sse
 
 __all__ = ["MODEL", "FunctionCall", "OutputText", "ResponsesUsage", "responses_stream_reply"]
 

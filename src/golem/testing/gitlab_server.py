@@ -24,7 +24,7 @@ same id every time), whose jobs also show as commit statuses (as on GitLab), wit
 external statuses of ``add_status``. Failures are scripted with ``push`` (from
 ``WireServer``); build them with ``gitlab_error``. With ``token`` set, requests without
 ``PRIVATE-TOKEN: TOKEN`` (or ``Authorization: Bearer TOKEN``) get GitLab's 401 first. With
-``oauth`` (an ``OAuthAuthority``, ``tests/forge/gitlab_oauth_server.py``), ``POST
+``oauth`` (an ``OAuthAuthority``, ``src/golem/testing/gitlab_oauth_server.py``), ``POST
 /oauth/token`` refreshes its grants and every API request wants one of its access tokens
 that still works.
 """
@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from tests.agent.wire.server import RecordedRequest, Reply, WireServer
-from tests.forge.gitlab_oauth_server import OAuthAuthority, expired_token_reply
-from tests.forge.gitlab_state import Project
+from golem.testing.gitlab_oauth_server import OAuthAuthority, expired_token_reply
+from golem.testing.gitlab_state import Project
+from golem.testing.wire import RecordedRequest, Reply, WireServer
 
 __all__ = ["CIScript", "GitLabServer", "RecordedRequest", "Reply", "gitlab_error"]
 
@@ -166,9 +166,11 @@ class GitLabServer(WireServer):
             return expired_token_reply()
         if self.token is None:
             return None
-        given = request.headers.get("private-token")
-        bearer = request.headers.get("authorization")
-        if given == self.token or bearer == f"Bearer {self.token}":
+        given, authorization = (
+            request.headers.get("private-token"),
+            request.headers.get("authorization"),
+        )
+        if given == self.token or authorization == f"Bearer {self.token}":
             return None
         return gitlab_error(401, "401 Unauthorized")
 
