@@ -136,10 +136,10 @@ def test_prune_removes_what_a_process_that_died_while_taking_a_snapshot_left(
 
 
 def test_a_snapshot_is_refused_where_the_box_state_is_not_all_its_own(tmp_path: Path) -> None:
-    with pytest.raises(SnapshotUnsupported, match="process and docker backends"):
-        check_snapshottable("gvisor", BoxSpec())
-    with pytest.raises(SnapshotUnsupported, match="process and docker backends"):
-        check_snapshottable("microvm", BoxSpec())
+    with pytest.raises(SnapshotUnsupported, match="process, docker, gvisor and microvm"):
+        check_snapshottable("a-backend-of-tomorrow", BoxSpec())
+    with pytest.raises(SnapshotUnsupported, match="engine's images and containers"):
+        check_snapshottable("microvm", BoxSpec(containers=True))
     with pytest.raises(SnapshotUnsupported, match="host directory"):
         check_snapshottable("process", BoxSpec(workspace=tmp_path))
     with pytest.raises(SnapshotUnsupported, match="writable root"):

@@ -218,8 +218,8 @@ class BoxSpec(BaseModel):
         pattern=SNAPSHOT_REF,
         description="Start the box from this snapshot of its tenant's (a name, or "
         "'sha256:<digest>'; see `golem snapshots ls`): its /workspace, /tmp and /dev/shm as "
-        "they were when it was taken, in a copy of the box's own. Process and docker "
-        "backends.",
+        "they were when it was taken, in a copy of the box's own. Every backend; not "
+        "with containers.",
     )
     containers: bool = Field(
         False,

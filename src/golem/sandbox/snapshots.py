@@ -63,10 +63,10 @@ __all__ = [
 
 TENANT_LABEL = "golem.tenant"
 DEFAULT_TENANT = "default"
-SNAPSHOT_BACKENDS = ("process", "docker")
-"""Backends whose boxes keep every write in the tmpfs trees their supervisor archives (the
-docker backend on Podman too). gVisor's will be a runsc checkpoint and the microVM's a disk
-(and memory) snapshot: they refuse until then."""
+SNAPSHOT_BACKENDS = ("process", "docker", "gvisor", "microvm")
+"""Backends whose boxes keep every write in the trees their supervisor archives (the
+docker backend on Podman too): the root is read-only, /workspace, /tmp and /dev/shm their
+own. Memory is not kept on any (a runsc checkpoint or a QEMU memory snapshot would)."""
 ROOTS = tuple(path.lstrip("/") for path in WIPED_PATHS)
 STALE_SECONDS = 86400.0
 """Age past which a half-written archive or name is a dead process's (no snapshot takes a
@@ -86,8 +86,14 @@ def check_snapshottable(backend: str, spec: BoxSpec) -> None:
     if backend not in SNAPSHOT_BACKENDS:
         raise SnapshotUnsupported(
             f"the {backend} backend has no snapshots yet; boxes of the "
-            f"{' and '.join(SNAPSHOT_BACKENDS)} backends have (choose one with "
-            "--backend or the box's tier)"
+            f"{', '.join(SNAPSHOT_BACKENDS[:-1])} and {SNAPSHOT_BACKENDS[-1]} backends have "
+            "(choose one with --backend or the box's tier)"
+        )
+    if spec.containers:
+        raise SnapshotUnsupported(
+            "a box with containers has no snapshot: its engine's images and containers are "
+            "on a disk of their own, not in /workspace, /tmp or /dev/shm; snapshot a box "
+            "without containers"
         )
     if spec.workspace is not None:
         raise SnapshotUnsupported(
