@@ -1,0 +1,131 @@
+"""Best-of-N runs end to end: several attempts of the minion's implement node, each in a box
+of its own and verified by the calculator's checks, driven by a model on loopback whose
+attempts differ; on the process backend and on docker."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from golem.blueprint import Runner, RunRequest, RunState
+from golem.core import GolemConfig
+from golem.core.errors import InvalidRequest
+from golem.forge import LocalForge, PullRequest
+from golem.sandbox import Engine
+from golem.store import SqlStore, Store
+from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
+from tests.agent.wire.anthropic_server import AnthropicUsage
+from tests.blueprint.attempt_scripts import RIGHT, RIGHT_LARGER, WRONG, AttemptScripts
+from tests.blueprint.repos import branch_commits, make_remote
+from tests.conftest import BOTH_BACKENDS
+
+MODEL = "anthropic/attempts-test"
+TASK = "Fix the failing tests of the calculator"
+DOLLAR = AnthropicUsage(input_tokens=1_000_000, output_tokens=0)
+"""A reply's usage that costs one dollar at the test model's price."""
+
+
+@pytest.fixture(params=BOTH_BACKENDS[:2])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[AnthropicServer]:
+    monkeypatch.setenv(ANTHROPIC_KEY_ENV, TEST_KEY)
+    with AnthropicServer(api_key=TEST_KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def attempts_config(config: GolemConfig, server: AnthropicServer) -> GolemConfig:
+    models = models_config(anthropic=server).model_dump()
+    models["prices"] = {MODEL: {"input": 1.0, "output": 0.0}}
+    engine = config.engine.model_copy(update={"attempt_boxes": 3})
+    return GolemConfig.model_validate(
+        {**config.model_dump(), "models": models, "engine": engine.model_dump()}
+    )
+
+
+@pytest.fixture
+async def store(attempts_config: GolemConfig) -> AsyncIterator[Store]:
+    store = await SqlStore.open(attempts_config)
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def runner(attempts_config: GolemConfig, engine: Engine, store: Store) -> Runner:
+    return Runner(attempts_config, engine=engine, store=store)
+
+
+@pytest.fixture
+def remote(reachable_dir: Path) -> Path:
+    return make_remote(reachable_dir)
+
+
+def request(remote: Path, **fields: object) -> RunRequest:
+    return RunRequest.model_validate(
+        {"repo": str(remote), "task": TASK, "model": MODEL, "attempts": 3, **fields}
+    )
+
+
+async def pull_requests(store: Store) -> list[PullRequest]:
+    return await LocalForge(store).pull_requests()
+
+
+async def boxes_of(engine: Engine, state: RunState) -> list[str]:
+    return [b.id for b in await engine.boxes() if b.labels.get("golem.run") == state.id]
+
+
+async def test_the_verified_attempt_with_the_smallest_diff_ships_and_the_pr_lists_all_three(
+    runner: Runner, server: AnthropicServer, remote: Path, store: Store, engine: Engine
+) -> None:
+    server.otherwise(AttemptScripts(WRONG, RIGHT_LARGER, RIGHT))
+    state = await runner.start(request(remote))
+    assert state.status == "succeeded", state.error
+    by_status = {a.status: a for a in state.attempts}
+    assert sorted(a.status for a in state.attempts) == ["lost", "lost", "won"]
+    won = by_status["won"]
+    assert (won.diff_lines, won.passing, won.rounds) == (2, 1, 0)
+    lost = sorted(state.attempts, key=lambda a: a.diff_lines or 0)
+    assert [a.diff_lines for a in lost] == [2, 2, 14]  # wrong (2 lines), right, right larger
+    verdicts = " | ".join(a.verdict for a in state.attempts)
+    assert "not verified" in verdicts and "a larger diff (14 lines)" in verdicts
+    assert [step.node for step in state.steps][4:8] == ["baseline", "implement", "verify", "ship"]
+    [pr] = await pull_requests(store)
+    assert "+    return a + b" in pr.diff
+    assert "NOTES.md" not in pr.diff and "return a * b" not in pr.diff
+    for attempt in state.attempts:
+        assert f"| {attempt.number} | {attempt.status} |" in pr.body
+    assert "a larger diff (14 lines)" in pr.body
+    assert len(branch_commits(remote, state.branch)) == 1
+    assert len(state.trajectories) >= 3  # every attempt's own
+    assert server.otherwise is not None
+    assert await boxes_of(engine, state) == []
+
+
+async def test_the_budget_spent_mid_way_stops_every_attempt_and_the_run_escalates_saying_so(
+    runner: Runner, server: AnthropicServer, remote: Path, store: Store, engine: Engine
+) -> None:
+    scripts = AttemptScripts(RIGHT_LARGER, RIGHT_LARGER, RIGHT_LARGER, usage=DOLLAR)
+    server.otherwise(scripts)
+    state = await runner.start(request(remote, budget_usd=1.5))
+    assert state.status in ("escalated", "failed"), state.status
+    assert {a.status for a in state.attempts} == {"stopped"}
+    assert all("budget" in a.verdict for a in state.attempts)
+    assert state.unverified is not None and "budget" in state.unverified
+    assert len(server.requests) < 9  # three attempts of three turns each never all ran
+    assert 1.5 <= state.cost_usd <= len(server.requests)
+    assert await pull_requests(store) == [] or "budget" in (await pull_requests(store))[0].body
+    assert await boxes_of(engine, state) == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_more_attempts_than_the_configured_maximum_are_refused_before_the_run_is_kept(
+    runner: Runner, remote: Path, store: Store
+) -> None:
+    with pytest.raises(InvalidRequest, match=r"at most 4 \(\[engine\] max_attempts\)"):
+        await runner.submit(request(remote, attempts=5))
