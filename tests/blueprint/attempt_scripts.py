@@ -58,9 +58,7 @@ class AttemptScripts:
 
     def _reply(self, script: str, turn: int, call: Turn) -> Reply:
         name, arguments = call
-        return stream_reply(
-            ToolUse(name, arguments, id=f"toolu_{script}_{turn}"), usage=self.usage
-        )
+        return stream_reply(ToolUse(name, arguments, id=f"toolu_{script}_{turn}"), usage=self.usage)
 
 
 def _last_call_id(messages: list[dict[str, Any]]) -> str | None:

@@ -17,7 +17,14 @@ from golem.blueprint.model import (
 from golem.blueprint.state import AttemptRecord, CIRound
 from golem.checks import CheckResult
 
-__all__ = ["attempt_line", "check_outcome", "ci_round_cells", "describe_node", "draw", "failing_tests"]
+__all__ = [
+    "attempt_line",
+    "check_outcome",
+    "ci_round_cells",
+    "describe_node",
+    "draw",
+    "failing_tests",
+]
 
 
 def describe_node(node: Node) -> str:

@@ -218,8 +218,10 @@ def _attempts(attempts: list[AttemptRecord]) -> list[str]:
     for attempt in attempts:
         diff = "" if attempt.diff_lines is None else str(attempt.diff_lines)
         passed = f"{attempt.passing} of {len(attempt.checks)}"
-        why = markdown.code(attempt.verdict, table=True) if attempt.status == "failed" else (
-            attempt.verdict.replace("|", "\\|")
+        why = (
+            markdown.code(attempt.verdict, table=True)
+            if attempt.status == "failed"
+            else (attempt.verdict.replace("|", "\\|"))
         )
         lines.append(
             f"| {attempt.number} | {attempt.status} | {passed} | {diff} | "
