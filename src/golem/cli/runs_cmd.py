@@ -91,7 +91,6 @@ def show_command(
     """One run: its state, steps and report."""
     from rich.console import Console
 
-    from golem.blueprint.show import attempt_line
     from golem.cli.run_progress import print_report
     from golem.cli.stores import using_store
     from golem.core.config import load_config
@@ -113,8 +112,6 @@ def show_command(
             f"{cost:>8}  {printable(step.detail)}",
             highlight=False,
         )
-    for attempt in state.attempts:
-        console.print(f"  attempt {printable(attempt_line(attempt))}", highlight=False)
     if state.current and not state.finished:
         console.print(f"  next: {state.current}")
     if state.pause is not None and not state.finished:

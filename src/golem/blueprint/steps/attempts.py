@@ -24,9 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from golem.agent import Budget
-from golem.agent.events import AgentEvent, ModelAnswered
-from golem.agent.messages import Usage
+from golem.agent import AgentEvent, Budget, ModelAnswered, Usage
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import END, AgentNode, Blueprint, LoopNode
 from golem.blueprint.state import AttemptRecord, RunRequest
