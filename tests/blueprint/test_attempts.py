@@ -26,6 +26,14 @@ from tests.conftest import BOTH_BACKENDS
 
 MODEL = "anthropic/attempts-test"
 TASK = "Fix the failing tests of the calculator"
+MINION = Path(__file__).parents[2] / "src/golem/blueprint/builtin/minion.yaml"
+NO_LOOP = """\
+name: no-loop
+nodes:
+  - {id: prepare, kind: host, action: prepare, next: implement}
+  - {id: implement, kind: agent, prompt: "{{ task }}", attempts: 2, next: ship}
+  - {id: ship, kind: host, action: ship}
+"""
 DOLLAR = AnthropicUsage(input_tokens=1_000_000, output_tokens=0)
 """A reply's usage that costs one dollar at the test model's price."""
 
@@ -111,12 +119,32 @@ async def test_the_verified_attempt_with_the_smallest_diff_ships_and_the_pr_list
     assert await boxes_of(engine, state) == []
 
 
+def minion_with(tmp_path: Path, implement: str) -> str:
+    """The minion blueprint with ``implement`` (YAML lines) added to its implement node."""
+    source = MINION.read_text().replace(
+        "  - id: implement\n    kind: agent\n",
+        f"  - id: implement\n    kind: agent\n{implement}",
+        1,
+    )
+    assert implement in source
+    path = tmp_path / "attempts.yaml"
+    path.write_text(source)
+    return str(path)
+
+
 async def test_the_budget_spent_mid_way_stops_every_attempt_and_the_run_escalates_saying_so(
-    runner: Runner, server: AnthropicServer, remote: Path, store: Store, engine: Engine
+    runner: Runner,
+    server: AnthropicServer,
+    remote: Path,
+    store: Store,
+    engine: Engine,
+    tmp_path: Path,
 ) -> None:
     scripts = AttemptScripts(RIGHT_LARGER, RIGHT_LARGER, RIGHT_LARGER, usage=DOLLAR)
     server.otherwise(scripts)
-    state = await runner.start(request(remote, budget_usd=1.5))
+    blueprint = minion_with(tmp_path, "    attempts: 3\n")  # the node's own, no request's
+    state = await runner.start(request(remote, budget_usd=1.5, attempts=None, blueprint=blueprint))
+    assert len(state.attempts) == 3
     assert state.status == "escalated", state.error
     assert [(s.node, s.outcome) for s in state.steps][-3:] == [
         ("implement", "failure"), ("verify", "failure"), ("escalate", "success"),
@@ -133,10 +161,26 @@ async def test_the_budget_spent_mid_way_stops_every_attempt_and_the_run_escalate
 
 @pytest.mark.parametrize("backend", ["process"])
 async def test_more_attempts_than_the_configured_maximum_are_refused_before_the_run_is_kept(
-    runner: Runner, remote: Path, store: Store
+    runner: Runner, remote: Path, store: Store, tmp_path: Path
 ) -> None:
     with pytest.raises(InvalidRequest, match=r"at most 4 \(\[engine\] max_attempts\)"):
         await runner.submit(request(remote, attempts=5))
+    blueprint = minion_with(tmp_path, "    attempts: 5\n")
+    with pytest.raises(InvalidRequest, match=r"5 attempts asked for node 'implement'"):
+        await runner.submit(request(remote, attempts=None, blueprint=blueprint))
+    assert await store.list_runs() == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_attempts_of_an_agent_node_with_no_loop_after_it_are_refused(
+    runner: Runner, remote: Path, store: Store, tmp_path: Path
+) -> None:
+    blueprint = tmp_path / "no-loop.yaml"
+    blueprint.write_text(NO_LOOP)
+    with pytest.raises(InvalidRequest, match="leads to no loop node to verify them"):
+        await runner.submit(request(remote, attempts=None, blueprint=str(blueprint)))
+    one = await runner.submit(request(remote, attempts=1, blueprint=str(blueprint)))
+    assert one.request.attempts == 1  # one attempt needs no loop: the request's number wins
 
 
 @pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])

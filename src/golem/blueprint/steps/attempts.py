@@ -176,9 +176,17 @@ class _Pool:
             return
         spent = self.ex.state.cost_usd + sum(attempt.in_step for attempt in self.attempts)
         if spent >= usd:
-            self.stopped = f"the run's budget (${usd:.2f}) is spent (${spent:.2f})"
-            self.ex.note(f"attempts stopped: {self.stopped}")
-            for task in self.tasks:
+            self.stop(f"the run's budget (${usd:.2f}) is spent (${spent:.2f})")
+
+    def stop(self, reason: str, *, but_this: bool = False) -> None:
+        """Stop every attempt still working (or waiting for a slot), for ``reason``;
+        ``but_this``: not the one calling (it is ending already, and cleans up)."""
+        if self.stopped is not None:
+            return
+        self.stopped = reason
+        self.ex.note(f"attempts stopped: {reason}")
+        for task in self.tasks:
+            if not (but_this and task is asyncio.current_task()):
                 task.cancel()
 
 
@@ -226,8 +234,11 @@ async def _attempt(
     try:
         async with slots:
             await _work(attempt, node, loop)
-    except (BudgetSpent, asyncio.CancelledError):
-        record.status, record.verdict = "stopped", f"stopped: {attempt.pool.stopped or 'spent'}"
+    except (BudgetSpent, ProviderDown, asyncio.CancelledError) as stopped:
+        if isinstance(stopped, BudgetSpent | ProviderDown):  # the others cannot go on either
+            attempt.pool.stop(_stop_reason(stopped), but_this=True)
+        why = attempt.pool.stopped or "the run was stopped"
+        record.status, record.verdict = "stopped", f"stopped: {why}"
         attempt.parent.state.cost_usd += attempt.in_step  # its unfinished step's spending
         raise
     except GolemError as error:
@@ -237,6 +248,12 @@ async def _attempt(
         if record.status != "verified" or attempt.pool.stopped is not None:
             await _quietly(attempt.close())  # it cannot win: its box goes at once
         attempt.note(f"attempt {number}: {record.status} {record.verdict}".rstrip())
+
+
+def _stop_reason(stopped: BudgetSpent | ProviderDown) -> str:
+    if isinstance(stopped, ProviderDown):
+        return f"the model provider is down ({stopped.reason}): the run pauses"
+    return stopped.reason
 
 
 async def _work(attempt: Attempt, node: AgentNode, loop: LoopNode) -> None:
