@@ -19,7 +19,7 @@ from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.agent.wire import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
-from tests.agent.wire.anthropic_server import AnthropicUsage
+from tests.agent.wire.anthropic_server import AnthropicUsage, error_reply
 from tests.blueprint.attempt_scripts import RIGHT, RIGHT_LARGER, WRONG, AttemptScripts
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.conftest import BOTH_BACKENDS
@@ -219,3 +219,24 @@ async def test_a_run_stopped_mid_attempts_resumes_them_and_opens_one_pull_reques
     assert "+    return a + b" in pr.diff
     assert len(branch_commits(remote, state.branch)) == 1
     assert await boxes_of(engine, state) == []
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+async def test_a_provider_down_in_an_attempt_pauses_the_run_at_its_agent_node_with_no_box_held(
+    attempts_config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    server: AnthropicServer,
+    remote: Path,
+) -> None:
+    attempts_config.models.unavailable_after = 1
+    server.otherwise(error_reply(529, "overloaded_error", "Overloaded", {"retry-after": "3600"}))
+    runner = Runner(attempts_config, engine=engine, store=store)
+    state = await runner.start(request(remote))
+    assert (state.status, state.current) == ("waiting", "implement")
+    assert state.pause is not None
+    assert "overloaded" in state.pause.reason.lower()
+    assert {a.status for a in state.attempts} == {"stopped"}
+    assert all("model provider is down" in a.verdict for a in state.attempts)
+    assert await boxes_of(engine, state) == []
+    assert await pull_requests(store) == []

@@ -63,11 +63,8 @@ def check_attempts(blueprint: Blueprint, request: RunRequest, config: GolemConfi
     loop node to verify them."""
     for node in blueprint.nodes:
         if isinstance(node, AgentNode) and _attempts(node, request, config) > 1:
-            following = (
-                blueprint.node(node.successor("success") or "end")
-                if (node.successor("success") not in (None, END))
-                else None
-            )
+            target = node.successor("success")
+            following = blueprint.node(target) if target is not None and target != END else None
             if not isinstance(following, LoopNode):
                 raise InvalidRequest(
                     f"agent node {node.id!r} would make several attempts but leads to no "
