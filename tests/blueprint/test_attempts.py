@@ -240,3 +240,32 @@ async def test_a_provider_down_in_an_attempt_pauses_the_run_at_its_agent_node_wi
     assert all("model provider is down" in a.verdict for a in state.attempts)
     assert await boxes_of(engine, state) == []
     assert await pull_requests(store) == []
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+async def test_the_budget_spent_after_one_attempt_verified_ships_it_and_stops_the_rest(
+    attempts_config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    server: AnthropicServer,
+    remote: Path,
+) -> None:
+    one_at_a_time = attempts_config.model_copy(
+        update={"engine": attempts_config.engine.model_copy(update={"attempt_boxes": 1})}
+    )
+    server.otherwise(AttemptScripts(RIGHT, RIGHT_LARGER, RIGHT_LARGER, usage=DOLLAR))
+    runner = Runner(one_at_a_time, engine=engine, store=store)
+    state = await runner.start(request(remote, budget_usd=3.5))
+    assert state.status == "succeeded", state.error
+    # The second's own budget (what the run had left: $1.50) ended its agent after one
+    # turn, its edit made: verified, it lost to the first on the tie. The third's first
+    # turn spent the run's last dollar: it stopped.
+    assert [a.status for a in state.attempts] == ["won", "lost", "stopped"]
+    assert "the same checks and diff size as attempt 1" in state.attempts[1].verdict
+    assert "budget ($3.50) is spent ($4.00)" in state.attempts[2].verdict
+    assert len(server.requests) == 4
+    assert state.cost_usd == pytest.approx(4.0)
+    [pr] = await pull_requests(store)
+    assert "NOTES.md" not in pr.diff
+    assert "| 3 | stopped |" in pr.body
+    assert await boxes_of(engine, state) == []
