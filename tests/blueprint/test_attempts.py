@@ -212,7 +212,8 @@ async def test_a_run_stopped_mid_attempts_resumes_them_and_opens_one_pull_reques
     assert left is not None
     assert (left.status, left.current) == ("running", "implement")
 
-    server.otherwise(AttemptScripts(WRONG, RIGHT_LARGER, RIGHT))
+    # A request the stopped run sent may still take a script: one to spare for each.
+    server.otherwise(AttemptScripts(WRONG, RIGHT_LARGER, RIGHT, RIGHT, RIGHT, RIGHT))
     second = Runner(attempts_config, engine=engine, store=store)
     state = await second.run(submitted.id, resumed=True)
     assert state.status == "succeeded", state.error
