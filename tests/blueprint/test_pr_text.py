@@ -4,12 +4,14 @@ verified" section, and the failing tests of an escalation."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
+from golem.blueprint.state import AttemptRecord
 from golem.blueprint.steps.pr_text import body, title
 from golem.checks import CheckResult, TestProgress
 from golem.forge import Issue
@@ -84,6 +86,19 @@ def test_a_verified_pull_request_has_no_not_verified_section() -> None:
     assert "## Not verified" not in text
     assert "## Preparing the box failed" not in text
     assert "## What still fails" not in text
+
+
+def test_a_failed_attempts_words_stay_in_their_table_cell_as_code() -> None:
+    said = "exit 1 | injected | cells\n## Heading @channel <b>x</b>"
+    attempts = [
+        AttemptRecord(number=1, status="won", diff_lines=2, verdict="verified: 1 of 1"),
+        AttemptRecord(number=2, status="failed", verdict=f"failed: {said}"),
+    ]
+    text = body(_state().model_copy(update={"attempts": attempts}), escalate=False)
+    [row] = [line for line in text.splitlines() if line.startswith("| 2 |")]
+    assert len(re.split(r"(?<!\\)\|", row)) == 8  # six cells: a pipe it wrote is escaped
+    assert "`failed: exit 1 \\| injected \\| cells ## Heading @channel <b>x</b>`" in row
+    assert "\n## Heading" not in text
 
 
 def _state() -> RunState:

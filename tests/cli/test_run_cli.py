@@ -144,6 +144,8 @@ def test_resuming_a_run_whose_runner_lives_is_refused(
         (["run", "--repo", "x", "--task", "t", "--issue", "i"], b"exactly one of"),
         (["run", "--repo", "x", "--task", "t", "--forge", "gitea"], b"--forge"),
         (["run", "--repo", "x", "--task", "t", "--blueprint", "nope"], b"no blueprint 'nope'"),
+        (["run", "--repo", "x", "--task", "t", "--attempts", "9"], b"at most 4 ([engine] max"),
+        (["run", "--repo", "x", "--task", "t", "--attempts", "0"], b"--attempts: Input should"),
         (["runs", "show", "run-nope"], b"no run 'run-nope'"),
         (["runs", "approve", "run-nope"], b"no run 'run-nope'"),
         (["prs", "show", "9"], b"no pull request #9"),

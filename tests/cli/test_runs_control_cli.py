@@ -9,7 +9,7 @@ from pathlib import Path
 
 from golem.blueprint import RunBook, RunRequest, RunState
 from golem.blueprint.events import RunEvent
-from golem.blueprint.state import GateState
+from golem.blueprint.state import AttemptRecord, GateState
 from golem.store import SqlStore
 from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
 
@@ -92,3 +92,21 @@ def test_a_run_that_is_not_there_is_a_clear_error(
     missing = golem(golem_env, "runs", "approve", "run-nope")
     assert missing.returncode == 2
     assert b"no run 'run-nope'" in missing.stderr
+
+
+def test_runs_show_lists_a_runs_attempts_with_their_verdicts_as_text(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    attempts = [
+        AttemptRecord(number=1, status="won", diff_lines=2, cost_usd=0.25,
+                      verdict="verified: 0 of 0 checks passed, 2 lines changed"),
+        AttemptRecord(number=2, status="failed", cost_usd=0.5,
+                      verdict="failed: [red]box said\nso[/red]"),
+    ]  # fmt: skip
+    keep(golem_env, new_run("run-attempts", status="succeeded", attempts=attempts))
+    shown = golem(golem_env, "runs", "show", "run-attempts")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.decode().splitlines()
+    assert any(line.startswith("attempt 1: won") and "2 lines" in line for line in lines)
+    [failed] = [line for line in lines if line.startswith("attempt 2: failed")]
+    assert failed.endswith("$0.5000  failed: [red]box said so[/red]")  # markup shown as text

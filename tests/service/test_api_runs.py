@@ -147,6 +147,11 @@ def test_bad_runs_are_refused_with_what_to_change(trusted: httpx.Client, remote:
     no_blueprint = submit(trusted, remote, blueprint="/nope.yaml")
     assert no_blueprint.status_code == 422
     assert "no blueprint" in no_blueprint.json()["detail"]
+    run = {"repo": str(remote), "task": TASK, "model": FIX}
+    too_many = trusted.post("/v1/runs", json={**run, "attempts": 5})
+    assert too_many.status_code == 422
+    assert "at most 4 ([engine] max_attempts)" in too_many.json()["detail"]
+    assert trusted.post("/v1/runs", json={**run, "attempts": 0}).status_code == 422
     unknown = trusted.post("/v1/runs", json={"repo": "x", "task": "t", "sudo": True})
     assert unknown.status_code == 422
     assert "sudo" in unknown.json()["detail"]

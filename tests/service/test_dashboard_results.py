@@ -12,7 +12,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from golem.blueprint import RunBook, RunRequest, RunState
-from golem.blueprint.state import CIRound, NodeRecord
+from golem.blueprint.state import AttemptRecord, CIRound, NodeRecord
+from golem.checks import CheckResult
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.test_runs_control_cli import new_run
@@ -104,3 +105,30 @@ def test_the_run_page_of_a_follow_up_links_the_run_that_opened_its_pull_request(
     expect(link).to_have_text("run-parent on octo/calc#7")
     link.get_by_role("link", name="run-parent").click()
     expect(page).to_have_url(f"{served.url}/#/runs/run-parent")
+
+
+def test_the_run_page_shows_a_runs_attempts_side_by_side(
+    served: Served,
+    page: Page,  # noqa: F811
+) -> None:
+    tenant = fresh_tenant("viewer")
+    key = served.key(tenant)
+    test = CheckResult(name="test", command="pytest", exit_code=0, passed=True, duration=1.0)
+    failing = test.model_copy(update={"exit_code": 1, "passed": False})
+    attempts = [
+        AttemptRecord(number=1, status="lost", checks=[failing], diff_lines=2, cost_usd=0.0123,
+                      verdict="not verified, attempt 2 was"),
+        AttemptRecord(number=2, status="won", checks=[test], diff_lines=2, cost_usd=0.0456,
+                      verdict="verified: 1 of 1 checks passed, 2 lines changed"),
+        AttemptRecord(number=3, status="lost", checks=[test], diff_lines=14, cost_usd=0.0789,
+                      verdict="<b>a larger diff (14 lines) than attempt 2 (2)</b>"),
+    ]  # fmt: skip
+    keep(served, tenant, new_run("run-attempts", status="succeeded", attempts=attempts))
+    sign_in(page, served, key)
+    page.goto(f"{served.url}/#/runs/run-attempts")
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded")
+    rows = [page.get_by_test_id(f"attempt-{n}") for n in (1, 2, 3)]
+    expect(rows[0]).to_contain_text("lost0 of 12$0.0123not verified, attempt 2 was")
+    expect(rows[1]).to_contain_text("won1 of 12$0.0456verified")
+    expect(rows[2]).to_contain_text("<b>a larger diff (14 lines) than attempt 2 (2)</b>")
+    expect(page.get_by_test_id("attempts").locator("b")).to_have_count(0)  # text, not markup

@@ -351,6 +351,21 @@ class Execution:
             box, self._box = self._box, None
             await self.engine.remove_session(box.id)
 
+    async def adopt(self, other: Execution) -> None:
+        """Make ``other``'s box and checkout the run's (a best-of-N attempt that won); the
+        run's own box is removed."""
+        if self._box is not None:
+            box, self._box = self._box, None
+            await self.engine.remove_session(box.id)
+        self._box, other._box = other._box, None
+        self._layout, self.services_up = other._layout, other.services_up
+        self.state.workspace = other.state.workspace
+
+    @property
+    def event_sink(self) -> EventSink[RunEvent] | None:
+        """Who is shown the run's events as they come (besides the store)."""
+        return self._on_event
+
     # Models and budgets -------------------------------------------------------------------
 
     def model(self, name: str | None) -> Model:

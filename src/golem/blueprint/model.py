@@ -18,6 +18,7 @@ from golem.core.spec import BoxSpec
 
 __all__ = [
     "END",
+    "MAX_ATTEMPTS",
     "OUTCOMES",
     "AgentNode",
     "AgentSettings",
@@ -37,6 +38,8 @@ Outcome = Literal["success", "failure", "approved", "rejected"]
 OUTCOMES: tuple[str, ...] = ("success", "failure", "approved", "rejected")
 HostAction = Literal["prepare", "hydrate", "install", "ship", "escalate"]
 CHECKS = ("setup", "lint", "build", "test")
+MAX_ATTEMPTS = 16
+"""Attempts a blueprint or a request may name at most (a configuration bounds them lower)."""
 
 
 class _Node(BaseModel):
@@ -122,9 +125,21 @@ class AgentSettings(BaseModel):
 
 
 class AgentNode(_Node, AgentSettings):
-    """An agent loop in the run's box. Succeeds when the agent finishes."""
+    """An agent loop in the run's box. Succeeds when the agent finishes.
+
+    With ``attempts`` above 1 (or a run's request asking for them) the node makes that many
+    attempts, each in a box of its own: the agent, then the loop node it leads to (its
+    verification and fix rounds); the verified attempt with the most passing checks, then
+    the smallest diff, wins (golem.blueprint.steps.attempts)."""
 
     kind: Literal["agent"] = "agent"
+    attempts: int = Field(
+        1,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        description="Attempts at once (best-of-N), each verified by the loop node this one "
+        "leads to; a run's request overrides it, within [engine] max_attempts.",
+    )
 
 
 class GateNode(_Node):

@@ -51,7 +51,8 @@ from golem.blueprint.model import (
 )
 from golem.blueprint.pausing import pause_of, unpaused
 from golem.blueprint.state import NodeRecord, RunRequest, RunState
-from golem.blueprint.steps.agent import check_toolshed, run_agent_node
+from golem.blueprint.steps.agent import check_toolshed
+from golem.blueprint.steps.attempts import check_attempts, run_agent_or_attempts
 from golem.blueprint.steps.baseline import run_baseline
 from golem.blueprint.steps.checks import run_box_node
 from golem.blueprint.steps.ci import run_ci
@@ -141,6 +142,7 @@ class Runner:
         source, origin = blueprint_text(request.blueprint)
         blueprint = parse_blueprint(source, origin)
         check_toolshed(blueprint, self.config)
+        check_attempts(blueprint, request, self.config)
         state = RunState(
             id=new_id("run"),
             request=request,
@@ -398,7 +400,7 @@ class Runner:
             run_box = run_baseline if node.baseline is not None else run_box_node
             return await run_box(ex, node)
         if isinstance(node, AgentNode):
-            return await run_agent_node(ex, node)
+            return await run_agent_or_attempts(ex, node)
         if isinstance(node, GateNode):
             decision = await run_gate(ex, node)
             return decision, decision

@@ -14,10 +14,17 @@ from golem.blueprint.model import (
     LoopNode,
     Node,
 )
-from golem.blueprint.state import CIRound
+from golem.blueprint.state import AttemptRecord, CIRound
 from golem.checks import CheckResult
 
-__all__ = ["check_outcome", "ci_round_cells", "describe_node", "draw", "failing_tests"]
+__all__ = [
+    "attempt_line",
+    "check_outcome",
+    "ci_round_cells",
+    "describe_node",
+    "draw",
+    "failing_tests",
+]
 
 
 def describe_node(node: Node) -> str:
@@ -97,3 +104,14 @@ def ci_round_cells(ci: CIRound) -> tuple[str, str, str, str, str, str]:
     took = f"{ci.ended - ci.started:.1f}s" if ci.ended is not None else "waiting"
     cost = f"${ci.cost_usd:.4f}" if ci.cost_usd else "-"
     return (str(ci.round), ci.commit[:12], ci.verdict, ", ".join(ci.failing) or "-", took, cost)
+
+
+def attempt_line(attempt: AttemptRecord) -> str:
+    """A best-of-N attempt in one line, as `golem runs show` prints it (text of the box's
+    made printable by the caller)."""
+    diff = "-" if attempt.diff_lines is None else f"{attempt.diff_lines} lines"
+    passed = f"{attempt.passing}/{len(attempt.checks)} checks"
+    return (
+        f"{attempt.number}: {attempt.status:<10} {passed:<11} {diff:>10} "
+        f"${attempt.cost_usd:.4f}  {' '.join(attempt.verdict.split())}"
+    )

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from golem.agent.messages import Usage
+from golem.blueprint.model import MAX_ATTEMPTS
 from golem.checks import CheckResult, RepoConventions
 from golem.core.isolation import Isolation, IsolationTier
 from golem.core.network import RemotePolicy
@@ -15,6 +16,7 @@ from golem.forge import Issue, PullRequest
 
 __all__ = [
     "FINAL",
+    "AttemptRecord",
     "CIRound",
     "DroppedCheck",
     "FollowUp",
@@ -91,6 +93,14 @@ class RunRequest(BaseModel):
         "at least what the server's trust policy gives it (a weaker one is refused); "
         "default: that least tier, or the default backend's.",
     )
+    attempts: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        description="Attempts of the blueprint's agent node, each verified in a box of its "
+        "own; the best verified one ships (best-of-N). Default: the node's own (1); at most "
+        "[engine] max_attempts.",
+    )
     goal_check: str | None = Field(
         None,
         min_length=1,
@@ -105,6 +115,34 @@ class RunRequest(BaseModel):
         if self.follow_up is not None and "blueprint" not in self.model_fields_set:
             self.blueprint = "follow-up"
         return self
+
+
+class AttemptRecord(BaseModel):
+    """One attempt of a best-of-N agent node: its own box, checkout, trajectory and cost,
+    verified by the loop node after it; whether it won, and why not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int = Field(description="From 1; the lowest wins a tie.")
+    status: Literal["running", "verified", "unverified", "stopped", "failed", "won", "lost"] = (
+        "running"
+    )
+    verdict: str = Field("", description="Why it won, lost, stopped or failed.")
+    prepared: str = Field("", description="How its box was brought to the run's prepared point.")
+    checks: list[CheckResult] = Field(default_factory=list)
+    rounds: int = Field(0, description="Its fix rounds.")
+    cost_usd: float = 0.0
+    turns: int = 0
+    diff_lines: int | None = Field(None, description="Lines added and deleted by its change.")
+    diff_stat: str = ""
+    summary: str = ""
+    trajectories: list[str] = Field(default_factory=list)
+    workspace: str = Field("", description="Its host checkout.")
+
+    @property
+    def passing(self) -> int:
+        """Its checks that passed (a flaky one passed when run again)."""
+        return sum(1 for check in self.checks if check.passed)
 
 
 class NodeRecord(BaseModel):
@@ -293,6 +331,14 @@ class RunState(BaseModel):
         None, description="Paused: its model provider stays down; resumes at resume_at."
     )
     trajectories: list[str] = Field(default_factory=list)
+    attempts: list[AttemptRecord] = Field(
+        default_factory=list, description="A best-of-N agent node's attempts, in order."
+    )
+    attempts_concluded: tuple[str, Literal["success", "failure"]] | None = Field(
+        None,
+        description="The loop node the attempts already ran, and its outcome (the chosen "
+        "attempt's): that node ends so at once, its verification done.",
+    )
     error: str | None = None
     resumable: bool = Field(
         False,

@@ -37,6 +37,12 @@ def run_command(
     ),
     budget_usd: float | None = typer.Option(None, "--budget-usd", help="Dollars for the run."),
     base: str | None = typer.Option(None, "--base", help="Base branch (default: the repo's)."),
+    attempts: int | None = typer.Option(
+        None,
+        "--attempts",
+        help="Attempts in parallel boxes, each verified by the checks; the best ships "
+        "(default: the blueprint's, 1).",
+    ),
     pr: str | None = typer.Option(
         None,
         "--pr",
@@ -71,6 +77,7 @@ def run_command(
         "budget_usd": budget_usd,
         "base": base,
         "tier": tier,
+        "attempts": attempts,
     }
     if blueprint is not None:
         fields["blueprint"] = blueprint

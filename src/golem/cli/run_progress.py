@@ -21,7 +21,7 @@ from golem.blueprint.events import (
     RunPaused,
     RunStarted,
 )
-from golem.blueprint.show import check_outcome, ci_round_cells
+from golem.blueprint.show import attempt_line, check_outcome, ci_round_cells
 from golem.blueprint.state import RunState
 from golem.checks import CheckResult
 from golem.cli.printable import printable
@@ -134,8 +134,8 @@ class RunProgress:
 
 def print_report(console: Console, state: RunState) -> None:
     """The run's outcome: PR, error, why it is not verified, diff stat, the box's
-    preparation, the baseline, the checks and their failing tests, rounds, cost, duration,
-    trajectories."""
+    preparation, the baseline, the checks and their failing tests, its attempts, rounds,
+    cost, duration, trajectories."""
     colour = {"succeeded": "green", "unverified": "yellow", "escalated": "yellow"}.get(
         state.status, "red"
     )
@@ -152,6 +152,10 @@ def print_report(console: Console, state: RunState) -> None:
     if state.diff_stat:
         console.print(printable(state.diff_stat.rstrip()))
     _print_results(console, state)
+    for attempt in state.attempts:  # a best-of-N run's, side by side
+        console.print(
+            f"attempt {printable(attempt_line(attempt))}", highlight=False, soft_wrap=True
+        )
     if state.ci:
         console.print(_ci_table(state))
     duration = (state.steps[-1].ended - state.steps[0].started) if state.steps else 0.0

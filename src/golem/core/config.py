@@ -307,6 +307,18 @@ class EngineConfig(BaseModel):
     defaults: BoxSpec = Field(default_factory=BoxSpec)
     pool: PoolConfig = Field(default_factory=PoolConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
+    max_attempts: int = Field(
+        4,
+        ge=1,
+        le=16,
+        description="Attempts one run may make at most (best-of-N: `golem run --attempts`, "
+        "the API's attempts, a blueprint agent node's attempts); more is refused.",
+    )
+    attempt_boxes: int = Field(
+        2,
+        ge=1,
+        description="Attempts of one run that work at once, each in a box of its own.",
+    )
 
     @property
     def default_tier(self) -> IsolationTier:

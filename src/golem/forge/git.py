@@ -13,6 +13,7 @@ Commands that reach a remote are held to the repository's ``RemotePolicy`` when 
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -213,6 +214,17 @@ class GitRepo:
         """Files and line counts of ``diff(base)``, renames detected."""
         args = ["diff", *DIFF_OPTIONS, "--numstat", "-z", "-M"]
         out = await self._git([*args, "--end-of-options", f"{base}...HEAD", "--"])
+        return parse_numstat(out.stdout.decode("utf-8", "surrogateescape"))
+
+    async def worktree_diff_stat(self) -> DiffStat:
+        """Files and line counts of the working tree against HEAD, untracked files included
+        (added to a temporary index: the repository's own is left as it was)."""
+        with tempfile.TemporaryDirectory(prefix="golem-index-") as scratch:
+            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            await self._git(["read-tree", "HEAD"], extra_env=env)
+            await self._git(["add", "-A", "--", "."], extra_env=env)
+            args = ["diff", *DIFF_OPTIONS, "--cached", "--numstat", "-z", "-M"]
+            out = await self._git([*args, "--end-of-options", "HEAD", "--"], extra_env=env)
         return parse_numstat(out.stdout.decode("utf-8", "surrogateescape"))
 
     async def changed_paths(self, base: str | None = None) -> list[str]:

@@ -356,6 +356,7 @@ RUN_RULES: dict[str, RunRule] = {
     "follow_up": _names_nothing,  # a pull request on the run's forge, the tenant's parent run
     "tier": _names_nothing,  # raise-only: weighed against the trust policy (service.trust)
     "goal_check": _names_nothing,  # a command in the run's own box, as the agent's are
+    "attempts": _names_nothing,  # boxes of the run's own, within [engine] max_attempts
 }
 """The rule of every RunRequest field (``server_files``; the repository's reach is
 ``check_repo``'s)."""

@@ -21,6 +21,10 @@ async def run_loop(ex: Execution, node: LoopNode) -> Literal["success", "failure
     base commit, and checks that pass when run again, cost no round. A resumed run goes on
     from the rounds it had finished; one paused in a fix goes on with that fix."""
     state = ex.state
+    if state.attempts_concluded is not None and state.attempts_concluded[0] == node.id:
+        concluded = state.attempts_concluded[1]  # a best-of-N node's attempts ran this loop
+        state.attempts_concluded = None
+        return concluded
     while True:
         results = state.checks
         if paused_step(ex, node.id) is None:

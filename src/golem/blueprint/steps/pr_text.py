@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from golem.blueprint.show import check_outcome, failing_tests
-from golem.blueprint.state import RunState
+from golem.blueprint.state import AttemptRecord, RunState
 from golem.checks import CheckResult, describe_failures
 from golem.forge import markdown
 
@@ -56,6 +56,8 @@ def body(state: RunState, *, escalate: bool) -> str:
     if failed_preparation:
         lines += ["## Preparing the box failed", "", *_table(failed_preparation), ""]
     lines += ["## Checks", "", *_table(state.checks), ""]
+    if state.attempts:
+        lines += ["## Attempts", "", *_attempts(state.attempts), ""]
     if state.dropped:
         lines += [
             "## Not run",
@@ -203,6 +205,28 @@ def _table(checks: list[CheckResult]) -> list[str]:
         lines.append(f"| {check.name} | {command} | {outcome} | {check.duration:.1f}s |")
     if not checks:
         lines.append("| (none) | | | |")
+    return lines
+
+
+def _attempts(attempts: list[AttemptRecord]) -> list[str]:
+    """Every attempt of a best-of-N run: its checks, diff, cost, and why it won or lost
+    (a failure's words, which may be a box's, as code)."""
+    lines = [
+        "| attempt | result | checks passed | lines changed | cost | why |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for attempt in attempts:
+        diff = "" if attempt.diff_lines is None else str(attempt.diff_lines)
+        passed = f"{attempt.passing} of {len(attempt.checks)}"
+        why = (
+            markdown.code(attempt.verdict, table=True)
+            if attempt.status == "failed"
+            else (attempt.verdict.replace("|", "\\|"))
+        )
+        lines.append(
+            f"| {attempt.number} | {attempt.status} | {passed} | {diff} | "
+            f"${attempt.cost_usd:.4f} | {why} |"
+        )
     return lines
 
 

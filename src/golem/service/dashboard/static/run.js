@@ -4,7 +4,7 @@
 import { api, ApiError, follow } from "./api.js";
 import { clock, duration, empty, fill, h, notify, pause } from "./dom.js";
 import { CHANGES_STATE, describe, outputOf } from "./events.js";
-import { drawChecks, drawCI, drawDiff, drawGate, drawHeader, drawPullRequest, drawSteps } from "./runparts.js";
+import { drawAttempts, drawChecks, drawCI, drawDiff, drawGate, drawHeader, drawPullRequest, drawSteps } from "./runparts.js";
 import { FINAL, runDuration } from "./runs.js";
 
 function section(title, body, attrs = {}) {
@@ -25,6 +25,8 @@ function layout(main) {
     steps: h("div", { "data-testid": "steps" }),
     checks: h("div", { "data-testid": "checks" }),
     ci: h("section", { class: "card", "data-testid": "ci", hidden: true }, h("h2", {}, "CI"), h("div")),
+    attempts: h("section", { class: "card", "data-testid": "attempts", hidden: true },
+      h("h2", {}, "Attempts"), h("div")),
     diff: h("div", {}, empty("Loading the diff…")),
     log: eventLog(),
   };
@@ -36,6 +38,7 @@ function layout(main) {
     h("div", { class: "columns" },
       section("Events", [ui.log.state, ui.log.list], { class: "card events" }),
       h("div", { class: "side" }, ui.pr, section("Steps", ui.steps), ui.ci, section("Checks", ui.checks))),
+    ui.attempts,
     ui.summary,
     section("Diff", ui.diff)));
   return ui;
@@ -166,6 +169,7 @@ export async function runView(main, runId, signal) {
     drawPullRequest(ui.pr, run);
     drawSteps(ui.steps, run);
     drawCI(ui.ci, run);
+    drawAttempts(ui.attempts, run);
     drawChecks(ui.checks, run);
     const changeKey = `${run.pr?.number ?? ""}|${run.commit ?? ""}|${FINAL.has(run.status)}`;
     if (changeKey !== diffFor) {

@@ -149,6 +149,22 @@ export function drawCI(el, run) {
   ], rounds, (ci) => ({ "data-testid": `ci-round-${ci.round}` })));
 }
 
+/** A best-of-N run's attempts side by side: each one's result, checks, diff size, cost
+ * and why it won or lost (hidden for a run of one attempt). */
+export function drawAttempts(el, run) {
+  const attempts = run.attempts || [];
+  el.hidden = !attempts.length;
+  const passed = (attempt) => attempt.checks.filter((check) => check.passed).length;
+  fill(el.lastChild, table([
+    ["Attempt", (attempt) => String(attempt.number)],
+    ["Result", (attempt) => h("span", { class: `verdict ${attempt.status}` }, attempt.status)],
+    ["Checks passed", (attempt) => `${passed(attempt)} of ${attempt.checks.length}`],
+    ["Lines changed", (attempt) => (attempt.diff_lines === null ? "–" : String(attempt.diff_lines))],
+    ["Cost", (attempt) => money(attempt.cost_usd)],
+    ["Why", (attempt) => attempt.verdict || "–"],
+  ], attempts, (attempt) => ({ "data-testid": `attempt-${attempt.number}` })));
+}
+
 /** A check's result in words, as `golem runs show` and the pull request say it. */
 export function checkOutcome(check) {
   if (check.passed) return check.flaky ? "flaky (failed, then passed)" : "passed";

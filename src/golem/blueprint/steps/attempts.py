@@ -1,0 +1,353 @@
+"""Best-of-N: an agent node's attempts, each its own implement and verify loop in a box of
+its own, judged by the repository's checks.
+
+Every attempt starts from the run's prepared point: its checkout is a copy of the run's (on
+the host), and its box is prepared as the run's was: the checkout copied in, the installed
+dependencies placed, the repository's setup run again. (A snapshot of the run's box would
+do it faster, but a box holding a repository has none yet: docs/snapshots.md.) Each has its
+own trajectory and cost; at most ``[engine] attempt_boxes`` work at once. They draw on one
+budget, the run's: once it is spent the attempts still working stop.
+
+The winner is the verified attempt with the most passing checks, then the smallest diff
+(lines added and deleted), then the lowest number. Without a verified one, the best of the
+others is carried on (unverified), and the loop node ends as that attempt's loop ended. The
+chosen attempt's box and checkout become the run's; the loop node after the agent node ends
+at once with its outcome (``RunState.attempts_concluded``). An attempt that ends unverified
+or fails has its box removed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from pathlib import Path
+from typing import Literal
+
+from golem.agent import AgentEvent, Budget, ModelAnswered, Usage
+from golem.blueprint.execution import Execution
+from golem.blueprint.model import END, AgentNode, Blueprint, LoopNode
+from golem.blueprint.state import AttemptRecord, RunRequest
+from golem.blueprint.steps.agent import run_agent, run_agent_node
+from golem.blueprint.steps.baseline import cache_paths
+from golem.blueprint.steps.checks import run_checks
+from golem.blueprint.steps.loop import run_loop
+from golem.checks import fingerprint
+from golem.core.config import GolemConfig
+from golem.core.errors import BudgetSpent, GolemError, InvalidRequest, ProviderDown
+from golem.core.events import EventSink
+from golem.sandbox import Box
+
+__all__ = ["check_attempts", "run_agent_or_attempts", "run_attempts"]
+
+PREPARED = (
+    "prepared as the run's box: its checkout copied in, dependencies placed, setup run "
+    "again (a box holding a repository has no snapshot yet)"
+)
+
+
+async def run_agent_or_attempts(
+    ex: Execution, node: AgentNode
+) -> tuple[Literal["success", "failure"], str]:
+    """An agent node: one agent step, or its attempts when the run makes several (the
+    request's number, else the node's; InvalidRequest above ``[engine] max_attempts``)."""
+    count = _attempts(node, ex.state.request, ex.config)
+    if count > 1:
+        return await run_attempts(ex, node, count)
+    return await run_agent_node(ex, node)
+
+
+def check_attempts(blueprint: Blueprint, request: RunRequest, config: GolemConfig) -> None:
+    """InvalidRequest, before a run is recorded, when it asks for more attempts than
+    ``[engine] max_attempts`` allows, or for attempts of an agent node that leads to no
+    loop node to verify them."""
+    for node in blueprint.nodes:
+        if isinstance(node, AgentNode) and _attempts(node, request, config) > 1:
+            target = node.successor("success")
+            following = blueprint.node(target) if target is not None and target != END else None
+            if not isinstance(following, LoopNode):
+                raise InvalidRequest(
+                    f"agent node {node.id!r} would make several attempts but leads to no "
+                    "loop node to verify them: give it a loop node as its next, or ask for "
+                    "one attempt"
+                )
+
+
+def _attempts(node: AgentNode, request: RunRequest, config: GolemConfig) -> int:
+    asked = request.attempts or node.attempts
+    most = config.engine.max_attempts
+    if asked > most:
+        raise InvalidRequest(
+            f"{asked} attempts asked for node {node.id!r}; this golem allows at most {most} "
+            "([engine] max_attempts): ask for fewer"
+        )
+    return asked
+
+
+class Attempt(Execution):
+    """One attempt: the run's state copied, its own checkout, box and models; its spending
+    charged to the run as well, its budget the run's."""
+
+    def __init__(self, parent: Execution, pool: _Pool, record: AttemptRecord) -> None:
+        state = parent.state.model_copy(deep=True)
+        state.workspace = record.workspace
+        state.trajectories, state.checks, state.attempts = [], [], []
+        state.rounds, state.usage, state.cost_usd, state.turns = 0, Usage(), 0.0, 0
+        state.summary, state.verified, state.unverified = "", False, None
+        super().__init__(
+            state,
+            parent.blueprint,
+            config=parent.config,
+            book=parent.book,
+            engine=parent.engine,
+            forge=parent.forge,
+            credentials=parent.credentials,
+            on_event=parent.event_sink,
+        )
+        self.secrets, self.writes = parent.secrets, parent.writes
+        self.parent, self.pool, self.record = parent, pool, record
+        self.in_step = 0.0
+        """What the agent step working now has cost so far (not charged yet)."""
+        self.loop_outcome: Literal["success", "failure"] = "failure"
+
+    def save(self) -> None:
+        """Keep the attempt's progress in its record of the run's state."""
+        state, record = self.state, self.record
+        record.checks, record.rounds, record.summary = state.checks, state.rounds, state.summary
+        record.cost_usd, record.turns = state.cost_usd + self.in_step, state.turns
+        record.trajectories = list(state.trajectories)
+        self.parent.save()
+
+    def charge(self, usage: Usage, cost: float, turns: int) -> None:
+        super().charge(usage, cost, turns)
+        self.parent.charge(usage, cost, turns)
+        self.in_step = 0.0
+
+    def step_budget(self, own: Budget) -> Budget:
+        return self.parent.step_budget(own)
+
+    def agent_sink(self, node: str) -> EventSink[AgentEvent]:
+        inner = super().agent_sink(node)
+
+        def sink(event: AgentEvent) -> None:
+            inner(event)
+            if isinstance(event, ModelAnswered):
+                self.in_step = event.cost_so_far
+                self.pool.spent_check()
+
+        return sink
+
+    async def prepare(self) -> Box:
+        """Its box, brought to the run's prepared point."""
+        box = await self.box()
+        setup = await run_checks(self, self.record_node, ["setup"], stop_at_failure=True)
+        failed = [result for result in setup if not result.passed]
+        if failed:
+            raise InvalidRequest(
+                f"the repository's setup failed in attempt {self.record.number}'s box: "
+                f"{failed[0].command} exited {failed[0].exit_code}"
+            )
+        await self.mark_dependencies()
+        if self.parent.state.base_tree is not None:
+            self.state.base_tree = await fingerprint(box, exclude=cache_paths(self))
+        return box
+
+    @property
+    def record_node(self) -> str:
+        return f"attempt{self.record.number}"
+
+
+class _Pool:
+    """The attempts of one node: the budget they share, and stopping them."""
+
+    def __init__(self, ex: Execution) -> None:
+        self.ex = ex
+        self.attempts: list[Attempt] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.stopped: str | None = None
+
+    def spent_check(self) -> None:
+        """Stop every attempt still working once the run's dollars are spent."""
+        usd = self.ex.run_budget().usd
+        if usd is None or self.stopped is not None:
+            return
+        spent = self.ex.state.cost_usd + sum(attempt.in_step for attempt in self.attempts)
+        if spent >= usd:
+            self.stop(f"the run's budget (${usd:.2f}) is spent (${spent:.2f})")
+
+    def stop(self, reason: str, *, but_this: bool = False) -> None:
+        """Stop every attempt still working (or waiting for a slot), for ``reason``;
+        ``but_this``: not the one calling (it is ending already, and cleans up)."""
+        if self.stopped is not None:
+            return
+        self.stopped = reason
+        self.ex.note(f"attempts stopped: {reason}")
+        for task in self.tasks:
+            if not (but_this and task is asyncio.current_task()):
+                task.cancel()
+
+
+async def run_attempts(
+    ex: Execution, node: AgentNode, count: int
+) -> tuple[Literal["success", "failure"], str]:
+    """Make ``count`` attempts of ``node`` (see the module); ``success`` when one is
+    chosen to carry on."""
+    loop = ex.blueprint.node(node.successor("success") or "")
+    if not isinstance(loop, LoopNode):
+        raise InvalidRequest(
+            f"agent node {node.id!r} makes {count} attempts but leads to no loop node to "
+            "verify them: give it a loop node as its next"
+        )
+    await ex.sync()
+    pool = _Pool(ex)
+    ex.state.attempts = []
+    tries = ex.run_dir / "attempts"
+    made = 1 + sum(1 for _ in tries.iterdir()) if tries.is_dir() else 1  # a resumed run's
+    for number in range(1, count + 1):  # never over the checkout of an earlier round
+        workspace = tries / str(made) / str(number) / "repo"
+        await asyncio.to_thread(_copy_checkout, ex.workspace, workspace)
+        record = AttemptRecord(number=number, prepared=PREPARED, workspace=str(workspace))
+        ex.state.attempts.append(record)
+        pool.attempts.append(Attempt(ex, pool, record))
+    ex.save()
+    slots = asyncio.Semaphore(ex.config.engine.attempt_boxes)
+    pool.tasks = [asyncio.ensure_future(_attempt(a, node, loop, slots)) for a in pool.attempts]
+    try:
+        done = await asyncio.gather(*pool.tasks, return_exceptions=True)
+    finally:
+        for task in pool.tasks:
+            task.cancel()
+    down = next((e for e in done if isinstance(e, ProviderDown)), None)
+    if down is not None:
+        await _close_all(pool)
+        raise down
+    return await _choose(ex, pool, loop)
+
+
+async def _attempt(
+    attempt: Attempt, node: AgentNode, loop: LoopNode, slots: asyncio.Semaphore
+) -> None:
+    record, number = attempt.record, attempt.record.number
+    try:
+        async with slots:
+            await _work(attempt, node, loop)
+    except (BudgetSpent, ProviderDown, asyncio.CancelledError) as stopped:
+        if isinstance(stopped, BudgetSpent | ProviderDown):  # the others cannot go on either
+            attempt.pool.stop(_stop_reason(stopped), but_this=True)
+        why = attempt.pool.stopped or "the run was stopped"
+        record.status, record.verdict = "stopped", f"stopped: {why}"
+        attempt.parent.state.cost_usd += attempt.in_step  # its unfinished step's spending
+        raise
+    except GolemError as error:
+        record.status, record.verdict = "failed", f"failed: {error.message}"
+    finally:
+        attempt.save()
+        if record.status != "verified" or attempt.pool.stopped is not None:
+            await _quietly(attempt.close())  # it cannot win: its box goes at once
+        attempt.note(f"attempt {number}: {record.status} {record.verdict}".rstrip())
+
+
+def _stop_reason(stopped: BudgetSpent | ProviderDown) -> str:
+    if isinstance(stopped, ProviderDown):
+        return f"the model provider is down ({stopped.reason}): the run pauses"
+    return stopped.reason
+
+
+async def _work(attempt: Attempt, node: AgentNode, loop: LoopNode) -> None:
+    """The attempt's agent step and loop, in its own box; BudgetSpent when the run's
+    budget has nothing left for it."""
+    record, number = attempt.record, attempt.record.number
+    if attempt.pool.stopped is not None:
+        raise BudgetSpent(attempt.pool.stopped)
+    await attempt.prepare()
+    named = node.model_copy(update={"id": f"{node.id}-attempt{number}"})
+    if await run_agent(attempt, named.id, named) is None:
+        raise BudgetSpent("the run's budget is spent")
+    looped = loop.model_copy(update={"id": f"{loop.id}-attempt{number}"})
+    attempt.loop_outcome = await run_loop(attempt, looped)
+    stat = await attempt.repo().worktree_diff_stat()
+    record.diff_lines, record.diff_stat = stat.insertions + stat.deletions, stat.summary()
+    record.status = "verified" if attempt.state.verified else "unverified"
+
+
+async def _choose(
+    ex: Execution, pool: _Pool, loop: LoopNode
+) -> tuple[Literal["success", "failure"], str]:
+    """The winner (or, with none verified, the best of the others), made the run's."""
+    finished = [a for a in pool.attempts if a.record.status in ("verified", "unverified")]
+    ranked = sorted(finished, key=_rank)
+    for attempt in pool.attempts:
+        ex.state.trajectories.extend(attempt.state.trajectories)
+    if not ranked:
+        why = pool.stopped or "every attempt failed"
+        ex.state.unverified = f"no attempt finished: {why}"
+        ex.state.attempts_concluded = (loop.id, "failure")
+        ex.save()
+        await _close_all(pool)
+        return "failure", f"{len(pool.attempts)} attempts, none finished: {why}"
+    best = ranked[0]
+    for attempt in pool.attempts:
+        record = attempt.record
+        if attempt is best:
+            record.verdict = _why_won(best, ranked)
+        elif record.status in ("verified", "unverified"):
+            record.verdict = _why_lost(record, best.record)
+            record.status = "lost"
+    best.record.status = "won"
+    await ex.adopt(best)
+    state, chosen = ex.state, best.state
+    state.checks, state.rounds, state.summary = chosen.checks, chosen.rounds, chosen.summary
+    state.verified, state.unverified = chosen.verified, chosen.unverified
+    state.attempts_concluded = (loop.id, best.loop_outcome)
+    ex.save()
+    await _close_all(pool)
+    number = best.record.number
+    return "success", f"attempt {number} of {len(pool.attempts)} chosen: {best.record.verdict}"
+
+
+def _rank(attempt: Attempt) -> tuple[bool, int, int, int]:
+    record = attempt.record
+    diff = record.diff_lines if record.diff_lines is not None else 1 << 62
+    return (record.status != "verified", -record.passing, diff, record.number)
+
+
+def _why_won(best: Attempt, ranked: list[Attempt]) -> str:
+    record = best.record
+    kind = "verified" if record.status == "verified" else "not verified, the best of them"
+    return (
+        f"{kind}: {record.passing} of {len(record.checks)} checks passed, "
+        f"{record.diff_lines} lines changed ({len(ranked)} finished)"
+    )
+
+
+def _why_lost(record: AttemptRecord, best: AttemptRecord) -> str:
+    if record.status != "verified" and best.status == "verified":
+        return f"not verified, attempt {best.number} was"
+    if record.passing != best.passing:
+        return (
+            f"fewer passing checks ({record.passing}) than attempt {best.number} ({best.passing})"
+        )
+    if record.diff_lines != best.diff_lines:
+        return (
+            f"a larger diff ({record.diff_lines} lines) than attempt {best.number} "
+            f"({best.diff_lines})"
+        )
+    return f"the same checks and diff size as attempt {best.number}, which comes first"
+
+
+def _copy_checkout(source: Path, destination: Path) -> None:
+    """The run's checkout copied for an attempt (symlinks kept as links, never followed)."""
+    if destination.exists():
+        shutil.rmtree(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, destination, symlinks=True)
+
+
+async def _close_all(pool: _Pool) -> None:
+    for attempt in pool.attempts:
+        await _quietly(attempt.close())
+
+
+async def _quietly(work: object) -> None:
+    with contextlib.suppress(Exception):  # removing a box that is gone already
+        await work  # type: ignore[misc]
