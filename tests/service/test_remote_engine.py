@@ -21,8 +21,7 @@ from golem.core.errors import (
     RemoteError,
     SessionNotFound,
 )
-from golem.sandbox import Engine, ExecResult, LocalEngine
-from golem.service.client import RemoteEngine, make_engine
+from golem.sandbox import Engine, ExecResult, LocalEngine, RemoteEngine, make_engine
 from tests.sandbox.binary_output import (
     ERR_PAYLOAD,
     PAYLOAD,

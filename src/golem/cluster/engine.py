@@ -62,9 +62,15 @@ from golem.core.errors import (
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
-from golem.sandbox import BoxInfo, ExecResult, Request, SnapshotInfo, configured_spec
+from golem.sandbox import (
+    BoxInfo,
+    ExecResult,
+    RemoteBox,
+    Request,
+    SnapshotInfo,
+    configured_spec,
+)
 from golem.service.cluster import ClusterStatus
-from golem.service.remote_box import RemoteBox
 
 __all__ = ["ClusterEngine"]
 

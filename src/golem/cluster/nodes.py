@@ -15,8 +15,7 @@ from ray.exceptions import RayActorError
 from golem.cluster.boxhost import BoxHost
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError, NodeLost
-from golem.service.channel import ProblemFrame
-from golem.service.client import RemoteEngine, error_of
+from golem.sandbox import ProblemFrame, RemoteEngine, error_of
 
 __all__ = [
     "BOX_HOST_PREFIX",

@@ -24,23 +24,15 @@ from golem.core import errors as golem_errors
 from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, GolemError, RemoteError
 from golem.core.events import EventSink, ExecEvent
-from golem.core.spec import BoxSpec
-from golem.sandbox import (
-    BoxInfo,
-    Engine,
-    ExecResult,
-    LocalEngine,
-    Request,
-    SnapshotInfo,
-    SpecLike,
-    as_request,
-)
-from golem.service.channel import ProblemFrame
-from golem.service.policy import SERVER_LABELS
-from golem.service.remote_box import RemoteBox
+from golem.core.spec import SERVER_LABELS, BoxSpec
+from golem.sandbox.box import as_request
+from golem.sandbox.contracts import Engine, Request, SpecLike
+from golem.sandbox.engine import LocalEngine
+from golem.sandbox.models import BoxInfo, ExecResult, SnapshotInfo
+from golem.sandbox.remote.box import RemoteBox
+from golem.sandbox.remote.frames import ProblemFrame
 
 __all__ = ["RemoteEngine", "error_of", "make_engine", "spec_payload"]
-
 _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
 
 

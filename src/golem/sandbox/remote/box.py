@@ -1,7 +1,7 @@
 """RemoteBox: a session on a golem server, a ``golem.sandbox.Box``.
 
 Its execute and stream calls go over the session's call channel (one WebSocket, opened on
-the first call; ``golem.service.channel``); files, archives and background processes over
+the first call; ``golem.sandbox.remote.channel``); files, archives and background processes over
 HTTP; interactive calls and ptys over a WebSocket each."""
 
 from __future__ import annotations
@@ -24,21 +24,17 @@ from golem.core.errors import ConfigError, SessionNotFound
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec
-from golem.sandbox import (
-    BackgroundProcess,
-    ExecResult,
-    ProcessOutput,
-    Request,
-    SecretMasker,
-    as_request,
-)
+from golem.sandbox.box import as_request
+from golem.sandbox.contracts import Request
 from golem.sandbox.files import capped, chunks_of, tar_of
+from golem.sandbox.masking import SecretMasker
+from golem.sandbox.models import BackgroundProcess, ExecResult, ProcessOutput
+from golem.sandbox.remote.calls import RemoteInteraction, RemoteTerminal
+from golem.sandbox.remote.channel import CallChannel
 from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
-from golem.service.channel import CallChannel
-from golem.service.remote_calls import RemoteInteraction, RemoteTerminal
 
 if TYPE_CHECKING:
-    from golem.service.client import RemoteEngine
+    from golem.sandbox.remote.engine import RemoteEngine
 
 __all__ = ["RemoteBox"]
 

@@ -15,10 +15,10 @@ import websockets
 from pydantic import TypeAdapter
 
 from golem.core.events import ExecEvent, ExitEvent, OutputEvent
-from golem.sandbox import ExecRequest
+from golem.sandbox.models import ExecRequest
 
 if TYPE_CHECKING:
-    from golem.service.client import RemoteEngine
+    from golem.sandbox.remote.engine import RemoteEngine
 
 __all__ = ["RemoteInteraction", "RemoteTerminal"]
 
