@@ -38,6 +38,7 @@ from golem.sandbox.models import (
     Runtime,
     SnapshotInfo,
 )
+from golem.sandbox.records import process_start_time
 from golem.sandbox.remote.frames import (
     MOST_CALLS_HEADER,
     AnswerFrame,
@@ -56,19 +57,16 @@ from golem.sandbox.sync import SyncBox, SyncEngine
 if TYPE_CHECKING:
     from golem.sandbox.remote.box import RemoteBox
     from golem.sandbox.remote.calls import RemoteInteraction, RemoteTerminal
-    from golem.sandbox.remote.engine import (
-        RemoteEngine,
-        error_of,
-        make_engine,
-        spec_payload,
-    )
+    from golem.sandbox.remote.connection import ServerConnection, error_of
+    from golem.sandbox.remote.engine import RemoteEngine, make_engine, spec_payload
 
 _REMOTE = {
     "RemoteBox": "golem.sandbox.remote.box",
     "RemoteInteraction": "golem.sandbox.remote.calls",
     "RemoteTerminal": "golem.sandbox.remote.calls",
     "RemoteEngine": "golem.sandbox.remote.engine",
-    "error_of": "golem.sandbox.remote.engine",
+    "ServerConnection": "golem.sandbox.remote.connection",
+    "error_of": "golem.sandbox.remote.connection",
     "make_engine": "golem.sandbox.remote.engine",
     "spec_payload": "golem.sandbox.remote.engine",
 }
@@ -112,6 +110,7 @@ __all__ = [
     "ResultFrame",
     "Runtime",
     "SecretMasker",
+    "ServerConnection",
     "SnapshotInfo",
     "SnapshotStore",
     "SpecLike",
@@ -123,6 +122,7 @@ __all__ = [
     "configured_spec",
     "error_of",
     "make_engine",
+    "process_start_time",
     "read_answer",
     "spec_payload",
 ]

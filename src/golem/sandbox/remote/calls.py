@@ -9,16 +9,14 @@ import contextlib
 import json
 import signal as signals
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import websockets
 from pydantic import TypeAdapter
 
 from golem.core.events import ExecEvent, ExitEvent, OutputEvent
 from golem.sandbox.models import ExecRequest
-
-if TYPE_CHECKING:
-    from golem.sandbox.remote.engine import RemoteEngine
+from golem.sandbox.remote.connection import ServerConnection
 
 __all__ = ["RemoteInteraction", "RemoteTerminal"]
 
@@ -28,9 +26,9 @@ _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
 class _Socket:
     """The WebSocket of an interactive call."""
 
-    def __init__(self, engine: RemoteEngine, path: str) -> None:
-        self._url = engine.websocket_url(f"{path}/exec/ws")
-        self._key = engine.key
+    def __init__(self, server: ServerConnection, path: str) -> None:
+        self._url = server.websocket_url(f"{path}/exec/ws")
+        self._key = server.key
         self.socket: Any = None
 
     async def open(self, first: dict[str, Any]) -> None:
@@ -57,8 +55,8 @@ def _json(message: dict[str, Any]) -> str:
 class RemoteInteraction(_Socket):
     """``async with box.interact(request) as call:`` over a WebSocket."""
 
-    def __init__(self, engine: RemoteEngine, path: str, request: ExecRequest) -> None:
-        super().__init__(engine, path)
+    def __init__(self, server: ServerConnection, path: str, request: ExecRequest) -> None:
+        super().__init__(server, path)
         self._first = {
             "request": request.model_dump(mode="json", exclude_defaults=True),
             "pty": False,
@@ -96,8 +94,8 @@ class RemoteInteraction(_Socket):
 class RemoteTerminal(_Socket):
     """An interactive call on a pty in a remote box (see Terminal)."""
 
-    def __init__(self, engine: RemoteEngine, path: str, request: ExecRequest) -> None:
-        super().__init__(engine, path)
+    def __init__(self, server: ServerConnection, path: str, request: ExecRequest) -> None:
+        super().__init__(server, path)
         self._request = request
         self.exit_code: int | None = None
 
