@@ -25,14 +25,13 @@ import os
 import secrets
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterator,
     Awaitable,
     Callable,
     Mapping,
     Sequence,
 )
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import ray
 from ray.exceptions import RayActorError, TaskCancelledError
@@ -65,6 +64,7 @@ from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
 from golem.sandbox import (
     BoxInfo,
+    BoxSessions,
     ExecResult,
     RemoteBox,
     Request,
@@ -72,7 +72,7 @@ from golem.sandbox import (
     configured_spec,
     process_start_time,
 )
-from golem.service.cluster import ClusterStatus
+from golem.service import ClusterStatus
 
 __all__ = ["ClusterEngine"]
 
@@ -94,7 +94,7 @@ class _Placed:
     node: NodeEngine
 
 
-class ClusterEngine:
+class ClusterEngine(BoxSessions[RemoteBox]):
     """Sessions on the nodes of a Ray cluster (see the module)."""
 
     def __init__(self, config: GolemConfig) -> None:
@@ -111,12 +111,9 @@ class ClusterEngine:
         self._owner: Handle = None
         self._owner_id = secrets.token_hex(8)
 
-    async def __aenter__(self) -> ClusterEngine:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.close()
 
     def spec(self, spec: SpecLike = None, **overrides: Any) -> BoxSpec:
         """A BoxSpec from the configured defaults, ``spec`` and ``overrides`` (as
@@ -337,17 +334,6 @@ class ClusterEngine:
             "boxes on a Ray cluster have no snapshots yet (each would stay on its node); "
             "take snapshots on a golem serve without [cluster] ray_address"
         )
-
-    @contextlib.asynccontextmanager
-    async def session(
-        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
-    ) -> AsyncIterator[RemoteBox]:
-        """``async with engine.session(spec) as box:`` one box on the cluster."""
-        box = await self.create_session(spec, on_event=on_event)
-        try:
-            yield box
-        finally:
-            await self.remove_session(box.id)
 
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:
         """Have ``callback(box_id, why)`` called when a session ends with its node."""

@@ -33,7 +33,7 @@ from golem.forge import ForgeCredentials
 from golem.store import SqlStore, database_url
 
 if TYPE_CHECKING:
-    from golem.service.state import ServerState
+    from golem.service import ServerState
 
 __all__ = ["STOP_WAIT", "NodeRuns", "RunOrder"]
 

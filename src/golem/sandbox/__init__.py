@@ -50,6 +50,7 @@ from golem.sandbox.remote.frames import (
     ResultFrame,
     read_answer,
 )
+from golem.sandbox.sessions import BoxSessions
 from golem.sandbox.snapshots import TENANT_LABEL, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
@@ -82,6 +83,7 @@ __all__ = [
     "Box",
     "BoxInfo",
     "BoxPath",
+    "BoxSessions",
     "BoxSpec",
     "CallFrame",
     "EndFrame",

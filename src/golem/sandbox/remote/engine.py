@@ -10,10 +10,9 @@ Errors the server answers come back as the same GolemError classes (by the probl
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -30,6 +29,7 @@ from golem.sandbox.models import BoxInfo, ExecResult, SnapshotInfo
 from golem.sandbox.remote.box import RemoteBox
 from golem.sandbox.remote.connection import ServerConnection
 from golem.sandbox.remote.frames import ProblemFrame
+from golem.sandbox.sessions import BoxSessions
 
 __all__ = ["RemoteEngine", "make_engine", "spec_payload"]
 _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
@@ -48,7 +48,7 @@ def spec_payload(spec: BoxSpec | Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(spec)
 
 
-class RemoteEngine:
+class RemoteEngine(BoxSessions[RemoteBox]):
     """A golem server's engine: its sessions are the server's, for this key's tenant.
 
     ``server_labels``: the key may set the server's own labels (``golem.*``), as a control
@@ -73,12 +73,6 @@ class RemoteEngine:
         self.server = connection or ServerConnection(url, key, timeout=timeout, transport=transport)
         self.server_labels = server_labels
         self._handles: dict[str, list[RemoteBox]] = {}  # to close when the session ends
-
-    async def __aenter__(self) -> RemoteEngine:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.close()
 
     @property
     def url(self) -> str:
@@ -151,17 +145,6 @@ class RemoteEngine:
         body = {"name": name, "max_tenant_bytes": max_tenant_bytes}
         answer = await self.server.request("POST", f"/v1/sessions/{box_id}/snapshot", json=body)
         return SnapshotInfo.model_validate(answer.json())
-
-    @contextlib.asynccontextmanager
-    async def session(
-        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
-    ) -> AsyncIterator[RemoteBox]:
-        """``async with engine.session(spec) as box:`` one remote box for many calls."""
-        box = await self.create_session(spec, on_event=on_event)
-        try:
-            yield box
-        finally:
-            await self.remove_session(box.id)
 
     async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
         """One call in a box of its own on the server."""
