@@ -1,6 +1,7 @@
 """A session's call channel on the server (``/v1/sessions/{id}/calls``; the wire is
-described in ``golem.sandbox.remote.frames``): each call runs as a task of its own, checked as
-the HTTP routes check theirs, its answers sent one frame at a time.
+described in ``golem.sandbox.remote.frames``, whose models it reads and writes): each call
+runs as a task of its own, checked as the HTTP routes check theirs, its answers sent one
+frame at a time.
 
 A socket runs at most its role's ``max_calls_per_socket`` calls at once, and a call waits
 for the client to read each frame before it makes the next (the socket's writes wait for
@@ -21,6 +22,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from golem.core.errors import BadMessage, GolemError, Problem
 from golem.sandbox import (
     MOST_CALLS_HEADER,
+    AnswerFrame,
     Box,
     CallFrame,
     EndFrame,
@@ -61,7 +63,7 @@ class _Channel:
         self._option = f"server.policies.{role}.max_calls_per_socket"
         self._sending = asyncio.Lock()
 
-    async def send(self, frame: ResultFrame | EventFrame | EndFrame | ErrorFrame) -> None:
+    async def send(self, frame: AnswerFrame) -> None:
         text = frame.model_dump_json()
         async with self._sending:
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
