@@ -11,10 +11,16 @@ ExecEvent}`` per event, then ``{"id": N, "end": true}`` for ``stream``; or ``{"i
 
 A frame that is none of these is refused with ``MalformedFrame``, which names what is wrong
 with it (on the server, the socket closes with 4400; on the client, the socket's calls end
-with that error)."""
+with that error).
+
+An interactive call's socket (``/v1/sessions/{id}/exec/ws``) has its client messages here
+too: ``OpenCall`` first, then ``CallMessage``s (stdin in base64, its end, a signal, a
+pty's ``Resize``); the server answers with the call's ``ExecEvent``s."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,10 +28,13 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictBool,
     StrictInt,
     Tag,
     TypeAdapter,
     ValidationError,
+    field_serializer,
+    field_validator,
 )
 
 from golem.core.errors import MalformedFrame
@@ -36,10 +45,13 @@ __all__ = [
     "MOST_CALLS_HEADER",
     "AnswerFrame",
     "CallFrame",
+    "CallMessage",
     "EndFrame",
     "ErrorFrame",
     "EventFrame",
+    "OpenCall",
     "ProblemFrame",
+    "Resize",
     "ResultFrame",
     "read_answer",
 ]
@@ -95,6 +107,53 @@ class ErrorFrame(BaseModel):
 
     id: CallId
     error: ProblemFrame
+
+
+class OpenCall(BaseModel):
+    """The first message: what to run, and on a pty or pipes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request: ExecRequest
+    pty: StrictBool = False
+    rows: StrictInt = Field(24, ge=1, le=1000)
+    cols: StrictInt = Field(80, ge=1, le=1000)
+
+
+class Resize(BaseModel):
+    """A pty's new window size."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows: StrictInt = Field(ge=1, le=1000)
+    cols: StrictInt = Field(ge=1, le=1000)
+
+
+class CallMessage(BaseModel):
+    """A message while the call runs: stdin (base64), its end, a signal, a resize."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stdin: bytes | None = None
+    stdin_close: StrictBool = False
+    signal: StrictInt | None = Field(None, ge=1, le=64)
+    resize: Resize | None = None
+
+    @field_validator("stdin", mode="before")
+    @classmethod
+    def _base64(cls, value: Any) -> bytes | None:
+        if value is None or isinstance(value, bytes):  # None, or made here (not read)
+            return value
+        if not isinstance(value, str):
+            raise ValueError("stdin must be a base64 string")  # noqa: TRY004 - pydantic's
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("stdin is not base64 (A-Z, a-z, 0-9, +, / and = padding)") from None
+
+    @field_serializer("stdin", when_used="unless-none")
+    def _as_base64(self, value: bytes) -> str:
+        return base64.b64encode(value).decode()
 
 
 ANSWER_FIELDS = ("result", "event", "end", "error")
