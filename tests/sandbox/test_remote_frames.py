@@ -19,7 +19,7 @@ from websockets.http11 import Request, Response
 
 from golem.core import GolemConfig
 from golem.core.errors import MalformedFrame
-from golem.sandbox import RemoteEngine
+from golem.sandbox import CallMessage, RemoteEngine, Resize
 
 WAIT = 30.0
 SESSION = {"id": "s1", "created": 0.0, "spec": {}}
@@ -119,3 +119,20 @@ async def test_a_stream_ends_with_the_error_too(
         with pytest.raises(MalformedFrame, match="event"):
             async for _event in box.stream("true"):
                 pass
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        CallMessage(stdin=bytes(range(256))),
+        CallMessage(stdin=b""),
+        CallMessage(stdin_close=True),
+        CallMessage(signal=15),
+        CallMessage(resize=Resize(rows=30, cols=100)),
+    ],
+)
+def test_an_interactive_message_the_client_writes_is_what_the_server_reads(
+    message: CallMessage,
+) -> None:
+    written = message.model_dump_json(exclude_none=True)
+    assert CallMessage.model_validate_json(written) == message
