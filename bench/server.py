@@ -55,8 +55,7 @@ from typing import Any
 import httpx
 
 from golem.core import load_config
-from golem.sandbox import Box, LocalEngine
-from golem.service.client import RemoteEngine
+from golem.sandbox import Box, LocalEngine, RemoteEngine
 
 TARGET_RATIO = 0.7
 TRUE = ["true"]

@@ -50,7 +50,7 @@ from typing import Any
 import httpx
 
 from golem.core import load_config
-from golem.service.client import RemoteEngine
+from golem.sandbox import RemoteEngine
 from run import EXAMPLES, make_remote  # bench/ is on sys.path
 from soak_probe import (
     Postgres,

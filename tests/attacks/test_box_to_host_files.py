@@ -19,8 +19,7 @@ import pytest
 import pytest_asyncio
 
 from golem.core import GolemConfig, GolemError, UnsafeBoxOutput
-from golem.sandbox import Engine, ExecRequest
-from golem.service.client import RemoteEngine
+from golem.sandbox import Engine, ExecRequest, RemoteEngine
 from tests.attacks.takeback_harness import (
     host_destination,
     links_leaving,

@@ -19,9 +19,8 @@ from golem.core import GolemConfig, host_name_patterns, load_config
 from golem.core.network import EgressPolicy, NetworkConfig
 from golem.core.server_config import RolePolicy
 from golem.core.spec import BoxSpec
-from golem.sandbox import LocalEngine
+from golem.sandbox import LocalEngine, spec_payload
 from golem.sandbox.egress import EgressProxy, make_resolver
-from golem.service.client import spec_payload
 from golem.service.policy import check_spec
 from golem.store import SqlStore, Store
 from tests.attacks.secrets_upstream import EchoUpstream

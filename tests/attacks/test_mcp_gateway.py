@@ -13,8 +13,7 @@ from golem.agent import make_tools
 from golem.context.toolshed.gateway import serve_tools
 from golem.core import GolemConfig
 from golem.core.errors import ConfigError
-from golem.sandbox import Box, Engine, ExecRequest, LocalBox
-from golem.service.client import RemoteEngine
+from golem.sandbox import Box, Engine, ExecRequest, LocalBox, RemoteEngine
 from tests.context.mcp_box_client import SCRIPT
 from tests.service.served import Served
 from tests.traces import traces_in_box

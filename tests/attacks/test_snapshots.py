@@ -17,9 +17,8 @@ import pytest
 
 from golem.core import GolemConfig
 from golem.core.errors import PolicyViolation, SnapshotNotFound, UnsafeBoxOutput
-from golem.sandbox import Engine
+from golem.sandbox import Engine, RemoteEngine
 from golem.sandbox.snapshots import SnapshotInfo
-from golem.service.client import RemoteEngine
 from tests.sandbox.snapshotting import SNAPSHOT_BACKENDS, local, run
 from tests.service.served import serving
 

@@ -14,8 +14,7 @@ import pytest
 pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
 
 from golem.core import GolemConfig, load_config
-from golem.sandbox import LocalEngine
-from golem.service.client import RemoteEngine
+from golem.sandbox import LocalEngine, RemoteEngine
 from tests.cluster.conftest import on_nodes, server_toml
 from tests.sandbox.engine_contract import Scenario, contract
 from tests.service.served import Served, serving

@@ -9,12 +9,16 @@ imported by name so that a light command does not load them all.
 The deep imports that exist today are listed in ``deep_imports.txt`` beside this file: a
 new one fails (export the name from the layer's package instead), and so does a listed one
 that is gone (take it off the list, so the list only shrinks).
+
+Inside a layer, modules import one another without a cycle: each cycle is a set of modules
+that can only be read, tested and loaded together. Today's are listed in
+``import_cycles.txt``, under the same rule as the deep imports.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import golem
@@ -39,16 +43,29 @@ RANK = {layer: rank for rank, layers in enumerate(LAYERS) for layer in layers}
 OPEN_LAYERS = frozenset({"core"})
 """Layers whose modules others import by name."""
 BASELINE = Path(__file__).with_name("deep_imports.txt")
+CYCLES = Path(__file__).with_name("import_cycles.txt")
 
 
-def imports() -> Iterator[tuple[str, str]]:
-    """(importing module, imported golem module) for every import under src/golem."""
+def modules() -> dict[str, Path]:
+    """Every module under src/golem, by its dotted name."""
+    found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(*, submodules: bool = False) -> Iterator[tuple[str, str]]:
+    """(importing module, imported golem module) for every import under src/golem; with
+    ``submodules``, ``from package import module`` names the module too."""
+    known = modules()
+    for module, path in known.items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
+                if submodules:
+                    named = (f"{node.module}.{alias.name}" for alias in node.names)
+                    names += [name for name in named if name in known]
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             else:
@@ -96,6 +113,66 @@ def test_no_new_deep_import_across_layers() -> None:
     }
     assert sorted(found - listed) == [], "import these from the layer's package instead"
     assert sorted(listed - found) == [], f"gone: take them off {BASELINE.name}"
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` with more than one node (Tarjan's
+    algorithm, iterative): each a set of modules that import one another in a ring."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    ring = stack[stack.index(node) :]
+                    del stack[stack.index(node) :]
+                    if len(ring) > 1:
+                        found.append(sorted(ring))
+            elif step not in index:
+                index[step] = low[step] = len(index)
+                stack.append(step)
+                work.append((step, iter(sorted(graph[step]))))
+            elif step in stack:
+                low[node] = min(low[node], index[step])
+    return found
+
+
+def layer_graph() -> dict[str, set[str]]:
+    """Each module's imports of other modules of its own layer."""
+    graph: dict[str, set[str]] = {module: set() for module in modules()}
+    for importer, imported in imports(submodules=True):
+        same_layer = layer_of(importer) == layer_of(imported)
+        if imported in graph and imported != importer and same_layer:
+            graph[importer].add(imported)
+    return graph
+
+
+def test_the_cycle_finder_finds_a_ring_and_nothing_else() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": set(), "f": {"f"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_new_import_cycle_inside_a_layer() -> None:
+    found = {" ".join(ring) for ring in cycles(layer_graph())}
+    listed = {
+        line.strip()
+        for line in CYCLES.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert sorted(found - listed) == [], "break the cycle: a module per concept, one way"
+    assert sorted(listed - found) == [], f"gone: take them off {CYCLES.name}"
 
 
 def test_golem_cores_names_are_each_found_in_the_module_it_names() -> None:

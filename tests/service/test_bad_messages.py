@@ -15,7 +15,14 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from golem.core import GolemConfig
-from golem.service.client import RemoteEngine
+from golem.sandbox import (
+    EndFrame,
+    ErrorFrame,
+    EventFrame,
+    RemoteEngine,
+    ResultFrame,
+    read_answer,
+)
 from tests.service.served import Served, shared_server, unb64
 
 pytestmark = pytest.mark.bwrap
@@ -123,6 +130,32 @@ def _call(ws: ClientConnection, call_id: int, op: str, cmd: str | None = None) -
 def _frame(ws: ClientConnection) -> dict[str, Any]:
     frame: dict[str, Any] = json.loads(ws.recv(WAIT))
     return frame
+
+
+def test_every_frame_a_real_server_sends_is_one_of_the_wire_models_byte_for_byte(
+    served: Served, key: str, session: str
+) -> None:
+    """The server writes its frames with the models of ``golem.sandbox.remote.frames``: each
+    frame it sends, read back with them, is exactly the bytes it sent (result, events, end,
+    error), and a frame of none of them is refused."""
+    with _socket(served, key, f"/v1/sessions/{session}/calls") as ws:
+        _call(ws, 1, "execute", "printf 'a\\377'; exit 3")
+        _call(ws, 2, "stream", "echo out; echo err >&2")
+        _call(ws, 3, "execute")
+        raw: list[str] = []
+        ended: set[int] = set()
+        while ended != {1, 2, 3}:
+            message = ws.recv(WAIT)
+            assert isinstance(message, str)
+            raw.append(message)
+            if set(sent := json.loads(message)) & {"result", "end", "error"}:
+                ended.add(sent["id"])
+    frames = [read_answer(message) for message in raw]
+    assert [frame.model_dump_json() for frame in frames] == raw
+    kinds = {(frame.id, type(frame)) for frame in frames}
+    assert {(1, ResultFrame), (2, EventFrame), (2, EndFrame), (3, ErrorFrame)} <= kinds
+    result = next(frame for frame in frames if isinstance(frame, ResultFrame))
+    assert (result.result.stdout, result.result.exit_code) == (b"a\xff", 3)
 
 
 def test_a_call_the_channel_cannot_take_is_refused_alone(

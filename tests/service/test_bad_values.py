@@ -13,8 +13,7 @@ import pytest
 
 from golem.core import GolemConfig
 from golem.core.errors import ProcessNotFound
-from golem.sandbox import Engine, LocalEngine
-from golem.service.client import RemoteEngine
+from golem.sandbox import Engine, LocalEngine, RemoteEngine
 from tests.service.served import Served
 
 pytestmark = pytest.mark.bwrap

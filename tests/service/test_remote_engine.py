@@ -21,8 +21,7 @@ from golem.core.errors import (
     RemoteError,
     SessionNotFound,
 )
-from golem.sandbox import Engine, ExecResult, LocalEngine
-from golem.service.client import RemoteEngine, make_engine
+from golem.sandbox import Engine, ExecResult, LocalEngine, RemoteEngine, SyncEngine, make_engine
 from tests.sandbox.binary_output import (
     ERR_PAYLOAD,
     PAYLOAD,
@@ -130,6 +129,23 @@ async def test_make_engine_follows_the_configuration(
     assert isinstance(engine, RemoteEngine)
     assert engine.url == "http://h:1"
     await engine.close()
+
+
+def test_a_scripts_sync_engine_follows_remote_url_too(
+    served: Served, config: GolemConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SyncEngine`` (scripts) takes its engine from ``make_engine`` as every command does:
+    with ``[remote] url`` set its sessions are the server's, for the key's tenant."""
+    key = served.tenant_key("script")
+    monkeypatch.setenv("GOLEM_API_KEY", key)
+    remote = config.model_copy(
+        update={"remote": config.remote.model_copy(update={"url": served.url})}
+    )
+    with SyncEngine(remote) as engine, engine.session() as box:
+        assert box.execute("echo from a script").stdout == b"from a script\n"
+        with served.client(key) as client:
+            listed = client.get("/v1/sessions").json()
+        assert [s["id"] for s in listed] == [box.id]
 
 
 def test_golem_exec_through_a_server_writes_the_boxs_bytes(served: Served, tmp_path: Path) -> None:

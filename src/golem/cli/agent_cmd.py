@@ -62,7 +62,7 @@ def agent_command(
     """Run the agent on a directory in a box and show the diff it made."""
     from golem.agent import Agent, Budget, make_model, make_tools
     from golem.cli.progress import AgentProgress
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
 
     if not workspace.is_dir():
         raise InvalidRequest(f"--workspace {workspace} is not a directory")

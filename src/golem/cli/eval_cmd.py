@@ -44,7 +44,7 @@ def _with_golem(config: GolemConfig, work: Callable[[Engine, Store], Awaitable[T
     """``work(engine, store)`` on the configured engine (a server's, when [remote] url is
     set) and store."""
 
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
     from golem.store import SqlStore
 
     async def main() -> T:

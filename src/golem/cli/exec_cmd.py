@@ -92,7 +92,7 @@ def exec_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Run code, a script or a command in a fresh box; exit with its exit code."""
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
 
     flags = options.BoxFlags(
         backend,

@@ -128,7 +128,7 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
 
     from golem.blueprint import Runner
     from golem.cli.run_progress import RunProgress, print_report
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
     from golem.store import SqlStore
 
     console = Console(stderr=True)

@@ -183,7 +183,7 @@ def cancel_command(run_id: str = typer.Argument(...)) -> None:
     from golem.blueprint.control import cancel_run
     from golem.cli.stores import using_store
     from golem.core.config import load_config
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
 
     config = load_config()
 

@@ -28,7 +28,7 @@ def _with_engine(work: Callable[[Engine], Awaitable[T]]) -> T:
     """``work(engine)`` with the configured engine (this machine's, or with ``[remote] url``
     the server's), closed afterwards."""
     from golem.core.config import load_config
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
 
     async def main() -> T:
         async with make_engine(load_config()) as engine:

@@ -44,7 +44,7 @@ def shell_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Open an interactive shell in a fresh box (needs a terminal)."""
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
 
     if not os.isatty(sys.stdin.fileno()):
         raise InvalidRequest("golem shell needs a terminal on standard input; use golem exec")

@@ -63,7 +63,7 @@ def ls_command(
 async def _list(config: GolemConfig, blueprint: Blueprint) -> list[dict[str, Any]]:
     """Each server with its tools (or why they could not be listed)."""
     from golem.context.toolshed import Toolshed  # loads the MCP SDK
-    from golem.service import make_engine
+    from golem.sandbox import make_engine
 
     box_settings = {k: v for k, v in blueprint.box.items() if k != "secrets_env"}
     shed = Toolshed(config)

@@ -25,22 +25,12 @@ import uvicorn
 from fastapi import FastAPI
 from ray.exceptions import RayActorError
 
-from golem import __version__
 from golem.cluster.placement import BACKEND_LABEL, DEFAULT_BACKEND, TIER_LABEL
 from golem.cluster.runs import NodeRuns, RunOrder
 from golem.core.config import BackendConfig, GolemConfig, default_state_dir
 from golem.core.errors import BackendUnavailable, GolemError
 from golem.core.isolation import IsolationTier, TrustPolicy
-from golem.sandbox import LocalEngine
-from golem.service.api import calls, files, interactive, sessions
-from golem.service.health import StoreProbe
-from golem.service.keys import ADMIN_TENANT, KeyStore, Principal
-from golem.service.limits import BodyLimit, ws_max_size
-from golem.service.problems import ERROR_RESPONSES, install_problem_handlers
-from golem.service.queue import RunQueue
-from golem.service.sessions import SessionRegistry
-from golem.service.state import ServerState, server_id
-from golem.store import SqlStore
+from golem.service import NODE_PRINCIPAL, ServerState, node_app, ws_max_size
 
 __all__ = ["KEY_ENV", "NODE_LABEL", "BoxHost", "box_host_app", "node_config", "node_name"]
 
@@ -52,8 +42,6 @@ UNLIMITED = 1_000_000
 """A node's session limits: Ray's slots (``[cluster] slot_resource``) are the real one."""
 READY_TIMEOUT = 120.0
 NODE_LABEL = "golem-node"
-NODE_PRINCIPAL = Principal(tenant=ADMIN_TENANT, role="admin", key_id="admin")
-"""Whom the box host's key acts for: the node server's admin (its sessions' tenant)."""
 T = TypeVar("T")
 HOST_CALLS = 1000
 """Calls a box host's actor takes at once (each control plane's ``hold`` waits there)."""
@@ -129,35 +117,6 @@ def check_labels(settings: GolemConfig, name: str) -> IsolationTier:
     return cast(IsolationTier, tier)
 
 
-@asynccontextmanager
-async def node_state(settings: GolemConfig) -> AsyncIterator[ServerState]:
-    """What the session routes need on a node: its engine (pruned of what a box host
-    before it left) and session registry; the store only holds nothing (no keys, no runs)."""
-    store = await SqlStore.open(settings, tenant=None)
-    engine = LocalEngine(settings)
-    identity = server_id()
-    state = ServerState(
-        config=settings,
-        engine=engine,
-        store=store,
-        keys=KeyStore(store, settings.server.admin_key_env),
-        sessions=SessionRegistry(settings, engine),
-        queue=RunQueue(settings, engine, store, identity),  # never started: runs are not here
-        health=StoreProbe(store, identity),
-        id=identity,
-    )
-    await engine.start()
-    await engine.prune()  # a box host before this one died: its boxes go
-    try:
-        yield state
-    finally:
-        try:
-            await state.sessions.close_all()
-            await engine.close()
-        finally:
-            await store.close()
-
-
 class Owners:
     """The node's sessions by the control plane that opened them (on the server's loop):
     when a control plane's ``Owner`` actor dies (Ray ends it with its driver), the sessions
@@ -209,33 +168,20 @@ def box_host_app(
     ready: Callable[[ServerState, NodeRuns], None],
     failed: Callable[[BaseException], None],
 ) -> FastAPI:
-    """The sessions API of ``golem serve`` (sessions, files, calls, interactive), on node
-    ``name``; ``ready`` is called with its state and its runs, on its loop, once it
-    serves; ``failed`` with the error that kept it from starting (no backend on the
-    node, ...)."""
+    """The service's node server on node ``name``; ``ready`` is called with its state and
+    its runs, on its loop, once it serves; ``failed`` with the error that kept it from
+    starting (no backend on the node, ...)."""
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                state = await stack.enter_async_context(node_state(settings))
-            except Exception as exc:
-                failed(exc)
-                raise
-            app.state.golem = state
-            runs = NodeRuns(lambda control: node_config(control, name), state)
-            ready(state, runs)
-            try:
-                yield
-            finally:
-                await runs.close()
+    async def serving(state: ServerState) -> AsyncIterator[None]:
+        runs = NodeRuns(lambda control: node_config(control, name), state)
+        ready(state, runs)
+        try:
+            yield
+        finally:
+            await runs.close()
 
-    app = FastAPI(title="golem box host", version=__version__, lifespan=lifespan)
-    install_problem_handlers(app)
-    app.add_middleware(BodyLimit)
-    for module in (sessions, files, calls, interactive):
-        app.include_router(module.router, responses=ERROR_RESPONSES)
-    return app
+    return node_app(settings, serving, failed)
 
 
 class BoxHost:

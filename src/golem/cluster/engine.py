@@ -21,20 +21,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterator,
     Awaitable,
     Callable,
     Mapping,
     Sequence,
 )
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, TaskCancelledError
 from ray.util.placement_group import (
     PlacementGroup,
     placement_group,
@@ -43,12 +43,12 @@ from ray.util.placement_group import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from golem.blueprint import RunState
+from golem.blueprint import RunState, parse_blueprint
 from golem.cluster.boxhost import HOST_CALLS
 from golem.cluster.lease import Owner
 from golem.cluster.nodes import BOX_HOST_PREFIX, BoxHostActor, Handle, NodeEngine, refusal, why
 from golem.cluster.placement import selector, slot_ready, unplaceable
-from golem.cluster.runs import carry, control_plane_order, run_spec
+from golem.cluster.runs import STOP_WAIT, RunOrder
 from golem.cluster.status import cluster_status
 from golem.core.config import GolemConfig
 from golem.core.errors import (
@@ -62,9 +62,17 @@ from golem.core.errors import (
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
-from golem.sandbox import BoxInfo, ExecResult, Request, SnapshotInfo, configured_spec
-from golem.service.cluster import ClusterStatus
-from golem.service.remote_box import RemoteBox
+from golem.sandbox import (
+    BoxInfo,
+    BoxSessions,
+    ExecResult,
+    RemoteBox,
+    Request,
+    SnapshotInfo,
+    configured_spec,
+    process_start_time,
+)
+from golem.service import ClusterStatus
 
 __all__ = ["ClusterEngine"]
 
@@ -73,6 +81,8 @@ log = logging.getLogger("golem.cluster")
 _OwnerActor: Any = ray.remote(Owner)
 PLACEMENT_CHECK = 0.5
 """Seconds between two reads of a waiting slot's state in Ray."""
+SLOT_WAIT_NOTE = 2.0
+"""Seconds a run waits for a slot before its followers are told it waits."""
 SpecLike = BoxSpec | Mapping[str, Any] | None
 
 
@@ -84,7 +94,7 @@ class _Placed:
     node: NodeEngine
 
 
-class ClusterEngine:
+class ClusterEngine(BoxSessions[RemoteBox]):
     """Sessions on the nodes of a Ray cluster (see the module)."""
 
     def __init__(self, config: GolemConfig) -> None:
@@ -101,12 +111,9 @@ class ClusterEngine:
         self._owner: Handle = None
         self._owner_id = secrets.token_hex(8)
 
-    async def __aenter__(self) -> ClusterEngine:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.close()
 
     def spec(self, spec: SpecLike = None, **overrides: Any) -> BoxSpec:
         """A BoxSpec from the configured defaults, ``spec`` and ``overrides`` (as
@@ -162,18 +169,19 @@ class ClusterEngine:
         try:
             await held
         except RayActorError as exc:
-            node.lost = f"the session's node {node.node_id} is gone: {why(exc)}"
+            lost = f"the session's node {node.node_id} is gone: {why(exc)}"
         else:
             return
-        log.warning("%s", node.lost)
+        node.lost = lost
+        log.warning("%s", lost)
         for box_id, placed in list(self._placed.items()):
             if placed.node is node:
                 del self._placed[box_id]
                 remove_placement_group(placed.slot)  # Ray would move it to another node
-                self._ended[box_id] = node.lost
+                self._ended[box_id] = lost
                 await node.forget(box_id)
                 for callback in self._callbacks:
-                    callback(box_id, node.lost)
+                    callback(box_id, lost)
 
     async def lease(
         self, spec: BoxSpec | None = None, *, queue: bool = False
@@ -327,17 +335,6 @@ class ClusterEngine:
             "take snapshots on a golem serve without [cluster] ray_address"
         )
 
-    @contextlib.asynccontextmanager
-    async def session(
-        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
-    ) -> AsyncIterator[RemoteBox]:
-        """``async with engine.session(spec) as box:`` one box on the cluster."""
-        box = await self.create_session(spec, on_event=on_event)
-        try:
-            yield box
-        finally:
-            await self.remove_session(box.id)
-
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:
         """Have ``callback(box_id, why)`` called when a session ends with its node."""
         self._callbacks.append(callback)
@@ -395,3 +392,87 @@ class ClusterEngine:
         if self._owner is not None:
             ray.kill(self._owner)
             self._owner = None
+
+
+async def carry(
+    engine: ClusterEngine,
+    order: RunOrder,
+    spec: BoxSpec,
+    note: Callable[[str], Awaitable[None]],
+) -> None:
+    """Run ``order``'s run to its end on a node of ``engine``'s cluster; NodeLost when
+    the node died under it (the run is then the caller's to requeue). A run that waits
+    for a slot says so (``note``), once."""
+    leasing = asyncio.ensure_future(engine.lease(spec, queue=True))
+    try:
+        done, _ = await asyncio.wait([leasing], timeout=SLOT_WAIT_NOTE)
+        if not done:
+            await note(
+                f"waits for a free box slot: every {engine.config.cluster.slot_resource} "
+                "slot of the cluster is taken; it starts when one frees"
+            )
+        slot, node = await leasing
+    except BaseException:
+        leasing.cancel()
+        raise
+    try:
+        ref = node.host.carry_run.remote(order, engine.owner_id, engine.owner)
+        try:
+            await ref
+        except asyncio.CancelledError:  # the control plane stops: the node lets the run go
+            ray_cancel(ref)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(_settled(ref)), STOP_WAIT)
+            raise
+        except RayActorError as exc:
+            raise NodeLost(
+                f"run {order.run_id}: its node {node.node_id} is gone ({why(exc)}); it is "
+                "queued again and resumes from its last checkpoint on another node"
+            ) from exc
+        except TaskCancelledError as exc:  # not by this process: its node stopped it
+            raise NodeLost(
+                f"run {order.run_id}: its runner on node {node.node_id} was stopped there "
+                "(its box host shuts down); it is queued again and resumes from its last "
+                "checkpoint"
+            ) from exc
+    finally:
+        engine.free(slot)
+
+
+async def _settled(ref: Any) -> None:
+    with contextlib.suppress(TaskCancelledError, RayActorError):
+        await ref
+
+
+def ray_cancel(ref: Any) -> None:
+    """Cancel an actor call (its coroutine is cancelled on the actor)."""
+    with contextlib.suppress(Exception):
+        ray.cancel(ref)
+
+
+def control_plane_order(
+    config: GolemConfig, claimed: RunState, tenant: str, credentials: ForgeCredentials
+) -> RunOrder:
+    """The order of a run this process claimed (it answers for the run)."""
+    pid = os.getpid()
+    return RunOrder(
+        run_id=claimed.id,
+        tenant=tenant,
+        config=config,
+        credentials=credentials,
+        resumed=bool(claimed.steps),
+        owner_pid=pid,
+        owner_start=process_start_time(pid),
+        claim=claimed.claim,
+    )
+
+
+def run_spec(engine: ClusterEngine, claimed: RunState) -> BoxSpec:
+    """What the run's slot asks of a node: the boxes of its blueprint (its image), in the
+    isolation tier the trust policy gave the run."""
+    box = parse_blueprint(claimed.blueprint_source, claimed.blueprint).box
+    image = box.get("image")
+    wanted: dict[str, object] = {"tier": claimed.tier}
+    if isinstance(image, str):
+        wanted["image"] = image
+    return engine.spec(wanted)

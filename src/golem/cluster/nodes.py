@@ -1,5 +1,6 @@
 """A node of the cluster as the control plane sees it: its box host (``NodeEngine``, the
-RemoteEngine of the host's sessions API), how it is started, and how they all end."""
+RemoteEngine of the host's sessions API over a ``NodeConnection``, the transport that
+knows a lost node), how it is started, and how they all end."""
 
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ from ray.exceptions import RayActorError
 from golem.cluster.boxhost import BoxHost
 from golem.core.config import GolemConfig
 from golem.core.errors import GolemError, NodeLost
-from golem.service.channel import ProblemFrame
-from golem.service.client import RemoteEngine, error_of
+from golem.sandbox import ProblemFrame, RemoteEngine, ServerConnection, error_of
 
 __all__ = [
     "BOX_HOST_PREFIX",
     "BoxHostActor",
     "Handle",
+    "NodeConnection",
     "NodeEngine",
     "refusal",
     "stop_box_hosts",
@@ -66,18 +67,18 @@ def refusal(exc: RayActorError) -> str:
     return str(found[-1]) if found else why(exc)
 
 
-class NodeEngine(RemoteEngine):
-    """The sessions API of one node's box host; a host that no longer answers turns the
-    errors of its calls into NodeLost."""
+class NodeConnection(ServerConnection):
+    """The transport to one node's box host: a host that no longer answers turns the errors
+    of its requests, downloads, streams and call channels into NodeLost."""
 
-    def __init__(self, node_id: str, host: Handle, url: str, key: str, config: GolemConfig) -> None:
-        super().__init__(url, key, config=config, server_labels=True)
+    def __init__(self, node_id: str, host: Handle, url: str, key: str) -> None:
+        super().__init__(url, key)
         self.node_id = node_id
         self.host = host
         self.lost: str | None = None
 
     def error_of(self, problem: ProblemFrame) -> GolemError:
-        """As RemoteEngine's, but an unreachable host of a lost node is NodeLost."""
+        """As a server's, but an unreachable host of a lost node is NodeLost."""
         if problem.status == 503 and self.lost is not None:
             return NodeLost(self.lost)
         return error_of(problem)
@@ -120,6 +121,25 @@ class NodeEngine(RemoteEngine):
             if getattr(exc, "http_status", None) == 503:
                 await self.check()
             raise
+
+
+class NodeEngine(RemoteEngine):
+    """The sessions API of one node's box host, over its ``NodeConnection``."""
+
+    def __init__(self, node_id: str, host: Handle, url: str, key: str, config: GolemConfig) -> None:
+        self.node = NodeConnection(node_id, host, url, key)
+        super().__init__(url, key, config=config, server_labels=True, connection=self.node)
+        self.node_id = node_id
+        self.host = host
+
+    @property
+    def lost(self) -> str | None:
+        """Why the node is gone, once it is known to be."""
+        return self.node.lost
+
+    @lost.setter
+    def lost(self, why: str) -> None:
+        self.node.lost = why
 
     async def forget(self, box_id: str) -> None:
         """The session is gone with its node: its handles here are closed."""

@@ -1,12 +1,14 @@
-"""Runs on a Ray cluster: a claimed run's runner executes on the node that holds its box.
+"""Runs on a Ray cluster, the node's side: a claimed run's runner executes on the node that
+holds its box.
 
 The control plane claims runs from the store (PostgreSQL: every node reaches it) as a
-single server does, and hands each to the cluster (``carry``): a slot is reserved like a
-session's (Ray's queue holds the run while the cluster is full), and the slot's node's box
-host runs golem's ``Runner`` there (``NodeRuns``) with the node's engine, the run's tenant's
-store and forge tokens, and ``Checkpoints``: after each node its checkout is kept in the
-store. The run's owner stays the control plane's process (so a restarted control plane
-recovers it as its own), and the node ends the run's runner when that control plane dies.
+single server does, and hands each to the cluster (``ClusterEngine.carry_run``): a slot is
+reserved like a session's (Ray's queue holds the run while the cluster is full), and the
+slot's node's box host runs golem's ``Runner`` there (``NodeRuns``) with the node's engine,
+the run's tenant's store and forge tokens, and ``Checkpoints``: after each node its
+checkout is kept in the store. The run's owner stays the control plane's process (so a
+restarted control plane recovers it as its own), and the node ends the run's runner when
+that control plane dies.
 
 A node that dies under a run: its box host's death reaches the control plane as the call's
 error (``NodeLost``), the run goes back to the queue, and the next node resumes it from its
@@ -18,34 +20,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import ray
-from ray.exceptions import RayActorError, TaskCancelledError
+from ray.exceptions import RayActorError
 
 from golem.blueprint import Runner, RunState
 from golem.blueprint.checkpoint import Checkpoints
-from golem.blueprint.loader import parse_blueprint
 from golem.core.config import GolemConfig
-from golem.core.errors import NodeLost
-from golem.core.spec import BoxSpec
 from golem.forge import ForgeCredentials
-from golem.sandbox.records import process_start_time
 from golem.store import SqlStore, database_url
 
 if TYPE_CHECKING:
-    from golem.cluster.engine import ClusterEngine
-    from golem.service.state import ServerState
+    from golem.service import ServerState
 
-__all__ = ["NodeRuns", "RunOrder", "carry"]
+__all__ = ["STOP_WAIT", "NodeRuns", "RunOrder"]
 
 log = logging.getLogger("golem.cluster")
 
-SLOT_WAIT_NOTE = 2.0
-"""Seconds a run waits for a slot before its followers are told it waits."""
 STOP_WAIT = 60.0
 """Seconds a node's runner has to end its box once its run is taken back."""
 
@@ -65,64 +58,6 @@ class RunOrder:
     owner_pid: int
     owner_start: int | None
     claim: int
-
-
-async def carry(
-    engine: ClusterEngine,
-    order: RunOrder,
-    spec: BoxSpec,
-    note: Callable[[str], Awaitable[None]],
-) -> None:
-    """Run ``order``'s run to its end on a node of ``engine``'s cluster; NodeLost when
-    the node died under it (the run is then the caller's to requeue). A run that waits
-    for a slot says so (``note``), once."""
-    leasing = asyncio.ensure_future(engine.lease(spec, queue=True))
-    try:
-        done, _ = await asyncio.wait([leasing], timeout=SLOT_WAIT_NOTE)
-        if not done:
-            await note(
-                f"waits for a free box slot: every {engine.config.cluster.slot_resource} "
-                "slot of the cluster is taken; it starts when one frees"
-            )
-        slot, node = await leasing
-    except BaseException:
-        leasing.cancel()
-        raise
-    try:
-        ref = node.host.carry_run.remote(order, engine.owner_id, engine.owner)
-        try:
-            await ref
-        except asyncio.CancelledError:  # the control plane stops: the node lets the run go
-            ray_cancel(ref)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(_settled(ref)), STOP_WAIT)
-            raise
-        except RayActorError as exc:
-            from golem.cluster.nodes import why  # noqa: PLC0415 - nodes -> boxhost -> here
-
-            raise NodeLost(
-                f"run {order.run_id}: its node {node.node_id} is gone ({why(exc)}); it is "
-                "queued again and resumes from its last checkpoint on another node"
-            ) from exc
-        except TaskCancelledError as exc:  # not by this process: its node stopped it
-            raise NodeLost(
-                f"run {order.run_id}: its runner on node {node.node_id} was stopped there "
-                "(its box host shuts down); it is queued again and resumes from its last "
-                "checkpoint"
-            ) from exc
-    finally:
-        engine.free(slot)
-
-
-async def _settled(ref: Any) -> None:
-    with contextlib.suppress(TaskCancelledError, RayActorError):
-        await ref
-
-
-def ray_cancel(ref: Any) -> None:
-    """Cancel an actor call (its coroutine is cancelled on the actor)."""
-    with contextlib.suppress(Exception):
-        ray.cancel(ref)
 
 
 class NodeRuns:
@@ -206,31 +141,3 @@ class NodeRuns:
             await asyncio.wait(list(self.running.values()), timeout=STOP_WAIT)
         for store in self._stores.values():
             await store.close()
-
-
-def control_plane_order(
-    config: GolemConfig, claimed: RunState, tenant: str, credentials: ForgeCredentials
-) -> RunOrder:
-    """The order of a run this process claimed (it answers for the run)."""
-    pid = os.getpid()
-    return RunOrder(
-        run_id=claimed.id,
-        tenant=tenant,
-        config=config,
-        credentials=credentials,
-        resumed=bool(claimed.steps),
-        owner_pid=pid,
-        owner_start=process_start_time(pid),
-        claim=claimed.claim,
-    )
-
-
-def run_spec(engine: ClusterEngine, claimed: RunState) -> BoxSpec:
-    """What the run's slot asks of a node: the boxes of its blueprint (its image), in the
-    isolation tier the trust policy gave the run."""
-    box = parse_blueprint(claimed.blueprint_source, claimed.blueprint).box
-    image = box.get("image")
-    wanted: dict[str, object] = {"tier": claimed.tier}
-    if isinstance(image, str):
-        wanted["image"] = image
-    return engine.spec(wanted)

@@ -15,7 +15,7 @@ from ray.util.placement_group import placement_group_table
 
 from golem.cluster.boxhost import NODE_LABEL
 from golem.cluster.nodes import BOX_HOST_PREFIX
-from golem.service.cluster import ClusterStatus, NodeStatus
+from golem.service import ClusterStatus, NodeStatus
 
 __all__ = ["HELD_TIMEOUT", "NodeStatus", "cluster_status"]
 

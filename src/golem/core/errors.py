@@ -65,6 +65,7 @@ GolemError
  +-- SlackError                  Slack's Web API failed, refused a call or cannot be reached
  +-- Problem                     an error the API itself raises, with its status
  +-- RemoteError                 a server refused or failed, and said why
+      +-- MalformedFrame         a call channel's frame is none of the protocol's
 
 Interrupt                        control flow: caught inside golem, never an error shown
  +-- BudgetSpent                 a budget (an agent's, a run's) has nothing left
@@ -107,6 +108,7 @@ __all__ = [
     "Interrupt",
     "InvalidRequest",
     "IssueNotReadable",
+    "MalformedFrame",
     "MissingForgeToken",
     "ModelAuthError",
     "ModelError",
@@ -625,6 +627,15 @@ class RemoteError(GolemError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.http_status = status
+
+
+class MalformedFrame(RemoteError):
+    """A frame on a session's call channel is none of the protocol's
+    (``golem.sandbox.remote.frames``): the other end speaks another version of it, or is
+    no golem server."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(502, message)
 
 
 # --- control flow ----------------------------------------------------------------------

@@ -17,6 +17,7 @@ __all__ = [
     "BOX_PATH",
     "GOLEM_HOME",
     "MAX_ID",
+    "SERVER_LABELS",
     "SNAPSHOT_NAME",
     "SNAPSHOT_REF",
     "WORKSPACE",
@@ -63,6 +64,9 @@ MAX_ENV_BYTES = 1024**2
 half of the usual ARG_MAX, leaving room for a call's arguments."""
 MAX_LABEL_BYTES = 64 * 1024
 """Most bytes of a box's labels (names and values)."""
+SERVER_LABELS = "golem."
+"""The prefix of the labels a golem server sets on its own boxes (``golem.tenant``,
+``golem.run``): a request may not set them, unless its key is a control plane's."""
 MAX_PATH = 4096
 """The kernel's PATH_MAX: the longest image, workdir or workspace path."""
 

@@ -6,8 +6,12 @@ async with LocalEngine(config) as engine:
 
 Callers type against the protocols ``Engine``, ``Box``, ``Interaction`` and ``Terminal``
 (``golem.sandbox.contracts``); ``LocalEngine`` is this machine's implementation, and a golem
-server's (``golem.service.client.RemoteEngine``) satisfies the same protocols.
+server's (``RemoteEngine``, ``golem.sandbox.remote``) satisfies the same protocols.
+``make_engine(config)`` is the one place an engine is chosen: a server's when ``[remote]
+url`` is set, else this machine's.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, ResourceUsage
 from golem.core.spec import BoxSpec
@@ -34,20 +38,63 @@ from golem.sandbox.models import (
     Runtime,
     SnapshotInfo,
 )
+from golem.sandbox.records import process_start_time
+from golem.sandbox.remote.frames import (
+    MOST_CALLS_HEADER,
+    AnswerFrame,
+    CallFrame,
+    CallMessage,
+    EndFrame,
+    ErrorFrame,
+    EventFrame,
+    OpenCall,
+    ProblemFrame,
+    Resize,
+    ResultFrame,
+    read_answer,
+)
+from golem.sandbox.sessions import BoxSessions
 from golem.sandbox.snapshots import TENANT_LABEL, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
 
+if TYPE_CHECKING:
+    from golem.sandbox.remote.box import RemoteBox
+    from golem.sandbox.remote.calls import RemoteInteraction, RemoteTerminal
+    from golem.sandbox.remote.connection import ServerConnection, error_of
+    from golem.sandbox.remote.engine import RemoteEngine, make_engine, spec_payload
+
+_REMOTE = {
+    "RemoteBox": "golem.sandbox.remote.box",
+    "RemoteInteraction": "golem.sandbox.remote.calls",
+    "RemoteTerminal": "golem.sandbox.remote.calls",
+    "RemoteEngine": "golem.sandbox.remote.engine",
+    "ServerConnection": "golem.sandbox.remote.connection",
+    "error_of": "golem.sandbox.remote.connection",
+    "make_engine": "golem.sandbox.remote.engine",
+    "spec_payload": "golem.sandbox.remote.engine",
+}
+"""The remote engine's names, imported on first use: a local box must not pay for the HTTP
+and WebSocket clients' imports."""
+
 __all__ = [
+    "MOST_CALLS_HEADER",
     "TENANT_LABEL",
+    "AnswerFrame",
     "Backend",
     "BackgroundProcess",
     "Box",
     "BoxInfo",
     "BoxPath",
+    "BoxSessions",
     "BoxSpec",
+    "CallFrame",
+    "CallMessage",
+    "EndFrame",
     "Engine",
     "ErrorEvent",
+    "ErrorFrame",
+    "EventFrame",
     "ExecEvent",
     "ExecRequest",
     "ExecResult",
@@ -57,12 +104,21 @@ __all__ = [
     "LocalEngine",
     "LocalInteraction",
     "LocalTerminal",
+    "OpenCall",
     "OutputEvent",
+    "ProblemFrame",
     "ProcessOutput",
+    "RemoteBox",
+    "RemoteEngine",
+    "RemoteInteraction",
+    "RemoteTerminal",
     "Request",
+    "Resize",
     "ResourceUsage",
+    "ResultFrame",
     "Runtime",
     "SecretMasker",
+    "ServerConnection",
     "SnapshotInfo",
     "SnapshotStore",
     "SpecLike",
@@ -72,4 +128,18 @@ __all__ = [
     "Terminal",
     "as_request",
     "configured_spec",
+    "error_of",
+    "make_engine",
+    "process_start_time",
+    "read_answer",
+    "spec_payload",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A remote engine's name, its module imported now (see ``_REMOTE``)."""
+    if name in _REMOTE:
+        import importlib  # noqa: PLC0415
+
+        return getattr(importlib.import_module(_REMOTE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 ``Box``, ``Interaction``, ``Terminal``), and what the engine asks of a backend.
 
 Two implementations satisfy the first four: this machine's (``LocalEngine``, ``LocalBox``)
-and a golem server's (``golem.service.client.RemoteEngine``, ``RemoteBox``); the agent,
+and a golem server's (``golem.sandbox.RemoteEngine``, ``RemoteBox``); the agent,
 blueprint and service layers are typed against these protocols only, and the session
 parity tests run every scenario against both.
 

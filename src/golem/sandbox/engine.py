@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 from golem.core.config import DockerBackendConfig, GolemConfig, load_config
@@ -25,6 +25,7 @@ from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
 from golem.sandbox.records import BoxRecord, BoxRegistry
+from golem.sandbox.sessions import BoxSessions
 from golem.sandbox.setup import run_setup
 from golem.sandbox.snapshots import SnapshotInfo, SnapshotStore
 from golem.sandbox.specs import configured_spec
@@ -38,7 +39,7 @@ REAP_INTERVAL = 30.0
 BOX_HOME = "/tmp/home"
 
 
-class LocalEngine:
+class LocalEngine(BoxSessions[LocalBox]):
     """This machine's sandbox engine (an ``Engine``). Use as
     ``async with LocalEngine(config) as engine:``.
 
@@ -66,12 +67,6 @@ class LocalEngine:
         self._checking = asyncio.Lock()
         self._egress: EgressService | None = None
         self._ends = SessionEnds()
-
-    async def __aenter__(self) -> LocalEngine:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.close()
 
     def spec(self, spec: BoxSpec | Mapping[str, Any] | None = None, **overrides: Any) -> BoxSpec:
         """A BoxSpec from the configured defaults, with ``spec`` and ``overrides`` applied."""
@@ -322,20 +317,6 @@ class LocalEngine:
                 "stop it there, or end that process and run `golem prune`"
             )
         await self._cleanup(record)
-
-    @contextlib.asynccontextmanager
-    async def session(
-        self,
-        spec: BoxSpec | Mapping[str, Any] | None = None,
-        *,
-        on_event: EventSink[ExecEvent] | None = None,
-    ) -> AsyncIterator[LocalBox]:
-        """``async with engine.session(spec) as box:`` one box for many calls."""
-        box = await self.create_session(spec, on_event=on_event)
-        try:
-            yield box
-        finally:
-            await self.remove_session(box.id)
 
     async def execute(
         self,

@@ -11,8 +11,7 @@ from typing import Any, TypeVar
 
 from golem.core.config import GolemConfig
 from golem.core.spec import BoxSpec
-from golem.sandbox.contracts import Box
-from golem.sandbox.engine import LocalEngine
+from golem.sandbox.contracts import Box, Engine
 from golem.sandbox.models import ExecRequest, ExecResult
 
 __all__ = ["SyncBox", "SyncEngine"]
@@ -65,7 +64,8 @@ class SyncBox:
 
 
 class SyncEngine:
-    """Blocking view of an Engine: ``with SyncEngine() as engine: engine.execute("ls")``.
+    """Blocking view of an Engine: ``with SyncEngine() as engine: engine.execute("ls")``;
+    the engine ``make_engine`` gives (a server's when ``[remote] url`` is set).
 
     The engine and its boxes live on a private event loop thread; the process-backend
     boxes die with that thread's process, as with the async engine.
@@ -104,5 +104,9 @@ class SyncEngine:
         self._runner.stop()
 
 
-async def _make_engine(config: GolemConfig | None) -> LocalEngine:
-    return LocalEngine(config)
+async def _make_engine(config: GolemConfig | None) -> Engine:
+    """The engine every command would use (``make_engine``): a server's when ``[remote]
+    url`` is set, made on the loop thread that will use it."""
+    from golem.sandbox.remote.engine import make_engine  # noqa: PLC0415 - httpx, when used
+
+    return make_engine(config)

@@ -1,22 +1,44 @@
-"""golem.service: the server (HTTP API, job queue, dashboard, triggers), and a client's
-engine on it: ``make_engine(config)``, the engine every command uses (``RemoteEngine`` when
-``[remote] url`` is set, else this machine's)."""
+"""golem.service: the server (HTTP API, job queue, dashboard, triggers), and what a cluster
+node serves (``node_app``). A client's engine on a server (``RemoteEngine``, and
+``make_engine(config)`` that picks it when ``[remote] url`` is set) is ``golem.sandbox``'s."""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from golem.service.client import RemoteEngine, make_engine
+    from golem.service.cluster import ClusterStatus, ClusterView, NodeStatus
+    from golem.service.limits import ws_max_size
+    from golem.service.node import NODE_PRINCIPAL, node_app
+    from golem.service.state import ServerState
 
-__all__ = ["RemoteEngine", "make_engine"]
+_HOMES = {
+    "NODE_PRINCIPAL": "node",
+    "ClusterStatus": "cluster",
+    "ClusterView": "cluster",
+    "NodeStatus": "cluster",
+    "ServerState": "state",
+    "node_app": "node",
+    "ws_max_size": "limits",
+}
+"""Each public name's module, imported on first use: importing one of the server's modules
+must not pay for the others (a command's help for any of them)."""
+
+__all__ = [
+    "NODE_PRINCIPAL",
+    "ClusterStatus",
+    "ClusterView",
+    "NodeStatus",
+    "ServerState",
+    "node_app",
+    "ws_max_size",
+]
 
 
 def __getattr__(name: str) -> Any:
-    """The client's names on first use: importing any of the server's modules must not pay
-    for the HTTP client's imports, nor a command's help for any of them."""
-    if name in __all__:
-        from golem.service import client  # noqa: PLC0415
-
-        return getattr(client, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """A public name, its module imported now (see ``_HOMES``)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"golem.service.{home}"), name)

@@ -19,7 +19,7 @@ from golem.core.isolation import Floor, IsolationTier
 from golem.core.network import EgressPolicy, NetworkConfig, RemotePolicy
 from golem.core.server_config import RolePolicy
 from golem.core.sizes import format_size
-from golem.core.spec import BoxSpec, parse_user
+from golem.core.spec import SERVER_LABELS, BoxSpec, parse_user
 from golem.forge import pin_remote
 from golem.sandbox import ExecRequest
 from golem.service.trust import refusal
@@ -36,8 +36,6 @@ __all__ = [
     "check_run",
     "check_spec",
 ]
-
-SERVER_LABELS = "golem."
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """A session's call channel on the server (``/v1/sessions/{id}/calls``; the wire is
-described in ``golem.service.channel``): each call runs as a task of its own, checked as
-the HTTP routes check theirs, its answers sent one frame at a time.
+described in ``golem.sandbox.remote.frames``, whose models it reads and writes): each call
+runs as a task of its own, checked as the HTTP routes check theirs, its answers sent one
+frame at a time.
 
 A socket runs at most its role's ``max_calls_per_socket`` calls at once, and a call waits
 for the client to read each frame before it makes the next (the socket's writes wait for
@@ -19,7 +20,18 @@ from collections.abc import Callable
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from golem.core.errors import BadMessage, GolemError, Problem
-from golem.sandbox import Box, ExecRequest
+from golem.sandbox import (
+    MOST_CALLS_HEADER,
+    AnswerFrame,
+    Box,
+    CallFrame,
+    EndFrame,
+    ErrorFrame,
+    EventFrame,
+    ExecRequest,
+    ProblemFrame,
+    ResultFrame,
+)
 from golem.service.api.deps import principal_from_headers
 from golem.service.api.sockets import (
     MessageLimit,
@@ -27,7 +39,6 @@ from golem.service.api.sockets import (
     open_session_socket,
     receive,
 )
-from golem.service.channel import MOST_CALLS_HEADER, ChannelCall, ProblemFrame
 from golem.service.keys import Principal
 from golem.service.policy import check_call
 from golem.service.state import ServerState
@@ -52,12 +63,13 @@ class _Channel:
         self._option = f"server.policies.{role}.max_calls_per_socket"
         self._sending = asyncio.Lock()
 
-    async def send(self, frame: str) -> None:
+    async def send(self, frame: AnswerFrame) -> None:
+        text = frame.model_dump_json()
         async with self._sending:
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                await self.websocket.send_text(frame)
+                await self.websocket.send_text(text)
 
-    async def begin(self, message: ChannelCall) -> None:
+    async def begin(self, message: CallFrame) -> None:
         """Start a call, cancel one, or answer why the call cannot be taken."""
         call_id = message.id
         if message.op == "cancel":  # its slot free at once, its id too
@@ -85,22 +97,22 @@ class _Channel:
             del self.calls[call_id]
 
     async def refuse(self, call_id: int, status: int, kind: str, detail: str) -> None:
-        frame = ProblemFrame(status=status, kind=kind, detail=detail)
-        await self.send(f'{{"id":{call_id},"error":{frame.model_dump_json()}}}')
+        problem = ProblemFrame(status=status, kind=kind, detail=detail)
+        await self.send(ErrorFrame(id=call_id, error=problem))
 
-    async def _run(self, message: ChannelCall) -> None:
+    async def _run(self, message: CallFrame) -> None:
         call_id, request = message.id, message.request
         assert request is not None
         try:
             box = await self._checked(request)
             if message.op == "execute":
                 result = await box.execute(request)
-                await self.send(f'{{"id":{call_id},"result":{result.model_dump_json()}}}')
+                await self.send(ResultFrame(id=call_id, result=result))
                 return
             async with contextlib.aclosing(box.stream(request)) as events:
                 async for event in events:
-                    await self.send(f'{{"id":{call_id},"event":{event.model_dump_json()}}}')
-            await self.send(f'{{"id":{call_id},"end":true}}')
+                    await self.send(EventFrame(id=call_id, event=event))
+            await self.send(EndFrame(id=call_id))
         except GolemError as exc:
             await self.refuse(call_id, exc.http_status, type(exc).__name__, exc.message)
         except Exception as exc:  # the route's 500: logged, the client told where to look
@@ -149,7 +161,7 @@ async def calls(websocket: WebSocket, session_id: str) -> None:
     channel = _Channel(websocket, state, session_id, principal.role)
     try:
         while True:
-            await channel.begin(await receive(websocket, ChannelCall, limit))
+            await channel.begin(await receive(websocket, CallFrame, limit))
     except WebSocketDisconnect:
         return
     except BadMessage as bad:

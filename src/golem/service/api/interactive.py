@@ -8,7 +8,8 @@ The client opens ``/v1/sessions/{id}/exec/ws`` with its key in a header, sends
 is the box's bytes in URL-safe base64, as pydantic writes bytes (a pty's screen comes as
 ``stdout`` events).
 
-Every message is validated (``OpenCall``, ``CallMessage``) and held to the role's
+Every message is validated (``OpenCall``, ``CallMessage``: the models of
+``golem.sandbox.remote.frames``, which ``RemoteEngine`` writes) and held to the role's
 ``max_body_bytes``. A message that is not valid (not JSON, not base64, a signal that is no
 integer, an unknown key) kills the running call, is answered with an error frame, and the
 socket closes with 4400 (4413 when it is too large) and the reason.
@@ -17,18 +18,14 @@ socket closes with 4400 (4413 when it is too large) and the reason.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from golem.core.errors import BadMessage, GolemError
-from golem.sandbox import ExecRequest, Interaction, OutputEvent, Terminal
+from golem.sandbox import CallMessage, Interaction, OpenCall, OutputEvent, Terminal
 from golem.service.api.sockets import (
     MessageLimit,
     close_with,
@@ -39,52 +36,9 @@ from golem.service.api.sockets import (
 from golem.service.policy import check_call
 from golem.service.state import ServerState
 
-__all__ = ["CallMessage", "OpenCall", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
-
-
-class OpenCall(BaseModel):
-    """The first message: what to run, and on a pty or pipes."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    request: ExecRequest
-    pty: StrictBool = False
-    rows: StrictInt = Field(24, ge=1, le=1000)
-    cols: StrictInt = Field(80, ge=1, le=1000)
-
-
-class Resize(BaseModel):
-    """A pty's new window size."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rows: StrictInt = Field(ge=1, le=1000)
-    cols: StrictInt = Field(ge=1, le=1000)
-
-
-class CallMessage(BaseModel):
-    """A message while the call runs: stdin (base64), its end, a signal, a resize."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    stdin: bytes | None = None
-    stdin_close: StrictBool = False
-    signal: StrictInt | None = Field(None, ge=1, le=64)
-    resize: Resize | None = None
-
-    @field_validator("stdin", mode="before")
-    @classmethod
-    def _base64(cls, value: Any) -> bytes | None:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise ValueError("stdin must be a base64 string")  # noqa: TRY004 - pydantic's
-        try:
-            return base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise ValueError("stdin is not base64 (A-Z, a-z, 0-9, +, / and = padding)") from None
 
 
 @router.websocket("/sessions/{session_id}/exec/ws")

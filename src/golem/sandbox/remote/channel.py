@@ -1,18 +1,14 @@
-"""A session's call channel: ``execute`` and ``stream`` calls over one WebSocket per
-session (``/v1/sessions/{id}/calls``), many at a time, told apart by an id the client picks.
-
-The client sends ``{"id": N, "op": "execute" | "stream", "request": ExecRequest}``, or
-``{"id": N, "op": "cancel"}`` to stop a call it no longer wants. The server answers each
-call with frames of its id: ``{"id": N, "result": ExecResult}`` for ``execute``;
-``{"id": N, "event": ExecEvent}`` per event, then ``{"id": N, "end": true}`` for ``stream``;
-or ``{"id": N, "error": {"status", "kind", "detail"}}`` (a problem, as HTTP answers it).
+"""A session's call channel, the client's end: ``execute`` and ``stream`` calls over one
+WebSocket per session (``/v1/sessions/{id}/calls``), many at a time, told apart by an id the
+client picks. The frames are ``golem.sandbox.remote.frames``.
 
 A socket runs at most its role's ``max_calls_per_socket`` calls at once; the handshake's
 ``Golem-Max-Calls`` header tells how many, and the client here holds further calls until one
-ends (a call past the cap is answered ``{"id": N, "error": {"status": 429, ...}}``). A call
-the channel cannot take (an id running already: 409; no request: 422) is answered with an
-error of its id, and the socket goes on; a message that cannot be read closes it (4400,
-4413), ending its calls.
+ends (a call past the cap is answered with an error frame of status 429). A call the channel
+cannot take (an id running already: 409; no request: 422) is answered with an error of its
+id, and the socket goes on; a message that cannot be read closes it (4400, 4413), ending its
+calls. A frame from the server that is none of the protocol's ends the socket's calls with
+``MalformedFrame``, which names it.
 
 The same calls are routes of their own (``POST .../exec``, ``.../exec/stream``); the
 channel saves each call an HTTP request's work on both sides. Every call on it is checked
@@ -24,53 +20,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal
 
 import websockets
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from golem.core.errors import GolemError
+from golem.core.errors import GolemError, MalformedFrame
 from golem.core.events import ExecEvent
-from golem.sandbox import ExecRequest, ExecResult
+from golem.sandbox.models import ExecRequest, ExecResult
+from golem.sandbox.remote.frames import (
+    MOST_CALLS_HEADER,
+    AnswerFrame,
+    CallFrame,
+    EndFrame,
+    ErrorFrame,
+    EventFrame,
+    ProblemFrame,
+    ResultFrame,
+    read_answer,
+)
 
-__all__ = ["MOST_CALLS_HEADER", "Answer", "CallChannel", "ChannelCall", "ProblemFrame"]
+__all__ = ["CallChannel"]
 
-MOST_CALLS_HEADER = "Golem-Max-Calls"
 UNCAPPED = 2**31  # a server that does not say has no cap
-
-
-class ChannelCall(BaseModel):
-    """A client's message on the channel."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: StrictInt = Field(ge=0, le=2**53)
-    op: Literal["execute", "stream", "cancel"]
-    request: ExecRequest | None = None
-
-
-class ProblemFrame(BaseModel):
-    """Why a call failed: its status, golem's error class, what to do."""
-
-    status: int
-    kind: str | None = None
-    detail: str
-
-
-class Answer(BaseModel):
-    """A server's frame on the channel, for the call ``id``."""
-
-    id: int
-    result: ExecResult | None = None
-    event: ExecEvent | None = None
-    end: bool = False
-    error: ProblemFrame | None = None
+PROTOCOL_ERROR = 1002  # RFC 6455: the socket closes for a frame of no known kind
 
 
 Raise = Callable[[ProblemFrame], GolemError]
+CLOSED = "the connection to the golem server closed during a call; see the server's log, and retry"
+Received = AnswerFrame | GolemError
+"""What a call's queue holds: the server's frames for it, or why its socket ended."""
 
 
 class CallChannel:
@@ -85,14 +67,14 @@ class CallChannel:
         self._slots = asyncio.Semaphore(UNCAPPED)  # calls at once, as the handshake says
         self._reader: asyncio.Task[None] | None = None
         self._connecting = asyncio.Lock()
-        self._calls: dict[int, asyncio.Queue[Answer | None]] = {}
+        self._calls: dict[int, asyncio.Queue[Received]] = {}
         self._ids = itertools.count()
 
     async def execute(self, request: ExecRequest) -> ExecResult:
         """A call to its end: its result."""
         async with contextlib.aclosing(self._call("execute", request)) as answers:
             async for answer in answers:
-                if answer.result is not None:
+                if isinstance(answer, ResultFrame):
                     return answer.result
         raise GolemError("the server ended a call without its result")
 
@@ -100,37 +82,38 @@ class CallChannel:
         """A call's events as they come."""
         async with contextlib.aclosing(self._call("stream", request)) as answers:
             async for answer in answers:
-                if answer.event is not None:
+                if isinstance(answer, EventFrame):
                     yield answer.event
 
-    async def _call(self, op: str, request: ExecRequest) -> AsyncGenerator[Answer]:
+    async def _call(
+        self, op: Literal["execute", "stream"], request: ExecRequest
+    ) -> AsyncGenerator[AnswerFrame]:
         socket = await self._connected()
         async with self._slots, contextlib.aclosing(self._answers(socket, op, request)) as answers:
             async for answer in answers:
                 yield answer
 
-    async def _answers(self, socket: Any, op: str, request: ExecRequest) -> AsyncGenerator[Answer]:
+    async def _answers(
+        self, socket: Any, op: Literal["execute", "stream"], request: ExecRequest
+    ) -> AsyncGenerator[AnswerFrame]:
         call_id = next(self._ids)
-        answers: asyncio.Queue[Answer | None] = asyncio.Queue()
+        answers: asyncio.Queue[Received] = asyncio.Queue()
         self._calls[call_id] = answers
-        body = request.model_dump_json(exclude_defaults=True)
         finished = False
         try:
             try:
-                await socket.send(f'{{"id":{call_id},"op":"{op}","request":{body}}}')
+                call = CallFrame(id=call_id, op=op, request=request)
+                await socket.send(call.model_dump_json(exclude_defaults=True))
             except websockets.ConnectionClosed:
-                answers.put_nowait(None)
+                answers.put_nowait(GolemError(CLOSED))
             while True:
                 answer = await answers.get()
-                if answer is None:
-                    raise GolemError(
-                        "the connection to the golem server closed during a call; "
-                        "see the server's log, and retry"
-                    )
-                if answer.error is not None:
+                if isinstance(answer, GolemError):
+                    raise answer
+                if isinstance(answer, ErrorFrame):
                     finished = True
                     raise self._error_of(answer.error)
-                finished = answer.end or answer.result is not None
+                finished = isinstance(answer, EndFrame | ResultFrame)
                 yield answer
                 if finished:
                     return
@@ -138,7 +121,7 @@ class CallChannel:
             self._calls.pop(call_id, None)
             if not finished and socket is self._socket:
                 with contextlib.suppress(websockets.ConnectionClosed):
-                    await socket.send(json.dumps({"id": call_id, "op": "cancel"}))
+                    await socket.send(CallFrame(id=call_id, op="cancel").model_dump_json())
 
     async def _connected(self) -> Any:
         async with self._connecting:
@@ -176,18 +159,23 @@ class CallChannel:
             ) from exc
 
     async def _read(self, socket: Any) -> None:
+        ending: Callable[[], GolemError] = functools.partial(GolemError, CLOSED)
         try:
             async for message in socket:
-                answer = Answer.model_validate_json(message)
+                answer = read_answer(message)
                 if (answers := self._calls.get(answer.id)) is not None:
                     answers.put_nowait(answer)
-        except (websockets.ConnectionClosed, ValueError):
-            pass  # a lost or garbled connection: its calls end with an error
+        except websockets.ConnectionClosed:
+            pass  # a lost connection: its calls end with an error
+        except MalformedFrame as malformed:  # nothing more of this socket can be trusted
+            ending = functools.partial(MalformedFrame, malformed.message)
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await socket.close(PROTOCOL_ERROR, "a frame that is none of the call channel's")
         finally:
             if self._socket is socket:
                 self._socket = None
             for answers in self._calls.values():
-                answers.put_nowait(None)
+                answers.put_nowait(ending())  # an error of each call's own
 
     async def close(self) -> None:
         """Close the socket (calls still running get an error)."""

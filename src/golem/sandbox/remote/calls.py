@@ -4,21 +4,19 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import signal as signals
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import websockets
 from pydantic import TypeAdapter
 
 from golem.core.events import ExecEvent, ExitEvent, OutputEvent
-from golem.sandbox import ExecRequest
-
-if TYPE_CHECKING:
-    from golem.service.client import RemoteEngine
+from golem.sandbox.models import ExecRequest
+from golem.sandbox.remote.connection import ServerConnection
+from golem.sandbox.remote.frames import CallMessage, OpenCall, Resize
 
 __all__ = ["RemoteInteraction", "RemoteTerminal"]
 
@@ -28,21 +26,21 @@ _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
 class _Socket:
     """The WebSocket of an interactive call."""
 
-    def __init__(self, engine: RemoteEngine, path: str) -> None:
-        self._url = engine.websocket_url(f"{path}/exec/ws")
-        self._key = engine.key
+    def __init__(self, server: ServerConnection, path: str) -> None:
+        self._url = server.websocket_url(f"{path}/exec/ws")
+        self._key = server.key
         self.socket: Any = None
 
-    async def open(self, first: dict[str, Any]) -> None:
+    async def open(self, first: OpenCall) -> None:
         headers = {"Authorization": f"Bearer {self._key}"}
         self.socket = await websockets.connect(self._url, additional_headers=headers)
-        await self.socket.send(_json(first))
+        await self.socket.send(first.model_dump_json(exclude_defaults=True))
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: CallMessage) -> None:
         # A call that has just ended (the server closed normally) takes no more, as a
         # local call's stdin and signals after its exit are dropped.
         with contextlib.suppress(websockets.ConnectionClosedOK):
-            await self.socket.send(_json(message))
+            await self.socket.send(message.model_dump_json(exclude_none=True))
 
     async def close(self) -> None:
         if self.socket is not None:
@@ -50,19 +48,12 @@ class _Socket:
                 await self.socket.close()
 
 
-def _json(message: dict[str, Any]) -> str:
-    return json.dumps(message)
-
-
 class RemoteInteraction(_Socket):
     """``async with box.interact(request) as call:`` over a WebSocket."""
 
-    def __init__(self, engine: RemoteEngine, path: str, request: ExecRequest) -> None:
-        super().__init__(engine, path)
-        self._first = {
-            "request": request.model_dump(mode="json", exclude_defaults=True),
-            "pty": False,
-        }
+    def __init__(self, server: ServerConnection, path: str, request: ExecRequest) -> None:
+        super().__init__(server, path)
+        self._first = OpenCall(request=request, pty=False)
         self.finished = False
 
     async def __aenter__(self) -> RemoteInteraction:
@@ -82,41 +73,40 @@ class RemoteInteraction(_Socket):
 
     async def write(self, data: bytes) -> None:
         """Send bytes to the call's stdin."""
-        await self.send({"stdin": base64.b64encode(data).decode()})
+        await self.send(CallMessage(stdin=data))
 
     async def close_stdin(self) -> None:
         """End the call's stdin."""
-        await self.send({"stdin_close": True})
+        await self.send(CallMessage(stdin_close=True))
 
     async def signal(self, number: int = signals.SIGTERM) -> None:
         """Send a signal to the call."""
-        await self.send({"signal": int(number)})
+        await self.send(CallMessage(signal=int(number)))
 
 
 class RemoteTerminal(_Socket):
     """An interactive call on a pty in a remote box (see Terminal)."""
 
-    def __init__(self, engine: RemoteEngine, path: str, request: ExecRequest) -> None:
-        super().__init__(engine, path)
+    def __init__(self, server: ServerConnection, path: str, request: ExecRequest) -> None:
+        super().__init__(server, path)
         self._request = request
         self.exit_code: int | None = None
 
     async def connect(self, rows: int = 24, cols: int = 80) -> None:
         """Open the pty."""
-        body = self._request.model_dump(mode="json", exclude_defaults=True)
-        await self.open({"request": body, "pty": True, "rows": rows, "cols": cols})
+        await self.open(OpenCall(request=self._request, pty=True, rows=rows, cols=cols))
 
     async def write(self, data: bytes) -> None:
         """Send keystrokes."""
-        await self.send({"stdin": base64.b64encode(data).decode()})
+        await self.send(CallMessage(stdin=data))
 
     async def resize(self, rows: int, cols: int) -> None:
         """Tell the pty its window size."""
-        await self.send({"resize": {"rows": rows, "cols": cols}})
+        await self.send(CallMessage(resize=Resize(rows=rows, cols=cols)))
 
     async def signal(self, number: int) -> None:
         """Send a signal to the call."""
-        await self.send({"signal": int(number)})
+        await self.send(CallMessage(signal=int(number)))
 
     async def read(self) -> bytes | None:
         """Next output bytes, or None once the call has ended."""

@@ -5,70 +5,34 @@
         result = await box.execute("pytest -q")
 
 Errors the server answers come back as the same GolemError classes (by the problem's
-``kind``), with the server's message.
+``kind``), with the server's message (``golem.sandbox.remote.connection``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
-from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter
 
-from golem.core import errors as golem_errors
 from golem.core.config import GolemConfig, load_config
-from golem.core.errors import ConfigError, GolemError, RemoteError
+from golem.core.errors import ConfigError, RemoteError
 from golem.core.events import EventSink, ExecEvent
-from golem.core.spec import BoxSpec
-from golem.sandbox import (
-    BoxInfo,
-    Engine,
-    ExecResult,
-    LocalEngine,
-    Request,
-    SnapshotInfo,
-    SpecLike,
-    as_request,
-)
-from golem.service.channel import ProblemFrame
-from golem.service.policy import SERVER_LABELS
-from golem.service.remote_box import RemoteBox
+from golem.core.spec import SERVER_LABELS, BoxSpec
+from golem.sandbox.box import as_request
+from golem.sandbox.contracts import Engine, Request, SpecLike
+from golem.sandbox.engine import LocalEngine
+from golem.sandbox.models import BoxInfo, ExecResult, SnapshotInfo
+from golem.sandbox.remote.box import RemoteBox
+from golem.sandbox.remote.connection import ServerConnection
+from golem.sandbox.remote.frames import ProblemFrame
+from golem.sandbox.sessions import BoxSessions
 
-__all__ = ["RemoteEngine", "error_of", "make_engine", "spec_payload"]
-
+__all__ = ["RemoteEngine", "make_engine", "spec_payload"]
 _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
-
-
-def error_of(problem: ProblemFrame) -> GolemError:
-    """The GolemError a problem was on the server (by its ``kind``), else a RemoteError."""
-    kind = getattr(golem_errors, problem.kind or "", None)
-    if isinstance(kind, type) and issubclass(kind, GolemError) and kind is not GolemError:
-        try:
-            error: GolemError = kind(problem.detail)
-        except TypeError:
-            return RemoteError(problem.status, problem.detail)
-        return error
-    return RemoteError(problem.status, f"the server answered {problem.status}: {problem.detail}")
-
-
-def raise_for_problem(response: httpx.Response) -> None:
-    """Turn a problem-details answer into the GolemError it was on the server."""
-    if response.is_success:
-        return
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    detail = str(body.get("detail") or response.text or response.reason_phrase)
-    kind = body.get("kind")
-    raise error_of(
-        ProblemFrame(status=response.status_code, kind=str(kind) if kind else None, detail=detail)
-    )
 
 
 def spec_payload(spec: BoxSpec | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -84,7 +48,7 @@ def spec_payload(spec: BoxSpec | Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(spec)
 
 
-class RemoteEngine:
+class RemoteEngine(BoxSessions[RemoteBox]):
     """A golem server's engine: its sessions are the server's, for this key's tenant.
 
     ``server_labels``: the key may set the server's own labels (``golem.*``), as a control
@@ -101,68 +65,19 @@ class RemoteEngine:
         timeout: float = 600.0,
         transport: httpx.AsyncBaseTransport | None = None,
         server_labels: bool = False,
+        connection: ServerConnection | None = None,
     ) -> None:
+        """``connection``: the transport to the server at ``url`` with ``key``, when it is
+        one of its own (a cluster node's); else a plain one."""
         self.config = config or load_config()
-        self.url = url.rstrip("/")
-        self._key = key
+        self.server = connection or ServerConnection(url, key, timeout=timeout, transport=transport)
         self.server_labels = server_labels
-        self._http = httpx.AsyncClient(
-            base_url=self.url,
-            headers={"Authorization": f"Bearer {key}"},
-            timeout=timeout,
-            transport=transport,
-        )
         self._handles: dict[str, list[RemoteBox]] = {}  # to close when the session ends
 
-    async def __aenter__(self) -> RemoteEngine:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.close()
-
-    error_of = staticmethod(error_of)
-
-    async def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """One API request; a problem answer raises."""
-        try:
-            response = await self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise RemoteError(503, f"cannot reach the golem server at {self.url}: {exc}") from exc
-        raise_for_problem(response)
-        return response
-
-    async def download(self, path: str, params: dict[str, Any]) -> AsyncIterator[bytes]:
-        """GET ``path``; its body in chunks as they arrive (a problem answer raises)."""
-        try:
-            async with self._http.stream("GET", path, params=params) as response:
-                if not response.is_success:
-                    await response.aread()
-                    raise_for_problem(response)
-                async for chunk in response.aiter_bytes():
-                    yield chunk
-        except httpx.HTTPError as exc:
-            raise RemoteError(503, f"cannot reach the golem server at {self.url}: {exc}") from exc
-
-    async def sse(self, path: str, body: Any) -> AsyncIterator[tuple[str, str]]:
-        """POST ``body``, then the server-sent events that answer it (name, data)."""
-        try:
-            async with aconnect_sse(self._http, "POST", path, json=body) as source:
-                if not source.response.is_success:
-                    await source.response.aread()
-                    raise_for_problem(source.response)
-                async for message in source.aiter_sse():
-                    yield message.event, message.data
-        except httpx.HTTPError as exc:
-            raise RemoteError(503, f"cannot reach the golem server at {self.url}: {exc}") from exc
-
-    def websocket_url(self, path: str) -> str:
-        """The ws:// (or wss://) URL of an API path."""
-        return self.url.replace("http", "ws", 1) + path
-
     @property
-    def key(self) -> str:
-        """The API key (for the WebSocket handshake)."""
-        return self._key
+    def url(self) -> str:
+        """The server's URL."""
+        return self.server.url
 
     def spec(self, spec: SpecLike = None, **overrides: Any) -> BoxSpec:
         """A BoxSpec of the fields given; the server applies its own defaults to the rest."""
@@ -180,7 +95,7 @@ class RemoteEngine:
         (``POST /v1/sessions/stream``)."""
         body = {"spec": self._asked(spec)}
         if on_event is None:
-            info = (await self.request("POST", "/v1/sessions", json=body)).json()
+            info = (await self.server.request("POST", "/v1/sessions", json=body)).json()
         else:
             info = await self._opened(body, on_event)
         return self._handle(info, _secrets(spec))
@@ -197,27 +112,27 @@ class RemoteEngine:
         return asked
 
     async def _opened(self, body: dict[str, Any], on_event: EventSink[ExecEvent]) -> Any:
-        async for name, data in self.sse("/v1/sessions/stream", body):
+        async for name, data in self.server.sse("/v1/sessions/stream", body):
             if name == "session":
                 return json.loads(data)
             if name == "problem":
-                raise error_of(ProblemFrame.model_validate_json(data))
+                raise self.server.error_of(ProblemFrame.model_validate_json(data))
             on_event(_EVENT.validate_json(data))
         raise RemoteError(502, "the server ended the session's setup stream without a session")
 
     def _handle(self, info: dict[str, Any], secrets: list[str]) -> RemoteBox:
-        box = RemoteBox(self, info, secrets=secrets)
+        box = RemoteBox(self.server, info, secrets=secrets)
         self._handles.setdefault(box.id, []).append(box)
         return box
 
     async def get_session(self, box_id: str) -> RemoteBox:
         """A handle on an existing session of this key's tenant."""
-        return self._handle((await self.request("GET", f"/v1/sessions/{box_id}")).json(), [])
+        return self._handle((await self.server.request("GET", f"/v1/sessions/{box_id}")).json(), [])
 
     async def remove_session(self, box_id: str) -> None:
         """End a session; its handles here are closed."""
         try:
-            await self.request("DELETE", f"/v1/sessions/{box_id}")
+            await self.server.request("DELETE", f"/v1/sessions/{box_id}")
         finally:
             for box in self._handles.pop(box_id, []):
                 await box.end()
@@ -228,36 +143,27 @@ class RemoteEngine:
         """Freeze a session's writable trees as a snapshot of the key's tenant, kept on
         the server (within its role's ``max_snapshot_bytes`` too)."""
         body = {"name": name, "max_tenant_bytes": max_tenant_bytes}
-        answer = await self.request("POST", f"/v1/sessions/{box_id}/snapshot", json=body)
+        answer = await self.server.request("POST", f"/v1/sessions/{box_id}/snapshot", json=body)
         return SnapshotInfo.model_validate(answer.json())
-
-    @contextlib.asynccontextmanager
-    async def session(
-        self, spec: SpecLike = None, *, on_event: EventSink[ExecEvent] | None = None
-    ) -> AsyncIterator[RemoteBox]:
-        """``async with engine.session(spec) as box:`` one remote box for many calls."""
-        box = await self.create_session(spec, on_event=on_event)
-        try:
-            yield box
-        finally:
-            await self.remove_session(box.id)
 
     async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
         """One call in a box of its own on the server."""
         body = {"request": _request_json(request), "spec": self._asked(spec)}
-        return ExecResult.model_validate((await self.request("POST", "/v1/exec", json=body)).json())
+        return ExecResult.model_validate(
+            (await self.server.request("POST", "/v1/exec", json=body)).json()
+        )
 
     async def stream(
         self, request: Request, spec: SpecLike = None
     ) -> AsyncGenerator[ExecEvent, None]:
         """One call in a box of its own on the server, its events as they come."""
         body = {"request": _request_json(request), "spec": self._asked(spec)}
-        async for _name, data in self.sse("/v1/exec/stream", body):
+        async for _name, data in self.server.sse("/v1/exec/stream", body):
             yield _EVENT.validate_json(data)
 
     async def boxes(self) -> list[BoxInfo]:
         """This tenant's sessions on the server."""
-        sessions = (await self.request("GET", "/v1/sessions")).json()
+        sessions = (await self.server.request("GET", "/v1/sessions")).json()
         return [
             BoxInfo(
                 id=s["id"],
@@ -286,7 +192,7 @@ class RemoteEngine:
             for box in boxes:
                 await box.disconnect()
         self._handles.clear()
-        await self._http.aclose()
+        await self.server.close()
 
 
 def _request_json(request: Request) -> Any:

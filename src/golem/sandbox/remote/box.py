@@ -1,7 +1,7 @@
 """RemoteBox: a session on a golem server, a ``golem.sandbox.Box``.
 
 Its execute and stream calls go over the session's call channel (one WebSocket, opened on
-the first call; ``golem.service.channel``); files, archives and background processes over
+the first call; ``golem.sandbox.remote.channel``); files, archives and background processes over
 HTTP; interactive calls and ptys over a WebSocket each."""
 
 from __future__ import annotations
@@ -18,27 +18,21 @@ from collections.abc import (
     Collection,
 )
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from golem.core.errors import ConfigError, SessionNotFound
 from golem.core.events import ExecEvent, NetworkEvent
 from golem.core.isolation import Isolation
 from golem.core.spec import BoxSpec
-from golem.sandbox import (
-    BackgroundProcess,
-    ExecResult,
-    ProcessOutput,
-    Request,
-    SecretMasker,
-    as_request,
-)
+from golem.sandbox.box import as_request
+from golem.sandbox.contracts import Request
 from golem.sandbox.files import capped, chunks_of, tar_of
+from golem.sandbox.masking import SecretMasker
+from golem.sandbox.models import BackgroundProcess, ExecResult, ProcessOutput
+from golem.sandbox.remote.calls import RemoteInteraction, RemoteTerminal
+from golem.sandbox.remote.channel import CallChannel
+from golem.sandbox.remote.connection import ServerConnection
 from golem.sandbox.takeback import Landed, TakebackLimits, land_archive
-from golem.service.channel import CallChannel
-from golem.service.remote_calls import RemoteInteraction, RemoteTerminal
-
-if TYPE_CHECKING:
-    from golem.service.client import RemoteEngine
 
 __all__ = ["RemoteBox"]
 
@@ -49,9 +43,9 @@ class RemoteBox:
     """A session on a golem server, used like a local box."""
 
     def __init__(
-        self, engine: RemoteEngine, info: dict[str, Any], *, secrets: Collection[str] = ()
+        self, server: ServerConnection, info: dict[str, Any], *, secrets: Collection[str] = ()
     ) -> None:
-        self._engine = engine
+        self._server = server
         self.id: str = info["id"]
         self.spec = BoxSpec.model_validate(
             {k: v for k, v in info.get("spec", {}).items() if k != "secrets"}
@@ -63,7 +57,7 @@ class RemoteBox:
         self._secrets = [s for s in secrets if s]
         self._path = f"/v1/sessions/{self.id}"
         self._channel = CallChannel(
-            engine.websocket_url(f"{self._path}/calls"), engine.key, engine.error_of
+            server.websocket_url(f"{self._path}/calls"), server.key, server.error_of
         )
         self._ended = False
 
@@ -115,16 +109,16 @@ class RemoteBox:
 
     def interact(self, request: Request) -> RemoteInteraction:
         """A call whose stdin stays open, over a WebSocket (see Box.interact)."""
-        return RemoteInteraction(self._engine, self._path, as_request(request))
+        return RemoteInteraction(self._server, self._path, as_request(request))
 
     async def open_pty(self, request: Request) -> RemoteTerminal:
         """Start a call on a pseudo-terminal in the box (see Box.open_pty)."""
-        terminal = RemoteTerminal(self._engine, self._path, as_request(request))
+        terminal = RemoteTerminal(self._server, self._path, as_request(request))
         await terminal.connect()
         return terminal
 
     async def _request(self, method: str, suffix: str, **kwargs: Any) -> Any:
-        response = await self._watch(self._engine.request(method, self._path + suffix, **kwargs))
+        response = await self._watch(self._server.request(method, self._path + suffix, **kwargs))
         return response.json() if response.content else None
 
     async def network_log(self) -> list[NetworkEvent]:
@@ -151,7 +145,7 @@ class RemoteBox:
 
     async def _download(self, suffix: str, params: dict[str, Any]) -> AsyncIterator[bytes]:
         try:
-            async for chunk in self._engine.download(self._path + suffix, params):
+            async for chunk in self._server.download(self._path + suffix, params):
                 yield chunk
         except SessionNotFound:
             self._ended = True

@@ -4,19 +4,12 @@ type-checks that each local and remote class is an ``Engine``, ``Box``, ``Intera
 
 from __future__ import annotations
 
-from golem.sandbox import (
-    Box,
-    Engine,
-    Interaction,
-    LocalBox,
-    LocalEngine,
-    LocalInteraction,
-    LocalTerminal,
-    Terminal,
-)
-from golem.service.client import RemoteEngine
-from golem.service.remote_box import RemoteBox
-from golem.service.remote_calls import RemoteInteraction, RemoteTerminal
+from golem.sandbox.box import LocalBox, LocalInteraction, LocalTerminal
+from golem.sandbox.contracts import Box, Engine, Interaction, Terminal
+from golem.sandbox.engine import LocalEngine
+from golem.sandbox.remote.box import RemoteBox
+from golem.sandbox.remote.calls import RemoteInteraction, RemoteTerminal
+from golem.sandbox.remote.engine import RemoteEngine
 
 __all__: list[str] = []
 
