@@ -62,6 +62,6 @@ def test_an_event_capture_keeps_events_in_order_and_picks_them_by_type() -> None
         capture(event)
     assert [e.text for e in capture] == ["a", "B", "c"]
     assert [e.text for e in capture.of_type(Shouted)] == ["B"]
-    assert (len(capture), capture[-1].text, [e.text for e in capture[:1]]) == (3, "c", ["a"])
+    assert bool(EventCapture[Said]())  # an empty sink is still a sink where code asks
     capture.clear()
-    assert list(capture) == []
+    assert capture.events == []

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Generic, TypeVar, overload
+from typing import Generic, TypeVar
 
 from golem.core.events import Event
 
@@ -20,7 +20,8 @@ K = TypeVar("K", bound=Event)
 
 
 class EventCapture(Generic[E]):
-    """Every event it was called with, in order; an ``EventSink[E]``."""
+    """Every event it was called with, in order (``events``); an ``EventSink[E]``. It has no
+    length, so that code asking ``if on_event:`` always finds a sink, empty or not."""
 
     def __init__(self) -> None:
         self.events: list[E] = []
@@ -36,18 +37,8 @@ class EventCapture(Generic[E]):
         """Each event's ``type`` field, in order: what happened, at a glance."""
         return [str(getattr(event, "type", type(event).__name__)) for event in self.events]
 
-    @overload
-    def __getitem__(self, index: int) -> E: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[E]: ...
-    def __getitem__(self, index: int | slice) -> E | list[E]:
-        return self.events[index]
-
     def __iter__(self) -> Iterator[E]:
         return iter(self.events)
-
-    def __len__(self) -> int:
-        return len(self.events)
 
     def clear(self) -> None:
         """Forget what was captured (a test's second phase)."""
