@@ -23,6 +23,8 @@ from golem.sandbox.contracts import (
     Terminal,
 )
 from golem.sandbox.engine import LocalEngine
+from golem.sandbox.engine_images import engine_images, load_images, save_images
+from golem.sandbox.image_archive import KeptImages, keep_image_archive
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import (
     BackgroundProcess,
@@ -53,6 +55,7 @@ __all__ = [
     "ExecResult",
     "ExitEvent",
     "Interaction",
+    "KeptImages",
     "LocalBox",
     "LocalEngine",
     "LocalInteraction",
@@ -72,4 +75,8 @@ __all__ = [
     "Terminal",
     "as_request",
     "configured_spec",
+    "engine_images",
+    "keep_image_archive",
+    "load_images",
+    "save_images",
 ]
