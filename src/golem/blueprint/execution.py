@@ -244,8 +244,9 @@ class Execution:
         keys = await images.keys(conventions, box)
         loaded = None if keys is None else await images.warm(box, keys)
         await self._start_services(box, conventions)
-        as_fetched = self.state.commit is None and await self.repo().is_clean()
-        if keys is not None and loaded is None and as_fetched:
+        if keys is None or loaded is not None or self.state.commit is not None:
+            return
+        if await self.repo().is_clean():  # no step changed the checkout as fetched
             await images.keep(box, keys.write)
 
     async def _start_services(self, box: Box, conventions: RepoConventions) -> None:
