@@ -11,8 +11,9 @@ commit of the base branch as the host fetched it is kept under the base branch's
 which every run on that base reads; any other (a follow-up on a pull request's head, a
 run based on a tag or a commit) reads the base's entry when its key matches and otherwise
 keeps its install under a key of its own commit, which no base-branch run computes.
-Archives (``<key>.tar``, written by ``golem.sandbox.keep``) are never unpacked on the
-host: a run's box unpacks one into its ``/workspace``. The least recently used are
+Archives (``<key>.tar``, written by ``golem.sandbox.keep``, or for the other kind, a box
+engine's images, by ``golem.sandbox.keep_image_archive``) are never unpacked on the host: a
+run's box unpacks one into its ``/workspace`` (or its engine loads one). The least recently used are
 removed once the cache passes its size.
 """
 
@@ -29,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from golem.blueprint.install_inputs import CommitTree, install_inputs
 from golem.checks import RepoConventions
@@ -59,7 +60,7 @@ __all__ = [
     "read_inputs",
 ]
 
-KEY_VERSION = "golem-dependencies-4"
+KEY_VERSION = "golem-dependencies-5"
 """Changes whenever what an archive holds, or how, changes: older archives no longer match."""
 
 OFFLINE_ENV = {
@@ -99,6 +100,9 @@ class InstallKeyParts:
     inputs: Mapping[str, str]
     """Each file the install could read -> the id of its content ("" missing):
     ``read_inputs``."""
+    kind: Literal["dependencies", "images"] = "dependencies"
+    """What the archive holds: installed dependencies, or a box engine's container images
+    (``golem.blueprint.images``); one cache, two kinds, never one's key for the other."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,7 @@ def install_key(parts: InstallKeyParts, scope: str) -> str:
     branch): sha256 of them, in a stable order."""
     data = {
         "version": KEY_VERSION,
+        "kind": parts.kind,
         "tenant": parts.tenant,
         "repo": parts.repo,
         "scope": scope,

@@ -23,12 +23,13 @@ from golem.blueprint.dependencies import (
     in_checkout,
 )
 from golem.blueprint.events import AgentStep, BoxStarted, RunEvent, RunNote
+from golem.blueprint.images import RunImages
 from golem.blueprint.model import Blueprint
 from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import PausedStep, RunState
 from golem.blueprint.workspace import Layout, copy_into_box, take_back
 from golem.blueprint.writer import StoreWriter
-from golem.checks import Service, reach, start_services
+from golem.checks import RepoConventions, Service, reach, start_services
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     BudgetSpent,
@@ -215,22 +216,44 @@ class Execution:
                 self.box_started(box, "run")
                 self._layout = await copy_into_box(box, self.workspace)
                 await self._place_dependencies(box)
-                await self._start_services(box)
+                await self._images_and_services(box)
             except BaseException:
                 await self.engine.remove_session(box.id)
                 raise
             self._box = box
         return self._box
 
-    async def _start_services(self, box: Box) -> None:
-        """The services the checks need, started in a box with a container engine (a
-        microvm box with ``containers``); a note says which run, and which could not."""
-        conventions = self.state.conventions
-        if conventions is None or not conventions.services:
+    async def _images_and_services(self, box: Box) -> None:
+        """In a box with a container engine (a microvm box with ``containers``): the image
+        cache's entry loaded, the services started, and, when the cache had none and no
+        step changed the checkout yet, the engine's images kept (``golem.blueprint.images``).
+        The verification says why a box without an engine is not verified."""
+        conventions, isolation = self.state.conventions, box.isolation
+        if conventions is None or isolation is None or isolation.tier != "microvm":
             return
-        isolation = box.isolation
-        if not (box.spec.containers and isolation is not None and isolation.tier == "microvm"):
-            return  # the verification says why the run is not verified
+        if not box.spec.containers:
+            return
+        images = RunImages(
+            self.config,
+            self.workspace,
+            tenant=self.book.store.tenant or "",
+            repo=self.state.request.repo,
+            base=self.state.base,
+            note=self.note,
+        )
+        keys = await images.keys(conventions, box)
+        loaded = None if keys is None else await images.warm(box, keys)
+        await self._start_services(box, conventions)
+        if keys is None or loaded is not None or self.state.commit is not None:
+            return
+        if await self.repo().is_clean():  # no step changed the checkout as fetched
+            await images.keep(box, keys.write)
+
+    async def _start_services(self, box: Box, conventions: RepoConventions) -> None:
+        """The services the checks need, started in the box's engine; a note says which
+        run, and which could not."""
+        if not conventions.services:
+            return
         failed = await start_services(box, conventions.services)
         self.services_up = [s for s in conventions.services if s.name not in failed]
         if self.services_up:

@@ -27,6 +27,8 @@ from golem.sandbox.contracts import (
     Terminal,
 )
 from golem.sandbox.engine import LocalEngine
+from golem.sandbox.engine_images import engine_images, load_images, save_images
+from golem.sandbox.image_archive import KeptImages, keep_image_archive
 from golem.sandbox.masking import SecretMasker
 from golem.sandbox.models import (
     BackgroundProcess,
@@ -100,6 +102,7 @@ __all__ = [
     "ExecResult",
     "ExitEvent",
     "Interaction",
+    "KeptImages",
     "LocalBox",
     "LocalEngine",
     "LocalInteraction",
@@ -128,10 +131,14 @@ __all__ = [
     "Terminal",
     "as_request",
     "configured_spec",
+    "engine_images",
     "error_of",
+    "keep_image_archive",
+    "load_images",
     "make_engine",
     "process_start_time",
     "read_answer",
+    "save_images",
     "spec_payload",
 ]
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 from golem.core.errors import InvalidRequest
 from golem.core.spec import BoxSpec
 
-__all__ = ["ENGINE_SOCKET", "check_containers", "engine_env"]
+__all__ = ["ENGINE_SOCKET", "GOLEM_IMAGES", "check_containers", "engine_env"]
 
 ENGINE_SOCKET = "/run/docker.sock"
 """The engine's socket in the box (also /var/run/docker.sock, Docker's default path), where
 the guest's init has dockerd listen (``backends/microvm/engine.sh``; its log is
 /run/golem-engine.log, and every engine starts with golem/busybox:latest imported)."""
 CONTAINER_BACKENDS = frozenset({"microvm"})
+GOLEM_IMAGES = frozenset({"golem/busybox:latest"})
+"""The images golem places in every engine itself: never kept in the image cache."""
 
 
 def check_containers(spec: BoxSpec, backend: str) -> None:

@@ -1,0 +1,198 @@
+"""A PostgreSQL image for tests, made without any registry: ``golem-test/postgres``, built
+from Debian's ``postgresql`` package (mmdebstrap, like golem's own images), imported into
+the host's docker once per content hash, saved there, and seeded into a tenant's image
+cache under the tag a repository's CI names (``postgres:16``), so that a run whose CI
+declares ``services: postgres: image: postgres:16`` loads it into its box's engine.
+
+It behaves as the official image does for what CI files use: ``POSTGRES_USER`` (postgres),
+``POSTGRES_PASSWORD`` (then password authentication over TCP; none: trust) and
+``POSTGRES_DB`` (the user's name), listening on 127.0.0.1:5432 (its container shares the
+box's network). Debian's bookworm has PostgreSQL 15: the tag is the CI's, the server is 15.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from golem.blueprint.dependencies import DependencyCache
+from golem.blueprint.images import image_keys
+from golem.checks import RepoConventions
+from golem.core import GolemConfig
+from golem.core.config import default_state_dir
+from golem.sandbox import KeptImages, keep_image_archive
+from golem.sandbox.limits import TakebackLimits
+
+__all__ = ["POSTGRES_TAG", "postgres_archive", "seed_postgres"]
+
+POSTGRES_TAG = "postgres:16"
+IMAGE = "golem-test/postgres"
+RECIPE = 1  # bump when the way the image is made changes
+PACKAGES = ["postgresql"]
+BIN = "/usr/lib/postgresql/15/bin"
+ENTRYPOINT = f"""#!/bin/sh
+set -e
+user="${{POSTGRES_USER:-postgres}}"
+db="${{POSTGRES_DB:-$user}}"
+data=/var/lib/postgresql/data
+mkdir -p "$data" /run/postgresql
+chown postgres:postgres "$data" /run/postgresql
+if [ ! -s "$data/PG_VERSION" ]; then
+    auth=trust
+    pwfile=/tmp/pwfile
+    printf '%s\\n' "${{POSTGRES_PASSWORD:-}}" >"$pwfile" && chown postgres "$pwfile"
+    [ -n "${{POSTGRES_PASSWORD:-}}" ] && auth=scram-sha-256
+    runuser -u postgres -- {BIN}/initdb -D "$data" -U "$user" --pwfile="$pwfile" \\
+        --auth-host="$auth" --auth-local=trust >/dev/null
+    rm -f "$pwfile"
+    if [ "$db" != postgres ]; then
+        echo "CREATE DATABASE \\"$db\\" OWNER \\"$user\\"" |
+            runuser -u postgres -- {BIN}/postgres --single -D "$data" postgres >/dev/null
+    fi
+fi
+exec runuser -u postgres -- {BIN}/postgres -D "$data" -c listen_addresses=127.0.0.1 \\
+    -c port=5432 -c jit=off
+"""
+LEFT_OUT = (
+    "usr/share/doc/",
+    "usr/share/man/",
+    "usr/share/locale/",
+    "usr/share/i18n/",
+    "usr/share/info/",
+    "usr/share/perl/",
+    "usr/lib/x86_64-linux-gnu/perl/",
+    "var/cache/apt/",
+    "var/lib/apt/lists/",
+    "usr/lib/postgresql/15/lib/bitcode/",
+    "usr/lib/postgresql/15/lib/llvmjit",
+    "usr/lib/x86_64-linux-gnu/libLLVM",
+    "usr/lib/x86_64-linux-gnu/libz3",
+    "var/lib/postgresql/",
+    "etc/postgresql/15/",
+)
+"""What a server needs not (docs, locales, perl, apt's lists, the JIT, which is off, and the
+cluster Debian's package made): left out of the image, which a box under emulation loads
+whole. Debian's ``psql`` and ``pg_isready`` are perl wrappers: the image links the
+binaries themselves into /usr/local/bin, first on a container's PATH."""
+CLIENTS = ("psql", "pg_isready", "createdb", "dropdb", "pg_dump")
+
+
+def content_hash() -> str:
+    recipe = {
+        "packages": PACKAGES,
+        "entrypoint": ENTRYPOINT,
+        "left_out": LEFT_OUT,
+        "clients": CLIENTS,
+        "recipe": RECIPE,
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+
+
+@functools.cache
+def postgres_archive() -> Path:
+    """``docker save`` of the image, tagged ``POSTGRES_TAG`` (built and saved once per
+    content hash, kept where golem keeps its bootstrapped images)."""
+    digest = content_hash()
+    archive = default_state_dir() / "images" / f"golem-test-postgres-{digest[:12]}.tar"
+    if archive.is_file():
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tag = f"{IMAGE}:{digest[:12]}"
+    if not _docker("image", "ls", "-q", tag).strip():
+        _build(tag)
+    with tempfile.TemporaryDirectory(dir=archive.parent) as scratch:
+        saved = Path(scratch) / "saved.tar"
+        _docker("save", "-o", str(saved), tag)
+        retagged = Path(scratch) / "retagged.tar"
+        _retag(saved, retagged, POSTGRES_TAG)
+        retagged.replace(archive)
+    return archive
+
+
+def _build(tag: str) -> None:
+    mmdebstrap = shutil.which("mmdebstrap")
+    assert mmdebstrap is not None, "mmdebstrap is needed: scripts/setup installs it"
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch) / "root.tar"
+        argv = [mmdebstrap, "--quiet", "--variant=minbase", f"--include={','.join(PACKAGES)}"]
+        subprocess.run([*argv, "bookworm", str(root)], check=True, capture_output=True)
+        image = Path(scratch) / "image.tar"
+        _image_tree(root, image)
+        changes = ['ENTRYPOINT ["/usr/local/bin/golem-postgres"]', "EXPOSE 5432"]
+        argv = ["import", *(f"--change={change}" for change in changes), str(image), tag]
+        _docker(*argv)
+
+
+def _image_tree(root: Path, image: Path) -> None:
+    """The root file system without ``LEFT_OUT``, with the entrypoint."""
+    with tarfile.open(root) as source, tarfile.open(image, "w") as out:
+        for member in source:
+            name = member.name.removeprefix("./")
+            if any(name.startswith(prefix) for prefix in LEFT_OUT):
+                continue
+            out.addfile(member, source.extractfile(member) if member.isreg() else None)
+        for client in CLIENTS:
+            link = tarfile.TarInfo(f"usr/local/bin/{client}")
+            link.type, link.linkname = tarfile.SYMTYPE, f"{BIN}/{client}"
+            out.addfile(link)
+        script = ENTRYPOINT.encode()
+        info = tarfile.TarInfo("usr/local/bin/golem-postgres")
+        info.size, info.mode = len(script), 0o755
+        out.addfile(info, io.BytesIO(script))
+
+
+def _retag(saved: Path, out_path: Path, tag: str) -> None:
+    """The saved archive with its manifest naming ``tag`` (the legacy ``repositories``
+    file, which ``docker load`` does not need beside a manifest, left out)."""
+    with tarfile.open(saved) as source, tarfile.open(out_path, "w") as out:
+        for member in source:
+            if member.name == "repositories":
+                continue
+            data = source.extractfile(member) if member.isreg() else None
+            if member.name == "manifest.json" and data is not None:
+                document = json.loads(data.read())
+                for image in document:
+                    image["RepoTags"] = [tag]
+                body = json.dumps(document).encode()
+                member.size, data = len(body), io.BytesIO(body)
+            out.addfile(member, data)
+
+
+def _docker(*args: str) -> str:
+    done = subprocess.run(["docker", *args], check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    with path.open("rb") as handle:
+        while data := handle.read(1024 * 1024):
+            yield data
+
+
+async def seed_postgres(
+    config: GolemConfig,
+    workspace: Path,
+    conventions: RepoConventions,
+    *,
+    tenant: str,
+    repo: str,
+    image: str,
+    base: str = "main",
+) -> tuple[str, KeptImages]:
+    """Seed the image cache entry a run on ``workspace`` (a clone whose CI declares the
+    ``POSTGRES_TAG`` service) reads with the PostgreSQL image, through the same check a
+    box's archive passes; its key and what was kept."""
+    keys = image_keys(workspace, conventions, tenant=tenant, repo=repo, image=image, base=base)
+    archive = postgres_archive()
+    limits = TakebackLimits(max_file_bytes=2 * 1024**3, max_bytes=4 * 1024**3)
+    cache = DependencyCache(config)
+    kept = await keep_image_archive(_chunks(archive), cache.path(keys.write), limits)
+    return keys.write, kept
