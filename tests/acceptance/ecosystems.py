@@ -330,6 +330,20 @@ DOCKER_SDK = Ecosystem(
 )
 """Its tests build and start their service with the docker SDK (the testcontainers class):
 an image from golem/busybox, which every box's engine has, since no registry answers."""
+CI_SERVICE = Ecosystem(
+    name="ciservice",
+    task="fetch() keeps the trailing newline of the web service's page",
+    fix=Edit(
+        "greeting.py", "return answer.read().decode()", "return answer.read().decode().strip()"
+    ),
+    wrong=Edit(
+        "greeting.py", "return answer.read().decode()", 'return answer.read().decode().strip(" ")'
+    ),
+    test_command="unittest",
+    installs=False,
+)
+"""Its CI job runs a web service beside the tests (GitLab CI's ``services:``, with its
+command: golem/busybox serving a page), which its tests reach on localhost."""
 CONTAINER_WHEELS = ("setuptools>=61", "pytest>=7", "docker>=6")
 """What the repositories whose tests need containers install from the package index."""
 

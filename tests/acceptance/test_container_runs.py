@@ -6,6 +6,9 @@ from golem/busybox, which every box's engine has.
 
 - a pytest suite that builds and starts its service with the docker SDK (the testcontainers
   class): a right fix ships verified;
+- a CI job's declared service (GitLab CI's ``services:`` with its command, which golem
+  starts in the box before the agent and the checks): a wrong fix escalates after exactly
+  two fix rounds, held against the change, not excused as the base's.
 
 Each run boots a guest under TCG (minutes): the install runs on the default (process)
 backend, the run's box on the microVM tier.
@@ -28,6 +31,7 @@ from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.acceptance.ecosystems import (
+    CI_SERVICE,
     CONTAINER_WHEELS,
     DOCKER_SDK,
     Ecosystem,
@@ -121,3 +125,28 @@ async def test_a_suite_starting_containers_with_the_docker_sdk_ships_a_verified_
         "box: microvm with containers"
     ) in notes
     assert not pr.draft
+
+
+@RUN_TIMEOUT
+async def test_a_wrong_fix_checked_against_a_ci_service_escalates_after_two_rounds(
+    config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
+) -> None:
+    state, pr, notes = await run(config, engine, store, registries, CI_SERVICE, wrong=True)
+
+    assert state.status == "escalated", explain(state)
+    assert state.rounds == 2
+    assert state.isolation is not None
+    assert state.isolation.tier == "microvm"
+    [test] = state.checks
+    assert (test.passed, test.preexisting, test.flaky) == (False, False, False), explain(state)
+    assert [failure.name for failure in test.failures] == [
+        "test_exact.ExactTest.test_the_greeting_has_no_trailing_newline"
+    ]  # the service answered the other test
+    assert "Ran 2 tests" in test.output_tail
+    assert (
+        "checks need containers: service web (.gitlab-ci.yml, job test); "
+        "box: microvm with containers"
+    ) in notes
+    assert "services started in the box: web (golem/busybox:latest): the box's loopback" in notes
+    assert pr.draft
+    assert "needs-human" in pr.labels
