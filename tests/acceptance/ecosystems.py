@@ -344,6 +344,20 @@ CI_SERVICE = Ecosystem(
 )
 """Its CI job runs a web service beside the tests (GitLab CI's ``services:``, with its
 command: golem/busybox serving a page), which its tests reach on localhost."""
+COMPOSE_MAKE = Ecosystem(
+    name="composemake",
+    task="fetch() keeps the trailing newline of the web service's page",
+    fix=Edit(
+        "greeting.py", "return answer.read().decode()", "return answer.read().decode().strip()"
+    ),
+    wrong=Edit(
+        "greeting.py", "return answer.read().decode()", 'return answer.read().decode().strip(" ")'
+    ),
+    test_command="make test",
+    installs=False,
+)
+"""Its Makefile's test target brings its compose file up (``docker compose up -d``) first:
+a web service on the project's network, its port published on the box's localhost."""
 CONTAINER_WHEELS = ("setuptools>=61", "pytest>=7", "docker>=6")
 """What the repositories whose tests need containers install from the package index."""
 

@@ -8,7 +8,8 @@ from golem/busybox, which every box's engine has.
   class): a right fix ships verified;
 - a CI job's declared service (GitLab CI's ``services:`` with its command, which golem
   starts in the box before the agent and the checks): a wrong fix escalates after exactly
-  two fix rounds, held against the change, not excused as the base's.
+  two fix rounds, held against the change, not excused as the base's;
+- a Makefile whose test target runs ``docker compose up -d``: a right fix ships verified.
 
 Each run boots a guest under TCG (minutes): the install runs on the default (process)
 backend, the run's box on the microVM tier.
@@ -32,6 +33,7 @@ from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.acceptance.ecosystems import (
     CI_SERVICE,
+    COMPOSE_MAKE,
     CONTAINER_WHEELS,
     DOCKER_SDK,
     Ecosystem,
@@ -150,3 +152,20 @@ async def test_a_wrong_fix_checked_against_a_ci_service_escalates_after_two_roun
     assert "services started in the box: web (golem/busybox:latest): the box's loopback" in notes
     assert pr.draft
     assert "needs-human" in pr.labels
+
+
+@RUN_TIMEOUT
+async def test_a_makefile_bringing_up_compose_ships_a_verified_fix(
+    config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
+) -> None:
+    state, pr, notes = await run(config, engine, store, registries, COMPOSE_MAKE)
+
+    assert state.status == "succeeded", explain(state)
+    assert state.verified
+    [test] = state.checks
+    assert test.command == "make test"
+    assert "Ran 2 tests" in test.output_tail, explain(state)
+    assert (
+        "checks need containers: compose file compose.yaml; box: microvm with containers"
+    ) in notes
+    assert not pr.draft
