@@ -7,7 +7,7 @@ URL = "http://127.0.0.1:18093/"
 
 
 def ready_url() -> str:
-    for _ in range(1200):
+    for _ in range(600):
         try:
             urllib.request.urlopen(URL, timeout=1).close()
             return URL
