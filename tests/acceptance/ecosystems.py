@@ -312,6 +312,55 @@ FLAKE8_LINT = Ecosystem(
 """Its CI runs ``flake8 .``: every Python file of the tree, golem's would be too. ``wrong``
 adds a lint error (an unused import); made with ``fix``, a right fix that fails the lint."""
 
+DOCKER_SDK = Ecosystem(
+    name="pydocker",
+    task="fetch_greeting() keeps the trailing newline of the service's page",
+    fix=Edit(
+        "greetsvc/__init__.py",
+        "return answer.read().decode()",
+        "return answer.read().decode().strip()",
+    ),
+    wrong=Edit(
+        "greetsvc/__init__.py",
+        "return answer.read().decode()",
+        'return answer.read().decode().strip(" ")',
+    ),
+    test_command="pytest",
+    installs=True,
+)
+"""Its tests build and start their service with the docker SDK (the testcontainers class):
+an image from golem/busybox, which every box's engine has, since no registry answers."""
+CI_SERVICE = Ecosystem(
+    name="ciservice",
+    task="fetch() keeps the trailing newline of the web service's page",
+    fix=Edit(
+        "greeting.py", "return answer.read().decode()", "return answer.read().decode().strip()"
+    ),
+    wrong=Edit(
+        "greeting.py", "return answer.read().decode()", 'return answer.read().decode().strip(" ")'
+    ),
+    test_command="unittest",
+    installs=False,
+)
+"""Its CI job runs a web service beside the tests (GitLab CI's ``services:``, with its
+command: golem/busybox serving a page), which its tests reach on localhost."""
+COMPOSE_MAKE = Ecosystem(
+    name="composemake",
+    task="fetch() keeps the trailing newline of the web service's page",
+    fix=Edit(
+        "greeting.py", "return answer.read().decode()", "return answer.read().decode().strip()"
+    ),
+    wrong=Edit(
+        "greeting.py", "return answer.read().decode()", 'return answer.read().decode().strip(" ")'
+    ),
+    test_command="make test",
+    installs=False,
+)
+"""Its Makefile's test target brings its compose file up (``docker compose up -d``) first:
+a web service on the project's network, its port published on the box's localhost."""
+CONTAINER_WHEELS = ("setuptools>=61", "pytest>=7", "docker>=6")
+"""What the repositories whose tests need containers install from the package index."""
+
 VERIFICATION_WHEELS = ("setuptools>=61", "pytest>=7", "flake8", "pre-commit")
 """What these repositories' installs fetch from the package index (pre-commit's PyYAML is
 compiled: its wheel is the boxes' platform's)."""

@@ -6,7 +6,8 @@ guest's, so whoever holds its socket is root of the guest, and no further.
 - a ``--privileged`` container, even one that enters the guest init's namespaces, sees
   the guest's kernel, devices and files, never the host's;
 - a container reaches nothing but the box's egress proxy, which refuses what the box's
-  policy refuses (the engine's own pulls included).
+  policy refuses (the engine's own pulls included); one on a compose network (a bridge of
+  the guest's) reaches not even that.
 """
 
 from __future__ import annotations
@@ -129,12 +130,13 @@ async def test_a_privileged_container_sees_the_guests_kernel_and_devices_never_t
     assert rest == []  # the marker: nowhere
 
 
-def http_get(url: str, host: str, via: str) -> str:
+def http_get(url: str, host: str, via: str, wait: int = 20) -> str:
     """A busybox shell line: a plain HTTP GET of ``url`` sent to ``via`` (host:port) with nc,
-    printing the answer, or ``refused`` when no connection was made."""
+    printing the answer, or ``refused`` when no connection was made (within ``wait``
+    seconds, where nothing answers at all)."""
     request = f"GET {url} HTTP/1.0\\r\\nHost: {host}\\r\\n\\r\\n"
     address, port = via.rsplit(":", 1)
-    return f"printf '{request}' | nc -w 20 {address} {port} || echo refused"
+    return f"printf '{request}' | nc -w {wait} {address} {port} || echo refused"
 
 
 async def test_a_container_reaches_nothing_but_the_egress_proxy(
@@ -168,6 +170,39 @@ async def test_a_container_reaches_nothing_but_the_egress_proxy(
     assert len(net.internal.seen) == seen_internal
     refused = [event.host for event in host_network.network if not event.allowed]
     assert refused == ["denied.test"]
+
+
+async def test_a_container_on_a_compose_network_reaches_only_its_network_never_out(
+    containers_box: Box, net: NetHosts
+) -> None:
+    """A user-defined bridge (compose's default network): its gateway is the guest, which
+    forwards nothing (no device beyond, no forwarding) and keeps the egress proxy on its
+    own loopback; so neither the proxy nor anything past the guest answers."""
+    seen_plain, seen_internal = len(net.plain.seen), len(net.internal.seen)
+    port = net.plain.port
+    allowed = f"http://allowed.test:{port}/hello.txt"
+    attempts = {
+        "direct": http_get("/hello.txt", "allowed.test", f"127.0.0.2:{port}", wait=5),
+        "gateway": http_get("/", "gateway", "10.0.2.2:80", wait=5),
+        "metadata": http_get("/", "metadata", "169.254.169.254:80", wait=5),
+        "proxy": http_get(allowed, f"allowed.test:{port}", "127.0.0.1:3128", wait=5),
+        "proxy-on-the-bridge": http_get(allowed, f"allowed.test:{port}", "$bridge:3128", wait=5),
+    }
+    script = "bridge=$(ip route | awk '/^default/ {print $3}'); echo '== bridge'; echo $bridge; "
+    script += "".join(f"echo '== {name}'; {line}; " for name, line in attempts.items())
+    result = await containers_box.execute(
+        "docker network create golem-attack >/dev/null && "
+        f"docker run --rm --network golem-attack golem/busybox sh -c {shlex.quote(script)}; "
+        "docker network rm golem-attack >/dev/null"
+    )
+    answers = dict(part.split("\n", 1) for part in result.stdout_text.split("== ")[1:])
+    assert answers.pop("bridge").strip(), result.stdout_text  # it has a network: a gateway
+    assert {name: answer.strip() for name, answer in answers.items()} == dict.fromkeys(
+        attempts, "refused"
+    )
+    assert len(net.plain.seen) == seen_plain
+    assert len(net.internal.seen) == seen_internal
+    assert result.network == []  # not even the proxy was asked
 
 
 async def test_the_engines_pulls_go_through_the_proxy_and_are_refused_where_the_box_is(

@@ -65,3 +65,45 @@ async def test_a_declared_service_runs_in_the_box_and_its_check_reaches_it(
     assert failed == {}
     assert result.passed, result.output_tail
     assert "test_the_service_answers" in result.output_tail
+
+
+COMPOSE = """\
+services:
+  web:
+    image: golem/busybox:latest
+    command:
+      - sh
+      - -c
+      - mkdir -p /www && echo served-by-compose > /www/index.html && exec httpd -f -p 8080 -h /www
+    ports: ["18091:8080"]
+  client:
+    image: golem/busybox:latest
+    command: ["sleep", "600"]
+"""
+WAIT_FOR_WEB = (
+    "i=0; until curl -fsS http://127.0.0.1:18091/; do i=$((i+1)); "
+    '[ $i -lt 600 ] || { echo "no answer on 18091" >&2; exit 1; }; sleep 0.2; done'
+)
+
+
+@pytest.mark.microvm
+@CONTAINERS_TIMEOUT
+async def test_a_compose_project_comes_up_in_the_box_its_services_reached_by_name_and_port(
+    containers_box: Box,
+) -> None:
+    """Both spellings: ``docker compose`` (the CLI plugin golem's image has) brings the
+    project up and down, ``docker-compose`` (compose v1 itself) runs in it."""
+    await containers_box.put_file("golem-compose/compose.yaml", COMPOSE.encode())
+    up = await containers_box.execute("cd golem-compose && docker compose up -d 2>&1")
+    try:
+        by_port = await containers_box.execute(WAIT_FOR_WEB)
+        by_name = await containers_box.execute(
+            "cd golem-compose && docker-compose exec -T client wget -q -O - http://web:8080/ 2>&1"
+        )
+    finally:
+        down = await containers_box.execute("cd golem-compose && docker compose down -t 1 2>&1")
+
+    assert up.exit_code == 0, up.stdout_text
+    assert by_port.stdout_text.strip() == "served-by-compose", by_port.stderr_text
+    assert by_name.stdout_text.strip() == "served-by-compose", by_name.stdout_text
+    assert down.exit_code == 0, down.stdout_text

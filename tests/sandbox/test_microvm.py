@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -410,6 +411,24 @@ async def test_a_boot_probe_tells_a_guest_that_boots_from_one_that_does_not(
     not_a_kernel.write_bytes(os.urandom(4096))
     broken = dataclasses.replace(launch, kernel=not_a_kernel)
     assert not await boot_probe(broken, base, None, 120)
+
+
+async def test_a_box_engines_modules_come_each_after_what_it_depends_on(
+    config: GolemConfig,
+) -> None:
+    """insmod loads no dependency: the initramfs lists the engine's modules (compose's
+    bridge and veth, nf_tables' NAT for its DNS) after every module each names."""
+    settings = config.engine.backend
+    assert settings.type == "microvm"
+    kernel = await asyncio.to_thread(find_kernel, settings)
+    names = [module.name.removesuffix(".ko") for module in kernel.engine_modules]
+    files = {path.name.removesuffix(".ko") for path in kernel.image.parent.parent.rglob("*.ko")}
+
+    assert {"overlay", "bridge", "veth", "nft_chain_nat", "nft_compat", "xt_nat"} <= set(names)
+    for at, module in enumerate(kernel.engine_modules):
+        [depends] = re.findall(rb"\0depends=([^\0]*)\0", module.read_bytes())
+        needed = [name for name in depends.decode().split(",") if name in files]
+        assert set(needed) <= set(names[:at]), (module.name, needed, names[:at])
 
 
 async def test_a_host_whose_qemu_boots_no_guest_is_refused_saying_why(config: GolemConfig) -> None:

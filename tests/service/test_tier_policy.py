@@ -38,7 +38,7 @@ def policy_config() -> str:
         + f'[engine.tiers.microvm]\ntype = "microvm"\nimage = "{microvm_image()}"\n'
         + (
             "[engine.pool]\nclean = 1\n"
-            '[server.policies.user]\nmin_tier = "gvisor"\n'
+            '[server.policies.user]\nmin_tier = "gvisor"\ncontainers = true\n'
             '[server.trust]\ntenants = { acme = "microvm" }\n'
             '[[server.trust.repos]]\npattern = ".*/wild-[a-z]+"\nmin_tier = "gvisor"\n'
         )
@@ -187,6 +187,22 @@ def test_a_repository_patterns_tier_holds_for_runs_on_it(trusted: httpx.Client) 
     assert tame.json()["tier"] is None  # no rule: the default backend's
     for run in (submitted.json(), tame.json()):
         trusted.post(f"/v1/runs/{run['id']}/cancel")
+
+
+def test_a_runs_container_engine_is_its_roles_to_give(
+    user: httpx.Client, trusted: httpx.Client
+) -> None:
+    """server.policies.<role>.containers: a role that may gets a container engine for
+    checks that need one, a role that may not (trusted, by default) does not."""
+    public = {"repo": "https://93.184.216.34/octo/x.git", "task": "t"}  # no name to resolve
+    given = user.post("/v1/runs", json=public)
+    kept = trusted.post("/v1/runs", json={"repo": "file:///nowhere/tame.git", "task": "t"})
+    for answer, client in ((given, user), (kept, trusted)):
+        assert answer.status_code == 202, answer.text
+        client.post(f"/v1/runs/{answer.json()['id']}/cancel")
+
+    assert given.json()["containers"] is True
+    assert kept.json()["containers"] is False
 
 
 async def test_the_mcp_tools_hold_the_same_rules(served: Served) -> None:

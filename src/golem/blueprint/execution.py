@@ -15,6 +15,7 @@ from golem.agent import Budget, Model, make_model
 from golem.agent.events import AgentEvent, ModelDelta
 from golem.agent.messages import Usage
 from golem.blueprint.book import RunBook
+from golem.blueprint.container_box import ContainerBox, container_box
 from golem.blueprint.dependencies import (
     INSTALL_ENV,
     OFFLINE_ENV,
@@ -169,6 +170,8 @@ class Execution:
         managers' offline settings. ``install``: the base of the install box's (no secrets
         and no offline settings: it reaches the registries)."""
         overrides = dict(self.blueprint.box)
+        if not install:
+            overrides.update(self.container_box().overrides())
         conventions = self.state.conventions
         if conventions is not None and conventions.image:
             overrides.setdefault("image", conventions.image)
@@ -189,6 +192,17 @@ class Execution:
             env.update({str(k): str(v) for k, v in extra.items()})
         spec = self.engine.spec(overrides, env=env, labels=labels, workdir=WORKSPACE)
         return self._with_home(spec)
+
+    def container_box(self) -> ContainerBox:
+        """Whether the run's box gets a container engine for checks that need one, and why
+        (or why not)."""
+        conventions = self.state.conventions
+        return container_box(
+            conventions.containers if conventions is not None else [],
+            self.blueprint.box,
+            self.config.engine,
+            allowed=self.state.containers,
+        )
 
     def _with_home(self, spec: BoxSpec) -> BoxSpec:
         """``spec`` with a quarter of its /workspace tmpfs moved to /tmp when the install
@@ -214,6 +228,8 @@ class Execution:
             box = await self.engine.create_session(self.box_spec())
             try:
                 self.box_started(box, "run")
+                if (choice := self.container_box()).give:
+                    self.note(choice.why)
                 self._layout = await copy_into_box(box, self.workspace)
                 await self._place_dependencies(box)
                 await self._images_and_services(box)

@@ -127,6 +127,7 @@ class Runner:
         remote_policy: RemotePolicy | None = None,
         cap: RunCap | None = None,
         tier: IsolationTier | None = None,
+        containers: bool = True,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
     ) -> RunState:
@@ -134,7 +135,9 @@ class Runner:
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
         is the store's room for it (a server's limits: else QueueFull); ``tier`` the
         isolation tier of its boxes as the server's trust policy gave it (default: the one
-        the request asks for; a cluster places it on that tier's nodes);
+        the request asks for; a cluster places it on that tier's nodes); ``containers``
+        whether its box may get a container engine when its checks need one (a local run
+        may; a server's as the role's policy says);
         ``delivery`` the webhook delivery that asked for it, kept with it (one that started
         a run already: DuplicateDelivery); ``thread`` the chat thread it was asked in."""
         if not (request.task or request.issue or request.follow_up):
@@ -150,6 +153,7 @@ class Runner:
             blueprint_source=source,
             remote_policy=remote_policy,
             tier=tier if tier is not None else request.tier,
+            containers=containers,
         )
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first

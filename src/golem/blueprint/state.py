@@ -268,6 +268,12 @@ class RunState(BaseModel):
         "its source may run in (the server's trust policy); None: the default backend's. "
         "On a Ray cluster its runner and boxes run on that tier's nodes only.",
     )
+    containers: bool = Field(
+        False,
+        description="May its box get a private container engine when its checks need one "
+        "(a microVM box with containers, docs/blueprints.md): a local run may; a served one "
+        "as the submitting key's role's server.policies.<role>.containers says.",
+    )
     isolation: Isolation | None = Field(
         None, description="What isolation its box got (tier, backend, a microVM's accelerator)."
     )

@@ -103,7 +103,7 @@ class RolePolicy(BaseModel):
     containers: bool = Field(
         False,
         description="May ask for a private container engine in a box (root of its microVM "
-        "guest, never of this host).",
+        "guest, never of this host); its runs whose checks need one get it.",
     )
     root_user: bool = Field(
         False, description="May run as uid 0 or gid 0 inside the box, however it is spelled."

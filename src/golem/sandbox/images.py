@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -40,14 +41,29 @@ FLAVOURS: dict[str, list[str]] = {
         "make",
         "procps",
         "docker.io",  # the private engine of a microVM box with containers (dockerd, CLI)
+        "docker-compose",  # compose v1 (Python), also `docker compose` (COMPOSE_PLUGIN)
     ],
 }
 SUITE = "bookworm"
 RECIPE = 1  # bump when the way images are made changes
 HASH_LABEL = "golem.hash"
-# Mount points every golem box needs, created in the image itself.
+COMPOSE_PLUGIN = """#!/bin/sh
+# docker compose: Debian's docker-compose (compose v1), as the docker CLI's compose plugin
+if [ "$1" = docker-cli-plugin-metadata ]; then
+    echo '{"SchemaVersion":"0.1.0","Vendor":"golem","ShortDescription":"docker-compose"}'
+    exit 0
+fi
+shift
+exec /usr/bin/docker-compose "$@"
+"""
+"""Bookworm has no compose v2 plugin: this one answers the CLI's plugin metadata call and
+runs docker-compose for ``docker compose ...`` (the CLI passes ``compose`` first)."""
+PLUGINS = "/usr/libexec/docker/cli-plugins"
+# Mount points every golem box needs, created in the image itself; the compose plugin.
 CUSTOMIZE = (
     'mkdir -p "$1/workspace" "$1/proc" "$1/dev" "$1/tmp" "$1/var/lib/docker" && chmod 1777 "$1/tmp"'
+    f' && mkdir -p "$1{PLUGINS}" && printf %s "$GOLEM_COMPOSE_PLUGIN" >"$1{PLUGINS}/docker-compose"'
+    f' && chmod 755 "$1{PLUGINS}/docker-compose"'
 )
 
 
@@ -71,6 +87,7 @@ def image_hash(flavour: str) -> str:
         "recipe": RECIPE,
         "supervisor": PROTOCOL_VERSION,
         "customize": CUSTOMIZE,
+        "compose_plugin": COMPOSE_PLUGIN,
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 
@@ -90,7 +107,8 @@ def _mmdebstrap(flavour: str, target: Path) -> None:
         SUITE,
         str(target),
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    env = {**os.environ, "GOLEM_COMPOSE_PLUGIN": COMPOSE_PLUGIN}
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-5:]
         raise SandboxError(f"mmdebstrap failed for {flavour}: {' | '.join(tail)}")

@@ -146,6 +146,7 @@ class RunQueue:
         *,
         remote_policy: RemotePolicy | None = None,
         tier: IsolationTier | None = None,
+        containers: bool = False,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
     ) -> RunState:
@@ -153,7 +154,9 @@ class RunQueue:
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
         the git remotes the run may reach (the submitting key's role's ``repos``); ``tier``
         is the isolation tier the trust policy gives it (``service.trust.tier_for``; one
-        this server has no backend for is NoTierBackend);
+        this server has no backend for is NoTierBackend); ``containers`` whether its box
+        may get a container engine when its checks need one (the role's
+        ``server.policies.<role>.containers``; a run no key asked for, none);
         ``delivery`` is the webhook delivery that asked for it, kept with it in the same
         step (DuplicateDelivery when it started a run already, on any server); ``thread``
         the chat thread it was asked in, kept with it too."""
@@ -167,6 +170,7 @@ class RunQueue:
             remote_policy=remote_policy,
             cap=self._cap(),
             tier=tier,
+            containers=containers,
             delivery=delivery,
             thread=thread,
         )

@@ -98,16 +98,13 @@ def why_unverified(ex: Execution, node: LoopNode, results: list[CheckResult]) ->
 
 def _no_container_engine(ex: Execution) -> str:
     """Why the run's box has no container engine ("" when it has one): only a microvm
-    box asked for ``containers`` has one."""
-    isolation, engine = ex.state.isolation, ex.config.engine
+    box with ``containers`` has one (``Execution.container_box`` decides)."""
+    isolation = ex.state.isolation
     if isolation is not None and isolation.tier == "microvm" and ex.box_spec().containers:
         return ""
-    if "microvm" not in engine.tier_backends():
-        return (
-            "no microVM tier on this host (the configured backend is "
-            f"{engine.backend.type}; configure [engine.tiers.microvm], docs/sandbox.md)"
-        )
-    backend = isolation.backend if isolation is not None else engine.backend.type
+    if why := ex.container_box().why:
+        return why
+    backend = isolation.backend if isolation is not None else ex.config.engine.backend.type
     return (
         f"the run's box ({backend} backend) has no container engine; give the blueprint's "
         "box tier: microvm and containers: true"

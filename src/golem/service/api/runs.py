@@ -59,10 +59,16 @@ def _forge(state: ServerState, principal: Principal) -> LocalForge:
 
 async def submit(state: ServerState, principal: Principal, request: RunRequest) -> RunState:
     """Queue a run for the principal's tenant, once the key's policy allows it (the REST
-    API and the MCP server alike), in the isolation tier the trust policy gives it."""
+    API and the MCP server alike), in the isolation tier the trust policy gives it, with a
+    container engine for checks that need one when the key's role may have one."""
     remote_policy, tier = await admit(state, principal, request)
+    policy = state.config.server.policies[principal.role]
     return await state.queue.submit(
-        request, principal.tenant, remote_policy=remote_policy, tier=tier
+        request,
+        principal.tenant,
+        remote_policy=remote_policy,
+        tier=tier,
+        containers=policy.containers,
     )
 
 

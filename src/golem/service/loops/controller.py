@@ -157,11 +157,16 @@ class GoalLoops:
         request = iteration_request(loop, number)
         floor = floor_for(config, tenant=loop.tenant, role=loop.role, repo=request.repo)
         tier = tier_for(request.tier, floor, config.engine.default_tier)
-        policy = config.server.policies[loop.role].repos if loop.role else None
+        role = config.server.policies[loop.role] if loop.role else None
         delivery = DeliveryRecord(source="loop", ids=(f"{loop.id}#{number}",))
         try:
             run = await self.state.queue.submit(
-                request, loop.tenant, remote_policy=policy, tier=tier, delivery=delivery
+                request,
+                loop.tenant,
+                remote_policy=role.repos if role is not None else None,
+                tier=tier,
+                containers=role.containers if role is not None else True,
+                delivery=delivery,
             )
         except DuplicateDelivery as twice:
             return twice.run_id

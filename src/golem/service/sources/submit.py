@@ -50,6 +50,7 @@ async def submit_from_source(
         principal.tenant,
         remote_policy=policy.repos,
         tier=tier,
+        containers=policy.containers,
         delivery=delivery,
         thread=thread,
     )

@@ -54,9 +54,12 @@ MODULES = (
     "virtio_console",
 )
 """The cloud kernel builds virtio as modules: the initramfs loads these, in this order."""
-ENGINE_MODULES = ("overlay",)
-"""What a box's container engine needs beyond them (overlayfs for dockerd's overlay2),
-loaded only in a box with containers; a kernel that builds one in has no file for it."""
+ENGINE_MODULES = ("overlay", "bridge", "veth", "nft_chain_nat", "nft_nat", "nft_compat", "xt_nat")
+"""What a box's container engine needs beyond them, loaded only in a box with containers,
+after what each depends on (its ``depends=``): overlayfs for dockerd's overlay2; a bridge
+and veth pairs for a compose project's network; nf_tables' NAT, for the rules of the DNS
+server dockerd answers in each container's own network namespace (service names). A
+kernel that builds one in has no file for it."""
 RECIPE = 1
 """Bump when the way root disks are made changes."""
 BUSYBOX = Path("/bin/busybox")
@@ -103,8 +106,36 @@ def find_kernel(config: MicroVMBackendConfig) -> GuestKernel:
             f"the guest kernel {image} has no {', '.join(missing)} modules under {tree}; "
             "give a kernel laid out as Debian's packages are (boot/vmlinuz-R, lib/modules/R)"
         )
-    engine = tuple(found[name] for name in ENGINE_MODULES if name in found)
+    engine = tuple(found[name] for name in _with_dependencies(ENGINE_MODULES, found))
     return GuestKernel(image, release, tuple(found[name] for name in MODULES), engine)
+
+
+def _with_dependencies(names: tuple[str, ...], found: dict[str, Path]) -> list[str]:
+    """``names`` and the modules they depend on, each after its dependencies (those the
+    kernel has as files: the others are built in)."""
+    ordered: list[str] = []
+
+    def add(name: str) -> None:
+        if name in ordered or name not in found:
+            return
+        for dependency in _depends(found[name]):
+            add(dependency)
+        ordered.append(name)
+
+    for name in names:
+        add(name)
+    return ordered
+
+
+def _depends(module: Path) -> list[str]:
+    """The modules a kernel module names in its ``depends=`` (its .modinfo section)."""
+    data = module.read_bytes()
+    at = data.find(b"\0depends=")
+    if at < 0:
+        return []
+    end = data.find(b"\0", at + 1)
+    value = data[at + len(b"\0depends=") : end].decode("ascii", "replace")
+    return [name for name in value.split(",") if name]
 
 
 def _fetched(assets_dir: Path, package: str) -> Path | None:

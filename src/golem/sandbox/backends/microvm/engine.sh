@@ -69,7 +69,7 @@ chroot . /usr/bin/env -i PATH="$BOX_PATH" LANG=C.UTF-8 \
         --host=unix:///run/docker.sock --data-root=/var/lib/docker \
         --exec-root=/run/docker --pidfile=/run/docker.pid --storage-driver=overlay2 \
         --bridge=none --iptables=false --ip6tables=false --ip-forward=false \
-        --ip-masq=false --userland-proxy=false --exec-opt native.cgroupdriver=cgroupfs \
+        --ip-masq=false --userland-proxy=true --exec-opt native.cgroupdriver=cgroupfs \
         --cgroup-parent=/box/containers &
     daemon=$!
     until docker version >/dev/null 2>&1; do
