@@ -34,11 +34,12 @@ from golem.sandbox.models import (
     Runtime,
     SnapshotInfo,
 )
-from golem.sandbox.snapshots import TENANT_LABEL, SnapshotStore
+from golem.sandbox.snapshots import DEFAULT_TENANT, TENANT_LABEL, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
 
 __all__ = [
+    "DEFAULT_TENANT",
     "TENANT_LABEL",
     "Backend",
     "BackgroundProcess",
