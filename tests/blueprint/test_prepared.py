@@ -28,6 +28,7 @@ from tests.conftest import QUICK_START_BACKENDS, backend_settings
 pytestmark = pytest.mark.bwrap
 
 SETUP = "mkdir -p /tmp/golem/warm && echo set-up > /tmp/golem/warm/setup"
+WARMUP = "echo warm > /tmp/golem/warm/cache"
 
 
 @pytest.fixture
@@ -46,8 +47,15 @@ def config(tmp_path: Path, registries: LocalRegistries, backend: str) -> GolemCo
         engine = data["engine"]
         assert isinstance(engine, dict)
         engine["backend"] = settings
-    data["prepared"] = {"warmup": "echo warm > /tmp/golem/warm/cache"}
+    data["prepared"] = {"warmup": WARMUP}
     return load_config(data, files=[])
+
+
+def warming(config: GolemConfig, planted: str) -> GolemConfig:
+    """``config`` whose warm-up also runs ``planted`` (what a hostile repository's build
+    would do in the box about to be kept)."""
+    prepared = config.prepared.model_copy(update={"warmup": f"{WARMUP} && {planted}"})
+    return config.model_copy(update={"prepared": prepared})
 
 
 @pytest.fixture
@@ -173,7 +181,7 @@ async def test_a_prepare_box_that_planted_a_git_or_setuid_file_keeps_nothing(
     before = _record(config, "default")
     assert before is not None
 
-    bad = await prepare(config, engine, store, remote, conventions_of(registries, planted))
+    bad = await prepare(warming(config, planted), engine, store, remote, conventions_of(registries))
     assert bad.status == "failed"
     assert bad.error is not None and "not kept" in bad.error
     assert _record(config, "default") == before
@@ -191,13 +199,14 @@ async def test_tracked_files_and_links_a_prepare_box_changed_never_reach_a_run(
 ) -> None:
     remote = python_repo(reachable_dir)
     tamper = (
-        f"{SETUP} && echo 'BACKDOOR = 1' >> calculator.py && echo planted > planted.txt "
+        "echo 'BACKDOOR = 1' >> calculator.py && echo planted > planted.txt "
         "&& ln -s /etc/passwd README.md.link && rm AGENTS.md && ln -s /etc/passwd AGENTS.md"
     )
-    prepared = await prepare(config, engine, store, remote, conventions_of(registries, tamper))
+    conventions = conventions_of(registries)
+    prepared = await prepare(warming(config, tamper), engine, store, remote, conventions)
     assert prepared.status == "succeeded", prepared.error
 
-    state = await run(config, engine, store, remote, conventions_of(registries))
+    state = await run(config, engine, store, remote, conventions)
     assert state.status == "succeeded", state.error
     assert state.started_from is not None
     [pr] = await LocalForge(store).pull_requests()
