@@ -117,6 +117,8 @@ async def test_a_run_from_the_prepared_snapshot_reaches_the_same_pull_request(
     assert [c.passed for c in warm.checks] == [c.passed for c in cold.checks] == [True, True]
     first, second = sorted(await LocalForge(store).pull_requests(), key=lambda pr: pr.number)
     assert _hunks(second.diff) == _hunks(first.diff)
+    assert f"started from the prepared snapshot {record.name}" in second.body
+    assert "prepared snapshot" not in first.body
     assert ".venv" not in second.diff
 
 
@@ -141,7 +143,8 @@ async def test_a_push_since_the_snapshot_moves_the_tree_and_a_changed_lockfile_i
     git("push", "-q", "origin", "main", cwd=work)
     moved = await run(config, engine, store, remote, conventions)
     assert moved.status == "succeeded", moved.error
-    assert moved.started_from is not None and moved.started_from.commit == record.commit
+    assert moved.started_from is not None
+    assert moved.started_from.commit == record.commit
     assert not moved.started_from.setup_skipped  # another commit: setup runs again
     assert await checks_of(store, moved, "setup") == 1
     [pr] = await LocalForge(store).pull_requests()
@@ -183,7 +186,8 @@ async def test_a_prepare_box_that_planted_a_git_or_setuid_file_keeps_nothing(
 
     bad = await prepare(warming(config, planted), engine, store, remote, conventions_of(registries))
     assert bad.status == "failed"
-    assert bad.error is not None and "not kept" in bad.error
+    assert bad.error is not None
+    assert "not kept" in bad.error
     assert _record(config, "default") == before
     assert [s.name for s in engine.snapshots.all()] == [before.name]  # type: ignore[attr-defined]
     hooks = Path(bad.workspace) / ".git" / "hooks"
@@ -213,7 +217,8 @@ async def test_tracked_files_and_links_a_prepare_box_changed_never_reach_a_run(
     assert "BACKDOOR" not in pr.diff
     assert _files(pr.diff) == ["calculator.py"]
     shipped = git("show", "--stat", "--format=", state.branch, cwd=remote)
-    assert "planted" not in shipped and "AGENTS.md" not in shipped
+    assert "planted" not in shipped
+    assert "AGENTS.md" not in shipped
 
 
 async def test_one_tenants_prepared_snapshot_never_serves_another(
