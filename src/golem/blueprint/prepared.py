@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from golem.blueprint.dependencies import DependencyCache
 from golem.blueprint.workspace import (
     Layout,
-    box_changes,
+    changed_paths,
     copy_into_box,
     git_exclude,
     layout_of,
@@ -35,7 +35,6 @@ from golem.core.errors import SandboxError
 from golem.core.spec import WORKSPACE
 from golem.forge import GitRepo
 from golem.sandbox import Box, ExecRequest
-from golem.sandbox.hosttree import split_path
 
 __all__ = ["PreparedRecord", "PreparedRepos", "move_to_checkout", "snapshot_name"]
 
@@ -135,9 +134,7 @@ async def move_to_checkout(
         )
     await copy_into_box(box, workspace, only={".git"})
     await box.put_file(f"{WORKSPACE}/.git/info/exclude", git_exclude(workspace, excluded))
-    changed = sorted({*await box_changes(box, WORKSPACE), *await repo.changed_paths()})
-    for path in changed:
-        split_path(path)  # every name checked before anything is removed or put
+    changed = await changed_paths(box, WORKSPACE, repo)
     if changed:
         removed = await box.execute(
             ExecRequest(cmd=["rm", "-rf", "--", *changed], workdir=WORKSPACE, timeout=300)

@@ -32,7 +32,7 @@ from golem.sandbox.takeback import TakebackLimits, land_archive
 
 __all__ = [
     "Layout",
-    "box_changes",
+    "changed_paths",
     "copy_into_box",
     "git_configs_of",
     "git_exclude",
@@ -130,7 +130,7 @@ async def copy_into_box(
     return layout
 
 
-async def box_changes(box: Box, target: str) -> list[str]:
+async def _box_changes(box: Box, target: str) -> list[str]:
     """What the box's git says changed under ``target``: which paths to ask for."""
     python = box.runtimes.get("python", "python3")
     probe = await box.execute(
@@ -154,11 +154,11 @@ async def box_changes(box: Box, target: str) -> list[str]:
     return parse_status_paths(porcelain)
 
 
-async def _changed(box: Box, target: str, repo: GitRepo) -> list[str]:
+async def changed_paths(box: Box, target: str, repo: GitRepo) -> list[str]:
     """The paths git sees as changed on either side (submodules' content left out: it is
     another repository's, not this change's), every name checked."""
     ours = await repo.changed_paths()
-    theirs = await box_changes(box, target)
+    theirs = await _box_changes(box, target)
     submodules = await repo.gitlinks()
     paths = sorted({path.rstrip("/") for path in [*ours, *theirs]} - submodules)
     for path in paths:
@@ -181,7 +181,7 @@ async def take_back(
     is (landed in a scratch directory only), and None is returned."""
     if repo is None and into is None:
         raise ValueError("a whole tree is taken back into a scratch directory, not in place")
-    paths = await _changed(box, target, repo) if repo is not None else None
+    paths = await changed_paths(box, target, repo) if repo is not None else None
     if paths == []:
         return []
     wanted = None if paths is None else _asked(set(paths))
