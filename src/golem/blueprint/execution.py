@@ -25,12 +25,17 @@ from golem.blueprint.dependencies import (
 )
 from golem.blueprint.events import AgentStep, BoxStarted, RunEvent, RunNote
 from golem.blueprint.model import Blueprint
-from golem.blueprint.prepared import PreparedRecord, PreparedRepos, move_to_checkout
+from golem.blueprint.prepared import (
+    PreparedRecord,
+    PreparedRepos,
+    move_to_checkout,
+    remove_in_box,
+)
 from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import PausedStep, PreparedStart, RunState
 from golem.blueprint.workspace import Layout, copy_into_box, git_exclude, take_back
 from golem.blueprint.writer import StoreWriter
-from golem.checks import RepoConventions, Service, reach, start_services
+from golem.checks import Service, reach, start_services
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     BudgetSpent,
@@ -94,6 +99,9 @@ class Execution:
         self._layout = Layout()
         self._models: dict[str, Model] = {}
         self._toolshed: Toolshed | None = None
+        self.start_from: PreparedRecord | None = None
+        """A snapshot the box starts from instead of the repository's prepared one (a
+        best-of-N attempt's: the run's box after its setup)."""
         self.paused_step: PausedStep | None = None
         """Set by an agent step that pauses (its provider down), for the runner."""
 
@@ -239,8 +247,8 @@ class Execution:
         """The run's box: from its tenant's prepared snapshot of the repository, base
         branch and image when there is one (a note says why one was not used)."""
         spec = self.box_spec()
-        record = None
-        preparing = any(
+        record = self.start_from
+        preparing = record is not None or any(
             getattr(node, "action", None) == "keep-prepared" for node in self.blueprint.nodes
         )
         if self.config.prepared.enabled and self.state.base and not preparing:
@@ -263,7 +271,8 @@ class Execution:
         self._layout = await move_to_checkout(box, self.workspace, self.repo(), excluded=paths)
         same = key == record.dependencies
         if not same and conventions is not None:
-            await self._remove_dependencies(box, conventions)
+            cached = [p if p[0] == "/" else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
+            await remove_in_box(box, cached, "the prepared snapshot's dependencies")
         if not same or key is None:
             await self._place_dependencies(box)
         else:
@@ -279,18 +288,6 @@ class Execution:
             + ("; setup skipped: same commit and dependencies" if skip else "")
         )
         self.save()
-
-    async def _remove_dependencies(self, box: Box, conventions: RepoConventions) -> None:
-        """Remove the cache paths a prepared snapshot holds (another install's)."""
-        paths = [p if p.startswith("/") else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
-        done = await box.execute(
-            ExecRequest(cmd=["rm", "-rf", "--", *paths], workdir=WORKSPACE, timeout=300)
-        )
-        if done.exit_code != 0:
-            raise SandboxError(
-                f"could not remove the prepared snapshot's dependencies: "
-                f"{done.stderr_text.strip()[-300:]}"
-            )
 
     async def _start_services(self, box: Box) -> None:
         """The services the checks need, started in a box with a container engine (a

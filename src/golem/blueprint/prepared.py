@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,7 +37,14 @@ from golem.core.spec import WORKSPACE
 from golem.forge import GitRepo
 from golem.sandbox import Box, ExecRequest
 
-__all__ = ["PreparedRecord", "PreparedRepos", "move_to_checkout", "snapshot_name"]
+__all__ = [
+    "PreparedRecord",
+    "PreparedRepos",
+    "move_to_checkout",
+    "place_git",
+    "remove_in_box",
+    "snapshot_name",
+]
 
 
 class PreparedRecord(BaseModel):
@@ -58,10 +66,13 @@ class PreparedRecord(BaseModel):
     made: float = Field(default_factory=time.time)
 
 
-def snapshot_name(repo: str, branch: str, image: str) -> str:
+def snapshot_name(
+    repo: str, branch: str, image: str, kind: Literal["prepared", "attempts"] = "prepared"
+) -> str:
     """The name of the prepared snapshot of ``repo``'s ``branch`` for boxes of ``image``
-    (a tenant's own: the snapshot store keeps each tenant's names apart)."""
-    return f"prepared-{_hash(repo, branch, image)[:40]}"
+    (a tenant's own: the snapshot store keeps each tenant's names apart); ``attempts``:
+    of the snapshot a best-of-N run's attempts start from."""
+    return f"{kind}-{_hash(repo, branch, image)[:40]}"
 
 
 def _hash(*parts: str) -> str:
@@ -121,8 +132,7 @@ async def move_to_checkout(
     box: Box, workspace: Path, repo: GitRepo, *, excluded: list[str]
 ) -> Layout:
     """A box started from a prepared snapshot (its /workspace a tree without ``.git``)
-    brought to the host's checkout: the host's ``.git`` copied in (``copy_into_box``'s
-    rules, ``excluded``: the checkout's cache paths, kept out of git there), then every
+    brought to the host's checkout: the host's ``.git`` placed (``place_git``), then every
     path the box's git sees as differing from that index, or the host sees as changed,
     removed in the box and put from the host where the host has it. Returns the
     checkout's layout."""
@@ -132,19 +142,30 @@ async def move_to_checkout(
             "a checkout with submodules or nested repositories is not started from a "
             "prepared snapshot; copy it whole"
         )
-    await copy_into_box(box, workspace, only={".git"})
-    await box.put_file(f"{WORKSPACE}/.git/info/exclude", git_exclude(workspace, excluded))
+    await place_git(box, workspace, excluded=excluded)
     changed = await changed_paths(box, WORKSPACE, repo)
-    if changed:
-        removed = await box.execute(
-            ExecRequest(cmd=["rm", "-rf", "--", *changed], workdir=WORKSPACE, timeout=300)
-        )
-        if removed.exit_code != 0:
-            raise SandboxError(
-                f"could not remove the paths that changed since the prepared commit: "
-                f"{removed.stderr_text.strip()[-300:]}"
-            )
+    await remove_in_box(box, changed, "the paths that changed since the snapshot")
     present = {path for path in changed if os.path.lexists(workspace / path)}
     if present:
         await copy_into_box(box, workspace, only=present)
     return layout
+
+
+async def place_git(box: Box, workspace: Path, *, excluded: list[str]) -> None:
+    """The host checkout's ``.git`` into the box's /workspace (``copy_into_box``'s rules:
+    configs rewritten, no credential), ``excluded`` (the checkout's cache paths) kept out
+    of git there."""
+    await copy_into_box(box, workspace, only={".git"})
+    await box.put_file(f"{WORKSPACE}/.git/info/exclude", git_exclude(workspace, excluded))
+
+
+async def remove_in_box(box: Box, paths: list[str], what: str) -> None:
+    """Remove ``paths`` (relative to /workspace, or absolute) in the box, or SandboxError
+    naming ``what``."""
+    if not paths:
+        return
+    done = await box.execute(
+        ExecRequest(cmd=["rm", "-rf", "--", *paths], workdir=WORKSPACE, timeout=300)
+    )
+    if done.exit_code != 0:
+        raise SandboxError(f"could not remove {what}: {done.stderr_text.strip()[-300:]}")
