@@ -1,7 +1,6 @@
 """Whole `golem run`s, their wall time split into time in the box and golem's own overhead.
 
     .venv/bin/python bench/run.py [--runs N] [--cold] [--json]
-    PYTHONPATH=src:. .venv/bin/python bench/run.py --first-call [--runs N] [--json]
 
 Each run is the minion blueprint on examples/calculator (a bare repository, the way a forge
 serves one), with the scripted model of examples/calculator-fix.yaml (it answers at once,
@@ -15,10 +14,6 @@ whose warm pool was filled first (``--cold``: pool off, every run starts its box
   the forge on the host, the store, events. Its floor is zero.
 
 Target: overhead p50 <= 2 s with a warm box.
-
-``--first-call``: the time from `golem run` to the agent's first model call with and
-without a prepared snapshot, on repositories from tests/acceptance/repos/, against a
-pooled empty box (bench/first_call.py).
 """
 
 from __future__ import annotations
@@ -151,17 +146,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--cold", action="store_true", help="Turn the warm pool off.")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument(
-        "--first-call",
-        action="store_true",
-        help="Time to the first model call with and without a prepared snapshot.",
-    )
     args = parser.parse_args()
-    if args.first_call:
-        import first_call  # bench/ is on sys.path; it imports tests/, so only here
-
-        first_call.run(args.runs, args.json, _stats)
-        return
     report = asyncio.run(measure(args.runs, cold=args.cold))
     if args.json:
         json.dump(report, sys.stdout, indent=2)
