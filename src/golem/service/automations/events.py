@@ -91,7 +91,9 @@ def github_push(payload: Mapping[str, Any]) -> EventCall | Ignored:
     repository = _mapping(payload.get("repository"))
     repo, default = _text(repository.get("full_name")), _text(repository.get("default_branch"))
     ref = _text(payload.get("ref"))
-    if not default or ref != f"refs/heads/{default}":
+    if not default:
+        return Ignored(f"{repo}: the push names no default branch")
+    if ref != f"refs/heads/{default}":
         return Ignored(f"{repo}: the push is to {ref!r}, not the default branch")
     if payload.get("deleted") or not _text(payload.get("after")).strip("0"):
         return Ignored(f"{repo}: the push deleted {ref!r}")
@@ -111,7 +113,9 @@ def gitlab_push(payload: Mapping[str, Any]) -> EventCall | Ignored:
     project = _mapping(payload.get("project"))
     repo = _text(project.get("path_with_namespace"))
     default, ref = _text(project.get("default_branch")), _text(payload.get("ref"))
-    if not default or ref != f"refs/heads/{default}":
+    if not default:
+        return Ignored(f"{repo}: the push names no default branch")
+    if ref != f"refs/heads/{default}":
         return Ignored(f"{repo}: the push is to {ref!r}, not the default branch")
     if not _text(payload.get("checkout_sha")):
         return Ignored(f"{repo}: the push deleted {ref!r}")
