@@ -2,7 +2,8 @@
 `golem serve`: a GitHub ``push`` (signed with X-Hub-Signature-256 as GitHub signs it) or a
 GitLab Push Hook (with its secret token) to the default branch fires the automation that
 runs the ``prepare`` blueprint, once per delivery; the prepared snapshot moves to the new
-head and replaces the old one (never two kept); a push to another branch fires nothing."""
+head and replaces the old one (never two kept); a push to another branch, or one that
+deletes the branch, fires nothing."""
 
 from __future__ import annotations
 
@@ -165,6 +166,12 @@ def test_a_push_to_the_default_branch_moves_the_prepared_snapshot_to_the_new_hea
     elsewhere = to_github(served, push("octo/app", moved, branch="feature"), str(uuid.uuid4()))
     assert elsewhere.json()["status"] == "ignored"
     assert "not the default branch" in elsewhere.json()["reason"]
+    deleted = {**push("octo/app", "0" * 40), "deleted": True}
+    removed = to_github(served, deleted, str(uuid.uuid4()))
+    assert removed.json()["status"] == "ignored"
+    assert "deleted" in removed.json()["reason"]
+    gone = {**gitlab_push("group/app", "0" * 40), "checkout_sha": None}
+    assert to_gitlab(served, gone, str(uuid.uuid4())).json()["status"] == "ignored"
     assert record(served).commit == head
     fired = to_gitlab(served, gitlab_push("group/app", moved), str(uuid.uuid4()))
     assert fired.json()["status"] == "started", fired.text
