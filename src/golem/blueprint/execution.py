@@ -243,52 +243,6 @@ class Execution:
             self._box = box
         return self._box
 
-    async def _start_box(self) -> tuple[Box, PreparedRecord | None]:
-        """The run's box: from its tenant's prepared snapshot of the repository, base
-        branch and image when there is one (a note says why one was not used)."""
-        spec = self.box_spec()
-        record = self.start_from
-        preparing = record is not None or any(
-            getattr(node, "action", None) == "keep-prepared" for node in self.blueprint.nodes
-        )
-        if self.config.prepared.enabled and self.state.base and not preparing:
-            image = image_of(spec, self.config)
-            repos = PreparedRepos(self.config)
-            record = repos.find(self.tenant, self.state.request.repo, self.state.base, image)
-        if record is not None:
-            try:
-                snapshot = self.engine.spec(spec, snapshot=f"sha256:{record.digest}")
-                return await self.engine.create_session(snapshot), record
-            except (SnapshotNotFound, SnapshotUnsupported) as exc:
-                self.note(f"the prepared snapshot {record.name} was not used: {exc.message}")
-        return await self.engine.create_session(spec), None
-
-    async def _from_prepared(self, box: Box, record: PreparedRecord) -> None:
-        """A box from a prepared snapshot brought to the run's checkout; its dependencies
-        placed again only when the run's are not the snapshot's (removed first)."""
-        conventions, key = self.state.conventions, self.state.dependencies
-        paths = in_checkout(cache_paths(conventions)) if conventions is not None else []
-        self._layout = await move_to_checkout(box, self.workspace, self.repo(), excluded=paths)
-        same = key == record.dependencies
-        if not same and conventions is not None:
-            cached = [p if p[0] == "/" else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
-            await remove_in_box(box, cached, "the prepared snapshot's dependencies")
-        if not same or key is None:
-            await self._place_dependencies(box)
-        else:
-            await box.put_file(DEPENDENCIES_MARK, b"")
-        head = await self.repo().head()
-        skip = same and head == record.commit and await self.repo().is_clean()
-        start = PreparedStart(
-            name=record.name, digest=record.digest, commit=record.commit, setup_skipped=skip
-        )
-        self.state.started_from = start
-        self.note(
-            f"the box started from the prepared snapshot {start.describe()}"
-            + ("; setup skipped: same commit and dependencies" if skip else "")
-        )
-        self.save()
-
     async def _start_services(self, box: Box) -> None:
         """The services the checks need, started in a box with a container engine (a
         microvm box with ``containers``); a note says which run, and which could not."""
@@ -367,6 +321,52 @@ class Execution:
         dependencies from now on is a later step's doing (see ``dependencies_as_installed``)."""
         if self._box is not None and self.state.dependencies is not None:
             await self._box.execute(ExecRequest(cmd=["touch", DEPENDENCIES_MARK], timeout=60))
+
+    async def _start_box(self) -> tuple[Box, PreparedRecord | None]:
+        """The run's box: from its tenant's prepared snapshot of the repository, base
+        branch and image when there is one (a note says why one was not used)."""
+        spec = self.box_spec()
+        record = self.start_from
+        preparing = record is not None or any(
+            getattr(node, "action", None) == "keep-prepared" for node in self.blueprint.nodes
+        )
+        if self.config.prepared.enabled and self.state.base and not preparing:
+            image = image_of(spec, self.config)
+            repos = PreparedRepos(self.config)
+            record = repos.find(self.tenant, self.state.request.repo, self.state.base, image)
+        if record is not None:
+            try:
+                snapshot = self.engine.spec(spec, snapshot=f"sha256:{record.digest}")
+                return await self.engine.create_session(snapshot), record
+            except (SnapshotNotFound, SnapshotUnsupported) as exc:
+                self.note(f"the prepared snapshot {record.name} was not used: {exc.message}")
+        return await self.engine.create_session(spec), None
+
+    async def _from_prepared(self, box: Box, record: PreparedRecord) -> None:
+        """A box from a prepared snapshot brought to the run's checkout; its dependencies
+        placed again only when the run's are not the snapshot's (removed first)."""
+        conventions, key = self.state.conventions, self.state.dependencies
+        paths = in_checkout(cache_paths(conventions)) if conventions is not None else []
+        self._layout = await move_to_checkout(box, self.workspace, self.repo(), excluded=paths)
+        same = key == record.dependencies
+        if not same and conventions is not None:
+            cached = [p if p[0] == "/" else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
+            await remove_in_box(box, cached, "the prepared snapshot's dependencies")
+        if not same or key is None:
+            await self._place_dependencies(box)
+        else:
+            await box.put_file(DEPENDENCIES_MARK, b"")
+        head = await self.repo().head()
+        skip = same and head == record.commit and await self.repo().is_clean()
+        start = PreparedStart(
+            name=record.name, digest=record.digest, commit=record.commit, setup_skipped=skip
+        )
+        self.state.started_from = start
+        self.note(
+            f"the box started from the prepared snapshot {start.describe()}"
+            + ("; setup skipped: same commit and dependencies" if skip else "")
+        )
+        self.save()
 
     async def _place_dependencies(self, box: Box) -> None:
         """Unpack the run's dependency archive into the box: its checkout's part into
