@@ -10,9 +10,15 @@ For each repository, three figures, each over several runs (median and p99):
   registries (no box, no golem);
 * golem, first run: a fresh state directory (nothing cached): clone, context, the install
   in its own box, the run's box, setup, the baseline checks, up to the first model call;
-* golem, warm: the same repository again (dependencies and the baseline cached).
+* golem, warm: the same repository again (dependencies and the baseline cached);
+* golem, prepared: the same again, after `golem prepare` (the ``prepare`` blueprint): the
+  run's box starts from the repository's prepared snapshot (the host's ``.git`` placed,
+  the tree moved, no dependency placed, setup skipped);
+* empty box: a session from a started engine's warm pool running ``true``, the floor a box
+  of the same backend costs (issue 32 compares a prepared start with it).
 
-The ratios compare golem with the floor measured in the same run. Target: warm <= 2 s.
+The ratios compare golem with the floor measured in the same run. Targets: warm <= 2 s;
+prepared < 2 s on the process backend, and within 2x a pooled empty box (issue 32).
 The registries are local servers speaking PyPI's and npm's protocols
 (tests/blueprint/registries.py), so the figures leave the internet out.
 """
@@ -53,6 +59,8 @@ from golem.sandbox import LocalEngine  # noqa: E402
 from golem.store import SqlStore  # noqa: E402
 
 TARGET_WARM = 2.0
+TARGET_PREPARED = 2.0
+TARGET_RATIO = 2.0
 
 
 class FirstModelCall:
@@ -128,6 +136,34 @@ async def to_first_model_call(
         await store.close()
 
 
+async def prepare(config: GolemConfig, remote: Path) -> None:
+    """`golem prepare` of the repository's default branch."""
+    store = await SqlStore.open(config)
+    try:
+        async with LocalEngine(config) as engine:
+            request = RunRequest(repo=str(remote), task="prepare", blueprint="prepare")
+            state = await Runner(config, engine=engine, store=store).start(request)
+            if state.status != "succeeded":
+                raise SystemExit(
+                    f"{remote.name}: golem prepare ended {state.status}: {state.error}"
+                )
+    finally:
+        await store.close()
+
+
+async def empty_boxes(config: GolemConfig, runs: int) -> list[float]:
+    """Seconds a session from a started engine's warm pool takes to run ``true``."""
+    async with LocalEngine(config) as engine:
+        await engine.start(prewarm=True)
+        await engine.execute(["true"])  # a warm-up
+        found = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            await engine.execute(["true"])
+            found.append(time.perf_counter() - started)
+        return found
+
+
 def stats(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     p99 = (
@@ -156,21 +192,37 @@ async def measure(
     warm_config = configured(place / "warm", registries)
     await to_first_model_call(warm_config, remote, ecosystem, model)  # fills the caches
     warm = [await to_first_model_call(warm_config, remote, ecosystem, model) for _ in range(runs)]
-    return {"by_hand_s": stats(hand), "first_run_s": stats(cold), "warm_s": stats(warm)}
+    await prepare(warm_config, remote)
+    await to_first_model_call(warm_config, remote, ecosystem, model)  # its baseline cached
+    ready = [await to_first_model_call(warm_config, remote, ecosystem, model) for _ in range(runs)]
+    return {
+        "by_hand_s": stats(hand),
+        "first_run_s": stats(cold),
+        "warm_s": stats(warm),
+        "prepared_s": stats(ready),
+        "empty_box_s": stats(await empty_boxes(warm_config, runs)),
+    }
 
 
 def print_report(report: dict[str, dict[str, Any]]) -> None:
     print("Seconds from `golem run` to the agent's first model call (p50 / p99):")
-    heads = ("repository", "by hand", "golem first run", "golem warm")
-    print(f"  {heads[0]:<10} {heads[1]:>15} {heads[2]:>17} {heads[3]:>15}  warm/hand")
+    heads = ("repository", "by hand", "first run", "warm", "prepared", "empty box")
+    print(f"  {heads[0]:<11}" + "".join(f"{h:>17}" for h in heads[1:]) + "  prepared/empty")
     for name, figures in report.items():
-        hand, cold, warm = figures["by_hand_s"], figures["first_run_s"], figures["warm_s"]
-        ratio = warm["p50"] / hand["p50"] if hand["p50"] else float("nan")
-        cells = [f"{f['p50']:6.2f} / {f['p99']:6.2f}" for f in (hand, cold, warm)]
-        print(f"  {name:<10} {cells[0]:>15} {cells[1]:>17} {cells[2]:>15}  {ratio:8.2f}x")
+        keys = ("by_hand_s", "first_run_s", "warm_s", "prepared_s", "empty_box_s")
+        cells = [f"{figures[k]['p50']:6.3f} / {figures[k]['p99']:6.3f}" for k in keys]
+        ratio = figures["prepared_s"]["p50"] / figures["empty_box_s"]["p50"]
+        print(f"  {name:<11}" + "".join(f"{c:>17}" for c in cells) + f"  {ratio:8.1f}x")
     worst = max(figures["warm_s"]["p50"] for figures in report.values())
     verdict = "met" if worst <= TARGET_WARM else "NOT met"
     print(f"  warm target p50 <= {TARGET_WARM} s: {verdict} (worst {worst:.2f} s)")
+    ready = max(figures["prepared_s"]["p50"] for figures in report.values())
+    ratio = max(f["prepared_s"]["p50"] / f["empty_box_s"]["p50"] for f in report.values())
+    print(
+        f"  prepared: p50 < {TARGET_PREPARED} s {'met' if ready < TARGET_PREPARED else 'NOT met'} "
+        f"(worst {ready:.2f} s); within {TARGET_RATIO}x a pooled empty box "
+        f"{'met' if ratio <= TARGET_RATIO else 'NOT met'} (worst {ratio:.1f}x)"
+    )
 
 
 def main() -> None:

@@ -97,6 +97,7 @@ async def test_the_verified_attempt_with_the_smallest_diff_ships_and_the_pr_list
     server.otherwise(AttemptScripts(WRONG, RIGHT_LARGER, RIGHT))
     state = await runner.start(request(remote))
     assert state.status == "succeeded", state.error
+    assert state.started_from is None  # no prepared snapshot of this repository
     by_status = {a.status: a for a in state.attempts}
     assert sorted(a.status for a in state.attempts) == ["lost", "lost", "won"]
     won = by_status["won"]
@@ -117,6 +118,9 @@ async def test_the_verified_attempt_with_the_smallest_diff_ships_and_the_pr_list
     assert len(branch_commits(remote, state.branch)) == 1
     assert len(state.trajectories) >= 3  # every attempt's own
     assert await boxes_of(engine, state) == []
+    for attempt in state.attempts:  # each from the run's box after its setup, not set up again
+        assert attempt.prepared.startswith("started from the snapshot of the run's box attempts-")
+        assert attempt.prepared.endswith("setup not run again")
 
 
 def minion_with(tmp_path: Path, implement: str) -> str:

@@ -9,7 +9,7 @@ import unicodedata
 
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import RunEvent, RunNote
-from golem.blueprint.state import CIRound, NodeRecord
+from golem.blueprint.state import CIRound, NodeRecord, PreparedStart
 from golem.core.isolation import Isolation
 from golem.forge import PullRequest
 from golem.store import SqlStore
@@ -136,3 +136,15 @@ def test_runs_ls_lists_each_run_as_its_state_says(
         row[:-1] for row in rows
     ]
     assert ["run-bare", "queued", "-", "$0.0000"] in [row[:-1] for row in rows]
+
+
+def test_runs_show_says_which_prepared_snapshot_the_runs_box_started_from_or_none(
+    golem_env: dict[str, str],  # noqa: F811 - the fixture
+) -> None:
+    started = PreparedStart(name="prepared-abc", digest="d" * 64, commit="c" * 40)
+    keep(golem_env, new_run("run-prepared", status="succeeded", started_from=started))
+    keep(golem_env, new_run("run-cold", status="succeeded"))
+    shown = golem(golem_env, "runs", "show", "run-prepared").stdout.decode().splitlines()
+    assert f"started from: prepared-abc (sha256:{'d' * 12}, commit {'c' * 12})" in shown
+    cold = golem(golem_env, "runs", "show", "run-cold").stdout.decode().splitlines()
+    assert "started from: none" in cold

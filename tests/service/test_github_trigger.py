@@ -294,7 +294,16 @@ def test_deliveries_that_ask_for_nothing_start_nothing_and_say_why(
         ("issue_comment", commented(repo, "`@golem` is a bot"), "does not mention"),
         ("issue_comment", commented(repo, "@golem fix", action="edited"), "only new comments"),
         ("issue_comment", commented(repo, "@golem fix", association="NONE"), "collaborators"),
-        ("push", {"ref": "refs/heads/main", "repository": {"full_name": repo}}, "'push'"),
+        ("push", {"ref": "refs/heads/main", "repository": {"full_name": repo}}, "no default"),
+        (
+            "push",
+            {
+                "ref": "refs/heads/main",
+                "repository": {"full_name": repo, "default_branch": "main"},
+                "after": "a" * 40,
+            },
+            "no automation watches",
+        ),
         ("issues", {"action": "labeled", "label": {"name": "golem"}}, "names no issue"),
     ]
     for event, payload, reason in asks:

@@ -21,14 +21,21 @@ from golem.blueprint.dependencies import (
     OFFLINE_ENV,
     DependencyCache,
     cache_paths,
+    image_of,
     in_checkout,
 )
 from golem.blueprint.events import AgentStep, BoxStarted, RunEvent, RunNote
 from golem.blueprint.images import RunImages
 from golem.blueprint.model import Blueprint
+from golem.blueprint.prepared import (
+    PreparedRecord,
+    PreparedRepos,
+    move_to_checkout,
+    remove_in_box,
+)
 from golem.blueprint.secrets import RunSecrets
-from golem.blueprint.state import PausedStep, RunState
-from golem.blueprint.workspace import Layout, copy_into_box, take_back
+from golem.blueprint.state import PausedStep, PreparedStart, RunState
+from golem.blueprint.workspace import Layout, copy_into_box, git_exclude, take_back
 from golem.blueprint.writer import StoreWriter
 from golem.checks import RepoConventions, Service, reach, start_services
 from golem.core.config import GolemConfig
@@ -38,12 +45,14 @@ from golem.core.errors import (
     DependenciesGone,
     ForgeError,
     SandboxError,
+    SnapshotNotFound,
+    SnapshotUnsupported,
 )
 from golem.core.events import EventSink
 from golem.core.isolation import TIERS, at_least
 from golem.core.spec import GOLEM_HOME, MIN_TMPFS, WORKSPACE, BoxSpec
 from golem.forge import Forge, ForgeCredentials, GitRepo, git_auth
-from golem.sandbox import Box, Engine, ExecRequest
+from golem.sandbox import DEFAULT_TENANT, TENANT_LABEL, Box, Engine, ExecRequest
 from golem.sandbox.keep import archive_part
 
 if TYPE_CHECKING:
@@ -92,6 +101,9 @@ class Execution:
         self._layout = Layout()
         self._models: dict[str, Model] = {}
         self._toolshed: Toolshed | None = None
+        self.start_from: PreparedRecord | None = None
+        """A snapshot the box starts from instead of the repository's prepared one (a
+        best-of-N attempt's: the run's box after its setup)."""
         self.paused_step: PausedStep | None = None
         """Set by an agent step that pauses (its provider down), for the runner."""
 
@@ -181,7 +193,7 @@ class Execution:
         env = {**self.config.engine.defaults.env, "PYTHONDONTWRITEBYTECODE": "1"}
         env.update(INSTALL_ENV if install else {})
         env.update(conventions.env if conventions is not None else {})
-        labels = {"golem.run": self.state.id}
+        labels = {"golem.run": self.state.id, TENANT_LABEL: self.tenant}
         tier, asked = self.state.tier, overrides.get("tier")
         if tier is not None and (asked is None or (asked in TIERS and not at_least(asked, tier))):
             overrides["tier"] = tier  # the trust policy's tier: a blueprint may only raise it
@@ -221,17 +233,26 @@ class Execution:
             spec, workspace_size=spec.workspace_size - moved, tmp_size=spec.tmp_size + moved
         )
 
+    @property
+    def tenant(self) -> str:
+        """Whose the run's boxes and snapshots are: its store's tenant (``default``)."""
+        return self.book.store.tenant or DEFAULT_TENANT
+
     async def box(self) -> Box:
-        """The run's box, started (with the checkout copied in, and the run's installed
-        dependencies unpacked in it) when first needed."""
+        """The run's box, started (from the run's prepared snapshot when there is one,
+        with the checkout copied in, and the run's installed dependencies unpacked in it)
+        when first needed."""
         if self._box is None:
-            box = await self.engine.create_session(self.box_spec())
+            box, prepared = await self._start_box()
             try:
                 self.box_started(box, "run")
                 if (choice := self.container_box()).give:
                     self.note(choice.why)
-                self._layout = await copy_into_box(box, self.workspace)
-                await self._place_dependencies(box)
+                if prepared is None:
+                    self._layout = await copy_into_box(box, self.workspace)
+                    await self._place_dependencies(box)
+                else:
+                    await self._from_prepared(box, prepared)
                 await self._images_and_services(box)
             except BaseException:
                 await self.engine.remove_session(box.id)
@@ -340,6 +361,52 @@ class Execution:
         if self._box is not None and self.state.dependencies is not None:
             await self._box.execute(ExecRequest(cmd=["touch", DEPENDENCIES_MARK], timeout=60))
 
+    async def _start_box(self) -> tuple[Box, PreparedRecord | None]:
+        """The run's box: from its tenant's prepared snapshot of the repository, base
+        branch and image when there is one (a note says why one was not used)."""
+        spec = self.box_spec()
+        record = self.start_from
+        preparing = record is not None or any(
+            getattr(node, "action", None) == "keep-prepared" for node in self.blueprint.nodes
+        )
+        if self.config.prepared.enabled and self.state.base and not preparing:
+            image = image_of(spec, self.config)
+            repos = PreparedRepos(self.config)
+            record = repos.find(self.tenant, self.state.request.repo, self.state.base, image)
+        if record is not None:
+            try:
+                snapshot = self.engine.spec(spec, snapshot=f"sha256:{record.digest}")
+                return await self.engine.create_session(snapshot), record
+            except (SnapshotNotFound, SnapshotUnsupported) as exc:
+                self.note(f"the prepared snapshot {record.name} was not used: {exc.message}")
+        return await self.engine.create_session(spec), None
+
+    async def _from_prepared(self, box: Box, record: PreparedRecord) -> None:
+        """A box from a prepared snapshot brought to the run's checkout; its dependencies
+        placed again only when the run's are not the snapshot's (removed first)."""
+        conventions, key = self.state.conventions, self.state.dependencies
+        paths = in_checkout(cache_paths(conventions)) if conventions is not None else []
+        self._layout = await move_to_checkout(box, self.workspace, self.repo(), excluded=paths)
+        same = key == record.dependencies
+        if not same and conventions is not None:
+            cached = [p if p[0] == "/" else f"{WORKSPACE}/{p}" for p in cache_paths(conventions)]
+            await remove_in_box(box, cached, "the prepared snapshot's dependencies")
+        if not same or key is None:
+            await self._place_dependencies(box)
+        else:
+            await box.put_file(DEPENDENCIES_MARK, b"")
+        head = await self.repo().head()
+        skip = same and head == record.commit and await self.repo().is_clean()
+        start = PreparedStart(
+            name=record.name, digest=record.digest, commit=record.commit, setup_skipped=skip
+        )
+        self.state.started_from = start
+        self.note(
+            f"the box started from the prepared snapshot {start.describe()}"
+            + ("; setup skipped: same commit and dependencies" if skip else "")
+        )
+        self.save()
+
     async def _place_dependencies(self, box: Box) -> None:
         """Unpack the run's dependency archive into the box: its checkout's part into
         /workspace, golem's home's into ``GOLEM_HOME``; the cache paths in the checkout
@@ -359,8 +426,7 @@ class Execution:
                 for root in (WORKSPACE, GOLEM_HOME):
                     await box.put_archive(root, archive_part(archive, root.lstrip("/")))
         if paths:
-            excluded = "".join(f"/{path}\n" for path in paths)
-            exclude = _git_exclude(self.workspace) + excluded
+            exclude = git_exclude(self.workspace, paths)
             await box.put_file(f"{WORKSPACE}/.git/info/exclude", exclude)
         if key is not None:
             await box.put_file(DEPENDENCIES_MARK, b"")
@@ -470,15 +536,6 @@ _CHANGED_SINCE = (
 """The first entry of the dependencies (the paths after the mark) changed since the mark."""
 HOME_SHARE = 4
 """golem's home in /tmp takes 1/HOME_SHARE of a run's /workspace tmpfs."""
-
-
-def _git_exclude(workspace: Path) -> str:
-    """The checkout's own ``.git/info/exclude`` (golem's clone's), ending with a newline."""
-    path = workspace / ".git" / "info" / "exclude"
-    if path.is_symlink() or not path.is_file():
-        return ""
-    text = path.read_text(errors="replace")
-    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _host_secrets(names: object) -> dict[str, str]:

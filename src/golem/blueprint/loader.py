@@ -18,7 +18,7 @@ from golem.core.errors import ConfigError
 
 __all__ = ["BUILTINS", "blueprint_text", "load_blueprint", "parse_blueprint"]
 
-BUILTINS = ("minion", "follow-up")
+BUILTINS = ("minion", "follow-up", "prepare")
 Path_ = tuple[str | int, ...]
 
 

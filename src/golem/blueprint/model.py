@@ -36,7 +36,7 @@ __all__ = [
 END = "end"
 Outcome = Literal["success", "failure", "approved", "rejected"]
 OUTCOMES: tuple[str, ...] = ("success", "failure", "approved", "rejected")
-HostAction = Literal["prepare", "hydrate", "install", "ship", "escalate"]
+HostAction = Literal["prepare", "hydrate", "install", "keep-prepared", "ship", "escalate"]
 CHECKS = ("setup", "lint", "build", "test")
 MAX_ATTEMPTS = 16
 """Attempts a blueprint or a request may name at most (a configuration bounds them lower)."""
@@ -72,7 +72,8 @@ class _Node(BaseModel):
 class HostNode(_Node):
     """Deterministic work on the host: ``prepare`` (clone or fetch, branch), ``hydrate``
     (gather context), ``install`` (the repository's dependencies, made in an install box or
-    taken from the cache, for the run's box), ``ship`` (commit, push, open the PR),
+    taken from the cache, for the run's box), ``keep-prepared`` (the warm-up, then the
+    box kept as the repository's prepared snapshot), ``ship`` (commit, push, open the PR),
     ``escalate`` (the same, marked for a human, with what still fails)."""
 
     kind: Literal["host"] = "host"

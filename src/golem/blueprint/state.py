@@ -24,6 +24,7 @@ __all__ = [
     "NodeRecord",
     "Pause",
     "PausedStep",
+    "PreparedStart",
     "RunRequest",
     "RunState",
     "RunStatus",
@@ -115,6 +116,23 @@ class RunRequest(BaseModel):
         if self.follow_up is not None and "blueprint" not in self.model_fields_set:
             self.blueprint = "follow-up"
         return self
+
+
+class PreparedStart(BaseModel):
+    """The prepared snapshot a run's box started from (docs/snapshots.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The snapshot's name (prepared-...).")
+    digest: str = Field(description="The sha256 of its archive.")
+    commit: str = Field(description="The commit it was prepared at.")
+    setup_skipped: bool = Field(
+        False, description="Whether the run's setup was skipped (nothing it depends on changed)."
+    )
+
+    def describe(self) -> str:
+        """One line: the snapshot's name, digest and commit."""
+        return f"{self.name} (sha256:{self.digest[:12]}, commit {self.commit[:12]})"
 
 
 class AttemptRecord(BaseModel):
@@ -300,6 +318,10 @@ class RunState(BaseModel):
         None, description="The install's cache key (dependencies made or reused)."
     )
     dependencies_cached: bool = Field(False, description="Whether the install was skipped.")
+    started_from: PreparedStart | None = Field(
+        None,
+        description="The prepared snapshot its box started from; None: an empty box.",
+    )
     baseline: list[CheckResult] | None = Field(
         None, description="The verifying checks on the base commit, before any change."
     )

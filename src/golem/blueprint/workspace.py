@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,15 @@ from golem.sandbox import Box, ExecRequest
 from golem.sandbox.hosttree import split_path
 from golem.sandbox.takeback import TakebackLimits, land_archive
 
-__all__ = ["Layout", "copy_into_box", "git_configs_of", "layout_of", "take_back"]
+__all__ = [
+    "Layout",
+    "changed_paths",
+    "copy_into_box",
+    "git_configs_of",
+    "git_exclude",
+    "layout_of",
+    "take_back",
+]
 
 # Runs in the box (python3 -I -S: nothing from the workspace is imported): the box's git
 # status as JSON, names kept byte for byte (surrogate escapes survive JSON).
@@ -87,16 +95,35 @@ def git_configs_of(root: Path, repositories: list[str]) -> set[str]:
     return found
 
 
-async def copy_into_box(box: Box, workspace: Path, target: str = WORKSPACE) -> Layout:
+def git_exclude(workspace: Path, excluded: list[str]) -> str:
+    """The checkout's own ``.git/info/exclude`` (golem's clone's) and ``excluded`` (paths
+    relative to the checkout's root), one a line."""
+    path = workspace / ".git" / "info" / "exclude"
+    text = "" if path.is_symlink() or not path.is_file() else path.read_text(errors="replace")
+    text = text if not text or text.endswith("\n") else text + "\n"
+    return text + "".join(f"/{name}\n" for name in excluded)
+
+
+async def copy_into_box(
+    box: Box, workspace: Path, target: str = WORKSPACE, *, only: Collection[str] | None = None
+) -> Layout:
     """``workspace`` (with .git and uncommitted changes) into the box at ``target``; every git
     config file in it (a repository's, a submodule's under .git/modules) goes in as one that
     holds no credential and names no command: a token kept there (actions/checkout's
-    extraheader, a URL with a password) stays on the host. Returns the directory's layout,
-    for ``take_back``."""
+    extraheader, a URL with a password) stays on the host. ``only``: just these relative
+    paths (and what lies beneath them). Returns the directory's layout, for ``take_back``."""
     layout = await asyncio.to_thread(layout_of, workspace)
     configs = await asyncio.to_thread(git_configs_of, workspace, layout.repositories)
-    await box.put_dir(workspace, target, leave_out=lambda name: name in configs)
+    wanted = None if only is None else _asked(set(only))
+    above = {parent for path in only or () for parent in _parents(path)}
+
+    def leave_out(name: str) -> bool:
+        return name in configs or (wanted is not None and name not in above and not wanted(name))
+
+    await box.put_dir(workspace, target, leave_out=leave_out)
     for config in sorted(configs):
+        if wanted is not None and not wanted(config):
+            continue
         git_dir = (workspace / config).parent
         text = await GitRepo(git_dir, check_config=False).shareable_config(workspace / config)
         await box.put_file(f"{target}/{config}", text)
@@ -127,7 +154,7 @@ async def _box_changes(box: Box, target: str) -> list[str]:
     return parse_status_paths(porcelain)
 
 
-async def _changed(box: Box, target: str, repo: GitRepo) -> list[str]:
+async def changed_paths(box: Box, target: str, repo: GitRepo) -> list[str]:
     """The paths git sees as changed on either side (submodules' content left out: it is
     another repository's, not this change's), every name checked."""
     ours = await repo.changed_paths()
@@ -154,7 +181,7 @@ async def take_back(
     is (landed in a scratch directory only), and None is returned."""
     if repo is None and into is None:
         raise ValueError("a whole tree is taken back into a scratch directory, not in place")
-    paths = await _changed(box, target, repo) if repo is not None else None
+    paths = await changed_paths(box, target, repo) if repo is not None else None
     if paths == []:
         return []
     wanted = None if paths is None else _asked(set(paths))
@@ -168,6 +195,12 @@ async def take_back(
         remove_missing=paths if into is None and paths else (),
     )
     return paths
+
+
+def _parents(path: str) -> list[str]:
+    """The directories ``path`` lies in (``a/b/c``: ``a/b`` and ``a``)."""
+    names = path.split("/")
+    return ["/".join(names[:i]) for i in range(1, len(names))]
 
 
 def _asked(wanted: set[str]) -> Callable[[str], bool]:

@@ -41,6 +41,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run a blueprint on a repository and end with a pull request (or, with --pr, "
         "answer a pull request's review with new commits on its branch).",
     ),
+    "prepare": (
+        "golem.cli.prepare_cmd:prepare_command",
+        "Make or refresh the prepared snapshot of a repository's branch: its head checked "
+        "out, dependencies installed, setup and [prepared] warmup run; runs on the "
+        "repository start from it.",
+    ),
     "loop": (
         "golem.cli.loops_cmd:loop_command",
         "Start a goal loop: runs on one branch, each from the last one's result, until the "

@@ -22,7 +22,9 @@ def validate_command(
 
 @blueprint_app.command("show")
 def show_command(
-    source: str = typer.Argument("minion", help="A YAML file, or one of: minion, follow-up."),
+    source: str = typer.Argument(
+        "minion", help="A YAML file, or one of: minion, follow-up, prepare."
+    ),
 ) -> None:
     """Draw a blueprint's graph as text."""
     from golem.blueprint.loader import load_blueprint

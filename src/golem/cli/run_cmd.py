@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from golem.blueprint import RunState
     from golem.core.config import GolemConfig
 
-__all__ = ["EXIT_CODES", "follow_up_of", "run_command", "run_with_progress"]
+__all__ = ["EXIT_CODES", "follow_up_of", "repo_argument", "run_command", "run_with_progress"]
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "escalated": 3, "cancelled": 4, "unverified": 5}
 """What `golem run` and `golem runs resume` exit with, by the run's final status."""
@@ -69,7 +69,7 @@ def run_command(
     )
     config = flags.load()
     fields: dict[str, object] = {
-        "repo": _repo(repo),
+        "repo": repo_argument(repo),
         "task": task,
         "issue": issue,
         "model": model,
@@ -83,7 +83,7 @@ def run_command(
         fields["blueprint"] = blueprint
     if pr is not None:
         chosen = forge or config.forge.provider
-        fields["follow_up"] = follow_up_of(pr, _repo(repo), forge=chosen, request=task)
+        fields["follow_up"] = follow_up_of(pr, repo_argument(repo), forge=chosen, request=task)
         fields["task"] = None
     try:
         request = RunRequest.model_validate(fields)
@@ -114,7 +114,7 @@ def follow_up_of(ref: str, repo: str, *, forge: str, request: str | None) -> dic
     return {"repo": parsed.repo, "number": parsed.number, "request": request or ""}
 
 
-def _repo(value: str) -> str:
+def repo_argument(value: str) -> str:
     """A local path made absolute (the run's checkout is cloned from it later)."""
     path = Path(value)
     return str(path.resolve()) if path.exists() else value

@@ -104,6 +104,8 @@ def show_command(
     branch = printable(state.branch or "-")
     console.print(f"repo: {printable(state.request.repo)} · branch: {branch}")
     console.print(f"isolation: {_isolation(state)}", highlight=False)
+    started = state.started_from
+    console.print(f"started from: {started.describe() if started else 'none'}", highlight=False)
     _print_links(console, state, using_store(load_config(), lambda s: _follow_ups(s, state.id)))
     for step in state.steps:
         cost = f"${step.cost_usd:.4f}" if step.cost_usd else ""

@@ -1,8 +1,8 @@
 """Automations (``[[automations]]`` in golem.toml, and the API's ``/v1/automations``): runs
 golem starts by itself, on a cron schedule in a time zone, on a delivery to the
 automation's own webhook, or on an event of a forge (a failed GitHub Actions run or GitLab
-pipeline on the default branch). Each names the repository, blueprint, task template and
-budget of the runs it starts."""
+pipeline on the default branch, a push to the default branch). Each names the repository,
+blueprint, task template and budget of the runs it starts."""
 
 from __future__ import annotations
 
@@ -24,13 +24,17 @@ __all__ = [
 ]
 
 AUTOMATION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-AutomationEvent = Literal["github.workflow_run.failed", "gitlab.pipeline.failed"]
+AutomationEvent = Literal[
+    "github.workflow_run.failed", "gitlab.pipeline.failed", "github.push", "gitlab.push"
+]
 SCHEDULE_FIELDS = frozenset({"automation", "time", "date"})
 WEBHOOK_FIELDS = frozenset({"automation", "time", "date", "payload"})
 _COMMON = ("automation", "time", "date", "repo", "branch", "sha", "url")
 EVENT_FIELDS: dict[str, frozenset[str]] = {
     "github.workflow_run.failed": frozenset((*_COMMON, "workflow", "conclusion", "run_id")),
     "gitlab.pipeline.failed": frozenset((*_COMMON, "pipeline_id", "status")),
+    "github.push": frozenset((*_COMMON, "before", "pusher")),
+    "gitlab.push": frozenset((*_COMMON, "before", "pusher")),
 }
 """The fields a task template may name, per event."""
 
@@ -102,7 +106,9 @@ class AutomationConfig(BaseModel):
         None,
         description="Started by a forge's event through its webhook: a failed GitHub "
         "Actions run (github.workflow_run.failed) or GitLab pipeline "
-        "(gitlab.pipeline.failed) on the repository's default branch.",
+        "(gitlab.pipeline.failed) on the repository's default branch, or a push to it "
+        "(github.push, gitlab.push: with blueprint = 'prepare', the repository's prepared "
+        "snapshot is refreshed).",
     )
     watch: str | None = Field(
         None,

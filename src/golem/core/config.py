@@ -33,7 +33,7 @@ from pydantic_settings import (
 
 from golem.core.automation_config import AutomationConfig
 from golem.core.cluster_config import ClusterConfig
-from golem.core.dependencies_config import DependenciesConfig
+from golem.core.dependencies_config import DependenciesConfig, PreparedConfig
 from golem.core.errors import ConfigError, NoTierBackend
 from golem.core.forge_config import ForgeConfig
 from golem.core.isolation import TIERS, IsolationTier, at_least, tier_of
@@ -384,6 +384,7 @@ class GolemConfig(BaseSettings):
     )
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     dependencies: DependenciesConfig = Field(default_factory=DependenciesConfig)
+    prepared: PreparedConfig = Field(default_factory=PreparedConfig)
     toolshed: ToolshedConfig = Field(default_factory=ToolshedConfig)
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from golem.core.hostnames import HostPatterns
 from golem.core.sizes import ByteSize
 
-__all__ = ["DependenciesConfig"]
+__all__ = ["DependenciesConfig", "PreparedConfig"]
 
 
 class DependenciesConfig(BaseModel):
@@ -59,3 +59,25 @@ class DependenciesConfig(BaseModel):
         "registries, the rest ignored with a note in the run. A server that runs untrusted "
         "repositories should choose false.",
     )
+
+
+class PreparedConfig(BaseModel):
+    """``[prepared]``: prepared repositories, a snapshot of a box after the checkout, the
+    install, the setup and a warm-up, that runs on the repository start from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        True,
+        description="Start a run's box from its tenant's prepared snapshot of the run's "
+        "repository, base branch and image when there is one (`golem prepare` makes it); "
+        "false: every run starts from an empty box.",
+    )
+    warmup: str = Field(
+        "",
+        max_length=4000,
+        description="A shell command `golem prepare` runs in the box after the setup, before "
+        "the snapshot (a build or a type-check that fills caches, e.g. 'make build'); empty: "
+        "none.",
+    )
+    warmup_timeout: float = Field(1800.0, gt=0, description="Seconds the warm-up command may take.")

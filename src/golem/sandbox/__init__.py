@@ -56,7 +56,7 @@ from golem.sandbox.remote.frames import (
     read_answer,
 )
 from golem.sandbox.sessions import BoxSessions
-from golem.sandbox.snapshots import TENANT_LABEL, SnapshotStore
+from golem.sandbox.snapshots import DEFAULT_TENANT, TENANT_LABEL, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.sync import SyncBox, SyncEngine
 
@@ -80,6 +80,7 @@ _REMOTE = {
 and WebSocket clients' imports."""
 
 __all__ = [
+    "DEFAULT_TENANT",
     "MOST_CALLS_HEADER",
     "TENANT_LABEL",
     "AnswerFrame",

@@ -2,11 +2,15 @@
 its own, judged by the repository's checks.
 
 Every attempt starts from the run's prepared point: its checkout is a copy of the run's (on
-the host), and its box is prepared as the run's was: the checkout copied in, the installed
-dependencies placed, the repository's setup run again. (A snapshot of the run's box would
-do it faster, but a box holding a repository has none yet: docs/snapshots.md.) Each has its
-own trajectory and cost; at most ``[engine] attempt_boxes`` work at once. They draw on one
-budget, the run's: once it is spent the attempts still working stop.
+the host), and its box starts from a snapshot of the run's box taken after its install and
+setup (the box's ``.git`` removed for it and placed again from the host after: a ``.git``
+never crosses from a box), the host's ``.git`` placed and the tree moved to its checkout
+as a run's from a prepared snapshot is (``golem.blueprint.prepared``); setup is not run
+again when nothing it depends on changed. Where no snapshot can be taken (a backend
+without snapshots, a box with containers, a refused entry, submodules), its box is
+prepared as the run's was: the checkout copied in, the dependencies placed, setup run
+again. Each has its own trajectory and cost; at most ``[engine] attempt_boxes`` work at
+once. They draw on one budget, the run's: once it is spent the attempts still working stop.
 
 The winner is the verified attempt with the most passing checks, then the smallest diff
 (lines added and deleted), then the lowest number. Without a verified one, the best of the
@@ -25,24 +29,36 @@ from pathlib import Path
 from typing import Literal
 
 from golem.agent import AgentEvent, Budget, ModelAnswered, Usage
+from golem.blueprint.dependencies import cache_paths as dependency_paths
+from golem.blueprint.dependencies import image_of, in_checkout
 from golem.blueprint.execution import Execution
 from golem.blueprint.model import END, AgentNode, Blueprint, LoopNode
+from golem.blueprint.prepared import PreparedRecord, place_git, remove_in_box, snapshot_name
 from golem.blueprint.state import AttemptRecord, RunRequest
 from golem.blueprint.steps.agent import run_agent, run_agent_node
 from golem.blueprint.steps.baseline import cache_paths
 from golem.blueprint.steps.checks import run_checks
 from golem.blueprint.steps.loop import run_loop
+from golem.blueprint.workspace import layout_of
 from golem.checks import fingerprint
 from golem.core.config import GolemConfig
-from golem.core.errors import BudgetSpent, GolemError, InvalidRequest, ProviderDown
+from golem.core.errors import (
+    BudgetSpent,
+    GolemError,
+    InvalidRequest,
+    ProviderDown,
+    SnapshotUnsupported,
+    UnsafeBoxOutput,
+)
 from golem.core.events import EventSink
+from golem.core.spec import WORKSPACE
 from golem.sandbox import Box
 
 __all__ = ["check_attempts", "run_agent_or_attempts", "run_attempts"]
 
 PREPARED = (
     "prepared as the run's box: its checkout copied in, dependencies placed, setup run "
-    "again (a box holding a repository has no snapshot yet)"
+    "again (no snapshot of the run's box)"
 )
 
 
@@ -94,6 +110,7 @@ class Attempt(Execution):
         state.trajectories, state.checks, state.attempts = [], [], []
         state.rounds, state.usage, state.cost_usd, state.turns = 0, Usage(), 0.0, 0
         state.summary, state.verified, state.unverified = "", False, None
+        state.started_from = None
         super().__init__(
             state,
             parent.blueprint,
@@ -138,8 +155,26 @@ class Attempt(Execution):
         return sink
 
     async def prepare(self) -> Box:
-        """Its box, brought to the run's prepared point."""
+        """Its box, brought to the run's prepared point: from the snapshot of the run's
+        box when there is one (setup skipped when nothing it depends on changed)."""
         box = await self.box()
+        started = self.state.started_from
+        if started is None:
+            self.record.prepared = PREPARED
+        else:
+            self.record.prepared = (
+                f"started from the snapshot of the run's box {started.describe()}"
+            )
+        if started is None or not started.setup_skipped:
+            await self._setup()
+        else:
+            self.record.prepared += ", setup not run again"
+        await self.mark_dependencies()
+        if self.parent.state.base_tree is not None:
+            self.state.base_tree = await fingerprint(box, exclude=cache_paths(self))
+        return box
+
+    async def _setup(self) -> None:
         setup = await run_checks(self, self.record_node, ["setup"], stop_at_failure=True)
         failed = [result for result in setup if not result.passed]
         if failed:
@@ -147,10 +182,6 @@ class Attempt(Execution):
                 f"the repository's setup failed in attempt {self.record.number}'s box: "
                 f"{failed[0].command} exited {failed[0].exit_code}"
             )
-        await self.mark_dependencies()
-        if self.parent.state.base_tree is not None:
-            self.state.base_tree = await fingerprint(box, exclude=cache_paths(self))
-        return box
 
     @property
     def record_node(self) -> str:
@@ -199,6 +230,7 @@ async def run_attempts(
             "verify them: give it a loop node as its next"
         )
     await ex.sync()
+    source = await _snapshot_of_run_box(ex)
     pool = _Pool(ex)
     ex.state.attempts = []
     tries = ex.run_dir / "attempts"
@@ -209,6 +241,7 @@ async def run_attempts(
         record = AttemptRecord(number=number, prepared=PREPARED, workspace=str(workspace))
         ex.state.attempts.append(record)
         pool.attempts.append(Attempt(ex, pool, record))
+        pool.attempts[-1].start_from = source
     ex.save()
     slots = asyncio.Semaphore(ex.config.engine.attempt_boxes)
     pool.tasks = [asyncio.ensure_future(_attempt(a, node, loop, slots)) for a in pool.attempts]
@@ -222,6 +255,38 @@ async def run_attempts(
         await _close_all(pool)
         raise down
     return await _choose(ex, pool, loop)
+
+
+async def _snapshot_of_run_box(ex: Execution) -> PreparedRecord | None:
+    """The run's box at its prepared point kept as a snapshot for its attempts to start
+    from (its ``.git`` removed for it, then placed again from the host); None, with a
+    note, where none can be taken."""
+    box = await ex.box()
+    layout = await asyncio.to_thread(layout_of, ex.workspace)
+    if layout.repositories != [""]:
+        return None  # submodules: each attempt's box gets the whole checkout
+    conventions = ex.state.conventions
+    excluded = in_checkout(dependency_paths(conventions)) if conventions is not None else []
+    image = image_of(ex.box_spec(), ex.config)
+    name = snapshot_name(ex.state.request.repo, ex.state.base, image, "attempts")
+    await remove_in_box(box, [f"{WORKSPACE}/.git"], "the run's box's .git for its snapshot")
+    try:
+        info = await ex.engine.snapshot(box.id, name)
+    except (UnsafeBoxOutput, SnapshotUnsupported) as exc:
+        ex.note(f"the attempts start without a snapshot of the run's box: {exc.message}")
+        return None
+    finally:
+        await place_git(box, ex.workspace, excluded=excluded)
+    return PreparedRecord(
+        tenant=ex.tenant,
+        repo=ex.state.request.repo,
+        branch=ex.state.base,
+        commit=await ex.repo().head() or "",
+        name=info.name,
+        digest=info.digest,
+        image=image,
+        dependencies=ex.state.dependencies,
+    )
 
 
 async def _attempt(

@@ -12,6 +12,7 @@ from golem.blueprint.model import HostNode
 from golem.blueprint.steps import follow_up, pr_text
 from golem.blueprint.steps.handoff import hand_off
 from golem.blueprint.steps.install import run_install
+from golem.blueprint.steps.keep_prepared import keep_prepared
 from golem.blueprint.steps.publish import TRAILER, commit_change, push_change, refuse_secrets
 from golem.checks import load_conventions
 from golem.context import hydrate, render_issue
@@ -40,6 +41,8 @@ async def run_host(ex: Execution, node: HostNode) -> Result:
         return await _hydrate(ex, node.id)
     if node.action == "install":
         return await run_install(ex, node.id)
+    if node.action == "keep-prepared":
+        return await keep_prepared(ex, node.id)
     return await _ship(ex, escalate=node.action == "escalate")
 
 

@@ -88,6 +88,11 @@ def body(state: RunState, *, escalate: bool) -> str:
         f"{state.turns} model turns",
         "",
         *([f"isolation: {state.isolation}", ""] if state.isolation is not None else []),
+        *(
+            [f"started from the prepared snapshot {state.started_from.describe()}", ""]
+            if state.started_from is not None
+            else []
+        ),
         "Trajectories (on the golem host):",
         *[f"- `{path}`" for path in state.trajectories],
         "",

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
-from golem.service.automations import fire_event, github_failure
+from golem.service.automations import fire_event, github_failure, github_push
 from golem.service.forge_names import GITHUB_DELIVERY
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.github_events import read_delivery
@@ -26,6 +26,8 @@ __all__ = ["router", "signature"]
 log = logging.getLogger("golem.service.trigger")
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,100}$")
 COMMENTS = ("issue_comment", "pull_request_review", "pull_request_review_comment")
+FORGE_EVENTS = {"workflow_run": github_failure, "push": github_push}
+"""The deliveries that fire automations (docs/automations.md), each read by its reader."""
 
 router = APIRouter(prefix="/v1/github", tags=["github"], lifespan=lifespan("github"))
 
@@ -60,17 +62,17 @@ async def github_webhook(
     with ``[server.github] label``, or a new comment mentioning its ``handle``, starts a
     run for that issue; a review or comment on a pull request golem opened, by someone who
     may push, starts a follow-up run on it; a failed Actions run on the default branch
-    (``workflow_run``) fires the automations watching it. Anything else is answered, and
-    ignored with a reason. No API key: the signature of the body with the webhook's
-    secret authenticates GitHub."""
+    (``workflow_run``), or a push to it (``push``), fires the automations watching it.
+    Anything else is answered, and ignored with a reason. No API key: the signature of the
+    body with the webhook's secret authenticates GitHub."""
     trigger: Trigger = request.app.state.github_trigger
     body = await _verified_body(request, trigger, x_hub_signature_256)
     if not x_github_event or not x_github_delivery or not DELIVERY_ID.match(x_github_delivery):
         raise Problem(400, "a delivery needs X-GitHub-Event and X-GitHub-Delivery headers")
     payload = read_payload(body, request.headers.get("content-type", ""), GITHUB_DELIVERY)
     delivery = DeliveryRecord(source="github", ids=(x_github_delivery,))
-    if x_github_event == "workflow_run":  # a failed Actions run may fire automations
-        call = github_failure(payload)
+    if x_github_event in FORGE_EVENTS:  # a failed Actions run, a push: fire automations
+        call = FORGE_EVENTS[x_github_event](payload)
         fired = (
             TriggerAnswer(status="ignored", reason=call.reason)
             if isinstance(call, Ignored)

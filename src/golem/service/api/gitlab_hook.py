@@ -14,7 +14,7 @@ from fastapi import APIRouter, Header, Request, Response, status
 
 from golem.core.errors import Problem
 from golem.service.api.webhooks import answered, lifespan, read_body, read_payload
-from golem.service.automations import fire_event, gitlab_failure
+from golem.service.automations import fire_event, gitlab_failure, gitlab_push
 from golem.service.forge_names import GITLAB_DELIVERY
 from golem.service.trigger import Ignored, Trigger, TriggerAnswer
 from golem.service.trigger.gitlab_events import read_delivery
@@ -24,6 +24,9 @@ __all__ = ["router"]
 
 log = logging.getLogger("golem.service.trigger")
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,100}$")
+
+FORGE_EVENTS = {"Pipeline Hook": gitlab_failure, "Push Hook": gitlab_push}
+"""The deliveries that fire automations (docs/automations.md), each read by its reader."""
 
 router = APIRouter(prefix="/v1/gitlab", tags=["gitlab"], lifespan=lifespan("gitlab"))
 
@@ -51,9 +54,9 @@ async def gitlab_webhook(
     """A delivery of a GitLab webhook: an issue given ``[server.gitlab] label``, or a new
     note on an issue mentioning its ``handle``, starts a run for that issue; a note on a
     merge request golem opened, by someone who may push, starts a follow-up run on it; a
-    failed pipeline on the default branch fires the automations watching it. Anything
-    else is answered, and ignored with a reason. No API key: the webhook's secret
-    token authenticates GitLab."""
+    failed pipeline on the default branch, or a push to it, fires the automations watching
+    it. Anything else is answered, and ignored with a reason. No API key: the webhook's
+    secret token authenticates GitLab."""
     trigger: Trigger = request.app.state.gitlab_trigger
     _check_token(trigger, x_gitlab_token)
     body = await read_body(request)
@@ -64,12 +67,12 @@ async def gitlab_webhook(
         )
     delivery = DeliveryRecord(source="gitlab", ids=ids)
     payload = read_payload(body, request.headers.get("content-type", ""), GITLAB_DELIVERY)
-    if x_gitlab_event == "Pipeline Hook":  # a failed pipeline may fire automations
-        failed = gitlab_failure(payload)
-        if isinstance(failed, Ignored):
-            answer = TriggerAnswer(status="ignored", reason=failed.reason)
+    if x_gitlab_event in FORGE_EVENTS:  # a failed pipeline, a push: fire automations
+        event = FORGE_EVENTS[x_gitlab_event](payload)
+        if isinstance(event, Ignored):
+            answer = TriggerAnswer(status="ignored", reason=event.reason)
         else:
-            answer = await fire_event(request.app.state.automations, failed, ids[0])
+            answer = await fire_event(request.app.state.automations, event, ids[0])
         return answered(response, answer)
     own = await trigger.reach.own_login() if x_gitlab_event == "Note Hook" else None
     call = read_delivery(x_gitlab_event, payload, trigger.config, own)

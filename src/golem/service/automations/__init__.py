@@ -2,7 +2,13 @@
 signed delivery to an automation's own webhook, or on a forge's event; each firing starts
 one run at most, never while the automation's last run is still in progress."""
 
-from golem.service.automations.events import fire_event, github_failure, gitlab_failure
+from golem.service.automations.events import (
+    fire_event,
+    github_failure,
+    github_push,
+    gitlab_failure,
+    gitlab_push,
+)
 from golem.service.automations.firing import FireAnswer, Firings
 from golem.service.automations.model import KIND, Automation, AutomationView
 from golem.service.automations.scheduler import Scheduler
@@ -17,7 +23,9 @@ __all__ = [
     "Scheduler",
     "fire_event",
     "github_failure",
+    "github_push",
     "gitlab_failure",
+    "gitlab_push",
     "next_run",
     "view_of",
 ]

@@ -1,6 +1,7 @@
 """Forge events that fire automations, read from the forges' webhook deliveries (which
 golem serve verifies first): a GitHub Actions run that completed with a failure, a GitLab
-pipeline that failed, each on its repository's default branch. Every automation watching
+pipeline that failed, a push (GitHub's ``push``, GitLab's Push Hook), each on its
+repository's default branch. Every automation watching
 that repository for that event fires once per delivery."""
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from golem.core.automation_config import AutomationEvent
 from golem.service.automations.firing import FireAnswer, Firings, common_fields
 from golem.service.trigger import Ignored, TriggerAnswer
 
-__all__ = ["EventCall", "fire_event", "github_failure", "gitlab_failure"]
+__all__ = [
+    "EventCall",
+    "fire_event",
+    "github_failure",
+    "github_push",
+    "gitlab_failure",
+    "gitlab_push",
+]
 
 EventCall = tuple[AutomationEvent, str, dict[str, str]]
 """An event, its repository, and its template's fields."""
@@ -75,6 +83,52 @@ def gitlab_failure(payload: Mapping[str, Any]) -> EventCall | Ignored:
         "status": "failed",
     }
     return "gitlab.pipeline.failed", repo, fields
+
+
+def github_push(payload: Mapping[str, Any]) -> EventCall | Ignored:
+    """A ``push`` delivery: new commits on the default branch, or why not (another ref, a
+    deleted branch)."""
+    repository = _mapping(payload.get("repository"))
+    repo, default = _text(repository.get("full_name")), _text(repository.get("default_branch"))
+    ref = _text(payload.get("ref"))
+    if not default:
+        return Ignored(f"{repo}: the push names no default branch")
+    if ref != f"refs/heads/{default}":
+        return Ignored(f"{repo}: the push is to {ref!r}, not the default branch")
+    if payload.get("deleted") or not _text(payload.get("after")).strip("0"):
+        return Ignored(f"{repo}: the push deleted {ref!r}")
+    fields = {
+        "repo": repo,
+        "branch": default,
+        "sha": _text(payload.get("after")),
+        "before": _text(payload.get("before")),
+        "url": _text(payload.get("compare")),
+        "pusher": _text(_mapping(payload.get("pusher")).get("name")),
+    }
+    return "github.push", repo, fields
+
+
+def gitlab_push(payload: Mapping[str, Any]) -> EventCall | Ignored:
+    """A ``Push Hook`` delivery: new commits on the default branch, or why not."""
+    project = _mapping(payload.get("project"))
+    repo = _text(project.get("path_with_namespace"))
+    default, ref = _text(project.get("default_branch")), _text(payload.get("ref"))
+    if not default:
+        return Ignored(f"{repo}: the push names no default branch")
+    if ref != f"refs/heads/{default}":
+        return Ignored(f"{repo}: the push is to {ref!r}, not the default branch")
+    if not _text(payload.get("checkout_sha")):
+        return Ignored(f"{repo}: the push deleted {ref!r}")
+    after = _text(payload.get("after"))
+    fields = {
+        "repo": repo,
+        "branch": default,
+        "sha": after,
+        "before": _text(payload.get("before")),
+        "url": f"{_text(project.get('web_url'))}/-/commit/{after}",
+        "pusher": _text(payload.get("user_username")),
+    }
+    return "gitlab.push", repo, fields
 
 
 async def fire_event(firings: Firings, call: EventCall, delivery: str) -> TriggerAnswer:
