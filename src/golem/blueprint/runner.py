@@ -37,6 +37,14 @@ from golem.blueprint.events import (
     RunStarted,
 )
 from golem.blueprint.execution import Execution
+from golem.blueprint.lifecycle import (
+    mark_cancelled,
+    mark_failed,
+    mark_finished,
+    mark_paused,
+    mark_running,
+    orphaned,
+)
 from golem.blueprint.loader import blueprint_text, parse_blueprint
 from golem.blueprint.model import (
     END,
@@ -75,8 +83,7 @@ from golem.core.isolation import IsolationTier
 from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge, refused_credentials
-from golem.sandbox import Engine
-from golem.sandbox.records import process_alive, process_start_time
+from golem.sandbox import Engine, process_start_time
 from golem.store import RETRY_AFTER, DeliveryRecord, RunCap, Store, ThreadRecord, check_claim
 
 __all__ = ["Runner"]
@@ -166,14 +173,15 @@ class Runner:
         state = await self._load(run_id)
         if state.finished and not state.resumable:
             return state
-        if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
+        if not orphaned(state):
+            where = state.owner_server or f"process {state.owner_pid}"
             raise InvalidRequest(
-                f"run {run_id} is being run by process {state.owner_pid}; "
+                f"run {run_id} is being run by {where}; "
                 "cancel it with `golem runs cancel` or wait for it"
             )
         await self.engine.prune()
         if state.resumable:  # the credentials were fixed, the person says: on from the node
-            state.status, state.error, state.resumable = "running", None, False
+            mark_running(state)
             await self.book.save(state)
         return await self.run(run_id, resumed=True)
 
@@ -195,7 +203,7 @@ class Runner:
         else:
             state.owner_pid = os.getpid()
             state.owner_start = process_start_time(state.owner_pid)
-        state.status = "running"
+        mark_running(state)
         forge = self.forge or make_forge(
             state.request.forge, self.config.forge, self.store, self.credentials
         )
@@ -232,8 +240,7 @@ class Runner:
             if asked != "cancel":
                 stopped = True
                 raise  # cancelled from outside: the caller's decision, not a cancel request
-            state.status = "cancelled"
-            state.error = "cancelled on request"
+            mark_cancelled(state, "cancelled on request")
         except RunTaken:  # a write was refused: it is another runner's run now
             stopped = taken = True
             raise
@@ -241,8 +248,7 @@ class Runner:
             _fail(state, exc)
         except Exception as exc:  # a bug must end the run, not leave it "running" forever
             log.exception("run %s: internal error", run_id)
-            state.status = "failed"
-            state.error = f"internal error: {type(exc).__name__}: {exc}"
+            mark_failed(state, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, GolemError):
@@ -335,8 +341,7 @@ class Runner:
             state.current = following
             ex.save()
             await ex.writes.flush()  # a node's result is kept before the next node starts
-        if state.status == "running":
-            state.status = "succeeded"
+        mark_finished(state)
         state.current = None
 
     async def _pause(
@@ -345,10 +350,10 @@ class Runner:
         """Keep the run paused at ``node`` (see the module); its checkout is kept first
         where a machine that resumes it needs it (a checkpoint)."""
         state = ex.state
-        state.pause = pause_of(
+        kept = pause_of(
             state, node.id, paused, resumed_at, self.config.models, ex.paused_step, spent
         )
-        state.status = "waiting"
+        mark_paused(state, kept)
         if self.checkpoints is not None:
             await self.checkpoints.save(ex, node.id)
         ex.save()  # kept paused before anyone hears of the pause
@@ -356,8 +361,8 @@ class Runner:
             RunPaused(
                 run_id=state.id,
                 node=node.id,
-                reason=state.pause.reason,
-                resume_at=state.pause.resume_at,
+                reason=kept.reason,
+                resume_at=kept.resume_at,
             )
         )
 
@@ -415,7 +420,7 @@ def _fail(state: RunState, error: GolemError) -> None:
     """End the run as failed with ``error``'s message. A run a forge refused for its
     credentials (an expired or revoked token, an App key or refresh token refused) keeps
     its place: the message says where its work is and how to go on once they are fixed."""
-    state.status, state.error = "failed", error.message
+    mark_failed(state, error.message)
     refused = isinstance(error, ForgeAuthError) or (
         isinstance(error, GitRemoteError) and refused_credentials(error)
     )

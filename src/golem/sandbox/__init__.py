@@ -38,7 +38,7 @@ from golem.sandbox.models import (
     Runtime,
     SnapshotInfo,
 )
-from golem.sandbox.records import process_start_time
+from golem.sandbox.records import process_alive, process_start_time
 from golem.sandbox.remote.frames import (
     MOST_CALLS_HEADER,
     AnswerFrame,
@@ -130,6 +130,7 @@ __all__ = [
     "configured_spec",
     "error_of",
     "make_engine",
+    "process_alive",
     "process_start_time",
     "read_answer",
     "spec_payload",

@@ -8,6 +8,7 @@ import re
 from typing import Literal
 
 from golem.blueprint.execution import Execution
+from golem.blueprint.lifecycle import mark_concluded
 from golem.blueprint.model import HostNode
 from golem.blueprint.steps import follow_up, pr_text
 from golem.blueprint.steps.handoff import hand_off
@@ -117,7 +118,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     ex.save()
     if state.commit is None:
         if escalate:
-            state.status = "escalated"
+            mark_concluded(state, "escalated")
             if state.error:
                 why = f":\n\n{markdown.block(state.error)}"
             else:
@@ -143,7 +144,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     )
     state.pr = await _open_pull_request(ex, draft, diff)
     if escalate or unverified:
-        state.status = "escalated" if escalate else "unverified"
+        mark_concluded(state, "escalated" if escalate else "unverified")
     ex.save()
     why = " for a human to finish" if escalate else ""
     if unverified:
