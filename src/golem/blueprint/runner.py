@@ -48,25 +48,16 @@ from golem.blueprint.lifecycle import (
 from golem.blueprint.loader import blueprint_text, parse_blueprint
 from golem.blueprint.model import (
     END,
-    AgentNode,
     Blueprint,
-    BoxNode,
-    CINode,
     GateNode,
-    HostNode,
     Node,
     Outcome,
 )
 from golem.blueprint.pausing import pause_of, unpaused
 from golem.blueprint.state import NodeRecord, RunRequest, RunState
 from golem.blueprint.steps.agent import check_toolshed
-from golem.blueprint.steps.attempts import check_attempts, run_agent_or_attempts
-from golem.blueprint.steps.baseline import run_baseline
-from golem.blueprint.steps.checks import run_box_node
-from golem.blueprint.steps.ci import run_ci
-from golem.blueprint.steps.gate import run_gate
-from golem.blueprint.steps.host import run_host
-from golem.blueprint.steps.loop import run_loop
+from golem.blueprint.steps.attempts import check_attempts
+from golem.blueprint.steps.dispatch import host_actions_for, run_step
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     ForgeAuthError,
@@ -147,7 +138,7 @@ class Runner:
         if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
-        blueprint = parse_blueprint(source, origin)
+        blueprint = host_actions_for(parse_blueprint(source, origin), request)
         check_toolshed(blueprint, self.config)
         check_attempts(blueprint, request, self.config)
         state = RunState(
@@ -197,7 +188,9 @@ class Runner:
         if state.finished:
             return state
         check_claim(run_id, state.claim, self.claim)
-        blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
+        blueprint = host_actions_for(
+            parse_blueprint(state.blueprint_source, state.blueprint), state.request
+        )
         if self.owner is not None:  # another machine's process: its start time is its own
             state.owner_pid, state.owner_start = self.owner
         else:
@@ -393,27 +386,10 @@ class Runner:
         never fails a run. The node's time limit still holds."""
         while True:
             try:
-                return await self._dispatch(ex, node)
+                return await run_step(ex, node)
             except StoreUnavailable as exc:
                 ex.note(f"runs again once the store is back: {exc.message}", node.id)
                 await asyncio.sleep(RETRY_AFTER)
-
-    async def _dispatch(self, ex: Execution, node: Node) -> tuple[Outcome, str]:
-        if isinstance(node, HostNode):
-            return await run_host(ex, node)
-        if isinstance(node, BoxNode):
-            run_box = run_baseline if node.baseline is not None else run_box_node
-            return await run_box(ex, node)
-        if isinstance(node, AgentNode):
-            return await run_agent_or_attempts(ex, node)
-        if isinstance(node, GateNode):
-            decision = await run_gate(ex, node)
-            return decision, decision
-        if isinstance(node, CINode):
-            return await run_ci(ex, node)
-        looped = await run_loop(ex, node)
-        unverified = "; not verified" if ex.state.unverified else ""
-        return looped, f"{ex.state.rounds} fix round(s){unverified}"
 
 
 def _fail(state: RunState, error: GolemError) -> None:
