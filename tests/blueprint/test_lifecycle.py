@@ -158,3 +158,17 @@ def test_no_module_but_the_lifecycle_assigns_a_runs_status() -> None:
         and (lines := _status_assignments(path))
     }
     assert found == {}
+
+
+async def test_a_run_is_queued_again_once_and_forgets_its_owner() -> None:
+    book = RunBook(MemoryStore(tenant="acme"))
+    await book.create(run("queued"))
+    claimed = await book.store.claim_next_run("host:1")
+    assert claimed is not None
+    state = await book.load("run-1")
+    assert state is not None
+    assert await lifecycle.requeue_run(book, state)
+    again = await book.load("run-1")
+    assert again is not None
+    assert (again.status, again.owner_server) == ("queued", None)
+    assert not await lifecycle.requeue_run(book, again)  # queued already: nothing to do

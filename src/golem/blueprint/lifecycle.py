@@ -149,6 +149,8 @@ def orphaned(state: RunState) -> bool:
 async def requeue_run(book: RunBook, state: RunState) -> bool:
     """Queue the run again, as it was last saved, unless it was claimed or queued again
     meanwhile; whether it was."""
+    if state.status == "queued":  # queued again already (another server's recovery)
+        return False
     mark_queued(state)
     return await book.store.requeue_run(state.id, state.model_dump_json())
 
