@@ -18,6 +18,7 @@ from golem.forge import LocalForge, PullRequest, PullRequestDraft
 from golem.sandbox import Engine
 from golem.store import Store
 from tests.blueprint.repos import git
+from tests.blueprint.test_dispatch import written_before
 from tests.blueprint.test_run import (
     FIX,
     SCRIPTS,
@@ -165,6 +166,8 @@ async def test_a_branch_moved_on_the_remote_is_a_clear_failure_and_nothing_is_fo
 async def test_a_resumed_follow_up_posts_only_the_replies_not_yet_posted(
     make_runner: MakeRunner, remote: Path, store: Store
 ) -> None:
+    """Its record made before the follow-up actions: its blueprint names ship, which a
+    follow-up runs as answer_review."""
     pr = await pushed_pull_request(store, remote)
     state = await make_runner().start(follow_up(remote))
     assert (state.status, state.blueprint) == ("succeeded", "follow-up"), state.error
@@ -175,6 +178,8 @@ async def test_a_resumed_follow_up_posts_only_the_replies_not_yet_posted(
     crashed = state.model_copy(deep=True)
     crashed.status, crashed.current, crashed.owner_pid = "running", "ship", None
     crashed.replies[-1].posted = False  # its runner died before posting the last one
+    crashed.blueprint_source = written_before(crashed.blueprint_source)
+    assert "action: ship\n" in crashed.blueprint_source
     await book.save(crashed)
     resumed = await make_runner().resume(state.id)
 

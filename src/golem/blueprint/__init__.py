@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckOutput, RunEvent
+from golem.blueprint.lifecycle import fail_unstarted, orphaned, requeue_run
 from golem.blueprint.loader import BUILTINS, load_blueprint, parse_blueprint
 from golem.blueprint.model import (
     AgentNode,
@@ -41,8 +42,11 @@ __all__ = [
     "RunStatus",
     "Runner",
     "draw",
+    "fail_unstarted",
     "load_blueprint",
+    "orphaned",
     "parse_blueprint",
+    "requeue_run",
 ]
 
 

@@ -10,14 +10,12 @@ events sees it end.
 
 from __future__ import annotations
 
-import socket
-
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import RunFinished
+from golem.blueprint.lifecycle import mark_cancelled, orphaned
 from golem.blueprint.state import RunState
 from golem.core.errors import RunConflict, RunNotFound, RunTaken
 from golem.sandbox import Engine
-from golem.sandbox.records import process_alive
 from golem.store import Decision
 
 __all__ = ["cancel_run", "decide_gate", "load_run"]
@@ -40,19 +38,15 @@ async def cancel_run(book: RunBook, run_id: str, *, engine: Engine | None = None
         raise RunConflict(f"run {run_id} has already ended ({state.status})")
     await book.store.request_cancel(run_id)
     if state.status == "queued":
-        stopped = state.model_copy(
-            update={
-                "status": "cancelled",
-                "error": "cancelled before it started",
-                "cancel_requested": True,
-            }
-        )
+        stopped = state.model_copy(update={"cancel_requested": True})
+        mark_cancelled(stopped, "cancelled before it started")
         if await book.store.cancel_queued(run_id, stopped.model_dump_json()):
             await _ended(book, stopped)
     elif state.status == "waiting" and state.pause is not None and state.owner_pid is None:
         await _end_paused(book, state)
-    elif engine is not None and _orphaned(state):
-        state.status, state.error, state.current = "cancelled", "cancelled on request", None
+    elif engine is not None and orphaned(state):
+        mark_cancelled(state, "cancelled on request")
+        state.current = None
         await book.save(state)
         await _ended(book, state)
         await engine.prune()
@@ -72,20 +66,13 @@ async def decide_gate(book: RunBook, run_id: str, decision: Decision) -> RunStat
 async def _end_paused(book: RunBook, state: RunState) -> None:
     """End a paused run (nobody runs it; it holds no box). Resumed meanwhile, it is its
     new runner's to end: the cancel request is in the store."""
-    state.status, state.error, state.current = "cancelled", "cancelled on request", None
+    mark_cancelled(state, "cancelled on request")
+    state.current = None
     try:
         await book.save(state)
     except RunTaken:
         return
     await _ended(book, state)
-
-
-def _orphaned(state: RunState) -> bool:
-    """Whether the run's runner was on this host and is gone."""
-    host = (state.owner_server or "").partition(":")[0]
-    if host not in ("", socket.gethostname()):
-        return False  # another host's server runs it: its runner acts on the request
-    return state.owner_pid is None or not process_alive(state.owner_pid, state.owner_start)
 
 
 async def _ended(book: RunBook, state: RunState) -> None:

@@ -18,6 +18,7 @@ from golem.core.spec import BoxSpec
 
 __all__ = [
     "END",
+    "FOLLOW_UP_ACTIONS",
     "MAX_ATTEMPTS",
     "OUTCOMES",
     "AgentNode",
@@ -36,7 +37,22 @@ __all__ = [
 END = "end"
 Outcome = Literal["success", "failure", "approved", "rejected"]
 OUTCOMES: tuple[str, ...] = ("success", "failure", "approved", "rejected")
-HostAction = Literal["prepare", "hydrate", "install", "keep-prepared", "ship", "escalate"]
+HostAction = Literal[
+    "prepare",
+    "hydrate",
+    "install",
+    "keep-prepared",
+    "ship",
+    "escalate",
+    "checkout_pull_request",
+    "read_review",
+    "answer_review",
+    "escalate_review",
+]
+FOLLOW_UP_ACTIONS: frozenset[str] = frozenset(
+    {"checkout_pull_request", "read_review", "answer_review", "escalate_review"}
+)
+"""The host actions of a follow-up run (one with a pull request to follow up)."""
 CHECKS = ("setup", "lint", "build", "test")
 MAX_ATTEMPTS = 16
 """Attempts a blueprint or a request may name at most (a configuration bounds them lower)."""
@@ -74,7 +90,11 @@ class HostNode(_Node):
     (gather context), ``install`` (the repository's dependencies, made in an install box or
     taken from the cache, for the run's box), ``keep-prepared`` (the warm-up, then the
     box kept as the repository's prepared snapshot), ``ship`` (commit, push, open the PR),
-    ``escalate`` (the same, marked for a human, with what still fails)."""
+    ``escalate`` (the same, marked for a human, with what still fails). A follow-up run's
+    own: ``checkout_pull_request`` (the followed pull request's branch as it is on the
+    remote), ``read_review`` (its whole review as the task), ``answer_review`` (commit and
+    push on that branch, reply on the threads, ask the reviewers again),
+    ``escalate_review`` (push what there is, hand the pull request to a person)."""
 
     kind: Literal["host"] = "host"
     action: HostAction

@@ -37,28 +37,27 @@ from golem.blueprint.events import (
     RunStarted,
 )
 from golem.blueprint.execution import Execution
+from golem.blueprint.lifecycle import (
+    mark_cancelled,
+    mark_failed,
+    mark_finished,
+    mark_paused,
+    mark_running,
+    orphaned,
+)
 from golem.blueprint.loader import blueprint_text, parse_blueprint
 from golem.blueprint.model import (
     END,
-    AgentNode,
     Blueprint,
-    BoxNode,
-    CINode,
     GateNode,
-    HostNode,
     Node,
     Outcome,
 )
 from golem.blueprint.pausing import pause_of, unpaused
 from golem.blueprint.state import NodeRecord, RunRequest, RunState
 from golem.blueprint.steps.agent import check_toolshed
-from golem.blueprint.steps.attempts import check_attempts, run_agent_or_attempts
-from golem.blueprint.steps.baseline import run_baseline
-from golem.blueprint.steps.checks import run_box_node
-from golem.blueprint.steps.ci import run_ci
-from golem.blueprint.steps.gate import run_gate
-from golem.blueprint.steps.host import run_host
-from golem.blueprint.steps.loop import run_loop
+from golem.blueprint.steps.attempts import check_attempts
+from golem.blueprint.steps.dispatch import host_actions_for, run_step
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     ForgeAuthError,
@@ -75,8 +74,7 @@ from golem.core.isolation import IsolationTier
 from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge, refused_credentials
-from golem.sandbox import Engine
-from golem.sandbox.records import process_alive, process_start_time
+from golem.sandbox import Engine, process_start_time
 from golem.store import RETRY_AFTER, DeliveryRecord, RunCap, Store, ThreadRecord, check_claim
 
 __all__ = ["Runner"]
@@ -143,7 +141,7 @@ class Runner:
         if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
-        blueprint = parse_blueprint(source, origin)
+        blueprint = host_actions_for(parse_blueprint(source, origin), request)
         check_toolshed(blueprint, self.config)
         check_attempts(blueprint, request, self.config)
         state = RunState(
@@ -170,14 +168,15 @@ class Runner:
         state = await self._load(run_id)
         if state.finished and not state.resumable:
             return state
-        if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
+        if not orphaned(state):
+            where = state.owner_server or f"process {state.owner_pid}"
             raise InvalidRequest(
-                f"run {run_id} is being run by process {state.owner_pid}; "
+                f"run {run_id} is being run by {where}; "
                 "cancel it with `golem runs cancel` or wait for it"
             )
         await self.engine.prune()
         if state.resumable:  # the credentials were fixed, the person says: on from the node
-            state.status, state.error, state.resumable = "running", None, False
+            mark_running(state)
             await self.book.save(state)
         return await self.run(run_id, resumed=True)
 
@@ -193,13 +192,15 @@ class Runner:
         if state.finished:
             return state
         check_claim(run_id, state.claim, self.claim)
-        blueprint = parse_blueprint(state.blueprint_source, state.blueprint)
+        blueprint = host_actions_for(
+            parse_blueprint(state.blueprint_source, state.blueprint), state.request
+        )
         if self.owner is not None:  # another machine's process: its start time is its own
             state.owner_pid, state.owner_start = self.owner
         else:
             state.owner_pid = os.getpid()
             state.owner_start = process_start_time(state.owner_pid)
-        state.status = "running"
+        mark_running(state)
         forge = self.forge or make_forge(
             state.request.forge, self.config.forge, self.store, self.credentials
         )
@@ -236,8 +237,7 @@ class Runner:
             if asked != "cancel":
                 stopped = True
                 raise  # cancelled from outside: the caller's decision, not a cancel request
-            state.status = "cancelled"
-            state.error = "cancelled on request"
+            mark_cancelled(state, "cancelled on request")
         except RunTaken:  # a write was refused: it is another runner's run now
             stopped = taken = True
             raise
@@ -245,8 +245,7 @@ class Runner:
             _fail(state, exc)
         except Exception as exc:  # a bug must end the run, not leave it "running" forever
             log.exception("run %s: internal error", run_id)
-            state.status = "failed"
-            state.error = f"internal error: {type(exc).__name__}: {exc}"
+            mark_failed(state, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, GolemError):
@@ -339,8 +338,7 @@ class Runner:
             state.current = following
             ex.save()
             await ex.writes.flush()  # a node's result is kept before the next node starts
-        if state.status == "running":
-            state.status = "succeeded"
+        mark_finished(state)
         state.current = None
 
     async def _pause(
@@ -349,10 +347,10 @@ class Runner:
         """Keep the run paused at ``node`` (see the module); its checkout is kept first
         where a machine that resumes it needs it (a checkpoint)."""
         state = ex.state
-        state.pause = pause_of(
+        kept = pause_of(
             state, node.id, paused, resumed_at, self.config.models, ex.paused_step, spent
         )
-        state.status = "waiting"
+        mark_paused(state, kept)
         if self.checkpoints is not None:
             await self.checkpoints.save(ex, node.id)
         ex.save()  # kept paused before anyone hears of the pause
@@ -360,8 +358,8 @@ class Runner:
             RunPaused(
                 run_id=state.id,
                 node=node.id,
-                reason=state.pause.reason,
-                resume_at=state.pause.resume_at,
+                reason=kept.reason,
+                resume_at=kept.resume_at,
             )
         )
 
@@ -392,34 +390,17 @@ class Runner:
         never fails a run. The node's time limit still holds."""
         while True:
             try:
-                return await self._dispatch(ex, node)
+                return await run_step(ex, node)
             except StoreUnavailable as exc:
                 ex.note(f"runs again once the store is back: {exc.message}", node.id)
                 await asyncio.sleep(RETRY_AFTER)
-
-    async def _dispatch(self, ex: Execution, node: Node) -> tuple[Outcome, str]:
-        if isinstance(node, HostNode):
-            return await run_host(ex, node)
-        if isinstance(node, BoxNode):
-            run_box = run_baseline if node.baseline is not None else run_box_node
-            return await run_box(ex, node)
-        if isinstance(node, AgentNode):
-            return await run_agent_or_attempts(ex, node)
-        if isinstance(node, GateNode):
-            decision = await run_gate(ex, node)
-            return decision, decision
-        if isinstance(node, CINode):
-            return await run_ci(ex, node)
-        looped = await run_loop(ex, node)
-        unverified = "; not verified" if ex.state.unverified else ""
-        return looped, f"{ex.state.rounds} fix round(s){unverified}"
 
 
 def _fail(state: RunState, error: GolemError) -> None:
     """End the run as failed with ``error``'s message. A run a forge refused for its
     credentials (an expired or revoked token, an App key or refresh token refused) keeps
     its place: the message says where its work is and how to go on once they are fixed."""
-    state.status, state.error = "failed", error.message
+    mark_failed(state, error.message)
     refused = isinstance(error, ForgeAuthError) or (
         isinstance(error, GitRemoteError) and refused_credentials(error)
     )

@@ -58,6 +58,7 @@ GolemError
  +-- RunConflict                 the run's state does not allow that (ended, gate answered)
  |    +-- RunTaken               the run was claimed again: this runner's writes are refused
  |    +-- DuplicateDelivery      a webhook delivery started a run already (that run is named)
+ |    +-- StatusMoveRefused      a run cannot move from its status to that one (a golem bug)
  +-- NameRefused                 a name bound for a forge's URL path is not one (its field named)
  +-- PolicyViolation             a server key's role does not allow the request
  +-- QueueFull                   the server takes no more runs now (retry later)
@@ -141,6 +142,7 @@ __all__ = [
     "SlackError",
     "SnapshotNotFound",
     "SnapshotUnsupported",
+    "StatusMoveRefused",
     "StoreError",
     "StoreUnavailable",
     "TaskFileError",
@@ -554,6 +556,11 @@ class RunTaken(RunConflict):
     """The run was claimed again (or queued again) since this writer read it: its runner
     is another now (its machine was declared dead, its server's runs were recovered), and
     what this one still had to write is refused so that it cannot write over that one."""
+
+
+class StatusMoveRefused(RunConflict):
+    """A run was asked to move from its status to one the lifecycle does not allow
+    (``golem.blueprint.lifecycle``): a bug in golem; report it with the run's id."""
 
 
 class DuplicateDelivery(RunConflict):

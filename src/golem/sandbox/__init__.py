@@ -40,7 +40,7 @@ from golem.sandbox.models import (
     Runtime,
     SnapshotInfo,
 )
-from golem.sandbox.records import process_start_time
+from golem.sandbox.records import process_alive, process_start_time
 from golem.sandbox.remote.frames import (
     MOST_CALLS_HEADER,
     AnswerFrame,
@@ -137,6 +137,7 @@ __all__ = [
     "keep_image_archive",
     "load_images",
     "make_engine",
+    "process_alive",
     "process_start_time",
     "read_answer",
     "save_images",

@@ -19,9 +19,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from golem.blueprint import RunRequest, RunState
+from golem.blueprint import RunRequest, RunState, fail_unstarted, orphaned, requeue_run
 from golem.blueprint.book import RunBook, run_state
-from golem.blueprint.events import RunFinished, RunNote
+from golem.blueprint.events import RunNote
 from golem.blueprint.retention import prune_runs
 from golem.blueprint.writer import StoreWriter
 from golem.core.config import GolemConfig
@@ -30,7 +30,6 @@ from golem.core.isolation import IsolationTier
 from golem.core.network import RemotePolicy
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
-from golem.sandbox.records import process_alive
 from golem.service.forge_access import ForgeAccess
 from golem.store import (
     ACTIVE,
@@ -126,7 +125,7 @@ class RunQueue:
             owner_host = (state.owner_server or "").partition(":")[0]
             if owner_host not in ("", host):
                 continue  # another host's server recovers its own runs
-            if state.owner_pid is not None and process_alive(state.owner_pid, state.owner_start):
+            if not orphaned(state):
                 continue
             if state.status == "waiting" and state.pause is not None:
                 continue  # paused: nobody's; it resumes at its time (_resume_paused)
@@ -134,9 +133,7 @@ class RunQueue:
         if orphans:
             await self.engine.prune()  # the dead runner's boxes
         for state in orphans:
-            state.owner_pid = state.owner_start = state.owner_server = None
-            state.status = "queued"
-            await self.store.requeue_run(state.id, state.model_dump_json())
+            await requeue_run(RunBook(self.store), state)
         return [state.id for state in orphans]
 
     async def submit(
@@ -242,7 +239,8 @@ class RunQueue:
         except StoreUnavailable:
             raise
         except GolemError as exc:
-            await self._fail(claimed, RunBook(scoped), exc.message)
+            await fail_unstarted(RunBook(scoped), claimed, exc.message)
+            log.info("run %s failed before it started: %s", claimed.id, exc.message)
             return
         if isinstance(self.engine, RunCarrier):
             book = RunBook(scoped)
@@ -263,9 +261,7 @@ class RunQueue:
         state = await book.load(run_id)
         if state is None or state.finished:
             return
-        state.owner_pid = state.owner_start = state.owner_server = None
-        state.status = "queued"
-        if await book.store.requeue_run(run_id, state.model_dump_json()):
+        if await requeue_run(book, state):
             await book.append(RunNote(run_id=run_id, message=why))
             log.warning("%s", why)
 
@@ -288,18 +284,8 @@ class RunQueue:
         state = current[-1] if current else None
         if state is not None and not state.finished:
             state.owner_pid = state.owner_start = None
-            await self._fail(state, book, reason)
-
-    async def _fail(self, claimed: RunState, book: RunBook, reason: str) -> None:
-        """End a claimed run before it starts: failed, with ``reason``, and its run_end."""
-        claimed.status, claimed.error = "failed", reason
-        writes = StoreWriter()  # kept, even when the store is away for a while
-        writes.put(lambda: book.save(claimed))
-        writes.put(
-            lambda: book.append(RunFinished(run_id=claimed.id, status="failed", summary=reason))
-        )
-        await writes.flush()
-        log.info("run %s failed before it started: %s", claimed.id, reason)
+            await fail_unstarted(book, state, reason)
+            log.info("run %s ended failed: %s", run_id, reason)
 
     async def stop(self) -> None:
         """Stop the workers; a run they had is left running, for a restart to resume."""

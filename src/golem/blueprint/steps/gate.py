@@ -7,6 +7,7 @@ from typing import Literal
 
 from golem.blueprint.events import GateDecided, GateWaiting
 from golem.blueprint.execution import Execution
+from golem.blueprint.lifecycle import mark_running, mark_waiting
 from golem.blueprint.model import GateNode
 from golem.blueprint.state import GateState
 from golem.core.errors import StoreUnavailable
@@ -23,11 +24,11 @@ async def run_gate(ex: Execution, node: GateNode) -> Literal["approved", "reject
         now = time.time()
         deadline = now + node.timeout if node.timeout is not None else None
         state.gate = GateState(node=node.id, message=node.message, asked=now, deadline=deadline)
-        state.status = "waiting"
+        mark_waiting(state)
         ex.save()
         ex.emit(GateWaiting(run_id=state.id, node=node.id, message=node.message, deadline=deadline))
     elif state.status != "waiting":  # resumed at its gate: it waits again, and says so
-        state.status = "waiting"
+        mark_waiting(state)
         ex.save()
         gate = state.gate
         ex.emit(
@@ -36,7 +37,7 @@ async def run_gate(ex: Execution, node: GateNode) -> Literal["approved", "reject
     await ex.writes.flush()  # the gate is in the store before anyone can answer it
     decision, by = await _answer(ex, node, state.gate)
     state.gate = None
-    state.status = "running"
+    mark_running(state)
     ex.save()
     await ex.writes.flush()  # closed in the store before its answer is forgotten: no second
     ex.writes.put(lambda: ex.book.store.clear_gate(state.id))  # answer can land in between

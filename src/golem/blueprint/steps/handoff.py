@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from golem.blueprint.execution import Execution
+from golem.blueprint.lifecycle import mark_concluded
 from golem.blueprint.steps.ci_report import still_failing
 from golem.core.errors import ForgeError
 
@@ -37,6 +38,6 @@ async def hand_off(ex: Execution) -> tuple[Literal["success", "failure"], str]:
         first = why.splitlines()[0].rstrip(":")
         note = f"golem opened {pr.url}, but it needs a person: {first}"
         await ex.quietly(ex.forge.comment(state.issue, note), "comment on the issue")
-    state.status = "escalated"
+    mark_concluded(state, "escalated")
     ex.save()
     return "success", f"{pr.url} handed to a person"

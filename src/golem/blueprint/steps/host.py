@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
 from golem.blueprint.execution import Execution
-from golem.blueprint.model import HostNode
+from golem.blueprint.lifecycle import mark_concluded
+from golem.blueprint.model import HostAction, HostNode
 from golem.blueprint.steps import follow_up, pr_text
 from golem.blueprint.steps.handoff import hand_off
 from golem.blueprint.steps.install import run_install
@@ -19,7 +21,7 @@ from golem.context import hydrate, render_issue
 from golem.core.errors import ForgeError, PullRequestExists
 from golem.forge import PullRequest, PullRequestDraft, markdown
 
-__all__ = ["refuse_secrets", "run_host"]
+__all__ = ["HOST_ACTIONS", "refuse_secrets"]
 
 CONTEXT_BUDGET = 12_000
 
@@ -31,27 +33,23 @@ NO_VERIFYING_CHECK = (
 Result = tuple[Literal["success", "failure"], str]
 
 
-async def run_host(ex: Execution, node: HostNode) -> Result:
-    """Run a host action (a follow-up run's own prepare, hydrate and ship: steps/follow_up)."""
-    if ex.state.request.follow_up is not None and node.action != "install":
-        return await _follow_up(ex, node)
-    if node.action == "prepare":
-        return await _prepare(ex)
-    if node.action == "hydrate":
-        return await _hydrate(ex, node.id)
-    if node.action == "install":
-        return await run_install(ex, node.id)
-    if node.action == "keep-prepared":
-        return await keep_prepared(ex, node.id)
-    return await _ship(ex, escalate=node.action == "escalate")
+HostStep = Callable[[Execution, HostNode], Awaitable[Result]]
 
 
-async def _follow_up(ex: Execution, node: HostNode) -> Result:
-    if node.action == "prepare":
-        return await follow_up.prepare_follow_up(ex)
-    if node.action == "hydrate":
-        return await follow_up.hydrate_follow_up(ex, node.id, CONTEXT_BUDGET)
-    return await follow_up.ship_follow_up(ex, escalate=node.action == "escalate")
+HOST_ACTIONS: Mapping[HostAction, HostStep] = {
+    "prepare": lambda ex, node: _prepare(ex),
+    "hydrate": lambda ex, node: _hydrate(ex, node.id),
+    "install": lambda ex, node: run_install(ex, node.id),
+    "keep-prepared": lambda ex, node: keep_prepared(ex, node.id),
+    "ship": lambda ex, node: _ship(ex, escalate=False),
+    "escalate": lambda ex, node: _ship(ex, escalate=True),
+    "checkout_pull_request": lambda ex, node: follow_up.prepare_follow_up(ex),
+    "read_review": lambda ex, node: follow_up.hydrate_follow_up(ex, node.id, CONTEXT_BUDGET),
+    "answer_review": lambda ex, node: follow_up.ship_follow_up(ex, escalate=False),
+    "escalate_review": lambda ex, node: follow_up.ship_follow_up(ex, escalate=True),
+}
+"""The step of each host action; a follow-up run's own (``steps/follow_up``) are the
+ones about a review."""
 
 
 def _slug(text: str) -> str:
@@ -120,7 +118,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     ex.save()
     if state.commit is None:
         if escalate:
-            state.status = "escalated"
+            mark_concluded(state, "escalated")
             if state.error:
                 why = f":\n\n{markdown.block(state.error)}"
             else:
@@ -146,7 +144,7 @@ async def _ship(ex: Execution, *, escalate: bool) -> Result:
     )
     state.pr = await _open_pull_request(ex, draft, diff)
     if escalate or unverified:
-        state.status = "escalated" if escalate else "unverified"
+        mark_concluded(state, "escalated" if escalate else "unverified")
     ex.save()
     why = " for a human to finish" if escalate else ""
     if unverified:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from golem.blueprint.dependencies import image_of, read_inputs
 from golem.blueprint.execution import Execution
+from golem.blueprint.lifecycle import mark_failed
 from golem.blueprint.prepared import PreparedRecord, PreparedRepos, snapshot_name
 from golem.blueprint.workspace import layout_of
 from golem.core.errors import SnapshotUnsupported, UnsafeBoxOutput
@@ -86,6 +87,6 @@ async def keep_prepared(ex: Execution, node: str) -> Result:
 
 def _failed(ex: Execution, message: str) -> Result:
     """The prepare run fails, the snapshot and record before it kept as they were."""
-    ex.state.error, ex.state.status = message, "failed"
+    mark_failed(ex.state, message)
     ex.save()
     return "failure", message
