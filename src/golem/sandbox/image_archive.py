@@ -23,12 +23,9 @@ A refusal raises ``UnsafeBoxOutput`` and leaves nothing at the destination.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
-import os
 import re
 import tarfile
-import tempfile
 from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
-from golem.sandbox.holes import SparseWriter
 from golem.sandbox.hosttree import split_path
+from golem.sandbox.keep import ArchiveRewriter, is_regular
 from golem.sandbox.limits import TakebackLimits
 from golem.sandbox.takeback import landed_mode
-from golem.sandbox.tarspool import BROKEN, archive_members, opened_archive, spooled
+from golem.sandbox.tarspool import spooled
 
 __all__ = [
     "MANIFEST",
@@ -55,7 +52,6 @@ __all__ = [
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_IMAGES = 1000
-MAX_MTIME = 8**11 - 1
 REFERENCE = re.compile(r"^[a-z0-9][a-z0-9._/:-]{0,254}(?:@sha256:[0-9a-f]{64})?$")
 """An image reference as ``docker save`` writes a tag (``postgres:16``,
 ``registry.example:5000/team/app:1.2``): no spaces, controls or shell characters."""
@@ -93,111 +89,58 @@ async def keep_image_archive(
         return await asyncio.to_thread(_ImageKeeper(limits).write, spool, destination)
 
 
-class _ImageKeeper:
-    """One image archive's entries, checked and copied in order; its manifest at the end."""
+class _ImageKeeper(ArchiveRewriter[KeptImages]):
+    """An image archive's entries: regular files and directories, each named once; its
+    manifest checked against them at the end."""
 
     def __init__(self, limits: TakebackLimits) -> None:
-        self.limits = limits
+        super().__init__(limits)
         self.names: set[str] = set()
         self.files: set[str] = set()
         self.manifest: bytes | None = None
-        self.total = 0
-        self.name_bytes = 0
+        self.tags: list[str] = []
 
-    def write(self, spool: IO[bytes], destination: Path) -> KeptImages:
-        handle, temp = tempfile.mkstemp(prefix=".golem-keep-", dir=destination.parent)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                sink = SparseWriter(out.fileno())
-                entries = self._copy(spool, sink)
-                tags = self._checked_manifest()
-                sink.finish()
-                os.fsync(out.fileno())
-            os.replace(temp, destination)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-            raise
-        return KeptImages(destination.stat().st_size, entries, tags)
+    def result(self, size: int, entries: int) -> KeptImages:
+        return KeptImages(size, entries, self.tags)
 
-    def _copy(self, spool: IO[bytes], out: SparseWriter) -> int:
-        entries = 0
-        with (
-            opened_archive(spool) as archive,
-            tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as kept,  # type: ignore[call-overload]
-        ):
-            for member in archive_members(archive):
-                entries += 1
-                archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
-                path = self._checked_path(member.name, entries)
-                if path is None:
-                    continue
-                info, source = self._entry(archive, member, path)
-                try:
-                    kept.addfile(info, source)
-                except BROKEN as exc:
-                    raise UnsafeBoxOutput(
-                        path, f"a broken tar entry ({exc})", "takeback.kind"
-                    ) from None
-        return entries
+    def check_whole(self) -> None:
+        self.tags = self._checked_manifest()
 
-    def _checked_path(self, name: str, count: int) -> str | None:
-        """The entry's normalised path, checked; None for the archive's root."""
-        self.name_bytes += len(name.encode("utf-8", "surrogateescape"))
-        if count > self.limits.max_entries or self.name_bytes > self.limits.max_name_bytes:
-            raise UnsafeBoxOutput(
-                name,
-                f"the box sent more than {self.limits.max_entries} entries or "
-                f"{format_size(self.limits.max_name_bytes)} of names",
-                "takeback.size",
-            )
-        path = "/".join(split_path(name))
+    def entry(
+        self, archive: tarfile.TarFile, member: tarfile.TarInfo
+    ) -> tuple[tarfile.TarInfo, IO[bytes] | None] | None:
+        path = "/".join(split_path(member.name))
         if not path:
             return None
         if path in self.names:
             raise UnsafeBoxOutput(path, "the archive names it twice", "takeback.path")
         self.names.add(path)
-        return path
-
-    def _entry(
-        self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str
-    ) -> tuple[tarfile.TarInfo, IO[bytes] | None]:
-        info = tarfile.TarInfo(path)
-        info.mtime = min(max(int(member.mtime), 0), MAX_MTIME)
+        info = self.header(member, path)
         if member.isdir():
             landed_mode(member.mode, path)  # a setgid or sticky directory is refused too
             info.type, info.mode = tarfile.DIRTYPE, 0o755
             return info, None
-        if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or member.sparse is not None:
+        if not is_regular(member):
             raise UnsafeBoxOutput(
                 path,
                 "an image archive holds regular files and directories only (no link, "
                 "device, FIFO or sparse file)",
                 "takeback.kind",
             )
-        info.mode = landed_mode(member.mode, path)
-        if member.size > self.limits.max_file_bytes:
-            raise self.limits.file_too_large(path, member.size)
-        self.total += member.size
-        if self.total > self.limits.max_bytes:
-            raise UnsafeBoxOutput(
-                path, f"the archive passed {self.limits.transfer_limit()}", "takeback.size"
-            )
-        info.size = member.size
+        source = self.regular_file(archive, member, info)
         self.files.add(path)
-        source = archive.extractfile(member)
-        if path == MANIFEST:
-            if member.size > MAX_MANIFEST_BYTES:
-                raise UnsafeBoxOutput(
-                    path,
-                    f"a manifest of {format_size(member.size)} (at most "
-                    f"{format_size(MAX_MANIFEST_BYTES)})",
-                    "takeback.manifest",
-                )
-            assert source is not None  # a regular file's data
-            self.manifest = source.read(member.size)
-            return info, io.BytesIO(self.manifest)
-        return info, source
+        if path != MANIFEST:
+            return info, source
+        if member.size > MAX_MANIFEST_BYTES:
+            raise UnsafeBoxOutput(
+                path,
+                f"a manifest of {format_size(member.size)} (at most "
+                f"{format_size(MAX_MANIFEST_BYTES)})",
+                "takeback.manifest",
+            )
+        assert source is not None  # a regular file's data
+        self.manifest = source.read(member.size)
+        return info, io.BytesIO(self.manifest)
 
     def _checked_manifest(self) -> list[str]:
         """The tags of a manifest whose every path is a regular file of the archive."""

@@ -32,10 +32,11 @@ import queue
 import tarfile
 import tempfile
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, Generic, TypeVar
 
 from golem.core.errors import UnsafeBoxOutput
 from golem.core.sizes import format_size
@@ -45,7 +46,7 @@ from golem.sandbox.limits import TakebackLimits
 from golem.sandbox.takeback import landed_mode
 from golem.sandbox.tarspool import BROKEN, archive_members, opened_archive, spooled
 
-__all__ = ["KeptArchive", "archive_part", "keep_archive"]
+__all__ = ["ArchiveRewriter", "KeptArchive", "archive_part", "is_regular", "keep_archive"]
 
 MAX_LINK = 4096
 MAX_MTIME = 8**11 - 1  # what a ustar header's mtime field holds
@@ -80,22 +81,41 @@ async def keep_archive(
         return await asyncio.to_thread(keeper.write, spool, destination)
 
 
-class _Keeper:
-    """One archive's entries, checked and written to a new archive in order."""
+R = TypeVar("R")
 
-    def __init__(self, limits: TakebackLimits, roots: list[tuple[str, ...]]) -> None:
+
+class ArchiveRewriter(ABC, Generic[R]):
+    """A box's archive written again, entry by entry, each checked by ``entry`` (a
+    subclass's rules), atomically: nothing is at the destination unless every entry and
+    then ``check_whole`` passed. The count, name and size caps of ``TakebackLimits`` and
+    the rules for a regular file's data are the same for every kind of kept archive."""
+
+    def __init__(self, limits: TakebackLimits) -> None:
         self.limits = limits
-        self.roots = roots
-        self.links: set[tuple[str, ...]] = set()
         self.total = 0
         self.name_bytes = 0
 
-    def write(self, spool: IO[bytes], destination: Path) -> KeptArchive:
+    @abstractmethod
+    def entry(
+        self, archive: tarfile.TarFile, member: tarfile.TarInfo
+    ) -> tuple[tarfile.TarInfo, IO[bytes] | None] | None:
+        """The header and data to keep for ``member`` (None: the archive's root, left
+        out), or UnsafeBoxOutput naming the rule it breaks."""
+
+    @abstractmethod
+    def result(self, size: int, entries: int) -> R:
+        """What was kept, once it is at the destination."""
+
+    def check_whole(self) -> None:
+        """A rule about the archive as a whole, after its last entry (none by default)."""
+
+    def write(self, spool: IO[bytes], destination: Path) -> R:
         handle, temp = tempfile.mkstemp(prefix=".golem-keep-", dir=destination.parent)
         try:
             with os.fdopen(handle, "wb") as out:
                 sink = SparseWriter(out.fileno())  # the zeros of the box's files cost no disk
-                entries, found = self._copy(spool, sink)
+                entries = self._copy(spool, sink)
+                self.check_whole()
                 sink.finish()
                 os.fsync(out.fileno())
             os.replace(temp, destination)
@@ -103,10 +123,9 @@ class _Keeper:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
             raise
-        return KeptArchive(destination.stat().st_size, entries, found)
+        return self.result(destination.stat().st_size, entries)
 
-    def _copy(self, spool: IO[bytes], out: SparseWriter) -> tuple[int, list[str]]:
-        found: set[str] = set()
+    def _copy(self, spool: IO[bytes], out: SparseWriter) -> int:
         entries = 0
         with (
             opened_archive(spool) as archive,
@@ -115,22 +134,20 @@ class _Keeper:
             for member in archive_members(archive):
                 entries += 1
                 archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
-                names = self._checked_names(member.name, entries)
-                if names is None:
+                self._count(member.name, entries)
+                checked = self.entry(archive, member)
+                if checked is None:
                     continue
-                found.update("/".join(root) for root in self.roots if names[: len(root)] == root)
-                info, source = self._entry(archive, member, names)
+                info, source = checked
                 try:
                     kept.addfile(info, source)
                 except BROKEN as exc:
                     raise UnsafeBoxOutput(
                         info.name, f"a broken tar entry ({exc})", "takeback.kind"
                     ) from None
-        return entries, sorted(found)
+        return entries
 
-    def _checked_names(self, name: str, count: int) -> tuple[str, ...] | None:
-        """The entry's names, checked; None for the archive's root itself."""
-        names = tuple(split_path(name))
+    def _count(self, name: str, count: int) -> None:
         self.name_bytes += len(name.encode("utf-8", "surrogateescape"))
         if count > self.limits.max_entries or self.name_bytes > self.limits.max_name_bytes:
             raise UnsafeBoxOutput(
@@ -139,6 +156,55 @@ class _Keeper:
                 f"{format_size(self.limits.max_name_bytes)} of names",
                 "takeback.size",
             )
+
+    @staticmethod
+    def header(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+        """A new header named ``path``, its time ``member``'s within a ustar field."""
+        info = tarfile.TarInfo(path)
+        info.mtime = min(max(int(member.mtime), 0), MAX_MTIME)
+        return info
+
+    def regular_file(
+        self, archive: tarfile.TarFile, member: tarfile.TarInfo, info: tarfile.TarInfo
+    ) -> IO[bytes] | None:
+        """A regular file's data, its mode landed and its size within the caps."""
+        path = info.name
+        if member.size < 0:
+            raise UnsafeBoxOutput(path, "a negative size", "takeback.kind")
+        info.mode = landed_mode(member.mode, path)
+        if member.size > self.limits.max_file_bytes:
+            raise self.limits.file_too_large(path, member.size)
+        self.total += member.size
+        if self.total > self.limits.max_bytes:
+            raise UnsafeBoxOutput(
+                path, f"the archive passed {self.limits.transfer_limit()}", "takeback.size"
+            )
+        info.size = member.size
+        return archive.extractfile(member)
+
+
+def is_regular(member: tarfile.TarInfo) -> bool:
+    """A regular file with its data in the archive (not sparse)."""
+    return member.type in (tarfile.REGTYPE, tarfile.AREGTYPE) and member.sparse is None
+
+
+class _Keeper(ArchiveRewriter[KeptArchive]):
+    """A directory tree's entries: beneath the roots the host asked for, symlinks kept as
+    data, nothing beneath one."""
+
+    def __init__(self, limits: TakebackLimits, roots: list[tuple[str, ...]]) -> None:
+        super().__init__(limits)
+        self.roots = roots
+        self.links: set[tuple[str, ...]] = set()
+        self.found: set[str] = set()
+
+    def result(self, size: int, entries: int) -> KeptArchive:
+        return KeptArchive(size, entries, sorted(self.found))
+
+    def entry(
+        self, archive: tarfile.TarFile, member: tarfile.TarInfo
+    ) -> tuple[tarfile.TarInfo, IO[bytes] | None] | None:
+        names = tuple(split_path(member.name))
         if not names:
             return None
         path = "/".join(names)
@@ -146,14 +212,8 @@ class _Keeper:
             raise UnsafeBoxOutput(path, "golem did not ask the box for this path", "takeback.path")
         if any(names[:index] in self.links for index in range(1, len(names))):
             raise UnsafeBoxOutput(path, "it lies beneath a symlink of the archive", "takeback.link")
-        return names
-
-    def _entry(
-        self, archive: tarfile.TarFile, member: tarfile.TarInfo, names: tuple[str, ...]
-    ) -> tuple[tarfile.TarInfo, IO[bytes] | None]:
-        path = "/".join(names)
-        info = tarfile.TarInfo(path)
-        info.mtime = min(max(int(member.mtime), 0), MAX_MTIME)
+        self.found.update("/".join(root) for root in self.roots if names[: len(root)] == root)
+        info = self.header(member, path)
         if member.isdir():
             info.type, info.mode = tarfile.DIRTYPE, 0o755
             return info, None
@@ -162,21 +222,8 @@ class _Keeper:
             info.linkname = _checked_link(path, member.linkname)
             self.links.add(names)
             return info, None
-        if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE) and member.sparse is None:
-            if member.size < 0:
-                raise UnsafeBoxOutput(path, "a negative size", "takeback.kind")
-            info.mode = landed_mode(member.mode, path)
-            if member.size > self.limits.max_file_bytes:
-                raise self.limits.file_too_large(path, member.size)
-            self.total += member.size
-            if self.total > self.limits.max_bytes:
-                raise UnsafeBoxOutput(
-                    path,
-                    f"the archive passed {self.limits.transfer_limit()}",
-                    "takeback.size",
-                )
-            info.size = member.size
-            return info, archive.extractfile(member)
+        if is_regular(member):
+            return info, self.regular_file(archive, member, info)
         raise UnsafeBoxOutput(
             path,
             "it is not a regular file, directory or symlink; only those are kept",
