@@ -128,7 +128,11 @@ def remote(shared: Path, ecosystem: Ecosystem, registries: LocalRegistries) -> P
 
 
 async def seeded(
-    config: GolemConfig, engine: Engine, registries: LocalRegistries, ecosystem: Ecosystem
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    ecosystem: Ecosystem,
 ) -> str:
     """The image cache entry a run of ``ecosystem`` (whose CI declares ``POSTGRES_TAG``)
     reads, seeded with the test PostgreSQL image, as a tenant's earlier run would have
@@ -142,7 +146,7 @@ async def seeded(
             config,
             clone,
             load_conventions(clone),
-            tenant="",  # a store opened without a tenant: the single-user install's
+            tenant=store.tenant or "",
             repo=str(repo),
             image=image_of(engine.spec(), config),
         )
@@ -223,11 +227,11 @@ POSTGRES_STARTED = "services started in the box: postgres (postgres:16): localho
 async def test_a_github_actions_postgres_service_ships_a_verified_fix(
     config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
 ) -> None:
-    key = await seeded(config, engine, registries, PG_SERVICE)
+    key = await seeded(config, engine, store, registries, PG_SERVICE)
 
     state, pr, notes = await run(config, engine, store, registries, PG_SERVICE)
 
-    assert state.status == "succeeded", explain(state)
+    assert state.status == "succeeded", "\n".join([explain(state), *notes])
     assert state.verified
     assert state.isolation is not None
     assert state.isolation.tier == "microvm"
@@ -244,11 +248,11 @@ async def test_a_github_actions_postgres_service_ships_a_verified_fix(
 async def test_a_wrong_fix_checked_against_a_postgres_service_escalates_after_two_rounds(
     config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
 ) -> None:
-    await seeded(config, engine, registries, PG_SERVICE)
+    await seeded(config, engine, store, registries, PG_SERVICE)
 
     state, pr, notes = await run(config, engine, store, registries, PG_SERVICE, wrong=True)
 
-    assert state.status == "escalated", explain(state)
+    assert state.status == "escalated", "\n".join([explain(state), *notes])
     assert state.rounds == 2
     [test] = state.checks
     assert (test.passed, test.preexisting, test.flaky) == (False, False, False), explain(state)
