@@ -358,8 +358,24 @@ COMPOSE_MAKE = Ecosystem(
 )
 """Its Makefile's test target brings its compose file up (``docker compose up -d``) first:
 a web service on the project's network, its port published on the box's localhost."""
+PG_SERVICE = Ecosystem(
+    name="pgservice",
+    task="item_names() lists the items in the order they were added, not alphabetically",
+    fix=Edit("shop/__init__.py", "ORDER BY id", "ORDER BY name"),
+    wrong=Edit("shop/__init__.py", "ORDER BY id", "ORDER BY id DESC"),
+    test_command="pytest",
+    installs=True,
+)
+"""Its GitHub Actions job declares ``services: postgres`` (``postgres:16``, its env, ports
+and ``--health-cmd pg_isready`` as real workflows write them); its pytest suite talks to the
+service with psycopg on localhost:5432."""
 CONTAINER_WHEELS = ("setuptools>=61", "pytest>=7", "docker>=6")
 """What the repositories whose tests need containers install from the package index."""
+POSTGRES_WHEELS = ("psycopg[binary]>=3.1",)
+"""What the PostgreSQL repository adds: psycopg and its libpq, compiled for the boxes'
+platform (``BOX_PLATFORMS``)."""
+BOX_PLATFORMS = ("manylinux2014_x86_64",)
+"""The boxes' platform: pure wheels, and compiled ones built for it."""
 
 VERIFICATION_WHEELS = ("setuptools>=61", "pytest>=7", "flake8", "pre-commit")
 """What these repositories' installs fetch from the package index (pre-commit's PyYAML is

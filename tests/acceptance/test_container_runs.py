@@ -9,7 +9,11 @@ from golem/busybox, which every box's engine has.
 - a CI job's declared service (GitLab CI's ``services:`` with its command, which golem
   starts in the box before the agent and the checks): a wrong fix escalates after exactly
   two fix rounds, held against the change, not excused as the base's;
-- a Makefile whose test target runs ``docker compose up -d``: a right fix ships verified.
+- a Makefile whose test target runs ``docker compose up -d``: a right fix ships verified;
+- a GitHub Actions job declaring ``services: postgres`` (``postgres:16``), its pytest suite
+  talking to it with psycopg: the tenant's image cache seeded with the test PostgreSQL image
+  (``tests.checks.postgres_image``), a right fix ships verified and a wrong one escalates
+  after two rounds.
 
 Each run boots a guest under TCG (minutes): the install runs on the default (process)
 backend, the run's box on the microVM tier.
@@ -26,22 +30,29 @@ import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
+from golem.blueprint.dependencies import image_of
 from golem.blueprint.events import RunNote
+from golem.checks import load_conventions
 from golem.core import GolemConfig, load_config
 from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.acceptance.ecosystems import (
+    BOX_PLATFORMS,
     CI_SERVICE,
     COMPOSE_MAKE,
     CONTAINER_WHEELS,
     DOCKER_SDK,
+    PG_SERVICE,
+    POSTGRES_WHEELS,
     Ecosystem,
+    git,
     make_remote,
     scripted_model,
 )
 from tests.acceptance.test_first_runs import explain
 from tests.blueprint.registries import LocalRegistries, downloaded_wheels
+from tests.checks.postgres_image import POSTGRES_TAG, seed_postgres
 from tests.conftest import CONTAINERS_BOOT_TIMEOUT, SHARED_LOOP, microvm_image
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.microvm, SHARED_LOOP]
@@ -54,6 +65,8 @@ def registries(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRegist
     """The package index, serving the wheels these repositories install."""
     with LocalRegistries.started(tmp_path_factory.mktemp("registries")) as registries:
         for wheel in downloaded_wheels(*CONTAINER_WHEELS):
+            registries.add_wheel_file(wheel)
+        for wheel in downloaded_wheels(*POSTGRES_WHEELS, platforms=BOX_PLATFORMS):
             registries.add_wheel_file(wheel)
         yield registries
 
@@ -98,8 +111,7 @@ async def run(
     """A run of ``ecosystem``'s repository (made once per module) with its fix (or its
     wrong one): its end, its pull request and its notes."""
     shared = Path(config.state_dir).parent
-    made = shared / f"{ecosystem.name}.git"
-    repo = made if made.is_dir() else make_remote(shared, ecosystem, registries)
+    repo = remote(shared, ecosystem, registries)
     model = scripted_model(shared, ecosystem, wrong=wrong)
     state = await Runner(config, engine=engine, store=store).start(
         RunRequest(repo=str(repo), task=ecosystem.task, model=model)
@@ -107,6 +119,39 @@ async def run(
     [pr] = [pr for pr in await LocalForge(store).pull_requests() if pr.head == state.branch]
     events = await RunBook(store).events(state.id)
     return state, pr, [e.message for _, e in events if isinstance(e, RunNote)]
+
+
+def remote(shared: Path, ecosystem: Ecosystem, registries: LocalRegistries) -> Path:
+    """``ecosystem``'s bare repository, made once per module."""
+    made = shared / f"{ecosystem.name}.git"
+    return made if made.is_dir() else make_remote(shared, ecosystem, registries)
+
+
+async def seeded(
+    config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    registries: LocalRegistries,
+    ecosystem: Ecosystem,
+) -> str:
+    """The image cache entry a run of ``ecosystem`` (whose CI declares ``POSTGRES_TAG``)
+    reads, seeded with the test PostgreSQL image, as a tenant's earlier run would have
+    kept it (no registry answers here); its key."""
+    shared = Path(config.state_dir).parent
+    repo = remote(shared, ecosystem, registries)
+    with tempfile.TemporaryDirectory(dir=shared) as scratch:
+        clone = Path(scratch) / "clone"
+        git("clone", "--quiet", str(repo), str(clone), cwd=shared)
+        key, kept = await seed_postgres(
+            config,
+            clone,
+            load_conventions(clone),
+            tenant=store.tenant or "",
+            repo=str(repo),
+            image=image_of(engine.spec(), config),
+        )
+    assert kept.tags == [POSTGRES_TAG]
+    return key
 
 
 @RUN_TIMEOUT
@@ -169,3 +214,52 @@ async def test_a_makefile_bringing_up_compose_ships_a_verified_fix(
         "checks need containers: compose file compose.yaml; box: microvm with containers"
     ) in notes
     assert not pr.draft
+
+
+POSTGRES_NEEDED = (
+    "checks need containers: service postgres (.github/workflows/ci.yml, job test); "
+    "box: microvm with containers"
+)
+POSTGRES_STARTED = "services started in the box: postgres (postgres:16): localhost:5432"
+
+
+@RUN_TIMEOUT
+async def test_a_github_actions_postgres_service_ships_a_verified_fix(
+    config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
+) -> None:
+    key = await seeded(config, engine, store, registries, PG_SERVICE)
+
+    state, pr, notes = await run(config, engine, store, registries, PG_SERVICE)
+
+    assert state.status == "succeeded", "\n".join([explain(state), *notes])
+    assert state.verified
+    assert state.isolation is not None
+    assert state.isolation.tier == "microvm"
+    [test] = state.checks
+    assert test.passed, explain(state)
+    assert "2 passed" in test.output_tail, explain(state)
+    assert POSTGRES_NEEDED in notes
+    assert f"images: {key[:12]} loaded from the cache into the box's engine" in notes, notes
+    assert POSTGRES_STARTED in notes
+    assert not pr.draft
+
+
+@RUN_TIMEOUT
+async def test_a_wrong_fix_checked_against_a_postgres_service_escalates_after_two_rounds(
+    config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
+) -> None:
+    await seeded(config, engine, store, registries, PG_SERVICE)
+
+    state, pr, notes = await run(config, engine, store, registries, PG_SERVICE, wrong=True)
+
+    assert state.status == "escalated", "\n".join([explain(state), *notes])
+    assert state.rounds == 2
+    [test] = state.checks
+    assert (test.passed, test.preexisting, test.flaky) == (False, False, False), explain(state)
+    assert [failure.name for failure in test.failures] == [
+        "tests/test_order.py::test_items_are_listed_alphabetically"
+    ], explain(state)  # the service answered the other test
+    assert "1 failed, 1 passed" in test.output_tail, explain(state)
+    assert POSTGRES_STARTED in notes
+    assert pr.draft
+    assert "needs-human" in pr.labels

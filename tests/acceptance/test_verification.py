@@ -30,6 +30,7 @@ from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.acceptance.ecosystems import (
+    BOX_PLATFORMS,
     FLAKE8_LINT,
     PARTIAL_FIX,
     PRE_COMMIT,
@@ -45,8 +46,6 @@ from tests.blueprint.registries import LocalRegistries, downloaded_wheels
 from tests.conftest import ENGINES, devbox_image
 
 UNTOUCHED = "tests/test_report.py::test_report_ends_with_a_full_stop"
-BOX_PLATFORMS = ("manylinux2014_x86_64",)
-"""The boxes' platform: pure wheels, and pre-commit's PyYAML compiled for it."""
 
 
 @pytest.fixture(
