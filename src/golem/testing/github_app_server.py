@@ -95,9 +95,11 @@ class AppAuthority:
             return "A JSON web token could not be decoded"
         try:
             claims = jwt.decode(
-                authorization.removeprefix("Bearer "), self.public_key, algorithms=["RS256"],
+                authorization.removeprefix("Bearer "),
+                self.public_key,
+                algorithms=["RS256"],
                 options={"verify_exp": False, "verify_iat": False},
-            )  # fmt: skip
+            )
         except jwt.PyJWTError:
             return "A JSON web token could not be decoded"
         return self._claims_refused(claims)

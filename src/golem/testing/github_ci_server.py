@@ -235,8 +235,13 @@ class CIEndpoints:
             "required_status_checks": checks,
             "strict_required_status_checks_policy": False,
         }
-        rule = {"type": "required_status_checks", "parameters": parameters, "ruleset_id": 42,
-                "ruleset_source_type": "Repository", "ruleset_source": repo}  # fmt: skip
+        rule = {
+            "type": "required_status_checks",
+            "parameters": parameters,
+            "ruleset_id": 42,
+            "ruleset_source_type": "Repository",
+            "ruleset_source": repo,
+        }
         return Reply.json([{"type": "deletion", "ruleset_id": 41}, rule])
 
     # Helpers ----------------------------------------------------------------------------

@@ -62,9 +62,16 @@ class ReviewEndpoints:
         self._requested: dict[tuple[str, int], list[str]] = {}
 
     def add_pull(
-        self, repo: str, head: str, *, base: str = "main", title: str = "A change",
-        body: str = "", fork: str | None = None, author: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        repo: str,
+        head: str,
+        *,
+        base: str = "main",
+        title: str = "A change",
+        body: str = "",
+        fork: str | None = None,
+        author: str | None = None,
+    ) -> dict[str, Any]:
         """Open a pull request from ``head`` (in repository ``fork`` when given)."""
         with self._state:
             number = max(self._items.get(repo, {}), default=0) + 1
@@ -98,10 +105,17 @@ class ReviewEndpoints:
             return review
 
     def add_review_comment(
-        self, repo: str, number: int, body: str, *, author: str = "octocat",
-        path: str = "README.md", line: int | None = 1, reply_to: int | None = None,
+        self,
+        repo: str,
+        number: int,
+        body: str,
+        *,
+        author: str = "octocat",
+        path: str = "README.md",
+        line: int | None = 1,
+        reply_to: int | None = None,
         on_file: bool = False,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """Comment on a line (``line`` None: the line changed since, outdated), on a whole
         file (``on_file``), or reply to the thread of comment ``reply_to``."""
         with self._state:
@@ -182,10 +196,13 @@ class ReviewEndpoints:
         asked = request.json.get("reviewers") or []
         if pull["user"]["login"] in asked:
             return Reply.json(
-                {"message": "Review cannot be requested from pull request author.",
-                 "documentation_url": "https://docs.github.com/rest", "status": "422"},
+                {
+                    "message": "Review cannot be requested from pull request author.",
+                    "documentation_url": "https://docs.github.com/rest",
+                    "status": "422",
+                },
                 status=422,
-            )  # fmt: skip
+            )
         self._requested.setdefault((repo, int(number)), []).extend(asked)
         pull["requested_reviewers"] = [{"login": name} for name in asked]
         return Reply.json(pull, status=201)
@@ -196,9 +213,13 @@ class ReviewEndpoints:
         role = self._permissions.get((repo, user))
         if role is None:
             return Reply.json(
-                {"message": f"{user} is not a user", "status": "404",
-                 "documentation_url": "https://docs.github.com/rest"}, status=404,
-            )  # fmt: skip
+                {
+                    "message": f"{user} is not a user",
+                    "status": "404",
+                    "documentation_url": "https://docs.github.com/rest",
+                },
+                status=404,
+            )
         login = {"login": user, "id": 4, "type": "User"}
         answer = {"permission": PERMISSIONS.get(role, role), "role_name": role, "user": login}
         return Reply.json(answer)
@@ -217,17 +238,20 @@ class ReviewEndpoints:
             )
             return Reply.json({"data": None, "errors": [{"type": "NOT_FOUND", "message": message}]})
         roots = [
-            c for c in self._review_comments.get((repo, int(variables["number"])), [])
+            c
+            for c in self._review_comments.get((repo, int(variables["number"])), [])
             if "in_reply_to_id" not in c
-        ]  # fmt: skip
+        ]
         start = int(variables.get("after") or 0)
         page = roots[start : start + 100]
         nodes = [
-            {"isResolved": (repo, c["id"]) in self._resolved,
-             "isOutdated": c["line"] is None and c.get("subject_type") != "file",
-             "comments": {"nodes": [{"databaseId": c["id"]}]}}
+            {
+                "isResolved": (repo, c["id"]) in self._resolved,
+                "isOutdated": c["line"] is None and c.get("subject_type") != "file",
+                "comments": {"nodes": [{"databaseId": c["id"]}]},
+            }
             for c in page
-        ]  # fmt: skip
+        ]
         more = start + 100 < len(roots)
         info = {"hasNextPage": more, "endCursor": str(start + 100) if more else None}
         threads = {"pageInfo": info, "nodes": nodes}
@@ -240,9 +264,15 @@ class ReviewEndpoints:
         return item if item is not None and "head" in item else None
 
     def _new_review_comment(
-        self, repo: str, number: int, body: str, author: str, path: str,
-        line: int | None, reply_to: int | None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        repo: str,
+        number: int,
+        body: str,
+        author: str,
+        path: str,
+        line: int | None,
+        reply_to: int | None,
+    ) -> dict[str, Any]:
         self._ids += 1
         comments = self._review_comments.setdefault((repo, number), [])
         comment: dict[str, Any] = {
@@ -284,6 +314,11 @@ def _not_found() -> Reply:
 def _invalid(resource: str, field: str) -> Reply:
     error = {"resource": resource, "field": field, "code": "missing_field"}
     return Reply.json(
-        {"message": "Validation Failed", "errors": [error], "status": "422",
-         "documentation_url": "https://docs.github.com/rest"}, status=422,
-    )  # fmt: skip
+        {
+            "message": "Validation Failed",
+            "errors": [error],
+            "status": "422",
+            "documentation_url": "https://docs.github.com/rest",
+        },
+        status=422,
+    )

@@ -175,16 +175,29 @@ class GitHubServer(CIEndpoints, ReviewEndpoints, WireServer):
         return issue
 
     def add_closed_pull(
-        self, repo: str, number: int, title: str, body: str, *, closed_at: str,
-        merge_commit: str | None = None, head: str = "feature", base: str = "main",
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        repo: str,
+        number: int,
+        title: str,
+        body: str,
+        *,
+        closed_at: str,
+        merge_commit: str | None = None,
+        head: str = "feature",
+        base: str = "main",
+    ) -> dict[str, Any]:
         """Pull request ``repo#number``, closed at ``closed_at``: merged as ``merge_commit``
         then, when given, else closed unmerged."""
         with self._state:
             item = self._new_pull(repo, number, title, body, head, base)
             merged = merge_commit is not None
-            item.update(state="closed", merged=merged, merged_at=closed_at if merged else None,
-                        merge_commit_sha=merge_commit, updated_at=closed_at)  # fmt: skip
+            item.update(
+                state="closed",
+                merged=merged,
+                merged_at=closed_at if merged else None,
+                merge_commit_sha=merge_commit,
+                updated_at=closed_at,
+            )
             self._items.setdefault(repo, {})[number] = item
             return item
 

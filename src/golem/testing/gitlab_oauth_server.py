@@ -120,17 +120,21 @@ class OAuthAuthority:
             self.refreshes += 1
             new = self._new()
         body_out = {
-            "access_token": new.access, "token_type": "Bearer",
-            "expires_in": int(self.lifetime), "refresh_token": new.refresh,
-            "scope": "api", "created_at": int(self.clock()),
-        }  # fmt: skip
+            "access_token": new.access,
+            "token_type": "Bearer",
+            "expires_in": int(self.lifetime),
+            "refresh_token": new.refresh,
+            "scope": "api",
+            "created_at": int(self.clock()),
+        }
         return Reply.json(body_out)
 
     def _new(self) -> Grant:
         grant = Grant(
-            access=secrets.token_hex(32), refresh=secrets.token_hex(32),
+            access=secrets.token_hex(32),
+            refresh=secrets.token_hex(32),
             expires_at=self.clock() + self.lifetime,
-        )  # fmt: skip
+        )
         self.grants.append(grant)
         return grant
 

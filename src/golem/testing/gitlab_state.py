@@ -79,10 +79,16 @@ class Project:
         iid = max(self.mrs, default=0) + 1
         mr = self._item(iid, "merge_requests", title, fields.pop("description", None))
         mr |= {
-            "source_branch": source, "target_branch": target, "source_project_id": self.id,
-            "target_project_id": self.id, "labels": [], "reviewers": [], "sha": "0" * 40,
-            "draft": title.lower().startswith(DRAFT_PREFIXES), "merge_status": "can_be_merged",
-        }  # fmt: skip
+            "source_branch": source,
+            "target_branch": target,
+            "source_project_id": self.id,
+            "target_project_id": self.id,
+            "labels": [],
+            "reviewers": [],
+            "sha": "0" * 40,
+            "draft": title.lower().startswith(DRAFT_PREFIXES),
+            "merge_status": "can_be_merged",
+        }
         mr["work_in_progress"] = mr["draft"]
         mr.update(fields)
         self.mrs[iid] = mr
@@ -94,9 +100,14 @@ class Project:
     ) -> dict[str, Any]:
         """A note at the end of ``notes``."""
         note = {
-            "id": next(self._ids), "type": None, "body": body, "author": self.user(author),
-            "created_at": _stamp(), "system": False, "resolvable": False,
-        }  # fmt: skip
+            "id": next(self._ids),
+            "type": None,
+            "body": body,
+            "author": self.user(author),
+            "created_at": _stamp(),
+            "system": False,
+            "resolvable": False,
+        }
         note.update(fields)
         notes.append(note)
         return note
@@ -136,11 +147,16 @@ class Project:
 
     def get_project(self, request: RecordedRequest, query: Query) -> Answer:
         access = "enabled" if self.jobs_enabled else "disabled"
-        return Reply.json({
-            "id": self.id, "path_with_namespace": self.path, "web_url": self.web,
-            "default_branch": "main", "jobs_enabled": self.jobs_enabled,
-            "builds_access_level": access,
-        })  # fmt: skip
+        return Reply.json(
+            {
+                "id": self.id,
+                "path_with_namespace": self.path,
+                "web_url": self.web,
+                "default_branch": "main",
+                "jobs_enabled": self.jobs_enabled,
+                "builds_access_level": access,
+            }
+        )
 
     def get_issue(self, request: RecordedRequest, query: Query, iid: str) -> Answer:
         issue = self.issues.get(int(iid))
@@ -172,18 +188,22 @@ class Project:
         labels = data.get("labels") or ""
         names = labels.split(",") if isinstance(labels, str) else list(labels)
         mr = self.new_mr(
-            data["source_branch"], data["target_branch"], data["title"],
-            description=data.get("description"), labels=[n for n in names if n],
-        )  # fmt: skip
+            data["source_branch"],
+            data["target_branch"],
+            data["title"],
+            description=data.get("description"),
+            labels=[n for n in names if n],
+        )
         return Reply.json(self._headed(mr), status=201)
 
     def list_mrs(self, request: RecordedRequest, query: Query) -> Answer:
         state = query.get("state", "all")
         found = [
-            mr for mr in self.mrs.values()
+            mr
+            for mr in self.mrs.values()
             if state in ("all", mr["state"])
             and query.get("source_branch", mr["source_branch"]) == mr["source_branch"]
-        ]  # fmt: skip
+        ]
         return [self._headed(mr) for mr in sorted(found, key=lambda mr: -int(mr["iid"]))]
 
     def get_mr(self, request: RecordedRequest, query: Query, iid: str) -> Answer:
@@ -250,10 +270,13 @@ class Project:
         if mr is None:
             return _error(404, "404 Not found")
         return [
-            {"user": person, "state": self.review_states.get((int(iid), person["username"]),
-             "unreviewed"), "created_at": mr["created_at"]}
+            {
+                "user": person,
+                "state": self.review_states.get((int(iid), person["username"]), "unreviewed"),
+                "created_at": mr["created_at"],
+            }
             for person in mr["reviewers"]
-        ]  # fmt: skip
+        ]
 
     def get_member(self, request: RecordedRequest, query: Query, user: str) -> Answer:
         member = self.members.get(int(user))
@@ -311,14 +334,25 @@ class Project:
         number = self._pipeline_ids.setdefault(sha, next(self._ids))
         states = {job["status"] for job in jobs if not job["allow_failure"]}
         status = (
-            "running" if states & RUNNING else "failed" if "failed" in states
-            else "canceled" if "canceled" in states else "success"
-        )  # fmt: skip
+            "running"
+            if states & RUNNING
+            else "failed"
+            if "failed" in states
+            else "canceled"
+            if "canceled" in states
+            else "success"
+        )
         return {
-            "id": number, "iid": number % 1000, "project_id": self.id, "sha": sha,
-            "ref": "golem", "status": status, "source": "push", "created_at": _stamp(),
+            "id": number,
+            "iid": number % 1000,
+            "project_id": self.id,
+            "sha": sha,
+            "ref": "golem",
+            "status": status,
+            "source": "push",
+            "created_at": _stamp(),
             "web_url": f"{self.web}/-/pipelines/{number}",
-        }  # fmt: skip
+        }
 
     def _jobs(self, sha: str) -> list[dict[str, Any]]:
         jobs = []
@@ -338,11 +372,17 @@ class Project:
 
     def _item(self, iid: int, kind: str, title: str, description: str | None) -> dict[str, Any]:
         return {
-            "id": next(self._ids), "iid": iid, "project_id": self.id, "title": title,
-            "description": description, "state": "opened", "author": self.user("alice"),
-            "created_at": _stamp(), "web_url": f"{self.web}/-/{kind}/{iid}",
+            "id": next(self._ids),
+            "iid": iid,
+            "project_id": self.id,
+            "title": title,
+            "description": description,
+            "state": "opened",
+            "author": self.user("alice"),
+            "created_at": _stamp(),
+            "web_url": f"{self.web}/-/{kind}/{iid}",
             "references": {"full": f"{self.path}{'!' if kind == 'merge_requests' else '#'}{iid}"},
-        }  # fmt: skip
+        }
 
 
 def _sorted(notes: list[dict[str, Any]], query: Query) -> list[dict[str, Any]]:

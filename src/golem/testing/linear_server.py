@@ -28,9 +28,13 @@ from golem.testing.wire import RecordedRequest, Reply, WireServer
 __all__ = ["LinearServer", "Team"]
 
 STATES = (  # a team's default workflow, as Linear makes it (and a second started state)
-    ("Backlog", "backlog", 0.0), ("Todo", "unstarted", 1.0), ("In Progress", "started", 2.0),
-    ("In Review", "started", 3.0), ("Done", "completed", 4.0), ("Canceled", "canceled", 5.0),
-)  # fmt: skip
+    ("Backlog", "backlog", 0.0),
+    ("Todo", "unstarted", 1.0),
+    ("In Progress", "started", 2.0),
+    ("In Review", "started", 3.0),
+    ("Done", "completed", 4.0),
+    ("Canceled", "canceled", 5.0),
+)
 
 
 def _id() -> str:
@@ -91,16 +95,29 @@ class LinearServer(WireServer):
         self.teams[team.id] = team
         return team
 
-    def add_issue(self, team: Team, title: str, description: str, *, number: int = 1,
-                  comments: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:  # fmt: skip
+    def add_issue(
+        self,
+        team: Team,
+        title: str,
+        description: str,
+        *,
+        number: int = 1,
+        comments: tuple[tuple[str, str], ...] = (),
+    ) -> dict[str, Any]:
         """An issue of ``team`` in its Todo state, with ``comments`` ((user id, body))."""
         issue: dict[str, Any] = {
-            "id": _id(), "identifier": f"{team.key}-{number}", "title": title,
-            "description": description, "url": f"https://linear.app/acme/issue/{team.key}-{number}",
-            "team": {"id": team.id, "key": team.key, "name": team.key}, "project": None,
-            "state": _state(team, "Todo"), "assignee": None, "labels": {"nodes": []},
+            "id": _id(),
+            "identifier": f"{team.key}-{number}",
+            "title": title,
+            "description": description,
+            "url": f"https://linear.app/acme/issue/{team.key}-{number}",
+            "team": {"id": team.id, "key": team.key, "name": team.key},
+            "project": None,
+            "state": _state(team, "Todo"),
+            "assignee": None,
+            "labels": {"nodes": []},
             "comments": {"nodes": []},
-        }  # fmt: skip
+        }
         for user, body in comments:
             self._comment(issue, body, user)
         self.issues[issue["id"]] = issue
@@ -170,10 +187,14 @@ class LinearServer(WireServer):
     def _op_CommentUpdate(self, variables: dict[str, Any]) -> Reply:
         comment_id, body = variables.get("id", ""), (variables.get("input") or {}).get("body")
         found = next(
-            (c for issue in self.issues.values() for c in issue["comments"]["nodes"]
-             if c["id"] == comment_id),
+            (
+                c
+                for issue in self.issues.values()
+                for c in issue["comments"]["nodes"]
+                if c["id"] == comment_id
+            ),
             None,
-        )  # fmt: skip
+        )
         if found is None:
             return error("Entity not found: Comment", "INVALID_INPUT")
         if found["user"]["id"] != self.viewer["id"]:
@@ -218,9 +239,11 @@ class LinearServer(WireServer):
 
     def _comment(self, issue: dict[str, Any], body: str, user: str) -> str:
         made = {
-            "id": _id(), "body": body, "createdAt": "2026-01-05T10:00:00.000Z",
+            "id": _id(),
+            "body": body,
+            "createdAt": "2026-01-05T10:00:00.000Z",
             "user": {"id": user, "name": self.users.get(user, {}).get("name", "someone")},
-        }  # fmt: skip
+        }
         issue["comments"]["nodes"].append(made)
         return str(made["id"])
 
@@ -230,9 +253,10 @@ def _activity_node(activity: dict[str, Any]) -> dict[str, Any]:
     content = activity.get("content") or {}
     typename = f"AgentActivity{str(content.get('type', '')).capitalize()}Content"
     return {
-        "id": activity["id"], "ephemeral": bool(activity.get("ephemeral")),
+        "id": activity["id"],
+        "ephemeral": bool(activity.get("ephemeral")),
         "content": {"__typename": typename, **content},
-    }  # fmt: skip
+    }
 
 
 def _state(team: Team, name: str) -> dict[str, Any]:

@@ -130,14 +130,17 @@ def _message_events(index: int, item: OutputText) -> tuple[list[dict[str, Any]],
     whole = {**part, "text": text}
     done = {**added, "status": "completed", "content": [whole]}
     events = [
-        {"type": "response.output_item.added", "output_index": index,
-         "item": {**added, "content": []}},
+        {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {**added, "content": []},
+        },
         {"type": "response.content_part.added", **where, "part": part},
         *deltas,
         {"type": "response.output_text.done", **where, "text": text},
         {"type": "response.content_part.done", **where, "part": whole},
         {"type": "response.output_item.done", "output_index": index, "item": done},
-    ]  # fmt: skip
+    ]
     return events, done
 
 
@@ -148,16 +151,23 @@ def _function_call_events(
     call_id = item.call_id or f"call_{index:02d}"
     arguments = item.arguments_json()
     added = {
-        "id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id,
-        "name": item.name, "arguments": "",
+        "id": item_id,
+        "type": "function_call",
+        "status": "in_progress",
+        "call_id": call_id,
+        "name": item.name,
+        "arguments": "",
         **({"namespace": item.namespace} if item.namespace else {}),
-    }  # fmt: skip
+    }
     where = {"item_id": item_id, "output_index": index}
     deltas = [
-        {"type": "response.function_call_arguments.delta", **where,
-         "delta": arguments[i : i + item.chunk]}
+        {
+            "type": "response.function_call_arguments.delta",
+            **where,
+            "delta": arguments[i : i + item.chunk],
+        }
         for i in range(0, len(arguments), item.chunk)
-    ]  # fmt: skip
+    ]
     done = {**added, "status": "completed", "arguments": arguments}
     events = [
         {"type": "response.output_item.added", "output_index": index, "item": added},

@@ -101,9 +101,10 @@ class SlackServer(WireServer):
         """A thread's messages, root first."""
         with self._state:
             return [
-                dict(m) for m in self._messages.get(channel, [])
+                dict(m)
+                for m in self._messages.get(channel, [])
                 if m["ts"] == ts or m.get("thread_ts") == ts
-            ]  # fmt: skip
+            ]
 
     def route(self, request: RecordedRequest) -> Reply:
         """Answer one Web API call."""
@@ -131,9 +132,13 @@ class SlackServer(WireServer):
         channel = str(args.get("channel"))
         ts = self.next_ts()
         message = {
-            "type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": ts,
-            "text": args.get("text", ""), "blocks": args.get("blocks") or [],
-        }  # fmt: skip
+            "type": "message",
+            "user": BOT_USER,
+            "bot_id": BOT_ID,
+            "ts": ts,
+            "text": args.get("text", ""),
+            "blocks": args.get("blocks") or [],
+        }
         if args.get("thread_ts"):
             message["thread_ts"] = str(args["thread_ts"])
         with self._state:
