@@ -32,7 +32,7 @@ from tests.blueprint.install_runs import (
     script_install_repo,
     seen,
 )
-from tests.blueprint.registries import LocalRegistries
+from tests.blueprint.registries import LocalRegistries, demo_registries
 from tests.blueprint.repos import EXAMPLES, git
 from tests.blueprint.verify_repos import UNITTEST, golem_toml, make_repo
 
@@ -80,8 +80,7 @@ async def test_a_tenants_baseline_results_never_answer_another_tenants_run(
 
 @pytest.fixture
 def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
-    with LocalRegistries.started(reachable_dir / "registries") as registries:
-        registries.add_wheel("golemdemo", "1.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
+    with demo_registries(reachable_dir / "registries") as registries:
         yield registries
 
 

@@ -26,7 +26,7 @@ from golem.sandbox.takeback import TakebackLimits
 from golem.store import SqlStore, Store
 from tests.attacks.takeback_harness import FIX_CALCULATOR, minion_with_box, scripted
 from tests.blueprint.install_runs import python_conventions, python_repo, run
-from tests.blueprint.registries import LocalRegistries
+from tests.blueprint.registries import LocalRegistries, demo_registries
 
 LIMITS = TakebackLimits(max_file_bytes=1024**2, max_bytes=4 * 1024**2)
 
@@ -180,8 +180,7 @@ def test_another_repository_tenant_scope_or_install_input_never_gets_the_cache()
 
 @pytest.fixture
 def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
-    with LocalRegistries.started(reachable_dir / "registries") as registries:
-        registries.add_wheel("golemdemo", "1.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
+    with demo_registries(reachable_dir / "registries") as registries:
         yield registries
 
 

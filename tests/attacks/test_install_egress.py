@@ -25,7 +25,7 @@ from golem.service.policy import check_spec
 from golem.store import SqlStore, Store
 from tests.attacks.secrets_upstream import EchoUpstream
 from tests.blueprint.install_runs import python_conventions, python_repo, run
-from tests.blueprint.registries import ADDRESS, PYPI, LocalRegistries
+from tests.blueprint.registries import ADDRESS, PYPI, LocalRegistries, demo_registries
 
 BASIC = "golem-operator-token-" + secrets.token_hex(12)
 
@@ -108,8 +108,7 @@ def test_a_box_without_credentials_reaches_a_server_as_asked_and_any_key_may_ask
 
 @pytest.fixture
 def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
-    with LocalRegistries.started(reachable_dir / "registries") as registries:
-        registries.add_wheel("golemdemo", "1.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
+    with demo_registries(reachable_dir / "registries") as registries:
         yield registries
 
 

@@ -17,7 +17,7 @@ from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.blueprint.install_runs import python_conventions, run
-from tests.blueprint.registries import LocalRegistries
+from tests.blueprint.registries import LocalRegistries, demo_registries
 from tests.conftest import backend_settings
 
 pytestmark = pytest.mark.bwrap
@@ -28,9 +28,7 @@ WARMUP = "echo warm > /tmp/golem/warm/cache"
 
 @pytest.fixture
 def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
-    with LocalRegistries.started(reachable_dir / "registries") as registries:
-        registries.add_wheel("golemdemo", "1.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
-        registries.add_wheel("golemdemo", "2.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
+    with demo_registries(reachable_dir / "registries", versions=("1.0", "2.0")) as registries:
         yield registries
 
 

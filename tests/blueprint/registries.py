@@ -316,3 +316,15 @@ def downloaded_wheels(*requirements: str, platforms: tuple[str, ...] = ("any",))
             )
         partial.rename(place)
     return sorted(place.glob("*.whl"))
+
+
+@contextmanager
+def demo_registries(
+    root: Path, *, versions: tuple[str, ...] = ("1.0",)
+) -> Iterator[LocalRegistries]:
+    """Registries serving ``golemdemo`` (``VALUE = 42``) at ``versions``: what the install
+    tests' fixture repositories depend on."""
+    with LocalRegistries.started(root) as registries:
+        for version in versions:
+            registries.add_wheel("golemdemo", version, {"golemdemo/__init__.py": "VALUE = 42\n"})
+        yield registries

@@ -19,7 +19,7 @@ from golem.sandbox import Engine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import SqlStore, Store
 from tests.blueprint.install_runs import change_on_main, python_conventions, python_repo, run
-from tests.blueprint.registries import GO, NPM, LocalRegistries
+from tests.blueprint.registries import GO, NPM, LocalRegistries, demo_registries
 from tests.blueprint.repos import git
 from tests.conftest import (
     QUICK_START_BACKENDS,
@@ -31,9 +31,7 @@ pytestmark = pytest.mark.bwrap  # and docker, podman where a test runs on every 
 
 @pytest.fixture
 def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
-    with LocalRegistries.started(reachable_dir / "registries") as registries:
-        registries.add_wheel("golemdemo", "1.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
-        registries.add_wheel("golemdemo", "2.0", {"golemdemo/__init__.py": "VALUE = 42\n"})
+    with demo_registries(reachable_dir / "registries", versions=("1.0", "2.0")) as registries:
         yield registries
 
 
