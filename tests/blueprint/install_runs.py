@@ -13,13 +13,14 @@ from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import CheckOutput
 from golem.checks import RepoConventions
-from golem.core import GolemConfig
+from golem.core import GolemConfig, load_config
 from golem.forge import LocalForge, PullRequest, PullRequestDraft
 from golem.sandbox import Engine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import Store
 from tests.blueprint.registries import PYPI, LocalRegistries
 from tests.blueprint.repos import EXAMPLES, git
+from tests.conftest import backend_settings
 
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 TASK = "Fix the failing tests of the calculator"
@@ -199,3 +200,17 @@ async def pull_request_changing(
         repo=str(remote), base="main", head=branch, title=f"Change {path}", body="a change"
     )
     return await LocalForge(store).open_pull_request(draft)
+
+
+def install_config(
+    registries: LocalRegistries, state: Path, backend: str, **sections: object
+) -> GolemConfig:
+    """golem's configuration for an install test: its state in ``state``, packages from
+    ``registries``, boxes of ``backend``, and ``sections`` (``prepared={...}``) on top."""
+    data = registries.engine_config(state)
+    settings = backend_settings(backend)
+    if settings is not None:
+        engine = data["engine"]
+        assert isinstance(engine, dict)
+        engine["backend"] = settings
+    return load_config({**data, **sections}, files=[])

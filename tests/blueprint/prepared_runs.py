@@ -13,12 +13,11 @@ from golem.blueprint import RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.prepared import PreparedRecord, PreparedRepos
 from golem.checks import RepoConventions
-from golem.core import GolemConfig, load_config
+from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.store import SqlStore, Store
-from tests.blueprint.install_runs import python_conventions, run
+from tests.blueprint.install_runs import install_config, python_conventions, run
 from tests.blueprint.registries import LocalRegistries, demo_registries
-from tests.conftest import backend_settings
 
 pytestmark = pytest.mark.bwrap
 
@@ -34,14 +33,7 @@ def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
 
 @pytest.fixture
 def config(tmp_path: Path, registries: LocalRegistries, backend: str) -> GolemConfig:
-    data = registries.engine_config(tmp_path / "state")
-    settings = backend_settings(backend)
-    if settings is not None:
-        engine = data["engine"]
-        assert isinstance(engine, dict)
-        engine["backend"] = settings
-    data["prepared"] = {"warmup": WARMUP}
-    return load_config(data, files=[])
+    return install_config(registries, tmp_path / "state", backend, prepared={"warmup": WARMUP})
 
 
 def warming(config: GolemConfig, planted: str) -> GolemConfig:

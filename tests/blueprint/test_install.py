@@ -18,12 +18,17 @@ from golem.forge import LocalForge
 from golem.sandbox import Engine
 from golem.sandbox.backends.process.bwrap import BOX_PATH
 from golem.store import SqlStore, Store
-from tests.blueprint.install_runs import change_on_main, python_conventions, python_repo, run
+from tests.blueprint.install_runs import (
+    change_on_main,
+    install_config,
+    python_conventions,
+    python_repo,
+    run,
+)
 from tests.blueprint.registries import GO, NPM, LocalRegistries, demo_registries
 from tests.blueprint.repos import git
 from tests.conftest import (
     QUICK_START_BACKENDS,
-    backend_settings,
 )
 
 pytestmark = pytest.mark.bwrap  # and docker, podman where a test runs on every backend
@@ -37,13 +42,7 @@ def registries(reachable_dir: Path) -> Iterator[LocalRegistries]:
 
 @pytest.fixture
 def config(tmp_path: Path, registries: LocalRegistries, backend: str) -> GolemConfig:
-    data = registries.engine_config(tmp_path / "state")
-    settings = backend_settings(backend)
-    if settings is not None:
-        engine = data["engine"]
-        assert isinstance(engine, dict)
-        engine["backend"] = settings
-    return load_config(data, files=[])
+    return install_config(registries, tmp_path / "state", backend)
 
 
 @pytest.fixture
