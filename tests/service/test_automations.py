@@ -31,6 +31,7 @@ from tests.blueprint.repos import make_remote
 from tests.service.served import Served, launch, serving
 from tests.service.test_github_trigger import gated_minion
 from tests.service.test_gitlab_trigger import payload as gitlab_payload
+from tests.service.webhooks import deliver_github
 
 pytestmark = pytest.mark.bwrap
 
@@ -193,13 +194,7 @@ def workflow_run(repo: str, *, branch: str = "main", conclusion: str = "failure"
 
 
 def to_github(served: Served, body: dict[str, Any], delivery: str) -> httpx.Response:
-    raw = json.dumps(body).encode()
-    headers = {
-        "Content-Type": "application/json", "X-GitHub-Event": "workflow_run",
-        "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": signed(raw, GITHUB_SECRET),
-    }  # fmt: skip
-    with served.client() as client:
-        return client.post("/v1/github/webhook", content=raw, headers=headers)
+    return deliver_github(served, "workflow_run", body, secret=GITHUB_SECRET, delivery=delivery)
 
 
 def test_a_failed_actions_run_on_the_default_branch_fires_its_automation_once(

@@ -10,8 +10,6 @@ run goes on (approve) or ends (cancel), and nothing depends on how fast a run is
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import shutil
 import tempfile
@@ -31,6 +29,7 @@ import golem.blueprint
 from golem.testing.github_server import GitHubServer, RecordedRequest, Reply
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.service.served import Served, serving
+from tests.service.webhooks import deliver_github
 
 pytestmark = pytest.mark.bwrap
 
@@ -179,19 +178,10 @@ def deliver(
     secret: str = SECRET,
     signature: str | None = None,
 ) -> httpx.Response:
-    """POST a delivery as GitHub does: JSON, signed with ``secret`` (HMAC-SHA256)."""
-    body = json.dumps(payload).encode()
-    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    headers = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
-        "X-Hub-Signature-256": f"sha256={digest}" if signature is None else signature,
-    }
-    if not headers["X-Hub-Signature-256"]:
-        del headers["X-Hub-Signature-256"]
-    with served.client() as client:
-        return client.post("/v1/github/webhook", content=body, headers=headers)
+    """POST a delivery as GitHub does, signed with this module's secret by default."""
+    return deliver_github(
+        served, event, payload, secret=secret, delivery=delivery, signature=signature
+    )
 
 
 def comments_when(
@@ -220,10 +210,12 @@ def run_to_end(served: Served, key: str, run_id: str, decision: str = "approved"
         served.client(key) as actor,
         connect_sse(follower, "GET", f"/v1/runs/{run_id}/events") as events,
     ):
+        cancelled = False  # a resumed run waits at its gate again: one cancel is enough
         for event in events.iter_sse():
-            if event.event == "gate_wait" and decision == "cancel":
+            if event.event == "gate_wait" and decision == "cancel" and not cancelled:
                 assert actor.post(f"/v1/runs/{run_id}/cancel").status_code == 200
-            elif event.event == "gate_wait":
+                cancelled = True
+            elif event.event == "gate_wait" and decision != "cancel":
                 answer = actor.post(f"/v1/runs/{run_id}/gate", json={"decision": decision})
                 assert answer.status_code == 200, answer.text
             if event.event == "run_end":

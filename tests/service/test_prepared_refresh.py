@@ -21,7 +21,8 @@ from golem.core import load_config
 from golem.sandbox import SnapshotStore
 from tests.blueprint.repos import git, make_remote
 from tests.service.served import Served, serving
-from tests.service.test_automations import GITHUB_SECRET, GITLAB_SECRET, automation, signed, when
+from tests.service.test_automations import GITHUB_SECRET, GITLAB_SECRET, automation, when
+from tests.service.webhooks import deliver_github
 
 pytestmark = pytest.mark.bwrap
 
@@ -87,13 +88,7 @@ def push(repo: str, head: str, *, branch: str = "main") -> dict[str, Any]:
 
 
 def to_github(served: Served, body: dict[str, Any], delivery: str) -> httpx.Response:
-    raw = json.dumps(body).encode()
-    headers = {
-        "Content-Type": "application/json", "X-GitHub-Event": "push",
-        "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": signed(raw, GITHUB_SECRET),
-    }  # fmt: skip
-    with served.client() as client:
-        return client.post("/v1/github/webhook", content=raw, headers=headers)
+    return deliver_github(served, "push", body, secret=GITHUB_SECRET, delivery=delivery)
 
 
 def gitlab_push(project: str, head: str, *, branch: str = "main") -> dict[str, Any]:
