@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from golem.forge.auth import ForgeCredentials, GitAuth, GitLogin, git_auth
 from golem.forge.config import ForgeConfig, GitHubConfig, GitLabConfig
 from golem.forge.contracts import (
-    Forge,
     ForgeComment,
     Issue,
     IssueComment,
@@ -23,6 +22,7 @@ from golem.forge.factory import make_forge
 from golem.forge.git import GitRepo
 from golem.forge.gitcmd import git_environment, refused_credentials, run_git_blocking
 from golem.forge.local import LocalForge
+from golem.forge.protocol import Forge
 from golem.forge.refs import (
     IssueRef,
     closed_issues,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from golem.core.errors import ConfigError
 from golem.forge.auth import ForgeCredentials
 from golem.forge.config import ForgeConfig
-from golem.forge.contracts import Forge
+from golem.forge.protocol import Forge
 from golem.store import Store
 
 __all__ = ["FORGES", "make_forge"]
