@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -32,14 +32,13 @@ from golem.forge.config import GitHubConfig
 from golem.forge.rest import (
     MAX_DOWNLOAD,
     Download,
-    Retries,
+    RestAPI,
     checked_path,
     decoded,
-    origin,
     read_tail,
     retry_after,
 )
-from golem.forge.tokens import StaticToken, TokenSource
+from golem.forge.tokens import TokenSource
 
 __all__ = [
     "API_VERSION",
@@ -64,8 +63,15 @@ def repo_of_path(path: str) -> str | None:
     return f"{found['owner']}/{found['name']}" if found else None
 
 
-class GitHubAPI:
+class GitHubAPI(RestAPI):
     """A client of one GitHub API (github.com's, or a GitHub Enterprise server's)."""
+
+    forge = "GitHub"
+    setting = "forge.github.api_url"
+    headers: ClassVar[dict[str, str]] = {
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": API_VERSION,
+    }
 
     def __init__(
         self,
@@ -77,44 +83,19 @@ class GitHubAPI:
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 1.0,
     ) -> None:
-        """The token comes from ``tokens``, else is ``token`` as it is (none: requests go
-        without one); ``token_source`` says where it came from, for error messages
-        (default: the source's own word, or the variable ``config.token_env`` names)."""
-        self.config = config
-        default_source = tokens.source if tokens is not None else f"${config.token_env}"
-        self.token_source = token_source or default_source
-        if tokens is None and token:
-            tokens = StaticToken(token, self.token_source)
-        self._tokens = tokens
-        self._transport = transport
-        self.retries = Retries(
-            forge="GitHub",
-            api_url=config.api_url,
-            setting="forge.github.api_url",
-            max_retries=config.max_retries,
-            max_wait=config.max_wait,
+        super().__init__(
+            config,
+            token=token,
+            tokens=tokens,
+            token_source=token_source,
+            transport=transport,
             backoff=backoff,
-            rate_limit_wait=retried_wait,
         )
+        self.config = config
 
-    @property
-    def has_token(self) -> bool:
-        """Whether requests carry a token."""
-        return self._tokens is not None
-
-    async def call(
-        self,
-        method: str,
-        path: str,
-        what: str,
-        *,
-        json: Mapping[str, Any] | None = None,
-        params: Mapping[str, str | int] | None = None,
-    ) -> GitHubReply:
-        """One request; its JSON reply. ``what`` names the target in error messages."""
-        async with self._client() as client:
-            response = await self._send(client, method, path, what, json=json, params=params)
-        return decoded(response)
+    @staticmethod
+    def rate_limit_wait(response: httpx.Response) -> float | None:
+        return retried_wait(response)
 
     async def paginate(
         self,
@@ -190,30 +171,9 @@ class GitHubAPI:
             return base.removesuffix("/v3") + "/graphql"
         return base + "/graphql"
 
-    def _client(self) -> httpx.AsyncClient:
-        headers = {
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": API_VERSION,
-            "User-Agent": "golem",
-        }
-        return httpx.AsyncClient(
-            base_url=self.config.api_url,
-            headers=headers,
-            timeout=self.config.timeout,
-            transport=self._transport,
-            follow_redirects=True,
-        )
-
     def _next_page(self, response: httpx.Response) -> str | None:
         link = response.links.get("next", {}).get("url")
-        if link is None:
-            return None
-        if origin(link) != origin(self.config.api_url):
-            raise ForgeError(
-                f"GitHub's next page {link!r} is on another host than {self.config.api_url}: "
-                "golem does not send the token there; check forge.github.api_url"
-            )
-        return link
+        return None if link is None else self._same_origin(link)
 
     async def _send(
         self,
@@ -229,13 +189,8 @@ class GitHubAPI:
         if url.startswith("/"):
             checked_path(url, "GitHub")
         repo = repo_of_path(self._api_path(url))
-        sent: list[str] = []  # the token the last attempt carried
 
-        async def attempt_once() -> httpx.Response:
-            headers = {}
-            if self._tokens is not None:
-                sent[:] = [await self._tokens.token(repo)]
-                headers["Authorization"] = f"Bearer {sent[0]}"
+        async def send(headers: dict[str, str]) -> httpx.Response:
             return await client.request(
                 method,
                 url,
@@ -245,17 +200,7 @@ class GitHubAPI:
                 follow_redirects=follow_redirects,
             )
 
-        async def refreshed() -> bool:
-            tokens = self._tokens
-            return (
-                bool(sent)
-                and tokens is not None
-                and await tokens.refresh(sent[0], repo) is not None
-            )
-
-        return await self.retries.send(
-            attempt_once, lambda response: self.error(response, what), refresh=refreshed
-        )
+        return await self._authorised(what, send, repo=repo)
 
     def _api_path(self, url: str) -> str:
         """``url``'s path below the API's base (``/repos/o/r/...``), for any URL form."""
@@ -285,13 +230,8 @@ class GitHubAPI:
     def _access_error(self, response: httpx.Response, what: str, said: str) -> ForgeError:
         env = self.token_source
         status = response.status_code
-        if status == 401 and not self.has_token:
-            return ForgeAuthError(f"GitHub wants a token for {what} ({said}): set {env}")
         if status == 401:
-            return ForgeAuthError(
-                f"GitHub refused the token ({env}) for {what} ({said}): it is wrong, expired "
-                "or revoked; set a valid one"
-            )
+            return self._token_refused(what, said)
         if status == 429 or _rate_limit_wait(response) is not None:
             return ForgeRateLimited(
                 f"GitHub's rate limit stopped {what} ({said}) {_reset_note(response)}; wait, "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import httpx
@@ -34,10 +34,9 @@ from golem.forge.config import GitLabConfig
 from golem.forge.rest import (
     MAX_DOWNLOAD,
     Download,
-    Retries,
+    RestAPI,
     checked_path,
     decoded,
-    origin,
     read_tail,
     retry_after,
 )
@@ -56,8 +55,12 @@ def project_id(project: str) -> str:
     return quote(project, safe="")
 
 
-class GitLabAPI:
+class GitLabAPI(RestAPI):
     """A client of one GitLab instance's API (gitlab.com's, or a self-managed one's)."""
+
+    forge = "GitLab"
+    setting = "forge.gitlab.base_url"
+    headers: ClassVar[dict[str, str]] = {"Accept": "application/json"}
 
     def __init__(
         self,
@@ -69,45 +72,35 @@ class GitLabAPI:
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 1.0,
     ) -> None:
-        """The token comes from ``tokens``, else is ``token`` as it is (none: requests go
-        without one); ``token_source`` says where it came from, for error messages
-        (default: the source's own word, or the variable ``config.token_env`` names)."""
-        self.config = config
-        default_source = tokens.source if tokens is not None else f"${config.token_env}"
-        self.token_source = token_source or default_source
-        if tokens is None and token:
-            tokens = StaticToken(token, self.token_source)
-        self._tokens = tokens
-        self._transport = transport
-        self.retries = Retries(
-            forge="GitLab",
-            api_url=config.api_url,
-            setting="forge.gitlab.base_url",
-            max_retries=config.max_retries,
-            max_wait=config.max_wait,
+        super().__init__(
+            config,
+            token=token,
+            tokens=tokens,
+            token_source=token_source,
+            transport=transport,
             backoff=backoff,
-            rate_limit_wait=_rate_limit_wait,
         )
+        self.config = config
 
-    @property
-    def has_token(self) -> bool:
-        """Whether requests carry a token."""
-        return self._tokens is not None
+    @staticmethod
+    def rate_limit_wait(response: httpx.Response) -> float | None:
+        """Seconds a 429 asks to wait (``Retry-After``, else until ``RateLimit-Reset``; 60
+        when it names neither); None for any other answer."""
+        if response.status_code != 429:
+            return None
+        asked = retry_after(response)
+        if asked is not None:
+            return asked
+        try:
+            return max(0.0, float(response.headers["ratelimit-reset"]) - time.time())
+        except (KeyError, ValueError):
+            return 60.0
 
-    async def call(
-        self,
-        method: str,
-        path: str,
-        what: str,
-        *,
-        json: Mapping[str, Any] | None = None,
-        params: Params | None = None,
-    ) -> GitLabReply:
-        """One request; its JSON reply. ``what`` names the target in error messages."""
-        async with self._client() as client:
-            response = await self._send(client, method, path, what, json=json, params=params)
-            await response.aread()
-        return decoded(response)
+    def auth_headers(self, token: str) -> dict[str, str]:
+        """An access token as ``PRIVATE-TOKEN``, an OAuth one as ``Authorization: Bearer``."""
+        if isinstance(self._tokens, StaticToken):
+            return {"PRIVATE-TOKEN": token}
+        return super().auth_headers(token)
 
     async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
         """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
@@ -136,26 +129,10 @@ class GitLabAPI:
             finally:
                 await response.aclose()
 
-    def _client(self) -> httpx.AsyncClient:
-        headers = {"Accept": "application/json", "User-Agent": "golem"}
-        return httpx.AsyncClient(
-            base_url=self.config.api_url,
-            headers=headers,
-            timeout=self.config.timeout,
-            transport=self._transport,
-            follow_redirects=True,
-        )
-
     def _next_page(self, response: httpx.Response) -> httpx.URL | None:
         link = response.links.get("next", {}).get("url")
         if link is not None:
-            if origin(link) != origin(self.config.api_url):
-                raise ForgeError(
-                    f"GitLab's next page {link!r} is on another host than "
-                    f"{self.config.api_url}: golem does not send the token there; check "
-                    "forge.gitlab.base_url"
-                )
-            return httpx.URL(link)
+            return httpx.URL(self._same_origin(link))
         following = response.headers.get("x-next-page", "").strip()
         if following.isdigit():
             return response.request.url.copy_set_param("page", following)
@@ -175,26 +152,11 @@ class GitLabAPI:
         if isinstance(url, str) and url.startswith("/"):
             checked_path(url, "GitLab")
 
-        sent: list[str] = []  # the token the last attempt carried
-
-        async def attempt_once() -> httpx.Response:
-            headers = {}
-            if self._tokens is not None:
-                sent[:] = [await self._tokens.token()]
-                if isinstance(self._tokens, StaticToken):
-                    headers["PRIVATE-TOKEN"] = sent[0]
-                else:  # an OAuth access token
-                    headers["Authorization"] = f"Bearer {sent[0]}"
+        async def send(headers: dict[str, str]) -> httpx.Response:
             request = client.build_request(method, url, json=json, params=params, headers=headers)
             return await client.send(request, stream=True)
 
-        async def refreshed() -> bool:
-            tokens = self._tokens
-            return bool(sent) and tokens is not None and await tokens.refresh(sent[0]) is not None
-
-        return await self.retries.send(
-            attempt_once, lambda response: self.error(response, what), refresh=refreshed
-        )
+        return await self._authorised(what, send)
 
     def error(self, response: httpx.Response, what: str) -> ForgeError:
         """The ForgeError for GitLab's error ``response`` to a request about ``what``."""
@@ -219,13 +181,8 @@ class GitLabAPI:
 
     def _access_error(self, status: int, what: str, said: str) -> ForgeError:
         env = self.token_source
-        if status == 401 and not self.has_token:
-            return ForgeAuthError(f"GitLab wants a token for {what} ({said}): set {env}")
         if status == 401:
-            return ForgeAuthError(
-                f"GitLab refused the token ({env}) for {what} ({said}): it is wrong, expired "
-                "or revoked; set a valid one"
-            )
+            return self._token_refused(what, said)
         if status == 429:
             return ForgeRateLimited(
                 f"GitLab's rate limit stopped {what} ({said}); wait, or raise forge.gitlab.max_wait"
@@ -266,17 +223,3 @@ def _flatten(message: Any) -> str:
     if isinstance(message, list):
         return "; ".join(_flatten(item) for item in message)
     return str(message)
-
-
-def _rate_limit_wait(response: httpx.Response) -> float | None:
-    """Seconds a 429 asks to wait (``Retry-After``, else until ``RateLimit-Reset``; 60 when
-    it names neither); None for any other answer."""
-    if response.status_code != 429:
-        return None
-    asked = retry_after(response)
-    if asked is not None:
-        return asked
-    try:
-        return max(0.0, float(response.headers["ratelimit-reset"]) - time.time())
-    except (KeyError, ValueError):
-        return 60.0

@@ -1,26 +1,30 @@
-"""What the forges' REST clients (``GitHubAPI``, ``GitLabAPI``) share: sending a request
-again after network errors, 502/503/504 (doubling backoff), rate limits the forge names a
-wait for, and once after a 401 with a fresh token; the origin a token is kept to; the
-bounded tail of a download (a CI job's log); and a reply's JSON, cleaned (``decoded``)."""
+"""What the forges' REST clients (``GitHubAPI``, ``GitLabAPI``) share: ``RestAPI``, their
+base (the token asked of its source for each request and sent to the API's origin only;
+sending a request again after network errors, 502/503/504 (doubling backoff), rate limits
+the forge names a wait for, and once after a 401 with a fresh token; pagination links kept
+to the API's origin; a refused or missing token as the fitting error); the bounded tail of
+a download (a CI job's log); and a reply's JSON, cleaned (``decoded``)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 from urllib.parse import quote, unquote
 
 import httpx
 
 from golem.core.ansi import clean_json
-from golem.core.errors import ForgeError, ForgeRequestRejected, ForgeUnavailable
+from golem.core.errors import ForgeAuthError, ForgeError, ForgeRequestRejected, ForgeUnavailable
+from golem.forge.tokens import StaticToken, TokenSource
 
 __all__ = [
     "MAX_DOWNLOAD",
     "RETRIED_STATUSES",
     "Download",
+    "RestAPI",
     "Retries",
     "decoded",
     "origin",
@@ -170,3 +174,165 @@ class Retries:
             return self.backoff * 2.0**attempt
         wait = self.rate_limit_wait(response)
         return wait if wait is not None and wait <= self.max_wait else None
+
+
+class APISettings(Protocol):
+    """What a forge's configuration says of its API."""
+
+    @property
+    def api_url(self) -> str: ...
+    @property
+    def token_env(self) -> str: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def max_retries(self) -> int: ...
+    @property
+    def max_wait(self) -> float: ...
+
+
+class RestAPI:
+    """A client of one forge's REST API: ``forge`` and ``setting`` name it in messages,
+    ``headers`` are sent with every request; a subclass says how a token is sent
+    (``auth_headers``), what a refusal means (``error``) and what wait a rate limit asks
+    for (``rate_limit_wait``)."""
+
+    forge: ClassVar[str]
+    setting: ClassVar[str]
+    headers: ClassVar[dict[str, str]]
+
+    def __init__(
+        self,
+        config: APISettings,
+        *,
+        token: str | None = None,
+        tokens: TokenSource | None = None,
+        token_source: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff: float = 1.0,
+    ) -> None:
+        """The token comes from ``tokens``, else is ``token`` as it is (none: requests go
+        without one); ``token_source`` says where it came from, for error messages
+        (default: the source's own word, or the variable ``config.token_env`` names)."""
+        default_source = tokens.source if tokens is not None else f"${config.token_env}"
+        self.token_source = token_source or default_source
+        if tokens is None and token:
+            tokens = StaticToken(token, self.token_source)
+        self._tokens = tokens
+        self._transport = transport
+        self._settings = config
+        self.retries = Retries(
+            forge=self.forge,
+            api_url=config.api_url,
+            setting=self.setting,
+            max_retries=config.max_retries,
+            max_wait=config.max_wait,
+            backoff=backoff,
+            rate_limit_wait=self.rate_limit_wait,
+        )
+
+    @property
+    def has_token(self) -> bool:
+        """Whether requests carry a token."""
+        return self._tokens is not None
+
+    @staticmethod
+    def rate_limit_wait(response: httpx.Response) -> float | None:
+        """Seconds the forge asks to wait in ``response``; None when it is no rate limit."""
+        raise NotImplementedError
+
+    def auth_headers(self, token: str) -> dict[str, str]:
+        """The headers that carry ``token``."""
+        return {"Authorization": f"Bearer {token}"}
+
+    def error(self, response: httpx.Response, what: str) -> ForgeError:
+        """The ForgeError for the forge's error ``response`` to a request about ``what``."""
+        raise NotImplementedError
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> Any:
+        """One request; its JSON reply. ``what`` names the target in error messages."""
+        async with self._client() as client:
+            response = await self._send(client, method, path, what, json=json, params=params)
+            await response.aread()
+        return decoded(response)
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        method: str,
+        url: str,
+        what: str,
+        *,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, str | int] | None = None,
+    ) -> httpx.Response:
+        """The answer to one request (through ``_authorised``), its body maybe not read."""
+        raise NotImplementedError
+
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self._settings.api_url,
+            headers={**self.headers, "User-Agent": "golem"},
+            timeout=self._settings.timeout,
+            transport=self._transport,
+            follow_redirects=True,
+        )
+
+    def _same_origin(self, link: str) -> str:
+        """``link`` (a next page the forge named), refused when it leaves the API's origin."""
+        api_url = self._settings.api_url
+        if origin(link) != origin(api_url):
+            raise ForgeError(
+                f"{self.forge}'s next page {link!r} is on another host than {api_url}: golem "
+                f"does not send the token there; check {self.setting}"
+            )
+        return link
+
+    async def _authorised(
+        self,
+        what: str,
+        send: Callable[[dict[str, str]], Awaitable[httpx.Response]],
+        *,
+        repo: str | None = None,
+    ) -> httpx.Response:
+        """``send(headers)``'s answer, its headers carrying a token for ``repo`` asked of
+        the source for each attempt, retried as ``retries`` says (a 401 with a fresh one)."""
+        sent: list[str] = []  # the token the last attempt carried
+
+        async def attempt_once() -> httpx.Response:
+            headers = {}
+            if self._tokens is not None:
+                sent[:] = [await self._tokens.token(repo)]
+                headers = self.auth_headers(sent[0])
+            return await send(headers)
+
+        async def refreshed() -> bool:
+            tokens = self._tokens
+            return (
+                bool(sent)
+                and tokens is not None
+                and await tokens.refresh(sent[0], repo) is not None
+            )
+
+        return await self.retries.send(
+            attempt_once, lambda response: self.error(response, what), refresh=refreshed
+        )
+
+    def _token_refused(self, what: str, said: str) -> ForgeAuthError:
+        """A 401: no token where one is wanted, or one the forge does not take."""
+        if not self.has_token:
+            return ForgeAuthError(
+                f"{self.forge} wants a token for {what} ({said}): set {self.token_source}"
+            )
+        return ForgeAuthError(
+            f"{self.forge} refused the token ({self.token_source}) for {what} ({said}): it is "
+            "wrong, expired or revoked; set a valid one"
+        )
