@@ -32,13 +32,13 @@ from golem.forge.config import GitHubConfig
 from golem.forge.rest import (
     MAX_DOWNLOAD,
     Download,
+    Params,
     RestAPI,
     checked_path,
     decoded,
     read_tail,
     retry_after,
 )
-from golem.forge.tokens import TokenSource
 
 __all__ = [
     "API_VERSION",
@@ -51,7 +51,6 @@ __all__ = [
 ]
 
 API_VERSION = "2022-11-28"
-MAX_PAGES = 50
 GitHubReply = Any
 """A decoded JSON reply of GitHub's API."""
 REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/?#]+)/(?P<name>[^/?#]+)")
@@ -63,7 +62,7 @@ def repo_of_path(path: str) -> str | None:
     return f"{found['owner']}/{found['name']}" if found else None
 
 
-class GitHubAPI(RestAPI):
+class GitHubAPI(RestAPI[GitHubConfig]):
     """A client of one GitHub API (github.com's, or a GitHub Enterprise server's)."""
 
     forge = "GitHub"
@@ -73,52 +72,9 @@ class GitHubAPI(RestAPI):
         "X-GitHub-Api-Version": API_VERSION,
     }
 
-    def __init__(
-        self,
-        config: GitHubConfig,
-        *,
-        token: str | None = None,
-        tokens: TokenSource | None = None,
-        token_source: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        backoff: float = 1.0,
-    ) -> None:
-        super().__init__(
-            config,
-            token=token,
-            tokens=tokens,
-            token_source=token_source,
-            transport=transport,
-            backoff=backoff,
-        )
-        self.config = config
-
     @staticmethod
     def rate_limit_wait(response: httpx.Response) -> float | None:
         return retried_wait(response)
-
-    async def paginate(
-        self,
-        path: str,
-        what: str,
-        params: Mapping[str, str | int] | None = None,
-        *,
-        key: str | None = None,
-    ) -> list[GitHubReply]:
-        """Every item of a list endpoint, following ``Link: <...>; rel="next"``; ``key``
-        names the list in endpoints that wrap it (``{"total_count", "check_runs": [...]}``)."""
-        items: list[GitHubReply] = []
-        url: str | None = path
-        query: Mapping[str, str | int] | None = {"per_page": 100, **(params or {})}
-        async with self._client() as client:
-            for _ in range(MAX_PAGES):
-                if url is None:
-                    break
-                response = await self._send(client, "GET", url, what, params=query)
-                page = decoded(response)
-                items.extend((page.get(key) or []) if key is not None else page)
-                url, query = self._next_page(response), None
-        return items
 
     async def download_tail(
         self, path: str, what: str, *, limit: int, max_read: int = MAX_DOWNLOAD
@@ -179,16 +135,16 @@ class GitHubAPI(RestAPI):
         self,
         client: httpx.AsyncClient,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         what: str,
         *,
         json: Mapping[str, Any] | None = None,
-        params: Mapping[str, str | int] | None = None,
+        params: Params | None = None,
         follow_redirects: bool = True,
     ) -> httpx.Response:
-        if url.startswith("/"):
+        if isinstance(url, str) and url.startswith("/"):
             checked_path(url, "GitHub")
-        repo = repo_of_path(self._api_path(url))
+        repo = repo_of_path(self._api_path(str(url)))
 
         async def send(headers: dict[str, str]) -> httpx.Response:
             return await client.request(

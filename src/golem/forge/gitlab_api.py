@@ -34,20 +34,18 @@ from golem.forge.config import GitLabConfig
 from golem.forge.rest import (
     MAX_DOWNLOAD,
     Download,
+    Params,
     RestAPI,
     checked_path,
-    decoded,
     read_tail,
     retry_after,
 )
-from golem.forge.tokens import StaticToken, TokenSource
+from golem.forge.tokens import StaticToken
 
 __all__ = ["GitLabAPI", "GitLabReply", "project_id"]
 
-MAX_PAGES = 50
 GitLabReply = Any
 """A decoded JSON reply of GitLab's API."""
-Params = Mapping[str, str | int]
 
 
 def project_id(project: str) -> str:
@@ -55,32 +53,12 @@ def project_id(project: str) -> str:
     return quote(project, safe="")
 
 
-class GitLabAPI(RestAPI):
+class GitLabAPI(RestAPI[GitLabConfig]):
     """A client of one GitLab instance's API (gitlab.com's, or a self-managed one's)."""
 
     forge = "GitLab"
     setting = "forge.gitlab.base_url"
     headers: ClassVar[dict[str, str]] = {"Accept": "application/json"}
-
-    def __init__(
-        self,
-        config: GitLabConfig,
-        *,
-        token: str | None = None,
-        tokens: TokenSource | None = None,
-        token_source: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        backoff: float = 1.0,
-    ) -> None:
-        super().__init__(
-            config,
-            token=token,
-            tokens=tokens,
-            token_source=token_source,
-            transport=transport,
-            backoff=backoff,
-        )
-        self.config = config
 
     @staticmethod
     def rate_limit_wait(response: httpx.Response) -> float | None:
@@ -101,21 +79,6 @@ class GitLabAPI(RestAPI):
         if isinstance(self._tokens, StaticToken):
             return {"PRIVATE-TOKEN": token}
         return super().auth_headers(token)
-
-    async def paginate(self, path: str, what: str, params: Params | None = None) -> list[Any]:
-        """Every item of a list endpoint, following ``Link: rel="next"`` or ``x-next-page``."""
-        items: list[Any] = []
-        url: str | httpx.URL | None = path
-        query: Params | None = {"per_page": 100, **(params or {})}
-        async with self._client() as client:
-            for _ in range(MAX_PAGES):
-                if url is None:
-                    break
-                response = await self._send(client, "GET", url, what, params=query)
-                await response.aread()
-                items.extend(decoded(response))
-                url, query = self._next_page(response), None  # the next URL has its query
-        return items
 
     async def tail(
         self, path: str, what: str, *, limit: int, max_read: int = MAX_DOWNLOAD

@@ -11,7 +11,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 from urllib.parse import quote, unquote
 
 import httpx
@@ -191,7 +191,12 @@ class APISettings(Protocol):
     def max_wait(self) -> float: ...
 
 
-class RestAPI:
+Settings = TypeVar("Settings", bound=APISettings)
+Params = Mapping[str, str | int]
+MAX_PAGES = 50
+
+
+class RestAPI(Generic[Settings]):
     """A client of one forge's REST API: ``forge`` and ``setting`` name it in messages,
     ``headers`` are sent with every request; a subclass says how a token is sent
     (``auth_headers``), what a refusal means (``error``) and what wait a rate limit asks
@@ -203,7 +208,7 @@ class RestAPI:
 
     def __init__(
         self,
-        config: APISettings,
+        config: Settings,
         *,
         token: str | None = None,
         tokens: TokenSource | None = None,
@@ -220,7 +225,7 @@ class RestAPI:
             tokens = StaticToken(token, self.token_source)
         self._tokens = tokens
         self._transport = transport
-        self._settings = config
+        self.config = config
         self.retries = Retries(
             forge=self.forge,
             api_url=config.api_url,
@@ -256,7 +261,7 @@ class RestAPI:
         what: str,
         *,
         json: Mapping[str, Any] | None = None,
-        params: Mapping[str, str | int] | None = None,
+        params: Params | None = None,
     ) -> Any:
         """One request; its JSON reply. ``what`` names the target in error messages."""
         async with self._client() as client:
@@ -264,31 +269,55 @@ class RestAPI:
             await response.aread()
         return decoded(response)
 
+    async def paginate(
+        self, path: str, what: str, params: Params | None = None, *, key: str | None = None
+    ) -> list[Any]:
+        """Every item of a list endpoint, following the next pages the forge names (at
+        most ``MAX_PAGES``); ``key`` names the list in endpoints that wrap it
+        (``{"total_count", "check_runs": [...]}``)."""
+        items: list[Any] = []
+        url: str | httpx.URL | None = path
+        query: Params | None = {"per_page": 100, **(params or {})}
+        async with self._client() as client:
+            for _ in range(MAX_PAGES):
+                if url is None:
+                    break
+                response = await self._send(client, "GET", url, what, params=query)
+                await response.aread()
+                page = decoded(response)
+                items.extend((page.get(key) or []) if key is not None else page)
+                url, query = self._next_page(response), None  # the next URL has its query
+        return items
+
     async def _send(
         self,
         client: httpx.AsyncClient,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         what: str,
         *,
         json: Mapping[str, Any] | None = None,
-        params: Mapping[str, str | int] | None = None,
+        params: Params | None = None,
     ) -> httpx.Response:
         """The answer to one request (through ``_authorised``), its body maybe not read."""
         raise NotImplementedError
 
+    def _next_page(self, response: httpx.Response) -> str | httpx.URL | None:
+        """The next page ``response`` names (through ``_same_origin``), or None."""
+        raise NotImplementedError
+
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            base_url=self._settings.api_url,
+            base_url=self.config.api_url,
             headers={**self.headers, "User-Agent": "golem"},
-            timeout=self._settings.timeout,
+            timeout=self.config.timeout,
             transport=self._transport,
             follow_redirects=True,
         )
 
     def _same_origin(self, link: str) -> str:
         """``link`` (a next page the forge named), refused when it leaves the API's origin."""
-        api_url = self._settings.api_url
+        api_url = self.config.api_url
         if origin(link) != origin(api_url):
             raise ForgeError(
                 f"{self.forge}'s next page {link!r} is on another host than {api_url}: golem "
