@@ -197,6 +197,15 @@ def kill_box_from_outside(state: dict[str, Any]) -> None:
 
 
 @pytest.fixture
+def golem_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a `golem` process with its own state directory under
+    ``tmp_path`` and no configuration files."""
+    from tests.cli.invoke import clean_env
+
+    return clean_env(tmp_path / "state", tmp_path / "cfg")
+
+
+@pytest.fixture
 def backend() -> str:
     """The backend a test runs on; modules that test both override this fixture."""
     return "process"

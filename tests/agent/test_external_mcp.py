@@ -40,7 +40,7 @@ from tests.agent.external_support import (
 )
 from tests.context.mcp_box_client import SCRIPT
 from tests.context.toolshed.servers import EVERYTHING, copy_into, entry
-from tests.context.toolshed.test_stdio import shed_config
+from tests.context.toolshed.sheds import shed_config
 
 NOTES = "the step's notes, read through MCP\n"
 

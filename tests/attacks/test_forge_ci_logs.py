@@ -12,7 +12,7 @@ import pytest
 from golem.forge.rest import MAX_DOWNLOAD
 from golem.testing.github_ci_server import LogHost
 from golem.testing.github_server import GitHubServer, Reply
-from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
+from tests.forge.github_kit import REPO, TOKEN, TOKEN_ENV, make
 
 SHA = "d" * 40
 FAILING = [("Run tests", "failure")]

@@ -20,7 +20,7 @@ from golem.forge.gitlab_api import GitLabAPI
 from golem.forge.rest import checked_path, segment
 from golem.testing.github_server import GitHubServer
 from golem.testing.gitlab_server import GitLabServer
-from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
+from tests.forge.github_kit import REPO, TOKEN, TOKEN_ENV, make
 
 SHA = "a" * 40
 HOSTILE_PATHS = [

@@ -18,8 +18,7 @@ from golem.core.config import GolemConfig
 from golem.core.errors import ToolshedError
 from golem.sandbox import Box, Engine
 from tests.context.toolshed.servers import everything_over_http, recording_proxy
-from tests.context.toolshed.test_http import TOKEN, allowing, http_config
-from tests.context.toolshed.test_stdio import shed_config
+from tests.context.toolshed.sheds import TOKEN, allowing, http_config, shed_config
 
 pytestmark = pytest.mark.bwrap
 

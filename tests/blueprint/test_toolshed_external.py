@@ -20,7 +20,7 @@ from golem.testing.models import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer
 from tests.agent.external_support import anthropic_credential, cli_image
 from tests.blueprint.repos import make_remote
 from tests.context.toolshed.servers import everything_over_http, recording_proxy
-from tests.context.toolshed.test_http import TOKEN
+from tests.context.toolshed.sheds import TOKEN
 
 BLUEPRINT = """
 name: tools-for-a-cli

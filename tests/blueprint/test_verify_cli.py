@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from tests.blueprint.verify_repos import make_repo, scripted, write
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 
 pytestmark = pytest.mark.bwrap
 
 
 def test_golem_run_exits_5_when_no_check_verified_the_change(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     reachable_dir: Path,
     tmp_path: Path,
 ) -> None:

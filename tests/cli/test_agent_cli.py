@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 
 pytestmark = pytest.mark.bwrap
 
@@ -35,7 +35,7 @@ def unittest_passes(repo: Path) -> bool:
 
 
 def test_agent_fixes_a_directory_and_changes_only_what_it_edited(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
 ) -> None:
     before = snapshot(repo)
@@ -52,7 +52,7 @@ def test_agent_fixes_a_directory_and_changes_only_what_it_edited(
 
 
 def test_links_the_directory_already_had_do_not_stop_the_copy_back(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
     tmp_path: Path,
 ) -> None:
@@ -73,7 +73,7 @@ def test_links_the_directory_already_had_do_not_stop_the_copy_back(
 
 
 def test_a_real_repository_works_and_its_credentials_never_enter_the_box(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
     tmp_path: Path,
 ) -> None:
@@ -112,7 +112,7 @@ def test_a_real_repository_works_and_its_credentials_never_enter_the_box(
 
 
 def test_agent_dry_run_shows_the_diff_and_changes_nothing(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
 ) -> None:
     before = snapshot(repo)
@@ -126,7 +126,7 @@ def test_agent_dry_run_shows_the_diff_and_changes_nothing(
 
 
 def test_files_git_ignores_do_not_come_back(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
     tmp_path: Path,
 ) -> None:
@@ -149,7 +149,7 @@ def test_files_git_ignores_do_not_come_back(
 
 
 def test_a_run_that_exhausts_its_budget_exits_1_and_says_why(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
 ) -> None:
     done = golem(
@@ -161,7 +161,7 @@ def test_a_run_that_exhausts_its_budget_exits_1_and_says_why(
 
 
 def test_trajectory_show_renders_a_recorded_run(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
     tmp_path: Path,
 ) -> None:
@@ -187,7 +187,7 @@ def test_trajectory_show_renders_a_recorded_run(
     ],
 )
 def test_bad_agent_input_is_one_line_exit_2(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     args: list[str],
     message: bytes,
 ) -> None:
@@ -198,7 +198,7 @@ def test_bad_agent_input_is_one_line_exit_2(
 
 
 def test_a_temporary_directory_inside_the_workspace_is_refused_before_any_box(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     repo: Path,
 ) -> None:
     (repo / "tmp").mkdir()

@@ -12,32 +12,12 @@ from pathlib import Path
 import pytest
 
 from golem.sandbox import ExecResult
+from tests.cli.invoke import golem
 from tests.cli.terminal import read_until
 from tests.sandbox.binary_output import ERR_PAYLOAD, PAYLOAD, WRITER
 from tests.sandbox.nethosts import NetHosts
 
 pytestmark = pytest.mark.bwrap
-
-
-@pytest.fixture
-def golem_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
-    env.update(GOLEM_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
-    return env
-
-
-def golem(
-    env: dict[str, str], *args: str, stdin: bytes = b"", cwd: Path | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "golem", *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        cwd=cwd,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_exec_streams_output_and_exits_with_the_box_exit_code(golem_env: dict[str, str]) -> None:

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 from golem.testing.github_app_server import AppAuthority
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 
 TOKEN = b"glpat-cliTest0123456789abcdef"
 
 
 def test_a_gitlab_token_is_set_listed_and_removed_beside_a_github_one(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     env = golem_env
     for forge, token in (("gitlab", TOKEN), ("github", b"ghp_cliTest0123456789")):
@@ -37,7 +37,7 @@ def test_a_gitlab_token_is_set_listed_and_removed_beside_a_github_one(
 
 
 def test_a_github_app_is_kept_from_its_key_file_and_a_file_that_is_no_key_is_refused(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     app = AppAuthority(42)
@@ -59,7 +59,7 @@ def test_a_github_app_is_kept_from_its_key_file_and_a_file_that_is_no_key_is_ref
 
 
 def test_a_gitlab_oauth_grant_is_kept_from_its_variables(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     env = {**golem_env, "CLI_TEST_REFRESH": "oauth-refresh-0123456789", "CLI_TEST_SECRET": "s3"}
     args = ("credentials", "set", "--tenant", "acme", "--forge", "gitlab")

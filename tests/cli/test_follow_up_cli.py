@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.blueprint.repos import EXAMPLES, git, make_remote
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 
 pytestmark = pytest.mark.bwrap
 
@@ -18,7 +18,7 @@ ANSWER = f"scripted:{Path(__file__).parents[1] / 'blueprint' / 'scripts' / 'foll
 
 
 def test_golem_run_pr_follows_up_the_pull_request_and_runs_show_links_the_runs(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -41,7 +41,7 @@ def test_golem_run_pr_follows_up_the_pull_request_and_runs_show_links_the_runs(
     assert f"follow-up: {child['id']} · succeeded" in shown
 
 
-def test_golem_run_pr_refuses_an_issue_too(golem_env: dict[str, str]) -> None:  # noqa: F811
+def test_golem_run_pr_refuses_an_issue_too(golem_env: dict[str, str]) -> None:
     done = golem(golem_env, "run", "--repo", ".", "--pr", "1", "--issue", "x.md")
     assert done.returncode != 0
     assert b"--pr follows up a pull request: give --task, not --issue" in done.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.blueprint.repos import make_remote
-from tests.cli.test_snapshots_cli import golem
+from tests.cli.invoke import golem_in
 
 pytestmark = pytest.mark.bwrap
 
@@ -19,13 +19,13 @@ def test_golem_prepare_makes_the_prepared_snapshot_and_replaces_it_when_run_agai
 ) -> None:
     remote = make_remote(reachable_dir)
     state = tmp_path / "state"
-    made = golem(state, "prepare", "--repo", str(remote), "--branch", "main")
+    made = golem_in(state, "prepare", "--repo", str(remote), "--branch", "main")
     assert made.returncode == 0, made.stderr
-    first = json.loads(golem(state, "snapshots", "ls", "--json").stdout)
+    first = json.loads(golem_in(state, "snapshots", "ls", "--json").stdout)
     assert [s["name"][:9] for s in first] == ["prepared-"]
-    again = golem(state, "prepare", "--repo", str(remote))
+    again = golem_in(state, "prepare", "--repo", str(remote))
     assert again.returncode == 0, again.stderr
-    second = json.loads(golem(state, "snapshots", "ls", "--json").stdout)
+    second = json.loads(golem_in(state, "snapshots", "ls", "--json").stdout)
     assert [s["name"] for s in second] == [first[0]["name"]]
 
 
@@ -34,7 +34,7 @@ def test_golem_prepare_of_a_branch_that_does_not_exist_fails_saying_so(
 ) -> None:
     remote = make_remote(reachable_dir)
     state = tmp_path / "state"
-    done = golem(state, "prepare", "--repo", str(remote), "--branch", "nowhere")
+    done = golem_in(state, "prepare", "--repo", str(remote), "--branch", "nowhere")
     assert done.returncode == 1
     assert "nowhere" in done.stdout + done.stderr
-    assert json.loads(golem(state, "snapshots", "ls", "--json").stdout) == []
+    assert json.loads(golem_in(state, "snapshots", "ls", "--json").stdout) == []

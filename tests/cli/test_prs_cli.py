@@ -12,7 +12,7 @@ from pathlib import Path
 
 from golem.forge import LocalForge, PullRequestDraft
 from golem.store import SqlStore
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 
 LONG = "x = " + " + ".join(f"value_{n}" for n in range(40))
 DIFF = (
@@ -39,7 +39,7 @@ def open_pull_request(env: dict[str, str], diff: str) -> int:
 
 
 def test_prs_show_prints_long_diff_lines_whole_on_a_narrow_terminal(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     number = open_pull_request(golem_env, DIFF)
     shown = golem({**golem_env, "COLUMNS": "40"}, "prs", "show", str(number))
@@ -51,7 +51,7 @@ def test_prs_show_prints_long_diff_lines_whole_on_a_narrow_terminal(
 
 
 def test_prs_show_on_a_terminal_keeps_long_lines_and_drops_escape_sequences(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     number = open_pull_request(golem_env, DIFF)
     leader, follower = pty.openpty()

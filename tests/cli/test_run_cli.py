@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 
 pytestmark = pytest.mark.bwrap
 
@@ -57,7 +57,7 @@ def run_id_in(progress: str) -> str:
 
 
 def test_golem_run_opens_a_pr_that_prs_ls_and_show_list(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     remote: Path,
 ) -> None:
     done = golem(golem_env, "run", "--repo", str(remote), "--task", TASK, "--model", FIX)
@@ -77,7 +77,7 @@ def test_golem_run_opens_a_pr_that_prs_ls_and_show_list(
 
 
 def test_golem_runs_cancel_stops_a_running_run_and_leaves_no_box(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     remote: Path,
 ) -> None:
     with start_run(golem_env, "--repo", str(remote), "--task", TASK, "--model", SLOW) as process:
@@ -91,7 +91,7 @@ def test_golem_runs_cancel_stops_a_running_run_and_leaves_no_box(
 
 
 def test_a_killed_run_resumes_and_commits_once(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     remote: Path,
     reachable_dir: Path,
 ) -> None:
@@ -123,7 +123,7 @@ def test_a_killed_run_resumes_and_commits_once(
 
 
 def test_resuming_a_run_whose_runner_lives_is_refused(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     remote: Path,
 ) -> None:
     with start_run(golem_env, "--repo", str(remote), "--task", TASK, "--model", SLOW) as process:
@@ -153,7 +153,7 @@ def test_resuming_a_run_whose_runner_lives_is_refused(
     ],
 )
 def test_bad_run_input_is_one_line_exit_2(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     args: list[str],
     message: bytes,
 ) -> None:
@@ -164,7 +164,7 @@ def test_bad_run_input_is_one_line_exit_2(
 
 
 def test_blueprint_show_and_validate(
-    golem_env: dict[str, str],  # noqa: F811
+    golem_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     shown = golem(golem_env, "blueprint", "show").stdout.decode()

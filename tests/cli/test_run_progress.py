@@ -11,7 +11,7 @@ from golem.blueprint import RunState
 from golem.blueprint.events import CheckFinished
 from golem.cli.run_progress import RunProgress, print_report
 from tests.blueprint.outcomes import OOM, result, with_outcomes
-from tests.cli.test_runs_control_cli import new_run
+from tests.cli.stored_runs import new_run
 
 
 def console() -> tuple[Console, io.StringIO]:

@@ -4,60 +4,13 @@ too, and a gate is answered once."""
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
-from golem.blueprint import RunBook, RunRequest, RunState
-from golem.blueprint.events import RunEvent
 from golem.blueprint.state import AttemptRecord, GateState
-from golem.store import SqlStore
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
-
-
-def _url(env: dict[str, str]) -> str:
-    return f"sqlite:///{Path(env['GOLEM_STATE_DIR']) / 'golem.db'}"
-
-
-def keep(env: dict[str, str], state: RunState) -> None:
-    """Put ``state`` in the store of ``golem``'s state directory."""
-
-    async def create() -> None:
-        Path(env["GOLEM_STATE_DIR"]).mkdir(parents=True, exist_ok=True)
-        store = await SqlStore.connect(_url(env))
-        try:
-            await RunBook(store).create(state)
-        finally:
-            await store.close()
-
-    asyncio.run(create())
-
-
-def kept(env: dict[str, str], run_id: str) -> tuple[RunState, list[RunEvent]]:
-    """The run as the store has it now, and its events."""
-
-    async def read() -> tuple[RunState, list[RunEvent]]:
-        store = await SqlStore.connect(_url(env))
-        try:
-            book = RunBook(store)
-            state = await book.load(run_id)
-            assert state is not None
-            return state, [event for _, event in await book.events(run_id)]
-        finally:
-            await store.close()
-
-    return asyncio.run(read())
-
-
-def new_run(run_id: str, **fields: object) -> RunState:
-    request = RunRequest(repo="/srv/repo", task="fix it")
-    return RunState.model_validate(
-        {"id": run_id, "request": request, "blueprint": "minion", "blueprint_source": "",
-         **fields}
-    )  # fmt: skip
+from tests.cli.invoke import golem
+from tests.cli.stored_runs import keep, kept, new_run
 
 
 def test_cancelling_a_queued_run_ends_it_with_its_run_end(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     keep(golem_env, new_run("run-queued"))
     cancelled = golem(golem_env, "runs", "cancel", "run-queued")
@@ -71,7 +24,7 @@ def test_cancelling_a_queued_run_ends_it_with_its_run_end(
 
 
 def test_a_gate_is_answered_once_from_the_command_line(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     gate = GateState(node="approve", message="ship it?", asked=1.0, deadline=None)
     keep(golem_env, new_run("run-waiting", status="waiting", gate=gate))
@@ -87,7 +40,7 @@ def test_a_gate_is_answered_once_from_the_command_line(
 
 
 def test_a_run_that_is_not_there_is_a_clear_error(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     missing = golem(golem_env, "runs", "approve", "run-nope")
     assert missing.returncode == 2
@@ -95,7 +48,7 @@ def test_a_run_that_is_not_there_is_a_clear_error(
 
 
 def test_runs_show_lists_a_runs_attempts_with_their_verdicts_as_text(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     attempts = [
         AttemptRecord(number=1, status="won", diff_lines=2, cost_usd=0.25,

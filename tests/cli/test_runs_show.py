@@ -14,15 +14,15 @@ from golem.core.isolation import Isolation
 from golem.forge import PullRequest
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
-from tests.cli.test_runs_control_cli import _url, keep, new_run
+from tests.cli.invoke import golem
+from tests.cli.stored_runs import keep, new_run, store_url
 
 
 def append(env: dict[str, str], event: RunEvent) -> None:
     """Add ``event`` to its run in the store of ``golem``'s state directory."""
 
     async def add() -> None:
-        store = await SqlStore.connect(_url(env))
+        store = await SqlStore.connect(store_url(env))
         try:
             await RunBook(store).append(event)
         finally:
@@ -32,7 +32,7 @@ def append(env: dict[str, str], event: RunEvent) -> None:
 
 
 def test_runs_show_tells_every_result_and_why(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     state = with_outcomes(new_run("run-shown", status="escalated", base="main"))
     cached = {"dependencies": "python-3f2a9c", "dependencies_cached": True}
@@ -54,7 +54,7 @@ def test_runs_show_tells_every_result_and_why(
 
 
 def test_runs_show_gives_each_ci_round_and_each_steps_cost(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     steps = [
         NodeRecord(node="ship", kind="host", outcome="success", started=1.0, ended=2.0),
@@ -82,7 +82,7 @@ def test_runs_show_gives_each_ci_round_and_each_steps_cost(
 
 
 def test_runs_show_prints_no_escape_or_hidden_character_whatever_the_run_holds(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     """Text a run keeps but golem did not write (a forge's names, a repository's commands,
     a box's test names, an error) as an older golem may have stored it: printed plain."""
@@ -111,7 +111,7 @@ def test_runs_show_prints_no_escape_or_hidden_character_whatever_the_run_holds(
 
 
 def test_runs_show_says_what_isolation_the_runs_box_got_or_the_tier_it_waits_for(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     got = Isolation(tier="microvm", backend="microvm", accel="tcg")
     keep(golem_env, new_run("run-isolated", status="succeeded", tier="microvm", isolation=got))
@@ -124,7 +124,7 @@ def test_runs_show_says_what_isolation_the_runs_box_got_or_the_tier_it_waits_for
 
 
 def test_runs_ls_lists_each_run_as_its_state_says(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     keep(golem_env, new_run("run-listed", status="running", current="verify",
                             title="[bold]fix[/] the parser", cost_usd=0.25))  # fmt: skip
@@ -139,7 +139,7 @@ def test_runs_ls_lists_each_run_as_its_state_says(
 
 
 def test_runs_show_says_which_prepared_snapshot_the_runs_box_started_from_or_none(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     started = PreparedStart(name="prepared-abc", digest="d" * 64, commit="c" * 40)
     keep(golem_env, new_run("run-prepared", status="succeeded", started_from=started))

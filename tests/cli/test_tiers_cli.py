@@ -18,14 +18,14 @@ import pytest
 from golem.core import load_config
 from golem.sandbox import LocalEngine
 from golem.sandbox.backends.gvisor.runsc import PLATFORMS
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 from tests.conftest import microvm_accel, microvm_image
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.gvisor]
 
 
 def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_work(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     absent = {**golem_env, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
     wanted = ("process", "docker", "gvisor")
@@ -54,7 +54,7 @@ def test_the_doctor_starts_a_box_of_each_backend_and_says_why_the_others_do_not_
 
 @pytest.mark.microvm
 def test_the_doctor_boots_a_microvm_whose_kernel_is_its_own_and_says_its_accelerator(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     microvm_image()  # golem's devbox, where the backend looks for it (bootstrapped once)
     done = golem(golem_env, "doctor", "--json", "--backend", "microvm")
@@ -69,7 +69,7 @@ def test_the_doctor_boots_a_microvm_whose_kernel_is_its_own_and_says_its_acceler
 
 
 def test_the_doctor_refuses_a_backend_it_does_not_know_naming_those_it_does(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     done = golem(golem_env, "doctor", "--backend", "kata")
     assert done.returncode == 2
@@ -78,7 +78,7 @@ def test_the_doctor_refuses_a_backend_it_does_not_know_naming_those_it_does(
 
 
 def test_exec_asks_for_a_tier_and_one_no_backend_serves_is_refused_saying_what_to_configure(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     served = golem(golem_env, "exec", "--tier", "container", "--", "echo", "boxed")
     assert (served.returncode, served.stdout) == (0, b"boxed\n")
@@ -91,7 +91,7 @@ def test_exec_asks_for_a_tier_and_one_no_backend_serves_is_refused_saying_what_t
 
 
 def test_the_doctor_warns_of_a_tier_served_by_a_weaker_backend(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "golem.toml"
@@ -105,7 +105,7 @@ def test_the_doctor_warns_of_a_tier_served_by_a_weaker_backend(
 
 
 def test_exec_json_says_the_runsc_platform_and_flags_golem_chose(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     done = golem(golem_env, "exec", "--backend", "gvisor", "--json", "--", "true")
     assert done.returncode == 0, done.stderr
@@ -117,7 +117,7 @@ def test_exec_json_says_the_runsc_platform_and_flags_golem_chose(
 
 
 async def test_sessions_ls_shows_a_gvisor_boxs_platform_and_its_json_the_flags(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     settings = {
         "state_dir": golem_env["GOLEM_STATE_DIR"],

@@ -27,10 +27,7 @@ from golem.testing.github_server import (
     secondary_rate_limited,
 )
 from golem.testing.wire import Reply
-
-TOKEN = "ghp_golemForgeTest0123456789abcdef"  # noqa: S105 (a test token)
-TOKEN_ENV = "GOLEM_TEST_GITHUB_TOKEN"  # noqa: S105 (a variable's name)
-REPO = "octo/demo"
+from tests.forge.github_kit import REPO, TOKEN, TOKEN_ENV, make
 
 
 @pytest.fixture
@@ -39,12 +36,6 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     with GitHubServer(token=TOKEN) as server:
         yield server
-
-
-def make(server: GitHubServer, *, labels: tuple[str, ...] = (), **kwargs: object) -> GitHubForge:
-    """A forge on ``server`` that retries twice without waiting."""
-    config = GitHubConfig(api_url=server.api_url, token_env=TOKEN_ENV, max_retries=2)
-    return GitHubForge(config, labels=labels, backoff=0, **kwargs)  # type: ignore[arg-type]
 
 
 def draft(**overrides: object) -> PullRequestDraft:

@@ -15,7 +15,7 @@ from golem.forge.github_ci import clean_log, log_excerpt
 from golem.testing.github_ci_server import commit_file
 from golem.testing.github_server import GitHubServer, github_error
 from tests.forge.conftest import git
-from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
+from tests.forge.github_kit import REPO, TOKEN, TOKEN_ENV, make
 
 SHA = "a" * 40
 ESC = "\x1b"

@@ -13,7 +13,7 @@ from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, ForgeRe
 from golem.forge.config import GitHubConfig
 from golem.forge.github import GitHubForge
 from golem.testing.github_server import GitHubServer, Reply, github_error
-from tests.forge.test_github import REPO, TOKEN, TOKEN_ENV, make
+from tests.forge.github_kit import REPO, TOKEN, TOKEN_ENV, make
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from golem.core.spec import BoxSpec
 from golem.sandbox import Box, LocalEngine
 from golem.sandbox.backends.microvm.engine_disk import engine_disk
 from golem.sandbox.pool import shape_of
-from tests.cli.test_cli import golem, golem_env  # noqa: F401 - the fixture, shared
+from tests.cli.invoke import golem
 from tests.conftest import CONTAINERS_TIMEOUT, PODMAN_SOCKET, SHARED_LOOP, SYNC_ON_SHARED_LOOP
 from tests.sandbox.minimal_image import _copy, _libraries, build_minimal_image
 
@@ -169,7 +169,7 @@ def test_a_box_with_containers_never_goes_to_the_warm_pool() -> None:
 
 @SYNC_ON_SHARED_LOOP
 def test_golem_exec_containers_on_the_process_backend_says_to_ask_for_microvm(
-    golem_env: dict[str, str],  # noqa: F811 - the fixture
+    golem_env: dict[str, str],
 ) -> None:
     done = golem(golem_env, "exec", "--backend", "process", "--containers", "--", "true")
     assert done.returncode != 0

@@ -45,9 +45,9 @@ from golem.sandbox.supervisor.box.portmux import (
     WINDOW,
     frame,
 )
+from tests.cli.invoke import isolated_env
 from tests.conftest import SHARED_LOOP, SYNC_ON_SHARED_LOOP, backend_settings
 from tests.sandbox.minimal_image import build_minimal_image
-from tests.sandbox.test_prune import isolated_env
 
 pytestmark = [pytest.mark.microvm, SHARED_LOOP]
 

@@ -15,6 +15,7 @@ import pytest
 from golem.core import GolemConfig
 from golem.sandbox import Engine, LocalEngine
 from golem.sandbox.records import BoxRecord, process_alive
+from tests.cli.invoke import isolated_env
 
 pytestmark = pytest.mark.bwrap
 
@@ -45,18 +46,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def isolated_env(config: GolemConfig, home: Path) -> dict[str, str]:
-    """The environment of a golem process with ``config``'s state directory and backend,
-    and no config files."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
-    env |= {"GOLEM_STATE_DIR": str(config.state_dir), "XDG_CONFIG_HOME": str(home)}
-    backend = config.engine.backend
-    env["GOLEM_ENGINE__BACKEND__TYPE"] = backend.type
-    if backend.type == "gvisor":
-        env["GOLEM_ENGINE__BACKEND__CGROUPS"] = backend.cgroups
-    return env
 
 
 def start_owner(config: GolemConfig, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -16,7 +16,7 @@ from golem.blueprint.state import AttemptRecord, CIRound, NodeRecord
 from golem.checks import CheckResult
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
-from tests.cli.test_runs_control_cli import new_run
+from tests.cli.stored_runs import new_run
 from tests.service.served import Served, fresh_tenant
 from tests.service.test_dashboard import (  # noqa: F401 - the fixtures of the dashboard tests
     browser,

@@ -20,7 +20,7 @@ from golem.context.toolshed import Toolshed
 from golem.core.config import GolemConfig
 from golem.sandbox import Box
 from tests.context.toolshed.servers import EVERYTHING, copy_into, entry
-from tests.context.toolshed.test_stdio import shed_config
+from tests.context.toolshed.sheds import shed_config
 
 pytestmark = pytest.mark.bwrap
 

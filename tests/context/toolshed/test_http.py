@@ -5,7 +5,6 @@ its header (seen by the server, through a recording relay) and nowhere else."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 
@@ -14,19 +13,9 @@ from golem.core.config import GolemConfig, load_config
 from golem.core.errors import ConfigError, ToolshedError
 from golem.sandbox import Engine
 from tests.context.toolshed.servers import RecordingProxy, everything_over_http, recording_proxy
+from tests.context.toolshed.sheds import TOKEN, allowing, http_config
 
 pytestmark = pytest.mark.bwrap
-
-TOKEN = "mcp-token-0b6d2f9e4c1a"  # noqa: S105 - a test value
-
-
-def http_config(config: GolemConfig, url: str, **server: Any) -> GolemConfig:
-    data = config.model_dump(mode="json", exclude_unset=True)
-    data["credentials"] = [
-        {"name": "tracker", "host": r"^127\.0\.0\.1$", "env": "TRACKER_TOKEN", "value": TOKEN}
-    ]
-    data["toolshed"] = {"servers": [{"name": "every", "url": url, **server}]}
-    return load_config(data, files=[])
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +28,6 @@ def http_port() -> Iterator[int]:
 async def proxy(http_port: int) -> AsyncIterator[RecordingProxy]:
     async with recording_proxy(http_port) as proxy:
         yield proxy
-
-
-def allowing(port: int) -> dict[str, Any]:
-    return {"egress": {"allow_cidrs": ["127.0.0.1/32"], "ports": [port]}}
 
 
 async def test_the_server_gets_the_brokered_credential_and_the_model_never_sees_it(

@@ -19,7 +19,7 @@ from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.context.toolshed.servers import RecordingProxy, everything_over_http, recording_proxy
-from tests.context.toolshed.test_http import TOKEN, http_config
+from tests.context.toolshed.sheds import TOKEN, http_config
 
 pytestmark = pytest.mark.bwrap
 

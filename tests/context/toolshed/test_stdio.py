@@ -5,23 +5,17 @@ dies gives a clear tool error and stays broken for the run."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 
 from golem.context.toolshed import Toolshed
-from golem.core.config import GolemConfig, load_config
+from golem.core.config import GolemConfig
 from golem.core.errors import ToolshedError
 from golem.sandbox import Box
 from tests.context.toolshed.servers import EVERYTHING, MEMORY, TIME, copy_into, entry
+from tests.context.toolshed.sheds import shed_config
 
 pytestmark = pytest.mark.bwrap
-
-
-def shed_config(config: GolemConfig, **servers: dict[str, Any]) -> GolemConfig:
-    data = config.model_dump(mode="json", exclude_unset=True)
-    data["toolshed"] = {"servers": [{"name": name, **s} for name, s in servers.items()]}
-    return load_config(data, files=[])
 
 
 @pytest.fixture
