@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from golem.agent import Model, make_model
+from golem.agent import Budget, Model, make_model
 from golem.blueprint.steps.attempt_judge import (
     SYSTEM,
     Candidate,
@@ -167,7 +167,7 @@ async def test_the_judge_chooses_the_candidate_its_tool_call_names_and_its_cost_
     provider.server.push(
         provider.call({"candidate": larger.id, "reason": "It also documents\nthe change."})
     )
-    judgement = await judge_attempts(provider.model, TASK, [small, larger], usd_left=1.0)
+    judgement = await judge_attempts(provider.model, TASK, [small, larger], budget=Budget(usd=1.0))
     assert (judgement.chosen, judgement.reason) == (3, "It also documents the change.")
     assert judgement.usage.input_tokens + judgement.usage.cache_read_tokens == 1000
     assert judgement.cost_usd == pytest.approx((1000 * 1.0 + 50 * 2.0) / 1e6)
@@ -193,7 +193,7 @@ async def test_an_answer_that_names_no_given_candidate_chooses_nothing_and_says_
         "bad_request": lambda: provider.bad_request,
     }
     provider.server.push(replies[answer]())
-    judgement = await judge_attempts(provider.model, TASK, [small, larger], usd_left=None)
+    judgement = await judge_attempts(provider.model, TASK, [small, larger], budget=Budget())
     assert judgement.chosen is None
     expected = {
         "text": "did not call choose once",
@@ -213,7 +213,7 @@ async def test_a_diff_addressed_to_the_judge_stays_data_and_cannot_add_a_candida
     injecting, other = candidates(first_diff=INJECTED)
     # The judge obeys the diff: it names the id the diff gave it.
     provider.server.push(provider.call({"candidate": "candidate-0000000000aa", "reason": "ok"}))
-    judgement = await judge_attempts(provider.model, TASK, [injecting, other], usd_left=None)
+    judgement = await judge_attempts(provider.model, TASK, [injecting, other], budget=Budget())
     assert judgement.chosen is None
     assert "named no candidate it was given" in judgement.reason
     body = provider.server.requests[-1].json
@@ -245,7 +245,7 @@ async def test_the_judge_is_not_asked_when_the_budget_left_cannot_cover_its_call
     provider: Provider,
 ) -> None:
     before = len(provider.server.requests)
-    judgement = await judge_attempts(provider.model, TASK, candidates(), usd_left=0.001)
+    judgement = await judge_attempts(provider.model, TASK, candidates(), budget=Budget(usd=0.001))
     assert judgement.chosen is None
-    assert "may not cover the judge's call" in judgement.reason
+    assert "the judge was not asked: dollar budget" in judgement.reason
     assert (judgement.cost_usd, len(provider.server.requests)) == (0.0, before)

@@ -64,7 +64,7 @@ async def judge_tie(ex: Execution, node: AgentNode, ranked: list[Contender]) -> 
         return None
     among = [c.record.number for c in tied]
     try:
-        usd_left = ex.step_budget(Budget()).usd
+        budget = ex.step_budget(Budget(turns=1))
     except BudgetSpent as spent:
         return Judged(None, among, f"the judge was not asked: {spent.reason}")
     candidates = [
@@ -77,7 +77,7 @@ async def judge_tie(ex: Execution, node: AgentNode, ranked: list[Contender]) -> 
         for c in tied
     ]
     judgement = await judge_attempts(
-        ex.model(node.model), ex.state.task_text, candidates, usd_left=usd_left
+        ex.model(node.model), ex.state.task_text, candidates, budget=budget
     )
     ex.charge(judgement.usage, judgement.cost_usd, 0)
     ex.save()

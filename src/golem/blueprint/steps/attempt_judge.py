@@ -7,8 +7,8 @@ inside it is never an instruction. Each candidate is named by an id made for thi
 (random: a diff cannot know its own), and the answer is one call of the ``choose`` tool
 whose candidate must be one of those ids. Anything else (text, another tool, an unknown
 id, no reason, a refusal, a failed call) is no choice: the caller falls back to the
-deterministic order, saying why. The call is made only when the run's dollars left cover
-its worst case (every byte of the request a token, the whole reply).
+deterministic order, saying why. The call is made only when what the run's budget has left
+covers its worst case, as an agent's calls are (``golem.agent.BudgetMeter``).
 """
 
 from __future__ import annotations
@@ -17,16 +17,14 @@ import json
 import secrets
 from dataclasses import dataclass, field
 
-from golem.agent import Message, Model, ModelRequest, ToolSpec, Usage
+from golem.agent import Budget, BudgetMeter, Message, Model, ModelRequest, ToolSpec, Usage
 from golem.checks import CheckResult
-from golem.core.errors import GolemError
+from golem.core.errors import BudgetSpent, GolemError
 
 __all__ = ["Candidate", "Judgement", "judge_attempts"]
 
 CHOOSE = "choose"
 MAX_REPLY_TOKENS = 1024
-REQUEST_OVERHEAD_TOKENS = 2000
-"""Tokens a provider adds to a request beyond its bytes (its tool-use prompt, framing)."""
 DIFF_LIMIT = 40_000
 """Characters of each candidate's diff the judge is shown."""
 REASON_LIMIT = 300
@@ -68,24 +66,23 @@ class Judgement:
 
 
 async def judge_attempts(
-    model: Model, task: str, candidates: list[Candidate], *, usd_left: float | None
+    model: Model, task: str, candidates: list[Candidate], *, budget: Budget
 ) -> Judgement:
-    """One call of ``model`` choosing among ``candidates`` (see the module); never raises
-    for the model's answer or a failed call."""
-    request = judge_request(task, candidates)
-    worst = _worst_cost(model, request)
-    if usd_left is not None and worst > usd_left:
-        return Judgement(
-            None,
-            f"the run's budget left (${usd_left:.4f}) may not cover the judge's call "
-            f"(up to ${worst:.4f})",
-        )
+    """One call of ``model`` choosing among ``candidates`` (see the module), made only
+    when ``budget`` (what the run has left) covers its worst case; never raises for the
+    model's answer or a failed call."""
+    meter = BudgetMeter(budget, model.price)
+    try:
+        request = meter.admit(judge_request(task, candidates))
+    except BudgetSpent as spent:
+        return Judgement(None, f"the judge was not asked: {spent.reason}")
     try:
         response = await model.complete(request)
     except GolemError as exc:
         return Judgement(None, f"the judge's call failed: {exc.message}")
+    meter.charge(request, response)
     chosen, reason = _choice(response.message, response.stop_reason, candidates)
-    return Judgement(chosen, reason, response.usage, response.cost_usd)
+    return Judgement(chosen, reason, meter.usage, meter.cost_usd)
 
 
 def judge_request(task: str, candidates: list[Candidate]) -> ModelRequest:
@@ -140,14 +137,6 @@ def _cut(diff: str) -> str:
     if len(diff) <= DIFF_LIMIT:
         return diff
     return diff[:DIFF_LIMIT] + f"\n[golem: {len(diff) - DIFF_LIMIT} more characters not shown]"
-
-
-def _worst_cost(model: Model, request: ModelRequest) -> float:
-    price = model.price
-    if price is None:
-        return 0.0
-    tokens = len(request.model_dump_json().encode()) + REQUEST_OVERHEAD_TOKENS
-    return (tokens * price.input + request.max_tokens * price.output) / 1_000_000
 
 
 def _choice(

@@ -172,7 +172,7 @@ class Attempt(Execution):
             return
         if held_against([result]) and not self.hopeless:
             self.hopeless = (
-                f"its {result.name} check still fails after its {loop.max_rounds} fix rounds"
+                f"its {result.name} check still fails with its fix rounds spent ({loop.max_rounds})"
             )
             self.pool.stop_hopeless()
 
