@@ -16,7 +16,7 @@ from golem.blueprint.execution import Execution
 from golem.blueprint.model import AgentNode
 from golem.blueprint.state import AttemptRecord
 from golem.blueprint.steps.attempt_judge import Candidate, judge_attempts
-from golem.core.errors import BudgetSpent
+from golem.core.errors import BudgetSpent, GolemError
 from golem.forge import GitRepo
 
 __all__ = ["Contender", "Judged", "judge_tie", "rank", "why_lost", "why_won"]
@@ -67,15 +67,20 @@ async def judge_tie(ex: Execution, node: AgentNode, ranked: list[Contender]) -> 
         budget = ex.step_budget(Budget(turns=1))
     except BudgetSpent as spent:
         return Judged(None, among, f"the judge was not asked: {spent.reason}")
-    candidates = [
-        Candidate(
-            number=c.record.number,
-            diff=await c.repo.worktree_diff(),
-            diff_lines=c.record.diff_lines or 0,
-            checks=c.record.checks,
+    try:
+        candidates = [
+            Candidate(
+                number=c.record.number,
+                diff=await c.repo.worktree_diff(),
+                diff_lines=c.record.diff_lines or 0,
+                checks=c.record.checks,
+            )
+            for c in tied
+        ]
+    except GolemError as exc:
+        return Judged(
+            None, among, f"the judge was not asked: a diff could not be read: {exc.message}"
         )
-        for c in tied
-    ]
     judgement = await judge_attempts(
         ex.model(node.model), ex.state.task_text, candidates, budget=budget
     )
