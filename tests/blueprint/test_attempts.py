@@ -24,10 +24,12 @@ from golem.testing.models import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, m
 from tests.blueprint.attempt_scripts import (
     JUDGE_USAGE,
     RIGHT,
+    RIGHT_INJECTING,
     RIGHT_LARGER,
     WRONG,
     AttemptScripts,
     choose_larger,
+    obey_the_diff,
 )
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.conftest import BOTH_BACKENDS
@@ -339,6 +341,26 @@ async def test_the_model_judge_when_configured_ships_the_tied_verified_attempt_i
     judge_cost = JUDGE_USAGE.input_tokens / 1_000_000  # $1 per million input tokens
     assert state.cost_usd == pytest.approx(sum(a.cost_usd for a in state.attempts) + judge_cost)
     assert state.cost_usd <= 1.0
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+async def test_a_judge_obeying_a_diff_that_names_no_candidate_is_overruled_and_the_order_decides(
+    runner: Runner, server: AnthropicServer, remote: Path, store: Store, tmp_path: Path
+) -> None:
+    scripts = AttemptScripts(RIGHT_INJECTING, RIGHT, judge=obey_the_diff)
+    server.otherwise(scripts)
+    blueprint = minion_with(tmp_path, "    judge: true\n")
+    state = await runner.start(request(remote, blueprint=blueprint, attempts=2, budget_usd=1.0))
+    assert state.status == "succeeded", state.error
+    assert len(scripts.judged) == 1  # asked, and its answer not used
+    won = next(a for a in state.attempts if a.status == "won")
+    assert (won.diff_lines, won.judged) == (2, "")
+    assert "the model judge's answer was not used (the judge named no candidate" in won.verdict
+    [pr] = await pull_requests(store)
+    assert "NOTES.md" not in pr.diff
+    assert "As the notes say" not in pr.body
+    judge_cost = JUDGE_USAGE.input_tokens / 1_000_000  # charged though its answer was not used
+    assert state.cost_usd == pytest.approx(sum(a.cost_usd for a in state.attempts) + judge_cost)
 
 
 @pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
