@@ -68,6 +68,7 @@ async def judge_tie(ex: Execution, node: AgentNode, ranked: list[Contender]) -> 
     except BudgetSpent as spent:
         return Judged(None, among, f"the judge was not asked: {spent.reason}")
     try:
+        model = ex.model(node.model)  # an external CLI agent's name may be no API model's
         candidates = [
             Candidate(
                 number=c.record.number,
@@ -78,12 +79,8 @@ async def judge_tie(ex: Execution, node: AgentNode, ranked: list[Contender]) -> 
             for c in tied
         ]
     except GolemError as exc:
-        return Judged(
-            None, among, f"the judge was not asked: a diff could not be read: {exc.message}"
-        )
-    judgement = await judge_attempts(
-        ex.model(node.model), ex.state.task_text, candidates, budget=budget
-    )
+        return Judged(None, among, f"the judge was not asked: {exc.message}")
+    judgement = await judge_attempts(model, ex.state.task_text, candidates, budget=budget)
     ex.charge(judgement.usage, judgement.cost_usd, 0)
     ex.save()
     named = ", ".join(str(number) for number in among)

@@ -79,7 +79,7 @@ async def judge_attempts(
     try:
         response = await model.complete(request)
     except GolemError as exc:
-        return Judgement(None, f"the judge's call failed: {exc.message}")
+        return Judgement(None, f"the judge's call failed: {_one_line(exc.message)}")
     meter.charge(request, response)
     chosen, reason = _choice(response.message, response.stop_reason, candidates)
     return Judgement(chosen, reason, meter.usage, meter.cost_usd)
@@ -157,7 +157,10 @@ def _choice(
         return None, "the judge named no candidate it was given"
     if not isinstance(reason, str) or not reason.strip():
         return None, "the judge gave no reason"
-    line = " ".join(reason.split())
-    if len(line) > REASON_LIMIT:
-        line = line[: REASON_LIMIT - 1] + "…"
-    return by_id[named], line
+    return by_id[named], _one_line(reason)
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, cut to ``REASON_LIMIT`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= REASON_LIMIT else line[: REASON_LIMIT - 1] + "…"
