@@ -305,6 +305,10 @@ async def test_the_budget_spent_after_one_attempt_verified_ships_it_and_stops_th
     assert await boxes_of(engine, state) == []
 
 
+MINION_IMPLEMENT = "  - id: implement\n    kind: agent\n"
+NO_FIX_ROUNDS = ("    max_rounds: 2\n", "    max_rounds: 0\n")
+
+
 def minion_changed(tmp_path: Path, *changes: tuple[str, str]) -> str:
     """The minion blueprint with each (old, new) text replaced once."""
     source = MINION.read_text()
@@ -322,7 +326,9 @@ async def test_the_model_judge_when_configured_ships_the_tied_verified_attempt_i
 ) -> None:
     scripts = AttemptScripts(WRONG, RIGHT, RIGHT_LARGER, judge=choose_larger)
     server.otherwise(scripts)
-    blueprint = minion_with(tmp_path, "    judge: true\n")
+    blueprint = minion_changed(  # the wrong one's first verification its last
+        tmp_path, (MINION_IMPLEMENT, MINION_IMPLEMENT + "    judge: true\n"), NO_FIX_ROUNDS
+    )
     state = await runner.start(request(remote, blueprint=blueprint, budget_usd=1.0))
     assert state.status == "succeeded", state.error
     [candidates] = scripts.judged  # one call, given the two verified ones only
