@@ -1,6 +1,8 @@
 """Best-of-N runs end to end: several attempts of the minion's implement node, each in a box
 of its own and verified by the calculator's checks, driven by a model on loopback whose
-attempts differ; on the process backend and on docker."""
+attempts differ (and, where configured, a model judge breaking a tie of verified ones); the
+smallest right one shipping and the budget stopping them on the process backend and on
+docker."""
 
 from __future__ import annotations
 
