@@ -21,7 +21,7 @@ from golem.agent import Budget, BudgetMeter, Message, Model, ModelRequest, ToolS
 from golem.checks import CheckResult
 from golem.core.errors import BudgetSpent, GolemError
 
-__all__ = ["Candidate", "Judgement", "judge_attempts"]
+__all__ = ["SYSTEM", "Candidate", "Judgement", "judge_attempts", "judge_request"]
 
 CHOOSE = "choose"
 MAX_REPLY_TOKENS = 1024
