@@ -1,6 +1,8 @@
 """Best-of-N runs end to end: several attempts of the minion's implement node, each in a box
 of its own and verified by the calculator's checks, driven by a model on loopback whose
-attempts differ; on the process backend and on docker."""
+attempts differ (and, where configured, a model judge breaking a tie of verified ones); the
+smallest right one shipping and the budget stopping them on the process backend and on
+docker."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
-from golem.blueprint.events import AgentStep, RunEvent
+from golem.blueprint.events import AgentStep, CheckFinished, RunEvent
+from golem.blueprint.state import AttemptRecord
 from golem.core import GolemConfig
 from golem.core.errors import InvalidRequest
 from golem.forge import LocalForge, PullRequest
@@ -20,7 +23,16 @@ from golem.sandbox import Engine
 from golem.store import SqlStore, Store
 from golem.testing.anthropic_server import AnthropicUsage, error_reply
 from golem.testing.models import ANTHROPIC_KEY_ENV, TEST_KEY, AnthropicServer, models_config
-from tests.blueprint.attempt_scripts import RIGHT, RIGHT_LARGER, WRONG, AttemptScripts
+from tests.blueprint.attempt_scripts import (
+    JUDGE_USAGE,
+    RIGHT,
+    RIGHT_INJECTING,
+    RIGHT_LARGER,
+    WRONG,
+    AttemptScripts,
+    choose_larger,
+    obey_the_diff,
+)
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.conftest import BOTH_BACKENDS
 
@@ -98,15 +110,13 @@ async def test_the_verified_attempt_with_the_smallest_diff_ships_and_the_pr_list
     state = await runner.start(request(remote))
     assert state.status == "succeeded", state.error
     assert state.started_from is None  # no prepared snapshot of this repository
-    by_status = {a.status: a for a in state.attempts}
-    assert sorted(a.status for a in state.attempts) == ["lost", "lost", "won"]
-    won = by_status["won"]
+    [won] = [a for a in state.attempts if a.status == "won"]
     assert (won.diff_lines, won.passing, won.rounds) == (2, 1, 0)
-    lost = sorted(state.attempts, key=lambda a: a.diff_lines or 0)
-    assert [a.diff_lines for a in lost] == [2, 2, 14]  # wrong (2 lines), right, right larger
-    verdicts = " | ".join(a.verdict for a in state.attempts)
-    assert "not verified" in verdicts
-    assert "a larger diff (14 lines)" in verdicts
+    [larger] = [a for a in state.attempts if a.diff_lines == 14]
+    assert larger.status == "lost"
+    assert f"a larger diff (14 lines) than attempt {won.number}" in larger.verdict
+    [wrong] = [a for a in state.attempts if a.number not in (won.number, larger.number)]
+    assert_wrong_cannot_win(wrong)
     assert [step.node for step in state.steps][4:8] == ["baseline", "implement", "verify", "ship"]
     [pr] = await pull_requests(store)
     assert "+    return a + b" in pr.diff
@@ -121,6 +131,19 @@ async def test_the_verified_attempt_with_the_smallest_diff_ships_and_the_pr_list
     for attempt in state.attempts:  # each from the run's box after its setup, not set up again
         assert attempt.prepared.startswith("started from the snapshot of the run's box attempts-")
         assert attempt.prepared.endswith("setup not run again")
+
+
+def assert_wrong_cannot_win(wrong: AttemptRecord) -> None:
+    """The wrong attempt (its checks fail after every fix round) stopped once it could not
+    win: once a check of its last round failed with a right one verified. Had it ended
+    before any right one was verified, it lost to them."""
+    assert wrong.passing == 0
+    if wrong.status == "stopped":
+        assert "stopped: it cannot win: its test check still fails" in wrong.verdict
+        assert "is verified" in wrong.verdict
+    else:
+        assert (wrong.status, wrong.diff_lines) == ("lost", 2)
+        assert wrong.verdict.startswith("not verified, attempt ")
 
 
 def minion_with(tmp_path: Path, implement: str) -> str:
@@ -221,7 +244,12 @@ async def test_a_run_stopped_mid_attempts_resumes_them_and_opens_one_pull_reques
     second = Runner(attempts_config, engine=engine, store=store)
     state = await second.run(submitted.id, resumed=True)
     assert state.status == "succeeded", state.error
-    assert sorted(a.status for a in state.attempts) == ["lost", "lost", "won"]
+    assert [a.status for a in state.attempts].count("won") == 1
+    for attempt in state.attempts:  # a stale request may have taken the wrong script
+        if attempt.status != "won" and not attempt.passing:
+            assert_wrong_cannot_win(attempt)
+        elif attempt.status != "won":
+            assert attempt.status == "lost"
     [pr] = await pull_requests(store)
     assert "NOTES.md" not in pr.diff
     assert "+    return a + b" in pr.diff
@@ -276,4 +304,136 @@ async def test_the_budget_spent_after_one_attempt_verified_ships_it_and_stops_th
     [pr] = await pull_requests(store)
     assert "NOTES.md" not in pr.diff
     assert "| 3 | stopped |" in pr.body
+    assert await boxes_of(engine, state) == []
+
+
+MINION_IMPLEMENT = "  - id: implement\n    kind: agent\n"
+NO_FIX_ROUNDS = ("    max_rounds: 2\n", "    max_rounds: 0\n")
+
+
+def minion_changed(tmp_path: Path, *changes: tuple[str, str]) -> str:
+    """The minion blueprint with each (old, new) text replaced once."""
+    source = MINION.read_text()
+    for old, new in changes:
+        assert old in source
+        source = source.replace(old, new, 1)
+    path = tmp_path / "changed.yaml"
+    path.write_text(source)
+    return str(path)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+async def test_the_model_judge_when_configured_ships_the_tied_verified_attempt_it_chooses(
+    runner: Runner, server: AnthropicServer, remote: Path, store: Store, tmp_path: Path
+) -> None:
+    scripts = AttemptScripts(WRONG, RIGHT, RIGHT_LARGER, judge=choose_larger)
+    server.otherwise(scripts)
+    blueprint = minion_changed(  # the wrong one's first verification its last
+        tmp_path, (MINION_IMPLEMENT, MINION_IMPLEMENT + "    judge: true\n"), NO_FIX_ROUNDS
+    )
+    state = await runner.start(request(remote, blueprint=blueprint, budget_usd=1.0))
+    assert state.status == "succeeded", state.error
+    [candidates] = scripts.judged  # one call, given the two verified ones only
+    assert sorted(c["lines_changed"] for c in candidates) == [2, 14]
+    assert all("+    return a + b" in c["diff"] for c in candidates)
+    won = next(a for a in state.attempts if a.status == "won")
+    assert won.diff_lines == 14
+    assert won.judged == "It documents the fix."
+    assert "the model judge chose it over attempt" in won.verdict
+    smaller = next(a for a in state.attempts if a.diff_lines == 2 and a.passing == 1)
+    assert smaller.status == "lost"
+    assert f"the model judge chose attempt {won.number}" in smaller.verdict
+    [pr] = await pull_requests(store)
+    assert "NOTES.md" in pr.diff
+    assert "the judge: `It documents the fix.`" in pr.body
+    judge_cost = JUDGE_USAGE.input_tokens / 1_000_000  # $1 per million input tokens
+    assert state.cost_usd == pytest.approx(sum(a.cost_usd for a in state.attempts) + judge_cost)
+    assert state.cost_usd <= 1.0
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+async def test_a_judge_obeying_a_diff_that_names_no_candidate_is_overruled_and_the_order_decides(
+    runner: Runner, server: AnthropicServer, remote: Path, store: Store, tmp_path: Path
+) -> None:
+    scripts = AttemptScripts(RIGHT_INJECTING, RIGHT, judge=obey_the_diff)
+    server.otherwise(scripts)
+    blueprint = minion_with(tmp_path, "    judge: true\n")
+    state = await runner.start(request(remote, blueprint=blueprint, attempts=2, budget_usd=1.0))
+    assert state.status == "succeeded", state.error
+    assert len(scripts.judged) == 1  # asked, and its answer not used
+    won = next(a for a in state.attempts if a.status == "won")
+    assert (won.diff_lines, won.judged) == (2, "")
+    assert "the model judge's answer was not used (the judge named no candidate" in won.verdict
+    [pr] = await pull_requests(store)
+    assert "NOTES.md" not in pr.diff
+    assert "As the notes say" not in pr.body
+    judge_cost = JUDGE_USAGE.input_tokens / 1_000_000  # charged though its answer was not used
+    assert state.cost_usd == pytest.approx(sum(a.cost_usd for a in state.attempts) + judge_cost)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+async def test_the_model_judge_is_not_asked_when_the_run_cannot_afford_it_and_the_order_decides(
+    attempts_config: GolemConfig,
+    engine: Engine,
+    server: AnthropicServer,
+    remote: Path,
+    store: Store,
+) -> None:
+    judging = attempts_config.model_copy(
+        update={"engine": attempts_config.engine.model_copy(update={"judge_attempts": True})}
+    )  # the judge configured for every node, none of the minion's saying otherwise
+    runner = Runner(judging, engine=engine, store=store)
+    # Both attempts spend $5 in all, leaving less than the judge's call could cost.
+    scripts = AttemptScripts(RIGHT, RIGHT_LARGER, usage=DOLLAR, judge=choose_larger)
+    server.otherwise(scripts)
+    budget = 5.0005
+    state = await runner.start(request(remote, attempts=2, budget_usd=budget))
+    assert state.status == "succeeded", state.error
+    assert scripts.judged == []
+    won = next(a for a in state.attempts if a.status == "won")
+    assert (won.diff_lines, won.judged) == (2, "")
+    assert "the model judge's answer was not used (the judge was not asked: dollar" in won.verdict
+    assert state.cost_usd == pytest.approx(5.0)
+    [pr] = await pull_requests(store)
+    assert "NOTES.md" not in pr.diff
+
+
+@pytest.mark.parametrize("backend", [pytest.param("process", marks=pytest.mark.bwrap)])
+async def test_an_attempt_that_cannot_be_verified_any_more_stops_at_its_failing_check(
+    attempts_config: GolemConfig,
+    engine: Engine,
+    store: Store,
+    server: AnthropicServer,
+    remote: Path,
+    tmp_path: Path,
+) -> None:
+    one_at_a_time = attempts_config.model_copy(
+        update={"engine": attempts_config.engine.model_copy(update={"attempt_boxes": 1})}
+    )
+    server.otherwise(AttemptScripts(RIGHT, WRONG))
+    blueprint = minion_changed(
+        tmp_path,
+        ("    checks: [lint, build, test]\n", "    checks: [test, 'true']\n"),
+        ("    max_rounds: 2\n", "    max_rounds: 1\n"),
+    )
+    checked: list[tuple[int, str]] = []
+
+    def on_event(event: RunEvent) -> None:
+        if isinstance(event, CheckFinished) and event.node == "verify-attempt2":
+            checked.append((event.round, event.check.name))
+
+    runner = Runner(one_at_a_time, engine=engine, store=store, on_event=on_event)
+    state = await runner.start(request(remote, blueprint=blueprint, attempts=2))
+    assert state.status == "succeeded", state.error
+    assert [a.status for a in state.attempts] == ["won", "stopped"]
+    stopped = state.attempts[1]
+    assert stopped.verdict == (
+        "stopped: it cannot win: its test check still fails with its fix rounds spent (1), "
+        "and attempt 1 is verified"
+    )
+    # Its first verification ran both checks; its last stopped at the failing one.
+    assert ("0", "true") in [(str(r), name) for r, name in checked]
+    assert [name for r, name in checked if r == 1] == ["test"]
+    [pr] = await pull_requests(store)
+    assert "| 2 | stopped |" in pr.body
     assert await boxes_of(engine, state) == []

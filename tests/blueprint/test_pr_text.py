@@ -88,16 +88,35 @@ def test_a_verified_pull_request_has_no_not_verified_section() -> None:
     assert "## What still fails" not in text
 
 
-def test_a_failed_attempts_words_stay_in_their_table_cell_as_code() -> None:
-    said = "exit 1 | injected | cells\n## Heading @channel <b>x</b>"
+SAID = "exit 1 | injected | cells\n## Heading @channel <b>x</b>"
+"""Words a box or a model wrote, trying to leave their table cell."""
+
+
+@pytest.mark.parametrize(
+    ("attempt", "shown"),
+    [
+        (
+            AttemptRecord(number=2, status="failed", verdict=f"failed: {SAID}"),
+            "`failed: exit 1 \\| injected \\| cells ## Heading @channel <b>x</b>`",
+        ),
+        (
+            AttemptRecord(number=2, status="won", diff_lines=9, verdict="verified", judged=SAID),
+            "verified; the judge: `exit 1 \\| injected \\| cells ## Heading @channel <b>x</b>`",
+        ),
+    ],
+    ids=["failed attempt", "judge's reason"],
+)
+def test_an_attempts_words_from_a_box_or_the_judge_stay_in_their_table_cell_as_code(
+    attempt: AttemptRecord, shown: str
+) -> None:
     attempts = [
-        AttemptRecord(number=1, status="won", diff_lines=2, verdict="verified: 1 of 1"),
-        AttemptRecord(number=2, status="failed", verdict=f"failed: {said}"),
+        AttemptRecord(number=1, status="lost", diff_lines=2, verdict="a larger diff"),
+        attempt,
     ]
     text = body(_state().model_copy(update={"attempts": attempts}), escalate=False)
     [row] = [line for line in text.splitlines() if line.startswith("| 2 |")]
     assert len(re.split(r"(?<!\\)\|", row)) == 8  # six cells: a pipe it wrote is escaped
-    assert "`failed: exit 1 \\| injected \\| cells ## Heading @channel <b>x</b>`" in row
+    assert shown in row
     assert "\n## Heading" not in text
 
 

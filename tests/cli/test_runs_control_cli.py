@@ -52,7 +52,8 @@ def test_runs_show_lists_a_runs_attempts_with_their_verdicts_as_text(
 ) -> None:
     attempts = [
         AttemptRecord(number=1, status="won", diff_lines=2, cost_usd=0.25,
-                      verdict="verified: 0 of 0 checks passed, 2 lines changed"),
+                      verdict="verified: 0 of 0 checks passed, 2 lines changed",
+                      judged="[red]the\nmodel's words[/red]"),
         AttemptRecord(number=2, status="failed", cost_usd=0.5,
                       verdict="failed: [red]box said\nso[/red]"),
     ]  # fmt: skip
@@ -60,6 +61,8 @@ def test_runs_show_lists_a_runs_attempts_with_their_verdicts_as_text(
     shown = golem(golem_env, "runs", "show", "run-attempts")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.decode().splitlines()
-    assert any(line.startswith("attempt 1: won") and "2 lines" in line for line in lines)
+    [won] = [line for line in lines if line.startswith("attempt 1: won")]
+    assert "2 lines" in won
+    assert won.endswith("changed; the judge: [red]the model's words[/red]")
     [failed] = [line for line in lines if line.startswith("attempt 2: failed")]
     assert failed.endswith("$0.5000  failed: [red]box said so[/red]")  # markup shown as text

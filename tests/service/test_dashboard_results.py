@@ -119,7 +119,8 @@ def test_the_run_page_shows_a_runs_attempts_side_by_side(
         AttemptRecord(number=1, status="lost", checks=[failing], diff_lines=2, cost_usd=0.0123,
                       verdict="not verified, attempt 2 was"),
         AttemptRecord(number=2, status="won", checks=[test], diff_lines=2, cost_usd=0.0456,
-                      verdict="verified: 1 of 1 checks passed, 2 lines changed"),
+                      verdict="verified: 1 of 1 checks passed, 2 lines changed",
+                      judged="<i>the model's own words</i>"),
         AttemptRecord(number=3, status="lost", checks=[test], diff_lines=14, cost_usd=0.0789,
                       verdict="<b>a larger diff (14 lines) than attempt 2 (2)</b>"),
     ]  # fmt: skip
@@ -131,4 +132,6 @@ def test_the_run_page_shows_a_runs_attempts_side_by_side(
     expect(rows[0]).to_contain_text("lost0 of 12$0.0123not verified, attempt 2 was")
     expect(rows[1]).to_contain_text("won1 of 12$0.0456verified")
     expect(rows[2]).to_contain_text("<b>a larger diff (14 lines) than attempt 2 (2)</b>")
+    expect(rows[1]).to_contain_text("changed; the judge: <i>the model's own words</i>")
     expect(page.get_by_test_id("attempts").locator("b")).to_have_count(0)  # text, not markup
+    expect(page.get_by_test_id("attempts").locator("i")).to_have_count(0)

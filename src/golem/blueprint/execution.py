@@ -37,7 +37,7 @@ from golem.blueprint.secrets import RunSecrets
 from golem.blueprint.state import PausedStep, PreparedStart, RunState
 from golem.blueprint.workspace import Layout, copy_into_box, git_exclude, take_back
 from golem.blueprint.writer import StoreWriter
-from golem.checks import RepoConventions, Service, reach, start_services
+from golem.checks import CheckResult, RepoConventions, Service, reach, start_services
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     BudgetSpent,
@@ -141,6 +141,10 @@ class Execution:
     def note(self, message: str, node: str | None = None) -> None:
         """Tell the person watching (and the store) something worth knowing."""
         self.emit(RunNote(run_id=self.state.id, node=node, message=message))
+
+    def check_judged(self, node: str, result: CheckResult, round_: int) -> None:
+        """Told of each check of a loop node's verification once it is judged (a best-of-N
+        attempt stops there when it can no longer win); nothing for a run."""
 
     async def quietly(self, work: Awaitable[object], what: str) -> None:
         """Await a forge call whose failure is noted (``could not <what>``), never the

@@ -151,7 +151,8 @@ class AgentNode(_Node, AgentSettings):
     With ``attempts`` above 1 (or a run's request asking for them) the node makes that many
     attempts, each in a box of its own: the agent, then the loop node it leads to (its
     verification and fix rounds); the verified attempt with the most passing checks, then
-    the smallest diff, wins (golem.blueprint.steps.attempts)."""
+    (with ``judge``) the model judge's choice, then the smallest diff, wins
+    (golem.blueprint.steps.attempts)."""
 
     kind: Literal["agent"] = "agent"
     attempts: int = Field(
@@ -160,6 +161,12 @@ class AgentNode(_Node, AgentSettings):
         le=MAX_ATTEMPTS,
         description="Attempts at once (best-of-N), each verified by the loop node this one "
         "leads to; a run's request overrides it, within [engine] max_attempts.",
+    )
+    judge: bool | None = Field(
+        None,
+        description="Best-of-N: let one call of this node's model choose among verified "
+        "attempts tied on their passing checks (before the smallest diff decides); "
+        "default: [engine] judge_attempts.",
     )
 
 

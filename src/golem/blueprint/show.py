@@ -114,4 +114,5 @@ def attempt_line(attempt: AttemptRecord) -> str:
     return (
         f"{attempt.number}: {attempt.status:<10} {passed:<11} {diff:>10} "
         f"${attempt.cost_usd:.4f}  {' '.join(attempt.verdict.split())}"
+        + (f"; the judge: {' '.join(attempt.judged.split())}" if attempt.judged else "")
     )

@@ -146,6 +146,11 @@ class AttemptRecord(BaseModel):
         "running"
     )
     verdict: str = Field("", description="Why it won, lost, stopped or failed.")
+    judged: str = Field(
+        "",
+        description="The model judge's reason for choosing it (its words, one line), when "
+        "a judge chose among attempts tied on their checks.",
+    )
     prepared: str = Field("", description="How its box was brought to the run's prepared point.")
     checks: list[CheckResult] = Field(default_factory=list)
     rounds: int = Field(0, description="Its fix rounds.")

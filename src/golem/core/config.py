@@ -319,6 +319,12 @@ class EngineConfig(BaseModel):
         ge=1,
         description="Attempts of one run that work at once, each in a box of its own.",
     )
+    judge_attempts: bool = Field(
+        False,
+        description="Best-of-N: when verified attempts tie on their passing checks, one "
+        "call of the agent node's model chooses among them from their diffs and check "
+        "results (before the smallest diff decides); an agent node's judge overrides it.",
+    )
 
     @property
     def default_tier(self) -> IsolationTier:

@@ -219,13 +219,23 @@ class GitRepo:
     async def worktree_diff_stat(self) -> DiffStat:
         """Files and line counts of the working tree against HEAD, untracked files included
         (added to a temporary index: the repository's own is left as it was)."""
+        out = await self._worktree_diff(["--numstat", "-z", "-M"])
+        return parse_numstat(out.decode("utf-8", "surrogateescape"))
+
+    async def worktree_diff(self) -> str:
+        """The working tree's change against HEAD as a patch, untracked files included
+        (as ``worktree_diff_stat`` counts it)."""
+        out = await self._worktree_diff(["-M"])
+        return out.decode("utf-8", "replace")
+
+    async def _worktree_diff(self, options: list[str]) -> bytes:
         with tempfile.TemporaryDirectory(prefix="golem-index-") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             await self._git(["read-tree", "HEAD"], extra_env=env)
             await self._git(["add", "-A", "--", "."], extra_env=env)
-            args = ["diff", *DIFF_OPTIONS, "--cached", "--numstat", "-z", "-M"]
+            args = ["diff", *DIFF_OPTIONS, "--cached", *options]
             out = await self._git([*args, "--end-of-options", "HEAD", "--"], extra_env=env)
-        return parse_numstat(out.stdout.decode("utf-8", "surrogateescape"))
+        return out.stdout
 
     async def changed_paths(self, base: str | None = None) -> list[str]:
         """Paths the committed change since ``base`` touched; without ``base``, paths

@@ -11,13 +11,17 @@ without snapshots, a box with containers, a refused entry, submodules), its box 
 prepared as the run's was: the checkout copied in, the dependencies placed, setup run
 again. Each has its own trajectory and cost; at most ``[engine] attempt_boxes`` work at
 once. They draw on one budget, the run's: once it is spent the attempts still working stop.
+An attempt that can no longer win stops as soon as that is known: a check of its last
+verification (its fix rounds spent) fails because of its change while another attempt is
+verified (whichever of the two comes first).
 
-The winner is the verified attempt with the most passing checks, then the smallest diff
-(lines added and deleted), then the lowest number. Without a verified one, the best of the
-others is carried on (unverified), and the loop node ends as that attempt's loop ended. The
-chosen attempt's box and checkout become the run's; the loop node after the agent node ends
-at once with its outcome (``RunState.attempts_concluded``). An attempt that ends unverified
-or fails has its box removed at once.
+The winner is chosen in ``attempt_choice``'s order: verified, the most passing checks, the
+model judge's choice when it is on, the smallest diff (lines added and deleted), the lowest
+number. Without a verified one, the best of the others is carried on (unverified), and the
+loop node ends as that attempt's loop ended. The chosen attempt's box and checkout become
+the run's; the loop node after the agent node ends at once with its outcome
+(``RunState.attempts_concluded``). An attempt that ends unverified, fails or stops has its
+box removed at once.
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from golem.blueprint.model import END, AgentNode, Blueprint, LoopNode
 from golem.blueprint.prepared import PreparedRecord, place_git, remove_in_box, snapshot_name
 from golem.blueprint.state import AttemptRecord, RunRequest
 from golem.blueprint.steps.agent import run_agent, run_agent_node
+from golem.blueprint.steps.attempt_choice import Contender, judge_tie, rank, why_lost, why_won
 from golem.blueprint.steps.baseline import cache_paths
 from golem.blueprint.steps.checks import run_checks
 from golem.blueprint.steps.loop import run_loop
 from golem.blueprint.workspace import layout_of
-from golem.checks import fingerprint
+from golem.checks import CheckResult, fingerprint, held_against
 from golem.core.config import GolemConfig
 from golem.core.errors import (
     BudgetSpent,
@@ -126,6 +131,13 @@ class Attempt(Execution):
         self.in_step = 0.0
         """What the agent step working now has cost so far (not charged yet)."""
         self.loop_outcome: Literal["success", "failure"] = "failure"
+        self.loop: LoopNode | None = None
+        """Its loop node (named for it), once its agent step is done."""
+        self.hopeless = ""
+        """Set when a failure is held against it with its fix rounds spent: it cannot be
+        verified any more."""
+        self.stopped_for = ""
+        """Why it was stopped on its own (it cannot win), when it was."""
 
     def save(self) -> None:
         """Keep the attempt's progress in its record of the run's state."""
@@ -153,6 +165,16 @@ class Attempt(Execution):
                 self.pool.spent_check()
 
         return sink
+
+    def check_judged(self, node: str, result: CheckResult, round_: int) -> None:
+        loop = self.loop
+        if loop is None or node != loop.id or round_ < loop.max_rounds:
+            return
+        if held_against([result]) and not self.hopeless:
+            self.hopeless = (
+                f"its {result.name} check still fails with its fix rounds spent ({loop.max_rounds})"
+            )
+            self.pool.stop_hopeless()
 
     async def prepare(self) -> Box:
         """Its box, brought to the run's prepared point: from the snapshot of the run's
@@ -206,6 +228,20 @@ class _Pool:
         if spent >= usd:
             self.stop(f"the run's budget (${usd:.2f}) is spent (${spent:.2f})")
 
+    def stop_hopeless(self) -> None:
+        """Stop each attempt still working that can no longer win: it cannot be verified
+        any more (``Attempt.hopeless``) while another is."""
+        verified = next((a for a in self.attempts if a.record.status == "verified"), None)
+        if verified is None:
+            return
+        for attempt, task in zip(self.attempts, self.tasks, strict=True):
+            if attempt.hopeless and not attempt.stopped_for and attempt.record.status == "running":
+                attempt.stopped_for = (
+                    f"it cannot win: {attempt.hopeless}, and attempt "
+                    f"{verified.record.number} is verified"
+                )
+                task.cancel()
+
     def stop(self, reason: str, *, but_this: bool = False) -> None:
         """Stop every attempt still working (or waiting for a slot), for ``reason``;
         ``but_this``: not the one calling (it is ending already, and cleans up)."""
@@ -254,7 +290,7 @@ async def run_attempts(
     if down is not None:
         await _close_all(pool)
         raise down
-    return await _choose(ex, pool, loop)
+    return await _choose(ex, pool, node, loop)
 
 
 async def _snapshot_of_run_box(ex: Execution) -> PreparedRecord | None:
@@ -299,7 +335,7 @@ async def _attempt(
     except (BudgetSpent, ProviderDown, asyncio.CancelledError) as stopped:
         if isinstance(stopped, BudgetSpent | ProviderDown):  # the others cannot go on either
             attempt.pool.stop(_stop_reason(stopped), but_this=True)
-        why = attempt.pool.stopped or "the run was stopped"
+        why = attempt.stopped_for or attempt.pool.stopped or "the run was stopped"
         record.status, record.verdict = "stopped", f"stopped: {why}"
         attempt.parent.state.cost_usd += attempt.in_step  # its unfinished step's spending
         raise
@@ -328,19 +364,21 @@ async def _work(attempt: Attempt, node: AgentNode, loop: LoopNode) -> None:
     named = node.model_copy(update={"id": f"{node.id}-attempt{number}"})
     if await run_agent(attempt, named.id, named) is None:
         raise BudgetSpent("the run's budget is spent")
-    looped = loop.model_copy(update={"id": f"{loop.id}-attempt{number}"})
-    attempt.loop_outcome = await run_loop(attempt, looped)
+    attempt.loop = loop.model_copy(update={"id": f"{loop.id}-attempt{number}"})
+    attempt.loop_outcome = await run_loop(attempt, attempt.loop)
     stat = await attempt.repo().worktree_diff_stat()
     record.diff_lines, record.diff_stat = stat.insertions + stat.deletions, stat.summary()
     record.status = "verified" if attempt.state.verified else "unverified"
+    if record.status == "verified":
+        attempt.pool.stop_hopeless()
 
 
 async def _choose(
-    ex: Execution, pool: _Pool, loop: LoopNode
+    ex: Execution, pool: _Pool, node: AgentNode, loop: LoopNode
 ) -> tuple[Literal["success", "failure"], str]:
     """The winner (or, with none verified, the best of the others), made the run's."""
     finished = [a for a in pool.attempts if a.record.status in ("verified", "unverified")]
-    ranked = sorted(finished, key=_rank)
+    ranked = sorted(finished, key=lambda attempt: rank(attempt.record))
     for attempt in pool.attempts:
         ex.state.trajectories.extend(attempt.state.trajectories)
     if not ranked:
@@ -350,13 +388,16 @@ async def _choose(
         ex.save()
         await _close_all(pool)
         return "failure", f"{len(pool.attempts)} attempts, none finished: {why}"
-    best = ranked[0]
+    judged = await judge_tie(ex, node, [Contender(a.record, a.repo()) for a in ranked])
+    best = next((a for a in ranked if judged and a.record.number == judged.chosen), ranked[0])
     for attempt in pool.attempts:
         record = attempt.record
         if attempt is best:
-            record.verdict = _why_won(best, ranked)
+            record.verdict = why_won(record, len(ranked), judged)
+            if judged is not None and judged.chosen == record.number:
+                record.judged = judged.reason
         elif record.status in ("verified", "unverified"):
-            record.verdict = _why_lost(record, best.record)
+            record.verdict = why_lost(record, best.record, judged)
             record.status = "lost"
     best.record.status = "won"
     await ex.adopt(best)
@@ -368,36 +409,6 @@ async def _choose(
     await _close_all(pool)
     number = best.record.number
     return "success", f"attempt {number} of {len(pool.attempts)} chosen: {best.record.verdict}"
-
-
-def _rank(attempt: Attempt) -> tuple[bool, int, int, int]:
-    record = attempt.record
-    diff = record.diff_lines if record.diff_lines is not None else 1 << 62
-    return (record.status != "verified", -record.passing, diff, record.number)
-
-
-def _why_won(best: Attempt, ranked: list[Attempt]) -> str:
-    record = best.record
-    kind = "verified" if record.status == "verified" else "not verified, the best of them"
-    return (
-        f"{kind}: {record.passing} of {len(record.checks)} checks passed, "
-        f"{record.diff_lines} lines changed ({len(ranked)} finished)"
-    )
-
-
-def _why_lost(record: AttemptRecord, best: AttemptRecord) -> str:
-    if record.status != "verified" and best.status == "verified":
-        return f"not verified, attempt {best.number} was"
-    if record.passing != best.passing:
-        return (
-            f"fewer passing checks ({record.passing}) than attempt {best.number} ({best.passing})"
-        )
-    if record.diff_lines != best.diff_lines:
-        return (
-            f"a larger diff ({record.diff_lines} lines) than attempt {best.number} "
-            f"({best.diff_lines})"
-        )
-    return f"the same checks and diff size as attempt {best.number}, which comes first"
 
 
 def _copy_checkout(source: Path, destination: Path) -> None:

@@ -215,7 +215,7 @@ def _table(checks: list[CheckResult]) -> list[str]:
 
 def _attempts(attempts: list[AttemptRecord]) -> list[str]:
     """Every attempt of a best-of-N run: its checks, diff, cost, and why it won or lost
-    (a failure's words, which may be a box's, as code)."""
+    (a failure's words, which may be a box's, and the model judge's, as code)."""
     lines = [
         "| attempt | result | checks passed | lines changed | cost | why |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -228,6 +228,8 @@ def _attempts(attempts: list[AttemptRecord]) -> list[str]:
             if attempt.status == "failed"
             else (attempt.verdict.replace("|", "\\|"))
         )
+        if attempt.judged:  # the model's words: as code
+            why += f"; the judge: {markdown.code(attempt.judged, table=True)}"
         lines.append(
             f"| {attempt.number} | {attempt.status} | {passed} | {diff} | "
             f"${attempt.cost_usd:.4f} | {why} |"

@@ -124,6 +124,7 @@ async def _one_pass(
             result = await _judged(ex, node, result, round_, tree)
             tree = await _moved(ex, box, tree, changed, position, command)  # a rerun's too
         results.append(result)
+        ex.check_judged(node, result, round_)
     return results, changed, tree
 
 

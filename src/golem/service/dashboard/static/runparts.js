@@ -161,7 +161,9 @@ export function drawAttempts(el, run) {
     ["Checks passed", (attempt) => `${passed(attempt)} of ${attempt.checks.length}`],
     ["Lines changed", (attempt) => (attempt.diff_lines === null ? "–" : String(attempt.diff_lines))],
     ["Cost", (attempt) => money(attempt.cost_usd)],
-    ["Why", (attempt) => attempt.verdict || "–"],
+    ["Why", (attempt) => (attempt.judged
+      ? h("span", {}, attempt.verdict, "; the judge: ", h("q", { class: "judged" }, attempt.judged))
+      : attempt.verdict || "–")],
   ], attempts, (attempt) => ({ "data-testid": `attempt-${attempt.number}` })));
 }
 
