@@ -155,7 +155,9 @@ class BoxFiles:
     ) -> None:
         """Copy a host directory's content into ``path`` in the box, but the entries
         ``leave_out`` names (relative paths)."""
-        await self.put_archive(path, tar_of(source, leave_out=leave_out))
+        # closed here: a copy cancelled mid-way leaves no spool file open
+        async with contextlib.aclosing(tar_of(source, leave_out=leave_out)) as chunks:
+            await self.put_archive(path, chunks)
 
     async def put_archive(self, path: str, chunks: AsyncIterable[bytes]) -> None:
         """Unpack a tar stream into the directory ``path`` of the box (the box extracts it
@@ -264,7 +266,7 @@ async def _reply(client: SessionClient, queue: asyncio.Queue[Frame | None]) -> F
 
 async def tar_of(
     source: Path, *, leave_out: Callable[[str], bool] | None = None
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """A host directory's content as tar chunks (spooled to disk past 8 MiB, never whole
     in memory), but the entries ``leave_out`` names."""
     if not source.is_dir():

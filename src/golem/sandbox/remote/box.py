@@ -179,7 +179,9 @@ class RemoteBox:
         self, source: Path, path: str, *, leave_out: Callable[[str], bool] | None = None
     ) -> None:
         """Copy a host directory's content into ``path`` in the box (see Box.put_dir)."""
-        await self.put_archive(path, tar_of(source, leave_out=leave_out))
+        # closed here: a copy cancelled mid-way leaves no spool file open
+        async with contextlib.aclosing(tar_of(source, leave_out=leave_out)) as chunks:
+            await self.put_archive(path, chunks)
 
     async def stream_archive(
         self, path: str, *, paths: list[str] | None = None, skip_git: Collection[str] = ()
