@@ -1,5 +1,6 @@
 """golem.store: runs, their events, the run queue, the webhook deliveries that started runs,
-API keys, tenants' forge credentials (sealed) and the local forge's records. Async: SQL on
+API keys, tenants' forge credentials (sealed) and the local forge's records, each a small
+repository of the store (``store.runs``, ``store.queue``, ``store.keys``...). Async: SQL on
 SQLAlchemy's asyncio engine (SQLite by default, PostgreSQL by URL), or in memory for tests
 and demos; both wake waiters on change (``watch``) instead of being polled.
 

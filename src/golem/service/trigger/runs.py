@@ -82,7 +82,7 @@ class Trigger:
         someone who may push starts once that run ends."""
         lock = self._locks.setdefault(call.key, asyncio.Lock())
         async with lock:
-            started = await self.reach.book.store.find_delivery(delivery.source, delivery.ids)
+            started = await self.reach.book.store.deliveries.find(delivery.source, delivery.ids)
             if started is not None:
                 return _duplicate(delivery, started)
             if isinstance(call, IssueCall):
