@@ -1,13 +1,15 @@
 """golem's store in SQL: a SQLite file by default, PostgreSQL when a database URL is given.
 
-It keeps runs, their events, the run queue, the webhook deliveries that started runs, API
-keys, tenants' forge credentials and the local forge's records. The schema is migrated with
+Its repositories (runs, the queue, checkpoints, deliveries, threads, documents, provider
+limits, the local forge's records, forge credentials, API keys) share one ``SqlDatabase``:
+the engine, the hub, the calls' deadline and the transaction. The schema is migrated with
 Alembic when a store opens, so several processes (a runner, ``golem runs cancel``,
 servers) can share one database. Each change a waiter may wait for is announced
 (``golem.store.notify``): to this process's hub once committed, and on PostgreSQL with
 ``NOTIFY`` to the other processes too.
 
-A store acts for one tenant: it sees and changes that tenant's records only. A store for
+A store acts for one tenant: each of its repositories sees and changes that tenant's
+records only. A store for
 all tenants (``tenant=None``, the server's own) reads everything and creates nothing;
 ``for_tenant`` gives a tenant's store on the same connections.
 """
