@@ -42,9 +42,9 @@ async def _notified(runner: SqlStore, person: SqlStore, run_id: str) -> float:
     with runner.watch(control_key(run_id)) as asked:
         asked.clear()
         started = time.perf_counter()
-        await person.request_cancel(run_id)
+        await person.runs.request_cancel(run_id)
         while True:
-            current = await runner.load_run(run_id)
+            current = await runner.runs.load(run_id)
             if current is not None and current.cancel_requested:
                 return time.perf_counter() - started
             await asked.wait()
@@ -55,12 +55,12 @@ async def _polled(runner: SqlStore, person: SqlStore, run_id: str) -> float:
     async def request() -> float:
         await asyncio.sleep(OLD_POLL * (hash(run_id) % 100) / 100)  # anywhere in a period
         started = time.perf_counter()
-        await person.request_cancel(run_id)
+        await person.runs.request_cancel(run_id)
         return started
 
     requested = asyncio.ensure_future(request())
     while True:
-        current = await runner.load_run(run_id)
+        current = await runner.runs.load(run_id)
         if current is not None and current.cancel_requested:
             return time.perf_counter() - await requested
         await asyncio.sleep(OLD_POLL)
@@ -77,10 +77,10 @@ async def measure(url: str, wakes: int, polls: int) -> dict[str, Any]:
     try:
         notified, polled = [], []
         for index in range(wakes):
-            await runner.create_run(_record(f"run-n{index}"))
+            await runner.runs.create(_record(f"run-n{index}"))
             notified.append(await _notified(runner, person, f"run-n{index}"))
         for index in range(polls):
-            await runner.create_run(_record(f"run-p{index}"))
+            await runner.runs.create(_record(f"run-p{index}"))
             polled.append(await _polled(runner, person, f"run-p{index}"))
     finally:
         await runner.close()

@@ -186,7 +186,7 @@ async def test_an_operator_who_refuses_repository_registries_keeps_the_install_t
     assert state.status == "escalated"
     assert state.error is not None
     assert "dependency install" in state.error
-    events = await store.events(state.id)
+    events = await store.runs.events(state.id)
     notes = [e.data for e in events if "ignored the repository's registries" in e.data]
     assert len(notes) == 1
     assert PYPI in notes[0]

@@ -150,10 +150,10 @@ async def test_a_model_key_is_kept_nowhere_in_the_store_only_its_fingerprint(
     store = await SqlStore.connect(f"sqlite:///{tmp_path / 'golem.db'}")
     try:
         model = make_model(
-            "anthropic/claude-haiku-4-5", models_config(anthropic=anthropic), ledger=store
+            "anthropic/claude-haiku-4-5", models_config(anthropic=anthropic), ledger=store.limits
         )
         await model.complete(ASK)
-        async with store.transaction() as db:
+        async with store.database.transaction() as db:
             rows = (await db.exec_driver_sql("SELECT key, document FROM provider_limits")).all()
     finally:
         await store.close()

@@ -302,7 +302,7 @@ def revealed(state_dir: Path, tenant: str) -> str | None:
     async def reveal() -> str | None:
         store = await SqlStore.connect(f"sqlite:///{state_dir / 'golem.db'}", tenant=tenant)
         try:
-            return await store.reveal_forge_token(
+            return await store.credentials.reveal(
                 "github", TokenCipher(KEY_ENV, state_dir / KEY_FILE)
             )
         finally:

@@ -198,7 +198,7 @@ async def test_more_attempts_than_the_configured_maximum_are_refused_before_the_
     blueprint = minion_with(tmp_path, "    attempts: 5\n")
     with pytest.raises(InvalidRequest, match=r"5 attempts asked for node 'implement'"):
         await runner.submit(request(remote, attempts=None, blueprint=blueprint))
-    assert await store.list_runs() == []
+    assert await store.runs.newest() == []
 
 
 @pytest.mark.parametrize("backend", ["process"])

@@ -51,7 +51,7 @@ async def test_a_run_resumes_on_another_machine_from_its_last_checkpoint(
     left = await RunBook(store).load(submitted.id)
     assert left is not None
     assert (left.status, left.current) == ("running", "verify")
-    saved = await store.load_checkpoint(submitted.id)
+    saved = await store.checkpoints.load(submitted.id)
     assert saved is not None
     assert saved.node == "implement"
 
@@ -66,7 +66,7 @@ async def test_a_run_resumes_on_another_machine_from_its_last_checkpoint(
     assert "+    return a + b" in pr.diff  # the change the first machine's agent made
     assert len(branch_commits(remote, done.branch or "")) == 1
     assert "made again on this machine" in await events_text(store, done.id)
-    assert await store.load_checkpoint(done.id) is None  # gone with the run's end
+    assert await store.checkpoints.load(done.id) is None  # gone with the run's end
 
 
 async def test_a_run_resumed_before_any_checkpoint_starts_from_its_prepare(

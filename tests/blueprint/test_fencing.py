@@ -51,26 +51,26 @@ async def test_a_runner_whose_run_was_queued_again_stops_and_writes_nothing(
 ) -> None:
     book = RunBook(store)
     submitted = await make_runner().submit(request(remote, blueprint=gated(tmp_path, 600)))
-    assert await store.claim_next_run("host:1") is not None
+    assert await store.queue.claim_next("host:1") is not None
     stale = asyncio.ensure_future(make_runner().run(submitted.id))
     await asyncio.wait_for(_waiting(store, submitted.id), 120)
     before = await book.events(submitted.id)
     at_gate = await book.load(submitted.id)
     assert at_gate is not None
     at_gate.status = "queued"
-    assert await store.requeue_run(submitted.id, at_gate.model_dump_json()) is True
+    assert await store.queue.requeue(submitted.id, at_gate.model_dump_json()) is True
 
     with pytest.raises(RunTaken, match="another runner has it"):
         await asyncio.wait_for(stale, 120)
-    left = await store.load_run(submitted.id)
+    left = await store.runs.load(submitted.id)
     assert left is not None
     assert (left.status, left.document) == ("queued", at_gate.model_dump_json())
     assert await book.events(submitted.id) == before
     assert await boxes_of(engine, at_gate) == []
 
-    claimed = await store.claim_next_run("host:2")
+    claimed = await store.queue.claim_next("host:2")
     assert claimed is not None
-    assert await store.decide_gate(submitted.id, "approved") is True  # the gate it resumes at
+    assert await store.runs.decide_gate(submitted.id, "approved") is True  # the gate it resumes at
     done = await asyncio.wait_for(make_runner().run(submitted.id, resumed=True), 120)
     assert done.status == "unverified", done.error
     assert [step.node for step in done.steps].count("implement") == 1

@@ -79,7 +79,7 @@ async def pushed_pull_request(store: Store, remote: Path, *, fork: bool = False)
     pr = await LocalForge(store).open_pull_request(draft)
     if fork:
         marked = pr.model_copy(update={"fork": True})
-        await store.update_pull_request(pr.repo, pr.number, marked.model_dump_json())
+        await store.forge.update_pull_request(pr.repo, pr.number, marked.model_dump_json())
     return pr
 
 

@@ -163,7 +163,7 @@ def test_no_module_but_the_lifecycle_assigns_a_runs_status() -> None:
 async def test_a_run_is_queued_again_once_and_forgets_its_owner() -> None:
     book = RunBook(MemoryStore(tenant="acme"))
     await book.create(run("queued"))
-    claimed = await book.store.claim_next_run("host:1")
+    claimed = await book.store.queue.claim_next("host:1")
     assert claimed is not None
     state = await book.load("run-1")
     assert state is not None

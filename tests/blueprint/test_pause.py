@@ -118,7 +118,7 @@ async def test_a_run_paused_for_an_hour_goes_on_from_its_conversation_within_its
         paused.pause.node_started -= HOUR
         await book.save(paused)
         key = limit_key("anthropic", anthropic.base_url, TEST_KEY)
-        await store.update_provider_limit(key, an_hour_earlier)
+        await store.limits.update(key, an_hour_earlier)
         anthropic.push(stream_reply(finish), stream_reply(finish))
         ended = await Runner(config, engine=engine, store=store).resume(paused.id)
         events = [event for _, event in await book.events(paused.id)]
@@ -221,4 +221,4 @@ async def test_a_paused_run_cancelled_over_the_api_ends_at_once_and_never_resume
 
     assert cancelled.status == "cancelled"
     assert [event.type for _, event in await book.events(state.id)] == ["run_end"]
-    assert await store.resume_due_runs(now + 2 * HOUR) == []
+    assert await store.queue.resume_due(now + 2 * HOUR) == []

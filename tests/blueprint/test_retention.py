@@ -56,7 +56,7 @@ async def keep_run(
     await book.append(RunNote(run_id=run_id, message="kept until pruned"))
     if state.finished:
         await book.append(RunFinished(run_id=run_id, status=status))
-    await store.for_tenant("acme").save_run(
+    await store.for_tenant("acme").runs.save(
         run_id, status=status, updated=ended, document=state.model_dump_json()
     )
     return state
@@ -150,5 +150,5 @@ async def test_webhook_deliveries_kept_longer_ago_than_the_age_are_forgotten(
         await book.create(state, delivery=DeliveryRecord(source="github", ids=(f"d-{run_id}",)))
     await prune_runs(store, config, now=NOW)
     acme = store.for_tenant("acme")
-    assert await acme.find_delivery("github", ("d-run-old",)) is None  # asked again, if ever
-    assert await acme.find_delivery("github", ("d-run-new",)) == "run-new"
+    assert await acme.deliveries.find("github", ("d-run-old",)) is None  # asked again, if ever
+    assert await acme.deliveries.find("github", ("d-run-new",)) == "run-new"

@@ -154,7 +154,7 @@ async def test_a_gate_approved_by_a_person_lets_the_run_ship(
 
     def approve_when_asked(event: RunEvent) -> None:
         if isinstance(event, GateWaiting):
-            answers.append(asyncio.ensure_future(store.decide_gate(event.run_id, "approved")))
+            answers.append(asyncio.ensure_future(store.runs.decide_gate(event.run_id, "approved")))
 
     runner = make_runner(approve_when_asked)
     state = await runner.start(request(remote, blueprint=gated(tmp_path, 600)))
@@ -181,7 +181,7 @@ async def test_cancelling_mid_run_stops_it_and_leaves_no_box(
 
     def cancel_at_implement(event: RunEvent) -> None:
         if isinstance(event, NodeStarted) and event.node == "implement":
-            requests.append(asyncio.ensure_future(store.request_cancel(event.run_id)))
+            requests.append(asyncio.ensure_future(store.runs.request_cancel(event.run_id)))
 
     runner = make_runner(cancel_at_implement)
     slow = f"scripted:{SCRIPTS / 'slow.yaml'}"

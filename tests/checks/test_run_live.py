@@ -154,7 +154,7 @@ async def test_a_silent_checks_output_so_far_is_shown_and_cancelling_it_leaves_n
     def cancel_once_shown(event: RunEvent) -> None:
         if isinstance(event, CheckOutput) and event.text == "started\n":
             # the check prints nothing more for 10 min
-            requests.append(asyncio.ensure_future(store.request_cancel(event.run_id)))
+            requests.append(asyncio.ensure_future(store.runs.request_cancel(event.run_id)))
 
     _, kept = await run_commands(
         config, engine, reachable_dir, ["echo started; sleep 600"],

@@ -34,6 +34,7 @@ HEAVY = (
     "ray",
     "yaml",
     "jwt",
+    "cryptography",
     "pydantic",
     "pydantic_settings",
     "golem.sandbox",

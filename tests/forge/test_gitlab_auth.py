@@ -130,7 +130,7 @@ async def test_a_tenants_runs_get_its_own_gitlab_token(
     store = MemoryStore()
     access = ForgeAccess(config, store)
     cipher = TokenCipher.from_config(config)
-    await store.for_tenant("acme").set_forge_token("gitlab", GITLAB_TOKEN, cipher)
+    await store.for_tenant("acme").credentials.put("gitlab", GITLAB_TOKEN, cipher)
 
     acme = await access.require("acme", "gitlab", "run r1")
     shared = await access.require("shared", "gitlab", "run r2")

@@ -131,14 +131,14 @@ async def test_a_refreshed_grant_is_kept_and_another_holder_adopts_it_instead_of
     store = MemoryStore().for_tenant("acme")
     cipher = TokenCipher("GOLEM_TEST_NO_KEY", tmp_path / "credentials.key")
     grant = first_grant(oauth, clock)
-    await store.set_forge_token("gitlab", grant, cipher)
+    await store.credentials.put("gitlab", grant, cipher)
     keeper = StoredGrant(store, cipher, "acme")
     one = source(grant, gitlab, clock, keeper=keeper)  # a run
     other = source(grant, gitlab, clock, keeper=keeper)  # a run on another server
 
     oauth.revoke_access()
     await forge_of(one, gitlab).fetch_issue(f"{PROJECT}#7")
-    kept = await store.reveal_forge_token("gitlab", cipher)
+    kept = await store.credentials.reveal("gitlab", cipher)
     issue = await forge_of(other, gitlab).fetch_issue(f"{PROJECT}#7")
 
     assert isinstance(kept, OAuthGrant)
@@ -240,7 +240,7 @@ async def test_a_tenants_grant_travels_to_another_process_and_keeps_its_refresh_
     cipher = TokenCipher("GOLEM_TEST_NO_KEY", tmp_path / "credentials.key")
     try:
         grant = first_grant(oauth, clock)
-        await store.set_forge_token("gitlab", grant, cipher)
+        await store.credentials.put("gitlab", grant, cipher)
         tokens = source(grant, gitlab, clock, keeper=StoredGrant(store, cipher, "acme"))
         order = ForgeCredentials(gitlab=tokens, source="tenant acme", host_git=False)
         carried = pickle.loads(pickle.dumps(order))  # noqa: S301 - as a run to a cluster's node
@@ -250,7 +250,7 @@ async def test_a_tenants_grant_travels_to_another_process_and_keeps_its_refresh_
         issue = await GitLabForge(config, credentials=carried, backoff=0).fetch_issue(
             f"{PROJECT}#7"
         )
-        kept = await store.reveal_forge_token("gitlab", cipher)
+        kept = await store.credentials.reveal("gitlab", cipher)
     finally:
         await store.close()
 

@@ -74,7 +74,7 @@ async def kept(server: Server) -> Automation:
 
 
 async def runs(server: Server) -> list[str]:
-    return [record.id for record in await server.state.store.list_runs(100)]
+    return [record.id for record in await server.state.store.runs.newest(100)]
 
 
 async def test_each_slot_fires_exactly_once_between_two_servers(
@@ -92,7 +92,7 @@ async def test_each_slot_fires_exactly_once_between_two_servers(
     assert [fired.run_id for fired in automation.fired] == started
     assert automation.fired[0].key == "2030-03-31T01:00Z"
     assert automation.last_slot == at("2030-03-31T03:00:00+02:00")
-    run = await first.state.store.load_run(started[0])
+    run = await first.state.store.runs.load(started[0])
     assert run is not None
     assert "Nightly chores of 2030-03-31 (nightly, 2030-03-31T01:00:00Z)" in run.document
 
@@ -126,7 +126,7 @@ async def test_a_slot_while_the_last_run_is_in_progress_is_skipped_and_recorded(
     [skipped] = automation.skipped
     assert skipped.why == (f"its run {running} is still in progress (queued): runs never overlap")
     assert automation.last_slot == at("2030-04-01T03:00:00+02:00")  # that slot is spent
-    await first.state.store.for_tenant("acme").cancel_queued(running, "{}")
+    await first.state.store.for_tenant("acme").queue.cancel_queued(running, "{}")
     now[0] += DAY
     await first.scheduler.tick(now[0])
     assert len(await runs(first)) == 2  # the next slot, the last run over, fires

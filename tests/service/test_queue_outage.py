@@ -47,7 +47,7 @@ async def test_a_run_claimed_as_the_store_goes_away_is_not_failed_for_it(
         await book.create(state)
         queue = RunQueue(config, LocalEngine(config), store, "here:1")
         access = queue.forge_access = AwayOnce(config, store)
-        claimed = await store.claim_next_run("here:1")
+        claimed = await store.queue.claim_next("here:1")
         assert claimed is not None
         # A worker's turn with the run (no worker loop left running): the outage is waited
         # out, and the run goes on to its own end, a blueprint that does not parse.

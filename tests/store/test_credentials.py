@@ -43,7 +43,7 @@ async def raw_tokens(store: Store) -> dict[str, str]:
     if isinstance(store, MemoryStore):
         return {tenant: sealed for (tenant, _), (sealed, _) in store._data.tokens.items()}
     assert isinstance(store, SqlStore)
-    async with store.transaction() as db:
+    async with store.database.transaction() as db:
         rows = (await db.execute(select(forge_credentials))).all()
     return {str(row.tenant): str(row.token) for row in rows}
 
@@ -52,105 +52,105 @@ async def test_a_token_is_sealed_at_rest_and_listed_without_its_value(
     store: Store, cipher: TokenCipher
 ) -> None:
     tenant_a = store.for_tenant("a")
-    kept = await tenant_a.set_forge_token("github", TOKEN_A, cipher)
+    kept = await tenant_a.credentials.put("github", TOKEN_A, cipher)
     assert (kept.tenant, kept.forge) == ("a", "github")
     [sealed] = (await raw_tokens(store)).values()
     assert TOKEN_A not in sealed
     assert "ghp_" not in sealed
-    listed = await tenant_a.list_forge_credentials()
+    listed = await tenant_a.credentials.all()
     assert [c.model_dump(exclude={"created", "updated"}) for c in listed] == [
         {"tenant": "a", "forge": "github"}
     ]
     assert TOKEN_A not in repr(listed)
-    assert await tenant_a.reveal_forge_token("github", cipher) == TOKEN_A
+    assert await tenant_a.credentials.reveal("github", cipher) == TOKEN_A
 
 
 async def test_the_key_file_is_made_private_once_and_a_readable_one_is_refused(
     store: Store, cipher: TokenCipher
 ) -> None:
     assert not cipher.has_key()
-    await store.for_tenant("a").set_forge_token("github", TOKEN_A, cipher)
+    await store.for_tenant("a").credentials.put("github", TOKEN_A, cipher)
     mode = stat.S_IMODE(cipher.key_file.stat().st_mode)
     assert mode == 0o600
     assert list(cipher.key_file.parent.iterdir()) == [cipher.key_file]  # no temporary left
     cipher.key_file.chmod(0o644)
     fresh = TokenCipher(KEY_ENV, cipher.key_file)
     with pytest.raises(CredentialsKeyError, match=r"may be read by others.*chmod 600"):
-        await store.for_tenant("a").reveal_forge_token("github", fresh)
+        await store.for_tenant("a").credentials.reveal("github", fresh)
 
 
 async def test_a_replaced_token_keeps_its_creation_time_and_a_deleted_one_is_gone(
     store: Store, cipher: TokenCipher
 ) -> None:
     tenant_a = store.for_tenant("a")
-    first = await tenant_a.set_forge_token("github", TOKEN_A, cipher)
-    second = await tenant_a.set_forge_token("github", TOKEN_B, cipher)
+    first = await tenant_a.credentials.put("github", TOKEN_A, cipher)
+    second = await tenant_a.credentials.put("github", TOKEN_B, cipher)
     assert second.created == first.created
     assert second.updated >= first.updated
     assert len(await raw_tokens(store)) == 1
-    assert await tenant_a.reveal_forge_token("github", cipher) == TOKEN_B
-    assert await tenant_a.delete_forge_token("github") is True
-    assert await tenant_a.delete_forge_token("github") is False
-    assert await tenant_a.reveal_forge_token("github", cipher) is None
-    assert await tenant_a.list_forge_credentials() == []
+    assert await tenant_a.credentials.reveal("github", cipher) == TOKEN_B
+    assert await tenant_a.credentials.delete("github") is True
+    assert await tenant_a.credentials.delete("github") is False
+    assert await tenant_a.credentials.reveal("github", cipher) is None
+    assert await tenant_a.credentials.all() == []
 
 
 async def test_a_tenant_sees_reveals_and_deletes_only_its_own_token(
     database: Database, store: Store, cipher: TokenCipher
 ) -> None:
     tenant_a, tenant_b = store.for_tenant("a"), store.for_tenant("b")
-    await tenant_a.set_forge_token("github", TOKEN_A, cipher)
-    assert await tenant_b.list_forge_credentials() == []
-    assert await tenant_b.reveal_forge_token("github", cipher) is None
-    assert await tenant_b.delete_forge_token("github") is False
-    await tenant_b.set_forge_token("github", TOKEN_B, cipher)
-    assert await tenant_a.reveal_forge_token("github", cipher) == TOKEN_A
-    assert await tenant_b.reveal_forge_token("github", cipher) == TOKEN_B
+    await tenant_a.credentials.put("github", TOKEN_A, cipher)
+    assert await tenant_b.credentials.all() == []
+    assert await tenant_b.credentials.reveal("github", cipher) is None
+    assert await tenant_b.credentials.delete("github") is False
+    await tenant_b.credentials.put("github", TOKEN_B, cipher)
+    assert await tenant_a.credentials.reveal("github", cipher) == TOKEN_A
+    assert await tenant_b.credentials.reveal("github", cipher) == TOKEN_B
     everyone = await database.open(None)
-    assert [c.tenant for c in await everyone.list_forge_credentials()] == ["a", "b"]
+    assert [c.tenant for c in await everyone.credentials.all()] == ["a", "b"]
     with pytest.raises(StoreError, match="for_tenant"):
-        await everyone.reveal_forge_token("github", cipher)
+        await everyone.credentials.reveal("github", cipher)
     with pytest.raises(StoreError, match="for_tenant"):
-        await everyone.delete_forge_token("github")
+        await everyone.credentials.delete("github")
     with pytest.raises(StoreError, match="for_tenant"):
-        await everyone.set_forge_token("github", TOKEN_A, cipher)
+        await everyone.credentials.put("github", TOKEN_A, cipher)
     assert len(await raw_tokens(store)) == 2
 
 
 async def test_a_wrong_key_is_a_clear_error_and_loses_nothing(
     store: Store, cipher: TokenCipher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await store.for_tenant("a").set_forge_token("github", TOKEN_A, cipher)
+    await store.for_tenant("a").credentials.put("github", TOKEN_A, cipher)
     before = await raw_tokens(store)
     monkeypatch.setenv(KEY_ENV, new_key())
     wrong = TokenCipher(KEY_ENV, cipher.key_file)
     with pytest.raises(CredentialsKeyError, match=f"stored with another key.*\\${KEY_ENV}"):
-        await store.for_tenant("a").reveal_forge_token("github", wrong)
+        await store.for_tenant("a").credentials.reveal("github", wrong)
     with pytest.raises(CredentialsKeyError, match="stored with another key"):
-        await store.for_tenant("b").set_forge_token("github", TOKEN_B, wrong)  # would mix keys
+        await store.for_tenant("b").credentials.put("github", TOKEN_B, wrong)  # would mix keys
     assert (await raw_tokens(store)) == before
     monkeypatch.delenv(KEY_ENV)
     right = TokenCipher(KEY_ENV, cipher.key_file)
-    assert await store.for_tenant("a").reveal_forge_token("github", right) == TOKEN_A
+    assert await store.for_tenant("a").credentials.reveal("github", right) == TOKEN_A
 
 
 async def test_a_missing_key_is_a_clear_error_and_no_new_key_replaces_it(
     store: Store, cipher: TokenCipher
 ) -> None:
-    await store.for_tenant("a").set_forge_token("github", TOKEN_A, cipher)
+    await store.for_tenant("a").credentials.put("github", TOKEN_A, cipher)
     saved = cipher.key_file.read_bytes()
     cipher.key_file.unlink()
     lost = TokenCipher(KEY_ENV, cipher.key_file)
     with pytest.raises(CredentialsKeyError, match=f"no key.*\\${KEY_ENV}"):
-        await store.for_tenant("a").reveal_forge_token("github", lost)
+        await store.for_tenant("a").credentials.reveal("github", lost)
     with pytest.raises(CredentialsKeyError, match="no key"):
-        await store.for_tenant("b").set_forge_token("github", TOKEN_B, lost)
+        await store.for_tenant("b").credentials.put("github", TOKEN_B, lost)
     assert not cipher.key_file.exists()  # no new key was made over the stored tokens
     fd = os.open(cipher.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as restored:
         restored.write(saved)
     back = TokenCipher(KEY_ENV, cipher.key_file)
-    assert await store.for_tenant("a").reveal_forge_token("github", back) == TOKEN_A
+    assert await store.for_tenant("a").credentials.reveal("github", back) == TOKEN_A
 
 
 async def test_keys_rotate_through_the_variable_first_sealing_every_one_opening(
@@ -158,13 +158,13 @@ async def test_keys_rotate_through_the_variable_first_sealing_every_one_opening(
 ) -> None:
     old, new = new_key(), new_key()
     monkeypatch.setenv(KEY_ENV, old)
-    await store.for_tenant("a").set_forge_token(
+    await store.for_tenant("a").credentials.put(
         "github", TOKEN_A, TokenCipher(KEY_ENV, tmp_path / "k")
     )
     monkeypatch.setenv(KEY_ENV, f"{new}, {old}")
     both = TokenCipher(KEY_ENV, tmp_path / "k")
-    assert await store.for_tenant("a").reveal_forge_token("github", both) == TOKEN_A
-    await store.for_tenant("b").set_forge_token("github", TOKEN_B, both)
+    assert await store.for_tenant("a").credentials.reveal("github", both) == TOKEN_A
+    await store.for_tenant("b").credentials.put("github", TOKEN_B, both)
     token_b = (await raw_tokens(store))["b"]
     assert Fernet(new.encode()).decrypt(token_b.encode()).decode() == TOKEN_B
     assert not (tmp_path / "k").exists()  # a key from the variable makes no file
@@ -183,7 +183,7 @@ async def test_a_token_that_cannot_be_one_is_refused_without_being_quoted(
     store: Store, cipher: TokenCipher, token: str
 ) -> None:
     with pytest.raises(InvalidRequest) as refused:
-        await store.for_tenant("a").set_forge_token("github", token, cipher)
+        await store.for_tenant("a").credentials.put("github", token, cipher)
     assert token not in refused.value.message or not token
     assert (await raw_tokens(store)) == {}
 
@@ -203,12 +203,12 @@ async def test_an_app_key_and_an_oauth_grant_are_kept_sealed_and_come_back_whole
     store: Store, cipher: TokenCipher
 ) -> None:
     tenant = store.for_tenant("a")
-    await tenant.set_forge_token("github", APP, cipher)
-    await tenant.set_forge_token("gitlab", GRANT, cipher)
+    await tenant.credentials.put("github", APP, cipher)
+    await tenant.credentials.put("gitlab", GRANT, cipher)
 
     sealed = "".join((await raw_tokens(store)).values())
-    assert await tenant.reveal_forge_token("github", cipher) == APP
-    assert await tenant.reveal_forge_token("gitlab", cipher) == GRANT
+    assert await tenant.credentials.reveal("github", cipher) == APP
+    assert await tenant.credentials.reveal("gitlab", cipher) == GRANT
     for secret in (APP.private_key, GRANT.access_token, GRANT.refresh_token, "gloas-"):
         assert secret not in sealed
 
@@ -217,12 +217,14 @@ async def test_of_two_refreshes_of_one_grant_only_the_first_is_kept(
     store: Store, cipher: TokenCipher
 ) -> None:
     tenant = store.for_tenant("a")
-    await tenant.set_forge_token("gitlab", GRANT, cipher)
+    await tenant.credentials.put("gitlab", GRANT, cipher)
     first = GRANT.model_copy(update={"access_token": "access-1", "refresh_token": "refresh-1"})
     second = GRANT.model_copy(update={"access_token": "access-2", "refresh_token": "refresh-2"})
 
-    assert await tenant.replace_forge_grant("gitlab", GRANT, first, cipher)
-    assert not await tenant.replace_forge_grant("gitlab", GRANT, second, cipher)  # lost
+    assert await tenant.credentials.replace_grant("gitlab", GRANT, first, cipher)
+    assert not await tenant.credentials.replace_grant("gitlab", GRANT, second, cipher)  # lost
 
-    assert await tenant.reveal_forge_token("gitlab", cipher) == first
-    assert not await store.for_tenant("b").replace_forge_grant("gitlab", GRANT, second, cipher)
+    assert await tenant.credentials.reveal("gitlab", cipher) == first
+    assert not await store.for_tenant("b").credentials.replace_grant(
+        "gitlab", GRANT, second, cipher
+    )

@@ -26,46 +26,46 @@ async def test_a_delivery_is_kept_with_its_run_and_a_second_one_names_that_run(
     database: Database,
 ) -> None:
     store = await database.open("acme")
-    await store.create_run(run("run-1"), delivery=delivery("d-1"))
+    await store.runs.create(run("run-1"), delivery=delivery("d-1"))
     with pytest.raises(DuplicateDelivery) as again:
-        await store.create_run(run("run-2"), delivery=delivery("d-1"))
+        await store.runs.create(run("run-2"), delivery=delivery("d-1"))
     assert again.value.run_id == "run-1"
     assert "run-1" in again.value.message
-    assert [r.id for r in await store.list_runs()] == ["run-1"]
-    assert await store.find_delivery("github", ("d-1",)) == "run-1"
-    assert await store.find_delivery("github", ("d-2",)) is None
-    assert await store.find_delivery("gitlab", ("d-1",)) is None  # another forge's ids
+    assert [r.id for r in await store.runs.newest()] == ["run-1"]
+    assert await store.deliveries.find("github", ("d-1",)) == "run-1"
+    assert await store.deliveries.find("github", ("d-2",)) is None
+    assert await store.deliveries.find("gitlab", ("d-1",)) is None  # another forge's ids
 
 
 async def test_any_id_of_a_delivery_makes_it_a_duplicate(database: Database) -> None:
     """GitLab gives two: its event's UUID (one per event, whichever hook) and the
     Idempotency-Key (one per delivery, the same on every retry)."""
     store = await database.open()
-    await store.create_run(run("run-1"), delivery=delivery("event-1", "key-1", source="gitlab"))
+    await store.runs.create(run("run-1"), delivery=delivery("event-1", "key-1", source="gitlab"))
     for ids in (("event-1", "key-2"), ("event-2", "key-1")):
         with pytest.raises(DuplicateDelivery) as again:
-            await store.create_run(run("run-x"), delivery=delivery(*ids, source="gitlab"))
+            await store.runs.create(run("run-x"), delivery=delivery(*ids, source="gitlab"))
         assert again.value.run_id == "run-1"
-    assert await store.find_delivery("gitlab", ("event-9", "key-1")) == "run-1"
-    await store.create_run(run("run-2"), delivery=delivery("event-2", "key-2", source="gitlab"))
-    assert sorted(r.id for r in await store.list_runs()) == ["run-1", "run-2"]
+    assert await store.deliveries.find("gitlab", ("event-9", "key-1")) == "run-1"
+    await store.runs.create(run("run-2"), delivery=delivery("event-2", "key-2", source="gitlab"))
+    assert sorted(r.id for r in await store.runs.newest()) == ["run-1", "run-2"]
 
 
 async def test_a_delivery_whose_run_was_refused_is_not_recorded(database: Database) -> None:
     store = await database.open()
     with pytest.raises(QueueFull):
-        await store.create_run(run("run-1"), cap=FULL, delivery=delivery("d-1"))
-    assert await store.find_delivery("github", ("d-1",)) is None
-    await store.create_run(run("run-2"), delivery=delivery("d-1"))  # redelivered later
-    assert await store.find_delivery("github", ("d-1",)) == "run-2"
+        await store.runs.create(run("run-1"), cap=FULL, delivery=delivery("d-1"))
+    assert await store.deliveries.find("github", ("d-1",)) is None
+    await store.runs.create(run("run-2"), delivery=delivery("d-1"))  # redelivered later
+    assert await store.deliveries.find("github", ("d-1",)) == "run-2"
 
 
 async def test_a_tenants_deliveries_are_its_own(database: Database) -> None:
     acme, other = await database.open("acme"), await database.open("other")
-    await acme.create_run(run("run-1"), delivery=delivery("d-1"))
-    assert await other.find_delivery("github", ("d-1",)) is None
-    await other.create_run(run("run-2"), delivery=delivery("d-1"))
-    assert await other.find_delivery("github", ("d-1",)) == "run-2"
+    await acme.runs.create(run("run-1"), delivery=delivery("d-1"))
+    assert await other.deliveries.find("github", ("d-1",)) is None
+    await other.runs.create(run("run-2"), delivery=delivery("d-1"))
+    assert await other.deliveries.find("github", ("d-1",)) == "run-2"
 
 
 async def test_one_delivery_racing_to_every_server_of_a_store_starts_one_run(
@@ -75,7 +75,7 @@ async def test_one_delivery_racing_to_every_server_of_a_store_starts_one_run(
 
     async def submit(number: int) -> str:
         record = run(f"run-{number}")
-        await servers[number % 4].create_run(record, delivery=delivery("d-raced"))
+        await servers[number % 4].runs.create(record, delivery=delivery("d-raced"))
         return record.id
 
     ended = await asyncio.gather(*(submit(n) for n in range(12)), return_exceptions=True)
@@ -84,16 +84,16 @@ async def test_one_delivery_racing_to_every_server_of_a_store_starts_one_run(
     assert len(started) == 1, ended
     assert len(duplicates) == 11, ended
     assert {duplicate.run_id for duplicate in duplicates} == set(started)
-    assert [r.id for r in await servers[0].list_runs()] == started
+    assert [r.id for r in await servers[0].runs.newest()] == started
 
 
 async def test_retention_prunes_old_deliveries_only(database: Database) -> None:
     store = await database.open()
     now = time.time()
-    await store.create_run(run("run-old"), delivery=delivery("d-old"))
-    pruned = await (await database.open(None)).prune_deliveries(before=now + 60)
+    await store.runs.create(run("run-old"), delivery=delivery("d-old"))
+    pruned = await (await database.open(None)).deliveries.prune(before=now + 60)
     assert pruned == 1
-    await store.create_run(run("run-new"), delivery=delivery("d-new"))
-    assert await (await database.open(None)).prune_deliveries(before=now - 60) == 0
-    assert await store.find_delivery("github", ("d-old",)) is None
-    assert await store.find_delivery("github", ("d-new",)) == "run-new"
+    await store.runs.create(run("run-new"), delivery=delivery("d-new"))
+    assert await (await database.open(None)).deliveries.prune(before=now - 60) == 0
+    assert await store.deliveries.find("github", ("d-old",)) is None
+    assert await store.deliveries.find("github", ("d-new",)) == "run-new"

@@ -14,31 +14,31 @@ def _numbered(repo: str) -> object:
 
 
 async def test_pull_requests_are_numbered_per_repository(store: Store) -> None:
-    one = await store.add_pull_request("a", 1.0, _numbered("a"))  # type: ignore[arg-type]
-    two = await store.add_pull_request("a", 2.0, _numbered("a"))  # type: ignore[arg-type]
-    other = await store.add_pull_request("b", 3.0, _numbered("b"))  # type: ignore[arg-type]
+    one = await store.forge.add_pull_request("a", 1.0, _numbered("a"))  # type: ignore[arg-type]
+    two = await store.forge.add_pull_request("a", 2.0, _numbered("a"))  # type: ignore[arg-type]
+    other = await store.forge.add_pull_request("b", 3.0, _numbered("b"))  # type: ignore[arg-type]
     assert (one.number, two.number, other.number) == (1, 2, 1)
     assert json.loads(two.data)["url"] == "golem://local/a/2"
-    assert [p.number for p in await store.list_pull_requests("a")] == [2, 1]
-    assert len(await store.list_pull_requests()) == 3
-    found = await store.get_pull_request("a", 1)
+    assert [p.number for p in await store.forge.pull_requests("a")] == [2, 1]
+    assert len(await store.forge.pull_requests()) == 3
+    found = await store.forge.pull_request("a", 1)
     assert found == one
-    assert await store.get_pull_request("a", 9) is None
+    assert await store.forge.pull_request("a", 9) is None
 
 
 async def test_comments_are_kept_per_target_oldest_first(store: Store) -> None:
-    await store.add_comment(CommentRecord(target="a#1", body="first", created=1.0))
-    await store.add_comment(CommentRecord(target="b#2", body="elsewhere", created=2.0))
-    await store.add_comment(CommentRecord(target="a#1", body="second ✓ \x00", created=3.0))
-    assert [c.body for c in await store.list_comments("a#1")] == ["first", "second ✓ \ufffd"]
-    assert len(await store.list_comments()) == 3
+    await store.forge.add_comment(CommentRecord(target="a#1", body="first", created=1.0))
+    await store.forge.add_comment(CommentRecord(target="b#2", body="elsewhere", created=2.0))
+    await store.forge.add_comment(CommentRecord(target="a#1", body="second ✓ \x00", created=3.0))
+    assert [c.body for c in await store.forge.comments("a#1")] == ["first", "second ✓ \ufffd"]
+    assert len(await store.forge.comments()) == 3
 
 
 async def test_a_tenant_sees_only_its_own_forge_records(database: Database) -> None:
     acme, other = await database.open("acme"), await database.open("other")
-    await acme.add_pull_request("repo", 1.0, lambda number: "{}")
-    await acme.add_comment(CommentRecord(target="repo#1", body="acme's"))
-    assert await other.list_pull_requests() == []
-    assert await other.get_pull_request("repo", 1) is None
-    assert await other.list_comments() == []
-    assert len(await acme.list_pull_requests()) == 1
+    await acme.forge.add_pull_request("repo", 1.0, lambda number: "{}")
+    await acme.forge.add_comment(CommentRecord(target="repo#1", body="acme's"))
+    assert await other.forge.pull_requests() == []
+    assert await other.forge.pull_request("repo", 1) is None
+    assert await other.forge.comments() == []
+    assert len(await acme.forge.pull_requests()) == 1

@@ -16,32 +16,32 @@ from tests.store.conftest import Database, run
 
 async def test_a_follower_is_woken_by_an_event_another_store_appends(database: Database) -> None:
     follower, runner = await database.open(), await database.open()
-    await runner.create_run(run("run-1"))
+    await runner.runs.create(run("run-1"))
     with follower.watch("run-1") as changed:
         changed.clear()
-        await runner.append_event("run-1", time=1.0, kind="note", data="{}")
+        await runner.runs.append_event("run-1", time=1.0, kind="note", data="{}")
         assert await changed.wait() is True
-    assert [e.seq for e in await follower.events("run-1")] == [1]
+    assert [e.seq for e in await follower.runs.events("run-1")] == [1]
 
 
 async def test_a_runner_is_woken_by_a_cancel_another_store_requests(database: Database) -> None:
     runner, person = await database.open(), await database.open()
-    await runner.create_run(run("run-1", status="running"))
+    await runner.runs.create(run("run-1", status="running"))
     with runner.watch(control_key("run-1")) as asked:
         asked.clear()
-        await person.request_cancel("run-1")
+        await person.runs.request_cancel("run-1")
         assert await asked.wait() is True
-    loaded = await runner.load_run("run-1")
+    loaded = await runner.runs.load("run-1")
     assert loaded is not None
     assert loaded.cancel_requested
 
 
 async def test_a_gate_is_woken_by_an_answer_from_another_store(database: Database) -> None:
     runner, person = await database.open(), await database.open()
-    await runner.create_run(run("run-1", status="waiting"))
+    await runner.runs.create(run("run-1", status="waiting"))
     with runner.watch(control_key("run-1")) as answered:
         answered.clear()
-        assert await person.decide_gate("run-1", "approved")
+        assert await person.runs.decide_gate("run-1", "approved")
         assert await answered.wait() is True
 
 
@@ -50,20 +50,20 @@ async def test_an_idle_worker_is_woken_by_a_run_another_server_queues(database: 
     submitter = await database.open("acme")
     with worker.watch(QUEUE) as queued:
         queued.clear()
-        assert await worker.claim_next_run("host:1") is None
-        await submitter.create_run(run("run-1"))
+        assert await worker.queue.claim_next("host:1") is None
+        await submitter.runs.create(run("run-1"))
         assert await queued.wait() is True
-    claimed = await worker.claim_next_run("host:1")
+    claimed = await worker.queue.claim_next("host:1")
     assert claimed is not None
     assert claimed.id == "run-1"
 
 
 async def test_waiters_of_one_run_are_each_woken(store: Store) -> None:
-    await store.create_run(run("run-1"))
+    await store.runs.create(run("run-1"))
     with store.watch("run-1") as first, store.watch("run-1") as second:
         first.clear()
         second.clear()
-        await store.save_run("run-1", status="running", updated=2.0, document="{}")
+        await store.runs.save("run-1", status="running", updated=2.0, document="{}")
         assert await asyncio.gather(first.wait(), second.wait()) == [True, True]
 
 
@@ -71,7 +71,7 @@ def _cancel_in_another_process(url: str) -> None:
     async def cancel() -> None:
         store = await SqlStore.connect(url)
         try:
-            await store.request_cancel("run-1")
+            await store.runs.request_cancel("run-1")
         finally:
             await store.close()
 
@@ -80,7 +80,7 @@ def _cancel_in_another_process(url: str) -> None:
 
 async def test_a_cancel_from_another_process_wakes_the_runner(sql: Database) -> None:
     runner = await sql.open()
-    await runner.create_run(run("run-1", status="running"))
+    await runner.runs.create(run("run-1", status="running"))
     with runner.watch(control_key("run-1")) as asked:
         asked.clear()
         process = multiprocessing.get_context("spawn").Process(

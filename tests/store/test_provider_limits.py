@@ -32,14 +32,12 @@ async def test_limiter_changes_from_processes_sharing_the_store_never_interleave
 
     async def bump(store: Store) -> None:
         for _ in range(15):
-            await store.update_provider_limit(KEY, count)
+            await store.limits.update(KEY, count)
 
     await asyncio.gather(bump(first), bump(second), bump(first), bump(second))
 
     final: list[str | None] = []
-    await second.update_provider_limit(
-        KEY, lambda document: (final.append(document), (None, False))[1]
-    )
+    await second.limits.update(KEY, lambda document: (final.append(document), (None, False))[1])
     assert final == ["60"]  # no change lost, whichever process made it
     assert seen.count(None) == 1  # the record was made once
 
@@ -50,25 +48,25 @@ async def test_a_limiter_change_that_asks_wakes_the_keys_watchers_only(
     store = await database.open()
     other = KEY.replace("0", "1")
     with store.watch(KEY) as watching, store.watch(other) as later:
-        await store.update_provider_limit(KEY, lambda document: ("{}", False))
-        await store.update_provider_limit(other, lambda document: ("{}", True))
+        await store.limits.update(KEY, lambda document: ("{}", False))
+        await store.limits.update(other, lambda document: ("{}", True))
         assert await later.wait(10)  # announced after the first change: it told nothing
         assert not watching.is_set()
-        await store.update_provider_limit(KEY, lambda document: (None, True))
+        await store.limits.update(KEY, lambda document: (None, True))
         assert await watching.wait(10)
 
 
 @pytest.mark.parametrize("key", ["run-1", "*queue", "*limit:" + "x" * 200, "limit:anthropic"])
 async def test_the_limiters_records_hold_nothing_but_limiters(database: Database, key: str) -> None:
     store = await database.open()
-    await store.create_run(run("run-1"))
+    await store.runs.create(run("run-1"))
     with pytest.raises(StoreError, match="not a provider limiter's key"):
-        await store.update_provider_limit(key, lambda document: ("{}", True))
+        await store.limits.update(key, lambda document: ("{}", True))
 
 
-def limiter_on(store: object, provider: str = "anthropic") -> ProviderLimiter:
+def limiter_on(store: Store, provider: str = "anthropic") -> ProviderLimiter:
     key = limit_key(provider, "https://api.example.test", "sk-shared-key")
-    return ProviderLimiter(store, key)  # type: ignore[arg-type]
+    return ProviderLimiter(store.limits, key)
 
 
 async def test_a_hold_one_process_learns_holds_every_process_on_the_store(

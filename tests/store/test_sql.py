@@ -56,22 +56,24 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(sql: Database)
 async def test_events_appended_at_once_from_many_connections_get_distinct_numbers(
     sql: Database,
 ) -> None:
-    await (await sql.open()).create_run(run("run-1"))
+    await (await sql.open()).runs.create(run("run-1"))
 
     async def append(writer: int) -> list[int]:
         own = await sql.open()  # a connection pool of its own, as another process has
         data = [f'{{"writer": {writer}, "n": {n}}}' for n in range(25)]  # each an event
-        return [await own.append_event("run-1", time=1.0, kind="note", data=d) for d in data]
+        return [await own.runs.append_event("run-1", time=1.0, kind="note", data=d) for d in data]
 
     numbers = [seq for writer in await asyncio.gather(*map(append, range(4))) for seq in writer]
     assert sorted(numbers) == list(range(1, 101))
-    assert [e.seq for e in await (await sql.open()).events("run-1")] == list(range(1, 101))
+    assert [e.seq for e in await (await sql.open()).runs.events("run-1")] == list(range(1, 101))
 
 
 async def test_pull_requests_added_at_once_get_distinct_numbers(sql: Database) -> None:
     async def add(_: int) -> list[int]:
         own = await sql.open()
-        return [(await own.add_pull_request("a", 1.0, lambda n: "{}")).number for _ in range(5)]
+        return [
+            (await own.forge.add_pull_request("a", 1.0, lambda n: "{}")).number for _ in range(5)
+        ]
 
     numbers = [number for adder in await asyncio.gather(*map(add, range(4))) for number in adder]
     assert sorted(numbers) == list(range(1, 21))
@@ -95,7 +97,7 @@ async def test_a_database_at_an_older_revision_is_migrated_with_its_runs_kept(
     engine.dispose()
 
     store = await sql.open()
-    claimed = await store.claim_next_run("server-1")
+    claimed = await store.queue.claim_next("server-1")
     assert claimed is not None
     assert (claimed.id, claimed.document) == ("run-old", old.document)
     engine = create_engine(sql.url)

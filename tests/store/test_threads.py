@@ -31,55 +31,57 @@ async def test_a_thread_is_kept_with_its_run_and_lists_its_runs_newest_first(
     database: Database,
 ) -> None:
     store = await database.open("acme")
-    await store.create_run(run("run-1", created=100.0), thread=thread(detail='{"u": 1}'))
-    await store.create_run(run("run-2", created=200.0), thread=thread())
-    await store.create_run(run("run-3", created=300.0), thread=thread("T0001:C0001:9.1"))
-    runs = await store.thread_runs("slack", THREAD)
+    await store.runs.create(run("run-1", created=100.0), thread=thread(detail='{"u": 1}'))
+    await store.runs.create(run("run-2", created=200.0), thread=thread())
+    await store.runs.create(run("run-3", created=300.0), thread=thread("T0001:C0001:9.1"))
+    runs = await store.threads.runs_in("slack", THREAD)
     assert [t.run_id for t in runs] == ["run-2", "run-1"]
     assert {t.tenant for t in runs} == {"acme"}
     assert runs[1].detail == '{"u": 1}'
-    found = await store.thread_of("slack", "run-3")
+    found = await store.threads.of_run("slack", "run-3")
     assert found is not None
     assert (found.thread, found.status, found.reported) == ("T0001:C0001:9.1", None, None)
-    assert await store.thread_of("linear", "run-3") is None  # another source's names
+    assert await store.threads.of_run("linear", "run-3") is None  # another source's names
 
 
 async def test_a_tenants_threads_are_its_own(database: Database) -> None:
     acme, other = await database.open("acme"), await database.open("other")
-    await acme.create_run(run("run-1"), thread=thread())
-    assert await other.thread_runs("slack", THREAD) == []
-    assert await other.thread_of("slack", "run-1") is None
-    assert not await other.set_thread_status("run-1", "1.2")
-    assert not await other.report_thread("run-1")
-    assert [t.run_id for t in await (await database.open(None)).open_threads("slack")] == ["run-1"]
+    await acme.runs.create(run("run-1"), thread=thread())
+    assert await other.threads.runs_in("slack", THREAD) == []
+    assert await other.threads.of_run("slack", "run-1") is None
+    assert not await other.threads.set_status("run-1", "1.2")
+    assert not await other.threads.report("run-1")
+    assert [t.run_id for t in await (await database.open(None)).threads.unreported("slack")] == [
+        "run-1"
+    ]
 
 
 async def test_the_status_message_is_kept_once(database: Database) -> None:
     store = await database.open()
-    await store.create_run(run("run-1"), thread=thread())
-    assert await store.set_thread_status("run-1", "1700000001.000200")
-    assert not await store.set_thread_status("run-1", "1700000002.000300")
-    found = await store.thread_of("slack", "run-1")
+    await store.runs.create(run("run-1"), thread=thread())
+    assert await store.threads.set_status("run-1", "1700000001.000200")
+    assert not await store.threads.set_status("run-1", "1700000002.000300")
+    found = await store.threads.of_run("slack", "run-1")
     assert found is not None
     assert found.status == "1700000001.000200"
 
 
 async def test_a_runs_end_is_reported_by_one_of_many_racing_servers(database: Database) -> None:
-    await (await database.open()).create_run(run("run-1"), thread=thread())
+    await (await database.open()).runs.create(run("run-1"), thread=thread())
     servers = [await database.open() for _ in range(4)]  # each with its own connections
-    taken = await asyncio.gather(*(servers[n % 4].report_thread("run-1") for n in range(12)))
+    taken = await asyncio.gather(*(servers[n % 4].threads.report("run-1") for n in range(12)))
     assert taken.count(True) == 1
-    assert await servers[0].open_threads("slack") == []
+    assert await servers[0].threads.unreported("slack") == []
 
 
 async def test_a_run_refused_keeps_no_thread(database: Database) -> None:
     store = await database.open()
     with pytest.raises(QueueFull):
-        await store.create_run(run("run-1"), cap=FULL, thread=thread())
-    await store.create_run(run("run-2"), delivery=slack("Ev1"), thread=thread())
+        await store.runs.create(run("run-1"), cap=FULL, thread=thread())
+    await store.runs.create(run("run-2"), delivery=slack("Ev1"), thread=thread())
     with pytest.raises(DuplicateDelivery):
-        await store.create_run(run("run-3"), delivery=slack("Ev1"), thread=thread())
-    assert [t.run_id for t in await store.thread_runs("slack", THREAD)] == ["run-2"]
+        await store.runs.create(run("run-3"), delivery=slack("Ev1"), thread=thread())
+    assert [t.run_id for t in await store.threads.runs_in("slack", THREAD)] == ["run-2"]
 
 
 async def test_a_delivery_handled_without_a_run_is_handled_once_by_any_server(
@@ -87,34 +89,34 @@ async def test_a_delivery_handled_without_a_run_is_handled_once_by_any_server(
 ) -> None:
     servers = [await database.open("acme") for _ in range(4)]
     handled = await asyncio.gather(
-        *(servers[n % 4].handle_once(slack("Ev9", "C1:1.2")) for n in range(12))
+        *(servers[n % 4].deliveries.handle_once(slack("Ev9", "C1:1.2")) for n in range(12))
     )
     assert handled.count(True) == 1
-    assert not await servers[0].handle_once(slack("Ev10", "C1:1.2"))  # any of its ids
-    assert await servers[0].find_delivery("slack", ("Ev9",)) is None  # it started no run
+    assert not await servers[0].deliveries.handle_once(slack("Ev10", "C1:1.2"))  # any of its ids
+    assert await servers[0].deliveries.find("slack", ("Ev9",)) is None  # it started no run
     with pytest.raises(DuplicateDelivery) as again:  # nor does it start one later
-        await servers[0].create_run(run("run-1"), delivery=slack("Ev9"))
+        await servers[0].runs.create(run("run-1"), delivery=slack("Ev9"))
     assert again.value.run_id == "none"
-    assert await (await database.open("other")).handle_once(slack("Ev9"))  # its tenant's
+    assert await (await database.open("other")).deliveries.handle_once(slack("Ev9"))  # its tenant's
 
 
 async def test_a_delivery_that_started_a_run_is_not_handled_again(database: Database) -> None:
     store = await database.open()
-    await store.create_run(run("run-1"), delivery=slack("Ev1", "C1:1.2"))
-    assert not await store.handle_once(slack("Ev2", "C1:1.2"))
-    assert await store.find_delivery("slack", ("Ev2", "C1:1.2")) == "run-1"
+    await store.runs.create(run("run-1"), delivery=slack("Ev1", "C1:1.2"))
+    assert not await store.deliveries.handle_once(slack("Ev2", "C1:1.2"))
+    assert await store.deliveries.find("slack", ("Ev2", "C1:1.2")) == "run-1"
 
 
 async def test_retention_forgets_threads_reported_long_ago_only(database: Database) -> None:
     store = await database.open()
     now = time.time()
-    await store.create_run(run("run-1"), thread=thread())
-    await store.create_run(run("run-2"), thread=thread())
-    assert await store.report_thread("run-1")
+    await store.runs.create(run("run-1"), thread=thread())
+    await store.runs.create(run("run-2"), thread=thread())
+    assert await store.threads.report("run-1")
     every = await database.open(None)
-    assert await every.prune_threads(before=now - 60) == 0
-    assert await every.prune_threads(before=now + 60) == 1
-    assert [t.run_id for t in await store.thread_runs("slack", THREAD)] == ["run-2"]
+    assert await every.threads.prune(before=now - 60) == 0
+    assert await every.threads.prune(before=now + 60) == 1
+    assert [t.run_id for t in await store.threads.runs_in("slack", THREAD)] == ["run-2"]
 
 
 def test_a_source_is_named_in_lower_case() -> None:

@@ -65,10 +65,10 @@ class Wakeup(Protocol):
 
 class LimitLedger(Protocol):
     """Where the providers' limiters keep what they know, shared by every call that uses
-    the ledger: golem's store across processes and machines (``golem.store.Store`` is
+    the ledger: golem's store across processes and machines (a store's ``limits`` is
     one), or ``MemoryLedger`` in one process."""
 
-    async def update_provider_limit(self, key: str, change: LimitChange) -> None:
+    async def update(self, key: str, change: LimitChange) -> None:
         """Apply ``change`` to the record of ``key`` atomically: no other change of that
         record, by any process sharing the ledger, comes between its read and its write."""
         ...

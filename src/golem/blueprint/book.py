@@ -63,7 +63,7 @@ class RunBook:
     ) -> None:
         """Keep a new run (if ``cap`` leaves it room: else QueueFull; if ``delivery`` started
         no run yet: else DuplicateDelivery), with the ``thread`` it was asked in."""
-        await self.store.create_run(
+        await self.store.runs.create(
             RunRecord(
                 id=state.id,
                 tenant=self.store.tenant or "",
@@ -85,7 +85,7 @@ class RunBook:
         if touch:
             state.updated = time.time()
         if state.status == "waiting" and state.pause is not None:  # nobody's until it resumes
-            await self.store.pause_run(
+            await self.store.queue.pause(
                 state.id,
                 resume_at=state.pause.resume_at,
                 updated=state.updated,
@@ -93,7 +93,7 @@ class RunBook:
                 claim=state.claim,
             )
             return
-        await self.store.save_run(
+        await self.store.runs.save(
             state.id,
             status=state.status,
             updated=state.updated,
@@ -103,17 +103,17 @@ class RunBook:
 
     async def load(self, run_id: str) -> RunState | None:
         """A run with its latest cancel request and gate answer, or None."""
-        record = await self.store.load_run(run_id)
+        record = await self.store.runs.load(run_id)
         return run_state(record) if record is not None else None
 
     async def newest(self, limit: int = 50) -> list[RunState]:
         """Runs, newest first."""
-        return [run_state(record) for record in await self.store.list_runs(limit)]
+        return [run_state(record) for record in await self.store.runs.newest(limit)]
 
     async def append(self, event: RunEvent, *, claim: int | None = None) -> int:
         """Keep an event of its run; returns its number in the run (from 1). A runner
         gives its ``claim``: its events are refused once the run was claimed again."""
-        return await self.store.append_event(
+        return await self.store.runs.append_event(
             event.run_id,
             time=event.time,
             kind=event.type,
@@ -125,7 +125,7 @@ class RunBook:
         """The run's events after number ``after``, in order."""
         return [
             (record.seq, EVENT.validate_json(record.data))
-            for record in await self.store.events(run_id, after)
+            for record in await self.store.runs.events(run_id, after)
         ]
 
     def watch(self, run_id: str) -> AbstractContextManager[Signal]:

@@ -39,7 +39,7 @@ class Checkpoints:
         ex.state.workspace = str(workspace)
         if not resumed:
             return
-        saved = await ex.book.store.load_checkpoint(ex.state.id)
+        saved = await ex.book.store.checkpoints.load(ex.state.id)
         if workspace.exists():
             await asyncio.to_thread(shutil.rmtree, workspace)
         if saved is None:
@@ -75,11 +75,11 @@ class Checkpoints:
         data = await snapshot_checkout(ex.repo())
         if data is not None:
             store, run_id, claim = ex.book.store, ex.state.id, ex.state.claim
-            ex.writes.put(lambda: store.save_checkpoint(run_id, node, data, claim))
+            ex.writes.put(lambda: store.checkpoints.save(run_id, node, data, claim))
             await ex.writes.flush()
 
     async def end(self, ex: Execution) -> None:
         """The run ended: its checkpoint goes."""
         store, run_id, claim = ex.book.store, ex.state.id, ex.state.claim
-        ex.writes.put(lambda: store.delete_checkpoint(run_id, claim))
+        ex.writes.put(lambda: store.checkpoints.delete(run_id, claim))
         await ex.writes.flush()

@@ -36,11 +36,11 @@ async def cancel_run(book: RunBook, run_id: str, *, engine: Engine | None = None
     state = await load_run(book, run_id)
     if state.finished:
         raise RunConflict(f"run {run_id} has already ended ({state.status})")
-    await book.store.request_cancel(run_id)
+    await book.store.runs.request_cancel(run_id)
     if state.status == "queued":
         stopped = state.model_copy(update={"cancel_requested": True})
         mark_cancelled(stopped, "cancelled before it started")
-        if await book.store.cancel_queued(run_id, stopped.model_dump_json()):
+        if await book.store.queue.cancel_queued(run_id, stopped.model_dump_json()):
             await _ended(book, stopped)
     elif state.status == "waiting" and state.pause is not None and state.owner_pid is None:
         await _end_paused(book, state)
@@ -58,7 +58,7 @@ async def decide_gate(book: RunBook, run_id: str, decision: Decision) -> RunStat
     state = await load_run(book, run_id)
     if state.status != "waiting" or state.gate is None:
         raise RunConflict(f"run {run_id} is not waiting at a gate ({state.status})")
-    if state.gate.decision is not None or not await book.store.decide_gate(run_id, decision):
+    if state.gate.decision is not None or not await book.store.runs.decide_gate(run_id, decision):
         raise RunConflict(f"the gate of run {run_id} was answered already")
     return await load_run(book, run_id)
 

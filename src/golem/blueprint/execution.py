@@ -484,8 +484,8 @@ class Execution:
         server on it."""
         chosen = name or self.state.request.model or self.config.models.default
         if chosen not in self._models:
-            store = self.book.store
-            self._models[chosen] = make_model(chosen, self.config.models, ledger=store)
+            ledger = self.book.store.limits
+            self._models[chosen] = make_model(chosen, self.config.models, ledger=ledger)
         return self._models[chosen]
 
     def run_budget(self) -> Budget:

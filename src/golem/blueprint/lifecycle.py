@@ -152,7 +152,7 @@ async def requeue_run(book: RunBook, state: RunState) -> bool:
     if state.status == "queued":  # queued again already (another server's recovery)
         return False
     mark_queued(state)
-    return await book.store.requeue_run(state.id, state.model_dump_json())
+    return await book.store.queue.requeue(state.id, state.model_dump_json())
 
 
 async def fail_unstarted(book: RunBook, state: RunState, reason: str) -> None:

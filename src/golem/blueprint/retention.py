@@ -32,7 +32,7 @@ async def prune_runs(store: Store, config: GolemConfig, now: float | None = None
         return []
     ended_before = (time.time() if now is None else now) - retention.days * 86400
     pruned = []
-    for record in await store.prunable_runs(ended_before):
+    for record in await store.runs.prunable(ended_before):
         state = run_state(record)
         if not SAFE_ID.match(state.id):
             continue  # never a path outside state_dir/runs
@@ -43,10 +43,10 @@ async def prune_runs(store: Store, config: GolemConfig, now: float | None = None
         )
         tenant = store.for_tenant(record.tenant)
         await RunBook(tenant).save(state, touch=False)  # it still ended when it ended
-        await tenant.prune_events(state.id)
+        await tenant.runs.prune_events(state.id)
         pruned.append(state.id)
-    await store.prune_deliveries(ended_before)  # redelivered that late, it is asked again
-    await store.prune_threads(ended_before)  # a mention there that late starts afresh
+    await store.deliveries.prune(ended_before)  # redelivered that late, it is asked again
+    await store.threads.prune(ended_before)  # a mention there that late starts afresh
     return pruned
 
 

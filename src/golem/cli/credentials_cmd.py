@@ -147,7 +147,7 @@ def set_command(
         token = _read_token(token_env)
     config = _config(config_file)
     cipher = TokenCipher.from_config(config)
-    using_store(config, lambda store: store.set_forge_token(chosen, token, cipher), tenant=tenant)
+    using_store(config, lambda store: store.credentials.put(chosen, token, cipher), tenant=tenant)
     kind = "App" if app_id is not None else "OAuth grant" if refresh_token_env else "token"
     typer.echo(f"{chosen} {kind} of tenant {tenant} set")
 
@@ -165,9 +165,7 @@ def list_command(
     """Which tenants have a token for which forge (never the tokens)."""
     from golem.cli.stores import using_store
 
-    listed = using_store(
-        _config(config_file), lambda store: store.list_forge_credentials(), tenant=tenant
-    )
+    listed = using_store(_config(config_file), lambda store: store.credentials.all(), tenant=tenant)
     if json_output:
         typer.echo(json.dumps([c.model_dump() for c in listed], indent=2))
         return
@@ -186,7 +184,7 @@ def remove_command(
 
     chosen = _forge(forge)
     config = _config(config_file)
-    if not using_store(config, lambda store: store.delete_forge_token(chosen), tenant=tenant):
+    if not using_store(config, lambda store: store.credentials.delete(chosen), tenant=tenant):
         raise InvalidRequest(f"tenant {tenant!r} has no {chosen} token; see `golem credentials ls`")
     typer.echo(f"{chosen} token of tenant {tenant} deleted")
 

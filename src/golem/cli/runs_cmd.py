@@ -52,7 +52,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
         runs = using_store(load_config(), lambda store: RunBook(store).newest())
         typer.echo(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
         return
-    records = using_store(load_config(), lambda store: store.list_runs(LISTED))
+    records = using_store(load_config(), lambda store: store.runs.newest(LISTED))
     if not records:
         typer.echo("no runs")
         return

@@ -84,14 +84,14 @@ class StoredGrant:
 
     async def load(self) -> OAuthGrant | None:
         """The grant the store holds for the tenant."""
-        kept = await self._on_store(lambda store: store.reveal_forge_token("gitlab", self.cipher))
+        kept = await self._on_store(lambda store: store.credentials.reveal("gitlab", self.cipher))
         return kept if isinstance(kept, OAuthGrant) else None
 
     async def replace(self, old: OAuthGrant, new: OAuthGrant) -> bool:
         """Compare-and-swap in the store."""
         return bool(
             await self._on_store(
-                lambda store: store.replace_forge_grant("gitlab", old, new, self.cipher)
+                lambda store: store.credentials.replace_grant("gitlab", old, new, self.cipher)
             )
         )
 

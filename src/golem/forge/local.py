@@ -107,16 +107,16 @@ class LocalForge:
             url = pr.url.replace("{number}", str(number))
             return pr.model_copy(update={"number": number, "url": url}).model_dump_json()
 
-        record = await self.store.add_pull_request(pr.repo, pr.created, numbered)
+        record = await self.store.forge.add_pull_request(pr.repo, pr.created, numbered)
         return PullRequest.model_validate_json(record.data)
 
     async def comment(self, issue: Issue, body: str) -> None:
         """Record a comment on an issue, or on a pull request (``PullRequest.as_issue()``)."""
-        await self.store.add_comment(CommentRecord(target=comment_target(issue), body=body))
+        await self.store.forge.add_comment(CommentRecord(target=comment_target(issue), body=body))
 
     async def pull_requests(self, repo: str | None = None) -> list[PullRequest]:
         """The recorded pull requests, newest first (of one repository, when given)."""
-        records = await self.store.list_pull_requests(repo)
+        records = await self.store.forge.pull_requests(repo)
         return [PullRequest.model_validate_json(record.data) for record in records]
 
     async def find_pull_request(self, repo: str, head: str) -> PullRequest | None:
@@ -126,7 +126,7 @@ class LocalForge:
 
     async def pull_request(self, repo: str, number: int) -> PullRequest | None:
         """One recorded pull request, or None."""
-        record = await self.store.get_pull_request(repo, number)
+        record = await self.store.forge.pull_request(repo, number)
         return PullRequest.model_validate_json(record.data) if record is not None else None
 
     async def add_labels(self, pr: PullRequest, labels: Sequence[str]) -> list[str]:
@@ -134,7 +134,7 @@ class LocalForge:
         current = await self.fetch_pull_request(pr.repo, pr.number)
         merged = [*current.labels, *(x for x in labels if x not in current.labels)]
         updated = current.model_copy(update={"labels": merged})
-        await self.store.update_pull_request(pr.repo, pr.number, updated.model_dump_json())
+        await self.store.forge.update_pull_request(pr.repo, pr.number, updated.model_dump_json())
         return merged
 
     async def fetch_pull_request(self, repo: str, number: int) -> PullRequest:
@@ -176,5 +176,5 @@ class LocalForge:
     async def comments(self, issue: Issue | None = None) -> list[ForgeComment]:
         """Recorded comments, oldest first (on one issue or pull request, when given)."""
         target = None if issue is None else comment_target(issue)
-        records = await self.store.list_comments(target)
+        records = await self.store.forge.comments(target)
         return [ForgeComment.model_validate(record.model_dump()) for record in records]

@@ -49,7 +49,7 @@ class Shelf(Generic[M]):
 
     async def load(self, key: str) -> Kept[M] | None:
         """One document, or None."""
-        record = await self.store.load_document(self.kind, key)
+        record = await self.store.documents.load(self.kind, key)
         if record is None:
             return None
         return Kept(self.model.model_validate_json(record.document), record.tenant, record.version)
@@ -58,12 +58,12 @@ class Shelf(Generic[M]):
         """Every document of this kind the store sees, oldest first."""
         return [
             Kept(self.model.model_validate_json(record.document), record.tenant, record.version)
-            for record in await self.store.list_documents(self.kind)
+            for record in await self.store.documents.of_kind(self.kind)
         ]
 
     async def create(self, key: str, model: M) -> bool:
         """Keep ``model`` as ``key`` unless one is kept already (False then)."""
-        made = await self.store.put_document(
+        made = await self.store.documents.put(
             self.kind, key, model.model_dump_json(), version=0, now=time.time()
         )
         return made is not None
@@ -80,7 +80,7 @@ class Shelf(Generic[M]):
             if changed is None:
                 return kept.model
             scoped = self.store.for_tenant(kept.tenant)
-            written = await scoped.put_document(
+            written = await scoped.documents.put(
                 self.kind, key, changed.model_dump_json(), version=kept.version, now=time.time()
             )
             if written is not None:
@@ -91,4 +91,4 @@ class Shelf(Generic[M]):
 
     async def delete(self, key: str) -> bool:
         """Forget ``key``; False when there was none."""
-        return await self.store.delete_document(self.kind, key)
+        return await self.store.documents.delete(self.kind, key)

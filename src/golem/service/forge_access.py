@@ -47,7 +47,7 @@ class ForgeAccess:
         be opened: it is kept, and the error says which key is needed). A tenant with a
         token of its own gets its own tokens only, never the server's beside them."""
         scoped = self.store.for_tenant(tenant)
-        own = {forge: await scoped.reveal_forge_token(forge, self.cipher) for forge in TOKEN_FORGES}
+        own = {forge: await scoped.credentials.reveal(forge, self.cipher) for forge in TOKEN_FORGES}
         if any(own.values()):
             return ForgeCredentials(
                 github=self._source(tenant, "github", own["github"]),

@@ -67,7 +67,7 @@ class KeyStore:
             id=secrets.token_hex(6), tenant=_valid_tenant(tenant), role=role, name=name
         )
         secret = secrets.token_urlsafe(32)
-        await self._store.add_api_key(key, _digest(secret))
+        await self._store.keys.add(key, _digest(secret))
         return key, f"{PREFIX}{key.id}_{secret}"
 
     async def authenticate(self, presented: str) -> Principal | None:
@@ -98,7 +98,7 @@ class KeyStore:
 
     async def _look_up(self, presented: str) -> Principal | None:
         key_id, _, secret = presented.removeprefix(PREFIX).partition("_")
-        found = await self._store.find_api_key(key_id)
+        found = await self._store.keys.find(key_id)
         if found is None or found[0].revoked:
             return None
         key, digest = found
@@ -116,11 +116,11 @@ class KeyStore:
 
     async def list(self, tenant: str | None = None) -> list[ApiKeyRecord]:
         """Keys, newest first (of one tenant, when given)."""
-        return await self._store.list_api_keys(tenant)
+        return await self._store.keys.all(tenant)
 
     async def revoke(self, key_id: str) -> bool:
         """Revoke a key; False when there is no such key."""
-        done = await self._store.revoke_api_key(key_id)
+        done = await self._store.keys.revoke(key_id)
         self._forget(key_id)
         return done
 

@@ -107,9 +107,9 @@ class RunQueue:
             while True:
                 paused.clear()
                 try:
-                    for run_id in await self.store.resume_due_runs(time.time()):
+                    for run_id in await self.store.queue.resume_due(time.time()):
                         log.info("run %s resumes: its provider is expected back", run_id)
-                    earliest = await self.store.next_resume()
+                    earliest = await self.store.queue.next_resume()
                 except GolemError as exc:  # the database is away: look again soon
                     log.warning("cannot resume paused runs: %s", exc.message)
                     await paused.wait(RETRY_AFTER)
@@ -121,7 +121,7 @@ class RunQueue:
         """Requeue runs whose runner on this host is gone; returns their ids."""
         host = socket.gethostname()
         orphans: list[RunState] = []
-        for state in map(run_state, await self.store.list_active_runs()):
+        for state in map(run_state, await self.store.runs.active()):
             owner_host = (state.owner_server or "").partition(":")[0]
             if owner_host not in ("", host):
                 continue  # another host's server recovers its own runs
@@ -197,7 +197,7 @@ class RunQueue:
             while True:
                 queued.clear()
                 try:
-                    record = await self.store.claim_next_run(self.server_id)
+                    record = await self.store.queue.claim_next(self.server_id)
                 except GolemError as exc:  # the database is away: look again soon
                     log.warning("worker %d cannot claim a run: %s", number, exc.message)
                     await queued.wait(RETRY_AFTER)

@@ -5,89 +5,26 @@ timeout (``database_timeout``) the caller gets ``StoreUnavailable`` at once, and
 is cancelled and left to end in the background (a driver may take seconds to give up on a
 frozen server; nobody waits for that). A call that failed because the database could not be
 reached is tried again, within the same deadline, when trying again cannot do a thing twice:
-reads, and the writes listed in ``RETRIED`` (each of them idempotent).
+reads, and the writes each repository lists as ``retried`` (each of them idempotent).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from golem.core.errors import StoreUnavailable
 
-__all__ = ["ONCE", "RETRIED", "RETRY_AFTER", "StoreDeadline", "bounded_calls"]
+__all__ = ["RETRY_AFTER", "StoreDeadline", "bounded"]
 
 log = logging.getLogger("golem.store")
 T = TypeVar("T")
 RETRY_AFTER = 5  # seconds a client told the store is away waits before it tries again
 FIRST_PAUSE, LAST_PAUSE = 0.1, 1.0  # between tries of a retried call (doubling)
-
-RETRIED = frozenset(
-    {
-        "load_run",
-        "list_runs",
-        "events",
-        "count_runs",
-        "list_active_runs",
-        "prunable_runs",
-        "list_pull_requests",
-        "get_pull_request",
-        "list_comments",
-        "list_forge_credentials",
-        "reveal_forge_token",
-        "find_api_key",
-        "list_api_keys",
-        "ping",
-        "load_checkpoint",
-        "find_delivery",
-        "next_resume",
-        "thread_runs",
-        "thread_of",
-        "open_threads",
-        "load_document",
-        "list_documents",
-        # writes whose second try changes nothing the first one made
-        "save_run",
-        "request_cancel",
-        "clear_gate",
-        "prune_events",
-        "append_event",
-        "update_pull_request",
-        "save_checkpoint",
-        "delete_checkpoint",
-        "prune_deliveries",
-        "pause_run",
-        "prune_threads",
-    }
-)
-"""The store's calls tried again after the database could not be reached."""
-ONCE = frozenset(
-    {
-        "create_run",
-        "decide_gate",
-        "claim_next_run",
-        "requeue_run",
-        "cancel_queued",
-        "add_pull_request",
-        "add_comment",
-        "set_forge_token",
-        "delete_forge_token",
-        "add_api_key",
-        "revoke_api_key",
-        "replace_forge_grant",
-        "resume_due_runs",
-        "update_provider_limit",
-        "handle_once",
-        "set_thread_status",
-        "report_thread",
-        "put_document",
-        "delete_document",
-    }
-)
-"""The store's calls tried once (a second try could act twice or answer differently)."""
 
 
 class StoreDeadline:
@@ -152,14 +89,27 @@ def _forget(task: asyncio.Future[Any]) -> None:
         log.debug("an abandoned store call ended: %s", task.exception())
 
 
-def bounded_calls(cls: type[T]) -> type[T]:
-    """Bound every call in ``RETRIED`` and ``ONCE`` that ``cls`` has (its ``deadline``
-    attribute is a StoreDeadline)."""
-    for name in RETRIED | ONCE:
-        method = getattr(cls, name, None)
-        if method is not None:
-            setattr(cls, name, _bound(method, retried=name in RETRIED))
-    return cls
+def bounded(*, retried: Iterable[str], once: Iterable[str]) -> Callable[[type[T]], type[T]]:
+    """Bound every call of a SQL repository (its ``deadline`` attribute is a StoreDeadline):
+    the ``retried`` ones are tried again after the database could not be reached (reads,
+    and writes whose second try changes nothing the first one made), the ``once`` ones are
+    not (a second try could act twice or answer differently). Each public coroutine of the
+    class is in exactly one of them: a new call must say which."""
+    again, single = frozenset(retried), frozenset(once)
+
+    def bound_all(cls: type[T]) -> type[T]:
+        calls = {
+            name
+            for name, member in vars(cls).items()
+            if inspect.iscoroutinefunction(member) and not name.startswith("_")
+        }
+        if calls != again | single or again & single:
+            raise TypeError(f"{cls.__name__}: each call is either retried or once, not {calls}")
+        for name in calls:
+            setattr(cls, name, _bound(getattr(cls, name), retried=name in again))
+        return cls
+
+    return bound_all
 
 
 def _bound(method: Callable[..., Awaitable[Any]], *, retried: bool) -> Callable[..., Any]:
@@ -167,7 +117,7 @@ def _bound(method: Callable[..., Awaitable[Any]], *, retried: bool) -> Callable[
     async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         deadline: StoreDeadline = self.deadline
         return await deadline.call(
-            lambda: method(self, *args, **kwargs), retried=retried, what=method.__name__
+            lambda: method(self, *args, **kwargs), retried=retried, what=method.__qualname__
         )
 
     return call

@@ -5,7 +5,8 @@ is never in the database: it comes from the variable ``[server] credentials_key_
 names, else from the key file ``credentials.key`` in the state directory, which is made
 (mode 0600, atomically, so that two processes agree on one key) the first time a token is
 sealed. A key file that others could read is refused. The variable may hold several keys,
-comma-separated: the first seals, each of them opens (to rotate keys).
+comma-separated: the first seals, each of them opens (to rotate keys). ``cryptography`` is
+imported when a key is first used: reading runs (`golem runs ls`) never pays for it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import os
 import secrets
 import stat
 from pathlib import Path
-
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from typing import TYPE_CHECKING
 
 from golem.core.config import GolemConfig
 from golem.core.errors import CredentialsKeyError
+
+if TYPE_CHECKING:
+    from cryptography.fernet import MultiFernet
 
 __all__ = ["KEY_FILE", "TokenCipher", "new_key"]
 
@@ -29,6 +32,8 @@ MAX_KEY_FILE = 64 * 1024
 
 def new_key() -> str:
     """A fresh key (for ``credentials_key_env``)."""
+    from cryptography.fernet import Fernet
+
     return Fernet.generate_key().decode()
 
 
@@ -63,6 +68,8 @@ class TokenCipher:
     def open(self, sealed: str, what: str) -> str:
         """The token ``sealed`` holds; ``what`` names it in errors. The sealed token is
         kept whatever happens: a wrong key is an error, never a loss."""
+        from cryptography.fernet import InvalidToken
+
         try:
             return self._keyring(create=False).decrypt(sealed.encode()).decode()
         except InvalidToken as exc:
@@ -80,6 +87,8 @@ class TokenCipher:
         return self._keys
 
     def _parse(self, text: str, where: str) -> MultiFernet:
+        from cryptography.fernet import Fernet, MultiFernet
+
         keys = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
         try:
             return MultiFernet([Fernet(key) for key in keys] or [Fernet(b"")])
@@ -124,7 +133,7 @@ class TokenCipher:
         try:
             fd = os.open(temporary, flags, 0o600)
             with os.fdopen(fd, "wb") as written:
-                written.write(Fernet.generate_key() + b"\n")
+                written.write(new_key().encode() + b"\n")
                 written.flush()
                 os.fsync(written.fileno())
             with contextlib.suppress(FileExistsError):  # another process made one first

@@ -2,23 +2,24 @@
 
 A credential is a plain token, a GitHub App's key or a GitLab OAuth grant (``ForgeSecret``;
 the documents are sealed as JSON). It goes in and never comes back out, except to the
-runner of that tenant's runs (``reveal_forge_token``); listings show which forges have one
+runner of that tenant's runs (``reveal``); listings show which forges have one
 and when it was set. Before sealing, the store checks that the key opens the credentials
 stored already, so that a wrong or missing key is an error instead of a database whose
 credentials no key opens. A refreshed OAuth grant replaces the one it was refreshed from
-only if that one is still stored (``replace_forge_grant``): of two refreshes from one grant,
+only if that one is still stored (``replace_grant``): of two refreshes from one grant,
 one is kept, and the other learns it lost.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 from sqlalchemy import delete, select, update
 
 from golem.core.errors import StoreError
+from golem.store.bounds import bounded
 from golem.store.cipher import TokenCipher
-from golem.store.plumbing import SqlBase, upsert
 from golem.store.records import (
     ForgeCredential,
     ForgeName,
@@ -27,20 +28,52 @@ from golem.store.records import (
     forge_secret,
     sealable,
 )
+from golem.store.repository import MemoryRepository, SqlRepository, upsert
 from golem.store.schema import forge_credentials
 
-__all__ = ["SqlCredentials"]
+__all__ = ["Credentials", "MemoryCredentials", "SqlCredentials"]
+
+
+class Credentials(Protocol):
+    """Tenants' forge credentials, sealed (``store.credentials``)."""
+
+    async def put(
+        self, forge: ForgeName, token: ForgeSecret, cipher: TokenCipher
+    ) -> ForgeCredential:
+        """Keep this tenant's credential for ``forge`` (a token, an App's key, an OAuth
+        grant), sealed."""
+        ...
+
+    async def delete(self, forge: ForgeName) -> bool:
+        """Forget this tenant's token for ``forge``."""
+        ...
+
+    async def all(self) -> list[ForgeCredential]:
+        """Which forges have a token (never the tokens)."""
+        ...
+
+    async def reveal(self, forge: ForgeName, cipher: TokenCipher) -> ForgeSecret | None:
+        """This tenant's credential for ``forge``, opened; for its runner only."""
+        ...
+
+    async def replace_grant(
+        self, forge: ForgeName, old: OAuthGrant, new: OAuthGrant, cipher: TokenCipher
+    ) -> bool:
+        """Keep a refreshed OAuth grant in place of ``old``, if ``old`` is still the one
+        kept (False: another refresh came first)."""
+        ...
 
 
 def _listed(row: object) -> ForgeCredential:
     return ForgeCredential.model_validate(row, from_attributes=True)
 
 
-class SqlCredentials:
-    """The forge-credentials part of SqlStore."""
+@bounded(retried={"all", "reveal"}, once={"put", "delete", "replace_grant"})
+class SqlCredentials(SqlRepository):
+    """Forge credentials in SQL."""
 
-    async def set_forge_token(
-        self: SqlBase, forge: ForgeName, token: ForgeSecret, cipher: TokenCipher
+    async def put(
+        self, forge: ForgeName, token: ForgeSecret, cipher: TokenCipher
     ) -> ForgeCredential:
         """Keep this tenant's credential for ``forge`` (replacing any), sealed by
         ``cipher``."""
@@ -71,7 +104,7 @@ class SqlCredentials:
             ).one()
         return _listed(row)
 
-    async def delete_forge_token(self: SqlBase, forge: ForgeName) -> bool:
+    async def delete(self, forge: ForgeName) -> bool:
         """Forget this tenant's token for ``forge``; False when it had none."""
         tenant = self._creating("or delete a forge token")
         async with self.transaction(write=True) as db:
@@ -82,7 +115,7 @@ class SqlCredentials:
             )
         return bool(done.rowcount)
 
-    async def list_forge_credentials(self: SqlBase) -> list[ForgeCredential]:
+    async def all(self) -> list[ForgeCredential]:
         """Which forges this store's tenants have a token for (never the tokens)."""
         columns = [forge_credentials.c[name] for name in ForgeCredential.model_fields]
         async with self.transaction() as db:
@@ -95,9 +128,7 @@ class SqlCredentials:
             ).all()
         return [_listed(row) for row in rows]
 
-    async def reveal_forge_token(
-        self: SqlBase, forge: ForgeName, cipher: TokenCipher
-    ) -> ForgeSecret | None:
+    async def reveal(self, forge: ForgeName, cipher: TokenCipher) -> ForgeSecret | None:
         """This tenant's credential for ``forge``, opened (None: it has none). For the
         runner of this tenant's runs only: never answer it to a client, log it or put it in
         an event."""
@@ -106,8 +137,8 @@ class SqlCredentials:
             return None
         return forge_secret(cipher.open(sealed, f"the {forge} token of tenant {self.tenant!r}"))
 
-    async def replace_forge_grant(
-        self: SqlBase, forge: ForgeName, old: OAuthGrant, new: OAuthGrant, cipher: TokenCipher
+    async def replace_grant(
+        self, forge: ForgeName, old: OAuthGrant, new: OAuthGrant, cipher: TokenCipher
     ) -> bool:
         """Keep ``new`` in place of ``old`` (the grant it was refreshed from), if ``old`` is
         still this tenant's grant for ``forge``; False when another refresh (or a new
@@ -129,7 +160,7 @@ class SqlCredentials:
         return bool(done.rowcount)
 
 
-async def _sealed(store: SqlBase, forge: ForgeName) -> str | None:
+async def _sealed(store: SqlRepository, forge: ForgeName) -> str | None:
     """The tenant's sealed credential for ``forge``, as stored."""
     if store.tenant is None:
         raise StoreError("a store for all tenants reveals no token: use store.for_tenant")
@@ -143,3 +174,55 @@ async def _sealed(store: SqlBase, forge: ForgeName) -> str | None:
             )
         ).scalar_one_or_none()
     return None if sealed is None else str(sealed)
+
+
+class MemoryCredentials(MemoryRepository):
+    """Forge credentials in memory."""
+
+    async def put(
+        self, forge: ForgeName, token: ForgeSecret, cipher: TokenCipher
+    ) -> ForgeCredential:
+        """Keep this tenant's credential for ``forge``, sealed by ``cipher``."""
+        tenant = self._creating("a forge token")
+        text = sealable(token)
+        for (owner, name), (sealed, _) in list(self._data.tokens.items())[:1]:
+            cipher.open(sealed, f"the stored {name} token of {owner!r}")
+        now = time.time()
+        earlier = self._data.tokens.get((tenant, forge))
+        created = earlier[1].created if earlier is not None else now
+        listed = ForgeCredential(tenant=tenant, forge=forge, created=created, updated=now)
+        self._data.tokens[(tenant, forge)] = (cipher.seal(text), listed)
+        return listed
+
+    async def delete(self, forge: ForgeName) -> bool:
+        """Forget this tenant's token for ``forge``."""
+        tenant = self._creating("or delete a forge token")
+        return self._data.tokens.pop((tenant, forge), None) is not None
+
+    async def all(self) -> list[ForgeCredential]:
+        """Which forges this store's tenants have a token for."""
+        return [
+            listed for key, (_, listed) in sorted(self._data.tokens.items()) if self._mine(key[0])
+        ]
+
+    async def reveal(self, forge: ForgeName, cipher: TokenCipher) -> ForgeSecret | None:
+        """This tenant's credential for ``forge``, opened."""
+        if self.tenant is None:
+            raise StoreError("a store for all tenants reveals no token: use store.for_tenant")
+        kept = self._data.tokens.get((self.tenant, forge))
+        if kept is None:
+            return None
+        return forge_secret(cipher.open(kept[0], f"the {forge} token of tenant {self.tenant!r}"))
+
+    async def replace_grant(
+        self, forge: ForgeName, old: OAuthGrant, new: OAuthGrant, cipher: TokenCipher
+    ) -> bool:
+        """Keep ``new`` in place of ``old``, if ``old`` is still the one kept."""
+        stored = await self.reveal(forge, cipher)
+        if not isinstance(stored, OAuthGrant) or stored.refresh_token != old.refresh_token:
+            return False
+        assert self.tenant is not None  # reveal refused a store of all tenants
+        _, listed = self._data.tokens[(self.tenant, forge)]
+        updated = listed.model_copy(update={"updated": time.time()})
+        self._data.tokens[(self.tenant, forge)] = (cipher.seal(sealable(new)), updated)
+        return True

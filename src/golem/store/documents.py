@@ -8,20 +8,46 @@ change is announced under ``documents_key(kind)``."""
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from sqlalchemy import delete, insert, select, update
 
 from golem.core.errors import StoreError
+from golem.store.bounds import bounded
 from golem.store.notify import documents_key
-from golem.store.plumbing import SqlBase
 from golem.store.records import DocumentRecord
+from golem.store.repository import MemoryRepository, SqlRepository
 from golem.store.schema import documents
 
-__all__ = ["SqlDocuments", "check_document_name"]
+__all__ = ["Documents", "MemoryDocuments", "SqlDocuments", "check_document_name"]
 
 _TABLE = documents.c
 KIND = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 KEY_MAX = 200
+
+
+class Documents(Protocol):
+    """Documents the layers above keep (``store.documents``)."""
+
+    async def put(
+        self, kind: str, key: str, document: str, *, version: int, now: float
+    ) -> int | None:
+        """Keep ``document`` as ``kind``/``key`` if the one kept is at ``version`` (0: none
+        yet; this store's tenant makes it); its new version, or None when another write came
+        first (read it again). Announced under ``documents_key(kind)``."""
+        ...
+
+    async def load(self, kind: str, key: str) -> DocumentRecord | None:
+        """A document, or None."""
+        ...
+
+    async def of_kind(self, kind: str) -> list[DocumentRecord]:
+        """The documents of ``kind``, oldest first."""
+        ...
+
+    async def delete(self, kind: str, key: str) -> bool:
+        """Forget a document; False when there was none."""
+        ...
 
 
 def check_document_name(kind: str, key: str) -> None:
@@ -36,11 +62,12 @@ def _record(row: object) -> DocumentRecord:
     return DocumentRecord.model_validate(row, from_attributes=True)
 
 
-class SqlDocuments:
-    """The documents' part of SqlStore."""
+@bounded(retried={"load", "of_kind"}, once={"put", "delete"})
+class SqlDocuments(SqlRepository):
+    """Documents in SQL."""
 
-    async def put_document(
-        self: SqlBase, kind: str, key: str, document: str, *, version: int, now: float
+    async def put(
+        self, kind: str, key: str, document: str, *, version: int, now: float
     ) -> int | None:
         """Keep ``document`` as ``kind``/``key`` if the one kept is at ``version`` (0: none
         is kept yet, and this store's tenant makes it); the new version, or None when the
@@ -79,7 +106,7 @@ class SqlDocuments:
             )
         return version + 1 if done.rowcount == 1 else None
 
-    async def load_document(self: SqlBase, kind: str, key: str) -> DocumentRecord | None:
+    async def load(self, kind: str, key: str) -> DocumentRecord | None:
         """``kind``/``key``, or None."""
         async with self.transaction() as db:
             row = (
@@ -91,7 +118,7 @@ class SqlDocuments:
             ).first()
         return _record(row) if row is not None else None
 
-    async def list_documents(self: SqlBase, kind: str) -> list[DocumentRecord]:
+    async def of_kind(self, kind: str) -> list[DocumentRecord]:
         """Every document of ``kind`` this store sees, oldest first."""
         async with self.transaction() as db:
             rows = (
@@ -103,7 +130,7 @@ class SqlDocuments:
             ).all()
         return [_record(row) for row in rows]
 
-    async def delete_document(self: SqlBase, kind: str, key: str) -> bool:
+    async def delete(self, kind: str, key: str) -> bool:
         """Forget ``kind``/``key``; False when there was none."""
         async with self.transaction(write=True, changed=(documents_key(kind),)) as db:
             done = await db.execute(
@@ -112,3 +139,57 @@ class SqlDocuments:
                 )
             )
         return bool(done.rowcount)
+
+
+class MemoryDocuments(MemoryRepository):
+    """Documents in memory."""
+
+    async def put(
+        self, kind: str, key: str, document: str, *, version: int, now: float
+    ) -> int | None:
+        """Keep ``document`` as ``kind``/``key`` if the one kept is at ``version`` (0:
+        none yet); its new version, or None when another write came first."""
+        check_document_name(kind, key)
+        kept = self._data.documents.get((kind, key))
+        if version == 0:
+            tenant = self._creating("a document")
+            if kept is not None:
+                return None
+            kept = DocumentRecord(
+                kind=kind,
+                key=key,
+                tenant=tenant,
+                version=0,
+                created=now,
+                updated=now,
+                document=document,
+            )
+        elif kept is None or kept.version != version or not self._mine(kept.tenant):
+            return None
+        self._data.documents[(kind, key)] = kept.model_copy(
+            update={"version": version + 1, "updated": now, "document": document}
+        )
+        self._changed(documents_key(kind))
+        return version + 1
+
+    async def load(self, kind: str, key: str) -> DocumentRecord | None:
+        """A document, or None."""
+        kept = self._data.documents.get((kind, key))
+        return kept if kept is not None and self._mine(kept.tenant) else None
+
+    async def of_kind(self, kind: str) -> list[DocumentRecord]:
+        """The documents of ``kind``, oldest first."""
+        found = [
+            kept
+            for (of, _), kept in self._data.documents.items()
+            if of == kind and self._mine(kept.tenant)
+        ]
+        return sorted(found, key=lambda kept: (kept.created, kept.key))
+
+    async def delete(self, kind: str, key: str) -> bool:
+        """Forget a document; False when there was none."""
+        if await self.load(kind, key) is None:
+            return False
+        del self._data.documents[(kind, key)]
+        self._changed(documents_key(kind))
+        return True

@@ -5,14 +5,46 @@ A pull request is kept as its JSON (the forge layer's model), numbered per repos
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from sqlalchemy import func, insert, select, text, update
 
-from golem.store.plumbing import SqlBase
+from golem.store.bounds import bounded
 from golem.store.records import CommentRecord, PullRequestRecord
+from golem.store.repository import MemoryRepository, SqlRepository
 from golem.store.schema import forge_comments, pull_requests
 
-__all__ = ["SqlForgeRecords", "storable_text"]
+__all__ = ["ForgeRecords", "MemoryForgeRecords", "SqlForgeRecords", "storable_text"]
+
+
+class ForgeRecords(Protocol):
+    """The local forge's pull requests and comments (``store.forge``)."""
+
+    async def add_pull_request(
+        self, repo: str, created: float, render: Callable[[int], str]
+    ) -> PullRequestRecord:
+        """Keep a pull request with the next number of ``repo`` (``render``: its JSON)."""
+        ...
+
+    async def pull_requests(self, repo: str | None = None) -> list[PullRequestRecord]:
+        """Pull requests, newest first."""
+        ...
+
+    async def pull_request(self, repo: str, number: int) -> PullRequestRecord | None:
+        """One pull request, or None."""
+        ...
+
+    async def update_pull_request(self, repo: str, number: int, data: str) -> bool:
+        """Replace a kept pull request's JSON (its labels changed); False when none."""
+        ...
+
+    async def add_comment(self, comment: CommentRecord) -> CommentRecord:
+        """Keep a comment the local forge made."""
+        ...
+
+    async def comments(self, target: str | None = None) -> list[CommentRecord]:
+        """Comments, oldest first."""
+        ...
 
 
 def storable_text(value: str) -> str:
@@ -24,11 +56,15 @@ def _pull_request(row: object) -> PullRequestRecord:
     return PullRequestRecord.model_validate(row, from_attributes=True)
 
 
-class SqlForgeRecords:
-    """The local forge's part of SqlStore."""
+@bounded(
+    retried={"pull_requests", "pull_request", "comments", "update_pull_request"},
+    once={"add_pull_request", "add_comment"},
+)
+class SqlForgeRecords(SqlRepository):
+    """The local forge's records in SQL."""
 
     async def add_pull_request(
-        self: SqlBase, repo: str, created: float, render: Callable[[int], str]
+        self, repo: str, created: float, render: Callable[[int], str]
     ) -> PullRequestRecord:
         """Keep a pull request with the next number of ``repo``; ``render`` makes its JSON
         from that number."""
@@ -51,7 +87,7 @@ class SqlForgeRecords:
             await db.execute(insert(pull_requests).values(tenant=tenant, **record.model_dump()))
         return record
 
-    async def list_pull_requests(self: SqlBase, repo: str | None = None) -> list[PullRequestRecord]:
+    async def pull_requests(self, repo: str | None = None) -> list[PullRequestRecord]:
         """Pull requests, newest first (of one repository, when given)."""
         query = select(pull_requests).where(self._mine(pull_requests))
         if repo is not None:
@@ -60,7 +96,7 @@ class SqlForgeRecords:
             rows = (await db.execute(query.order_by(pull_requests.c.id.desc()))).all()
         return [_pull_request(row) for row in rows]
 
-    async def update_pull_request(self: SqlBase, repo: str, number: int, data: str) -> bool:
+    async def update_pull_request(self, repo: str, number: int, data: str) -> bool:
         """Replace a kept pull request's JSON; False when this tenant has none such."""
         async with self.transaction(write=True) as db:
             done = await db.execute(
@@ -74,7 +110,7 @@ class SqlForgeRecords:
             )
         return bool(done.rowcount)
 
-    async def get_pull_request(self: SqlBase, repo: str, number: int) -> PullRequestRecord | None:
+    async def pull_request(self, repo: str, number: int) -> PullRequestRecord | None:
         """One pull request, or None."""
         async with self.transaction() as db:
             row = (
@@ -88,7 +124,7 @@ class SqlForgeRecords:
             ).first()
         return _pull_request(row) if row is not None else None
 
-    async def add_comment(self: SqlBase, comment: CommentRecord) -> CommentRecord:
+    async def add_comment(self, comment: CommentRecord) -> CommentRecord:
         """Keep a comment the local forge made; returns it."""
         tenant = self._creating("a comment")
         async with self.transaction(write=True) as db:
@@ -102,7 +138,7 @@ class SqlForgeRecords:
             )
         return comment
 
-    async def list_comments(self: SqlBase, target: str | None = None) -> list[CommentRecord]:
+    async def comments(self, target: str | None = None) -> list[CommentRecord]:
         """Comments, oldest first (on one issue or pull request, when given)."""
         query = select(forge_comments).where(self._mine(forge_comments))
         if target is not None:
@@ -110,3 +146,51 @@ class SqlForgeRecords:
         async with self.transaction() as db:
             rows = (await db.execute(query.order_by(forge_comments.c.id))).all()
         return [CommentRecord(target=r.target, body=r.body, created=r.created) for r in rows]
+
+
+class MemoryForgeRecords(MemoryRepository):
+    """The local forge's records in memory."""
+
+    async def add_pull_request(
+        self, repo: str, created: float, render: Callable[[int], str]
+    ) -> PullRequestRecord:
+        """Keep a pull request with the next number of ``repo``."""
+        tenant = self._creating("a pull request")
+        number = 1 + max(
+            (pr.number for _, pr in self._data.pull_requests if pr.repo == repo), default=0
+        )
+        record = PullRequestRecord(repo=repo, number=number, created=created, data=render(number))
+        self._data.pull_requests.append((tenant, record))
+        return record
+
+    async def pull_requests(self, repo: str | None = None) -> list[PullRequestRecord]:
+        """Pull requests, newest first."""
+        kept = [pr for tenant, pr in self._data.pull_requests if self._mine(tenant)]
+        return [pr for pr in reversed(kept) if repo is None or pr.repo == repo]
+
+    async def pull_request(self, repo: str, number: int) -> PullRequestRecord | None:
+        """One pull request, or None."""
+        found = [pr for pr in await self.pull_requests(repo) if pr.number == number]
+        return found[0] if found else None
+
+    async def update_pull_request(self, repo: str, number: int, data: str) -> bool:
+        """Replace a kept pull request's JSON; False when this tenant has none such."""
+        for index, (tenant, pr) in enumerate(self._data.pull_requests):
+            if self._mine(tenant) and pr.repo == repo and pr.number == number:
+                self._data.pull_requests[index] = (tenant, pr.model_copy(update={"data": data}))
+                return True
+        return False
+
+    async def add_comment(self, comment: CommentRecord) -> CommentRecord:
+        """Keep a comment the local forge made."""
+        kept = comment.model_copy(update={"body": storable_text(comment.body)})
+        self._data.comments.append((self._creating("a comment"), kept))
+        return comment
+
+    async def comments(self, target: str | None = None) -> list[CommentRecord]:
+        """Comments, oldest first."""
+        return [
+            comment
+            for tenant, comment in self._data.comments
+            if self._mine(tenant) and (target is None or comment.target == target)
+        ]

@@ -8,20 +8,45 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 from sqlalchemy import select, update
 
 from golem.core.errors import StoreError
-from golem.store.plumbing import SqlBase, upsert
+from golem.store.bounds import bounded
+from golem.store.notify import Signal
+from golem.store.repository import MemoryRepository, SqlRepository, upsert
 from golem.store.schema import provider_limits
 
-__all__ = ["LimitChange", "SqlProviderLimits", "check_limit_key"]
+__all__ = [
+    "LimitChange",
+    "MemoryProviderLimits",
+    "ProviderLimits",
+    "SqlProviderLimits",
+    "check_limit_key",
+]
 
 LimitChange = Callable[[str | None], tuple[str | None, bool]]
 """Given the record kept (None: none yet), the record to keep (None: unchanged) and
 whether the key's watchers are woken."""
 LIMIT_PREFIX = "*limit:"
 LONGEST_KEY = 128
+
+
+class ProviderLimits(Protocol):
+    """The providers' limiters (``store.limits``), shared by every tenant: a key's limits
+    are the provider's, whoever calls it."""
+
+    async def update(self, key: str, change: LimitChange) -> None:
+        """Apply ``change`` to the record of a provider limiter's ``key`` (``*limit:``)
+        atomically across every process sharing the store; its watchers are woken when
+        the change asks (``golem.agent.models.limiter``)."""
+        ...
+
+    def watch(self, key: str) -> AbstractContextManager[Signal]:
+        """A signal set when ``key``'s record changes with a wake asked for."""
+        ...
 
 
 def check_limit_key(key: str) -> None:
@@ -31,11 +56,15 @@ def check_limit_key(key: str) -> None:
         raise StoreError(f"{key[:40]!r} is not a provider limiter's key")
 
 
-class SqlProviderLimits:
-    """The limiters' part of SqlStore (shared by every tenant: a key's limits are the
-    provider's, whoever calls it)."""
+@bounded(retried=(), once={"update"})
+class SqlProviderLimits(SqlRepository):
+    """The limiters in SQL."""
 
-    async def update_provider_limit(self: SqlBase, key: str, change: LimitChange) -> None:
+    def watch(self, key: str) -> AbstractContextManager[Signal]:
+        """A signal set when ``key``'s record changes with a wake asked for."""
+        return self.database.hub.watch(key)
+
+    async def update(self, key: str, change: LimitChange) -> None:
         """Apply ``change`` to the record of ``key``, atomically across processes."""
         check_limit_key(key)
         woken: list[str] = []
@@ -61,3 +90,20 @@ class SqlProviderLimits:
                 )
             if wake:
                 woken.append(key)
+
+
+class MemoryProviderLimits(MemoryRepository):
+    """The limiters in memory."""
+
+    def watch(self, key: str) -> AbstractContextManager[Signal]:
+        """A signal set when ``key``'s record changes with a wake asked for."""
+        return self._data.hub.watch(key)
+
+    async def update(self, key: str, change: LimitChange) -> None:
+        """Apply ``change`` to the record of ``key`` (nothing runs in between)."""
+        check_limit_key(key)
+        document, wake = change(self._data.limits.get(key))
+        if document is not None:
+            self._data.limits[key] = document
+        if wake:
+            self._changed(key)

@@ -102,7 +102,7 @@ class DeliveryRecord(_Record):
     its event's UUID and its Idempotency-Key; Slack: its event's id and the message's
     channel and time; Linear: its ``Linear-Delivery``), or another once-only reason to
     start a run (an automation's slot, a goal loop's iteration): kept with the run it
-    started, in the same step, or alone as handled (``Store.handle_once``), so that the
+    started, in the same step, or alone as handled (``store.deliveries.handle_once``), so that the
     same one again (by any of its ids) does nothing twice."""
 
     source: str = Field(pattern=SOURCE_PATTERN)

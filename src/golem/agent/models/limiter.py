@@ -292,11 +292,11 @@ class ProviderLimiter:
             return state.model_dump_json(), wake
 
         try:
-            await self.ledger.update_provider_limit(self.key, change)
+            await self.ledger.update(self.key, change)
         except StoreError as exc:
             log.warning("the limiter of %s works in this process alone: %s", self.key, exc)
             results.clear()
-            await self._fallback.update_provider_limit(self.key, change)
+            await self._fallback.update(self.key, change)
         return results[-1]
 
 
@@ -316,7 +316,7 @@ class MemoryLedger:
         self._records: dict[str, str] = {}
         self._watchers: dict[str, set[_Wakeup]] = {}
 
-    async def update_provider_limit(self, key: str, change: LimitChange) -> None:
+    async def update(self, key: str, change: LimitChange) -> None:
         """Apply ``change`` (nothing else runs in between: it does not await)."""
         document, wake = change(self._records.get(key))
         if document is not None:

@@ -40,7 +40,7 @@ async def run_gate(ex: Execution, node: GateNode) -> Literal["approved", "reject
     mark_running(state)
     ex.save()
     await ex.writes.flush()  # closed in the store before its answer is forgotten: no second
-    ex.writes.put(lambda: ex.book.store.clear_gate(state.id))  # answer can land in between
+    ex.writes.put(lambda: ex.book.store.runs.clear_gate(state.id))  # answer can land in between
     await ex.writes.flush()
     ex.emit(GateDecided(run_id=state.id, node=node.id, decision=decision, decided_by=by))
     return decision

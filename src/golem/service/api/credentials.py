@@ -140,7 +140,7 @@ async def list_credentials(
     principal: Caller, state: State, tenant: TenantParameter = None
 ) -> list[ForgeCredential]:
     """Which forges the tenant has a token for, and when it was set (never the token)."""
-    return await state.store.for_tenant(_tenant(principal, tenant)).list_forge_credentials()
+    return await state.store.for_tenant(_tenant(principal, tenant)).credentials.all()
 
 
 @router.put("/credentials/{forge}")
@@ -155,7 +155,7 @@ async def set_credential(
     no other tenant's run ever does."""
     target = _tenant(principal, tenant)
     store = state.store.for_tenant(target)
-    kept = await store.set_forge_token(forge, body.secret(forge), state.forge_access.cipher)
+    kept = await store.credentials.put(forge, body.secret(forge), state.forge_access.cipher)
     log.info("tenant %s: %s token set (key %s)", target, forge, principal.key_id)
     return kept
 
@@ -166,6 +166,6 @@ async def delete_credential(
 ) -> None:
     """Forget the tenant's token for ``forge``."""
     target = _tenant(principal, tenant)
-    if not await state.store.for_tenant(target).delete_forge_token(forge):
+    if not await state.store.for_tenant(target).credentials.delete(forge):
         raise Problem(404, f"tenant {target!r} has no {forge} token")
     log.info("tenant %s: %s token deleted (key %s)", target, forge, principal.key_id)

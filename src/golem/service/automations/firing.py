@@ -94,7 +94,7 @@ class Firings:
         if kept is None:
             raise Problem(404, f"no automation {name!r}; see GET /v1/automations")
         scoped = self.state.store.for_tenant(kept.tenant)
-        started = await scoped.find_delivery("automation", (once_key(name, key),))
+        started = await scoped.deliveries.find("automation", (once_key(name, key),))
         if started is not None:
             await self._settle(name, key, None)
             return _duplicate(key, started)
@@ -151,7 +151,7 @@ class Firings:
         last = automation.last
         if last is None:
             return None
-        run = await self.state.store.for_tenant(tenant).load_run(last.run_id)
+        run = await self.state.store.for_tenant(tenant).runs.load(last.run_id)
         if run is not None and run.status in ("queued", "running", "waiting"):
             return f"its run {last.run_id} is still in progress ({run.status}): runs never overlap"
         return None

@@ -28,7 +28,7 @@ async def view_of(store: Store, kept: Kept[Automation]) -> AutomationView:
     last = automation.last
     status = None
     if last is not None:
-        run = await store.for_tenant(kept.tenant).load_run(last.run_id)
+        run = await store.for_tenant(kept.tenant).runs.load(last.run_id)
         status = run.status if run is not None else "gone"
     return AutomationView(
         name=automation.definition.name,

@@ -73,7 +73,7 @@ class LinearTrigger:
         is in progress there (its id is the answer then), or the person is no member."""
         lock = self._locks.setdefault(call.issue_id, asyncio.Lock())
         async with lock:
-            started = await self.book.store.find_delivery(SOURCE, delivery.ids)
+            started = await self.book.store.deliveries.find(SOURCE, delivery.ids)
             if started is not None:
                 return _duplicate(delivery, started)
             busy = await self._in_progress(call.issue_id)
@@ -151,7 +151,7 @@ class LinearTrigger:
 
     async def _shipped(self, issue_id: str) -> RunState | None:
         """The issue's latest ended run that opened a pull request (None: none did)."""
-        for thread in await self.book.store.thread_runs(SOURCE, issue_id):
+        for thread in await self.book.store.threads.runs_in(SOURCE, issue_id):
             run = await self.book.load(thread.run_id)
             if run is not None and run.finished and run.pr is not None:
                 return run
@@ -183,7 +183,7 @@ class LinearTrigger:
 
     async def _in_progress(self, issue_id: str) -> RunState | None:
         """The issue's run that has not ended, if one has not."""
-        for thread in await self.book.store.thread_runs(SOURCE, issue_id):
+        for thread in await self.book.store.threads.runs_in(SOURCE, issue_id):
             if thread.reported is not None:
                 continue
             run = await self.book.load(thread.run_id)

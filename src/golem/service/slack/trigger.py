@@ -104,13 +104,13 @@ class SlackTrigger:
         store = self._store(principal)
         delivery = DeliveryRecord(source=SOURCE, ids=asked.ids)
         async with self._one_at_a_time(asked.thread):
-            started = await store.find_delivery(SOURCE, delivery.ids)
+            started = await store.deliveries.find(SOURCE, delivery.ids)
             if started is not None:
                 return _duplicate(started)
             if principal is None:
                 return await self._refuse(store, delivery, asked, messages.stranger(asked.user))
             ask = read_ask(asked.text, await web.bot_user())
-            runs = await store.thread_runs(SOURCE, asked.thread)
+            runs = await store.threads.runs_in(SOURCE, asked.thread)
             latest = await RunBook(store).load(runs[0].run_id) if runs else None
             if latest is not None and not latest.finished:
                 return await self._refuse(store, delivery, asked, messages.in_progress(latest.id))
@@ -225,7 +225,7 @@ class SlackTrigger:
         self, store: Store, delivery: DeliveryRecord, asked: Mention, text: str
     ) -> SlackAnswer:
         """Tell the person who asked ``text``, privately, once per delivery."""
-        if not await store.handle_once(delivery):
+        if not await store.deliveries.handle_once(delivery):
             return SlackAnswer(status="duplicate", reason="answered already")
         tenant = store.tenant if store.tenant != STRANGERS else None
         await self._web().ephemeral(
@@ -248,7 +248,7 @@ class SlackTrigger:
         store = self._store(principal)
         delivery = DeliveryRecord(source=SOURCE, ids=(asked.trigger_id,))
         async with self._one_at_a_time(asked.trigger_id):
-            started = await store.find_delivery(SOURCE, delivery.ids)
+            started = await store.deliveries.find(SOURCE, delivery.ids)
             if started is not None:
                 return f"golem started run {started} for this already."
             ask = read_ask(asked.text, None)
@@ -308,7 +308,7 @@ class SlackTrigger:
         delivery = DeliveryRecord(source=SOURCE, ids=(action.trigger_id,))
         if principal is None:
             return await self._tell(store, delivery, action, messages.stranger(action.user))
-        thread = await store.thread_of(SOURCE, action.run_id)
+        thread = await store.threads.of_run(SOURCE, action.run_id)
         if thread is not None and thread.status is None:  # posted by a server that stopped
             adopted = await self.keeper.adopt(thread)
             thread = thread.model_copy(update={"status": adopted})
@@ -332,7 +332,7 @@ class SlackTrigger:
     async def _tell(
         self, store: Store, delivery: DeliveryRecord, action: Action, text: str
     ) -> SlackAnswer:
-        if not await store.handle_once(delivery):
+        if not await store.deliveries.handle_once(delivery):
             return SlackAnswer(status="duplicate", reason="answered already")
         tenant = store.tenant if store.tenant != STRANGERS else None
         await self._web().ephemeral(

@@ -74,7 +74,7 @@ class StatusKeeper:
     async def _recover(self) -> None:
         while True:
             try:
-                threads = await self.store.open_threads(self.reporter.source)
+                threads = await self.store.threads.unreported(self.reporter.source)
             except GolemError as exc:  # the store away: try again soon
                 log.warning("%s: cannot read the open threads yet: %s", self.reporter.source, exc)
                 await asyncio.sleep(RETRY_AFTER)
@@ -121,21 +121,21 @@ class StatusKeeper:
         if found is None:
             return None
         store = self.store.for_tenant(thread.tenant)
-        if await store.set_thread_status(thread.run_id, found):
+        if await store.threads.set_status(thread.run_id, found):
             return found
-        kept = await store.thread_of(self.reporter.source, thread.run_id)
+        kept = await store.threads.of_run(self.reporter.source, thread.run_id)
         return kept.status if kept is not None else found
 
     async def _post(self, book: RunBook, thread: ThreadRecord, progress: RunProgress) -> str:
         """Post the status message and keep it; another server's, kept first, wins."""
         posted = await self.reporter.post_status(thread, progress)
-        if await book.store.set_thread_status(thread.run_id, posted):
+        if await book.store.threads.set_status(thread.run_id, posted):
             return posted
-        kept = await book.store.thread_of(self.reporter.source, thread.run_id)
+        kept = await book.store.threads.of_run(self.reporter.source, thread.run_id)
         return kept.status if kept is not None and kept.status is not None else posted
 
     async def _report(self, book: RunBook, thread: ThreadRecord, progress: RunProgress) -> None:
-        if await book.store.report_thread(thread.run_id):
+        if await book.store.threads.report(thread.run_id):
             await self.reporter.report_end(thread, progress)
 
     def _spawn(self, name: str, work: Coroutine[Any, Any, None]) -> None:

@@ -4,7 +4,7 @@ and report its end there. The same for every forge: only reading deliveries
 (``github_events``, ``gitlab_events``) and reaching the forge (``reach``) differ.
 
 A delivery starts at most one run, whatever redelivers it: the store keeps its ids with the
-run it started, in the same transaction (``Store.create_run``), so the same delivery again,
+run it started, in the same transaction (``store.runs.create``), so the same delivery again,
 to this server or another of the store, before or after a restart, is answered
 ``duplicate`` with that run, and the database refuses a second one however close they
 come. A second request while a run is in progress there starts nothing either: this
@@ -82,7 +82,7 @@ class Trigger:
         someone who may push starts once that run ends."""
         lock = self._locks.setdefault(call.key, asyncio.Lock())
         async with lock:
-            started = await self.reach.book.store.find_delivery(delivery.source, delivery.ids)
+            started = await self.reach.book.store.deliveries.find(delivery.source, delivery.ids)
             if started is not None:
                 return _duplicate(delivery, started)
             if isinstance(call, IssueCall):
