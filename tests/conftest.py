@@ -320,7 +320,7 @@ class SharedEngines:
         return self.engines[key]
 
 
-SHARED_POOL = {"clean": 1, "strategy": "fast", "max_idle": 60.0}
+SHARED_POOL = {"clean": 1, "strategy": "fast", "max_idle": 60.0, "snapshot_boxes": 0}
 """One wiped guest kept per box shape, stopped after a minute unused (a module's tests use
 one shape after another): a guest holds hundreds of MiB of the host's memory."""
 

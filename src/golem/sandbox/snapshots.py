@@ -208,6 +208,11 @@ class SnapshotStore:
         partial.write_text(info.model_dump_json())
         partial.replace(names / f"{info.name}.json")
 
+    def named(self, spec: BoxSpec, name: str) -> SnapshotInfo | None:
+        """The snapshot ``name`` of ``spec``'s tenant, if there is one."""
+        found = [info for info in self._tenant_snapshots(tenant_of(spec)) if info.name == name]
+        return found[0] if found else None
+
     def resolve(self, spec: BoxSpec, *, backend: str) -> SnapshotInfo:
         """The snapshot ``spec.snapshot`` names among its tenant's, checked to fit a box of
         ``backend`` and ``spec``."""
