@@ -63,7 +63,7 @@ class LocalEngine(BoxSessions[LocalBox]):
         self.pool = WarmPool(self.config.engine.pool)
         self.snapshots = SnapshotStore(self.config.state_dir)
         self.warm = WarmSnapshots(
-            self.pool, self.snapshots, start=self._start_box, stop=self._stop, as_box=self._as_box
+            self.pool, self.snapshots, start=self._acquire, stop=self._stop, as_box=self._as_box
         )
         self._boxes: dict[str, tuple[LocalBox, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
@@ -204,9 +204,7 @@ class LocalEngine(BoxSessions[LocalBox]):
     def _as_box(self, live: LiveBox, spec: BoxSpec) -> LocalBox:
         """A handle on a pooled box, to fill it before any session has it."""
         client = SessionClient(live.client, live.record.id)
-        return LocalBox(
-            live.record.id, spec, client, live.started, isolation=live.record.isolation
-        )
+        return LocalBox(live.record.id, spec, client, live.started, isolation=live.record.isolation)
 
     async def _acquire(self, spec: BoxSpec) -> LiveBox:
         shape = shape_of(spec) if self.pool.enabled else None
@@ -323,6 +321,28 @@ class LocalEngine(BoxSessions[LocalBox]):
         )
         await self.warm.refreshed(before, info)
         return info
+
+    async def fork(self, box_id: str) -> LocalBox:
+        """A new session whose box starts from a copy of a live session's files
+        (/workspace, /tmp, /dev/shm, checked as a snapshot is; processes are not copied):
+        its writes never reach the source, nor the source's later writes it. Of the same
+        spec (tenant, env, secrets), setup not run again. Nothing of the copy is kept once
+        the fork has it; ``remove_session`` throws the fork away."""
+        entry = self._boxes.get(box_id)
+        if entry is None:
+            raise SessionNotFound(
+                f"no live session {box_id!r} in this engine; see `golem sessions ls`"
+            )
+        box, live = entry
+        async with self.snapshots.held(box, backend=live.record.backend) as copy:
+            spec = box.spec.model_copy(update={"setup": None, "snapshot": None})
+            forked = await self.create_session(spec)
+            try:
+                await self.snapshots.unpack(forked, copy)
+            except BaseException:
+                await self.remove_session(forked.id)
+                raise
+        return forked
 
     async def remove_session(self, box_id: str) -> None:
         """End a session: its box is wiped back into the pool, or stopped. Also removes an

@@ -146,7 +146,7 @@ class WarmPool:
         """Count a warm box about to be started for ``key``: its group, to settle with
         ``settle_warm``; None (nothing counted) when the key holds ``snapshot_boxes``
         already or all keys ``max_snapshot_boxes``."""
-        if self.config.snapshot_boxes == 0:
+        if not self.enabled or self.config.snapshot_boxes == 0:
             return None
         group = self._warm.setdefault(key, WarmGroup(spec))
         held = sum(len(g.boxes) + g.filling for g in self._warm.values())

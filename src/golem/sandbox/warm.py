@@ -2,7 +2,8 @@
 already, and the next such box is started in the background.
 
 A box from a snapshot otherwise costs a copy of the snapshot into its tmpfs at start (about
-a millisecond per entry); a warm one costs what a pooled empty box does. The boxes are kept
+a millisecond per entry); a warm one costs what a pooled empty box does. A warm box is
+filled from the pool's empty boxes of its shape, or started, and kept
 in the engine's ``WarmPool`` per tenant, shape and snapshot digest, so a tenant's warm box
 never serves another tenant (even one whose snapshot has the same content), a session of
 another shape, or a snapshot refreshed since (a new digest). A snapshot taken again under
@@ -134,10 +135,9 @@ class WarmSnapshots:
         return drained
 
     async def close(self) -> None:
-        """Cancel the fills under way (their boxes are stopped)."""
-        for task in list(self._fills):
-            task.cancel()
-        await asyncio.gather(*self._fills, return_exceptions=True)
+        """Let the fills under way end (the engine then stops their boxes with the pool's):
+        one cancelled while its backend starts a box could leave that box running."""
+        await self.settled()
 
     async def _stop_quietly(self, live: LiveBox) -> None:
         with contextlib.suppress(GolemError):
