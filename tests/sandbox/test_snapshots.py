@@ -207,10 +207,11 @@ async def test_a_session_from_a_snapshot_takes_a_warm_box_with_it_unpacked_and_o
 async def test_a_snapshot_taken_again_or_pruned_drains_its_warm_boxes(
     engine: Engine, config: GolemConfig
 ) -> None:
-    async with engine.session() as source:
+    alpha = {"labels": {"golem.tenant": "alpha"}}
+    async with engine.session(alpha) as source:
         await run(source, "echo first > file")
         await local(engine).snapshot(source.id, "moving")
-        async with engine.session({"snapshot": "moving"}):
+        async with engine.session({**alpha, "snapshot": "moving"}):
             pass
         await local(engine).warm.settled()
         [old] = warm_ids(engine)
@@ -220,7 +221,7 @@ async def test_a_snapshot_taken_again_or_pruned_drains_its_warm_boxes(
         [new] = warm_ids(engine)
     assert new != old
     assert old not in {info.id for info in await engine.boxes()}  # stopped, not pooled
-    async with engine.session({"snapshot": "moving"}) as box:
+    async with engine.session({**alpha, "snapshot": "moving"}) as box:
         assert box.id == new
         assert await run(box, "cat file") == "second\n"
     await local(engine).warm.settled()

@@ -23,16 +23,17 @@ from golem.core.errors import GolemError
 from golem.core.spec import BoxSpec
 from golem.sandbox.contracts import Box
 from golem.sandbox.pool import LiveBox, WarmGroup, WarmKey, WarmPool, shape_of
-from golem.sandbox.snapshots import SnapshotInfo, SnapshotStore, tenant_of
+from golem.sandbox.snapshots import SnapshotInfo, SnapshotStore
 
 __all__ = ["WarmSnapshots", "warm_key"]
 
 
 def warm_key(spec: BoxSpec, info: SnapshotInfo) -> WarmKey | None:
-    """The key of warm boxes from ``info`` for sessions of ``spec``; None when such a box
-    is never shared (``shape_of``)."""
+    """The key of warm boxes from ``info`` for sessions of ``spec``: the snapshot's own
+    tenant (whom ``spec`` found it as), the shape and the content; None when such a box is
+    never shared (``shape_of``)."""
     shape = shape_of(spec)
-    return None if shape is None else (tenant_of(spec), shape, info.digest)
+    return None if shape is None else (info.tenant, shape, info.digest)
 
 
 class WarmSnapshots:
