@@ -267,6 +267,21 @@ async def test_a_fork_is_refused_where_a_snapshot_would_be_and_keeps_nothing(
 
 
 @pytest.mark.parametrize("backend", ["process"])
+async def test_an_engine_prewarmed_for_a_snapshot_has_its_warm_box_before_any_session(
+    config: GolemConfig,
+) -> None:
+    async with LocalEngine(config) as maker, maker.session() as source:
+        await run(source, "echo kept > file")
+        await maker.snapshot(source.id, "warm")
+    async with LocalEngine(config) as engine:
+        await engine.start(prewarm=True, specs=[engine.spec(snapshot="warm")])
+        [warm] = warm_ids(engine)
+        async with engine.session({"snapshot": "warm"}) as box:
+            assert box.id == warm
+            assert await run(box, "cat file") == "kept\n"
+
+
+@pytest.mark.parametrize("backend", ["process"])
 async def test_closing_an_engine_while_warm_boxes_are_filled_leaves_no_box(
     config: GolemConfig,
 ) -> None:
