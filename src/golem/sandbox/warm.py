@@ -115,19 +115,23 @@ class WarmSnapshots:
         the shapes they were kept for."""
         if old is None or old.digest == new.digest:
             return
-        for spec in await self.drain_stale(tenant=new.tenant):
+        for spec in await self.drain_stale(tenant=new.tenant, digest=old.digest):
             self.refill(spec, new)
 
-    async def drain_stale(self, *, tenant: str | None = None) -> list[BoxSpec]:
+    async def drain_stale(
+        self, *, tenant: str | None = None, digest: str | None = None
+    ) -> list[BoxSpec]:
         """Stop the warm boxes of snapshot contents their tenant no longer names (taken
-        again or pruned); returns the specs they were kept for."""
+        again or pruned), of ``tenant`` and ``digest`` only when given; returns the specs
+        they were kept for."""
         names: dict[str, set[str]] = {}
         for info in self.snapshots.all():
             names.setdefault(info.tenant, set()).add(info.digest)
         drained: list[BoxSpec] = []
         for key in self.pool.warm_keys():
-            owner, _, digest = key
-            if (tenant is None or owner == tenant) and digest not in names.get(owner, set()):
+            owner, _, content = key
+            asked = tenant in (None, owner) and digest in (None, content)
+            if asked and content not in names.get(owner, set()):
                 spec = self.pool.warm_spec(key)
                 for live in self.pool.drain_warm(key):
                     await self._stop_quietly(live)
