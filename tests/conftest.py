@@ -270,10 +270,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 def config(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> GolemConfig:
     """Default configuration with a private state directory and no config files."""
     overrides: dict[str, object] = {"state_dir": str(tmp_path / "state")}
+    engine: dict[str, object] = {}
     settings = backend_settings(backend)
     if settings is not None:
-        overrides["engine"] = {"backend": settings}
+        engine["backend"] = settings
+    if backend in SLOW_START_BACKENDS:
+        engine["pool"] = {"snapshot_boxes": 0}
+    if engine:
+        overrides["engine"] = engine
     return load_config(overrides, files=[])
+
+
+SLOW_START_BACKENDS = ("gvisor", "microvm")
+"""Backends whose tests keep no warm boxes from snapshots (the engine's, tested on process
+and docker): each session from a snapshot would start another sandbox or guest in the
+background, which closing the engine waits for."""
 
 
 def _on_shared_loop(request: pytest.FixtureRequest) -> bool:

@@ -247,3 +247,38 @@ async def test_a_pooled_box_that_started_from_a_snapshot_hands_none_of_it_to_ano
         left = await run(box, "ls -A /workspace /dev/shm; find /tmp -type f")
     assert "secret" not in left
     assert "note" not in left
+
+
+@pytest.mark.parametrize("backend", [p for p in SNAPSHOT_BACKENDS if p.values[0] == "process"])
+async def test_a_tenants_warm_box_never_serves_another_tenant_even_for_the_same_content(
+    engine: Engine,
+) -> None:
+    for name in ("alpha", "beta"):  # the same files: one digest, two tenants' snapshots
+        async with engine.session(tenant(name)) as box:
+            await run(box, "echo shared-content > file")
+            await local(engine).snapshot(box.id, "prepared")
+    async with engine.session(tenant("alpha", snapshot="prepared")):
+        pass
+    await local(engine).warm.settled()
+    pool = local(engine).pool
+    [(owner, _, digest)] = pool.warm_keys()
+    [alphas] = (group.boxes for group in pool._warm.values())
+    [warm] = [box.record.id for box in alphas]
+    others = [
+        tenant("beta", snapshot="prepared"),
+        tenant("beta", snapshot=f"sha256:{digest}"),
+        tenant("alpha ", snapshot="prepared"),  # not alpha: no snapshot at all
+        tenant("alpha", snapshot="prepared", memory="300m"),  # alpha, another shape
+    ]
+    for spec in others:
+        try:
+            async with engine.session(spec) as box:
+                assert box.id != warm
+                assert await run(box, "cat file") == "shared-content\n"
+        except SnapshotNotFound:
+            assert spec["labels"] == {"golem.tenant": "alpha "}
+        assert warm in local(engine).pool.ids()  # still alpha's, untouched
+    async with engine.session(tenant("alpha", snapshot="prepared")) as box:
+        assert box.id == warm
+        assert box.spec.labels == {"golem.tenant": "alpha"}
+    assert owner == "alpha"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from golem.core import GolemConfig
-from golem.core.errors import ConfigError, SnapshotUnsupported
+from golem.core.errors import ConfigError, SessionNotFound, SnapshotUnsupported, UnsafeBoxOutput
 from golem.core.spec import BoxSpec
-from golem.sandbox import Engine
+from golem.sandbox import Engine, LocalEngine
 from golem.sandbox.snapshots import SnapshotStore, check_snapshottable
 from tests.sandbox.snapshotting import SNAPSHOT_BACKENDS, local, run
 
@@ -50,14 +50,16 @@ async def test_files_and_installed_dependencies_survive_into_a_box_started_from_
     assert seen.split() == ["42", "built", "home", "shared", "installed"]
 
 
-async def test_a_box_from_a_snapshot_and_its_source_never_see_each_others_writes(
-    engine: Engine,
+async def test_boxes_from_a_snapshot_a_fork_and_their_source_never_see_each_others_writes(
+    engine: Engine, config: GolemConfig
 ) -> None:
     async with engine.session() as source:
-        await run(source, "echo before > kept")
+        await run(source, "echo before > kept; echo gone > removed")
         taken = await local(engine).snapshot(source.id, "base")
         assert "dev/shm" not in taken.roots  # nothing in it: nothing to unpack
         digest = "sha256:" + _digest(engine, "base")
+        await run(source, "rm removed; echo forked > kept; echo home > /tmp/home/note")
+        fork = await local(engine).fork(source.id)
         async with (
             engine.session({"snapshot": "base"}) as first,
             engine.session({"snapshot": digest}) as second,
@@ -65,13 +67,25 @@ async def test_a_box_from_a_snapshot_and_its_source_never_see_each_others_writes
             await run(source, "echo source > kept; echo source > only-source")
             await run(first, "echo first > kept; echo first > only-first")
             await run(second, "echo second > only-second")
+            await run(fork, "echo fork > only-fork; rm /tmp/home/note")
             views = {
-                name: await run(box, "cat kept; ls")
-                for name, box in (("source", source), ("first", first), ("second", second))
+                name: await run(box, "cat kept; ls; test -e /tmp/home/note || echo no-note")
+                for name, box in (
+                    ("source", source),
+                    ("first", first),
+                    ("second", second),
+                    ("fork", fork),
+                )
             }
+        await engine.remove_session(fork.id)  # thrown away
+        assert await run(source, "cat /tmp/home/note") == "home\n"
     assert views["source"].split() == ["source", "kept", "only-source"]
-    assert views["first"].split() == ["first", "kept", "only-first"]
-    assert views["second"].split() == ["before", "kept", "only-second"]
+    assert views["first"].split() == ["first", "kept", "only-first", "removed", "no-note"]
+    assert views["second"].split() == ["before", "kept", "only-second", "removed", "no-note"]
+    assert views["fork"].split() == ["forked", "kept", "only-fork", "no-note"]
+    assert [info.name for info in local(engine).snapshots.all()] == ["base"]
+    left = {path.name for path in (config.state_dir / "snapshots").glob("*/objects/*")}
+    assert left == {f"{taken.digest}.tar"}  # the fork's copy is not kept
 
 
 def _digest(engine: Engine, name: str) -> str:
@@ -154,3 +168,127 @@ def test_a_snapshot_reference_is_a_plain_name_or_a_digest(engine: Engine) -> Non
     for name in ["../other", "Upper", ".hidden", "a/b", "x" * 64, "sha256:zz", "a\n", ""]:
         with pytest.raises(ConfigError, match="snapshot: String should match pattern"):
             engine.spec(snapshot=name)
+
+
+WARM_BACKENDS = [p for p in SNAPSHOT_BACKENDS if p.values[0] in ("process", "docker")]
+"""Warm boxes from snapshots are the engine's, the same on every backend: tested on two."""
+
+
+def warm_ids(engine: Engine) -> set[str]:
+    """Ids of the engine's warm boxes from snapshots."""
+    pool = local(engine).pool
+    return {box.record.id for key in pool.warm_keys() for box in pool._warm[key].boxes}
+
+
+@pytest.mark.parametrize("backend", WARM_BACKENDS)
+async def test_a_session_from_a_snapshot_takes_a_warm_box_with_it_unpacked_and_one_refills(
+    engine: Engine,
+) -> None:
+    async with engine.session() as source:
+        await run(source, "echo kept > file; echo home > /tmp/home/note")
+        await local(engine).snapshot(source.id, "warm")
+    async with engine.session({"snapshot": "warm"}) as first:  # the snapshot copied in
+        await run(first, "echo first > file")
+    await local(engine).warm.settled()
+    [warm] = warm_ids(engine)
+    async with engine.session({"snapshot": "warm", "env": {"WHO": "second"}}) as box:
+        assert box.id == warm  # taken: the snapshot was unpacked before the session asked
+        seen = await run(box, "cat file /tmp/home/note; echo $WHO; echo mine > file")
+        await local(engine).warm.settled()
+        [refilled] = warm_ids(engine)
+    assert seen.split() == ["kept", "home", "second"]
+    assert refilled != warm
+    async with engine.session({"snapshot": "warm"}) as box:
+        assert box.id == refilled
+        assert await run(box, "cat file") == "kept\n"  # a copy of its own, as any box's
+
+
+@pytest.mark.parametrize("backend", WARM_BACKENDS)
+async def test_a_snapshot_taken_again_or_pruned_drains_its_warm_boxes(
+    engine: Engine, config: GolemConfig
+) -> None:
+    alpha = {"labels": {"golem.tenant": "alpha"}}
+    async with engine.session(alpha) as source:
+        await run(source, "echo first > file")
+        await local(engine).snapshot(source.id, "moving")
+        async with engine.session({**alpha, "snapshot": "moving"}):
+            pass
+        await local(engine).warm.settled()
+        [old] = warm_ids(engine)
+        await run(source, "echo second > file")
+        await local(engine).snapshot(source.id, "moving")
+        await local(engine).warm.settled()
+        [new] = warm_ids(engine)
+    assert new != old
+    assert old not in {info.id for info in await engine.boxes()}  # stopped, not pooled
+    async with engine.session({**alpha, "snapshot": "moving"}) as box:
+        assert box.id == new
+        assert await run(box, "cat file") == "second\n"
+    await local(engine).warm.settled()
+    [kept] = warm_ids(engine)
+    SnapshotStore(config.state_dir).prune(older_than=0)  # `golem snapshots prune`
+    await local(engine).reap()
+    assert warm_ids(engine) == set()
+    assert kept not in {info.id for info in await engine.boxes()}
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_warm_boxes_from_snapshots_are_bounded_per_snapshot_and_in_all(
+    config: GolemConfig,
+) -> None:
+    pool = config.engine.pool.model_copy(update={"snapshot_boxes": 2, "max_snapshot_boxes": 3})
+    bounded = config.model_copy(update={"engine": config.engine.model_copy(update={"pool": pool})})
+    async with LocalEngine(bounded) as engine:
+        async with engine.session() as source:
+            for name in ("one", "two"):
+                await run(source, f"echo {name} > file")
+                await engine.snapshot(source.id, name)
+        for name in ("one", "two"):
+            async with engine.session({"snapshot": name}):
+                pass
+            await engine.warm.settled()
+        per_key = sorted(len(engine.pool._warm[key].boxes) for key in engine.pool.warm_keys())
+        assert per_key == [1, 2]
+    assert LocalEngine(bounded).registry.all() == []  # closing stopped every warm box
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_a_fork_is_refused_where_a_snapshot_would_be_and_keeps_nothing(
+    engine: Engine, config: GolemConfig
+) -> None:
+    with pytest.raises(SessionNotFound):
+        await local(engine).fork("box-none")
+    async with engine.session() as source:
+        await run(source, "mkdir -p repo/.git && echo x > repo/.git/HEAD")
+        with pytest.raises(UnsafeBoxOutput, match=r"takeback\.git"):
+            await local(engine).fork(source.id)
+        assert [info.id for info in await engine.boxes()] == [source.id]
+    assert list((config.state_dir / "snapshots").glob("*/objects/*")) == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_an_engine_prewarmed_for_a_snapshot_has_its_warm_box_before_any_session(
+    config: GolemConfig,
+) -> None:
+    async with LocalEngine(config) as maker, maker.session() as source:
+        await run(source, "echo kept > file")
+        await maker.snapshot(source.id, "warm")
+    async with LocalEngine(config) as engine:
+        await engine.start(prewarm=True, specs=[engine.spec(snapshot="warm")])
+        [warm] = warm_ids(engine)
+        async with engine.session({"snapshot": "warm"}) as box:
+            assert box.id == warm
+            assert await run(box, "cat file") == "kept\n"
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_closing_an_engine_while_warm_boxes_are_filled_leaves_no_box(
+    config: GolemConfig,
+) -> None:
+    async with LocalEngine(config) as engine:
+        async with engine.session() as source:
+            await run(source, "echo kept > file")
+            info = await engine.snapshot(source.id, "warm")
+        engine.warm.refill(engine.spec(snapshot="warm"), info)  # under way as the engine closes
+        assert engine.pool.warm_keys() != []
+    assert LocalEngine(config).registry.all() == []

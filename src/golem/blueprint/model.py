@@ -112,11 +112,19 @@ class BoxNode(_Node):
     baseline: str | None = Field(
         None, description="A loop node's id: run its checks on the unchanged tree first."
     )
+    fork: bool = Field(
+        False,
+        description="Run the commands in a fork of the run's box (a copy of its files), "
+        "thrown away after: their output and results are recorded and choose the next "
+        "node, and nothing they do reaches the run's box or checkout.",
+    )
 
     @model_validator(mode="after")
     def _something_to_run(self) -> BoxNode:
         if [self.check is not None, bool(self.run), self.baseline is not None].count(True) != 1:
             raise ValueError(f"box node {self.id!r}: give one of check, run or baseline")
+        if self.fork and self.baseline is not None:
+            raise ValueError(f"box node {self.id!r}: a baseline runs in the run's box, not a fork")
         return self
 
 

@@ -14,10 +14,12 @@ beside the dependency cache's archives, one directory per tenant (named by a has
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal
 
@@ -157,6 +159,17 @@ async def place_git(box: Box, workspace: Path, *, excluded: list[str]) -> None:
     of git there."""
     await copy_into_box(box, workspace, only={".git"})
     await box.put_file(f"{WORKSPACE}/.git/info/exclude", git_exclude(workspace, excluded))
+
+
+@contextlib.asynccontextmanager
+async def git_set_aside(box: Box, workspace: Path, *, excluded: list[str]) -> AsyncIterator[None]:
+    """The box's ``.git`` removed for the block (a snapshot or a fork of the box: a
+    ``.git`` never crosses from a box), then placed again from the host (``place_git``)."""
+    await remove_in_box(box, [f"{WORKSPACE}/.git"], "the box's .git for its copy")
+    try:
+        yield
+    finally:
+        await place_git(box, workspace, excluded=excluded)
 
 
 async def remove_in_box(box: Box, paths: list[str], what: str) -> None:

@@ -335,6 +335,13 @@ class ClusterEngine(BoxSessions[RemoteBox]):
             "take snapshots on a golem serve without [cluster] ray_address"
         )
 
+    async def fork(self, box_id: str) -> RemoteBox:
+        """Refused, as snapshots are: a fork is a copy kept on one host."""
+        raise SnapshotUnsupported(
+            f"session {box_id} is on a Ray cluster, whose boxes have no forks yet; fork "
+            "boxes on a golem serve without [cluster] ray_address"
+        )
+
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:
         """Have ``callback(box_id, why)`` called when a session ends with its node."""
         self._callbacks.append(callback)

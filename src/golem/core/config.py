@@ -273,6 +273,9 @@ class PoolConfig(BaseModel):
     ``secure`` keeps released boxes aside and wipes them again as they are handed out.
     A wipe kills every process, empties /workspace, /tmp and /dev/shm, removes System V
     IPC objects and resets the environment. Boxes with a host workspace are never pooled.
+    Boxes from a snapshot are kept warm too, the snapshot already unpacked, per tenant,
+    shape and snapshot (``snapshot_boxes``, ``max_snapshot_boxes``); ``max_idle`` and
+    ``max_age`` stop them as any pooled box.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -285,6 +288,17 @@ class PoolConfig(BaseModel):
     )
     max_age: float | None = Field(
         7200.0, gt=0, description="Seconds any box may live; older ones are stopped."
+    )
+    snapshot_boxes: int = Field(
+        1,
+        ge=0,
+        description="Warm boxes kept started from each snapshot a session used, per tenant, "
+        "box shape and snapshot digest (0: every box from a snapshot gets a fresh copy).",
+    )
+    max_snapshot_boxes: int = Field(
+        8,
+        ge=0,
+        description="Warm boxes from snapshots kept in all (every tenant's and snapshot's).",
     )
 
 

@@ -292,6 +292,13 @@ class Engine(Protocol):
         not fit: PolicyViolation); a server holds a key to its role's cap too."""
         ...
 
+    async def fork(self, box_id: str) -> Box:
+        """A new session whose box starts from a copy of a live session's files, checked
+        as a snapshot is (docs/snapshots.md#forks): neither sees the other's later
+        writes; ``remove_session`` throws it away. SnapshotUnsupported where the engine
+        or the box's backend has none."""
+        ...
+
     def on_session_end(self, callback: Callable[[str, str], None]) -> None:
         """Have ``callback(box_id, why)`` called when a session's box ends by itself (not
         through ``remove_session``): its supervisor gone, reaped at its age limit."""

@@ -31,6 +31,7 @@ from golem.sandbox.snapshots import SnapshotInfo, SnapshotStore
 from golem.sandbox.specs import configured_spec
 from golem.sandbox.supervisor import SessionClient, SupervisorClient
 from golem.sandbox.supervisor.messages import Bridge, Configure
+from golem.sandbox.warm import WarmSnapshots
 
 __all__ = ["LocalEngine"]
 
@@ -61,6 +62,9 @@ class LocalEngine(BoxSessions[LocalBox]):
         self.registry = BoxRegistry(self.config.state_dir)
         self.pool = WarmPool(self.config.engine.pool)
         self.snapshots = SnapshotStore(self.config.state_dir)
+        self.warm = WarmSnapshots(
+            self.pool, self.snapshots, start=self._acquire, stop=self._stop, as_box=self._as_box
+        )
         self._boxes: dict[str, tuple[LocalBox, LiveBox]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._checked: set[IsolationTier] = set()
@@ -75,7 +79,8 @@ class LocalEngine(BoxSessions[LocalBox]):
     async def start(self, *, prewarm: bool = False, specs: Sequence[BoxSpec] = ()) -> None:
         """Get ready for a long life: reap old and idle boxes every so often, and with
         ``prewarm`` fill the pool for ``specs`` (default: the configured defaults), each
-        with the backend of its tier."""
+        with the backend of its tier; a spec naming a snapshot gets warm boxes with it
+        unpacked (``engine.pool.snapshot_boxes``)."""
         await self._check_backend(self.config.engine.default_tier)
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
@@ -87,6 +92,10 @@ class LocalEngine(BoxSessions[LocalBox]):
             if shape is None:
                 continue
             await self._check_backend(self._tier(spec))
+            if spec.snapshot is not None:
+                backend = self.backend_for(self._tier(spec)).name
+                await self.warm.fill(spec, self.snapshots.resolve(spec, backend=backend))
+                continue
             missing = self.pool.config.clean - self.pool.ready(shape)
             results = await asyncio.gather(
                 *(self._start_box(spec) for _ in range(missing)), return_exceptions=True
@@ -155,11 +164,17 @@ class LocalEngine(BoxSessions[LocalBox]):
         spec = self._tiered(self.spec(spec))
         check_containers(spec, self.backend_for(self._tier(spec)).name)
         await self._check_backend(self._tier(spec))
-        snapshot = None
+        snapshot = live = None
         if spec.snapshot is not None:
             backend = self.backend_for(self._tier(spec)).name
             snapshot = self.snapshots.resolve(spec, backend=backend)
-        live = await self._acquire(spec)
+            live = await self.warm.take(spec, snapshot)
+        restored = live is not None
+        if live is None:
+            live = await self._acquire(spec)
+        elif live.record.labels != spec.labels:
+            live.record.labels = spec.labels
+            self.registry.save(live.record)
         env = self._box_env(spec)
         if live.network is not None:
             env.update(live.network.configure(spec.egress, credentials=spec.credentials))
@@ -174,7 +189,7 @@ class LocalEngine(BoxSessions[LocalBox]):
         self._boxes[live.record.id] = (box, live)
         try:
             await live.client.request(Configure(env=env))
-            if snapshot is not None:
+            if snapshot is not None and not restored:
                 await self.snapshots.restore(box, snapshot)
             if spec.setup:
                 await run_setup(box, spec.setup, on_event)
@@ -182,7 +197,14 @@ class LocalEngine(BoxSessions[LocalBox]):
             self._boxes.pop(live.record.id, None)
             await self._stop(live)
             raise
+        if snapshot is not None:
+            self.warm.refill(spec, snapshot)
         return box
+
+    def _as_box(self, live: LiveBox, spec: BoxSpec) -> LocalBox:
+        """A handle on a pooled box, to fill it before any session has it."""
+        client = SessionClient(live.client, live.record.id)
+        return LocalBox(live.record.id, spec, client, live.started, isolation=live.record.isolation)
 
     async def _acquire(self, spec: BoxSpec) -> LiveBox:
         shape = shape_of(spec) if self.pool.enabled else None
@@ -293,9 +315,34 @@ class LocalEngine(BoxSessions[LocalBox]):
                 f"no live session {box_id!r} in this engine; see `golem sessions ls`"
             )
         box, live = entry
-        return await self.snapshots.take(
+        before = self.snapshots.named(box.spec, name)
+        info = await self.snapshots.take(
             box, name, backend=live.record.backend, max_tenant_bytes=max_tenant_bytes
         )
+        await self.warm.refreshed(before, info)
+        return info
+
+    async def fork(self, box_id: str) -> LocalBox:
+        """A new session whose box starts from a copy of a live session's files
+        (/workspace, /tmp, /dev/shm, checked as a snapshot is; processes are not copied):
+        its writes never reach the source, nor the source's later writes it. Of the same
+        spec (tenant, env, secrets), setup not run again. Nothing of the copy is kept once
+        the fork has it; ``remove_session`` throws the fork away."""
+        entry = self._boxes.get(box_id)
+        if entry is None:
+            raise SessionNotFound(
+                f"no live session {box_id!r} in this engine; see `golem sessions ls`"
+            )
+        box, live = entry
+        async with self.snapshots.held(box, backend=live.record.backend) as copy:
+            spec = box.spec.model_copy(update={"setup": None, "snapshot": None})
+            forked = await self.create_session(spec)
+            try:
+                await self.snapshots.unpack(forked, copy)
+            except BaseException:
+                await self.remove_session(forked.id)
+                raise
+        return forked
 
     async def remove_session(self, box_id: str) -> None:
         """End a session: its box is wiped back into the pool, or stopped. Also removes an
@@ -411,6 +458,7 @@ class LocalEngine(BoxSessions[LocalBox]):
         """Stop pooled boxes idle past ``pool.max_idle`` and every box older than
         ``pool.max_age`` (their sessions end); returns the ids stopped."""
         now = time.time() if now is None else now
+        await self.warm.drain_stale()
         stopped = self.pool.expired(now)
         max_age = self.pool.config.max_age
         if max_age is not None:
@@ -437,6 +485,7 @@ class LocalEngine(BoxSessions[LocalBox]):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
+        await self.warm.close()
         await self._ends.drain()
         entries = list(self._boxes.values())
         self._boxes.clear()

@@ -5,13 +5,19 @@ and so the backend that started it); what a session brings on top (env, secrets,
 timeouts) is applied when the box is handed out. A released box is wiped (every process
 killed, /workspace, /tmp and /dev/shm emptied, System V IPC removed, environment reset) and
 checked before anyone gets it again; a box that fails either is stopped, never handed out.
+
+Beside them, warm boxes from snapshots: boxes started ahead of need with a snapshot already
+unpacked into them, kept per tenant, shape and snapshot digest (``WarmKey``), as E2B and
+Modal keep sandboxes started from a template: a session naming that snapshot of that tenant
+takes one without the copy, and the engine starts the next in the background. A warm box
+is never handed to another tenant, nor to a session of another snapshot or shape.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from golem.core.config import PoolConfig
 from golem.core.errors import GolemError
@@ -22,7 +28,7 @@ from golem.sandbox.records import BoxRecord
 from golem.sandbox.supervisor import SupervisorClient
 from golem.sandbox.supervisor.messages import HelloRequest, Reset
 
-__all__ = ["LiveBox", "WarmPool", "shape_of", "wipe"]
+__all__ = ["LiveBox", "WarmGroup", "WarmKey", "WarmPool", "shape_of", "wipe"]
 
 SHAPE_FIELDS = frozenset(
     {
@@ -54,6 +60,19 @@ class LiveBox:
     pooled_at: float = 0.0  # when it last went into the pool
 
 
+WarmKey = tuple[str, str, str]
+"""A warm box's key: its tenant, its shape (``shape_of``) and its snapshot's digest."""
+
+
+@dataclass
+class WarmGroup:
+    """The warm boxes of one key, and the spec that starts another (labels dropped)."""
+
+    spec: BoxSpec
+    boxes: list[LiveBox] = field(default_factory=list)
+    filling: int = 0  # boxes being started and restored for it
+
+
 def shape_of(spec: BoxSpec) -> str | None:
     """The pool key of a spec; None for a box that must never be shared (a host workspace;
     a container engine, whose containers and images a wipe would not clear)."""
@@ -81,6 +100,7 @@ class WarmPool:
         self.config = config
         self._clean: dict[str, list[LiveBox]] = {}
         self._dirty: dict[str, list[LiveBox]] = {}
+        self._warm: dict[WarmKey, WarmGroup] = {}
 
     @property
     def enabled(self) -> bool:
@@ -117,9 +137,60 @@ class WarmPool:
         box.pooled_at = time.time()
         self._dirty.setdefault(box.shape, []).append(box)
 
+    def take_warm(self, key: WarmKey) -> LiveBox | None:
+        """A warm box of this tenant, shape and snapshot, or None."""
+        group = self._warm.get(key)
+        return group.boxes.pop() if group is not None and group.boxes else None
+
+    def reserve_warm(self, key: WarmKey, spec: BoxSpec) -> WarmGroup | None:
+        """Count a warm box about to be started for ``key``: its group, to settle with
+        ``settle_warm``; None (nothing counted) when the key holds ``snapshot_boxes``
+        already or all keys ``max_snapshot_boxes``."""
+        if not self.enabled or self.config.snapshot_boxes == 0:
+            return None
+        group = self._warm.setdefault(key, WarmGroup(spec))
+        held = sum(len(g.boxes) + g.filling for g in self._warm.values())
+        if (
+            len(group.boxes) + group.filling >= self.config.snapshot_boxes
+            or held >= self.config.max_snapshot_boxes
+        ):
+            return None
+        group.filling += 1
+        return group
+
+    def settle_warm(self, key: WarmKey, group: WarmGroup, box: LiveBox | None) -> bool:
+        """Settle a reservation: keep ``box`` (restored from the key's snapshot) warm, or
+        with None give the reservation up. False when the box is not kept (its key was
+        drained meanwhile): stop it."""
+        group.filling -= 1
+        if box is None or self._warm.get(key) is not group:
+            return False
+        box.pooled_at = time.time()
+        group.boxes.append(box)
+        return True
+
+    def warm_keys(self) -> list[WarmKey]:
+        """Keys with warm boxes or boxes being filled."""
+        return list(self._warm)
+
+    def warm_spec(self, key: WarmKey) -> BoxSpec | None:
+        """The spec warm boxes of ``key`` are started with, if the key is kept."""
+        group = self._warm.get(key)
+        return group.spec if group is not None else None
+
+    def drain_warm(self, key: WarmKey) -> list[LiveBox]:
+        """Forget ``key`` (a snapshot refreshed or pruned): its boxes, to stop; boxes being
+        filled for it are stopped as they arrive."""
+        group = self._warm.pop(key, None)
+        return group.boxes if group is not None else []
+
     def expired(self, now: float) -> list[LiveBox]:
         """Take out the boxes idle longer than ``max_idle`` or older than ``max_age``."""
         gone: list[LiveBox] = []
+        for group in self._warm.values():
+            old = [box for box in group.boxes if self._too_old(box, now)]
+            group.boxes = [box for box in group.boxes if box not in old]
+            gone.extend(old)
         for groups in (self._clean, self._dirty):
             for shape, boxes in groups.items():
                 keep: list[LiveBox] = []
@@ -138,11 +209,14 @@ class WarmPool:
     def drain(self) -> list[LiveBox]:
         """Take every pooled box out (to stop them)."""
         boxes = [b for group in (*self._clean.values(), *self._dirty.values()) for b in group]
+        boxes.extend(box for group in self._warm.values() for box in group.boxes)
         self._clean.clear()
         self._dirty.clear()
+        self._warm.clear()
         return boxes
 
     def ids(self) -> set[str]:
         """Ids of the pooled boxes."""
         groups = (*self._clean.values(), *self._dirty.values())
-        return {box.record.id for group in groups for box in group}
+        warm = (group.boxes for group in self._warm.values())
+        return {box.record.id for group in (*groups, *warm) for box in group}

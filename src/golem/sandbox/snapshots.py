@@ -31,7 +31,8 @@ import hashlib
 import re
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -208,6 +209,11 @@ class SnapshotStore:
         partial.write_text(info.model_dump_json())
         partial.replace(names / f"{info.name}.json")
 
+    def named(self, spec: BoxSpec, name: str) -> SnapshotInfo | None:
+        """The snapshot ``name`` of ``spec``'s tenant, if there is one."""
+        found = [info for info in self._tenant_snapshots(tenant_of(spec)) if info.name == name]
+        return found[0] if found else None
+
     def resolve(self, spec: BoxSpec, *, backend: str) -> SnapshotInfo:
         """The snapshot ``spec.snapshot`` names among its tenant's, checked to fit a box of
         ``backend`` and ``spec``."""
@@ -245,8 +251,30 @@ class SnapshotStore:
     async def restore(self, box: Box, info: SnapshotInfo) -> None:
         """Unpack the snapshot into ``box``: each tree's part into the box's own tmpfs."""
         with self.open(info) as archive:
-            for root in info.roots:
-                await box.put_archive(f"/{root}", archive_part(archive, root))
+            await _unpack(box, archive, info.roots)
+
+    @contextlib.asynccontextmanager
+    async def held(self, box: Box, *, backend: str) -> AsyncIterator[Held]:
+        """``box``'s writable state checked as a snapshot is, kept only while the block
+        runs (a fork's copy: no name, no tenant's bytes); UnsafeBoxOutput, keeping
+        nothing, when the box's trees break a rule."""
+        check_snapshottable(backend, box.spec)
+        objects = self._tenant_dir(tenant_of(box.spec)) / "objects"
+        objects.mkdir(parents=True, exist_ok=True)
+        incoming = objects / f".incoming-{new_id('fork')}.tar"
+        try:
+            kept = await keep_archive(
+                box.stream_archive("/", paths=list(ROOTS)), incoming, box.limits, within=ROOTS
+            )
+            _, filled = await asyncio.to_thread(_read_kept, incoming, kept.found)
+            yield Held(incoming, filled)
+        finally:
+            incoming.unlink(missing_ok=True)
+
+    async def unpack(self, box: Box, held: Held) -> None:
+        """Unpack a held copy into ``box`` as a snapshot is."""
+        with held.path.open("rb") as archive:
+            await _unpack(box, archive, held.roots)
 
     def all(self) -> list[SnapshotInfo]:
         """Every tenant's snapshots, oldest first."""
@@ -303,6 +331,20 @@ class SnapshotStore:
             with contextlib.suppress(FileNotFoundError):
                 if now - path.lstat().st_mtime > STALE_SECONDS:
                     path.unlink()
+
+
+@dataclass(frozen=True)
+class Held:
+    """A box's writable state kept for a moment (``SnapshotStore.held``): the checked
+    archive and the trees that hold anything."""
+
+    path: Path
+    roots: list[str]
+
+
+async def _unpack(box: Box, archive: BinaryIO, roots: list[str]) -> None:
+    for root in roots:
+        await box.put_archive(f"/{root}", archive_part(archive, root))
 
 
 def _stored_bytes(infos: list[SnapshotInfo]) -> int:

@@ -32,6 +32,7 @@ from golem.blueprint.steps.attempts import run_agent_or_attempts
 from golem.blueprint.steps.baseline import run_baseline
 from golem.blueprint.steps.checks import run_box_node
 from golem.blueprint.steps.ci import run_ci
+from golem.blueprint.steps.fork import run_in_fork
 from golem.blueprint.steps.gate import run_gate
 from golem.blueprint.steps.host import HOST_ACTIONS
 from golem.blueprint.steps.loop import run_loop
@@ -53,6 +54,8 @@ def _step(
 
 
 async def _box(ex: Execution, node: BoxNode) -> tuple[Outcome, str]:
+    if node.fork:
+        return await run_in_fork(ex, node)
     run = run_baseline if node.baseline is not None else run_box_node
     return await run(ex, node)
 

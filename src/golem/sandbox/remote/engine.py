@@ -19,7 +19,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from golem.core.config import GolemConfig, load_config
-from golem.core.errors import ConfigError, RemoteError
+from golem.core.errors import ConfigError, RemoteError, SnapshotUnsupported
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import SERVER_LABELS, BoxSpec
 from golem.sandbox.box import as_request
@@ -145,6 +145,14 @@ class RemoteEngine(BoxSessions[RemoteBox]):
         body = {"name": name, "max_tenant_bytes": max_tenant_bytes}
         answer = await self.server.request("POST", f"/v1/sessions/{box_id}/snapshot", json=body)
         return SnapshotInfo.model_validate(answer.json())
+
+    async def fork(self, box_id: str) -> RemoteBox:
+        """Not through a server yet: SnapshotUnsupported, saying where forks are."""
+        raise SnapshotUnsupported(
+            f"session {box_id} cannot be forked through a golem serve yet: forks are this "
+            "machine's engine's (LocalEngine.fork); take a snapshot of the session and start "
+            "a session from it instead"
+        )
 
     async def execute(self, request: Request, spec: SpecLike = None) -> ExecResult:
         """One call in a box of its own on the server."""
