@@ -34,22 +34,22 @@ class McpTransport:
 
     def __init__(self, state: ServerState) -> None:
         self._state = state
-        self._manager: StreamableHTTPSessionManager | None = None
-        self._starting = asyncio.Lock()
+        self._started: asyncio.Future[StreamableHTTPSessionManager] | None = None
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def manager(self) -> StreamableHTTPSessionManager:
-        """The running transport (started now if no request has started it yet)."""
-        async with self._starting:
-            if self._manager is None:
-                ready = asyncio.get_running_loop().create_future()
-                self._task = asyncio.create_task(self._serve(ready))
-                self._manager = await ready
-        return self._manager
+        """The running transport (started now if no request has started it yet, or if its
+        start failed). A request that leaves while it starts leaves it starting."""
+        started = self._started
+        if started is None or (started.done() and started.exception() is not None):
+            started = self._started = asyncio.get_running_loop().create_future()
+            self._task = asyncio.create_task(self._serve(started))
+        return await asyncio.shield(started)
 
     async def _serve(self, ready: asyncio.Future[StreamableHTTPSessionManager]) -> None:
-        """Run the transport (its task group holds the requests' tasks) until closed."""
+        """Run the transport (its task group holds the requests' tasks) until closed; a
+        start that fails fails the requests waiting for it (the next one tries again)."""
         try:
             from mcp.server.transport_security import (  # noqa: PLC0415 - lazy
                 TransportSecuritySettings,
@@ -68,12 +68,13 @@ class McpTransport:
                 transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             )
             manager = server.session_manager
+            async with manager.run():
+                ready.set_result(manager)
+                await self._closing.wait()
         except Exception as exc:
-            ready.set_exception(exc)  # this request fails; the next one tries again
-            return
-        async with manager.run():
-            ready.set_result(manager)
-            await self._closing.wait()
+            if ready.done():
+                raise
+            ready.set_exception(exc)
 
     async def close(self) -> None:
         """Stop the transport (its requests' tasks are cancelled), if it was started."""
