@@ -22,7 +22,6 @@ from golem.blueprint.steps.follow_up import reply_tool
 from golem.blueprint.steps.host import CONTEXT_BUDGET
 from golem.blueprint.template import render
 from golem.context.toolshed.budget import fit_context
-from golem.context.toolshed.gateway import tools_for_box
 from golem.context.toolshed.selection import check_patterns, parse_patterns
 from golem.core.config import GolemConfig
 from golem.core.errors import BudgetSpent, ConfigError, ProviderDown
@@ -120,6 +119,10 @@ async def run_agent(
         if not settings.toolshed:
             outcome = await run()
         else:  # golem serves the step's tools to the CLI: its MCP gateway, the box's route
+            from golem.context.toolshed.gateway import (  # noqa: PLC0415 - loads the MCP SDK
+                tools_for_box,
+            )
+
             async with tools_for_box(shed, box) as url:
                 outcome = await run(mcp_url=url, mcp_tools=[tool.spec.name for tool in shed])
     else:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from golem.service.slack import messages
-from golem.service.slack.web import SlackWeb
 from golem.service.sources import RunProgress
 from golem.store import ThreadRecord
+
+if TYPE_CHECKING:
+    from golem.service.slack.web import SlackWeb
 
 __all__ = ["SOURCE", "SlackReporter", "place"]
 

@@ -21,7 +21,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -37,10 +37,12 @@ from golem.service.slack import messages, mrkdwn
 from golem.service.slack.payloads import Action, Command, Mention
 from golem.service.slack.reporter import SOURCE, SlackReporter, place
 from golem.service.slack.thread import ASKED, Ask, read_ask, render_thread
-from golem.service.slack.web import SlackWeb
 from golem.service.sources import StatusKeeper, known_secrets, submit_from_source
 from golem.service.state import ServerState
 from golem.store import DeliveryRecord, Store, ThreadRecord
+
+if TYPE_CHECKING:
+    from golem.service.slack.web import SlackWeb
 
 __all__ = ["SOURCE", "SlackAnswer", "SlackTrigger"]
 
@@ -65,7 +67,12 @@ class SlackTrigger:
         self.state = state
         self.config: SlackConfig = state.config.server.slack
         token = os.environ.get(self.config.token_env) or None
-        self.web = SlackWeb(self.config, token, self._own_secrets()) if token else None
+        self.web: SlackWeb | None = None
+        if token:
+            # The Slack SDK's client (and aiohttp) load only for a server that talks to Slack.
+            from golem.service.slack.web import SlackWeb  # noqa: PLC0415 - lazy
+
+            self.web = SlackWeb(self.config, token, self._own_secrets())
         reporter = SlackReporter(self._web, self._secrets)
         self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
