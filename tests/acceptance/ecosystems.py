@@ -314,22 +314,23 @@ adds a lint error (an unused import); made with ``fix``, a right fix that fails 
 
 DOCKER_SDK = Ecosystem(
     name="pydocker",
-    task="fetch_greeting() keeps the trailing newline of the service's page",
+    task="total_quantity() says None for an empty inventory; it should say 0",
     fix=Edit(
-        "greetsvc/__init__.py",
-        "return answer.read().decode()",
-        "return answer.read().decode().strip()",
+        "inventory/__init__.py",
+        '"SELECT sum(quantity) FROM items"',
+        '"SELECT coalesce(sum(quantity), 0) FROM items"',
     ),
     wrong=Edit(
-        "greetsvc/__init__.py",
-        "return answer.read().decode()",
-        'return answer.read().decode().strip(" ")',
+        "inventory/__init__.py",
+        '"SELECT sum(quantity) FROM items"',
+        '"SELECT sum(quantity) FROM items WHERE quantity IS NOT NULL"',
     ),
     test_command="pytest",
     installs=True,
 )
-"""Its tests build and start their service with the docker SDK (the testcontainers class):
-an image from golem/busybox, which every box's engine has, since no registry answers."""
+"""Its pytest suite starts ``postgres:16`` with the docker SDK as testcontainers does (run
+the container, wait until it accepts connections, talk to it with psycopg): no service is
+declared anywhere, its test code names the image."""
 CI_SERVICE = Ecosystem(
     name="ciservice",
     task="fetch() keeps the trailing newline of the web service's page",

@@ -1,19 +1,23 @@
 """Repositories whose checks need containers reach verified pull requests with no golem
 configuration: detection finds that they need an engine, and the run's box (the agent's and
 the verification's) is a microVM box with a private engine because the host has a microVM
-tier; the run says why. No registry answers here, so the services are built inside the box
-from golem/busybox, which every box's engine has.
+tier; the run says why. No registry answers here: the services run golem/busybox, which
+every box's engine has, or ``postgres:16``, the tenant's image cache seeded with the test
+PostgreSQL image (``tests.checks.postgres_image``) as an earlier run's pull would have kept
+it.
 
-- a pytest suite that builds and starts its service with the docker SDK (the testcontainers
-  class): a right fix ships verified;
+- a pytest suite that starts ``postgres:16`` with the docker SDK (the testcontainers class:
+  no service declared, the image named by its test code): a right fix ships verified, a
+  wrong one escalates after exactly two fix rounds, held against the change;
 - a CI job's declared service (GitLab CI's ``services:`` with its command, which golem
-  starts in the box before the agent and the checks): a wrong fix escalates after exactly
-  two fix rounds, held against the change, not excused as the base's;
-- a Makefile whose test target runs ``docker compose up -d``: a right fix ships verified;
+  starts in the box before the agent and the checks): a wrong fix escalates after two
+  rounds, not excused as the base's;
+- a Makefile whose test target runs ``docker compose up -d``: with no image cached, the
+  checks run on the base before the agent (so that what they pull is kept) and a right fix
+  ships verified; a wrong one then escalates after two rounds, its base known already;
 - a GitHub Actions job declaring ``services: postgres`` (``postgres:16``), its pytest suite
-  talking to it with psycopg: the tenant's image cache seeded with the test PostgreSQL image
-  (``tests.checks.postgres_image``), a right fix ships verified and a wrong one escalates
-  after two rounds.
+  talking to it with psycopg: a right fix ships verified and a wrong one escalates after
+  two rounds.
 
 Each run boots a guest under TCG (minutes): the install runs on the default (process)
 backend, the run's box on the microVM tier.
@@ -134,9 +138,9 @@ async def seeded(
     registries: LocalRegistries,
     ecosystem: Ecosystem,
 ) -> str:
-    """The image cache entry a run of ``ecosystem`` (whose CI declares ``POSTGRES_TAG``)
-    reads, seeded with the test PostgreSQL image, as a tenant's earlier run would have
-    kept it (no registry answers here); its key."""
+    """The image cache entry a run of ``ecosystem`` (whose CI or tests name
+    ``POSTGRES_TAG``) reads, seeded with the test PostgreSQL image, as a tenant's earlier
+    run would have kept it (no registry answers here); its key."""
     shared = Path(config.state_dir).parent
     repo = remote(shared, ecosystem, registries)
     with tempfile.TemporaryDirectory(dir=shared) as scratch:
@@ -154,24 +158,50 @@ async def seeded(
     return key
 
 
+DOCKER_SDK_NEEDED = (
+    "checks need containers: docker among the declared dependencies; box: microvm with containers"
+)
+
+
 @RUN_TIMEOUT
-async def test_a_suite_starting_containers_with_the_docker_sdk_ships_a_verified_fix(
+async def test_a_suite_starting_postgres_with_the_docker_sdk_ships_a_verified_fix(
     config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
 ) -> None:
+    key = await seeded(config, engine, store, registries, DOCKER_SDK)
+
     state, pr, notes = await run(config, engine, store, registries, DOCKER_SDK)
 
-    assert state.status == "succeeded", explain(state)
+    assert state.status == "succeeded", "\n".join([explain(state), *notes])
     assert state.verified
     assert state.isolation is not None
     assert state.isolation.tier == "microvm"
     [test] = state.checks
     assert test.passed, explain(state)
     assert "2 passed" in test.output_tail, explain(state)
-    assert (
-        "checks need containers: docker among the declared dependencies; "
-        "box: microvm with containers"
-    ) in notes
+    assert DOCKER_SDK_NEEDED in notes
+    assert f"images: {key[:12]} loaded from the cache into the box's engine" in notes, notes
     assert not pr.draft
+
+
+@RUN_TIMEOUT
+async def test_a_wrong_fix_checked_against_a_docker_sdk_postgres_escalates_after_two_rounds(
+    config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
+) -> None:
+    await seeded(config, engine, store, registries, DOCKER_SDK)
+
+    state, pr, notes = await run(config, engine, store, registries, DOCKER_SDK, wrong=True)
+
+    assert state.status == "escalated", "\n".join([explain(state), *notes])
+    assert state.rounds == 2
+    [test] = state.checks
+    assert (test.passed, test.preexisting, test.flaky) == (False, False, False), explain(state)
+    assert [failure.name for failure in test.failures] == [
+        "tests/test_empty.py::test_an_empty_inventory_holds_zero_pieces"
+    ], explain(state)  # the database answered the other test
+    assert "1 failed, 1 passed" in test.output_tail, explain(state)
+    assert DOCKER_SDK_NEEDED in notes
+    assert pr.draft
+    assert "needs-human" in pr.labels
 
 
 @RUN_TIMEOUT
@@ -199,21 +229,52 @@ async def test_a_wrong_fix_checked_against_a_ci_service_escalates_after_two_roun
     assert "needs-human" in pr.labels
 
 
+COMPOSE_NEEDED = "checks need containers: compose file compose.yaml; box: microvm with containers"
+BASE_FIRST = (
+    "images: none cached for this box; the checks run on the base first, so that the images "
+    "they pull are kept"
+)
+
+
 @RUN_TIMEOUT
 async def test_a_makefile_bringing_up_compose_ships_a_verified_fix(
     config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
 ) -> None:
     state, pr, notes = await run(config, engine, store, registries, COMPOSE_MAKE)
 
-    assert state.status == "succeeded", explain(state)
+    assert state.status == "succeeded", "\n".join([explain(state), *notes])
     assert state.verified
     [test] = state.checks
     assert test.command == "make test"
     assert "Ran 2 tests" in test.output_tail, explain(state)
-    assert (
-        "checks need containers: compose file compose.yaml; box: microvm with containers"
-    ) in notes
+    assert COMPOSE_NEEDED in notes
+    assert BASE_FIRST in notes  # no image cached: what the base's checks pull is kept
+    [base] = state.baseline or []
+    assert (base.command, base.passed) == ("make test", True), explain(state)
     assert not pr.draft
+
+
+@RUN_TIMEOUT
+async def test_a_wrong_fix_checked_against_a_compose_project_escalates_after_two_rounds(
+    config: GolemConfig, engine: Engine, store: Store, registries: LocalRegistries
+) -> None:
+    """After the run above: its base's result is known, so neither the box's start nor
+    the failing loop runs the checks on the base again."""
+    state, pr, notes = await run(config, engine, store, registries, COMPOSE_MAKE, wrong=True)
+
+    assert state.status == "escalated", "\n".join([explain(state), *notes])
+    assert state.rounds == 2
+    [test] = state.checks
+    assert (test.passed, test.preexisting, test.flaky) == (False, False, False), explain(state)
+    assert [failure.name for failure in test.failures] == [
+        "test_exact.ExactTest.test_the_greeting_has_no_trailing_newline"
+    ], explain(state)  # the compose service answered the other test
+    assert "Ran 2 tests" in test.output_tail, explain(state)
+    assert COMPOSE_NEEDED in notes
+    assert "baseline: 1 check result(s) of this base reused from the cache" in notes, notes
+    assert BASE_FIRST not in notes
+    assert pr.draft
+    assert "needs-human" in pr.labels
 
 
 POSTGRES_NEEDED = (

@@ -1,6 +1,7 @@
 """The image cache's keys (``golem.blueprint.images``), from real clones of a local bare
 repository: the files that define a run's images (any Dockerfile or Containerfile, the
-compose files and the CI file of its services) and those images' names decide the key; no
+compose files and the CI file of its services), those images' names, and the dependency
+files that key its install (its tests may start images of their own) decide the key; no
 other file does; a tenant, a repository, or the dependency cache's kind never share one;
 a pull request's head never writes the base branch's entry."""
 
@@ -18,13 +19,16 @@ from tests.blueprint.repos import git
 
 SERVICE = Service(name="postgres", image="postgres:16", origin=".github/workflows/ci.yml")
 CONVENTIONS = RepoConventions(
-    services=[SERVICE], compose=["deploy/compose.yaml"], source="test"
+    services=[SERVICE], compose=["deploy/compose.yaml"], source="test",
+    cache_keys=["uv.lock", "requirements/*.txt"],
 )  # fmt: skip
 FILES = {
     "app/Dockerfile": "FROM golem/busybox\n",
     "tools/build.Containerfile": "FROM golem/busybox\n",
     "deploy/compose.yaml": "services: {}\n",
     ".github/workflows/ci.yml": "jobs: {}\n",
+    "uv.lock": "version = 1\n",
+    "requirements/test.txt": "testcontainers\n",
     "README.md": "hello\n",
     "src/main.py": "print(1)\n",
 }
@@ -80,11 +84,14 @@ def changed(tmp_path: Path, name: str, text: str) -> str:
         ("services/worker/Dockerfile.dev", "changed"),  # a new one counts too
         ("deploy/compose.yaml", "changed"),
         (".github/workflows/ci.yml", "changed"),
+        ("uv.lock", "changed"),  # a test dependency naming another image
+        ("requirements/test.txt", "changed"),
+        ("requirements/docs.txt", "changed"),  # a new file its pattern matches
         ("README.md", "same"),
         ("src/main.py", "same"),
     ],
 )
-def test_only_the_files_that_define_the_images_change_the_image_key(
+def test_only_the_files_that_define_the_images_or_the_dependencies_change_the_image_key(
     tmp_path: Path, name: str, effect: str
 ) -> None:
     assert changed(tmp_path, name, "changed\n") == effect

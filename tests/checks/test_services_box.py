@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from golem.checks import detect_conventions, run_check, start_services
+from golem.checks import Service, detect_conventions, run_check, start_services
 from golem.sandbox import Box
 from tests.checks.conftest import MakeRepo
 from tests.conftest import CONTAINERS_TIMEOUT, SHARED_LOOP
@@ -107,3 +107,26 @@ async def test_a_compose_project_comes_up_in_the_box_its_services_reached_by_nam
     assert by_port.stdout_text.strip() == "served-by-compose", by_port.stderr_text
     assert by_name.stdout_text.strip() == "served-by-compose", by_name.stdout_text
     assert down.exit_code == 0, down.stdout_text
+
+
+@pytest.mark.microvm
+@CONTAINERS_TIMEOUT
+async def test_a_service_not_ready_by_its_deadline_fails_with_what_to_look_at(
+    containers_box: Box,
+) -> None:
+    """The limit is a deadline in seconds, not a count of probes: one of 0 s is past before
+    the first probe, whatever the service does, and says what to look at."""
+    service = Service(
+        name="never",
+        image="golem/busybox:latest",
+        command=["sh", "-c", "echo starting; exec sleep 600"],
+        health="false",
+        origin=".gitlab-ci.yml",
+    )
+
+    failed = await start_services(containers_box, [service], ready_within=0)
+
+    assert list(failed) == ["never"]
+    assert failed["never"].startswith(
+        "golem/busybox:latest: not ready within 0 s: look at its health command and its logs"
+    ), failed

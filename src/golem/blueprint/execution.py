@@ -26,7 +26,7 @@ from golem.blueprint.dependencies import (
 )
 from golem.blueprint.events import AgentStep, BoxStarted, RunEvent, RunNote
 from golem.blueprint.images import RunImages
-from golem.blueprint.model import Blueprint
+from golem.blueprint.model import Blueprint, BoxNode
 from golem.blueprint.prepared import (
     PreparedRecord,
     PreparedRepos,
@@ -98,6 +98,9 @@ class Execution:
         self.services_up: list[Service] = []
         """The services started in the run's box (those its checks need, when it has a
         container engine)."""
+        self._cold_images: tuple[RunImages, str] | None = None
+        """The image cache had no entry for the run's box: its key, until the engine's
+        images are kept (``keep_cold_images``) or an agent is given a model."""
         self._layout = Layout()
         self._models: dict[str, Model] = {}
         self._toolshed: Toolshed | None = None
@@ -287,8 +290,26 @@ class Execution:
         await self._start_services(box, conventions)
         if keys is None or loaded is not None or self.state.commit is not None:
             return
-        if await self.repo().is_clean():  # no step changed the checkout as fetched
-            await images.keep(box, keys.write)
+        if not await self.repo().is_clean():  # a step changed the checkout as fetched
+            return
+        self._cold_images = (images, keys.write)
+        if not any(isinstance(n, BoxNode) and n.baseline for n in self.blueprint.nodes):
+            await self.keep_cold_images(box)
+
+    @property
+    def images_cold(self) -> bool:
+        """The image cache had no entry for the run's box, and its engine's images are to
+        be kept: no agent acted yet."""
+        return self._cold_images is not None
+
+    async def keep_cold_images(self, box: Box) -> None:
+        """Keep the images the box's engine holds under the cache's key, once, if no agent
+        acted yet: after its services started, or after the baseline node ran the loop's
+        checks on the base tree (the images the tests themselves pulled)."""
+        if self._cold_images is None:
+            return
+        (images, key), self._cold_images = self._cold_images, None
+        await images.keep(box, key)
 
     async def _start_services(self, box: Box, conventions: RepoConventions) -> None:
         """The services the checks need, started in the box's engine; a note says which
@@ -483,6 +504,7 @@ class Execution:
         provider's limiter is kept in the run's store: one per key for every run and
         server on it."""
         chosen = name or self.state.request.model or self.config.models.default
+        self._cold_images = None  # an agent acts: nothing the engine holds is kept now
         if chosen not in self._models:
             ledger = self.book.store.limits
             self._models[chosen] = make_model(chosen, self.config.models, ledger=ledger)

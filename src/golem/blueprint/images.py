@@ -5,20 +5,25 @@ directory, size bound and least-recently-used pruning, keys made the same way (p
 repository, box image and the checkout's scope: the base branch's entry is written only by
 a run on a commit of the base branch as the host fetched it) from the files that define the
 images: every Dockerfile and Containerfile, the compose files the checks bring up, the CI
-files whose ``services:`` name images, and those images' names.
+files whose ``services:`` name images, those images' names, and the dependency files the
+install's cache is keyed by (``RepoConventions.cache_keys``: lockfiles, manifests), since
+test code names images of its own (testcontainers, the docker SDK) and changes them with
+its dependencies. No list of image names: whatever the engine holds is what was needed.
 
 A run's box with containers loads the entry (``docker load`` in its engine) before its
-services start; without one, once its services are up (the images pulled through the
-egress proxy, or loaded), and before any agent acted in it, the images its engine holds
-but golem's own are saved and kept, checked as strictly as any takeback
-(``golem.sandbox.keep_image_archive``). An archive refused, or one that does not load,
-is said in a note and the run goes on cold.
+services start; without one, once its services are up and (a blueprint with a baseline
+node) its checks ran on the base tree (``steps.baseline``), so that the images the tests
+pulled through the egress proxy are there too, and before any agent acted in it, the
+images its engine holds but golem's own are saved and kept, checked as strictly as any
+takeback (``golem.sandbox.keep_image_archive``). An archive refused, or one that does
+not load, is said in a note and the run goes on cold.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import posixpath
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +57,7 @@ def image_inputs(tree: CommitTree, conventions: RepoConventions) -> dict[str, st
     names = {path for path in tree.entries if IMAGE_FILES.search(path)}
     names.update(conventions.compose)
     names.update(service.origin for service in conventions.services if service.image)
+    names.update(posixpath.normpath(name).lstrip("/") for name in conventions.cache_keys)
     return {name: tree.content_id(name) for name in sorted(names)}
 
 

@@ -7,6 +7,13 @@ and has no baseline yet is then run on that tree: the box's tree is put back to 
 the check runs, and the tree is put back to the change. A change whose checks pass never
 pays for a baseline. Results are cached per repository, base commit, installed
 dependencies, image, setup commands and environment (``golem.checks.history``).
+
+One exception pays for it before the agent: a box with a container engine whose image
+cache had no entry (``Execution.images_cold``). Its tests may pull images of their own
+(testcontainers, the docker SDK, a compose file): the node runs the loop's checks on the
+base tree now, those it has no result for, keeps their results as the baseline (the loop
+then never runs them on the base), puts the tree back, and keeps the images the engine
+then holds, before any agent acted (``golem.blueprint.images``).
 """
 
 from __future__ import annotations
@@ -14,8 +21,8 @@ from __future__ import annotations
 from typing import Literal
 
 from golem.blueprint.execution import Execution
-from golem.blueprint.model import BoxNode
-from golem.blueprint.steps.checks import run_check
+from golem.blueprint.model import BoxNode, LoopNode
+from golem.blueprint.steps.checks import GOAL, commands_of, run_check
 from golem.checks import (
     CheckResult,
     baseline_key,
@@ -45,6 +52,8 @@ async def run_baseline(ex: Execution, node: BoxNode) -> tuple[Literal["success"]
         ex.note(
             f"baseline: {len(cached)} check result(s) of this base reused from the cache", node.id
         )
+    if ex.images_cold:
+        await _pull_images(ex, node)
     return "success", f"base tree {state.base_tree[:12]}; {len(state.baseline)} result(s) known"
 
 
@@ -79,6 +88,33 @@ async def base_result(
     if not result.timed_out:  # a timeout may not come again
         store_baseline(ex.config.state_dir, await _key(ex), result)
     return result
+
+
+async def _pull_images(ex: Execution, node: BoxNode) -> None:
+    """The loop's checks not known on this base, run on it now (their results its
+    baseline); then the images the engine holds kept."""
+    state, box = ex.state, await ex.box()
+    loop = ex.blueprint.node(node.baseline or "")
+    names = [*loop.checks, GOAL] if isinstance(loop, LoopNode) else []
+    known = {(r.name, r.command) for r in state.baseline or []}
+    pairs = [pair for pair in commands_of(ex, names) if pair not in known]
+    if pairs and state.base_tree is not None:
+        ex.note(
+            "images: none cached for this box; the checks run on the base first, so that "
+            "the images they pull are kept",
+            node.id,
+        )
+        key = await _key(ex)
+        try:
+            for name, command in pairs:
+                result = await run_check(ex, node.id, name, command)
+                state.baseline = [*(state.baseline or []), result]
+                if not result.timed_out:
+                    store_baseline(ex.config.state_dir, key, result)
+        finally:
+            await restore(box, state.base_tree, exclude=cache_paths(ex))
+        ex.save()
+    await ex.keep_cold_images(box)
 
 
 def _baseline_node(ex: Execution, loop: str) -> str:

@@ -52,19 +52,26 @@ chroot . /usr/bin/env -i PATH="$BOX_PATH" LANG=C.UTF-8 \
     HTTP_PROXY="$proxy" HTTPS_PROXY="$proxy" NO_PROXY=localhost,127.0.0.1,::1 \
     BOX_GID="$BOX_GID" /bin/sh -c '
     fail() { echo "golem-engine: $*"; echo failed >/run/golem-engine.ready; exit 1; }
+    # each phase with the guest uptime it ended at, for whoever reads the log
+    stamp() { read -r up _ </proc/uptime; echo "golem-engine: at ${up} s: $*"; }
+    stamp "starting containerd"
     [ -n "$HTTPS_PROXY" ] || unset HTTP_PROXY HTTPS_PROXY
+    command -v curl >/dev/null || fail "no curl in the image: the engine is asked with it"
     # containerd first, waited for here: the one dockerd would start must answer within
     # 15 s, which a busy host under TCG does not always give it
-    # (the CRI plugin of Kubernetes and the /opt one: slow to start, unused by dockerd)
+    # (the CRI plugin of Kubernetes and the /opt one: slow to start, unused by dockerd).
+    # Each daemon is waited for by its socket, and dockerd asked with curl: under TCG a Go
+    # client (ctr, docker) takes about ten seconds of the guest CPU just to start.
     printf "version = 2\ndisabled_plugins = [\"%s\", \"%s\"]\n" \
         io.containerd.grpc.v1.cri io.containerd.internal.v1.opt >/run/containerd.toml
     containerd --config /run/containerd.toml --root /var/lib/docker/containerd \
         --state /run/docker/containerd/state --address /run/docker/containerd/containerd.sock &
     runtime=$!
-    until ctr --address /run/docker/containerd/containerd.sock version >/dev/null 2>&1; do
+    until [ -S /run/docker/containerd/containerd.sock ]; do  # made when it serves
         kill -0 "$runtime" 2>/dev/null || fail "containerd ended before it answered"
         sleep 0.05
     done
+    stamp "containerd answers; starting dockerd"
     dockerd --containerd=/run/docker/containerd/containerd.sock \
         --host=unix:///run/docker.sock --data-root=/var/lib/docker \
         --exec-root=/run/docker --pidfile=/run/docker.pid --storage-driver=overlay2 \
@@ -72,14 +79,20 @@ chroot . /usr/bin/env -i PATH="$BOX_PATH" LANG=C.UTF-8 \
         --ip-masq=false --userland-proxy=true --exec-opt native.cgroupdriver=cgroupfs \
         --cgroup-parent=/box/containers &
     daemon=$!
-    until docker version >/dev/null 2>&1; do
+    api() { curl -fsS --unix-socket /run/docker.sock "$@"; }
+    until [ -S /run/docker.sock ] && api -o /dev/null http://engine/_ping 2>/dev/null; do
         kill -0 "$daemon" 2>/dev/null || fail "dockerd ended before it answered"
         sleep 0.05
     done
-    tar -C /mnt/base -c . | docker import -c "CMD [\"sh\"]" - golem/busybox:latest >/dev/null ||
-        fail "cannot import golem/busybox"
+    stamp "dockerd answers; importing golem/busybox"
+    # docker import through the API (its answer streams any error as JSON, with a 200)
+    tar -C /mnt/base -c . | api -X POST -H "Content-Type: application/x-tar" --data-binary @- \
+        "http://engine/images/create?fromSrc=-&repo=golem/busybox&tag=latest&changes=CMD%20%5B%22sh%22%5D" \
+        >/run/golem-engine.import && ! grep -q errorDetail /run/golem-engine.import ||
+        fail "cannot import golem/busybox: $(cat /run/golem-engine.import)"
     chgrp "$BOX_GID" /run/docker.sock && chmod 660 /run/docker.sock ||
         fail "cannot hand the socket to the box"
+    stamp "ready"
     echo ready >/run/golem-engine.ready
     wait "$daemon"
     echo "golem-engine: dockerd ended with status $?"

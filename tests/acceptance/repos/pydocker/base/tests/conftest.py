@@ -1,32 +1,51 @@
-"""The greeting service, built and started with the docker SDK as testcontainers would:
-an image from golem/busybox, its container on the engine's host network."""
+"""A PostgreSQL server for the tests, started with the docker SDK as testcontainers does:
+the container run from ``postgres:16``, waited for until it accepts connections, removed
+at the end. It shares the engine's host network and listens on 127.0.0.1:5432."""
 
-import io
 import time
-import urllib.request
 
 import docker
+import psycopg
 import pytest
 
-PORT = 18081
-DOCKERFILE = b"""FROM golem/busybox:latest
-CMD ["sh", "-c", "mkdir -p /www && echo hello > /www/index.html && exec httpd -f -p 18081 -h /www"]
-"""
+from inventory import create_tables
+
+IMAGE = "postgres:16"
+URL = "postgresql://tester:secret@127.0.0.1:5432/inventory"
 
 
 @pytest.fixture(scope="session")
-def service_url():
+def database_url():
     client = docker.from_env()
-    image, _ = client.images.build(fileobj=io.BytesIO(DOCKERFILE), tag="greet-service:test")
-    container = client.containers.run(image.id, detach=True, network_mode="host")
-    url = f"http://127.0.0.1:{PORT}/"
+    container = client.containers.run(
+        IMAGE,
+        detach=True,
+        network_mode="host",
+        environment={
+            "POSTGRES_USER": "tester",
+            "POSTGRES_PASSWORD": "secret",
+            "POSTGRES_DB": "inventory",
+        },
+    )
     try:
-        for _ in range(600):
+        deadline = time.monotonic() + 300
+        while True:
             try:
-                urllib.request.urlopen(url, timeout=1).close()
+                psycopg.connect(URL, connect_timeout=2).close()
                 break
-            except OSError:
-                time.sleep(0.1)
-        yield url
+            except psycopg.OperationalError:
+                container.reload()
+                if container.status != "running" or time.monotonic() > deadline:
+                    raise RuntimeError(container.logs(tail=20).decode())
+                time.sleep(0.2)
+        yield URL
     finally:
         container.remove(force=True)
+
+
+@pytest.fixture
+def conn(database_url):
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        create_tables(conn)
+        conn.execute("TRUNCATE items")
+        yield conn
