@@ -8,6 +8,7 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from golem.core.config import DockerBackendConfig, GolemConfig, load_config
@@ -19,8 +20,9 @@ from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
 from golem.sandbox.box import LocalBox, as_request
 from golem.sandbox.containers import check_containers, engine_env
-from golem.sandbox.contracts import Backend, StartedBox
+from golem.sandbox.contracts import Backend, Mount, StartedBox
 from golem.sandbox.ends import SessionEnds
+from golem.sandbox.kept_trees import TREE_BACKENDS, copies_natively, copy_in, tree_mount
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
@@ -170,8 +172,11 @@ class LocalEngine(BoxSessions[LocalBox]):
             snapshot = self.snapshots.resolve(spec, backend=backend)
             live = await self.warm.take(spec, snapshot)
         restored = live is not None
+        tree = None
+        if snapshot is not None and live is None:
+            tree = await self._kept_tree(spec, snapshot)
         if live is None:
-            live = await self._acquire(spec)
+            live = await self._acquire(spec) if tree is None else await self._from_tree(spec, tree)
         elif live.record.labels != spec.labels:
             live.record.labels = spec.labels
             self.registry.save(live.record)
@@ -189,7 +194,9 @@ class LocalEngine(BoxSessions[LocalBox]):
         self._boxes[live.record.id] = (box, live)
         try:
             await live.client.request(Configure(env=env))
-            if snapshot is not None and not restored:
+            if snapshot is not None and tree is not None:
+                await copy_in(box, snapshot.roots)
+            elif snapshot is not None and not restored:
                 await self.snapshots.restore(box, snapshot)
             if spec.setup:
                 await run_setup(box, spec.setup, on_event)
@@ -200,6 +207,23 @@ class LocalEngine(BoxSessions[LocalBox]):
         if snapshot is not None:
             self.warm.refill(spec, snapshot)
         return box
+
+    async def _kept_tree(self, spec: BoxSpec, snapshot: SnapshotInfo) -> Path | None:
+        """The snapshot's kept tree, for a box of ``spec`` that copies it in natively
+        (``golem.sandbox.kept_trees``); None where its backend or image cannot."""
+        backend = self.backend_for(self._tier(spec))
+        if backend.name not in TREE_BACKENDS or not copies_natively(spec.image):
+            return None
+        tree = await self.snapshots.tree(snapshot)
+        reaches = getattr(backend, "reaches", None)
+        return tree if reaches is None or reaches(tree) else None
+
+    async def _from_tree(self, spec: BoxSpec, tree: Path) -> LiveBox:
+        """A new box with ``tree`` bound read-only, never pooled (its next session would
+        see the mount)."""
+        live = await self._start_box(spec, [tree_mount(tree)])
+        live.shape = None
+        return live
 
     def _as_box(self, live: LiveBox, spec: BoxSpec) -> LocalBox:
         """A handle on a pooled box, to fill it before any session has it."""
@@ -223,7 +247,7 @@ class LocalEngine(BoxSessions[LocalBox]):
             return live
         return await self._start_box(spec)
 
-    async def _start_box(self, spec: BoxSpec) -> LiveBox:
+    async def _start_box(self, spec: BoxSpec, extra: Sequence[Mount] = ()) -> LiveBox:
         tier = self._tier(spec)
         backend = self.backend_for(tier)
         record = self.registry.new_record(
@@ -235,7 +259,7 @@ class LocalEngine(BoxSessions[LocalBox]):
         try:
             if spec.network == "filtered":
                 network = await self._egress_service().open(record.id)
-            mounts = network.mounts() if network is not None else []
+            mounts = [*(network.mounts() if network is not None else []), *extra]
             started = await backend.start(spec, record, mounts)
             record.isolation = self._isolation(tier, started)
             self.registry.save(record)

@@ -158,6 +158,18 @@ class ProcessBackend:
             mounts=kept,
         )
 
+    def reaches(self, path: Path) -> bool:
+        """Whether boxes (the ``run_as`` user, when golem runs as root) can reach ``path``
+        to have it bound."""
+        ids = host_ids(self.config.run_as)
+        if ids is None:
+            return True
+        try:
+            check_reachable(path, ids, self.config.run_as)
+        except InvalidRequest:
+            return False
+        return True
+
     def _in_root(self, root: Path | None, target: str) -> bool:
         """Whether ``target`` exists in the box's root (an image, or the host's paths)."""
         if root is not None:
