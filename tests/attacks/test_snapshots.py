@@ -263,6 +263,7 @@ async def test_a_pooled_box_that_started_from_a_snapshot_hands_none_of_it_to_ano
 async def test_a_tenants_warm_box_never_serves_another_tenant_even_for_the_same_content(
     engine: Engine,
 ) -> None:
+    await local(engine).start()  # long-lived, as a server's: it refills warm boxes
     for name in ("alpha", "beta"):  # the same files: one digest, two tenants' snapshots
         async with engine.session(tenant(name)) as box:
             await run(box, "echo shared-content > file")

@@ -193,6 +193,7 @@ def warm_ids(engine: Engine) -> set[str]:
 async def test_a_session_from_a_snapshot_takes_a_warm_box_with_it_unpacked_and_one_refills(
     engine: Engine,
 ) -> None:
+    await local(engine).start()  # long-lived, as a server's: it refills warm boxes
     async with engine.session() as source:
         await run(source, "echo kept > file; echo home > /tmp/home/note")
         await local(engine).snapshot(source.id, "warm")
@@ -216,6 +217,7 @@ async def test_a_session_from_a_snapshot_takes_a_warm_box_with_it_unpacked_and_o
 async def test_a_snapshot_taken_again_or_pruned_drains_its_warm_boxes(
     engine: Engine, config: GolemConfig
 ) -> None:
+    await local(engine).start()  # long-lived, as a server's: it refills warm boxes
     alpha = {"labels": {"golem.tenant": "alpha"}}
     async with engine.session(alpha) as source:
         await run(source, "echo first > file")
@@ -248,6 +250,7 @@ async def test_warm_boxes_from_snapshots_are_bounded_per_snapshot_and_in_all(
     pool = config.engine.pool.model_copy(update={"snapshot_boxes": 2, "max_snapshot_boxes": 3})
     bounded = config.model_copy(update={"engine": config.engine.model_copy(update={"pool": pool})})
     async with LocalEngine(bounded) as engine:
+        await engine.start()  # long-lived, as a server's: it refills warm boxes
         async with engine.session() as source:
             for name in ("one", "two"):
                 await run(source, f"echo {name} > file")
@@ -328,3 +331,17 @@ async def test_a_process_snapshot_is_kept_as_a_tree_boxes_copy_and_pruned_with_i
     store = SnapshotStore(config.state_dir)
     assert store.prune(max_bytes=2 * taken.size - 1) == [taken]  # the tree counts as much again
     assert list(snapshots.glob("*/trees/*")) == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_an_engine_not_started_for_a_long_life_fills_no_warm_box_after_a_session(
+    engine: Engine,
+) -> None:
+    async with engine.session() as source:
+        await run(source, "echo kept > file")
+        await local(engine).snapshot(source.id, "once")
+    async with engine.session({"snapshot": "once"}) as box:  # as `golem run`'s engine
+        assert await run(box, "cat file") == "kept\n"
+    await local(engine).warm.settled()
+    assert warm_ids(engine) == set()
+    assert local(engine).pool.warm_keys() == []

@@ -82,7 +82,9 @@ class LocalEngine(BoxSessions[LocalBox]):
         """Get ready for a long life: reap old and idle boxes every so often, and with
         ``prewarm`` fill the pool for ``specs`` (default: the configured defaults), each
         with the backend of its tier; a spec naming a snapshot gets warm boxes with it
-        unpacked (``engine.pool.snapshot_boxes``)."""
+        unpacked (``engine.pool.snapshot_boxes``). Only a started engine refills warm
+        boxes after a session from a snapshot (one engine per `golem run` never would
+        use them)."""
         await self._check_backend(self.config.engine.default_tier)
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
@@ -204,8 +206,8 @@ class LocalEngine(BoxSessions[LocalBox]):
             self._boxes.pop(live.record.id, None)
             await self._stop(live)
             raise
-        if snapshot is not None:
-            self.warm.refill(spec, snapshot)
+        if snapshot is not None and self._reaper is not None:  # only a long-lived engine's
+            self.warm.refill(spec, snapshot)  # a `golem run`'s would fill it to throw it away
         return box
 
     async def _kept_tree(self, spec: BoxSpec, snapshot: SnapshotInfo) -> Path | None:
