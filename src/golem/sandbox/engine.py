@@ -178,7 +178,9 @@ class LocalEngine(BoxSessions[LocalBox]):
         if snapshot is not None and live is None:
             tree = await self._kept_tree(spec, snapshot)
         if live is None:
-            live = await self._acquire(spec) if tree is None else await self._from_tree(spec, tree)
+            live = (
+                await self._acquire(spec) if tree is None else await self._from_tree(spec, tree[0])
+            )
         elif live.record.labels != spec.labels:
             live.record.labels = spec.labels
             self.registry.save(live.record)
@@ -197,7 +199,7 @@ class LocalEngine(BoxSessions[LocalBox]):
         try:
             await live.client.request(Configure(env=env))
             if snapshot is not None and tree is not None:
-                await copy_in(box, snapshot.roots)
+                await copy_in(box, snapshot.roots, tree[1])
             elif snapshot is not None and not restored:
                 await self.snapshots.restore(box, snapshot)
             if spec.setup:
@@ -210,15 +212,17 @@ class LocalEngine(BoxSessions[LocalBox]):
             self.warm.refill(spec, snapshot)  # a `golem run`'s would fill it to throw it away
         return box
 
-    async def _kept_tree(self, spec: BoxSpec, snapshot: SnapshotInfo) -> Path | None:
-        """The snapshot's kept tree, for a box of ``spec`` that copies it in natively
-        (``golem.sandbox.kept_trees``); None where its backend or image cannot."""
+    async def _kept_tree(self, spec: BoxSpec, snapshot: SnapshotInfo) -> tuple[Path, str] | None:
+        """The snapshot's kept tree and the box's interpreter that makes its links, for a
+        box of ``spec`` that copies it in natively (``golem.sandbox.kept_trees``); None
+        where its backend or image cannot."""
         backend = self.backend_for(self._tier(spec))
-        if backend.name not in TREE_BACKENDS or not copies_natively(spec.image):
+        copier = getattr(backend, "tree_copier", None)
+        if backend.name not in TREE_BACKENDS or copier is None or not copies_natively(spec.image):
             return None
         tree = await self.snapshots.tree(snapshot)
-        reaches = getattr(backend, "reaches", None)
-        return tree if reaches is None or reaches(tree) else None
+        python = copier(tree)
+        return None if python is None else (tree, str(python))
 
     async def _from_tree(self, spec: BoxSpec, tree: Path) -> LiveBox:
         """A new box with ``tree`` bound read-only, never pooled (its next session would

@@ -6,14 +6,15 @@ The tree is written only by golem, from the snapshot's own archive (golem's, eve
 checked by ``golem.sandbox.keep``: no hard link, device, FIFO, setuid bit or link beneath a
 link), unpacked with tarfile's ``tar`` filter into a hidden directory and renamed into
 place whole: ``trees/<sha256>/`` beside ``objects/<sha256>.tar`` in the tenant's directory.
+Its symbolic links are not links on the host but data (``LINKS``), as in the archive.
 A box from the snapshot gets it bound read-only at ``TREE_MOUNT`` (a bind no process of the
 box can remount: its capabilities are dropped and it can make no user namespace), owned by
 root when golem runs as root (boxes then run as ``run_as``), and copies it into its own
-tmpfs with ``cp -a``: its writes land in its own trees, bounded by their sizes, never in
-the kept tree nor another box's. Such a box is never pooled (the next session of its shape
-would see the mount). The tree goes with the snapshot's archive when no name points at it
-any more, and counts in the snapshot bounds as its archive's size again (an upper bound:
-the files without their headers).
+tmpfs with ``cp -a``, its Python making the links after: its writes land in its own
+trees, bounded by their sizes, never in the kept tree nor another box's. Such a box is
+never pooled (the next session of its shape would see the mount). The tree goes with the
+snapshot's archive when no name points at it any more, and counts in the snapshot bounds
+as its archive's size again (an upper bound: the files without their headers).
 """
 
 from __future__ import annotations
@@ -33,17 +34,25 @@ __all__ = ["TREE_BACKENDS", "TREE_MOUNT", "copy_in", "drop_tree", "kept_tree", "
 
 TREE_BACKENDS = ("process",)
 TREE_MOUNT = "/run/golem-snapshot"
-COPIERS = ("bin/sh", "bin/cp", "bin/chmod", "bin/stat", "usr/bin/xargs", "bin/ln")
+COPIERS = ("bin/sh", "bin/cp", "bin/chmod", "bin/stat")
 LINKS = ".golem-links"
 """The kept tree's symbolic links: NUL-separated pairs of a target and its path."""
 
 # Copies each kept root into the box's own directory of that name, keeping that
-# directory's own mode (a tmpfs's 1777 /tmp), then makes the links: everything arrives as
-# positional arguments or NUL-separated data, nothing is spliced into the script.
+# directory's own mode (a tmpfs's 1777 /tmp), then has the box's Python (the supervisor's
+# interpreter) make the links, all in one process: everything arrives as positional
+# arguments or NUL-separated data, nothing is spliced into a script.
 _COPY_IN = (
-    'src="$1"; shift; for root; do mode=$(stat -c %a "/$root") || exit 1; '
-    'cp -a "$src/$root/." "/$root/" || exit 1; chmod "$mode" "/$root" || exit 1; done; '
-    f'cd / && xargs -0 -r -n 2 ln -s -- < "$src/{LINKS}"'
+    'python="$1"; linker="$2"; src="$3"; shift 3; for root; do '
+    'mode=$(stat -c %a "/$root") || exit 1; cp -a "$src/$root/." "/$root/" || exit 1; '
+    'chmod "$mode" "/$root" || exit 1; done; '
+    f'exec "$python" -I -S -c "$linker" "$src/{LINKS}"'
+)
+_LINKER = (
+    "import os, sys\n"
+    "parts = open(sys.argv[1], 'rb').read().split(b'\\0')[:-1]\n"
+    "for target, path in zip(parts[::2], parts[1::2]):\n"
+    "    os.symlink(target, b'/' + path)\n"
 )
 
 
@@ -112,12 +121,13 @@ def copies_natively(image: str | None) -> bool:
     return all(os.path.lexists(root / program) for program in COPIERS)
 
 
-async def copy_in(box: Box, roots: list[str]) -> None:
+async def copy_in(box: Box, roots: list[str], python: str) -> None:
     """Copy the kept tree bound in ``box`` into its own ``roots`` (a native copy, in the
-    box, as the box's user)."""
+    box, as the box's user), its links made by the box's ``python``."""
     if not roots:
         return
-    result = await box.execute(["/bin/sh", "-c", _COPY_IN, "golem-copy-in", TREE_MOUNT, *roots])
+    argv = ["/bin/sh", "-c", _COPY_IN, "golem-copy-in", python, _LINKER, TREE_MOUNT, *roots]
+    result = await box.execute(argv)
     if result.exit_code != 0:
         raise SandboxError(
             "the box could not copy its snapshot in "
