@@ -154,6 +154,7 @@ async def served_runs(
     prepared snapshot (not counted), each later one takes a warm box (its fill awaited
     between runs, as a run arriving a little later finds it)."""
     async with LocalEngine(config) as engine:
+        await engine.start()  # long-lived, as a server's: it keeps warm boxes
         await to_first_model_call(config, remote, ecosystem, model, engine)
         found = []
         for _ in range(runs):
@@ -200,6 +201,44 @@ def stats(values: list[float]) -> dict[str, float]:
     return {"p50": statistics.median(ordered), "p99": p99, "n": len(ordered)}
 
 
+async def unprepared_and_prepared(
+    config: GolemConfig, remote: Path, ecosystem: Ecosystem, model: str, runs: int
+) -> tuple[list[float], list[float]]:
+    """Seconds to the first model call of ``runs`` runs with the caches warm and no
+    prepared snapshot, then of ``runs`` after `golem prepare` (each after a run not counted:
+    the first fills the caches, the second caches the prepared commit's baseline)."""
+    await to_first_model_call(config, remote, ecosystem, model)
+    warm = [await to_first_model_call(config, remote, ecosystem, model) for _ in range(runs)]
+    await prepare(config, remote)
+    await to_first_model_call(config, remote, ecosystem, model)
+    ready = [await to_first_model_call(config, remote, ecosystem, model) for _ in range(runs)]
+    return warm, ready
+
+
+def ready_report(names: list[str], runs: int) -> dict[str, dict[str, Any]]:
+    """For the repositories ``names``: seconds from `golem run` to the first model call
+    without a prepared snapshot (``unprepared_s``) and with one (``prepared_s``)."""
+    scratch = Path(tempfile.mkdtemp(prefix="golem-bench-ready-"))
+    scratch.chmod(0o755)  # the boxes' host user binds a kept tree from its state directory
+    report: dict[str, dict[str, Any]] = {}
+    try:
+        with LocalRegistries.started(scratch / "registries") as registries:
+            serve_python_wheels(registries)
+            for ecosystem in [e for e in VERIFIED if e.name in names]:
+                place = scratch / ecosystem.name
+                place.mkdir()
+                remote = make_remote(place, ecosystem, registries)
+                model = scripted_model(place, ecosystem)
+                config = configured(place / "state", registries)
+                warm, ready = asyncio.run(
+                    unprepared_and_prepared(config, remote, ecosystem, model, runs)
+                )
+                report[ecosystem.name] = {"unprepared_s": stats(warm), "prepared_s": stats(ready)}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return report
+
+
 async def measure(
     ecosystem: Ecosystem, runs: int, scratch: Path, registries: LocalRegistries
 ) -> dict[str, Any]:
@@ -216,11 +255,7 @@ async def measure(
             )
         )
     warm_config = configured(place / "warm", registries)
-    await to_first_model_call(warm_config, remote, ecosystem, model)  # fills the caches
-    warm = [await to_first_model_call(warm_config, remote, ecosystem, model) for _ in range(runs)]
-    await prepare(warm_config, remote)
-    await to_first_model_call(warm_config, remote, ecosystem, model)  # its baseline cached
-    ready = [await to_first_model_call(warm_config, remote, ecosystem, model) for _ in range(runs)]
+    warm, ready = await unprepared_and_prepared(warm_config, remote, ecosystem, model, runs)
     served = await served_runs(warm_config, remote, ecosystem, model, runs)
     return {
         "by_hand_s": stats(hand),

@@ -14,6 +14,13 @@ whose warm pool was filled first (``--cold``: pool off, every run starts its box
   the forge on the host, the store, events. Its floor is zero.
 
 Target: overhead p50 <= 2 s with a warm box.
+
+Then, in the same run, issue 32's figure on real repositories of tests/acceptance/repos/
+(``--ready NAME ...``, default pyfunctions, pyextras and nodelock; ``--ready`` alone skips it): the
+seconds from `golem run` (its store opened, its own engine started, as the command does)
+to the agent's first model call, without a prepared snapshot (dependencies and baseline
+cached) and with one (after `golem prepare`). Goal: under 2 s with one on the process
+backend. bench/devbox.py has the fuller table (by hand, first run, a served engine).
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ from golem.blueprint.events import AgentStep, CheckFinished, NodeFinished, RunEv
 from golem.core import load_config
 from golem.sandbox import LocalEngine
 from golem.store import SqlStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from devbox import TARGET_PREPARED, ready_report
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TARGET_OVERHEAD = 2.0
@@ -141,18 +151,64 @@ def print_report(report: dict[str, Any]) -> None:
     print("  node p50: " + ", ".join(f"{k} {v:.3f}" for k, v in report["node_p50_s"].items()))
 
 
+RUN_IMPORTS = "import golem.cli.run_cmd, golem.blueprint, golem.sandbox, golem.store, golem.agent"
+
+
+def process_start(runs: int) -> dict[str, float]:
+    """Seconds a new Python process takes to import what `golem run` uses before its run
+    starts: not in the figures to the first model call, which are timed in one process."""
+    samples = []
+    for _ in range(runs + 1):  # the first may compile bytecode
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", RUN_IMPORTS], check=True)
+        samples.append(time.perf_counter() - started)
+    return _stats(samples[1:])
+
+
+def print_ready(report: dict[str, dict[str, Any]], start: dict[str, float] | None) -> None:
+    print("Seconds from `golem run` to the agent's first model call (p50 / p99):")
+    print(f"  {'repository':<12}{'no prepared snapshot':>24}{'prepared snapshot':>24}")
+    for name, figures in report.items():
+        cells = [
+            f"{figures[k]['p50']:6.3f} / {figures[k]['p99']:6.3f}"
+            for k in ("unprepared_s", "prepared_s")
+        ]
+        print(f"  {name:<12}" + "".join(f"{cell:>24}" for cell in cells))
+    if report:
+        worst = max(figures["prepared_s"]["p50"] for figures in report.values())
+        verdict = "met" if worst < TARGET_PREPARED else "NOT met"
+        print(f"  prepared p50 < {TARGET_PREPARED} s: {verdict} (worst {worst:.2f} s)")
+    if start is not None:
+        print(
+            f"  not counted above: a new process importing what a run uses, p50 "
+            f"{start['p50']:.3f} s, p99 {start['p99']:.3f} s (`golem run` pays it first)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--cold", action="store_true", help="Turn the warm pool off.")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--ready",
+        nargs="*",
+        default=["pyfunctions", "pyextras", "nodelock"],
+        help="Repositories of tests/acceptance/repos to time to the first model call.",
+    )
+    parser.add_argument("--ready-runs", type=int, default=5)
     args = parser.parse_args()
     report = asyncio.run(measure(args.runs, cold=args.cold))
+    ready = ready_report(args.ready, args.ready_runs) if args.ready else {}
+    start = process_start(args.ready_runs) if args.ready else None
     if args.json:
-        json.dump(report, sys.stdout, indent=2)
+        json.dump(
+            {**report, "first_model_call": ready, "process_start_s": start}, sys.stdout, indent=2
+        )
         print()
     else:
         print_report(report)
+        print_ready(ready, start)
 
 
 if __name__ == "__main__":

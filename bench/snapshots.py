@@ -29,6 +29,7 @@ import json
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from golem.core import load_config
@@ -62,6 +63,7 @@ async def started(engine: LocalEngine, spec: dict[str, Any]) -> float:
 
 async def measure(backend: str, runs: int, files: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="golem-bench-snapshots-") as state:
+        Path(state).chmod(0o755)  # boxes' host user binds a kept tree from it (process)
         settings: dict[str, Any] = {"state_dir": state}
         if backend == "docker":
             settings["engine"] = {"backend": {"type": "docker"}}
@@ -72,6 +74,7 @@ async def measure(backend: str, runs: int, files: int) -> dict[str, Any]:
             config.model_copy(update={"engine": config.engine.model_copy(update={"pool": pool})})
         )
         async with engine, copying, engine.session() as source:
+            await engine.start()  # long-lived, as a server's: it refills warm boxes
             done = await source.execute(prepare(files))
             assert done.exit_code == 0, done.stderr_text
             info = await engine.snapshot(source.id, "bench")

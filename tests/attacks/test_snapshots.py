@@ -40,6 +40,13 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture
+def config(config: GolemConfig, reachable_dir: Path) -> GolemConfig:
+    """The state directory where boxes' host user reaches it: a process box binds its
+    snapshot's kept tree from there."""
+    return config.model_copy(update={"state_dir": reachable_dir / "state"})
+
+
 def kept_files(config: GolemConfig) -> list[str]:
     """Every file beneath the snapshots' directory (directories aside)."""
     root = config.state_dir / "snapshots"
@@ -219,7 +226,7 @@ async def test_a_tenant_past_its_snapshot_bytes_loses_its_oldest_and_never_grows
         for name in ("first", "second", "third"):
             await run(box, f"rm -f /workspace/*; head -c 20000 /dev/urandom > {name}")
             sizes[name] = (await local(engine).snapshot(box.id, name)).size
-        cap = sizes["second"] + sizes["third"] + 1024
+        cap = 2 * (sizes["second"] + sizes["third"]) + 1024  # a kept tree counts as its archive
         await run(box, "rm -f /workspace/*; head -c 20000 /dev/urandom > fourth")
         fourth = await local(engine).snapshot(box.id, "fourth", max_tenant_bytes=cap)
         await run(box, "head -c 200000 /dev/urandom > huge")
@@ -227,14 +234,14 @@ async def test_a_tenant_past_its_snapshot_bytes_loses_its_oldest_and_never_grows
             await local(engine).snapshot(box.id, "fourth", max_tenant_bytes=cap)
     kept = local(engine).snapshots.all()
     assert [info.name for info in kept] == ["third", "fourth"]
-    assert sum(info.size for info in kept) <= cap
+    assert sum(2 * info.size for info in kept) <= cap
     assert [info.digest for info in kept if info.name == "fourth"] == [fourth.digest]
     objects = {path.stem for path in (config.state_dir / "snapshots").glob("*/objects/*")}
     assert objects == {info.digest for info in kept}  # the refused one left no archive
 
 
 async def test_a_pooled_box_that_started_from_a_snapshot_hands_none_of_it_to_another_tenant(
-    engine: Engine,
+    engine: Engine, backend: str
 ) -> None:
     async with engine.session(tenant("alpha")) as box:
         await run(box, "echo alpha-secret > secret; echo alpha > /tmp/home/note")
@@ -243,7 +250,10 @@ async def test_a_pooled_box_that_started_from_a_snapshot_hands_none_of_it_to_ano
         assert await run(box, "cat secret") == "alpha-secret\n"
         reused = box.id
     async with engine.session(tenant("beta")) as box:
-        assert box.id == reused  # the same box, wiped back into the pool
+        if backend == "process":  # bound its kept tree: stopped, never pooled
+            assert box.id != reused
+        else:
+            assert box.id == reused  # the same box, wiped back into the pool
         left = await run(box, "ls -A /workspace /dev/shm; find /tmp -type f")
     assert "secret" not in left
     assert "note" not in left
@@ -253,6 +263,7 @@ async def test_a_pooled_box_that_started_from_a_snapshot_hands_none_of_it_to_ano
 async def test_a_tenants_warm_box_never_serves_another_tenant_even_for_the_same_content(
     engine: Engine,
 ) -> None:
+    await local(engine).start()  # long-lived, as a server's: it refills warm boxes
     for name in ("alpha", "beta"):  # the same files: one digest, two tenants' snapshots
         async with engine.session(tenant(name)) as box:
             await run(box, "echo shared-content > file")
@@ -282,3 +293,60 @@ async def test_a_tenants_warm_box_never_serves_another_tenant_even_for_the_same_
         assert box.id == warm
         assert box.spec.labels == {"golem.tenant": "alpha"}
     assert owner == "alpha"
+
+
+TAMPER = (
+    # everything the box can see of its snapshot: the kept tree bound in it, and its copy
+    "cd /; for path in $(find /run/golem-snapshot /workspace /tmp/home /dev/shm -mindepth 1 "
+    "-depth); do echo tampered >> $path; chmod 0777 $path; ln $path $path.hard; "
+    "ln -s /etc/passwd $path.sym; mv $path $path.moved; rm -rf $path.moved; done; "
+    "touch /run/golem-snapshot/new /run/golem-snapshot/workspace/new; "
+    "mount -o remount,rw /run/golem-snapshot; true"
+)
+VIEW = (
+    "cd /; find /workspace /tmp/home /dev/shm -mindepth 1 -printf '%p %m %y %l\\n' | sort; "
+    "find /workspace /tmp/home /dev/shm -type f -exec md5sum {} + | sort"
+)
+
+
+def tree_listing(tree: Path) -> list[tuple[str, int, int, bytes]]:
+    return sorted(
+        (str(path.relative_to(tree)), path.lstat().st_mode, path.lstat().st_nlink, data)
+        for path in tree.rglob("*")
+        for data in [path.read_bytes() if path.is_file() and not path.is_symlink() else b""]
+    )
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_a_box_tampering_with_everything_it_sees_of_its_kept_tree_reaches_no_other_box(
+    config: GolemConfig, engine: Engine
+) -> None:
+    async with engine.session(tenant("alpha")) as box:
+        await run(
+            box,
+            "mkdir -p pkg/sub && echo code > pkg/sub/mod.py && chmod 755 pkg/sub/mod.py && "
+            "echo home > /tmp/home/note && echo shm > /dev/shm/note && ln -s pkg/sub link",
+        )
+        info = await local(engine).snapshot(box.id, "prepared")
+    [tree] = (config.state_dir / "snapshots").glob(f"*/trees/{info.digest}")
+    before = tree_listing(tree)
+    assert tree.stat().st_uid == os.geteuid()  # golem's, never the box's user
+    async with engine.session(tenant("alpha", snapshot="prepared")) as box:
+        original = await run(box, VIEW)
+        mounted = await run(box, "grep ' /run/golem-snapshot ' /proc/mounts")
+        assert " ro," in mounted
+        assert await run(box, "cat /run/golem-snapshot/workspace/pkg/sub/mod.py") == "code\n"
+        await run(box, TAMPER)
+        tampered = await run(box, VIEW)
+        used = box.id
+    assert "tampered" not in original
+    assert tampered != original  # the box's own copy took the writes
+    assert tree_listing(tree) == before
+    assert no_links_or_special_files(tree)  # its links are data the box makes
+    async with engine.session(tenant("alpha", snapshot="prepared")) as box:
+        assert await run(box, VIEW) == original
+        assert box.id != used
+    async with engine.session(tenant("beta")) as box:  # a box of the same shape: not that one
+        assert box.id != used
+        listed = await run(box, "ls /run/golem-snapshot 2>&1 || true")
+    assert listed.endswith("No such file or directory\n")

@@ -5,6 +5,7 @@ content-addressed, read-only, listed and pruned. On bubblewrap, dockerd and Podm
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -32,6 +33,13 @@ PREPARE = (
 @pytest.fixture(params=SNAPSHOT_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def config(config: GolemConfig, reachable_dir: Path) -> GolemConfig:
+    """The state directory where boxes' host user reaches it: a process box binds its
+    snapshot's kept tree from there."""
+    return config.model_copy(update={"state_dir": reachable_dir / "state"})
 
 
 async def test_files_and_installed_dependencies_survive_into_a_box_started_from_its_snapshot(
@@ -109,7 +117,8 @@ async def test_snapshots_are_content_addressed_read_only_and_pruned_by_age_and_s
     store = SnapshotStore(config.state_dir)
     assert [info.name for info in store.all()] == ["one", "two", "three"]
     assert store.prune(older_than=3600) == []
-    removed = store.prune(max_bytes=three.size)
+    kept_trees = 2 if config.engine.backend.type == "process" else 1  # and as much again
+    removed = store.prune(max_bytes=three.size * kept_trees)
     assert [info.name for info in removed] == ["one", "two"]
     assert not (objects[0].parent / f"{one.digest}.tar").exists()
     assert [info.name for info in store.all()] == ["three"]
@@ -184,6 +193,7 @@ def warm_ids(engine: Engine) -> set[str]:
 async def test_a_session_from_a_snapshot_takes_a_warm_box_with_it_unpacked_and_one_refills(
     engine: Engine,
 ) -> None:
+    await local(engine).start()  # long-lived, as a server's: it refills warm boxes
     async with engine.session() as source:
         await run(source, "echo kept > file; echo home > /tmp/home/note")
         await local(engine).snapshot(source.id, "warm")
@@ -207,6 +217,7 @@ async def test_a_session_from_a_snapshot_takes_a_warm_box_with_it_unpacked_and_o
 async def test_a_snapshot_taken_again_or_pruned_drains_its_warm_boxes(
     engine: Engine, config: GolemConfig
 ) -> None:
+    await local(engine).start()  # long-lived, as a server's: it refills warm boxes
     alpha = {"labels": {"golem.tenant": "alpha"}}
     async with engine.session(alpha) as source:
         await run(source, "echo first > file")
@@ -239,6 +250,7 @@ async def test_warm_boxes_from_snapshots_are_bounded_per_snapshot_and_in_all(
     pool = config.engine.pool.model_copy(update={"snapshot_boxes": 2, "max_snapshot_boxes": 3})
     bounded = config.model_copy(update={"engine": config.engine.model_copy(update={"pool": pool})})
     async with LocalEngine(bounded) as engine:
+        await engine.start()  # long-lived, as a server's: it refills warm boxes
         async with engine.session() as source:
             for name in ("one", "two"):
                 await run(source, f"echo {name} > file")
@@ -292,3 +304,44 @@ async def test_closing_an_engine_while_warm_boxes_are_filled_leaves_no_box(
         engine.warm.refill(engine.spec(snapshot="warm"), info)  # under way as the engine closes
         assert engine.pool.warm_keys() != []
     assert LocalEngine(config).registry.all() == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_a_process_snapshot_is_kept_as_a_tree_boxes_copy_and_pruned_with_it(
+    engine: Engine, config: GolemConfig
+) -> None:
+    async with engine.session() as source:
+        await run(source, PREPARE + "; ln -s src/app.py entry")
+        taken = await local(engine).snapshot(source.id, "prepared")
+    snapshots = config.state_dir / "snapshots"
+    [tree] = snapshots.glob(f"*/trees/{taken.digest}")
+    assert (tree / "workspace/src/app.py").read_text() == "print(40 + 2)\n"
+    assert (tree / "dev/shm/note").read_text() == "shared\n"
+    assert not (tree / "workspace/entry").is_symlink()  # a link is data the box makes
+    shutil.rmtree(tree)  # as a snapshot taken before trees were kept
+    for _ in range(2):  # the first box keeps the tree again, the second finds it
+        async with engine.session({"snapshot": "prepared"}) as box:
+            seen = await run(
+                box,
+                "python3 entry; readlink entry; cat /dev/shm/note; stat -c %a /tmp /workspace; "
+                "/tmp/golem/venv/bin/python -c 'import greeting; print(greeting.hello())'",
+            )
+        assert seen.split() == ["42", "src/app.py", "shared", "1777", "755", "installed"]
+        assert tree.is_dir()
+    store = SnapshotStore(config.state_dir)
+    assert store.prune(max_bytes=2 * taken.size - 1) == [taken]  # the tree counts as much again
+    assert list(snapshots.glob("*/trees/*")) == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_an_engine_not_started_for_a_long_life_fills_no_warm_box_after_a_session(
+    engine: Engine,
+) -> None:
+    async with engine.session() as source:
+        await run(source, "echo kept > file")
+        await local(engine).snapshot(source.id, "once")
+    async with engine.session({"snapshot": "once"}) as box:  # as `golem run`'s engine
+        assert await run(box, "cat file") == "kept\n"
+    await local(engine).warm.settled()
+    assert warm_ids(engine) == set()
+    assert local(engine).pool.warm_keys() == []

@@ -8,6 +8,7 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from golem.core.config import DockerBackendConfig, GolemConfig, load_config
@@ -19,8 +20,9 @@ from golem.core.spec import BoxSpec
 from golem.sandbox.backends import make_backend, make_backend_for
 from golem.sandbox.box import LocalBox, as_request
 from golem.sandbox.containers import check_containers, engine_env
-from golem.sandbox.contracts import Backend, StartedBox
+from golem.sandbox.contracts import Backend, Mount, StartedBox
 from golem.sandbox.ends import SessionEnds
+from golem.sandbox.kept_trees import TREE_BACKENDS, copies_natively, copy_in, tree_mount
 from golem.sandbox.models import BoxInfo, ExecRequest, ExecResult
 from golem.sandbox.network import BOX_SOCKET, EgressService
 from golem.sandbox.pool import LiveBox, WarmPool, shape_of, wipe
@@ -80,7 +82,9 @@ class LocalEngine(BoxSessions[LocalBox]):
         """Get ready for a long life: reap old and idle boxes every so often, and with
         ``prewarm`` fill the pool for ``specs`` (default: the configured defaults), each
         with the backend of its tier; a spec naming a snapshot gets warm boxes with it
-        unpacked (``engine.pool.snapshot_boxes``)."""
+        unpacked (``engine.pool.snapshot_boxes``). Only a started engine refills warm
+        boxes after a session from a snapshot (one engine per `golem run` never would
+        use them)."""
         await self._check_backend(self.config.engine.default_tier)
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
@@ -170,8 +174,13 @@ class LocalEngine(BoxSessions[LocalBox]):
             snapshot = self.snapshots.resolve(spec, backend=backend)
             live = await self.warm.take(spec, snapshot)
         restored = live is not None
+        tree = None
+        if snapshot is not None and live is None:
+            tree = await self._kept_tree(spec, snapshot)
         if live is None:
-            live = await self._acquire(spec)
+            live = (
+                await self._acquire(spec) if tree is None else await self._from_tree(spec, tree[0])
+            )
         elif live.record.labels != spec.labels:
             live.record.labels = spec.labels
             self.registry.save(live.record)
@@ -189,7 +198,9 @@ class LocalEngine(BoxSessions[LocalBox]):
         self._boxes[live.record.id] = (box, live)
         try:
             await live.client.request(Configure(env=env))
-            if snapshot is not None and not restored:
+            if snapshot is not None and tree is not None:
+                await copy_in(box, snapshot.roots, tree[1])
+            elif snapshot is not None and not restored:
                 await self.snapshots.restore(box, snapshot)
             if spec.setup:
                 await run_setup(box, spec.setup, on_event)
@@ -197,9 +208,28 @@ class LocalEngine(BoxSessions[LocalBox]):
             self._boxes.pop(live.record.id, None)
             await self._stop(live)
             raise
-        if snapshot is not None:
-            self.warm.refill(spec, snapshot)
+        if snapshot is not None and self._reaper is not None:  # only a long-lived engine's
+            self.warm.refill(spec, snapshot)  # a `golem run`'s would fill it to throw it away
         return box
+
+    async def _kept_tree(self, spec: BoxSpec, snapshot: SnapshotInfo) -> tuple[Path, str] | None:
+        """The snapshot's kept tree and the box's interpreter that makes its links, for a
+        box of ``spec`` that copies it in natively (``golem.sandbox.kept_trees``); None
+        where its backend or image cannot."""
+        backend = self.backend_for(self._tier(spec))
+        copier = getattr(backend, "tree_copier", None)
+        if backend.name not in TREE_BACKENDS or copier is None or not copies_natively(spec.image):
+            return None
+        tree = await self.snapshots.tree(snapshot)
+        python = copier(tree)
+        return None if python is None else (tree, str(python))
+
+    async def _from_tree(self, spec: BoxSpec, tree: Path) -> LiveBox:
+        """A new box with ``tree`` bound read-only, never pooled (its next session would
+        see the mount)."""
+        live = await self._start_box(spec, [tree_mount(tree)])
+        live.shape = None
+        return live
 
     def _as_box(self, live: LiveBox, spec: BoxSpec) -> LocalBox:
         """A handle on a pooled box, to fill it before any session has it."""
@@ -223,7 +253,7 @@ class LocalEngine(BoxSessions[LocalBox]):
             return live
         return await self._start_box(spec)
 
-    async def _start_box(self, spec: BoxSpec) -> LiveBox:
+    async def _start_box(self, spec: BoxSpec, extra: Sequence[Mount] = ()) -> LiveBox:
         tier = self._tier(spec)
         backend = self.backend_for(tier)
         record = self.registry.new_record(
@@ -235,7 +265,7 @@ class LocalEngine(BoxSessions[LocalBox]):
         try:
             if spec.network == "filtered":
                 network = await self._egress_service().open(record.id)
-            mounts = network.mounts() if network is not None else []
+            mounts = [*(network.mounts() if network is not None else []), *extra]
             started = await backend.start(spec, record, mounts)
             record.isolation = self._isolation(tier, started)
             self.registry.save(record)

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import hashlib
 import re
+import shutil
 import tarfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -49,6 +50,7 @@ from golem.core.sizes import format_size
 from golem.core.spec import SNAPSHOT_NAME, BoxSpec
 from golem.sandbox.contracts import Box
 from golem.sandbox.keep import archive_part, keep_archive
+from golem.sandbox.kept_trees import TREE_BACKENDS, drop_tree, kept_tree_async
 from golem.sandbox.models import SnapshotInfo
 from golem.sandbox.pool import WIPED_PATHS
 
@@ -151,6 +153,8 @@ class SnapshotStore:
             else:
                 incoming.chmod(0o444)
                 incoming.replace(stored)
+            if backend in TREE_BACKENDS:
+                await kept_tree_async(self._tenant_dir(tenant), stored, digest)
         finally:
             incoming.unlink(missing_ok=True)
         info = SnapshotInfo(
@@ -201,6 +205,7 @@ class SnapshotStore:
         """Remove the archive ``digest`` of ``tenant`` unless a name still points at it."""
         if all(other.digest != digest for other in self._tenant_snapshots(tenant)):
             (self._tenant_dir(tenant) / "objects" / f"{digest}.tar").unlink(missing_ok=True)
+            drop_tree(self._tenant_dir(tenant), digest)
 
     def _write_name(self, tenant: str, info: SnapshotInfo) -> None:
         names = self._tenant_dir(tenant) / "names"
@@ -247,6 +252,13 @@ class SnapshotStore:
             raise SnapshotNotFound(
                 f"snapshot {info.name!r} was removed (pruned) before its box started; take it again"
             ) from None
+
+    async def tree(self, info: SnapshotInfo) -> Path:
+        """The snapshot's kept tree (``golem.sandbox.kept_trees``), unpacked from its
+        archive first when it is not kept yet."""
+        tenant_dir = self._tenant_dir(info.tenant)
+        archive = tenant_dir / "objects" / f"{info.digest}.tar"
+        return await kept_tree_async(tenant_dir, archive, info.digest)
 
     async def restore(self, box: Box, info: SnapshotInfo) -> None:
         """Unpack the snapshot into ``box``: each tree's part into the box's own tmpfs."""
@@ -327,9 +339,13 @@ class SnapshotStore:
         return removed
 
     def _remove_stale_temporaries(self, now: float) -> None:
-        for path in self.root.glob("*/*/.*"):  # <tenant>/objects/.incoming-*, names/.<name>.*
+        for path in self.root.glob("*/*/.*"):  # objects/.incoming-*, names/.<name>.*, trees/.*
             with contextlib.suppress(FileNotFoundError):
-                if now - path.lstat().st_mtime > STALE_SECONDS:
+                if now - path.lstat().st_mtime <= STALE_SECONDS:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
                     path.unlink()
 
 
@@ -348,8 +364,14 @@ async def _unpack(box: Box, archive: BinaryIO, roots: list[str]) -> None:
 
 
 def _stored_bytes(infos: list[SnapshotInfo]) -> int:
-    """Bytes the archives of ``infos`` take (one object per tenant and digest)."""
-    return sum({(info.tenant, info.digest): info.size for info in infos}.values())
+    """Bytes the archives of ``infos`` take (one object per tenant and digest), and their
+    kept trees, each counted as its archive's size again."""
+    return sum(
+        {
+            (info.tenant, info.digest): info.size * (2 if info.backend in TREE_BACKENDS else 1)
+            for info in infos
+        }.values()
+    )
 
 
 def _read_kept(path: Path, found: list[str]) -> tuple[str, list[str]]:

@@ -158,6 +158,18 @@ class ProcessBackend:
             mounts=kept,
         )
 
+    def tree_copier(self, path: Path) -> str | None:
+        """The interpreter in the box that makes a kept tree's links
+        (``golem.sandbox.kept_trees``), when boxes can bind ``path``: reachable by the
+        ``run_as`` user when golem runs as root; None otherwise."""
+        ids = host_ids(self.config.run_as)
+        if ids is not None:
+            try:
+                check_reachable(path, ids, self.config.run_as)
+            except InvalidRequest:
+                return None
+        return self.config.python
+
     def _in_root(self, root: Path | None, target: str) -> bool:
         """Whether ``target`` exists in the box's root (an image, or the host's paths)."""
         if root is not None:
