@@ -1,7 +1,8 @@
 """The trigger's background work: post a run's acknowledgement, wait for the run's end and
 report it where it was asked for; start the follow-ups asked while another run was in
-progress once that run ends (each person's latest request, one run at a time); after a
-restart, go on watching what a previous server left unreported."""
+progress once that run ends (each person's latest request, kept in the store: one run at a
+time, each started once by whichever server sees the end); after a restart, go on watching
+what a previous server left unreported, and the runs pending requests wait for."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from golem.blueprint import RunState
-from golem.core.errors import Problem
+from golem.core.errors import GolemError, Problem
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
+from golem.service.trigger.queued import asked_again, kept
 from golem.service.trigger.reach import ForgeReach
-from golem.store import DeliveryRecord
+from golem.store import DeliveryRecord, PendingRecord
 
 __all__ = ["Watchers"]
 
@@ -25,7 +27,7 @@ log = logging.getLogger("golem.service.trigger")
 RECOVER_LIMIT = 200  # newest runs looked at after a restart
 RECOVER_WINDOW = 3600.0  # finished this recently (seconds): their end may be unreported
 ISSUE_REF = re.compile(r"^(?P<repo>[\w.-]+(?:/[\w.-]+)+)#(?P<number>\d+)$")
-Start = Callable[[Call, DeliveryRecord], Awaitable[object]]
+Start = Callable[[Call, DeliveryRecord, PendingRecord], Awaitable[object]]
 Note = Callable[[str, str], None]
 
 
@@ -35,7 +37,6 @@ class Watchers:
     def __init__(self, reach: ForgeReach) -> None:
         self.reach = reach
         self._tasks: dict[str, asyncio.Task[object]] = {}
-        self._wanted: dict[str, dict[str, tuple[ReviewCall, DeliveryRecord]]] = {}
 
     def follow(self, run_id: str, call: Call, ack: str | None) -> None:
         """Watch ``run_id``: post ``ack`` (if any) now, and report its end where ``call``
@@ -47,26 +48,59 @@ class Watchers:
         """Comment ``text`` where ``call`` asked, without waiting for it."""
         self._spawn(name, self.reach.say(call, text))
 
-    def want(self, call: ReviewCall, delivery: DeliveryRecord, run_id: str, start: Start) -> None:
-        """Start a follow-up for ``call`` once ``run_id`` ends. Requests are kept per person
-        (their latest one): one person's never replaces another's. Only requests of people
-        who may push get here (checked as they arrive, and again when they start)."""
-        self._wanted.setdefault(call.key, {})[call.user] = (call, delivery)
-        name = f"wanted:{call.key}"
-        if name not in self._tasks:
-            self._spawn(name, self._after(run_id, call.key, start))
+    async def want(
+        self, call: ReviewCall, delivery: DeliveryRecord, run_id: str, start: Start
+    ) -> PendingRecord:
+        """Keep ``call`` in the store as pending until ``run_id`` ends, then ``start`` it
+        (here, or on whichever server of the store sees the end first). Requests are kept
+        per person (their latest one): one person's never replaces another's. Only
+        requests of people who may push get here (checked as they arrive, and again when
+        they start)."""
+        secrets = await self.reach.secrets()
+        request = kept(self.reach.provider, call, delivery, run_id, secrets)
+        pending = await self.reach.book.store.pending.keep(request)
+        self.await_end(run_id, start)
+        return pending
 
-    async def _after(self, run_id: str, key: str, start: Start) -> None:
+    def await_end(self, run_id: str, start: Start) -> None:
+        """Start the requests pending for ``run_id`` once it ends (one waiter per run)."""
+        name = f"pending:{run_id}"
+        if name not in self._tasks:
+            self._spawn(name, self._after(run_id, start))
+
+    def resume_pending(self, start: Start) -> None:
+        """Wait, in the background, for the runs the store's pending requests wait for
+        (a previous server's, or another server's)."""
+        self._spawn("pending", self._resume(start))
+
+    async def _resume(self, start: Start) -> None:
+        for request in await self.reach.book.store.pending.waiting(self.reach.provider):
+            self.await_end(request.run_id, start)
+
+    async def _after(self, run_id: str, start: Start) -> None:
         await self.wait_end(run_id)
-        wanted = self._wanted.pop(key, {})
-        self._tasks.pop(f"wanted:{key}", None)  # a want from now on waits anew
-        for call, delivery in wanted.values():  # the first starts; the rest wait for it
+        self._tasks.pop(f"pending:{run_id}", None)  # a want from now on waits anew
+        pending = self.reach.book.store.pending
+        tried: set[tuple[str, str, int]] = set()
+        while True:  # the first starts; the rest then wait for it (the store moves them)
+            waiting = [
+                request
+                for request in await pending.waiting(self.reach.provider)
+                if request.run_id == run_id
+                and (request.thread, request.person, request.version) not in tried
+            ]
+            if not waiting:
+                break
+            request = waiting[0]
+            tried.add((request.thread, request.person, request.version))
+            call, delivery = asked_again(request)
             try:
-                await start(call, delivery)
-            except Problem as exc:
+                await start(call, delivery, request)
+            except GolemError as exc:
                 log.warning(
-                    "%s trigger: the follow-up of %s: %s", self.reach.title, key, exc.message
+                    "%s trigger: the follow-up of %s: %s", self.reach.title, call.key, exc.message
                 )
+        await self._resume(start)  # what now waits for the run that started
 
     def _spawn(self, name: str, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.ensure_future(work)
