@@ -28,11 +28,13 @@ from golem.blueprint import RunRequest, RunState
 from golem.core.errors import DuplicateDelivery, PendingTaken, Problem, QueueFull
 from golem.core.server_config import TriggerConfig
 from golem.forge import Forge
+from golem.service.sources import PendingStarts
 from golem.service.state import ServerState
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.follow_ups import FollowUps
 from golem.service.trigger.outsiders import outsider
+from golem.service.trigger.queued import asked_again, kept
 from golem.service.trigger.reach import ForgeReach
 from golem.service.trigger.watch import Watchers
 from golem.service.trust import floor_for, tier_for
@@ -66,6 +68,7 @@ class Trigger:
         self.reach = ForgeReach(state, provider, config, forge)
         self.watchers = Watchers(self.reach)
         self.follow_ups = FollowUps(self.reach)
+        self.pending = PendingStarts(self.reach.book.store, provider, self._start_kept)
         self._latest: dict[str, str] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -84,11 +87,10 @@ class Trigger:
         someone who may push is queued: it starts once that run ends."""
         return await self._start(call, delivery, None)
 
-    async def start_pending(
-        self, call: Call, delivery: DeliveryRecord, pending: PendingRecord
-    ) -> TriggerAnswer:
+    async def _start_kept(self, pending: PendingRecord) -> TriggerAnswer:
         """Start the follow-up ``pending`` keeps (its run ended), claiming it as it starts;
         a request that will never start (refused now, its delivery seen) is forgotten."""
+        call, delivery = asked_again(pending)
         answer = await self._start(call, delivery, pending)
         if answer.status in ("ignored", "duplicate"):
             await self.reach.book.store.pending.drop(pending)
@@ -142,7 +144,8 @@ class Trigger:
         if busy is None and not parent.finished:
             busy = parent
         if busy is not None:
-            await self.watchers.want(call, delivery, busy.id, self.start_pending)
+            secrets = await self.reach.secrets()
+            await self.pending.keep(kept(self.provider, call, delivery, busy.id, secrets))
             reason = (
                 f"{call.key} has run {busy.id} in progress ({busy.status}): {call.sender}'s "
                 "follow-up is queued, and starts when it ends"
@@ -235,11 +238,12 @@ class Trigger:
         not reported the end of; not at all while the trigger has no secret."""
         if self.secret() is not None:
             self.watchers.recover_later(self.note)
-            self.watchers.resume_pending(self.start_pending)
+            self.pending.resume_later()
 
     async def close(self) -> None:
         """Stop watching (a restarted server picks the runs up again)."""
         await self.watchers.close()
+        await self.pending.close()
 
 
 def _duplicate(delivery: DeliveryRecord, run_id: str) -> TriggerAnswer:

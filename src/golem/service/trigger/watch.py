@@ -1,8 +1,7 @@
 """The trigger's background work: post a run's acknowledgement, wait for the run's end and
-report it where it was asked for; start the follow-ups asked while another run was in
-progress once that run ends (each person's latest request, kept in the store: one run at a
-time, each started once by whichever server sees the end); after a restart, go on watching
-what a previous server left unreported, and the runs pending requests wait for."""
+report it where it was asked for; after a restart, go on watching what a previous server
+left unreported. (The follow-ups asked while a run was in progress are the store's pending
+requests: ``golem.service.sources.PendingStarts`` starts them.)"""
 
 from __future__ import annotations
 
@@ -10,16 +9,14 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from golem.blueprint import RunState
-from golem.core.errors import GolemError, Problem
+from golem.core.errors import Problem
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
-from golem.service.trigger.queued import asked_again, kept
 from golem.service.trigger.reach import ForgeReach
-from golem.store import DeliveryRecord, PendingRecord
 
 __all__ = ["Watchers"]
 
@@ -27,7 +24,6 @@ log = logging.getLogger("golem.service.trigger")
 RECOVER_LIMIT = 200  # newest runs looked at after a restart
 RECOVER_WINDOW = 3600.0  # finished this recently (seconds): their end may be unreported
 ISSUE_REF = re.compile(r"^(?P<repo>[\w.-]+(?:/[\w.-]+)+)#(?P<number>\d+)$")
-Start = Callable[[Call, DeliveryRecord, PendingRecord], Awaitable[object]]
 Note = Callable[[str, str], None]
 
 
@@ -47,60 +43,6 @@ class Watchers:
     def say_later(self, name: str, call: Call, text: str) -> None:
         """Comment ``text`` where ``call`` asked, without waiting for it."""
         self._spawn(name, self.reach.say(call, text))
-
-    async def want(
-        self, call: ReviewCall, delivery: DeliveryRecord, run_id: str, start: Start
-    ) -> PendingRecord:
-        """Keep ``call`` in the store as pending until ``run_id`` ends, then ``start`` it
-        (here, or on whichever server of the store sees the end first). Requests are kept
-        per person (their latest one): one person's never replaces another's. Only
-        requests of people who may push get here (checked as they arrive, and again when
-        they start)."""
-        secrets = await self.reach.secrets()
-        request = kept(self.reach.provider, call, delivery, run_id, secrets)
-        pending = await self.reach.book.store.pending.keep(request)
-        self.await_end(run_id, start)
-        return pending
-
-    def await_end(self, run_id: str, start: Start) -> None:
-        """Start the requests pending for ``run_id`` once it ends (one waiter per run)."""
-        name = f"pending:{run_id}"
-        if name not in self._tasks:
-            self._spawn(name, self._after(run_id, start))
-
-    def resume_pending(self, start: Start) -> None:
-        """Wait, in the background, for the runs the store's pending requests wait for
-        (a previous server's, or another server's)."""
-        self._spawn("pending", self._resume(start))
-
-    async def _resume(self, start: Start) -> None:
-        for request in await self.reach.book.store.pending.waiting(self.reach.provider):
-            self.await_end(request.run_id, start)
-
-    async def _after(self, run_id: str, start: Start) -> None:
-        await self.wait_end(run_id)
-        self._tasks.pop(f"pending:{run_id}", None)  # a want from now on waits anew
-        pending = self.reach.book.store.pending
-        tried: set[tuple[str, str, int]] = set()
-        while True:  # the first starts; the rest then wait for it (the store moves them)
-            waiting = [
-                request
-                for request in await pending.waiting(self.reach.provider)
-                if request.run_id == run_id
-                and (request.thread, request.person, request.version) not in tried
-            ]
-            if not waiting:
-                break
-            request = waiting[0]
-            tried.add((request.thread, request.person, request.version))
-            call, delivery = asked_again(request)
-            try:
-                await start(call, delivery, request)
-            except GolemError as exc:
-                log.warning(
-                    "%s trigger: the follow-up of %s: %s", self.reach.title, call.key, exc.message
-                )
-        await self._resume(start)  # what now waits for the run that started
 
     def _spawn(self, name: str, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.ensure_future(work)
