@@ -29,18 +29,19 @@ from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.control import cancel_run, decide_gate
 from golem.blueprint.state import FollowUp
-from golem.core.errors import DuplicateDelivery, GolemError, RunConflict
+from golem.core.errors import DuplicateDelivery, GolemError, PendingTaken, RunConflict
 from golem.core.masking import SecretMasker
 from golem.core.slack_config import SlackConfig
 from golem.service.keys import Principal
 from golem.service.slack import messages, mrkdwn
 from golem.service.slack.payloads import Action, Command, Mention
+from golem.service.slack.queued import asked_again, kept
 from golem.service.slack.reporter import SOURCE, SlackReporter, place
 from golem.service.slack.thread import ASKED, Ask, read_ask, render_thread
 from golem.service.slack.web import SlackWeb
-from golem.service.sources import StatusKeeper, known_secrets, submit_from_source
+from golem.service.sources import PendingStarts, StatusKeeper, known_secrets, submit_from_source
 from golem.service.state import ServerState
-from golem.store import DeliveryRecord, Store, ThreadRecord
+from golem.store import DeliveryRecord, PendingRecord, Store, ThreadRecord
 
 __all__ = ["SOURCE", "SlackAnswer", "SlackTrigger"]
 
@@ -53,7 +54,7 @@ class SlackAnswer(BaseModel):
     """What golem made of a request from Slack (Slack reads only the status code; the
     log and the tests read this)."""
 
-    status: Literal["ok", "ignored", "started", "duplicate", "refused"]
+    status: Literal["ok", "ignored", "started", "queued", "duplicate", "refused"]
     reason: str
     run_id: str | None = None
 
@@ -68,6 +69,7 @@ class SlackTrigger:
         self.web = SlackWeb(self.config, token, self._own_secrets()) if token else None
         reporter = SlackReporter(self._web, self._secrets)
         self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
+        self.pending = PendingStarts(state.store, SOURCE, self._start_kept)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def signing_secret(self) -> str | None:
@@ -113,7 +115,7 @@ class SlackTrigger:
             runs = await store.threads.runs_in(SOURCE, asked.thread)
             latest = await RunBook(store).load(runs[0].run_id) if runs else None
             if latest is not None and not latest.finished:
-                return await self._refuse(store, delivery, asked, messages.in_progress(latest.id))
+                return await self._queue(store, asked, latest.id)
             if latest is None and not ask.text and asked.thread_ts == asked.ts:
                 return await self._refuse(store, delivery, asked, messages.nothing_asked())
             repo = self._repository(ask, asked.channel, latest)
@@ -121,6 +123,48 @@ class SlackTrigger:
                 return await self._refuse(store, delivery, asked, repo)
             await web.react(asked.channel, asked.ts, self.config.reaction)
             return await self._start(principal, asked, ask, repo[1], latest)
+
+    async def _queue(self, store: Store, asked: Mention, run_id: str) -> SlackAnswer:
+        """Keep ``asked`` pending until ``run_id`` ends, and say so in the thread (once: a
+        retry of the same event finds it kept)."""
+        for waiting in await store.pending.in_thread(SOURCE, asked.thread):
+            if waiting.person == asked.user and set(asked_again(waiting).ids) & set(asked.ids):
+                return SlackAnswer(status="duplicate", reason="queued already", run_id=run_id)
+        secrets = await self._secrets(store.tenant)
+        await self.pending.keep(kept(asked, run_id, SecretMasker(secrets)), store)
+        await self._web().post(
+            asked.channel,
+            messages.queued(asked.user, run_id),
+            thread_ts=asked.thread_ts,
+            secrets=secrets,
+        )
+        reason = f"run {run_id} goes on in the thread: the request is queued"
+        return SlackAnswer(status="queued", reason=reason, run_id=run_id)
+
+    async def _start_kept(self, pending: PendingRecord) -> None:
+        """Start the request ``pending`` keeps (its run ended), claiming it as it starts;
+        one that will never start (its person unknown now, refused, seen) is forgotten."""
+        asked = asked_again(pending)
+        principal = self.principal(asked.user)
+        store = self.state.store.for_tenant(pending.tenant)
+        if principal is None or principal.tenant != pending.tenant:
+            await store.pending.drop(pending)
+            return
+        async with self._one_at_a_time(asked.thread):
+            runs = await store.threads.runs_in(SOURCE, asked.thread)
+            latest = await RunBook(store).load(runs[0].run_id) if runs else None
+            if latest is not None and not latest.finished:  # another request's run
+                await self.pending.keep(pending.model_copy(update={"run_id": latest.id}), store)
+                return
+            ask = read_ask(asked.text, await self._web().bot_user())
+            repo = self._repository(ask, asked.channel, latest)
+            answer = (
+                await self._start(principal, asked, ask, repo[1], latest, pending)
+                if isinstance(repo, tuple)
+                else None
+            )
+            if answer is None or answer.status != "started":
+                await store.pending.drop(pending)
 
     def _repository(self, ask: Ask, channel: str, latest: RunState | None) -> tuple[str, str] | str:
         """The repository's name and URL a message asks for (the thread's run's, when it
@@ -136,7 +180,13 @@ class SlackTrigger:
         return (named, repos[named]) if named else messages.no_repository(names)
 
     async def _start(
-        self, principal: Principal, asked: Mention, ask: Ask, repo: str, latest: RunState | None
+        self,
+        principal: Principal,
+        asked: Mention,
+        ask: Ask,
+        repo: str,
+        latest: RunState | None,
+        pending: PendingRecord | None = None,
     ) -> SlackAnswer:
         web = self._web()
         secrets = await self._secrets(principal.tenant)
@@ -161,14 +211,19 @@ class SlackTrigger:
                 delivery=delivery,
                 thread=record,
                 outsiders=bool(thread.outsiders),
+                pending=pending,
             )
         except DuplicateDelivery as twice:
             return _duplicate(twice.run_id)
+        except PendingTaken as taken:  # another server started it first
+            return SlackAnswer(status="duplicate", reason=taken.message)
         except GolemError as exc:  # full, refused by a policy, no backend for its tier
             store = self._store(principal)
             return await self._refuse(store, delivery, asked, messages.busy(exc.message))
-        kept = record.model_copy(update={"run_id": run.id, "tenant": principal.tenant})
-        self.keeper.keep(kept)
+        self.keeper.keep(record.model_copy(update={"run_id": run.id, "tenant": principal.tenant}))
+        if pending is not None:
+            answering = messages.answering(run.id, asked.user, pending.run_id)
+            await web.post(asked.channel, answering, thread_ts=asked.thread_ts, secrets=secrets)
         why = "follow-up" if request.follow_up is not None else "run"
         outsiders = f"; outsiders wrote in the thread ({len(thread.outsiders)})" * bool(
             thread.outsiders
@@ -357,10 +412,12 @@ class SlackTrigger:
         """Go on with the runs a previous server left unreported (with a token only)."""
         if self.web is not None and self.signing_secret() is not None:
             self.keeper.recover_later()
+            self.pending.resume_later()
 
     async def close(self) -> None:
         """Stop keeping the status messages (a restarted server goes on)."""
         await self.keeper.close()
+        await self.pending.close()
 
 
 def _duplicate(run_id: str) -> SlackAnswer:

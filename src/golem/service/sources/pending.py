@@ -34,9 +34,10 @@ class PendingStarts:
         self.start = start
         self._tasks: dict[str, asyncio.Task[object]] = {}
 
-    async def keep(self, request: PendingRecord) -> PendingRecord:
-        """Keep ``request`` (``store`` must be its tenant's) and start it after its run."""
-        kept = await self.store.pending.keep(request)
+    async def keep(self, request: PendingRecord, store: Store | None = None) -> PendingRecord:
+        """Keep ``request`` in its tenant's ``store`` (default: this one's) and start it
+        after its run."""
+        kept = await (store or self.store).pending.keep(request)
         self.after(kept.run_id)
         return kept
 
