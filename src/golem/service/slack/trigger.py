@@ -28,7 +28,6 @@ from pydantic import BaseModel
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.control import cancel_run, decide_gate
-from golem.blueprint.state import FollowUp
 from golem.core.errors import DuplicateDelivery, GolemError, PendingTaken, RunConflict
 from golem.core.masking import SecretMasker
 from golem.core.slack_config import SlackConfig
@@ -37,7 +36,8 @@ from golem.service.slack import messages, mrkdwn
 from golem.service.slack.payloads import Action, Command, Mention
 from golem.service.slack.queued import asked_again, kept
 from golem.service.slack.reporter import SOURCE, SlackReporter, place
-from golem.service.slack.thread import ASKED, Ask, read_ask, render_thread
+from golem.service.slack.requests import run_request
+from golem.service.slack.thread import Ask, read_ask, render_thread
 from golem.service.slack.web import SlackWeb
 from golem.service.sources import PendingStarts, StatusKeeper, known_secrets, submit_from_source
 from golem.service.state import ServerState
@@ -198,7 +198,7 @@ class SlackTrigger:
             limit=self.config.thread_chars,
             mask=masker.mask_text,
         )
-        request = self._request(principal, asked.user, ask, repo, latest, masker, thread.text)
+        request = run_request(self.config, asked.user, ask, repo, latest, masker, thread.text)
         record = ThreadRecord(
             source=SOURCE, thread=asked.thread, detail=json.dumps({"user": asked.user})
         )
@@ -230,51 +230,6 @@ class SlackTrigger:
         )
         log.info("slack: %s %s for %s in %s%s", why, run.id, asked.user, asked.thread, outsiders)
         return SlackAnswer(status="started", reason=f"{why} {run.id}", run_id=run.id)
-
-    def _request(
-        self,
-        principal: Principal,
-        user: str,
-        ask: Ask,
-        repo: str,
-        latest: RunState | None,
-        masker: SecretMasker,
-        thread: str,
-    ) -> RunRequest:
-        """A new run with the thread as its task; or, in a thread whose run opened a pull
-        request, a follow-up of that run on its branch."""
-        config = self.config
-        words = masker.mask_text(ask.text)
-        if (
-            latest is not None
-            and latest.pr is not None
-            and not (ask.repo and latest.request.repo != repo)
-        ):
-            request = f"{words or ASKED}\n\nThe Slack thread it was asked in:\n\n{thread}"
-            follow = FollowUp(
-                repo=latest.pr.repo,
-                number=latest.pr.number,
-                parent_run=latest.id,
-                requested_by=f"slack:{user}",
-                request=request,
-            )
-            return RunRequest(
-                repo=latest.request.repo,
-                forge=latest.request.forge,
-                follow_up=follow,
-                blueprint=config.follow_up_blueprint,
-                model=config.model,
-                budget_usd=config.budget_usd,
-            )
-        task = f"{words or ASKED}\n\nAsked in Slack, in this thread (oldest first):\n\n{thread}"
-        return RunRequest(
-            repo=repo,
-            task=task,
-            blueprint=config.blueprint,
-            model=config.model,
-            forge=config.forge,
-            budget_usd=config.budget_usd,
-        )
 
     async def _refuse(
         self, store: Store, delivery: DeliveryRecord, asked: Mention, text: str
