@@ -52,9 +52,13 @@ class PendingStarts:
         source wait for (a previous server's, or another server's requests)."""
         self._spawn("resume", self._resume())
 
-    async def _resume(self) -> None:
+    async def _resume(self, ended: str | None = None) -> None:
+        """Wait for the runs pending requests wait for, but ``ended``: a request still
+        waiting for it did not start now (no room in the queue, say) and is tried again
+        when a server starts, not at once and for ever."""
         for request in await self.store.pending.waiting(self.source):
-            self.after(request.run_id)
+            if request.run_id != ended:
+                self.after(request.run_id)
 
     async def _after(self, run_id: str) -> None:
         await self._ended(run_id)
@@ -73,7 +77,7 @@ class PendingStarts:
                 await self.start(waiting[0])
             except GolemError as exc:
                 log.warning("%s: a pending request of %s: %s", self.source, run_id, exc.message)
-        await self._resume()  # what waits for the run that started now
+        await self._resume(ended=run_id)  # what waits for the run that started now
 
     async def _ended(self, run_id: str) -> None:
         """Return once ``run_id`` has ended (or is gone)."""
