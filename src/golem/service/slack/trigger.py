@@ -2,7 +2,9 @@
 run on the repository the message names (``repo: NAME``), else the channel's, else the
 only one configured, with the thread it was asked in as its task; a later mention in that
 thread follows up on the same branch (a follow-up of the thread's run, on its pull
-request); the buttons of a run's status message answer its gate or cancel it.
+request), and one made while the thread's run goes on is queued in the store (said in the
+thread) and started once that run ends (``PendingStarts``); the buttons of a run's
+status message answer its gate or cancel it.
 
 Who asks must be one of ``[server.slack] users`` (a tenant and a role each): anyone else
 is told so once, privately. golem reacts to a request it takes at once, keeps one status
