@@ -24,6 +24,7 @@ import pytest
 from golem.testing.linear_server import LinearServer, Team
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.service.served import Served, launch, serving
+from tests.service.test_github_trigger import gated_minion
 
 pytestmark = pytest.mark.bwrap
 
@@ -397,3 +398,33 @@ def test_a_run_followed_across_a_restart_is_said_started_and_ended_once(
     assert sum("golem:done" in comment for comment in said) == 1
     assert said[-1].startswith("golem opened ")
     assert moves_of(linear, "ENG-21") == ["In Progress", "In Review"]
+
+
+def test_a_members_comment_while_the_issues_run_goes_on_is_queued_and_started_once_it_ends(
+    tmp_path: Path, linear: LinearServer, team: Team, ada: str
+) -> None:
+    """A server of its own: its runs wait at a gate, so that the test ends them."""
+    tmp_path.chmod(0o755)
+    config = linear_config(linear, tmp_path) + f'blueprint = "{gated_minion(tmp_path)}"\n'
+    issue = linear.add_issue(team, "Queued meanwhile", ISSUE_TEXT, number=22)
+    comment = payload("comment_create")
+    comment["actor"]["id"] = ada
+    comment["data"].update(issueId=issue["id"], userId=ada, body=f"@golem and NOTES.md {TOKEN}")
+    delivery = str(uuid.uuid4())
+    with serving(tmp_path / "state", config=config, env=ENV) as server:
+        key = server.key("default", "trusted")
+        first = deliver(server, assigned(linear, issue, ada)).json()["run_id"]
+        answer = deliver(server, comment, delivery=delivery)
+        assert (answer.status_code, answer.json()["status"]) == (202, "queued"), answer.text
+        assert answer.json()["run_id"] == first
+        with server.client(key) as client:
+            assert client.post(f"/v1/runs/{first}/cancel").status_code == 200
+            later = when(
+                lambda: [r["id"] for r in client.get("/v1/runs").json() if r["id"] != first],
+                bool,
+            )
+            again = deliver(server, comment, delivery=delivery)  # Linear's retry
+            assert (again.json()["status"], again.json()["run_id"]) == ("duplicate", later[0])
+            assert len(later) == 1
+            assert TOKEN not in json.dumps(client.get(f"/v1/runs/{later[0]}").json())
+            assert client.post(f"/v1/runs/{later[0]}/cancel").status_code == 200

@@ -10,6 +10,7 @@ The follow-up blueprint starts at a gate, so that each test decides when its run
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ import golem.blueprint
 from golem.core.server_config import GitHubTriggerConfig
 from golem.service.trigger import Ignored, ReviewCall
 from golem.service.trigger.github_events import read_delivery
+from golem.store import PendingRecord, SqlStore
 from tests.blueprint.repos import EXAMPLES, branch_commits, git
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import (
@@ -252,8 +254,8 @@ def test_changes_requested_counts_only_when_follow_up_on_names_it() -> None:
     assert isinstance(read_delivery("pull_request_review_comment", comment, silent, None), Ignored)
 
 
-def test_a_redelivery_is_deduped_and_a_request_meanwhile_starts_after_the_run_ends(
-    served: Served, key: str, opened: tuple[str, int, str]
+def test_a_redelivery_is_deduped_and_a_request_meanwhile_is_queued_and_its_start_names_it(
+    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
 ) -> None:
     repo, number, _ = opened
     delivery = str(uuid.uuid4())
@@ -266,11 +268,22 @@ def test_a_redelivery_is_deduped_and_a_request_meanwhile_starts_after_the_run_en
         200, "duplicate", run_id,
     )  # fmt: skip
     second = review_comment(repo, number, "@golem and a second thing")
-    meanwhile = deliver(served, "pull_request_review_comment", second)
-    assert (meanwhile.json()["status"], meanwhile.json()["run_id"]) == ("running", run_id)
+    queued_delivery = str(uuid.uuid4())
+    meanwhile = deliver(served, "pull_request_review_comment", second, delivery=queued_delivery)
+    assert (meanwhile.status_code, meanwhile.json()["status"], meanwhile.json()["run_id"]) == (
+        202, "queued", run_id,
+    )  # fmt: skip
+    assert "follow-up is queued" in meanwhile.json()["reason"]
     assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
     later = runs_after(served, key, repo, number, run_id)
     assert later["request"]["follow_up"]["request"] == "@golem and a second thing"
+    answers = (
+        f"It answers the request {WRITER} made while run `{run_id}` ran "
+        f"(delivery `{queued_delivery}`)"
+    )
+    comments_when(github, repo, lambda found: any(answers in c["body"] for c in found), number)
+    again = deliver(served, "pull_request_review_comment", second, delivery=queued_delivery)
+    assert (again.json()["status"], again.json()["run_id"]) == ("duplicate", later["id"])
     assert run_to_end(served, key, later["id"], "cancel")["status"] == "cancelled"
 
 
@@ -287,11 +300,16 @@ def test_a_request_meanwhile_is_kept_per_person_and_one_who_may_not_push_never_r
     ]
     for request in waiting:
         answer = deliver(served, "pull_request_review_comment", request)
-        assert (answer.json()["status"], answer.json()["run_id"]) == ("running", run_id)
+        assert (answer.json()["status"], answer.json()["run_id"]) == ("queued", run_id)
     stranger = review_comment(repo, number, "@golem do something else", author=READER)
     refused = deliver(served, "pull_request_review_comment", stranger)
     assert (refused.status_code, refused.json()["status"]) == (202, "ignored"), refused.text
     assert "passerby has read access" in refused.json()["reason"]
+    kept = pending_in(served, f"{repo}!{number}")
+    assert [(p.asked_by, p.request, p.run_id) for p in kept] == [
+        (WRITER, "@golem then rename it", run_id),
+        (SECOND_WRITER, "@golem and the README", run_id),
+    ]  # fmt: skip
     assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
     started = []
     for _ in waiting:  # one at a time: each starts once the one before it ended
@@ -302,6 +320,20 @@ def test_a_request_meanwhile_is_kept_per_person_and_one_who_may_not_push_never_r
     assert [(f["requested_by"], f["request"]) for f in started] == [
         (WRITER, "@golem then rename it"), (SECOND_WRITER, "@golem and the README"),
     ]  # fmt: skip
+    assert pending_in(served, f"{repo}!{number}") == []
+
+
+def pending_in(served: Served, pull: str) -> list[PendingRecord]:
+    """The requests the server's store (its SQLite file) keeps pending on ``pull``."""
+
+    async def read() -> list[PendingRecord]:
+        store = await SqlStore.connect(f"sqlite:///{served.state_dir / 'golem.db'}")
+        try:
+            return await store.pending.in_thread("github", pull)
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
 
 
 def runs_after(served: Served, key: str, repo: str, number: int, run_id: str) -> dict[str, Any]:

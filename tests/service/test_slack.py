@@ -442,16 +442,34 @@ def test_a_stranger_cannot_press_the_buttons_nor_another_tenant(
         assert client.post(f"/v1/runs/{run_id}/cancel").status_code == 200
 
 
-def test_a_mention_in_a_thread_whose_run_goes_on_starts_nothing_and_says_why(
+def test_a_mention_in_a_thread_whose_run_goes_on_is_queued_said_so_and_started_at_its_end(
     served: Served, slack: SlackServer, acme: str
 ) -> None:
     answer, ts, _ = mention(served, slack, "fix add()")
     run_id = answer.json()["run_id"]
-    again, _, _ = mention(served, slack, "and also sub()", thread_ts=ts)
-    assert again.json()["status"] == "refused"
-    assert any(f"`{run_id}` is still going" in c.args["text"] for c in ephemerals(slack, ALICE))
+    again, _, payload = mention(served, slack, "and also sub()", thread_ts=ts)
+    assert (again.json()["status"], again.json()["run_id"]) == ("queued", run_id), again.text
+    retried = deliver(served, payload)  # Slack's retry: queued and said once
+    assert retried.json()["status"] == "duplicate", retried.text
+    [said] = replies_saying(slack, ts, f"<@{ALICE}>'s request is queued")
+    assert f"`{run_id}`" in said.args["text"]
     with served.client(acme) as client:
         assert client.post(f"/v1/runs/{run_id}/cancel").status_code == 200
+
+    def later() -> dict[str, Any] | None:
+        with served.client(acme) as client:
+            runs = client.get("/v1/runs", params={"limit": 500}).json()
+        asked = [r for r in runs if (r["request"]["task"] or "").startswith("and also sub()")]
+        return asked[0] if asked else None
+
+    started = eventually(later, "the queued request's run")
+    eventually(
+        lambda: replies_saying(slack, ts, f"answers <@{ALICE}>'s request") or None,
+        "the start naming the request it answers",
+    )
+    assert f"`{started['id']}`" in replies_saying(slack, ts, "answers")[0].args["text"]
+    with served.client(acme) as client:
+        assert client.post(f"/v1/runs/{started['id']}/cancel").status_code == 200
 
 
 # Which repository -------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def test_every_call_of_every_repository_is_bounded_in_the_sql_store(tmp_path: Pa
         for name, member in vars(Store).items()
         if isinstance(member, property) and name != "tenant"
     }
-    assert len(repositories) == 10
+    assert len(repositories) == 11
     for name, contract in repositories.items():
         calls = [c for c, m in vars(contract).items() if inspect.iscoroutinefunction(m)]
         assert calls, name

@@ -18,6 +18,7 @@ from golem.store import (
     CommentRecord,
     DeliveryRecord,
     OAuthGrant,
+    PendingRecord,
     Store,
     ThreadRecord,
     TokenCipher,
@@ -27,6 +28,9 @@ from tests.store.conftest import Database, run
 FINISHED, ACTIVE, QUEUED, PAUSED = "acme-done", "acme-active", "acme-queued", "acme-paused"
 LATER = 10.0**10  # a time after everything
 GRANT = OAuthGrant(access_token="acme-access", refresh_token="acme-refresh")  # noqa: S106
+PENDING = PendingRecord(
+    source="github", thread="acme/repo!1", person="ann", run_id=ACTIVE, request="acme's"
+)
 KEY_ENV = "GOLEM_TEST_STORE_TENANCY_KEY"
 
 Call = Callable[[Store, TokenCipher], Awaitable[object]]
@@ -44,6 +48,8 @@ READS: dict[str, Call] = {
     "threads.runs_in": lambda s, c: s.threads.runs_in("slack", "C1:1.1"),
     "threads.of_run": lambda s, c: s.threads.of_run("slack", FINISHED),
     "threads.unreported": lambda s, c: s.threads.unreported("slack"),
+    "pending.in_thread": lambda s, c: s.pending.in_thread("github", "acme/repo!1"),
+    "pending.waiting": lambda s, c: s.pending.waiting("github"),
     "documents.load": lambda s, c: s.documents.load("automation", "nightly"),
     "documents.of_kind": lambda s, c: s.documents.of_kind("automation"),
     "forge.pull_requests": lambda s, c: s.forge.pull_requests(),
@@ -73,6 +79,7 @@ WRITES: dict[str, Call] = {
     "threads.set_status": lambda s, c: s.threads.set_status(QUEUED, "other's"),
     "threads.report": lambda s, c: s.threads.report(QUEUED),
     "threads.prune": lambda s, c: s.threads.prune(LATER),
+    "pending.drop": lambda s, c: s.pending.drop(PENDING),
     "documents.put": lambda s, c: s.documents.put(
         "automation", "nightly", "{}", version=1, now=2.0
     ),
@@ -90,6 +97,7 @@ SHARED = {
     "runs.create": "creates the caller's own run",
     "queue.claim_next": "a server claims any tenant's run (fairly across tenants)",
     "deliveries.handle_once": "keeps the caller's own delivery",
+    "pending.keep": "keeps the caller's own pending request",
     "limits.update": "a provider limiter is the provider's, whoever calls it",
     "forge.add_pull_request": "keeps the caller's own pull request",
     "forge.add_comment": "keeps the caller's own comment",
@@ -143,6 +151,7 @@ async def fill(acme: Store, cipher: TokenCipher) -> None:
     await acme.forge.add_pull_request("acme/repo", 1.0, lambda number: f'{{"n": {number}}}')
     await acme.forge.add_comment(CommentRecord(target="acme/repo#1", body="acme's", created=1.0))
     await acme.credentials.put("gitlab", GRANT, cipher)
+    await acme.pending.keep(PENDING)
 
 
 async def everything(store: Store, cipher: TokenCipher) -> list[Any]:

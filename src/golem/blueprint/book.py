@@ -14,6 +14,7 @@ from golem.blueprint.events import RunEvent
 from golem.blueprint.state import RunState, RunStatus
 from golem.store import (
     DeliveryRecord,
+    PendingRecord,
     RunCap,
     RunRecord,
     Signal,
@@ -60,9 +61,11 @@ class RunBook:
         cap: RunCap | None = None,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
+        pending: PendingRecord | None = None,
     ) -> None:
         """Keep a new run (if ``cap`` leaves it room: else QueueFull; if ``delivery`` started
-        no run yet: else DuplicateDelivery), with the ``thread`` it was asked in."""
+        no run yet: else DuplicateDelivery), with the ``thread`` it was asked in, claiming
+        the ``pending`` request it answers (started already: PendingTaken)."""
         await self.store.runs.create(
             RunRecord(
                 id=state.id,
@@ -75,6 +78,7 @@ class RunBook:
             cap=cap,
             delivery=delivery,
             thread=thread,
+            pending=pending,
         )
 
     async def save(self, state: RunState, *, touch: bool = True) -> None:

@@ -75,7 +75,15 @@ from golem.core.masking import mask_log_records, masking_logs
 from golem.core.network import RemotePolicy
 from golem.forge import Forge, ForgeCredentials, make_forge, refused_credentials
 from golem.sandbox import Engine, process_start_time
-from golem.store import RETRY_AFTER, DeliveryRecord, RunCap, Store, ThreadRecord, check_claim
+from golem.store import (
+    RETRY_AFTER,
+    DeliveryRecord,
+    PendingRecord,
+    RunCap,
+    Store,
+    ThreadRecord,
+    check_claim,
+)
 
 __all__ = ["Runner"]
 
@@ -128,6 +136,7 @@ class Runner:
         containers: bool = True,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
+        pending: PendingRecord | None = None,
     ) -> RunState:
         """Record a new run (queued); its blueprint is checked and kept with it.
         ``remote_policy`` bounds the git remotes it may reach (a server role's); ``cap``
@@ -137,7 +146,9 @@ class Runner:
         whether its box may get a container engine when its checks need one (a local run
         may; a server's as the role's policy says);
         ``delivery`` the webhook delivery that asked for it, kept with it (one that started
-        a run already: DuplicateDelivery); ``thread`` the chat thread it was asked in."""
+        a run already: DuplicateDelivery); ``thread`` the chat thread it was asked in;
+        ``pending`` the pending request it answers, claimed with it (PendingTaken: another
+        server started it)."""
         if not (request.task or request.issue or request.follow_up):
             raise InvalidRequest("a run needs a task or an issue: give --task or --issue")
         source, origin = blueprint_text(request.blueprint)
@@ -155,7 +166,7 @@ class Runner:
         )
         state.workspace = str(self.config.state_dir / "runs" / state.id / "repo")
         state.current = blueprint.first
-        await self.book.create(state, cap=cap, delivery=delivery, thread=thread)
+        await self.book.create(state, cap=cap, delivery=delivery, thread=thread, pending=pending)
         return state
 
     async def start(self, request: RunRequest) -> RunState:

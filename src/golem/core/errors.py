@@ -572,6 +572,17 @@ class DuplicateDelivery(RunConflict):
         self.run_id = run_id
 
 
+class PendingTaken(RunConflict):
+    """A pending request was started (or replaced) already, by this server or another one
+    of the store: the run that would answer it again starts nothing."""
+
+    def __init__(self, thread: str, person: str) -> None:
+        super().__init__(
+            f"{person}'s pending request in {thread} was started or replaced already: "
+            "nothing new starts"
+        )
+
+
 class NameRefused(GolemError):
     """A name that would go into a forge's URL path (a repository, a project path, an issue
     reference, a branch, a login, a thread, a number) is not one; ``field`` names where it

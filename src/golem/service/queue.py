@@ -38,6 +38,7 @@ from golem.store import (
     RESUME,
     RETRY_AFTER,
     DeliveryRecord,
+    PendingRecord,
     RunCap,
     RunRecord,
     Store,
@@ -146,6 +147,7 @@ class RunQueue:
         containers: bool = False,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
+        pending: PendingRecord | None = None,
     ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
@@ -156,7 +158,8 @@ class RunQueue:
         ``server.policies.<role>.containers``; a run no key asked for, none);
         ``delivery`` is the webhook delivery that asked for it, kept with it in the same
         step (DuplicateDelivery when it started a run already, on any server); ``thread``
-        the chat thread it was asked in, kept with it too."""
+        the chat thread it was asked in, kept with it too; ``pending`` the pending request
+        it answers, claimed in the same step (PendingTaken: started already, anywhere)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
         if tier is not None:  # NoTierBackend (503) now, rather than a run failing later
@@ -170,6 +173,7 @@ class RunQueue:
             containers=containers,
             delivery=delivery,
             thread=thread,
+            pending=pending,
         )
 
     def _cap(self) -> RunCap:

@@ -1,4 +1,5 @@
 """golem.store: runs, their events, the run queue, the webhook deliveries that started runs,
+the requests pending until their thread's run ends,
 API keys, tenants' forge credentials (sealed) and the local forge's records, each a small
 repository of the store (``store.runs``, ``store.queue``, ``store.keys``...). Async: SQL on
 SQLAlchemy's asyncio engine (SQLite by default, PostgreSQL by URL), or in memory for tests
@@ -18,6 +19,7 @@ from golem.store.documents import Documents
 from golem.store.forge_records import ForgeRecords
 from golem.store.memory import MemoryStore
 from golem.store.notify import QUEUE, RECHECK, RESUME, Signal, control_key, documents_key
+from golem.store.pending import Pending
 from golem.store.provider_limits import ProviderLimits
 from golem.store.queue import Queue
 from golem.store.records import (
@@ -35,6 +37,7 @@ from golem.store.records import (
     ForgeName,
     ForgeSecret,
     OAuthGrant,
+    PendingRecord,
     PullRequestRecord,
     Role,
     RunCap,
@@ -73,6 +76,8 @@ __all__ = [
     "ForgeSecret",
     "MemoryStore",
     "OAuthGrant",
+    "Pending",
+    "PendingRecord",
     "ProviderLimits",
     "PullRequestRecord",
     "Queue",

@@ -16,6 +16,7 @@ from golem.store.deliveries import Deliveries
 from golem.store.documents import Documents
 from golem.store.forge_records import ForgeRecords
 from golem.store.notify import Signal
+from golem.store.pending import Pending
 from golem.store.provider_limits import ProviderLimits
 from golem.store.queue import Queue
 from golem.store.runs import Runs
@@ -26,9 +27,9 @@ __all__ = ["Store"]
 
 class Store(Protocol):
     """Runs and their events (``runs``), the queue (``queue``), checkpoints, webhook
-    deliveries, source threads, documents, provider limits (``limits``), the local forge's
-    records (``forge``), forge credentials and API keys (``keys``): each a repository of
-    this store's tenant."""
+    deliveries, source threads, pending requests, documents, provider limits
+    (``limits``), the local forge's records (``forge``), forge credentials and API keys
+    (``keys``): each a repository of this store's tenant."""
 
     @property
     def tenant(self) -> str | None:
@@ -45,6 +46,8 @@ class Store(Protocol):
     def deliveries(self) -> Deliveries: ...
     @property
     def threads(self) -> Threads: ...
+    @property
+    def pending(self) -> Pending: ...
     @property
     def documents(self) -> Documents: ...
     @property

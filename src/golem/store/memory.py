@@ -13,6 +13,7 @@ from golem.store.deliveries import MemoryDeliveries
 from golem.store.documents import MemoryDocuments
 from golem.store.forge_records import MemoryForgeRecords
 from golem.store.notify import Signal
+from golem.store.pending import MemoryPending
 from golem.store.provider_limits import MemoryProviderLimits
 from golem.store.queue import MemoryQueue
 from golem.store.repository import MemoryData
@@ -33,6 +34,7 @@ class MemoryStore:
         self.checkpoints = MemoryCheckpoints(self._data, tenant)
         self.deliveries = MemoryDeliveries(self._data, tenant)
         self.threads = MemoryThreads(self._data, tenant)
+        self.pending = MemoryPending(self._data, tenant)
         self.documents = MemoryDocuments(self._data, tenant)
         self.limits = MemoryProviderLimits(self._data, tenant)
         self.forge = MemoryForgeRecords(self._data, tenant)

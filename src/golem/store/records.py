@@ -134,6 +134,24 @@ class ThreadRecord(_Record):
     reported: float | None = Field(None, description="When the run's end was reported.")
 
 
+class PendingRecord(_Record):
+    """A request that arrived while its thread's run was running (a follow-up asked on a
+    pull request, a mention in a Slack thread, a comment on a Linear issue): kept until
+    that run ends, then started once, as a follow-up, by whichever server sees the end.
+    One per person and thread: a later one from the same person replaces it."""
+
+    source: str = Field(pattern=SOURCE_PATTERN)
+    thread: str = Field(min_length=1, max_length=256, description="The source's own name.")
+    person: str = Field(min_length=1, max_length=128, description="Who asked (their id).")
+    run_id: str = Field(min_length=1, max_length=64, description="The run it waits for.")
+    asked_by: str = Field("", max_length=128, description="Who asked, as shown.")
+    request: str = Field("", max_length=65536, description="What they asked, masked.")
+    detail: str = Field("", max_length=16384, description="The source's own, as JSON.")
+    tenant: str = Field("", description="Its tenant (set by the store).")
+    created: float = Field(default_factory=time.time)
+    version: int = Field(0, description="Counts its replacements (set by the store).")
+
+
 class DocumentRecord(_Record):
     """A document the layers above keep in the store (an automation, a goal loop),
     as JSON, named by its ``kind`` and ``key``; ``version``

@@ -32,6 +32,7 @@ from golem.store.records import (
     EventRecord,
     ForgeCredential,
     ForgeName,
+    PendingRecord,
     PullRequestRecord,
     RunRecord,
     ThreadRecord,
@@ -211,6 +212,7 @@ class MemoryData:
     checkpoints: dict[str, CheckpointRecord] = field(default_factory=dict)
     deliveries: dict[tuple[str, str, str], tuple[str | None, float]] = field(default_factory=dict)
     threads: dict[str, ThreadRecord] = field(default_factory=dict)
+    pending: dict[tuple[str, str, str, str], PendingRecord] = field(default_factory=dict)
     resume_at: dict[str, float] = field(default_factory=dict)
     limits: dict[str, str] = field(default_factory=dict)
     documents: dict[tuple[str, str], DocumentRecord] = field(default_factory=dict)

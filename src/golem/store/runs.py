@@ -18,12 +18,18 @@ from golem.core.errors import QueueFull, RunNotFound, StoreError
 from golem.store.bounds import bounded
 from golem.store.deliveries import keep_delivery, remember_delivery
 from golem.store.notify import QUEUE, control_key
+from golem.store.pending import (
+    check_pending_in_memory,
+    claim_pending,
+    claim_pending_in_memory,
+)
 from golem.store.records import (
     ACTIVE,
     FINISHED,
     Decision,
     DeliveryRecord,
     EventRecord,
+    PendingRecord,
     RunCap,
     RunRecord,
     ThreadRecord,
@@ -45,12 +51,15 @@ class Runs(Protocol):
         cap: RunCap | None = None,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
+        pending: PendingRecord | None = None,
     ) -> None:
         """Keep a new run of this store's tenant; with ``cap``, only if the store's runs
         leave it room (else QueueFull); with ``delivery``, only if no run was kept with one
         of its ids (else DuplicateDelivery naming that run), the delivery kept with it;
-        with ``thread``, the thread it was asked in (a chat source's); all atomically
-        across the processes sharing the store."""
+        with ``thread``, the thread it was asked in (a chat source's); with ``pending``,
+        the pending request it answers, claimed (else PendingTaken) and the thread's
+        others left waiting for it; all atomically across the processes sharing the
+        store."""
         ...
 
     async def save(
@@ -140,6 +149,7 @@ class SqlRuns(SqlRepository):
         cap: RunCap | None = None,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
+        pending: PendingRecord | None = None,
     ) -> None:
         """Keep a new run (``record.tenant`` is ignored). The count, the inserts and the
         delivery's key are one transaction that one process at a time makes (PostgreSQL:
@@ -163,6 +173,8 @@ class SqlRuns(SqlRepository):
                 await keep_delivery(db, tenant, delivery, record.id, record.created)
             if thread is not None:
                 await keep_thread(db, tenant, thread, record.id, record.created)
+            if pending is not None:
+                await claim_pending(db, tenant, pending, record.id)
 
     async def save(
         self, run_id: str, *, status: str, updated: float, document: str, claim: int | None = None
@@ -328,6 +340,7 @@ class MemoryRuns(MemoryRepository):
         cap: RunCap | None = None,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
+        pending: PendingRecord | None = None,
     ) -> None:
         """Keep a new run (if ``cap`` leaves it room, and no run was kept with one of
         ``delivery``'s ids: else DuplicateDelivery), the delivery and ``thread`` with it."""
@@ -338,8 +351,12 @@ class MemoryRuns(MemoryRepository):
             taken = sum(run.status in cap.statuses for run in self._data.runs.values())
             if taken >= cap.limit:
                 raise QueueFull(cap.reason, retry_after=cap.retry_after)
+        if pending is not None:
+            check_pending_in_memory(self._data, tenant, pending)
         if delivery is not None:
             remember_delivery(self._data, tenant, delivery, record.id, record.created)
+        if pending is not None:
+            claim_pending_in_memory(self._data, tenant, pending, record.id)
         if thread is not None:
             kept = {"run_id": record.id, "tenant": tenant, "created": record.created}
             self._data.threads[record.id] = thread.model_copy(update=kept)

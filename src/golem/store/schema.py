@@ -24,6 +24,7 @@ __all__ = [
     "forge_comments",
     "forge_credentials",
     "metadata",
+    "pending_requests",
     "provider_limits",
     "pull_requests",
     "run_checkpoints",
@@ -167,4 +168,20 @@ documents = Table(
     Column("updated", Float, nullable=False),
     Column("document", Text, nullable=False),  # the layer above's JSON
     Index("ix_documents_tenant_kind", "tenant", "kind"),
+)
+
+pending_requests = Table(
+    "pending_requests",
+    metadata,
+    Column("tenant", String(64), primary_key=True),
+    Column("source", String(16), primary_key=True),  # github, gitlab, slack, linear
+    Column("thread", String(256), primary_key=True),  # the pull request, the thread
+    Column("person", String(128), primary_key=True),  # who asked: one request each
+    Column("run_id", String(64), nullable=False),  # the run it waits for
+    Column("asked_by", String(128), nullable=False, server_default=""),
+    Column("request", Text, nullable=False, server_default=""),  # masked
+    Column("detail", Text, nullable=False, server_default=""),  # the source's own, as JSON
+    Column("created", Float, nullable=False),
+    Column("version", Integer, nullable=False, server_default="0"),  # fences its start
+    Index("ix_pending_requests_run", "run_id"),
 )

@@ -35,6 +35,7 @@ from golem.store.deliveries import SqlDeliveries
 from golem.store.documents import SqlDocuments
 from golem.store.forge_records import SqlForgeRecords
 from golem.store.notify import Hub, Signal
+from golem.store.pending import SqlPending
 from golem.store.provider_limits import SqlProviderLimits
 from golem.store.queue import SqlQueue
 from golem.store.repository import SqlDatabase, SqlRepository
@@ -101,6 +102,7 @@ class SqlStore:
         self.checkpoints = SqlCheckpoints(database, tenant)
         self.deliveries = SqlDeliveries(database, tenant)
         self.threads = SqlThreads(database, tenant)
+        self.pending = SqlPending(database, tenant)
         self.documents = SqlDocuments(database, tenant)
         self.limits = SqlProviderLimits(database, tenant)
         self.forge = SqlForgeRecords(database, tenant)

@@ -76,6 +76,8 @@ def read_payload(body: bytes, content_type: str, names: Mapping[str, Rule]) -> M
 def answered(response: Response, answer: TriggerAnswer) -> TriggerAnswer:
     """``answer``, with its status code: 202 for what was started or ignored, else 200."""
     response.status_code = (
-        status.HTTP_202_ACCEPTED if answer.status in ("ignored", "started") else status.HTTP_200_OK
+        status.HTTP_202_ACCEPTED
+        if answer.status in ("ignored", "started", "queued")
+        else status.HTTP_200_OK
     )
     return answer

@@ -6,7 +6,10 @@ the issue moved to the review state once its pull request is open.
 Each run is kept with its thread (``ThreadRecord``: source ``linear``, thread the issue's
 id, detail ``LinearThread``) in the step that queues it; ``golem.service.sources.
 StatusKeeper`` keeps its status and reports its end once, across servers sharing the store
-and a restart, as it does for Slack (``LinearReporter`` says how, on Linear)."""
+and a restart, as it does for Slack (``LinearReporter`` says how, on Linear). A member's
+comment asking golem while the issue's run is in progress is queued in the store
+(``store.pending``, one per person and issue) and started once that run ends, on whichever
+server sees the end."""
 
 from __future__ import annotations
 
@@ -20,17 +23,18 @@ from typing import Any, TypeVar
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.state import FollowUp
-from golem.core.errors import DuplicateDelivery, Problem, QueueFull, TrackerError
+from golem.core.errors import DuplicateDelivery, PendingTaken, Problem, QueueFull, TrackerError
 from golem.core.masking import mask_text
 from golem.service.linear import reports
 from golem.service.linear.client import LinearClient, LinearIssue
 from golem.service.linear.deliveries import LinearCall
+from golem.service.linear.queued import asked_again, kept
 from golem.service.linear.reporter import SOURCE, LinearReporter, LinearThread
-from golem.service.sources import StatusKeeper, known_secrets
+from golem.service.sources import PendingStarts, StatusKeeper, known_secrets
 from golem.service.state import ServerState
 from golem.service.trigger import TriggerAnswer
 from golem.service.trust import floor_for, tier_for
-from golem.store import DeliveryRecord, ThreadRecord
+from golem.store import DeliveryRecord, PendingRecord, ThreadRecord
 
 __all__ = ["LinearTrigger"]
 
@@ -48,6 +52,7 @@ class LinearTrigger:
         self._agent: str | None = self.config.user_id
         reporter = LinearReporter(self.client, self.config, self._secrets, self.agent_id)
         self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
+        self.pending = PendingStarts(self.book.store, SOURCE, self._start_kept)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def secret(self) -> str | None:
@@ -68,23 +73,53 @@ class LinearTrigger:
         """The runs of the trigger's tenant."""
         return RunBook(self.state.store.for_tenant(self.config.tenant))
 
-    async def start(self, call: LinearCall, delivery: DeliveryRecord) -> TriggerAnswer:
+    async def start(
+        self, call: LinearCall, delivery: DeliveryRecord, pending: PendingRecord | None = None
+    ) -> TriggerAnswer:
         """Start a run for ``call``'s issue unless ``delivery`` started one already or one
-        is in progress there (its id is the answer then), or the person is no member."""
+        is in progress there (its id is the answer then), or the person is no member. A
+        member's comment asking golem while a run is in progress is queued: kept in the
+        store until that run ends (``pending``: the one starting now, claimed as it does)."""
         lock = self._locks.setdefault(call.issue_id, asyncio.Lock())
         async with lock:
             started = await self.book.store.deliveries.find(SOURCE, delivery.ids)
             if started is not None:
                 return _duplicate(delivery, started)
             busy = await self._in_progress(call.issue_id)
-            if busy is not None:
+            if busy is not None and not (call.request and call.actor_id):
                 reason = f"the issue has run {busy.id} in progress ({busy.status})"
                 return TriggerAnswer(status="running", reason=reason, run_id=busy.id)
             stranger = await self._stranger(call)
             if stranger is not None:
                 return TriggerAnswer(status="ignored", reason=stranger)
+            if busy is not None:
+                return await self._queue(call, delivery, busy)
             issue = await self._read(self.client.issue(call.issue_id))
-            return await self._submit(call, issue, delivery)
+            return await self._submit(call, issue, delivery, pending)
+
+    async def _queue(
+        self, call: LinearCall, delivery: DeliveryRecord, busy: RunState
+    ) -> TriggerAnswer:
+        """Keep ``call`` pending until ``busy`` ends (one request per person and issue)."""
+        secrets = await self._secrets(self.config.tenant)
+        await self.pending.keep(kept(call, delivery, busy.id, secrets))
+        reason = (
+            f"the issue has run {busy.id} in progress ({busy.status}): "
+            f"{call.actor or call.actor_id}'s request is queued, and starts when it ends"
+        )
+        return TriggerAnswer(status="queued", reason=reason, run_id=busy.id)
+
+    async def _start_kept(self, pending: PendingRecord) -> TriggerAnswer:
+        """Start the request ``pending`` keeps (its run ended), claiming it as it starts;
+        one that will never start (refused now, its delivery seen) is forgotten."""
+        call, delivery = asked_again(pending)
+        answer = await self.start(call, delivery, pending)
+        if answer.status in ("ignored", "duplicate"):
+            await self.book.store.pending.drop(pending)
+        elif answer.status == "started":
+            log.info("Linear: run %s answers the request queued while %s ran", answer.run_id,
+                     pending.run_id)  # fmt: skip
+        return answer
 
     async def _stranger(self, call: LinearCall) -> str | None:
         """Why the person who asked may not start runs (None: they may)."""
@@ -98,7 +133,11 @@ class LinearTrigger:
         return None
 
     async def _submit(
-        self, call: LinearCall, issue: LinearIssue, delivery: DeliveryRecord
+        self,
+        call: LinearCall,
+        issue: LinearIssue,
+        delivery: DeliveryRecord,
+        pending: PendingRecord | None = None,
     ) -> TriggerAnswer:
         project = issue.project
         repo = self.config.repository_for(
@@ -136,10 +175,17 @@ class LinearTrigger:
         thread = ThreadRecord(source=SOURCE, thread=issue.id, detail=link.model_dump_json())
         try:
             run = await self.state.queue.submit(
-                request, self.config.tenant, tier=tier, delivery=delivery, thread=thread
+                request,
+                self.config.tenant,
+                tier=tier,
+                delivery=delivery,
+                thread=thread,
+                pending=pending,
             )
         except DuplicateDelivery as twice:
             return _duplicate(delivery, twice.run_id)
+        except PendingTaken as taken:  # another server started it first
+            return TriggerAnswer(status="duplicate", reason=taken.message)
         except QueueFull as full:
             raise Problem(
                 429, f"{full.message}; no run was started: redeliver this delivery later"
@@ -213,10 +259,12 @@ class LinearTrigger:
         """Go on with the runs a previous server left unreported (with a secret only)."""
         if self.secret() is not None:
             self.keeper.recover_later()
+            self.pending.resume_later()
 
     async def close(self) -> None:
         """Stop keeping the status comments (a restarted server goes on)."""
         await self.keeper.close()
+        await self.pending.close()
 
 
 def _duplicate(delivery: DeliveryRecord, run_id: str) -> TriggerAnswer:

@@ -11,11 +11,12 @@ from golem.service.slack import mrkdwn
 from golem.service.sources import RunProgress
 
 __all__ = [
+    "answering",
     "busy",
     "ended",
-    "in_progress",
     "no_repository",
     "nothing_asked",
+    "queued",
     "status_blocks",
     "status_text",
     "status_text_prefix",
@@ -116,11 +117,19 @@ def unknown_repository(name: str, names: list[str]) -> str:
     return f"golem knows no repository {mrkdwn.code(name)}: it knows {known}."
 
 
-def in_progress(run_id: str) -> str:
-    """The answer to a mention in a thread whose run is still going."""
+def queued(user: str, run_id: str) -> str:
+    """The answer, in the thread, to a mention made while the thread's run goes on."""
     return (
-        f"golem run {mrkdwn.code(run_id)} is still going in this thread: mention golem again "
-        "once it has ended, and it will follow up on the same branch."
+        f"<@{user}>'s request is queued: golem starts it once run {mrkdwn.code(run_id)} "
+        "has ended, on the same branch (a later mention of theirs replaces it)."
+    )
+
+
+def answering(run_id: str, user: str, waited_for: str) -> str:
+    """Said in the thread as a queued request's run starts."""
+    return (
+        f"golem run {mrkdwn.code(run_id)} answers <@{user}>'s request, queued while run "
+        f"{mrkdwn.code(waited_for)} went on."
     )
 
 

@@ -2,7 +2,9 @@
 run on the repository the message names (``repo: NAME``), else the channel's, else the
 only one configured, with the thread it was asked in as its task; a later mention in that
 thread follows up on the same branch (a follow-up of the thread's run, on its pull
-request); the buttons of a run's status message answer its gate or cancel it.
+request), and one made while the thread's run goes on is queued in the store (said in the
+thread) and started once that run ends (``PendingStarts``); the buttons of a run's
+status message answer its gate or cancel it.
 
 Who asks must be one of ``[server.slack] users`` (a tenant and a role each): anyone else
 is told so once, privately. golem reacts to a request it takes at once, keeps one status
@@ -28,18 +30,19 @@ from pydantic import BaseModel
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.control import cancel_run, decide_gate
-from golem.blueprint.state import FollowUp
-from golem.core.errors import DuplicateDelivery, GolemError, RunConflict
+from golem.core.errors import DuplicateDelivery, GolemError, PendingTaken, RunConflict
 from golem.core.masking import SecretMasker
 from golem.core.slack_config import SlackConfig
 from golem.service.keys import Principal
 from golem.service.slack import messages, mrkdwn
 from golem.service.slack.payloads import Action, Command, Mention
+from golem.service.slack.queued import asked_again, kept
 from golem.service.slack.reporter import SOURCE, SlackReporter, place
-from golem.service.slack.thread import ASKED, Ask, read_ask, render_thread
-from golem.service.sources import StatusKeeper, known_secrets, submit_from_source
+from golem.service.slack.requests import run_request
+from golem.service.slack.thread import Ask, read_ask, render_thread
+from golem.service.sources import PendingStarts, StatusKeeper, known_secrets, submit_from_source
 from golem.service.state import ServerState
-from golem.store import DeliveryRecord, Store, ThreadRecord
+from golem.store import DeliveryRecord, PendingRecord, Store, ThreadRecord
 
 if TYPE_CHECKING:
     from golem.service.slack.web import SlackWeb
@@ -55,7 +58,7 @@ class SlackAnswer(BaseModel):
     """What golem made of a request from Slack (Slack reads only the status code; the
     log and the tests read this)."""
 
-    status: Literal["ok", "ignored", "started", "duplicate", "refused"]
+    status: Literal["ok", "ignored", "started", "queued", "duplicate", "refused"]
     reason: str
     run_id: str | None = None
 
@@ -75,6 +78,7 @@ class SlackTrigger:
             self.web = SlackWeb(self.config, token, self._own_secrets())
         reporter = SlackReporter(self._web, self._secrets)
         self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
+        self.pending = PendingStarts(state.store, SOURCE, self._start_kept)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def signing_secret(self) -> str | None:
@@ -120,7 +124,7 @@ class SlackTrigger:
             runs = await store.threads.runs_in(SOURCE, asked.thread)
             latest = await RunBook(store).load(runs[0].run_id) if runs else None
             if latest is not None and not latest.finished:
-                return await self._refuse(store, delivery, asked, messages.in_progress(latest.id))
+                return await self._queue(store, asked, latest.id)
             if latest is None and not ask.text and asked.thread_ts == asked.ts:
                 return await self._refuse(store, delivery, asked, messages.nothing_asked())
             repo = self._repository(ask, asked.channel, latest)
@@ -128,6 +132,48 @@ class SlackTrigger:
                 return await self._refuse(store, delivery, asked, repo)
             await web.react(asked.channel, asked.ts, self.config.reaction)
             return await self._start(principal, asked, ask, repo[1], latest)
+
+    async def _queue(self, store: Store, asked: Mention, run_id: str) -> SlackAnswer:
+        """Keep ``asked`` pending until ``run_id`` ends, and say so in the thread (once: a
+        retry of the same event finds it kept)."""
+        for waiting in await store.pending.in_thread(SOURCE, asked.thread):
+            if waiting.person == asked.user and set(asked_again(waiting).ids) & set(asked.ids):
+                return SlackAnswer(status="duplicate", reason="queued already", run_id=run_id)
+        secrets = await self._secrets(store.tenant)
+        await self.pending.keep(kept(asked, run_id, SecretMasker(secrets)), store)
+        await self._web().post(
+            asked.channel,
+            messages.queued(asked.user, run_id),
+            thread_ts=asked.thread_ts,
+            secrets=secrets,
+        )
+        reason = f"run {run_id} goes on in the thread: the request is queued"
+        return SlackAnswer(status="queued", reason=reason, run_id=run_id)
+
+    async def _start_kept(self, pending: PendingRecord) -> None:
+        """Start the request ``pending`` keeps (its run ended), claiming it as it starts;
+        one that will never start (its person unknown now, refused, seen) is forgotten."""
+        asked = asked_again(pending)
+        principal = self.principal(asked.user)
+        store = self.state.store.for_tenant(pending.tenant)
+        if principal is None or principal.tenant != pending.tenant:
+            await store.pending.drop(pending)
+            return
+        async with self._one_at_a_time(asked.thread):
+            runs = await store.threads.runs_in(SOURCE, asked.thread)
+            latest = await RunBook(store).load(runs[0].run_id) if runs else None
+            if latest is not None and not latest.finished:  # another request's run
+                await self.pending.keep(pending.model_copy(update={"run_id": latest.id}), store)
+                return
+            ask = read_ask(asked.text, await self._web().bot_user())
+            repo = self._repository(ask, asked.channel, latest)
+            answer = (
+                await self._start(principal, asked, ask, repo[1], latest, pending)
+                if isinstance(repo, tuple)
+                else None
+            )
+            if answer is None or answer.status != "started":
+                await store.pending.drop(pending)
 
     def _repository(self, ask: Ask, channel: str, latest: RunState | None) -> tuple[str, str] | str:
         """The repository's name and URL a message asks for (the thread's run's, when it
@@ -143,7 +189,13 @@ class SlackTrigger:
         return (named, repos[named]) if named else messages.no_repository(names)
 
     async def _start(
-        self, principal: Principal, asked: Mention, ask: Ask, repo: str, latest: RunState | None
+        self,
+        principal: Principal,
+        asked: Mention,
+        ask: Ask,
+        repo: str,
+        latest: RunState | None,
+        pending: PendingRecord | None = None,
     ) -> SlackAnswer:
         web = self._web()
         secrets = await self._secrets(principal.tenant)
@@ -155,7 +207,7 @@ class SlackTrigger:
             limit=self.config.thread_chars,
             mask=masker.mask_text,
         )
-        request = self._request(principal, asked.user, ask, repo, latest, masker, thread.text)
+        request = run_request(self.config, asked.user, ask, repo, latest, masker, thread.text)
         record = ThreadRecord(
             source=SOURCE, thread=asked.thread, detail=json.dumps({"user": asked.user})
         )
@@ -168,65 +220,25 @@ class SlackTrigger:
                 delivery=delivery,
                 thread=record,
                 outsiders=bool(thread.outsiders),
+                pending=pending,
             )
         except DuplicateDelivery as twice:
             return _duplicate(twice.run_id)
+        except PendingTaken as taken:  # another server started it first
+            return SlackAnswer(status="duplicate", reason=taken.message)
         except GolemError as exc:  # full, refused by a policy, no backend for its tier
             store = self._store(principal)
             return await self._refuse(store, delivery, asked, messages.busy(exc.message))
-        kept = record.model_copy(update={"run_id": run.id, "tenant": principal.tenant})
-        self.keeper.keep(kept)
+        self.keeper.keep(record.model_copy(update={"run_id": run.id, "tenant": principal.tenant}))
+        if pending is not None:
+            answering = messages.answering(run.id, asked.user, pending.run_id)
+            await web.post(asked.channel, answering, thread_ts=asked.thread_ts, secrets=secrets)
         why = "follow-up" if request.follow_up is not None else "run"
         outsiders = f"; outsiders wrote in the thread ({len(thread.outsiders)})" * bool(
             thread.outsiders
         )
         log.info("slack: %s %s for %s in %s%s", why, run.id, asked.user, asked.thread, outsiders)
         return SlackAnswer(status="started", reason=f"{why} {run.id}", run_id=run.id)
-
-    def _request(
-        self,
-        principal: Principal,
-        user: str,
-        ask: Ask,
-        repo: str,
-        latest: RunState | None,
-        masker: SecretMasker,
-        thread: str,
-    ) -> RunRequest:
-        """A new run with the thread as its task; or, in a thread whose run opened a pull
-        request, a follow-up of that run on its branch."""
-        config = self.config
-        words = masker.mask_text(ask.text)
-        if (
-            latest is not None
-            and latest.pr is not None
-            and not (ask.repo and latest.request.repo != repo)
-        ):
-            request = f"{words or ASKED}\n\nThe Slack thread it was asked in:\n\n{thread}"
-            follow = FollowUp(
-                repo=latest.pr.repo,
-                number=latest.pr.number,
-                parent_run=latest.id,
-                requested_by=f"slack:{user}",
-                request=request,
-            )
-            return RunRequest(
-                repo=latest.request.repo,
-                forge=latest.request.forge,
-                follow_up=follow,
-                blueprint=config.follow_up_blueprint,
-                model=config.model,
-                budget_usd=config.budget_usd,
-            )
-        task = f"{words or ASKED}\n\nAsked in Slack, in this thread (oldest first):\n\n{thread}"
-        return RunRequest(
-            repo=repo,
-            task=task,
-            blueprint=config.blueprint,
-            model=config.model,
-            forge=config.forge,
-            budget_usd=config.budget_usd,
-        )
 
     async def _refuse(
         self, store: Store, delivery: DeliveryRecord, asked: Mention, text: str
@@ -364,10 +376,12 @@ class SlackTrigger:
         """Go on with the runs a previous server left unreported (with a token only)."""
         if self.web is not None and self.signing_secret() is not None:
             self.keeper.recover_later()
+            self.pending.resume_later()
 
     async def close(self) -> None:
         """Stop keeping the status messages (a restarted server goes on)."""
         await self.keeper.close()
+        await self.pending.close()
 
 
 def _duplicate(run_id: str) -> SlackAnswer:

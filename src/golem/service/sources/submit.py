@@ -14,7 +14,7 @@ from golem.service.keys import Principal
 from golem.service.policy import check_repo
 from golem.service.state import ServerState
 from golem.service.trust import floor_for, tier_for
-from golem.store import DeliveryRecord, ThreadRecord
+from golem.store import DeliveryRecord, PendingRecord, ThreadRecord
 
 __all__ = ["submit_from_source"]
 
@@ -27,10 +27,12 @@ async def submit_from_source(
     delivery: DeliveryRecord,
     thread: ThreadRecord,
     outsiders: bool = False,
+    pending: PendingRecord | None = None,
 ) -> RunState:
     """Queue ``request`` for ``principal``: PolicyViolation (the repository out of the
     role's reach), NameRefused, QueueFull, NoTierBackend or DuplicateDelivery when it
-    cannot be."""
+    cannot be; with ``pending``, the queued request it answers, claimed with it
+    (PendingTaken: started already, on any server)."""
     config = state.config
     policy = config.server.policies[principal.role]
     check_run_names(request, request.forge or config.forge.provider)
@@ -53,4 +55,5 @@ async def submit_from_source(
         containers=policy.containers,
         delivery=delivery,
         thread=thread,
+        pending=pending,
     )

@@ -23,6 +23,7 @@ __all__ = [
     "MARKER",
     "Started",
     "acknowledgement",
+    "answering",
     "busy",
     "completion",
     "refusal",
@@ -55,6 +56,17 @@ def acknowledgement(run_id: str, delivery: str, why: str, sender: str, noun: str
         f"golem started run `{run_id}` for this {noun} ({why}{who}). It will say here how "
         f"the run ends.\n\n<!-- golem:run {run_id} delivery {delivery} -->"
     )
+
+
+def answering(ack: str, waited_for: str, delivery: str, sender: str) -> str:
+    """``ack`` saying which queued request its run answers: ``sender``'s, delivery
+    ``delivery``, kept while run ``waited_for`` ran."""
+    text, mark = ack.rsplit("\n\n", 1)
+    answers = (
+        f"It answers the request {sender} made while run `{waited_for}` ran (delivery "
+        f"`{delivery}`), queued until that run ended."
+    )
+    return f"{text}\n\n{answers}\n\n{mark}"
 
 
 def refusal(who: str, handle: str) -> str:

@@ -10,7 +10,9 @@ to this server or another of the store, before or after a restart, is answered
 come. A second request while a run is in progress there starts nothing either: this
 server remembers each issue's and pull request's latest run, and the discussion's marks
 (``comments``) tell what another server or a restarted one started. A follow-up asked
-meanwhile waits for that run's end, one pending request per person who may push.
+meanwhile is queued: kept in the store (``store.pending``), one per person who may push,
+until that run ends; then it starts once, claimed in the step that keeps its run, on
+whichever server sees the end (a restarted one too).
 """
 
 from __future__ import annotations
@@ -23,18 +25,20 @@ from typing import Literal
 from pydantic import BaseModel
 
 from golem.blueprint import RunRequest, RunState
-from golem.core.errors import DuplicateDelivery, Problem, QueueFull
+from golem.core.errors import DuplicateDelivery, PendingTaken, Problem, QueueFull
 from golem.core.server_config import TriggerConfig
 from golem.forge import Forge
+from golem.service.sources import PendingStarts
 from golem.service.state import ServerState
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.follow_ups import FollowUps
 from golem.service.trigger.outsiders import outsider
+from golem.service.trigger.queued import asked_again, kept
 from golem.service.trigger.reach import ForgeReach
 from golem.service.trigger.watch import Watchers
 from golem.service.trust import floor_for, tier_for
-from golem.store import DeliveryRecord
+from golem.store import DeliveryRecord, PendingRecord
 
 __all__ = ["Trigger", "TriggerAnswer"]
 
@@ -44,7 +48,7 @@ log = logging.getLogger("golem.service.trigger")
 class TriggerAnswer(BaseModel):
     """What the webhook answers the forge (shown in the webhook's recent deliveries)."""
 
-    status: Literal["ok", "ignored", "started", "running", "duplicate"]
+    status: Literal["ok", "ignored", "started", "running", "queued", "duplicate"]
     reason: str
     run_id: str | None = None
 
@@ -64,6 +68,7 @@ class Trigger:
         self.reach = ForgeReach(state, provider, config, forge)
         self.watchers = Watchers(self.reach)
         self.follow_ups = FollowUps(self.reach)
+        self.pending = PendingStarts(self.reach.book.store, provider, self._start_kept)
         self._latest: dict[str, str] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -79,7 +84,21 @@ class Trigger:
     async def start(self, call: Call, delivery: DeliveryRecord) -> TriggerAnswer:
         """Start a run for ``call`` unless ``delivery`` started one already or a run is in
         progress there (then that run's id is the answer); a follow-up asked meanwhile by
-        someone who may push starts once that run ends."""
+        someone who may push is queued: it starts once that run ends."""
+        return await self._start(call, delivery, None)
+
+    async def _start_kept(self, pending: PendingRecord) -> TriggerAnswer:
+        """Start the follow-up ``pending`` keeps (its run ended), claiming it as it starts;
+        a request that will never start (refused now, its delivery seen) is forgotten."""
+        call, delivery = asked_again(pending)
+        answer = await self._start(call, delivery, pending)
+        if answer.status in ("ignored", "duplicate"):
+            await self.reach.book.store.pending.drop(pending)
+        return answer
+
+    async def _start(
+        self, call: Call, delivery: DeliveryRecord, pending: PendingRecord | None
+    ) -> TriggerAnswer:
         lock = self._locks.setdefault(call.key, asyncio.Lock())
         async with lock:
             started = await self.reach.book.store.deliveries.find(delivery.source, delivery.ids)
@@ -87,7 +106,7 @@ class Trigger:
                 return _duplicate(delivery, started)
             if isinstance(call, IssueCall):
                 return await self._start_issue(call, delivery)
-            return await self._start_follow_up(call, delivery)
+            return await self._start_follow_up(call, delivery, pending)
 
     async def _start_issue(self, call: IssueCall, delivery: DeliveryRecord) -> TriggerAnswer:
         busy = await self._latest_in_progress(call)
@@ -112,7 +131,9 @@ class Trigger:
             stranger = await outsider(self.reach, call.repo, issue)
         return await self._submit(call, delivery, request, outsider=stranger)
 
-    async def _start_follow_up(self, call: ReviewCall, delivery: DeliveryRecord) -> TriggerAnswer:
+    async def _start_follow_up(
+        self, call: ReviewCall, delivery: DeliveryRecord, pending: PendingRecord | None
+    ) -> TriggerAnswer:
         checked = await self.follow_ups.check(call)  # who asks may push: before anything waits
         if isinstance(checked, str):
             return TriggerAnswer(status="ignored", reason=checked)
@@ -123,12 +144,13 @@ class Trigger:
         if busy is None and not parent.finished:
             busy = parent
         if busy is not None:
-            self.watchers.want(call, delivery, busy.id, self.start)  # starts after it ends
+            secrets = await self.reach.secrets()
+            await self.pending.keep(kept(self.provider, call, delivery, busy.id, secrets))
             reason = (
                 f"{call.key} has run {busy.id} in progress ({busy.status}): {call.sender}'s "
-                "follow-up starts when it ends"
+                "follow-up is queued, and starts when it ends"
             )
-            return TriggerAnswer(status="running", reason=reason, run_id=busy.id)
+            return TriggerAnswer(status="queued", reason=reason, run_id=busy.id)
         request = RunRequest(
             repo=self.reach.clone_url(call.repo),
             blueprint=self.config.follow_up_blueprint,
@@ -136,7 +158,7 @@ class Trigger:
             forge=self.reach.provider,
             follow_up=self.follow_ups.follow_up(call, parent),
         )
-        return await self._submit(call, delivery, request)
+        return await self._submit(call, delivery, request, pending=pending)
 
     async def _latest_in_progress(self, call: Call) -> RunState | None:
         """The run this server last started there, if it is still in progress."""
@@ -170,9 +192,11 @@ class Trigger:
         request: RunRequest,
         *,
         outsider: str | None = None,
+        pending: PendingRecord | None = None,
     ) -> TriggerAnswer:
         """Queue the run in the tier the trust policy gives it: its tenant's, its
-        repository's, and with ``outsider`` (why its discussion is an outsider's) theirs."""
+        repository's, and with ``outsider`` (why its discussion is an outsider's) theirs;
+        with ``pending``, the queued request it answers, claimed with it."""
         shown = delivery.ids[0]
         config = self.state.config
         floor = floor_for(
@@ -185,17 +209,23 @@ class Trigger:
         tier = tier_for(None, floor, config.engine.default_tier)
         try:
             run = await self.state.queue.submit(
-                request, self.config.tenant, tier=tier, delivery=delivery
+                request, self.config.tenant, tier=tier, delivery=delivery, pending=pending
             )
         except DuplicateDelivery as twice:  # another server (or request) kept it first
             return _duplicate(delivery, twice.run_id)
+        except PendingTaken as taken:  # another server started it first
+            return TriggerAnswer(status="duplicate", reason=taken.message)
         except QueueFull as full:
+            if pending is not None:  # still pending: the next run's end tries it again
+                raise
             self.watchers.say_later(f"busy:{shown}", call, comments.busy(full.reason, call.noun))
             raise Problem(
                 429, f"{full.message}; no run was started: redeliver this delivery later"
             ) from full
         self.note(call.key, run.id)
         ack = comments.acknowledgement(run.id, shown, call.why, call.sender, call.noun)
+        if pending is not None:
+            ack = comments.answering(ack, pending.run_id, shown, call.sender)
         self.watchers.follow(run.id, call, ack)
         log.info("%s trigger: run %s for %s (%s)", self.provider, run.id, call.key, call.why)
         if floor is not None:
@@ -208,10 +238,12 @@ class Trigger:
         not reported the end of; not at all while the trigger has no secret."""
         if self.secret() is not None:
             self.watchers.recover_later(self.note)
+            self.pending.resume_later()
 
     async def close(self) -> None:
         """Stop watching (a restarted server picks the runs up again)."""
         await self.watchers.close()
+        await self.pending.close()
 
 
 def _duplicate(delivery: DeliveryRecord, run_id: str) -> TriggerAnswer:

@@ -1,7 +1,7 @@
 """The trigger's background work: post a run's acknowledgement, wait for the run's end and
-report it where it was asked for; start the follow-ups asked while another run was in
-progress once that run ends (each person's latest request, one run at a time); after a
-restart, go on watching what a previous server left unreported."""
+report it where it was asked for; after a restart, go on watching what a previous server
+left unreported. (The follow-ups asked while a run was in progress are the store's pending
+requests: ``golem.service.sources.PendingStarts`` starts them.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from golem.blueprint import RunState
@@ -17,7 +17,6 @@ from golem.core.errors import Problem
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.reach import ForgeReach
-from golem.store import DeliveryRecord
 
 __all__ = ["Watchers"]
 
@@ -25,7 +24,6 @@ log = logging.getLogger("golem.service.trigger")
 RECOVER_LIMIT = 200  # newest runs looked at after a restart
 RECOVER_WINDOW = 3600.0  # finished this recently (seconds): their end may be unreported
 ISSUE_REF = re.compile(r"^(?P<repo>[\w.-]+(?:/[\w.-]+)+)#(?P<number>\d+)$")
-Start = Callable[[Call, DeliveryRecord], Awaitable[object]]
 Note = Callable[[str, str], None]
 
 
@@ -35,7 +33,6 @@ class Watchers:
     def __init__(self, reach: ForgeReach) -> None:
         self.reach = reach
         self._tasks: dict[str, asyncio.Task[object]] = {}
-        self._wanted: dict[str, dict[str, tuple[ReviewCall, DeliveryRecord]]] = {}
 
     def follow(self, run_id: str, call: Call, ack: str | None) -> None:
         """Watch ``run_id``: post ``ack`` (if any) now, and report its end where ``call``
@@ -46,27 +43,6 @@ class Watchers:
     def say_later(self, name: str, call: Call, text: str) -> None:
         """Comment ``text`` where ``call`` asked, without waiting for it."""
         self._spawn(name, self.reach.say(call, text))
-
-    def want(self, call: ReviewCall, delivery: DeliveryRecord, run_id: str, start: Start) -> None:
-        """Start a follow-up for ``call`` once ``run_id`` ends. Requests are kept per person
-        (their latest one): one person's never replaces another's. Only requests of people
-        who may push get here (checked as they arrive, and again when they start)."""
-        self._wanted.setdefault(call.key, {})[call.user] = (call, delivery)
-        name = f"wanted:{call.key}"
-        if name not in self._tasks:
-            self._spawn(name, self._after(run_id, call.key, start))
-
-    async def _after(self, run_id: str, key: str, start: Start) -> None:
-        await self.wait_end(run_id)
-        wanted = self._wanted.pop(key, {})
-        self._tasks.pop(f"wanted:{key}", None)  # a want from now on waits anew
-        for call, delivery in wanted.values():  # the first starts; the rest wait for it
-            try:
-                await start(call, delivery)
-            except Problem as exc:
-                log.warning(
-                    "%s trigger: the follow-up of %s: %s", self.reach.title, key, exc.message
-                )
 
     def _spawn(self, name: str, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.ensure_future(work)
