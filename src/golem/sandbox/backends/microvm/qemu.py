@@ -32,6 +32,9 @@ SANDBOX = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=de
 scheduler or resource changes."""
 CHANNEL_PORT = "golem.0"
 TB_MIB = 256
+TCG_CPU = "max"
+"""The virtual CPU under TCG emulation."""
+ENGINE_DISK_CACHE = "writeback"
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def qemu_argv(launch: Launch) -> list[str]:
         "-accel",
         accel,
         "-cpu",
-        "host" if launch.accel == "kvm" else "max",
+        "host" if launch.accel == "kvm" else TCG_CPU,
         "-m",
         str(launch.memory_mib),
         "-smp",
@@ -102,7 +105,7 @@ def qemu_argv(launch: Launch) -> list[str]:
     if launch.engine_disk_fd is not None:  # after the root disk: the guest's /dev/vdb
         argv += [
             "-drive",
-            f"file=/dev/fd/{launch.engine_disk_fd},if=none,id=engine,format=raw,discard=unmap",
+            f"file=/dev/fd/{launch.engine_disk_fd},if=none,id=engine,format=raw,discard=unmap,cache={ENGINE_DISK_CACHE}",
             "-device",
             "virtio-blk-pci,drive=engine",
         ]
