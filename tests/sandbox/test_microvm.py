@@ -88,6 +88,18 @@ async def test_a_box_runs_a_kernel_that_is_not_the_hosts_and_says_how(
     assert started(box).accel in ("kvm", "tcg")
 
 
+async def test_a_guest_under_tcg_has_x86_64_v2_and_no_vector_unit_tcg_emulates_slowly(
+    box: Box,
+) -> None:
+    """Debian's programs need x86-64-v2's instructions; code that picks its path by CPUID
+    must not be handed AVX (emulated slowest) or 5-level paging (a longer walk per miss)."""
+    if started(box).accel != "tcg":
+        pytest.skip("the guest has the host's CPU under KVM")
+    flags = set((await box.execute("grep -m1 ^flags /proc/cpuinfo")).stdout_text.split())
+    assert {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"} <= flags
+    assert not {"avx", "avx2", "avx512f", "fma", "la57"} & flags
+
+
 async def test_the_guest_has_no_network_device_whatever_its_mode(engine: Engine) -> None:
     names = "import socket; print(sorted(n for _, n in socket.if_nameindex()))"
     for mode in ("none", "filtered"):
@@ -200,6 +212,25 @@ def test_qemu_gets_no_monitor_no_network_no_default_device_and_its_own_sandbox()
     assert argv[argv.index("-sandbox") + 1].startswith("on,")
     assert "spawn=deny" in argv[argv.index("-sandbox") + 1]
     assert "file=/d,,isk" in " ".join(argv)  # a comma in a path cannot add an option
+
+
+@SYNC_ON_SHARED_LOOP
+def test_under_tcg_the_guest_gets_westmere_and_its_engine_disk_no_host_flushes() -> None:
+    """Under KVM the guest gets the host's CPU; its root disk is read-only whatever the
+    cache mode, and only the engine's nameless disk skips flushes."""
+    launch = Launch(
+        qemu="qemu-system-x86_64", accel="tcg", kernel=Path("/k"), initrd_fd=3, memory_mib=256,
+        cpus=1, channel_fd=4, name="box-x", disk=Path("/d"), engine_disk_fd=6,
+    )  # fmt: skip
+    argv = qemu_argv(launch)
+    assert argv[argv.index("-cpu") + 1] == "Westmere"
+    [root, engine] = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-drive"]
+    assert "readonly=on" in root
+    assert "cache=" not in root
+    assert engine.startswith("file=/dev/fd/6,")
+    assert "cache=unsafe" in engine
+    kvm = qemu_argv(dataclasses.replace(launch, accel="kvm"))
+    assert kvm[kvm.index("-cpu") + 1] == "host"
 
 
 async def test_the_console_tail_in_errors_carries_no_control_characters(engine: Engine) -> None:
