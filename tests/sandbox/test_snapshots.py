@@ -113,7 +113,11 @@ async def test_snapshots_are_content_addressed_read_only_and_pruned_by_age_and_s
     assert one.digest == two.digest != three.digest
     objects = sorted((config.state_dir / "snapshots").glob("*/objects/*"))
     assert [path.name for path in objects] == sorted({f"{one.digest}.tar", f"{three.digest}.tar"})
-    assert all(stat.S_IMODE(path.stat().st_mode) == 0o444 for path in objects)
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o400 for path in objects)
+    [tenant] = (config.state_dir / "snapshots").iterdir()
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [tenant, *tenant.iterdir()]}
+    assert {modes[tenant.name], modes["objects"], modes["names"]} == {0o711, 0o700}
+    assert modes[tenant.name] == 0o711  # other users list no tenant's snapshots
     store = SnapshotStore(config.state_dir)
     assert [info.name for info in store.all()] == ["one", "two", "three"]
     assert store.prune(older_than=3600) == []
@@ -331,6 +335,20 @@ async def test_a_process_snapshot_is_kept_as_a_tree_boxes_copy_and_pruned_with_i
     store = SnapshotStore(config.state_dir)
     assert store.prune(max_bytes=2 * taken.size - 1) == [taken]  # the tree counts as much again
     assert list(snapshots.glob("*/trees/*")) == []
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_a_link_whose_name_is_not_utf8_is_kept_in_the_tree_and_made_again(
+    engine: Engine, config: GolemConfig
+) -> None:
+    async with engine.session() as source:
+        await run(source, "ln -s target \"$(printf 'link-\\377')\"")
+        taken = await local(engine).snapshot(source.id, "bytes")
+    async with engine.session({"snapshot": "bytes"}) as box:
+        seen = await run(box, "readlink \"$(printf 'link-\\377')\"")
+    assert seen == "target\n"
+    objects = list((config.state_dir / "snapshots").glob("*/objects/*.tar"))
+    assert [path.stem for path in objects] == [taken.digest]
 
 
 @pytest.mark.parametrize("backend", ["process"])

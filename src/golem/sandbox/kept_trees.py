@@ -26,7 +26,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from golem.core.errors import SandboxError, SnapshotNotFound
+from golem.core.errors import SandboxError, SnapshotNotFound, UnsafeBoxOutput
 from golem.core.ids import new_id
 from golem.sandbox.contracts import Box, Mount
 
@@ -69,10 +69,14 @@ def kept_tree(tenant_dir: Path, archive: Path, digest: str) -> Path:
         incoming.mkdir(mode=0o755)
         try:
             _unpack(archive, incoming)
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            if exc.filename is not None and Path(exc.filename) != archive:
+                raise _unpackable(exc) from exc
             raise SnapshotNotFound(
                 f"snapshot {digest[:12]} was pruned before its box started; take it again"
             ) from None
+        except (OSError, tarfile.TarError, UnicodeError) as exc:
+            raise _unpackable(exc) from exc
         os.chmod(incoming, 0o755)  # noqa: S103 - boxes' host user reads it, bound read-only
         try:
             incoming.rename(tree)
@@ -92,11 +96,20 @@ def _unpack(archive: Path, into: Path) -> None:
     with tarfile.open(archive, mode="r:") as tar:
         for member in tar:
             if member.issym():
-                links += member.linkname.encode() + b"\0" + member.name.encode() + b"\0"
+                links += os.fsencode(member.linkname) + b"\0" + os.fsencode(member.name) + b"\0"
             else:
                 tar.extract(member, into, filter="tar", numeric_owner=True)
             tar.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
     (into / LINKS).write_bytes(bytes(links))
+
+
+def _unpackable(exc: BaseException) -> UnsafeBoxOutput:
+    """A snapshot whose checked archive still cannot be laid out as a tree (a file and a
+    directory of one name, a path under a file): refused as any unsafe box output."""
+    where = str(getattr(exc, "filename", "") or "")
+    return UnsafeBoxOutput(
+        where, f"the snapshot cannot be kept as a tree ({type(exc).__name__})", "snapshot.tree"
+    )
 
 
 def drop_tree(tenant_dir: Path, digest: str) -> None:

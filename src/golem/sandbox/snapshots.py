@@ -128,6 +128,17 @@ class SnapshotStore:
     def _tenant_dir(self, tenant: str) -> Path:
         return self.root / hashlib.sha256(tenant.encode()).hexdigest()[:32]
 
+    def _private(self, tenant: str, part: str) -> Path:
+        """``part`` (objects, names) of ``tenant``'s directory, made readable by golem
+        alone; the directories above it only traversable (a kept tree's box user reaches
+        ``trees/`` through them, and lists nothing)."""
+        directory = self._tenant_dir(tenant) / part
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        directory.chmod(0o700)  # one made before this rule
+        for above in (directory.parent, self.root):
+            above.chmod(0o711)
+        return directory
+
     async def take(
         self, box: Box, name: str, *, backend: str, max_tenant_bytes: int | None = None
     ) -> SnapshotInfo:
@@ -139,8 +150,7 @@ class SnapshotStore:
         _checked_name(name)
         check_snapshottable(backend, box.spec)
         tenant = tenant_of(box.spec)
-        objects = self._tenant_dir(tenant) / "objects"
-        objects.mkdir(parents=True, exist_ok=True)
+        objects = self._private(tenant, "objects")
         incoming = objects / f".incoming-{new_id('snap')}.tar"
         try:
             kept = await keep_archive(
@@ -151,10 +161,14 @@ class SnapshotStore:
             if stored.exists():
                 incoming.unlink()  # the same content is kept already
             else:
-                incoming.chmod(0o444)
+                incoming.chmod(0o400)
                 incoming.replace(stored)
             if backend in TREE_BACKENDS:
-                await kept_tree_async(self._tenant_dir(tenant), stored, digest)
+                try:
+                    await kept_tree_async(self._tenant_dir(tenant), stored, digest)
+                except BaseException:
+                    self._drop_unreferenced(tenant, digest)  # no archive kept without a name
+                    raise
         finally:
             incoming.unlink(missing_ok=True)
         info = SnapshotInfo(
@@ -208,8 +222,7 @@ class SnapshotStore:
             drop_tree(self._tenant_dir(tenant), digest)
 
     def _write_name(self, tenant: str, info: SnapshotInfo) -> None:
-        names = self._tenant_dir(tenant) / "names"
-        names.mkdir(parents=True, exist_ok=True)
+        names = self._private(tenant, "names")
         partial = names / f".{info.name}.{new_id('tmp')}"
         partial.write_text(info.model_dump_json())
         partial.replace(names / f"{info.name}.json")
@@ -271,8 +284,7 @@ class SnapshotStore:
         runs (a fork's copy: no name, no tenant's bytes); UnsafeBoxOutput, keeping
         nothing, when the box's trees break a rule."""
         check_snapshottable(backend, box.spec)
-        objects = self._tenant_dir(tenant_of(box.spec)) / "objects"
-        objects.mkdir(parents=True, exist_ok=True)
+        objects = self._private(tenant_of(box.spec), "objects")
         incoming = objects / f".incoming-{new_id('fork')}.tar"
         try:
             kept = await keep_archive(
