@@ -38,7 +38,7 @@ async def test_one_request_per_person_and_thread_the_latest_text_in_the_first_pl
     assert [(p.person, p.request, p.tenant) for p in kept] == [
         ("ann", "rename it to add", "acme"), ("bob", "and the README", "acme"),
     ]  # fmt: skip
-    assert (first.version, again.version, kept[0].created) == (0, 1, 1.0)
+    assert (again.version - first.version, kept[0].created) == (1, 1.0)
     assert len(await store.pending.waiting("github")) == 3
     assert await store.pending.waiting("slack") == []
 
@@ -95,3 +95,16 @@ async def test_a_request_read_before_it_was_replaced_or_dropped_starts_nothing(
     with pytest.raises(PendingTaken):
         await store.runs.create(run("run-3"), pending=replaced)
     assert await store.pending.in_thread("github", PR) == []
+
+
+async def test_a_copy_of_an_earlier_request_never_matches_the_persons_next_one(
+    database: Database,
+) -> None:
+    store = await database.open("acme")
+    earlier = await store.pending.keep(asked("ann", "rename it", created=1.0))
+    assert await store.pending.drop(earlier)  # started (claimed) by a server
+    later = await store.pending.keep(asked("ann", "now the README", created=2.0))
+    assert not await store.pending.drop(earlier)  # another server's stale copy
+    with pytest.raises(PendingTaken):
+        await store.runs.create(run("run-2"), pending=earlier)
+    assert [p.request for p in await store.pending.in_thread("github", PR)] == [later.request]

@@ -9,6 +9,7 @@ waiting for the new run (one run at a time per thread)."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Protocol
 
 from sqlalchemy import delete, select, update
@@ -79,6 +80,12 @@ def _record(row: Any) -> PendingRecord:
     )
 
 
+def first_version() -> int:
+    """A new request's version: random, so that a copy read of an earlier request the same
+    person made in the thread (claimed or dropped since) never matches this one."""
+    return secrets.randbelow(2**30)
+
+
 async def claim_pending(
     db: AsyncConnection, tenant: str, request: PendingRecord, run_id: str
 ) -> None:
@@ -117,7 +124,7 @@ class SqlPending(SqlRepository):
         async with self.transaction(write=True) as db:
             kept = await db.execute(
                 upsert(db, pending_requests)
-                .values(tenant=tenant, version=0, **values)
+                .values(tenant=tenant, version=first_version(), **values)
                 .on_conflict_do_update(
                     index_elements=["tenant", "source", "thread", "person"],
                     set_={**replaced, "version": _TABLE.version + 1},
@@ -182,7 +189,7 @@ class MemoryPending(MemoryRepository):
         tenant = self._creating("a pending request")
         key = (tenant, request.source, request.thread, request.person)
         before = self._data.pending.get(key)
-        kept = request.model_copy(update={"tenant": tenant, "version": 0})
+        kept = request.model_copy(update={"tenant": tenant, "version": first_version()})
         if before is not None:  # the same person's slot, their latest words
             kept = kept.model_copy(
                 update={"version": before.version + 1, "created": before.created}
