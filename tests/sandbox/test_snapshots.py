@@ -16,6 +16,7 @@ from golem.core import GolemConfig
 from golem.core.errors import ConfigError, SessionNotFound, SnapshotUnsupported, UnsafeBoxOutput
 from golem.core.spec import BoxSpec
 from golem.sandbox import Engine, LocalEngine
+from golem.sandbox.kept_trees import GONE_GRACE, drop_tree
 from golem.sandbox.snapshots import SnapshotStore, check_snapshottable
 from tests.sandbox.snapshotting import SNAPSHOT_BACKENDS, local, run
 
@@ -334,6 +335,9 @@ async def test_a_process_snapshot_is_kept_as_a_tree_boxes_copy_and_pruned_with_i
         assert tree.is_dir()
     store = SnapshotStore(config.state_dir)
     assert store.prune(max_bytes=2 * taken.size - 1) == [taken]  # the tree counts as much again
+    [gone] = snapshots.glob("*/trees/*")  # off its name, deleted after a grace
+    assert gone.name.startswith(".gone-")
+    drop_tree(gone.parent.parent, "none", now=time.time() + GONE_GRACE + 1)
     assert list(snapshots.glob("*/trees/*")) == []
 
 

@@ -24,6 +24,7 @@ import contextlib
 import os
 import shutil
 import tarfile
+import time
 from pathlib import Path
 
 from golem.core.errors import SandboxError, SnapshotNotFound, UnsafeBoxOutput
@@ -112,14 +113,26 @@ def _unpackable(exc: BaseException) -> UnsafeBoxOutput:
     )
 
 
-def drop_tree(tenant_dir: Path, digest: str) -> None:
-    """Remove a snapshot's kept tree (boxes that bound it keep what they mounted)."""
-    tree = tenant_dir / "trees" / digest
+GONE_GRACE = 600.0
+"""Seconds a dropped tree stays on disk under a hidden name: a box that bound it a moment
+before (its bind shows the same directory) copies it whole before it is deleted."""
+
+
+def drop_tree(tenant_dir: Path, digest: str, *, now: float | None = None) -> None:
+    """Take a snapshot's kept tree off its name at once (no new box binds it); delete it,
+    and any dropped longer than ``GONE_GRACE`` ago, once no box can still be copying it."""
+    trees = tenant_dir / "trees"
+    tree = trees / digest
     if tree.is_dir():
-        gone = tree.with_name(f".gone-{new_id('tree')}")
+        gone = trees / f".gone-{new_id('tree')}"
         with contextlib.suppress(FileNotFoundError):
-            tree.rename(gone)  # gone from the name at once; deleted after
-            shutil.rmtree(gone, ignore_errors=True)
+            tree.rename(gone)
+            os.utime(gone)  # the grace counts from the drop
+    moment = time.time() if now is None else now
+    for dropped in trees.glob(".gone-*"):
+        with contextlib.suppress(FileNotFoundError):
+            if moment - dropped.lstat().st_mtime > GONE_GRACE:
+                shutil.rmtree(dropped, ignore_errors=True)
 
 
 def tree_mount(tree: Path) -> Mount:
