@@ -175,6 +175,25 @@ async def test_the_judge_chooses_the_candidate_its_tool_call_names_and_its_cost_
     assert [c["id"] for c in document["candidates"]] == [small.id, larger.id]  # type: ignore[index]
 
 
+async def test_the_judges_reason_is_masked_whole_before_it_is_cut_to_a_line(
+    provider: Provider,
+) -> None:
+    secret = "sk-judge-" + "0123456789abcdef" * 2
+    small, larger = candidates()
+    said = "x" * 290 + secret  # the cut to 300 characters falls inside the secret
+    provider.server.push(provider.call({"candidate": larger.id, "reason": said}))
+    judgement = await judge_attempts(
+        provider.model,
+        TASK,
+        [small, larger],
+        budget=Budget(usd=1.0),
+        mask=lambda text: text.replace(secret, "***"),
+    )
+    assert judgement.chosen == 3
+    assert judgement.reason == "x" * 290 + "***"
+    assert "sk-judge" not in judgement.reason
+
+
 @pytest.mark.parametrize(
     "answer",
     ["text", "malformed", "unknown_id", "no_reason", "two_calls", "refusal", "bad_request"],

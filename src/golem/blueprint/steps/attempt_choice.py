@@ -80,7 +80,9 @@ async def judge_tie(ex: Execution, node: AgentNode, ranked: list[Contender]) -> 
         ]
     except GolemError as exc:
         return Judged(None, among, f"the judge was not asked: {exc.message}")
-    judgement = await judge_attempts(model, ex.state.task_text, candidates, budget=budget)
+    judgement = await judge_attempts(
+        model, ex.state.task_text, candidates, budget=budget, mask=ex.secrets.mask
+    )
     ex.charge(judgement.usage, judgement.cost_usd, 0)
     ex.save()
     named = ", ".join(str(number) for number in among)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from golem.agent import Budget, BudgetMeter, Message, Model, ModelRequest, ToolSpec, Usage
@@ -66,11 +67,17 @@ class Judgement:
 
 
 async def judge_attempts(
-    model: Model, task: str, candidates: list[Candidate], *, budget: Budget
+    model: Model,
+    task: str,
+    candidates: list[Candidate],
+    *,
+    budget: Budget,
+    mask: Callable[[str], str] = str,
 ) -> Judgement:
     """One call of ``model`` choosing among ``candidates`` (see the module), made only
     when ``budget`` (what the run has left) covers its worst case; never raises for the
-    model's answer or a failed call."""
+    model's answer or a failed call. Its reason is ``mask``ed whole, then cut to a line
+    (a secret cut in two would not be found after)."""
     meter = BudgetMeter(budget, model.price)
     try:
         request = meter.admit(judge_request(task, candidates))
@@ -79,10 +86,10 @@ async def judge_attempts(
     try:
         response = await model.complete(request)
     except GolemError as exc:
-        return Judgement(None, f"the judge's call failed: {_one_line(exc.message)}")
+        return Judgement(None, f"the judge's call failed: {_one_line(mask(exc.message))}")
     meter.charge(request, response)
     chosen, reason = _choice(response.message, response.stop_reason, candidates)
-    return Judgement(chosen, reason, meter.usage, meter.cost_usd)
+    return Judgement(chosen, _one_line(mask(reason)), meter.usage, meter.cost_usd)
 
 
 def judge_request(task: str, candidates: list[Candidate]) -> ModelRequest:
@@ -157,7 +164,7 @@ def _choice(
         return None, "the judge named no candidate it was given"
     if not isinstance(reason, str) or not reason.strip():
         return None, "the judge gave no reason"
-    return by_id[named], _one_line(reason)
+    return by_id[named], reason
 
 
 def _one_line(text: str) -> str:
