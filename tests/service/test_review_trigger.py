@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -49,6 +49,8 @@ pytestmark = pytest.mark.bwrap
 
 WRITER, READER = "maintainer", "passerby"
 SECOND_WRITER = "co-maintainer"
+
+T = TypeVar("T")
 
 
 def gated(directory: Path, name: str) -> Path:
@@ -167,16 +169,24 @@ def test_a_writers_review_comment_starts_a_follow_up_with_its_thread_and_parent(
     assert answer.status_code == 202, answer.text
     assert answer.json()["status"] == "started"
     run_id = answer.json()["run_id"]
-    [run] = [r for r in follow_ups(served, key, repo, number) if r["id"] == run_id]
-    thread = str(7000 + number * 100)
-    assert run["request"]["follow_up"] == {
-        "repo": repo, "number": number, "parent_run": parent, "requested_by": WRITER,
-        "thread": thread, "request": body,
-    }  # fmt: skip
-    assert run["request"]["forge"] == "github"
-    acks = [c for c in github.comments(repo, number) if f"run `{run_id}`" in c["body"]]
-    assert "for this pull request (mentioned @golem by maintainer)" in acks[0]["body"]
-    assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+    try:
+        [run] = [r for r in follow_ups(served, key, repo, number) if r["id"] == run_id]
+        thread = str(7000 + number * 100)
+        assert run["request"]["follow_up"] == {
+            "repo": repo, "number": number, "parent_run": parent, "requested_by": WRITER,
+            "thread": thread, "request": body,
+        }  # fmt: skip
+        assert run["request"]["forge"] == "github"
+        ack = eventually(
+            lambda: next(
+                (c for c in github.comments(repo, number) if f"run `{run_id}`" in c["body"]),
+                None,
+            ),
+            "the follow-up's acknowledgement on the pull request",
+        )  # written as the run starts, after the delivery's answer
+        assert "for this pull request (mentioned @golem by maintainer)" in ack["body"]
+    finally:  # no run of this test left in progress on the module's pull request
+        assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
 
 
 def test_a_reply_in_a_thread_names_the_threads_first_comment(
@@ -334,6 +344,17 @@ def pending_in(served: Served, pull: str) -> list[PendingRecord]:
             await store.close()
 
     return asyncio.run(read())
+
+
+def eventually(probe: Callable[[], T | None], what: str) -> T:
+    """``probe()``'s first answer that is not None (polled, at most 60 seconds)."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = probe()
+        if found is not None:
+            return found
+        assert time.monotonic() < deadline, f"{what}: still not so after 60 s"
+        time.sleep(0.05)  # a poll of the loopback GitHub's record, not a wait for a result
 
 
 def runs_after(served: Served, key: str, repo: str, number: int, run_id: str) -> dict[str, Any]:
