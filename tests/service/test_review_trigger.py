@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from golem.service.trigger import Ignored, ReviewCall
 from golem.service.trigger.github_events import read_delivery
 from golem.store import PendingRecord, SqlStore
 from tests.blueprint.repos import EXAMPLES, branch_commits, git
+from tests.service.polling import eventually
 from tests.service.served import Served, serving
 from tests.service.test_github_trigger import (
     SERVER_ENV,
@@ -344,17 +345,6 @@ def pending_in(served: Served, pull: str) -> list[PendingRecord]:
             await store.close()
 
     return asyncio.run(read())
-
-
-def eventually(probe: Callable[[], T | None], what: str) -> T:
-    """``probe()``'s first answer that is not None (polled, at most 60 seconds)."""
-    deadline = time.monotonic() + 60
-    while True:
-        found = probe()
-        if found is not None:
-            return found
-        assert time.monotonic() < deadline, f"{what}: still not so after 60 s"
-        time.sleep(0.05)  # a poll of the loopback GitHub's record, not a wait for a result
 
 
 def runs_after(served: Served, key: str, repo: str, number: int, run_id: str) -> dict[str, Any]:

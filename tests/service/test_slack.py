@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
@@ -29,6 +29,7 @@ import yaml
 import golem.blueprint
 from golem.testing.slack_server import BOT_USER, SlackCall, SlackServer
 from tests.blueprint.repos import EXAMPLES, make_remote
+from tests.service.polling import eventually
 from tests.service.served import Served, serving
 
 SIGNING_SECRET = "slack-signing-secret-0123456789abcdef"  # noqa: S105 - a test secret
@@ -39,8 +40,6 @@ CHANNEL = "C0CALC"  # the calculator's channel
 OTHER_CHANNEL = "C0RANDOM"  # no repository of its own
 ALICE, BOB, CAROL, MALLORY = "U0ALICE", "U0BOB", "U0CAROL", "U0MALLORY"
 SERVER_ENV = {"SLACK_TEST_SIGNING_SECRET": SIGNING_SECRET, "SLACK_TEST_BOT_TOKEN": BOT_TOKEN}
-WAIT = 60.0
-T = TypeVar("T")
 
 
 def gated_first(directory: Path, name: str = "minion") -> Path:
@@ -204,17 +203,6 @@ def click(
     }  # fmt: skip
     body = urlencode({"payload": json.dumps(payload)}).encode()
     return post(served, "interactivity", body, "application/x-www-form-urlencoded")
-
-
-def eventually(probe: Callable[[], T | None], what: str) -> T:
-    """``probe()``'s first answer that is not None (polled, at most WAIT seconds)."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        found = probe()
-        if found is not None:
-            return found
-        assert time.monotonic() < deadline, f"{what}: still not so after {WAIT}s"
-        time.sleep(0.05)  # a poll of the loopback Slack's record, not a wait for a result
 
 
 def status_posts(slack: SlackServer, run_id: str) -> list[SlackCall]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from golem.testing.slack_server import SlackServer
 from tests.blueprint.repos import make_remote
+from tests.service.polling import eventually
 from tests.service.served import launch
 from tests.service.test_slack import (
     BOT_TOKEN,
@@ -18,7 +19,6 @@ from tests.service.test_slack import (
     buttons,
     click,
     deliver,
-    eventually,
     gated_first,
     mention,
     replies_saying,

@@ -16,6 +16,7 @@ import pytest
 
 from golem.testing.slack_server import SlackServer
 from tests.blueprint.repos import branch_commits, make_remote
+from tests.service.polling import eventually
 from tests.service.served import Served, serving
 from tests.service.test_slack import (
     ALICE,
@@ -24,7 +25,6 @@ from tests.service.test_slack import (
     SERVER_ENV,
     buttons,
     click,
-    eventually,
     mention,
     replies_saying,
     run_of,
