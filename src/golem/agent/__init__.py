@@ -44,7 +44,7 @@ from golem.agent.messages import (
     ToolSpec,
     Usage,
 )
-from golem.agent.models import make_model, price_for
+from golem.agent.models import load_provider_early, make_model, price_for
 from golem.agent.prompt import Verification, command_line
 from golem.agent.tools import TOOLSETS, ReplyTool, make_tools
 from golem.agent.trajectory import TrajectoryWriter, conversation_of, read_trajectory
@@ -90,6 +90,7 @@ __all__ = [
     "WaitSink",
     "command_line",
     "conversation_of",
+    "load_provider_early",
     "make_model",
     "make_tools",
     "price_for",

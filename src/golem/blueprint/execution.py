@@ -11,7 +11,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from golem.agent import Budget, Model, make_model
+from golem.agent import Budget, Model, load_provider_early, make_model
 from golem.agent.events import AgentEvent, ModelDelta
 from golem.agent.messages import Usage
 from golem.blueprint.book import RunBook
@@ -26,7 +26,7 @@ from golem.blueprint.dependencies import (
 )
 from golem.blueprint.events import AgentStep, BoxStarted, RunEvent, RunNote
 from golem.blueprint.images import RunImages
-from golem.blueprint.model import Blueprint, BoxNode
+from golem.blueprint.model import AgentNode, Blueprint, BoxNode
 from golem.blueprint.prepared import (
     PreparedRecord,
     PreparedRepos,
@@ -103,6 +103,9 @@ class Execution:
         images are kept (``keep_cold_images``) or an agent is given a model."""
         self._layout = Layout()
         self._models: dict[str, Model] = {}
+        for node in blueprint.nodes:
+            if isinstance(node, AgentNode):
+                load_provider_early(node.model or state.request.model or config.models.default)
         self._toolshed: Toolshed | None = None
         self.start_from: PreparedRecord | None = None
         """A snapshot the box starts from instead of the repository's prepared one (a

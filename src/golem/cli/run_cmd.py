@@ -56,9 +56,12 @@ def run_command(
 ) -> None:
     """Run a blueprint on a repository and end with a pull request (or, with --pr, answer
     a pull request's review with new commits on its branch)."""
-    from pydantic import ValidationError
+    from golem.core.imports import collector_paused
 
-    from golem.blueprint import RunRequest
+    with collector_paused():
+        from pydantic import ValidationError
+
+        from golem.blueprint import RunRequest
 
     if pr is None and (task is None) == (issue is None):
         raise InvalidRequest("give exactly one of --task or --issue (or --pr)")
@@ -124,12 +127,15 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
     """Run ``work(runner)`` with live progress on stderr and the report on stdout. A run
     paused because its model provider stays down is resumed here at its time (interrupted,
     it stays paused in the store: `golem runs resume`, or a `golem serve` on this state)."""
-    from rich.console import Console
+    from golem.core.imports import collector_paused
 
-    from golem.blueprint import Runner
-    from golem.cli.run_progress import RunProgress, print_report
-    from golem.sandbox import make_engine
-    from golem.store import SqlStore
+    with collector_paused():
+        from rich.console import Console
+
+        from golem.blueprint import Runner
+        from golem.cli.run_progress import RunProgress, print_report
+        from golem.sandbox import make_engine
+        from golem.store import SqlStore
 
     console = Console(stderr=True)
 

@@ -17,11 +17,14 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from golem.core.errors import GitError, GitRemoteError, RemoteRefused
 from golem.core.network import IPAddress, NetworkConfig, RemotePolicy, RemoteScheme
-from golem.sandbox.egress import Resolver, host_addresses, make_resolver
+
+if TYPE_CHECKING:
+    from golem.sandbox.egress import Resolver
 
 __all__ = [
     "PinnedRemote",
@@ -182,8 +185,7 @@ async def pin_remote(
             ("credential.helper", ""),
         ]
     )
-    resolve = make_resolver(network or NetworkConfig())
-    own = host_addresses()
+    checked: tuple[Resolver, frozenset[IPAddress]] | None = None
     for url in urls:
         remote = parse_remote(url)
         if remote.scheme not in policy.schemes:
@@ -194,7 +196,11 @@ async def pin_remote(
             )
         if remote.scheme == "file":
             continue
-        address = await _checked_address(remote, policy, resolve, own)
+        if checked is None:  # dnspython loads for a remote on the network only
+            from golem.sandbox.egress import host_addresses, make_resolver  # noqa: PLC0415
+
+            checked = make_resolver(network or NetworkConfig()), host_addresses()
+        address = await _checked_address(remote, policy, *checked)
         if remote.scheme == "ssh":
             command = _ssh_command(remote, address)
             if pinned.ssh_command not in (None, command):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, ResourceUsage
 from golem.core.spec import BoxSpec
 from golem.sandbox.box import LocalBox, LocalInteraction, LocalTerminal, as_request
+from golem.sandbox.choice import make_engine
 from golem.sandbox.contracts import (
     Backend,
     Box,
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from golem.sandbox.remote.box import RemoteBox
     from golem.sandbox.remote.calls import RemoteInteraction, RemoteTerminal
     from golem.sandbox.remote.connection import ServerConnection, error_of
-    from golem.sandbox.remote.engine import RemoteEngine, make_engine, spec_payload
+    from golem.sandbox.remote.engine import RemoteEngine, spec_payload
 
 _REMOTE = {
     "RemoteBox": "golem.sandbox.remote.box",
@@ -73,7 +74,6 @@ _REMOTE = {
     "RemoteEngine": "golem.sandbox.remote.engine",
     "ServerConnection": "golem.sandbox.remote.connection",
     "error_of": "golem.sandbox.remote.connection",
-    "make_engine": "golem.sandbox.remote.engine",
     "spec_payload": "golem.sandbox.remote.engine",
 }
 """The remote engine's names, imported on first use: a local box must not pay for the HTTP

@@ -15,21 +15,15 @@ import shutil
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from golem.core.config import GolemConfig
 from golem.core.errors import ConfigError
 from golem.core.network import EgressPolicy, NetworkConfig
 from golem.sandbox.contracts import Mount
-from golem.sandbox.egress import (
-    ROUTE_PREFIX,
-    CredentialBroker,
-    EgressCA,
-    EgressProxy,
-    host_addresses,
-    make_resolver,
-    read_credential_values,
-    upstream_context,
-)
+
+if TYPE_CHECKING:  # the proxy (DNS, TLS, HTTP parsing) loads with the first filtered box
+    from golem.sandbox.egress import CredentialBroker, EgressCA, EgressProxy
 
 __all__ = [
     "BOX_NETWORK_DIR",
@@ -109,6 +103,8 @@ class BoxNetwork:
     def configure(self, policy: EgressPolicy, *, credentials: bool = True) -> dict[str, str]:
         """Start a session with ``policy`` and fresh sentinels (no credential brokered
         unless ``credentials``); returns the box's env."""
+        from golem.sandbox.egress import CredentialBroker  # noqa: PLC0415 - loaded already
+
         broker = self._service.broker() if credentials else CredentialBroker([], {})
         self.proxy.configure(policy, broker)
         self.secrets = broker.values
@@ -127,6 +123,8 @@ class BoxNetwork:
         """A route, for as long as the block lasts, from the box to a service golem runs
         on this host's loopback; yields its URL as the box calls it. The proxy puts
         ``Authorization: Bearer <token>`` on every request through it."""
+        from golem.sandbox.egress import ROUTE_PREFIX  # noqa: PLC0415 - loaded already
+
         item = self.proxy.broker.add_host_route(upstream, token)
         port = self._service.config.proxy_port
         try:
@@ -145,6 +143,8 @@ class EgressService:
     need), the host's own addresses, and where sockets live."""
 
     def __init__(self, config: GolemConfig) -> None:
+        from golem.sandbox.egress import host_addresses, make_resolver  # noqa: PLC0415
+
         self.config: NetworkConfig = config.engine.network
         self._credentials = list(config.credentials)
         self._values: dict[str, str] | None = None
@@ -156,6 +156,8 @@ class EgressService:
 
     def broker(self) -> CredentialBroker:
         """The configured credentials with fresh sentinels (values read once)."""
+        from golem.sandbox.egress import CredentialBroker, read_credential_values  # noqa: PLC0415
+
         if self._values is None:
             self._values = read_credential_values(self._credentials)
         return CredentialBroker(self._credentials, self._values)
@@ -175,6 +177,8 @@ class EgressService:
     async def open(self, box_id: str) -> BoxNetwork:
         """A proxy for a new box, listening in a directory of its own, with the CA bundle
         its TLS clients trust: the host's, plus golem's CA when credentials are brokered."""
+        from golem.sandbox.egress import EgressCA, EgressProxy, upstream_context  # noqa: PLC0415
+
         if self._credentials:
             self.broker()  # a missing credential value fails before any box starts
             if self._ca is None:

@@ -107,6 +107,6 @@ class SyncEngine:
 async def _make_engine(config: GolemConfig | None) -> Engine:
     """The engine every command would use (``make_engine``): a server's when ``[remote]
     url`` is set, made on the loop thread that will use it."""
-    from golem.sandbox.remote.engine import make_engine  # noqa: PLC0415 - httpx, when used
+    from golem.sandbox.choice import make_engine  # noqa: PLC0415
 
     return make_engine(config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from golem.agent.models.factory import PROVIDERS, make_model
+from golem.agent.models.factory import PROVIDERS, load_provider_early, make_model
 from golem.agent.models.prices import BUILTIN_PRICES, cost_usd, price_for
 from golem.agent.models.scripted import ScriptedModel
 
@@ -25,6 +25,7 @@ __all__ = [
     "OpenAIModel",
     "ScriptedModel",
     "cost_usd",
+    "load_provider_early",
     "make_model",
     "price_for",
 ]

@@ -17,6 +17,7 @@ from golem.agent.models.anthropic_wire import AnthropicReply, anthropic_messages
 from golem.agent.models.failures import Endpoint
 from golem.agent.models.limiter import MemoryLedger, ProviderLimiter, limit_key
 from golem.agent.models.retry import Answered, CallBounds, SdkErrors, streamed_call
+from golem.agent.models.tls import provider_tls
 from golem.core.errors import ModelUnavailable
 from golem.core.model_config import AnthropicConfig, ModelsConfig, ProviderConfig
 
@@ -91,6 +92,7 @@ class AnthropicModel:
             base_url=self._provider.base_url,
             max_retries=0,
             timeout=self._provider.timeout,
+            http_client=anthropic.DefaultAsyncHttpxClient(verify=provider_tls()),
         )
 
     async def _stream(

@@ -10,12 +10,19 @@ from golem.agent.contracts import LimitLedger, Model
 from golem.agent.models.prices import price_for
 from golem.agent.models.scripted import ScriptedModel
 from golem.core.errors import ConfigError, ModelAuthError
+from golem.core.imports import import_in_background
 from golem.core.model_config import ModelsConfig, ProviderConfig
 
-__all__ = ["PROVIDERS", "make_model"]
+__all__ = ["PROVIDERS", "load_provider_early", "make_model"]
 
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
 """Providers a model string may name before the slash."""
+
+_PROVIDER_MODULES = {
+    "anthropic": "golem.agent.models.anthropic_model",
+    "openai": "golem.agent.models.openai_model",
+    "openai-compatible": "golem.agent.models.openai_model",
+}
 
 _FORMS = (
     "anthropic/<model> (e.g. anthropic/claude-opus-4-5), openai/<model> (e.g. "
@@ -69,6 +76,14 @@ def make_model(
         models=config,
         ledger=ledger,
     )
+
+
+def load_provider_early(name: str) -> None:
+    """Start loading the provider module (and SDK) of model ``name`` in the background, for
+    a run that will make it later: its box starts meanwhile. Any other name: nothing."""
+    module = _PROVIDER_MODULES.get(name.partition("/")[0])
+    if module is not None and not name.startswith("scripted:"):
+        import_in_background(module)
 
 
 def _api_key(name: str, provider: ProviderConfig, section: str) -> str | None:

@@ -12,6 +12,7 @@ from golem.agent.models.failures import Endpoint
 from golem.agent.models.limiter import MemoryLedger, ProviderLimiter, limit_key
 from golem.agent.models.openai_wire import OpenAIReply, openai_messages, openai_tools
 from golem.agent.models.retry import Answered, CallBounds, SdkErrors, streamed_call
+from golem.agent.models.tls import provider_tls
 from golem.core.errors import ModelUnavailable
 from golem.core.model_config import (
     ModelsConfig,
@@ -102,6 +103,7 @@ class OpenAIModel:
             base_url=self._provider.base_url,
             max_retries=0,
             timeout=self._provider.timeout,
+            http_client=openai.DefaultAsyncHttpxClient(verify=provider_tls()),
         )
 
     async def _stream(

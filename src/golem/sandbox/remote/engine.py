@@ -11,7 +11,6 @@ Errors the server answers come back as the same GolemError classes (by the probl
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,19 +18,18 @@ import httpx
 from pydantic import TypeAdapter
 
 from golem.core.config import GolemConfig, load_config
-from golem.core.errors import ConfigError, RemoteError, SnapshotUnsupported
+from golem.core.errors import RemoteError, SnapshotUnsupported
 from golem.core.events import EventSink, ExecEvent
 from golem.core.spec import SERVER_LABELS, BoxSpec
 from golem.sandbox.box import as_request
-from golem.sandbox.contracts import Engine, Request, SpecLike
-from golem.sandbox.engine import LocalEngine
+from golem.sandbox.contracts import Request, SpecLike
 from golem.sandbox.models import BoxInfo, ExecResult, SnapshotInfo
 from golem.sandbox.remote.box import RemoteBox
 from golem.sandbox.remote.connection import ServerConnection
 from golem.sandbox.remote.frames import ProblemFrame
 from golem.sandbox.sessions import BoxSessions
 
-__all__ = ["RemoteEngine", "make_engine", "spec_payload"]
+__all__ = ["RemoteEngine", "spec_payload"]
 _EVENT: TypeAdapter[ExecEvent] = TypeAdapter(ExecEvent)
 
 
@@ -213,18 +211,3 @@ def _secrets(spec: SpecLike) -> list[str]:
     if isinstance(spec, Mapping):
         return [str(v) for v in dict(spec.get("secrets") or {}).values()]
     return []
-
-
-def make_engine(config: GolemConfig | None = None) -> Engine:
-    """The engine the configuration names: a server's when ``[remote] url`` is set (its key
-    from ``[remote] key_env``), else this machine's."""
-    settings = config or load_config()
-    remote = settings.remote
-    if remote.url is None:
-        return LocalEngine(settings)
-    key = os.environ.get(remote.key_env)
-    if not key:
-        raise ConfigError(
-            f"[remote] url is {remote.url} but {remote.key_env} holds no API key; export it"
-        )
-    return RemoteEngine(remote.url, key, config=settings, timeout=remote.timeout)

@@ -1,0 +1,151 @@
+"""Seconds from typing `golem run` to the agent's first model call, the whole command:
+a new process (Python, golem's imports, the provider's SDK), its store, its engine, the
+run's box, up to the first request reaching the model provider.
+
+    .venv/bin/python bench/cli_ready.py [--runs N] [--only NAME ...] [--json]
+
+For each fixture repository of tests/acceptance/repos/ (default pyfunctions and pyextras),
+after one `golem prepare` and one run not counted (it caches the prepared commit's
+baseline), ``--runs`` runs of ``golem run --model anthropic/...`` against a local server
+speaking Anthropic's Messages API (src/golem/testing/anthropic_server.py): the time from
+starting the process to the request's arrival at that server. Every reply is a ``finish``
+call, so the run ends at once after it. The floor beside it, in the same run: a new Python
+process that only imports the provider's SDK and sends it one request to the same server.
+Goal (issue 32): under 2 s with a prepared snapshot on the process backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the fixture repositories live with the tests
+
+from tests.acceptance.ecosystems import VERIFIED, make_remote, serve_python_wheels  # noqa: E402
+from tests.blueprint.registries import LocalRegistries  # noqa: E402
+
+from golem.testing.anthropic_server import AnthropicServer, ToolUse, stream_reply  # noqa: E402
+
+TARGET = 2.0
+GOLEM = str(Path(sys.executable).parent / "golem")
+KEY = "bench-key"
+MODEL = "anthropic/claude-sonnet-4-5"
+SDK_FLOOR = (
+    "import anthropic, sys; c = anthropic.Anthropic(base_url=sys.argv[1], api_key='{key}');"
+    "c.messages.create(model='m', max_tokens=1, messages=[{{'role': 'user', 'content': 'x'}}])"
+).format(key=KEY)
+
+
+def toml(config: dict[str, Any], prefix: str = "") -> str:
+    """``config`` as TOML: tables as sections, values as JSON (strings, numbers, lists of
+    them and booleans are spelled alike in both)."""
+    lines, tables = [], []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            tables.append((f"{prefix}{key}", value))
+        else:
+            lines.append(f"{key} = {json.dumps(value)}")
+    text = "\n".join(lines) + "\n"
+    for name, table in tables:
+        text += f"\n[{name}]\n" + toml(table, f"{name}.")
+    return text
+
+
+def golem(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
+    return subprocess.run(
+        [GOLEM, *args, "--config", str(config)], env=env, capture_output=True, text=True
+    )
+
+
+def first_call(server: AnthropicServer, command: list[str], env: dict[str, str]) -> float:
+    """Seconds from starting ``command`` to its first request reaching ``server``."""
+    seen = len(server.requests)
+    started = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    requests = server.requests[seen:]
+    if not requests:
+        raise SystemExit(f"{command[:3]} made no model call: {done.stderr[-2000:]}")
+    return requests[0].received_at - started
+
+
+def measure(name: str, runs: int, scratch: Path, registries: LocalRegistries) -> dict[str, Any]:
+    ecosystem = next(e for e in VERIFIED if e.name == name)
+    place = scratch / name
+    place.mkdir()
+    remote = make_remote(place, ecosystem, registries)
+    finish = stream_reply(ToolUse("finish", {"summary": "Nothing to change."}))
+    with AnthropicServer(api_key=KEY) as server:
+        server.otherwise(finish)
+        settings = registries.engine_config(place / "state", redirect=True)
+        settings["models"] = {"anthropic": {"base_url": server.base_url}}
+        settings["forge"] = {"provider": "local"}
+        config = place / "golem.toml"
+        config.write_text(toml(settings))
+        prepared = golem(config, "prepare", "--repo", str(remote))
+        if prepared.returncode != 0:
+            raise SystemExit(f"{name}: golem prepare failed: {prepared.stderr[-2000:]}")
+        run = [GOLEM, "run", "--repo", str(remote), "--task", ecosystem.task, "--model", MODEL]
+        run += ["--config", str(config)]
+        env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
+        first_call(server, run, env)  # caches the prepared commit's baseline
+        golem_s = [first_call(server, run, env) for _ in range(runs)]
+        floor = [sys.executable, "-c", SDK_FLOOR, server.base_url]
+        sdk_s = [first_call(server, floor, env) for _ in range(runs)]
+    return {"golem_run_s": stats(golem_s), "sdk_alone_s": stats(sdk_s)}
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    p99 = (
+        statistics.quantiles(ordered, n=100, method="inclusive")[98]
+        if len(ordered) > 1
+        else ordered[0]
+    )
+    return {"p50": statistics.median(ordered), "p99": p99, "n": len(ordered)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--only", nargs="*", default=["pyfunctions", "pyextras"])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="golem-bench-cli-"))
+    scratch.chmod(0o755)  # the boxes' host user binds a kept tree from its state directory
+    report: dict[str, Any] = {}
+    try:
+        with LocalRegistries.started(scratch / "registries") as registries:
+            serve_python_wheels(registries)
+            for name in args.only:
+                report[name] = measure(name, args.runs, scratch, registries)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+        return
+    print("Seconds from starting `golem run` (prepared snapshot) to its first model call:")
+    print(f"  {'repository':<12}{'golem run p50 / p99':>22}{'SDK alone p50 / p99':>22}{'ratio':>8}")
+    for name, figures in report.items():
+        run, sdk = figures["golem_run_s"], figures["sdk_alone_s"]
+        cells = [f"{f['p50']:6.3f} / {f['p99']:6.3f}" for f in (run, sdk)]
+        ratio = run["p50"] / sdk["p50"]
+        print(f"  {name:<12}" + "".join(f"{c:>22}" for c in cells) + f"{ratio:7.1f}x")
+    worst = max(f["golem_run_s"]["p50"] for f in report.values())
+    verdict = "met" if worst < TARGET else "NOT met"
+    print(f"  p50 < {TARGET} s: {verdict} (worst {worst:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
