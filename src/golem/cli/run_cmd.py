@@ -94,6 +94,9 @@ def run_command(
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"])
         raise InvalidRequest(f"--{where.replace('_', '-')}: {error['msg']}") from None
+    from golem.agent import load_provider_early
+
+    load_provider_early(request.model or config.models.default)  # while the box starts
     state = run_with_progress(config, lambda runner: runner.start(request))
     raise typer.Exit(EXIT_CODES.get(state.status, 1))
 
