@@ -8,6 +8,7 @@ broken by an ``event: error``), ``message_reply`` (a whole JSON message) and
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -69,8 +70,8 @@ class AnthropicServer(WireServer):
     """The Messages API on loopback. With ``api_key`` set, requests that do not carry it
     (as ``x-api-key`` or ``Authorization: Bearer``) get a 401 authentication_error."""
 
-    def __init__(self, api_key: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, api_key: str | None = None, tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(tls)
         self.api_key = api_key
 
     @property

@@ -11,6 +11,7 @@ completion) and ``error_reply`` (OpenAI's error body and status). Point the SDK 
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,8 +63,8 @@ class OpenAIServer(WireServer):
     """Chat Completions on loopback. With ``api_key`` set, requests without
     ``Authorization: Bearer <api_key>`` get a 401 invalid_api_key error."""
 
-    def __init__(self, api_key: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, api_key: str | None = None, tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(tls)
         self.api_key = api_key
 
     @property

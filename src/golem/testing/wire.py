@@ -17,6 +17,7 @@ Streams use chunked transfer encoding, one chunk per SSE frame, as the real APIs
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import threading
 import time
@@ -110,7 +111,9 @@ class WireServer:
     """A threaded HTTP/1.1 server on 127.0.0.1 and a free port, started by ``with`` (or
     ``start``) and stopped by leaving it (or ``stop``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.tls = tls
+        """A server context: the server speaks HTTPS (its URL says so)."""
         self.release = threading.Event()
         """Set to let replies with ``hold_after`` go on; ``stop`` sets it."""
         self._lock = threading.Lock()
@@ -125,9 +128,9 @@ class WireServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``, without a path."""
+        """``http://127.0.0.1:PORT`` (``https`` with ``tls``), without a path."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'https' if self.tls is not None else 'http'}://{host!s}:{port}"
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -199,10 +202,20 @@ class _HTTPServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.wire = wire
 
+    def get_request(self) -> tuple[Any, Any]:
+        """The next connection; over TLS with the wire's ``tls`` (its handshake in the
+        connection's own thread)."""
+        connection, address = super().get_request()
+        if self.wire.tls is not None:
+            connection = self.wire.tls.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
+        return connection, address
+
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """Clients that hang up (a timed-out SDK call) are expected; anything else is
-        reported as usual."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        """Clients that hang up (a timed-out SDK call) or refuse the certificate are
+        expected; anything else is reported as usual."""
+        if not isinstance(sys.exc_info()[1], ConnectionError | ssl.SSLError):
             super().handle_error(request, client_address)
 
 
