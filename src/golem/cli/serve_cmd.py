@@ -127,11 +127,14 @@ def serve_command(
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Serve the HTTP API, the job queue and the dashboard until stopped."""
-    import uvicorn
+    from golem.core.imports import collector_paused
 
-    from golem.service.app import create_app
-    from golem.service.limits import ws_max_size
-    from golem.service.slow_clients import ReadLimits, guarded_protocol
+    with collector_paused():
+        import uvicorn
+
+        from golem.service.app import create_app
+        from golem.service.limits import ws_max_size
+        from golem.service.slow_clients import ReadLimits, guarded_protocol
 
     cap_malloc_arenas()  # before the server starts its threads
     config = cluster_limits(_load(config_file))
