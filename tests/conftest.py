@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
+import gc
 import json
 import os
 import pwd
@@ -130,6 +131,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "postgres_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.postgres)
         item.add_marker(pytest.mark.xdist_group(worker_group(item)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (golem, its libraries, every test module) lives as long as
+    the worker: it is moved out of the collector's way, whose passes then scan only what the
+    tests make (about an eighth of an in-process module's CPU)."""
+    gc.collect()
+    gc.freeze()
 
 
 def worker_group(item: pytest.Item) -> str:
