@@ -121,7 +121,8 @@ async def test_a_request_waits_again_only_as_it_was_read_so_a_newer_text_is_neve
     assert not await store.pending.wait_again(read, "run-3")  # a stale copy moves nothing
     kept = await store.pending.in_thread("github", PR)
     assert [(p.person, p.request, p.run_id, p.version) for p in kept] == [
-        ("ann", "no: delete it", "run-2", newer.version), ("bob", "and the README", "run-2", bob.version),
+        ("ann", "no: delete it", "run-2", newer.version),
+        ("bob", "and the README", "run-2", bob.version),
     ]  # fmt: skip
     assert not await (await database.open("other")).pending.wait_again(newer, "run-4")
     assert await store.pending.wait_again(newer, "run-4")
