@@ -18,6 +18,7 @@ import pytest
 from golem.core import GolemConfig
 from golem.core.errors import PolicyViolation, SnapshotNotFound, UnsafeBoxOutput
 from golem.sandbox import Engine, RemoteEngine
+from golem.sandbox.hosttree import is_git_name
 from golem.sandbox.snapshots import SnapshotInfo
 from tests.sandbox.snapshotting import SNAPSHOT_BACKENDS, local, run
 from tests.service.served import serving
@@ -350,3 +351,32 @@ async def test_a_box_tampering_with_everything_it_sees_of_its_kept_tree_reaches_
         assert box.id != used
         listed = await run(box, "ls /run/golem-snapshot 2>&1 || true")
     assert listed.endswith("No such file or directory\n")
+
+
+@pytest.mark.parametrize("backend", ["process"])
+async def test_a_forks_copy_holds_no_git_name_on_the_host_and_refuses_what_a_snapshot_does(
+    config: GolemConfig, engine: Engine
+) -> None:
+    async with engine.session() as box:
+        await run(
+            box,
+            "mkdir -p a/.git/hooks a/.GIT. /tmp/GIT~1 && echo x > a/.git/hooks/post-checkout && "
+            "echo y > 'a/.GIT./config' && echo z > /tmp/GIT~1/HEAD && echo w > golem-escaped~",
+        )
+        snapshots = local(engine).snapshots
+        async with snapshots.held(box, backend="process") as held:
+            with tarfile.open(held.path) as tar:
+                names = [part for m in tar.getmembers() for part in m.name.split("/")]
+        assert names
+        assert not any(is_git_name(name) for name in names)
+        for planted, rule in (
+            ("ln -s a/.git/config link", "takeback.link"),
+            ("cp /bin/sh a/.git/shell && chmod 4755 a/.git/shell", "takeback.mode"),
+        ):
+            async with engine.session() as other:
+                await run(other, "mkdir -p a/.git && " + planted)
+                with pytest.raises(UnsafeBoxOutput) as refused:
+                    await local(engine).fork(other.id)
+                assert refused.value.rule == rule
+                assert sorted(b.id for b in await engine.boxes()) == sorted([box.id, other.id])
+    assert kept_files(config) == []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from golem.core import GolemConfig
-from golem.core.errors import ConfigError, SessionNotFound, SnapshotUnsupported, UnsafeBoxOutput
+from golem.core.errors import ConfigError, SessionNotFound, SnapshotUnsupported
 from golem.core.spec import BoxSpec
 from golem.sandbox import Engine, LocalEngine
 from golem.sandbox.kept_trees import GONE_GRACE, drop_tree
@@ -269,18 +269,47 @@ async def test_warm_boxes_from_snapshots_are_bounded_per_snapshot_and_in_all(
     assert LocalEngine(bounded).registry.all() == []  # closing stopped every warm box
 
 
-@pytest.mark.parametrize("backend", ["process"])
-async def test_a_fork_is_refused_where_a_snapshot_would_be_and_keeps_nothing(
+NESTED_REPOSITORIES = (
+    "set -e; mkdir -p vendor/lib/.git/refs sub /tmp/home/tool/.Git; "
+    "echo 'ref: refs/heads/main' > vendor/lib/.git/HEAD; echo code > vendor/lib/lib.py; "
+    "echo 'gitdir: ../.git/modules/sub' > sub/.git; echo cache > /tmp/home/tool/.Git/config; "
+    "echo mine > golem-escaped~.git; echo also-mine > vendor/golem-escaped~x"
+)
+NESTED_VIEW = (
+    "cat vendor/lib/.git/HEAD vendor/lib/lib.py sub/.git /tmp/home/tool/.Git/config "
+    "golem-escaped~.git vendor/golem-escaped~x; ls -A vendor/lib sub /tmp/home/tool"
+)
+
+
+@pytest.mark.parametrize(
+    "backend", [p for p in SNAPSHOT_BACKENDS if p.values[0] in ("process", "docker")]
+)
+async def test_a_fork_of_a_tree_holding_nested_repositories_carries_their_git_and_never_writes_back(
     engine: Engine, config: GolemConfig
 ) -> None:
     with pytest.raises(SessionNotFound):
         await local(engine).fork("box-none")
     async with engine.session() as source:
-        await run(source, "mkdir -p repo/.git && echo x > repo/.git/HEAD")
-        with pytest.raises(UnsafeBoxOutput, match=r"takeback\.git"):
-            await local(engine).fork(source.id)
-        assert [info.id for info in await engine.boxes()] == [source.id]
-    assert list((config.state_dir / "snapshots").glob("*/objects/*")) == []
+        await run(source, NESTED_REPOSITORIES)
+        before = await run(source, NESTED_VIEW)
+        fork = await local(engine).fork(source.id)
+        try:
+            forked = await run(fork, NESTED_VIEW)
+            await run(fork, "echo fork > vendor/lib/.git/HEAD; rm sub/.git; echo f > sub/.git2")
+            after = await run(source, NESTED_VIEW)
+        finally:
+            await engine.remove_session(fork.id)
+    assert forked == before == after
+    assert before.split()[:6] == [
+        "ref:",
+        "refs/heads/main",
+        "code",
+        "gitdir:",
+        "../.git/modules/sub",
+        "cache",
+    ]
+    assert {".git", ".Git"} <= set(before.split())
+    assert list((config.state_dir / "snapshots").glob("*/objects/*")) == []  # nothing kept
 
 
 @pytest.mark.parametrize("backend", ["process"])

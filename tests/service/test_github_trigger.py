@@ -10,6 +10,7 @@ run goes on (approve) or ends (cancel), and nothing depends on how fast a run is
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import tempfile
@@ -26,8 +27,10 @@ import yaml
 from httpx_sse import connect_sse
 
 import golem.blueprint
+from golem.store import PendingRecord, SqlStore
 from golem.testing.github_server import GitHubServer, RecordedRequest, Reply
 from tests.blueprint.repos import EXAMPLES, make_remote
+from tests.service.polling import eventually
 from tests.service.served import Served, serving
 from tests.service.webhooks import deliver_github
 
@@ -343,7 +346,7 @@ def test_a_bad_or_missing_signature_is_401_and_starts_nothing(
     assert runs_of(served, key, repo) == []
 
 
-def test_a_redelivery_or_a_second_ask_while_the_run_is_in_progress_starts_nothing(
+def test_a_redelivery_or_a_second_label_while_the_run_is_in_progress_starts_nothing(
     served: Served, key: str, github: GitHub, remotes: Path
 ) -> None:
     repo = new_repo(github, remotes, "redelivered")
@@ -353,15 +356,59 @@ def test_a_redelivery_or_a_second_ask_while_the_run_is_in_progress_starts_nothin
     again = deliver(served, "issues", labelled(repo), delivery=delivery)
     assert again.status_code == 200
     assert (again.json()["status"], again.json()["run_id"]) == ("duplicate", run_id)
-    mention = deliver(served, "issue_comment", commented(repo, "@golem please"))
-    assert mention.status_code == 200
-    assert (mention.json()["status"], mention.json()["run_id"]) == ("running", run_id)
+    relabelled = deliver(served, "issues", labelled(repo))
+    assert relabelled.status_code == 200
+    assert (relabelled.json()["status"], relabelled.json()["run_id"]) == ("running", run_id)
     assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
     late = deliver(served, "issues", labelled(repo), delivery=delivery)
     assert (late.json()["status"], late.json()["run_id"]) == ("duplicate", run_id)
     assert [r["id"] for r in runs_of(served, key, repo)] == [run_id]
     comments_when(github, repo, lambda found: len(found) == 2)
     assert sum(acknowledged(run_id)([c]) for c in github.comments(repo, 1)) == 2  # ack, end
+
+
+def pending_of(served: Served, thread: str, source: str = "github") -> list[PendingRecord]:
+    """The requests ``served``'s store keeps pending in ``thread``."""
+
+    async def read() -> list[PendingRecord]:
+        store = await SqlStore.connect(f"sqlite:///{served.state_dir / 'golem.db'}")
+        try:
+            return await store.pending.in_thread(source, thread)
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def test_mentions_while_the_issues_run_runs_are_queued_per_person_masked_and_start_after_it(
+    served: Served, key: str, github: GitHub, remotes: Path
+) -> None:
+    repo = new_repo(github, remotes, "mentioned-meanwhile")
+    first = deliver(served, "issues", labelled(repo)).json()["run_id"]
+    comments_when(github, repo, acknowledged(first))
+    asks = [
+        deliver(served, "issue_comment", commented(repo, text))
+        for text in ("@golem please", f"@golem no: use {TOKEN} instead")
+    ]
+    assert [(a.status_code, a.json()["status"], a.json()["run_id"]) for a in asks] == [
+        (202, "queued", first), (202, "queued", first),
+    ]  # fmt: skip
+    relabelled = deliver(served, "issues", labelled(repo))  # a label is no request: not queued
+    assert (relabelled.json()["status"], relabelled.json()["run_id"]) == ("running", first)
+    [kept] = pending_of(served, f"{repo}#1")  # one per person: the later words
+    assert (kept.person, kept.run_id) == ("octocat", first)
+    assert kept.request.startswith("@golem no: use ")
+    assert TOKEN not in kept.request
+    assert run_to_end(served, key, first, "cancel")["status"] == "cancelled"
+    second = eventually(
+        lambda: next((r["id"] for r in runs_of(served, key, repo) if r["id"] != first), None),
+        "the queued mention's run",
+    )
+    [ack] = [c for c in comments_when(github, repo, acknowledged(second)) if second in c["body"]]
+    assert f"It answers the request octocat made while run `{first}` ran" in ack["body"]
+    assert pending_of(served, f"{repo}#1") == []
+    assert run_to_end(served, key, second, "cancel")["status"] == "cancelled"
+    assert len(runs_of(served, key, repo)) == 2
 
 
 def test_after_a_restart_redeliveries_start_nothing_and_the_end_is_still_reported(

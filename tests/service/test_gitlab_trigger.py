@@ -23,8 +23,9 @@ from golem.service.trigger import Ignored, IssueCall, ReviewCall
 from golem.service.trigger.gitlab_events import read_delivery
 from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
+from tests.service.polling import eventually
 from tests.service.served import Served, serving
-from tests.service.test_github_trigger import remotes, run_to_end
+from tests.service.test_github_trigger import pending_of, remotes, run_to_end
 from tests.service.test_review_trigger import FOLLOW_UP_SCRIPT, gated
 
 __all__ = ["remotes"]  # a fixture
@@ -331,6 +332,40 @@ def test_a_members_mention_on_an_issue_starts_a_run_and_a_strangers_does_not(
         run = client.get(f"/v1/runs/{run_id}").json()
     assert (run["request"]["issue"], run["request"]["forge"]) == (f"{project}#1", "gitlab")
     assert run_to_end(served, key, run_id, "cancel")["status"] == "cancelled"
+
+
+def test_a_members_mention_while_the_issues_run_runs_is_queued_and_starts_after_it(
+    served: Served, key: str, gitlab: GitLabServer, remotes: Path
+) -> None:
+    project = new_project(gitlab, remotes, "mentioned-meanwhile")
+    first = deliver(served, "Issue Hook", labelled(project, 1, (), ("golem",))).json()["run_id"]
+    stranger = deliver(
+        served, "Note Hook", note_by(gitlab, project, "Issue", 1, "@golem now", "mallory")
+    )
+    assert stranger.json()["status"] == "ignored", stranger.text  # never kept, not queued
+    hook = note_by(gitlab, project, "Issue", 1, f"@golem fix it with {TOKEN}", "dev")
+    asked = deliver(served, "Note Hook", hook)
+    assert (asked.status_code, asked.json()["status"], asked.json()["run_id"]) == (
+        202, "queued", first,
+    )  # fmt: skip
+    [kept] = pending_of(served, f"{project}#1", "gitlab")
+    assert (kept.asked_by, kept.person) == ("dev", str(hook["user"]["id"]))
+    assert TOKEN not in kept.request
+    assert run_to_end(served, key, first, "cancel")["status"] == "cancelled"
+    second = eventually(
+        lambda: next((i for i in issue_runs(served, key, project) if i != first), None),
+        "the queued mention's run",
+    )
+    assert pending_of(served, f"{project}#1", "gitlab") == []
+    assert run_to_end(served, key, second, "cancel")["status"] == "cancelled"
+    assert sorted(issue_runs(served, key, project)) == sorted([first, second])
+
+
+def issue_runs(served: Served, key: str, project: str) -> list[str]:
+    """The ids of the tenant's runs for issue 1 of ``project``."""
+    with served.client(key) as client:
+        listed = client.get("/v1/runs", params={"limit": 500}).json()
+    return [r["id"] for r in listed if r["request"]["issue"] == f"{project}#1"]
 
 
 def test_a_follow_up_pushes_a_commit_to_the_merge_request_and_replies_in_the_discussion(

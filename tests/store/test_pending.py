@@ -108,3 +108,23 @@ async def test_a_copy_of_an_earlier_request_never_matches_the_persons_next_one(
     with pytest.raises(PendingTaken):
         await store.runs.create(run("run-2"), pending=earlier)
     assert [p.request for p in await store.pending.in_thread("github", PR)] == [later.request]
+
+
+async def test_a_request_waits_again_only_as_it_was_read_so_a_newer_text_is_never_lost(
+    database: Database,
+) -> None:
+    store = await database.open("acme")
+    read = await store.pending.keep(asked("ann", "rename it", created=1.0))
+    bob = await store.pending.keep(asked("bob", "and the README", created=2.0))
+    assert await store.pending.wait_again(bob, "run-2")  # as read: it waits for run-2 now
+    newer = await store.pending.keep(asked("ann", "no: delete it", created=3.0, waits_for="run-2"))
+    assert not await store.pending.wait_again(read, "run-3")  # a stale copy moves nothing
+    kept = await store.pending.in_thread("github", PR)
+    assert [(p.person, p.request, p.run_id, p.version) for p in kept] == [
+        ("ann", "no: delete it", "run-2", newer.version),
+        ("bob", "and the README", "run-2", bob.version),
+    ]  # fmt: skip
+    assert not await (await database.open("other")).pending.wait_again(newer, "run-4")
+    assert await store.pending.wait_again(newer, "run-4")
+    assert [p.run_id for p in await store.pending.in_thread("github", PR)] == ["run-4", "run-2"]
+    assert await store.pending.drop(newer)  # its version unchanged by the wait

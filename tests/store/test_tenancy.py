@@ -80,6 +80,7 @@ WRITES: dict[str, Call] = {
     "threads.report": lambda s, c: s.threads.report(QUEUED),
     "threads.prune": lambda s, c: s.threads.prune(LATER),
     "pending.drop": lambda s, c: s.pending.drop(PENDING),
+    "pending.wait_again": lambda s, c: s.pending.wait_again(PENDING, "run-theirs"),
     "documents.put": lambda s, c: s.documents.put(
         "automation", "nightly", "{}", version=1, now=2.0
     ),

@@ -8,7 +8,11 @@ tarfile behind takeback's capped reader, and each entry is checked:
 
 - ``takeback.path``: relative paths of plain names only, and only beneath the directories
   the host asked for; nothing beneath a symlink of the archive.
-- ``takeback.git``: no name ``.git`` anywhere (nor a link into one).
+- ``takeback.git``: no name ``.git`` anywhere (nor a link into one). A fork's copy
+  (``git_names``) carries a nested repository's ``.git`` (a submodule's, a vendored
+  repository's) under a name of golem's own (``escape_git``) that no git takes for
+  ``.git``, and only the box it is unpacked into sees the name again (``archive_part``):
+  the host never holds a ``.git``; a link into one is refused all the same.
 - ``takeback.kind``: regular files, directories and symlinks only.
 - ``takeback.mode``: no setuid, setgid or sticky bit; files are kept 0644 or 0755,
   directories 0755, owned by nobody in particular (uid and gid 0, no names).
@@ -46,9 +50,33 @@ from golem.sandbox.limits import TakebackLimits
 from golem.sandbox.takeback import landed_mode
 from golem.sandbox.tarspool import BROKEN, archive_members, opened_archive, spooled
 
-__all__ = ["ArchiveRewriter", "KeptArchive", "archive_part", "is_regular", "keep_archive"]
+__all__ = [
+    "GIT_ESCAPE",
+    "ArchiveRewriter",
+    "KeptArchive",
+    "archive_part",
+    "escape_git",
+    "is_regular",
+    "keep_archive",
+    "unescape_git",
+]
 
 MAX_LINK = 4096
+GIT_ESCAPE = "golem-escaped~"
+"""The prefix of a name a fork's copy escapes: a ``.git`` of any spelling, and a name that
+begins with the prefix itself (so that escaping is one-to-one)."""
+
+
+def escape_git(name: str) -> str:
+    """``name`` as a fork's copy keeps it on the host: never one git takes for ``.git``."""
+    return GIT_ESCAPE + name if is_git_name(name) or name.startswith(GIT_ESCAPE) else name
+
+
+def unescape_git(name: str) -> str:
+    """The name ``escape_git`` kept as ``name``, as the box had it."""
+    return name.removeprefix(GIT_ESCAPE)
+
+
 MAX_MTIME = 8**11 - 1  # what a ustar header's mtime field holds
 
 
@@ -68,16 +96,18 @@ async def keep_archive(
     limits: TakebackLimits,
     *,
     within: Sequence[str],
+    git_names: bool = False,
 ) -> KeptArchive:
     """Check a tar stream from a box entry by entry (the rules above) and write the entries
     allowed beneath ``within`` (relative directories) as a new archive at ``destination``,
-    atomically: nothing is there unless every entry passed."""
+    atomically: nothing is there unless every entry passed. With ``git_names`` (a fork's
+    copy), a ``.git`` is kept under its escaped name instead of refused."""
     roots = [tuple(split_path(path)) for path in within]
     if not roots or any(not root for root in roots):
         raise ValueError("keep_archive needs directories beneath the root to keep")
     destination.parent.mkdir(parents=True, exist_ok=True)
     async with spooled(chunks, limits, str(destination.parent)) as spool:
-        keeper = _Keeper(limits, roots)
+        keeper = _Keeper(limits, roots, git_names=git_names)
         return await asyncio.to_thread(keeper.write, spool, destination)
 
 
@@ -192,9 +222,12 @@ class _Keeper(ArchiveRewriter[KeptArchive]):
     """A directory tree's entries: beneath the roots the host asked for, symlinks kept as
     data, nothing beneath one."""
 
-    def __init__(self, limits: TakebackLimits, roots: list[tuple[str, ...]]) -> None:
+    def __init__(
+        self, limits: TakebackLimits, roots: list[tuple[str, ...]], *, git_names: bool = False
+    ) -> None:
         super().__init__(limits)
         self.roots = roots
+        self.git_names = git_names
         self.links: set[tuple[str, ...]] = set()
         self.found: set[str] = set()
 
@@ -204,7 +237,7 @@ class _Keeper(ArchiveRewriter[KeptArchive]):
     def entry(
         self, archive: tarfile.TarFile, member: tarfile.TarInfo
     ) -> tuple[tarfile.TarInfo, IO[bytes] | None] | None:
-        names = tuple(split_path(member.name))
+        names = tuple(self._names(member.name))
         if not names:
             return None
         path = "/".join(names)
@@ -230,6 +263,15 @@ class _Keeper(ArchiveRewriter[KeptArchive]):
             "takeback.kind",
         )
 
+    def _names(self, path: str) -> list[str]:
+        """The checked names of ``path``; a fork's copy escapes git's names first."""
+        if not self.git_names:
+            return split_path(path)
+        if path.startswith("/"):
+            return split_path(path)  # refused, as any absolute path
+        escaped = [escape_git(name) for name in path.split("/") if name not in ("", ".")]
+        return split_path("/".join(escaped))
+
 
 def _checked_link(path: str, target: str) -> str:
     """A symlink's target, kept as data unless it is empty, oversized or names a .git."""
@@ -240,16 +282,18 @@ def _checked_link(path: str, target: str) -> str:
     return target
 
 
-async def archive_part(handle: BinaryIO, prefix: str) -> AsyncIterator[bytes]:
+async def archive_part(
+    handle: BinaryIO, prefix: str, *, git_names: bool = False
+) -> AsyncIterator[bytes]:
     """The entries of a kept archive (read from ``handle``'s start) beneath the relative
     directory ``prefix``, as a tar stream of their own named relative to it: the part a box
-    unpacks into one of its directories. The archive is golem's own (``keep_archive``
-    wrote it, every entry checked); read in a worker thread, a chunk at a time."""
+    unpacks into one of its directories (with ``git_names``, a fork's copy: its escaped
+    names as the box had them). The archive is golem's own (``keep_archive`` wrote it,
+    every entry checked); read in a worker thread, a chunk at a time."""
     chunks: _Chunks = queue.Queue(maxsize=PART_CHUNKS)
     stop = threading.Event()
-    worker = threading.Thread(
-        target=_write_part, args=(handle, tuple(split_path(prefix)), chunks, stop), daemon=True
-    )
+    part = _Part(tuple(split_path(prefix)), git_names)
+    worker = threading.Thread(target=_write_part, args=(handle, part, chunks, stop), daemon=True)
     worker.start()
     try:
         while (chunk := await asyncio.to_thread(chunks.get)) is not None:
@@ -299,9 +343,25 @@ class _Stopped(Exception):
     """The reader of a part went away."""
 
 
+@dataclass(frozen=True)
+class _Part:
+    """Which entries of a kept archive a part holds, and how they are named in it."""
+
+    prefix: tuple[str, ...]
+    git_names: bool
+
+    def name(self, stored: str) -> str | None:
+        """The name of the entry kept as ``stored`` in the part (None: not in it)."""
+        names = tuple(split_path(stored))
+        if names[: len(self.prefix)] != self.prefix or len(names) == len(self.prefix):
+            return None
+        inside = names[len(self.prefix) :]
+        return "/".join(map(unescape_git, inside) if self.git_names else inside)
+
+
 def _write_part(
     handle: BinaryIO,
-    prefix: tuple[str, ...],
+    part_of: _Part,
     chunks: _Chunks,
     stop: threading.Event,
 ) -> None:
@@ -314,10 +374,10 @@ def _write_part(
         ):
             for member in archive:
                 archive.members.clear()  # type: ignore[attr-defined]  # else tarfile keeps every header
-                names = tuple(split_path(member.name))
-                if names[: len(prefix)] != prefix or len(names) == len(prefix):
+                name = part_of.name(member.name)
+                if name is None:
                     continue
-                info = _renamed(member, "/".join(names[len(prefix) :]))
+                info = _renamed(member, name)
                 part.addfile(info, archive.extractfile(member) if member.isfile() else None)
         sink.flush_all()
         sink.put(None)

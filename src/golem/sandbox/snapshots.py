@@ -282,13 +282,19 @@ class SnapshotStore:
     async def held(self, box: Box, *, backend: str) -> AsyncIterator[Held]:
         """``box``'s writable state checked as a snapshot is, kept only while the block
         runs (a fork's copy: no name, no tenant's bytes); UnsafeBoxOutput, keeping
-        nothing, when the box's trees break a rule."""
+        nothing, when the box's trees break a rule. A nested repository's ``.git`` (a
+        submodule's, a vendored one's) comes along under an escaped name
+        (``golem.sandbox.keep``): the host holds no ``.git``, the fork gets it back."""
         check_snapshottable(backend, box.spec)
         objects = self._private(tenant_of(box.spec), "objects")
         incoming = objects / f".incoming-{new_id('fork')}.tar"
         try:
             kept = await keep_archive(
-                box.stream_archive("/", paths=list(ROOTS)), incoming, box.limits, within=ROOTS
+                box.stream_archive("/", paths=list(ROOTS)),
+                incoming,
+                box.limits,
+                within=ROOTS,
+                git_names=True,
             )
             _, filled = await asyncio.to_thread(_read_kept, incoming, kept.found)
             yield Held(incoming, filled)
@@ -298,7 +304,7 @@ class SnapshotStore:
     async def unpack(self, box: Box, held: Held) -> None:
         """Unpack a held copy into ``box`` as a snapshot is."""
         with held.path.open("rb") as archive:
-            await _unpack(box, archive, held.roots)
+            await _unpack(box, archive, held.roots, git_names=True)
 
     def all(self) -> list[SnapshotInfo]:
         """Every tenant's snapshots, oldest first."""
@@ -370,9 +376,11 @@ class Held:
     roots: list[str]
 
 
-async def _unpack(box: Box, archive: BinaryIO, roots: list[str]) -> None:
+async def _unpack(
+    box: Box, archive: BinaryIO, roots: list[str], *, git_names: bool = False
+) -> None:
     for root in roots:
-        await box.put_archive(f"/{root}", archive_part(archive, root))
+        await box.put_archive(f"/{root}", archive_part(archive, root, git_names=git_names))
 
 
 def _stored_bytes(infos: list[SnapshotInfo]) -> int:

@@ -18,7 +18,7 @@ from golem.store.deliveries import Deliveries
 from golem.store.documents import Documents
 from golem.store.forge_records import ForgeRecords
 from golem.store.memory import MemoryStore
-from golem.store.notify import QUEUE, RECHECK, RESUME, Signal, control_key, documents_key
+from golem.store.notify import QUEUE, RECHECK, RESUME, ROOM, Signal, control_key, documents_key
 from golem.store.pending import Pending
 from golem.store.provider_limits import ProviderLimits
 from golem.store.queue import Queue
@@ -57,6 +57,7 @@ __all__ = [
     "RECHECK",
     "RESUME",
     "RETRY_AFTER",
+    "ROOM",
     "ApiKeyRecord",
     "ApiKeys",
     "AppKey",

@@ -22,6 +22,7 @@ __all__ = [
     "QUEUE",
     "RECHECK",
     "RESUME",
+    "ROOM",
     "Hub",
     "Signal",
     "control_key",
@@ -33,6 +34,9 @@ QUEUE = "*queue"
 """The key of the queue: a run was queued (run ids never begin with ``*``)."""
 RESUME = "*resume"
 """The key of paused runs: one was paused (its resume time is new)."""
+ROOM = "*room"
+"""The key of the queue's room: a run left it (claimed, cancelled before its start) or
+ended, so a run refused for want of room (QueueFull) may fit now."""
 CHANNEL = "golem_changes"
 """PostgreSQL's channel for changes; a notification's payload is the key."""
 

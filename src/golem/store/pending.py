@@ -55,6 +55,12 @@ class Pending(Protocol):
         to start); False when it was started, replaced or dropped since."""
         ...
 
+    async def wait_again(self, request: PendingRecord, run_id: str) -> bool:
+        """Let ``request`` as it was read wait for ``run_id`` (a run that began in its
+        thread before it could start); False, changing nothing, when it was started,
+        replaced or dropped since: a newer request of the person's stays as it is."""
+        ...
+
 
 def _key(table: Any, request: PendingRecord, tenant: str) -> tuple[Any, ...]:
     return (
@@ -110,7 +116,7 @@ async def claim_pending(
     )
 
 
-@bounded(retried={"in_thread", "waiting"}, once={"keep", "drop"})
+@bounded(retried={"in_thread", "waiting"}, once={"keep", "drop", "wait_again"})
 class SqlPending(SqlRepository):
     """Pending requests in SQL."""
 
@@ -160,6 +166,18 @@ class SqlPending(SqlRepository):
                 )
             )
         return gone.rowcount == 1
+
+    async def wait_again(self, request: PendingRecord, run_id: str) -> bool:
+        """Let ``request`` as it was read wait for ``run_id`` (False: it changed or went)."""
+        if self.tenant is None:
+            return False
+        async with self.transaction(write=True) as db:
+            moved = await db.execute(
+                update(pending_requests)
+                .where(*_key(_TABLE, request, self.tenant), _TABLE.version == request.version)
+                .values(run_id=run_id)
+            )
+        return moved.rowcount == 1
 
 
 def check_pending_in_memory(data: MemoryData, tenant: str, request: PendingRecord) -> None:
@@ -218,4 +236,15 @@ class MemoryPending(MemoryRepository):
         if kept is None or kept.version != request.version:
             return False
         del self._data.pending[key]
+        return True
+
+    async def wait_again(self, request: PendingRecord, run_id: str) -> bool:
+        """Let ``request`` as it was read wait for ``run_id`` (False: it changed or went)."""
+        if self.tenant is None:
+            return False
+        key = (self.tenant, request.source, request.thread, request.person)
+        kept = self._data.pending.get(key)
+        if kept is None or kept.version != request.version:
+            return False
+        self._data.pending[key] = kept.model_copy(update={"run_id": run_id})
         return True

@@ -18,7 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from golem.store.bounds import bounded
-from golem.store.notify import QUEUE, RESUME, control_key
+from golem.store.notify import QUEUE, RESUME, ROOM, control_key
 from golem.store.records import ACTIVE, RunRecord
 from golem.store.repository import MemoryRepository, SqlRepository, held_claim, run_record
 from golem.store.schema import runs
@@ -111,7 +111,8 @@ class SqlQueue(SqlRepository):
         """Take the next queued run for server ``owner`` (its status becomes running, its
         claim goes up by one), or None when nothing waits."""
         for _ in range(CLAIM_TRIES):
-            async with self.transaction(write=True) as db:
+            changed: list[str] = []  # a claimed run leaves the queue: room for another
+            async with self.transaction(write=True, changed=changed) as db:
                 run_id = await _next_candidate(db)
                 if run_id is None:
                     return None
@@ -125,7 +126,9 @@ class SqlQueue(SqlRepository):
                 )
                 row = taken.first()
                 if row is not None:
-                    return run_record(row)
+                    changed.append(ROOM)
+            if row is not None:
+                return run_record(row)
         return None
 
     async def requeue(self, run_id: str, document: str) -> bool:
@@ -145,7 +148,7 @@ class SqlQueue(SqlRepository):
     async def cancel_queued(self, run_id: str, document: str) -> bool:
         """Cancel a run no server has claimed yet, with ``document`` as its state; False
         if it was not queued (a runner then acts on the cancel request)."""
-        changed = (run_id, control_key(run_id))
+        changed = (run_id, control_key(run_id), ROOM)
         async with self.transaction(write=True, changed=changed) as db:
             done = await db.execute(
                 update(runs)
@@ -243,6 +246,7 @@ class MemoryQueue(MemoryRepository):
                 "updated": time.time(),
             }
         )
+        self._changed(ROOM)
         return self._data.runs[chosen.id]
 
     async def requeue(self, run_id: str, document: str) -> bool:
@@ -266,7 +270,7 @@ class MemoryQueue(MemoryRepository):
             updated=time.time(),
             document=document,
         )
-        self._changed(control_key(run_id))
+        self._changed(control_key(run_id), ROOM)
         return True
 
     async def pause(

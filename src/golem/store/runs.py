@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from golem.core.errors import QueueFull, RunNotFound, StoreError
 from golem.store.bounds import bounded
 from golem.store.deliveries import keep_delivery, remember_delivery
-from golem.store.notify import QUEUE, control_key
+from golem.store.notify import QUEUE, ROOM, control_key
 from golem.store.pending import (
     check_pending_in_memory,
     claim_pending,
@@ -182,7 +182,8 @@ class SqlRuns(SqlRepository):
         """Replace a run's document and status; its cancel request, gate decision and
         owner are kept. With ``claim``, only while the run's claim is that one."""
         fenced = [runs.c.claim == claim] if claim is not None else []
-        async with self.transaction(write=True, changed=(run_id,)) as db:
+        changed = (run_id, ROOM) if _frees_room(status) else (run_id,)
+        async with self.transaction(write=True, changed=changed) as db:
             saved = await db.execute(
                 update(runs)
                 .where(runs.c.id == run_id, self._mine(runs), *fenced)
@@ -369,6 +370,8 @@ class MemoryRuns(MemoryRepository):
         """Replace a run's document and status (with ``claim``: only while it holds)."""
         if self._held(run_id, claim):
             self._update(run_id, status=status, updated=updated, document=document)
+            if _frees_room(status):
+                self._changed(ROOM)
 
     async def load(self, run_id: str) -> RunRecord | None:
         """A run, or None."""
@@ -440,3 +443,8 @@ class MemoryRuns(MemoryRepository):
             return
         events = self._data.events.get(run_id, [])
         self._data.events[run_id] = [event for event in events if event.type == "run_end"]
+
+
+def _frees_room(status: str) -> bool:
+    """Whether a run saved with ``status`` no longer counts against any run cap."""
+    return status != "queued" and status not in ACTIVE

@@ -93,16 +93,24 @@ class LinearTrigger:
             if stranger is not None:
                 return TriggerAnswer(status="ignored", reason=stranger)
             if busy is not None:
-                return await self._queue(call, delivery, busy)
+                return await self._queue(call, delivery, busy, pending)
             issue = await self._read(self.client.issue(call.issue_id))
             return await self._submit(call, issue, delivery, pending)
 
     async def _queue(
-        self, call: LinearCall, delivery: DeliveryRecord, busy: RunState
+        self,
+        call: LinearCall,
+        delivery: DeliveryRecord,
+        busy: RunState,
+        pending: PendingRecord | None = None,
     ) -> TriggerAnswer:
-        """Keep ``call`` pending until ``busy`` ends (one request per person and issue)."""
-        secrets = await self._secrets(self.config.tenant)
-        await self.pending.keep(kept(call, delivery, busy.id, secrets))
+        """Keep ``call`` pending until ``busy`` ends (one request per person and issue);
+        ``pending``, the request it was read from, waits for ``busy`` as it was read."""
+        if pending is not None:
+            await self.pending.wait_again(pending, busy.id)
+        else:
+            secrets = await self._secrets(self.config.tenant)
+            await self.pending.keep(kept(call, delivery, busy.id, secrets))
         reason = (
             f"the issue has run {busy.id} in progress ({busy.status}): "
             f"{call.actor or call.actor_id}'s request is queued, and starts when it ends"
@@ -187,6 +195,8 @@ class LinearTrigger:
         except PendingTaken as taken:  # another server started it first
             return TriggerAnswer(status="duplicate", reason=taken.message)
         except QueueFull as full:
+            if pending is not None:  # still pending: tried again when the queue has room
+                raise
             raise Problem(
                 429, f"{full.message}; no run was started: redeliver this delivery later"
             ) from full

@@ -30,7 +30,13 @@ from pydantic import BaseModel
 from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.control import cancel_run, decide_gate
-from golem.core.errors import DuplicateDelivery, GolemError, PendingTaken, RunConflict
+from golem.core.errors import (
+    DuplicateDelivery,
+    GolemError,
+    PendingTaken,
+    QueueFull,
+    RunConflict,
+)
 from golem.core.masking import SecretMasker
 from golem.core.slack_config import SlackConfig
 from golem.service.keys import Principal
@@ -163,7 +169,7 @@ class SlackTrigger:
             runs = await store.threads.runs_in(SOURCE, asked.thread)
             latest = await RunBook(store).load(runs[0].run_id) if runs else None
             if latest is not None and not latest.finished:  # another request's run
-                await self.pending.keep(pending.model_copy(update={"run_id": latest.id}), store)
+                await self.pending.wait_again(pending, latest.id, store)
                 return
             ask = read_ask(asked.text, await self._web().bot_user())
             repo = self._repository(ask, asked.channel, latest)
@@ -227,6 +233,8 @@ class SlackTrigger:
         except PendingTaken as taken:  # another server started it first
             return SlackAnswer(status="duplicate", reason=taken.message)
         except GolemError as exc:  # full, refused by a policy, no backend for its tier
+            if pending is not None and isinstance(exc, QueueFull):
+                raise  # still pending: tried again when the queue has room
             store = self._store(principal)
             return await self._refuse(store, delivery, asked, messages.busy(exc.message))
         self.keeper.keep(record.model_copy(update={"run_id": run.id, "tenant": principal.tenant}))

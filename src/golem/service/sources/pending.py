@@ -1,10 +1,14 @@
 """Requests kept pending until their thread's run ends (``store.pending``), for every source
-that queues them (GitHub's and GitLab's follow-ups, Slack mentions, Linear comments): wait
-for each run a pending request waits for, whichever server runs it (the store wakes the
-waiter), and hand the source its requests once the run ended, oldest first. The source
-starts each by claiming it in the step that keeps its run: a request starts once however
-many servers see the end, and the thread's other requests then wait for the run that
-started (one run at a time per thread)."""
+that queues them (GitHub's and GitLab's follow-ups and issue mentions, Slack mentions,
+Linear comments): wait for each run a pending request waits for, whichever server runs it
+(the store wakes the waiter), and hand the source its requests once the run ended, oldest
+first. The source starts each by claiming it in the step that keeps its run: a request
+starts once however many servers see the end, and the thread's other requests then wait
+for the run that started (one run at a time per thread). A start that finds the run queue
+full (QueueFull) is tried again when the queue has room (``store.watch(ROOM)``: a run
+claimed or ended on any server sharing the store); one that finds another run of its
+thread in progress waits for that run, as it was read (``wait_again``: a newer request the
+person made meanwhile is never overwritten)."""
 
 from __future__ import annotations
 
@@ -14,8 +18,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from golem.blueprint import RunBook
-from golem.core.errors import GolemError
-from golem.store import PendingRecord, Store
+from golem.core.errors import GolemError, QueueFull
+from golem.store import ROOM, PendingRecord, Store
 
 __all__ = ["PendingStarts"]
 
@@ -33,6 +37,7 @@ class PendingStarts:
         self.source = source
         self.start = start
         self._tasks: dict[str, asyncio.Task[object]] = {}
+        self._running: set[asyncio.Task[object]] = set()
 
     async def keep(self, request: PendingRecord, store: Store | None = None) -> PendingRecord:
         """Keep ``request`` in its tenant's ``store`` (default: this one's) and start it
@@ -40,6 +45,15 @@ class PendingStarts:
         kept = await (store or self.store).pending.keep(request)
         self.after(kept.run_id)
         return kept
+
+    async def wait_again(
+        self, request: PendingRecord, run_id: str, store: Store | None = None
+    ) -> None:
+        """Let ``request`` (its run ended, but ``run_id`` began in its thread before it
+        could start) wait for ``run_id``, as it was read: when the person replaced it
+        meanwhile, the newer request stays as it is (it waits already)."""
+        if await (store or self.store).pending.wait_again(request, run_id):
+            self.after(run_id)
 
     def after(self, run_id: str) -> None:
         """Start the requests pending for ``run_id`` once it ends (one waiter per run)."""
@@ -54,8 +68,9 @@ class PendingStarts:
 
     async def _resume(self, ended: str | None = None) -> None:
         """Wait for the runs pending requests wait for, but ``ended``: a request still
-        waiting for it did not start now (no room in the queue, say) and is tried again
-        when a server starts, not at once and for ever."""
+        waiting for it did not start now (refused: its source forgets it unless the refusal
+        may pass, as a forge away) and is tried again when a server starts, not at once and
+        for ever."""
         for request in await self.store.pending.waiting(self.source):
             if request.run_id != ended:
                 self.after(request.run_id)
@@ -63,6 +78,18 @@ class PendingStarts:
     async def _after(self, run_id: str) -> None:
         await self._ended(run_id)
         self._tasks.pop(f"pending:{run_id}", None)  # a request from now on waits anew
+        with self.store.watch(ROOM) as room:
+            while True:
+                room.clear()  # before the start: room freed while it fails still wakes
+                if not await self._start_waiting(run_id):
+                    break
+                log.info("%s: requests of %s wait for room in the queue", self.source, run_id)
+                await room.wait()
+        await self._resume(ended=run_id)  # what waits for the run that started now
+
+    async def _start_waiting(self, run_id: str) -> bool:
+        """Start the requests that wait for ``run_id`` (ended); True when the queue was
+        full (they are to be tried again when it has room)."""
         tried: set[tuple[str, str, str, int]] = set()
         for _ in range(TRIES):  # the first starts; the store moves the rest to wait for it
             waiting = [
@@ -75,9 +102,11 @@ class PendingStarts:
             tried.add(_seen(waiting[0]))
             try:
                 await self.start(waiting[0])
+            except QueueFull:
+                return True
             except GolemError as exc:
                 log.warning("%s: a pending request of %s: %s", self.source, run_id, exc.message)
-        await self._resume(ended=run_id)  # what waits for the run that started now
+        return False
 
     async def _ended(self, run_id: str) -> None:
         """Return once ``run_id`` has ended (or is gone)."""
@@ -93,9 +122,11 @@ class PendingStarts:
     def _spawn(self, name: str, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks[name] = task
+        self._running.add(task)
         task.add_done_callback(lambda done: self._finished(name, done))
 
     def _finished(self, name: str, task: asyncio.Task[object]) -> None:
+        self._running.discard(task)
         if self._tasks.get(name) is task:
             self._tasks.pop(name)
         if not task.cancelled() and task.exception() is not None:
@@ -103,11 +134,12 @@ class PendingStarts:
 
     async def close(self) -> None:
         """Stop waiting (the requests stay in the store for the next server)."""
-        tasks = list(self._tasks.values())
+        tasks = list(self._running)  # those waiting for room too, no longer by name
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
+        self._running.clear()
 
 
 def _seen(request: PendingRecord) -> tuple[str, str, str, int]:

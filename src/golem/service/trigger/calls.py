@@ -28,6 +28,13 @@ class IssueCall:
     member: str | None = None
     """Who must be a member of the repository for this to count, as ``Forge.permission``
     takes them (GitLab's mentions; GitHub's delivery says it: ``author_association``)."""
+    request: str | None = None
+    """What a mention wrote (None: a label, which is never queued behind a run)."""
+
+    @property
+    def person(self) -> str:
+        """Who asked, once per issue in the pending requests (GitLab: the user's id)."""
+        return self.member or self.sender
 
     @property
     def ref(self) -> str:
@@ -64,6 +71,11 @@ class ReviewCall:
     """The review thread it came from (``ReviewThread.id``); None: the conversation."""
     request: str
     """What they wrote."""
+
+    @property
+    def person(self) -> str:
+        """Who asked, once per pull request in the pending requests."""
+        return self.user
 
     @property
     def key(self) -> str:

@@ -55,7 +55,8 @@ def read_delivery(
     )
     if isinstance(why, Ignored):
         return why
-    return IssueCall(repo=repo, number=number, sender=sender, why=why)
+    body = None if event == "issues" else str(_mapping(payload.get("comment")).get("body") or "")
+    return IssueCall(repo=repo, number=number, sender=sender, why=why, request=body)
 
 
 def _labelled(payload: Mapping[str, Any], config: TriggerConfig) -> str | Ignored:

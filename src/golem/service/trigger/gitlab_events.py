@@ -86,7 +86,9 @@ def _noted(
     user_id = _number(user.get("id") if user.get("id") is not None else note.get("author_id"))
     if kind == "Issue":
         member = str(user_id or username)
-        return IssueCall(repo=project, number=iid, sender=username, why=why, member=member)
+        return IssueCall(
+            repo=project, number=iid, sender=username, why=why, member=member, request=body
+        )
     discussion = note.get("discussion_id")
     return ReviewCall(
         repo=project,

@@ -88,7 +88,7 @@ class Trigger:
         return await self._start(call, delivery, None)
 
     async def _start_kept(self, pending: PendingRecord) -> TriggerAnswer:
-        """Start the follow-up ``pending`` keeps (its run ended), claiming it as it starts;
+        """Start the request ``pending`` keeps (its run ended), claiming it as it starts;
         a request that will never start (refused now, its delivery seen) is forgotten."""
         call, delivery = asked_again(pending)
         answer = await self._start(call, delivery, pending)
@@ -105,20 +105,28 @@ class Trigger:
             if started is not None:
                 return _duplicate(delivery, started)
             if isinstance(call, IssueCall):
-                return await self._start_issue(call, delivery)
+                return await self._start_issue(call, delivery, pending)
             return await self._start_follow_up(call, delivery, pending)
 
-    async def _start_issue(self, call: IssueCall, delivery: DeliveryRecord) -> TriggerAnswer:
+    async def _start_issue(
+        self, call: IssueCall, delivery: DeliveryRecord, pending: PendingRecord | None
+    ) -> TriggerAnswer:
+        """A run for the issue; a mention made while the issue's run is in progress is
+        queued (a label is answered ``running``)."""
         busy = await self._latest_in_progress(call)
-        if busy is not None:
+        if busy is not None and call.request is None:
             return self._running(call, busy)
-        stranger = await self.follow_ups.stranger(call)
+        stranger = await self.follow_ups.stranger(call)  # before anything waits
         if stranger is not None:
             return TriggerAnswer(status="ignored", reason=stranger)
+        if busy is not None:
+            return await self._queue(call, delivery, busy, pending)
         issue = await self.reach.read_issue(call.ref)
         busy = await self._marked_in_progress(call, comments.started(issue.comments))
-        if busy is not None:
+        if busy is not None and call.request is None:
             return self._running(call, busy)
+        if busy is not None:
+            return await self._queue(call, delivery, busy, pending)
         request = RunRequest(
             repo=self.reach.clone_url(call.repo),
             issue=call.ref,
@@ -129,7 +137,7 @@ class Trigger:
         stranger = None
         if self.state.config.server.trust.outsiders is not None:
             stranger = await outsider(self.reach, call.repo, issue)
-        return await self._submit(call, delivery, request, outsider=stranger)
+        return await self._submit(call, delivery, request, outsider=stranger, pending=pending)
 
     async def _start_follow_up(
         self, call: ReviewCall, delivery: DeliveryRecord, pending: PendingRecord | None
@@ -144,13 +152,7 @@ class Trigger:
         if busy is None and not parent.finished:
             busy = parent
         if busy is not None:
-            secrets = await self.reach.secrets()
-            await self.pending.keep(kept(self.provider, call, delivery, busy.id, secrets))
-            reason = (
-                f"{call.key} has run {busy.id} in progress ({busy.status}): {call.sender}'s "
-                "follow-up is queued, and starts when it ends"
-            )
-            return TriggerAnswer(status="queued", reason=reason, run_id=busy.id)
+            return await self._queue(call, delivery, busy, pending)
         request = RunRequest(
             repo=self.reach.clone_url(call.repo),
             blueprint=self.config.follow_up_blueprint,
@@ -159,6 +161,28 @@ class Trigger:
             follow_up=self.follow_ups.follow_up(call, parent),
         )
         return await self._submit(call, delivery, request, pending=pending)
+
+    async def _queue(
+        self,
+        call: Call,
+        delivery: DeliveryRecord,
+        busy: RunState,
+        pending: PendingRecord | None,
+    ) -> TriggerAnswer:
+        """Keep ``call`` pending until ``busy`` ends (one request per person and thread,
+        masked); ``pending``, the request it was read from, waits for ``busy`` as it was
+        read."""
+        if pending is not None:
+            await self.pending.wait_again(pending, busy.id)
+        else:
+            secrets = await self.reach.secrets()
+            await self.pending.keep(kept(self.provider, call, delivery, busy.id, secrets))
+        reason = (
+            f"{call.key} has run {busy.id} in progress ({busy.status}): {call.sender}'s "
+            f"{'mention' if isinstance(call, IssueCall) else 'follow-up'} is queued, and "
+            "starts when it ends"
+        )
+        return TriggerAnswer(status="queued", reason=reason, run_id=busy.id)
 
     async def _latest_in_progress(self, call: Call) -> RunState | None:
         """The run this server last started there, if it is still in progress."""
