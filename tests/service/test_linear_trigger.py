@@ -101,8 +101,8 @@ def team(linear: LinearServer) -> Team:
 
 
 @pytest.fixture(scope="module")
-def ada(linear: LinearServer) -> str:
-    return linear.add_user("Ada Lovelace")
+def ada(linear: LinearServer, team: Team) -> str:
+    return linear.add_user("Ada Lovelace", teams=(team,))
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +243,14 @@ def test_deliveries_that_ask_for_nothing_start_nothing_and_say_why(
     ops = next(t for t in linear.teams.values() if t.key == "OPS")
     elsewhere = linear.add_issue(ops, "No repository", ISSUE_TEXT, number=1)
     unknown = assigned(linear, issue, str(uuid.uuid4()))
-    inactive = assigned(linear, issue, linear.add_user("Gone", active=False))
+    inactive = assigned(linear, issue, linear.add_user("Gone", active=False, teams=(team,)))
+    guest = assigned(linear, issue, linear.add_user("Guest", guest=True, teams=(team,)))
+    app = assigned(linear, issue, linear.add_user("Some agent", app=True, teams=(team,)))
+    ops_only = linear.add_user("Opsy", teams=(ops,))
+    outsider = assigned(linear, issue, ops_only)
+    outsiders_comment = payload("comment_create")
+    outsiders_comment["actor"]["id"] = ops_only
+    outsiders_comment["data"].update(issueId=issue["id"], userId=ops_only, body="@golem go")
     bot = assigned(linear, issue, ada)
     bot["actor"]["type"] = "OauthClient"
     mine = payload("comment_create")
@@ -261,6 +268,10 @@ def test_deliveries_that_ask_for_nothing_start_nothing_and_say_why(
     asks = [
         (unknown, "an unknown user starts no runs"),
         (inactive, "is not an active member"),
+        (guest, "a guest of the workspace"),
+        (app, "an app user"),
+        (outsider, "not a member of team ENG"),
+        (outsiders_comment, "not a member of team ENG"),
         (bot, "(not a person) starts no runs"),
         (mine, "golem's own changes start no runs"),
         (quiet, "does not mention @golem"),

@@ -6,8 +6,12 @@ request), and one made while the thread's run goes on is queued in the store (sa
 thread) and started once that run ends (``PendingStarts``); the buttons of a run's
 status message answer its gate or cancel it.
 
-Who asks must be one of ``[server.slack] users`` (a tenant and a role each): anyone else
-is told so once, privately. golem reacts to a request it takes at once, keeps one status
+Who asks must be one of ``[server.slack] users`` (a tenant and a role each), and their own
+Slack record must let them ask (``SlackPeople``: no bot, guest, deactivated account or
+user of another workspace; ``[server.slack.people]``): anyone else is told so once,
+privately, and a button they press does nothing.
+
+golem reacts to a request it takes at once, keeps one status
 message per run in the thread (``golem.service.sources.StatusKeeper``) and replies there
 when the run ends. A delivery is handled once: its ids (the event's, the message's, a
 command's or click's trigger) are kept in the store with the run it started, or alone
@@ -36,6 +40,7 @@ from golem.core.slack_config import SlackConfig
 from golem.service.keys import Principal
 from golem.service.slack import messages, mrkdwn
 from golem.service.slack.payloads import Action, Command, Mention
+from golem.service.slack.people import SlackPeople
 from golem.service.slack.queued import asked_again, kept
 from golem.service.slack.reporter import SOURCE, SlackReporter, place
 from golem.service.slack.requests import run_request
@@ -71,11 +76,13 @@ class SlackTrigger:
         self.config: SlackConfig = state.config.server.slack
         token = os.environ.get(self.config.token_env) or None
         self.web: SlackWeb | None = None
+        self.people: SlackPeople | None = None
         if token:
             # The Slack SDK's client (and aiohttp) load only for a server that talks to Slack.
             from golem.service.slack.web import SlackWeb  # noqa: PLC0415 - lazy
 
             self.web = SlackWeb(self.config, token, self._own_secrets())
+            self.people = SlackPeople(self.web, self.config.people)
         reporter = SlackReporter(self._web, self._secrets)
         self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
         self.pending = PendingStarts(state.store, SOURCE, self._start_kept)
@@ -96,6 +103,17 @@ class SlackTrigger:
         if known is None:
             return None
         return Principal(tenant=known.tenant, role=known.role, key_id=f"slack:{user}")
+
+    async def _refusal(self, user: str, principal: Principal | None) -> str | None:
+        """What ``user`` is told when they may not ask (None: they may): golem does not
+        know them (``principal`` is None), or their Slack record does not let them."""
+        if principal is None:
+            return messages.stranger(user)
+        if self.people is None:
+            self._web()  # says how to set the token
+        assert self.people is not None
+        why = await self.people.refusal(user)
+        return None if why is None else messages.refused(user, why)
 
     def _store(self, principal: Principal | None) -> Store:
         return self.state.store.for_tenant(principal.tenant if principal else STRANGERS)
@@ -118,8 +136,9 @@ class SlackTrigger:
             started = await store.deliveries.find(SOURCE, delivery.ids)
             if started is not None:
                 return _duplicate(started)
-            if principal is None:
-                return await self._refuse(store, delivery, asked, messages.stranger(asked.user))
+            refused = await self._refusal(asked.user, principal)
+            if principal is None or refused is not None:
+                return await self._refuse(store, delivery, asked, refused or "")
             ask = read_ask(asked.text, await web.bot_user())
             runs = await store.threads.runs_in(SOURCE, asked.thread)
             latest = await RunBook(store).load(runs[0].run_id) if runs else None
@@ -157,6 +176,11 @@ class SlackTrigger:
         principal = self.principal(asked.user)
         store = self.state.store.for_tenant(pending.tenant)
         if principal is None or principal.tenant != pending.tenant:
+            await store.pending.drop(pending)
+            return
+        refused = await self._refusal(asked.user, principal)
+        if refused is not None:
+            log.info("slack: %s's queued request is dropped: %s", asked.user, refused)
             await store.pending.drop(pending)
             return
         async with self._one_at_a_time(asked.thread):
@@ -262,8 +286,9 @@ class SlackTrigger:
         """Start a run for ``/golem TEXT``, reported in a thread golem starts in the
         channel; what the person is told (privately, as the command's answer)."""
         principal = self.principal(asked.user)
-        if principal is None:
-            return messages.stranger(asked.user)
+        refused = await self._refusal(asked.user, principal)
+        if principal is None or refused is not None:
+            return refused or ""
         store = self._store(principal)
         delivery = DeliveryRecord(source=SOURCE, ids=(asked.trigger_id,))
         async with self._one_at_a_time(asked.trigger_id):
@@ -325,8 +350,9 @@ class SlackTrigger:
         principal = self.principal(action.user)
         store = self._store(principal)
         delivery = DeliveryRecord(source=SOURCE, ids=(action.trigger_id,))
-        if principal is None:
-            return await self._tell(store, delivery, action, messages.stranger(action.user))
+        refused = await self._refusal(action.user, principal)
+        if principal is None or refused is not None:
+            return await self._tell(store, delivery, action, refused or "")
         thread = await store.threads.of_run(SOURCE, action.run_id)
         if thread is not None and thread.status is None:  # posted by a server that stopped
             adopted = await self.keeper.adopt(thread)
