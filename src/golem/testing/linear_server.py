@@ -117,8 +117,10 @@ class LinearServer(WireServer):
         *,
         number: int = 1,
         comments: tuple[tuple[str, str], ...] = (),
+        creator: str | None = None,
     ) -> dict[str, Any]:
-        """An issue of ``team`` in its Todo state, with ``comments`` ((user id, body))."""
+        """An issue of ``team`` in its Todo state, made by ``creator`` (a user's id; None:
+        golem's own), with ``comments`` ((user id, body))."""
         issue: dict[str, Any] = {
             "id": _id(),
             "identifier": f"{team.key}-{number}",
@@ -129,6 +131,7 @@ class LinearServer(WireServer):
             "project": None,
             "state": _state(team, "Todo"),
             "assignee": None,
+            "creator": self._named(creator or self.viewer["id"]),
             "labels": {"nodes": []},
             "comments": {"nodes": []},
         }
@@ -259,12 +262,15 @@ class LinearServer(WireServer):
             {"data": {"agentSession": {"id": session_id, "activities": {"nodes": nodes}}}}
         )
 
+    def _named(self, user: str) -> dict[str, Any]:
+        return {"id": user, "name": self.users.get(user, {}).get("name", "someone")}
+
     def _comment(self, issue: dict[str, Any], body: str, user: str) -> str:
         made = {
             "id": _id(),
             "body": body,
             "createdAt": "2026-01-05T10:00:00.000Z",
-            "user": {"id": user, "name": self.users.get(user, {}).get("name", "someone")},
+            "user": self._named(user),
         }
         issue["comments"]["nodes"].append(made)
         return str(made["id"])

@@ -41,6 +41,7 @@ ISSUE = """query Issue($id: String!) {
     project { id name }
     state { id name type }
     assignee { id name }
+    creator { id name }
     labels { nodes { id name } }
     comments(first: 100) {
       nodes { id body createdAt user { id name } }
@@ -149,6 +150,7 @@ class LinearIssue(_Answer):
     project: _Named | None = None
     state: _Named | None = None
     assignee: LinearUser | None = None
+    creator: LinearUser | None = None
     labels: list[_Named] = Field(default_factory=list)
     comments: list[LinearComment] = Field(default_factory=list)
 

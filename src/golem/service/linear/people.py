@@ -3,17 +3,22 @@ by what a delivery says of them: an active person (an unknown user, a deactivate
 app user never start runs), no guest unless ``[server.linear.people] guests``, a member of
 the issue's team (``team_members``), and, when ``allow`` names anyone, one it names by
 their id or by a team of theirs. Users are kept for ``record_ttl`` seconds
-(``RecordCache``)."""
+(``RecordCache``). The same rule tells who is an outsider of an issue (its creator or a
+commenter who may not ask): a run on such an issue gets ``server.trust.outsiders``."""
 
 from __future__ import annotations
 
 import functools
 
+from golem.core.errors import TrackerError
 from golem.core.people_config import LinearPeople
 from golem.service.linear.client import LinearClient, LinearIssue, LinearUser
 from golem.service.sources import RecordCache
 
-__all__ = ["LinearMembers", "refusal"]
+__all__ = ["MAX_PEOPLE", "LinearMembers", "refusal"]
+
+MAX_PEOPLE = 20
+"""Most authors of an issue golem asks Linear about; an issue with more has outsiders."""
 
 
 def refusal(
@@ -56,3 +61,22 @@ class LinearMembers:
         when Linear cannot say who they are (no run starts then either)."""
         user = await self._users.get(user_id, functools.partial(self.client.user, user_id))
         return refusal(user, user_id, issue, self.rule)
+
+    async def outsider(self, issue: LinearIssue, own: str | None) -> str | None:
+        """Why someone who wrote on ``issue`` (its creator, a commenter; golem's user
+        ``own`` left out) may not ask golem (None: every one of them may). Not knowing is
+        an outsider too: a comment of no user (an integration's), Linear not answering."""
+        authors = [comment.user for comment in issue.comments] + [issue.creator]
+        if any(author is None for author in authors[:-1]):
+            return "a comment on the issue is by no user of the workspace (an integration's)"
+        people = sorted({a.id for a in authors if a is not None and a.id != own})
+        if len(people) > MAX_PEOPLE:
+            return f"{len(people)} people wrote on the issue (golem asks about {MAX_PEOPLE})"
+        for person in people:
+            try:
+                why = await self.refusal(person, issue)
+            except TrackerError as exc:
+                return f"Linear would not say who {person} is: {exc.message}"
+            if why is not None:
+                return why
+        return None

@@ -167,7 +167,16 @@ class LinearTrigger:
                 budget_usd=self.config.budget_usd,
             )
         config = self.state.config
-        floor = floor_for(config, tenant=self.config.tenant, repo=repo)
+        outsider = (
+            await self.members.outsider(issue, await self.agent_id())
+            if config.server.trust.outsiders is not None
+            else None
+        )
+        if outsider is not None:
+            log.info("Linear: %s runs in the outsiders' tier: %s", issue.identifier, outsider)
+        floor = floor_for(
+            config, tenant=self.config.tenant, repo=repo, outsiders=outsider is not None
+        )
         tier = tier_for(None, floor, config.engine.default_tier)
         link = LinearThread(
             identifier=issue.identifier,
