@@ -7,26 +7,31 @@ nor their Enterprise Grid organisation its) never start runs nor press buttons; 
 ``[server.slack.people] guests``; and when ``allow`` names anyone, only the users it names
 or the members of the user groups it names. Records and groups are kept for ``record_ttl``
 seconds (``RecordCache``); when Slack cannot say who someone is, golem refuses (fails
-closed) and says how to go on."""
+closed) and says how to go on. The same rule names a thread's outsiders: a person golem
+knows whose record would refuse them makes the run an outsider's, as a stranger does."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from golem.core.errors import SlackError
 from golem.core.people_config import PeopleRule
-from golem.core.slack_config import SLACK_GROUP
+from golem.core.slack_config import SLACK_GROUP, SlackConfig
+from golem.service.keys import Principal
+from golem.service.slack import messages
 from golem.service.sources import RecordCache
 
 if TYPE_CHECKING:
     from golem.service.slack.web import SlackWeb
 
-__all__ = ["SlackPeople", "SlackPerson", "refusal"]
+__all__ = ["MAX_AUTHORS", "SlackPeople", "SlackPerson", "refusal"]
 
 SLACKBOT = "USLACKBOT"
+MAX_AUTHORS = 20
+"""Most people of a thread whose records golem reads; a thread of more has outsiders."""
 
 
 @dataclass(frozen=True)
@@ -85,17 +90,54 @@ def refusal(
 
 
 class SlackPeople:
-    """The people rule of one server's Slack app, with their records kept a while."""
+    """Who may ask one server's Slack app: the people ``[server.slack] users`` names, as
+    their records (kept a while) let them. ``web`` is the Web API (SlackError: no token)."""
 
-    def __init__(self, web: SlackWeb, rule: PeopleRule) -> None:
-        self.web = web
-        self.rule = rule
-        self._people: RecordCache[SlackPerson] = RecordCache(rule.record_ttl, rule.records)
-        self._groups: RecordCache[frozenset[str]] = RecordCache(rule.record_ttl, rule.records)
+    def __init__(self, config: SlackConfig, web: Callable[[], SlackWeb]) -> None:
+        self.config = config
+        self.rule = config.people
+        self._web = web
+        self._people: RecordCache[SlackPerson] = RecordCache(
+            self.rule.record_ttl, self.rule.records
+        )
+        self._groups: RecordCache[frozenset[str]] = RecordCache(
+            self.rule.record_ttl, self.rule.records
+        )
+
+    @property
+    def web(self) -> SlackWeb:
+        return self._web()
+
+    def principal(self, user: str) -> Principal | None:
+        """Whom ``user`` acts as, or None: golem does not know them."""
+        known = self.config.users.get(user)
+        if known is None:
+            return None
+        return Principal(tenant=known.tenant, role=known.role, key_id=f"slack:{user}")
 
     async def refusal(self, user: str) -> str | None:
-        """Why ``user`` may not ask golem (None: they may). Fails closed: when Slack cannot
-        say who they are, the answer says so and what to do."""
+        """What ``user`` is told when they may not ask (None: they may): golem does not
+        know them, or their Slack record does not let them."""
+        if user not in self.config.users:
+            return messages.stranger(user)
+        why = await self._record_refusal(user)
+        return None if why is None else messages.refused(user, why)
+
+    async def outsider(self, authors: Iterable[str]) -> str | None:
+        """Who of a thread's ``authors`` (golem's own left out) may not ask, and why (None:
+        every one of them may)."""
+        people = sorted(set(authors))
+        if len(people) > MAX_AUTHORS:
+            return f"{len(people)} people wrote in the thread (golem asks about {MAX_AUTHORS})"
+        for person in people:
+            why = await self.refusal(person)
+            if why is not None:
+                return f"{person}: {why}"
+        return None
+
+    async def _record_refusal(self, user: str) -> str | None:
+        """Why ``user``'s record does not let them ask golem (None: it does). Fails closed:
+        when Slack cannot say who they are, the answer says so and what to do."""
         try:
             person = await self._people.get(user, lambda: self._read(user))
             why = refusal(person, self.rule, await self.web.installation())

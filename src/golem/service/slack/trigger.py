@@ -76,13 +76,12 @@ class SlackTrigger:
         self.config: SlackConfig = state.config.server.slack
         token = os.environ.get(self.config.token_env) or None
         self.web: SlackWeb | None = None
-        self.people: SlackPeople | None = None
+        self.people = SlackPeople(self.config, self._web)
         if token:
             # The Slack SDK's client (and aiohttp) load only for a server that talks to Slack.
             from golem.service.slack.web import SlackWeb  # noqa: PLC0415 - lazy
 
             self.web = SlackWeb(self.config, token, self._own_secrets())
-            self.people = SlackPeople(self.web, self.config.people)
         reporter = SlackReporter(self._web, self._secrets)
         self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
         self.pending = PendingStarts(state.store, SOURCE, self._start_kept)
@@ -99,21 +98,7 @@ class SlackTrigger:
 
     def principal(self, user: str) -> Principal | None:
         """Whom ``user`` acts as, or None: golem does not know them."""
-        known = self.config.users.get(user)
-        if known is None:
-            return None
-        return Principal(tenant=known.tenant, role=known.role, key_id=f"slack:{user}")
-
-    async def _refusal(self, user: str, principal: Principal | None) -> str | None:
-        """What ``user`` is told when they may not ask (None: they may): golem does not
-        know them (``principal`` is None), or their Slack record does not let them."""
-        if principal is None:
-            return messages.stranger(user)
-        if self.people is None:
-            self._web()  # says how to set the token
-        assert self.people is not None
-        why = await self.people.refusal(user)
-        return None if why is None else messages.refused(user, why)
+        return self.people.principal(user)
 
     def _store(self, principal: Principal | None) -> Store:
         return self.state.store.for_tenant(principal.tenant if principal else STRANGERS)
@@ -136,7 +121,7 @@ class SlackTrigger:
             started = await store.deliveries.find(SOURCE, delivery.ids)
             if started is not None:
                 return _duplicate(started)
-            refused = await self._refusal(asked.user, principal)
+            refused = await self.people.refusal(asked.user)
             if principal is None or refused is not None:
                 return await self._refuse(store, delivery, asked, refused or "")
             ask = read_ask(asked.text, await web.bot_user())
@@ -178,7 +163,7 @@ class SlackTrigger:
         if principal is None or principal.tenant != pending.tenant:
             await store.pending.drop(pending)
             return
-        refused = await self._refusal(asked.user, principal)
+        refused = await self.people.refusal(asked.user)
         if refused is not None:
             log.info("slack: %s's queued request is dropped: %s", asked.user, refused)
             await store.pending.drop(pending)
@@ -231,6 +216,9 @@ class SlackTrigger:
             limit=self.config.thread_chars,
             mask=masker.mask_text,
         )
+        weighed = self.state.config.server.trust.outsiders is not None and not thread.outsiders
+        outsider = await self.people.outsider(thread.authors) if weighed else None
+        outsiders = [*thread.outsiders, *([outsider] if outsider else [])]
         request = run_request(self.config, asked.user, ask, repo, latest, masker, thread.text)
         record = ThreadRecord(
             source=SOURCE, thread=asked.thread, detail=json.dumps({"user": asked.user})
@@ -243,7 +231,7 @@ class SlackTrigger:
                 request,
                 delivery=delivery,
                 thread=record,
-                outsiders=bool(thread.outsiders),
+                outsiders=bool(outsiders),
                 pending=pending,
             )
         except DuplicateDelivery as twice:
@@ -258,10 +246,8 @@ class SlackTrigger:
             answering = messages.answering(run.id, asked.user, pending.run_id)
             await web.post(asked.channel, answering, thread_ts=asked.thread_ts, secrets=secrets)
         why = "follow-up" if request.follow_up is not None else "run"
-        outsiders = f"; outsiders wrote in the thread ({len(thread.outsiders)})" * bool(
-            thread.outsiders
-        )
-        log.info("slack: %s %s for %s in %s%s", why, run.id, asked.user, asked.thread, outsiders)
+        said = f"; outsiders wrote in the thread ({outsiders[0]})" if outsiders else ""
+        log.info("slack: %s %s for %s in %s%s", why, run.id, asked.user, asked.thread, said)
         return SlackAnswer(status="started", reason=f"{why} {run.id}", run_id=run.id)
 
     async def _refuse(
@@ -286,7 +272,7 @@ class SlackTrigger:
         """Start a run for ``/golem TEXT``, reported in a thread golem starts in the
         channel; what the person is told (privately, as the command's answer)."""
         principal = self.principal(asked.user)
-        refused = await self._refusal(asked.user, principal)
+        refused = await self.people.refusal(asked.user)
         if principal is None or refused is not None:
             return refused or ""
         store = self._store(principal)
@@ -350,7 +336,7 @@ class SlackTrigger:
         principal = self.principal(action.user)
         store = self._store(principal)
         delivery = DeliveryRecord(source=SOURCE, ids=(action.trigger_id,))
-        refused = await self._refusal(action.user, principal)
+        refused = await self.people.refusal(action.user)
         if principal is None or refused is not None:
             return await self._tell(store, delivery, action, refused or "")
         thread = await store.threads.of_run(SOURCE, action.run_id)
