@@ -11,12 +11,12 @@ Slack record must let them ask (``SlackPeople``: no bot, guest, deactivated acco
 user of another workspace; ``[server.slack.people]``): anyone else is told so once,
 privately, and a button they press does nothing.
 
-golem reacts to a request it takes at once, keeps one status
-message per run in the thread (``golem.service.sources.StatusKeeper``) and replies there
-when the run ends. A delivery is handled once: its ids (the event's, the message's, a
-command's or click's trigger) are kept in the store with the run it started, or alone
-with the answer it got, so a retry, a replay within Slack's five minutes or the same
-message's second event does nothing again, on any server, before or after a restart."""
+golem reacts to a request it takes at once, keeps one status message per run in the
+thread (``golem.service.sources.StatusKeeper``) and replies there when the run ends. A
+delivery is handled once: its ids (the event's, the message's, a command's or click's
+trigger) are kept in the store with the run it started, or alone with the answer it got,
+so a retry, a replay within Slack's five minutes or the same message's second event does
+nothing again, on any server, before or after a restart."""
 
 from __future__ import annotations
 
