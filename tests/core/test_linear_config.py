@@ -31,3 +31,18 @@ def test_the_only_repository_named_serves_every_team_and_several_serve_none_but_
 def test_a_linear_trigger_that_starts_on_nothing_is_refused() -> None:
     with pytest.raises(ConfigError, match="start_on"):
         load_config({"server": {"linear": {"start_on": []}}})
+
+
+@pytest.mark.parametrize(
+    ("people", "says"),
+    [
+        ({"allow": ["ENG", "../ops"]}, "not Linear user ids or team keys"),
+        ({"team_member": False}, "team_member"),
+        ({"records": 0}, "records"),
+    ],
+)
+def test_a_linear_people_rule_that_cannot_be_right_is_refused_naming_why(
+    people: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says):
+        load_config({"server": {"linear": {"people": people}}})

@@ -16,6 +16,7 @@ from tests.service.served import launch
 from tests.service.test_slack import (
     BOT_TOKEN,
     SERVER_ENV,
+    add_people,
     buttons,
     click,
     deliver,
@@ -35,6 +36,7 @@ def test_a_restarted_server_goes_on_with_the_same_status_message_and_starts_noth
     """The first server is stopped as if it had posted the status message but not kept
     it yet: the next one finds that message in the thread rather than posting another."""
     with SlackServer(token=BOT_TOKEN) as slack:
+        add_people(slack)
         config = slack_config(slack, gated_first(tmp_path), {"calculator": make_remote(tmp_path)})
         first = launch(tmp_path / "state", config=config, env=SERVER_ENV)
         try:

@@ -23,6 +23,7 @@ from tests.service.test_slack import (
     BOT_TOKEN,
     CHANNEL,
     SERVER_ENV,
+    add_people,
     buttons,
     click,
     mention,
@@ -53,6 +54,7 @@ class Shipped:
 @pytest.fixture(scope="module")
 def slack() -> Iterator[SlackServer]:
     with SlackServer(token=BOT_TOKEN) as server:
+        add_people(server)
         yield server
 
 

@@ -92,6 +92,9 @@ def test_a_pull_requests_address_is_linked_only_when_it_is_http() -> None:
         ("channels", {"general": "calc"}, "not Slack channel ids"),
         ("repos", {"calc ulator": "https://x/y.git"}, "repository names"),
         ("team", "acme", "not a Slack workspace id"),
+        ("people", {"allow": ["alice", "S0ENG"]}, "not Slack user .* or user group"),
+        ("people", {"guest": True}, "guest"),
+        ("people", {"record_ttl": -1}, "record_ttl"),
     ],
 )
 def test_a_slack_configuration_that_cannot_be_right_is_refused_naming_why(

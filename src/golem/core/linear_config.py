@@ -3,13 +3,18 @@ API it answers through, which issues start runs, and on which repository."""
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from golem.core.people_config import LinearPeople
 
 __all__ = ["LinearConfig", "LinearStart"]
 
 LinearStart = Literal["assigned", "labelled", "mentioned"]
+ALLOWED = re.compile(r"[A-Za-z0-9-]{1,64}")
+"""What ``people.allow`` names: a user's id (a UUID) or a team's key (ENG)."""
 
 
 def _starts() -> list[LinearStart]:
@@ -78,6 +83,12 @@ class LinearConfig(BaseModel):
         description="Repository of the issues no team or project names; None: the only "
         "repository teams and projects name, if they name one.",
     )
+    people: LinearPeople = Field(
+        default_factory=LinearPeople,
+        description="Who may start runs, by their Linear user (never an app user or a "
+        "deactivated one; guests only with guests = true; by default members of the "
+        "issue's team only; allow: only these user ids or team keys).",
+    )
     blueprint: str = Field("minion", description="Blueprint of its runs.")
     follow_up_blueprint: str = Field(
         "follow-up",
@@ -97,6 +108,16 @@ class LinearConfig(BaseModel):
         description="Least seconds between two edits of a run's status comment (Linear "
         "allows an API key about 1,500 requests an hour).",
     )
+
+    @field_validator("people")
+    @classmethod
+    def _allowed_names(cls, people: LinearPeople) -> LinearPeople:
+        wrong = [one for one in people.allow if not ALLOWED.fullmatch(one)]
+        if wrong:
+            raise ValueError(
+                f"people.allow: not Linear user ids or team keys: {', '.join(map(repr, wrong))}"
+            )
+        return people
 
     @model_validator(mode="after")
     def _something_starts(self) -> LinearConfig:

@@ -10,12 +10,23 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["SLACK_CHANNEL", "SLACK_TEAM", "SLACK_USER", "SlackConfig", "SlackUser"]
+from golem.core.people_config import PeopleRule
+
+__all__ = [
+    "SLACK_CHANNEL",
+    "SLACK_GROUP",
+    "SLACK_TEAM",
+    "SLACK_USER",
+    "SlackConfig",
+    "SlackUser",
+]
 
 SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
 """A Slack user's id (``U…``, or ``W…`` on an Enterprise Grid)."""
 SLACK_CHANNEL = re.compile(r"[CGD][A-Z0-9]{2,20}")
 """A Slack conversation's id: a channel (``C…``), a private one (``G…``), a DM (``D…``)."""
+SLACK_GROUP = re.compile(r"S[A-Z0-9]{2,20}")
+"""A Slack user group's id (``S…``)."""
 SLACK_TEAM = re.compile(r"[TE][A-Z0-9]{2,20}")
 """A Slack workspace's id (``T…``), or an Enterprise Grid's (``E…``)."""
 REPOSITORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
@@ -68,6 +79,12 @@ class SlackConfig(BaseModel):
         description="Who may start runs: Slack user ids (U…) to a tenant and role. Anyone "
         "else is told once, privately, that they may not.",
     )
+    people: PeopleRule = Field(
+        default_factory=PeopleRule,
+        description="Which of the users named in users may ask, by their Slack record "
+        "(users.info): bots, deactivated accounts and users of other workspaces never; "
+        "guests only with guests = true; allow: only these user (U…) or user group (S…) ids.",
+    )
     repos: dict[str, str] = Field(
         default_factory=dict,
         description="Repositories a run may work on: a name (what `repo: NAME` in a message "
@@ -118,6 +135,21 @@ class SlackConfig(BaseModel):
         if wrong:
             raise ValueError(f"not Slack user ids (U… or W…): {', '.join(map(repr, wrong))}")
         return users
+
+    @field_validator("people")
+    @classmethod
+    def _allowed_ids(cls, people: PeopleRule) -> PeopleRule:
+        wrong = [
+            one
+            for one in people.allow
+            if not (SLACK_USER.fullmatch(one) or SLACK_GROUP.fullmatch(one))
+        ]
+        if wrong:
+            raise ValueError(
+                f"people.allow: not Slack user (U…, W…) or user group (S…) ids: "
+                f"{', '.join(map(repr, wrong))}"
+            )
+        return people
 
     @field_validator("repos")
     @classmethod

@@ -1,8 +1,11 @@
 """A loopback Linear GraphQL API for tests: the operations golem sends (``Viewer``,
 ``User``, ``Issue``, ``WorkflowStates``, ``CommentCreate``, ``CommentUpdate``,
-``IssueUpdate``, ``AgentActivityCreate``, ``AgentSession``), answered in Linear's shapes
-(connections as ``{nodes: [...]}``, an activity's content as its union's member, errors
-as ``{"errors": [{"message", "extensions"}]}``), and what golem did kept to assert::
+``IssueUpdate``, ``AgentActivityCreate``, ``AgentSession``, ``IssueComments``), answered in
+Linear's shapes (connections as ``{nodes: [...]}``; an issue's comments paged as Linear pages
+them: ``first`` (50 unless said, at most 250) after the cursor ``after``, with ``pageInfo``'s
+``hasNextPage`` and ``endCursor``; an activity's content as its union's member; errors as
+``{"errors": [{"message", "extensions"}]}``), users with what Linear says of them (``active``,
+``guest``, ``app``, their ``teams``), and what golem did kept to assert::
 
     with LinearServer(token="lin_api_test") as linear:
         team = linear.add_team("ENG")
@@ -79,9 +82,20 @@ class LinearServer(WireServer):
         """The endpoint golem's ``[server.linear] api_url`` names."""
         return f"{self.url}/graphql"
 
-    def add_user(self, name: str, *, active: bool = True) -> str:
-        """A member of the workspace; its id."""
-        user: dict[str, Any] = {"id": _id(), "name": name, "active": active}
+    def add_user(
+        self,
+        name: str,
+        *,
+        active: bool = True,
+        guest: bool = False,
+        app: bool = False,
+        teams: tuple[Team, ...] = (),
+    ) -> str:
+        """A user of the workspace (a guest, an app user, ...), member of ``teams``; its id."""
+        user: dict[str, Any] = {
+            "id": _id(), "name": name, "active": active, "guest": guest, "app": app,
+            "teams": {"nodes": [{"id": team.id, "key": team.key} for team in teams]},
+        }  # fmt: skip
         self.users[user["id"]] = user
         return str(user["id"])
 
@@ -103,8 +117,10 @@ class LinearServer(WireServer):
         *,
         number: int = 1,
         comments: tuple[tuple[str, str], ...] = (),
+        creator: str | None = None,
     ) -> dict[str, Any]:
-        """An issue of ``team`` in its Todo state, with ``comments`` ((user id, body))."""
+        """An issue of ``team`` in its Todo state, made by ``creator`` (a user's id; None:
+        golem's own), with ``comments`` ((user id, body))."""
         issue: dict[str, Any] = {
             "id": _id(),
             "identifier": f"{team.key}-{number}",
@@ -115,6 +131,7 @@ class LinearServer(WireServer):
             "project": None,
             "state": _state(team, "Todo"),
             "assignee": None,
+            "creator": self._named(creator or self.viewer["id"]),
             "labels": {"nodes": []},
             "comments": {"nodes": []},
         }
@@ -154,7 +171,11 @@ class LinearServer(WireServer):
         if handler is None:
             return error(f'Cannot query operation "{name}".', "GRAPHQL_VALIDATION_FAILED")
         with self._guard:
-            found: Reply = handler(variables)
+            found: Reply = (
+                handler(variables, document)
+                if name in ("Issue", "IssueComments")
+                else handler(variables)
+            )
             return found
 
     def _op_Viewer(self, variables: dict[str, Any]) -> Reply:
@@ -166,11 +187,15 @@ class LinearServer(WireServer):
             return error("Entity not found: User", "INVALID_INPUT")
         return Reply.json({"data": {"user": user}})
 
-    def _op_Issue(self, variables: dict[str, Any]) -> Reply:
+    def _op_Issue(self, variables: dict[str, Any], document: str) -> Reply:
         issue = self.issues.get(variables.get("id", ""))
         if issue is None:
             return error("Entity not found: Issue", "INVALID_INPUT")
-        return Reply.json({"data": {"issue": issue}})
+        page = _page(issue["comments"]["nodes"], _arguments(document, "comments", variables))
+        return Reply.json({"data": {"issue": {**issue, "comments": page}}})
+
+    def _op_IssueComments(self, variables: dict[str, Any], document: str) -> Reply:
+        return self._op_Issue(variables, document)
 
     def _op_WorkflowStates(self, variables: dict[str, Any]) -> Reply:
         team = self.teams.get(variables.get("team", ""))
@@ -237,15 +262,49 @@ class LinearServer(WireServer):
             {"data": {"agentSession": {"id": session_id, "activities": {"nodes": nodes}}}}
         )
 
+    def _named(self, user: str) -> dict[str, Any]:
+        return {"id": user, "name": self.users.get(user, {}).get("name", "someone")}
+
     def _comment(self, issue: dict[str, Any], body: str, user: str) -> str:
         made = {
             "id": _id(),
             "body": body,
             "createdAt": "2026-01-05T10:00:00.000Z",
-            "user": {"id": user, "name": self.users.get(user, {}).get("name", "someone")},
+            "user": self._named(user),
         }
         issue["comments"]["nodes"].append(made)
         return str(made["id"])
+
+
+def _arguments(document: str, field_name: str, variables: dict[str, Any]) -> dict[str, Any]:
+    """The arguments ``document`` gives ``field_name`` (``comments(first: 50, after: $x)``),
+    variables resolved."""
+    found = re.search(rf"\b{field_name}\s*\(([^)]*)\)", document)
+    arguments: dict[str, Any] = {}
+    for part in found[1].split(",") if found else []:
+        name, _, value = (piece.strip() for piece in part.partition(":"))
+        if value.startswith("$"):
+            arguments[name] = variables.get(value[1:])
+        elif value.isdigit():
+            arguments[name] = int(value)
+        else:
+            arguments[name] = value.strip('"')
+    return arguments
+
+
+def _page(nodes: list[dict[str, Any]], arguments: dict[str, Any]) -> dict[str, Any]:
+    """A connection's page as Linear gives it: ``first`` nodes (50 unless said, at most 250)
+    after the cursor ``after`` (a node's id here), with ``pageInfo``."""
+    first = min(int(arguments.get("first") or 50), 250)
+    after = arguments.get("after")
+    ids = [node["id"] for node in nodes]
+    start = ids.index(after) + 1 if after in ids else 0
+    page = nodes[start : start + first]
+    info = {
+        "hasNextPage": start + first < len(nodes),
+        "endCursor": page[-1]["id"] if page else None,
+    }
+    return {"nodes": page, "pageInfo": info}
 
 
 def _activity_node(activity: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,11 @@ asserts what golem said and where::
 
 Methods: ``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
 ``reactions.add`` (``already_reacted`` the second time), ``conversations.replies`` (the
-thread's root and replies, oldest first, ``limit`` and ``cursor`` pages). Arguments are
+thread's root and replies, oldest first, ``limit`` and ``cursor`` pages), ``users.info``
+(the people ``add_user`` made, with the flags Slack's user object has: ``deleted``,
+``is_bot``, ``is_app_user``, ``is_restricted``, ``is_ultra_restricted``, ``team_id``;
+``user_not_found`` for anyone else) and ``usergroups.users.list`` (``add_group``'s
+members; ``no_such_subteam``). Arguments are
 read from the query, a form body or a JSON body, as the SDK sends each method. ``fail``
 makes the next calls of a method answer an error.
 """
@@ -27,10 +31,12 @@ from urllib.parse import parse_qsl, urlsplit
 
 from golem.testing.wire import RecordedRequest, Reply, WireServer
 
-__all__ = ["BOT_ID", "BOT_USER", "SlackCall", "SlackServer"]
+__all__ = ["BOT_ID", "BOT_USER", "TEAM_ID", "SlackCall", "SlackServer"]
 
 BOT_USER = "U0GOLEMBOT"
 BOT_ID = "B0GOLEMBOT"
+TEAM_ID = "T0TEAM"
+"""The workspace golem's app is installed in (``auth.test``'s ``team_id``)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,8 @@ class SlackServer(WireServer):
         self._calls: list[SlackCall] = []
         self._failures: dict[str, list[str]] = {}
         self._clock = itertools.count(1)
+        self._users: dict[str, dict[str, Any]] = {}
+        self._groups: dict[str, list[str]] = {}
         self.otherwise(self.route)
 
     @property
@@ -81,6 +89,22 @@ class SlackServer(WireServer):
         with self._state:
             self._messages.setdefault(channel, []).append(message)
         return ts
+
+    def add_user(self, user: str, *, team: str = TEAM_ID, **flags: Any) -> None:
+        """A person (or bot) ``users.info`` knows: a full member of ``team`` unless
+        ``flags`` say otherwise (``is_restricted=True``: a guest, ``deleted=True``...)."""
+        record: dict[str, Any] = {
+            "id": user, "team_id": team, "name": user.lower(), "real_name": user,
+            "deleted": False, "is_bot": False, "is_app_user": False, "is_admin": False,
+            "is_restricted": False, "is_ultra_restricted": False, **flags,
+        }  # fmt: skip
+        with self._state:
+            self._users[user] = record
+
+    def add_group(self, group: str, members: list[str]) -> None:
+        """A user group (``S…``) and its members."""
+        with self._state:
+            self._groups[group] = list(members)
 
     def fail(self, method: str, *errors: str) -> None:
         """Answer the next calls of ``method`` with these errors, one each."""
@@ -126,7 +150,17 @@ class SlackServer(WireServer):
         return handler(args) if handler is not None else _error("unknown_method")
 
     def _auth_test(self, args: dict[str, Any]) -> Reply:
-        return _ok(user_id=BOT_USER, bot_id=BOT_ID, team_id="T0TEAM", user="golem")
+        return _ok(user_id=BOT_USER, bot_id=BOT_ID, team_id=TEAM_ID, user="golem")
+
+    def _users_info(self, args: dict[str, Any]) -> Reply:
+        with self._state:
+            found = self._users.get(str(args.get("user")))
+        return _ok(user=dict(found)) if found is not None else _error("user_not_found")
+
+    def _usergroups_users_list(self, args: dict[str, Any]) -> Reply:
+        with self._state:
+            members = self._groups.get(str(args.get("usergroup")))
+        return _ok(users=list(members)) if members is not None else _error("no_such_subteam")
 
     def _chat_postmessage(self, args: dict[str, Any]) -> Reply:
         channel = str(args.get("channel"))

@@ -10,7 +10,7 @@ import os
 from typing import Any, Literal, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from golem.core.ansi import clean_json
 from golem.core.errors import TrackerError
@@ -31,7 +31,9 @@ TIMEOUT = 8.0  # seconds: a delivery waits for some of these answers (Linear wai
 ActivityKind = Literal["thought", "action", "response", "error", "elicitation"]
 
 VIEWER = "query Viewer { viewer { id name } }"
-USER = "query User($id: String!) { user(id: $id) { id name active } }"
+USER = """query User($id: String!) {
+  user(id: $id) { id name active guest app teams(first: 250) { nodes { id key name } } }
+}"""
 ISSUE = """query Issue($id: String!) {
   issue(id: $id) {
     id identifier title description url
@@ -39,10 +41,24 @@ ISSUE = """query Issue($id: String!) {
     project { id name }
     state { id name type }
     assignee { id name }
+    creator { id name }
     labels { nodes { id name } }
-    comments(first: 50) { nodes { id body createdAt user { id name } } }
+    comments(first: 100) {
+      nodes { id body createdAt user { id name } }
+      pageInfo { hasNextPage endCursor }
+    }
   }
 }"""
+COMMENTS = """query IssueComments($id: String!, $after: String) {
+  issue(id: $id) {
+    comments(first: 100, after: $after) {
+      nodes { id body createdAt user { id name } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}"""
+COMMENT_PAGES = 50
+"""Most pages of an issue's comments read (100 each): an issue of more is read in part."""
 STATES = """query WorkflowStates($team: ID!) {
   workflowStates(filter: { team: { id: { eq: $team } } }) { nodes { id name type position } }
 }"""
@@ -71,12 +87,29 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class _Named(_Answer):
+    id: str
+    name: str = ""
+    key: str = ""
+    type: str = ""
+
+
 class LinearUser(_Answer):
-    """A user of the workspace."""
+    """A user of the workspace: whether they are active, a guest, an app (an agent or
+    integration acting as a user), and the teams they are a member of (when asked)."""
 
     id: str
     name: str = ""
     active: bool = True
+    guest: bool = False
+    app: bool = False
+    teams: list[_Named] = Field(default_factory=list)
+
+    @field_validator("teams", mode="before")
+    @classmethod
+    def _nodes(cls, value: object) -> object:
+        """A connection (``{nodes: [...]}``) is its nodes."""
+        return value.get("nodes") or [] if isinstance(value, dict) else value
 
 
 class LinearComment(_Answer):
@@ -93,13 +126,6 @@ class SessionThought(_Answer):
 
     id: str
     body: str
-
-
-class _Named(_Answer):
-    id: str
-    name: str = ""
-    key: str = ""
-    type: str = ""
 
 
 class WorkflowState(_Answer):
@@ -124,6 +150,7 @@ class LinearIssue(_Answer):
     project: _Named | None = None
     state: _Named | None = None
     assignee: LinearUser | None = None
+    creator: LinearUser | None = None
     labels: list[_Named] = Field(default_factory=list)
     comments: list[LinearComment] = Field(default_factory=list)
 
@@ -184,9 +211,25 @@ class LinearClient:
         flat = {
             **found,
             "labels": (found.get("labels") or {}).get("nodes") or [],
-            "comments": (found.get("comments") or {}).get("nodes") or [],
+            "comments": await self._all_comments(issue_id, found.get("comments")),
         }
         return _model(LinearIssue, flat, "issue")
+
+    async def _all_comments(self, issue_id: str, first: object) -> list[object]:
+        """Every comment of the issue whose first page is ``first``: the next pages after
+        its ``pageInfo``'s cursor, at most ``COMMENT_PAGES``."""
+        page = first if isinstance(first, dict) else {}
+        nodes: list[object] = list(page.get("nodes") or [])
+        for _ in range(COMMENT_PAGES - 1):
+            info = page.get("pageInfo") or {}
+            cursor = info.get("endCursor") if isinstance(info, dict) else None
+            if not (isinstance(info, dict) and info.get("hasNextPage") and isinstance(cursor, str)):
+                break
+            variables = {"id": issue_id, "after": cursor}
+            issue = (await self.call("IssueComments", COMMENTS, variables)).get("issue") or {}
+            page = issue.get("comments") or {} if isinstance(issue, dict) else {}
+            nodes += page.get("nodes") or []
+        return nodes
 
     async def states(self, team_id: str) -> list[WorkflowState]:
         """The team's workflow states."""

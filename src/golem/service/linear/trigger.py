@@ -28,6 +28,7 @@ from golem.core.masking import mask_text
 from golem.service.linear import reports
 from golem.service.linear.client import LinearClient, LinearIssue
 from golem.service.linear.deliveries import LinearCall
+from golem.service.linear.people import LinearMembers
 from golem.service.linear.queued import asked_again, kept
 from golem.service.linear.reporter import SOURCE, LinearReporter, LinearThread
 from golem.service.sources import PendingStarts, StatusKeeper, known_secrets
@@ -50,6 +51,7 @@ class LinearTrigger:
         self.config = state.config.server.linear
         self.client = client or LinearClient(self.config)
         self._agent: str | None = self.config.user_id
+        self.members = LinearMembers(self.client, self.config.people)
         reporter = LinearReporter(self.client, self.config, self._secrets, self.agent_id)
         self.keeper = StatusKeeper(state.store, reporter, interval=self.config.update_interval)
         self.pending = PendingStarts(self.book.store, SOURCE, self._start_kept)
@@ -77,9 +79,10 @@ class LinearTrigger:
         self, call: LinearCall, delivery: DeliveryRecord, pending: PendingRecord | None = None
     ) -> TriggerAnswer:
         """Start a run for ``call``'s issue unless ``delivery`` started one already or one
-        is in progress there (its id is the answer then), or the person is no member. A
-        member's comment asking golem while a run is in progress is queued: kept in the
-        store until that run ends (``pending``: the one starting now, claimed as it does)."""
+        is in progress there (its id is the answer then), the issue's team has no
+        repository, or the person may not ask (``LinearMembers``). A member's comment
+        asking golem while a run is in progress is queued: kept in the store until that
+        run ends (``pending``: the one starting now, claimed as it does)."""
         lock = self._locks.setdefault(call.issue_id, asyncio.Lock())
         async with lock:
             started = await self.book.store.deliveries.find(SOURCE, delivery.ids)
@@ -89,13 +92,20 @@ class LinearTrigger:
             if busy is not None and not (call.request and call.actor_id):
                 reason = f"the issue has run {busy.id} in progress ({busy.status})"
                 return TriggerAnswer(status="running", reason=reason, run_id=busy.id)
-            stranger = await self._stranger(call)
+            issue = await self._read(self.client.issue(call.issue_id))
+            repo = self._repository(issue)
+            if repo is None:
+                return TriggerAnswer(
+                    status="ignored",
+                    reason=f"no repository for team {issue.team.key}: name one in "
+                    "[server.linear] teams (or projects, or repo)",
+                )
+            stranger = await self._stranger(call, issue)
             if stranger is not None:
                 return TriggerAnswer(status="ignored", reason=stranger)
             if busy is not None:
                 return await self._queue(call, delivery, busy, pending)
-            issue = await self._read(self.client.issue(call.issue_id))
-            return await self._submit(call, issue, delivery, pending)
+            return await self._submit(call, issue, repo, delivery, pending)
 
     async def _queue(
         self,
@@ -129,34 +139,28 @@ class LinearTrigger:
                      pending.run_id)  # fmt: skip
         return answer
 
-    async def _stranger(self, call: LinearCall) -> str | None:
-        """Why the person who asked may not start runs (None: they may)."""
+    async def _stranger(self, call: LinearCall, issue: LinearIssue) -> str | None:
+        """Why the person who asked may not start runs on ``issue`` (None: they may)."""
         if call.actor_id is None:
             return None
-        user = await self._read(self.client.user(call.actor_id))
-        if user is None:
-            return f"Linear knows no user {call.actor_id}: an unknown user starts no runs"
-        if not user.active:
-            return f"{user.name or call.actor_id} is not an active member: no run"
-        return None
+        return await self._read(self.members.refusal(call.actor_id, issue))
+
+    def _repository(self, issue: LinearIssue) -> str | None:
+        """The repository of the issue's project or team (None: the configuration names
+        none for it)."""
+        project = issue.project
+        return self.config.repository_for(
+            issue.team.key, project.name if project else None, project.id if project else None
+        )
 
     async def _submit(
         self,
         call: LinearCall,
         issue: LinearIssue,
+        repo: str,
         delivery: DeliveryRecord,
         pending: PendingRecord | None = None,
     ) -> TriggerAnswer:
-        project = issue.project
-        repo = self.config.repository_for(
-            issue.team.key, project.name if project else None, project.id if project else None
-        )
-        if repo is None:
-            return TriggerAnswer(
-                status="ignored",
-                reason=f"no repository for team {issue.team.key}: name one in "
-                "[server.linear] teams (or projects, or repo)",
-            )
         secrets = await self._secrets(self.config.tenant)
         shipped = await self._shipped(call.issue_id) if call.request else None
         if shipped is not None:
@@ -171,7 +175,16 @@ class LinearTrigger:
                 budget_usd=self.config.budget_usd,
             )
         config = self.state.config
-        floor = floor_for(config, tenant=self.config.tenant, repo=repo)
+        outsider = (
+            await self.members.outsider(issue, await self.agent_id())
+            if config.server.trust.outsiders is not None
+            else None
+        )
+        if outsider is not None:
+            log.info("Linear: %s runs in the outsiders' tier: %s", issue.identifier, outsider)
+        floor = floor_for(
+            config, tenant=self.config.tenant, repo=repo, outsiders=outsider is not None
+        )
         tier = tier_for(None, floor, config.engine.default_tier)
         link = LinearThread(
             identifier=issue.identifier,

@@ -100,6 +100,12 @@ def stranger(user: str) -> str:
     )
 
 
+def refused(user: str, why: str) -> str:
+    """The one refusal a person named in ``[server.slack] users`` gets (privately) when
+    their Slack record does not let them ask (``why``)."""
+    return f"Sorry <@{user}>: {why}"
+
+
 def nothing_asked() -> str:
     """The answer to a mention that asks nothing, outside a thread."""
     return "Tell golem what to do: mention it with the task, or in a thread that describes it."

@@ -3,7 +3,8 @@ mention and ``repo:`` taken out) and the thread it was asked in (its messages, t
 them, the snippets attached to them), as plain text, oldest first, the newest kept when
 the thread is longer than the run may read. Who wrote it counts too: a message by anyone
 ``[server.slack] users`` does not name (a guest, another workspace's member, a bot) makes
-the run an outsider's (``server.trust.outsiders``).
+the run an outsider's (``server.trust.outsiders``), and so does one by a person it names
+whose Slack record would refuse them (``SlackPeople.outsider``, asked by the trigger).
 
 Everything here came from Slack: cleaned of control characters where it entered, and
 masked with the secrets the server knows before it becomes a task."""
@@ -40,6 +41,8 @@ class ThreadText:
     text: str
     outsiders: tuple[str, ...]
     """Who wrote in it without being one of golem's users (their ids; ``bot`` for a bot)."""
+    authors: tuple[str, ...]
+    """golem's users who wrote in it (their records may still make them outsiders)."""
     dropped: int
     """Messages left out (the oldest) to keep within the run's share."""
 
@@ -68,12 +71,12 @@ def render_thread(
     that fit in ``limit`` characters."""
     rendered: list[str] = []
     outsiders: list[str] = []
+    authors: list[str] = []
     for message in messages:
         author = _author(message)
         if author == bot_user:
             continue
-        if author not in users:
-            outsiders.append(author)
+        (authors if author in users else outsiders).append(author)
         rendered.append(mask(_message(author, message)))
     kept: list[str] = []
     size = 0
@@ -85,7 +88,7 @@ def render_thread(
     dropped = len(rendered) - len(kept)
     head = f"({dropped} earlier messages left out)\n\n" if dropped else ""
     text = head + "\n\n".join(reversed(kept))
-    return ThreadText(text, tuple(dict.fromkeys(outsiders)), dropped)
+    return ThreadText(text, tuple(dict.fromkeys(outsiders)), tuple(dict.fromkeys(authors)), dropped)
 
 
 def _author(message: Mapping[str, Any]) -> str:

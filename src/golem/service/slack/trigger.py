@@ -6,13 +6,17 @@ request), and one made while the thread's run goes on is queued in the store (sa
 thread) and started once that run ends (``PendingStarts``); the buttons of a run's
 status message answer its gate or cancel it.
 
-Who asks must be one of ``[server.slack] users`` (a tenant and a role each): anyone else
-is told so once, privately. golem reacts to a request it takes at once, keeps one status
-message per run in the thread (``golem.service.sources.StatusKeeper``) and replies there
-when the run ends. A delivery is handled once: its ids (the event's, the message's, a
-command's or click's trigger) are kept in the store with the run it started, or alone
-with the answer it got, so a retry, a replay within Slack's five minutes or the same
-message's second event does nothing again, on any server, before or after a restart."""
+Who asks must be one of ``[server.slack] users`` (a tenant and a role each), and their own
+Slack record must let them ask (``SlackPeople``: no bot, guest, deactivated account or
+user of another workspace; ``[server.slack.people]``): anyone else is told so once,
+privately, and a button they press does nothing.
+
+golem reacts to a request it takes at once, keeps one status message per run in the
+thread (``golem.service.sources.StatusKeeper``) and replies there when the run ends. A
+delivery is handled once: its ids (the event's, the message's, a command's or click's
+trigger) are kept in the store with the run it started, or alone with the answer it got,
+so a retry, a replay within Slack's five minutes or the same message's second event does
+nothing again, on any server, before or after a restart."""
 
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ from golem.core.slack_config import SlackConfig
 from golem.service.keys import Principal
 from golem.service.slack import messages, mrkdwn
 from golem.service.slack.payloads import Action, Command, Mention
+from golem.service.slack.people import SlackPeople
 from golem.service.slack.queued import asked_again, kept
 from golem.service.slack.reporter import SOURCE, SlackReporter, place
 from golem.service.slack.requests import run_request
@@ -77,6 +82,7 @@ class SlackTrigger:
         self.config: SlackConfig = state.config.server.slack
         token = os.environ.get(self.config.token_env) or None
         self.web: SlackWeb | None = None
+        self.people = SlackPeople(self.config, self._web)
         if token:
             # The Slack SDK's client (and aiohttp) load only for a server that talks to Slack.
             from golem.service.slack.web import SlackWeb  # noqa: PLC0415 - lazy
@@ -98,10 +104,7 @@ class SlackTrigger:
 
     def principal(self, user: str) -> Principal | None:
         """Whom ``user`` acts as, or None: golem does not know them."""
-        known = self.config.users.get(user)
-        if known is None:
-            return None
-        return Principal(tenant=known.tenant, role=known.role, key_id=f"slack:{user}")
+        return self.people.principal(user)
 
     def _store(self, principal: Principal | None) -> Store:
         return self.state.store.for_tenant(principal.tenant if principal else STRANGERS)
@@ -124,8 +127,9 @@ class SlackTrigger:
             started = await store.deliveries.find(SOURCE, delivery.ids)
             if started is not None:
                 return _duplicate(started)
-            if principal is None:
-                return await self._refuse(store, delivery, asked, messages.stranger(asked.user))
+            refused = await self.people.refusal(asked.user)
+            if principal is None or refused is not None:
+                return await self._refuse(store, delivery, asked, refused or "")
             ask = read_ask(asked.text, await web.bot_user())
             runs = await store.threads.runs_in(SOURCE, asked.thread)
             latest = await RunBook(store).load(runs[0].run_id) if runs else None
@@ -163,6 +167,11 @@ class SlackTrigger:
         principal = self.principal(asked.user)
         store = self.state.store.for_tenant(pending.tenant)
         if principal is None or principal.tenant != pending.tenant:
+            await store.pending.drop(pending)
+            return
+        refused = await self.people.refusal(asked.user)
+        if refused is not None:
+            log.info("slack: %s's queued request is dropped: %s", asked.user, refused)
             await store.pending.drop(pending)
             return
         async with self._one_at_a_time(asked.thread):
@@ -213,6 +222,9 @@ class SlackTrigger:
             limit=self.config.thread_chars,
             mask=masker.mask_text,
         )
+        weighed = self.state.config.server.trust.outsiders is not None and not thread.outsiders
+        outsider = await self.people.outsider(thread.authors) if weighed else None
+        outsiders = [*thread.outsiders, *([outsider] if outsider else [])]
         request = run_request(self.config, asked.user, ask, repo, latest, masker, thread.text)
         record = ThreadRecord(
             source=SOURCE, thread=asked.thread, detail=json.dumps({"user": asked.user})
@@ -225,7 +237,7 @@ class SlackTrigger:
                 request,
                 delivery=delivery,
                 thread=record,
-                outsiders=bool(thread.outsiders),
+                outsiders=bool(outsiders),
                 pending=pending,
             )
         except DuplicateDelivery as twice:
@@ -242,10 +254,8 @@ class SlackTrigger:
             answering = messages.answering(run.id, asked.user, pending.run_id)
             await web.post(asked.channel, answering, thread_ts=asked.thread_ts, secrets=secrets)
         why = "follow-up" if request.follow_up is not None else "run"
-        outsiders = f"; outsiders wrote in the thread ({len(thread.outsiders)})" * bool(
-            thread.outsiders
-        )
-        log.info("slack: %s %s for %s in %s%s", why, run.id, asked.user, asked.thread, outsiders)
+        said = f"; outsiders wrote in the thread ({outsiders[0]})" if outsiders else ""
+        log.info("slack: %s %s for %s in %s%s", why, run.id, asked.user, asked.thread, said)
         return SlackAnswer(status="started", reason=f"{why} {run.id}", run_id=run.id)
 
     async def _refuse(
@@ -270,8 +280,9 @@ class SlackTrigger:
         """Start a run for ``/golem TEXT``, reported in a thread golem starts in the
         channel; what the person is told (privately, as the command's answer)."""
         principal = self.principal(asked.user)
-        if principal is None:
-            return messages.stranger(asked.user)
+        refused = await self.people.refusal(asked.user)
+        if principal is None or refused is not None:
+            return refused or ""
         store = self._store(principal)
         delivery = DeliveryRecord(source=SOURCE, ids=(asked.trigger_id,))
         async with self._one_at_a_time(asked.trigger_id):
@@ -333,8 +344,9 @@ class SlackTrigger:
         principal = self.principal(action.user)
         store = self._store(principal)
         delivery = DeliveryRecord(source=SOURCE, ids=(action.trigger_id,))
-        if principal is None:
-            return await self._tell(store, delivery, action, messages.stranger(action.user))
+        refused = await self.people.refusal(action.user)
+        if principal is None or refused is not None:
+            return await self._tell(store, delivery, action, refused or "")
         thread = await store.threads.of_run(SOURCE, action.run_id)
         if thread is not None and thread.status is None:  # posted by a server that stopped
             adopted = await self.keeper.adopt(thread)

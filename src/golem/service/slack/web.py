@@ -47,17 +47,51 @@ class SlackWeb:
             ],
         )
         self.secrets = [token, *secrets]
-        self._bot_user: str | None = None
+        self._installed: dict[str, Any] | None = None
 
-    async def bot_user(self) -> str:
-        """The user id of golem's app (``auth.test``), asked once."""
-        if self._bot_user is None:
+    async def _auth(self) -> dict[str, Any]:
+        """``auth.test``'s answer, asked once."""
+        if self._installed is None:
             answer = await self._call("auth.test", self.client.auth_test)
             user = answer.get("user_id")
             if not isinstance(user, str) or not user:
                 raise SlackError("auth.test named no user: is the token a bot token (xoxb-)?")
-            self._bot_user = user
-        return self._bot_user
+            self._installed = answer
+        return self._installed
+
+    async def bot_user(self) -> str:
+        """The user id of golem's app (``auth.test``), asked once."""
+        return str((await self._auth())["user_id"])
+
+    async def installation(self) -> tuple[str | None, str | None]:
+        """The workspace (``T…``) and, on an Enterprise Grid, the organisation (``E…``)
+        golem's app is installed in (``auth.test``)."""
+        answer = await self._auth()
+        team, enterprise = answer.get("team_id"), answer.get("enterprise_id")
+        return (
+            team if isinstance(team, str) and team else None,
+            enterprise if isinstance(enterprise, str) and enterprise else None,
+        )
+
+    async def user(self, user: str) -> dict[str, Any]:
+        """A user's record (``users.info``: SlackError ``user_not_found`` for no one)."""
+        answer = await self._call("users.info", lambda: self.client.users_info(user=user))
+        found = answer.get("user")
+        if not isinstance(found, dict):
+            raise SlackError("users.info answered without the user", error="no_user")
+        return found
+
+    async def group_members(self, group: str) -> frozenset[str]:
+        """The user ids of a user group's members (``usergroups.users.list``)."""
+        answer = await self._call(
+            "usergroups.users.list", lambda: self.client.usergroups_users_list(usergroup=group)
+        )
+        found = answer.get("users")
+        return (
+            frozenset(u for u in found if isinstance(u, str))
+            if isinstance(found, list)
+            else frozenset()
+        )
 
     async def react(self, channel: str, ts: str, name: str) -> None:
         """React to a message with the emoji ``name`` (once: a second is no error)."""
