@@ -267,7 +267,8 @@ async def test_a_tenants_warm_box_never_serves_another_tenant_even_for_the_same_
     await local(engine).start()  # long-lived, as a server's: it refills warm boxes
     for name in ("alpha", "beta"):  # the same files: one digest, two tenants' snapshots
         async with engine.session(tenant(name)) as box:
-            await run(box, "echo shared-content > file")
+            # one mtime for both: written a second apart, they would be two contents
+            await run(box, "echo shared-content > file && touch -d @1000000000 file .")
             await local(engine).snapshot(box.id, "prepared")
     async with engine.session(tenant("alpha", snapshot="prepared")):
         pass
