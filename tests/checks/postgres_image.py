@@ -10,8 +10,8 @@ It behaves as the official image does for what CI files use: ``POSTGRES_USER`` (
 box's network). Debian's bookworm has PostgreSQL 15: the tag is the CI's, the server is 15.
 
 It carries only the files its server and entrypoint run (``SERVER_TREES`` and the shared
-libraries ``ldd`` names for them): a box under emulation loads the image whole, at close to
-a second per MB. Its cluster is made when the image is (initdb on the host, natively, with
+libraries ``ldd`` names for them): a box under emulation loads the image whole, at about
+half a second per MB. Its cluster is made when the image is (initdb on the host, natively, with
 1 MB WAL segments); a container's first start only applies that environment in one
 single-user session, so that a service under emulation is ready in seconds, not after
 initdb's minutes.
