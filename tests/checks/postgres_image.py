@@ -9,9 +9,12 @@ It behaves as the official image does for what CI files use: ``POSTGRES_USER`` (
 ``POSTGRES_DB`` (the user's name), listening on 127.0.0.1:5432 (its container shares the
 box's network). Debian's bookworm has PostgreSQL 15: the tag is the CI's, the server is 15.
 
-Its cluster is made when the image is (initdb on the host, natively, with 1 MB WAL
-segments); a container's first start only applies that environment in one single-user
-session, so that a service under emulation is ready in seconds, not after initdb's minutes.
+It carries only the files its server and entrypoint run (``SERVER_TREES`` and the shared
+libraries ``ldd`` names for them): a box under emulation loads the image whole, at about
+half a second per MB. Its cluster is made when the image is (initdb on the host, natively, with
+1 MB WAL segments); a container's first start only applies that environment in one
+single-user session, so that a service under emulation is ready in seconds, not after
+initdb's minutes.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ __all__ = ["POSTGRES_TAG", "postgres_archive", "seed_postgres"]
 
 POSTGRES_TAG = "postgres:16"
 IMAGE = "golem-test/postgres"
-RECIPE = 2  # bump when the way the image is made changes
+RECIPE = 3  # bump when the way the image is made changes
 PACKAGES = ["postgresql"]
 BIN = "/usr/lib/postgresql/15/bin"
 DATA = "/var/lib/postgresql/data"
@@ -100,10 +103,42 @@ LEFT_OUT = (
     "etc/postgresql/15/",
 )
 """What a server needs not (docs, locales, perl, apt's and dpkg's state, the JIT, which is
-off, and the cluster Debian's package made): left out of the image, which a box under
-emulation loads whole. Debian's ``psql`` and ``pg_isready`` are perl wrappers: the image
-links the binaries themselves into /usr/local/bin, first on a container's PATH."""
+off, and the cluster Debian's package made): left out of the root file system the cluster
+is made in (then only ``SERVER_TREES`` and what ``NEEDED`` names are kept). Debian's
+``psql`` and ``pg_isready`` are perl wrappers: the image links the binaries themselves into
+/usr/local/bin, first on a container's PATH."""
 CLIENTS = ("psql", "pg_isready", "createdb", "dropdb", "pg_dump")
+TOOLS = ("/bin/sh", "/usr/bin/bash", "/usr/bin/env", "/usr/bin/mkdir", "/usr/bin/chown")
+TOOLS += ("/usr/bin/chmod", "/usr/bin/sed", "/usr/bin/touch", "/usr/bin/cat", "/usr/bin/ls")
+TOOLS += ("/usr/bin/rm", "/usr/bin/id", "/usr/bin/sleep", "/usr/bin/true", "/usr/sbin/runuser")
+"""The programs the entrypoint and a container's shell use, beside PostgreSQL's own."""
+NEEDED = f"""set -e
+elves=$(find /usr/lib/postgresql /usr/lib/x86_64-linux-gnu/security -type f)
+for f in {" ".join(TOOLS)} $elves; do ldd "$f" 2>/dev/null || true; done |
+    awk '$2 == "=>" && $3 ~ /^\\// {{ print $3 }} $1 ~ /^\\// {{ print $1 }}' | sort -u |
+    while read -r lib; do readlink -f "$lib"; done
+for f in {" ".join(TOOLS)}; do readlink -f "$f"; done
+"""
+"""Run in the image as it is made: the files of ``TOOLS`` and the shared libraries they,
+PostgreSQL's programs and modules and PAM's modules (``runuser``) load, one a line."""
+SERVER_TREES = (
+    "etc/",
+    "var/",
+    "run/",
+    "tmp/",
+    "usr/local/",
+    "usr/lib/postgresql/",
+    "usr/share/postgresql/",
+    "usr/share/zoneinfo/",
+    "usr/lib/locale/",
+    "usr/lib/x86_64-linux-gnu/security/",
+)
+"""Kept whole (the cluster, the configuration, PostgreSQL's programs, modules and data,
+time zones, the C.UTF-8 locale, PAM's modules); of the rest of the root file system only
+the files ``NEEDED`` names: no iconv modules, perl, apt or tools nothing runs
+(docs/sandbox.md: where a load's time goes)."""
+NOT_NEEDED = ("usr/share/zoneinfo/right/",)
+"""Leap-second time zones, which nothing here names."""
 
 
 def content_hash() -> str:
@@ -113,6 +148,8 @@ def content_hash() -> str:
         "entrypoint": ENTRYPOINT,
         "left_out": LEFT_OUT,
         "clients": CLIENTS,
+        "needed": NEEDED,
+        "server": [SERVER_TREES, NOT_NEEDED],
         "recipe": RECIPE,
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
@@ -155,11 +192,14 @@ def _build(tag: str) -> None:
             _docker("run", "--name", container, "--entrypoint", "sh", base, "-c", INITDB)
             flat = Path(scratch) / "flat.tar"
             _docker("export", "-o", str(flat), container)
+            needed = _docker("run", "--rm", "--entrypoint", "sh", base, "-c", NEEDED)
+            server = Path(scratch) / "server.tar"
+            _server_tree(flat, server, {line.lstrip("/") for line in needed.split()})
         finally:
             subprocess.run(["docker", "rm", "-f", container], check=False, capture_output=True)
             subprocess.run(["docker", "image", "rm", base], check=False, capture_output=True)
         changes = ['ENTRYPOINT ["/usr/local/bin/golem-postgres"]', "EXPOSE 5432"]
-        argv = ["import", *(f"--change={change}" for change in changes), str(flat), tag]
+        argv = ["import", *(f"--change={change}" for change in changes), str(server), tag]
         _docker(*argv)
 
 
@@ -179,6 +219,27 @@ def _image_tree(root: Path, image: Path) -> None:
         info = tarfile.TarInfo("usr/local/bin/golem-postgres")
         info.size, info.mode = len(script), 0o755
         out.addfile(info, io.BytesIO(script))
+
+
+def _server_tree(flat: Path, server: Path, needed: set[str]) -> None:
+    """The exported container's tree with only what the server needs: ``SERVER_TREES``
+    and ``needed`` (``NEEDED``'s answer), every directory and symbolic link (a link to a
+    file left out dangles, unused), a hard link when its target is kept."""
+    kept: set[str] = set()
+    with tarfile.open(flat) as source, tarfile.open(server, "w") as out:
+        for member in source:
+            name = member.name.removeprefix("./")
+            if name.startswith(NOT_NEEDED):
+                continue
+            if member.islnk():
+                keep = member.linkname.removeprefix("./") in kept
+            elif member.isreg():
+                keep = name in needed or name.startswith(SERVER_TREES)
+            else:
+                keep = True
+            if keep:
+                kept.add(name)
+                out.addfile(member, source.extractfile(member) if member.isreg() else None)
 
 
 def _retag(saved: Path, out_path: Path, tag: str) -> None:
