@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from golem.blueprint.model import AgentNode, Blueprint, CINode, LoopNode
 from golem.blueprint.template import VARIABLES, unknown_variables
 from golem.core.errors import ConfigError
+from golem.core.yaml_text import nodes_and_data
 
 __all__ = ["BUILTINS", "blueprint_text", "load_blueprint", "parse_blueprint"]
 
@@ -45,8 +46,7 @@ def load_blueprint(source: str | Path) -> Blueprint:
 def parse_blueprint(text: str, origin: str = "<blueprint>") -> Blueprint:
     """Parse and check a blueprint; every problem is reported as ``origin:line: ...``."""
     try:
-        tree = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        tree, data = nodes_and_data(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

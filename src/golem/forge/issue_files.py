@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golem.core.errors import IssueNotReadable
+from golem.core.yaml_text import load_yaml
 from golem.forge.contracts import Issue, IssueComment
 
 __all__ = ["MAX_ISSUE_BYTES", "parse_markdown_issue", "read_issue_file"]
@@ -110,7 +111,7 @@ def _read(path: Path) -> str:
 
 def _load_structured(text: str, path: Path, suffix: str) -> Any:
     try:
-        data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if suffix == ".json" else load_yaml(text)
     except json.JSONDecodeError as exc:
         raise IssueNotReadable(
             f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); fix it"

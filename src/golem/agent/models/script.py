@@ -37,6 +37,7 @@ from golem.agent.messages import Message, ModelResponse, StopReason, ToolCall, U
 from golem.agent.models.tool_input import parse_tool_call
 from golem.core.errors import ConfigError
 from golem.core.model_config import ModelPrice
+from golem.core.yaml_text import nodes_and_data
 
 __all__ = ["Script", "load_script"]
 
@@ -97,8 +98,7 @@ def load_script(path: Path) -> Script:
 
 def _yaml_script(path: Path, text: str) -> Script:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = nodes_and_data(text)
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
         raise ConfigError(f"{path}:{line}: not valid YAML: {exc.problem}.") from exc

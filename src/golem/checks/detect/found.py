@@ -13,6 +13,7 @@ import yaml
 
 from golem.checks.contracts import Step
 from golem.context import file_in_repo, read_text
+from golem.core.yaml_text import load_yaml
 
 __all__ = ["MAX_READ", "Candidate", "Dropped", "RepoFiles", "table"]
 
@@ -89,7 +90,7 @@ class RepoFiles:
         if rel not in self._cache:
             text = self.text(rel)
             try:
-                self._cache[rel] = yaml.safe_load(text) if text is not None else None
+                self._cache[rel] = load_yaml(text) if text is not None else None
             except yaml.YAMLError:
                 self._cache[rel] = None
         return self._cache[rel]
