@@ -19,8 +19,9 @@ from contextlib import contextmanager
 __all__ = ["collector_paused", "import_in_background"]
 
 
-class _Pauses:
-    """How many blocks pause the collector now, and whether it ran before the first."""
+class _ImportState:
+    """How many blocks pause the collector now, whether it ran before the first, and which
+    modules are being imported in the background."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -29,7 +30,7 @@ class _Pauses:
         self.started: set[str] = set()
 
 
-_pauses = _Pauses()
+_state = _ImportState()
 
 
 @contextmanager
@@ -37,19 +38,19 @@ def collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while the block runs (imports, in any thread);
     when the last such block ends, what was loaded is moved out of the collector's way
     (``gc.freeze``) and collecting goes on as before. A collector that was off stays off."""
-    with _pauses.lock:
-        _pauses.count += 1
-        if _pauses.count == 1:
-            _pauses.enable_after = gc.isenabled()
+    with _state.lock:
+        _state.count += 1
+        if _state.count == 1:
+            _state.enable_after = gc.isenabled()
             gc.disable()
     try:
         yield
     finally:
-        with _pauses.lock:
-            _pauses.count -= 1
-            if _pauses.count == 0:
+        with _state.lock:
+            _state.count -= 1
+            if _state.count == 0:
                 gc.freeze()
-                if _pauses.enable_after:
+                if _state.enable_after:
                     gc.enable()
 
 
@@ -58,10 +59,10 @@ def import_in_background(module: str) -> threading.Thread | None:
     already). An
     import that fails there is left to fail again, with its own message, where the module
     is imported for use; one that is still loading then waits for it to end."""
-    with _pauses.lock:
-        if module in sys.modules or module in _pauses.started:
+    with _state.lock:
+        if module in sys.modules or module in _state.started:
             return None
-        _pauses.started.add(module)
+        _state.started.add(module)
     thread = threading.Thread(
         target=_import_quietly, args=(module,), name=f"import {module}", daemon=True
     )
