@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["checks_app"]
 
 checks_app = typer.Typer(
-    help="A repository's checks: what golem detects and runs.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="A repository's checks: what golem detects and runs.",
+    no_args_is_help=True,
 )
 
 
