@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from golem.cli.app import app
+from golem.cli.lazy import LazyCommand
 
 
 def commands(
@@ -26,7 +27,8 @@ def commands(
         for name in command.list_commands(context):
             found = command.get_command(context, name)
             assert found is not None, name
-            yield from commands(getattr(found, "load", lambda: found)(), (*path, name))
+            loaded = found.load() if isinstance(found, LazyCommand) else found
+            yield from commands(loaded, (*path, name))
 
 
 def words(text: str) -> str:
