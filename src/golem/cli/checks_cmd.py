@@ -88,7 +88,8 @@ def _print(console: Console, conventions: RepoConventions) -> None:
     if not conventions.verifies:
         console.print(
             "nothing here verifies a change: a run would end unverified. Name the test "
-            "command in .golem.toml's [commands] (--write gives a file to fill in)."
+            "command in .golem.toml's [commands] (--write gives a file to fill in).",
+            markup=False,
         )
 
 
