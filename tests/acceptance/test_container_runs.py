@@ -54,7 +54,7 @@ from tests.acceptance.ecosystems import (
     make_remote,
     scripted_model,
 )
-from tests.acceptance.test_first_runs import explain
+from tests.acceptance.explained import explain
 from tests.blueprint.registries import LocalRegistries, downloaded_wheels
 from tests.checks.postgres_image import POSTGRES_TAG, seed_postgres
 from tests.conftest import CONTAINERS_BOOT_TIMEOUT, SHARED_LOOP, microvm_image

@@ -32,6 +32,7 @@ from tests.acceptance.ecosystems import (
     scripted_model,
     serve_python_wheels,
 )
+from tests.acceptance.explained import explain
 from tests.blueprint.registries import LocalRegistries
 
 pytestmark = pytest.mark.bwrap
@@ -71,15 +72,6 @@ async def run(
 ) -> RunState:
     runner = Runner(config, engine=engine, store=store)
     return await runner.start(RunRequest(repo=str(remote), task=task, model=model))
-
-
-def explain(state: RunState) -> str:
-    """What went wrong, for an assertion's message."""
-    checks = [
-        (c.name, c.command, c.passed, c.reason, c.output_tail[-600:])
-        for c in [*state.prepared, *state.checks]
-    ]
-    return f"{state.status}: {state.error}; unverified: {state.unverified}; checks: {checks}"
 
 
 async def the_pull_request(store: Store, state: RunState) -> PullRequest:

@@ -41,7 +41,7 @@ from tests.acceptance.ecosystems import (
     scripted_edits,
     scripted_model,
 )
-from tests.acceptance.test_first_runs import explain
+from tests.acceptance.explained import explain
 from tests.blueprint.registries import LocalRegistries, downloaded_wheels
 from tests.conftest import ENGINES, devbox_image
 

@@ -30,10 +30,10 @@ from golem.store import SqlStore
 from golem.testing.git_http_server import GitHttpServer
 from golem.testing.github_server import GitHubServer
 from golem.testing.gitlab_server import GitLabServer
-from tests.attacks.test_forge_strings import HOSTILE, acting
+from tests.attacks.hostile_strings import HOSTILE, acting
+from tests.blueprint.ci_rounds import minion
+from tests.blueprint.gitlab_runs import head
 from tests.blueprint.repos import EXAMPLES, git, make_remote
-from tests.blueprint.test_ci_rounds import minion
-from tests.blueprint.test_run_gitlab import head
 
 pytestmark = pytest.mark.bwrap
 

@@ -19,7 +19,7 @@ import pytest
 from golem.testing.git_http_server import GitHttpServer
 from golem.testing.github_app_server import AppAuthority
 from golem.testing.github_server import GitHubServer
-from tests.attacks.test_tenant_forge import KEY_ENV, revealed
+from tests.attacks.tenant_forges import KEY_ENV, revealed
 from tests.blueprint.repos import EXAMPLES, git, make_remote
 from tests.service.served import Served, serving
 

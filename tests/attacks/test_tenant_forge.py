@@ -10,51 +10,32 @@ remotes before a run exists (a defence of its own); the token rule holds for eve
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from golem.store import SqlStore, TokenCipher, new_key
-from golem.store.cipher import KEY_FILE
+from golem.store import new_key
 from golem.testing.git_http_server import GitHttpServer
-from golem.testing.github_server import GitHubServer, RecordedRequest, Reply, github_error
-from tests.blueprint.repos import EXAMPLES, make_remote
+from golem.testing.github_server import GitHubServer, RecordedRequest
+from tests.attacks.tenant_forges import (  # noqa: F401 - its fixtures
+    KEY_ENV,
+    SERVER_TOKEN,
+    TOKEN_A,
+    TOKEN_B,
+    TenantGitHub,
+    github,
+    repos,
+    revealed,
+)
+from tests.blueprint.repos import EXAMPLES
 from tests.service.served import Served, serving
 
-TOKEN_A = "ghp_attackTenantA0123456789abcdefghij"  # noqa: S105 - test tokens
-TOKEN_B = "ghp_attackTenantB0123456789abcdefghij"  # noqa: S105
-SERVER_TOKEN = "ghp_attackServer0123456789abcdefghij"  # noqa: S105
-KEY_ENV = "ATTACK_FORGE_CREDENTIALS_KEY"
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
-
-
-class TenantGitHub(GitHubServer):
-    """The loopback GitHub where each token reaches its own account's repositories only
-    (``*``: every one), as fine-grained tokens do; another's answer 404, as on GitHub."""
-
-    def __init__(self, reach: dict[str, str]) -> None:
-        super().__init__()
-        self.reach = reach
-
-    def check(self, request: RecordedRequest) -> Reply | None:
-        """401 for an unknown token, 404 for a repository beyond the token's reach."""
-        given = request.headers.get("authorization", "")
-        owner = self.reach.get(given.removeprefix("Bearer ").removeprefix("token "))
-        if owner is None:
-            return github_error(401, "Bad credentials" if given else "Requires authentication")
-        parts = urlsplit(request.path).path.split("/")
-        if parts[1:2] == ["repos"] and owner not in ("*", parts[2]):
-            return github_error(404, "Not Found")
-        return None
 
 
 def bearer_tokens(requests: list[RecordedRequest]) -> set[str | None]:
@@ -67,39 +48,18 @@ def basic(token: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def github() -> Iterator[TenantGitHub]:
-    reach = {TOKEN_A: "octo-a", TOKEN_B: "octo-b", SERVER_TOKEN: "*"}
-    with TenantGitHub(reach) as server:
-        for owner in ("octo-a", "octo-b"):
-            server.add_issue(f"{owner}/calculator", 1, "add() subtracts", body="See calculator.py.")
-        server.ci = lambda repo, sha: [{"name": "test", "conclusion": "success"}]  # CI is green
-        yield server
-
-
-@pytest.fixture(scope="module")
-def repos() -> Iterator[Path]:
-    directory = Path(tempfile.mkdtemp(prefix="golem-test-"))
-    directory.chmod(0o755)
-    for owner in ("octo-a", "octo-b"):
-        (directory / owner).mkdir()
-        make_remote(directory / owner)
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def git_a(repos: Path) -> Iterator[GitHttpServer]:
+def git_a(repos: Path) -> Iterator[GitHttpServer]:  # noqa: F811 - fixtures, imported above
     with GitHttpServer(repos / "octo-a", TOKEN_A) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def git_b(repos: Path) -> Iterator[GitHttpServer]:
+def git_b(repos: Path) -> Iterator[GitHttpServer]:  # noqa: F811 - fixtures, imported above
     with GitHttpServer(repos / "octo-b", TOKEN_B) as server:
         yield server
 
 
-def server_config(github: GitHubServer, extra: str = "") -> str:
+def server_config(github: GitHubServer, extra: str = "") -> str:  # noqa: F811 - fixtures, imported above
     """golem.toml of a server whose GitHub is the loopback one, git given the tokens."""
     return f"""
 [forge]
@@ -117,7 +77,7 @@ credentials_key_env = "{KEY_ENV}"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, github: TenantGitHub) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, github: TenantGitHub) -> Iterator[Served]:  # noqa: F811 - fixtures, imported above
     state = tmp_path_factory.mktemp("tenant-forge") / "state"
     env = {"ATTACK_SERVER_GITHUB_TOKEN": SERVER_TOKEN}
     with serving(state, config=server_config(github), env=env) as server:
@@ -148,7 +108,9 @@ def run_end(client: httpx.Client, repo: str, issue: str | None = None) -> dict[s
 
 
 def test_a_tenant_without_a_token_gets_no_other_token_and_its_run_fails_saying_how_to_set_one(
-    served: Served, github: TenantGitHub, git_b: GitHttpServer
+    served: Served,
+    github: TenantGitHub,  # noqa: F811 - fixtures, imported above
+    git_b: GitHttpServer,
 ) -> None:
     with client_of(served, "victim") as victim:
         assert set_token(victim, TOKEN_B).status_code == 200
@@ -165,7 +127,9 @@ def test_a_tenant_without_a_token_gets_no_other_token_and_its_run_fails_saying_h
 
 
 def test_a_tenants_own_token_is_the_only_one_its_run_carries_to_another_tenants_repository(
-    served: Served, github: TenantGitHub, git_b: GitHttpServer
+    served: Served,
+    github: TenantGitHub,  # noqa: F811 - fixtures, imported above
+    git_b: GitHttpServer,
 ) -> None:
     with client_of(served, "victim") as victim:
         assert set_token(victim, TOKEN_B).status_code == 200
@@ -187,7 +151,9 @@ def test_a_tenants_own_token_is_the_only_one_its_run_carries_to_another_tenants_
 
 @pytest.mark.bwrap
 def test_a_tenants_run_carries_exactly_its_own_token_all_the_way_to_its_pull_request(
-    served: Served, github: TenantGitHub, git_a: GitHttpServer
+    served: Served,
+    github: TenantGitHub,  # noqa: F811 - fixtures, imported above
+    git_a: GitHttpServer,
 ) -> None:
     seen_github, seen_git = len(github.requests), len(git_a.requests)
     with client_of(served, "owner-a", "trusted") as owner:
@@ -247,7 +213,9 @@ def test_another_tenant_cannot_read_replace_or_delete_a_token(served: Served) ->
 
 
 def test_on_postgresql_the_row_holds_no_token(
-    tmp_path: Path, github: TenantGitHub, postgres_url: str
+    tmp_path: Path,
+    github: TenantGitHub,  # noqa: F811 - fixtures, imported above
+    postgres_url: str,
 ) -> None:
     env = {"GOLEM_DATABASE_URL": postgres_url}
     with (
@@ -267,7 +235,8 @@ def test_on_postgresql_the_row_holds_no_token(
 
 
 def test_a_wrong_or_missing_key_is_a_clear_error_and_loses_nothing(
-    tmp_path: Path, github: TenantGitHub
+    tmp_path: Path,
+    github: TenantGitHub,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state, config = tmp_path / "state", server_config(github)
     right = new_key()
@@ -294,21 +263,6 @@ def test_a_wrong_or_missing_key_is_a_clear_error_and_loses_nothing(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(KEY_ENV, right)
         assert revealed(state, "keyed") == TOKEN_A
-
-
-def revealed(state_dir: Path, tenant: str) -> str | None:
-    """The tenant's token as the server's store and key (variable, else file) open it."""
-
-    async def reveal() -> str | None:
-        store = await SqlStore.connect(f"sqlite:///{state_dir / 'golem.db'}", tenant=tenant)
-        try:
-            return await store.credentials.reveal(
-                "github", TokenCipher(KEY_ENV, state_dir / KEY_FILE)
-            )
-        finally:
-            await store.close()
-
-    return asyncio.run(reveal())
 
 
 def _sealed_rows(url: str) -> list[tuple[str, str, str]]:

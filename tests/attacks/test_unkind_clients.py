@@ -20,9 +20,9 @@ from golem.sandbox.supervisor.messages import Out
 from golem.service.keys import Principal
 from golem.service.sessions import SessionRegistry
 from tests.conftest import kill_box_from_outside
-from tests.sandbox.test_files import held_open
+from tests.sandbox.held_files import held_open
 from tests.service.served import Served
-from tests.service.test_transfer_faults import shell, until
+from tests.service.transfer_sessions import shell, until
 
 pytestmark = pytest.mark.bwrap
 

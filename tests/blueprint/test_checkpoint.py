@@ -18,7 +18,7 @@ from golem.core.config import GolemConfig
 from golem.sandbox import Engine
 from golem.store import Store
 from tests.blueprint.repos import branch_commits
-from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+from tests.blueprint.runs import (  # noqa: F401 - the fixtures of the run tests
     events_text,
     pull_requests,
     remote,
@@ -33,7 +33,7 @@ async def test_a_run_resumes_on_another_machine_from_its_last_checkpoint(
     config: GolemConfig,
     engine: Engine,
     remote: Path,  # noqa: F811 - fixtures, imported above
-    store: Store,  # noqa: F811
+    store: Store,  # noqa: F811 - fixtures, imported above
     tmp_path: Path,
 ) -> None:
     run: list[asyncio.Task[object]] = []
@@ -72,8 +72,8 @@ async def test_a_run_resumes_on_another_machine_from_its_last_checkpoint(
 async def test_a_run_resumed_before_any_checkpoint_starts_from_its_prepare(
     config: GolemConfig,
     engine: Engine,
-    remote: Path,  # noqa: F811
-    store: Store,  # noqa: F811
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
     tmp_path: Path,
 ) -> None:
     first = Runner(config, engine=engine, store=store, checkpoints=Checkpoints())

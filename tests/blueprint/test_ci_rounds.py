@@ -12,41 +12,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-import golem.blueprint
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.github_server import GitHubServer, github_error
-from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
-from tests.blueprint.test_run_github import (  # noqa: F401 - the loopback GitHub's fixtures
+from tests.blueprint.ci_rounds import CI_FIX, ERROR_LINE, SCRIPTS, minion, trajectory
+from tests.blueprint.github_runs import (  # noqa: F401 - the loopback GitHub's fixtures
     REPO,
     TOKEN,
     config,
     github,
 )
+from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
 
 pytestmark = pytest.mark.bwrap
 
-SCRIPTS = Path(__file__).parent / "scripts"
 FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
-CI_FIX = f"scripted:{SCRIPTS / 'ci-fix.yaml'}"
-ERROR_LINE = "##[error]CHANGELOG.md has no entry for this change"
 Jobs = Callable[[str, str], Sequence[dict[str, Any]]]
-
-
-def minion(directory: Path, **ci: object) -> str:
-    """The minion blueprint, its ci node polling fast and waiting briefly."""
-    source = Path(golem.blueprint.__file__).parent / "builtin" / "minion.yaml"
-    blueprint = yaml.safe_load(source.read_text())
-    node = next(node for node in blueprint["nodes"] if node["id"] == "ci")
-    node.update({"poll": 0.05, "appear": 0.5, "wait": 0.5, **ci})
-    path = directory / "minion-ci.yaml"
-    path.write_text(yaml.safe_dump(blueprint))
-    return str(path)
 
 
 def changelog_ci(remote: Path) -> Jobs:
@@ -86,14 +71,10 @@ async def run(
     return await runner.start(request), book
 
 
-def trajectory(state: RunState, node: str) -> str:
-    return "".join(Path(t).read_text() for t in state.trajectories if f"-{node}-" in t)
-
-
 async def test_ci_red_once_is_fixed_in_a_ci_round_and_pushed_as_a_second_commit(
     config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -126,9 +107,9 @@ async def test_ci_red_once_is_fixed_in_a_ci_round_and_pushed_as_a_second_commit(
 
 
 async def test_ci_still_red_after_the_cap_hands_the_pull_request_to_a_person(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -152,9 +133,9 @@ async def test_ci_still_red_after_the_cap_hands_the_pull_request_to_a_person(
 
 
 async def test_a_silent_ci_passes_on_golems_own_checks(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -166,9 +147,9 @@ async def test_a_silent_ci_passes_on_golems_own_checks(
 
 
 async def test_a_silent_ci_escalates_when_the_blueprint_says_so(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -185,9 +166,9 @@ async def test_a_silent_ci_escalates_when_the_blueprint_says_so(
 
 
 async def test_a_required_check_never_created_fails_naming_it(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -203,9 +184,9 @@ async def test_a_required_check_never_created_fails_naming_it(
 
 
 async def test_a_ci_pending_forever_times_out_naming_what_is_pending(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -222,9 +203,9 @@ async def test_a_ci_pending_forever_times_out_naming_what_is_pending(
 
 
 async def test_a_resumed_run_pushes_its_ci_fix_once_and_waits_on_it(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -248,7 +229,7 @@ async def test_a_resumed_run_pushes_its_ci_fix_once_and_waits_on_it(
 
 
 async def test_the_local_forge_runs_no_ci_and_the_run_ends_at_once(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
     reachable_dir: Path,
 ) -> None:
@@ -267,9 +248,9 @@ async def test_the_local_forge_runs_no_ci_and_the_run_ends_at_once(
 
 
 async def test_a_forge_away_while_ci_runs_is_asked_again(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -293,9 +274,9 @@ async def test_a_forge_away_while_ci_runs_is_asked_again(
 
 
 async def test_a_ci_fix_that_fails_golems_checks_is_not_pushed_and_goes_back_to_the_agent(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -314,9 +295,9 @@ async def test_a_ci_fix_that_fails_golems_checks_is_not_pushed_and_goes_back_to_
 
 
 async def test_a_run_resumed_while_waiting_on_ci_waits_on_its_last_commit(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -340,9 +321,9 @@ async def test_a_run_resumed_while_waiting_on_ci_waits_on_its_last_commit(
 
 
 async def test_no_box_of_the_run_is_kept_while_ci_runs(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
@@ -364,9 +345,9 @@ async def test_no_box_of_the_run_is_kept_while_ci_runs(
 
 
 async def test_a_ci_fix_that_changes_nothing_pushes_nothing_and_uses_its_round(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    github: GitHubServer,  # noqa: F811
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)

@@ -16,9 +16,8 @@ from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.git_http_server import GitHttpServer
 from golem.testing.gitlab_server import GitLabServer
-from tests.blueprint.repos import branch_commits
-from tests.blueprint.test_ci_rounds import CI_FIX, ERROR_LINE, SCRIPTS, minion, trajectory
-from tests.blueprint.test_run_gitlab import (  # noqa: F401 - the loopback GitLab's fixtures
+from tests.blueprint.ci_rounds import CI_FIX, ERROR_LINE, SCRIPTS, minion, trajectory
+from tests.blueprint.gitlab_runs import (  # noqa: F401 - the loopback GitLab's fixtures
     PROJECT,
     TOKEN,
     config,
@@ -26,6 +25,7 @@ from tests.blueprint.test_run_gitlab import (  # noqa: F401 - the loopback GitLa
     head,
     served,
 )
+from tests.blueprint.repos import branch_commits
 
 pytestmark = pytest.mark.bwrap
 
@@ -48,8 +48,8 @@ def changelog_pipeline(remote: Path) -> Any:
 async def run(
     config: GolemConfig,  # noqa: F811 - not the fixture: the one a test got
     engine: Engine,
-    gitlab: GitLabServer,  # noqa: F811
-    served: GitHttpServer,  # noqa: F811
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    served: GitHttpServer,  # noqa: F811 - fixtures, imported above
     model: str,
     blueprint: str,
 ) -> tuple[RunState, Path]:
@@ -64,7 +64,7 @@ async def run(
     return await runner.start(request), remote
 
 
-def mr_notes(gitlab: GitLabServer, iid: int) -> list[str]:  # noqa: F811
+def mr_notes(gitlab: GitLabServer, iid: int) -> list[str]:  # noqa: F811 - fixtures, imported above
     discussions = gitlab.project(PROJECT).discussions.get(iid, [])
     return [note["body"] for discussion in discussions for note in discussion["notes"]]
 
@@ -72,8 +72,8 @@ def mr_notes(gitlab: GitLabServer, iid: int) -> list[str]:  # noqa: F811
 async def test_a_pipeline_red_once_is_fixed_in_a_ci_round_on_the_same_branch(
     config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    gitlab: GitLabServer,  # noqa: F811
-    served: GitHttpServer,  # noqa: F811
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    served: GitHttpServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     state, remote = await run(config, engine, gitlab, served, CI_FIX, minion(reachable_dir))
@@ -90,10 +90,10 @@ async def test_a_pipeline_red_once_is_fixed_in_a_ci_round_on_the_same_branch(
 
 
 async def test_a_pipeline_still_red_after_the_cap_labels_the_merge_request(
-    config: GolemConfig,  # noqa: F811
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    gitlab: GitLabServer,  # noqa: F811
-    served: GitHttpServer,  # noqa: F811
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    served: GitHttpServer,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
 ) -> None:
     red = f"scripted:{SCRIPTS / 'ci-red.yaml'}"

@@ -14,24 +14,17 @@ from golem.blueprint import BUILTINS, RunRequest, load_blueprint, parse_blueprin
 from golem.blueprint.model import FOLLOW_UP_ACTIONS, HostAction, HostNode, Node
 from golem.blueprint.steps.dispatch import (
     HOST_ACTIONS,
-    LEGACY_FOLLOW_UP,
     NODE_KINDS,
     host_actions_for,
 )
 from golem.core.errors import InvalidRequest
+from tests.blueprint.legacy_blueprints import written_before
 
 FOLLOW_UP_YAML = Path(__file__).parents[2] / "src/golem/blueprint/builtin/follow-up.yaml"
 TASK = RunRequest(repo="/srv/repo", task="fix it")
 FOLLOW_UP = RunRequest.model_validate(
     {"repo": "/srv/repo", "follow_up": {"repo": "/srv/repo", "number": 1}}
 )
-
-
-def written_before(source: str) -> str:
-    """A follow-up blueprint as it was written before the follow-up actions."""
-    for old, new in LEGACY_FOLLOW_UP.items():
-        source = source.replace(f"action: {new}\n", f"action: {old}\n")
-    return source
 
 
 def host_actions(request: RunRequest, source: str) -> dict[str, str]:

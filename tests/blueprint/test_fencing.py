@@ -15,7 +15,7 @@ from golem.core.errors import RunTaken
 from golem.sandbox import Engine
 from golem.store import Store
 from tests.blueprint.repos import branch_commits
-from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+from tests.blueprint.runs import (  # noqa: F401 - the fixtures of the run tests
     MakeRunner,
     boxes_of,
     gated,
@@ -44,8 +44,8 @@ async def _waiting(runs: Store, run_id: str) -> None:
 
 async def test_a_runner_whose_run_was_queued_again_stops_and_writes_nothing(
     make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
-    remote: Path,  # noqa: F811
-    store: Store,  # noqa: F811
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
     engine: Engine,
     tmp_path: Path,
 ) -> None:

@@ -17,9 +17,9 @@ from golem.core import GolemConfig
 from golem.forge import LocalForge, PullRequest, PullRequestDraft
 from golem.sandbox import Engine
 from golem.store import Store
+from tests.blueprint.legacy_blueprints import written_before
 from tests.blueprint.repos import git
-from tests.blueprint.test_dispatch import written_before
-from tests.blueprint.test_run import (
+from tests.blueprint.runs import (
     FIX,
     SCRIPTS,
     MakeRunner,

@@ -6,7 +6,6 @@ pushed. A closed pull request, or a fork's, is refused."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from golem.core import GolemConfig, load_config
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.github_server import GitHubServer, github_error
+from tests.blueprint.follow_up_scripts import answering
 from tests.blueprint.repos import git, make_remote
 
 pytestmark = pytest.mark.bwrap
@@ -59,21 +59,6 @@ def remote(reachable_dir: Path, github: GitHubServer) -> Path:
     git("push", "-q", "origin", BRANCH, cwd=work)
     github.head_sha = lambda repo, branch: git("rev-parse", branch, cwd=remote).strip()
     return remote
-
-
-def answering(tmp_path: Path, thread: int | str) -> str:
-    """A scripted model that documents add() and replies in ``thread``."""
-    turns = [
-        {"tool_calls": [{"name": "edit", "arguments": {
-            "path": "calculator.py", "old": '"""The sum of a and b."""',
-            "new": '"""The sum of a and b (ints work too)."""'}}]},
-        {"tool_calls": [{"name": "reply", "arguments": {
-            "thread": str(thread), "body": "Done: the docstring says ints work too."}}]},
-        {"tool_calls": [{"name": "finish", "arguments": {"summary": "documented ints"}}]},
-    ]  # fmt: skip
-    path = tmp_path / "answer.yaml"
-    path.write_text(json.dumps({"turns": turns}))  # JSON is YAML
-    return f"scripted:{path}"
 
 
 async def follow_up(

@@ -16,8 +16,8 @@ from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.git_http_server import GitHttpServer
 from golem.testing.gitlab_server import GitLabServer
+from tests.blueprint.follow_up_scripts import answering
 from tests.blueprint.repos import git, make_remote
-from tests.blueprint.test_follow_up_github import answering
 
 pytestmark = pytest.mark.bwrap
 

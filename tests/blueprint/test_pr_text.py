@@ -17,7 +17,7 @@ from golem.checks import CheckResult, TestProgress
 from golem.forge import Issue
 from golem.store import Store
 from tests.blueprint.outcomes import OOM, with_outcomes
-from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+from tests.blueprint.runs import (  # noqa: F401 - the fixtures of the run tests
     MakeRunner,
     make_runner,
     pull_requests,
@@ -44,8 +44,8 @@ nodes:
 @pytest.mark.bwrap
 async def test_an_escalated_pull_request_shows_reasons_preparation_and_failing_tests(
     make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
-    remote: Path,  # noqa: F811
-    store: Store,  # noqa: F811
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
     tmp_path: Path,
 ) -> None:
     blueprint = tmp_path / "held.yaml"

@@ -23,7 +23,7 @@ from golem.checks import CheckResult, Service, reach
 from golem.store import Store
 from tests.agent.external_support import external_config, lines, open_box
 from tests.blueprint.repos import git
-from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+from tests.blueprint.runs import (  # noqa: F401 - the fixtures of the run tests
     SCRIPTS,
     MakeRunner,
     make_runner,
@@ -65,7 +65,7 @@ def started(path: str) -> AgentStarted:
 @pytest.mark.bwrap
 async def test_the_agent_is_told_the_commands_that_verify_it_and_where_they_run(
     make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
-    remote: Path,  # noqa: F811
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'round2.yaml'}"))
     assert state.status == "succeeded", state.error
@@ -81,8 +81,8 @@ async def test_the_agent_is_told_the_commands_that_verify_it_and_where_they_run(
 
 @pytest.mark.bwrap
 async def test_checks_in_a_prompt_names_the_blueprints_own_verifying_commands(
-    make_runner: MakeRunner,  # noqa: F811
-    remote: Path,  # noqa: F811
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
     tmp_path: Path,
 ) -> None:
     blueprint = tmp_path / "custom.yaml"
@@ -96,7 +96,7 @@ async def test_checks_in_a_prompt_names_the_blueprints_own_verifying_commands(
 
 @pytest.mark.bwrap
 async def test_with_nothing_to_verify_the_agent_is_asked_to_verify_it_itself(
-    make_runner: MakeRunner,  # noqa: F811
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
     reachable_dir: Path,
     tmp_path: Path,
 ) -> None:
@@ -138,9 +138,9 @@ nodes:
 
 @pytest.mark.bwrap
 async def test_a_run_with_installed_dependencies_and_a_baseline_says_so_in_the_prompt(
-    make_runner: MakeRunner,  # noqa: F811
-    remote: Path,  # noqa: F811
-    store: Store,  # noqa: F811
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
     tmp_path: Path,
 ) -> None:
     blueprint, script = tmp_path / "held.yaml", tmp_path / "finish.yaml"

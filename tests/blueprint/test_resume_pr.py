@@ -16,7 +16,7 @@ from golem.core.errors import StoreUnavailable
 from golem.forge import LocalForge, PullRequest, PullRequestDraft
 from golem.sandbox import Engine
 from golem.store import Store
-from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+from tests.blueprint.runs import (  # noqa: F401 - the fixtures of the run tests
     MakeRunner,
     events_text,
     make_runner,
@@ -31,8 +31,8 @@ pytestmark = pytest.mark.bwrap
 
 async def test_a_run_resumed_after_it_opened_its_pull_request_adopts_it(
     make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
-    remote: Path,  # noqa: F811
-    store: Store,  # noqa: F811
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
 ) -> None:
     done = await make_runner().start(request(remote))
     assert done.status == "succeeded", done.error
@@ -70,8 +70,8 @@ class AwayAtTheFirstPullRequest(LocalForge):
 async def test_a_node_that_meets_the_store_away_runs_again_and_the_run_succeeds(
     config: GolemConfig,
     engine: Engine,
-    remote: Path,  # noqa: F811
-    store: Store,  # noqa: F811
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
 ) -> None:
     forge = AwayAtTheFirstPullRequest(store)
     done = await Runner(config, engine=engine, store=store, forge=forge).start(request(remote))

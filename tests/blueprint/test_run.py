@@ -5,70 +5,39 @@ cancelling, and secrets that never reach a PR, a commit, a trajectory or the run
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
-from golem.blueprint import Runner, RunRequest, RunState
+from golem.blueprint import RunRequest, RunState
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import BoxStarted, GateWaiting, NodeStarted, RunEvent
-from golem.core import EventSink, GolemConfig
 from golem.core.isolation import Isolation
-from golem.forge import LocalForge, PullRequest
 from golem.sandbox import Engine
-from golem.store import SqlStore, Store
-from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
+from golem.store import Store
+from tests.blueprint.repos import branch_commits, make_remote
+from tests.blueprint.runs import (  # noqa: F401 - its fixtures
+    SCRIPTS,
+    MakeRunner,
+    boxes_of,
+    events_text,
+    gated,
+    make_runner,
+    pull_requests,
+    remote,
+    request,
+    store,
+)
 from tests.forge.conftest import git
 
 pytestmark = pytest.mark.bwrap
 
-SCRIPTS = Path(__file__).parent / "scripts"
-FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
-TASK = "Fix the failing tests of the calculator"
-
-MakeRunner = Callable[..., Runner]
-
-
-@pytest.fixture
-async def store(config: GolemConfig) -> AsyncIterator[Store]:
-    store = await SqlStore.open(config)
-    yield store
-    await store.close()
-
-
-@pytest.fixture
-def make_runner(config: GolemConfig, engine: Engine, store: Store) -> MakeRunner:
-    def make(on_event: EventSink[RunEvent] | None = None) -> Runner:
-        return Runner(config, engine=engine, store=store, on_event=on_event)
-
-    return make
-
-
-async def pull_requests(store: Store) -> list[PullRequest]:
-    return await LocalForge(store).pull_requests()
-
-
-async def events_text(store: Store, run_id: str) -> str:
-    return "".join(e.model_dump_json() for _, e in await RunBook(store).events(run_id))
-
-
-@pytest.fixture
-def remote(reachable_dir: Path) -> Path:
-    return make_remote(reachable_dir)
-
-
-async def boxes_of(engine: Engine, state: RunState) -> list[str]:
-    """Boxes still serving the run (a pooled box carries no session's labels)."""
-    return [b.id for b in await engine.boxes() if b.labels.get("golem.run") == state.id]
-
-
-def request(remote: Path, model: str = FIX, **fields: object) -> RunRequest:
-    return RunRequest.model_validate({"repo": str(remote), "task": TASK, "model": model, **fields})
-
 
 async def test_green_on_the_first_try_opens_a_pull_request(
-    make_runner: MakeRunner, remote: Path, store: Store, engine: Engine
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
 ) -> None:
     state = await make_runner().start(request(remote))
     assert state.status == "succeeded", state.error
@@ -97,7 +66,9 @@ async def test_green_on_the_first_try_opens_a_pull_request(
 
 
 async def test_red_then_green_in_the_second_fix_round(
-    make_runner: MakeRunner, remote: Path, store: Store
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'round2.yaml'}"))
     assert state.status == "succeeded", state.error
@@ -110,7 +81,9 @@ async def test_red_then_green_in_the_second_fix_round(
 
 
 async def test_still_red_after_the_cap_escalates_to_a_person(
-    make_runner: MakeRunner, remote: Path, store: Store
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'never.yaml'}"))
     assert state.status == "escalated"
@@ -125,30 +98,11 @@ async def test_still_red_after_the_cap_escalates_to_a_person(
     assert len(branch_commits(remote, state.branch)) == 1  # the branch is pushed for them
 
 
-GATED = """\
-name: gated
-nodes:
-  - {id: prepare, kind: host, action: prepare, next: implement}
-  - {id: implement, kind: agent, prompt: "{{ task }}", next: approve}
-  - id: approve
-    kind: gate
-    message: Ship it?
-    timeout: TIMEOUT
-    default: rejected
-    next: {approved: ship, rejected: escalate}
-  - {id: ship, kind: host, action: ship}
-  - {id: escalate, kind: host, action: escalate}
-"""
-
-
-def gated(tmp_path: Path, timeout: float) -> str:
-    path = tmp_path / "gated.yaml"
-    path.write_text(GATED.replace("TIMEOUT", str(timeout)))
-    return str(path)
-
-
 async def test_a_gate_approved_by_a_person_lets_the_run_ship(
-    make_runner: MakeRunner, remote: Path, store: Store, tmp_path: Path
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
+    tmp_path: Path,
 ) -> None:
     answers: list[asyncio.Future[bool]] = []
 
@@ -165,7 +119,9 @@ async def test_a_gate_approved_by_a_person_lets_the_run_ship(
 
 
 async def test_a_gate_nobody_answers_ends_with_its_default(
-    make_runner: MakeRunner, remote: Path, tmp_path: Path
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    tmp_path: Path,
 ) -> None:
     state = await make_runner().start(request(remote, blueprint=gated(tmp_path, 0.2)))
     assert state.status == "escalated"
@@ -175,7 +131,10 @@ async def test_a_gate_nobody_answers_ends_with_its_default(
 
 
 async def test_cancelling_mid_run_stops_it_and_leaves_no_box(
-    make_runner: MakeRunner, remote: Path, store: Store, engine: Engine
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
 ) -> None:
     requests: list[asyncio.Future[None]] = []
 
@@ -193,9 +152,9 @@ async def test_cancelling_mid_run_stops_it_and_leaves_no_box(
 
 
 async def test_secrets_reach_no_pr_commit_trajectory_or_event(
-    make_runner: MakeRunner,
-    remote: Path,
-    store: Store,
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -221,9 +180,9 @@ async def test_secrets_reach_no_pr_commit_trajectory_or_event(
 
 @pytest.mark.parametrize("script", ["leak-into-file.yaml", "leak-binary.yaml"])
 async def test_a_change_that_holds_a_secret_is_never_pushed(
-    make_runner: MakeRunner,
-    remote: Path,
-    store: Store,
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    store: Store,  # noqa: F811 - fixtures, imported above
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     script: str,
@@ -244,9 +203,10 @@ async def test_a_change_that_holds_a_secret_is_never_pushed(
 
 
 async def test_a_submodule_checked_out_in_the_box_is_not_taken_back(
-    make_runner: MakeRunner, reachable_dir: Path
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    reachable_dir: Path,
 ) -> None:
-    remote = make_remote(reachable_dir)
+    remote = make_remote(reachable_dir)  # noqa: F811 - fixtures, imported above
     work = reachable_dir / "with-submodule"
     git("clone", "-q", str(remote), str(work))
     head = git("rev-parse", "HEAD", cwd=work).strip()
@@ -263,7 +223,8 @@ async def test_a_submodule_checked_out_in_the_box_is_not_taken_back(
 
 
 async def test_a_run_without_task_or_issue_is_refused(
-    make_runner: MakeRunner, remote: Path
+    make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     from golem.core import InvalidRequest
 
@@ -271,6 +232,6 @@ async def test_a_run_without_task_or_issue_is_refused(
         await make_runner().submit(RunRequest(repo=str(remote)))
 
 
-def test_states_serialise_for_the_store(remote: Path) -> None:
+def test_states_serialise_for_the_store(remote: Path) -> None:  # noqa: F811 - fixtures, imported above
     state = RunState(id="run-x", request=request(remote), blueprint="minion", blueprint_source="")
     assert RunState.model_validate_json(state.model_dump_json()) == state

@@ -4,51 +4,34 @@ comment come back, labels mark an escalation, and the token goes nowhere but the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.book import RunBook
-from golem.core import GolemConfig, load_config
+from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.github_server import GitHubServer
+from tests.blueprint.github_runs import (  # noqa: F401 - its fixtures
+    REPO,
+    TOKEN,
+    config,
+    github,
+)
 from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
 
 pytestmark = pytest.mark.bwrap
 
-TOKEN = "ghp_golemtest0123456789abcdef"  # noqa: S105 - a test token
-REPO = "octo/calculator"
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
-@pytest.fixture
-def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
-    monkeypatch.setenv("GOLEM_TEST_GITHUB_TOKEN", TOKEN)
-    with GitHubServer(token=TOKEN) as server:
-        server.add_issue(
-            REPO, 7, "add() subtracts its arguments",
-            body="`add(2, 3)` gives -1. See calculator.py.",
-            comments=["test_calculator.py shows it too"],
-        )  # fmt: skip
-        server.ci = lambda repo, sha: [{"name": "test", "conclusion": "success"}]  # CI is green
-        yield server
-
-
-@pytest.fixture
-def config(config: GolemConfig, github: GitHubServer) -> GolemConfig:
-    data = config.model_dump(mode="json")
-    data["forge"] = {
-        "provider": "github",
-        "github": {"api_url": github.api_url, "token_env": "GOLEM_TEST_GITHUB_TOKEN"},
-    }
-    return load_config(data, files=[])
-
-
 async def run(
-    config: GolemConfig, engine: Engine, remote: Path, model: str
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    remote: Path,
+    model: str,
 ) -> tuple[RunState, RunBook]:
     """The run's end, and its runs (kept in memory: any store of the contract serves)."""
     book = RunBook(MemoryStore())
@@ -58,7 +41,10 @@ async def run(
 
 
 async def test_an_issue_becomes_a_pull_request_and_a_comment(
-    config: GolemConfig, engine: Engine, github: GitHubServer, reachable_dir: Path
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
+    reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
     state, book = await run(config, engine, remote, f"scripted:{EXAMPLES / 'calculator-fix.yaml'}")
@@ -84,7 +70,10 @@ async def test_an_issue_becomes_a_pull_request_and_a_comment(
 
 
 async def test_an_escalation_is_a_labelled_draft_saying_what_fails(
-    config: GolemConfig, engine: Engine, github: GitHubServer, reachable_dir: Path
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
+    reachable_dir: Path,
 ) -> None:
     remote = make_remote(reachable_dir)
     state, _ = await run(config, engine, remote, f"scripted:{SCRIPTS / 'never.yaml'}")

@@ -5,74 +5,33 @@ token goes nowhere but the API and GitLab's git."""
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from golem.blueprint import Runner, RunRequest
 from golem.blueprint.book import RunBook
-from golem.core import GolemConfig, load_config
+from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.git_http_server import GitHttpServer
 from golem.testing.gitlab_server import GitLabServer
-from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
+from tests.blueprint.gitlab_runs import (  # noqa: F401 - its fixtures
+    PROJECT,
+    TOKEN,
+    config,
+    gitlab,
+    head,
+    served,
+)
+from tests.blueprint.repos import EXAMPLES, branch_commits
 
 pytestmark = pytest.mark.bwrap
 
-TOKEN = "glpat-golemRunTest0123456789"  # noqa: S105 - a test token
-PROJECT = "group/calculator"
-
-
-def head(remote: Path, branch: str) -> str | None:
-    """The commit ``branch`` points to in the bare ``remote`` (None: no such branch)."""
-    argv = ["git", "rev-parse", "--verify", "-q", branch]
-    done = subprocess.run(argv, cwd=remote, capture_output=True, text=True, check=False)
-    return done.stdout.strip() or None
-
-
-@pytest.fixture
-def gitlab(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabServer]:
-    monkeypatch.setenv("GOLEM_TEST_GITLAB_TOKEN", TOKEN)
-    with GitLabServer(token=TOKEN) as server:
-        server.add_issue(
-            PROJECT, 7, "add() subtracts its arguments",
-            "`add(2, 3)` gives -1. See calculator.py.",
-            notes=["test_calculator.py shows it too"],
-        )  # fmt: skip
-        server.ci = lambda project, sha: [{"name": "test", "status": "success"}]  # CI is green
-        yield server
-
-
-@pytest.fixture
-def served(reachable_dir: Path) -> Iterator[GitHttpServer]:
-    """group/calculator.git over smart HTTP, wanting oauth2:TOKEN."""
-    root = reachable_dir / "served"
-    (root / "group").mkdir(parents=True)
-    remote = make_remote(root / "group")
-    git("config", "http.receivepack", "true", cwd=remote)
-    with GitHttpServer(root, TOKEN, username="oauth2") as server:
-        yield server
-
-
-@pytest.fixture
-def config(config: GolemConfig, gitlab: GitLabServer, served: GitHttpServer) -> GolemConfig:
-    data = config.model_dump(mode="json")
-    data["forge"] = {
-        "provider": "gitlab",
-        "gitlab": {
-            "base_url": gitlab.base_url,
-            "token_env": "GOLEM_TEST_GITLAB_TOKEN",
-            "token_for_git": True,
-        },
-    }
-    return load_config(data, files=[])
-
 
 async def test_a_gitlab_issue_becomes_a_merge_request_and_a_note(
-    config: GolemConfig, engine: Engine, gitlab: GitLabServer, served: GitHttpServer
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    served: GitHttpServer,  # noqa: F811 - fixtures, imported above
 ) -> None:
     book = RunBook(MemoryStore())
     runner = Runner(config, engine=engine, store=book.store)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from golem.agent.trajectory import read_trajectory
-from tests.blueprint.test_run import (  # noqa: F401 - the fixtures of the run tests
+from tests.blueprint.runs import (  # noqa: F401 - the fixtures of the run tests
     SCRIPTS,
     MakeRunner,
     make_runner,
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.bwrap
 
 async def test_every_fix_round_keeps_its_own_trajectory(
     make_runner: MakeRunner,  # noqa: F811 - fixtures, imported above
-    remote: Path,  # noqa: F811
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state = await make_runner().start(request(remote, f"scripted:{SCRIPTS / 'round2.yaml'}"))
     assert state.status == "succeeded", state.error

@@ -3,35 +3,15 @@ fixtures: neither installs offline) and real ``node --test`` runs, TAP and spec 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from golem.checks.reports import failure_report
+from tests.checks.node_projects import NODE_TESTS, node
 from tests.checks.reporting import assert_readable, run, write
 
 FIXTURES = Path(__file__).parent / "fixtures"
-NODE_TESTS = """\
-import test, { describe, it } from 'node:test';
-import assert from 'node:assert/strict';
-
-const add = (a, b) => a - b;
-
-test('adds numbers', () => {
-  assert.equal(add(2, 3), 5);
-});
-
-test('fine', () => {});
-
-describe('suite', () => {
-  it('nested fails', () => {
-    throw new Error('nested boom');
-  });
-  it('nested ok', () => {});
-});
-"""
-node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
 def test_jests_failing_tests_come_out_named_by_suite_with_their_expectations() -> None:

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from golem.checks import find_outcomes
-from tests.checks.reporting import run, write
-from tests.checks.test_reports_compiled import (
+from tests.checks.compiled_projects import (
     CARGO_TOML,
     GO_CODE,
     GO_MOD,
@@ -23,8 +22,9 @@ from tests.checks.test_reports_compiled import (
     go,
     go_env,
 )
-from tests.checks.test_reports_node import NODE_TESTS, node
-from tests.checks.test_reports_python import CALC, PYTEST
+from tests.checks.node_projects import NODE_TESTS, node
+from tests.checks.python_projects import CALC, PYTEST
+from tests.checks.reporting import run, write
 
 UNITTESTS = {
     "test_calc.py": '''\

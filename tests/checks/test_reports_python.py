@@ -7,37 +7,8 @@ import sys
 from pathlib import Path
 
 from golem.checks.reports import failure_report
+from tests.checks.python_projects import CALC, PYTEST
 from tests.checks.reporting import ESC, assert_readable, run, write
-
-PYTEST = (
-    f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -p no:cacheprovider --color=yes"
-)
-
-CALC = {
-    "test_calc.py": """\
-import pytest
-
-def add(a, b):
-    return a - b
-
-def test_add():
-    assert add(2, 3) == 5
-
-def test_ok():
-    assert True
-
-class TestThings:
-    def test_raises(self):
-        raise ValueError("bad value")
-
-@pytest.mark.parametrize("x", [1, 2])
-def test_param(x):
-    assert x == 1, f"x was {x}"
-
-def test_needs(missing_fixture):
-    pass
-""",
-}
 
 
 def test_pytests_failing_tests_and_messages_come_out_of_its_coloured_output(

@@ -97,13 +97,16 @@ def test_detect_says_when_a_golem_toml_is_what_runs_use(tmp_path: Path) -> None:
     assert f"note: {tmp_path / '.golem.toml'} exists; runs use it" in " ".join(done.stdout.split())
 
 
-def test_detect_says_when_nothing_would_verify_a_change(tmp_path: Path) -> None:
+def test_detect_says_when_nothing_would_verify_a_change_and_where_to_name_one(
+    tmp_path: Path,
+) -> None:
     write_tree(tmp_path, {"README.md": "# notes\n"})
 
     done = golem("checks", "detect", "--repo", str(tmp_path), cwd=Path.cwd())
 
     assert done.returncode == 0
     assert "nothing here verifies a change: a run would end unverified" in done.stdout
+    assert "Name the test command in .golem.toml's [commands] (--write" in done.stdout
 
 
 def test_detect_on_a_missing_directory_is_a_clear_error(tmp_path: Path) -> None:

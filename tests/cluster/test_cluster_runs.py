@@ -19,26 +19,14 @@ from golem.cluster import ClusterEngine
 from golem.cluster.boxhost import node_config
 from golem.sandbox import LocalEngine
 from tests.blueprint.repos import branch_commits, make_remote
-from tests.blueprint.test_run import GATED as GATED_TEMPLATE
+from tests.cluster.cluster_runs import GATED, at_gate, node_of
 from tests.cluster.conftest import NODE_NAMES, NODES, SLOTS, cluster_settings, server_toml
+from tests.service.api_runs import follow, submit
 from tests.service.served import Served, serving
-from tests.service.test_api_runs import follow, submit
 
 pytestmark = pytest.mark.bwrap
 
 RUNS = 30
-GATED = GATED_TEMPLATE.replace("TIMEOUT", "900")
-"""A blueprint whose runs wait at a gate, holding their slot, until a person answers."""
-
-
-def node_of(run: dict[str, Any]) -> str:
-    """The node whose box host ran ``run``: its checkout is under that node's state."""
-    parts = Path(run["workspace"]).parts
-    return parts[parts.index("cluster") + 1]
-
-
-def at_gate(event: tuple[str, dict[str, Any]]) -> bool:
-    return event[0] == "gate_wait"
 
 
 def at_gate_again(event: tuple[str, dict[str, Any]]) -> bool:

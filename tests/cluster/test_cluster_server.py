@@ -90,7 +90,7 @@ def test_a_run_on_a_cluster_control_plane_reaches_its_pull_request(
     control planes of earlier modules, with their own databases: a node writes each run to
     its own control plane's store."""
     from tests.blueprint.repos import make_remote
-    from tests.service.test_api_runs import follow, submit
+    from tests.service.api_runs import follow, submit
 
     remote = make_remote(reachable_dir)
     with served.client(served.key("runs", "trusted")) as client:

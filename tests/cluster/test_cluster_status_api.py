@@ -20,10 +20,10 @@ from golem.cluster.status import cluster_status
 from golem.sandbox import LocalEngine
 from golem.service.cluster import ClusterStatus
 from tests.blueprint.repos import make_remote
+from tests.cluster.cluster_runs import GATED, at_gate, node_of
 from tests.cluster.conftest import NODE_NAMES, cluster_settings, server_toml
-from tests.cluster.test_cluster_runs import GATED, at_gate, node_of
+from tests.service.api_runs import follow, submit
 from tests.service.served import Served, serving
-from tests.service.test_api_runs import follow, submit
 
 pytestmark = pytest.mark.bwrap
 

@@ -164,10 +164,10 @@ def test_a_tiers_run_runs_on_its_tiers_node_only(
     """A run is placed like a session of the role that submitted it: the tier travels with
     the run (its state), and its runner and boxes are on the tier's node."""
     from tests.blueprint.repos import make_remote
+    from tests.cluster.cluster_runs import node_of
     from tests.cluster.conftest import server_toml, tiers_toml
-    from tests.cluster.test_cluster_runs import node_of
+    from tests.service.api_runs import follow, submit
     from tests.service.served import serving
-    from tests.service.test_api_runs import follow, submit
 
     config = server_toml(ray_cluster.address, cluster_state, postgres_url)
     config += tiers_toml() + (

@@ -11,7 +11,7 @@ import pytest
 from golem.cluster.placement import BACKENDS, image_label, node_labels, selector
 from golem.core import BackendConfig, load_config
 from golem.core.errors import NoTierBackend
-from tests.core.test_isolation import RUNSC
+from tests.core.isolation import RUNSC
 
 RAY_LABEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
 """What Ray 2.60 takes as a label key's name (ray._private.label_utils.LABEL_REGEX)."""

@@ -8,9 +8,7 @@ import pytest
 from golem.core import load_config
 from golem.core.errors import ConfigError, NoTierBackend
 from golem.core.isolation import TIERS, Floor, Isolation, at_least, strongest, tier_of
-
-RUNSC = {"runtime": "runsc"}
-"""The docker backend's option running its boxes on gVisor."""
+from tests.core.isolation import RUNSC
 
 
 def test_the_ladder_goes_from_the_hosts_kernel_to_a_kernel_of_its_own() -> None:

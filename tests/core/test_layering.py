@@ -43,6 +43,7 @@ RANK = {layer: rank for rank, layers in enumerate(LAYERS) for layer in layers}
 OPEN_LAYERS = frozenset({"core"})
 """Layers whose modules others import by name."""
 BASELINE = Path(__file__).with_name("deep_imports.txt")
+TESTS = Path(__file__).parents[1]
 
 
 def modules() -> dict[str, Path]:
@@ -177,3 +178,61 @@ def test_golem_cores_names_are_each_found_in_the_module_it_names() -> None:
     assert sorted(core._HOMES) == sorted(core.__all__)
     for name in core.__all__:
         assert getattr(core, name) is not None, name
+
+
+def imported_test_modules(path: Path, package: str) -> set[str]:
+    """The test modules (``test_*``) that the file at ``path``, a module of ``package``,
+    imports, however it is written: ``import``, ``from ... import``, relative, a module
+    taken by ``from package import test_x``, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            named = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            named = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in named:
+            parts = name.split(".")
+            tests = [at for at, part in enumerate(parts) if part.startswith("test_")]
+            if tests:
+                found.add(".".join(parts[: tests[0] + 1]))
+    return found
+
+
+def test_no_test_file_imports_a_test_module() -> None:
+    found = [
+        f"{path.relative_to(TESTS.parent)} imports {name}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for name in sorted(
+            imported_test_modules(path, ".".join(path.relative_to(TESTS.parent).parent.parts))
+        )
+    ]
+    assert found == [], "move what they share to a helper module of their area or a conftest.py"
+
+
+def test_the_finder_sees_every_way_of_importing_a_test_module(tmp_path: Path) -> None:
+    written = tmp_path / "test_importer.py"
+    written.write_text(
+        "import tests.a.test_b\n"
+        "from tests.a.test_c import helper\n"
+        "from tests.a import test_d, kit\n"
+        "from .test_e import helper\n"
+        "from . import test_f\n"
+        "from ..b.test_h import helper\n"
+        "def later():\n    from tests.a.test_g import helper\n"
+        "from tests.a.kit import helper\n"
+        "import tests.a.kit\n"
+    )
+    assert sorted(imported_test_modules(written, "tests.a")) == [
+        "tests.a.test_b",
+        "tests.a.test_c",
+        "tests.a.test_d",
+        "tests.a.test_e",
+        "tests.a.test_f",
+        "tests.a.test_g",
+        "tests.b.test_h",
+    ]

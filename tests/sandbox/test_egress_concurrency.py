@@ -16,7 +16,7 @@ from golem.sandbox import Engine, ExecRequest
 from golem.sandbox.egress.proxy import MAX_CONNECTIONS
 from tests.conftest import QUICK_START_BACKENDS
 from tests.sandbox.nethosts import ALLOWED_ADDRESS, NetHosts
-from tests.sandbox.test_network import config, policy  # noqa: F401 - the fixture, shared
+from tests.sandbox.network_policy import config, policy  # noqa: F401 - the fixture, shared
 
 CONNECTIONS = 300
 

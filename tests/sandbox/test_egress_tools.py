@@ -24,7 +24,7 @@ import pytest
 from golem.sandbox import Engine, ExecRequest
 from tests.conftest import QUICK_START_BACKENDS
 from tests.sandbox.nethosts import ALLOWED_ADDRESS, NetHosts
-from tests.sandbox.test_network import config, policy  # noqa: F401 - the fixture, shared
+from tests.sandbox.network_policy import config, policy  # noqa: F401 - the fixture, shared
 
 NO_GO = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed (golang-go)")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import secrets
@@ -18,6 +17,7 @@ from golem.core.errors import BoxDiskFull, InvalidRequest, PathRefused
 from golem.sandbox import Box, Engine
 from golem.sandbox.files import chunks_of, tar_of
 from tests.conftest import BOTH_BACKENDS, HOST_SEES_BOX_PROCESSES, SHARED_LOOP
+from tests.sandbox.held_files import held_open
 
 pytestmark = [pytest.mark.bwrap, SHARED_LOOP]
 
@@ -153,17 +153,6 @@ async def test_a_name_with_a_newline_and_pax_syntax_comes_back_as_it_is(
     assert made.exit_code == 0, made.stderr_text
     await box.get_dir("t", tmp_path / "out")
     assert (tmp_path / "out" / "é\nx size=-1000000").read_bytes() == b"hi"
-
-
-def held_open(name: str) -> list[str]:
-    """The descriptors of every process on this machine (a box's too) open on a file
-    whose path holds ``name``."""
-    found = []
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
-        with contextlib.suppress(OSError):
-            if name in os.readlink(fd):
-                found.append(str(fd))
-    return found
 
 
 async def until(condition: Callable[[], bool], what: str, within: float = 30.0) -> None:

@@ -9,14 +9,13 @@ only through the proxy: inside a box, 127.0.0.0/8 is the box's own loopback.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from golem.core import GolemConfig, NetworkEvent, load_config
+from golem.core import NetworkEvent
 from golem.sandbox import Box, Engine, ExecRequest, OutputEvent
 from tests.conftest import (
     BOTH_BACKENDS,
@@ -25,51 +24,20 @@ from tests.conftest import (
     SHARED_LOOP,
     SYNC_ON_SHARED_LOOP,
 )
-from tests.sandbox.nethosts import PRIVATE_USER, NetHosts
+from tests.sandbox.nethosts import NetHosts
+from tests.sandbox.network_policy import (  # noqa: F401 - its fixtures
+    SECRET,
+    config,
+    policy,
+)
 from tests.traces import traces_in_box
 
 pytestmark = SHARED_LOOP
-
-SECRET = "golem-real-" + secrets.token_hex(16)
 
 
 @pytest.fixture(params=BOTH_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@pytest.fixture
-def config(config: GolemConfig, net: NetHosts) -> GolemConfig:
-    """The backend's config, with the proxy asking the test DNS server, trusting the test CA
-    for brokered upstreams, and two brokered credentials."""
-    data = config.model_dump(mode="json")
-    data["engine"]["network"] = {
-        "nameservers": [net.dns.address],
-        "upstream_ca": str(net.ca_file),
-    }
-    data["credentials"] = [
-        {
-            "name": "brokered",
-            "host": r"^brokered\.test$",
-            "env": "BROKERED_TOKEN",
-            "value": SECRET,
-            "upstream": f"https://brokered.test:{net.secure.port}",
-            "base_url_env": "BROKERED_BASE_URL",
-        },
-        {"name": "private", "host": r"^private\.test$", "auth": "basic",
-         "username": PRIVATE_USER, "value": PRIVATE_PASSWORD},
-    ]  # fmt: skip
-    return load_config(data, files=[])
-
-
-def policy(net: NetHosts, **changes: object) -> dict[str, object]:
-    rules: dict[str, object] = {
-        "allow": [r"^(allowed|brokered|private|internal|metadata|rebind)\.test$"],
-        "deny": [r"^denied\."],
-        "allow_cidrs": ["127.0.0.2/32"],
-        "ports": net.ports,
-    }
-    return {**rules, **changes}
 
 
 @pytest_asyncio.fixture(loop_scope="session")

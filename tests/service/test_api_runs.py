@@ -5,74 +5,34 @@ resumes the run, loses nothing and leaves no box."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.blueprint.repos import EXAMPLES, branch_commits, make_remote
+from tests.blueprint.repos import EXAMPLES, branch_commits
+from tests.service.api_runs import (  # noqa: F401 - its fixtures
+    FIX,
+    SLOW,
+    TASK,
+    agent_working,
+    boxes,
+    follow,
+    remote,
+    submit,
+)
 from tests.service.served import Served, launch, serving
 
 pytestmark = pytest.mark.bwrap
 
-FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
-SLOW = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
 GATED = Path(__file__).with_name("dashboard_gate.yaml")
-TASK = "Fix the failing tests of the calculator"
-Event = tuple[str, dict[str, object]]
-
-
-@pytest.fixture
-def remote(reachable_dir: Path) -> Path:
-    return make_remote(reachable_dir)
-
-
-def follow(client: httpx.Client, run_id: str, until: Callable[[Event], bool] | None = None,
-           after: int = 0) -> list[Event]:  # fmt: skip
-    """The run's events from the API's stream, to the run's end (or the first ``until``)."""
-    seen: list[Event] = []
-    kind = ""
-    headers = {"Last-Event-ID": str(after)} if after else {}
-    with client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as stream:
-        assert stream.status_code == 200
-        for line in stream.iter_lines():
-            if line.startswith("event:"):
-                kind = line.removeprefix("event:").strip()
-            elif line.startswith("data:"):
-                seen.append((kind, json.loads(line.removeprefix("data:"))))
-                if until is not None and until(seen[-1]):
-                    return seen
-    return seen
-
-
-def submit(client: httpx.Client, remote: Path, model: str = FIX, **extra: str) -> httpx.Response:
-    return client.post(
-        "/v1/runs", json={"repo": str(remote), "task": TASK, "model": model, **extra}
-    )
-
-
-def boxes(served: Served) -> list[dict[str, object]]:
-    """The boxes golem knows of in the server's state directory (``golem sessions ls``)."""
-    listed = subprocess.run(
-        [sys.executable, "-m", "golem", "sessions", "ls", "--json"],
-        env=served.env, capture_output=True, check=True, timeout=60,
-    )  # fmt: skip
-    found: list[dict[str, object]] = json.loads(listed.stdout)
-    return found
 
 
 def orphans(served: Served) -> list[dict[str, object]]:
     """Boxes whose owner process is gone (a live server keeps warm ones in its pool)."""
     return [box for box in boxes(served) if not box["owner_alive"]]
-
-
-def agent_working(event: Event) -> bool:
-    return event[0] == "node_start" and event[1].get("kind") == "agent"
 
 
 @pytest.fixture
@@ -82,7 +42,8 @@ def trusted(served: Served) -> Iterator[httpx.Client]:
 
 
 def test_a_run_over_http_streams_its_events_and_ends_in_a_pull_request(
-    trusted: httpx.Client, remote: Path
+    trusted: httpx.Client,
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     submitted = submit(trusted, remote)
     assert submitted.status_code == 202, submitted.text
@@ -112,7 +73,7 @@ def test_a_run_over_http_streams_its_events_and_ends_in_a_pull_request(
         assert [line for line in over.iter_lines() if line] == []  # closed, not kept waiting
 
 
-def test_a_gate_is_answered_over_http_once(trusted: httpx.Client, remote: Path) -> None:
+def test_a_gate_is_answered_over_http_once(trusted: httpx.Client, remote: Path) -> None:  # noqa: F811 - fixtures, imported above
     run_id = submit(trusted, remote, blueprint=str(GATED)).json()["id"]
     follow(trusted, run_id, until=lambda event: event[0] == "gate_wait")
     early = trusted.post(f"/v1/runs/{run_id}/gate", json={"decision": "maybe"})
@@ -129,7 +90,7 @@ def test_a_gate_is_answered_over_http_once(trusted: httpx.Client, remote: Path) 
     assert trusted.get(f"/v1/runs/{run_id}").json()["pr"]["draft"] is True  # escalated
 
 
-def test_a_user_key_may_not_name_files_on_the_server(served: Served, remote: Path) -> None:
+def test_a_user_key_may_not_name_files_on_the_server(served: Served, remote: Path) -> None:  # noqa: F811 - fixtures, imported above
     with served.client(served.tenant_key("plain")) as user:
         refused = submit(user, remote)
         assert refused.status_code == 403
@@ -140,7 +101,7 @@ def test_a_user_key_may_not_name_files_on_the_server(served: Served, remote: Pat
         assert user.get("/v1/runs").json() == []
 
 
-def test_bad_runs_are_refused_with_what_to_change(trusted: httpx.Client, remote: Path) -> None:
+def test_bad_runs_are_refused_with_what_to_change(trusted: httpx.Client, remote: Path) -> None:  # noqa: F811 - fixtures, imported above
     no_task = trusted.post("/v1/runs", json={"repo": str(remote)})
     assert no_task.status_code == 422
     assert "task or an issue" in no_task.json()["detail"]
@@ -168,7 +129,8 @@ retry_after = 9
 
 
 def test_a_full_queue_answers_429_with_retry_after(
-    tmp_path_factory: pytest.TempPathFactory, remote: Path
+    tmp_path_factory: pytest.TempPathFactory,
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state = tmp_path_factory.mktemp("reject") / "state"
     with (
@@ -187,7 +149,8 @@ def test_a_full_queue_answers_429_with_retry_after(
 
 
 def test_with_overflow_queue_runs_wait_their_turn_until_the_queue_is_full(
-    tmp_path_factory: pytest.TempPathFactory, remote: Path
+    tmp_path_factory: pytest.TempPathFactory,
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state = tmp_path_factory.mktemp("queue") / "state"
     with (
@@ -214,7 +177,8 @@ def test_with_overflow_queue_runs_wait_their_turn_until_the_queue_is_full(
 
 
 def test_a_killed_server_resumes_its_run_after_a_restart_with_no_box_left(
-    tmp_path: Path, remote: Path
+    tmp_path: Path,
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     script = tmp_path / "model.yaml"
     script.write_text(SLOW.read_text())
@@ -245,7 +209,9 @@ def test_a_killed_server_resumes_its_run_after_a_restart_with_no_box_left(
 
 
 def test_a_server_on_postgresql_runs_to_a_pull_request(
-    tmp_path: Path, remote: Path, postgres_url: str
+    tmp_path: Path,
+    remote: Path,  # noqa: F811 - fixtures, imported above
+    postgres_url: str,
 ) -> None:
     with (
         serving(tmp_path / "state", env={"GOLEM_DATABASE_URL": postgres_url}) as server,
@@ -265,7 +231,8 @@ interval = 0.05
 
 
 def test_the_server_prunes_what_old_runs_left_behind(
-    tmp_path_factory: pytest.TempPathFactory, remote: Path
+    tmp_path_factory: pytest.TempPathFactory,
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     state = tmp_path_factory.mktemp("retention") / "state"
     with (

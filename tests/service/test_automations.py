@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +27,21 @@ import pytest
 from golem.service.automations import Automation
 from golem.service.documents import Shelf
 from golem.store import SqlStore
-from tests.blueprint.repos import make_remote
+from tests.service.automation_kit import (  # noqa: F401 - its fixtures
+    GITHUB_SECRET,
+    GITLAB_SECRET,
+    automation,
+    remote,
+    when,
+)
+from tests.service.github_triggers import gated_minion
+from tests.service.gitlab_triggers import payload as gitlab_payload
 from tests.service.served import Served, launch, serving
-from tests.service.test_github_trigger import gated_minion
-from tests.service.test_gitlab_trigger import payload as gitlab_payload
 from tests.service.webhooks import deliver_github
 
 pytestmark = pytest.mark.bwrap
 
 HOOK_SECRET = "automation-hook-secret-0123456789"  # noqa: S105 - a test secret
-GITHUB_SECRET = "github-webhook-secret-0123456789"  # noqa: S105 - a test secret
-GITLAB_SECRET = "gitlab-webhook-token-0123456789"  # noqa: S105 - a test secret
 ENV = {
     "AUTOMATION_TEST_HOOK_SECRET": HOOK_SECRET,
     "AUTOMATION_TEST_GITHUB_SECRET": GITHUB_SECRET,
@@ -45,42 +49,15 @@ ENV = {
 }
 SIGNED_BY = {"secret_env": "AUTOMATION_TEST_HOOK_SECRET"}
 UNSIGNED = {"secret_env": "AUTOMATION_TEST_UNSET"}  # a variable the server does not have
-WAIT = 120.0
 YEAR = 365 * 86400.0
-
-
-def automation(name: str, tenant: str, remote: Path, blueprint: Path, **given: object) -> str:
-    """One [[automations]] entry of golem.toml."""
-    lines = [f'name = "{name}"', f'tenant = "{tenant}"', f'repo = "{remote}"',
-             f'blueprint = "{blueprint}"']  # fmt: skip
-    lines += [f"{key} = {json.dumps(value)}" for key, value in given.items()]
-    return "[[automations]]\n" + "\n".join(lines) + "\n"
 
 
 def signed(body: bytes, secret: str = HOOK_SECRET) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def when(read: Callable[[], Any], condition: Callable[[Any], bool]) -> Any:
-    """``read()``, once ``condition`` holds for it (looked at every half second)."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        value = read()
-        if condition(value):
-            return value
-        assert time.monotonic() < deadline, f"never came true: {value}"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
-def remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("automation-remotes")
-    home.chmod(0o755)
-    return make_remote(home)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, remote: Path) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, remote: Path) -> Iterator[Served]:  # noqa: F811 - fixtures, imported above
     home = tmp_path_factory.mktemp("automations")
     gated = gated_minion(home)
     config = f"""
@@ -245,7 +222,8 @@ def test_a_failed_actions_run_on_the_default_branch_fires_its_automation_once(
 
 
 def test_admins_make_change_and_delete_automations_and_golem_toml_keeps_its_own(
-    served: Served, remote: Path
+    served: Served,
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     made = {
         "name": "weekly", "tenant": "admin-made", "repo": str(remote), "cron": "0 6 * * 1",
@@ -307,7 +285,8 @@ async def _backdate(state_dir: Path, name: str, by: float) -> None:
 
 
 def test_a_cron_automation_fires_its_missed_slot_exactly_once_across_restarts(
-    tmp_path: Path, remote: Path
+    tmp_path: Path,
+    remote: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     gated = gated_minion(tmp_path)
     config = automation("yearly", "cron", remote, gated, cron="0 0 1 1 *", task="Year {date}")

@@ -6,50 +6,25 @@ a run shown as text, never run as markup."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
+from playwright.sync_api import Page, Route, expect
 
 from tests.blueprint.repos import EXAMPLES, make_remote
+from tests.service.dashboard_browser import (  # noqa: F401 - its fixtures
+    browser,
+    page,
+    sign_in,
+)
 from tests.service.served import Served, fresh_tenant
 
 pytestmark = pytest.mark.bwrap
 
-CHROMIUM = Path("/usr/bin/chromium")
 GATE_BLUEPRINT = Path(__file__).with_name("dashboard_gate.yaml")
 SCRIPTED = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 RUN_TIMEOUT = 90_000
 """Milliseconds the page may take to show what a run does (box start, agent, checks)."""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed (scripts/setup installs Debian's chromium)")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A fresh tab (its own sessionStorage) that fails the test on a script error."""
-    context = browser.new_context()
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    yield tab
-    context.close()
-    assert not errors, f"the page threw: {errors}"
-
-
-def sign_in(page: Page, served: Served, key: str) -> None:
-    page.goto(served.url + "/")
-    page.get_by_label("API key").fill(key)
-    page.get_by_role("button", name="Sign in").click()
 
 
 def submit_gated_run(served: Served, key: str, remote: Path) -> str:
@@ -86,7 +61,9 @@ def events_until_gate(served: Served, key: str, run_id: str) -> list[tuple[int, 
 
 
 def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
-    served: Served, page: Page, reachable_dir: Path
+    served: Served,
+    page: Page,  # noqa: F811 - fixtures, imported above
+    reachable_dir: Path,
 ) -> None:
     key = served.tenant_key("acme", "trusted")
     sign_in(page, served, key)
@@ -149,7 +126,9 @@ def test_a_gated_run_is_followed_live_approved_in_the_page_and_shows_its_pr(
 
 
 def test_a_dropped_event_stream_resumes_after_the_last_event_shown(
-    served: Served, page: Page, reachable_dir: Path
+    served: Served,
+    page: Page,  # noqa: F811 - fixtures, imported above
+    reachable_dir: Path,
 ) -> None:
     key = served.tenant_key("resume", "trusted")
     run_id = submit_gated_run(served, key, make_remote(reachable_dir))
@@ -207,7 +186,8 @@ def test_the_page_is_served_with_a_strict_policy_beside_the_api_docs(served: Ser
 
 
 def test_a_wrong_key_is_refused_with_a_clear_message_and_not_kept(
-    served: Served, page: Page
+    served: Served,
+    page: Page,  # noqa: F811 - fixtures, imported above
 ) -> None:
     sign_in(page, served, "golem_wrong_key")
     expect(page.get_by_role("alert")).to_have_text(
@@ -219,7 +199,9 @@ def test_a_wrong_key_is_refused_with_a_clear_message_and_not_kept(
 
 
 def test_text_from_a_run_is_shown_as_text_and_never_runs(
-    served: Served, page: Page, reachable_dir: Path
+    served: Served,
+    page: Page,  # noqa: F811 - fixtures, imported above
+    reachable_dir: Path,
 ) -> None:
     key = served.tenant_key("mallory", "trusted")
     attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
@@ -242,7 +224,9 @@ def test_text_from_a_run_is_shown_as_text_and_never_runs(
 
 
 def test_automations_and_goal_loops_are_shown_with_their_next_run_and_status_as_text(
-    served: Served, page: Page, reachable_dir: Path
+    served: Served,
+    page: Page,  # noqa: F811 - fixtures, imported above
+    reachable_dir: Path,
 ) -> None:
     tenant = fresh_tenant("loopy")
     key = served.key(tenant, "admin")

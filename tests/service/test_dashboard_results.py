@@ -17,12 +17,12 @@ from golem.checks import CheckResult
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
 from tests.cli.stored_runs import new_run
-from tests.service.served import Served, fresh_tenant
-from tests.service.test_dashboard import (  # noqa: F401 - the fixtures of the dashboard tests
+from tests.service.dashboard_browser import (  # noqa: F401 - the fixtures of the dashboard tests
     browser,
     page,
     sign_in,
 )
+from tests.service.served import Served, fresh_tenant
 
 pytestmark = pytest.mark.bwrap
 
@@ -43,7 +43,7 @@ def keep(served: Served, tenant: str, state: RunState) -> None:
 
 def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
     served: Served,
-    page: Page,  # noqa: F811
+    page: Page,  # noqa: F811 - fixtures, imported above
 ) -> None:
     tenant = fresh_tenant("viewer")
     key = served.key(tenant)
@@ -63,7 +63,7 @@ def test_the_run_page_shows_why_it_is_unverified_and_each_checks_reason(
 
 def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
     served: Served,
-    page: Page,  # noqa: F811
+    page: Page,  # noqa: F811 - fixtures, imported above
 ) -> None:
     tenant = fresh_tenant("viewer")
     key = served.key(tenant)
@@ -91,7 +91,7 @@ def test_the_run_page_shows_each_ci_round_and_each_steps_cost(
 
 def test_the_run_page_of_a_follow_up_links_the_run_that_opened_its_pull_request(
     served: Served,
-    page: Page,  # noqa: F811
+    page: Page,  # noqa: F811 - fixtures, imported above
 ) -> None:
     tenant = fresh_tenant("viewer")
     key = served.key(tenant)
@@ -109,7 +109,7 @@ def test_the_run_page_of_a_follow_up_links_the_run_that_opened_its_pull_request(
 
 def test_the_run_page_shows_a_runs_attempts_side_by_side(
     served: Served,
-    page: Page,  # noqa: F811
+    page: Page,  # noqa: F811 - fixtures, imported above
 ) -> None:
     tenant = fresh_tenant("viewer")
     key = served.key(tenant)

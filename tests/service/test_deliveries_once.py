@@ -21,10 +21,10 @@ import pytest
 from golem.testing.gitlab_server import GitLabServer
 from golem.testing.wire import RecordedRequest, Reply
 from tests.conftest import new_postgres_database
+from tests.service.github_triggers import GitHub, gated_minion, labelled, run_to_end
+from tests.service.github_triggers import deliver as to_github
+from tests.service.gitlab_triggers import labelled as gitlab_labelled
 from tests.service.served import Served, launch, serving
-from tests.service.test_github_trigger import GitHub, gated_minion, labelled, run_to_end
-from tests.service.test_github_trigger import deliver as to_github
-from tests.service.test_gitlab_trigger import labelled as gitlab_labelled
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.postgres]
 

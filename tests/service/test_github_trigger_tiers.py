@@ -20,8 +20,7 @@ from httpx_sse import connect_sse
 
 from tests.blueprint.repos import make_remote
 from tests.conftest import microvm_image
-from tests.service.served import Served, serving
-from tests.service.test_github_trigger import (
+from tests.service.github_triggers import (
     SERVER_ENV,
     TOKEN,
     GitHub,
@@ -31,6 +30,7 @@ from tests.service.test_github_trigger import (
     remotes,
     trigger_config,
 )
+from tests.service.served import Served, serving
 
 __all__ = ["remotes"]  # a fixture
 pytestmark = [pytest.mark.bwrap]

@@ -8,7 +8,6 @@ examples (tests/service/payloads/gitlab), changed only where a test needs it.
 
 from __future__ import annotations
 
-import copy
 import json
 import uuid
 from collections.abc import Iterator
@@ -23,18 +22,23 @@ from golem.service.trigger import Ignored, IssueCall, ReviewCall
 from golem.service.trigger.gitlab_events import read_delivery
 from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
+from tests.service.github_triggers import pending_of, remotes, run_to_end
+from tests.service.gitlab_triggers import (  # noqa: F401 - its fixtures
+    TOKEN,
+    gitlab,
+    labelled,
+    noted,
+    payload,
+)
 from tests.service.polling import eventually
+from tests.service.review_triggers import FOLLOW_UP_SCRIPT, gated
 from tests.service.served import Served, serving
-from tests.service.test_github_trigger import pending_of, remotes, run_to_end
-from tests.service.test_review_trigger import FOLLOW_UP_SCRIPT, gated
 
 __all__ = ["remotes"]  # a fixture
 
 pytestmark = pytest.mark.bwrap
 
 SECRET = "gitlab-webhook-token-0123456789"  # noqa: S105 - a test secret
-PAYLOADS = Path(__file__).parent / "payloads" / "gitlab"
-TOKEN = "glpat-triggertest0123456789"  # noqa: S105 - a test token
 SERVER_ENV = {"TRIGGER_TEST_GITLAB_SECRET": SECRET, "TRIGGER_TEST_GITLAB_TOKEN": TOKEN}
 DEVELOPER, REPORTER = 30, 20  # GitLab's access levels
 CONFIG = """
@@ -46,7 +50,7 @@ repo_url = "/nowhere/{repo}.git"
 """
 
 
-def gitlab_config(gitlab: GitLabServer, remotes: Path, home: Path) -> str:
+def gitlab_config(gitlab: GitLabServer, remotes: Path, home: Path) -> str:  # noqa: F811 - fixtures, imported above
     """golem.toml of a server whose GitLab is the loopback one."""
     model = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
     return f"""
@@ -66,29 +70,6 @@ follow_up_blueprint = "{gated(home, "follow-up")}"
 model = "{model}"
 repo_url = "{remotes}/{{repo}}.git"
 """
-
-
-def payload(name: str) -> dict[str, Any]:
-    """GitLab's example payload ``name`` (a fresh copy)."""
-    loaded: dict[str, Any] = json.loads((PAYLOADS / f"{name}.json").read_text())
-    return copy.deepcopy(loaded)
-
-
-def labels(*names: str) -> list[dict[str, Any]]:
-    """Labels as a GitLab payload lists them."""
-    return [{"id": 200 + i, "title": name, "type": "ProjectLabel"} for i, name in enumerate(names)]
-
-
-def labelled(
-    project: str, iid: int, before: tuple[str, ...], after: tuple[str, ...]
-) -> dict[str, Any]:
-    """An Issue Hook: issue ``iid``'s labels changed from ``before`` to ``after``."""
-    hook = payload("issue_hook")
-    hook["project"]["path_with_namespace"] = project
-    hook["object_attributes"].update(iid=iid, action="update", state="opened")
-    hook["labels"] = labels(*after)
-    hook["changes"]["labels"] = {"previous": labels(*before), "current": labels(*after)}
-    return hook
 
 
 def deliver(
@@ -111,21 +92,11 @@ def deliver(
         return client.post("/v1/gitlab/webhook", content=json.dumps(body), headers=headers)
 
 
-def passing(project: str, sha: str) -> list[dict[str, Any]]:
-    """Every commit's pipeline: one job, passed."""
-    return [{"name": "test", "status": "success"}]
-
-
-@pytest.fixture(scope="module")
-def gitlab() -> Iterator[GitLabServer]:
-    with GitLabServer(token=TOKEN) as server:
-        server.ci = passing
-        yield server
-
-
 @pytest.fixture(scope="module")
 def served(
-    tmp_path_factory: pytest.TempPathFactory, gitlab: GitLabServer, remotes: Path
+    tmp_path_factory: pytest.TempPathFactory,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    remotes: Path,
 ) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("gitlab-trigger")
     config = gitlab_config(gitlab, remotes, home)
@@ -138,7 +109,7 @@ def key(served: Served) -> str:
     return served.key("default")
 
 
-def new_project(gitlab: GitLabServer, remotes: Path, name: str) -> str:
+def new_project(gitlab: GitLabServer, remotes: Path, name: str) -> str:  # noqa: F811 - fixtures, imported above
     """group/sub/NAME: a bare repository of examples/calculator, with issue 1 about it,
     a developer and a reporter."""
     make_remote(remotes / "group" / "sub", name)
@@ -149,7 +120,7 @@ def new_project(gitlab: GitLabServer, remotes: Path, name: str) -> str:
     return project
 
 
-def notes_of(gitlab: GitLabServer, project: str, iid: int, *, mr: bool = False) -> list[str]:
+def notes_of(gitlab: GitLabServer, project: str, iid: int, *, mr: bool = False) -> list[str]:  # noqa: F811 - fixtures, imported above
     """The bodies of an issue's (or merge request's) notes, oldest first."""
     found = gitlab.project(project)
     if mr:
@@ -157,7 +128,7 @@ def notes_of(gitlab: GitLabServer, project: str, iid: int, *, mr: bool = False) 
     return [n["body"] for n in found.issue_notes.get(iid, [])]
 
 
-def note_by(gitlab: GitLabServer, project: str, kind: str, iid: int, text: str,
+def note_by(gitlab: GitLabServer, project: str, kind: str, iid: int, text: str,  # noqa: F811 - fixtures, imported above
             author: str) -> dict[str, Any]:  # fmt: skip
     """A Note Hook for ``author``'s new note on issue or merge request ``iid``."""
     hook = noted(kind, text, author=author, author_id=gitlab.add_user(author)["id"])
@@ -218,15 +189,6 @@ def test_deliveries_that_ask_for_nothing_start_nothing_and_say_why(served: Serve
         assert admin.get("/v1/runs").json() == []
 
 
-def noted(kind: str, text: str, *, author: str = "root", author_id: int = 1) -> dict[str, Any]:
-    """A Note Hook: ``author`` wrote ``text`` on issue 17 or merge request 1."""
-    name = "note_hook_issue" if kind == "Issue" else "note_hook_merge_request"
-    hook = payload(name)
-    hook["object_attributes"]["note"] = text
-    hook["user"].update(username=author, id=author_id)
-    return hook
-
-
 def test_a_note_on_a_merge_request_asks_for_a_follow_up_in_its_discussion() -> None:
     hook = noted("MergeRequest", "@golem please handle the empty list", author_id=42)
     call = read_delivery("Note Hook", hook, GitLabTriggerConfig(), own_login="golem-bot")
@@ -275,7 +237,10 @@ def test_notes_that_ask_nothing_are_ignored() -> None:
 
 
 def test_an_issue_labelled_for_golem_runs_to_a_merge_request_and_a_developers_note_follows_up(
-    served: Served, key: str, gitlab: GitLabServer, remotes: Path
+    served: Served,
+    key: str,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    remotes: Path,
 ) -> None:
     project = new_project(gitlab, remotes, "labelled")
     answer = deliver(served, "Issue Hook", labelled(project, 1, ("bug",), ("bug", "golem")))
@@ -311,7 +276,10 @@ def test_an_issue_labelled_for_golem_runs_to_a_merge_request_and_a_developers_no
 
 
 def test_a_members_mention_on_an_issue_starts_a_run_and_a_strangers_does_not(
-    served: Served, key: str, gitlab: GitLabServer, remotes: Path
+    served: Served,
+    key: str,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    remotes: Path,
 ) -> None:
     project = new_project(gitlab, remotes, "mentioned")
     stranger = deliver(
@@ -335,7 +303,10 @@ def test_a_members_mention_on_an_issue_starts_a_run_and_a_strangers_does_not(
 
 
 def test_a_members_mention_while_the_issues_run_runs_is_queued_and_starts_after_it(
-    served: Served, key: str, gitlab: GitLabServer, remotes: Path
+    served: Served,
+    key: str,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    remotes: Path,
 ) -> None:
     project = new_project(gitlab, remotes, "mentioned-meanwhile")
     first = deliver(served, "Issue Hook", labelled(project, 1, (), ("golem",))).json()["run_id"]
@@ -369,7 +340,9 @@ def issue_runs(served: Served, key: str, project: str) -> list[str]:
 
 
 def test_a_follow_up_pushes_a_commit_to_the_merge_request_and_replies_in_the_discussion(
-    tmp_path: Path, gitlab: GitLabServer, remotes: Path
+    tmp_path: Path,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    remotes: Path,
 ) -> None:
     project = new_project(gitlab, remotes, "followed")
     bare = remotes / f"{project}.git"
@@ -402,7 +375,9 @@ def test_a_follow_up_pushes_a_commit_to_the_merge_request_and_replies_in_the_dis
 
 
 def test_without_repo_url_runs_clone_from_the_gitlab_instance(
-    tmp_path: Path, gitlab: GitLabServer, remotes: Path
+    tmp_path: Path,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
+    remotes: Path,
 ) -> None:
     project = new_project(gitlab, remotes, "cloned")
     config = gitlab_config(gitlab, remotes, tmp_path)

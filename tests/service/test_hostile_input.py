@@ -21,9 +21,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from golem.testing.gitlab_server import GitLabServer
+from tests.service.github_triggers import GitHub, commented, labelled
+from tests.service.gitlab_triggers import noted, payload
 from tests.service.served import Served, serving
-from tests.service.test_github_trigger import GitHub, commented, labelled
-from tests.service.test_gitlab_trigger import noted, payload
 
 pytestmark = pytest.mark.bwrap
 

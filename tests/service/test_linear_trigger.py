@@ -23,8 +23,8 @@ import pytest
 
 from golem.testing.linear_server import LinearServer, Team
 from tests.blueprint.repos import branch_commits, make_remote
+from tests.service.github_triggers import gated_minion
 from tests.service.served import Served, launch, serving
-from tests.service.test_github_trigger import gated_minion
 
 pytestmark = pytest.mark.bwrap
 

@@ -20,9 +20,7 @@ import pytest
 from httpx_sse import connect_sse
 
 from tests.conftest import new_postgres_database
-from tests.service.polling import eventually
-from tests.service.served import Served, launch
-from tests.service.test_github_trigger import (
+from tests.service.github_triggers import (
     SERVER_ENV,
     TOKEN,
     GitHub,
@@ -38,6 +36,8 @@ from tests.service.test_github_trigger import (
     runs_of,
     trigger_config,
 )
+from tests.service.polling import eventually
+from tests.service.served import Served, launch
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.postgres]
 

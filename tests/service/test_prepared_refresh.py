@@ -20,8 +20,8 @@ from golem.blueprint.prepared import PreparedRecord, PreparedRepos
 from golem.core import load_config
 from golem.sandbox import SnapshotStore
 from tests.blueprint.repos import git, make_remote
+from tests.service.automation_kit import GITHUB_SECRET, GITLAB_SECRET, automation, when
 from tests.service.served import Served, serving
-from tests.service.test_automations import GITHUB_SECRET, GITLAB_SECRET, automation, when
 from tests.service.webhooks import deliver_github
 
 pytestmark = pytest.mark.bwrap

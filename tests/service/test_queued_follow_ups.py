@@ -17,8 +17,7 @@ import pytest
 
 from golem.store import PendingRecord, SqlStore
 from tests.conftest import new_postgres_database
-from tests.service.served import Served, launch
-from tests.service.test_github_trigger import (
+from tests.service.github_triggers import (
     SERVER_ENV,
     TOKEN,
     GitHub,
@@ -32,7 +31,7 @@ from tests.service.test_github_trigger import (
     run_to_end,
     trigger_config,
 )
-from tests.service.test_review_trigger import (
+from tests.service.review_triggers import (
     SECOND_WRITER,
     WRITER,
     follow_ups,
@@ -40,6 +39,7 @@ from tests.service.test_review_trigger import (
     review_comment,
     runs_after,
 )
+from tests.service.served import Served, launch
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.postgres]
 

@@ -11,94 +11,57 @@ The follow-up blueprint starts at a gate, so that each test decides when its run
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
-import yaml
 
-import golem.blueprint
 from golem.core.server_config import GitHubTriggerConfig
 from golem.service.trigger import Ignored, ReviewCall
 from golem.service.trigger.github_events import read_delivery
 from golem.store import PendingRecord, SqlStore
 from tests.blueprint.repos import EXAMPLES, branch_commits, git
-from tests.service.polling import eventually
-from tests.service.served import Served, serving
-from tests.service.test_github_trigger import (
+from tests.service.github_triggers import (
     SERVER_ENV,
     TOKEN,
-    WAIT,
     GitHub,
     acknowledged,
     commented,
     comments_when,
     deliver,
     gated_minion,
-    green,
     labelled,
     new_repo,
     run_to_end,
     trigger_config,
 )
+from tests.service.polling import eventually
+from tests.service.review_triggers import (  # noqa: F401 - its fixtures
+    FOLLOW_UP_SCRIPT,
+    READER,
+    SECOND_WRITER,
+    WRITER,
+    follow_ups,
+    gated,
+    github,
+    key,
+    remotes,
+    review_comment,
+    runs_after,
+    served,
+)
+from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap
 
-WRITER, READER = "maintainer", "passerby"
-SECOND_WRITER = "co-maintainer"
 
 T = TypeVar("T")
 
 
-def gated(directory: Path, name: str) -> Path:
-    """Built-in blueprint ``name``, starting at a gate (approved: on to its first node)."""
-    source = Path(golem.blueprint.__file__).parent / "builtin" / f"{name}.yaml"
-    blueprint = yaml.safe_load(source.read_text())
-    first = blueprint.get("start") or blueprint["nodes"][0]["id"]
-    gate = {"id": "approve", "kind": "gate", "message": "Go on?", "timeout": 3600}
-    blueprint["nodes"].append({**gate, "next": {"approved": first, "rejected": "end"}})
-    blueprint.update(name=f"gated-{name}", start="approve")
-    path = directory / f"gated-{name}.yaml"
-    path.write_text(yaml.safe_dump(blueprint))
-    return path
-
-
 @pytest.fixture(scope="module")
-def github() -> Iterator[GitHub]:
-    with GitHub(token=TOKEN) as server:
-        server.ci = green
-        yield server
-
-
-@pytest.fixture(scope="module")
-def remotes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("remotes")
-    directory.chmod(0o755)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def served(
-    tmp_path_factory: pytest.TempPathFactory, github: GitHub, remotes: Path
-) -> Iterator[Served]:
-    home = tmp_path_factory.mktemp("review-trigger")
-    config = trigger_config(github, remotes, gated_minion(home))
-    config += f'follow_up_blueprint = "{gated(home, "follow-up")}"\n'
-    with serving(home / "state", config=config, env=SERVER_ENV) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def key(served: Served) -> str:
-    return served.key("default")
-
-
-@pytest.fixture(scope="module")
-def opened(served: Served, key: str, github: GitHub, remotes: Path) -> tuple[str, int, str]:
+def opened(served: Served, key: str, github: GitHub, remotes: Path) -> tuple[str, int, str]:  # noqa: F811 - fixtures, imported above
     """A pull request golem opened for a labelled issue: its repository, number, and run."""
     repo = new_repo(github, remotes, "reviewed")
     github.set_permission(repo, WRITER, "write")
@@ -107,23 +70,6 @@ def opened(served: Served, key: str, github: GitHub, remotes: Path) -> tuple[str
     assert run_to_end(served, key, run_id)["status"] == "succeeded"
     [pr] = github.pulls(repo)
     return repo, pr["number"], run_id
-
-
-def review_comment(
-    repo: str, number: int, body: str, *, author: str = WRITER, reply_to: int | None = None
-) -> dict[str, Any]:
-    """A ``pull_request_review_comment`` delivery: a new comment on a line of the change."""
-    user = {"login": author, "type": "User"}
-    comment = {
-        "id": 7000 + number * 100 + (reply_to or 0) % 97, "in_reply_to_id": reply_to,
-        "body": body, "user": user, "path": "calculator.py", "line": 3,
-        "author_association": "CONTRIBUTOR",
-    }  # fmt: skip
-    if reply_to is None:
-        del comment["in_reply_to_id"]
-    pull = {"number": number, "state": "open", "body": "", "user": {"login": "golem-bot"}}
-    return {"action": "created", "comment": comment, "pull_request": pull,
-            "repository": {"full_name": repo}, "sender": user}  # fmt: skip
 
 
 def review(repo: str, number: int, state: str, body: str = "") -> dict[str, Any]:
@@ -135,20 +81,7 @@ def review(repo: str, number: int, state: str, body: str = "") -> dict[str, Any]
             "repository": {"full_name": repo}, "sender": user}  # fmt: skip
 
 
-def follow_ups(served: Served, key: str, repo: str, number: int) -> list[dict[str, Any]]:
-    """The tenant's follow-up runs of pull request ``repo#number``, oldest first."""
-    with served.client(key) as client:
-        listed = client.get("/v1/runs", params={"limit": 500})
-    listed.raise_for_status()
-    found = [
-        r for r in listed.json()
-        if (r["request"].get("follow_up") or {}).get("number") == number
-        and r["request"]["follow_up"]["repo"] == repo
-    ]  # fmt: skip
-    return sorted(found, key=lambda r: r["created"])
-
-
-def open_pull(github: GitHub, repo: str, body: str) -> int:
+def open_pull(github: GitHub, repo: str, body: str) -> int:  # noqa: F811 - fixtures, imported above
     """A pull request someone opened on the loopback GitHub, with ``body``."""
     branch = f"someone-{uuid.uuid4().hex[:6]}"
     made = httpx.post(
@@ -162,7 +95,10 @@ def open_pull(github: GitHub, repo: str, body: str) -> int:
 
 
 def test_a_writers_review_comment_starts_a_follow_up_with_its_thread_and_parent(
-    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+    served: Served,  # noqa: F811 - fixtures, imported above
+    key: str,  # noqa: F811 - fixtures, imported above
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    opened: tuple[str, int, str],
 ) -> None:
     repo, number, parent = opened
     body = "@golem please rename `add` to `plus` here."
@@ -191,7 +127,9 @@ def test_a_writers_review_comment_starts_a_follow_up_with_its_thread_and_parent(
 
 
 def test_a_reply_in_a_thread_names_the_threads_first_comment(
-    served: Served, key: str, opened: tuple[str, int, str]
+    served: Served,  # noqa: F811 - fixtures, imported above
+    key: str,  # noqa: F811 - fixtures, imported above
+    opened: tuple[str, int, str],
 ) -> None:
     repo, number, _ = opened
     payload = review_comment(repo, number, "@golem and this one too", reply_to=4242)
@@ -204,7 +142,10 @@ def test_a_reply_in_a_thread_names_the_threads_first_comment(
 
 
 def test_a_reader_is_refused_once_and_starts_nothing(
-    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+    served: Served,  # noqa: F811 - fixtures, imported above
+    key: str,  # noqa: F811 - fixtures, imported above
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    opened: tuple[str, int, str],
 ) -> None:
     repo, number, _ = opened
     before = len(follow_ups(served, key, repo, number))
@@ -222,7 +163,10 @@ def test_a_reader_is_refused_once_and_starts_nothing(
 
 
 def test_pull_requests_golem_did_not_open_start_nothing(
-    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+    served: Served,  # noqa: F811 - fixtures, imported above
+    key: str,  # noqa: F811 - fixtures, imported above
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    opened: tuple[str, int, str],
 ) -> None:
     repo, _, parent = opened
     unmarked = open_pull(github, repo, "A person's change.")
@@ -241,7 +185,9 @@ def test_pull_requests_golem_did_not_open_start_nothing(
 
 
 def test_a_review_requesting_changes_starts_a_follow_up_and_an_approval_does_not(
-    served: Served, key: str, opened: tuple[str, int, str]
+    served: Served,  # noqa: F811 - fixtures, imported above
+    key: str,  # noqa: F811 - fixtures, imported above
+    opened: tuple[str, int, str],
 ) -> None:
     repo, number, _ = opened
     approved = deliver(served, "pull_request_review", review(repo, number, "approved", "LGTM"))
@@ -266,7 +212,10 @@ def test_changes_requested_counts_only_when_follow_up_on_names_it() -> None:
 
 
 def test_a_redelivery_is_deduped_and_a_request_meanwhile_is_queued_and_its_start_names_it(
-    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+    served: Served,  # noqa: F811 - fixtures, imported above
+    key: str,  # noqa: F811 - fixtures, imported above
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    opened: tuple[str, int, str],
 ) -> None:
     repo, number, _ = opened
     delivery = str(uuid.uuid4())
@@ -299,7 +248,10 @@ def test_a_redelivery_is_deduped_and_a_request_meanwhile_is_queued_and_its_start
 
 
 def test_a_request_meanwhile_is_kept_per_person_and_one_who_may_not_push_never_replaces_it(
-    served: Served, key: str, github: GitHub, opened: tuple[str, int, str]
+    served: Served,  # noqa: F811 - fixtures, imported above
+    key: str,  # noqa: F811 - fixtures, imported above
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    opened: tuple[str, int, str],
 ) -> None:
     repo, number, _ = opened
     github.set_permission(repo, SECOND_WRITER, "maintain")
@@ -334,7 +286,7 @@ def test_a_request_meanwhile_is_kept_per_person_and_one_who_may_not_push_never_r
     assert pending_in(served, f"{repo}!{number}") == []
 
 
-def pending_in(served: Served, pull: str) -> list[PendingRecord]:
+def pending_in(served: Served, pull: str) -> list[PendingRecord]:  # noqa: F811 - fixtures, imported above
     """The requests the server's store (its SQLite file) keeps pending on ``pull``."""
 
     async def read() -> list[PendingRecord]:
@@ -347,32 +299,10 @@ def pending_in(served: Served, pull: str) -> list[PendingRecord]:
     return asyncio.run(read())
 
 
-def runs_after(served: Served, key: str, repo: str, number: int, run_id: str) -> dict[str, Any]:
-    """The follow-up started after ``run_id`` ended (polled, at most WAIT)."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        ids = [r["id"] for r in follow_ups(served, key, repo, number)]
-        if run_id in ids and ids[-1] != run_id:
-            return follow_ups(served, key, repo, number)[-1]
-        assert time.monotonic() < deadline, f"no follow-up after {run_id} in {WAIT}s"
-        time.sleep(0.05)  # a poll of the server's runs, not a wait for a result
-
-
-FOLLOW_UP_SCRIPT = """\
-turns:
-  - tool_calls:
-      - name: edit
-        arguments:
-          path: calculator.py
-          old: '\"\"\"The sum of a and b.\"\"\"'
-          new: '\"\"\"The sum of a and b (ints work too).\"\"\"'
-  - tool_calls: [{{name: reply, arguments: {{thread: "{thread}", body: "Documented it."}}}}]
-  - tool_calls: [{{name: finish, arguments: {{summary: "add() says it takes ints"}}}}]
-"""
-
-
 def test_a_follow_up_pushes_a_commit_to_the_pull_request_and_replies_in_the_thread(
-    tmp_path: Path, github: GitHub, remotes: Path
+    tmp_path: Path,
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    remotes: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     repo = new_repo(github, remotes, "followed")
     bare = remotes / f"{repo}.git"
@@ -409,7 +339,9 @@ def test_a_follow_up_pushes_a_commit_to_the_pull_request_and_replies_in_the_thre
 
 
 def test_a_mark_naming_another_tenants_run_starts_nothing(
-    served: Served, github: GitHub, remotes: Path
+    served: Served,  # noqa: F811 - fixtures, imported above
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    remotes: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     repo = new_repo(github, remotes, "elsewhere")
     github.set_permission(repo, WRITER, "write")
@@ -432,7 +364,9 @@ def test_a_mark_naming_another_tenants_run_starts_nothing(
 
 
 def test_after_a_restart_a_follow_ups_end_is_still_reported_on_the_pull_request(
-    tmp_path: Path, github: GitHub, remotes: Path
+    tmp_path: Path,
+    github: GitHub,  # noqa: F811 - fixtures, imported above
+    remotes: Path,  # noqa: F811 - fixtures, imported above
 ) -> None:
     repo = new_repo(github, remotes, "restarted-review")
     github.set_permission(repo, WRITER, "write")

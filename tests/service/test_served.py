@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.blueprint.repos import make_remote
+from tests.service.api_runs import SLOW, agent_working, follow, submit
 from tests.service.served import Served
-from tests.service.test_api_runs import SLOW, agent_working, follow, submit
 
 pytestmark = pytest.mark.bwrap
 

@@ -13,7 +13,7 @@ from golem.testing.slack_server import SlackServer
 from tests.blueprint.repos import make_remote
 from tests.service.polling import eventually
 from tests.service.served import launch
-from tests.service.test_slack import (
+from tests.service.slack_kit import (
     BOT_TOKEN,
     SERVER_ENV,
     add_people,

@@ -18,7 +18,7 @@ from golem.testing.slack_server import SlackServer
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.service.polling import eventually
 from tests.service.served import Served, serving
-from tests.service.test_slack import (
+from tests.service.slack_kit import (
     ALICE,
     BOT_TOKEN,
     CHANNEL,

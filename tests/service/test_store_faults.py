@@ -23,8 +23,8 @@ from golem.core.ids import new_id
 from golem.store import SqlStore
 from tests.blueprint.repos import make_remote
 from tests.faultdb import PrivatePostgres, SqliteLock, pg_binaries, private_postgres, wait_until
+from tests.service.api_runs import agent_working, boxes, follow, submit
 from tests.service.served import Served, serving
-from tests.service.test_api_runs import agent_working, boxes, follow, submit
 
 pytestmark = pytest.mark.skipif(pg_binaries() is None, reason="no PostgreSQL installed")
 

@@ -8,60 +8,28 @@ from __future__ import annotations
 import secrets
 import socket
 import tarfile
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.sandbox.test_files import held_open
-from tests.service.served import Served, unb64
+from tests.sandbox.held_files import held_open
+from tests.service.served import Served
+from tests.service.transfer_sessions import (  # noqa: F401 - its fixtures
+    acme,
+    key,
+    open_session,
+    session,
+    shell,
+    until,
+)
 
 pytestmark = pytest.mark.bwrap
 
 
-@pytest.fixture
-def key(served: Served) -> str:
-    return served.tenant_key("acme")
-
-
-@pytest.fixture
-def acme(served: Served, key: str) -> Iterator[httpx.Client]:
-    with served.client(key) as client:
-        yield client
-
-
-def open_session(acme: httpx.Client, **spec: object) -> str:
-    made = acme.post("/v1/sessions", json={"spec": spec})
-    assert made.status_code == 201, made.text
-    session: str = made.json()["id"]
-    return session
-
-
-@pytest.fixture
-def session(acme: httpx.Client) -> Iterator[str]:
-    session = open_session(acme)
-    yield session
-    acme.delete(f"/v1/sessions/{session}")
-
-
-def until(condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
-    """Wait for ``condition`` (looked at every 50 ms), failing after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, f"still not {what} after {within}s"
-        time.sleep(0.05)
-
-
-def shell(acme: httpx.Client, session: str, cmd: str) -> str:
-    done = acme.post(f"/v1/sessions/{session}/exec", json={"cmd": cmd})
-    assert done.status_code == 200, done.text
-    return unb64(done.json()["stdout"]).decode()
-
-
 def test_a_download_ends_in_the_box_when_its_client_leaves(
-    acme: httpx.Client, session: str
+    acme: httpx.Client,  # noqa: F811 - fixtures, imported above
+    session: str,  # noqa: F811 - fixtures, imported above
 ) -> None:
     name = f"endless-{secrets.token_hex(4)}"
     shell(acme, session, f"truncate -s 200M {name}")
@@ -75,9 +43,12 @@ def test_a_download_ends_in_the_box_when_its_client_leaves(
 
 @pytest.mark.parametrize(("route", "path"), [("files", "{name}"), ("archive", ".")])
 def test_a_download_ends_in_the_box_when_its_session_is_deleted(
-    served: Served, acme: httpx.Client, route: str, path: str
+    served: Served,
+    acme: httpx.Client,  # noqa: F811 - fixtures, imported above
+    route: str,
+    path: str,
 ) -> None:
-    session = open_session(acme)
+    session = open_session(acme)  # noqa: F811 - fixtures, imported above
     name = f"endless-{secrets.token_hex(4)}"
     shell(acme, session, f"truncate -s 200M {name}")
     asked = {"path": path.format(name=name)}
@@ -92,7 +63,10 @@ def test_a_download_ends_in_the_box_when_its_session_is_deleted(
 
 
 def test_an_interrupted_upload_leaves_the_target_as_it_was(
-    served: Served, key: str, acme: httpx.Client, session: str
+    served: Served,
+    key: str,  # noqa: F811 - fixtures, imported above
+    acme: httpx.Client,  # noqa: F811 - fixtures, imported above
+    session: str,  # noqa: F811 - fixtures, imported above
 ) -> None:
     acme.put(f"/v1/sessions/{session}/files", params={"path": "keep.txt"}, content=b"old")
     look = "ls -A; cat keep.txt"
@@ -109,7 +83,11 @@ def test_an_interrupted_upload_leaves_the_target_as_it_was(
 
 
 def test_an_interrupted_archive_upload_unpacks_nothing(
-    served: Served, key: str, acme: httpx.Client, session: str, tmp_path: Path
+    served: Served,
+    key: str,  # noqa: F811 - fixtures, imported above
+    acme: httpx.Client,  # noqa: F811 - fixtures, imported above
+    session: str,  # noqa: F811 - fixtures, imported above
+    tmp_path: Path,
 ) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -132,7 +110,10 @@ def test_an_interrupted_archive_upload_unpacks_nothing(
 
 
 def test_a_client_that_leaves_mid_body_is_one_line_in_the_log_never_a_traceback(
-    served: Served, key: str, acme: httpx.Client, session: str
+    served: Served,
+    key: str,  # noqa: F811 - fixtures, imported above
+    acme: httpx.Client,  # noqa: F811 - fixtures, imported above
+    session: str,  # noqa: F811 - fixtures, imported above
 ) -> None:
     acme.put(f"/v1/sessions/{session}/files", params={"path": "kept.txt"}, content=b"kept")
     look = "ls -A; cat kept.txt"
@@ -159,8 +140,8 @@ def test_a_client_that_leaves_mid_body_is_one_line_in_the_log_never_a_traceback(
     assert shell(acme, session, look) == "kept.txt\nkept"  # the session as it was, and alive
 
 
-def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: Served) -> None:
-    session = open_session(acme, max_file_bytes="1m")
+def test_returned_files_are_read_through_their_cap(acme: httpx.Client, served: Served) -> None:  # noqa: F811 - fixtures, imported above
+    session = open_session(acme, max_file_bytes="1m")  # noqa: F811 - fixtures, imported above
     try:
         shell(acme, session, "head -c 3000000 /dev/zero > big")
         before = peak_memory(served)
@@ -192,8 +173,8 @@ def peak_memory(served: Served) -> int:
     return int(line.split()[1]) * 1024
 
 
-def test_a_full_disk_on_upload_is_a_413_and_leaves_nothing(acme: httpx.Client) -> None:
-    session = open_session(acme, tmp_size="1m")
+def test_a_full_disk_on_upload_is_a_413_and_leaves_nothing(acme: httpx.Client) -> None:  # noqa: F811 - fixtures, imported above
+    session = open_session(acme, tmp_size="1m")  # noqa: F811 - fixtures, imported above
     try:
         before = shell(acme, session, "ls -A /tmp")
         put = acme.put(
@@ -206,14 +187,14 @@ def test_a_full_disk_on_upload_is_a_413_and_leaves_nothing(acme: httpx.Client) -
         acme.delete(f"/v1/sessions/{session}")
 
 
-def test_a_write_to_the_read_only_root_is_a_4xx(acme: httpx.Client, session: str) -> None:
+def test_a_write_to_the_read_only_root_is_a_4xx(acme: httpx.Client, session: str) -> None:  # noqa: F811 - fixtures, imported above
     for route in ("files", "archive"):
         put = acme.put(f"/v1/sessions/{session}/{route}", params={"path": "/usr/x"}, content=b"")
         assert put.status_code == 422, put.text
         assert "read-only" in put.json()["detail"]
 
 
-def test_an_archive_that_is_not_tar_is_a_422(acme: httpx.Client, session: str) -> None:
+def test_an_archive_that_is_not_tar_is_a_422(acme: httpx.Client, session: str) -> None:  # noqa: F811 - fixtures, imported above
     put = acme.put(
         f"/v1/sessions/{session}/archive",
         params={"path": "unpacked"},
@@ -225,7 +206,8 @@ def test_an_archive_that_is_not_tar_is_a_422(acme: httpx.Client, session: str) -
 
 
 def test_a_nul_in_a_path_is_a_422_wherever_a_path_is_taken(
-    acme: httpx.Client, session: str
+    acme: httpx.Client,  # noqa: F811 - fixtures, imported above
+    session: str,  # noqa: F811 - fixtures, imported above
 ) -> None:
     base = f"/v1/sessions/{session}"
     nul = {"path": "a\0b"}

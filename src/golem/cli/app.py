@@ -120,6 +120,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 app = typer.Typer(
+    rich_markup_mode=None,
     name="golem",
     cls=lazy_group(COMMANDS),
     help="Unattended, one-shot coding agents in isolated devboxes.",

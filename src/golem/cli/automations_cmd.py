@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["automations_app"]
 
-automations_app = typer.Typer(help="Automations: list or show them, with their last and next run.")
+automations_app = typer.Typer(
+    rich_markup_mode=None, help="Automations: list or show them, with their last and next run."
+)
 
 
 async def _views(store: Store) -> list[AutomationView]:

@@ -6,7 +6,9 @@ import typer
 
 __all__ = ["blueprint_app"]
 
-blueprint_app = typer.Typer(help="Check and draw blueprints.", no_args_is_help=True)
+blueprint_app = typer.Typer(
+    rich_markup_mode=None, help="Check and draw blueprints.", no_args_is_help=True
+)
 
 
 @blueprint_app.command("validate")

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["checks_app"]
 
 checks_app = typer.Typer(
-    help="A repository's checks: what golem detects and runs.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="A repository's checks: what golem detects and runs.",
+    no_args_is_help=True,
 )
 
 
@@ -86,7 +88,8 @@ def _print(console: Console, conventions: RepoConventions) -> None:
     if not conventions.verifies:
         console.print(
             "nothing here verifies a change: a run would end unverified. Name the test "
-            "command in .golem.toml's [commands] (--write gives a file to fill in)."
+            "command in .golem.toml's [commands] (--write gives a file to fill in).",
+            markup=False,
         )
 
 

@@ -15,7 +15,9 @@ from golem.core.errors import ConfigError
 
 __all__ = ["cluster_app"]
 
-cluster_app = typer.Typer(help="The Ray cluster golem's boxes run on ([cluster] ray_address).")
+cluster_app = typer.Typer(
+    rich_markup_mode=None, help="The Ray cluster golem's boxes run on ([cluster] ray_address)."
+)
 
 
 @cluster_app.command("status")

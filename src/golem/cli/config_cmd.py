@@ -8,7 +8,9 @@ import typer
 
 __all__ = ["config_app"]
 
-config_app = typer.Typer(help="Inspect golem's configuration.", no_args_is_help=True)
+config_app = typer.Typer(
+    rich_markup_mode=None, help="Inspect golem's configuration.", no_args_is_help=True
+)
 
 
 @config_app.command("show")

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["credentials_app"]
 
 credentials_app = typer.Typer(
-    help="Tenants' forge tokens, sealed in the server's store (run on the server's host)."
+    rich_markup_mode=None,
+    help="Tenants' forge tokens, sealed in the server's store (run on the server's host).",
 )
 FORGES: tuple[ForgeName, ...] = ("github", "gitlab")
 TENANT = typer.Option(..., "--tenant", help="The tenant whose token it is.")

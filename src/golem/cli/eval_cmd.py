@@ -29,6 +29,7 @@ __all__ = ["eval_app"]
 T = TypeVar("T")
 
 eval_app = typer.Typer(
+    rich_markup_mode=None,
     help="Measure golem on your own repositories: make tasks, run them, compare runs.",
     no_args_is_help=True,
 )

@@ -13,7 +13,9 @@ from golem.cli.options import docker_backend
 
 __all__ = ["image_app"]
 
-image_app = typer.Typer(help="Build and list box images.", no_args_is_help=True)
+image_app = typer.Typer(
+    rich_markup_mode=None, help="Build and list box images.", no_args_is_help=True
+)
 
 
 @image_app.command("bootstrap")

@@ -86,7 +86,7 @@ def _as_click(found: object, name: str) -> TyperCommand | TyperGroup:
         _absent_helps_are_false(group)
         return group
     if callable(found):
-        single = typer.Typer(add_completion=False)
+        single = typer.Typer(rich_markup_mode=None, add_completion=False)
         single.command(name)(found)
         command = typer.main.get_command(single)
         assert isinstance(command, TyperCommand)

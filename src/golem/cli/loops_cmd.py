@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = ["loop_command", "loops_app"]
 
-loops_app = typer.Typer(help="Goal loops: list, show, pause, resume or stop.")
+loops_app = typer.Typer(
+    rich_markup_mode=None, help="Goal loops: list, show, pause, resume or stop."
+)
 ENDED_CODES = {"complete": 0, "stopped": 1, "budget-limited": 3}
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["prs_app"]
 
-prs_app = typer.Typer(help="Pull requests of the local forge.")
+prs_app = typer.Typer(rich_markup_mode=None, help="Pull requests of the local forge.")
 
 
 def _pull_requests(repo: str | None) -> list[PullRequest]:

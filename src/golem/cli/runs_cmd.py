@@ -26,7 +26,9 @@ LISTED = 50
 FOLLOW_UPS_SCANNED = 200
 """How many of the newest runs `golem runs show` looks through for a run's follow-ups."""
 
-runs_app = typer.Typer(help="Runs: list, show, resume, cancel, approve or reject.")
+runs_app = typer.Typer(
+    rich_markup_mode=None, help="Runs: list, show, resume, cancel, approve or reject."
+)
 
 
 async def _with_events(

@@ -161,7 +161,9 @@ def serve_command(
     uvicorn.Server(settings).run(sockets=[listener])
 
 
-keys_app = typer.Typer(help="API keys of the server (run on the server's host).")
+keys_app = typer.Typer(
+    rich_markup_mode=None, help="API keys of the server (run on the server's host)."
+)
 
 
 def _with_keys(work: Callable[[KeyStore], Awaitable[T]]) -> T:

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["prune_command", "sessions_app"]
 
-sessions_app = typer.Typer(help="List and remove boxes.", no_args_is_help=True)
+sessions_app = typer.Typer(
+    rich_markup_mode=None, help="List and remove boxes.", no_args_is_help=True
+)
 
 T = TypeVar("T")
 

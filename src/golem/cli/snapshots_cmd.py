@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["snapshots_app"]
 
 snapshots_app = typer.Typer(
+    rich_markup_mode=None,
     help="List and prune snapshots of boxes (this machine's state directory).",
     no_args_is_help=True,
 )

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["toolshed_app"]
 
 toolshed_app = typer.Typer(
-    help="The toolshed: MCP servers whose tools agent steps get.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="The toolshed: MCP servers whose tools agent steps get.",
+    no_args_is_help=True,
 )
 
 

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 __all__ = ["trajectory_app"]
 
-trajectory_app = typer.Typer(help="Read recorded agent runs.", no_args_is_help=True)
+trajectory_app = typer.Typer(
+    rich_markup_mode=None, help="Read recorded agent runs.", no_args_is_help=True
+)
 
 
 @trajectory_app.command("show")
