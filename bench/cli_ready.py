@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,9 @@ from tests.acceptance.ecosystems import VERIFIED, make_remote, serve_python_whee
 from tests.blueprint.registries import LocalRegistries  # noqa: E402
 
 from golem.testing.anthropic_server import AnthropicServer, ToolUse, stream_reply  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from devbox import stats  # noqa: E402
 
 TARGET = 2.0
 GOLEM = str(Path(sys.executable).parent / "golem")
@@ -155,16 +157,6 @@ def print_report(found: dict[str, Any]) -> None:
         "  (the SDK alone: a new Python process importing the provider's SDK and sending it "
         "one request, the floor any client pays)"
     )
-
-
-def stats(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    p99 = (
-        statistics.quantiles(ordered, n=100, method="inclusive")[98]
-        if len(ordered) > 1
-        else ordered[0]
-    )
-    return {"p50": statistics.median(ordered), "p99": p99, "n": len(ordered)}
 
 
 def main() -> None:
