@@ -197,10 +197,16 @@ def kill_box_from_outside(state: dict[str, Any]) -> None:
         with docker.APIClient(base_url=state["docker_host"], version="auto") as api:
             api.kill(state["container"])
     elif "runsc" in state:
-        for directory in state["cgroup_dirs"]:
-            for pid in Path(directory, "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
+        # a controller's directory may be gone (runsc drops those it does not use): the
+        # sandbox's processes are in the others
+        procs = [Path(d, "cgroup.procs") for d in state["cgroup_dirs"]]
+        present = [p for p in procs if p.exists()]
+        assert present, f"none of the box's cgroups is left: {procs}"
+        for listing in present:
+            with contextlib.suppress(FileNotFoundError):
+                for pid in listing.read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
     else:
         os.killpg(state["pid"], signal.SIGKILL)
 
