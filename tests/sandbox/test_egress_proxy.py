@@ -5,8 +5,10 @@ route, masking, byte counts, name resolution and credential settings."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import ssl
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -357,3 +359,114 @@ def test_the_echo_host_reflects_json(net: NetHosts) -> None:
     url = f"http://127.0.0.2:{net.plain.port}/echo"
     body = json.loads(urllib.request.urlopen(url).read())
     assert body["host"] == "plain"
+
+
+def connections_to(port: int) -> list[str]:
+    """The states (as /proc/net/tcp numbers them) of this namespace's TCP connections whose
+    remote end is ``port``: the proxy's side of its connections to an upstream there."""
+    states = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[2].rsplit(":", 1)[1], 16) == port:
+            states.append(fields[3])
+    return states
+
+
+async def test_an_upstream_that_stops_reading_loses_its_connection_when_the_proxy_closes(
+    make_proxy: MakeProxy, net: NetHosts
+) -> None:
+    """A box uploads more than a stalled upstream reads, then leaves: closing the proxy
+    resets the upstream connection, its unsent bytes dropped (a graceful close would leave
+    the kernel offering them to the upstream for minutes, or asyncio holding the socket)."""
+    accepted = asyncio.Event()
+    stalled: list[asyncio.StreamWriter] = []
+
+    async def never_read(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        stalled.append(writer)
+        accepted.set()
+
+    server = await asyncio.start_server(never_read, "127.0.0.2", 0)
+    upstream_port = int(server.sockets[0].getsockname()[1])
+    try:
+        proxy, port, _ = await make_proxy(rules(net, ports=[*net.ports, upstream_port]))
+        _, box = await asyncio.open_connection("127.0.0.1", port)
+        box.write(
+            f"POST http://private.test:{upstream_port}/upload HTTP/1.1\r\n"
+            f"Host: private.test:{upstream_port}\r\nContent-Length: {64 << 20}\r\n\r\n".encode()
+        )
+        box.write(bytes(16 << 20))
+        async with asyncio.timeout(30):
+            await accepted.wait()
+        box.transport.abort()
+        assert connections_to(upstream_port) != []
+        await proxy.close()
+        assert connections_to(upstream_port) == []
+    finally:
+        for held in stalled:
+            held.transport.abort()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_kept_alive_upstream_is_closed_politely_when_its_box_leaves(
+    make_proxy: MakeProxy, net: NetHosts
+) -> None:
+    """After whole exchanges the upstream sees the connection end, not a reset."""
+    ended: asyncio.Future[bytes | str] = asyncio.get_running_loop().create_future()
+
+    async def answer_then_wait(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        try:
+            ended.set_result(await reader.read())
+        except ConnectionResetError as reset:
+            ended.set_result(repr(reset))
+        writer.close()
+
+    server = await asyncio.start_server(answer_then_wait, "127.0.0.2", 0)
+    upstream_port = int(server.sockets[0].getsockname()[1])
+    try:
+        _, port, _ = await make_proxy(rules(net, ports=[*net.ports, upstream_port]))
+        [answer] = await raw_exchange(
+            port, [get(f"http://private.test:{upstream_port}/", f"private.test:{upstream_port}")]
+        )
+        assert answer.status_code == 200
+        async with asyncio.timeout(30):
+            assert await ended == b""
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def test_closing_the_proxy_closes_its_upstream_sockets_before_it_returns(net: NetHosts) -> None:
+    """A brokered HTTPS upstream ends with TLS's close_notify exchange; an event loop that
+    stops right after the proxy closes (a CLI run's, a test's) must find no socket left
+    to close, or it leaks."""
+
+    async def exchange_then_close() -> int:
+        ca = EgressCA()
+        proxy = EgressProxy(
+            rules(net),
+            resolver=make_resolver(NetworkConfig(nameservers=[net.dns.address])),
+            ca=ca,
+            upstream_tls=upstream_context(net.ca_file),
+            own_addresses=frozenset(),
+        )
+        chosen = credentials(net)
+        proxy.configure(rules(net), CredentialBroker(chosen, read_credential_values(chosen)))
+        port = await proxy.start_tcp()
+        try:
+            async with client(port, ca.pem, net.ca_file) as http:
+                reply = await http.get(f"https://brokered.test:{net.secure.port}/echo")
+                await proxy.close()  # the box's connection and its upstream still open
+        finally:
+            await proxy.close()
+            ca.close()
+        return reply.status_code
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert asyncio.run(exchange_then_close()) == 200
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []

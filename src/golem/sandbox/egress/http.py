@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,11 +26,23 @@ from golem.core.masking import SecretMasker
 from golem.sandbox.egress.answers import AnswerDecoder, answer_decoder
 from golem.sandbox.egress.broker import Brokered, response_masker, rewrite_request_headers
 
-__all__ = ["HttpSide", "Route", "Traffic", "Upstream", "ready_upstream", "relay", "send_error"]
+__all__ = [
+    "HttpSide",
+    "Route",
+    "Traffic",
+    "Upstream",
+    "end_stream",
+    "ready_upstream",
+    "relay",
+    "reset_stream",
+    "send_error",
+]
 
 CHUNK = 256 * 1024
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 10.0
+CLOSE_GRACE = 5.0
+ENDED_STATES = frozenset({h11.IDLE, h11.DONE, h11.MUST_CLOSE, h11.CLOSED})
 HOP_BY_HOP = {
     b"connection",
     b"keep-alive",
@@ -45,6 +59,7 @@ UNREADABLE = (
     "other than chunked)"
 )
 log = logging.getLogger(__name__)
+RESET_ON_CLOSE = struct.pack("ii", 1, 0)  # SO_LINGER on, zero seconds
 
 
 class HttpSide:
@@ -87,10 +102,40 @@ class HttpSide:
         """Whether another exchange may follow on this connection."""
         return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
 
-    def close(self) -> None:
-        """Close the connection."""
-        with contextlib.suppress(Exception):
-            self.writer.close()
+    async def drop(self) -> None:
+        """End the connection: politely after whole exchanges, reset mid-exchange."""
+        await end_stream(self.writer, politely=self.h11.our_state in ENDED_STATES)
+
+
+async def end_stream(writer: asyncio.StreamWriter, *, politely: bool) -> None:
+    """Close a connection and wait until its socket is closed: a close still pending when
+    the event loop stops leaks the socket (TLS waits for the peer's close_notify first).
+    A polite close that the peer does not complete within ``CLOSE_GRACE`` is reset, as is
+    any other: unsent bytes dropped, nothing left for the kernel to go on offering a
+    stalled peer for minutes."""
+    if politely:
+        writer.close()
+        try:
+            async with asyncio.timeout(CLOSE_GRACE):
+                await writer.wait_closed()
+        except TimeoutError:
+            pass
+        except Exception:  # the connection ended with an error: its socket is closed
+            return
+        else:
+            return
+    reset_stream(writer)
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+
+
+def reset_stream(writer: asyncio.StreamWriter) -> None:
+    """Start resetting a connection: unsent bytes dropped, no lingering in the kernel."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET_ON_CLOSE)
+    writer.transport.abort()
 
 
 @dataclass
@@ -149,7 +194,7 @@ async def ready_upstream(upstream: HttpSide | None, upstream_at: Upstream) -> Ht
         upstream.h11.start_next_cycle()
         return upstream
     if upstream is not None:
-        upstream.close()
+        await upstream.drop()
     return await upstream_at.connect()
 
 

@@ -33,8 +33,10 @@ from golem.sandbox.egress.http import (
     Route,
     Traffic,
     Upstream,
+    end_stream,
     ready_upstream,
     relay,
+    reset_stream,
     send_error,
 )
 from golem.sandbox.egress.log import Logged
@@ -119,10 +121,10 @@ class EgressProxy:
         return int(self._server.sockets[0].getsockname()[1])
 
     def drop_connections(self) -> None:
-        """Close every open connection."""
+        """Reset every open connection (their handlers wait until the sockets are gone)."""
         for writer in list(self._open):
             with contextlib.suppress(Exception):
-                writer.close()
+                reset_stream(writer)
         self._open.clear()
         for tunnel in list(self._tunnels):  # their handlers see the end and close them
             with contextlib.suppress(OSError):
@@ -172,8 +174,7 @@ class EgressProxy:
         finally:
             self._handlers.discard(task)
             self._open.discard(writer)
-            with contextlib.suppress(Exception):
-                writer.close()
+            await end_stream(writer, politely=True)
 
     async def _decide(
         self, host: str, port: int, method: str, brokered: list[Brokered]
@@ -292,7 +293,7 @@ class EgressProxy:
                 box.h11.start_next_cycle()
         finally:
             if upstream is not None:
-                upstream.close()
+                await upstream.drop()
 
     # Plain HTTP ----------------------------------------------------------------------
 
@@ -323,7 +324,7 @@ class EgressProxy:
                     return
                 first = False
                 if upstream is not None and upstream.at != route.upstream:
-                    upstream.close()
+                    await upstream.drop()
                     upstream = None
                 try:
                     upstream = await ready_upstream(upstream, route.upstream)
@@ -344,7 +345,7 @@ class EgressProxy:
                 box.h11.start_next_cycle()
         finally:
             if upstream is not None:
-                upstream.close()
+                await upstream.drop()
 
     async def _forward_raw(self, box: HttpSide, request: h11.Request, route: Route) -> None:
         """Send the request's head upstream, then splice both ways until either ends."""
