@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.bwrap
 MARKER = "served-by-the-server"
 SERVER_CONFIG = f'[engine.defaults]\nsetup = "echo {MARKER} > /tmp/served-marker"\n'
 TASK = "Fix the failing tests of the calculator"
+FIX = f"scripted:{EXAMPLES / 'calculator-fix.yaml'}"
 
 
 served = shared_server("remote-cli", config=SERVER_CONFIG)
@@ -145,3 +147,98 @@ def test_golem_prune_says_it_prunes_only_this_machines_boxes(client_env: dict[st
     assert b"pruned 0 box(es)" in done.stdout
     assert b"[remote] url" in done.stderr
     assert client_env["GOLEM_REMOTE__URL"].encode() in done.stderr
+
+
+@pytest.fixture
+def submitting_env(
+    served: Served, client_env: dict[str, str], request: pytest.FixtureRequest
+) -> dict[str, str]:
+    """A client whose key may name a repository and a model script on the server's disk
+    (the server and the client share this machine)."""
+    return {**client_env, "GOLEM_API_KEY": served.tenant_key(request.node.name[:30], "trusted")}
+
+
+def server_runs(served: Served, key: str) -> list[dict[str, object]]:
+    with served.client(key) as client:
+        listed = client.get("/v1/runs")
+    listed.raise_for_status()
+    found: list[dict[str, object]] = listed.json()
+    return found
+
+
+def test_golem_run_submit_runs_on_the_server_and_follows_it_to_its_pr(
+    served: Served, submitting_env: dict[str, str], reachable_dir: Path, tmp_path: Path
+) -> None:
+    remote = make_remote(reachable_dir)
+    model = f"scripted:{marking_script(tmp_path)}"
+    args = ["run", "--submit", "--repo", str(remote), "--task", TASK, "--model", model]
+    done = golem(submitting_env, *args)
+    assert done.returncode == 0, done.stderr
+    [run] = server_runs(served, submitting_env["GOLEM_API_KEY"])
+    assert run["status"] == "succeeded"
+    assert f"queued on {served.url} as run {run['id']}" in done.stderr.decode()
+    assert b"implement" in done.stderr  # its events, printed as they came
+    assert b"succeeded" in done.stdout  # and the report
+    with served.client(submitting_env["GOLEM_API_KEY"]) as client:
+        diff = client.get(f"/v1/runs/{run['id']}/diff").text
+    assert f"+{MARKER}" in diff  # served.txt: written in the server's box
+    assert not (Path(submitting_env["GOLEM_STATE_DIR"]) / "golem.db").exists()  # no local run
+
+
+def test_golem_run_submit_says_what_is_wrong_and_queues_nothing(
+    served: Served, submitting_env: dict[str, str], reachable_dir: Path
+) -> None:
+    remote = str(make_remote(reachable_dir))
+    key = submitting_env["GOLEM_API_KEY"]
+    no_server = {k: v for k, v in submitting_env.items() if k != "GOLEM_REMOTE__URL"}
+    unconfigured = golem(no_server, "run", "--submit", "--repo", remote, "--task", TASK)
+    assert unconfigured.returncode != 0
+    assert b"set [remote] url" in unconfigured.stderr
+    refused = golem(submitting_env, "run", "--submit", "--repo", remote, "--task", TASK,
+                    "--budget-usd", "-1")  # fmt: skip
+    assert refused.returncode != 0
+    assert b"budget_usd" in refused.stderr  # the server's own validation, named
+    chosen = golem(submitting_env, "run", "--submit", "--backend", "docker", "--repo", remote,
+                   "--task", TASK)  # fmt: skip
+    assert b"--backend and --image are the server's to choose" in chosen.stderr
+    assert server_runs(served, key) == []
+
+
+def test_ctrl_c_on_a_submitted_run_cancels_it_on_the_server(
+    served: Served, submitting_env: dict[str, str], reachable_dir: Path
+) -> None:
+    slow = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
+    args = ["run", "--submit", "--repo", str(make_remote(reachable_dir)), "--task", TASK]
+    with subprocess.Popen(
+        [sys.executable, "-m", "golem", *args, "--model", f"scripted:{slow}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=submitting_env,
+    ) as process:
+        assert process.stderr is not None
+        for line in process.stderr:  # until the agent's slow command runs on the server
+            if b"working" in line or b"sleep 60" in line:
+                break
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=120)
+    assert process.returncode == 4, rest
+    [run] = server_runs(served, submitting_env["GOLEM_API_KEY"])
+    assert run["status"] == "cancelled"
+    assert f"cancelling run {run['id']}".encode() in rest
+
+
+def test_golem_prepare_submit_prepares_for_the_keys_tenant_and_runs_start_from_it(
+    served: Served, submitting_env: dict[str, str], reachable_dir: Path
+) -> None:
+    remote = str(make_remote(reachable_dir))
+    prepared = golem(submitting_env, "prepare", "--submit", "--repo", remote)
+    assert prepared.returncode == 0, prepared.stderr
+    done = golem(submitting_env, "run", "--submit", "--repo", remote, "--task", TASK,
+                 "--model", FIX)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    key = submitting_env["GOLEM_API_KEY"]
+    run, preparing = server_runs(served, key)  # newest first
+    assert preparing["blueprint"] == "prepare"
+    started_from = run["started_from"]
+    assert isinstance(started_from, dict)
+    assert str(started_from["name"]).startswith("prepared-")

@@ -9,6 +9,7 @@ import typer
 
 from golem.cli import options
 from golem.cli.run_cmd import EXIT_CODES, repo_argument, run_with_progress
+from golem.core.errors import InvalidRequest
 
 __all__ = ["prepare_command"]
 
@@ -23,23 +24,37 @@ def prepare_command(
     backend: str | None = options.BACKEND,
     tier: str | None = options.TIER,
     image: str | None = options.IMAGE,
+    submit: bool = typer.Option(
+        False,
+        "--submit",
+        help="Prepare it on the golem server of [remote] url, for the key's tenant, and "
+        "follow it here; Ctrl-C cancels it there.",
+    ),
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Make or refresh the prepared snapshot of a repository's branch: its head checked
     out, dependencies installed, setup and [prepared] warmup run; runs on the repository
     start from it."""
-    from golem.blueprint import RunRequest
-
+    if submit and (backend is not None or image is not None):
+        raise InvalidRequest("--backend and --image are the server's to choose with --submit")
     flags = options.BoxFlags(
         backend, image, None, None, None, None, None, None, None, None, config_file
     )
     config = flags.load()
-    request = RunRequest(
-        repo=repo_argument(repo),
-        task=PREPARE_TASK,
-        blueprint="prepare",
-        base=branch,
-        tier=tier,
-    )
-    state = run_with_progress(config, lambda runner: runner.start(request))
+    fields: dict[str, object] = {
+        "repo": repo_argument(repo),
+        "task": PREPARE_TASK,
+        "blueprint": "prepare",
+        "base": branch,
+        "tier": tier,
+    }
+    if submit:
+        from golem.cli.submitted import run_on_server
+
+        state = run_on_server(config, fields)
+    else:
+        from golem.blueprint import RunRequest
+
+        request = RunRequest.model_validate(fields)
+        state = run_with_progress(config, lambda runner: runner.start(request))
     raise typer.Exit(EXIT_CODES.get(state.status, 1))

@@ -52,21 +52,22 @@ def run_command(
     backend: str | None = options.BACKEND,
     tier: str | None = options.TIER,
     image: str | None = options.IMAGE,
+    submit: bool = typer.Option(
+        False,
+        "--submit",
+        help="Queue the run on the golem server of [remote] url (key: [remote] key_env) and "
+        "follow it here; Ctrl-C cancels it there.",
+    ),
     config_file: Path | None = options.CONFIG,
 ) -> None:
     """Run a blueprint on a repository and end with a pull request (or, with --pr, answer
     a pull request's review with new commits on its branch)."""
-    from golem.core.imports import collector_paused
-
-    with collector_paused():
-        from pydantic import ValidationError
-
-        from golem.blueprint import RunRequest
-
     if pr is None and (task is None) == (issue is None):
         raise InvalidRequest("give exactly one of --task or --issue (or --pr)")
     if pr is not None and issue is not None:
         raise InvalidRequest("--pr follows up a pull request: give --task, not --issue")
+    if submit and (backend is not None or image is not None):
+        raise InvalidRequest("--backend and --image are the server's to choose with --submit")
     flags = options.BoxFlags(
         backend, image, None, None, None, None, None, None, None, None, config_file
     )
@@ -88,6 +89,17 @@ def run_command(
         chosen = forge or config.forge.provider
         fields["follow_up"] = follow_up_of(pr, repo_argument(repo), forge=chosen, request=task)
         fields["task"] = None
+    if submit:
+        from golem.cli.submitted import run_on_server
+
+        state = run_on_server(config, fields)
+        raise typer.Exit(EXIT_CODES.get(state.status, 1))
+    from golem.core.imports import collector_paused
+
+    with collector_paused():
+        from pydantic import ValidationError
+
+        from golem.blueprint import RunRequest
     try:
         request = RunRequest.model_validate(fields)
     except ValidationError as exc:

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-from httpx_sse import aconnect_sse
+from httpx_sse import ServerSentEvent, aconnect_sse
 
 from golem.core import errors as golem_errors
 from golem.core.errors import GolemError, RemoteError
@@ -104,13 +104,28 @@ class ServerConnection:
 
     async def sse(self, path: str, body: Any) -> AsyncIterator[tuple[str, str]]:
         """POST ``body``, then the server-sent events that answer it (name, data)."""
+        async for message in self._events("POST", path, json=body):
+            yield message.event, message.data
+
+    async def follow(self, path: str, *, after: int = 0) -> AsyncIterator[ServerSentEvent]:
+        """GET a stream of server-sent events from the one after event ``after`` on (its
+        ``Last-Event-ID``); an ``event: problem`` ending it raises its GolemError."""
+        headers = {"Last-Event-ID": str(after)} if after else {}
+        async for message in self._events("GET", path, headers=headers):
+            if message.event == "problem":
+                raise error_of(ProblemFrame.model_validate_json(message.data))
+            yield message
+
+    async def _events(
+        self, method: str, path: str, **kwargs: Any
+    ) -> AsyncIterator[ServerSentEvent]:
         try:
-            async with aconnect_sse(self._http, "POST", path, json=body) as source:
+            async with aconnect_sse(self._http, method, path, **kwargs) as source:
                 if not source.response.is_success:
                     await source.response.aread()
                     raise_for_problem(source.response)
                 async for message in source.aiter_sse():
-                    yield message.event, message.data
+                    yield message
         except httpx.HTTPError as exc:
             raise self.unreachable(exc) from exc
 
