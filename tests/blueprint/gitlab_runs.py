@@ -38,14 +38,24 @@ def gitlab(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabServer]:
         yield server
 
 
+def served_calculator(reachable_dir: Path) -> Path:
+    """The bare group/calculator.git that ``git_over_http`` serves, taking pushes."""
+    (reachable_dir / "served" / "group").mkdir(parents=True)
+    remote = make_remote(reachable_dir / "served" / "group")
+    git("config", "http.receivepack", "true", cwd=remote)
+    return remote
+
+
+def git_over_http(reachable_dir: Path) -> GitHttpServer:
+    """The repositories under ``reachable_dir/served`` over smart HTTP, wanting oauth2:TOKEN."""
+    return GitHttpServer(reachable_dir / "served", TOKEN, username="oauth2")
+
+
 @pytest.fixture
 def served(reachable_dir: Path) -> Iterator[GitHttpServer]:
     """group/calculator.git over smart HTTP, wanting oauth2:TOKEN."""
-    root = reachable_dir / "served"
-    (root / "group").mkdir(parents=True)
-    remote = make_remote(root / "group")
-    git("config", "http.receivepack", "true", cwd=remote)
-    with GitHttpServer(root, TOKEN, username="oauth2") as server:
+    served_calculator(reachable_dir)
+    with git_over_http(reachable_dir) as server:
         yield server
 
 

@@ -34,3 +34,14 @@ def branch_commits(remote: Path, branch: str) -> list[str]:
     """Subjects and trailers of the commits ``branch`` has on top of main."""
     log = git("log", "--format=%B%x00", f"main..{branch}", cwd=remote)
     return [entry.strip() for entry in log.split("\0") if entry.strip()]
+
+
+def push_fixed_branch(remote: Path, work: Path, branch: str = "golem/fix-add") -> None:
+    """A branch pushed by hand to the bare ``remote`` (cloned into ``work``): the
+    calculator's add() fixed, as a pull request golem opened would have it."""
+    git("clone", "-q", str(remote), str(work), cwd=remote.parent)
+    git("checkout", "-q", "-b", branch, cwd=work)
+    source = (work / "calculator.py").read_text().replace("return a - b", "return a + b")
+    (work / "calculator.py").write_text(source)
+    git("commit", "-qam", "fix add", cwd=work)
+    git("push", "-q", "origin", branch, cwd=work)

@@ -18,7 +18,7 @@ from golem.forge import LocalForge, PullRequest, PullRequestDraft
 from golem.sandbox import Engine
 from golem.store import Store
 from tests.blueprint.legacy_blueprints import written_before
-from tests.blueprint.repos import git
+from tests.blueprint.repos import git, push_fixed_branch
 from tests.blueprint.runs import (
     FIX,
     SCRIPTS,
@@ -66,13 +66,7 @@ async def opened_pull_request(make_runner: MakeRunner, remote: Path) -> RunState
 
 async def pushed_pull_request(store: Store, remote: Path, *, fork: bool = False) -> PullRequest:
     """A branch pushed by hand (add() fixed) and a pull request for it, without a run."""
-    work = remote.parent / "by-hand"
-    git("clone", "-q", str(remote), str(work), cwd=remote.parent)
-    git("checkout", "-q", "-b", "golem/fix-add", cwd=work)
-    source = (work / "calculator.py").read_text().replace("return a - b", "return a + b")
-    (work / "calculator.py").write_text(source)
-    git("commit", "-qam", "fix add", cwd=work)
-    git("push", "-q", "origin", "golem/fix-add", cwd=work)
+    push_fixed_branch(remote, remote.parent / "by-hand")
     draft = PullRequestDraft(
         repo=str(remote), base="main", head="golem/fix-add", title="Fix add()", body="fixes add"
     )

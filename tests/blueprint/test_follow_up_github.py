@@ -6,63 +6,44 @@ pushed. A closed pull request, or a fork's, is refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from golem.blueprint import Runner, RunRequest, RunState
 from golem.blueprint.events import NodeStarted, RunEvent
-from golem.core import GolemConfig, load_config
+from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.github_server import GitHubServer, github_error
 from tests.blueprint.follow_up_scripts import answering
-from tests.blueprint.repos import git, make_remote
+from tests.blueprint.github_runs import REPO, config, github  # noqa: F401 - its fixtures
+from tests.blueprint.repos import git, make_remote, push_fixed_branch
 
 pytestmark = pytest.mark.bwrap
 
-TOKEN = "ghp_golemfollowup0123456789abcdef"  # noqa: S105 - a test token
-REPO = "octo/calculator"
 BRANCH = "golem/fix-add"
 ASKED = "@golem please do what alice asks"
 
 
 @pytest.fixture
-def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubServer]:
-    monkeypatch.setenv("GOLEM_TEST_GITHUB_TOKEN", TOKEN)
-    with GitHubServer(token=TOKEN) as server:
-        server.ci = lambda repo, sha: [{"name": "test", "conclusion": "success"}]  # CI is green
-        yield server
-
-
-@pytest.fixture
-def config(config: GolemConfig, github: GitHubServer) -> GolemConfig:
-    data = config.model_dump(mode="json")
-    data["forge"] = {
-        "provider": "github",
-        "github": {"api_url": github.api_url, "token_env": "GOLEM_TEST_GITHUB_TOKEN"},
-    }
-    return load_config(data, files=[])
-
-
-@pytest.fixture
-def remote(reachable_dir: Path, github: GitHubServer) -> Path:
+def remote(
+    reachable_dir: Path,
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
+) -> Path:
     """The repository with branch golem/fix-add (add() fixed) pushed, as a PR golem opened."""
     remote = make_remote(reachable_dir)
-    work = reachable_dir / "by-hand"
-    git("clone", "-q", str(remote), str(work), cwd=reachable_dir)
-    git("checkout", "-q", "-b", BRANCH, cwd=work)
-    source = (work / "calculator.py").read_text().replace("return a - b", "return a + b")
-    (work / "calculator.py").write_text(source)
-    git("commit", "-qam", "fix add", cwd=work)
-    git("push", "-q", "origin", BRANCH, cwd=work)
+    push_fixed_branch(remote, reachable_dir / "by-hand", BRANCH)
     github.head_sha = lambda repo, branch: git("rev-parse", branch, cwd=remote).strip()
     return remote
 
 
 async def follow_up(
-    config: GolemConfig, engine: Engine, remote: Path, model: str, number: int
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    remote: Path,
+    model: str,
+    number: int,
 ) -> RunState:
     runner = Runner(config, engine=engine, store=MemoryStore())
     asked = {"repo": REPO, "number": number, "requested_by": "alice", "request": ASKED}
@@ -73,7 +54,11 @@ async def follow_up(
 
 
 async def test_a_review_thread_gets_a_new_commit_a_reply_and_a_new_review_request(
-    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
+    remote: Path,
+    tmp_path: Path,
 ) -> None:
     pr = github.add_pull(REPO, BRANCH, title="Fix add()")
     number = pr["number"]
@@ -108,7 +93,11 @@ async def test_a_review_thread_gets_a_new_commit_a_reply_and_a_new_review_reques
 
 
 async def test_a_closed_pull_request_is_refused(
-    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
+    remote: Path,
+    tmp_path: Path,
 ) -> None:
     number = github.add_pull(REPO, BRANCH)["number"]
     github._items[REPO][number]["state"] = "closed"
@@ -120,7 +109,11 @@ async def test_a_closed_pull_request_is_refused(
 
 
 async def test_a_fork_pull_request_is_refused(
-    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
+    remote: Path,
+    tmp_path: Path,
 ) -> None:
     number = github.add_pull(REPO, BRANCH, fork="someone/calculator")["number"]
     state = await follow_up(config, engine, remote, answering(tmp_path, 1), number)
@@ -130,7 +123,11 @@ async def test_a_fork_pull_request_is_refused(
 
 
 async def test_review_threads_unreadable_at_the_agent_step_leave_the_conversation(
-    config: GolemConfig, engine: Engine, github: GitHubServer, remote: Path, tmp_path: Path
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
+    engine: Engine,
+    github: GitHubServer,  # noqa: F811 - fixtures, imported above
+    remote: Path,
+    tmp_path: Path,
 ) -> None:
     number = github.add_pull(REPO, BRANCH)["number"]
     root = github.add_review_comment(REPO, number, "Say ints work", author="alice", line=5)

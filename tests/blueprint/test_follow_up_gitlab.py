@@ -4,78 +4,47 @@ the discussion, makes the reviewers reviewers again and notes what it pushed."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from golem.blueprint import Runner, RunRequest
-from golem.core import GolemConfig, load_config
+from golem.core import GolemConfig
 from golem.sandbox import Engine
 from golem.store import MemoryStore
 from golem.testing.git_http_server import GitHttpServer
 from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.follow_up_scripts import answering
-from tests.blueprint.repos import git, make_remote
+from tests.blueprint.gitlab_runs import (  # noqa: F401 - its fixtures
+    PROJECT,
+    TOKEN,
+    config,
+    git_over_http,
+    gitlab,
+    head,
+    served_calculator,
+)
+from tests.blueprint.repos import git, push_fixed_branch
 
 pytestmark = pytest.mark.bwrap
 
-TOKEN = "glpat-golemFollowUp0123456789"  # noqa: S105 - a test token
-PROJECT = "group/calculator"
 BRANCH = "golem/fix-add"
-
-
-def head(remote: Path, branch: str) -> str | None:
-    argv = ["git", "rev-parse", "--verify", "-q", branch]
-    done = subprocess.run(argv, cwd=remote, capture_output=True, text=True, check=False)
-    return done.stdout.strip() or None
-
-
-@pytest.fixture
-def gitlab(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabServer]:
-    monkeypatch.setenv("GOLEM_TEST_GITLAB_TOKEN", TOKEN)
-    with GitLabServer(token=TOKEN) as server:
-        server.ci = lambda project, sha: [{"name": "test", "status": "success"}]
-        yield server
 
 
 @pytest.fixture
 def served(reachable_dir: Path) -> Iterator[GitHttpServer]:
     """group/calculator.git over smart HTTP, with branch golem/fix-add (add() fixed)."""
-    root = reachable_dir / "served"
-    (root / "group").mkdir(parents=True)
-    remote = make_remote(root / "group")
-    git("config", "http.receivepack", "true", cwd=remote)
-    work = reachable_dir / "by-hand"
-    git("clone", "-q", str(remote), str(work), cwd=reachable_dir)
-    git("checkout", "-q", "-b", BRANCH, cwd=work)
-    source = (work / "calculator.py").read_text().replace("return a - b", "return a + b")
-    (work / "calculator.py").write_text(source)
-    git("commit", "-qam", "fix add", cwd=work)
-    git("push", "-q", "origin", BRANCH, cwd=work)
-    with GitHttpServer(root, TOKEN, username="oauth2") as server:
+    remote = served_calculator(reachable_dir)
+    push_fixed_branch(remote, reachable_dir / "by-hand", BRANCH)
+    with git_over_http(reachable_dir) as server:
         yield server
 
 
-@pytest.fixture
-def config(config: GolemConfig, gitlab: GitLabServer, served: GitHttpServer) -> GolemConfig:
-    data = config.model_dump(mode="json")
-    data["forge"] = {
-        "provider": "gitlab",
-        "gitlab": {
-            "base_url": gitlab.base_url,
-            "token_env": "GOLEM_TEST_GITLAB_TOKEN",
-            "token_for_git": True,
-        },
-    }
-    return load_config(data, files=[])
-
-
 async def test_a_merge_request_discussion_gets_a_new_commit_and_a_reply(
-    config: GolemConfig,
+    config: GolemConfig,  # noqa: F811 - fixtures, imported above
     engine: Engine,
-    gitlab: GitLabServer,
+    gitlab: GitLabServer,  # noqa: F811 - fixtures, imported above
     served: GitHttpServer,
     tmp_path: Path,
 ) -> None:

@@ -3,7 +3,7 @@ to a pull request with state saved after every node."""
 
 from typing import TYPE_CHECKING
 
-from golem.blueprint.book import RunBook
+from golem.blueprint.book import RunBook, parse_run_event
 from golem.blueprint.events import CheckOutput, RunEvent
 from golem.blueprint.lifecycle import fail_unstarted, orphaned, requeue_run
 from golem.blueprint.loader import BUILTINS, load_blueprint, parse_blueprint
@@ -46,6 +46,7 @@ __all__ = [
     "load_blueprint",
     "orphaned",
     "parse_blueprint",
+    "parse_run_event",
     "requeue_run",
 ]
 

@@ -23,9 +23,14 @@ from golem.store import (
     control_key,
 )
 
-__all__ = ["RunBook", "run_state"]
+__all__ = ["RunBook", "parse_run_event", "run_state"]
 
 EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+
+
+def parse_run_event(data: str | bytes) -> RunEvent:
+    """A run event from its JSON (a stored record's, a server's stream's)."""
+    return EVENT.validate_json(data)
 
 
 def run_state(record: RunRecord) -> RunState:
@@ -128,7 +133,7 @@ class RunBook:
     async def events(self, run_id: str, after: int = 0) -> list[tuple[int, RunEvent]]:
         """The run's events after number ``after``, in order."""
         return [
-            (record.seq, EVENT.validate_json(record.data))
+            (record.seq, parse_run_event(record.data))
             for record in await self.store.runs.events(run_id, after)
         ]
 

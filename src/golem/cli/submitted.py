@@ -16,8 +16,7 @@ from rich.console import Console
 
 from golem.cli.printable import printable
 from golem.core.imports import collector_paused
-from golem.sandbox.choice import server_of
-from golem.sandbox.remote.connection import ServerConnection
+from golem.sandbox import ServerConnection, server_of
 
 if TYPE_CHECKING:
     from golem.blueprint import RunState
@@ -72,13 +71,12 @@ class _Followed:
     async def _follow(self, server: ServerConnection) -> RunState:
         """The run's events from the last one seen to its end, printed; its final state."""
         with collector_paused():
-            from golem.blueprint.book import EVENT  # noqa: PLC0415
-            from golem.blueprint.state import RunState  # noqa: PLC0415
+            from golem.blueprint import RunState, parse_run_event  # noqa: PLC0415
             from golem.cli.run_progress import RunProgress  # noqa: PLC0415
         progress = RunProgress(self.console)
         path = f"/v1/runs/{self.run_id}"
         async for message in server.follow(f"{path}/events", after=self.seen):
-            progress(EVENT.validate_json(message.data))
+            progress(parse_run_event(message.data))
             self.seen = int(message.id)
         return RunState.model_validate_json((await server.request("GET", path)).content)
 

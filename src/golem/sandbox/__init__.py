@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from golem.core.events import ErrorEvent, ExecEvent, ExitEvent, OutputEvent, ResourceUsage
 from golem.core.spec import BoxSpec
 from golem.sandbox.box import LocalBox, LocalInteraction, LocalTerminal, as_request
-from golem.sandbox.choice import make_engine
+from golem.sandbox.choice import make_engine, server_of
 from golem.sandbox.contracts import (
     Backend,
     Box,
@@ -141,6 +141,7 @@ __all__ = [
     "process_start_time",
     "read_answer",
     "save_images",
+    "server_of",
     "spec_payload",
 ]
 
