@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("ray", reason="Ray is the extra golem[ray]")
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from golem.cluster import ClusterEngine
 from golem.cluster.boxhost import node_config
@@ -23,11 +23,11 @@ from tests.blueprint.repos import make_remote
 from tests.cluster.cluster_runs import GATED, at_gate, node_of
 from tests.cluster.conftest import NODE_NAMES, cluster_settings, server_toml
 from tests.service.api_runs import follow, submit
+from tests.service.dashboard_browser import browser, page, sign_in  # noqa: F401 - its fixtures
 from tests.service.served import Served, serving
 
 pytestmark = pytest.mark.bwrap
 
-CHROMIUM = Path("/usr/bin/chromium")
 # The async tests come first: once the module's browser runs (Playwright's sync API keeps
 # a loop of its own on this thread), no async test can start one.
 SESSIONS = 3
@@ -66,27 +66,6 @@ def sessions(served: Served) -> Iterator[list[str]]:
             client.delete(f"/v1/sessions/{box_id}")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed (scripts/setup installs Debian's chromium)")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    yield tab
-    context.close()
-    assert not errors, f"the page threw: {errors}"
-
-
 async def on_each_node(node_state: Path) -> dict[str, list[str]]:
     """The boxes on each node's disk (its box host's records), by node name."""
     found = {}
@@ -94,13 +73,6 @@ async def on_each_node(node_state: Path) -> dict[str, list[str]]:
         settings = node_config(cluster_settings(node_state, node_state), name)
         found[name] = sorted(info.id for info in await LocalEngine(settings).boxes())
     return found
-
-
-def sign_in(page: Page, served: Served, key: str) -> None:
-    page.goto(served.url + "/")
-    page.get_by_label("API key").fill(key)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_test_id("runs")).to_be_visible()
 
 
 async def test_the_api_shows_each_nodes_sessions_as_the_nodes_hold_them(
@@ -164,7 +136,10 @@ def test_only_an_admin_key_sees_the_cluster(served: Served) -> None:
     assert "admin" in refused.json()["detail"]
 
 
-def test_a_server_on_one_machine_says_it_has_no_cluster(tmp_path: Path, browser: Browser) -> None:
+def test_a_server_on_one_machine_says_it_has_no_cluster(
+    tmp_path: Path,
+    browser: Browser,  # noqa: F811 - fixtures, imported above
+) -> None:
     with serving(tmp_path / "state") as alone, alone.admin() as admin:
         answer = admin.get("/v1/cluster")
         assert answer.status_code == 404
@@ -178,7 +153,9 @@ def test_a_server_on_one_machine_says_it_has_no_cluster(tmp_path: Path, browser:
 
 
 def test_the_dashboard_shows_an_admin_the_nodes_and_their_sessions(
-    served: Served, sessions: list[str], page: Page
+    served: Served,
+    sessions: list[str],
+    page: Page,  # noqa: F811 - fixtures, imported above
 ) -> None:
     sign_in(page, served, served.admin_key)
     page.locator("#nav a[data-view='cluster']").click()
@@ -189,7 +166,10 @@ def test_the_dashboard_shows_an_admin_the_nodes_and_their_sessions(
         expect(nodes).to_contain_text(box_id)
 
 
-def test_the_dashboard_has_no_cluster_link_for_a_user(served: Served, page: Page) -> None:
+def test_the_dashboard_has_no_cluster_link_for_a_user(
+    served: Served,
+    page: Page,  # noqa: F811 - fixtures, imported above
+) -> None:
     sign_in(page, served, served.key("viewer"))
     expect(page.locator("#nav")).to_have_attribute("data-cluster", "no")
     expect(page.locator("#nav a[data-view='cluster']")).to_be_hidden()
