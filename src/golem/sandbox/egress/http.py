@@ -120,6 +120,9 @@ async def end_stream(writer: asyncio.StreamWriter, *, politely: bool) -> None:
                 await writer.wait_closed()
         except TimeoutError:
             pass
+        except asyncio.CancelledError:
+            reset_stream(writer)
+            raise
         except Exception:  # the connection ended with an error: its socket is closed
             return
         else:

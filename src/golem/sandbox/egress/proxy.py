@@ -172,9 +172,11 @@ class EgressProxy:
         except asyncio.CancelledError:
             pass  # close() ends handlers; asyncio's server must not see them cancelled
         finally:
-            self._handlers.discard(task)
             self._open.discard(writer)
-            await end_stream(writer, politely=True)
+            try:
+                await end_stream(writer, politely=True)
+            finally:
+                self._handlers.discard(task)  # close() waits for its socket too
 
     async def _decide(
         self, host: str, port: int, method: str, brokered: list[Brokered]
