@@ -18,7 +18,7 @@ import pytest
 
 from tests.blueprint.repos import EXAMPLES, make_remote
 from tests.cli.terminal import read_until
-from tests.service.served import Served, shared_server
+from tests.service.served import Served, serving, shared_server
 
 pytestmark = pytest.mark.bwrap
 
@@ -242,3 +242,35 @@ def test_golem_prepare_submit_prepares_for_the_keys_tenant_and_runs_start_from_i
     started_from = run["started_from"]
     assert isinstance(started_from, dict)
     assert str(started_from["name"]).startswith("prepared-")
+
+
+def test_a_submitted_run_whose_server_goes_away_is_said_to_go_on_there(
+    tmp_path: Path, reachable_dir: Path
+) -> None:
+    """Its own server, stopped mid-run: the command ends saying where the run is."""
+    slow = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
+    args = ["run", "--submit", "--repo", str(make_remote(reachable_dir)), "--task", TASK]
+    with serving(tmp_path / "server" / "state") as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
+        env.update(
+            GOLEM_STATE_DIR=str(tmp_path / "client"),
+            GOLEM_REMOTE__URL=server.url,
+            GOLEM_API_KEY=server.key("acme", "trusted"),
+        )
+        with subprocess.Popen(
+            [sys.executable, "-m", "golem", *args, "--model", f"scripted:{slow}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        ) as process:
+            assert process.stderr is not None
+            said = b""
+            for line in process.stderr:
+                said += line
+                if b"sleep 60" in line:
+                    break
+            server.stop()
+            _, rest = process.communicate(timeout=120)
+    run_id = said.split(b" as run ")[1].split()[0].decode()
+    assert process.returncode != 0
+    assert f"Run {run_id} is the server's and goes on there" in rest.decode()

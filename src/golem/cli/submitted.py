@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from golem.cli.printable import printable
+from golem.core.errors import GolemError, RemoteError
 from golem.core.imports import collector_paused
 from golem.sandbox import ServerConnection, server_of
 
@@ -75,10 +76,17 @@ class _Followed:
             from golem.cli.run_progress import RunProgress  # noqa: PLC0415
         progress = RunProgress(self.console)
         path = f"/v1/runs/{self.run_id}"
-        async for message in server.follow(f"{path}/events", after=self.seen):
-            progress(parse_run_event(message.data))
-            self.seen = int(message.id)
-        return RunState.model_validate_json((await server.request("GET", path)).content)
+        try:
+            async for message in server.follow(f"{path}/events", after=self.seen):
+                progress(parse_run_event(message.data))
+                self.seen = int(message.id)
+            return RunState.model_validate_json((await server.request("GET", path)).content)
+        except GolemError as exc:
+            raise RemoteError(
+                getattr(exc, "http_status", 503),
+                f"{exc.message}. Run {self.run_id} is the server's and goes on there; follow "
+                f"it with GET {self.url}{path}/events?after={self.seen}",
+            ) from exc
 
     @contextlib.asynccontextmanager
     async def _server(self) -> AsyncIterator[ServerConnection]:
