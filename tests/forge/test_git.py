@@ -7,6 +7,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from golem.core.errors import (
     UnsafeRepository,
 )
 from golem.forge import GitAuth, GitRepo
+from golem.forge import git as git_module
 from tests.forge.conftest import AUTHOR, git
 
 
@@ -429,3 +431,42 @@ async def test_a_git_too_old_for_golems_hardening_is_refused_not_run(tmp_path: P
     with pytest.raises(GitError, match=r"golem needs git 2\.32 or newer"):
         await GitRepo(tmp_path / "work", git=str(old)).clone_from(tmp_path / "nowhere")
     assert not (tmp_path / "work").exists()
+
+
+def same_size_unsafe(text: str) -> str:
+    """``text`` with its logallrefupdates line made into a pager of the same length."""
+    line = next(ln for ln in text.splitlines(keepends=True) if "logallrefupdates" in ln)
+    unsafe = "\tpager = sh #"
+    return text.replace(line, unsafe + "x" * (len(line) - len(unsafe) - 1) + "\n")
+
+
+def rewrite_in_place(config: Path, text: str) -> None:
+    config.write_text(text)
+
+
+def replace_by_rename(config: Path, text: str) -> None:
+    fresh = config.with_name("config.new")
+    fresh.write_text(text)
+    fresh.replace(config)
+
+
+@pytest.mark.parametrize("write", [rewrite_in_place, replace_by_rename])
+async def test_a_config_changed_after_its_check_is_checked_again_whatever_its_size_and_times(
+    origin: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    write: Callable[[Path, str], None],
+) -> None:
+    """The check is skipped only while the config is the file it checked: a rewrite of
+    the same size with its times put back is read again (its change time moved)."""
+    monkeypatch.setattr(git_module, "SETTLED_NS", 0)  # a check is remembered at once
+    repo = await GitRepo.clone(origin, tmp_path / "work")
+    assert await repo.is_clean()  # checked, and remembered
+    config = repo.path / ".git" / "config"
+    before = config.stat()
+    write(config, same_size_unsafe(config.read_text()))
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert config.stat().st_size == before.st_size
+
+    with pytest.raises(UnsafeRepository, match=r"core\.pager"):
+        await repo.is_clean()

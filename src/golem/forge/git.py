@@ -5,15 +5,20 @@ the environment only (``GitAuth``), asked of the run's ``GitLogin`` for each com
 talks to the remote; a command the remote refused for its token is run once more with a
 fresh one. Commands on the work tree run isolated from the host's
 git config (its files came from a box); the repository's own config is checked before each
-command, though no box writes it (``golem.sandbox.takeback`` never lands a ``.git`` path).
+command whenever it may have changed since its last check (its size and times, as the
+kernel keeps them), though no box writes it (``golem.sandbox.takeback`` never lands a
+``.git`` path).
 Commands that reach a remote are held to the repository's ``RemotePolicy`` when it has one
 (``golem.forge.remotes``).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -38,6 +43,36 @@ from golem.forge.remotes import Reach, names_a_path, reach, withheld
 __all__ = ["GitRepo"]
 
 TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+CHECKED_CONFIGS: dict[Path, tuple[int, ...]] = {}
+"""Repositories whose ``.git/config`` passed the check, by the file's signature then."""
+MAX_CHECKED = 512
+SETTLED_NS = 100_000_000
+"""Ten times the coarsest tick the kernel stamps files with (HZ=100)."""
+
+
+def config_signature(path: Path) -> tuple[int, ...] | None:
+    """What the kernel keeps of ``path/.git/config`` that any write changes (its change
+    time cannot be set back); None when it is no plain file (then it is always read)."""
+    try:
+        info = os.lstat(path / ".git" / "config")
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def settled(signature: tuple[int, ...]) -> bool:
+    """Whether the file was last changed well before now: a write that lands within the
+    kernel's timestamp tick of an earlier one could leave its times as they were."""
+    return signature[-1] <= time.time_ns() - SETTLED_NS
+
+
+def remember_checked(path: Path, signature: tuple[int, ...]) -> None:
+    """Skip the config check of ``path`` while its config keeps ``signature``."""
+    if len(CHECKED_CONFIGS) >= MAX_CHECKED:
+        CHECKED_CONFIGS.pop(next(iter(CHECKED_CONFIGS)))
+    CHECKED_CONFIGS[path] = signature
 
 
 class GitRepo:
@@ -342,10 +377,14 @@ class GitRepo:
         ``remote`` command's remote is the argument after ``--``."""
         safe = [self.path, self.path.resolve()] if self._foreign() else []
         if self.check_config:
-            listing = await self._run(
-                ["config", "--local", "--list", "-z"], cwd=self.path, safe_directories=safe
-            )
-            check_repository_config(self.path, listing.stdout)
+            signature = config_signature(self.path)
+            if signature is None or CHECKED_CONFIGS.get(self.path) != signature:
+                listing = await self._run(
+                    ["config", "--local", "--list", "-z"], cwd=self.path, safe_directories=safe
+                )
+                check_repository_config(self.path, listing.stdout)
+                if signature is not None and settled(signature):
+                    remember_checked(self.path, signature)
         urls = None
         if remote and self.remote_policy is not None:
             name = list(args)[list(args).index("--") + 1]
