@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
-
 from golem.blueprint import RunState
 from golem.blueprint.events import CheckFinished
 from golem.cli.run_progress import RunProgress, print_report
+from golem.core.console import GolemConsole
 from tests.blueprint.outcomes import OOM, result, with_outcomes
 from tests.cli.stored_runs import new_run
 
 
-def console() -> tuple[Console, io.StringIO]:
+def console() -> tuple[GolemConsole, io.StringIO]:
     out = io.StringIO()
-    return Console(file=out, width=250, color_system=None), out
+    return GolemConsole(file=out, width=250, color_system=None), out
 
 
 def live(event: CheckFinished) -> str:

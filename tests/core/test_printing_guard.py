@@ -1,14 +1,16 @@
 """Nothing golem did not write is read as markup or reaches a terminal as a control: the
 rules ``golem.core.console`` relies on, read from every module under src/golem.
 
-The console is ``golem.core.console``'s (``console()``): on it a ``str`` is text and only a
-``Markup`` is markup, and ``Markup`` is made only by ``markup(template, *values)`` from a
-template that is a literal of golem's source. So no module but that one makes a rich
+The console is ``golem.core.console``'s (``terminal()``): on it a ``str`` is text and only
+a ``Markup`` is markup, which only ``markup(template, *values)`` makes, from a template
+that is a literal of golem's source with no field inside a tag; a value in a style of
+golem's choice is ``styled(value, style)``. So no module but that one makes a rich
 console, parses markup or ANSI itself (``Text.from_markup``, ``Text.from_ansi``,
-``rich.markup``, a ``Spinner``'s or a ``Progress`` column's text), or makes a ``Markup``;
-and every ``markup(...)`` takes a literal first. Lines written past the console (``typer.echo``,
-``print``, a stream's ``write``) take no formatted string: text with a value in it goes
-through the console.
+``rich.markup``, a ``Spinner``'s or a ``Progress`` column's text, a ``Panel``'s title
+from a variable), makes a ``Markup`` or a ``Text`` of a value. Lines written past the
+console (``typer.echo``, ``print``, a standard stream's ``write``) take no formatted
+string: text with a value in it goes through the console. And golem's markup written
+anywhere but in ``markup()`` would be shown as text: that fails too.
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ def call_breaches(call: ast.Call) -> Iterator[str]:
     template = literal(call.args[0]) if call.args else None
     if name in READS_MARKUP:
         yield f"calls {name}, which reads markup"
+    elif name in {"Text", "assemble"} and call.args and literal(call.args[0]) is None:
+        yield "makes a Text of a value (rich drops a bell of it first): use styled()"
     elif name == "Markup":
         yield "makes a Markup of its own"
     elif name == "markup" and template is None:
@@ -169,12 +173,14 @@ def test_the_guard_finds_each_way_of_printing_a_value_as_markup(tmp_path: Path) 
         "table.add_row('[dim]-[/dim]')\n"
         "markup('[{}]x[/]', colour)\n"
         "Panel(body, title=name)\n"
+        "Text(name, style='red')\n"
+        "Text.assemble(('golem: ', 'red'), message)\n"
     )
     good = (
         "markup('[red]{}[/]', x)\nout.print(x)\ntyper.echo(json.dumps(x))\n"
         "out.print(x, markup=False)\nout.print(f'removed {x}')\nfile.write(f'{x}')\n"
-        "Panel(body, title=Text(name))\n"
+        "Panel(body, title=markup('task {}', name))\nText('✓', style='green')\n"
     )
     found = list(breaches(bad, ast.parse(bad.read_text())))
-    assert len(found) == 16, found
+    assert len(found) == 18, found
     assert list(breaches(bad, ast.parse(good))) == []

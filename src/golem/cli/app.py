@@ -157,11 +157,9 @@ def main() -> None:
     except SystemExit:  # how click ends, --help too: never worth importing golem.core for
         raise
     except _golem_error() as exc:  # evaluated only when something else was raised
-        from rich.text import Text  # noqa: PLC0415
+        from golem.core.console import markup, terminal  # noqa: PLC0415
 
-        from golem.core.console import terminal  # noqa: PLC0415
-
-        message = Text.assemble(("golem: ", "bold red"), exc.message)
+        message = markup("[bold red]golem: [/]{}", exc.message)
         terminal(stderr=True, soft_wrap=True).print(message, highlight=False)
         sys.exit(exc.exit_code)
 

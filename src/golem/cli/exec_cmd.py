@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from golem.cli import options
-from golem.core.console import say, terminal
+from golem.core.console import say, styled, terminal
 from golem.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -168,10 +167,9 @@ def print_network_log(decisions: list[NetworkEvent]) -> None:
     """The egress proxy's decisions as a table on stderr."""
     table = Table("DECISION", "HOST", "PORT", "RULE", "ADDRESS", "UP", "DOWN", box=None)
     for event in decisions:
-        verdict = Text("allowed" if event.allowed else "refused")
-        verdict.stylize("green" if event.allowed else "red")
-        if event.brokered:
-            verdict.append(f" +{event.brokered}")
+        brokered = f" +{event.brokered}" if event.brokered else ""
+        verdict = styled(f"{'allowed' if event.allowed else 'refused'}{brokered}",
+                         "green" if event.allowed else "red")  # fmt: skip
         table.add_row(
             verdict,
             event.host,

@@ -15,7 +15,7 @@ from golem.agent.events import (
     ToolFinished,
     ToolStarted,
 )
-from golem.core.console import GolemConsole, markup
+from golem.core.console import GolemConsole, markup, styled
 
 __all__ = ["AgentProgress", "describe_call", "first_line"]
 
@@ -77,7 +77,7 @@ class AgentProgress:
             )
         elif isinstance(event, ExternalOutput):
             style = "dim" if event.stream != "golem" else "yellow"
-            self.console.print(Text(f"  {event.line}", style=style), highlight=False)
+            self.console.print(styled(f"  {event.line}", style), highlight=False)
         elif isinstance(event, AgentFinished):
             self._finished(event)
 
@@ -98,7 +98,7 @@ class AgentProgress:
         outcome = event.outcome
         colour = "bold green" if outcome.status == "done" else "bold red"
         self.console.print(
-            Text(outcome.status, style=colour),
+            styled(outcome.status, colour),
             markup(
                 "after {} turns, {:.1f}s, ${:.4f}: {}",
                 outcome.turns,

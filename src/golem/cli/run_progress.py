@@ -25,7 +25,7 @@ from golem.blueprint.show import attempt_line, check_outcome, ci_round_cells
 from golem.blueprint.state import RunState
 from golem.checks import CheckResult
 from golem.cli.progress import AgentProgress, first_line
-from golem.core.console import GolemConsole, markup
+from golem.core.console import GolemConsole, markup, styled
 
 __all__ = ["RunProgress", "print_report"]
 
@@ -134,7 +134,7 @@ class RunProgress:
         colour = "green" if event.outcome in ("success", "approved") else "red"
         elapsed = time.monotonic() - self.started
         self.console.print(
-            Text(f"◂ {event.node} {event.outcome}", style=colour),
+            styled(f"◂ {event.node} {event.outcome}", colour),
             markup(
                 "[dim]{} · round {} · {:.1f}k tokens · ${:.4f} · {}:{:02d} elapsed[/]",
                 event.detail,
@@ -154,7 +154,7 @@ def print_report(console: GolemConsole, state: RunState) -> None:
     colour = {"succeeded": "green", "unverified": "yellow", "escalated": "yellow"}.get(
         state.status, "red"
     )
-    console.rule(Text.assemble((state.status, f"bold {colour}"), f" · {state.id}"))
+    console.rule(styled(f"{state.status} · {state.id}", f"bold {colour}"))
     if state.pr is not None:
         kind = "draft PR (needs a human)" if state.pr.draft else "PR"
         labels = f"  [{', '.join(state.pr.labels)}]" if state.pr.labels else ""
@@ -208,7 +208,7 @@ def _ci_table(state: RunState) -> Table:
     for ci in state.ci:
         cells = ci_round_cells(ci)
         colour = {"passed": "green", "no_ci": "yellow", "waiting": "dim"}.get(ci.verdict, "red")
-        table.add_row(cells[0], cells[1], Text(cells[2], style=colour), *cells[3:])
+        table.add_row(cells[0], cells[1], styled(cells[2], colour), *cells[3:])
     return table
 
 
@@ -220,6 +220,6 @@ def _table(heading: str, results: list[CheckResult]) -> Table:
             "yellow" if result.flaky or result.preexisting else "green" if result.passed else "red"
         )
         table.add_row(
-            result.name, result.command, Text(outcome, style=colour), f"{result.duration:.1f}s"
+            result.name, result.command, styled(outcome, colour), f"{result.duration:.1f}s"
         )
     return table

@@ -7,7 +7,8 @@ golem's console a plain ``str`` is text, always: made plain by the one sanitiser
 (``golem.core.ansi``) and shown as it is, never styled. Markup is a ``Markup``, which only
 ``markup(template, *values)`` makes: the template is a literal of golem's source (the
 layering test's guard fails on any other first argument), and every value it takes is
-formatted, made plain and escaped, so nothing it interpolates can open a tag. Whatever else
+formatted, made plain and escaped, so nothing it interpolates can open a tag; a value in a
+style of golem's choice is ``styled(value, style)``. Whatever else
 reaches the terminal (a ``Text`` made in code, a table) is cleaned segment by segment as it
 is rendered: no escape sequence, control or invisible character gets out but the styles
 rich itself writes.
@@ -35,7 +36,7 @@ from rich.text import Text
 
 from golem.core.ansi import clean
 
-__all__ = ["GolemConsole", "Markup", "RenderableType", "markup", "say", "terminal"]
+__all__ = ["GolemConsole", "Markup", "RenderableType", "markup", "say", "styled", "terminal"]
 
 
 class Markup(str):
@@ -58,6 +59,12 @@ def markup(template: LiteralString, /, *values: object, **named: object) -> Mark
     """``template`` (golem's markup, a literal) with ``values`` in its ``{}`` fields as
     text: whatever a value holds, it shows as itself, never as a style or a link."""
     return Markup(_ESCAPING.vformat(template, values, named))
+
+
+def styled(value: object, style: str) -> Text:
+    """``value`` as text in ``style`` (golem's choice of colour for it): cleaned before rich
+    sees it, which would drop a bell and leave an escape sequence's payload behind."""
+    return Text(clean(str(value)), style=style)
 
 
 class GolemConsole(Console):
