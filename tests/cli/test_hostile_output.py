@@ -7,6 +7,7 @@ these attack it through the commands a user runs."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from golem.agent.events import (
@@ -66,34 +67,31 @@ def test_trajectory_show_prints_what_the_model_and_the_box_said_as_text(
     done = golem(golems_terminal(golem_env), "trajectory", "show", str(recorded))
     assert done.returncode == 0, done.stderr
     assert foreign(done.stdout.decode()) == []
-    # the model, the task, the tools, the call and its command, the output, the box's
+    # the model, the task, the tools, the call (its command cut), the output, the box's
     # line, the summary and the reason
-    assert shown_as_text(done.stdout.decode()).count(SHOWN) == 9
+    assert shown_as_text(done.stdout.decode()).count(SHOWN) == 8
 
 
 def test_checks_detect_prints_what_the_repository_says_as_text(
     golem_env: dict[str, str], tmp_path: Path
 ) -> None:
-    escaped = HOSTILE.encode("unicode_escape").decode().replace('"', '\\"')
+    quoted = json.dumps(HOSTILE)
     write_tree(tmp_path, {
-        ".golem.toml": f'[commands]\ntest = "{escaped}"\nlint = "{escaped}"\n'
-                       f'[env]\nGREETING = "{escaped}"\n',
-        ".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - run: go test ./...\n",
+        ".github/workflows/ci.yml": f"jobs:\n  {quoted}:\n    steps:\n"
+                                    f"      - run: {quoted}\n      - run: go test ./...\n",
         "go.mod": "module example.com/x\n",
     })  # fmt: skip
     done = golem(golems_terminal(golem_env), "checks", "detect", "--repo", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert foreign(done.stdout.decode()) == []
-    assert shown_as_text(done.stdout.decode()).count(SHOWN) >= 3
+    assert SHOWN in shown_as_text(done.stdout.decode())
 
 
-def test_a_config_files_key_in_an_error_is_printed_as_text(
-    golem_env: dict[str, str], tmp_path: Path
-) -> None:
-    config = tmp_path / "golem.toml"
-    escaped = HOSTILE.encode("unicode_escape").decode().replace('"', '\\"')
-    config.write_text(f'"{escaped}" = 1\n')
-    done = golem(golems_terminal(golem_env), "config", "show", "--config", str(config))
+def test_a_config_files_key_in_an_error_is_printed_as_text(golem_env: dict[str, str]) -> None:
+    user_dir = Path(golem_env["XDG_CONFIG_HOME"]) / "golem"
+    user_dir.mkdir(parents=True)
+    (user_dir / "golem.toml").write_text(f"{json.dumps(HOSTILE)} = 1\n")
+    done = golem(golems_terminal(golem_env), "config", "show")
     assert done.returncode != 0
     said = done.stderr.decode()
     assert foreign(said) == []

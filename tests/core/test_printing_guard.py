@@ -7,7 +7,7 @@ that is a literal of golem's source with no field inside a tag; a value in a sty
 golem's choice is ``styled(value, style)``. So no module but that one makes a rich
 console, parses markup or ANSI itself (``Text.from_markup``, ``Text.from_ansi``,
 ``rich.markup``, a ``Spinner``'s or a ``Progress`` column's text, a ``Panel``'s title
-from a variable), makes a ``Markup`` or a ``Text`` of a value. Lines written past the
+but a literal or ``styled()``), makes a ``Markup`` or a ``Text`` of a value. Lines written past the
 console (``typer.echo``, ``print``, a standard stream's ``write``) take no formatted
 string: text with a value in it goes through the console. And golem's markup written
 anywhere but in ``markup()`` would be shown as text: that fails too.
@@ -132,9 +132,10 @@ def call_breaches(call: ast.Call) -> Iterator[str]:
         elif (
             name == "Panel"
             and keyword.arg in {"title", "subtitle"}
-            and not isinstance(keyword.value, ast.Constant | ast.Call)
+            and literal(keyword.value) is None
+            and not (isinstance(keyword.value, ast.Call) and called_name(keyword.value) == "styled")
         ):
-            yield f"gives a Panel a {keyword.arg} that is not a literal or a Text"
+            yield f"gives a Panel a {keyword.arg} (read as markup) but a literal or styled()"
 
 
 def breaches(path: Path, tree: ast.Module) -> Iterator[str]:
@@ -179,7 +180,7 @@ def test_the_guard_finds_each_way_of_printing_a_value_as_markup(tmp_path: Path) 
     good = (
         "markup('[red]{}[/]', x)\nout.print(x)\ntyper.echo(json.dumps(x))\n"
         "out.print(x, markup=False)\nout.print(f'removed {x}')\nfile.write(f'{x}')\n"
-        "Panel(body, title=markup('task {}', name))\nText('✓', style='green')\n"
+        "Panel(body, title=styled(name, ''))\nText('✓', style='green')\n"
     )
     found = list(breaches(bad, ast.parse(bad.read_text())))
     assert len(found) == 18, found

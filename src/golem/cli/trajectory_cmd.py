@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.panel import Panel
 
-from golem.core.console import GolemConsole, markup, terminal
+from golem.core.console import GolemConsole, markup, styled, terminal
 
 if TYPE_CHECKING:
     from golem.agent.events import AgentEvent
@@ -60,7 +60,7 @@ def _render(console: GolemConsole, event: AgentEvent, limit: int | None) -> None
         budget = ", ".join(
             f"{k}={v}" for k, v in event.budget.model_dump().items() if v is not None
         )
-        console.print(Panel(event.task.strip(), title=markup("task · {}", event.model)))
+        console.print(Panel(event.task.strip(), title=styled(f"task · {event.model}", "")))
         console.print(markup("[dim]tools: {} · budget: {}[/]", ", ".join(event.tools), budget))
     elif isinstance(event, ModelCalled):
         console.rule(f"turn {event.turn}", style="dim")
