@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -149,13 +148,13 @@ def _work_tree(workspace: Path) -> GitRepo | None:
 async def _report_changes(
     workspace: Path, result: Path, paths: list[str] | None, *, dry_run: bool
 ) -> None:
+    from golem.cli.prs_cmd import print_diff
     from golem.cli.tree_sync import apply_changes, render_diff, without_ignored
     from golem.sandbox.landing import in_thread
 
     compared = await asyncio.to_thread(_compared, workspace, result, paths)
     changes = await without_ignored(compared, workspace)
-    sys.stdout.write(render_diff(changes, workspace, result))
-    sys.stdout.flush()
+    print_diff(render_diff(changes, workspace, result))
     console = terminal(stderr=True)
     if not changes:
         console.print("no files changed")
