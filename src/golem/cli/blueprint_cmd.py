@@ -34,4 +34,4 @@ def show_command(
     from golem.blueprint.loader import load_blueprint
     from golem.blueprint.show import draw
 
-    typer.echo(draw(load_blueprint(source)))
+    say(draw(load_blueprint(source)))
