@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 import typer
 from rich.table import Table
 
-from golem.core.console import say, terminal
+from golem.core.console import say, styled, terminal
 
 if TYPE_CHECKING:
     from golem.sandbox import BoxInfo, Engine
@@ -48,7 +48,7 @@ def _age(created: float) -> str:
 def _table(boxes: list[BoxInfo]) -> Table:
     table = Table("ID", "ISOLATION", "OWNER", "STATE", "AGE", "IMAGE", box=None)
     for info in boxes:
-        state = "live" if info.owner_alive else "[yellow]orphan[/]"
+        state = "live" if info.owner_alive else styled("orphan", "yellow")
         isolation = str(info.isolation) if info.isolation is not None else info.backend
         table.add_row(
             info.id, isolation, str(info.owner_pid), state, _age(info.created), info.image or "-"
