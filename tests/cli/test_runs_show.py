@@ -5,7 +5,6 @@ run is not verified and its error."""
 from __future__ import annotations
 
 import asyncio
-import unicodedata
 
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import RunEvent, RunNote
@@ -14,6 +13,7 @@ from golem.core.isolation import Isolation
 from golem.forge import PullRequest
 from golem.store import SqlStore
 from tests.blueprint.outcomes import OOM, with_outcomes
+from tests.cli.hostile import HOSTILE, SHOWN, foreign, golems_terminal, shown_as_text
 from tests.cli.invoke import golem
 from tests.cli.stored_runs import keep, new_run, store_url
 
@@ -81,33 +81,39 @@ def test_runs_show_gives_each_ci_round_and_each_steps_cost(
     assert "PR: https://github.com/o/r/pull/3 fix: x [needs-human]" in lines
 
 
-def test_runs_show_prints_no_escape_or_hidden_character_whatever_the_run_holds(
+def test_runs_show_and_ls_print_every_field_a_run_holds_as_text_and_no_foreign_sequence(
     golem_env: dict[str, str],
 ) -> None:
-    """Text a run keeps but golem did not write (a forge's names, a repository's commands,
-    a box's test names, an error) as an older golem may have stored it: printed plain."""
-    evil = "\x1b]8;;https://evil.example\x07x\x1b]8;;\x07\x1b]52;c;cm0=\x07\x1b[2J\x9b1A\u202e@all"
-    steps = [NodeRecord(node="ci", kind="ci", outcome="failure", started=1.0, ended=2.0,
-                        detail=f"CI failed: {evil}")]  # fmt: skip
+    """Text a run keeps but golem did not write (a forge's names, a repository's commands
+    and node names, a box's test names, an error), as an older golem may have stored it:
+    its markup shown as it is, its escape sequences and hidden characters gone, while
+    golem's own styles are written."""
+    steps = [NodeRecord(node=HOSTILE, kind="ci", outcome="failure", started=1.0, ended=2.0,
+                        detail=f"CI failed: {HOSTILE}")]  # fmt: skip
     rounds = [CIRound(round=0, commit="a" * 40, started=2.0, ended=3.0, verdict="failed",
-                      failing=[evil], note=evil)]  # fmt: skip
-    pr = PullRequest(provider="github", number=3, url=f"https://github.com/o/r/pull/3{evil}",
-                     repo="o/r", base="main", head=evil, title=evil, body=evil,
-                     labels=[evil])  # fmt: skip
+                      failing=[HOSTILE], note=HOSTILE)]  # fmt: skip
+    pr = PullRequest(provider="github", number=3, url=f"https://github.com/o/r/pull/3{HOSTILE}",
+                     repo="o/r", base="main", head=HOSTILE, title=HOSTILE, body=HOSTILE,
+                     labels=[HOSTILE])  # fmt: skip
     state = with_outcomes(new_run("run-evil", status="escalated", steps=steps, ci=rounds, pr=pr))
-    checks = [c.model_copy(update={"name": evil, "command": evil}) for c in state.checks]
-    state = state.model_copy(
-        update={"title": evil, "error": evil, "unverified": evil, "branch": evil, "checks": checks}
-    )
-    keep(golem_env, state)
-    note = RunNote(run_id="run-evil", message=evil)
-    append(golem_env, note)
-    done = golem({**golem_env, "COLUMNS": "250"}, "runs", "show", "--events", "run-evil")
+    checks = [c.model_copy(update={"name": HOSTILE, "command": HOSTILE}) for c in state.checks]
+    request = state.request.model_copy(update={"repo": HOSTILE, "task": HOSTILE})
+    fields = {"title": HOSTILE, "error": HOSTILE, "unverified": HOSTILE, "branch": HOSTILE,
+              "checks": checks, "request": request, "current": HOSTILE, "base": HOSTILE,
+              "dependencies": HOSTILE, "diff_stat": HOSTILE}  # fmt: skip
+    keep(golem_env, state.model_copy(update=fields))
+    append(golem_env, RunNote(run_id="run-evil", message=HOSTILE))
+    env = golems_terminal(golem_env)
+    done = golem(env, "runs", "show", "--events", "run-evil")
     assert done.returncode == 0, done.stderr
     shown = done.stdout.decode()
-    assert shown.count("@all") >= 8
-    hidden = [c for c in shown if unicodedata.category(c) in ("Cc", "Cf") and c != "\n"]
-    assert hidden == []
+    assert "\x1b[1m" in shown  # golem's own bold
+    assert foreign(shown) == []
+    assert shown_as_text(shown).count(SHOWN) >= 15
+    listed = golem(env, "runs", "ls").stdout.decode()
+    assert foreign(listed) == []
+    assert SHOWN in shown_as_text(listed)  # the title
+    assert f"{SHOWN} " in shown_as_text(listed).split("run-evil", 1)[1]  # the node
 
 
 def test_runs_show_says_what_isolation_the_runs_box_got_or_the_tier_it_waits_for(

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
+from golem.core.console import GolemConsole
 from golem.core.errors import EvalError
 from golem.eval import (
     Attempt,
@@ -113,7 +113,7 @@ def test_the_report_counts_each_verdict_against_the_hidden_tests(tmp_path: Path)
     assert [t.not_run for t in report.tasks if t.instance_id == "t-4"] == [
         "its repository cannot be fetched"
     ]
-    console = Console(record=True, width=200)
+    console = GolemConsole(record=True, width=200)
     print_report(console, report)
     assert "agreement 2/4 (50.0%): 1 verified but failing the hidden tests" in console.export_text()
 
@@ -141,7 +141,7 @@ def test_an_evaluation_of_one_attempt_per_task_states_pass_at_1_once(tmp_path: P
     results.begin(settings(tmp_path, attempts=1))
     results.keep(attempt("t-1", 1, "verified", True))
     report = build_report(results)
-    console = Console(record=True, width=200)
+    console = GolemConsole(record=True, width=200)
     print_report(console, report)
     print_comparison(console, compare(report, report))
     text = console.export_text()

@@ -10,16 +10,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from golem.cli import options
+from golem.core.console import markup, terminal
 from golem.core.errors import ConfigError, GolemError, InvalidRequest
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ def agent_command(
         make_model(model or config.models.default, config.models),
         chosen_tools,
         budget=budget,
-        on_event=AgentProgress(Console(stderr=True)),
+        on_event=AgentProgress(terminal(stderr=True)),
     )
     path = trajectory or _trajectory_path(config)
     outcome = asyncio.run(_run(make_engine(config), agent, workspace, task, path, dry_run=dry_run))
@@ -103,7 +102,7 @@ async def _run(
         layout = await copy_into_box(box, workspace)
         outcome = await agent.run(box, task, trajectory=path)
         await _take_back(box, workspace, layout, dry_run=dry_run)
-    Console(stderr=True).print(f"trajectory: {path}")
+    terminal(stderr=True).print(f"trajectory: {path}")
     return outcome
 
 
@@ -119,7 +118,7 @@ async def _take_back(box: Box, workspace: Path, layout: Layout, *, dry_run: bool
         paths = await take_back(box, workspace, layout, repo=_work_tree(workspace), into=scratch)
         await _report_changes(workspace, scratch, paths, dry_run=dry_run)
     except GolemError:  # before the changes were applied, or with them undone
-        Console(stderr=True).print(f"nothing was changed in {workspace}")
+        terminal(stderr=True).print(f"nothing was changed in {workspace}")
         raise
     finally:  # not awaited: a second Ctrl-C must not leave it behind
         shutil.rmtree(scratch, ignore_errors=True)
@@ -149,20 +148,21 @@ def _work_tree(workspace: Path) -> GitRepo | None:
 async def _report_changes(
     workspace: Path, result: Path, paths: list[str] | None, *, dry_run: bool
 ) -> None:
+    from golem.cli.prs_cmd import print_diff
     from golem.cli.tree_sync import apply_changes, render_diff, without_ignored
     from golem.sandbox.landing import in_thread
 
     compared = await asyncio.to_thread(_compared, workspace, result, paths)
     changes = await without_ignored(compared, workspace)
-    sys.stdout.write(render_diff(changes, workspace, result))
-    sys.stdout.flush()
-    console = Console(stderr=True)
+    print_diff(render_diff(changes, workspace, result))
+    console = terminal(stderr=True)
     if not changes:
         console.print("no files changed")
         return
     summary = ", ".join(f"{c.kind} {c.path}" for c in changes)
     if dry_run:
-        console.print(f"[yellow]dry run[/]: {len(changes)} file(s) would change: {summary}")
+        said = markup("[yellow]dry run[/]: {} file(s) would change: {}", len(changes), summary)
+        console.print(said)
     else:
         await in_thread(functools.partial(apply_changes, changes, result, workspace))
         console.print(f"{len(changes)} file(s) changed in {workspace}: {summary}")

@@ -132,7 +132,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"golem {__version__}")
+        from golem.core.console import say  # noqa: PLC0415
+
+        say(f"golem {__version__}")
         raise typer.Exit
 
 
@@ -155,11 +157,10 @@ def main() -> None:
     except SystemExit:  # how click ends, --help too: never worth importing golem.core for
         raise
     except _golem_error() as exc:  # evaluated only when something else was raised
-        from rich.console import Console  # noqa: PLC0415
-        from rich.text import Text  # noqa: PLC0415
+        from golem.core.console import markup, terminal  # noqa: PLC0415
 
-        message = Text.assemble(("golem: ", "bold red"), exc.message)
-        Console(stderr=True, soft_wrap=True).print(message, highlight=False)
+        message = markup("[bold red]golem: [/]{}", exc.message)
+        terminal(stderr=True, soft_wrap=True).print(message, highlight=False)
         sys.exit(exc.exit_code)
 
 

@@ -8,10 +8,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from golem.cli.printable import printable
+from golem.core.console import markup, terminal
 from golem.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -73,11 +72,11 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
         table.add_row(
             view.name + enabled,
             view.tenant,
-            printable(_started_by(view)),
+            _started_by(view),
             shown,
             _when(view.next_run),
         )
-    Console().print(table)
+    terminal().print(table)
 
 
 @automations_app.command("show")
@@ -87,9 +86,12 @@ def show_command(name: str = typer.Argument(...)) -> None:
     if not found:
         raise InvalidRequest(f"no automation {name!r}; see `golem automations ls`")
     view = found[0]
-    console = Console()
-    console.print(f"[bold]{view.name}[/] · {view.origin} · tenant {view.tenant}", highlight=False)
-    console.print(f"started by: {printable(_started_by(view))}", highlight=False)
+    console = terminal()
+    console.print(
+        markup("[bold]{}[/] · {} · tenant {}", view.name, view.origin, view.tenant),
+        highlight=False,
+    )
+    console.print(f"started by: {_started_by(view)}", highlight=False)
     console.print(f"next run: {_when(view.next_run)}", highlight=False)
     for fired in view.fired:
         console.print(
@@ -97,6 +99,6 @@ def show_command(name: str = typer.Argument(...)) -> None:
         )
     for skipped in view.skipped:
         console.print(
-            f"  skipped {skipped.key} {_when(skipped.at)}: {printable(skipped.why)}",
+            f"  skipped {skipped.key} {_when(skipped.at)}: {skipped.why}",
             highlight=False,
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from golem.core.console import say
+
 __all__ = ["blueprint_app"]
 
 blueprint_app = typer.Typer(
@@ -19,7 +21,7 @@ def validate_command(
     from golem.blueprint.loader import load_blueprint
 
     blueprint = load_blueprint(source)
-    typer.echo(f"{source}: valid blueprint {blueprint.name!r} ({len(blueprint.nodes)} nodes)")
+    say(f"{source}: valid blueprint {blueprint.name!r} ({len(blueprint.nodes)} nodes)")
 
 
 @blueprint_app.command("show")
@@ -32,4 +34,4 @@ def show_command(
     from golem.blueprint.loader import load_blueprint
     from golem.blueprint.show import draw
 
-    typer.echo(draw(load_blueprint(source)))
+    say(draw(load_blueprint(source)))

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from golem.cli.printable import printable
+from golem.core.console import GolemConsole, terminal
 from golem.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ def detect_command(
             "golem detects, or edit it by hand"
         )
     conventions = detect_conventions(repo)
-    console = Console(soft_wrap=True)
+    console = terminal(soft_wrap=True)
     if json_output:
         typer.echo(conventions.model_dump_json(indent=2))
     else:
@@ -60,7 +59,7 @@ def detect_command(
         console.print(f"note: {target} exists; runs use it, not what is detected here")
 
 
-def _print(console: Console, conventions: RepoConventions) -> None:
+def _print(console: GolemConsole, conventions: RepoConventions) -> None:
     used = [f for f in conventions.findings if f.used]
     unused = [f for f in conventions.findings if not f.used]
     for title, findings in (("found", used), ("found but not used", unused)):
@@ -72,19 +71,19 @@ def _print(console: Console, conventions: RepoConventions) -> None:
         for finding in findings:
             table.add_row(
                 finding.step,
-                printable(finding.command),
-                printable(finding.origin),
-                printable(finding.why),
+                finding.command,
+                finding.origin,
+                finding.why,
             )
         console.print(table)
-    console.print(f"checks: {printable(conventions.source)}")
+    console.print(f"checks: {conventions.source}")
     console.print(f"ecosystems: {', '.join(conventions.ecosystems) or 'none recognised'}")
     if conventions.cache:
         keys = ", ".join(conventions.cache_keys) or "the install commands"
         console.print(f"install caches: {', '.join(conventions.cache)} (keyed by {keys})")
-        console.print(f"install reaches: {printable(' '.join(conventions.registries))}")
+        console.print(f"install reaches: {' '.join(conventions.registries)}")
     for name, value in conventions.env.items():
-        console.print(f"env: {name}={printable(value)}")
+        console.print(f"env: {name}={value}")
     if not conventions.verifies:
         console.print(
             "nothing here verifies a change: a run would end unverified. Name the test "

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
+from golem.core.console import terminal
 from golem.core.errors import ConfigError
 
 __all__ = ["cluster_app"]
@@ -62,7 +62,7 @@ def status_command(
             _ids(node.sessions),
             _ids(node.runs),
         )
-    Console().print(table)
+    terminal().print(table)
 
 
 def _ids(ids: list[str] | None) -> str:

@@ -6,6 +6,8 @@ import json
 
 import typer
 
+from golem.core.console import say
+
 __all__ = ["config_app"]
 
 config_app = typer.Typer(
@@ -20,7 +22,7 @@ def show_command() -> None:
 
     config = load_config()
     files = [str(p) for p in config_files()]
-    typer.echo(f"# from: {', '.join(files) if files else 'defaults'} + GOLEM_* environment")
+    say(f"# from: {', '.join(files) if files else 'defaults'} + GOLEM_* environment")
     typer.echo(json.dumps(config.model_dump(mode="json"), indent=2))
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
+from golem.core.console import say, terminal
 from golem.core.errors import ConfigError, ForgeCredentialsRefused, InvalidRequest
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def set_command(
     cipher = TokenCipher.from_config(config)
     using_store(config, lambda store: store.credentials.put(chosen, token, cipher), tenant=tenant)
     kind = "App" if app_id is not None else "OAuth grant" if refresh_token_env else "token"
-    typer.echo(f"{chosen} {kind} of tenant {tenant} set")
+    say(f"{chosen} {kind} of tenant {tenant} set")
 
 
 def _when(stamp: float) -> str:
@@ -173,7 +173,7 @@ def list_command(
     table = Table("TENANT", "FORGE", "SET", box=None)
     for credential in listed:
         table.add_row(credential.tenant, credential.forge, _when(credential.updated))
-    Console().print(table)
+    terminal().print(table)
 
 
 @credentials_app.command("rm")
@@ -187,7 +187,7 @@ def remove_command(
     config = _config(config_file)
     if not using_store(config, lambda store: store.credentials.delete(chosen), tenant=tenant):
         raise InvalidRequest(f"tenant {tenant!r} has no {chosen} token; see `golem credentials ls`")
-    typer.echo(f"{chosen} token of tenant {tenant} deleted")
+    say(f"{chosen} token of tenant {tenant} deleted")
 
 
 @credentials_app.command("new-key")

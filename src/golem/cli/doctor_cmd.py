@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
-from golem.cli.printable import printable
+from golem.core.console import markup, terminal
 from golem.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,12 +49,12 @@ def doctor_command(
         found = {"backends": [p.model_dump() for p in probes], "tiers": tiers}
         typer.echo(json.dumps(found, indent=2))
         return
-    console = Console()
+    console = terminal()
     console.print(_table(probes))
     for tier, served in tiers.items():
-        console.print(f"tier {tier}: {printable(served)}", highlight=False)
+        console.print(f"tier {tier}: {served}", highlight=False)
     for problem in config.engine.weaker_backends():
-        console.print(f"[yellow]warning:[/] {printable(problem)}", highlight=False)
+        console.print(markup("[yellow]warning:[/] {}", problem), highlight=False)
 
 
 def _table(probes: list[Probe]) -> Table:
@@ -72,8 +71,8 @@ def _table(probes: list[Probe]) -> Table:
             found.tier or "-",
             "yes" if found.works else "no",
             start,
-            printable(kernel),
-            printable(found.why_not or ""),
+            kernel,
+            found.why_not or "",
         )
     return table
 

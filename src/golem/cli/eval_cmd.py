@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import typer
-from rich.console import Console
 
 from golem import __version__
 from golem.cli import options
+from golem.core.console import GolemConsole, terminal
 from golem.core.errors import ConfigError, EvalError
 
 if TYPE_CHECKING:
@@ -91,7 +91,6 @@ def make_command(
     as SWE-bench does: their tests run in golem's boxes before and after the fix; those
     that fail before and pass after are the task's. The others are left out, with why."""
     from golem.eval import read_tasks, write_tasks
-    from golem.eval.render import shown
     from golem.forge.factory import FORGES
 
     if (from_merged_prs is None) == (commits is None):
@@ -124,9 +123,9 @@ def make_command(
         left = [item.__dict__ for item in left_out]
         typer.echo(json.dumps({"tasks": listed, "left_out": left}, indent=2))
         return
-    Console().print(
-        f"made {len(tasks)} task(s) in {shown(str(out))}; {len(left_out)} change(s) "
-        f"left out, with why, in {shown(str(skipped))}"
+    terminal().print(
+        f"made {len(tasks)} task(s) in {out!s}; {len(left_out)} change(s) "
+        f"left out, with why, in {skipped!s}"
     )
 
 
@@ -154,7 +153,7 @@ async def _make(
         from_merged_pull_requests,
     )
 
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
     sources = Sources(config)
     source = await sources.get(asked.url)
     if asked.commits is not None:
@@ -186,18 +185,17 @@ def _forge_url(config: GolemConfig, forge: str, repo: str) -> str:
     return (template or "https://github.com/{repo}.git").replace("{repo}", repo)
 
 
-def _told(console: Console) -> Callable[[EvalTask | LeftOut], None]:
+def _told(console: GolemConsole) -> Callable[[EvalTask | LeftOut], None]:
     from golem.eval import EvalTask
-    from golem.eval.render import shown
 
     def told(item: EvalTask | LeftOut) -> None:
         if isinstance(item, EvalTask):
             console.print(
-                f"✓ {shown(item.instance_id)}: {len(item.FAIL_TO_PASS)} fail-to-pass, "
+                f"✓ {item.instance_id}: {len(item.FAIL_TO_PASS)} fail-to-pass, "
                 f"{len(item.PASS_TO_PASS)} pass-to-pass"
             )
         else:
-            console.print(f"- {shown(item.instance_id)}: left out: {shown(item.reason)}")
+            console.print(f"- {item.instance_id}: left out: {item.reason}")
 
     return told
 
@@ -234,7 +232,6 @@ def run_command(
     done; report per task and in total. Finished attempts are kept: run it again to resume."""
     from golem.agent import make_model
     from golem.eval import GOLD, EvalSettings, Evaluation, ResultsDir, read_tasks
-    from golem.eval.render import shown
 
     if attempts < 1 or (limit is not None and limit < 1):
         raise ConfigError("--attempts and --limit are counts: give 1 or more")
@@ -256,7 +253,7 @@ def run_command(
             label=label or "",
         )
     )
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
 
     async def work(engine: Engine, store: Store) -> str | None:
         evaluation = Evaluation(
@@ -272,14 +269,14 @@ def run_command(
             limit=limit,
             told=_attempted(console),
         )
-        console.print(f"{len(evaluation.left())} attempt(s) to run in {shown(str(results.path))}")
+        console.print(f"{len(evaluation.left())} attempt(s) to run in {results.path!s}")
         await evaluation.run()
         return evaluation.stopped
 
     stopped = _with_golem(config, work)
     _report(results, json_output)
     if stopped:
-        console.print(f"stopped: {shown(stopped)}")
+        console.print(f"stopped: {stopped}")
 
 
 def _default_out(tasks: Path, model: str, blueprint: str) -> Path:
@@ -287,13 +284,12 @@ def _default_out(tasks: Path, model: str, blueprint: str) -> Path:
     return tasks.with_name(f"{tasks.stem}.{words[:80]}.eval")
 
 
-def _attempted(console: Console) -> Callable[[Attempt], None]:
-    from golem.eval.render import shown
+def _attempted(console: GolemConsole) -> Callable[[Attempt], None]:
 
     def told(attempt: Attempt) -> None:
-        name = f"{shown(attempt.instance_id)} #{attempt.attempt}"
+        name = f"{attempt.instance_id} #{attempt.attempt}"
         if attempt.not_run:
-            console.print(f"- {name}: not run: {shown(attempt.not_run)}")
+            console.print(f"- {name}: not run: {attempt.not_run}")
             return
         mark, said = ("✓", "resolved") if attempt.resolved else ("✗", "unresolved")
         console.print(
@@ -306,7 +302,6 @@ def _attempted(console: Console) -> Callable[[Attempt], None]:
 
 def _report(results: ResultsDir, json_output: bool) -> None:
     from golem.eval import build_report, print_report, report_html
-    from golem.eval.render import shown
 
     report = build_report(results)
     (results.path / "report.json").write_text(report.model_dump_json(indent=2))
@@ -314,8 +309,8 @@ def _report(results: ResultsDir, json_output: bool) -> None:
     if json_output:
         typer.echo(report.model_dump_json(indent=2, exclude={"attempts", "gold"}))
         return
-    print_report(Console(), report)
-    Console().print(f"report: {shown(str(results.path / 'report.html'))}")
+    print_report(terminal(), report)
+    terminal().print(f"report: {results.path / 'report.html'!s}")
 
 
 @eval_app.command("report")
@@ -359,4 +354,4 @@ def compare_command(
         exclude = {"a": {"attempts", "gold"}, "b": {"attempts", "gold"}}
         typer.echo(comparison.model_dump_json(indent=2, exclude=exclude))
         return
-    print_comparison(Console(), comparison)
+    print_comparison(terminal(), comparison)

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
+from golem.core.console import say, styled, terminal
 from golem.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def exec_command(
 async def _run_json(engine: Engine, request: ExecRequest, spec: dict[str, Any]) -> int:
     async with engine:
         result = await engine.execute(request, spec)
-    sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    typer.echo(result.model_dump_json(indent=2))
     return result.exit_code
 
 
@@ -149,7 +149,7 @@ async def _run_streaming(
             elif isinstance(event, NetworkEvent):
                 decisions.append(event)
             else:
-                sys.stderr.write(f"golem: {event.message}\n")
+                say(f"golem: {event.message}", stderr=True)
     if net_log:
         print_network_log(decisions)
     return exit_code
@@ -167,9 +167,9 @@ def print_network_log(decisions: list[NetworkEvent]) -> None:
     """The egress proxy's decisions as a table on stderr."""
     table = Table("DECISION", "HOST", "PORT", "RULE", "ADDRESS", "UP", "DOWN", box=None)
     for event in decisions:
-        verdict = "[green]allowed[/]" if event.allowed else "[red]refused[/]"
-        if event.brokered:
-            verdict += f" +{event.brokered}"
+        brokered = f" +{event.brokered}" if event.brokered else ""
+        verdict = styled(f"{'allowed' if event.allowed else 'refused'}{brokered}",
+                         "green" if event.allowed else "red")  # fmt: skip
         table.add_row(
             verdict,
             event.host,
@@ -179,7 +179,7 @@ def print_network_log(decisions: list[NetworkEvent]) -> None:
             str(event.bytes_up),
             str(event.bytes_down),
         )
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
     console.print(f"golem: network log ({len(decisions)} decisions)")
     if decisions:
         console.print(table)
@@ -196,4 +196,4 @@ def _report_limits(event: ExitEvent) -> None:
     if event.truncated:
         notes.append("output truncated at the output limit")
     if notes and os.environ.get("GOLEM_QUIET") is None:
-        sys.stderr.write("golem: " + "; ".join(notes) + "\n")
+        say(f"golem: {'; '.join(notes)}", stderr=True)

@@ -6,10 +6,10 @@ import asyncio
 import json
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from golem.cli.options import docker_backend
+from golem.core.console import say, terminal
 
 __all__ = ["image_app"]
 
@@ -36,11 +36,11 @@ def bootstrap_command(
     images_dir = config.state_dir / "images" if rootfs else None
     built = asyncio.run(bootstrap(flavour, api=api, images_dir=images_dir))
     verb = "built" if built.built else "up to date"
-    typer.echo(f"{flavour} {verb} (hash {built.hash[:12]})")
+    say(f"{flavour} {verb} (hash {built.hash[:12]})")
     if built.tag:
-        typer.echo(f"  docker image: {built.tag}")
+        say(f"  docker image: {built.tag}")
     if built.rootfs:
-        typer.echo(f"  process image directory: {built.rootfs}")
+        say(f"  process image directory: {built.rootfs}")
 
 
 @image_app.command("kernel")
@@ -55,7 +55,7 @@ def kernel_command() -> None:
     if not isinstance(config, MicroVMBackendConfig):
         config = MicroVMBackendConfig()
     kernel = find_kernel(config)
-    typer.echo(f"guest kernel {kernel.release}: {kernel.image}")
+    say(f"guest kernel {kernel.release}: {kernel.image}")
 
 
 @image_app.command("build")
@@ -83,7 +83,7 @@ def build_command(
         client.close()
         backend.close()
     verb = "built" if result.built else "up to date"
-    typer.echo(f"{result.tag} {verb} (hash {result.hash[:12]})")
+    say(f"{result.tag} {verb} (hash {result.hash[:12]})")
 
 
 @image_app.command("ls")
@@ -111,4 +111,4 @@ def list_command(
     table = Table("TAG", "FLAVOUR", "HASH", "SIZE", box=None)
     for row in rows:
         table.add_row(row["tag"], row["flavour"], row["hash"], f"{row['size'] // 2**20} MiB")
-    Console().print(table)
+    terminal().print(table)

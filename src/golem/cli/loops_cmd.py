@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from golem.cli.printable import printable
+from golem.core.console import GolemConsole, markup, say, terminal
 from golem.core.errors import InvalidRequest, RunConflict
 
 if TYPE_CHECKING:
@@ -78,11 +77,11 @@ def loop_command(
     loop = new_loop(tenant, None, request)
     config = load_config()
     using_store(config, lambda store: _shelf(store).create(loop.id, loop), tenant=tenant)
-    typer.echo(f"{loop.id}: started; a golem serve on this store drives it")
-    typer.echo(f"  golem loops show {loop.id}")
+    say(f"{loop.id}: started; a golem serve on this store drives it")
+    say(f"  golem loops show {loop.id}")
     if wait:
         ended = asyncio.run(_wait(config, loop.id, tenant))
-        _print_loop(Console(), ended)
+        _print_loop(terminal(), ended)
         raise typer.Exit(ENDED_CODES.get(ended.status, 1))
 
 
@@ -103,7 +102,7 @@ async def _wait(config: GolemConfig, loop_id: str, tenant: str) -> GoalLoop:
                 for iteration in kept.model.iterations[seen:]:
                     if iteration.progress is None:
                         break
-                    typer.echo(f"  iteration {iteration.number}: {printable(iteration.verdict)}")
+                    say(f"  iteration {iteration.number}: {iteration.verdict}")
                     seen += 1
                 if kept.model.ended:
                     return kept.model
@@ -133,9 +132,9 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
             f"{len(loop.iterations)}/{loop.request.max_iterations}",
             f"${loop.spent_usd:.4f}",
             f"{age // 3600}h{age % 3600 // 60:02d}m",
-            printable(loop.request.goal[:50]),
+            loop.request.goal[:50],
         )
-    Console().print(table)
+    terminal().print(table)
 
 
 def _all() -> list[Kept[GoalLoop]]:
@@ -165,24 +164,24 @@ def show_command(
     if json_output:
         typer.echo(loop.model_dump_json(indent=2))
         return
-    _print_loop(Console(), loop)
+    _print_loop(terminal(), loop)
 
 
-def _print_loop(console: Console, loop: GoalLoop) -> None:
+def _print_loop(console: GolemConsole, loop: GoalLoop) -> None:
     request = loop.request
-    console.print(f"[bold]{loop.id}[/] · {loop.status}", highlight=False)
-    console.print(f"goal: {printable(request.goal)}", highlight=False)
-    console.print(f"until: {printable(request.until)} · repo: {printable(request.repo)}")
+    console.print(markup("[bold]{}[/] · {}", loop.id, loop.status), highlight=False)
+    console.print(f"goal: {request.goal}", highlight=False)
+    console.print(f"until: {request.until} · repo: {request.repo}")
     if loop.reason:
-        console.print(f"why: {printable(loop.reason)}", highlight=False)
+        console.print(f"why: {loop.reason}", highlight=False)
     budget = f" of ${request.budget_usd:.2f}" if request.budget_usd is not None else ""
     console.print(f"spent: ${loop.spent_usd:.4f}{budget}", highlight=False)
     if loop.pr is not None:
-        console.print(f"pull request: {printable(loop.pr.url)}", highlight=False)
+        console.print(f"pull request: {loop.pr.url}", highlight=False)
     if loop.baseline is not None:
         console.print(f"before: {loop.baseline.said()}", highlight=False)
     for iteration in loop.iterations:
-        verdict = printable(iteration.verdict) or "running"
+        verdict = iteration.verdict or "running"
         console.print(
             f"  {iteration.number}. {iteration.run_id} {iteration.status or '-'}: {verdict}",
             highlight=False,
@@ -201,7 +200,7 @@ def _status_change(loop_id: str, old: str, new: str, why: str) -> None:
     after = using_store(
         load_config(), lambda store: _shelf(store).change(loop_id, change), tenant=None
     )
-    typer.echo(f"{loop_id}: {after.status if after else 'gone'}")
+    say(f"{loop_id}: {after.status if after else 'gone'}")
 
 
 @loops_app.command("pause")
@@ -231,4 +230,4 @@ def stop_command(loop_id: str = typer.Argument(...)) -> None:
         lambda store: stop_loop(store, loop, "the command line"),
         tenant=None,
     )
-    typer.echo(f"{loop_id}: {after.status if after else 'gone'}")
+    say(f"{loop_id}: {after.status if after else 'gone'}")

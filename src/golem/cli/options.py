@@ -122,11 +122,12 @@ class BoxFlags:
 
 def warn_host_network() -> None:
     """Say loudly that a box shares the host's network."""
-    from rich.console import Console
+    from golem.core.console import terminal
 
-    Console(stderr=True).print(
-        "[bold red]golem: WARNING: network=host gives the box the host's network, with no "
-        "filtering and no log; use it for trusted work only, or --network filtered.[/]"
+    terminal(stderr=True).print(
+        "golem: WARNING: network=host gives the box the host's network, with no "
+        "filtering and no log; use it for trusted work only, or --network filtered.",
+        style="bold red",
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.text import Text
 
 from golem.agent.events import (
     AgentEvent,
@@ -15,7 +15,7 @@ from golem.agent.events import (
     ToolFinished,
     ToolStarted,
 )
-from golem.cli.printable import printable
+from golem.core.console import GolemConsole, markup, styled
 
 __all__ = ["AgentProgress", "describe_call", "first_line"]
 
@@ -40,42 +40,44 @@ class AgentProgress:
     """An event sink that prints a compact log: text as it streams, each tool call and
     its result, tokens and cost after each model call, and the outcome."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: GolemConsole) -> None:
         self.console = console
         self._streaming = False
 
     def __call__(self, event: AgentEvent) -> None:
         """Print one event."""
         if isinstance(event, ModelDelta):
-            self.console.print(printable(event.text), end="", style="cyan", highlight=False)
+            self.console.print(event.text, end="", style="cyan", highlight=False)
             self._streaming = True
             return
         if self._streaming:
             self.console.print()
             self._streaming = False
         if isinstance(event, AgentStarted):
-            self.console.print(
-                f"[bold]golem agent[/] {printable(event.model)} · tools: "
-                f"{printable(', '.join(event.tools))}"
-            )
+            tools = ", ".join(event.tools)
+            self.console.print(markup("[bold]golem agent[/] {} · tools: {}", event.model, tools))
         elif isinstance(event, ModelAnswered):
             self._answered(event)
         elif isinstance(event, ToolStarted):
             line = describe_call(event.call.name, event.call.arguments)
-            self.console.print(f"  [bold]→[/] {printable(line)}", highlight=False)
+            self.console.print(markup("  [bold]→[/] {}", line), highlight=False)
         elif isinstance(event, ToolFinished):
-            mark = "[red]✗[/]" if event.is_error else "[green]✓[/]"
-            self.console.print(f"    {mark} {printable(first_line(event.output))}", highlight=False)
+            mark = Text("    ✗", style="red") if event.is_error else Text("    ✓", style="green")
+            self.console.print(mark, first_line(event.output), highlight=False)
         elif isinstance(event, ModelWaited):
-            said = f" ({printable(event.header)})" if event.header else ""
+            said = f" ({event.header})" if event.header else ""
             self.console.print(
-                f"  [yellow]waited {event.seconds:.1f}s for the provider[/]: "
-                f"{printable(first_line(event.reason))}{said}",
+                markup(
+                    "  [yellow]waited {:.1f}s for the provider[/]: {}{}",
+                    event.seconds,
+                    first_line(event.reason),
+                    said,
+                ),
                 highlight=False,
             )
         elif isinstance(event, ExternalOutput):
             style = "dim" if event.stream != "golem" else "yellow"
-            self.console.print(f"  [{style}]{printable(event.line)}[/]", highlight=False)
+            self.console.print(styled(f"  {event.line}", style), highlight=False)
         elif isinstance(event, AgentFinished):
             self._finished(event)
 
@@ -83,16 +85,27 @@ class AgentProgress:
         usage = event.response.usage
         read = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         self.console.print(
-            f"[dim]turn {event.turn} · {read} in / {usage.output_tokens} out · "
-            f"${event.cost_so_far:.4f}[/]"
+            markup(
+                "[dim]turn {} · {} in / {} out · ${:.4f}[/]",
+                event.turn,
+                read,
+                usage.output_tokens,
+                event.cost_so_far,
+            )
         )
 
     def _finished(self, event: AgentFinished) -> None:
         outcome = event.outcome
-        colour = "green" if outcome.status == "done" else "red"
+        colour = "bold green" if outcome.status == "done" else "bold red"
         self.console.print(
-            f"[bold {colour}]{outcome.status}[/] after {outcome.turns} turns, "
-            f"{outcome.duration:.1f}s, ${outcome.cost_usd:.4f}: {printable(outcome.reason)}"
+            styled(outcome.status, colour),
+            markup(
+                "after {} turns, {:.1f}s, ${:.4f}: {}",
+                outcome.turns,
+                outcome.duration,
+                outcome.cost_usd,
+                outcome.reason,
+            ),
         )
         if outcome.summary and outcome.summary != outcome.reason:
-            self.console.print(printable(outcome.summary))
+            self.console.print(outcome.summary)

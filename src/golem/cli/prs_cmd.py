@@ -7,11 +7,10 @@ import sys
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from golem.cli.printable import printable
 from golem.core.ansi import plain
+from golem.core.console import markup, terminal
 from golem.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -49,12 +48,12 @@ def list_command(
         state = "draft, " if pr.draft else ""
         table.add_row(
             str(pr.number),
-            printable(pr.repo),
-            printable(pr.head),
-            printable(pr.title),
+            pr.repo,
+            pr.head,
+            pr.title,
             f"{state}{passed}/{len(pr.checks)} passed",
         )
-    Console().print(table)
+    terminal().print(table)
 
 
 @prs_app.command("show")
@@ -70,14 +69,14 @@ def show_command(
         repos = ", ".join(p.repo for p in prs)
         raise InvalidRequest(f"#{number} exists in several repositories ({repos}); add --repo")
     pr = prs[0]
-    console = Console(soft_wrap=True)  # a URL or branch stays whole on a narrow terminal
+    console = terminal(soft_wrap=True)  # a URL or branch stays whole on a narrow terminal
     draft = " (draft)" if pr.draft else ""
-    console.print(f"[bold]#{pr.number} {printable(pr.title)}[/]{draft}")
-    console.print(f"{printable(pr.url)} · {printable(pr.head)} -> {printable(pr.base)}")
+    console.print(markup("[bold]#{} {}[/]{}", pr.number, pr.title, draft))
+    console.print(f"{pr.url} · {pr.head} -> {pr.base}")
     if pr.labels:
         console.print("labels: " + ", ".join(pr.labels))
     console.rule()
-    console.print(printable(pr.body))
+    console.print(pr.body)
     console.rule()
     print_diff(pr.diff)
 

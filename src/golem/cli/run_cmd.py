@@ -145,14 +145,13 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
     from golem.core.imports import collector_paused
 
     with collector_paused():
-        from rich.console import Console
-
         from golem.blueprint import Runner
         from golem.cli.run_progress import RunProgress, print_report
+        from golem.core.console import terminal
         from golem.sandbox import make_engine
         from golem.store import SqlStore
 
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
 
     async def main() -> RunState:
         store = await SqlStore.open(config)
@@ -168,5 +167,5 @@ def run_with_progress(config: GolemConfig, work: object) -> RunState:
             await store.close()
 
     state = asyncio.run(main())
-    print_report(Console(), state)
+    print_report(terminal(), state)
     return state

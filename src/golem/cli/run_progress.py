@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from golem.agent.events import AgentFinished, AgentStarted, ModelAnswered
 from golem.blueprint.events import (
@@ -24,8 +24,8 @@ from golem.blueprint.events import (
 from golem.blueprint.show import attempt_line, check_outcome, ci_round_cells
 from golem.blueprint.state import RunState
 from golem.checks import CheckResult
-from golem.cli.printable import printable
 from golem.cli.progress import AgentProgress, first_line
+from golem.core.console import GolemConsole, markup, styled
 
 __all__ = ["RunProgress", "print_report"]
 
@@ -37,7 +37,7 @@ class RunProgress:
     they run (dimmed, indented), and after each node a status line: node, fix round,
     tokens, cost, elapsed."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: GolemConsole) -> None:
         self.console = console
         self.agent = AgentProgress(console)
         self.started = time.monotonic()
@@ -53,9 +53,11 @@ class RunProgress:
             self._agent(event)
         elif isinstance(event, RunStarted):
             again = " (resumed)" if event.resumed else ""
-            self.console.print(f"[bold]golem run[/] {event.run_id} · {event.blueprint}{again}")
+            self.console.print(
+                markup("[bold]golem run[/] {} · {}{}", event.run_id, event.blueprint, again)
+            )
         elif isinstance(event, NodeStarted):
-            self.console.print(f"[bold blue]▸ {event.node}[/] [dim]({event.kind})[/]")
+            self.console.print(markup("[bold blue]▸ {}[/] [dim]({})[/]", event.node, event.kind))
         elif isinstance(event, CheckOutput):
             self._check_output(event)
         elif isinstance(event, CheckFinished):
@@ -64,18 +66,25 @@ class RunProgress:
             self._node_finished(event)
         elif isinstance(event, GateWaiting):
             self.console.print(
-                f"  [yellow]waiting for a person[/]: {printable(event.message)} "
-                f"(golem runs approve|reject {event.run_id})"
+                markup(
+                    "  [yellow]waiting for a person[/]: {} (golem runs approve|reject {})",
+                    event.message,
+                    event.run_id,
+                )
             )
         elif isinstance(event, GateDecided):
-            self.console.print(f"  gate {event.decision} by {printable(event.decided_by)}")
+            self.console.print(f"  gate {event.decision} by {event.decided_by}")
         elif isinstance(event, RunNote):
-            self.console.print(f"  [dim]· {printable(event.message)}[/]")
+            self.console.print(markup("  [dim]· {}[/]", event.message))
         elif isinstance(event, RunPaused):
             resumes = time.strftime("%H:%M:%S", time.localtime(event.resume_at))
             self.console.print(
-                f"  [yellow]paused at {event.node}, resumes by itself at {resumes}[/]: "
-                f"{printable(event.reason)}",
+                markup(
+                    "  [yellow]paused at {}, resumes by itself at {}[/]: {}",
+                    event.node,
+                    resumes,
+                    event.reason,
+                ),
                 highlight=False,
             )
 
@@ -96,7 +105,7 @@ class RunProgress:
 
     def _check_output(self, event: CheckOutput) -> None:
         if event.stream == "golem":
-            self.console.print(f"    [yellow]{printable(event.text)}[/]", highlight=False)
+            self.console.print(markup("    [yellow]{}[/]", event.text), highlight=False)
             return
         lines = (self.partial.pop(event.stream, "") + event.text).split("\n")
         if lines[-1]:
@@ -105,20 +114,19 @@ class RunProgress:
             self._output_line(line)
 
     def _output_line(self, line: str) -> None:
-        self.console.print(f"    [dim]│ {printable(line)}[/]", highlight=False, soft_wrap=True)
+        self.console.print(markup("    [dim]│ {}[/]", line), highlight=False, soft_wrap=True)
 
     def _check(self, event: CheckFinished) -> None:
         for line in self.partial.values():
             self._output_line(line)
         self.partial.clear()
         check = event.check
-        mark = "[green]✓[/]" if check.passed else "[red]✗[/]"
+        mark = Text("  ✓", style="green") if check.passed else Text("  ✗", style="red")
         self.round = event.round
         detail = "" if check.passed else f" {check_outcome(check)}: {first_line(check.output_tail)}"
         self.console.print(
-            f"  {mark} {printable(check.name)} [dim]{printable(check.command)}[/] "
-            f"{check.duration:.1f}s"
-            f"{printable(detail)}",
+            mark,
+            markup("{} [dim]{}[/] {:.1f}s{}", check.name, check.command, check.duration, detail),
             highlight=False,
         )
 
@@ -126,36 +134,40 @@ class RunProgress:
         colour = "green" if event.outcome in ("success", "approved") else "red"
         elapsed = time.monotonic() - self.started
         self.console.print(
-            f"[{colour}]◂ {event.node} {event.outcome}[/] [dim]{printable(event.detail)} · "
-            f"round {self.round} · {self.tokens / 1000:.1f}k tokens · ${self.cost:.4f} · "
-            f"{int(elapsed) // 60}:{int(elapsed) % 60:02d} elapsed[/]"
+            styled(f"◂ {event.node} {event.outcome}", colour),
+            markup(
+                "[dim]{} · round {} · {:.1f}k tokens · ${:.4f} · {}:{:02d} elapsed[/]",
+                event.detail,
+                self.round,
+                self.tokens / 1000,
+                self.cost,
+                int(elapsed) // 60,
+                int(elapsed) % 60,
+            ),
         )
 
 
-def print_report(console: Console, state: RunState) -> None:
+def print_report(console: GolemConsole, state: RunState) -> None:
     """The run's outcome: PR, error, why it is not verified, diff stat, the box's
     preparation, the baseline, the checks and their failing tests, its attempts, rounds,
     cost, duration, trajectories."""
     colour = {"succeeded": "green", "unverified": "yellow", "escalated": "yellow"}.get(
         state.status, "red"
     )
-    console.rule(f"[bold {colour}]{state.status}[/] · {state.id}")
+    console.rule(styled(f"{state.status} · {state.id}", f"bold {colour}"))
     if state.pr is not None:
         kind = "draft PR (needs a human)" if state.pr.draft else "PR"
-        labels = printable(f"  [{', '.join(state.pr.labels)}]") if state.pr.labels else ""
-        url, title = printable(state.pr.url), printable(state.pr.title)
-        console.print(f"{kind}: [bold]{url}[/]  {title}{labels}")
+        labels = f"  [{', '.join(state.pr.labels)}]" if state.pr.labels else ""
+        console.print(markup("{}: [bold]{}[/]  {}{}", kind, state.pr.url, state.pr.title, labels))
     if state.error:
-        console.print(f"[red]{printable(state.error)}[/]")
+        console.print(state.error, style="red")
     if state.unverified:
-        console.print(f"[yellow]not verified: {printable(state.unverified)}[/]")
+        console.print(markup("[yellow]not verified: {}[/]", state.unverified))
     if state.diff_stat:
-        console.print(printable(state.diff_stat.rstrip()))
+        console.print(state.diff_stat.rstrip())
     _print_results(console, state)
     for attempt in state.attempts:  # a best-of-N run's, side by side
-        console.print(
-            f"attempt {printable(attempt_line(attempt))}", highlight=False, soft_wrap=True
-        )
+        console.print(f"attempt {attempt_line(attempt)}", highlight=False, soft_wrap=True)
     if state.ci:
         console.print(_ci_table(state))
     duration = (state.steps[-1].ended - state.steps[0].started) if state.steps else 0.0
@@ -165,30 +177,27 @@ def print_report(console: Console, state: RunState) -> None:
         f"turns: {state.turns} · duration: {duration:.1f}s"
     )
     for path in state.trajectories:
-        console.print(f"[dim]trajectory: {path}[/]")
+        console.print(markup("[dim]trajectory: {}[/]", path))
 
 
-def _print_results(console: Console, state: RunState) -> None:
+def _print_results(console: GolemConsole, state: RunState) -> None:
     """The box's preparation, the baseline, the checks and the tests that fail."""
     if state.dependencies is not None or state.dependencies_cached:
         how = "reused" if state.dependencies_cached else "installed"
         key = f" {state.dependencies}" if state.dependencies else ""
-        console.print(f"dependencies{printable(key)}: {how}", highlight=False)
+        console.print(f"dependencies{key}: {how}", highlight=False)
     if state.prepared:
         console.print("prepared:")
         console.print(_table("STEP", state.prepared))
     if state.baseline:  # checks run on the base: only those that failed after the change
         outcomes = ", ".join(f"{c.name} {check_outcome(c)}" for c in state.baseline)
-        console.print(f"baseline on {printable(state.base or 'the base')}: {printable(outcomes)}")
+        console.print(f"baseline on {state.base or 'the base'}: {outcomes}")
     if state.checks:
         console.print(_table("CHECK", state.checks))
     failures = [(check.name, failure) for check in state.checks for failure in check.failures]
     for name, failure in failures[:SHOWN_FAILURES]:
         message = f"  {first_line(failure.message)}" if failure.message else ""
-        console.print(
-            f"  [red]✗[/] {printable(name)}: {printable(failure.name)}{printable(message)}",
-            highlight=False,
-        )
+        console.print(markup("  [red]✗[/] {}: {}{}", name, failure.name, message), highlight=False)
     if len(failures) > SHOWN_FAILURES:
         console.print(f"  ... and {len(failures) - SHOWN_FAILURES} more failing tests")
 
@@ -199,7 +208,7 @@ def _ci_table(state: RunState) -> Table:
     for ci in state.ci:
         cells = ci_round_cells(ci)
         colour = {"passed": "green", "no_ci": "yellow", "waiting": "dim"}.get(ci.verdict, "red")
-        table.add_row(cells[0], cells[1], f"[{colour}]{cells[2]}[/]", *map(printable, cells[3:]))
+        table.add_row(cells[0], cells[1], styled(cells[2], colour), *cells[3:])
     return table
 
 
@@ -211,9 +220,6 @@ def _table(heading: str, results: list[CheckResult]) -> Table:
             "yellow" if result.flaky or result.preexisting else "green" if result.passed else "red"
         )
         table.add_row(
-            printable(result.name),
-            printable(result.command),
-            f"[{colour}]{printable(outcome)}[/]",
-            f"{result.duration:.1f}s",
+            result.name, result.command, styled(outcome, colour), f"{result.duration:.1f}s"
         )
     return table

@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING, Literal
 import typer
 
 from golem.cli import options
-from golem.cli.printable import printable
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from golem.blueprint.events import RunEvent
     from golem.blueprint.state import RunState
+    from golem.core.console import GolemConsole
     from golem.store import RunRecord, Store
 
 __all__ = ["runs_app"]
@@ -65,8 +63,9 @@ def _print_listing(records: list[RunRecord]) -> None:
     """The table of `golem runs ls`, read from the records as kept (the run's document as
     JSON, its columns winning): the blueprint layer's models, which validating a RunState
     imports (agent, forge, context), are not needed to list runs."""
-    from rich.console import Console
     from rich.table import Table
+
+    from golem.core.console import terminal
 
     table = Table("ID", "STATUS", "NODE", "TITLE", "COST", "AGE", box=None)
     now = time.time()
@@ -77,11 +76,11 @@ def _print_listing(records: list[RunRecord]) -> None:
             record.id,
             record.status,
             run.get("current") or "-",
-            printable(str(run.get("title", ""))[:50]),
+            str(run.get("title", ""))[:50],
             f"${float(run.get('cost_usd', 0.0)):.4f}",
             f"{age // 3600}h{age % 3600 // 60:02d}m",
         )
-    Console().print(table)
+    terminal().print(table)
 
 
 @runs_app.command("show")
@@ -91,45 +90,47 @@ def show_command(
     json_output: bool = typer.Option(False, "--json", help="Print the state as JSON."),
 ) -> None:
     """One run: its state, steps and report."""
-    from rich.console import Console
-
     from golem.cli.run_progress import print_report
     from golem.cli.stores import using_store
     from golem.core.config import load_config
+    from golem.core.console import markup, terminal
 
     state, kept = using_store(load_config(), lambda store: _with_events(store, run_id, events))
     if json_output:
         typer.echo(state.model_dump_json(indent=2))
         return
-    console = Console()
-    console.print(f"[bold]{state.id}[/] {printable(state.title)} · {state.status}")
-    branch = printable(state.branch or "-")
-    console.print(f"repo: {printable(state.request.repo)} · branch: {branch}")
-    console.print(f"isolation: {_isolation(state)}", highlight=False)
+    out = terminal()
+    out.print(markup("[bold]{}[/] {} · {}", state.id, state.title, state.status))
+    out.print(f"repo: {state.request.repo} · branch: {state.branch or '-'}")
+    out.print(f"isolation: {_isolation(state)}", highlight=False)
     started = state.started_from
-    console.print(f"started from: {started.describe() if started else 'none'}", highlight=False)
-    _print_links(console, state, using_store(load_config(), lambda s: _follow_ups(s, state.id)))
+    out.print(f"started from: {started.describe() if started else 'none'}", highlight=False)
+    _print_links(out, state, using_store(load_config(), lambda s: _follow_ups(s, state.id)))
     for step in state.steps:
         cost = f"${step.cost_usd:.4f}" if step.cost_usd else ""
-        console.print(
+        out.print(
             f"  {step.node:<12} {step.outcome:<9} {step.ended - step.started:6.1f}s "
-            f"{cost:>8}  {printable(step.detail)}",
+            f"{cost:>8}  {step.detail}",
             highlight=False,
         )
     if state.current and not state.finished:
-        console.print(f"  next: {state.current}")
+        out.print(f"  next: {state.current}")
     if state.pause is not None and not state.finished:
         resumes = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.pause.resume_at))
-        console.print(
-            f"  [yellow]paused[/] at {state.pause.node} (pause {state.pause.count} in a row), "
-            f"resumes by itself at {resumes}: {printable(state.pause.reason)}",
+        out.print(
+            markup(
+                "  [yellow]paused[/] at {} (pause {} in a row), resumes by itself at {}: {}",
+                state.pause.node,
+                state.pause.count,
+                resumes,
+                state.pause.reason,
+            ),
             highlight=False,
         )
     if events:
         for seq, event in kept:
-            shown = printable(event.model_dump_json())[:200]
-            console.print(f"[dim]{seq:>4} {event.type}[/] {shown}")
-    print_report(console, state)
+            out.print(markup("[dim]{:>4} {}[/] {}", seq, event.type, event.model_dump_json()[:200]))
+    print_report(out, state)
 
 
 def _isolation(state: RunState) -> str:
@@ -151,14 +152,14 @@ async def _follow_ups(store: Store, run_id: str) -> list[RunState]:
     ]
 
 
-def _print_links(console: Console, state: RunState, follow_ups: list[RunState]) -> None:
+def _print_links(console: GolemConsole, state: RunState, follow_ups: list[RunState]) -> None:
     """The run a follow-up follows (and on which pull request), and a run's follow-ups."""
 
     follow = state.request.follow_up
     if follow is not None:
         where = state.pr.url if state.pr is not None else f"{follow.repo}#{follow.number}"
         parent = follow.parent_run or "a run not known here"
-        console.print(f"follow-up of {printable(parent)} on {printable(where)}", highlight=False)
+        console.print(f"follow-up of {parent} on {where}", highlight=False)
     for run in follow_ups:
         console.print(f"follow-up: {run.id} · {run.status} · ${run.cost_usd:.4f}", highlight=False)
 
@@ -187,6 +188,7 @@ def cancel_command(run_id: str = typer.Argument(...)) -> None:
     from golem.blueprint.control import cancel_run
     from golem.cli.stores import using_store
     from golem.core.config import load_config
+    from golem.core.console import say
     from golem.sandbox import make_engine
 
     config = load_config()
@@ -196,7 +198,7 @@ def cancel_command(run_id: str = typer.Argument(...)) -> None:
             return await cancel_run(RunBook(store), run_id, engine=engine)
 
     using_store(config, cancel)
-    typer.echo(f"cancel requested for {run_id}")
+    say(f"cancel requested for {run_id}")
 
 
 def _decide(run_id: str, decision: Literal["approved", "rejected"]) -> None:
@@ -204,6 +206,7 @@ def _decide(run_id: str, decision: Literal["approved", "rejected"]) -> None:
     from golem.blueprint.control import decide_gate, load_run
     from golem.cli.stores import using_store
     from golem.core.config import load_config
+    from golem.core.console import say
 
     async def decide(store: Store) -> str:
         book = RunBook(store)
@@ -212,7 +215,7 @@ def _decide(run_id: str, decision: Literal["approved", "rejected"]) -> None:
         return asked.node if asked is not None else "?"
 
     node = using_store(load_config(), decide)
-    typer.echo(f"{run_id}: gate {node} {decision}")
+    say(f"{run_id}: gate {node} {decision}")
 
 
 @runs_app.command("approve")

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from golem.cli import options
+from golem.core.console import say, terminal
 from golem.core.errors import ConfigError, InvalidRequest
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def serve_command(
     listener = _listen(host or server.host, server.port if port is None else port)
     bound_host, bound_port = listener.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    Console(stderr=True).print(
+    terminal(stderr=True).print(
         f"golem serve: http://{shown}:{bound_port} (API /v1, docs /docs, dashboard /)",
         highlight=False,
     )
@@ -186,7 +186,7 @@ def create_command(
         raise InvalidRequest(f"--role {role!r}: choose user, trusted or admin")
     key, plaintext = _with_keys(lambda keys: keys.create(tenant, role, name))  # type: ignore[arg-type]
     typer.echo(plaintext)
-    Console(stderr=True).print(
+    terminal(stderr=True).print(
         f"key {key.id} for tenant {key.tenant} ({key.role}); keep it: it is not shown again"
     )
 
@@ -201,7 +201,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     table = Table("ID", "TENANT", "ROLE", "NAME", "REVOKED", box=None)
     for key in keys:
         table.add_row(key.id, key.tenant, key.role, key.name, "yes" if key.revoked else "")
-    Console().print(table)
+    terminal().print(table)
 
 
 @keys_app.command("revoke")
@@ -209,4 +209,4 @@ def revoke_command(key_id: str = typer.Argument(...)) -> None:
     """Revoke a key."""
     if not _with_keys(lambda keys: keys.revoke(key_id)):
         raise InvalidRequest(f"no key {key_id!r}; see `golem keys ls`")
-    typer.echo(f"revoked {key_id}")
+    say(f"revoked {key_id}")

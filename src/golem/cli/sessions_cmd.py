@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from golem.core.console import say, styled, terminal
 
 if TYPE_CHECKING:
     from golem.sandbox import BoxInfo, Engine
@@ -47,7 +48,7 @@ def _age(created: float) -> str:
 def _table(boxes: list[BoxInfo]) -> Table:
     table = Table("ID", "ISOLATION", "OWNER", "STATE", "AGE", "IMAGE", box=None)
     for info in boxes:
-        state = "live" if info.owner_alive else "[yellow]orphan[/]"
+        state = "live" if info.owner_alive else styled("orphan", "yellow")
         isolation = str(info.isolation) if info.isolation is not None else info.backend
         table.add_row(
             info.id, isolation, str(info.owner_pid), state, _age(info.created), info.image or "-"
@@ -62,7 +63,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     if json_output:
         typer.echo(json.dumps([b.model_dump(mode="json") for b in boxes], indent=2))
     elif boxes:
-        Console().print(_table(boxes))
+        terminal().print(_table(boxes))
     else:
         typer.echo("no boxes")
 
@@ -74,7 +75,7 @@ def remove_command(
     """Remove a box (one left behind by a process that is gone; with ``[remote] url``, a
     session of the key's on the server)."""
     _with_engine(lambda engine: engine.remove_session(box_id))
-    typer.echo(f"removed {box_id}")
+    say(f"removed {box_id}")
 
 
 def prune_command() -> None:
@@ -86,7 +87,7 @@ def prune_command() -> None:
 
     config = load_config()
     if config.remote.url is not None:
-        Console(stderr=True).print(
+        terminal(stderr=True).print(
             f"[remote] url is {config.remote.url}: golem prune removes this machine's "
             "orphaned boxes only; that server removes its own",
             markup=False,
@@ -94,5 +95,5 @@ def prune_command() -> None:
         )
     removed = asyncio.run(LocalEngine(config).prune())
     for info in removed:
-        typer.echo(f"removed {info.id} ({info.backend}, owner pid {info.owner_pid} gone)")
-    typer.echo(f"pruned {len(removed)} box(es)")
+        say(f"removed {info.id} ({info.backend}, owner pid {info.owner_pid} gone)")
+    say(f"pruned {len(removed)} box(es)")

@@ -7,6 +7,7 @@ import asyncio
 import typer
 
 from golem.cli.options import docker_backend
+from golem.core.console import say
 
 __all__ = ["setup_command"]
 
@@ -29,10 +30,10 @@ def setup_command(
     client = docker.DockerClient(base_url=backend.base_url, version="auto")
     try:
         devbox = asyncio.run(bootstrap("devbox", api=backend.api))
-        typer.echo(f"devbox {'built' if devbox.built else 'up to date'}: {devbox.tag}")
+        say(f"devbox {'built' if devbox.built else 'up to date'}: {devbox.tag}")
         for recipe in config.images:
             result = asyncio.run(build_image(client, recipe))
-            typer.echo(f"{result.tag} {'built' if result.built else 'up to date'}")
+            say(f"{result.tag} {'built' if result.built else 'up to date'}")
     finally:
         client.close()
         backend.close()

@@ -36,9 +36,9 @@ def _age(created: float) -> str:
 
 
 def _print(infos: list[SnapshotInfo], json_output: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from golem.core.console import terminal
     from golem.core.sizes import format_size
 
     if json_output:
@@ -55,7 +55,7 @@ def _print(infos: list[SnapshotInfo], json_output: bool) -> None:
             info.backend,
             info.image or "-",
         )
-    Console().print(table)
+    terminal().print(table)
 
 
 @snapshots_app.command("ls")

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from golem.cli import options
+from golem.core.console import GolemConsole, markup, terminal
 from golem.core.errors import ConfigError, GolemError
 
 TARGET_SHOWN = 100
@@ -59,7 +58,7 @@ def ls_command(
     elif not servers:
         typer.echo("no toolshed servers: add [[toolshed.servers]] to golem.toml")
     else:
-        _print(Console(soft_wrap=True), servers)
+        _print(terminal(soft_wrap=True), servers)
 
 
 async def _list(config: GolemConfig, blueprint: Blueprint) -> list[dict[str, Any]]:
@@ -116,22 +115,20 @@ async def _server(
     return entry
 
 
-def _print(console: Console, servers: list[dict[str, Any]]) -> None:
+def _print(console: GolemConsole, servers: list[dict[str, Any]]) -> None:
     for server in servers:
         target = server["target"]
         target = target if len(target) <= TARGET_SHOWN else target[: TARGET_SHOWN - 3] + "..."
         console.print(
-            f"[bold]{escape(server['name'])}[/bold] ({server['transport']}) {escape(target)}"
+            markup("[bold]{}[/bold] ({}) {}", server["name"], server["transport"], target)
         )
         if server["error"]:
-            console.print(f"  [red]unavailable:[/red] {escape(server['error'])}")
+            console.print(markup("  [red]unavailable:[/red] {}", server["error"]))
             continue
         table = Table(box=None, padding=(0, 2))
         for column in ("TOOL", "MODEL SEES", "STEPS", "DESCRIPTION"):
             table.add_column(column, overflow="fold")
         for tool in server["tools"]:
             steps = ", ".join(tool["steps"]) or "-"
-            table.add_row(
-                escape(tool["name"]), tool["wire_name"], steps, escape(tool["description"])
-            )
+            table.add_row(tool["name"], tool["wire_name"], steps, tool["description"])
         console.print(table)

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.panel import Panel
 
-from golem.cli.printable import printable
+from golem.core.console import GolemConsole, markup, styled, terminal
 
 if TYPE_CHECKING:
     from golem.agent.events import AgentEvent
@@ -30,12 +29,12 @@ def show_command(
     from golem.agent.trajectory import read_trajectory
 
     events, notes = read_trajectory(path)
-    console = Console(highlight=False)
+    console = terminal(highlight=False)
     limit = None if full else 12
     for event in events:
         _render(console, event, limit)
     for note in notes:
-        console.print(f"[dim]{printable(note)}[/]")
+        console.print(note, style="dim")
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -45,7 +44,7 @@ def _clip(text: str, limit: int | None) -> str:
     return "\n".join(lines[:limit]) + f"\n… {len(lines) - limit} more lines (--full shows all)"
 
 
-def _render(console: Console, event: AgentEvent, limit: int | None) -> None:
+def _render(console: GolemConsole, event: AgentEvent, limit: int | None) -> None:
     from golem.agent.events import (
         AgentFinished,
         AgentStarted,
@@ -61,37 +60,39 @@ def _render(console: Console, event: AgentEvent, limit: int | None) -> None:
         budget = ", ".join(
             f"{k}={v}" for k, v in event.budget.model_dump().items() if v is not None
         )
-        title = f"task · {printable(event.model)}"
-        console.print(Panel(printable(event.task.strip()), title=title))
-        console.print(f"[dim]tools: {', '.join(event.tools)} · budget: {budget}[/]")
+        console.print(Panel(event.task.strip(), title=styled(f"task · {event.model}", "")))
+        console.print(markup("[dim]tools: {} · budget: {}[/]", ", ".join(event.tools), budget))
     elif isinstance(event, ModelCalled):
         console.rule(f"turn {event.turn}", style="dim")
     elif isinstance(event, ModelAnswered):
         message = event.response.message
         if message.content.strip():
-            console.print(f"[cyan]{printable(_clip(message.content, limit))}[/]")
+            console.print(_clip(message.content, limit), style="cyan")
         usage = event.response.usage
         console.print(
-            f"[dim]{usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens} in"
-            f" / {usage.output_tokens} out · ${event.cost_so_far:.4f} so far · "
-            f"{event.response.stop_reason}[/]"
+            markup(
+                "[dim]{} in / {} out · ${:.4f} so far · {}[/]",
+                usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+                usage.output_tokens,
+                event.cost_so_far,
+                event.response.stop_reason,
+            )
         )
     elif isinstance(event, ToolStarted):
         call = describe_call(event.call.name, event.call.arguments)
-        console.print(f"[bold]→ {printable(call)}[/]")
+        console.print(f"→ {call}", style="bold")
     elif isinstance(event, ToolFinished):
         style = "red" if event.is_error else "green"
-        console.print(
-            Panel(printable(_clip(event.output, limit)) or "(no output)", border_style=style)
-        )
+        console.print(Panel(_clip(event.output, limit) or "(no output)", border_style=style))
     elif isinstance(event, ExternalOutput):
-        console.print(f"[dim]{event.stream}: {printable(event.line)}[/]")
+        console.print(f"{event.stream}: {event.line}", style="dim")
     elif isinstance(event, AgentFinished):
         outcome = event.outcome
-        console.rule(f"{outcome.status}", style="green" if outcome.status == "done" else "red")
-        console.print(printable(outcome.summary))
+        console.rule(outcome.status, style="green" if outcome.status == "done" else "red")
+        console.print(outcome.summary)
         console.print(
-            f"[dim]{outcome.reason} · {outcome.turns} turns · {outcome.duration:.1f}s · "
+            f"{outcome.reason} · {outcome.turns} turns · {outcome.duration:.1f}s · "
             f"${outcome.cost_usd:.4f} · {outcome.usage.input_tokens} in / "
-            f"{outcome.usage.output_tokens} out[/]"
+            f"{outcome.usage.output_tokens} out",
+            style="dim",
         )

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from golem.core.ansi import plain
+from golem.core.console import GolemConsole, markup
 from golem.eval.compare import Comparison
 from golem.eval.report import VERDICTS, EvalReport, TaskSummary, Totals
 
-__all__ = ["percent", "print_comparison", "print_report", "shown"]
-
-
-def shown(text: str) -> str:
-    """Text golem did not write (a task's id, a reason, a label), safe for a terminal: no
-    escape sequence or control character, its markup escaped."""
-    return escape(plain(text))
+__all__ = ["percent", "print_comparison", "print_report"]
 
 
 def percent(value: float | None) -> str:
@@ -42,20 +34,24 @@ def _resolved(summary: TaskSummary | None) -> str:
     return f"{summary.resolved}/{summary.attempts}"
 
 
-def print_report(console: Console, report: EvalReport) -> None:
+def print_report(console: GolemConsole, report: EvalReport) -> None:
     """Per task, in total, the agreement of golem's verdicts with the hidden tests, and
     where the time went."""
     settings = report.settings
     console.print(
-        f"[bold]{shown(report.label)}[/] (golem {settings.golem_version}, "
-        f"{settings.attempts} attempt(s) per task)"
+        markup(
+            "[bold]{}[/] (golem {}, {} attempt(s) per task)",
+            report.label,
+            settings.golem_version,
+            settings.attempts,
+        )
     )
     table = Table(box=None, title_justify="left")
     for column in ("TASK", "RESOLVED", "VERDICTS", "COST", "TURNS", "TIME"):
         table.add_column(column, overflow="fold")
     for task in report.tasks:
         table.add_row(
-            shown(task.instance_id),
+            task.instance_id,
             _resolved(task),
             _verdicts(task),
             f"${task.cost_usd:.2f}",
@@ -67,10 +63,10 @@ def print_report(console: Console, report: EvalReport) -> None:
     _print_agreement(console, report)
     for task in report.tasks:
         if task.not_run:
-            console.print(f"not run: {shown(task.instance_id)}: {shown(task.not_run)}")
+            console.print(f"not run: {task.instance_id}: {task.not_run}")
 
 
-def _print_totals(console: Console, totals: Totals) -> None:
+def _print_totals(console: GolemConsole, totals: Totals) -> None:
     at_k = f", pass@{totals.k} {percent(totals.pass_at_k)}" if totals.k > 1 else ""
     console.print(
         f"resolved {totals.resolved} of {totals.attempts} attempt(s) "
@@ -84,10 +80,10 @@ def _print_totals(console: Console, totals: Totals) -> None:
     )
     if totals.mean_node_seconds:
         spent = ", ".join(f"{node} {s:.1f}s" for node, s in totals.mean_node_seconds.items())
-        console.print(f"time by node (mean per run): {shown(spent)}")
+        console.print(f"time by node (mean per run): {spent}")
 
 
-def _print_agreement(console: Console, report: EvalReport) -> None:
+def _print_agreement(console: GolemConsole, report: EvalReport) -> None:
     agreement = report.agreement
     table = Table(title="golem's verdict against the hidden tests", box=None, title_justify="left")
     for column in ("VERDICT", "RESOLVED", "UNRESOLVED"):
@@ -104,19 +100,19 @@ def _print_agreement(console: Console, report: EvalReport) -> None:
     )
 
 
-def print_comparison(console: Console, comparison: Comparison) -> None:
+def print_comparison(console: GolemConsole, comparison: Comparison) -> None:
     """Task by task and in total, A beside B."""
     a, b = comparison.a, comparison.b
-    console.print(f"A: [bold]{shown(a.label)}[/] (golem {a.settings.golem_version})")
-    console.print(f"B: [bold]{shown(b.label)}[/] (golem {b.settings.golem_version})")
+    console.print(markup("A: [bold]{}[/] (golem {})", a.label, a.settings.golem_version))
+    console.print(markup("B: [bold]{}[/] (golem {})", b.label, b.settings.golem_version))
     for difference in comparison.differs:
-        console.print(f"differs: {shown(difference)}")
+        console.print(f"differs: {difference}")
     table = Table(box=None)
     for column in ("TASK", "A", "B", "A VERDICTS", "B VERDICTS", "CHANGE"):
         table.add_column(column, overflow="fold")
     for task in comparison.tasks:
         table.add_row(
-            shown(task.instance_id),
+            task.instance_id,
             _resolved(task.a),
             _resolved(task.b),
             _verdicts(task.a),
