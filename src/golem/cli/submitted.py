@@ -12,9 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from golem.cli.printable import printable
+from golem.core.console import markup, terminal
 from golem.core.errors import GolemError, RemoteError
 from golem.core.imports import collector_paused
 from golem.sandbox import ServerConnection, server_of
@@ -35,13 +33,11 @@ def run_on_server(config: GolemConfig, fields: dict[str, object]) -> RunState:
     except KeyboardInterrupt:
         if run.run_id is None:
             raise
-        run.console.print(
-            f"golem: cancelling run {run.run_id} on {printable(url)}", highlight=False
-        )
+        run.console.print(f"golem: cancelling run {run.run_id} on {url}", highlight=False)
         state = asyncio.run(run.cancel_and_follow())
     from golem.cli.run_progress import print_report  # noqa: PLC0415 - loaded by now
 
-    print_report(Console(), state)
+    print_report(terminal(), state)
     return state
 
 
@@ -50,7 +46,7 @@ class _Followed:
 
     def __init__(self, url: str, key: str, timeout: float) -> None:
         self.url, self.key, self.timeout = url, key, timeout
-        self.console = Console(stderr=True)
+        self.console = terminal(stderr=True)
         self.run_id: str | None = None
         self.seen = 0
 
@@ -60,7 +56,7 @@ class _Followed:
             answer = await server.request("POST", "/v1/runs", json=sent)
             self.run_id = str(answer.json()["id"])
             self.console.print(
-                f"[dim]queued on {printable(self.url)} as run {self.run_id}[/]", highlight=False
+                markup("[dim]queued on {} as run {}[/]", self.url, self.run_id), highlight=False
             )
             return await self._follow(server)
 
