@@ -125,6 +125,8 @@ def _comment(
         return Ignored("the comment is golem's own")
     if not mentions(body, config.handle):
         return Ignored(f"the comment does not mention {config.handle}")
+    if actor_id is None:  # as a bot's comment on a forge or in Slack: nobody to weigh
+        return Ignored("a comment by no person of the workspace (an integration's) starts no run")
     issue_id = _id(data.get("issueId")) or _id(_mapping(data.get("issue")).get("id"))
     if issue_id is None:
         return Ignored("the comment names no issue")

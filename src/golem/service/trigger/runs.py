@@ -37,7 +37,6 @@ from golem.service.trigger.outsiders import outsider
 from golem.service.trigger.queued import asked_again, kept
 from golem.service.trigger.reach import ForgeReach
 from golem.service.trigger.watch import Watchers
-from golem.service.trust import floor_for, tier_for
 from golem.store import DeliveryRecord, PendingRecord
 
 __all__ = ["Trigger", "TriggerAnswer"]
@@ -218,22 +217,14 @@ class Trigger:
         outsider: str | None = None,
         pending: PendingRecord | None = None,
     ) -> TriggerAnswer:
-        """Queue the run in the tier the trust policy gives it: its tenant's, its
-        repository's, and with ``outsider`` (why its discussion is an outsider's) theirs;
-        with ``pending``, the queued request it answers, claimed with it."""
+        """Queue the run in the tier the trust policy gives it (the queue weighs its
+        tenant's, its repository's, the trigger's and, with ``outsider`` (why its discussion
+        is an outsider's), theirs); with ``pending``, the queued request it answers,
+        claimed with it."""
         shown = delivery.ids[0]
-        config = self.state.config
-        floor = floor_for(
-            config,
-            tenant=self.config.tenant,
-            repo=request.repo,
-            source=self.provider,
-            outsiders=outsider is not None,
-        )
-        tier = tier_for(None, floor, config.engine.default_tier)
         try:
             run = await self.state.queue.submit(
-                request, self.config.tenant, tier=tier, delivery=delivery, pending=pending
+                request, self.config.tenant, outsider=outsider, delivery=delivery, pending=pending
             )
         except DuplicateDelivery as twice:  # another server (or request) kept it first
             return _duplicate(delivery, twice.run_id)
@@ -252,9 +243,6 @@ class Trigger:
             ack = comments.answering(ack, pending.run_id, shown, call.sender)
         self.watchers.follow(run.id, call, ack)
         log.info("%s trigger: run %s for %s (%s)", self.provider, run.id, call.key, call.why)
-        if floor is not None:
-            why = f"; {outsider}" if outsider is not None else ""
-            log.info("run %s runs in the %s tier (%s%s)", run.id, run.tier, floor.rule, why)
         return TriggerAnswer(status="started", reason=f"{call.why}: run {run.id}", run_id=run.id)
 
     def follow_previous(self) -> None:
