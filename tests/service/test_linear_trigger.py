@@ -290,6 +290,38 @@ def test_a_label_or_a_mention_starts_a_run(
     ended(linear, mentioned)
 
 
+def test_a_delivery_no_person_made_runs_as_an_outsiders_and_the_issue_is_told(
+    served: Served, linear: LinearServer, team: Team, ada: str
+) -> None:
+    issue = linear.add_issue(team, "Assigned by a workflow", ISSUE_TEXT, number=40, creator=ada)
+    body = assigned(linear, issue, ada)
+    del body["actor"]  # Linear itself: a workflow automation assigned it
+    answer = deliver(served, body)
+    assert answer.json()["status"] == "started", answer.text
+    run_id = answer.json()["run_id"]
+    with served.client(served.key("default", "trusted")) as client:
+        assert client.get(f"/v1/runs/{run_id}").json()["tier"] == "gvisor"  # the outsiders'
+    said = when(lambda: linear.comments(issue), lambda said: any(run_id in c for c in said))
+    status = next(c for c in said if f"golem started run `{run_id}`" in c)
+    assert "it runs as an outsider's: no person asked (Linear itself did" in status
+    assert "it runs as an outsider's: no person asked" in "".join(served.output)
+    ended(linear, issue)
+
+
+def test_a_comment_no_person_wrote_mentioning_golem_starts_nothing(
+    served: Served, linear: LinearServer, team: Team
+) -> None:
+    issue = linear.add_issue(team, "Synced from elsewhere", ISSUE_TEXT, number=41)
+    comment = payload("comment_create")
+    del comment["actor"]  # an integration's comment: no user of the workspace
+    comment["data"].pop("userId", None)
+    comment["data"].pop("user", None)
+    comment["data"].update(issueId=issue["id"])
+    answer = deliver(served, comment)
+    assert answer.json()["status"] == "ignored", answer.text
+    assert "no person of the workspace" in answer.json()["reason"]
+
+
 def test_an_agent_session_gets_activities_not_comments(
     served: Served, linear: LinearServer, team: Team, ada: str
 ) -> None:

@@ -19,6 +19,7 @@ __all__ = ["LINEAR_ID", "LinearCall", "read_delivery"]
 
 LINEAR_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 """An id Linear gives (a UUID); anything else in a delivery is refused as a name."""
+NO_PERSON = "a comment by no person of the workspace (an integration's) starts no run"
 
 
 @dataclass(frozen=True)
@@ -125,11 +126,9 @@ def _comment(
         return Ignored("the comment is golem's own")
     if not mentions(body, config.handle):
         return Ignored(f"the comment does not mention {config.handle}")
-    if actor_id is None:  # as a bot's comment on a forge or in Slack: nobody to weigh
-        return Ignored("a comment by no person of the workspace (an integration's) starts no run")
     issue_id = _id(data.get("issueId")) or _id(_mapping(data.get("issue")).get("id"))
-    if issue_id is None:
-        return Ignored("the comment names no issue")
+    if issue_id is None or actor_id is None:  # no person: as a bot's on a forge or Slack
+        return Ignored("the comment names no issue" if issue_id is None else NO_PERSON)
     return LinearCall(issue_id, f"mentioned {config.handle}", actor_id, name, request=body)
 
 

@@ -189,7 +189,8 @@ class LinearTrigger:
         outsider = await self._outsider(call, issue)
         why = call.why
         if outsider is not None:
-            log.info("Linear: %s's run counts as an outsider's: %s", issue.identifier, outsider)
+            seen = logging.WARNING if call.actor_id is None else logging.INFO  # golem serve's
+            log.log(seen, "Linear: %s: it runs as an outsider's: %s", issue.identifier, outsider)
             why = f"{why}; it runs as an outsider's: {outsider}"
         link = LinearThread(
             identifier=issue.identifier,
