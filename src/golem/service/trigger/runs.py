@@ -33,7 +33,7 @@ from golem.service.state import ServerState
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.follow_ups import FollowUps
-from golem.service.trigger.outsiders import outsider
+from golem.service.trigger.outsiders import outsider, review_outsider
 from golem.service.trigger.queued import asked_again, kept
 from golem.service.trigger.reach import ForgeReach
 from golem.service.trigger.watch import Watchers
@@ -144,10 +144,10 @@ class Trigger:
         checked = await self.follow_ups.check(call)  # who asks may push: before anything waits
         if isinstance(checked, str):
             return TriggerAnswer(status="ignored", reason=checked)
-        parent, conversation = checked
+        parent, discussion = checked
         busy = await self._latest_in_progress(call)
         if busy is None:
-            busy = await self._marked_in_progress(call, comments.started(conversation))
+            busy = await self._marked_in_progress(call, comments.started(discussion.comments))
         if busy is None and not parent.finished:
             busy = parent
         if busy is not None:
@@ -159,7 +159,10 @@ class Trigger:
             forge=self.reach.provider,
             follow_up=self.follow_ups.follow_up(call, parent),
         )
-        return await self._submit(call, delivery, request, pending=pending)
+        stranger = None
+        if self.state.config.server.trust.outsiders is not None:
+            stranger = await review_outsider(self.reach, call.repo, discussion)
+        return await self._submit(call, delivery, request, outsider=stranger, pending=pending)
 
     async def _queue(
         self,
