@@ -133,8 +133,8 @@ class Trigger:
             model=self.config.model,
             forge=self.reach.provider,
         )
-        stranger = None
-        if self.state.config.server.trust.outsiders is not None:
+        stranger = call.unasked
+        if stranger is None and self.state.config.server.trust.outsiders is not None:
             stranger = await outsider(self.reach, call.repo, issue)
         return await self._submit(call, delivery, request, outsider=stranger, pending=pending)
 
@@ -241,7 +241,11 @@ class Trigger:
                 429, f"{full.message}; no run was started: redeliver this delivery later"
             ) from full
         self.note(call.key, run.id)
-        ack = comments.acknowledgement(run.id, shown, call.why, call.sender, call.noun)
+        unasked = call.unasked if isinstance(call, IssueCall) else None
+        if unasked is not None:  # seen in golem serve's log, as Linear's of no person
+            log.warning("%s trigger: run %s runs as an outsider's: %s", self.provider, run.id,
+                        unasked)  # fmt: skip
+        ack = comments.acknowledgement(run.id, shown, call.why, call.sender, call.noun, unasked)
         if pending is not None:
             ack = comments.answering(ack, pending.run_id, shown, call.sender)
         self.watchers.follow(run.id, call, ack)
