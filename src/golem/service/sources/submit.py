@@ -1,8 +1,9 @@
 """A run a chat or tracker source asks for, queued as any run: on behalf of the person the
 source's configuration maps to a tenant and a role, held to that role's policy for what
 the person chose (the repository's reach: ``server.policies.<role>.repos``), in the tier
-the trust policy gives it (the role's, the tenant's, the repository's, the source's, and
-``outsiders`` when someone outside wrote what it reads), kept with the delivery that asked
+the trust policy gives it (weighed by the queue: the role's, the tenant's, the repository's,
+the source's, and the outsiders' with ``outsider``, why someone outside wrote what it
+reads), kept with the delivery that asked
 for it and the thread it reports to. What the operator configured for the source (its
 blueprint, model, repositories' URLs) is the operator's, as a forge trigger's is."""
 
