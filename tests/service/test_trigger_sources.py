@@ -238,6 +238,27 @@ def test_a_linear_assignment_starts_its_run_in_the_linear_sources_tier(
     assert_in_its_sources_tier(served, "from-linear", answer.json()["run_id"], "linear")
 
 
+def test_a_linear_request_queued_behind_a_run_starts_in_the_linear_sources_tier(
+    served: Served, linear: LinearServer, team: Team
+) -> None:
+    grace = linear.add_user("Grace Hopper", teams=(team,))
+    issue = linear.add_issue(team, "mean() of nothing", "See calculator.py.", number=2)
+    first = linear_kit.deliver(served, linear_kit.assigned(linear, issue, grace)).json()
+    comment = linear_kit.payload("comment_create")
+    comment["actor"]["id"] = grace
+    comment["data"].update(issueId=issue["id"], userId=grace)
+    waiting = linear_kit.deliver(served, comment).json()
+    assert waiting["status"] == "queued", waiting
+    with served.client(served.key("from-linear", "trusted")) as client:
+        before = {run["id"] for run in client.get("/v1/runs").json()}
+        queued(served, "from-linear", first["run_id"])  # its end starts the request kept
+        later = eventually(
+            lambda: next((r for r in client.get("/v1/runs").json() if r["id"] not in before), None),
+            "the run of the request kept while the first ran",
+        )
+    assert_in_its_sources_tier(served, "from-linear", later["id"], "linear")
+
+
 def test_an_automation_starts_its_run_in_the_automation_sources_tier(served: Served) -> None:
     with served.client(served.key("from-automation", "user")) as client:
         fired = client.post("/v1/automations/by-hand/run")
