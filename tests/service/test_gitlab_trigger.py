@@ -217,6 +217,20 @@ def test_notes_that_ask_nothing_are_ignored() -> None:
     assert isinstance(found, Ignored)
 
 
+def test_a_label_no_named_user_set_is_asked_by_no_person() -> None:
+    config = GitLabTriggerConfig()
+    by_someone = labelled("group/app", 1, (), ("golem",))
+    by_no_one = labelled("group/app", 1, (), ("golem",))
+    by_no_one["user"] = {}
+    [asked, unasked] = [
+        read_delivery("Issue Hook", hook, config, own_login=None)
+        for hook in (by_someone, by_no_one)
+    ]
+    assert isinstance(asked, IssueCall) and isinstance(unasked, IssueCall)
+    assert asked.unasked is None
+    assert unasked.unasked == "the label was set by no one GitLab names"
+
+
 def test_an_issue_labelled_for_golem_runs_to_a_merge_request_and_a_developers_note_follows_up(
     served: Served,
     key: str,
