@@ -222,11 +222,10 @@ def test_a_label_no_named_user_set_is_asked_by_no_person() -> None:
     by_someone = labelled("group/app", 1, (), ("golem",))
     by_no_one = labelled("group/app", 1, (), ("golem",))
     by_no_one["user"] = {}
-    [asked, unasked] = [
-        read_delivery("Issue Hook", hook, config, own_login=None)
-        for hook in (by_someone, by_no_one)
-    ]
-    assert isinstance(asked, IssueCall) and isinstance(unasked, IssueCall)
+    asked = read_delivery("Issue Hook", by_someone, config, own_login=None)
+    unasked = read_delivery("Issue Hook", by_no_one, config, own_login=None)
+    assert isinstance(asked, IssueCall)
+    assert isinstance(unasked, IssueCall)
     assert asked.unasked is None
     assert unasked.unasked == "the label was set by no one GitLab names"
 
