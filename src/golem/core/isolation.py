@@ -180,9 +180,11 @@ class TrustPolicy(BaseModel):
     outsiders: IsolationTier | None = Field(
         None,
         description="Runs a trigger starts on what someone outside wrote: a forge's issue "
-        "whose discussion (the issue, its comments) has an author without write access to "
-        "the repository; a Slack thread with a message by anyone server.slack.users does "
-        "not name (a guest, another workspace, a bot).",
+        "whose discussion (the issue, its comments) or a follow-up whose pull request's "
+        "review has an author without write access to the repository; a Slack thread with "
+        "a message by anyone server.slack.users does not name (a guest, another workspace, "
+        "a bot); a Linear issue someone its people rule refuses wrote on; and every run no "
+        "person asked for (a label a bot set, Linear's own workflow automation).",
     )
     repos: list[RepositoryTier] = Field(
         default_factory=list,
