@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from golem.testing.gitlab_server import GitLabServer
+from tests.service.served import Served
 
 PAYLOADS = Path(__file__).parent / "payloads" / "gitlab"
 
 TOKEN = "glpat-triggertest0123456789"  # noqa: S105 - a test token
+
+SECRET = "gitlab-webhook-token-0123456789"  # noqa: S105 - a test secret
 
 
 def payload(name: str) -> dict[str, Any]:
@@ -59,3 +64,23 @@ def noted(kind: str, text: str, *, author: str = "root", author_id: int = 1) -> 
     hook["object_attributes"]["note"] = text
     hook["user"].update(username=author, id=author_id)
     return hook
+
+
+def deliver(
+    served: Served,
+    event: str,
+    body: dict[str, Any],
+    *,
+    token: str | None = SECRET,
+    delivery: str | None = None,
+) -> httpx.Response:
+    """POST a delivery as GitLab does: JSON, with the secret token and an event UUID."""
+    headers = {
+        "Content-Type": "application/json",
+        "X-Gitlab-Event": event,
+        "X-Gitlab-Event-UUID": delivery or str(uuid.uuid4()),
+    }
+    if token is not None:
+        headers["X-Gitlab-Token"] = token
+    with served.client() as client:
+        return client.post("/v1/gitlab/webhook", content=json.dumps(body), headers=headers)

@@ -61,6 +61,7 @@ def served(
     home = tmp_path_factory.mktemp("review-trigger")
     config = trigger_config(github, remotes, gated_minion(home))
     config += f'follow_up_blueprint = "{gated(home, "follow-up")}"\n'
+    config += '[server.trust]\noutsiders = "gvisor"\n[engine.tiers.gvisor]\ntype = "process"\n'
     with serving(home / "state", config=config, env=SERVER_ENV) as server:
         yield server
 

@@ -156,12 +156,16 @@ def test_an_inbound_webhook_refuses_what_it_cannot_trust_or_use(served: Served) 
         assert client.get("/v1/runs").json() == before  # nothing started
 
 
-def workflow_run(repo: str, *, branch: str = "main", conclusion: str = "failure") -> dict[str, Any]:
-    """A ``workflow_run`` delivery as GitHub sends it (the fields golem reads)."""
+def workflow_run(
+    repo: str, *, branch: str = "main", conclusion: str = "failure", head: str | None = None
+) -> dict[str, Any]:
+    """A ``workflow_run`` delivery as GitHub sends it (the fields golem reads): of the
+    repository's ``branch``, or of ``head``'s (a fork's pull request)."""
     return {
         "action": "completed",
         "workflow_run": {
             "id": 30433642, "name": "Build", "head_branch": branch,
+            "head_repository": {"full_name": head or repo}, "event": "push",
             "head_sha": "acb5820ced9479c074f688cc328bf03f341a511d", "status": "completed",
             "conclusion": conclusion, "html_url": f"https://github.com/{repo}/actions/runs/30433642",
         },
@@ -188,10 +192,12 @@ def test_a_failed_actions_run_on_the_default_branch_fires_its_automation_once(
         to_github(served, workflow_run("octo/app", branch="feature"), str(uuid.uuid4())),
         to_github(served, workflow_run("octo/app", conclusion="success"), str(uuid.uuid4())),
         to_github(served, workflow_run("octo/other"), str(uuid.uuid4())),
+        to_github(served, workflow_run("octo/app", head="mallory/app"), str(uuid.uuid4())),
     ]
-    assert [answer.json()["status"] for answer in ignored] == ["ignored"] * 3
+    assert [answer.json()["status"] for answer in ignored] == ["ignored"] * 4
     assert "not the default branch" in ignored[0].json()["reason"]
     assert "no automation watches octo/other" in ignored[2].json()["reason"]
+    assert "of mallory/app's 'main', not the repository's own" in ignored[3].json()["reason"]
     with served.client(served.key("events", "trusted")) as client:
         runs = client.get("/v1/runs").json()
     assert [run["id"] for run in runs] == [fired.json()["run_id"]]

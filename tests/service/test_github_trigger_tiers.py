@@ -24,6 +24,8 @@ from tests.service.github_triggers import (
     SERVER_ENV,
     TOKEN,
     GitHub,
+    acknowledged,
+    comments_when,
     deliver,
     green,
     labelled,
@@ -164,3 +166,21 @@ def test_an_issue_only_members_wrote_in_runs_in_the_default_tier(
     run = started(served, key, issue(github, remotes, "members", MEMBER, MEMBER))
     cancel(served, key, run["id"])
     assert run["tier"] is None
+
+
+def test_a_label_a_bot_set_puts_a_members_issue_in_the_outsiders_tier_and_says_why(
+    served: Served, key: str, github: GitHub, remotes: Path
+) -> None:
+    repo = issue(github, remotes, "bot-labelled", MEMBER, MEMBER)
+    by_a_bot = labelled(repo)
+    by_a_bot["sender"] = {"login": "github-actions[bot]", "type": "Bot"}
+    answer = deliver(served, "issues", by_a_bot)
+    assert answer.json()["status"] == "started", answer.text
+    run_id = answer.json()["run_id"]
+    with served.client(key) as client:
+        assert client.get(f"/v1/runs/{run_id}").json()["tier"] == "microvm"
+    [ack] = [c for c in comments_when(github, repo, acknowledged(run_id)) if run_id in c["body"]]
+    cancel(served, key, run_id)
+    assert (
+        "It runs as an outsider's: the label was set by github-actions[bot], a bot" in ack["body"]
+    )

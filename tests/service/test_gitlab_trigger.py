@@ -24,7 +24,9 @@ from golem.testing.gitlab_server import GitLabServer
 from tests.blueprint.repos import EXAMPLES, branch_commits, git, make_remote
 from tests.service.github_triggers import pending_of, remotes, run_to_end
 from tests.service.gitlab_triggers import (  # noqa: F401 - its fixtures
+    SECRET,
     TOKEN,
+    deliver,
     gitlab,
     labelled,
     noted,
@@ -38,7 +40,6 @@ __all__ = ["remotes"]  # a fixture
 
 pytestmark = pytest.mark.bwrap
 
-SECRET = "gitlab-webhook-token-0123456789"  # noqa: S105 - a test secret
 SERVER_ENV = {"TRIGGER_TEST_GITLAB_SECRET": SECRET, "TRIGGER_TEST_GITLAB_TOKEN": TOKEN}
 DEVELOPER, REPORTER = 30, 20  # GitLab's access levels
 CONFIG = """
@@ -70,26 +71,6 @@ follow_up_blueprint = "{gated(home, "follow-up")}"
 model = "{model}"
 repo_url = "{remotes}/{{repo}}.git"
 """
-
-
-def deliver(
-    served: Served,
-    event: str,
-    body: dict[str, Any],
-    *,
-    token: str | None = SECRET,
-    delivery: str | None = None,
-) -> httpx.Response:
-    """POST a delivery as GitLab does: JSON, with the secret token and an event UUID."""
-    headers = {
-        "Content-Type": "application/json",
-        "X-Gitlab-Event": event,
-        "X-Gitlab-Event-UUID": delivery or str(uuid.uuid4()),
-    }
-    if token is not None:
-        headers["X-Gitlab-Token"] = token
-    with served.client() as client:
-        return client.post("/v1/gitlab/webhook", content=json.dumps(body), headers=headers)
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +215,19 @@ def test_notes_that_ask_nothing_are_ignored() -> None:
     quiet = GitLabTriggerConfig(follow_up_on=["changes_requested"])
     found = read_delivery("Note Hook", noted("MergeRequest", "@golem fix"), quiet, None)
     assert isinstance(found, Ignored)
+
+
+def test_a_label_no_named_user_set_is_asked_by_no_person() -> None:
+    config = GitLabTriggerConfig()
+    by_someone = labelled("group/app", 1, (), ("golem",))
+    by_no_one = labelled("group/app", 1, (), ("golem",))
+    by_no_one["user"] = {}
+    asked = read_delivery("Issue Hook", by_someone, config, own_login=None)
+    unasked = read_delivery("Issue Hook", by_no_one, config, own_login=None)
+    assert isinstance(asked, IssueCall)
+    assert isinstance(unasked, IssueCall)
+    assert asked.unasked is None
+    assert unasked.unasked == "the label was set by no one GitLab names"
 
 
 def test_an_issue_labelled_for_golem_runs_to_a_merge_request_and_a_developers_note_follows_up(

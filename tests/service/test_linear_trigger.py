@@ -8,7 +8,6 @@ start nothing, each with its reason."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import hmac
 import json
@@ -18,65 +17,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from golem.testing.linear_server import LinearServer, Team
 from tests.blueprint.repos import branch_commits, make_remote
 from tests.service.github_triggers import gated_minion
+from tests.service.linear_kit import ENV, SECRET, TOKEN, assigned, deliver, payload
 from tests.service.served import Served, launch, serving
 
 pytestmark = pytest.mark.bwrap
 
-TOKEN = "lin_api_triggertest0123456789abcdef"  # noqa: S105 - a test token
-SECRET = "linear-signing-secret-0123456789"  # noqa: S105 - a test secret
-PAYLOADS = Path(__file__).parent / "payloads" / "linear"
-ENV = {"LINEAR_TEST_TOKEN": TOKEN, "LINEAR_TEST_SECRET": SECRET}
 WAIT = 120.0
 FIX = f"scripted:{Path(__file__).with_name('linear_fix.yaml')}"
 ISSUE_TEXT = "`add(2, 3)` gives -1. See calculator.py."
-
-
-def payload(name: str) -> dict[str, Any]:
-    """Linear's documented payload ``name`` (a fresh copy)."""
-    loaded: dict[str, Any] = json.loads((PAYLOADS / f"{name}.json").read_text())
-    return copy.deepcopy(loaded)
-
-
-def deliver(
-    served: Served,
-    body: dict[str, Any],
-    *,
-    secret: str = SECRET,
-    delivery: str | None = None,
-    sent: float | None = None,
-    signature: str | None = None,
-) -> httpx.Response:
-    """POST a delivery as Linear does: JSON, its webhookTimestamp (ms), signed."""
-    body = {**body, "webhookTimestamp": int((time.time() if sent is None else sent) * 1000)}
-    raw = json.dumps(body).encode()
-    headers = {
-        "Content-Type": "application/json; charset=utf-8",
-        "Linear-Delivery": delivery or str(uuid.uuid4()),
-        "Linear-Event": str(body.get("type")),
-        "User-Agent": "Linear-Webhook",
-    }
-    signed = hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
-    headers["Linear-Signature"] = signed if signature is None else signature
-    if not headers["Linear-Signature"]:
-        del headers["Linear-Signature"]
-    with served.client() as client:
-        return client.post("/v1/linear/webhook", content=raw, headers=headers)
-
-
-def assigned(linear: LinearServer, issue: dict[str, Any], actor: str) -> dict[str, Any]:
-    """An Issue update: ``actor`` assigned the issue to golem's user."""
-    body = payload("issue_update")
-    body["actor"]["id"] = actor
-    body["data"].update(id=issue["id"], assigneeId=linear.viewer["id"],
-                        teamId=issue["team"]["id"], identifier=issue["identifier"])  # fmt: skip
-    body["data"]["team"] = issue["team"]
-    return body
 
 
 def when(read: Callable[[], Any], condition: Callable[[Any], bool]) -> Any:
@@ -335,6 +288,38 @@ def test_a_label_or_a_mention_starts_a_run(
     assert "mentioned @golem" in by_mention.json()["reason"]
     ended(linear, labelled)
     ended(linear, mentioned)
+
+
+def test_a_delivery_no_person_made_runs_as_an_outsiders_and_the_issue_is_told(
+    served: Served, linear: LinearServer, team: Team, ada: str
+) -> None:
+    issue = linear.add_issue(team, "Assigned by a workflow", ISSUE_TEXT, number=40, creator=ada)
+    body = assigned(linear, issue, ada)
+    del body["actor"]  # Linear itself: a workflow automation assigned it
+    answer = deliver(served, body)
+    assert answer.json()["status"] == "started", answer.text
+    run_id = answer.json()["run_id"]
+    with served.client(served.key("default", "trusted")) as client:
+        assert client.get(f"/v1/runs/{run_id}").json()["tier"] == "gvisor"  # the outsiders'
+    said = when(lambda: linear.comments(issue), lambda said: any(run_id in c for c in said))
+    status = next(c for c in said if f"golem started run `{run_id}`" in c)
+    assert "it runs as an outsider's: no person asked (Linear itself did" in status
+    assert "it runs as an outsider's: no person asked" in "".join(served.output)
+    ended(linear, issue)
+
+
+def test_a_comment_no_person_wrote_mentioning_golem_starts_nothing(
+    served: Served, linear: LinearServer, team: Team
+) -> None:
+    issue = linear.add_issue(team, "Synced from elsewhere", ISSUE_TEXT, number=41)
+    comment = payload("comment_create")
+    del comment["actor"]  # an integration's comment: no user of the workspace
+    comment["data"].pop("userId", None)
+    comment["data"].pop("user", None)
+    comment["data"].update(issueId=issue["id"])
+    answer = deliver(served, comment)
+    assert answer.json()["status"] == "ignored", answer.text
+    assert "no person of the workspace" in answer.json()["reason"]
 
 
 def test_an_agent_session_gets_activities_not_comments(

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from golem.core import GolemConfig, load_config
-from golem.core.errors import PolicyViolation
-from golem.core.isolation import Floor
+from golem.core.errors import ConfigError, PolicyViolation
+from golem.core.isolation import TRIGGER_SOURCES, Floor
 from golem.service.trust import check_tier, floor_for, repository_name, tier_for
 
 
@@ -126,3 +126,17 @@ def test_a_source_of_work_has_its_own_floor_and_the_strongest_rule_still_wins() 
     assert floor_for(config, tenant="acme", source="slack") == Floor(
         "microvm", "server.trust.tenants.acme"
     )
+
+
+def test_each_trigger_source_may_have_a_rule_and_an_unknown_one_is_refused() -> None:
+    every = {source: "gvisor" for source in TRIGGER_SOURCES}
+    config = load_config({"server": {"trust": {"sources": every}}}, files=[])
+    for source in TRIGGER_SOURCES:
+        assert floor_for(config, tenant="t", source=source) == Floor(
+            "gvisor", f"server.trust.sources.{source}"
+        )
+    for unknown in ("jira", "Linear", "github-app", "api"):
+        with pytest.raises(ConfigError) as refused:
+            load_config({"server": {"trust": {"sources": {unknown: "gvisor"}}}}, files=[])
+        assert f"no trigger is named {unknown}" in refused.value.message
+        assert ", ".join(TRIGGER_SOURCES) in refused.value.message

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "TIERS",
+    "TRIGGER_SOURCES",
     "Floor",
     "Isolation",
     "IsolationTier",
@@ -152,7 +153,10 @@ class RepositoryTier(BaseModel):
         return pattern
 
 
-SOURCE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+TRIGGER_SOURCES = ("automation", "github", "gitlab", "linear", "loop", "slack")
+"""Every source a run is started from besides the API (a forge's webhook, Slack, Linear,
+an automation, a goal loop): the name of its deliveries in the store, and the key of its
+rule in ``server.trust.sources``."""
 
 
 class TrustPolicy(BaseModel):
@@ -169,15 +173,18 @@ class TrustPolicy(BaseModel):
     )
     sources: dict[str, IsolationTier] = Field(
         default_factory=dict,
-        description="Per source of work a trigger takes runs from (github, gitlab, slack): "
-        "the least tier of the runs it starts.",
+        description="Per source of work a trigger takes runs from (automation, github, "
+        "gitlab, linear, loop, slack): the least tier of every run it starts, its follow-ups "
+        "and the requests it queued.",
     )
     outsiders: IsolationTier | None = Field(
         None,
         description="Runs a trigger starts on what someone outside wrote: a forge's issue "
-        "whose discussion (the issue, its comments) has an author without write access to "
-        "the repository; a Slack thread with a message by anyone server.slack.users does "
-        "not name (a guest, another workspace, a bot).",
+        "whose discussion (the issue, its comments) or a follow-up whose pull request's "
+        "review has an author without write access to the repository; a Slack thread with "
+        "a message by anyone server.slack.users does not name (a guest, another workspace, "
+        "a bot); a Linear issue someone its people rule refuses wrote on; and every run no "
+        "person asked for (a label a bot set, Linear's own workflow automation).",
     )
     repos: list[RepositoryTier] = Field(
         default_factory=list,
@@ -188,9 +195,10 @@ class TrustPolicy(BaseModel):
     @field_validator("sources")
     @classmethod
     def _source_names(cls, sources: dict[str, IsolationTier]) -> dict[str, IsolationTier]:
-        wrong = [name for name in sources if not SOURCE.match(name)]
-        if wrong:
+        unknown = sorted(name for name in sources if name not in TRIGGER_SOURCES)
+        if unknown:
             raise ValueError(
-                f"sources are named in lower case (github, gitlab, slack): {', '.join(wrong)}"
+                f"no trigger is named {', '.join(unknown)}: a source is one of "
+                f"{', '.join(TRIGGER_SOURCES)} (docs/server.md#isolation-tiers-the-trust-policy)"
             )
         return sources

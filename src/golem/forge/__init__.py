@@ -32,6 +32,7 @@ from golem.forge.refs import (
     parse_issue_ref,
 )
 from golem.forge.remotes import pin_remote
+from golem.forge.reviews import ReviewDiscussion
 
 if TYPE_CHECKING:
     from golem.forge.github import GitHubForge
@@ -58,6 +59,7 @@ __all__ = [
     "MergedPullRequest",
     "PullRequest",
     "PullRequestDraft",
+    "ReviewDiscussion",
     "closed_issues",
     "git_auth",
     "git_environment",

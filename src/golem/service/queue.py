@@ -31,6 +31,7 @@ from golem.core.network import RemotePolicy
 from golem.forge import ForgeCredentials
 from golem.sandbox import Engine
 from golem.service.forge_access import ForgeAccess
+from golem.service.trust import floor_for, tier_for
 from golem.store import (
     ACTIVE,
     QUEUE,
@@ -142,8 +143,10 @@ class RunQueue:
         request: RunRequest,
         tenant: str,
         *,
+        role: str | None = None,
         remote_policy: RemotePolicy | None = None,
         tier: IsolationTier | None = None,
+        outsider: str | None = None,
         containers: bool = False,
         delivery: DeliveryRecord | None = None,
         thread: ThreadRecord | None = None,
@@ -151,9 +154,14 @@ class RunQueue:
     ) -> RunState:
         """Queue a run of ``tenant``'s (its request checked by the runner), if the server
         has room as ``[server] overflow`` says; else QueueFull. ``remote_policy`` bounds
-        the git remotes the run may reach (the submitting key's role's ``repos``); ``tier``
-        is the isolation tier the trust policy gives it (``service.trust.tier_for``; one
-        this server has no backend for is NoTierBackend); ``containers`` whether its box
+        the git remotes the run may reach (the submitting key's role's ``repos``). Its
+        isolation tier is ``tier`` (what was asked, checked against the trust policy by
+        whoever took the request; None: the default) raised here to the trust policy's
+        floor (``service.trust.floor_for``): ``role``'s (the key's, the mapped person's),
+        the tenant's, the repository's, the trigger's (``delivery.source``: every trigger
+        starts its runs with a delivery, so none is left out) and, with ``outsider`` (why
+        what the run reads is an outsider's), the outsiders'; a tier this server has no
+        backend for is NoTierBackend. ``containers`` whether its box
         may get a container engine when its checks need one (the role's
         ``server.policies.<role>.containers``; a run no key asked for, none);
         ``delivery`` is the webhook delivery that asked for it, kept with it in the same
@@ -162,10 +170,20 @@ class RunQueue:
         it answers, claimed in the same step (PendingTaken: started already, anywhere)."""
         from golem.blueprint import Runner  # noqa: PLC0415 - the runner brings every layer
 
+        source = delivery.source if delivery is not None else None
+        floor = floor_for(
+            self.config,
+            tenant=tenant,
+            role=role,
+            repo=request.repo,
+            source=source,
+            outsiders=outsider is not None,
+        )
+        tier = tier_for(tier, floor, self.config.engine.default_tier)
         if tier is not None:  # NoTierBackend (503) now, rather than a run failing later
             self.config.engine.serving(tier)
         runner = Runner(self.config, engine=self.engine, store=self.store.for_tenant(tenant))
-        return await runner.submit(
+        run = await runner.submit(
             request,
             remote_policy=remote_policy,
             cap=self._cap(),
@@ -175,6 +193,10 @@ class RunQueue:
             thread=thread,
             pending=pending,
         )
+        if floor is not None:
+            why = f"; {outsider}" if outsider is not None else ""
+            log.info("run %s runs in the %s tier (%s%s)", run.id, run.tier, floor.rule, why)
+        return run
 
     def _cap(self) -> RunCap:
         """The room the store must have for a new run: limits count every server's runs

@@ -66,6 +66,7 @@ async def submit(state: ServerState, principal: Principal, request: RunRequest) 
     return await state.queue.submit(
         request,
         principal.tenant,
+        role=principal.role,
         remote_policy=remote_policy,
         tier=tier,
         containers=policy.containers,

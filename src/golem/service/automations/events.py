@@ -41,7 +41,9 @@ def _text(value: object) -> str:
 
 
 def github_failure(payload: Mapping[str, Any]) -> EventCall | Ignored:
-    """A ``workflow_run`` delivery: a failed run on the default branch, or why not."""
+    """A ``workflow_run`` delivery: a failed run on the default branch of the repository
+    itself (a fork's pull request from its own branch of that name is a stranger's), or
+    why not."""
     run = _mapping(payload.get("workflow_run"))
     repository = _mapping(payload.get("repository"))
     repo, default = _text(repository.get("full_name")), _text(repository.get("default_branch"))
@@ -51,6 +53,10 @@ def github_failure(payload: Mapping[str, Any]) -> EventCall | Ignored:
         return Ignored(f"workflow_run {why} fires no automation (only completed with failure)")
     if not default or branch != default:
         return Ignored(f"{repo}: the failed run is on {branch!r}, not the default branch")
+    head = _text(_mapping(run.get("head_repository")).get("full_name"))
+    if head.casefold() != repo.casefold():  # a fork's branch of the same name: not ours
+        return Ignored(f"{repo}: the failed run is of {head or 'no repository'}'s {branch!r}, "
+                       "not the repository's own default branch")  # fmt: skip
     fields = {
         "repo": repo,
         "branch": branch,

@@ -24,7 +24,6 @@ from golem.core.errors import DuplicateDelivery, GolemError, InvalidRequest, Pro
 from golem.service.automations.model import KIND, Automation, Fired, Firing, Skipped
 from golem.service.documents import Shelf
 from golem.service.state import ServerState
-from golem.service.trust import floor_for, tier_for
 from golem.store import DeliveryRecord
 
 __all__ = [
@@ -135,12 +134,9 @@ class Firings:
         return FireAnswer(status="started", reason=f"{firing.how}: run {run_id}", run_id=run_id)
 
     async def _submit(self, tenant: str, definition: AutomationConfig, firing: Firing) -> str:
-        config = self.state.config
         request = run_request(self.state, definition, firing.fields)
-        floor = floor_for(config, tenant=tenant, repo=request.repo)
-        tier = tier_for(None, floor, config.engine.default_tier)
         delivery = DeliveryRecord(source="automation", ids=(once_key(definition.name, firing.key),))
-        run = await self.state.queue.submit(request, tenant, tier=tier, delivery=delivery)
+        run = await self.state.queue.submit(request, tenant, delivery=delivery)
         return run.id
 
     async def _busy(self, automation: Automation, tenant: str, key: str) -> str | None:

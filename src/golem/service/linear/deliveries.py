@@ -19,6 +19,7 @@ __all__ = ["LINEAR_ID", "LinearCall", "read_delivery"]
 
 LINEAR_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 """An id Linear gives (a UUID); anything else in a delivery is refused as a name."""
+NO_PERSON = "a comment by no person of the workspace (an integration's) starts no run"
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,8 @@ def _comment(
     if not mentions(body, config.handle):
         return Ignored(f"the comment does not mention {config.handle}")
     issue_id = _id(data.get("issueId")) or _id(_mapping(data.get("issue")).get("id"))
-    if issue_id is None:
-        return Ignored("the comment names no issue")
+    if issue_id is None or actor_id is None:  # no person: as a bot's on a forge or Slack
+        return Ignored("the comment names no issue" if issue_id is None else NO_PERSON)
     return LinearCall(issue_id, f"mentioned {config.handle}", actor_id, name, request=body)
 
 

@@ -34,12 +34,12 @@ from golem.service.linear.reporter import SOURCE, LinearReporter, LinearThread
 from golem.service.sources import PendingStarts, StatusKeeper, known_secrets
 from golem.service.state import ServerState
 from golem.service.trigger import TriggerAnswer
-from golem.service.trust import floor_for, tier_for
 from golem.store import DeliveryRecord, PendingRecord, ThreadRecord
 
 __all__ = ["LinearTrigger"]
 
 log = logging.getLogger("golem.service.linear")
+NO_PERSON = "no person asked (Linear itself did: a workflow automation, an integration)"
 T = TypeVar("T")
 
 
@@ -140,10 +140,22 @@ class LinearTrigger:
         return answer
 
     async def _stranger(self, call: LinearCall, issue: LinearIssue) -> str | None:
-        """Why the person who asked may not start runs on ``issue`` (None: they may)."""
+        """Why the person who asked may not start runs on ``issue`` (None: they may, or no
+        person asked: that run counts as an outsider's, ``_outsider``)."""
         if call.actor_id is None:
             return None
         return await self._read(self.members.refusal(call.actor_id, issue))
+
+    async def _outsider(self, call: LinearCall, issue: LinearIssue) -> str | None:
+        """Why the run counts as an outsider's (None: it does not): no person asked
+        (Linear itself: a workflow automation, an integration's comment; the people rule
+        has nobody to weigh), or, when ``server.trust.outsiders`` is set, someone who may
+        not ask wrote on the issue."""
+        if call.actor_id is None:
+            return NO_PERSON
+        if self.state.config.server.trust.outsiders is None:
+            return None
+        return await self.members.outsider(issue, await self.agent_id())
 
     def _repository(self, issue: LinearIssue) -> str | None:
         """The repository of the issue's project or team (None: the configuration names
@@ -174,23 +186,17 @@ class LinearTrigger:
                 model=self.config.model,
                 budget_usd=self.config.budget_usd,
             )
-        config = self.state.config
-        outsider = (
-            await self.members.outsider(issue, await self.agent_id())
-            if config.server.trust.outsiders is not None
-            else None
-        )
+        outsider = await self._outsider(call, issue)
+        why = call.why
         if outsider is not None:
-            log.info("Linear: %s runs in the outsiders' tier: %s", issue.identifier, outsider)
-        floor = floor_for(
-            config, tenant=self.config.tenant, repo=repo, outsiders=outsider is not None
-        )
-        tier = tier_for(None, floor, config.engine.default_tier)
+            seen = logging.WARNING if call.actor_id is None else logging.INFO  # golem serve's
+            log.log(seen, "Linear: %s: it runs as an outsider's: %s", issue.identifier, outsider)
+            why = f"{why}; it runs as an outsider's: {outsider}"
         link = LinearThread(
             identifier=issue.identifier,
             team_id=issue.team.id,
             session_id=call.session_id,
-            why=call.why,
+            why=why[:512],
             actor=call.actor[:256],
         )
         thread = ThreadRecord(source=SOURCE, thread=issue.id, detail=link.model_dump_json())
@@ -198,7 +204,7 @@ class LinearTrigger:
             run = await self.state.queue.submit(
                 request,
                 self.config.tenant,
-                tier=tier,
+                outsider=outsider,
                 delivery=delivery,
                 thread=thread,
                 pending=pending,

@@ -25,7 +25,6 @@ from golem.service.loops.judge import judge_iteration
 from golem.service.loops.model import KIND, GoalLoop, Iteration, LoopRequest, LoopStatus
 from golem.service.loops.runs import iteration_request
 from golem.service.state import ServerState
-from golem.service.trust import floor_for, tier_for
 from golem.store import RECHECK, RETRY_AFTER, DeliveryRecord, Store
 
 __all__ = ["GoalLoops", "loop_shelf", "move_loop", "new_loop", "stop_loop"]
@@ -155,16 +154,15 @@ class GoalLoops:
         """The run of iteration ``number``, started once whoever asks."""
         config = self.state.config
         request = iteration_request(loop, number)
-        floor = floor_for(config, tenant=loop.tenant, role=loop.role, repo=request.repo)
-        tier = tier_for(request.tier, floor, config.engine.default_tier)
         role = config.server.policies[loop.role] if loop.role else None
         delivery = DeliveryRecord(source="loop", ids=(f"{loop.id}#{number}",))
         try:
             run = await self.state.queue.submit(
                 request,
                 loop.tenant,
+                role=loop.role,
                 remote_policy=role.repos if role is not None else None,
-                tier=tier,
+                tier=request.tier,
                 containers=role.containers if role is not None else True,
                 delivery=delivery,
             )

@@ -237,7 +237,7 @@ class SlackTrigger:
                 request,
                 delivery=delivery,
                 thread=record,
-                outsiders=bool(outsiders),
+                outsider=f"outsiders wrote in the thread ({outsiders[0]})" if outsiders else None,
                 pending=pending,
             )
         except DuplicateDelivery as twice:

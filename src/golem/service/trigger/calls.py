@@ -30,6 +30,9 @@ class IssueCall:
     takes them (GitLab's mentions; GitHub's delivery says it: ``author_association``)."""
     request: str | None = None
     """What a mention wrote (None: a label, which is never queued behind a run)."""
+    unasked: str | None = None
+    """Why no person asked (a label a bot or an app set, or one of no sender): the run then
+    counts as an outsider's, as Linear's of no person does; None: a person asked."""
 
     @property
     def person(self) -> str:

@@ -48,13 +48,22 @@ class Started:
     delivery: str
 
 
-def acknowledgement(run_id: str, delivery: str, why: str, sender: str, noun: str = "issue") -> str:
+def acknowledgement(
+    run_id: str,
+    delivery: str,
+    why: str,
+    sender: str,
+    noun: str = "issue",
+    unasked: str | None = None,
+) -> str:
     """The comment that says a run started for this ``noun`` (the sender is named, never
-    @-mentioned)."""
+    @-mentioned), and, with ``unasked`` (why no person asked), that it runs as an
+    outsider's."""
     who = f" by {sender}" if sender else ""
+    outsider = f" It runs as an outsider's: {unasked}." if unasked else ""
     return (
-        f"golem started run `{run_id}` for this {noun} ({why}{who}). It will say here how "
-        f"the run ends.\n\n<!-- golem:run {run_id} delivery {delivery} -->"
+        f"golem started run `{run_id}` for this {noun} ({why}{who}).{outsider} It will say "
+        f"here how the run ends.\n\n<!-- golem:run {run_id} delivery {delivery} -->"
     )
 
 

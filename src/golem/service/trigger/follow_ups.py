@@ -8,7 +8,7 @@ from golem.blueprint import RunState
 from golem.blueprint.state import FollowUp
 from golem.blueprint.steps.pr_text import marked_run
 from golem.core.errors import ForgeError
-from golem.forge import IssueComment, PullRequest
+from golem.forge import IssueComment, PullRequest, ReviewDiscussion
 from golem.forge.reviews import may_write
 from golem.service.trigger import comments
 from golem.service.trigger.calls import IssueCall, ReviewCall
@@ -23,16 +23,16 @@ class FollowUps:
     def __init__(self, reach: ForgeReach) -> None:
         self.reach = reach
 
-    async def check(self, call: ReviewCall) -> tuple[RunState, list[IssueComment]] | str:
-        """The run that opened the pull request and its conversation, or why no follow-up
-        starts (a refusal is commented when the person may not ask)."""
+    async def check(self, call: ReviewCall) -> tuple[RunState, ReviewDiscussion] | str:
+        """The run that opened the pull request and its review (what the follow-up reads),
+        or why no follow-up starts (a refusal is commented when the person may not ask)."""
         pr = await self.reach.read_pull(call.repo, call.number)
         parent = await self._opener(pr, call)
         if isinstance(parent, str):
             return parent
-        conversation = await self.reach.conversation(call, pr)
-        refused = await self._refused(call, conversation)
-        return refused if refused is not None else (parent, conversation)
+        discussion = await self.reach.discussion(call, pr)
+        refused = await self._refused(call, discussion.comments)
+        return refused if refused is not None else (parent, discussion)
 
     async def _opener(self, pr: PullRequest, call: ReviewCall) -> RunState | str:
         """The run that opened ``pr``, found by its body's mark and checked against the

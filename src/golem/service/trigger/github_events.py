@@ -49,14 +49,28 @@ def read_delivery(
         return Ignored(f"{repo}#{number} is closed")
     if on_pull:
         return _review(event, payload, config, own_login, (repo, number))
-    sender = str(_mapping(payload.get("sender")).get("login") or "")
+    by = _mapping(payload.get("sender"))
+    sender = str(by.get("login") or "")
     why = (
         _labelled(payload, config) if event == "issues" else _mentioned(payload, config, own_login)
     )
     if isinstance(why, Ignored):
         return why
-    body = None if event == "issues" else str(_mapping(payload.get("comment")).get("body") or "")
-    return IssueCall(repo=repo, number=number, sender=sender, why=why, request=body)
+    labelled = event == "issues"
+    body = None if labelled else str(_mapping(payload.get("comment")).get("body") or "")
+    unasked = _unasked(by, sender) if labelled else None  # a mention's author is checked
+    return IssueCall(
+        repo=repo, number=number, sender=sender, why=why, request=body, unasked=unasked
+    )
+
+
+def _unasked(sender: Mapping[str, Any], login: str) -> str | None:
+    """Why a label's ``sender`` is no person (a bot, an app, nobody named), or None."""
+    if not login:
+        return "the label was set by no one GitHub names"
+    if is_bot(sender):
+        return f"the label was set by {login}, a bot, not a person"
+    return None
 
 
 def _labelled(payload: Mapping[str, Any], config: TriggerConfig) -> str | Ignored:

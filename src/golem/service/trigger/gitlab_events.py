@@ -61,7 +61,9 @@ def _labelled(
     if config.label.casefold() not in added:
         return Ignored(f"the label {config.label!r} was not added")
     sender = str(_mapping(payload.get("user")).get("username") or "")
-    return IssueCall(repo=project, number=iid, sender=sender, why=f"labelled {config.label}")
+    unasked = None if sender else "the label was set by no one GitLab names"
+    why = f"labelled {config.label}"
+    return IssueCall(repo=project, number=iid, sender=sender, why=why, unasked=unasked)
 
 
 def _noted(

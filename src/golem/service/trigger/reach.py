@@ -14,9 +14,9 @@ from golem.blueprint import RunState
 from golem.blueprint.book import RunBook
 from golem.core.errors import ForgeAuthError, ForgeError, ForgeNotFound, GolemError, Problem
 from golem.core.server_config import TriggerConfig
-from golem.forge import Forge, Issue, IssueComment, PullRequest, make_forge
+from golem.forge import Forge, Issue, IssueComment, PullRequest, ReviewDiscussion, make_forge
 from golem.service.state import ServerState
-from golem.service.trigger.calls import Call, IssueCall
+from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 
 __all__ = ["READ_TIMEOUT", "ForgeReach"]
 
@@ -110,8 +110,13 @@ class ForgeReach:
         pull request, when read already)."""
         if isinstance(call, IssueCall):
             return (await self.read_issue(call.ref)).comments
+        return (await self.discussion(call, pr)).comments
+
+    async def discussion(self, call: ReviewCall, pr: PullRequest | None = None) -> ReviewDiscussion:
+        """The pull request's whole review: its conversation, reviews and threads (``pr``:
+        the pull request, when read already)."""
         read = pr or await self.read_pull(call.repo, call.number)
-        return (await self._read(call.key, lambda forge: forge.review_discussion(read))).comments
+        return await self._read(call.key, lambda forge: forge.review_discussion(read))
 
     async def _read(self, ref: str, read: Callable[[Forge], Awaitable[T]]) -> T:
         try:

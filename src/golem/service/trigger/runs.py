@@ -33,11 +33,10 @@ from golem.service.state import ServerState
 from golem.service.trigger import comments
 from golem.service.trigger.calls import Call, IssueCall, ReviewCall
 from golem.service.trigger.follow_ups import FollowUps
-from golem.service.trigger.outsiders import outsider
+from golem.service.trigger.outsiders import outsider, review_outsider
 from golem.service.trigger.queued import asked_again, kept
 from golem.service.trigger.reach import ForgeReach
 from golem.service.trigger.watch import Watchers
-from golem.service.trust import floor_for, tier_for
 from golem.store import DeliveryRecord, PendingRecord
 
 __all__ = ["Trigger", "TriggerAnswer"]
@@ -134,8 +133,8 @@ class Trigger:
             model=self.config.model,
             forge=self.reach.provider,
         )
-        stranger = None
-        if self.state.config.server.trust.outsiders is not None:
+        stranger = call.unasked
+        if stranger is None and self.state.config.server.trust.outsiders is not None:
             stranger = await outsider(self.reach, call.repo, issue)
         return await self._submit(call, delivery, request, outsider=stranger, pending=pending)
 
@@ -145,10 +144,10 @@ class Trigger:
         checked = await self.follow_ups.check(call)  # who asks may push: before anything waits
         if isinstance(checked, str):
             return TriggerAnswer(status="ignored", reason=checked)
-        parent, conversation = checked
+        parent, discussion = checked
         busy = await self._latest_in_progress(call)
         if busy is None:
-            busy = await self._marked_in_progress(call, comments.started(conversation))
+            busy = await self._marked_in_progress(call, comments.started(discussion.comments))
         if busy is None and not parent.finished:
             busy = parent
         if busy is not None:
@@ -160,7 +159,10 @@ class Trigger:
             forge=self.reach.provider,
             follow_up=self.follow_ups.follow_up(call, parent),
         )
-        return await self._submit(call, delivery, request, pending=pending)
+        stranger = None
+        if self.state.config.server.trust.outsiders is not None:
+            stranger = await review_outsider(self.reach, call.repo, discussion)
+        return await self._submit(call, delivery, request, outsider=stranger, pending=pending)
 
     async def _queue(
         self,
@@ -218,22 +220,14 @@ class Trigger:
         outsider: str | None = None,
         pending: PendingRecord | None = None,
     ) -> TriggerAnswer:
-        """Queue the run in the tier the trust policy gives it: its tenant's, its
-        repository's, and with ``outsider`` (why its discussion is an outsider's) theirs;
-        with ``pending``, the queued request it answers, claimed with it."""
+        """Queue the run in the tier the trust policy gives it (the queue weighs its
+        tenant's, its repository's, the trigger's and, with ``outsider`` (why its discussion
+        is an outsider's), theirs); with ``pending``, the queued request it answers,
+        claimed with it."""
         shown = delivery.ids[0]
-        config = self.state.config
-        floor = floor_for(
-            config,
-            tenant=self.config.tenant,
-            repo=request.repo,
-            source=self.provider,
-            outsiders=outsider is not None,
-        )
-        tier = tier_for(None, floor, config.engine.default_tier)
         try:
             run = await self.state.queue.submit(
-                request, self.config.tenant, tier=tier, delivery=delivery, pending=pending
+                request, self.config.tenant, outsider=outsider, delivery=delivery, pending=pending
             )
         except DuplicateDelivery as twice:  # another server (or request) kept it first
             return _duplicate(delivery, twice.run_id)
@@ -247,14 +241,15 @@ class Trigger:
                 429, f"{full.message}; no run was started: redeliver this delivery later"
             ) from full
         self.note(call.key, run.id)
-        ack = comments.acknowledgement(run.id, shown, call.why, call.sender, call.noun)
+        unasked = call.unasked if isinstance(call, IssueCall) else None
+        if unasked is not None:  # seen in golem serve's log, as Linear's of no person
+            log.warning("%s trigger: run %s runs as an outsider's: %s", self.provider, run.id,
+                        unasked)  # fmt: skip
+        ack = comments.acknowledgement(run.id, shown, call.why, call.sender, call.noun, unasked)
         if pending is not None:
             ack = comments.answering(ack, pending.run_id, shown, call.sender)
         self.watchers.follow(run.id, call, ack)
         log.info("%s trigger: run %s for %s (%s)", self.provider, run.id, call.key, call.why)
-        if floor is not None:
-            why = f"; {outsider}" if outsider is not None else ""
-            log.info("run %s runs in the %s tier (%s%s)", run.id, run.tier, floor.rule, why)
         return TriggerAnswer(status="started", reason=f"{call.why}: run {run.id}", run_id=run.id)
 
     def follow_previous(self) -> None:
