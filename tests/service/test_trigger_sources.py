@@ -197,7 +197,13 @@ def test_a_github_label_starts_its_run_in_the_github_sources_tier(
     github.add_issue("octo/labelled", 1, "add() subtracts", body="See calculator.py.")
     answer = github_triggers.deliver(served, "issues", labelled("octo/labelled"))
     assert answer.json()["status"] == "started", answer.text
-    assert_in_its_sources_tier(served, "from-github", answer.json()["run_id"], "github")
+    run_id = answer.json()["run_id"]
+    assert_in_its_sources_tier(served, "from-github", run_id, "github")
+    said = f"golem.service.queue: run {run_id} runs in the gvisor tier"
+    eventually(  # golem's own log lines reach the server's output (its standard error)
+        lambda: next((line for line in served.output if said in line), None),
+        "the server's log line of the run's tier",
+    )
 
 
 def test_a_gitlab_label_starts_its_run_in_the_gitlab_sources_tier(

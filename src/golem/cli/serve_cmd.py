@@ -132,6 +132,7 @@ def serve_command(
     with collector_paused():
         import uvicorn
 
+        from golem.service import server_log_config
         from golem.service.app import create_app
         from golem.service.limits import ws_max_size
         from golem.service.slow_clients import ReadLimits, guarded_protocol
@@ -149,6 +150,7 @@ def serve_command(
     )
     settings = uvicorn.Config(
         create_app(config, make_engine),
+        log_config=server_log_config(),
         log_level="info",
         ws="websockets-sansio",
         ws_max_size=ws_max_size(config),  # each role's own cap is checked per message

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from golem.service.cluster import ClusterStatus, ClusterView, NodeStatus
     from golem.service.limits import ws_max_size
+    from golem.service.logs import server_log_config
     from golem.service.node import NODE_PRINCIPAL, node_app
     from golem.service.state import ServerState
 
@@ -20,6 +21,7 @@ _HOMES = {
     "NodeStatus": "cluster",
     "ServerState": "state",
     "node_app": "node",
+    "server_log_config": "logs",
     "ws_max_size": "limits",
 }
 """Each public name's module, imported on first use: importing one of the server's modules
@@ -32,6 +34,7 @@ __all__ = [
     "NodeStatus",
     "ServerState",
     "node_app",
+    "server_log_config",
     "ws_max_size",
 ]
 
