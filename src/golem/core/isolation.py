@@ -197,8 +197,10 @@ class TrustPolicy(BaseModel):
     def _source_names(cls, sources: dict[str, IsolationTier]) -> dict[str, IsolationTier]:
         unknown = sorted(name for name in sources if name not in TRIGGER_SOURCES)
         if unknown:
+            cased = [name.lower() for name in unknown if name.lower() in TRIGGER_SOURCES]
+            hint = f" (sources are named in lower case: {', '.join(cased)})" if cased else ""
             raise ValueError(
-                f"no trigger is named {', '.join(unknown)}: a source is one of "
+                f"no trigger is named {', '.join(unknown)}{hint}: a source is one of "
                 f"{', '.join(TRIGGER_SOURCES)} (docs/server.md#isolation-tiers-the-trust-policy)"
             )
         return sources
