@@ -204,21 +204,34 @@ def test_golem_run_submit_says_what_is_wrong_and_queues_nothing(
     assert server_runs(served, key) == []
 
 
+def start_slow_submitted(env: dict[str, str], repo: Path) -> subprocess.Popen[bytes]:
+    """`golem run --submit` of a run whose agent takes its time (a minute's command)."""
+    slow = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
+    args = ["run", "--submit", "--repo", str(repo), "--task", TASK, "--model", f"scripted:{slow}"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "golem", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def said_until_working(process: subprocess.Popen[bytes]) -> bytes:
+    """What the command printed until the agent's slow command ran on the server."""
+    assert process.stderr is not None
+    said = b""
+    for line in process.stderr:
+        said += line
+        if b"sleep 60" in line:
+            break
+    return said
+
+
 def test_ctrl_c_on_a_submitted_run_cancels_it_on_the_server(
     served: Served, submitting_env: dict[str, str], reachable_dir: Path
 ) -> None:
-    slow = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
-    args = ["run", "--submit", "--repo", str(make_remote(reachable_dir)), "--task", TASK]
-    with subprocess.Popen(
-        [sys.executable, "-m", "golem", *args, "--model", f"scripted:{slow}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=submitting_env,
-    ) as process:
-        assert process.stderr is not None
-        for line in process.stderr:  # until the agent's slow command runs on the server
-            if b"working" in line or b"sleep 60" in line:
-                break
+    with start_slow_submitted(submitting_env, make_remote(reachable_dir)) as process:
+        said_until_working(process)
         process.send_signal(signal.SIGINT)
         _, rest = process.communicate(timeout=120)
     assert process.returncode == 4, rest
@@ -248,8 +261,6 @@ def test_a_submitted_run_whose_server_goes_away_is_said_to_go_on_there(
     tmp_path: Path, reachable_dir: Path
 ) -> None:
     """Its own server, stopped mid-run: the command ends saying where the run is."""
-    slow = Path(__file__).parents[1] / "blueprint" / "scripts" / "slow.yaml"
-    args = ["run", "--submit", "--repo", str(make_remote(reachable_dir)), "--task", TASK]
     with serving(tmp_path / "server" / "state") as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GOLEM_")}
         env.update(
@@ -257,18 +268,8 @@ def test_a_submitted_run_whose_server_goes_away_is_said_to_go_on_there(
             GOLEM_REMOTE__URL=server.url,
             GOLEM_API_KEY=server.key("acme", "trusted"),
         )
-        with subprocess.Popen(
-            [sys.executable, "-m", "golem", *args, "--model", f"scripted:{slow}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        ) as process:
-            assert process.stderr is not None
-            said = b""
-            for line in process.stderr:
-                said += line
-                if b"sleep 60" in line:
-                    break
+        with start_slow_submitted(env, make_remote(reachable_dir)) as process:
+            said = said_until_working(process)
             server.stop()
             _, rest = process.communicate(timeout=120)
     run_id = said.split(b" as run ")[1].split()[0].decode()
