@@ -5,6 +5,7 @@ run is not verified and its error."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from golem.blueprint.book import RunBook
 from golem.blueprint.events import RunEvent, RunNote
@@ -114,6 +115,23 @@ def test_runs_show_and_ls_print_every_field_a_run_holds_as_text_and_no_foreign_s
     assert foreign(listed) == []
     assert SHOWN in shown_as_text(listed)  # the title
     assert f"{SHOWN} " in shown_as_text(listed).split("run-evil", 1)[1]  # the node
+
+
+def test_runs_json_holds_a_runs_values_whole_and_no_raw_control_or_bidi_character(
+    golem_env: dict[str, str],
+) -> None:
+    """JSON is for programs: the values come back exactly as kept, yet on a terminal no
+    character outside ASCII is written raw (C1 controls and bidi overrides pass JSON's own
+    escaping otherwise)."""
+    state = new_run("run-json", status="escalated")
+    keep(golem_env, state.model_copy(update={"title": HOSTILE, "error": HOSTILE}))
+    shown = golem(golem_env, "runs", "show", "--json", "run-json")
+    listed = golem(golem_env, "runs", "ls", "--json")
+    for done in (shown, listed):
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.isascii()
+    assert json.loads(shown.stdout)["error"] == HOSTILE
+    assert json.loads(listed.stdout)[0]["title"] == HOSTILE
 
 
 def test_runs_show_says_what_isolation_the_runs_box_got_or_the_tier_it_waits_for(

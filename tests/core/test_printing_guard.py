@@ -9,7 +9,8 @@ console, parses markup or ANSI itself (``Text.from_markup``, ``Text.from_ansi``,
 ``rich.markup``, a ``Spinner``'s or a ``Progress`` column's text, a ``Panel``'s title
 but a literal or ``styled()``), makes a ``Markup`` or a ``Text`` of a value. Lines written past the
 console (``typer.echo``, ``print``, a standard stream's ``write``) take no formatted
-string: text with a value in it goes through the console. And golem's markup written
+string and no JSON: text with a value in it goes through the console, JSON through
+``say_json`` (every character outside ASCII escaped). And golem's markup written
 anywhere but in ``markup()`` would be shown as text: that fails too.
 """
 
@@ -80,6 +81,11 @@ def formatted(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and called_name(node) == "format"
 
 
+def dumped(node: ast.expr) -> bool:
+    """Whether ``node`` makes JSON text (``json.dumps``, a model's ``model_dump_json``)."""
+    return isinstance(node, ast.Call) and called_name(node) in {"dumps", "model_dump_json"}
+
+
 def literal(node: ast.expr | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -108,6 +114,8 @@ def call_breaches(call: ast.Call) -> Iterator[str]:
         yield "puts a value inside a markup tag (a value could choose a style or a link)"
     elif writes_past_the_console(call) and any(formatted(arg) for arg in call.args):
         yield "writes a formatted string past the console"
+    elif writes_past_the_console(call) and any(dumped(arg) for arg in call.args):
+        yield "writes JSON past say_json() (a C1 control or a bidi override in it raw)"
     for keyword in call.keywords:
         if keyword.arg == "markup" and not (
             isinstance(keyword.value, ast.Constant) and keyword.value.value is False
@@ -178,12 +186,14 @@ def test_the_guard_finds_each_way_of_printing_a_value_as_markup(tmp_path: Path) 
         "Panel(body, title=name)\n"
         "Text(name, style='red')\n"
         "Text.assemble(('golem: ', 'red'), message)\n"
+        "typer.echo(json.dumps(x))\n"
+        "typer.echo(state.model_dump_json(indent=2))\n"
     )
     good = (
-        "markup('[red]{}[/]', x)\nout.print(x)\ntyper.echo(json.dumps(x))\n"
+        "markup('[red]{}[/]', x)\nout.print(x)\nsay_json(x)\nfile.write(json.dumps(x))\n"
         "out.print(x, markup=False)\nout.print(f'removed {x}')\nfile.write(f'{x}')\n"
         "Panel(body, title=styled(name, ''))\nText('✓', style='green')\n"
     )
     found = list(breaches(bad, ast.parse(bad.read_text())))
-    assert len(found) == 21, found  # an f-string with two tags is two
+    assert len(found) == 23, found  # an f-string with two tags is two
     assert list(breaches(bad, ast.parse(good))) == []

@@ -3,14 +3,13 @@ golem serve keeps there, and the API's), each with its last and its next run."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from golem.core.console import markup, terminal
+from golem.core.console import markup, say_json, terminal
 from golem.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     """Automations (every tenant's), with their last run and their next run."""
     views = _all_views()
     if json_output:
-        typer.echo(json.dumps([view.model_dump(mode="json") for view in views], indent=2))
+        say_json([view.model_dump(mode="json") for view in views])
         return
     if not views:
         typer.echo("no automations (golem.toml's reach the store when golem serve starts)")

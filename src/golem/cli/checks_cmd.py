@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from golem.core.console import GolemConsole, terminal
+from golem.core.console import GolemConsole, say_json, terminal
 from golem.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def detect_command(
     conventions = detect_conventions(repo)
     console = terminal(soft_wrap=True)
     if json_output:
-        typer.echo(conventions.model_dump_json(indent=2))
+        say_json(conventions)
     else:
         _print(console, conventions)
     if write:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
 from golem.cli import options
-from golem.core.console import terminal
+from golem.core.console import say_json, terminal
 from golem.core.errors import ConfigError
 
 __all__ = ["cluster_app"]
@@ -45,7 +44,7 @@ def status_command(
         ray.shutdown()
     if as_json:
         for node in nodes:
-            typer.echo(json.dumps(node.model_dump()))
+            say_json(node.model_dump(), indent=None)
         return
     table = Table(
         "name", "node", "address", "alive", "slots", "taken", "box host", "sessions", "runs"

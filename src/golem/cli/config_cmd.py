@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
-from golem.core.console import say
+from golem.core.console import say, say_json
 
 __all__ = ["config_app"]
 
@@ -23,7 +21,7 @@ def show_command() -> None:
     config = load_config()
     files = [str(p) for p in config_files()]
     say(f"# from: {', '.join(files) if files else 'defaults'} + GOLEM_* environment")
-    typer.echo(json.dumps(config.model_dump(mode="json"), indent=2))
+    say_json(config.model_dump(mode="json"))
 
 
 @config_app.command("schema")
@@ -31,4 +29,4 @@ def schema_command() -> None:
     """Print the JSON Schema of golem.toml (the same models as env vars and flags)."""
     from golem.core.config import GolemConfig
 
-    typer.echo(json.dumps(GolemConfig.model_json_schema(), indent=2))
+    say_json(GolemConfig.model_json_schema())

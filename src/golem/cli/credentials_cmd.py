@@ -5,7 +5,6 @@ key from its file; a GitLab OAuth grant's refresh token and secret from variable
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -16,7 +15,7 @@ import typer
 from rich.table import Table
 
 from golem.cli import options
-from golem.core.console import say, terminal
+from golem.core.console import say, say_json, terminal
 from golem.core.errors import ConfigError, ForgeCredentialsRefused, InvalidRequest
 
 if TYPE_CHECKING:
@@ -168,7 +167,7 @@ def list_command(
 
     listed = using_store(_config(config_file), lambda store: store.credentials.all(), tenant=tenant)
     if json_output:
-        typer.echo(json.dumps([c.model_dump() for c in listed], indent=2))
+        say_json([c.model_dump() for c in listed])
         return
     table = Table("TENANT", "FORGE", "SET", box=None)
     for credential in listed:

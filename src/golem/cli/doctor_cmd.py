@@ -5,7 +5,6 @@ which backend serves each isolation tier of the configuration."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,7 @@ import typer
 from rich.table import Table
 
 from golem.cli import options
-from golem.core.console import markup, terminal
+from golem.core.console import markup, say_json, terminal
 from golem.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ def doctor_command(
     tiers = _tiers(config)
     if json_output:
         found = {"backends": [p.model_dump() for p in probes], "tiers": tiers}
-        typer.echo(json.dumps(found, indent=2))
+        say_json(found)
         return
     console = terminal()
     console.print(_table(probes))

@@ -15,7 +15,7 @@ import typer
 
 from golem import __version__
 from golem.cli import options
-from golem.core.console import GolemConsole, terminal
+from golem.core.console import GolemConsole, say_json, terminal
 from golem.core.errors import ConfigError, EvalError
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def make_command(
     if json_output:
         listed = [{"instance_id": t.instance_id, "FAIL_TO_PASS": t.FAIL_TO_PASS} for t in tasks]
         left = [item.__dict__ for item in left_out]
-        typer.echo(json.dumps({"tasks": listed, "left_out": left}, indent=2))
+        say_json({"tasks": listed, "left_out": left})
         return
     terminal().print(
         f"made {len(tasks)} task(s) in {out!s}; {len(left_out)} change(s) "
@@ -307,7 +307,7 @@ def _report(results: ResultsDir, json_output: bool) -> None:
     (results.path / "report.json").write_text(report.model_dump_json(indent=2))
     (results.path / "report.html").write_text(report_html(report), encoding="utf-8")
     if json_output:
-        typer.echo(report.model_dump_json(indent=2, exclude={"attempts", "gold"}))
+        say_json(report.model_dump(mode="json", exclude={"attempts", "gold"}))
         return
     print_report(terminal(), report)
     terminal().print(f"report: {results.path / 'report.html'!s}")
@@ -352,6 +352,6 @@ def compare_command(
         html.write_text(comparison_html(comparison), encoding="utf-8")
     if json_output:
         exclude = {"a": {"attempts", "gold"}, "b": {"attempts", "gold"}}
-        typer.echo(comparison.model_dump_json(indent=2, exclude=exclude))
+        say_json(comparison.model_dump(mode="json", exclude=exclude))
         return
     print_comparison(terminal(), comparison)

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from golem.cli import options
-from golem.core.console import say, styled, terminal
+from golem.core.console import say, say_json, styled, terminal
 from golem.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def exec_command(
 async def _run_json(engine: Engine, request: ExecRequest, spec: dict[str, Any]) -> int:
     async with engine:
         result = await engine.execute(request, spec)
-    typer.echo(result.model_dump_json(indent=2))
+    say_json(result)
     return result.exit_code
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 import typer
 from rich.table import Table
 
 from golem.cli.options import docker_backend
-from golem.core.console import say, terminal
+from golem.core.console import say, say_json, terminal
 
 __all__ = ["image_app"]
 
@@ -106,7 +105,7 @@ def list_command(
         if any(tag != "<none>:<none>" for tag in image.get("RepoTags") or [])
     ]
     if json_output:
-        typer.echo(json.dumps(rows, indent=2))
+        say_json(rows)
         return
     table = Table("TAG", "FLAVOUR", "HASH", "SIZE", box=None)
     for row in rows:

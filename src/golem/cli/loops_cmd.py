@@ -4,7 +4,6 @@ in golem's store. A `golem serve` on the same store drives them (any server shar
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from golem.core.console import GolemConsole, markup, say, terminal
+from golem.core.console import GolemConsole, markup, say, say_json, terminal
 from golem.core.errors import InvalidRequest, RunConflict
 
 if TYPE_CHECKING:
@@ -116,7 +115,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     """Goal loops, newest first (every tenant's)."""
     loops = [kept.model for kept in reversed(_all())]
     if json_output:
-        typer.echo(json.dumps([loop.model_dump(mode="json") for loop in loops], indent=2))
+        say_json([loop.model_dump(mode="json") for loop in loops])
         return
     if not loops:
         typer.echo("no goal loops")
@@ -162,7 +161,7 @@ def show_command(
     """One goal loop: its goal, where it stands and why, each iteration's verdict."""
     loop = _one(loop_id)
     if json_output:
-        typer.echo(loop.model_dump_json(indent=2))
+        say_json(loop)
         return
     _print_loop(terminal(), loop)
 

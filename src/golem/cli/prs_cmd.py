@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -10,7 +9,7 @@ import typer
 from rich.table import Table
 
 from golem.core.ansi import plain
-from golem.core.console import markup, terminal
+from golem.core.console import markup, say_json, terminal
 from golem.core.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ def list_command(
     """Pull requests, newest first."""
     prs = _pull_requests(repo)
     if json_output:
-        typer.echo(json.dumps([pr.model_dump(mode="json") for pr in prs], indent=2))
+        say_json([pr.model_dump(mode="json") for pr in prs])
         return
     if not prs:
         typer.echo("no pull requests")

@@ -48,9 +48,10 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
 
     if json_output:
         from golem.blueprint.book import RunBook
+        from golem.core.console import say_json
 
         runs = using_store(load_config(), lambda store: RunBook(store).newest())
-        typer.echo(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
+        say_json([r.model_dump(mode="json") for r in runs])
         return
     records = using_store(load_config(), lambda store: store.runs.newest(LISTED))
     if not records:
@@ -93,11 +94,11 @@ def show_command(
     from golem.cli.run_progress import print_report
     from golem.cli.stores import using_store
     from golem.core.config import load_config
-    from golem.core.console import markup, terminal
+    from golem.core.console import markup, say_json, terminal
 
     state, kept = using_store(load_config(), lambda store: _with_events(store, run_id, events))
     if json_output:
-        typer.echo(state.model_dump_json(indent=2))
+        say_json(state)
         return
     out = terminal()
     out.print(markup("[bold]{}[/] {} · {}", state.id, state.title, state.status))

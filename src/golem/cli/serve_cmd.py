@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -14,7 +13,7 @@ import typer
 from rich.table import Table
 
 from golem.cli import options
-from golem.core.console import say, terminal
+from golem.core.console import say, say_json, terminal
 from golem.core.errors import ConfigError, InvalidRequest
 
 if TYPE_CHECKING:
@@ -198,7 +197,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     """Every key (never their secrets)."""
     keys = _with_keys(lambda keys: keys.list())
     if json_output:
-        typer.echo(json.dumps([k.model_dump() for k in keys], indent=2))
+        say_json([k.model_dump() for k in keys])
         return
     table = Table("ID", "TENANT", "ROLE", "NAME", "REVOKED", box=None)
     for key in keys:

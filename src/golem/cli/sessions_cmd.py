@@ -5,7 +5,6 @@ server (`prune` still removes this machine's orphans: the server prunes its own)
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 import typer
 from rich.table import Table
 
-from golem.core.console import say, styled, terminal
+from golem.core.console import say, say_json, styled, terminal
 
 if TYPE_CHECKING:
     from golem.sandbox import BoxInfo, Engine
@@ -61,7 +60,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print J
     """List every box golem knows of, live or orphaned."""
     boxes = _with_engine(lambda engine: engine.boxes())
     if json_output:
-        typer.echo(json.dumps([b.model_dump(mode="json") for b in boxes], indent=2))
+        say_json([b.model_dump(mode="json") for b in boxes])
     elif boxes:
         terminal().print(_table(boxes))
     else:

@@ -3,7 +3,6 @@ directory, every tenant's (a server's are on its own host: run these there)."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING
 
@@ -38,11 +37,11 @@ def _age(created: float) -> str:
 def _print(infos: list[SnapshotInfo], json_output: bool) -> None:
     from rich.table import Table
 
-    from golem.core.console import terminal
+    from golem.core.console import say_json, terminal
     from golem.core.sizes import format_size
 
     if json_output:
-        typer.echo(json.dumps([info.model_dump(mode="json") for info in infos], indent=2))
+        say_json([info.model_dump(mode="json") for info in infos])
         return
     table = Table("TENANT", "NAME", "DIGEST", "SIZE", "AGE", "BACKEND", "IMAGE", box=None)
     for info in infos:

@@ -4,7 +4,6 @@ blueprint get each."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,7 @@ import typer
 from rich.table import Table
 
 from golem.cli import options
-from golem.core.console import GolemConsole, markup, terminal
+from golem.core.console import GolemConsole, markup, say_json, terminal
 from golem.core.errors import ConfigError, GolemError
 
 TARGET_SHOWN = 100
@@ -54,7 +53,7 @@ def ls_command(
     chosen = load_blueprint(blueprint)
     servers = asyncio.run(_list(config, chosen)) if config.toolshed.servers else []
     if json_output:
-        typer.echo(json.dumps({"blueprint": chosen.name, "servers": servers}, indent=2))
+        say_json({"blueprint": chosen.name, "servers": servers})
     elif not servers:
         typer.echo("no toolshed servers: add [[toolshed.servers]] to golem.toml")
     else:

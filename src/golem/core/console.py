@@ -36,7 +36,16 @@ from rich.text import Text
 
 from golem.core.ansi import clean
 
-__all__ = ["GolemConsole", "Markup", "RenderableType", "markup", "say", "styled", "terminal"]
+__all__ = [
+    "GolemConsole",
+    "Markup",
+    "RenderableType",
+    "markup",
+    "say",
+    "say_json",
+    "styled",
+    "terminal",
+]
 
 
 class Markup(str):
@@ -121,6 +130,19 @@ def terminal(
     """The console a command prints on (its standard error with ``stderr``; a long line
     kept whole with ``soft_wrap``)."""
     return GolemConsole(stderr=stderr, soft_wrap=soft_wrap, highlight=highlight, file=file)
+
+
+def say_json(value: Any, *, indent: int | None = 2) -> None:
+    """``value`` (pydantic models, and data holding them) as JSON on standard output, every
+    character outside ASCII escaped: a C1 control or a bidi override a stored record holds
+    reaches no terminal raw, and a JSON reader sees the same text (``indent`` None: one
+    line)."""
+    import json  # noqa: PLC0415 - the JSON commands' only
+    import sys  # noqa: PLC0415
+
+    from pydantic_core import to_jsonable_python  # noqa: PLC0415
+
+    sys.stdout.write(json.dumps(to_jsonable_python(value), indent=indent) + "\n")
 
 
 def say(*objects: RenderableType, stderr: bool = False) -> None:
