@@ -102,9 +102,13 @@ class HttpSide:
         """Whether another exchange may follow on this connection."""
         return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
 
-    async def drop(self) -> None:
-        """End the connection: politely after whole exchanges, reset mid-exchange."""
-        await end_stream(self.writer, politely=self.h11.our_state in ENDED_STATES)
+    async def drop(self, *, waited_on: bool = False) -> None:
+        """End the connection: politely after whole exchanges, reset mid-exchange. A TLS
+        connection a box's next request waits on (``waited_on``) is reset too: a polite
+        end waits for the upstream's close_notify."""
+        ended = self.h11.our_state in ENDED_STATES
+        tls = self.at is not None and self.at.tls is not None
+        await end_stream(self.writer, politely=ended and not (waited_on and tls))
 
 
 async def end_stream(writer: asyncio.StreamWriter, *, politely: bool) -> None:
@@ -197,7 +201,7 @@ async def ready_upstream(upstream: HttpSide | None, upstream_at: Upstream) -> Ht
         upstream.h11.start_next_cycle()
         return upstream
     if upstream is not None:
-        await upstream.drop()
+        await upstream.drop(waited_on=True)
     return await upstream_at.connect()
 
 

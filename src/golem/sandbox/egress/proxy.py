@@ -326,7 +326,7 @@ class EgressProxy:
                     return
                 first = False
                 if upstream is not None and upstream.at != route.upstream:
-                    await upstream.drop()
+                    await upstream.drop(waited_on=True)
                     upstream = None
                 try:
                     upstream = await ready_upstream(upstream, route.upstream)
