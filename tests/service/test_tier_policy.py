@@ -21,8 +21,10 @@ from typing import Any
 import httpx
 import pytest
 
+from golem.store import FINISHED
 from tests.conftest import microvm_image
 from tests.service.mcp_clients import over_http, text_of
+from tests.service.polling import eventually
 from tests.service.served import Served, serving
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.gvisor]
@@ -42,6 +44,17 @@ def policy_config() -> str:
             '[server.trust]\ntenants = { acme = "microvm" }\n'
             '[[server.trust.repos]]\npattern = ".*/wild-[a-z]+"\nmin_tier = "gvisor"\n'
         )
+    )
+
+
+def cancel_to_its_end(client: httpx.Client, run_id: str) -> None:
+    """Cancel a run and wait until it has ended: a running one holds one of the server's
+    runners (``max_runs``, 2 by default) until its runner stops, and the next test's runs
+    need them."""
+    client.post(f"/v1/runs/{run_id}/cancel")
+    eventually(
+        lambda: client.get(f"/v1/runs/{run_id}").json()["status"] in FINISHED or None,
+        f"run {run_id} cancelled to its end",
     )
 
 
@@ -186,7 +199,7 @@ def test_a_repository_patterns_tier_holds_for_runs_on_it(trusted: httpx.Client) 
     assert tame.status_code == 202, tame.text
     assert tame.json()["tier"] is None  # no rule: the default backend's
     for run in (submitted.json(), tame.json()):
-        trusted.post(f"/v1/runs/{run['id']}/cancel")
+        cancel_to_its_end(trusted, run["id"])
 
 
 def test_a_runs_container_engine_is_its_roles_to_give(
@@ -199,7 +212,7 @@ def test_a_runs_container_engine_is_its_roles_to_give(
     kept = trusted.post("/v1/runs", json={"repo": "file:///nowhere/tame.git", "task": "t"})
     for answer, client in ((given, user), (kept, trusted)):
         assert answer.status_code == 202, answer.text
-        client.post(f"/v1/runs/{answer.json()['id']}/cancel")
+        cancel_to_its_end(client, answer.json()["id"])
 
     assert given.json()["containers"] is True
     assert kept.json()["containers"] is False
